@@ -1,0 +1,1 @@
+"""netdsl: declarative model-builder."""

@@ -1,0 +1,141 @@
+"""Source positions, diagnostics and the one error type every stage raises.
+
+A `Diagnostic` is data (printable as text or JSON); `SpecError` carries a list
+of them so that all the errors of a file reach the user in one run.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Span(BaseModel):
+    """Where a piece of source text is: 1-based line and column, end exclusive."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    @classmethod
+    def at(cls, file: str, line: int, col: int, length: int = 1) -> "Span":
+        return cls.model_construct(file=file, line=line, col=col, end_line=line, end_col=col + max(length, 1))
+
+    def to(self, other: "Span") -> "Span":
+        """The span from the start of self to the end of other."""
+        return Span.model_construct(
+            file=self.file, line=self.line, col=self.col, end_line=other.end_line, end_col=other.end_col
+        )
+
+
+class Diagnostic(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    severity: Literal["error", "warning"] = "error"
+    message: str
+    hint: str | None = None
+
+    @classmethod
+    def at(cls, span: Span, message: str, hint: str | None = None, severity: str = "error") -> "Diagnostic":
+        return cls(
+            file=span.file,
+            line=span.line,
+            col=span.col,
+            end_line=span.end_line,
+            end_col=span.end_col,
+            severity=severity,
+            message=message,
+            hint=hint,
+        )
+
+    @classmethod
+    def for_file(cls, file: str, message: str, hint: str | None = None) -> "Diagnostic":
+        """A file-level error (unreadable, too large, not UTF-8 at an unknown place)."""
+        return cls(file=file, line=1, col=1, end_line=1, end_col=1, message=message, hint=hint)
+
+    @property
+    def text(self) -> str:
+        return f"{self.message}; {self.hint}" if self.hint else self.message
+
+
+class SpecError(Exception):
+    """A spec could not be read, checked or built. `.diagnostics` says why."""
+
+    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic):
+        if isinstance(diagnostics, Diagnostic):
+            diagnostics = [diagnostics]
+        self.diagnostics = list(diagnostics)
+        super().__init__("\n".join(f"{d.file}:{d.line}:{d.col}: {d.severity}: {d.text}" for d in self.diagnostics))
+
+
+class Sources:
+    """The text of every file read in this run, for printing source lines."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, list[str]] = {}
+
+    def add(self, file: str, text: str) -> None:
+        self._lines[file] = text.splitlines()
+
+    def line(self, file: str, line: int) -> str | None:
+        lines = self._lines.get(file)
+        if lines is None or not 1 <= line <= len(lines):
+            return None
+        return lines[line - 1]
+
+
+def render(diagnostic: Diagnostic, sources: Sources | None = None) -> str:
+    """`path:line:col: error: message`, then the source line and a caret underline."""
+    d = diagnostic
+    head = f"{d.file}:{d.line}:{d.col}: {d.severity}: {d.text}"
+    source_line = sources.line(d.file, d.line) if sources else None
+    if source_line is None or not source_line.strip():
+        return head
+    shown, offset = _display_line(source_line)
+    start = _display_width(source_line[: d.col - 1]) - offset
+    if d.end_line == d.line:
+        width = _display_width(source_line[d.col - 1 : d.end_col - 1])
+    else:  # a span over several lines is underlined to the end of its first
+        width = _display_width(source_line[d.col - 1 :].rstrip())
+    width = max(width, 1)
+    return f"{head}\n  {shown}\n  {' ' * max(start, 0)}{'^' * width}"
+
+
+def render_all(diagnostics: Iterable[Diagnostic], sources: Sources | None = None) -> str:
+    return "\n".join(render(d, sources) for d in diagnostics)
+
+
+def _display_line(line: str) -> tuple[str, int]:
+    """The line as shown (tabs expanded, indentation dropped) and how much was dropped."""
+    expanded = line.expandtabs(4)
+    stripped = expanded.lstrip()
+    shown = "".join(c if c.isprintable() else "?" for c in stripped.rstrip())
+    return shown, len(expanded) - len(stripped)
+
+
+def _display_width(text: str) -> int:
+    return len(text.expandtabs(4))
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
+    """`did you mean 'dense'?` for the nearest candidate, or None when none is close."""
+    pool = sorted(set(candidates))
+    lowered = {c.lower(): c for c in pool}
+    if name.lower() in lowered and lowered[name.lower()] != name:
+        return f"did you mean '{lowered[name.lower()]}'?"
+    close = difflib.get_close_matches(name, pool, n=1, cutoff=0.75)
+    if not close:
+        close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.75)
+        close = [lowered[c] for c in close]
+    return f"did you mean '{close[0]}'?" if close else None

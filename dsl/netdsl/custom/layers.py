@@ -248,9 +248,14 @@ class Attention(keras.layers.Layer):
             f"[q, k, v, mask], received: {len(inputs)} inputs"
         )
 
+    def _split_shapes(self, input_shape):
+        """`_split_inputs` for shapes: a single shape is itself a tuple."""
+        if _is_shape_list(input_shape):
+            return self._split_inputs(list(input_shape))
+        return input_shape, input_shape, input_shape, None
+
     def build(self, input_shape):
-        shapes = input_shape if _is_shape_list(input_shape) else [input_shape]
-        q_shape, k_shape, v_shape, _ = self._split_inputs(list(shapes))
+        q_shape, k_shape, v_shape, _ = self._split_shapes(input_shape)
         for role, shape in (("q", q_shape), ("k", k_shape), ("v", v_shape)):
             if len(shape) != 3 or shape[-1] is None:
                 raise ValueError(
@@ -350,8 +355,7 @@ class Attention(keras.layers.Layer):
         return mask
 
     def compute_output_shape(self, input_shape):
-        shapes = input_shape if _is_shape_list(input_shape) else [input_shape]
-        q_shape, k_shape, _, _ = self._split_inputs(list(shapes))
+        q_shape, k_shape, _, _ = self._split_shapes(input_shape)
         output_shape = tuple(q_shape[:-1]) + (self.d_model,)
         if not self.return_weights:
             return output_shape

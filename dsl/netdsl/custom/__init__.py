@@ -1,0 +1,34 @@
+"""Keras runtime for netdsl's custom layers and activations.
+
+Importing this package registers every class and function with Keras (package
+"netdsl"), which is what lets a saved model load with `safe_mode=True`:
+
+    import netdsl.custom
+    model = keras.saving.load_model("model.keras", safe_mode=True)
+"""
+
+from netdsl.custom import activations, expr, layers
+from netdsl.custom.activations import ACTIVATIONS
+from netdsl.custom.expr import (
+    FUNCTIONS,
+    ActivationLayer,
+    DeclaredActivation,
+    DeclaredLayer,
+    evaluate,
+    validate_tree,
+)
+from netdsl.custom.layers import LAYERS
+
+__all__ = [
+    "ACTIVATIONS",
+    "FUNCTIONS",
+    "LAYERS",
+    "ActivationLayer",
+    "DeclaredActivation",
+    "DeclaredLayer",
+    "activations",
+    "evaluate",
+    "expr",
+    "layers",
+    "validate_tree",
+]

@@ -1,0 +1,907 @@
+"""Runtime for activations and layers DECLARED in a spec file.
+
+A spec never ships Python: a declared body is an expression TREE made of
+plain JSON data, evaluated with a fixed table of `keras.ops` functions. The
+tree is what the saved model's config holds, and it is re-validated on
+load, so a tampered `.keras` file cannot reach any other function.
+
+Expression nodes (lists; tuples are accepted and stored as lists):
+
+    ["num", 1.5]                     a number (int or float, not bool)
+    ["const", value]                 any JSON constant; lists evaluate to
+                                     tuples (perms, shapes, axes)
+    ["var", "x"]                     a name bound at evaluation time
+    ["neg", A]                       unary minus
+    ["bin", OP, A, B]                OP in + - * / ** @  (@ = matmul)
+    ["call", FNAME, [ARGS], {KW: A}] FNAME from FUNCTIONS; the kwargs dict
+                                     may be omitted
+    ["dim", NAME, INDEX]             static size of input NAME's axis INDEX,
+                                     batch axis excluded (declared layers
+                                     only; falls back to the dynamic size)
+
+Weight-shape (dimension) trees use a smaller set evaluated to Python ints:
+`["num", n]`, `["const", n]`, `["var", PARAM]`, `["dim", INPUT, INDEX]`,
+`["neg", A]`, `["bin", OP, A, B]` with OP in + - * //, and
+`["call", "max"|"min", [A, B], {}]`.
+
+Python numbers are folded in Python (`sqrt(d_model)` stays a weakly typed
+float), so constants never upcast float16 tensors.
+"""
+
+import math
+from collections import namedtuple
+
+import keras
+from keras import ops
+
+from netdsl.custom import activations as _acts
+
+_register = keras.saving.register_keras_serializable(package="netdsl")
+
+MAX_DEPTH = 200  # deeper trees are refused rather than risking recursion
+
+# --------------------------------------------------------------------------
+# The function table.
+
+FunctionSpec = namedtuple(
+    "FunctionSpec", ["fn", "min_args", "max_args", "kwargs"]
+)
+FunctionSpec.__doc__ = (
+    "(callable, min positional args, max positional args or None for "
+    "variadic, allowed keyword names)"
+)
+
+_REDUCE_KW = frozenset({"axis", "keepdims"})
+_NO_KW = frozenset()
+
+
+def _reduction(op):
+    def reduce(x, axis=None, keepdims=False):
+        return op(x, axis=axis, keepdims=keepdims)
+
+    reduce.__name__ = op.__name__
+    return reduce
+
+
+def _softmax(x, axis=-1):
+    return ops.softmax(x, axis=axis)
+
+
+def _transpose(x, perm=None):
+    return ops.transpose(x, axes=perm)
+
+
+def _reshape(x, shape):
+    return ops.reshape(x, shape)
+
+
+def _concatenate(*tensors, axis=0):
+    return ops.concatenate(list(tensors), axis=axis)
+
+
+def _unary(fn):
+    return FunctionSpec(fn, 1, 1, _NO_KW)
+
+
+FUNCTIONS = {
+    # elementwise math
+    "sin": _unary(ops.sin),
+    "cos": _unary(ops.cos),
+    "tanh": _unary(ops.tanh),
+    "sigmoid": _unary(ops.sigmoid),
+    "exp": _unary(ops.exp),
+    "log": _unary(ops.log),
+    "log1p": _unary(ops.log1p),
+    "sqrt": _unary(ops.sqrt),
+    "abs": _unary(ops.abs),
+    "relu": _unary(ops.relu),
+    "softplus": _unary(ops.softplus),
+    "square": _unary(ops.square),
+    "erf": _unary(ops.erf),
+    "minimum": FunctionSpec(ops.minimum, 2, 2, _NO_KW),
+    "maximum": FunctionSpec(ops.maximum, 2, 2, _NO_KW),
+    "clip": FunctionSpec(ops.clip, 3, 3, _NO_KW),
+    "where": FunctionSpec(ops.where, 3, 3, _NO_KW),
+    # tensor ops
+    "matmul": FunctionSpec(ops.matmul, 2, 2, _NO_KW),
+    "transpose": FunctionSpec(_transpose, 1, 2, _NO_KW),
+    "reshape": FunctionSpec(_reshape, 2, 2, _NO_KW),
+    "sum": FunctionSpec(_reduction(ops.sum), 1, 1, _REDUCE_KW),
+    "mean": FunctionSpec(_reduction(ops.mean), 1, 1, _REDUCE_KW),
+    "max": FunctionSpec(_reduction(ops.max), 1, 1, _REDUCE_KW),
+    "min": FunctionSpec(_reduction(ops.min), 1, 1, _REDUCE_KW),
+    "softmax": FunctionSpec(_softmax, 1, 1, frozenset({"axis"})),
+    "concatenate": FunctionSpec(_concatenate, 1, None, frozenset({"axis"})),
+    # activations
+    "sine": _unary(_acts.sine),
+    "smooth_relu": _unary(_acts.smooth_relu),
+    "sigmoid_tanh": _unary(_acts.sigmoid_tanh),
+    "gelu": FunctionSpec(
+        keras.activations.gelu, 1, 1, frozenset({"approximate"})
+    ),
+    "silu": _unary(keras.activations.silu),
+    "swish": _unary(keras.activations.silu),
+    "elu": FunctionSpec(keras.activations.elu, 1, 1, frozenset({"alpha"})),
+    "selu": _unary(keras.activations.selu),
+    "softsign": _unary(keras.activations.softsign),
+    "linear": _unary(keras.activations.linear),
+    "hard_sigmoid": _unary(keras.activations.hard_sigmoid),
+    "leaky_relu": FunctionSpec(
+        keras.activations.leaky_relu, 1, 1, frozenset({"negative_slope"})
+    ),
+    "relu6": _unary(keras.activations.relu6),
+    "mish": _unary(keras.activations.mish),
+}
+
+# Arguments that must evaluate to Python constants (never tensors).
+_STATIC_POSITIONS = {"transpose": 1, "reshape": 1}
+_STATIC_KWARGS = frozenset({"axis", "keepdims", "approximate"})
+
+# Python equivalents used to fold functions of constants.
+_FOLD = {
+    "sin": math.sin, "cos": math.cos, "tanh": math.tanh, "exp": math.exp,
+    "log": math.log, "log1p": math.log1p, "sqrt": math.sqrt, "abs": abs,
+    "square": lambda v: v * v, "erf": math.erf,
+    "minimum": min, "maximum": max,
+}
+
+_OPS = {
+    "+": ops.add,
+    "-": ops.subtract,
+    "*": ops.multiply,
+    "/": ops.divide,
+    "**": ops.power,
+    "@": ops.matmul,
+}
+_PY_OPS = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b,
+    "**": lambda a, b: a ** b,
+}
+_DIM_OPS = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "//": lambda a, b: a // b,
+}
+_DIM_FUNCTIONS = {"max": max, "min": min}
+
+_KINDS = ("num", "const", "var", "neg", "bin", "call", "dim")
+
+
+# --------------------------------------------------------------------------
+# Tree normalisation and validation.
+
+
+def to_json_tree(tree):
+    """Return `tree` with tuples turned into lists (the stored form)."""
+    if isinstance(tree, (list, tuple)):
+        return [to_json_tree(item) for item in tree]
+    if isinstance(tree, dict):
+        return {key: to_json_tree(value) for key, value in tree.items()}
+    return tree
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_json_constant(value, depth=0):
+    if depth > MAX_DEPTH:
+        raise ValueError("Expected a constant nested at most "
+                         f"{MAX_DEPTH} deep, received a deeper one")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _check_json_constant(item, depth + 1)
+        return
+    raise ValueError(
+        "Expected a JSON constant (number, bool, string, null or list), "
+        f"received: {value!r}"
+    )
+
+
+def _node_kind(node, allowed_kinds):
+    if not isinstance(node, (list, tuple)) or not node:
+        raise ValueError(
+            f"Expected an expression node (a non-empty list), received: "
+            f"{node!r}"
+        )
+    kind = node[0]
+    if kind not in allowed_kinds:
+        raise ValueError(
+            "Expected an expression node of kind "
+            f"{', '.join(allowed_kinds)}, received: {kind!r}"
+        )
+    return kind
+
+
+def _check_length(node, *lengths):
+    if len(node) not in lengths:
+        expected = " or ".join(str(n) for n in lengths)
+        raise ValueError(
+            f"Expected a {node[0]!r} node of {expected} items, received: "
+            f"{list(node)!r}"
+        )
+
+
+def _check_name(name, names, what="a name bound in this expression"):
+    if not isinstance(name, str) or name not in names:
+        known = ", ".join(sorted(names)) or "none"
+        raise ValueError(
+            f"Expected {what} ({known}), received: {name!r}"
+        )
+
+
+def _call_parts(node):
+    """Return `(fname, args, kwargs)` of a call node, checking its form."""
+    _check_length(node, 3, 4)
+    fname, args = node[1], node[2]
+    kwargs = node[3] if len(node) == 4 else {}
+    if not isinstance(args, (list, tuple)):
+        raise ValueError(
+            f"Expected a list of arguments for {fname!r}, received: {args!r}"
+        )
+    if not isinstance(kwargs, dict):
+        raise ValueError(
+            f"Expected a dict of keyword arguments for {fname!r}, received: "
+            f"{kwargs!r}"
+        )
+    return fname, args, kwargs
+
+
+def _lookup_function(fname):
+    if not isinstance(fname, str) or fname not in FUNCTIONS:
+        raise ValueError(
+            "Expected a function from netdsl's allowed table, received: "
+            f"{fname!r}"
+        )
+    return FUNCTIONS[fname]
+
+
+def _check_arity(fname, spec, args, kwargs):
+    count = len(args)
+    too_many = spec.max_args is not None and count > spec.max_args
+    if count < spec.min_args or too_many:
+        if spec.max_args is None:
+            expected = f"at least {spec.min_args}"
+        elif spec.min_args == spec.max_args:
+            expected = str(spec.min_args)
+        else:
+            expected = f"{spec.min_args} to {spec.max_args}"
+        raise ValueError(
+            f"Expected {expected} positional argument(s) for {fname!r}, "
+            f"received: {count}"
+        )
+    for key in kwargs:
+        if key not in spec.kwargs:
+            allowed = ", ".join(sorted(spec.kwargs)) or "none"
+            raise ValueError(
+                f"Expected keyword arguments of {fname!r} among ({allowed}), "
+                f"received: {key!r}"
+            )
+
+
+def validate_tree(tree, names, dim_names=()):
+    """Check an expression tree; raise `ValueError` on anything unknown.
+
+    Args:
+        tree: the expression tree.
+        names: names a `var` node may use.
+        dim_names: names a `dim` node may use (declared-layer inputs);
+            `dim` nodes are refused when empty.
+    """
+    _validate(tree, frozenset(names), frozenset(dim_names), 0)
+
+
+def _validate(node, names, dim_names, depth):
+    if depth > MAX_DEPTH:
+        raise ValueError(
+            f"Expected an expression nested at most {MAX_DEPTH} deep, "
+            "received a deeper one"
+        )
+    kinds = _KINDS if dim_names else _KINDS[:-1]
+    kind = _node_kind(node, kinds)
+    if kind == "num":
+        _check_length(node, 2)
+        if not _is_number(node[1]):
+            raise ValueError(f"Expected a number, received: {node[1]!r}")
+    elif kind == "const":
+        _check_length(node, 2)
+        _check_json_constant(node[1])
+    elif kind == "var":
+        _check_length(node, 2)
+        _check_name(node[1], names)
+    elif kind == "dim":
+        _validate_dim_node(node, dim_names)
+    elif kind == "neg":
+        _check_length(node, 2)
+        _validate(node[1], names, dim_names, depth + 1)
+    elif kind == "bin":
+        _check_length(node, 4)
+        if node[1] not in _OPS:
+            raise ValueError(
+                f"Expected an operator among {' '.join(_OPS)}, received: "
+                f"{node[1]!r}"
+            )
+        _validate(node[2], names, dim_names, depth + 1)
+        _validate(node[3], names, dim_names, depth + 1)
+    else:  # call
+        fname, args, kwargs = _call_parts(node)
+        spec = _lookup_function(fname)
+        _check_arity(fname, spec, args, kwargs)
+        for arg in list(args) + list(kwargs.values()):
+            _validate(arg, names, dim_names, depth + 1)
+
+
+def _validate_dim_node(node, dim_names):
+    _check_length(node, 3)
+    _check_name(node[1], dim_names, "an input name")
+    if isinstance(node[2], bool) or not isinstance(node[2], int):
+        raise ValueError(
+            f"Expected an integer axis index, received: {node[2]!r}"
+        )
+
+
+# --------------------------------------------------------------------------
+# Evaluation.
+
+
+def _is_constant(value):
+    return value is None or isinstance(value, (bool, int, float, str, tuple))
+
+
+def _static(value, what):
+    """Normalise a static argument: lists -> tuples, 2.0 -> 2."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_static(item, what) for item in value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not _is_constant(value):
+        raise ValueError(
+            f"Expected a constant for {what}, received a tensor"
+        )
+    return value
+
+
+def _freeze(value):
+    """JSON constant -> evaluation value (lists become tuples)."""
+    if isinstance(value, list):
+        return tuple(_freeze(item) for item in value)
+    return value
+
+
+def evaluate(tree, env):
+    """Evaluate an expression tree with `env` binding its names.
+
+    Tensors flow through `keras.ops`; Python numbers are folded in Python.
+    Works on concrete and symbolic (KerasTensor) inputs alike.
+    """
+    kind = tree[0]
+    if kind == "num":
+        return tree[1]
+    if kind == "const":
+        return _freeze(tree[1])
+    if kind == "var":
+        if tree[1] not in env:
+            raise ValueError(
+                f"Expected a value bound to {tree[1]!r}, received none"
+            )
+        return env[tree[1]]
+    if kind == "dim":
+        return _runtime_dim(env[tree[1]], tree[2])
+    if kind == "neg":
+        value = evaluate(tree[1], env)
+        return -value if _is_number(value) else ops.negative(value)
+    if kind == "bin":
+        return _apply_operator(
+            tree[1], evaluate(tree[2], env), evaluate(tree[3], env)
+        )
+    if kind == "call":
+        return _apply_call(tree, env)
+    raise ValueError(f"Expected an expression node, received: {tree!r}")
+
+
+def _apply_operator(op, left, right):
+    if _is_number(left) and _is_number(right) and op in _PY_OPS:
+        return _PY_OPS[op](left, right)
+    return _OPS[op](left, right)
+
+
+def _apply_call(node, env):
+    fname, arg_trees, kwarg_trees = _call_parts(node)
+    spec = _lookup_function(fname)  # re-checked: trees may bypass validation
+    args = [evaluate(arg, env) for arg in arg_trees]
+    kwargs = {key: evaluate(value, env) for key, value in kwarg_trees.items()}
+    position = _STATIC_POSITIONS.get(fname)
+    if position is not None and len(args) > position:
+        args[position] = _static(args[position], f"argument of {fname!r}")
+    for key in kwargs:
+        if key in _STATIC_KWARGS:
+            kwargs[key] = _static(kwargs[key], f"{key!r} of {fname!r}")
+    if fname in _FOLD and not kwargs and all(map(_is_number, args)):
+        return _FOLD[fname](*args)
+    return spec.fn(*args, **kwargs)
+
+
+def _runtime_dim(tensor, index):
+    """Size of axis `index` (batch excluded): static when known."""
+    rank = len(tensor.shape) - 1
+    axis = index if index < 0 else index + 1
+    if not -rank <= index < rank:
+        raise ValueError(
+            f"Expected an axis index in [{-rank}, {rank}), received: {index}"
+        )
+    size = tensor.shape[axis]
+    return size if size is not None else ops.shape(tensor)[axis]
+
+
+# --------------------------------------------------------------------------
+# Dimension trees (weight shapes).
+
+
+def validate_dim_tree(tree, params, inputs, depth=0):
+    """Check a weight-shape dimension tree; raise `ValueError` if invalid."""
+    if depth > MAX_DEPTH:
+        raise ValueError(
+            f"Expected a dimension nested at most {MAX_DEPTH} deep, "
+            "received a deeper one"
+        )
+    kind = _node_kind(tree, ("num", "const", "var", "dim", "neg", "bin",
+                             "call"))
+    if kind in ("num", "const"):
+        _check_length(tree, 2)
+        if isinstance(tree[1], bool) or not isinstance(tree[1], int):
+            raise ValueError(
+                f"Expected an integer dimension, received: {tree[1]!r}"
+            )
+    elif kind == "var":
+        _check_length(tree, 2)
+        _check_name(tree[1], params, "a layer parameter")
+    elif kind == "dim":
+        _validate_dim_node(tree, frozenset(inputs))
+    elif kind == "neg":
+        _check_length(tree, 2)
+        validate_dim_tree(tree[1], params, inputs, depth + 1)
+    elif kind == "bin":
+        _check_length(tree, 4)
+        if tree[1] not in _DIM_OPS:
+            raise ValueError(
+                "Expected a dimension operator among + - * //, received: "
+                f"{tree[1]!r}"
+            )
+        validate_dim_tree(tree[2], params, inputs, depth + 1)
+        validate_dim_tree(tree[3], params, inputs, depth + 1)
+    else:
+        fname, args, kwargs = _call_parts(tree)
+        if fname not in _DIM_FUNCTIONS or len(args) != 2 or kwargs:
+            raise ValueError(
+                "Expected max(a, b) or min(a, b) in a weight shape, "
+                f"received: {fname!r} with {len(args)} argument(s)"
+            )
+        for arg in args:
+            validate_dim_tree(arg, params, inputs, depth + 1)
+
+
+def evaluate_dim(tree, params, input_shapes):
+    """Evaluate a dimension tree to a Python int (or None if unknown).
+
+    Args:
+        params: parameter name -> value.
+        input_shapes: input name -> shape with the batch axis excluded.
+    """
+    kind = tree[0]
+    if kind in ("num", "const"):
+        return tree[1]
+    if kind == "var":
+        return _as_int(params[tree[1]], tree[1])
+    if kind == "dim":
+        shape = input_shapes[tree[1]]
+        if not -len(shape) <= tree[2] < len(shape):
+            raise ValueError(
+                f"Expected an axis index of input {tree[1]!r} in "
+                f"[{-len(shape)}, {len(shape)}), received: {tree[2]}"
+            )
+        return shape[tree[2]]
+    values = [evaluate_dim(arg, params, input_shapes) for arg in
+              (tree[1:2] if kind == "neg" else
+               tree[2:4] if kind == "bin" else tree[2])]
+    if any(value is None for value in values):
+        return None
+    if kind == "neg":
+        return -values[0]
+    if kind == "bin":
+        return _DIM_OPS[tree[1]](*values)
+    return _DIM_FUNCTIONS[tree[1]](*values)
+
+
+def _as_int(value, name):
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(
+            f"Expected parameter {name!r} to be an integer in a weight "
+            f"shape, received: {value!r}"
+        )
+    return value
+
+
+# --------------------------------------------------------------------------
+# Declared activations.
+
+
+def _check_identifier(value, what):
+    if not isinstance(value, str) or not value.isidentifier():
+        raise ValueError(f"Expected {what} to be an identifier, received: "
+                         f"{value!r}")
+
+
+@_register
+class DeclaredActivation:
+    """An activation declared in a spec: `activation NAME(x, p=v) = BODY`.
+
+    A plain callable (not a layer), usable wherever Keras takes an
+    activation, e.g. `Dense(8, activation=DeclaredActivation(...))`.
+
+    Args:
+        name: the activation's name in the spec.
+        params: parameter names; the first is the input tensor.
+        values: values of the other parameters (every one needs a value).
+        body: the expression tree.
+
+    Serialization: Keras serializes any object with `get_config`, so inside
+    a layer config it appears as
+    `{"module": "netdsl.custom.expr", "class_name": "DeclaredActivation",
+    "config": {"name", "params", "values", "body"},
+    "registered_name": "netdsl>DeclaredActivation"}`; loading resolves the
+    registered name and calls `from_config`, which re-validates the tree.
+    """
+
+    def __init__(self, name, params, values=None, body=None):
+        values = dict(values or {})
+        _check_identifier(name, "the activation name")
+        if not isinstance(params, (list, tuple)) or not params:
+            raise ValueError(
+                "Expected at least one parameter (the input), received: "
+                f"{params!r}"
+            )
+        for param in params:
+            _check_identifier(param, "a parameter name")
+        if len(set(params)) != len(params):
+            raise ValueError(
+                f"Expected distinct parameter names, received: {params!r}"
+            )
+        _check_values(name, list(params), values)
+        body = to_json_tree(body)
+        validate_tree(body, params)
+        self.name = name
+        self.__name__ = name  # Keras and summaries print activations by name
+        self.params = list(params)
+        self.values = values
+        self.body = body
+
+    def __call__(self, x):
+        env = dict(self.values)
+        env[self.params[0]] = x
+        result = evaluate(self.body, env)
+        if _is_number(result):  # a constant body still maps x elementwise
+            result = ops.full_like(x, result)
+        return result
+
+    def __repr__(self):
+        return f"<DeclaredActivation {self.name}>"
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "params": list(self.params),
+            "values": dict(self.values),
+            "body": self.body,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def _check_values(name, params, values):
+    for key, value in values.items():
+        if key not in params[1:]:
+            raise ValueError(
+                f"Expected values only for the parameters of {name!r} after "
+                f"the input ({', '.join(params[1:]) or 'none'}), received: "
+                f"{key!r}"
+            )
+        _check_json_constant(value)
+    missing = [param for param in params[1:] if param not in values]
+    if missing:
+        raise ValueError(
+            f"Expected a value for every parameter of {name!r} after the "
+            f"input, received none for: {', '.join(missing)}"
+        )
+
+
+def _as_declared_activation(activation):
+    if isinstance(activation, DeclaredActivation):
+        return activation
+    if isinstance(activation, dict):
+        if "class_name" in activation:  # a full Keras-serialized object
+            activation = keras.saving.deserialize_keras_object(activation)
+            if isinstance(activation, DeclaredActivation):
+                return activation
+        else:
+            return DeclaredActivation.from_config(activation)
+    raise ValueError(
+        "Expected a DeclaredActivation or its config, received: "
+        f"{activation!r}"
+    )
+
+
+@_register
+class ActivationLayer(keras.layers.Layer):
+    """A layer applying a declared activation as a step (`-> mish`)."""
+
+    def __init__(self, activation, **kwargs):
+        super().__init__(**kwargs)
+        self.activation = _as_declared_activation(activation)
+
+    def call(self, inputs):
+        return self.activation(inputs)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "activation": self.activation.get_config(),
+        }
+
+
+# --------------------------------------------------------------------------
+# Declared layers.
+
+
+def _unique_layer_name(spec_name):
+    # Same scheme as Keras' auto names: first "name", then "name_1", ...
+    uid = keras.backend.get_uid(f"netdsl_declared_{spec_name}")
+    return spec_name if uid == 1 else f"{spec_name}_{uid - 1}"
+
+
+def _normalize_weight(weight, params, inputs):
+    if not isinstance(weight, dict):
+        raise ValueError(f"Expected a weight as a dict, received: {weight!r}")
+    unknown = set(weight) - {"name", "shape", "init", "trainable"}
+    if unknown:
+        raise ValueError(
+            "Expected weight keys among name, shape, init, trainable, "
+            f"received: {sorted(unknown)}"
+        )
+    name = weight.get("name")
+    _check_identifier(name, "a weight name")
+    shape = to_json_tree(weight.get("shape"))
+    if not isinstance(shape, list):
+        raise ValueError(
+            f"Expected weight {name!r} to have a list of dimensions as "
+            f"shape, received: {shape!r}"
+        )
+    for dim in shape:
+        validate_dim_tree(dim, params, inputs)
+    init = weight.get("init", "glorot_uniform")
+    if not isinstance(init, str):
+        raise ValueError(
+            f"Expected the init of weight {name!r} to be an initializer "
+            f"name, received: {init!r}"
+        )
+    keras.initializers.get(init)  # raises on unknown names
+    trainable = weight.get("trainable", True)
+    if not isinstance(trainable, bool):
+        raise ValueError(
+            f"Expected `trainable` of weight {name!r} to be a boolean, "
+            f"received: {trainable!r}"
+        )
+    return {"name": name, "shape": shape, "init": init,
+            "trainable": trainable}
+
+
+@_register
+class DeclaredLayer(keras.layers.Layer):
+    """One generic Keras layer for every `layer NAME(...) { ... }` spec.
+
+    Args:
+        spec_name: the layer's name in the spec.
+        inputs: input names; `call` takes one tensor for one input, else a
+            list in this order.
+        params: parameter name -> constant value.
+        weights: list of `{"name", "shape": [DIM_TREE...], "init",
+            "trainable"}`; `init` is a Keras initializer name (default
+            "glorot_uniform"), `trainable` defaults to true.
+        outputs: expression trees; one output returns a tensor, several a
+            list.
+
+    The config holds the trees (data), never source text, and `from_config`
+    re-validates them.
+    """
+
+    def __init__(self, spec_name, inputs, params=None, weights=None,
+                 outputs=None, **kwargs):
+        _check_identifier(spec_name, "the layer spec name")
+        if kwargs.get("name") is None:
+            kwargs["name"] = _unique_layer_name(spec_name)
+        super().__init__(**kwargs)
+        self.spec_name = spec_name
+        self.input_names = self._check_inputs(inputs)
+        self.params = self._check_params(params or {})
+        self.weight_specs = [
+            _normalize_weight(w, self.params, self.input_names)
+            for w in (weights or [])
+        ]
+        self.output_trees = self._check_outputs(outputs)
+        self._declared = {}
+
+    # -- validation --------------------------------------------------------
+
+    def _check_inputs(self, inputs):
+        if not isinstance(inputs, (list, tuple)) or not inputs:
+            raise ValueError(
+                f"Expected at least one input name for {self.spec_name!r}, "
+                f"received: {inputs!r}"
+            )
+        for name in inputs:
+            _check_identifier(name, "an input name")
+        if len(set(inputs)) != len(inputs):
+            raise ValueError(
+                f"Expected distinct input names, received: {list(inputs)}"
+            )
+        return list(inputs)
+
+    def _check_params(self, params):
+        if not isinstance(params, dict):
+            raise ValueError(
+                f"Expected params as a dict, received: {params!r}"
+            )
+        for name, value in params.items():
+            _check_identifier(name, "a parameter name")
+            _check_json_constant(value)
+        return dict(params)
+
+    def _check_outputs(self, outputs):
+        if not isinstance(outputs, (list, tuple)) or not outputs:
+            raise ValueError(
+                f"Expected at least one output for {self.spec_name!r}, "
+                f"received: {outputs!r}"
+            )
+        names = self._bound_names()
+        outputs = to_json_tree(list(outputs))
+        for tree in outputs:
+            validate_tree(tree, names, dim_names=self.input_names)
+        return outputs
+
+    def _bound_names(self):
+        groups = [self.input_names, list(self.params),
+                  [w["name"] for w in self.weight_specs]]
+        names = [name for group in groups for name in group]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(
+                "Expected distinct names for inputs, parameters and weights, "
+                f"received duplicates: {', '.join(duplicates)}"
+            )
+        return names
+
+    # -- shapes ------------------------------------------------------------
+
+    def _shapes_by_name(self, input_shape):
+        """Map input names to their shapes with the batch axis excluded."""
+        if len(self.input_names) == 1:
+            if _is_shape_list(input_shape) and len(input_shape) == 1:
+                input_shape = input_shape[0]
+            shapes = [input_shape]
+        else:
+            shapes = list(input_shape) if _is_shape_list(input_shape) else []
+            if len(shapes) != len(self.input_names):
+                raise ValueError(
+                    f"Expected {len(self.input_names)} inputs "
+                    f"({', '.join(self.input_names)}) for "
+                    f"{self.spec_name!r}, received: {input_shape}"
+                )
+        return {name: tuple(shape)[1:]
+                for name, shape in zip(self.input_names, shapes)}
+
+    def _weight_shape(self, weight, input_dims):
+        shape = tuple(
+            evaluate_dim(dim, self.params, input_dims)
+            for dim in weight["shape"]
+        )
+        if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0
+                   for d in shape):
+            raise ValueError(
+                f"Expected weight {weight['name']!r} to have a shape of "
+                f"positive integers, received: {shape}"
+            )
+        return shape
+
+    def build(self, input_shape):
+        input_dims = self._shapes_by_name(input_shape)
+        for weight in self.weight_specs:
+            self._declared[weight["name"]] = self.add_weight(
+                name=weight["name"],
+                shape=self._weight_shape(weight, input_dims),
+                initializer=weight["init"],
+                trainable=weight["trainable"],
+            )
+
+    # -- computation -------------------------------------------------------
+
+    def _bind_inputs(self, inputs):
+        if len(self.input_names) == 1:
+            if isinstance(inputs, (list, tuple)) and len(inputs) == 1:
+                inputs = inputs[0]
+            return {self.input_names[0]: inputs}
+        if (not isinstance(inputs, (list, tuple))
+                or len(inputs) != len(self.input_names)):
+            raise ValueError(
+                f"Expected {len(self.input_names)} inputs "
+                f"({', '.join(self.input_names)}) for {self.spec_name!r}, "
+                f"received: {inputs!r}"
+            )
+        return dict(zip(self.input_names, inputs))
+
+    def _evaluate_outputs(self, inputs, weights):
+        env = {name: _freeze(value) for name, value in self.params.items()}
+        env.update(weights)
+        env.update(self._bind_inputs(inputs))
+        results = [evaluate(tree, env) for tree in self.output_trees]
+        return results[0] if len(results) == 1 else results
+
+    def call(self, inputs):
+        return self._evaluate_outputs(inputs, self._declared)
+
+    def compute_output_spec(self, inputs):
+        # Evaluate the trees on symbolic tensors: keras.ops infers every
+        # shape and dtype, with no backend tracing and no weights needed.
+        input_dims = self._shapes_by_name(
+            keras.tree.map_structure(lambda t: tuple(t.shape), inputs)
+        )
+        weights = {
+            w["name"]: keras.KerasTensor(
+                self._weight_shape(w, input_dims), dtype=self.compute_dtype
+            )
+            for w in self.weight_specs
+        }
+        return self._evaluate_outputs(inputs, weights)
+
+    def compute_output_shape(self, input_shape):
+        specs = self._symbolic_inputs(input_shape)
+        outputs = self.compute_output_spec(specs)
+        if isinstance(outputs, list):
+            return [tuple(out.shape) for out in outputs]
+        return tuple(outputs.shape)
+
+    def _symbolic_inputs(self, input_shape):
+        if _is_shape_list(input_shape):
+            return [keras.KerasTensor(tuple(s), dtype=self.compute_dtype)
+                    for s in input_shape]
+        return keras.KerasTensor(tuple(input_shape), dtype=self.compute_dtype)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "spec_name": self.spec_name,
+            "inputs": list(self.input_names),
+            "params": dict(self.params),
+            "weights": [dict(w) for w in self.weight_specs],
+            "outputs": self.output_trees,
+        }
+
+
+def _is_shape_list(input_shape):
+    """True when `input_shape` is a list of shapes rather than one shape."""
+    return (
+        isinstance(input_shape, (list, tuple))
+        and len(input_shape) > 0
+        and isinstance(input_shape[0], (list, tuple))
+    )

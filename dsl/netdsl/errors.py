@@ -72,18 +72,21 @@ class Diagnostic(BaseModel):
 class SpecError(Exception):
     """A spec could not be read, checked or built. `.diagnostics` says why."""
 
-    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic):
+    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic, sources: "Sources | None" = None):
         if isinstance(diagnostics, Diagnostic):
             diagnostics = [diagnostics]
         self.diagnostics = list(diagnostics)
+        self.sources = sources  # the text of the files, for printing source lines
         super().__init__("\n".join(f"{d.file}:{d.line}:{d.col}: {d.severity}: {d.text}" for d in self.diagnostics))
 
 
 class Sources:
     """The text of every file read in this run, for printing source lines."""
 
-    def __init__(self) -> None:
+    def __init__(self, texts: dict[str, str] | None = None) -> None:
         self._lines: dict[str, list[str]] = {}
+        for file, text in (texts or {}).items():
+            self.add(file, text)
 
     def add(self, file: str, text: str) -> None:
         self._lines[file] = text.splitlines()

@@ -1,0 +1,806 @@
+"""Expanding a model into a graph: statements, flows, steps and blocks.
+
+The expander walks a model's statements with constants folded, expands every
+block use in place (each use a new cluster of layers), and hands each layer
+to a *backend* as soon as it is known:
+
+- `check.ShapeBackend` infers shapes in pure Python (used by `netdsl check`
+  and topology rendering: no TensorFlow);
+- `compile.KerasBackend` builds the Keras layer and calls it, so `x.shape`
+  inside a block is the real static shape.
+
+Errors are collected, not raised: a statement that fails binds its targets
+to a poisoned tensor, so one mistake does not cascade into many.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from . import ir, registry
+from .args import DTYPES, Arguments
+from .consts import Consts, TensorValue, bind_plain, is_default
+from .errors import Diagnostic, Span, did_you_mean
+from .graph import Cluster, Graph, Node, TensorRef
+from .scope import Closure, Env, Fail, FileScope
+from .values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
+
+MAX_LAYERS = 50_000
+MAX_REPEAT = 10_000
+MAX_BLOCK_DEPTH = 48
+MAX_DIM = 2**31 - 1
+
+
+class BuildError(Exception):
+    """Raised by a backend when a layer rejects its arguments or inputs."""
+
+
+class Backend(Protocol):
+    def input(self, node: Node, shape: tuple, dtype: str) -> Any: ...
+
+    def apply(self, node: Node, inputs: list[Any]) -> list[Any]: ...
+
+    def shape(self, handle: Any) -> Any: ...
+
+    def finish(self, graph: Graph) -> Any: ...
+
+
+@dataclass(eq=False)
+class Tensor(TensorValue):
+    ref: TensorRef | None  # None: poisoned by an earlier error
+    handle: Any
+    shape: Any
+
+    @property
+    def poisoned(self) -> bool:
+        return self.ref is None
+
+
+POISON = Tensor(None, None, UNKNOWN)
+
+
+@dataclass
+class Step:
+    """A resolved step: what `-> NAME(args)` names, with its arguments evaluated."""
+
+    kind: str  # layer | activation | block | declared_layer | declared_activation | model | shared
+    name: str
+    span: Span
+    entry: Any = None  # registry.Entry, or the declaration
+    scope: FileScope | None = None
+    args: list = field(default_factory=list)  # [(value, span)]
+    kwargs: list = field(default_factory=list)  # [(name, value, span)]
+    shared: Any = None  # SharedInstance
+
+
+@dataclass
+class SharedInstance:
+    name: str
+    step: Step
+    built: Any = None  # the sub-graph of a shared block, once built
+
+
+@dataclass
+class _Build:
+    """The graph being built and the naming state of the current block instance."""
+
+    graph: Graph
+    used: set[str]
+    path: tuple[str, ...] = ()
+    repeat: tuple[int, int, int] | None = None
+    outputs: list = field(default_factory=list)
+
+
+class Expander:
+    def __init__(self, scopes: dict[str, FileScope], backend: Backend, diagnostics: list[Diagnostic],
+                 declared: Any, train_checker: Any = None):
+        self.scopes = scopes
+        self.backend = backend
+        self.diagnostics = diagnostics
+        self.consts = Consts()
+        self.declared = declared  # declared.Declared: checks spec-declared layers/activations
+        self.arguments = Arguments(self._find_declared_activation)
+        self.train_checker = train_checker
+        self.block_stack: list[str] = []
+        self.models: dict[str, Graph | None] = {}  # nested models, built once
+        self.model_stack: list[str] = []
+        self.repeat_groups = 0
+        self.build: _Build | None = None
+
+    # ============================================================ entry points
+    def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph:
+        graph = Graph(decl.name, decl.span)
+        outer, self.build = self.build, _Build(graph, set())
+        self.model_stack.append(decl.name)
+        try:
+            env = Env(scope)
+            self._model_inputs(decl, env)
+            self._run(decl.body, env, where="model")
+            graph.outputs = [(name, t.ref) for name, t in self.build.outputs if not t.poisoned]
+            if not self.build.outputs:
+                self._error(_name_span(decl, "model"), f"model '{decl.name}' has no output",
+                            "add one: output probs = x -> dense(10)")
+        finally:
+            self.build = outer
+            self.model_stack.pop()
+        return graph
+
+    def check_block(self, decl: ir.BlockDecl, scope: FileScope) -> None:
+        """Check a block on its own: parameters and input shapes unknown."""
+        graph = Graph(f"<block {decl.name}>", decl.span)
+        outer, self.build = self.build, _Build(graph, set())
+        try:
+            inputs = [self._emit_input(name, (UNKNOWN,), "float32", span) for name, span in _block_inputs(decl)]
+            params = {p.name: UNKNOWN for p in decl.params}
+            self._expand_block_body(decl, scope, params, inputs, decl.span)
+        except Fail as exc:
+            if exc.diagnostic is not None:
+                self.diagnostics.append(exc.diagnostic)
+        finally:
+            self.build = outer
+
+    # ============================================================ statements
+    def _run(self, body: list, env: Env, where: str) -> None:
+        saved = self._current_binding, self._current_scope
+        self._current_scope = env.scope
+        try:
+            for stmt in body:
+                self._current_binding = _binding(stmt)
+                try:
+                    self._stmt(stmt, env, where)
+                except Fail as exc:
+                    if exc.diagnostic is not None:
+                        self.diagnostics.append(exc.diagnostic)
+                    for name in _targets(stmt):
+                        env.vars[name] = POISON
+        finally:
+            self._current_binding, self._current_scope = saved
+
+    def _stmt(self, stmt: Any, env: Env, where: str) -> None:
+        if isinstance(stmt, ir.Assign):
+            self._assign(stmt, env)
+        elif isinstance(stmt, ir.Output):
+            self._output(stmt, env, where)
+        elif isinstance(stmt, ir.Let):
+            env.vars[stmt.name] = self.consts.eval(stmt.value, env)
+        elif isinstance(stmt, ir.LetFunc):
+            env.vars[stmt.name] = Closure(stmt, env, env.scope)
+        elif isinstance(stmt, ir.Shared):
+            self._shared(stmt, env)
+        elif isinstance(stmt, ir.If):
+            self._if(stmt, env, where)
+        elif isinstance(stmt, ir.Input):
+            if where != "model":
+                return  # block inputs are bound before the body runs
+        elif isinstance(stmt, ir.Train):
+            if where != "model":
+                raise Fail(stmt.span, "a 'train' section belongs in a model")
+            if self.build.graph.train is not None:
+                raise Fail(stmt.span, "a model has one 'train' section")
+            if self.train_checker is not None:
+                self.build.graph.train = self.train_checker.check(stmt, env, self)
+        elif isinstance(stmt, ir.Weight):
+            raise Fail(stmt.span, "'weight' belongs in a declared layer", "layer my_layer(units) { ... }")
+
+    def _model_inputs(self, decl: ir.ModelDecl, env: Env) -> None:
+        seen: dict[str, Span] = {}
+        for stmt in _walk_inputs(decl.body):
+            for item in stmt.items:
+                try:
+                    if item.name in seen:
+                        raise Fail(item.span, f"duplicate input '{item.name}'",
+                                   f"the first is at line {seen[item.name].line}")
+                    seen[item.name] = item.span
+                    shape = self._input_shape(item, env)
+                    dtype = self._input_dtype(item)
+                    env.vars[item.name] = self._emit_input(item.name, shape, dtype, item.span)
+                except Fail as exc:
+                    self.diagnostics.append(exc.diagnostic)
+                    env.vars[item.name] = POISON
+        if not seen:
+            self._error(_name_span(decl, "model"), f"model '{decl.name}' has no input",
+                        "add one: input x: (28, 28, 1)")
+
+    def _input_shape(self, item: ir.InputItem, env: Env) -> tuple:
+        if item.shape is None:
+            raise Fail(item.span, f"model input '{item.name}' needs a shape",
+                       f"input {item.name}: (28, 28, 1) — the batch axis is left out")
+        shape = self.consts.eval(item.shape, env)
+        if isinstance(shape, int) and not isinstance(shape, bool):
+            raise Fail(item.shape.span, "an input shape is a tuple", f"write ({shape},)")
+        if not isinstance(shape, tuple):
+            raise Fail(item.shape.span, f"an input shape is a tuple, received {type_name(shape)}")
+        for dim in shape:
+            if dim is None or dim is UNKNOWN:
+                continue
+            if not isinstance(dim, int) or isinstance(dim, bool) or not 0 < dim <= MAX_DIM:
+                raise Fail(item.shape.span, f"input dimensions must be positive integers or none, "
+                                            f"received {describe_value(shape)}")
+        return shape
+
+    def _input_dtype(self, item: ir.InputItem) -> str:
+        if item.dtype is None:
+            return "float32"
+        if item.dtype not in DTYPES:
+            raise Fail(item.span, f"unknown dtype '{item.dtype}'", did_you_mean(item.dtype, DTYPES))
+        return item.dtype
+
+    def _assign(self, stmt: ir.Assign, env: Env) -> None:
+        outputs = self._tensors(stmt.value, env, final=stmt.targets[0])
+        if len(outputs) != len(stmt.targets):
+            raise Fail(stmt.span, f"{len(stmt.targets)} name{'s' if len(stmt.targets) > 1 else ''} "
+                                  f"on the left, but the flow gives {len(outputs)} tensor"
+                                  f"{'s' if len(outputs) != 1 else ''}")
+        for name, tensor in zip(stmt.targets, outputs):
+            env.vars[name] = tensor
+
+    def _output(self, stmt: ir.Output, env: Env, where: str) -> None:
+        if where == "layer":
+            raise Fail(stmt.span, "internal: layer outputs are checked by the declared-layer checker")
+        for item in stmt.items:
+            try:
+                if item.value is not None:
+                    if item.name is None:
+                        raise Fail(item.value.span, "an output needs a name",
+                                   "output NAME or output NAME = FLOW")
+                    tensors = self._tensors(item.value, env, final=item.name)
+                    if len(tensors) != 1:
+                        raise Fail(item.value.span, f"output '{item.name}' is {len(tensors)} tensors; "
+                                                    "bind them first: a, b = FLOW, then output a, b")
+                    env.vars[item.name] = tensors[0]
+                tensor = self._tensor_named(item.name, env, item.span)
+                if any(name == item.name for name, _ in self.build.outputs):
+                    raise Fail(item.span, f"'{item.name}' is already an output")
+                self.build.outputs.append((item.name, tensor))
+            except Fail as exc:
+                if exc.diagnostic is not None:
+                    self.diagnostics.append(exc.diagnostic)
+                if item.name:
+                    self.build.outputs.append((item.name, POISON))
+
+    def _shared(self, stmt: ir.Shared, env: Env) -> None:
+        step = self._resolve_step(stmt.value, env)
+        if step.kind == "shared":
+            raise Fail(stmt.value.span, f"'{step.name}' is already a shared instance; use it directly")
+        env.vars[stmt.name] = SharedInstance(stmt.name, step)
+
+    def _if(self, stmt: ir.If, env: Env, where: str) -> None:
+        cond = self.consts.eval(stmt.cond, env)
+        if isinstance(cond, (Sym, SymCall)):
+            sym = cond.sym if isinstance(cond, SymCall) else cond
+            raise Fail(sym.span, f"unknown name '{sym.name}'", self._near_constant(sym.name, env))
+        if cond is UNKNOWN:
+            self._if_unknown(stmt, env, where)
+        elif cond:
+            self._run(stmt.then, env, where)
+        elif stmt.orelse is not None:
+            self._run(stmt.orelse, env, where)
+
+    def _if_unknown(self, stmt: ir.If, env: Env, where: str) -> None:
+        """`check` cannot decide: check both branches; names bound in either stay usable."""
+        branches = []
+        for body in (stmt.then, stmt.orelse or []):
+            child = env.child()
+            self._run(body, child, where)
+            branches.append(child.vars)
+        for name in set(branches[0]) | set(branches[1]):
+            values = [b[name] for b in branches if name in b]
+            first = values[0]
+            if isinstance(first, Tensor) and all(isinstance(v, Tensor) for v in values):
+                same = all(v.shape == first.shape for v in values)
+                env.vars[name] = Tensor(first.ref, first.handle, first.shape if same else UNKNOWN)
+            else:
+                env.vars[name] = first if all(v == first for v in values) else UNKNOWN
+
+    # ============================================================ tensors
+    def _tensors(self, expr: Any, env: Env, final: str | None) -> list[Tensor]:
+        """The tensors an expression in tensor position stands for."""
+        if isinstance(expr, ir.Name):
+            return [self._tensor_named(expr.id, env, expr.span)]
+        if isinstance(expr, ir.Tuple):
+            out: list[Tensor] = []
+            for item in expr.items:
+                out.extend(self._tensors(item, env, final=None))
+            return out
+        if isinstance(expr, ir.Flow):
+            tensors = self._tensors(expr.items[0], env, final=None)
+            steps = expr.items[1:]
+            for i, step in enumerate(steps):
+                tensors = self._apply(step, tensors, env, final if i == len(steps) - 1 else None)
+            return tensors
+        if isinstance(expr, ir.BinOp) and expr.op == "+":
+            terms = _sum_terms(expr)
+            inputs: list[Tensor] = []
+            for term in terms:
+                got = self._tensors(term, env, final=None)
+                if len(got) != 1:
+                    raise Fail(term.span, f"'+' adds single tensors; this side is {len(got)} tensors")
+                inputs.extend(got)
+            return self._emit_registry(registry.lookup("layer", "add"), "add", {}, inputs, expr.span, final)
+        if isinstance(expr, ir.BinOp) and expr.op in ("-", "*", "/", "@", "//", "%", "**"):
+            merge = {"-": "subtract", "*": "multiply"}.get(expr.op)
+            raise Fail(expr.span, f"'{expr.op}' does not apply to tensors; only '+' does",
+                       f"use (a, b) -> {merge}" if merge else "merge tensors with a step such as (a, b) -> multiply")
+        if isinstance(expr, ir.IfExp):
+            cond = self.consts.eval(expr.cond, env)
+            if cond is UNKNOWN:
+                then = self._tensors(expr.then, env, final)
+                self._tensors(expr.orelse, env, None)
+                return then
+            return self._tensors(expr.then if cond else expr.orelse, env, final)
+        if isinstance(expr, ir.Attr) and isinstance(expr.value, ir.Name) and expr.attr == "shape":
+            raise Fail(expr.span, "a shape is a constant, not a tensor")
+        hint = None
+        if isinstance(expr, (ir.Call, ir.Name)):
+            hint = "a flow starts from a tensor: x -> dense(10)"
+        raise Fail(expr.span, "expected a tensor here", hint)
+
+    def _tensor_named(self, name: str, env: Env, span: Span) -> Tensor:
+        value = env.get(name)
+        if isinstance(value, Tensor):
+            return value
+        if value is None and not env.has(name):
+            candidates = [n for n in env.local_names() if isinstance(env.get(n), Tensor)]
+            if env.scope.find(name) is not None or registry.lookup("layer", name) or registry.lookup("activation", name):
+                raise Fail(span, f"'{name}' is a step, not a tensor", f"apply it to a tensor: x -> {name}")
+            raise Fail(span, f"undefined tensor '{name}'", did_you_mean(name, candidates))
+        raise Fail(span, f"'{name}' is {type_name(value)}, not a tensor")
+
+    # ============================================================ steps
+    def _apply(self, expr: Any, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
+        if isinstance(expr, ir.Flow):  # a group of steps
+            for i, step in enumerate(expr.items):
+                inputs = self._apply(step, inputs, env, final if i == len(expr.items) - 1 else None)
+            return inputs
+        if isinstance(expr, ir.BinOp) and expr.op == "*":
+            return self._repeat(expr, inputs, env, final)
+        if isinstance(expr, ir.IfExp):
+            cond = self.consts.eval(expr.cond, env)
+            if cond is UNKNOWN:
+                self._apply(expr.orelse, inputs, env, None)
+                return self._apply(expr.then, inputs, env, final)
+            return self._apply(expr.then if cond else expr.orelse, inputs, env, final)
+        step = self._resolve_step(expr, env)
+        return self._apply_step(step, inputs, final)
+
+    def _repeat(self, expr: ir.BinOp, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
+        count = self.consts.eval(expr.right, env)
+        if count is UNKNOWN:
+            return self._apply(expr.left, inputs, env, final)
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise Fail(expr.right.span, f"a repeat count must be an integer, received {type_name(count)}")
+        if not 1 <= count <= MAX_REPEAT:
+            raise Fail(expr.right.span, f"a repeat count must be between 1 and {MAX_REPEAT:,}, received {count:,}")
+        outer = self.build.repeat
+        self.repeat_groups += 1
+        group = self.repeat_groups
+        try:
+            for i in range(count):
+                if outer is None:
+                    self.build.repeat = (group, i, count)
+                inputs = self._apply(expr.left, inputs, env, final if i == count - 1 else None)
+        finally:
+            self.build.repeat = outer
+        return inputs
+
+    def _resolve_step(self, expr: Any, env: Env) -> Step:
+        """What a step expression names, with its arguments evaluated (not yet checked)."""
+        if isinstance(expr, ir.Call):
+            step = self._step_target(expr.func, env)
+            step.args = [(self.consts.eval(a, env), a.span) for a in expr.args]
+            step.kwargs = [(k.name, self.consts.eval(k.value, env), k.span) for k in expr.kwargs]
+            if step.kind == "shared":
+                raise Fail(expr.span, f"shared instance '{step.name}' takes no arguments",
+                           f"arguments go where it is made: shared {step.name} = ...")
+            return step
+        if isinstance(expr, (ir.Name, ir.Attr)):
+            return self._step_target(expr, env)
+        raise Fail(expr.span, "expected a step (a layer, block or activation)", _step_hint(expr))
+
+    def _step_target(self, func: Any, env: Env) -> Step:
+        if isinstance(func, ir.Attr):
+            return self._namespaced_step(func, env)
+        if not isinstance(func, ir.Name):
+            raise Fail(func.span, "expected a step name")
+        name = func.id
+        local = env.get(name)
+        if isinstance(local, SharedInstance):
+            return Step("shared", name, func.span, shared=local)
+        if isinstance(local, Tensor):
+            raise Fail(func.span, f"'{name}' is a tensor, not a step",
+                       "combine tensors with a tuple: (a, b) -> concatenate")
+        if env.has(name):
+            raise Fail(func.span, f"'{name}' is a constant ({describe_value(local)}), not a step")
+        found = env.scope.find(name)
+        if found is not None:
+            return self._declared_step(found[0], found[1], func)
+        return self._registry_step(name, func.span, env)
+
+    def _namespaced_step(self, func: ir.Attr, env: Env) -> Step:
+        if isinstance(func.value, ir.Name) and func.value.id in env.scope.aliases and not env.has(func.value.id):
+            target = env.scope.aliases[func.value.id]
+            decl = target.own.get(func.attr)
+            if decl is None or isinstance(decl, ir.ModelDecl):
+                raise Fail(func.span, f"'{func.value.id}' has no block, layer or activation '{func.attr}'",
+                           did_you_mean(func.attr, [n for n, d in target.own.items()
+                                                    if not isinstance(d, (ir.ModelDecl, ir.Let, ir.LetFunc))]))
+            return self._declared_step(decl, target, func)
+        dotted = _dotted(func)
+        raise Fail(func.span, f"unknown step '{dotted}'",
+                   "dotted names only reach the declarations of a file imported with 'as' "
+                   "(import \"blocks.net\" as lib; x -> lib.bottleneck(64)); nothing reaches Python")
+
+    def _declared_step(self, decl: Any, scope: FileScope, func: Any) -> Step:
+        kinds = {ir.BlockDecl: "block", ir.LayerDecl: "declared_layer",
+                 ir.ActivationDecl: "declared_activation", ir.ModelDecl: "model"}
+        kind = kinds.get(type(decl))
+        if kind is None:
+            what = "a constant" if isinstance(decl, ir.Let) else "a function"
+            raise Fail(func.span, f"'{decl.name}' is {what}, not a step")
+        if kind == "model" and scope is not self.scopes.get(scope.path):
+            raise Fail(func.span, "models are never imported")
+        return Step(kind, decl.name, func.span, entry=decl, scope=scope)
+
+    def _registry_step(self, name: str, span: Span, env: Env) -> Step:
+        layer = registry.lookup("layer", name)
+        activation = registry.lookup("activation", name)
+        if layer is not None and activation is not None:
+            # `-> relu` is the activation; `-> relu(max_value=6.0)` is the layer.
+            return Step("layer_or_activation", name, span, entry=(layer, activation))
+        if layer is not None:
+            return Step("layer", name, span, entry=layer)
+        if activation is not None:
+            return Step("activation", name, span, entry=activation)
+        raise Fail(span, f"unknown layer '{name}'", self._near_step(name, env))
+
+    def _apply_step(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
+        kind = step.kind
+        if kind == "layer_or_activation":
+            layer, activation = step.entry
+            with_args = bool(step.args or step.kwargs)
+            step.kind, step.entry = ("layer", layer) if with_args else ("activation", activation)
+            kind = step.kind
+        if kind == "layer":
+            kwargs = self.arguments.bind(step.entry, step.args, step.kwargs, step.span)
+            return self._emit_registry(step.entry, _base_name(step), kwargs, inputs, step.span, final)
+        if kind == "activation":
+            kwargs = self.arguments.bind(step.entry, step.args, step.kwargs, step.span)
+            self._check_arity(step.name, (1, 1), inputs, step.span)
+            return self._emit("activation", step.entry.name, kwargs, inputs, 1, step.span,
+                              _base_name(step), final)
+        if kind == "block":
+            return self._block(step, inputs, final)
+        if kind in ("declared_layer", "declared_activation"):
+            checked = self.declared.instantiate(step, inputs, self)
+            self._check_arity(step.name, (checked.n_inputs, checked.n_inputs), inputs, step.span)
+            return self._emit(kind, step.name, checked.arguments, inputs, checked.n_outputs, step.span,
+                              step.name, final, decl=checked)
+        if kind == "model":
+            return self._nested_model(step, inputs, final)
+        if kind == "shared":
+            return self._apply_shared(step.shared, inputs, step.span)
+        raise Fail(step.span, f"internal: unknown step kind {kind}")
+
+    def _emit_registry(self, entry: registry.Entry, base: str, kwargs: dict, inputs: list[Tensor],
+                       span: Span, final: str | None, shared: str | None = None) -> list[Tensor]:
+        self._check_arity(entry.name, entry.inputs, inputs, span)
+        n_outputs = registry.output_count(entry, kwargs) or 1
+        self._check_size(entry, kwargs, inputs, span)
+        return self._emit("layer", entry.name, kwargs, inputs, n_outputs, span, base, final, shared=shared)
+
+    def _check_arity(self, name: str, arity: tuple, inputs: list[Tensor], span: Span) -> None:
+        lo, hi = arity
+        n = len(inputs)
+        if lo <= n and (hi is None or n <= hi):
+            return
+        if hi is None:
+            wanted = f"{lo} or more input tensors"
+        elif lo == hi:
+            wanted = f"{lo} input tensor{'s' if lo != 1 else ''}"
+        else:
+            wanted = f"{lo} to {hi} input tensors"
+        hint = "feed several with a tuple: (a, b) -> " + name if n < lo else None
+        raise Fail(span, f"'{name}' takes {wanted}, received {n}", hint)
+
+    def _check_size(self, entry: registry.Entry, kwargs: dict, inputs: list[Tensor], span: Span) -> None:
+        shapes = [t.shape if isinstance(t.shape, tuple) else None for t in inputs]
+        if any(s is None for s in shapes):
+            return
+        try:
+            estimate = registry.estimate_params(entry, kwargs, shapes)
+        except Exception:  # an estimate is advisory; the layer still validates itself
+            return
+        limit = self.param_limit
+        if estimate is not None and estimate > limit:
+            raise Fail(span, f"'{entry.name}' would have about {estimate:,} parameters; "
+                             f"the limit is {limit:,}", "use fewer units, or build with a higher --max-params")
+
+    param_limit = 1_000_000_000
+
+    # ============================================================ blocks
+    def _block(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
+        decl: ir.BlockDecl = step.entry
+        params = bind_plain(decl.name, "block", decl.params, [v for v, _ in step.args],
+                            {k: v for k, v, _ in step.kwargs}, step.span)
+        instance = self._unique_local(final or self._scoped(decl.name))
+        outer_path = self.build.path
+        self.build.path = outer_path + (instance,)
+        self.build.graph.clusters[self.build.path] = Cluster(
+            self.build.path, decl.name, step.span,
+            {k: v for k, v in params.items() if not is_default(v)})
+        try:
+            return self._expand_block_body(decl, step.scope, params, inputs, step.span)
+        finally:
+            self.build.path = outer_path
+
+    def _expand_block_body(self, decl: ir.BlockDecl, scope: FileScope, params: dict, inputs: list[Tensor],
+                           span: Span) -> list[Tensor]:
+        key = f"{scope.path}:{decl.name}"
+        if key in self.block_stack:
+            chain = " -> ".join([k.split(":")[-1] for k in self.block_stack[self.block_stack.index(key):]]
+                                + [decl.name])
+            raise Fail(span, f"block '{decl.name}' uses itself: {chain}", "a block cannot be recursive")
+        if len(self.block_stack) >= MAX_BLOCK_DEPTH:
+            raise Fail(span, f"blocks nested more than {MAX_BLOCK_DEPTH} deep")
+        names = _block_inputs(decl)
+        if len(names) != len(inputs):
+            raise Fail(span, f"block '{decl.name}' takes {len(names)} input tensor{'s' if len(names) != 1 else ''}, "
+                             f"received {len(inputs)}")
+        env = Env(scope)
+        for name, value in params.items():
+            env.vars[name] = self.consts.eval(_param_default(decl, name), env) if is_default(value) else value
+        for (name, _), tensor in zip(names, inputs):
+            env.vars[name] = tensor
+        saved_outputs, self.build.outputs = self.build.outputs, []
+        self.block_stack.append(key)
+        try:
+            self._run(decl.body, env, where="block")
+            outputs = [t for _, t in self.build.outputs]
+        finally:
+            self.block_stack.pop()
+            self.build.outputs = saved_outputs
+        if not outputs:
+            raise Fail(span, f"block '{decl.name}' has no output")
+        return outputs
+
+    # ============================================================ models and shared
+    def _nested_model(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
+        decl: ir.ModelDecl = step.entry
+        if step.args or step.kwargs:
+            raise Fail(step.span, f"model '{decl.name}' takes no arguments")
+        sub = self._sub_model(decl, step.scope, step.span)
+        return self._emit_sub(sub, inputs, step.span, final or decl.name, shared=f"model:{decl.name}")
+
+    def _sub_model(self, decl: ir.ModelDecl, scope: FileScope, span: Span) -> Graph:
+        if decl.name in self.model_stack:
+            chain = " -> ".join(self.model_stack[self.model_stack.index(decl.name):] + [decl.name])
+            raise Fail(span, f"model '{decl.name}' uses itself: {chain}")
+        if decl.name not in self.models:
+            errors_before = len(self.diagnostics)
+            graph = self.expand_model(decl, scope)
+            self.models[decl.name] = graph if len(self.diagnostics) == errors_before else None
+            if self.models[decl.name] is not None:
+                graph.built = self.backend.finish(graph)
+        graph = self.models[decl.name]
+        if graph is None:
+            raise _Poisoned()
+        return graph
+
+    def _emit_sub(self, sub: Graph, inputs: list[Tensor], span: Span, base: str, shared: str) -> list[Tensor]:
+        self._check_arity(sub.name, (len(sub.inputs), len(sub.inputs)), inputs, span)
+        return self._emit("model", sub.name, {}, inputs, len(sub.outputs), span, base, None,
+                          shared=shared, decl=sub)
+
+    def _apply_shared(self, instance: SharedInstance, inputs: list[Tensor], span: Span) -> list[Tensor]:
+        step = instance.step
+        key = f"shared:{'.'.join(self.build.path + (instance.name,))}"
+        if step.kind == "block":
+            if instance.built is None:
+                instance.built = self._shared_block_graph(instance, inputs)
+            return self._emit_sub(instance.built, inputs, span, instance.name, shared=key)
+        if step.kind == "model":
+            sub = self._sub_model(step.entry, step.scope, step.span)
+            return self._emit_sub(sub, inputs, span, instance.name, shared=f"model:{sub.name}")
+        if step.kind in ("layer", "layer_or_activation"):
+            if step.kind == "layer_or_activation":
+                step.kind, step.entry = "layer", step.entry[0]
+            kwargs = self.arguments.bind(step.entry, step.args, step.kwargs, step.span)
+            return self._emit_registry(step.entry, instance.name, kwargs, inputs, span, None, shared=key)
+        if step.kind in ("declared_layer",):
+            checked = self.declared.instantiate(step, inputs, self)
+            return self._emit(step.kind, step.name, checked.arguments, inputs, checked.n_outputs, span,
+                              instance.name, None, shared=key, decl=checked)
+        raise Fail(span, f"'{instance.name}' is {step.kind.replace('_', ' ')} '{step.name}'; "
+                         "only layers, blocks and models can be shared")
+
+    def _shared_block_graph(self, instance: SharedInstance, inputs: list[Tensor]) -> Graph:
+        """A shared block becomes a sub-model: built once, called on every use."""
+        step = instance.step
+        graph = Graph(instance.name, step.span)
+        outer, self.build = self.build, _Build(graph, set())
+        try:
+            sub_inputs = [self._emit_input(f"{instance.name}_in{i}" if len(inputs) > 1 else f"{instance.name}_in",
+                                           t.shape if isinstance(t.shape, tuple) else (UNKNOWN,), "float32", step.span)
+                          for i, t in enumerate(inputs)]
+            params = bind_plain(step.name, "block", step.entry.params, [v for v, _ in step.args],
+                                {k: v for k, v, _ in step.kwargs}, step.span)
+            outputs = self._expand_block_body(step.entry, step.scope, params, sub_inputs, step.span)
+            graph.outputs = [(f"out{i}", t.ref) for i, t in enumerate(outputs) if not t.poisoned]
+        finally:
+            self.build = outer
+        if len(graph.outputs) != len(outputs):
+            raise _Poisoned()
+        graph.built = self.backend.finish(graph)
+        return graph
+
+    # ============================================================ nodes
+    def _emit_input(self, name: str, shape: tuple, dtype: str, span: Span) -> Tensor:
+        graph = self.build.graph
+        self.build.used.add(name)
+        node = Node(len(graph.nodes), name, "input", "input", {"shape": shape}, [], 1, (), span, dtype=dtype)
+        graph.nodes.append(node)
+        graph.inputs.append(node.id)
+        try:
+            handle = self.backend.input(node, shape, dtype)
+        except BuildError as exc:
+            raise Fail(span, str(exc)) from None
+        node.output_shapes = [self.backend.shape(handle)]
+        return Tensor(TensorRef(node.id), handle, node.output_shapes[0])
+
+    def _emit(self, op: str, kind: str, args: dict, inputs: list[Tensor], n_outputs: int, span: Span,
+              base: str, final: str | None, shared: str | None = None, decl: Any = None) -> list[Tensor]:
+        if any(t.poisoned for t in inputs):
+            return [POISON] * n_outputs
+        graph = self.build.graph
+        if len(graph.nodes) >= MAX_LAYERS:
+            raise Fail(span, f"the model has more than {MAX_LAYERS:,} layers after expansion")
+        name = self._node_name(final, base)
+        node = Node(len(graph.nodes), name, op, kind, args, [t.ref for t in inputs], n_outputs,
+                    self.build.path, span, shared=shared, repeat=self.build.repeat, decl=decl)
+        graph.nodes.append(node)
+        try:
+            handles = self.backend.apply(node, [t.handle for t in inputs])
+        except BuildError as exc:
+            graph.nodes.pop()
+            raise Fail(span, str(exc)) from None
+        node.n_outputs = len(handles)
+        node.output_shapes = [self.backend.shape(h) for h in handles]
+        return [Tensor(TensorRef(node.id, i), h, s) for i, (h, s) in enumerate(zip(handles, node.output_shapes))]
+
+    def _node_name(self, final: str | None, base: str) -> str:
+        if final is not None:
+            return self._unique_full(self._full(final))
+        return self._unique_full(self._full(self._scoped(base)))
+
+    def _scoped(self, base: str) -> str:
+        binding = self._current_binding
+        return f"{binding}.{base}" if binding else base
+
+    _current_binding: str | None = None
+
+    def _full(self, local: str) -> str:
+        return ".".join(self.build.path + (local,))
+
+    def _unique_full(self, name: str) -> str:
+        used = self.build.used
+        candidate, n = name, 1
+        while candidate in used:
+            n += 1
+            candidate = f"{name}_{n}"
+        used.add(candidate)
+        return candidate
+
+    def _unique_local(self, local: str) -> str:
+        full = self._unique_full(self._full(local))
+        return full[len(self._full("")):] if self.build.path else full
+
+    # ============================================================ helpers
+    def _find_declared_activation(self, sym: Sym) -> Any:
+        scope = self._current_scope
+        if scope is None:
+            return None
+        if sym.namespace is not None:
+            target = scope.aliases.get(sym.namespace)
+            decl = target.own.get(sym.name) if target else None
+            found = (decl, target) if decl is not None else None
+        else:
+            found = scope.find(sym.name)
+        if found is None or not isinstance(found[0], ir.ActivationDecl):
+            return None
+        return self.declared.activation(found[0], found[1])
+
+    _current_scope: FileScope | None = None
+
+    def _near_step(self, name: str, env: Env) -> str | None:
+        pool = registry.all_keys("layer") + registry.all_keys("activation")
+        pool += [n for n in env.scope.names() if isinstance(env.scope.find(n)[0],
+                                                             (ir.BlockDecl, ir.LayerDecl, ir.ActivationDecl, ir.ModelDecl))]
+        pool += [n for n in env.local_names() if isinstance(env.get(n), SharedInstance)]
+        return did_you_mean(name, pool)
+
+    def _near_constant(self, name: str, env: Env) -> str | None:
+        return did_you_mean(name, env.local_names() + env.scope.names())
+
+    def _error(self, span: Span, message: str, hint: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic.at(span, message, hint))
+
+
+class _Poisoned(Fail):
+    """A step whose definition already failed: no further diagnostic."""
+
+    def __init__(self):
+        Exception.__init__(self, "poisoned")
+        self.diagnostic = None
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _block_inputs(decl: Any) -> list[tuple[str, Span]]:
+    names = []
+    for stmt in _walk_inputs(decl.body):
+        for item in stmt.items:
+            names.append((item.name, item.span))
+    return names
+
+
+def _walk_inputs(body: list) -> list[ir.Input]:
+    return [stmt for stmt in body if isinstance(stmt, ir.Input)]
+
+
+def _param_default(decl: Any, name: str) -> Any:
+    return next(p.default for p in decl.params if p.name == name)
+
+
+def _targets(stmt: Any) -> list[str]:
+    if isinstance(stmt, ir.Assign):
+        return list(stmt.targets)
+    if isinstance(stmt, (ir.Let, ir.Shared)):
+        return [stmt.name]
+    if isinstance(stmt, ir.Output):
+        return [item.name for item in stmt.items if item.name and item.value is not None]
+    return []
+
+
+def _binding(stmt: Any) -> str | None:
+    """The name a statement binds, which names the layers it makes."""
+    if isinstance(stmt, ir.Assign):
+        return stmt.targets[0]
+    if isinstance(stmt, ir.Output):
+        return next((item.name for item in stmt.items if item.value is not None), None)
+    return None
+
+
+def _sum_terms(expr: Any) -> list:
+    if isinstance(expr, ir.BinOp) and expr.op == "+":
+        return _sum_terms(expr.left) + _sum_terms(expr.right)
+    return [expr]
+
+
+def _base_name(step: Step) -> str:
+    if isinstance(step.entry, registry.Entry) and step.name != step.name.lower():
+        return step.entry.name
+    return step.name
+
+
+def _dotted(e: Any) -> str:
+    if isinstance(e, ir.Name):
+        return e.id
+    if isinstance(e, ir.Attr):
+        return f"{_dotted(e.value)}.{e.attr}"
+    return "..."
+
+
+def _name_span(decl: Any, keyword: str) -> Span:
+    """The span of a declaration's name (just after its keyword)."""
+    col = decl.span.col + len(keyword) + 1
+    return Span.at(decl.span.file, decl.span.line, col, len(decl.name))
+
+
+def _step_hint(expr: Any) -> str | None:
+    if isinstance(expr, (ir.Number, ir.String)):
+        return "a step is a name such as dense(10), relu or a block"
+    if isinstance(expr, ir.Tuple):
+        return "a tuple feeds several tensors into one step: (a, b) -> concatenate"
+    return None

@@ -1,0 +1,152 @@
+"""Reading a spec and everything it imports into a `Program`.
+
+Imports are data: a relative path that must stay inside the root spec's
+folder (or a folder given with `--include`), symlinks resolved before the
+test. Each file is read once however many files import it (diamonds), and a
+cycle is reported with its chain.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from . import ir
+from .errors import Diagnostic, SpecError, Sources
+from .parser import decode_source, read_source
+from .transform import to_ir
+
+MAX_IMPORTED_FILES = 256
+
+
+class ImportLink(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    alias: str | None
+    target: str  # display path of the imported file
+    decl: ir.Import
+
+
+class Program(BaseModel):
+    """A root spec file and the files it imports, parsed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    root: str
+    files: dict[str, ir.File]
+    imports: dict[str, list[ImportLink]]
+    texts: dict[str, str]
+
+    @property
+    def root_file(self) -> ir.File:
+        return self.files[self.root]
+
+    @property
+    def model_names(self) -> list[str]:
+        return [d.name for d in self.root_file.decls if isinstance(d, ir.ModelDecl)]
+
+    def sources(self) -> Sources:
+        return Sources(self.texts)
+
+
+def load_file(path: str | os.PathLike, include: list[str | os.PathLike] = ()) -> Program:
+    display = os.fspath(path)
+    text = read_source(Path(display), display)
+    return _Loader(Path(display).resolve().parent, include).load(text, display, Path(display).resolve())
+
+
+def load_text(text: str | bytes, filename: str = "<string>", include: list[str | os.PathLike] = ()) -> Program:
+    if isinstance(text, bytes):
+        text = decode_source(text, filename)
+    real = Path(filename).resolve() if filename != "<string>" else Path.cwd() / filename
+    return _Loader(real.parent, include).load(text, filename, real)
+
+
+class _Loader:
+    def __init__(self, root_dir: Path, include):
+        self.allowed = [root_dir.resolve()] + [Path(p).resolve() for p in include]
+        self.files: dict[str, ir.File] = {}
+        self.texts: dict[str, str] = {}
+        self.imports: dict[str, list[ImportLink]] = {}
+        self.by_real: dict[Path, str] = {}
+        self.diagnostics: list[Diagnostic] = []
+
+    def load(self, text: str, display: str, real: Path) -> Program:
+        self._visit(text, display, real, chain=[])
+        if self.diagnostics:
+            raise SpecError(self.diagnostics, Sources(self.texts))
+        return Program.model_construct(root=display, files=self.files, imports=self.imports, texts=self.texts)
+
+    def _visit(self, text: str, display: str, real: Path, chain: list[str]) -> None:
+        self.texts[display] = text
+        self.by_real[real] = display
+        try:
+            file = to_ir(text, display)
+        except SpecError as exc:
+            self.diagnostics.extend(exc.diagnostics)
+            return
+        self.files[display] = file
+        links: list[ImportLink] = []
+        self.imports[display] = links
+        for decl in file.decls:
+            if isinstance(decl, ir.Import):
+                target = self._follow(decl, display, real, chain + [display])
+                if target is not None:
+                    links.append(ImportLink(alias=decl.alias, target=target, decl=decl))
+
+    def _follow(self, decl: ir.Import, display: str, real: Path, chain: list[str]) -> str | None:
+        """Load the file an import names; its display path, or None after an error."""
+        error = self._refuse_path(decl)
+        if error:
+            self.diagnostics.append(Diagnostic.at(decl.span, error))
+            return None
+        target_real = (real.parent / decl.path).resolve()
+        if not any(_inside(target_real, folder) for folder in self.allowed):
+            self.diagnostics.append(Diagnostic.at(
+                decl.span, f"import '{decl.path}' leaves the spec's folder",
+                "imports must stay inside the root spec's folder or a folder given with --include"))
+            return None
+        target_display = os.path.normpath(os.path.join(os.path.dirname(display), decl.path))
+        if target_real in self.by_real:
+            known = self.by_real[target_real]
+            if known in chain:
+                cycle = " -> ".join(chain[chain.index(known):] + [known])
+                self.diagnostics.append(Diagnostic.at(decl.span, f"import cycle: {cycle}"))
+                return None
+            return known  # a diamond: already loaded
+        if len(self.by_real) >= MAX_IMPORTED_FILES:
+            self.diagnostics.append(Diagnostic.at(decl.span, f"too many imported files (at most {MAX_IMPORTED_FILES})"))
+            return None
+        if not target_real.is_file():
+            self.diagnostics.append(Diagnostic.at(decl.span, f"cannot import '{decl.path}': no such file"))
+            return None
+        try:
+            text = read_source(target_real, target_display)
+        except SpecError as exc:
+            self.diagnostics.extend(exc.diagnostics)
+            return None
+        self._visit(text, target_display, target_real, chain)
+        return target_display
+
+    @staticmethod
+    def _refuse_path(decl: ir.Import) -> str | None:
+        path = decl.path
+        if not path:
+            return "import path is empty"
+        if "\x00" in path:
+            return "import path contains a NUL character"
+        if os.path.isabs(path) or path.startswith(("/", "\\", "~")) or (len(path) > 1 and path[1] == ":"):
+            return f"import '{path}' is an absolute path; imports are relative to the importing file"
+        if not path.endswith(".net"):
+            return f"import '{path}' does not name a .net file"
+        return None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.relative_to(folder)
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,82 @@
+"""Python plugins: names added by the person running the compiler, never by a spec.
+
+    @netdsl.register_layer("my_block")
+    class MyBlock(keras.layers.Layer): ...
+
+A plugin module is imported only when asked for (`--plugin MODULE` on the
+command line, `load_plugins([...])`, or `load_entry_points()` for the
+`netdsl.layers` entry-point group). A plugin cannot shadow a built-in name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any, Callable
+
+from . import registry
+
+# Objects registered by plugins, by (kind, name); the compiler looks here.
+OBJECTS: dict[tuple[str, str], Any] = {}
+
+
+def register_layer(name: str, description: str | None = None) -> Callable:
+    return _register("layer", name, description)
+
+
+def register_activation(name: str, description: str | None = None) -> Callable:
+    return _register("activation", name, description)
+
+
+def _register(kind: str, name: str, description: str | None) -> Callable:
+    def decorator(obj: Any) -> Any:
+        params = _params_of(obj, kind)
+        doc = description or (inspect.getdoc(obj) or "").split("\n")[0] or f"plugin {kind} {name}"
+        entry = registry.register_plugin(kind, name, params, doc, obj)
+        OBJECTS[(kind, entry.name)] = obj
+        return obj
+    return decorator
+
+
+def _params_of(obj: Any, kind: str) -> tuple:
+    target = obj.__init__ if inspect.isclass(obj) else obj
+    params = []
+    skip_first = kind == "activation"
+    for p in list(inspect.signature(target).parameters.values())[(1 if inspect.isclass(obj) else 0):]:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if skip_first:
+            skip_first = False
+            continue
+        default = registry.REQUIRED if p.default is p.empty else p.default
+        params.append(registry.Param(p.name, _type_of(default), default, p.kind != p.KEYWORD_ONLY))
+    if kind == "layer":
+        params += [registry.Param("name", "str", None, False), registry.Param("dtype", "dtype", None, False),
+                   registry.Param("trainable", "bool", True, False)]
+    return tuple(params)
+
+
+def _type_of(default: Any) -> str:
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, int):
+        return "int"
+    if isinstance(default, float):
+        return "float"
+    if isinstance(default, str):
+        return "str"
+    return "any"
+
+
+def load_plugins(modules: list[str]) -> None:
+    """Import plugin modules named by the person running netdsl (not by a spec)."""
+    for module in modules:
+        importlib.import_module(module)
+
+
+def load_entry_points() -> None:
+    """Load every installed plugin of the `netdsl.layers` entry-point group."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="netdsl.layers"):
+        ep.load()

@@ -52,7 +52,7 @@ class Arguments:
 
     def bind(self, entry: registry.Entry, args: list, kwargs: list[tuple[str, Any, Any]], span) -> dict[str, Any]:
         """kwargs: (name, value, span). Returns {param: checked value}."""
-        params = {p.name: p for p in entry.params}
+        params = {p.name: p for p in entry.params + entry.call_params}
         positional = [p for p in entry.params if p.positional]
         if len(args) > len(positional):
             names = ", ".join(p.name for p in positional) or "none"
@@ -69,7 +69,7 @@ class Arguments:
             if name in bound:
                 raise Fail(value_span, f"parameter '{name}' of '{entry.name}' is given twice")
             bound[name], spans[name] = value, value_span
-        for param in entry.params:
+        for param in entry.params + entry.call_params:
             if param.name not in bound and param.default is registry.REQUIRED:
                 raise Fail(span, f"'{entry.name}' is missing the required parameter '{param.name}'",
                            _param_list(entry))

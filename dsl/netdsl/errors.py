@@ -106,13 +106,13 @@ def render(diagnostic: Diagnostic, sources: Sources | None = None) -> str:
     if source_line is None or not source_line.strip():
         return head
     shown, offset = _display_line(source_line)
-    start = _display_width(source_line[: d.col - 1]) - offset
+    start = max(_display_width(source_line[: d.col - 1]) - offset, 0)
     if d.end_line == d.line:
         width = _display_width(source_line[d.col - 1 : d.end_col - 1])
     else:  # a span over several lines is underlined to the end of its first
         width = _display_width(source_line[d.col - 1 :].rstrip())
-    width = max(width, 1)
-    return f"{head}\n  {shown}\n  {' ' * max(start, 0)}{'^' * width}"
+    shown, start, width = _window(shown, start, max(width, 1))
+    return f"{head}\n  {shown}\n  {' ' * start}{'^' * width}"
 
 
 def render_all(diagnostics: Iterable[Diagnostic], sources: Sources | None = None) -> str:
@@ -125,6 +125,22 @@ def _display_line(line: str) -> tuple[str, int]:
     stripped = expanded.lstrip()
     shown = "".join(c if c.isprintable() else "?" for c in stripped.rstrip())
     return shown, len(expanded) - len(stripped)
+
+
+MAX_SHOWN = 100
+
+
+def _window(shown: str, start: int, width: int) -> tuple[str, int, int]:
+    """Cut a very long source line down to the part around the caret."""
+    if len(shown) <= MAX_SHOWN:
+        return shown, start, width
+    left = max(0, min(start - 20, len(shown) - MAX_SHOWN))
+    cut = shown[left:left + MAX_SHOWN]
+    prefix = "..." if left else ""
+    suffix = "..." if left + MAX_SHOWN < len(shown) else ""
+    start = start - left + len(prefix)
+    width = max(1, min(width, MAX_SHOWN - (start - len(prefix))))
+    return prefix + cut + suffix, start, width
 
 
 def _display_width(text: str) -> int:

@@ -32,6 +32,16 @@ MAX_BLOCK_DEPTH = 48
 MAX_DIM = 2**31 - 1
 
 
+# Keras layers left out of the allow-list on purpose, and why (for the diagnostic).
+REFUSED_LAYERS = {
+    "lambda": "Lambda runs Python code, so netdsl does not offer it",
+    "tfsm_layer": "TFSMLayer loads a SavedModel from a file, so netdsl does not offer it",
+    "torch_module_wrapper": "TorchModuleWrapper runs Python code, so netdsl does not offer it",
+    "jax_layer": "JaxLayer runs Python code, so netdsl does not offer it",
+    "flax_layer": "FlaxLayer runs Python code, so netdsl does not offer it",
+}
+
+
 class BuildError(Exception):
     """Raised by a backend when a layer rejects its arguments or inputs."""
 
@@ -428,8 +438,7 @@ class Expander:
             return self._declared_step(decl, target, func)
         dotted = _dotted(func)
         raise Fail(func.span, f"unknown step '{dotted}'",
-                   "dotted names only reach the declarations of a file imported with 'as' "
-                   "(import \"blocks.net\" as lib; x -> lib.bottleneck(64)); nothing reaches Python")
+                   "a dotted name reaches only a file imported with 'as' (lib.bottleneck); nothing reaches Python")
 
     def _declared_step(self, decl: Any, scope: FileScope, func: Any) -> Step:
         kinds = {ir.BlockDecl: "block", ir.LayerDecl: "declared_layer",
@@ -452,6 +461,10 @@ class Expander:
             return Step("layer", name, span, entry=layer)
         if activation is not None:
             return Step("activation", name, span, entry=activation)
+        refused = REFUSED_LAYERS.get(registry.snake_case(name))
+        if refused:
+            raise Fail(span, f"unknown layer '{name}': {refused}",
+                       "declare it in the spec instead (activation NAME(x) = ..., layer NAME(...) { ... })")
         raise Fail(span, f"unknown layer '{name}'", self._near_step(name, env))
 
     def _apply_step(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:

@@ -108,6 +108,9 @@ class _Loader:
                 decl.span, f"import '{decl.path}' leaves the spec's folder",
                 "imports must stay inside the root spec's folder or a folder given with --include"))
             return None
+        if not decl.path.endswith(".net"):
+            self.diagnostics.append(Diagnostic.at(decl.span, f"import '{decl.path}' does not name a .net file"))
+            return None
         target_display = os.path.normpath(os.path.join(os.path.dirname(display), decl.path))
         if target_real in self.by_real:
             known = self.by_real[target_real]
@@ -139,8 +142,6 @@ class _Loader:
             return "import path contains a NUL character"
         if os.path.isabs(path) or path.startswith(("/", "\\", "~")) or (len(path) > 1 and path[1] == ":"):
             return f"import '{path}' is an absolute path; imports are relative to the importing file"
-        if not path.endswith(".net"):
-            return f"import '{path}' does not name a .net file"
         return None
 
 

@@ -87,7 +87,9 @@ class Layout:
                 if stack and _OPENERS[stack[-1].type] == tok.type:
                     stack.pop()
                 if tok.type == "RBRACE" and prev is not None and prev.type not in ("_NL", "LBRACE"):
-                    nl = Token.new_borrow_pos("_NL", "\n", tok)
+                    # An end of statement the user did not write: its text is empty so
+                    # that a syntax error here is reported as the '}' it stands for.
+                    nl = Token.new_borrow_pos("_NL", "", tok)
                     before_prev, prev = prev, nl
                     yield nl
             before_prev, prev = prev, tok
@@ -217,10 +219,12 @@ _EXPRESSION_STARTS = {"NAME", "INT", "FLOAT", "STRING", "LPAR", "LSQB", "DICT_LB
 
 
 def _describe_token(tok: Token) -> str:
+    if tok.type == "_NL" and tok.value == "":
+        return "'}'"
+    if tok.type == "_NL" and tok.value == ";":
+        return "';'"
     if tok.type in ("_NL", "$END"):
         return _TOKEN_WORDS[tok.type]
-    if tok.type == "_NL" or tok.value == ";":
-        return "';'"
     return f"'{tok.value}'"
 
 

@@ -49,7 +49,7 @@ class TrainChecker:
                 self._setting(spec, item, value, expander, outputs)
             except Fail as exc:
                 expander.diagnostics.append(exc.diagnostic)
-        if spec.loss is None and spec.optimizer is not None:
+        if spec.loss is None and spec.optimizer is not None and "loss" not in seen:
             expander._error(stmt.span, "the train section sets an optimizer but no loss",
                             "add one: loss = sparse_categorical_crossentropy")
         return spec
@@ -63,14 +63,14 @@ class TrainChecker:
         if name == "optimizer":
             spec.optimizer = resolve(_named(value, span, "optimizer"), ("optimizer",), span)
         elif name == "loss":
-            spec.loss = self._per_output(value, span, outputs,
+            spec.loss = self._per_output(item, value, span, outputs,
                                          lambda v: resolve(_named(v, span, "loss"), ("loss",), span),
                                          per_output_list=len(outputs) > 1)
         elif name == "metrics":
-            spec.metrics = self._per_output(value, span, outputs, lambda v: [
+            spec.metrics = self._per_output(item, value, span, outputs, lambda v: [
                 resolve(_named(m, span, "metric"), ("metric",), span) for m in _as_list(v)])
         elif name == "loss_weights":
-            spec.loss_weights = self._per_output(value, span, outputs, lambda v: _positive_number(v, span, name),
+            spec.loss_weights = self._per_output(item, value, span, outputs, lambda v: _positive_number(v, span, name),
                                                  per_output_list=True)
         elif name in ("batch_size", "epochs", "steps_per_execution"):
             number = _positive_int(value, span, name)
@@ -93,12 +93,12 @@ class TrainChecker:
         elif name == "callbacks":
             spec.callbacks = [resolve(_named(c, span, "callback"), ("callback",), span) for c in _as_list(value)]
 
-    def _per_output(self, value: Any, span, outputs: list[str], convert, per_output_list: bool = False) -> Any:
+    def _per_output(self, item: ir.Kwarg, value: Any, span, outputs: list[str], convert, per_output_list: bool = False) -> Any:
         if isinstance(value, dict):
             out = {}
             for key, v in value.items():
                 if key not in outputs:
-                    raise Fail(span, f"'{key}' is not an output of this model",
+                    raise Fail(_key_span(item, key), f"'{key}' is not an output of this model",
                                did_you_mean(str(key), outputs) or "outputs: " + ", ".join(outputs))
                 out[key] = convert(v)
             return out
@@ -108,6 +108,17 @@ class TrainChecker:
                                  f"received {len(value)}")
             return [convert(v) for v in value]
         return convert(value)
+
+
+def _key_span(item: ir.Kwarg, key: Any):
+    """The span of a dict key in the setting's text, for a precise caret."""
+    if isinstance(item.value, ir.Dict):
+        for entry in item.value.items:
+            if isinstance(entry.key, ir.Name) and entry.key.id == key:
+                return entry.key.span
+            if isinstance(entry.key, ir.String) and entry.key.value == key:
+                return entry.key.span
+    return item.value.span
 
 
 def _named(value: Any, span, what: str) -> Any:

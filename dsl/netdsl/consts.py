@@ -58,7 +58,8 @@ class Consts:
     """Evaluates constant expressions in an Env (or a file's top-level scope)."""
 
     def __init__(self) -> None:
-        self.calls: list[str] = []
+        self.calls: list[str] = []  # let functions being called, for recursion
+        self.lets: list[tuple[str, str]] = []  # file-level lets being folded, for cycles
 
     # ---------------------------------------------------------- names
     def file_let(self, scope: FileScope, name: str, span) -> Any:
@@ -66,13 +67,15 @@ class Consts:
         if name in scope.let_values:
             return scope.let_values[name]
         decl = scope.own[name]
-        if name in scope.let_busy:
-            raise Fail(span, f"constant '{name}' is defined in terms of itself")
-        scope.let_busy.add(name)
+        key = (scope.path, name)
+        if key in self.lets:
+            chain = " -> ".join(n for _, n in self.lets[self.lets.index(key):] + [key])
+            raise Fail(span, f"constant '{name}' is defined in terms of itself: {chain}")
+        self.lets.append(key)
         try:
             value = self.eval(decl.value, Env(scope))
         finally:
-            scope.let_busy.discard(name)
+            self.lets.pop()
         scope.let_values[name] = value
         return value
 

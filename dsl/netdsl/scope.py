@@ -36,7 +36,6 @@ class FileScope:
     imported: dict[str, tuple[Any, "FileScope"]] = field(default_factory=dict)
     aliases: dict[str, "FileScope"] = field(default_factory=dict)
     let_values: dict[str, Any] = field(default_factory=dict)  # folded file-level constants
-    let_busy: set[str] = field(default_factory=set)
 
     @property
     def path(self) -> str:

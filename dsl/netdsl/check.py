@@ -16,7 +16,7 @@ from .declared import Declared
 from .errors import Diagnostic
 from .expand import Expander
 from .graph import Graph
-from .loader import Program
+from .loader import Program, paused_gc
 from .scope import Env, Fail, build_scopes
 from .shapes import ShapeBackend
 from .train import TrainChecker
@@ -37,6 +37,12 @@ class Analysis:
 def analyze(program: Program, backend: Any = None, models: list[str] | None = None,
             declarations: bool = True, param_limit: int | None = None) -> Analysis:
     """Check a program; expand `models` (default: all of the root file's models)."""
+    with paused_gc():
+        return _analyze(program, backend, models, declarations, param_limit)
+
+
+def _analyze(program: Program, backend: Any, models: list[str] | None, declarations: bool,
+             param_limit: int | None) -> Analysis:
     diagnostics: list[Diagnostic] = []
     scopes = build_scopes(program.files, program.imports, diagnostics)
     expander = Expander(scopes, backend or ShapeBackend(), diagnostics, None, TrainChecker())

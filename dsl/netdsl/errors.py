@@ -6,7 +6,6 @@ of them so that all the errors of a file reach the user in one run.
 
 from __future__ import annotations
 
-import difflib
 from typing import Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -149,6 +148,8 @@ def _display_width(text: str) -> int:
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     """`did you mean 'dense'?` for the nearest candidate, or None when none is close."""
+    import difflib
+
     pool = sorted(set(candidates))
     lowered = {c.lower(): c for c in pool}
     if name.lower() in lowered and lowered[name.lower()] != name:

@@ -97,6 +97,7 @@ class _Build:
 
     graph: Graph
     used: set[str]
+    suffixes: dict[str, int] = field(default_factory=dict)  # next suffix to try per name
     path: tuple[str, ...] = ()
     repeat: tuple[int, int, int] | None = None
     outputs: list = field(default_factory=list)
@@ -696,10 +697,14 @@ class Expander:
         return ".".join(self.build.path + (local,))
 
     def _unique_full(self, name: str) -> str:
+        """`name`, or `name_2`, `name_3`, ... for the second and later uses."""
         used = self.build.used
-        candidate, n = name, 1
-        while candidate in used:
-            n += 1
+        candidate = name
+        if candidate in used:
+            n = self.build.suffixes.get(name, 2)
+            while f"{name}_{n}" in used:
+                n += 1
+            self.build.suffixes[name] = n + 1
             candidate = f"{name}_{n}"
         used.add(candidate)
         return candidate

@@ -16,7 +16,9 @@ from .errors import Span
 
 
 class Node(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # defer_build: validators are built on first validation, not at import;
+    # the parser constructs nodes without validation (see transform.py).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     span: Span
 
@@ -281,13 +283,10 @@ class Comment(Node):
 class File(BaseModel):
     """One parsed `.net` file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     path: str
     decls: list[Decl]
     comments: list[Comment] = []
 
 
-for _model in list(globals().values()):
-    if isinstance(_model, type) and issubclass(_model, BaseModel) and _model is not BaseModel:
-        _model.model_rebuild()

@@ -8,6 +8,8 @@ cycle is reported with its chain.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 from pathlib import Path
 
@@ -51,17 +53,37 @@ class Program(BaseModel):
         return Sources(self.texts)
 
 
+@contextlib.contextmanager
+def paused_gc():
+    """Pause the cyclic garbage collector while building many small objects.
+
+    Parsing and expanding allocate hundreds of thousands of nodes that all
+    stay alive; collecting them over and over made a 10,000-layer check
+    grow faster than linearly (0.76 s vs 0.50 s). The previous state is
+    restored afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def load_file(path: str | os.PathLike, include: list[str | os.PathLike] = ()) -> Program:
     display = os.fspath(path)
     text = read_source(Path(display), display)
-    return _Loader(Path(display).resolve().parent, include).load(text, display, Path(display).resolve())
+    with paused_gc():
+        return _Loader(Path(display).resolve().parent, include).load(text, display, Path(display).resolve())
 
 
 def load_text(text: str | bytes, filename: str = "<string>", include: list[str | os.PathLike] = ()) -> Program:
     if isinstance(text, bytes):
         text = decode_source(text, filename)
     real = Path(filename).resolve() if filename != "<string>" else Path.cwd() / filename
-    return _Loader(real.parent, include).load(text, filename, real)
+    with paused_gc():
+        return _Loader(real.parent, include).load(text, filename, real)
 
 
 class _Loader:

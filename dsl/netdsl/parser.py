@@ -46,6 +46,7 @@ def _parser() -> Lark:
         maybe_placeholders=True,
         postlex=Layout(),
         lexer_callbacks={"COMMENT": _comment_sink},
+        cache=True,  # LALR tables cached in the temp folder, keyed by the grammar's hash
     )
 
 

@@ -10,8 +10,6 @@ command line, `load_plugins([...])`, or `load_entry_points()` for the
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from typing import Any, Callable
 
 from . import registry
@@ -30,6 +28,8 @@ def register_activation(name: str, description: str | None = None) -> Callable:
 
 def _register(kind: str, name: str, description: str | None) -> Callable:
     def decorator(obj: Any) -> Any:
+        import inspect
+
         params = _params_of(obj, kind)
         doc = description or (inspect.getdoc(obj) or "").split("\n")[0] or f"plugin {kind} {name}"
         entry = registry.register_plugin(kind, name, params, doc, obj)
@@ -39,6 +39,8 @@ def _register(kind: str, name: str, description: str | None) -> Callable:
 
 
 def _params_of(obj: Any, kind: str) -> tuple:
+    import inspect
+
     target = obj.__init__ if inspect.isclass(obj) else obj
     params = []
     skip_first = kind == "activation"
@@ -70,6 +72,8 @@ def _type_of(default: Any) -> str:
 
 def load_plugins(modules: list[str]) -> None:
     """Import plugin modules named by the person running netdsl (not by a spec)."""
+    import importlib
+
     for module in modules:
         importlib.import_module(module)
 

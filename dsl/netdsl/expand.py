@@ -448,8 +448,6 @@ class Expander:
         if kind is None:
             what = "a constant" if isinstance(decl, ir.Let) else "a function"
             raise Fail(func.span, f"'{decl.name}' is {what}, not a step")
-        if kind == "model" and scope is not self.scopes.get(scope.path):
-            raise Fail(func.span, "models are never imported")
         return Step(kind, decl.name, func.span, entry=decl, scope=scope)
 
     def _registry_step(self, name: str, span: Span, env: Env) -> Step:

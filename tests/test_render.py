@@ -357,7 +357,8 @@ def run_cli(args, cwd):
         os.chdir(old)
 
 
-TWO = "model first {\n  input x: (2,)\n  output y = x -> dense(1)\n}\nmodel second {\n  input x: (2,)\n  output y = x -> dense(3)\n}\n"
+TWO = ("model first {\n  input x: (2,)\n  output y = x -> dense(1)\n}\n"
+       "model second {\n  input x: (2,)\n  output y = x -> dense(3)\n}\n")
 
 
 @pytest.fixture
@@ -421,3 +422,11 @@ def test_cli_without_dot_writes_dot_source_and_one_line_hint(tmp_path):
     assert "'dot' program was not found" in done.stderr and "apt-get install graphviz" in done.stderr
     assert (tmp_path / "small.dot").read_text().startswith("digraph small {")
     assert not (tmp_path / "small.png").exists()
+
+
+def test_cli_expand_repeats(tmp_path):
+    assert run_cli([str(SMALL), "--no-shapes", "-o", "collapsed.dot"], tmp_path) == 0
+    assert run_cli([str(SMALL), "--no-shapes", "-o", "full.dot", "--expand-repeats"], tmp_path) == 0
+    collapsed, full = (tmp_path / "collapsed.dot").read_text(), (tmp_path / "full.dot").read_text()
+    assert "\u00d73" in collapsed and "\u00d7" not in full
+    assert full.count("<B>dense</B>") == collapsed.count("<B>dense</B>") + 2

@@ -190,6 +190,7 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--format", choices=("svg", "png", "pdf", "dot"), default=None)
     render.add_argument("--depth", type=int, default=None, metavar="N")
     render.add_argument("--no-shapes", action="store_true", help="topology only: no TensorFlow")
+    render.add_argument("--expand-repeats", action="store_true", help="draw every copy of a step repeated * N")
     render.add_argument("--plugin", action="append", default=[], metavar="MODULE")
     _include(render)
     render.set_defaults(run=cmd_render)

@@ -73,7 +73,7 @@ def _ints(value, n: int) -> tuple:
 def _conv_dim(size, kernel, stride, padding, dilation=1):
     if size is None:
         return None
-    if padding == "same":
+    if padding in ("same", "causal"):
         return math.ceil(size / stride)
     effective = (kernel - 1) * dilation + 1
     out = (size - effective) // stride + 1
@@ -98,6 +98,8 @@ def _conv(rank: int, transpose: bool = False, depthwise: bool = False):
         strides = _ints(args.get("strides", 1), rank)
         dilation = _ints(args.get("dilation_rate", 1), rank)
         padding = str(args.get("padding", "valid")).lower()
+        if transpose and args.get("output_padding") is not None:
+            raise ValueError  # leave it to Keras
         if transpose:
             spatial = tuple(
                 None if s is None else (s * st if padding == "same" else (s - 1) * st + k)
@@ -231,7 +233,10 @@ def _upsampling2d(args, shapes):
 
 
 def _mha(args, shapes):
-    out = shapes[0][:-1] + (args.get("output_shape") or shapes[0][-1],)
+    output_shape = args.get("output_shape")
+    if output_shape is not None and not isinstance(output_shape, int):
+        raise ValueError  # a tuple output shape: leave it to Keras
+    out = shapes[0][:-1] + (output_shape or shapes[0][-1],)
     if args.get("return_attention_scores"):
         return [out, UNKNOWN]
     return out

@@ -7,8 +7,9 @@ Importing this package registers every class and function with Keras (package
     model = keras.saving.load_model("model.keras", safe_mode=True)
 """
 
-from netdsl.custom import activations, expr, layers
+from netdsl.custom import activations, configured, expr, layers
 from netdsl.custom.activations import ACTIVATIONS
+from netdsl.custom.configured import ConfiguredActivation
 from netdsl.custom.expr import (
     FUNCTIONS,
     ActivationLayer,
@@ -24,9 +25,11 @@ __all__ = [
     "FUNCTIONS",
     "LAYERS",
     "ActivationLayer",
+    "ConfiguredActivation",
     "DeclaredActivation",
     "DeclaredLayer",
     "activations",
+    "configured",
     "evaluate",
     "expr",
     "layers",

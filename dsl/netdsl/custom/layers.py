@@ -227,7 +227,7 @@ class Attention(keras.layers.Layer):
         self.return_weights = return_weights
         self.use_bias = use_bias
         self.dropout_layer = (
-            keras.layers.Dropout(self.dropout) if self.dropout > 0 else None
+            keras.layers.Dropout(self.dropout, dtype=self.dtype_policy) if self.dropout > 0 else None
         )
 
     # -- inputs ------------------------------------------------------------
@@ -427,22 +427,25 @@ class Residual(keras.layers.Layer):
         conv = _CONV_BY_RANK[rank]
         # Sub-layers are created here because the skip depends on the input
         # channels; attribute assignment makes Keras track and save them.
+        # They take this layer's dtype policy (not the global one, which may
+        # differ when a mixed-precision model is loaded).
+        policy = self.dtype_policy
         self.conv1 = conv(
             self.filters, self.kernel_size, strides=self.stride,
-            padding="same", use_bias=False, name="conv1",
+            padding="same", use_bias=False, name="conv1", dtype=policy,
         )
-        self.bn1 = keras.layers.BatchNormalization(name="bn1")
+        self.bn1 = keras.layers.BatchNormalization(name="bn1", dtype=policy)
         self.conv2 = conv(
             self.filters, self.kernel_size, padding="same", use_bias=False,
-            name="conv2",
+            name="conv2", dtype=policy,
         )
-        self.bn2 = keras.layers.BatchNormalization(name="bn2")
+        self.bn2 = keras.layers.BatchNormalization(name="bn2", dtype=policy)
         if self._needs_projection(input_shape):
             self.proj_conv = conv(
                 self.filters, 1, strides=self.stride, use_bias=False,
-                name="proj_conv",
+                name="proj_conv", dtype=policy,
             )
-            self.proj_bn = keras.layers.BatchNormalization(name="proj_bn")
+            self.proj_bn = keras.layers.BatchNormalization(name="proj_bn", dtype=policy)
         else:
             self.proj_conv = self.proj_bn = None
         self._build_sublayers(tuple(input_shape))

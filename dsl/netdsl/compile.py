@@ -1,0 +1,346 @@
+"""The compiler: a checked spec becomes Keras 3 functional models (TensorFlow backend).
+
+    analysis, models = compile_program(program)          # every model of the root file
+    model = build_model("spec.net")                       # the file's only model
+    model = build_model(program, "classifier", param_limit=10_000_000)
+
+The front end (`analyze`) expands each model with `KerasBackend`
+(`netdsl.keras_backend`), which builds and calls every layer as soon as the
+expander knows it; any error — a spec error or a layer Keras rejects — comes
+back as a `SpecError` whose diagnostics point at the spec's line and column.
+
+Training section. A model whose spec has `train { ... }` comes back compiled:
+optimizer (with clipping and learning-rate schedules), losses, metrics and
+loss weights per output (in output order, keyed by the spec's output names),
+`jit_compile` and `steps_per_execution`. `mixed_precision` sets the Keras
+dtype policy while *that* model is built (the global policy is restored
+afterwards); every output that would not be float32 then ends with a
+float32 `linear` Activation named `<output>.float32`, and Keras wraps the
+optimizer for loss scaling. The fit settings (batch_size, epochs,
+validation_split, shuffle, callbacks) are not part of `compile`; get them
+with `fit_kwargs(model)`:
+
+    model.fit(x, y, **netdsl.fit_kwargs(model))
+
+They are held in memory for the built model (a model loaded from a `.keras`
+file has its compile settings but not these).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import weakref
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from . import ir, registry
+from .check import Analysis, analyze
+from .api import Source, pick_model
+from .errors import Diagnostic, SpecError
+from .loader import Program, load_file
+from .scope import Fail
+
+__all__ = ["compile_program", "build_model", "build_models", "fit_kwargs", "run_build", "run_summary",
+           "quiet_tensorflow"]
+
+_FIT: "weakref.WeakKeyDictionary[Any, tuple[dict, list]]" = weakref.WeakKeyDictionary()
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def compile_program(program: Program, models: list[str] | None = None,
+                    param_limit: int | None = None) -> tuple[Analysis, dict[str, Any]]:
+    """Check and build `models` (default: every model of the root file).
+
+    Returns the analysis (graphs with `built` set and parameter counts filled
+    in) and `{name: keras.Model}` in the order asked. Raises `SpecError` with
+    every diagnostic when anything fails.
+    """
+    quiet_tensorflow(mute_stderr=False)
+    from .keras_backend import KerasBackend
+
+    wanted = list(models) if models is not None else program.model_names
+    for name in wanted:
+        pick_model(program, name)  # a clear error for an unknown name
+    policies = _mixed_policies(program, wanted, param_limit)
+    groups = [(None, [m for m in wanted if m not in policies])]
+    groups += [(policies[m], [m]) for m in wanted if m in policies]
+
+    result = Analysis(program)
+    # Declarations (blocks, declared layers, constants) are checked on their
+    # own with unknown parameters: that is the pure-Python checker's job.
+    diagnostics: list[Diagnostic] = list(analyze(program, models=[], param_limit=param_limit).diagnostics)
+    built: dict[str, Any] = {}
+    for policy, names in groups:
+        if not names:
+            continue
+        with dtype_policy(policy):
+            backend = KerasBackend(float32_outputs=_output_names(program, names) if policy else None)
+            analysis = analyze(program, backend=backend, models=names, declarations=False,
+                                     param_limit=param_limit)
+            diagnostics.extend(analysis.diagnostics)
+            if analysis.errors:
+                continue
+            for name in names:
+                graph = analysis.graphs[name]
+                try:
+                    if graph.built is None:
+                        graph.built = backend.finish(graph)
+                    if graph.train is not None:
+                        _compile_training(graph.built, graph)
+                except Fail as exc:
+                    diagnostics.append(exc.diagnostic)
+                    continue
+                result.graphs[name] = graph
+                built[name] = graph.built
+    result.diagnostics = _sorted(diagnostics, list(program.files))
+    if result.errors:
+        raise SpecError(result.errors, program.sources())
+    result.graphs = {name: result.graphs[name] for name in wanted}
+    return result, {name: built[name] for name in wanted}
+
+
+def build_model(source: Source, model: str | None = None, *, include: list = (),
+                param_limit: int | None = None) -> Any:
+    """One model of a spec as a `keras.Model` (compiled when it has a train section).
+
+    `source`: a spec path (`str` / `os.PathLike`) or a `Program`; `model` may
+    be omitted when the file has one model.
+    """
+    program = _program(source, include)
+    name = pick_model(program, model)
+    _, models = compile_program(program, [name], param_limit)
+    return models[name]
+
+
+def build_models(source: Source, *, include: list = (), param_limit: int | None = None) -> dict[str, Any]:
+    """Every model of a spec: `{name: keras.Model}` in file order."""
+    program = _program(source, include)
+    if not program.model_names:
+        pick_model(program, None)  # "the spec declares no model"
+    _, models = compile_program(program, None, param_limit)
+    return models
+
+
+def fit_kwargs(model: Any) -> dict[str, Any]:
+    """`model.fit` keyword arguments from the spec's train section: batch_size,
+    epochs, validation_split, shuffle and fresh callback objects (empty for a
+    model without a train section)."""
+    from . import registry_keras
+    from .keras_backend import keras_value
+
+    fit, callbacks = _FIT.get(model, ({}, []))
+    kwargs = dict(fit)
+    if callbacks:
+        kwargs["callbacks"] = [registry_keras.make(registry.lookup("callback", c.name),
+                                                   {k: keras_value(v) for k, v in c.kwargs}) for c in callbacks]
+    return kwargs
+
+
+def _program(source: Source, include: list) -> Program:
+    if isinstance(source, Program):
+        return source
+    return load_file(source, list(include))
+
+
+# ------------------------------------------------------------------ TensorFlow
+
+
+def quiet_tensorflow(mute_stderr: bool = True) -> None:
+    """Import Keras (TensorFlow backend) without TensorFlow's start-up chatter.
+
+    Sets `TF_CPP_MIN_LOG_LEVEL` (unless the user did) before the import; with
+    `mute_stderr` (the CLI) file descriptor 2 is also pointed at /dev/null
+    while TensorFlow loads and runs its first op, since its C++ runtime prints
+    a few lines (oneDNN, absl) whatever the log level.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    if "keras" in sys.modules and "tensorflow" in sys.modules:
+        return
+    saved = None
+    if mute_stderr:
+        try:
+            sys.stderr.flush()
+            saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            os.close(null)
+        except OSError:
+            saved = None
+    try:
+        import keras
+
+        keras.ops.add(keras.ops.zeros((1,)), 1.0)  # the runtime's first op prints its notices
+        try:
+            import absl.logging
+
+            absl.logging.set_verbosity(absl.logging.ERROR)
+        except ImportError:
+            pass
+    finally:
+        if saved is not None:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+@contextmanager
+def dtype_policy(name: str | None) -> Iterator[None]:
+    """Keras' global dtype policy set to `name` inside the block (None: unchanged)."""
+    if name is None:
+        yield
+        return
+    import keras
+
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(name)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def _mixed_policies(program: Program, wanted: list[str], param_limit: int | None) -> dict[str, str]:
+    """{model: policy} for the models whose train section sets a non-float32 policy.
+
+    The section comes after the layers it concerns, so the policy is read
+    first with the pure-Python checker — only for models that mention it.
+    """
+    candidates = [d.name for d in program.root_file.decls
+                  if isinstance(d, ir.ModelDecl) and d.name in wanted and _mentions_policy(d.body)]
+    if not candidates:
+        return {}
+    analysis = analyze(program, models=candidates, declarations=False, param_limit=param_limit)
+    if analysis.errors:
+        raise SpecError(analysis.errors, program.sources())
+    policies = {}
+    for name, graph in analysis.graphs.items():
+        policy = graph.train.mixed_precision if graph.train is not None else None
+        if policy is not None and policy != "float32":
+            policies[name] = policy
+    return policies
+
+
+def _output_names(program: Program, names: list[str]) -> set[str]:
+    """The output names the models `names` declare (from the source, before building)."""
+    out: set[str] = set()
+
+    def walk(body: list) -> None:
+        for stmt in body:
+            if isinstance(stmt, ir.Output):
+                out.update(item.name for item in stmt.items if item.name)
+            elif isinstance(stmt, ir.If):
+                walk(stmt.then)
+                walk(stmt.orelse or [])
+
+    for decl in program.root_file.decls:
+        if isinstance(decl, ir.ModelDecl) and decl.name in names:
+            walk(decl.body)
+    return out
+
+
+def _mentions_policy(body: list) -> bool:
+    for stmt in body:
+        if isinstance(stmt, ir.Train) and any(item.name == "mixed_precision" for item in stmt.items):
+            return True
+        if isinstance(stmt, ir.If) and (_mentions_policy(stmt.then) or _mentions_policy(stmt.orelse or [])):
+            return True
+    return False
+
+
+# ------------------------------------------------------------------ training
+
+
+def _compile_training(model: Any, graph: Any) -> None:
+    from .keras_backend import reason
+
+    spec = graph.train
+    _FIT[model] = (dict(spec.fit), list(spec.callbacks))
+    if spec.loss is None and spec.optimizer is None and not spec.metrics:
+        return
+    names = graph.output_names
+    try:
+        optimizer = _object(spec.optimizer) if spec.optimizer is not None else "rmsprop"
+        if spec.mixed_precision == "mixed_float16":
+            # Keras would wrap it too, but only while the policy is global;
+            # wrapped here, the saved compile config says so and reloads alike.
+            import keras
+
+            optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.get(optimizer))
+        loss = _per_output(spec.loss, names, _object)
+        metrics = _metrics(spec.metrics, names)
+        weights = _per_output(spec.loss_weights, names, float, missing=1.0)
+    except Fail:
+        raise
+    except Exception as exc:
+        raise Fail(graph.span, f"the train section of '{graph.name}' cannot be built: {reason(exc)}") from None
+    try:
+        model.compile(optimizer=optimizer, loss=loss, metrics=metrics, loss_weights=weights,
+                      jit_compile=spec.jit_compile, steps_per_execution=spec.steps_per_execution)
+    except Exception as exc:
+        raise Fail(graph.span, f"cannot compile '{graph.name}' for training: {reason(exc)}") from None
+
+
+def _object(resolved: Any) -> Any:
+    """A Resolved optimizer / loss / metric as a fresh Keras object."""
+    from . import registry_keras
+    from .keras_backend import keras_value, reason
+
+    entry = registry.lookup(resolved.kind, resolved.name)
+    kwargs = {k: keras_value(v, entry.param(k), resolved.name) for k, v in resolved.kwargs}
+    try:
+        return registry_keras.make(entry, kwargs, as_written=getattr(resolved, "written", None))
+    except Exception as exc:
+        if resolved.span is None:
+            raise
+        raise Fail(resolved.span, f"'{resolved.describe()}' rejected its arguments: {reason(exc)}") from None
+
+
+def _per_output(value: Any, names: list[str], convert: Any, missing: Any = None) -> Any:
+    """One value per output, in output order (a single output: the value itself)."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        out = [convert(value[n]) if n in value else missing for n in names]
+    elif isinstance(value, list):
+        out = [convert(v) for v in value]
+    else:
+        out = [convert(value) for _ in names]  # fresh objects per output
+    return out[0] if len(names) == 1 else out
+
+
+def _metrics(value: Any, names: list[str]) -> Any:
+    if not value:
+        return None
+    if isinstance(value, dict):
+        per = [[_object(m) for m in value.get(n, [])] for n in names]
+    else:
+        per = [[_object(m) for m in value] for _ in names]
+    return per[0] if len(names) == 1 else per
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _sorted(diagnostics: list[Diagnostic], file_order: list[str]) -> list[Diagnostic]:
+    order = {name: i for i, name in enumerate(file_order)}
+    seen, unique = set(), []
+    for d in diagnostics:
+        key = (d.file, d.line, d.col, d.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(d)
+    return sorted(unique, key=lambda d: (order.get(d.file, len(order)), d.line, d.col))
+
+
+def run_build(args: Any) -> int:
+    from .build_cli import run_build as run
+
+    return run(args)
+
+
+def run_summary(args: Any) -> int:
+    from .build_cli import run_summary as run
+
+    return run(args)

@@ -7,7 +7,7 @@
     diagram = netdsl.render("spec.net")          # a graphviz.Digraph
 """
 
-from .api import build, build_all, check, format, parse, parse_file, render
+from .api import build, build_all, check, fit_kwargs, format, parse, parse_file, render
 from .errors import Diagnostic, SpecError, Span
 from .loader import Program
 from .plugins import register_activation, register_layer
@@ -22,6 +22,6 @@ _keras_hook.install()
 __version__ = "0.1.0"
 
 __all__ = [
-    "parse", "parse_file", "check", "format", "build", "build_all", "render",
+    "parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render",
     "Program", "SpecError", "Diagnostic", "Span", "register_layer", "register_activation",
 ]

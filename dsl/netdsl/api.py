@@ -65,6 +65,14 @@ def build_all(source: Source, **options: Any) -> dict[str, Any]:
     return build_models(source, **options)
 
 
+def fit_kwargs(model: Any) -> dict[str, Any]:
+    """`model.fit` keyword arguments from a built model's train section (batch_size, epochs,
+    validation_split, shuffle, callbacks): `model.fit(x, y, **netdsl.fit_kwargs(model))`."""
+    from .compile import fit_kwargs as _fit_kwargs
+
+    return _fit_kwargs(model)
+
+
 def render(source: Source, model: str | None = None, *, shapes: bool = True, depth: int | None = None) -> Any:
     """The architecture diagram of one model as a `graphviz.Digraph`."""
     from .render import render_model

@@ -80,11 +80,6 @@ def test_check_cli_is_clean_and_does_not_import_tensorflow():
 # ====================================================================== build
 
 
-def _compiler():
-    # netdsl.compile is being written; until it lands the build tests skip.
-    return pytest.importorskip("netdsl.compile")
-
-
 def to_numpy(value):
     from keras import ops
 
@@ -93,7 +88,6 @@ def to_numpy(value):
 
 @functools.lru_cache(maxsize=None)
 def built(spec: str, model: str):
-    _compiler()
     return netdsl.build(SPECS / spec, model)
 
 
@@ -242,10 +236,10 @@ def test_lightning_mlp_trains_like_configure_optimizers():
     assert float(model.optimizer.learning_rate) == pytest.approx(1e-3)
     assert isinstance(model.loss, keras.losses.SparseCategoricalCrossentropy)
     assert model.loss.get_config()["from_logits"] is True
-    assert netdsl_fit_kwargs(model) == {"batch_size": 32, "epochs": 1}
+    assert netdsl.fit_kwargs(model) == {"batch_size": 32, "epochs": 1}
     x = np.random.default_rng(0).normal(size=(64, 28, 28)).astype("float32")
     y = np.random.default_rng(1).integers(0, 10, size=(64,))
-    history = model.fit(x, y, verbose=0, **netdsl_fit_kwargs(model))
+    history = model.fit(x, y, verbose=0, **netdsl.fit_kwargs(model))
     assert np.isfinite(history.history["loss"][0])
 
 
@@ -259,7 +253,7 @@ def test_multi_output_has_per_output_losses_weights_and_metrics():
     get = (lambda k, i: losses[k]) if isinstance(losses, dict) else (lambda k, i: losses[i])  # noqa: E731
     assert isinstance(get("probs", 0), keras.losses.SparseCategoricalCrossentropy)
     assert isinstance(get("box", 1), keras.losses.MeanSquaredError)
-    assert netdsl_fit_kwargs(model) == {"batch_size": 32, "epochs": 20}
+    assert netdsl.fit_kwargs(model) == {"batch_size": 32, "epochs": 20}
     rng = np.random.default_rng(0)
     x = rng.uniform(0, 255, size=(16, 64, 64, 3)).astype("float32")
     y = {"probs": rng.integers(0, 10, size=(16,)), "box": rng.uniform(size=(16, 4)).astype("float32")}
@@ -317,7 +311,6 @@ def test_transformer_position_table_follows_the_input():
 def test_built_spec_saves_and_loads_safely(spec, name, builder, tmp_path):
     import keras
 
-    _compiler()
     model = netdsl.build(SPECS / spec, name)
     path = tmp_path / f"{name}.keras"
     model.save(path)
@@ -331,5 +324,3 @@ def _as_list(value):
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def netdsl_fit_kwargs(model):
-    return _compiler().fit_kwargs(model)

@@ -53,3 +53,26 @@ def test_cli_render_with_shapes(tmp_path, capsys):
     assert main(["render", str(SPECS / "resnet50.net"), "--depth", "1", "-o", str(tmp_path) + "/"]) == 0
     svg = (tmp_path / "resnet50.svg").read_text(encoding="utf-8")
     assert "25,636,712 parameters" in svg and "bottleneck" in svg
+
+
+DOC = (ROOT / "docs" / "render.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+@needs_dot
+def test_the_render_guide_examples_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    commands = [line.split("#")[0].split() for block in re.findall(r"```sh\n(.*?)```", DOC, re.S)
+                for line in block.splitlines() if line.strip()]
+    assert len(commands) == 3
+    for command in commands:
+        assert command[:2] == ["netdsl", "render"]
+        args = [str(ROOT / a) if a.startswith("specs/") else a for a in command[2:]]
+        assert main(["render", *args]) == 0, command
+    assert (tmp_path / "resnet50.png").read_bytes().startswith(b"\x89PNG")
+    assert sorted(p.name for p in (tmp_path / "diagrams").iterdir()) == ["detector.svg"]
+    assert (tmp_path / "siamese.dot").exists()
+    (python,) = re.findall(r"```python\n(.*?)```", DOC, re.S)
+    (tmp_path / "resnet50.png").unlink()
+    exec(compile(python.replace('"specs/', f'"{ROOT}/specs/'), "docs/render.md", "exec"), {})
+    assert (tmp_path / "resnet50.png").read_bytes().startswith(b"\x89PNG")

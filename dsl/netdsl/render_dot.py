@@ -113,23 +113,30 @@ def _node_style(item: Item) -> dict[str, str]:
     style = dict(_STYLE[item.role])
     if item.count > 1:
         style["shape"] = "box3d"
+        style["margin"] = "0.14,0.09"  # clear of the 3-D ridge
     if item.calls > 1:
         style["peripheries"] = "2"
     return style
 
 
 def _node_label(item: Item, cluster: tuple, shapes: bool) -> str:
-    head = f"<B>{_esc(item.title)}</B>"
+    head, width = f"<B>{_esc(item.title)}</B>", len(item.title)
     if item.count > 1:
         head += f" \u00d7{item.count}"
+        width += 3
     if item.calls > 1:
         head += f' <FONT COLOR="{_MUTED}">shared, {item.calls} calls</FONT>'
-    rows = [head]
+        width += 17
     name = _relative(item.name, cluster)
     if item.count > 1 and item.last_name:
         name += " \u2026 " + _relative(item.last_name, cluster)
-    if name:
-        rows.append(f'<FONT POINT-SIZE="9" COLOR="{_MUTED}">{_esc(name)}</FONT>')
+    shown = f'<FONT POINT-SIZE="9" COLOR="{_MUTED}">{_esc(name)}</FONT>'
+    if not name:
+        rows = [head]
+    elif width + 2 + len(name) <= LINE:  # the name beside the kind
+        rows = [f"{head}  {shown}"]
+    else:
+        rows = [head, shown]
     rows.extend(_esc(line) for line in _wrap([f"{k}={_value_text(v)}" for k, v in item.args]))
     if item.dtype and item.dtype != "float32":
         rows.append(_esc(item.dtype))

@@ -21,7 +21,7 @@ import pytest
 import netdsl
 from netdsl.cli import main
 from netdsl.errors import SpecError
-from netdsl.format import LINE_LENGTH, format_text, run_fmt
+from netdsl.formatter import LINE_LENGTH, format_text, run_fmt
 from netdsl.transform import to_ir
 
 HERE = Path(__file__).resolve().parent
@@ -263,7 +263,7 @@ def test_syntax_errors_propagate():
 
 
 def test_library_api():
-    import netdsl.format  # noqa: F401 - importing the module rebinds the package's `format`
+    import netdsl.formatter  # noqa: F401 - the module must not shadow the API function
 
     assert netdsl.format("let  a=1") == "let a = 1\n"
     assert netdsl.format("let  a=1", "a.net") == "let a = 1\n"

@@ -46,7 +46,7 @@ def checked(source: Source, model: str | None = None, include: list = (), **opti
 
 def format(text: str, filename: str = "<string>") -> str:  # noqa: A001 - the API's name
     """The canonical formatting of spec text (comments kept)."""
-    from .format import format_text
+    from .formatter import format_text
 
     return format_text(text, filename)
 

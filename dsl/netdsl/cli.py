@@ -121,7 +121,7 @@ def _describe_entry(entry: Any) -> str:
 
 
 def cmd_fmt(args: argparse.Namespace) -> int:
-    from .format import run_fmt
+    from .formatter import run_fmt
 
     return run_fmt(args)
 

@@ -1,6 +1,6 @@
 """Expressions as canonical text: operators spaced, parentheses exactly where the
 grammar's precedence needs them, strings re-escaped (the formatter's half that knows
-nothing of lines or comments; see `format.py`).
+nothing of lines or comments; see `formatter.py`).
 """
 
 from __future__ import annotations

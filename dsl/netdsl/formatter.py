@@ -44,7 +44,6 @@ import re
 import stat
 import sys
 import tempfile
-import types
 from pathlib import Path
 
 from . import ir
@@ -512,12 +511,3 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-class _CallableModule(types.ModuleType):
-    """Importing this module rebinds the package's `format` (the API function,
-    `netdsl.format(text)`) to the module; calling the module formats, so both work."""
-
-    def __call__(self, text: str, filename: str = "<string>") -> str:
-        return format_text(text, filename)
-
-
-sys.modules[__name__].__class__ = _CallableModule

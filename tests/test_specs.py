@@ -77,6 +77,35 @@ def test_check_cli_is_clean_and_does_not_import_tensorflow():
     assert result.stderr == ""
 
 
+# A block may declare its output in both branches of a compile-time `if`; when
+# the block is checked on its own (parameters unknown) both branches are
+# checked, and that is not a duplicate output. Only an output declared twice
+# on one path is.
+BRANCH_OUTPUTS = """
+block pick(flag) {
+  input x
+  if flag {
+    output y = x -> relu
+  } else {
+    output y = x
+  }
+}
+
+model m {
+  input x: (4,)
+  output z = x -> pick(true)
+}
+"""
+
+
+def test_output_in_both_branches_of_an_if_is_not_a_duplicate():
+    assert netdsl.check(BRANCH_OUTPUTS, filename="branches.net") == []
+    twice = BRANCH_OUTPUTS.replace("  if flag {\n", "  output y = x\n  if flag {\n")
+    duplicates = [d.line for d in netdsl.check(twice, filename="twice.net")
+                  if d.message == "'y' is already an output"]
+    assert duplicates == [6, 8]  # each branch repeats the output declared before the `if`
+
+
 # ====================================================================== build
 
 

@@ -289,12 +289,25 @@ class Expander:
             self._run(stmt.orelse, env, where)
 
     def _if_unknown(self, stmt: ir.If, env: Env, where: str) -> None:
-        """`check` cannot decide: check both branches; names bound in either stay usable."""
+        """`check` cannot decide: check both branches; names bound in either stay usable.
+
+        Each branch starts from the outputs declared before the `if`, so an
+        output declared in both branches (only one of which will run) is not
+        a duplicate; the outputs of both are kept, the then-branch's first."""
         branches = []
+        before = list(self.build.outputs)
+        added: dict[str, Any] = {}
         for body in (stmt.then, stmt.orelse or []):
             child = env.child()
+            self.build.outputs = list(before)
             self._run(body, child, where)
             branches.append(child.vars)
+            for name, tensor in self.build.outputs[len(before):]:
+                earlier = added.setdefault(name, tensor)
+                if earlier is not tensor and isinstance(earlier, Tensor) and not earlier.poisoned \
+                        and earlier.shape != tensor.shape:
+                    added[name] = Tensor(earlier.ref, earlier.handle, UNKNOWN)
+        self.build.outputs = before + list(added.items())
         for name in set(branches[0]) | set(branches[1]):
             values = [b[name] for b in branches if name in b]
             first = values[0]

@@ -170,11 +170,13 @@ def test_depth_folds_clusters_and_keeps_edges():
 def _assert_edges_follow_the_graph(graph, view):
     """Every tensor edge of the graph is an edge of the view between the items holding its ends."""
     holder = {m: item.key for item in view.items for m in item.members}
+    folded = {item.key for item in view.items if item.role == "block"}
     expected = set()
     for node in graph.nodes:
         for ref in node.inputs:
-            if holder[ref.node] != holder[node.id] or node.shared:
-                expected.add((holder[ref.node], holder[node.id]))
+            src, dst = holder[ref.node], holder[node.id]
+            if src != dst or (node.shared and dst not in folded):  # a shared layer fed by itself: a loop
+                expected.add((src, dst))
     expected |= {(holder[ref.node], f"out{k}") for k, (_, ref) in enumerate(graph.outputs)}
     assert {(e.src, e.dst) for e in view.edges} == expected
 
@@ -213,7 +215,7 @@ def test_shared_layer_is_one_node_with_numbered_calls():
     shared = [i for i in view.items if i.calls > 1]
     assert len(shared) == 1 and shared[0].calls == 2 and shared[0].params == 16 * 16 + 16
     into = [e for e in view.edges if e.dst == shared[0].key]
-    assert sorted(e.call for e in into) == [1, 2]
+    assert sorted(e.in_call for e in into) == [1, 2]
     assert view.params == 11_483  # the shared layer counted once
 
 
@@ -430,3 +432,70 @@ def test_cli_expand_repeats(tmp_path):
     collapsed, full = (tmp_path / "collapsed.dot").read_text(), (tmp_path / "full.dot").read_text()
     assert "\u00d73" in collapsed and "\u00d7" not in full
     assert full.count("<B>dense</B>") == collapsed.count("<B>dense</B>") + 2
+
+
+EDGES_SPEC = """
+model enc {
+  input x: (8,)
+  output e = x -> dense(4)
+}
+block twice(n) {
+  input x
+  shared d = dense(n)
+  output y = x -> d -> d
+}
+model top {
+  input a: (8,)
+  input s: (5, 8)
+  shared lin = dense(8)
+  p = a -> enc
+  q = a -> dense(8) -> enc
+  r = a -> lin * 3
+  t = a -> (dense(8) -> relu) * 2
+  u = t -> twice(8)
+  seq, h, c = s -> lstm(8, return_state=true)
+  output z = (p, q) -> concatenate
+  output w = (r, u, h, c) -> concatenate
+}
+"""
+
+
+def test_nested_models_shared_chains_groups_and_multi_output_layers():
+    graph = graph_of(EDGES_SPEC, "top", text=True)
+    view = build_view(graph)
+    by_title = {}
+    for item in view.items:
+        by_title.setdefault(item.title, []).append(item)
+    (enc,) = by_title["enc"]  # a nested model used twice: one node, two calls
+    assert enc.role == "model" and enc.calls == 2 and enc.params == 36
+    lin = next(i for i in by_title["dense"] if i.calls == 3)  # `-> lin * 3`: one layer called 3 times
+    loops = [(e.out_call, e.in_call) for e in view.edges if e.src == e.dst == lin.key]
+    assert loops == [(1, 2), (2, 3)]
+    assert [i.count for i in by_title["relu"]] == [1, 1]  # a repeated group of two steps stays expanded
+    (lstm,) = by_title["lstm"]
+    assert sorted(e.index for e in view.edges if e.src == lstm.key) == [1, 2]
+    source = render_graph(graph).source
+    assert "#1\u2192#2" in source and "[1] (8,)" in source
+    folded = build_view(graph, depth=0)
+    (twice,) = [i for i in folded.items if i.role == "block"]
+    assert twice.params == 72 and twice.out_shapes == [(8,)]  # the shared layer counted once
+    _assert_edges_follow_the_graph(graph, folded)
+    assert view.params == folded.params == 36 + 72 + 72 + 2 * 72 + 72 + 544
+
+
+def test_long_repeats_collapse():
+    spec = """
+block unit(n) {
+  input x
+  output y = x -> dense(n) -> relu
+}
+model long {
+  input x: (8,)
+  output y = x -> dense(8) * 3000 -> unit(8) * 2000
+}
+"""
+    graph = graph_of(spec, text=True)
+    assert len(graph.nodes) == 1 + 3000 + 2 * 2000
+    counts = sorted(i.count for i in build_view(graph, depth=0).items)
+    assert counts == [1, 1, 2000, 3000]
+    assert sorted(i.count for i in build_view(graph).items)[-1] == 3000  # open clusters: units stay drawn

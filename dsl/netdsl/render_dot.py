@@ -99,12 +99,11 @@ def _entries(view: View) -> dict[tuple, list[str]]:
         if edge.src in where and edge.src != edge.dst:
             fed_from.setdefault(edge.dst, []).append(where[edge.src])
     entries: dict[tuple, list[str]] = {}
-    for cluster in view.clusters:
-        path = cluster.path
-        for item in view.items:
-            if item.cluster[:len(path)] != path:
-                continue
-            if not any(src[:len(path)] == path for src in fed_from.get(item.key, [])):
+    for item in view.items:
+        sources = fed_from.get(item.key, [])
+        for i in range(1, len(item.cluster) + 1):
+            path = item.cluster[:i]
+            if not any(src[:i] == path for src in sources):
                 entries.setdefault(path, []).append(item.key)
     return entries
 
@@ -163,8 +162,10 @@ def _cluster_label(cluster: ClusterView, shapes: bool) -> str:
 
 def _edge_label(edge: Edge, shapes: bool) -> str | None:
     parts = []
-    if edge.call is not None:
-        parts.append(f"#{edge.call}")
+    if edge.out_call is not None and edge.in_call is not None:
+        parts.append(f"#{edge.out_call}\u2192#{edge.in_call}")
+    elif edge.out_call is not None or edge.in_call is not None:
+        parts.append(f"#{edge.out_call or edge.in_call}")
     if edge.index is not None:
         parts.append(f"[{edge.index}]")
     if shapes and edge.shape is not None:

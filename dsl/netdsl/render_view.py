@@ -52,7 +52,8 @@ class Edge:
     dst: str
     shape: Any = None  # shown on the edge; None when the shape did not change
     index: int | None = None  # which output of a multi-output item
-    call: int | None = None  # which call of a shared instance
+    out_call: int | None = None  # the call of a shared instance whose output this is
+    in_call: int | None = None  # the call of a shared instance this feeds
 
 
 @dataclass
@@ -156,31 +157,35 @@ def build_view(graph: Graph, *, depth: int | None = None, collapse_repeats: bool
     if collapse_repeats:
         _collapse_repeats(graph, unit_of, units)
     keys = _keys(units)
-    items = [_item(graph, params, keys[uid], unit, unit_of) for uid, unit in units.items()]
+    uses = _uses(graph)
+    items = [_item(graph, params, keys[uid], unit, unit_of, uses) for uid, unit in units.items()]
     by_key = {item.key: item for item in items}
     outputs = []
     for k, (name, ref) in enumerate(graph.outputs):
         shape = _shape_of(graph, ref)
         outputs.append(Item(f"out{k}", "output", "output", name, (), [], in_shapes=[shape], out_shapes=[shape]))
     edges = _edges(graph, unit_of, units, keys, by_key)
-    open_paths = sorted({item.cluster[:i] for item in items for i in range(1, len(item.cluster) + 1)},
-                        key=lambda p: (_cluster_order(graph, p), len(p)))
+    inside: dict[tuple, list[Node]] = {}  # every cluster path -> its nodes, nested ones included
+    for node in graph.nodes:
+        for i in range(1, len(node.cluster) + 1):
+            inside.setdefault(node.cluster[:i], []).append(node)
+    open_paths = {item.cluster[:i] for item in items for i in range(1, len(item.cluster) + 1)}
     clusters = []
-    for path in open_paths:
+    for path in sorted(open_paths, key=lambda p: (inside[p][0].id if p in inside else len(graph.nodes), len(p))):
         info = graph.clusters.get(path) or Cluster(path, path[-1], graph.span, {})
-        nodes = [n for n in graph.nodes if n.cluster[:len(path)] == path]
-        total, complete = params.of_nodes(nodes)
+        total, complete = params.of_nodes(inside.get(path, []))
         clusters.append(ClusterView(path, info.block, dict(info.args), total, complete))
     total, complete = params.of_nodes(graph.nodes)
     return View(graph.name, items + outputs, edges, clusters, total, complete)
 
 
-def _cluster_order(graph: Graph, path: tuple[str, ...]) -> int:
-    """Clusters in the order their first layer appears."""
+def _uses(graph: Graph) -> dict[int, list[tuple[int, int, TensorRef]]]:
+    """For each node, where its outputs are used: (consumer id, input position, ref), in graph order."""
+    uses: dict[int, list[tuple[int, int, TensorRef]]] = {}
     for node in graph.nodes:
-        if node.cluster[:len(path)] == path:
-            return node.id
-    return len(graph.nodes)
+        for position, ref in enumerate(node.inputs):
+            uses.setdefault(ref.node, []).append((node.id, position, ref))
+    return uses
 
 
 def _units(graph: Graph, depth: int | None) -> tuple[dict[int, tuple], dict[tuple, _Unit]]:
@@ -215,15 +220,14 @@ def _common_prefix(a: tuple, b: tuple) -> tuple:
 
 def _collapse_repeats(graph: Graph, unit_of: dict[int, tuple], units: dict[tuple, _Unit]) -> None:
     """Merge the copies of `STEP * N` into one unit when each copy is one identical, chained unit."""
-    groups: dict[int, list[tuple]] = {}
+    groups: dict[int, dict[tuple, None]] = {}  # group -> its units, in order
     for node in graph.nodes:
         if node.repeat is not None:
-            uids = groups.setdefault(node.repeat[0], [])
-            if unit_of[node.id] not in uids:
-                uids.append(unit_of[node.id])
-    consumers = _consumers(graph, unit_of)
+            groups.setdefault(node.repeat[0], {})[unit_of[node.id]] = None
+    sources, consumers = _links(graph, unit_of)
     produces_output = {unit_of[ref.node] for _, ref in graph.outputs}
-    for group, uids in groups.items():
+    for group, members in groups.items():
+        uids = list(members)
         copies = [units[uid] for uid in uids]
         tags = [_repeat_tag(graph, unit) for unit in copies]
         if any(tag is None or tag[0] != group for tag in tags):
@@ -236,9 +240,8 @@ def _collapse_repeats(graph: Graph, unit_of: dict[int, tuple], units: dict[tuple
             continue
         if any(unit.cluster != copies[0].cluster for unit in copies):
             continue
-        chained = all(
-            _sources(graph, unit_of, uids[i]) == {uids[i - 1]} for i in range(1, n)
-        ) and all(consumers.get(uids[i]) == {uids[i + 1]} and uids[i] not in produces_output for i in range(n - 1))
+        chained = all(sources.get(uids[i]) == {uids[i - 1]} for i in range(1, n)) and all(
+            consumers.get(uids[i]) == {uids[i + 1]} and uids[i] not in produces_output for i in range(n - 1))
         if not chained:
             continue
         first = copies[0]
@@ -276,22 +279,18 @@ def _args_key(args: dict) -> str:
     return repr([(k, describe_value(v)) for k, v in args.items()])
 
 
-def _sources(graph: Graph, unit_of: dict[int, tuple], uid: tuple) -> set:
-    out = set()
+def _links(graph: Graph, unit_of: dict[int, tuple]) -> tuple[dict[tuple, set], dict[tuple, set]]:
+    """The units feeding each unit, and the units each unit feeds (edges between different units)."""
+    sources: dict[tuple, set] = {}
+    consumers: dict[tuple, set] = {}
     for node in graph.nodes:
-        if unit_of[node.id] == uid:
-            out.update(unit_of[ref.node] for ref in node.inputs if unit_of[ref.node] != uid)
-    return out
-
-
-def _consumers(graph: Graph, unit_of: dict[int, tuple]) -> dict[tuple, set]:
-    out: dict[tuple, set] = {}
-    for node in graph.nodes:
+        dst = unit_of[node.id]
         for ref in node.inputs:
-            src, dst = unit_of[ref.node], unit_of[node.id]
+            src = unit_of[ref.node]
             if src != dst:
-                out.setdefault(src, set()).add(dst)
-    return out
+                sources.setdefault(dst, set()).add(src)
+                consumers.setdefault(src, set()).add(dst)
+    return sources, consumers
 
 
 def _keys(units: dict[tuple, _Unit]) -> dict[tuple, str]:
@@ -308,7 +307,8 @@ def _keys(units: dict[tuple, _Unit]) -> dict[tuple, str]:
 # ------------------------------------------------------------------ items
 
 
-def _item(graph: Graph, params: Params, key: str, unit: _Unit, unit_of: dict[int, tuple]) -> Item:
+def _item(graph: Graph, params: Params, key: str, unit: _Unit, unit_of: dict[int, tuple],
+          uses: dict[int, list[tuple[int, int, TensorRef]]]) -> Item:
     members = [graph.nodes[m] for m in unit.members]
     first = members[0]
     uid = unit_of[first.id]
@@ -316,8 +316,8 @@ def _item(graph: Graph, params: Params, key: str, unit: _Unit, unit_of: dict[int
     external_in = _dedup(ref for n in members for ref in n.inputs if ref.node not in inside)
     if unit.kind == "fold":
         info = graph.clusters.get(unit.fold) or Cluster(unit.fold, unit.fold[-1], graph.span, {})
-        used_outside = _dedup(ref for n in graph.nodes if unit_of[n.id] != uid for ref in n.inputs
-                              if ref.node in inside)
+        used = sorted(use for m in unit.members for use in uses.get(m, []) if unit_of[use[0]] != uid)
+        used_outside = _dedup(ref for _, _, ref in used)
         used_outside += [ref for _, ref in graph.outputs if ref.node in inside and ref not in used_outside]
         total, complete = params.of_nodes(members)
         item = Item(key, "block", info.block, ".".join(unit.fold), unit.cluster, list(unit.members),
@@ -363,11 +363,7 @@ def _shown_args(node: Node) -> list[tuple[str, Any]]:
 
 
 def _dedup(refs) -> list[TensorRef]:
-    out: list[TensorRef] = []
-    for ref in refs:
-        if ref not in out:
-            out.append(ref)
-    return out
+    return list(dict.fromkeys(refs))
 
 
 # ------------------------------------------------------------------ edges
@@ -383,18 +379,17 @@ def _edges(graph: Graph, unit_of: dict[int, tuple], units: dict[tuple, _Unit], k
             for k, member in enumerate(unit.members):
                 call_of[member] = k + 1
 
-    def add(src_ref: TensorRef, dst_key: str, dst_call: int | None) -> None:
-        src_uid = unit_of[src_ref.node]
-        src_key = keys[src_uid]
-        call = call_of.get(src_ref.node) or dst_call
-        seen_key = (src_key, src_ref.node, src_ref.index, dst_key, call)
+    def add(src_ref: TensorRef, dst_key: str, in_call: int | None) -> None:
+        src_key = keys[unit_of[src_ref.node]]
+        out_call = call_of.get(src_ref.node)
+        seen_key = (src_key, src_ref.node, src_ref.index, dst_key, in_call)
         if seen_key in seen:
             return
         seen.add(seen_key)
         shape = _shape_of(graph, src_ref)
-        src_item = items[src_key]
-        edges.append(Edge(src_key, dst_key, None if _unchanged(graph, src_ref, src_item, shape) else shape,
-                          src_ref.index if graph.nodes[src_ref.node].n_outputs > 1 else None, call))
+        changed = not _unchanged(graph, src_ref, items[src_key], shape)
+        index = src_ref.index if graph.nodes[src_ref.node].n_outputs > 1 else None
+        edges.append(Edge(src_key, dst_key, shape if changed else None, index, out_call, in_call))
 
     for node in graph.nodes:
         dst_uid = unit_of[node.id]

@@ -499,3 +499,30 @@ model long {
     counts = sorted(i.count for i in build_view(graph, depth=0).items)
     assert counts == [1, 1, 2000, 3000]
     assert sorted(i.count for i in build_view(graph).items)[-1] == 3000  # open clusters: units stay drawn
+
+
+_PLUGIN = '''
+import netdsl
+
+@netdsl.register_layer("twin_dense")
+class TwinDense:
+    """Two dense layers side by side (a plugin; never built here)."""
+
+    def __init__(self, units, gate=False, **kwargs):
+        pass
+'''
+
+
+def test_cli_plugins(tmp_path):
+    (tmp_path / "my_plugin.py").write_text(_PLUGIN)
+    spec = tmp_path / "p.net"
+    spec.write_text("model p {\n  input x: (4,)\n  output y = x -> twin_dense(7)\n}\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    command = [sys.executable, "-m", "netdsl.cli", "render", str(spec), "--no-shapes", "--format", "dot", "-o",
+               str(tmp_path) + "/"]
+    done = subprocess.run(command + ["--plugin", "my_plugin"], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "<B>twin_dense</B>" in (tmp_path / "p.dot").read_text() and "units=7" in (tmp_path / "p.dot").read_text()
+    done = subprocess.run(command + ["--plugin", "no_such_plugin"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 2 and "cannot import plugin" in done.stderr and "Traceback" not in done.stderr

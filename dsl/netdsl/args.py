@@ -122,7 +122,8 @@ class Arguments:
             checked = self.bind(entry, args, kwargs, value.span)
         else:
             checked = self.bind(entry, [], [], value.span)
-        return Resolved(entry.kind, entry.name, tuple(sorted(checked.items())), span=span)
+        written = (value.sym if isinstance(value, SymCall) else value).name
+        return Resolved(entry.kind, entry.name, tuple(sorted(checked.items())), span=span, written=written)
 
     def _declared(self, decl: Any, value: Sym | SymCall, span) -> Resolved:
         args = list(value.args) if isinstance(value, SymCall) else []

@@ -74,6 +74,7 @@ class Resolved:
     kwargs: tuple = ()  # ((name, value), ...) already checked
     decl: Any = None  # for declared activations: the checked DeclaredActivation
     span: Span | None = field(default=None, compare=False)
+    written: str | None = field(default=None, compare=False)  # the name as the spec spelled it (`mae`)
 
     def describe(self) -> str:
         if not self.kwargs:

@@ -63,6 +63,12 @@ def test_spec_checks_clean(path):
     assert [str(d) for d in diagnostics] == []
 
 
+@pytest.mark.parametrize("path", SPEC_FILES, ids=lambda p: str(p.relative_to(SPECS)))
+def test_spec_is_in_canonical_format(path):
+    text = path.read_text(encoding="utf-8")
+    assert netdsl.format(text, str(path)) == text, f"run: netdsl fmt {path.relative_to(ROOT)}"
+
+
 def test_check_cli_is_clean_and_does_not_import_tensorflow():
     files = [str(p) for p in SPEC_FILES]
     code = (

@@ -595,7 +595,7 @@ class Expander:
         if step.args or step.kwargs:
             raise Fail(step.span, f"model '{decl.name}' takes no arguments")
         sub = self._sub_model(decl, step.scope, step.span)
-        return self._emit_sub(sub, inputs, step.span, final or decl.name, shared=f"model:{decl.name}")
+        return self._emit_sub(sub, inputs, step.span, decl.name, shared=f"model:{decl.name}", final=final)
 
     def _sub_model(self, decl: ir.ModelDecl, scope: FileScope, span: Span) -> Graph:
         if decl.name in self.model_stack:
@@ -612,9 +612,10 @@ class Expander:
             raise _Poisoned()
         return graph
 
-    def _emit_sub(self, sub: Graph, inputs: list[Tensor], span: Span, base: str, shared: str) -> list[Tensor]:
+    def _emit_sub(self, sub: Graph, inputs: list[Tensor], span: Span, base: str, shared: str,
+                  final: str | None = None) -> list[Tensor]:
         self._check_arity(sub.name, (len(sub.inputs), len(sub.inputs)), inputs, span)
-        return self._emit("model", sub.name, {}, inputs, len(sub.outputs), span, base, None,
+        return self._emit("model", sub.name, {}, inputs, len(sub.outputs), span, base, final,
                           shared=shared, decl=sub)
 
     def _apply_shared(self, instance: SharedInstance, inputs: list[Tensor], span: Span) -> list[Tensor]:

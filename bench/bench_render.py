@@ -48,7 +48,7 @@ def main() -> int:
 
     import netdsl
     from netdsl.check import analyze
-    from netdsl.render import render_graph
+    from netdsl.renderer import render_graph
 
     rows: dict[str, dict[str, float | str]] = {name: {} for name, _ in CASES}
 

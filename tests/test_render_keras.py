@@ -10,7 +10,7 @@ import pytest
 
 import netdsl
 from netdsl.cli import main
-from netdsl.render import render_model, write_diagram
+from netdsl.renderer import render_model, write_diagram
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"

@@ -75,7 +75,7 @@ def fit_kwargs(model: Any) -> dict[str, Any]:
 
 def render(source: Source, model: str | None = None, *, shapes: bool = True, depth: int | None = None) -> Any:
     """The architecture diagram of one model as a `graphviz.Digraph`."""
-    from .render import render_model
+    from .renderer import render_model
 
     return render_model(source, model, shapes=shapes, depth=depth)
 

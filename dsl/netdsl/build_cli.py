@@ -108,9 +108,9 @@ def save_atomic(model: Any, target: Path) -> Path:
 
 def _diagram(graph: Any, path_without_suffix: Path) -> None:
     try:
-        from .render import RenderError, write_diagram
+        from .renderer import RenderError, write_diagram
     except ImportError as exc:
-        print(f"diagram skipped: netdsl.render is not available ({exc})")
+        print(f"diagram skipped: netdsl.renderer is not available ({exc})")
         return
     if shutil.which("dot") is None:
         print("diagram skipped: Graphviz's 'dot' program was not found (install Graphviz, e.g. "

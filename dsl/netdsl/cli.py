@@ -139,7 +139,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from .render import run_render
+    from .renderer import run_render
 
     return run_render(args)
 

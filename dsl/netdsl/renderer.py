@@ -1,4 +1,7 @@
-"""Architecture diagrams: a model's graph drawn with Graphviz.
+"""Architecture diagrams: a model's graph drawn with Graphviz (`netdsl.render`, `netdsl render`).
+
+(The module is `renderer`, not `render`: importing a submodule named `render`
+would rebind the package attribute `netdsl.render`, the API function.)
 
     digraph = render_model("spec.net", depth=1)     # a graphviz.Digraph (shows inline in Jupyter)
     write_diagram(digraph, "out/resnet50", "png")    # out/resnet50.png, written atomically
@@ -35,7 +38,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import types
 from pathlib import Path
 from typing import Any
 
@@ -262,18 +264,3 @@ def _outputs(output: str | None, fmt: str | None, names: list[str]) -> tuple[str
     base = str(path.with_suffix("")) if suffix else output
     return fmt, {names[0]: base}
 
-
-# ------------------------------------------------------------------ `netdsl.render` stays callable
-
-
-class _CallableModule(types.ModuleType):
-    """Importing this module binds it as the package attribute `netdsl.render`, which
-    shadows the API function of the same name (`api.render`). Calling the module calls
-    that function, so `netdsl.render(source, ...)` keeps working either way."""
-
-    def __call__(self, source: Any, model: str | None = None, *, shapes: bool = True,
-                 depth: int | None = None) -> graphviz.Digraph:
-        return render_model(source, model, shapes=shapes, depth=depth)
-
-
-sys.modules[__name__].__class__ = _CallableModule

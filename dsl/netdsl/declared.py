@@ -274,7 +274,8 @@ class _Trees:
             return self._inline(found[0], found[1], e)
         if name not in OP_FUNCTIONS:
             raise Fail(e.func.span, f"unknown function '{name}'",
-                       did_you_mean(name, list(OP_FUNCTIONS)) or "allowed: " + ", ".join(sorted(OP_FUNCTIONS)))
+                       did_you_mean(name, list(OP_FUNCTIONS))
+                       or "op expressions call only netdsl's fixed functions (docs/language.md, section 7)")
         lo, hi, keywords, constant_args = OP_FUNCTIONS[name]
         if len(e.args) < lo or (hi is not None and len(e.args) > hi):
             wanted = f"{lo}" if lo == hi else (f"{lo} or more" if hi is None else f"{lo} to {hi}")
@@ -297,6 +298,10 @@ class _Trees:
         return ["const", _jsonable(value, e.span)]
 
     def _inline(self, decl: ir.ActivationDecl, scope: FileScope, e: ir.Call) -> Any:
+        busy = self.declared._busy
+        if decl.name in busy:
+            chain = " -> ".join(busy[busy.index(decl.name):] + [decl.name])
+            raise Fail(e.func.span, f"activation '{decl.name}' uses itself: {chain}")
         act = self.declared.activation(decl, scope)
         if len(e.args) < 1:
             raise Fail(e.span, f"activation '{decl.name}' needs its input: {decl.name}(x)")

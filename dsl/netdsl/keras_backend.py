@@ -131,7 +131,7 @@ class KerasBackend:
             entry = _entry("layer", node.kind)
             ctor, _ = registry.split_kwargs(entry, node.args)
             kwargs = {k: keras_value(v, entry.param(k), f"{node.name}.{k}") for k, v in ctor.items()}
-            kwargs.setdefault("name", node.name)
+            kwargs.setdefault("name", _layer_name(node))
             kwargs.update(self._output_dtype(node, kwargs))
             return registry_keras.keras_object(entry)(**kwargs)
         if op == "activation":
@@ -139,15 +139,15 @@ class KerasBackend:
             return keras.layers.Activation(_activation(entry, node.args), name=node.name,
                                            **self._output_dtype(node, {}))
         if op == "declared_layer":
-            return DeclaredLayer(**node.decl.config, name=node.name, **self._output_dtype(node, {}))
+            return DeclaredLayer(**node.decl.config, name=_layer_name(node), **self._output_dtype(node, {}))
         if op == "declared_activation":
             return ActivationLayer(DeclaredActivation(**node.decl.config), name=node.name,
                                    **self._output_dtype(node, {}))
         if op == "model":
-            built = node.decl.built
-            if built is None:
-                raise BuildError(f"model '{node.kind}' was not built")
-            return built
+            sub: Graph = node.decl
+            if sub.built is None:  # a model expanded at the top level first, used here as a step
+                sub.built = self.finish(sub)
+            return sub.built
         raise BuildError(f"internal: unknown node op {op!r}")
 
     def _output_dtype(self, node: Node, kwargs: dict) -> dict:
@@ -274,6 +274,13 @@ def _shape(shape: Any) -> str:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _layer_name(node: Node) -> str:
+    """A shared instance's layer is named by the instance (`shared proj = dense(16)`: "proj")."""
+    if node.shared is not None and node.shared.startswith("shared:"):
+        return node.shared[len("shared:"):]
+    return node.name
 
 
 def _count_params(layer: Any) -> int | None:

@@ -14,9 +14,12 @@ optimizer (with clipping and learning-rate schedules), losses, metrics and
 loss weights per output (in output order, keyed by the spec's output names),
 `jit_compile` and `steps_per_execution`. `mixed_precision` sets the Keras
 dtype policy while *that* model is built (the global policy is restored
-afterwards); every output that would not be float32 then ends with a
-float32 `linear` Activation named `<output>.float32`, and Keras wraps the
-optimizer for loss scaling. The fit settings (batch_size, epochs,
+afterwards). Its outputs stay float32, as the Keras guide recommends: a
+model-level layer named like an output (`output probs = ... -> dense(10)`)
+computes in float32 unless the spec gives it a dtype, and any other output
+that would not be float32 gets a float32 `linear` Activation named after
+the output. Under "mixed_float16" the optimizer is wrapped in a
+`LossScaleOptimizer` (in the saved compile config too). The fit settings (batch_size, epochs,
 validation_split, shuffle, callbacks) are not part of `compile`; get them
 with `fit_kwargs(model)`:
 
@@ -213,7 +216,7 @@ def _mixed_policies(program: Program, wanted: list[str], param_limit: int | None
         return {}
     analysis = analyze(program, models=candidates, declarations=False, param_limit=param_limit)
     if analysis.errors:
-        raise SpecError(analysis.errors, program.sources())
+        return {}  # nothing will be built; the Keras run reports every error
     policies = {}
     for name, graph in analysis.graphs.items():
         policy = graph.train.mixed_precision if graph.train is not None else None

@@ -220,6 +220,10 @@ def test_plugin_layer(tmp_path, capsys, monkeypatch):
                               "-o", str(tmp_path / "o")], capsys)
         assert code == 0, err
         assert ["y.twice", "twice", "(3,)", "0"] in [line.split() for line in out.splitlines()]
+        code, _, err = run(["build", str(spec), "--plugin", "no_such_plugin_module", "-o", str(tmp_path / "o")],
+                           capsys)
+        assert code == 1 and "Traceback" not in err
+        assert "error: cannot load plugin 'no_such_plugin_module': ModuleNotFoundError" in err
     finally:
         registry._reset_plugins()
         plugins.OBJECTS.clear()

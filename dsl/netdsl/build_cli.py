@@ -66,15 +66,19 @@ def _compile(args: Any, param_limit: int | None) -> tuple[Any, dict[str, Any]]:
     from .loader import load_file
     from .plugins import load_plugins
 
-    if getattr(args, "plugin", None):
-        load_plugins(args.plugin)
-    program = load_file(args.spec, args.include)
     from .api import pick_model
 
+    program = load_file(args.spec, args.include)  # syntax errors first, before TensorFlow loads
     names = [pick_model(program, args.model)] if args.model else program.model_names
     if not names:
         pick_model(program, None)  # "the spec declares no model"
     quiet_tensorflow()
+    for module in getattr(args, "plugin", None) or []:
+        try:
+            load_plugins([module])  # after Keras: a plugin importing it stays quiet too
+        except Exception as exc:  # a missing module, or a plugin refused (a name it may not take)
+            raise SpecError(Diagnostic.for_file(program.root, f"cannot load plugin '{module}': "
+                                                              f"{type(exc).__name__}: {exc}")) from None
     return compile_program(program, names, param_limit)
 
 

@@ -43,6 +43,11 @@ def run_build(args: Any) -> int:
         except OSError as exc:
             raise SpecError(Diagnostic.for_file(analysis.program.root,
                                                 f"cannot write {target}: {exc.strerror or exc}")) from None
+        except Exception as exc:  # e.g. a plugin layer Keras cannot serialize
+            from .keras_backend import reason
+
+            raise SpecError(Diagnostic.for_file(analysis.program.root,
+                                                f"cannot save model '{name}' as {target}: {reason(exc)}")) from None
         print(summary_table(analysis.graphs[name], model))
         print(f"wrote {target}")
         if not args.no_diagram:

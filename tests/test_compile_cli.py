@@ -390,3 +390,15 @@ def test_cli_keeps_tensorflow_noise_out(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert done.stdout.startswith("model siamese\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", ["import netdsl; import keras", "import keras; import netdsl",
+                                   "import netdsl; import tensorflow as tf; import keras"])
+def test_netdsl_objects_are_registered_whatever_the_import_order(order):
+    script = (f"{order}\n"
+              "print(all(keras.saving.get_registered_object(n) is not None for n in\n"
+              "          ('netdsl>Linear', 'netdsl>DeclaredLayer', 'netdsl>ConfiguredActivation', 'netdsl>sine')))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert done.stdout.strip() == "True", done.stderr[-2000:]

@@ -129,8 +129,9 @@ class KerasBackend:
         op = node.op
         if op == "layer":
             entry = _entry("layer", node.kind)
-            ctor, _ = registry.split_kwargs(entry, node.args)
-            kwargs = {k: keras_value(v, entry.param(k), f"{node.name}.{k}") for k, v in ctor.items()}
+            ctor, _ = registry.split_kwargs(entry, node.args) if entry.call_params else (node.args, None)
+            kwargs = {k: v if v is None or isinstance(v, (bool, str))
+                      else keras_value(v, entry.param(k), f"{node.name}.{k}") for k, v in ctor.items()}
             kwargs.setdefault("name", _layer_name(node))
             kwargs.update(self._output_dtype(node, kwargs))
             return registry_keras.keras_object(entry)(**kwargs)
@@ -159,7 +160,7 @@ class KerasBackend:
     def _call(self, node: Node, layer: Any, inputs: list[Any]) -> Any:
         if node.op == "layer":
             entry = _entry("layer", node.kind)
-            _, call = registry.split_kwargs(entry, node.args)
+            _, call = registry.split_kwargs(entry, node.args) if entry.call_params else (None, {})
             if entry.call_style == "args":
                 return layer(*inputs, **call)
             if entry.call_style == "list" and (len(inputs) > 1 or entry.inputs[0] > 1):
@@ -211,7 +212,7 @@ def _resolved(r: Resolved, owner: str) -> Any:
         return _activation(entry, dict(r.kwargs))
     kwargs = {k: keras_value(v, entry.param(k), f"{owner}.{k}") for k, v in r.kwargs}
     if r.kind == "layer":  # a nested layer: bidirectional(lstm(64)), time_distributed(dense(8))
-        kwargs.setdefault("name", f"{owner}.{entry.name}" if owner else entry.name)
+        kwargs.setdefault("name", f"{owner}.{entry.name}" if owner else entry.name)  # "h.layer.lstm"
         return registry_keras.keras_object(entry)(**kwargs)
     return registry_keras.make(entry, kwargs, as_written=getattr(r, "written", None))
 

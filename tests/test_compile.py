@@ -156,7 +156,7 @@ def test_resnet_stage_example_equals_hand_written_keras():
 def test_block_layers_are_named_by_instance():
     names = [layer.name for layer in build(reference_code("resnet_stage")).layers]
     assert names[:4] == ["x", "y.bottleneck.y.conv2d", "y.bottleneck.y.batch_norm", "y.bottleneck.y.relu"]
-    assert "y.bottleneck_2.out" in names and "y.out" in names
+    assert "y.bottleneck_2.out" in names and "y.bottleneck_3.out" in names
 
 
 # ====================================================================== flow forms

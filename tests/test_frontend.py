@@ -154,11 +154,11 @@ model resnet_stage {
 
 def test_blocks_expand_into_clusters_with_deterministic_names():
     graph = graph_of(RESNET_STAGE)
-    assert list(graph.clusters) == [("y.bottleneck",), ("y.bottleneck_2",), ("y",)]
+    assert list(graph.clusters) == [("y.bottleneck",), ("y.bottleneck_2",), ("y.bottleneck_3",)]
     names = [n.name for n in graph.nodes]
     assert len(names) == len(set(names))
     assert names[:4] == ["x", "y.bottleneck.y.conv2d", "y.bottleneck.y.batch_norm", "y.bottleneck.y.relu"]
-    assert names[-2:] == ["y.out.add", "y.out"]
+    assert names[-2:] == ["y.bottleneck_3.out.add", "y.bottleneck_3.out"]
     projections = [n for n in graph.nodes if n.name.startswith("y.bottleneck.s")]
     assert len(projections) == 2  # only the first block projects
     assert graph.nodes[-1].output_shapes == [(56, 56, 256)]
@@ -172,7 +172,7 @@ def test_shape_dependent_block_decides_its_branch_from_the_input():
             "model m {\n  input a: (8, 8, 16)\n  b = a -> adapt(16)\n  output c = b -> adapt(32)\n}\n")
     graph = graph_of(text)
     projections = [n.name for n in graph.nodes if n.name.endswith(".s")]
-    assert projections == ["c.s"]
+    assert projections == ["c.adapt.s"]
 
 
 def test_block_checked_alone_with_unknown_shapes_is_not_rejected():

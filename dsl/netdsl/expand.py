@@ -548,7 +548,9 @@ class Expander:
         decl: ir.BlockDecl = step.entry
         params = bind_plain(decl.name, "block", decl.params, [v for v, _ in step.args],
                             {k: v for k, v, _ in step.kwargs}, step.span)
-        instance = self._unique_local(final or self._scoped(decl.name))
+        # An instance is always BINDING.BLOCK (deduplicated), even as the last step:
+        # the diagram clusters of `a -> blk * 3` read blk, blk_2, blk_3.
+        instance = self._unique_local(self._scoped(decl.name))
         outer_path = self.build.path
         self.build.path = outer_path + (instance,)
         self.build.graph.clusters[self.build.path] = Cluster(

@@ -227,6 +227,10 @@ def run_render(args: Any) -> int:
         print(f"netdsl render: {exc}", file=sys.stderr)
         return 2
     shapes = not args.no_shapes
+    if shapes:
+        from .compile import quiet_tensorflow
+
+        quiet_tensorflow()  # the CLI's stderr is for diagnostics, not TensorFlow's start-up notices
     graphs = model_graphs(program, names, shapes)
     status = 0
     for name in names:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-import netdsl
 from netdsl.cli import main
 from netdsl.errors import SpecError
 from netdsl.formatter import LINE_LENGTH, format_text, run_fmt

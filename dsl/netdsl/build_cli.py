@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from .atomic import replacing
 from .errors import Diagnostic, SpecError
 from .values import describe_value
 
@@ -92,27 +91,14 @@ def _compile(args: Any, param_limit: int | None) -> tuple[Any, dict[str, Any]]:
 
 def save_atomic(model: Any, target: Path) -> Path:
     """`model.save(target)` through a temporary `.keras` file in the same folder."""
-    target = Path(target)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=".tmp.keras")
-    os.close(fd)
-    try:
-        optimizer = getattr(model, "optimizer", None)
-        if optimizer is not None and not optimizer.built:
-            # Saved with its (zero) slots, so loading does not warn that the
-            # optimizer's variables do not match.
-            optimizer.build(model.trainable_variables)
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is not None and not optimizer.built:
+        # Saved with its (zero) slots, so loading does not warn that the
+        # optimizer's variables do not match.
+        optimizer.build(model.trainable_variables)
+    with replacing(target, suffix=".tmp.keras") as tmp:
         model.save(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return target
+    return Path(target)
 
 
 def _diagram(graph: Any, path_without_suffix: Path) -> None:

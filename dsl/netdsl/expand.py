@@ -24,7 +24,7 @@ from .consts import Consts, TensorValue, bind_plain, is_default
 from .errors import Diagnostic, Span, did_you_mean
 from .graph import Cluster, Graph, Node, TensorRef
 from .scope import Closure, Env, Fail, FileScope
-from .values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
+from .values import UNKNOWN, Sym, SymCall, describe_value, type_name
 
 MAX_LAYERS = 50_000
 MAX_REPEAT = 10_000

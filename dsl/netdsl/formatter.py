@@ -37,16 +37,13 @@ expressions are printed by `format_expr.ExprPrinter`, lines and comments here. T
 from __future__ import annotations
 
 import bisect
-import contextlib
 import difflib
-import os
 import re
-import stat
 import sys
-import tempfile
 from pathlib import Path
 
 from . import ir
+from .atomic import write_bytes
 from .errors import Diagnostic, SpecError, Sources
 from .format_expr import POSTFIX, PRODUCT, ExprPrinter, number_text_matches
 from .parser import read_source
@@ -494,20 +491,7 @@ def _unified_diff(old: str, new: str, name: str) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace the file's content at once: a temporary file in its folder, then os.replace."""
-    target = Path(os.path.realpath(path))
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        with contextlib.suppress(OSError):
-            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Replace the file's content at once (see netdsl.atomic)."""
+    write_bytes(path, text.encode("utf-8"))
 
 

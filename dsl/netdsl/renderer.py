@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import graphviz
 
+from .atomic import write_bytes
 from .graph import Graph
 from .render_dot import to_digraph
 from .render_view import build_view
@@ -141,41 +141,23 @@ def write_diagram(graph: graphviz.Digraph | Graph, path_without_suffix: str | os
     target = Path(f"{base}.{fmt}")
     source = graph.source.encode("utf-8")
     if fmt == "dot":
-        _write_atomic(target, source)
+        write_bytes(target, source)
         return target
     try:
         data = graph.pipe(format=fmt, quiet=True)
     except graphviz.ExecutableNotFound:
         dot_path = Path(f"{base}.dot")
-        _write_atomic(dot_path, source)
+        write_bytes(dot_path, source)
         raise DotNotFound(f"Graphviz's 'dot' program was not found, so {target.name} was not made; wrote "
                           f"{dot_path} instead; {INSTALL_HINT}", dot_path) from None
     except graphviz.CalledProcessError as exc:
         dot_path = Path(f"{base}.dot")
-        _write_atomic(dot_path, source)
+        write_bytes(dot_path, source)
         detail = _first_line(exc.stderr) or f"exit status {exc.returncode}"
         raise DotFailed(f"Graphviz's 'dot' failed on this diagram ({detail}); wrote {dot_path} instead",
                         dot_path) from None
-    _write_atomic(target, data)
+    write_bytes(target, data)
     return target
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _first_line(data: Any) -> str:

@@ -5,6 +5,7 @@ syntax errors that read like a person wrote them.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from pathlib import Path
 from typing import Iterator
@@ -162,9 +163,21 @@ def parse_tree(text: str, display: str, comments: list[Token] | None = None) -> 
     """Parse text into a lark tree, or raise SpecError with a readable message.
 
     Comments are skipped by the grammar; when `comments` is given they are
-    collected into it (the formatter keeps them).
+    collected into it (the formatter keeps them). On a syntax error every
+    top-level declaration is parsed on its own as well, so that the first
+    syntax error of each one is reported, not only the first of the file.
     """
     _comment_sink.target = comments
+    try:
+        return _parse_or_diagnose(text, display)
+    except SpecError as exc:
+        first = exc.diagnostics[0]
+    finally:
+        _comment_sink.target = None
+    raise SpecError(_errors_per_declaration(text, display) or [first])
+
+
+def _parse_or_diagnose(text: str, display: str) -> Tree:
     try:
         return _parser().parse(text)
     except _LayoutError as exc:
@@ -173,8 +186,30 @@ def parse_tree(text: str, display: str, comments: list[Token] | None = None) -> 
         raise SpecError(_unexpected_character(exc, text, display)) from None
     except UnexpectedInput as exc:
         raise SpecError(describe_syntax_error(exc, text, display)) from None
-    finally:
-        _comment_sink.target = None
+
+
+MAX_SYNTAX_ERRORS = 20
+_DECLARATION_START = re.compile(r"^(import|let|model|block|activation|layer)\b", re.M)
+
+
+def _errors_per_declaration(text: str, display: str) -> list[Diagnostic]:
+    """The first syntax error of each top-level declaration (a declaration
+    starts at a line that begins with its keyword), in source order."""
+    starts = [m.start() for m in _DECLARATION_START.finditer(text)]
+    if len(starts) < 2:
+        return []
+    bounds = [0] + starts[1:] + [len(text)]
+    found: list[Diagnostic] = []
+    for begin, end in zip(bounds, bounds[1:]):
+        # Blank out the other declarations, keeping lines and columns.
+        chunk = re.sub(r"[^\n]", " ", text[:begin]) + text[begin:end]
+        try:
+            _parse_or_diagnose(chunk, display)
+        except SpecError as exc:
+            found.extend(exc.diagnostics)
+        if len(found) >= MAX_SYNTAX_ERRORS:
+            break
+    return found
 
 
 class _CommentSink(threading.local):

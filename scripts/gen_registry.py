@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "dsl"))
 
-from netdsl.registry import KINDS, TYPES, snake_case  # noqa: E402
+from netdsl.registry import KINDS, TYPES, snake_case, type_of_default  # noqa: E402
 
 OUT = ROOT / "dsl" / "netdsl" / "registry_data.json"
 FORMAT = 1
@@ -297,16 +297,10 @@ def param_type(entry: str, pname: str, default, required: bool) -> str:
         return "int"
     if pname in FLOAT_NAMES:
         return "float"
-    if isinstance(default, int):
-        return "int"
-    if isinstance(default, float):
-        return "float"
-    if isinstance(default, str):
-        return "str"
-    if isinstance(default, tuple):
-        return "tuple"
-    UNTYPED.append(f"{entry}.{pname}")
-    return "any"
+    implied = type_of_default(default)
+    if implied == "any":
+        UNTYPED.append(f"{entry}.{pname}")
+    return implied
 
 
 def param_choices(entry: str, pname: str, ptype: str):

@@ -78,7 +78,7 @@ def _check_declarations(scope: Any, expander: Expander) -> None:
                 env = Env(scope)
                 for p in decl.params:
                     env.vars[p.name] = UNKNOWN
-                consts.eval(decl.body, env)
+                consts.fold(decl.body, env)
             elif isinstance(decl, ir.BlockDecl):
                 expander.check_block(decl, scope)
             elif isinstance(decl, ir.ActivationDecl):

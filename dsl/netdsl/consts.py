@@ -73,7 +73,7 @@ class Consts:
             raise Fail(span, f"constant '{name}' is defined in terms of itself: {chain}")
         self.lets.append(key)
         try:
-            value = self.eval(decl.value, Env(scope))
+            value = self.fold(decl.value, Env(scope))
         finally:
             self.lets.pop()
         scope.let_values[name] = value
@@ -93,7 +93,7 @@ class Consts:
         return Sym(name, span)
 
     # ---------------------------------------------------------- evaluation
-    def eval(self, expr: Any, env: Env) -> Any:
+    def fold(self, expr: Any, env: Env) -> Any:
         method = getattr(self, "_" + expr.kind, None)
         if method is None:
             raise Fail(expr.span, "expected a constant here", _const_hint(expr))
@@ -119,19 +119,19 @@ class Consts:
         return value
 
     def _tuple(self, e: ir.Tuple, env: Env) -> Any:
-        return tuple(self.eval(item, env) for item in e.items)
+        return tuple(self.fold(item, env) for item in e.items)
 
     def _list(self, e: ir.List, env: Env) -> Any:
-        return [self.eval(item, env) for item in e.items]
+        return [self.fold(item, env) for item in e.items]
 
     def _dict(self, e: ir.Dict, env: Env) -> Any:
         out = {}
         for item in e.items:
             # A bare name as a key is the name itself, as in `loss = {probs: mse}`.
-            key = item.key.id if isinstance(item.key, ir.Name) else self.eval(item.key, env)
+            key = item.key.id if isinstance(item.key, ir.Name) else self.fold(item.key, env)
             if not isinstance(key, (str, int, float, bool)) and key is not None:
                 raise Fail(item.key.span, f"a dict key must be a name, string or number, received {type_name(key)}")
-            out[key] = self.eval(item.value, env)
+            out[key] = self.fold(item.value, env)
         return out
 
     def _attr(self, e: ir.Attr, env: Env) -> Any:
@@ -160,10 +160,10 @@ class Consts:
         return Sym(e.attr, e.span, namespace=e.value.id)
 
     def _index(self, e: ir.Index, env: Env) -> Any:
-        value = self.eval(e.value, env)
+        value = self.fold(e.value, env)
         if isinstance(e.index, ir.Slice):
-            start = self.eval(e.index.start, env) if e.index.start is not None else None
-            stop = self.eval(e.index.stop, env) if e.index.stop is not None else None
+            start = self.fold(e.index.start, env) if e.index.start is not None else None
+            stop = self.fold(e.index.stop, env) if e.index.stop is not None else None
             if value is UNKNOWN or is_unknown((start, stop)):
                 return UNKNOWN
             if not isinstance(value, (tuple, list, str)):
@@ -172,7 +172,7 @@ class Consts:
                 if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)):
                     raise Fail(node.span, f"a slice bound must be an integer, received {type_name(bound)}")
             return value[start:stop]
-        index = self.eval(e.index, env)
+        index = self.fold(e.index, env)
         if value is UNKNOWN or index is UNKNOWN:
             return UNKNOWN
         if isinstance(value, dict):
@@ -188,7 +188,7 @@ class Consts:
         return value[index]
 
     def _unaryop(self, e: ir.UnaryOp, env: Env) -> Any:
-        value = self.eval(e.operand, env)
+        value = self.fold(e.operand, env)
         if value is UNKNOWN:
             return UNKNOWN
         if e.op == "not":
@@ -198,23 +198,23 @@ class Consts:
         return -value if e.op == "-" else +value
 
     def _boolop(self, e: ir.BoolOp, env: Env) -> Any:
-        left = self.eval(e.left, env)
+        left = self.fold(e.left, env)
         if left is UNKNOWN:
-            self.eval(e.right, env)
+            self.fold(e.right, env)
             return UNKNOWN
         if e.op == "and":
-            return self.eval(e.right, env) if left else left
-        return left if left else self.eval(e.right, env)
+            return self.fold(e.right, env) if left else left
+        return left if left else self.fold(e.right, env)
 
     def _ifexp(self, e: ir.IfExp, env: Env) -> Any:
-        cond = self.eval(e.cond, env)
+        cond = self.fold(e.cond, env)
         if cond is UNKNOWN:
-            then, orelse = self.eval(e.then, env), self.eval(e.orelse, env)
+            then, orelse = self.fold(e.then, env), self.fold(e.orelse, env)
             return then if then == orelse else UNKNOWN
-        return self.eval(e.then if cond else e.orelse, env)
+        return self.fold(e.then if cond else e.orelse, env)
 
     def _binop(self, e: ir.BinOp, env: Env) -> Any:
-        left, right = self.eval(e.left, env), self.eval(e.right, env)
+        left, right = self.fold(e.left, env), self.fold(e.right, env)
         for value, node in ((left, e.left), (right, e.right)):
             if isinstance(value, (Sym, SymCall)):
                 raise Fail(node.span, *_unknown_name_message(value))
@@ -261,8 +261,8 @@ class Consts:
 
     def _call(self, e: ir.Call, env: Env) -> Any:
         func = self._callee(e.func, env)
-        args = [self.eval(a, env) for a in e.args]
-        kwargs = [(k.name, self.eval(k.value, env)) for k in e.kwargs]
+        args = [self.fold(a, env) for a in e.args]
+        kwargs = [(k.name, self.fold(k.value, env)) for k in e.kwargs]
         if isinstance(func, Closure):
             return self.call_closure(func, args, dict(kwargs), e)
         if isinstance(func, str):
@@ -314,10 +314,10 @@ class Consts:
         bound = bind_plain(decl.name, "function", decl.params, args, kwargs, e.span)
         local = Env(func.scope, func.env)
         for name, value in bound.items():
-            local.vars[name] = value if value is not _DEFAULT else self.eval(_param(decl, name).default, local)
+            local.vars[name] = value if value is not _DEFAULT else self.fold(_param(decl, name).default, local)
         self.calls.append(key)
         try:
-            return self.eval(decl.body, local)
+            return self.fold(decl.body, local)
         finally:
             self.calls.pop()
 

@@ -102,7 +102,7 @@ class Declared:
                     if p.default is None:
                         defaults[p.name] = UNKNOWN
                     else:
-                        defaults[p.name] = _number(self.consts.eval(p.default, env), p.default.span, p.name)
+                        defaults[p.name] = _number(self.consts.fold(p.default, env), p.default.span, p.name)
                 converter = _Trees(self, scope, tensors={decl.params[0].name},
                                    variables={p.name for p in decl.params[1:]}, env=env)
                 body = converter.tree(decl.body)
@@ -130,7 +130,7 @@ class Declared:
         for p in decl.params:
             value = bound[p.name]
             if is_default(value):
-                value = self.consts.eval(p.default, env)
+                value = self.consts.fold(p.default, env)
             values[p.name] = value
             env.vars[p.name] = value
         input_names = [item.name for stmt in decl.body if isinstance(stmt, ir.Input) for item in stmt.items]
@@ -145,7 +145,7 @@ class Declared:
             if isinstance(stmt, ir.Input):
                 continue
             if isinstance(stmt, ir.Let):
-                env.vars[stmt.name] = self.consts.eval(stmt.value, env)
+                env.vars[stmt.name] = self.consts.fold(stmt.value, env)
             elif isinstance(stmt, ir.Weight):
                 weights.append(self._weight(stmt, env, values, input_names, tensors))
                 tensors.add(stmt.name)
@@ -174,7 +174,7 @@ class Declared:
         if not isinstance(stmt.shape, ir.Tuple):
             raise Fail(stmt.shape.span, "a weight shape is a tuple", f"weight {stmt.name}: (units,)")
         dims = [_dim_tree(d, env, set(values), set(inputs), self.consts) for d in stmt.shape.items]
-        concrete = [self.consts.eval(d, env) for d in stmt.shape.items]
+        concrete = [self.consts.fold(d, env) for d in stmt.shape.items]
         if not is_unknown(concrete):
             if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in concrete):
                 raise Fail(stmt.shape.span, f"weight '{stmt.name}' needs a shape of positive integers, "
@@ -183,7 +183,7 @@ class Declared:
         for opt in stmt.options:
             if opt.name not in options:
                 raise Fail(opt.span, f"unknown weight option '{opt.name}'", "options: init=..., trainable=...")
-            value = self.consts.eval(opt.value, env)
+            value = self.consts.fold(opt.value, env)
             if opt.name == "trainable":
                 if not isinstance(value, bool):
                     raise Fail(opt.value.span, f"trainable expects true or false, received {type_name(value)}")
@@ -240,7 +240,7 @@ class _Trees:
         if isinstance(e, ir.Index) and _is_shape_attr(e.value):
             return self._dim(e)
         if self._is_constant(e):
-            return ["const", _jsonable(self.declared.consts.eval(e, self.env), e.span)]
+            return ["const", _jsonable(self.declared.consts.fold(e, self.env), e.span)]
         raise Fail(e.span, "not allowed in an op expression",
                    "op expressions use + - * / ** @, numbers, names and functions such as tanh(x)")
 
@@ -259,7 +259,7 @@ class _Trees:
         name = e.value.value.id
         if name not in self.inputs:
             raise Fail(e.value.span, f"'{name}' is not an input of this layer; only inputs have a shape")
-        index = self.declared.consts.eval(e.index, self.env)
+        index = self.declared.consts.fold(e.index, self.env)
         if not isinstance(index, int) or isinstance(index, bool):
             raise Fail(e.index.span, f"a shape index must be an integer, received {type_name(index)}")
         return ["dim", name, index]
@@ -294,7 +294,7 @@ class _Trees:
     def _constant_tree(self, e: Any, owner: str) -> Any:
         if self._mentions_tensor(e):
             raise Fail(e.span, f"this argument of '{owner}' must be a constant, not a tensor")
-        value = self.declared.consts.eval(e, self.env)
+        value = self.declared.consts.fold(e, self.env)
         return ["const", _jsonable(value, e.span)]
 
     def _inline(self, decl: ir.ActivationDecl, scope: FileScope, e: ir.Call) -> Any:
@@ -308,8 +308,8 @@ class _Trees:
         if self.depth > _MAX_INLINE_DEPTH:
             raise Fail(e.span, "activations nested too deeply")
         x = self.tree(e.args[0])
-        consts = [self.declared.consts.eval(a, self.env) for a in e.args[1:]]
-        kw = {k.name: self.declared.consts.eval(k.value, self.env) for k in e.kwargs}
+        consts = [self.declared.consts.fold(a, self.env) for a in e.args[1:]]
+        kw = {k.name: self.declared.consts.fold(k.value, self.env) for k in e.kwargs}
         values = act.bind_constants(consts, kw, e.span)
         substitution = {act.params[0]: x}
         substitution.update({k: ["num", v] for k, v in values.items()})
@@ -356,7 +356,7 @@ def _dim_tree(e: Any, env: Env, params: set, inputs: set, consts: Consts) -> Any
     if isinstance(e, ir.Index) and _is_shape_attr(e.value):
         if e.value.value.id not in inputs:
             raise Fail(e.value.span, f"'{e.value.value.id}' is not an input of this layer")
-        index = consts.eval(e.index, env)
+        index = consts.fold(e.index, env)
         if not isinstance(index, int) or isinstance(index, bool):
             raise Fail(e.index.span, "a shape index must be an integer")
         return ["dim", e.value.value.id, index]
@@ -367,7 +367,7 @@ def _dim_tree(e: Any, env: Env, params: set, inputs: set, consts: Consts) -> Any
         return ["neg", _dim_tree(e.operand, env, params, inputs, consts)]
     if isinstance(e, ir.Call) and isinstance(e.func, ir.Name) and e.func.id in ("max", "min") and len(e.args) == 2:
         return ["call", e.func.id, [_dim_tree(a, env, params, inputs, consts) for a in e.args], {}]
-    value = consts.eval(e, env)
+    value = consts.fold(e, env)
     if isinstance(value, int) and not isinstance(value, bool):
         return ["num", value]
     if value is UNKNOWN:

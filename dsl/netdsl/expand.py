@@ -174,7 +174,7 @@ class Expander:
         elif isinstance(stmt, ir.Output):
             self._output(stmt, env, where)
         elif isinstance(stmt, ir.Let):
-            env.vars[stmt.name] = self.consts.eval(stmt.value, env)
+            env.vars[stmt.name] = self.consts.fold(stmt.value, env)
         elif isinstance(stmt, ir.LetFunc):
             env.vars[stmt.name] = Closure(stmt, env, env.scope)
         elif isinstance(stmt, ir.Shared):
@@ -217,7 +217,7 @@ class Expander:
         if item.shape is None:
             raise Fail(item.span, f"model input '{item.name}' needs a shape",
                        f"input {item.name}: (28, 28, 1) — the batch axis is left out")
-        shape = self.consts.eval(item.shape, env)
+        shape = self.consts.fold(item.shape, env)
         if isinstance(shape, int) and not isinstance(shape, bool):
             raise Fail(item.shape.span, "an input shape is a tuple", f"write ({shape},)")
         if not isinstance(shape, tuple):
@@ -277,7 +277,7 @@ class Expander:
         env.vars[stmt.name] = SharedInstance(stmt.name, step)
 
     def _if(self, stmt: ir.If, env: Env, where: str) -> None:
-        cond = self.consts.eval(stmt.cond, env)
+        cond = self.consts.fold(stmt.cond, env)
         if isinstance(cond, (Sym, SymCall)):
             sym = cond.sym if isinstance(cond, SymCall) else cond
             raise Fail(sym.span, f"unknown name '{sym.name}'", self._near_constant(sym.name, env))
@@ -347,7 +347,7 @@ class Expander:
             raise Fail(expr.span, f"'{expr.op}' does not apply to tensors; only '+' does",
                        f"use (a, b) -> {merge}" if merge else "merge tensors with a step such as (a, b) -> multiply")
         if isinstance(expr, ir.IfExp):
-            cond = self.consts.eval(expr.cond, env)
+            cond = self.consts.fold(expr.cond, env)
             if cond is UNKNOWN:
                 then = self._tensors(expr.then, env, final)
                 self._tensors(expr.orelse, env, None)
@@ -380,7 +380,7 @@ class Expander:
         if isinstance(expr, ir.BinOp) and expr.op == "*":
             return self._repeat(expr, inputs, env, final)
         if isinstance(expr, ir.IfExp):
-            cond = self.consts.eval(expr.cond, env)
+            cond = self.consts.fold(expr.cond, env)
             if cond is UNKNOWN:
                 self._apply(expr.orelse, inputs, env, None)
                 return self._apply(expr.then, inputs, env, final)
@@ -389,7 +389,7 @@ class Expander:
         return self._apply_step(step, inputs, final)
 
     def _repeat(self, expr: ir.BinOp, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
-        count = self.consts.eval(expr.right, env)
+        count = self.consts.fold(expr.right, env)
         if count is UNKNOWN:
             return self._apply(expr.left, inputs, env, final)
         if not isinstance(count, int) or isinstance(count, bool):
@@ -412,8 +412,8 @@ class Expander:
         """What a step expression names, with its arguments evaluated (not yet checked)."""
         if isinstance(expr, ir.Call):
             step = self._step_target(expr.func, env)
-            step.args = [(self.consts.eval(a, env), a.span) for a in expr.args]
-            step.kwargs = [(k.name, self.consts.eval(k.value, env), k.span) for k in expr.kwargs]
+            step.args = [(self.consts.fold(a, env), a.span) for a in expr.args]
+            step.kwargs = [(k.name, self.consts.fold(k.value, env), k.span) for k in expr.kwargs]
             if step.kind == "shared":
                 raise Fail(expr.span, f"shared instance '{step.name}' takes no arguments",
                            f"arguments go where it is made: shared {step.name} = ...")
@@ -576,7 +576,7 @@ class Expander:
                              f"received {len(inputs)}")
         env = Env(scope)
         for name, value in params.items():
-            env.vars[name] = self.consts.eval(_param_default(decl, name), env) if is_default(value) else value
+            env.vars[name] = self.consts.fold(_param_default(decl, name), env) if is_default(value) else value
         for (name, _), tensor in zip(names, inputs):
             env.vars[name] = tensor
         saved_outputs, self.build.outputs = self.build.outputs, []

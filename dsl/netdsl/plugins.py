@@ -51,23 +51,11 @@ def _params_of(obj: Any, kind: str) -> tuple:
             skip_first = False
             continue
         default = registry.REQUIRED if p.default is p.empty else p.default
-        params.append(registry.Param(p.name, _type_of(default), default, p.kind != p.KEYWORD_ONLY))
+        params.append(registry.Param(p.name, registry.type_of_default(default), default, p.kind != p.KEYWORD_ONLY))
     if kind == "layer":
         params += [registry.Param("name", "str", None, False), registry.Param("dtype", "dtype", None, False),
                    registry.Param("trainable", "bool", True, False)]
     return tuple(params)
-
-
-def _type_of(default: Any) -> str:
-    if isinstance(default, bool):
-        return "bool"
-    if isinstance(default, int):
-        return "int"
-    if isinstance(default, float):
-        return "float"
-    if isinstance(default, str):
-        return "str"
-    return "any"
 
 
 def load_plugins(modules: list[str]) -> None:

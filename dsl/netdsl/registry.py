@@ -37,7 +37,7 @@ from typing import Iterable
 __all__ = [
     "KINDS", "TYPES", "REQUIRED", "Param", "Entry", "lookup", "names",
     "all_keys", "suggest", "output_count", "estimate_params",
-    "register_plugin", "snake_case", "camel_case", "split_kwargs",
+    "register_plugin", "snake_case", "camel_case", "split_kwargs", "type_of_default",
 ]
 
 DATA_FILE = Path(__file__).with_name("registry_data.json")
@@ -191,6 +191,21 @@ class _Tables:
 _tables: _Tables | None = None
 _lock = threading.Lock()
 _plugin_objects: dict[tuple[str, str], object] = {}
+
+
+def type_of_default(default) -> str:
+    """The parameter type a default value implies ("any" when it implies none)."""
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, int):
+        return "int"
+    if isinstance(default, float):
+        return "float"
+    if isinstance(default, str):
+        return "str"
+    if isinstance(default, tuple):
+        return "tuple"
+    return "any"
 
 
 def _to_tuple(value):

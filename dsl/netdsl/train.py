@@ -45,7 +45,7 @@ class TrainChecker:
                 if item.name in seen:
                     raise Fail(item.span, f"'{item.name}' is set twice")
                 seen.add(item.name)
-                value = expander.consts.eval(item.value, env)
+                value = expander.consts.fold(item.value, env)
                 self._setting(spec, item, value, expander, outputs)
             except Fail as exc:
                 expander.diagnostics.append(exc.diagnostic)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 import netdsl
 from netdsl.cli import main
 
@@ -43,3 +45,15 @@ def test_readme_library_example_parse_and_error():
     namespace: dict = {"netdsl": netdsl}
     exec(compile(error_part, "README.md", "exec"), namespace)  # the README's own example code
     assert "netdsl.SpecError" in code
+
+
+@pytest.mark.slow
+def test_readme_library_example_runs_whole(monkeypatch):
+    (code,) = blocks("python")
+    monkeypatch.chdir(ROOT)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # the README's own example code
+    assert namespace["program"].model_names == ["lightning_mlp"]
+    assert namespace["model"].count_params() == 101_770
+    assert set(namespace["models"]) == {"siamese"}
+    assert "digraph" in namespace["diagram"].source

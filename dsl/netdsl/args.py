@@ -89,7 +89,7 @@ class Arguments:
             return self.resolve(value, _NAMED_KINDS[kind], span)
         checker = _CHECKS.get(kind)
         if checker is None or checker(value, param):
-            return _normalise(kind, value)
+            return float(value) if kind == "float" and _is_int(value) else value
         if isinstance(value, (Sym, SymCall)):
             sym = value.sym if isinstance(value, SymCall) else value
             raise Fail(span, f"unknown name '{sym.name}'")
@@ -190,11 +190,3 @@ _TYPE_WORDS = {
     "initializer": "an initializer", "regularizer": "a regularizer", "constraint": "a constraint",
     "layer": "a layer",
 }
-
-
-def _normalise(kind: str, value: Any) -> Any:
-    if kind == "float" and _is_int(value):
-        return float(value)
-    if kind == "str" and isinstance(value, str):
-        return value
-    return value

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import ir
-from .declared import Declared
 from .errors import Diagnostic
 from .expand import Expander
 from .graph import Graph
@@ -45,8 +44,7 @@ def _analyze(program: Program, backend: Any, models: list[str] | None, declarati
              param_limit: int | None) -> Analysis:
     diagnostics: list[Diagnostic] = []
     scopes = build_scopes(program.files, program.imports, diagnostics)
-    expander = Expander(scopes, backend or ShapeBackend(), diagnostics, None, TrainChecker())
-    expander.declared = Declared(expander.consts)
+    expander = Expander(scopes, backend or ShapeBackend(), diagnostics, TrainChecker())
     if param_limit is not None:
         expander.param_limit = param_limit
     if declarations:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from . import ir, registry
 from .args import DTYPES, Arguments
 from .consts import Consts, TensorValue, bind_plain, is_default
+from .declared import Declared
 from .errors import Diagnostic, Span, did_you_mean
 from .graph import Cluster, Graph, Node, TensorRef
 from .scope import Closure, Env, Fail, FileScope
@@ -105,12 +106,12 @@ class _Build:
 
 class Expander:
     def __init__(self, scopes: dict[str, FileScope], backend: Backend, diagnostics: list[Diagnostic],
-                 declared: Any, train_checker: Any = None):
+                 train_checker: Any = None):
         self.scopes = scopes
         self.backend = backend
         self.diagnostics = diagnostics
         self.consts = Consts()
-        self.declared = declared  # declared.Declared: checks spec-declared layers/activations
+        self.declared = Declared(self.consts)  # checks spec-declared layers and activations
         self.arguments = Arguments(self._find_declared_activation)
         self.train_checker = train_checker
         self.block_stack: list[str] = []
@@ -247,8 +248,6 @@ class Expander:
             env.vars[name] = tensor
 
     def _output(self, stmt: ir.Output, env: Env, where: str) -> None:
-        if where == "layer":
-            raise Fail(stmt.span, "internal: layer outputs are checked by the declared-layer checker")
         for item in stmt.items:
             try:
                 if item.value is not None:

@@ -250,6 +250,7 @@ _TOKEN_WORDS = {
     "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'", "RBRACE": "'}'", "DICT_LBRACE": "'{'",
     "DICT_RBRACE": "'}'", "COMMA": "','", "COLON": "':'", "EQUAL": "'='", "DOT": "'.'",
 }
+_CLOSING_TYPES = {"RPAR", "RSQB", "DICT_RBRACE", "COMMA"}
 _EXPRESSION_STARTS = {"NAME", "INT", "FLOAT", "STRING", "LPAR", "LSQB", "DICT_LBRACE", "MINUS", "PLUS",
                       "TRUE", "FALSE", "NONE", "NOT"}
 
@@ -285,7 +286,7 @@ def describe_syntax_error(exc: UnexpectedInput, text: str, display: str) -> Diag
     if before is not None and before.type == "ARROW":
         return Diagnostic.at(span, f"expected a step after '->', found {found}")
     if open_bracket is not None and _CLOSING_TEXT[open_bracket.type] and (
-        tok.type in ("_NL", "$END", "RBRACE") or (tok.line != open_bracket.line and tok.type not in _closing_types())
+        tok.type in ("_NL", "$END", "RBRACE") or (tok.line != open_bracket.line and tok.type not in _CLOSING_TYPES)
     ):
         closing = _CLOSING_TEXT[open_bracket.type]
         if open_bracket.type != "LBRACE":
@@ -308,10 +309,6 @@ def describe_syntax_error(exc: UnexpectedInput, text: str, display: str) -> Diag
     if "RBRACE" in expected and tok.type == "$END":
         return Diagnostic.at(span, "missing '}' at end of file")
     return Diagnostic.at(span, f"unexpected {found}; expected {_describe_expected(expected)}")
-
-
-def _closing_types() -> set[str]:
-    return {"RPAR", "RSQB", "DICT_RBRACE", "COMMA"}
 
 
 def _describe_expected(expected: set[str]) -> str:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 class Span(BaseModel):
     """Where a piece of source text is: 1-based line and column, end exclusive."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     file: str
     line: int
@@ -34,7 +34,7 @@ class Span(BaseModel):
 
 
 class Diagnostic(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     file: str
     line: int

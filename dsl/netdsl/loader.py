@@ -24,7 +24,7 @@ MAX_IMPORTED_FILES = 256
 
 
 class ImportLink(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     alias: str | None
     target: str  # display path of the imported file
@@ -34,7 +34,7 @@ class ImportLink(BaseModel):
 class Program(BaseModel):
     """A root spec file and the files it imports, parsed."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True)
 
     root: str
     files: dict[str, ir.File]

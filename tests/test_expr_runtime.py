@@ -1,5 +1,5 @@
 """Tests for the runtime of spec-declared activations and layers
-(netdsl.custom.expr)."""
+(netdsl.custom.expr, netdsl.custom.declared_layers)."""
 
 import json
 import os
@@ -15,11 +15,13 @@ import pytest
 import tensorflow as tf
 
 import netdsl.custom  # noqa: F401  (registers everything with Keras)
-from netdsl.custom.expr import (
-    FUNCTIONS,
+from netdsl.custom.declared_layers import (
     ActivationLayer,
     DeclaredActivation,
     DeclaredLayer,
+)
+from netdsl.custom.expr import (
+    FUNCTIONS,
     evaluate,
     evaluate_dim,
     validate_dim_tree,
@@ -439,6 +441,24 @@ def _tamper(path, out_path, old, new):
                 assert old in text
                 data = text.replace(old, new).encode("utf-8")
             target.writestr(item, data)
+
+
+def test_file_saved_before_the_split_still_loads(tmp_path):
+    # The classes moved from netdsl.custom.expr to declared_layers; files
+    # saved before record the old module. Keras resolves them by their
+    # registered name ("netdsl>DeclaredLayer"), so they load unchanged.
+    model = _declared_model()
+    x = _rand(3, 5)
+    path = tmp_path / "model.keras"
+    model.save(path)
+    legacy = tmp_path / "legacy.keras"
+    _tamper(path, legacy, '"module": "netdsl.custom.declared_layers"',
+            '"module": "netdsl.custom.expr"')
+    loaded = keras.saving.load_model(legacy, safe_mode=True)
+    assert isinstance(loaded.layers[1], DeclaredLayer)
+    assert isinstance(loaded.layers[2].activation, DeclaredActivation)
+    assert isinstance(loaded.layers[3], ActivationLayer)
+    np.testing.assert_allclose(loaded(x), model(x), rtol=1e-6, atol=1e-6)
 
 
 ALLOWED_TABLE = "Expected a function from netdsl's allowed table"

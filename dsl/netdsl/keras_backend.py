@@ -28,7 +28,7 @@ import keras
 
 from . import registry, registry_keras
 from .custom.configured import ConfiguredActivation
-from .custom.expr import ActivationLayer, DeclaredActivation, DeclaredLayer
+from .custom.declared_layers import ActivationLayer, DeclaredActivation, DeclaredLayer
 from .expand import BuildError
 from .graph import Graph, Node
 from .scope import Fail

@@ -7,17 +7,21 @@ Importing this package registers every class and function with Keras (package
     model = keras.saving.load_model("model.keras", safe_mode=True)
 """
 
-from netdsl.custom import activations, configured, expr, layers
+from netdsl.custom import (
+    activations,
+    configured,
+    declared_layers,
+    expr,
+    layers,
+)
 from netdsl.custom.activations import ACTIVATIONS
 from netdsl.custom.configured import ConfiguredActivation
-from netdsl.custom.expr import (
-    FUNCTIONS,
+from netdsl.custom.declared_layers import (
     ActivationLayer,
     DeclaredActivation,
     DeclaredLayer,
-    evaluate,
-    validate_tree,
 )
+from netdsl.custom.expr import FUNCTIONS, evaluate, validate_tree
 from netdsl.custom.layers import LAYERS
 
 __all__ = [
@@ -30,6 +34,7 @@ __all__ = [
     "DeclaredLayer",
     "activations",
     "configured",
+    "declared_layers",
     "evaluate",
     "expr",
     "layers",

@@ -423,6 +423,18 @@ def test_conv_on_too_small_input():
     assert "\n" not in message
 
 
+def test_wrong_rank_is_said_in_the_spec_s_terms():
+    assert errors("model m {\n  input x: (16,)\n  output y = x -> gru(4)\n}\n") == [
+        "3:19: 'gru' cannot take an input of shape (16,): it needs inputs with 2 dimensions besides the batch "
+        "axis, received 1"]
+
+
+def test_axis_out_of_range_is_said_in_the_spec_s_terms():
+    assert errors("model m {\n  input x: (28, 28)\n  output y = x -> batch_norm(axis=7)\n}\n") == [
+        "3:19: 'batch_normalization' cannot take an input of shape (28, 28): axis 7 is out of range for an "
+        "input with 2 dimensions besides the batch axis (axes count the batch axis as 0)"]
+
+
 def test_keras_argument_error():
     assert errors("model m {\n  input x: (8,)\n  output y = x -> dropout(1.5)\n}\n") == [
         "3:19: 'dropout' rejected its arguments: Invalid value received for argument `rate`. "

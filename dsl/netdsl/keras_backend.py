@@ -265,7 +265,26 @@ def _call_message(node: Node, shapes: list, exc: BaseException) -> str:
         received = f"an input of shape {shown[0]}"
     else:
         received = "inputs of shapes " + ", ".join(shown)
-    return f"{what} cannot take {received}: {reason(exc)}"
+    return f"{what} cannot take {received}: {_why(node, shapes, exc)}"
+
+
+_RANK = re.compile(r"expected (min_ndim|max_ndim|ndim)=(\d+), found ndim=(\d+)")
+_RANK_WORDS = {"min_ndim": "at least ", "max_ndim": "at most ", "ndim": ""}
+
+
+def _why(node: Node, shapes: list, exc: BaseException) -> str:
+    """Keras' reason, restated in the spec's terms where we recognise it."""
+    text = reason(exc)
+    match = _RANK.search(text)
+    if match:  # InputSpec's wording counts the batch axis; a spec's shapes do not
+        bound, wanted, found = match.group(1), int(match.group(2)), int(match.group(3))
+        return (f"it needs inputs with {_RANK_WORDS[bound]}{wanted - 1} dimension{'s' if wanted != 2 else ''} "
+                f"besides the batch axis, received {found - 1}")  # ndim counts the batch axis
+    if isinstance(exc, IndexError) and "axis" in node.args and shapes and isinstance(shapes[0], tuple):
+        rank = len(shapes[0])
+        return (f"axis {node.args['axis']} is out of range for an input with {rank} dimension"
+                f"{'s' if rank != 1 else ''} besides the batch axis (axes count the batch axis as 0)")
+    return text
 
 
 def _shape(shape: Any) -> str:

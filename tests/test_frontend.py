@@ -225,3 +225,9 @@ def test_check_reports_undefined_names_after_an_unknown_if():
     assert errors_of(text) == []  # y may be defined: never reject a valid spec
     text_known = ("model m {\n  input x: (4,)\n  if false {\n    y = x -> dense(2)\n  }\n  output z = y\n}\n")
     assert errors_of(text_known) == ["6:14: undefined tensor 'y'"]
+
+
+def test_a_duplicate_block_output_is_one_error_not_two():
+    text = ("block twice() {\n  input x\n  output y = x -> dense(2)\n  output y = x -> dense(3)\n}\n"
+            "model m {\n  input x: (4,)\n  z = x -> twice\n  output z\n}\n")
+    assert errors_of(text) == ["4:10: 'y' is already an output"]

@@ -193,8 +193,8 @@ class Expander(Steps):
             except Fail as exc:
                 if exc.diagnostic is not None:
                     self.diagnostics.append(exc.diagnostic)
-                if item.name:
-                    self.build.outputs.append((item.name, POISON))
+                if item.name and all(name != item.name for name, _ in self.build.outputs):
+                    self.build.outputs.append((item.name, POISON))  # keeps the outputs' count right
 
     def _shared(self, stmt: ir.Shared, env: Env) -> None:
         step = self._resolve_step(stmt.value, env)

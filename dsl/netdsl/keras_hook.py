@@ -30,7 +30,6 @@ just work:
 
 from __future__ import annotations
 
-import importlib
 import sys
 import threading
 import warnings
@@ -42,7 +41,7 @@ _lock = threading.Lock()
 
 def _register() -> None:
     try:
-        importlib.import_module("netdsl.custom")
+        from . import custom  # noqa: F401  (importing it registers the classes with Keras)
     except Exception as exc:  # Keras itself must not fail to import because of us
         warnings.warn(f"netdsl: could not register its Keras objects ({exc}); "
                       "import netdsl.custom before loading a model", RuntimeWarning, stacklevel=2)

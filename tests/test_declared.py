@@ -209,3 +209,44 @@ def test_a_tampered_config_naming_a_function_outside_the_table_is_refused(tmp_pa
             dst.writestr(item, data)
     with pytest.raises((ValueError, TypeError), match="allowed table"):
         keras.saving.load_model(tampered, safe_mode=True)
+
+
+INIT = """
+layer lin(units=4) {
+  input x
+  weight kernel: (x.shape[-1], units) init=random_uniform(minval=-0.05, maxval=0.05)
+  weight bias: (units,) init=constant(0.5) trainable=false
+  output x @ kernel + bias
+}
+
+model m {
+  input x: (3,)
+  output y = x -> lin(4)
+}
+"""
+
+
+def test_declared_weights_take_initializers_with_arguments(tmp_path):
+    model = build(INIT, "m")
+    kernel, bias = model.get_layer("y").get_weights()
+    assert -0.05 <= kernel.min() and kernel.max() <= 0.05 and kernel.std() > 0
+    np.testing.assert_array_equal(bias, np.full(4, 0.5, "float32"))
+    assert model.count_params() == 16 and len(model.trainable_weights) == 1
+    path = tmp_path / "init.keras"
+    model.save(path)
+    np.testing.assert_array_equal(keras.saving.load_model(path, safe_mode=True).get_layer("y").get_weights()[1], bias)
+
+
+def test_a_tampered_initializer_is_refused(tmp_path):
+    path = tmp_path / "init.keras"
+    build(INIT, "m").save(path)
+    tampered = tmp_path / "tampered.keras"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(tampered, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename == "config.json":
+                assert b'"random_uniform"' in data
+                data = data.replace(b'"random_uniform"', b'"os.system"')
+            dst.writestr(item, data)
+    with pytest.raises((ValueError, TypeError), match="allow-list"):
+        keras.saving.load_model(tampered, safe_mode=True)

@@ -189,7 +189,7 @@ class Declared:
                     raise Fail(opt.value.span, f"trainable expects true or false, received {type_name(value)}")
                 options["trainable"] = value
             else:
-                options["init"] = _initializer_name(value, opt.value.span)
+                options["init"] = _initializer(value, opt.value.span)
         return {"name": stmt.name, "shape": dims, "init": options["init"], "trainable": options["trainable"]}
 
     def check_layer(self, decl: ir.LayerDecl, scope: FileScope) -> None:
@@ -382,16 +382,21 @@ def _number(value: Any, span: Span, name: str) -> Any:
     raise Fail(span, f"activation parameter '{name}' must be a number, received {type_name(value)}")
 
 
-def _initializer_name(value: Any, span: Span) -> str:
-    from . import registry
+def _initializer(value: Any, span: Span) -> Any:
+    """A weight's `init=`: an initializer name (`zeros`), or a call with constant
+    arguments (`random_uniform(minval=-0.05, maxval=0.05)`) checked against
+    the registry; the runtime config form of `netdsl.custom.declared_layers`."""
+    from .args import Arguments
 
-    name = value.name if isinstance(value, Sym) else value if isinstance(value, str) else None
-    if isinstance(value, SymCall):
-        raise Fail(span, "a declared weight's initializer is a name such as glorot_uniform or zeros")
-    if name is None or registry.lookup("initializer", name) is None:
-        raise Fail(span, f"unknown initializer '{describe_value(value) if name is None else name}'",
-                   did_you_mean(name or "", registry.all_keys("initializer")))
-    return registry.lookup("initializer", name).name
+    if not isinstance(value, (Sym, SymCall, str)):
+        raise Fail(span, f"init expects an initializer such as glorot_uniform or zeros, "
+                         f"received {type_name(value)}")
+    resolved = Arguments(lambda sym: None).resolve(value, ("initializer",), span)
+    args = {k: v for k, v in resolved.kwargs}
+    for key, arg in args.items():
+        if not (arg is None or isinstance(arg, (bool, int, float, str))):
+            raise Fail(span, f"initializer argument '{key}' must be a number, string or boolean here")
+    return {"name": resolved.name, "args": args} if args else resolved.name
 
 
 def _jsonable(value: Any, span: Span) -> Any:

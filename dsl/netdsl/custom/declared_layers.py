@@ -171,6 +171,31 @@ def _unique_layer_name(spec_name):
     return spec_name if uid == 1 else f"{spec_name}_{uid - 1}"
 
 
+def _initializer(init, weight_name):
+    """A weight's initializer from its config: an allow-listed initializer
+    name, or `{"name": NAME, "args": {KEY: constant}}` (`random_uniform(minval=
+    -0.05, maxval=0.05)` in a spec). Looked up in netdsl's registry only."""
+    from netdsl import registry, registry_keras
+
+    name, args = (init, {}) if isinstance(init, str) else (None, None)
+    if isinstance(init, dict) and set(init) <= {"name", "args"} and isinstance(init.get("name"), str):
+        name, args = init["name"], init.get("args", {})
+    entry = registry.lookup("initializer", name) if name is not None else None
+    if entry is None or not isinstance(args, dict):
+        raise ValueError(
+            f"Expected the init of weight {weight_name!r} to be an initializer "
+            f"from netdsl's allow-list, received: {init!r}"
+        )
+    allowed = {p.name for p in entry.params}
+    for key, value in args.items():
+        if key not in allowed or not (value is None or isinstance(value, (bool, int, float, str))):
+            raise ValueError(
+                f"Expected arguments of initializer {name!r} among "
+                f"{sorted(allowed)} with constant values, received: {key}={value!r}"
+            )
+    return registry_keras.make(entry, args)
+
+
 def _normalize_weight(weight, params, inputs):
     if not isinstance(weight, dict):
         raise ValueError(f"Expected a weight as a dict, received: {weight!r}")
@@ -191,12 +216,7 @@ def _normalize_weight(weight, params, inputs):
     for dim in shape:
         validate_dim_tree(dim, params, inputs)
     init = weight.get("init", "glorot_uniform")
-    if not isinstance(init, str):
-        raise ValueError(
-            f"Expected the init of weight {name!r} to be an initializer "
-            f"name, received: {init!r}"
-        )
-    keras.initializers.get(init)  # raises on unknown names
+    _initializer(init, name)  # raises on anything outside the allow-list
     trainable = weight.get("trainable", True)
     if not isinstance(trainable, bool):
         raise ValueError(
@@ -330,7 +350,7 @@ class DeclaredLayer(keras.layers.Layer):
             self._declared[weight["name"]] = self.add_weight(
                 name=weight["name"],
                 shape=self._weight_shape(weight, input_dims),
-                initializer=weight["init"],
+                initializer=_initializer(weight["init"], weight["name"]),
                 trainable=weight["trainable"],
             )
 

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from .expand import BuildError
 from .graph import Graph, Node
+from .shapes_declared import declared_output_shapes
 from .values import UNKNOWN, Resolved
 
 Shape = tuple
@@ -44,7 +45,9 @@ def infer(node: Node, inputs: list[Any]) -> list[Any]:
     if node.op in ("activation", "declared_activation"):
         return [inputs[0]]
     if node.op == "declared_layer":
-        return [UNKNOWN] * node.n_outputs
+        if any(s is UNKNOWN for s in inputs):
+            return [UNKNOWN] * node.n_outputs
+        return declared_output_shapes(node.decl.config, inputs)
     if any(s is UNKNOWN for s in inputs):
         return [UNKNOWN] * node.n_outputs
     rule = _RULES.get(node.kind)

@@ -231,3 +231,11 @@ def test_a_duplicate_block_output_is_one_error_not_two():
     text = ("block twice() {\n  input x\n  output y = x -> dense(2)\n  output y = x -> dense(3)\n}\n"
             "model m {\n  input x: (4,)\n  z = x -> twice\n  output z\n}\n")
     assert errors_of(text) == ["4:10: 'y' is already an output"]
+
+
+def test_destructuring_a_layer_whose_output_count_check_cannot_know_is_accepted():
+    text = ("model m {\n  input x: (5, 3)\n  seq, f, b = x -> bidirectional(gru(4, return_state=true))\n"
+            "  output seq, f, b\n}\n")
+    assert errors_of(text) == []
+    graph = analyze(netdsl.parse(text, filename="t.net")).graphs["m"]
+    assert graph.uncertain and graph.nodes[-1].n_outputs == 3

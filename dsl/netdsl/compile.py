@@ -60,29 +60,76 @@ def compile_program(program: Program, models: list[str] | None = None,
     Returns the analysis (graphs with `built` set and parameter counts filled
     in) and `{name: keras.Model}` in the order asked. Raises `SpecError` with
     every diagnostic when anything fails.
+
+    The models are first checked and expanded in pure Python; when that was
+    certain and clean, their layers are then built back to back
+    (`keras_backend.replay`). Otherwise — an error to report in Keras' own
+    terms, a shape the checker could not know — the expansion runs again
+    with Keras building each layer as it goes.
     """
     quiet_tensorflow(mute_stderr=False)
-    from .keras_backend import KerasBackend
-
     wanted = list(models) if models is not None else program.model_names
     for name in wanted:
         pick_model(program, name)  # a clear error for an unknown name
-    policies = _mixed_policies(program, wanted, param_limit)
-    groups = [(None, [m for m in wanted if m not in policies])]
-    groups += [(policies[m], [m]) for m in wanted if m in policies]
+    checked = analyze(program, models=wanted, param_limit=param_limit)
+    if not checked.errors:
+        replayed = _replay_all(program, checked, wanted)
+        if replayed is not None:
+            return replayed
+    return _compile_interleaved(program, wanted, param_limit)
 
+
+def _replay_all(program: Program, checked: Analysis, wanted: list[str]) -> tuple[Analysis, dict[str, Any]] | None:
+    """Build the checked graphs directly; None when one of them must be expanded with Keras."""
+    from .keras_backend import KerasBackend, replay
+
+    built: dict[str, Any] = {}
+    for policy, names in _policy_groups(wanted, {n: _policy_of(checked.graphs[n]) for n in wanted}):
+        with dtype_policy(policy):
+            backend = KerasBackend(float32_outputs=_output_names(program, names) if policy else None)
+            for name in names:
+                graph = checked.graphs[name]
+                if graph.built is None and not replay(graph, backend):
+                    return None
+                try:
+                    if graph.train is not None:
+                        _compile_training(graph.built, graph)
+                except Fail:
+                    return None  # reported, with every other error, by the interleaved build
+                built[name] = graph.built
+    checked.graphs = {name: checked.graphs[name] for name in wanted}
+    return checked, {name: built[name] for name in wanted}
+
+
+def _policy_of(graph: Any) -> str | None:
+    policy = graph.train.mixed_precision if graph.train is not None else None
+    return policy if policy not in (None, "float32") else None
+
+
+def _policy_groups(wanted: list[str], policies: dict[str, str | None]) -> list[tuple[str | None, list[str]]]:
+    """Models built under the global policy together, then one group per mixed-precision model."""
+    groups = [(None, [m for m in wanted if not policies.get(m)])]
+    return groups + [(policies[m], [m]) for m in wanted if policies.get(m)]
+
+
+def _compile_interleaved(program: Program, wanted: list[str],
+                         param_limit: int | None) -> tuple[Analysis, dict[str, Any]]:
+    """Expand with Keras building each layer as it goes: exact shapes, Keras' own errors."""
+    from .keras_backend import KerasBackend
+
+    policies = _mixed_policies(program, wanted, param_limit)
     result = Analysis(program)
     # Declarations (blocks, declared layers, constants) are checked on their
     # own with unknown parameters: that is the pure-Python checker's job.
     diagnostics: list[Diagnostic] = list(analyze(program, models=[], param_limit=param_limit).diagnostics)
     built: dict[str, Any] = {}
-    for policy, names in groups:
+    for policy, names in _policy_groups(wanted, policies):
         if not names:
             continue
         with dtype_policy(policy):
             backend = KerasBackend(float32_outputs=_output_names(program, names) if policy else None)
             analysis = analyze(program, backend=backend, models=names, declarations=False,
-                                     param_limit=param_limit)
+                               param_limit=param_limit)
             diagnostics.extend(analysis.diagnostics)
             if analysis.errors:
                 continue

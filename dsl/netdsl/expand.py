@@ -25,7 +25,7 @@ from .scope import Closure, Env, Fail, FileScope
 from .steps import (
     POISON, Backend, BuildError, SharedInstance, Steps, Tensor, _Build, _block_inputs, _walk_inputs,
 )
-from .values import UNKNOWN, Sym, SymCall, describe_value, type_name
+from .values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
 
 MAX_LAYERS = 50_000
 MAX_DIM = 2**31 - 1
@@ -39,6 +39,10 @@ class Expander(Steps):
         self.diagnostics = diagnostics
         self.consts = Consts()
         self.declared = Declared(self.consts)  # checks spec-declared layers and activations
+        # Set when a model's expansion had to guess (an `if` or repeat count it
+        # could not decide, an argument or output count it could not know): its
+        # graph is then only an approximation of what Keras will build.
+        self.uncertain = False
         self.arguments = Arguments(self._find_declared_activation)
         self.train_checker = train_checker
         self.block_stack: list[str] = []
@@ -51,6 +55,7 @@ class Expander(Steps):
     def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph:
         graph = Graph(decl.name, decl.span)
         outer, self.build = self.build, _Build(graph, set())
+        outer_uncertain, self.uncertain = self.uncertain, False
         self.model_stack.append(decl.name)
         try:
             env = Env(scope)
@@ -61,6 +66,8 @@ class Expander(Steps):
                 self._error(_name_span(decl, "model"), f"model '{decl.name}' has no output",
                             "add one: output probs = x -> dense(10)")
         finally:
+            graph.uncertain = self.uncertain
+            self.uncertain = self.uncertain or outer_uncertain
             self.build = outer
             self.model_stack.pop()
         return graph
@@ -167,12 +174,20 @@ class Expander(Steps):
 
     def _assign(self, stmt: ir.Assign, env: Env) -> None:
         outputs = self._tensors(stmt.value, env, final=stmt.targets[0])
+        if len(outputs) == 1 and outputs[0].variadic and len(stmt.targets) > 1:
+            outputs = self._spread(outputs[0], len(stmt.targets))
         if len(outputs) != len(stmt.targets):
             raise Fail(stmt.span, f"{len(stmt.targets)} name{'s' if len(stmt.targets) > 1 else ''} "
                                   f"on the left, but the flow gives {len(outputs)} tensor"
                                   f"{'s' if len(outputs) != 1 else ''}")
         for name, tensor in zip(stmt.targets, outputs):
             env.vars[name] = tensor
+
+    def _spread(self, tensor: Tensor, count: int) -> list[Tensor]:
+        """A layer whose output count check could not know, taken as `count` outputs."""
+        node = self.build.graph.node_of(tensor.ref)
+        node.n_outputs, node.output_shapes = count, [UNKNOWN] * count
+        return [Tensor(TensorRef(node.id, i), UNKNOWN, UNKNOWN) for i in range(count)]
 
     def _output(self, stmt: ir.Output, env: Env, where: str) -> None:
         for item in stmt.items:
@@ -208,6 +223,7 @@ class Expander(Steps):
             sym = cond.sym if isinstance(cond, SymCall) else cond
             raise Fail(sym.span, f"unknown name '{sym.name}'", self._near_constant(sym.name, env))
         if cond is UNKNOWN:
+            self.uncertain = True
             self._if_unknown(stmt, env, where)
         elif cond:
             self._run(stmt.then, env, where)
@@ -275,6 +291,7 @@ class Expander(Steps):
         if isinstance(expr, ir.IfExp):
             cond = self.consts.fold(expr.cond, env)
             if cond is UNKNOWN:
+                self.uncertain = True
                 then = self._tensors(expr.then, env, final)
                 self._tensors(expr.orelse, env, None)
                 return then
@@ -315,6 +332,8 @@ class Expander(Steps):
         if any(t.poisoned for t in inputs):
             return [POISON] * n_outputs
         graph = self.build.graph
+        if is_unknown(args) or (decl is not None and is_unknown(getattr(decl, "config", None))):
+            self.uncertain = True
         if len(graph.nodes) >= MAX_LAYERS:
             raise Fail(span, f"the model has more than {MAX_LAYERS:,} layers after expansion")
         name = self._node_name(final, base)

@@ -325,3 +325,55 @@ def _unique(name: str, used: set[str]) -> str:
         candidate = f"{name}_{n}"
     used.add(candidate)
     return candidate
+
+
+# ---------------------------------------------------------------- replay
+
+
+class _Diverged(Exception):
+    """Keras disagrees with the checked graph (or rejects a layer): build the slow, exact way."""
+
+
+def replay(graph: Graph, backend: KerasBackend) -> bool:
+    """Build a graph that `check` already expanded, in one tight loop.
+
+    Expanding a model while Keras builds it interleaves two very different
+    workloads; expanding it first in pure Python and then creating and
+    calling its layers back to back is measurably faster. That is only
+    valid when the check was certain (`Graph.uncertain` false) and every
+    shape it inferred is the one Keras computes — both are verified here.
+    Returns False, leaving nothing half-done that matters, when the caller
+    should build with the interleaved expansion instead.
+    """
+    try:
+        _replay(graph, backend)
+    except _Diverged:
+        return False
+    return True
+
+
+def _replay(graph: Graph, backend: KerasBackend) -> None:
+    if graph.uncertain:
+        raise _Diverged
+    handles: dict[tuple[int, int], Any] = {}
+    for node in graph.nodes:
+        try:
+            if node.op == "input":
+                outputs = [backend.input(node, node.args["shape"], node.dtype or "float32")]
+            else:
+                if node.op == "model" and node.decl.built is None:
+                    _replay(node.decl, backend)
+                outputs = backend.apply(node, [handles[(ref.node, ref.index)] for ref in node.inputs])
+        except BuildError:
+            raise _Diverged from None
+        shapes = [backend.shape(h) for h in outputs]
+        if len(outputs) != node.n_outputs or any(
+                known is not UNKNOWN and known != actual for known, actual in zip(node.output_shapes, shapes)):
+            raise _Diverged
+        node.output_shapes = shapes
+        for index, handle in enumerate(outputs):
+            handles[(node.id, index)] = handle
+    try:
+        graph.built = backend.finish(graph)
+    except Fail:
+        raise _Diverged from None

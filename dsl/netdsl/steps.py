@@ -53,6 +53,10 @@ class Tensor(TensorValue):
     ref: TensorRef | None  # None: poisoned by an earlier error
     handle: Any
     shape: Any
+    # The only output check knows of a layer whose output count it cannot
+    # know (`bidirectional(gru(4, return_state=true))`): `a, b, c = ...` may
+    # take as many outputs from it as it names.
+    variadic: bool = False
 
     @property
     def poisoned(self) -> bool:
@@ -120,6 +124,7 @@ class Steps:
         if isinstance(expr, ir.IfExp):
             cond = self.consts.fold(expr.cond, env)
             if cond is UNKNOWN:
+                self.uncertain = True
                 self._apply(expr.orelse, inputs, env, None)
                 return self._apply(expr.then, inputs, env, final)
             return self._apply(expr.then if cond else expr.orelse, inputs, env, final)
@@ -129,6 +134,7 @@ class Steps:
     def _repeat(self, expr: ir.BinOp, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
         count = self.consts.fold(expr.right, env)
         if count is UNKNOWN:
+            self.uncertain = True
             return self._apply(expr.left, inputs, env, final)
         if not isinstance(count, int) or isinstance(count, bool):
             raise Fail(expr.right.span, f"a repeat count must be an integer, received {type_name(count)}")
@@ -248,9 +254,15 @@ class Steps:
     def _emit_registry(self, entry: registry.Entry, base: str, kwargs: dict, inputs: list[Tensor],
                        span: Span, final: str | None, shared: str | None = None) -> list[Tensor]:
         self._check_arity(entry.name, entry.inputs, inputs, span)
-        n_outputs = registry.output_count(entry, kwargs) or 1
+        n_outputs = registry.output_count(entry, kwargs)
         self._check_size(entry, kwargs, inputs, span)
-        return self._emit("layer", entry.name, kwargs, inputs, n_outputs, span, base, final, shared=shared)
+        if n_outputs is not None:
+            return self._emit("layer", entry.name, kwargs, inputs, n_outputs, span, base, final, shared=shared)
+        self.uncertain = True
+        outputs = self._emit("layer", entry.name, kwargs, inputs, 1, span, base, final, shared=shared)
+        if len(outputs) == 1 and not outputs[0].poisoned and outputs[0].shape is UNKNOWN:
+            outputs[0].variadic = True  # check's guess; a Keras backend gives the real outputs
+        return outputs
 
     def _check_arity(self, name: str, arity: tuple, inputs: list[Tensor], span: Span) -> None:
         lo, hi = arity

@@ -143,7 +143,7 @@ class Consts:
                 raise Fail(e.span, f"a tensor has no attribute '{e.attr}'", "only '.shape' is available")
             if base is _MISSING and e.value.id in env.scope.aliases:
                 return self._alias_member(env.scope.aliases[e.value.id], e)
-        dotted = _dotted(e)
+        dotted = dotted_name(e)
         raise Fail(e.span, f"'{dotted}' is not a name netdsl knows",
                    "a dotted name reaches an imported file's declarations (import \"f.net\" as lib) "
                    "or a tensor's shape (x.shape)")
@@ -390,11 +390,12 @@ def _near(name: str, candidates) -> str | None:
     return did_you_mean(name, candidates)
 
 
-def _dotted(e: Any) -> str:
+def dotted_name(e: Any) -> str:
+    """`lib.bottleneck`, `os.system`: a dotted name as written, for diagnostics."""
     if isinstance(e, ir.Name):
         return e.id
     if isinstance(e, ir.Attr):
-        return f"{_dotted(e.value)}.{e.attr}"
+        return f"{dotted_name(e.value)}.{e.attr}"
     return "..."
 
 

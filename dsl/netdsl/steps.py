@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from . import ir, registry
-from .consts import TensorValue, bind_plain, is_default
+from .consts import TensorValue, bind_plain, dotted_name, is_default
 from .errors import Span, did_you_mean
 from .graph import Cluster, Graph, Node, TensorRef
 from .scope import Env, Fail, FileScope
@@ -97,7 +97,6 @@ class _Build:
     path: tuple[str, ...] = ()
     repeat: tuple[int, int, int] | None = None
     outputs: list = field(default_factory=list)
-
 
 
 class _Poisoned(Fail):
@@ -194,7 +193,7 @@ class Steps:
                            did_you_mean(func.attr, [n for n, d in target.own.items()
                                                     if not isinstance(d, (ir.ModelDecl, ir.Let, ir.LetFunc))]))
             return self._declared_step(decl, target, func)
-        dotted = _dotted(func)
+        dotted = dotted_name(func)
         raise Fail(func.span, f"unknown step '{dotted}'",
                    "a dotted name reaches only a file imported with 'as' (lib.bottleneck); nothing reaches Python")
 
@@ -440,14 +439,6 @@ def _base_name(step: Step) -> str:
     if isinstance(step.entry, registry.Entry) and step.name != step.name.lower():
         return step.entry.name
     return step.name
-
-
-def _dotted(e: Any) -> str:
-    if isinstance(e, ir.Name):
-        return e.id
-    if isinstance(e, ir.Attr):
-        return f"{_dotted(e.value)}.{e.attr}"
-    return "..."
 
 
 def _step_hint(expr: Any) -> str | None:

@@ -62,7 +62,7 @@ def load_plugins(modules: list[str]) -> None:
     """Import plugin modules named by the person running netdsl (not by a spec)."""
     import importlib
 
-    for module in modules:
+    for module in modules:  # from --plugin or the caller's own code; no spec text reaches here
         importlib.import_module(module)
 
 

@@ -227,26 +227,12 @@ def _esc(text: str) -> str:
     because Graphviz applies its escString substitutions (\\N, \\G, \\\\) to the
     text of HTML-like labels too (after decoding entities, so &#92; is no way out).
     """
-    out = []
-    for ch in text:
-        if ch == "&":
-            out.append("&amp;")
-        elif ch == "<":
-            out.append("&lt;")
-        elif ch == ">":
-            out.append("&gt;")
-        elif ch == '"':
-            out.append("&quot;")
-        elif ch == "'":
-            out.append("&#39;")
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\\\n")
-        elif ch == "\t":
-            out.append("\\\\t")
-        elif not ch.isprintable():
-            out.append(f"\\\\u{ord(ch):04x}" if ord(ch) > 0xFF else f"\\\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    return "".join(_ESCAPED.get(ch) or (ch if ch.isprintable() else _control(ch)) for ch in text)
+
+
+_ESCAPED = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;",
+            "\\": "\\\\", "\n": "\\\\n", "\t": "\\\\t"}
+
+
+def _control(ch: str) -> str:
+    return f"\\\\u{ord(ch):04x}" if ord(ch) > 0xFF else f"\\\\x{ord(ch):02x}"

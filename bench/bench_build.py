@@ -64,7 +64,7 @@ class _Clock:
     """Wraps KerasBackend so that the time inside its Keras work is summed."""
 
     def __init__(self):
-        from netdsl.keras_backend import KerasBackend
+        from netdsl.backend.builder import KerasBackend
 
         clock = self
         self.inside = 0.0
@@ -95,8 +95,8 @@ class _Clock:
 
 
 def front_end(path: Path) -> float:
-    from netdsl.check import analyze
-    from netdsl.loader import load_file
+    from netdsl.semantics.analysis import analyze
+    from netdsl.syntax.loader import load_file
 
     start = time.perf_counter()
     analysis = analyze(load_file(path))
@@ -107,8 +107,8 @@ def front_end(path: Path) -> float:
 
 def in_build_overhead(path: Path) -> tuple[float, float]:
     """(total, time outside the Keras backend) of one instrumented spec build."""
-    import netdsl.compile as compile_module
-    import netdsl.keras_backend as backend_module
+    import netdsl.backend.compiler as compile_module
+    import netdsl.backend.builder as backend_module
 
     clock = _Clock()
     original = backend_module.KerasBackend

@@ -51,7 +51,7 @@ def generated_spec(layers: int) -> str:
 
 def check_time(text: str, repeat: int = 3) -> tuple[float, int]:
     import netdsl
-    from netdsl.check import analyze
+    from netdsl.semantics.analysis import analyze
 
     best = float("inf")
     count = 0

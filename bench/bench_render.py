@@ -47,8 +47,8 @@ def main() -> int:
     args = parser.parse_args()
 
     import netdsl
-    from netdsl.check import analyze
-    from netdsl.renderer import render_graph
+    from netdsl.semantics.analysis import analyze
+    from netdsl.diagram.render import render_graph
 
     rows: dict[str, dict[str, float | str]] = {name: {} for name, _ in CASES}
 
@@ -66,7 +66,8 @@ def main() -> int:
     assert "tensorflow" not in sys.modules
 
     # 2. with Keras: our diagram of the compiled graph, and plot_model of keras.applications
-    from netdsl.compile import compile_program, quiet_tensorflow
+    from netdsl.backend.compiler import compile_program
+    from netdsl.backend.runtime import quiet_tensorflow
 
     quiet_tensorflow()
     import keras

@@ -1,4 +1,4 @@
-"""Generate dsl/netdsl/registry_data.json from the installed Keras.
+"""Generate dsl/netdsl/registry/data.json from the installed Keras.
 
 Run by a developer after a Keras upgrade (it imports keras):
 
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "dsl"))
 
 from netdsl.registry import KINDS, TYPES, snake_case, type_of_default  # noqa: E402
 
-OUT = ROOT / "dsl" / "netdsl" / "registry_data.json"
+OUT = ROOT / "dsl" / "netdsl" / "registry" / "data.json"
 FORMAT = 1
 
 # --------------------------------------------------------------------------
@@ -649,7 +649,7 @@ def main(argv=None) -> int:
         same = OUT.exists() and OUT.read_text(encoding="utf-8") == text
         print(f"{OUT.relative_to(ROOT)}: {'up to date' if same else 'OUT OF DATE'}")
         return 0 if same else 1
-    fd, tmp = tempfile.mkstemp(dir=OUT.parent, prefix=".registry_data.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=OUT.parent, prefix=".data.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)

@@ -16,7 +16,7 @@ import pytest
 from keras import layers
 
 import netdsl
-from netdsl.compile import compile_program
+from netdsl.backend.compiler import compile_program
 from reference_examples import examples, write_example
 
 RNG = np.random.default_rng(7)

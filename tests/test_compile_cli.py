@@ -142,11 +142,11 @@ def test_missing_dot_or_renderer_is_one_line_and_the_build_succeeds(tmp_path, ca
         "diagram skipped: Graphviz's 'dot' program was not found (install Graphviz, e.g. "
         "`apt-get install graphviz` or `brew install graphviz`)"]
     monkeypatch.undo()
-    monkeypatch.setitem(sys.modules, "netdsl.renderer", None)
+    monkeypatch.setitem(sys.modules, "netdsl.diagram.render", None)
     code, out, _ = run(["build", str(spec), "-o", str(tmp_path / "b")], capsys)
     assert code == 0 and (tmp_path / "b" / "siamese.keras").is_file()
     assert [line for line in out.splitlines() if "diagram" in line][0].startswith(
-        "diagram skipped: netdsl.renderer is not available")
+        "diagram skipped: netdsl.diagram.render is not available")
 
 
 def test_spec_errors_exit_1_with_diagnostics_and_write_nothing(tmp_path, capsys):
@@ -211,8 +211,7 @@ def test_plugin_layer(tmp_path, capsys, monkeypatch):
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = write(tmp_path, "model m {\n  input x: (3,)\n  output y = x -> twice -> dense(1)\n}\n")
-    from netdsl import plugins, registry
-
+    from netdsl import registry
     try:
         code, _, err = run(["build", str(spec), "-o", str(tmp_path / "o")], capsys)
         assert code == 1 and "unknown layer 'twice'" in err  # not without --plugin
@@ -225,8 +224,7 @@ def test_plugin_layer(tmp_path, capsys, monkeypatch):
         assert code == 1 and "Traceback" not in err
         assert "error: cannot load plugin 'no_such_plugin_module': ModuleNotFoundError" in err
     finally:
-        registry._reset_plugins()
-        plugins.OBJECTS.clear()
+        registry.reset_plugins()
         sys.modules.pop("twice_plugin", None)
 
 

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 import netdsl
-from netdsl import compile as compile_module
-from netdsl import keras_backend, shapes
-from netdsl.check import analyze
-from netdsl.values import UNKNOWN
+from netdsl.backend import compiler as compile_module
+from netdsl.backend import builder
+from netdsl.semantics import shapes
+from netdsl.semantics.analysis import analyze
+from netdsl.semantics.values import UNKNOWN
 
 ADAPT = """
 block adapt(filters) {
@@ -38,7 +39,7 @@ def parse(text: str):
 def paths(monkeypatch):
     """Which path each build took."""
     taken = []
-    replay, interleaved = keras_backend.replay, compile_module._compile_interleaved
+    replay, interleaved = builder.replay, compile_module._compile_interleaved
 
     def spy_replay(graph, backend):
         ok = replay(graph, backend)
@@ -49,7 +50,7 @@ def paths(monkeypatch):
         taken.append("interleaved")
         return interleaved(*args, **kwargs)
 
-    monkeypatch.setattr(keras_backend, "replay", spy_replay)
+    monkeypatch.setattr(builder, "replay", spy_replay)
     monkeypatch.setattr(compile_module, "_compile_interleaved", spy_interleaved)
     return taken
 
@@ -62,7 +63,7 @@ def test_a_certain_check_is_replayed_and_equals_the_interleaved_build(paths):
     replayed = netdsl.build(parse(ADAPT))
     assert paths == ["replay"]
     program = parse(ADAPT)
-    _, models = compile_module._compile_interleaved(program, ["m"], None)
+    _, models = compile_module._compile_interleaved(program, analyze(program, models=["m"]), ["m"], None)
     assert weights_and_config(replayed) == weights_and_config(models["m"])
     assert [layer.name for layer in replayed.layers].count("c.adapt_2.s") == 1
 

@@ -26,7 +26,7 @@ def test_guide_example_checks_clean(code, tmp_path):
 
 
 def test_guide_names_layers_as_documented():
-    from netdsl.check import analyze
+    from netdsl.semantics.analysis import analyze
 
     graph = analyze(netdsl.parse(EXAMPLES[0], filename="g.net")).graphs["mnist_mlp"]
     assert [n.name for n in graph.nodes] == ["image", "h.flatten", "h", "logits", "probs"]

@@ -20,8 +20,9 @@ from reference_examples import examples
 
 from netdsl.cli import main
 from netdsl.errors import SpecError
-from netdsl.formatter import LINE_LENGTH, format_text, run_fmt
-from netdsl.transform import to_ir
+from netdsl.cli.fmt import run as run_fmt
+from netdsl.syntax.formatter import LINE_LENGTH, format_text
+from netdsl.syntax.transform import to_ir
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -216,7 +217,7 @@ def test_single_constructs(source, expected):
 
 
 def test_expression_printer_without_source_prints_numbers_by_value():
-    from netdsl.format_expr import ExprPrinter
+    from netdsl.syntax.format_expr import ExprPrinter
 
     (decl,) = to_ir("let v = 1e-3 * (2 + 007)", "<string>").decls
     assert ExprPrinter().expr(decl.value) == "0.001 * (2 + 7)"
@@ -258,7 +259,7 @@ def test_syntax_errors_propagate():
 
 
 def test_library_api():
-    import netdsl.formatter  # noqa: F401 - the module must not shadow the API function
+    import netdsl.syntax.formatter  # noqa: F401 - the module must not shadow the API function
 
     assert netdsl.format("let  a=1") == "let a = 1\n"
     assert netdsl.format("let  a=1", "a.net") == "let a = 1\n"

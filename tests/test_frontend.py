@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import netdsl
-from netdsl import ir
-from netdsl.check import analyze
-from netdsl.loader import Program
+from netdsl.syntax import ir
+from netdsl.semantics.analysis import analyze
+from netdsl.syntax.loader import Program
 
 
 def graph_of(text: str, model: str | None = None, tmp_path=None):
@@ -106,9 +106,9 @@ def test_dict_braces_and_block_braces():
 ])
 def test_constant_folding(expr, value):
     text = f"let make_divisible(v, d=8) = max(d, (v + d // 2) // d * d)\nlet result = {expr}\n"
-    from netdsl.check import _check_declarations  # noqa: F401  (module loads)
-    from netdsl.consts import Consts
-    from netdsl.scope import build_scopes
+    from netdsl.semantics.analysis import _check_declarations  # noqa: F401  (module loads)
+    from netdsl.semantics.consts import Consts
+    from netdsl.semantics.scope import build_scopes
 
     program = netdsl.parse(text, filename="c.net")
     scopes = build_scopes(program.files, program.imports, [])

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from netdsl import registry as r
+from netdsl.registry.table import DATA_FILE
 from netdsl.registry import REQUIRED, Param
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(autouse=True)
 def _no_plugins_left():
     yield
-    r._reset_plugins()
+    r.reset_plugins()
 
 
 # --------------------------------------------------------------------------
@@ -245,7 +246,7 @@ def test_tables_are_well_formed():
 
 
 def test_data_file_is_canonical_json():
-    text = r.DATA_FILE.read_text(encoding="utf-8")
+    text = DATA_FILE.read_text(encoding="utf-8")
     assert text == json.dumps(json.loads(text), indent=1, sort_keys=True) + "\n"
 
 
@@ -549,7 +550,7 @@ def _gen_module():
 
 def test_regenerating_gives_the_committed_file(keras):
     gen = _gen_module()
-    assert gen.render(gen.build()) == r.DATA_FILE.read_text(encoding="utf-8"), (
+    assert gen.render(gen.build()) == DATA_FILE.read_text(encoding="utf-8"), (
         "Keras (or netdsl.custom) changed: run scripts/gen_registry.py and "
         "review the diff of dsl/netdsl/registry_data.json")
 
@@ -596,7 +597,7 @@ def _all_defaults(keras, entry):
 
 
 def test_every_entry_maps_to_a_real_keras_object(keras):
-    from netdsl import registry_keras as rk
+    from netdsl.custom import factory as rk
 
     bases = {
         "layer": keras.layers.Layer,
@@ -635,7 +636,7 @@ def test_every_entry_maps_to_a_real_keras_object(keras):
 
 
 def test_activation_params_are_accepted(keras):
-    from netdsl import registry_keras as rk
+    from netdsl.custom import factory as rk
 
     x = keras.ops.convert_to_tensor([[-1.0, 0.5, 2.0, 3.0]])
     for name in r.names("activation"):
@@ -647,7 +648,7 @@ def test_activation_params_are_accepted(keras):
 
 
 def test_keras_object_refuses_what_is_not_allow_listed(keras):
-    from netdsl import registry_keras as rk
+    from netdsl.custom import factory as rk
 
     dense = r.lookup("layer", "dense")
     forged = dataclasses.replace(dense, keras_name="Lambda")
@@ -660,7 +661,7 @@ def test_keras_object_refuses_what_is_not_allow_listed(keras):
 
 
 def test_make(keras):
-    from netdsl import registry_keras as rk
+    from netdsl.custom import factory as rk
 
     assert rk.make(r.lookup("metric", "accuracy")) == "accuracy"
     assert rk.make(r.lookup("metric", "acc"), as_written="acc") == "acc"
@@ -680,7 +681,7 @@ def test_make(keras):
 
 
 def test_plugin_object_through_registry_keras(keras):
-    from netdsl import registry_keras as rk
+    from netdsl.custom import factory as rk
 
     class Twice(keras.layers.Layer):
         def call(self, x):
@@ -769,7 +770,7 @@ _ESTIMATES = [
 
 
 def test_estimate_params_of_wrappers_matches_keras(keras):
-    from netdsl import registry_keras as rk
+    from netdsl.custom import factory as rk
 
     lstm, gru = r.lookup("layer", "lstm"), r.lookup("layer", "gru")
     dense = r.lookup("layer", "dense")
@@ -797,7 +798,7 @@ def test_estimate_params_of_wrappers_matches_keras(keras):
 @pytest.mark.parametrize("name, kwargs, shapes", _ESTIMATES,
                          ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(_ESTIMATES)])
 def test_estimate_params_matches_keras(keras, name, kwargs, shapes):
-    from netdsl import registry_keras as rk
+    from netdsl.custom import factory as rk
 
     entry = r.lookup("layer", name)
     estimate = r.estimate_params(entry, kwargs, shapes)

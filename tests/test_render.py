@@ -18,10 +18,12 @@ import graphviz
 import pytest
 
 import netdsl
-from netdsl.check import analyze
+from netdsl.semantics.analysis import analyze
 from netdsl.cli import main
-from netdsl.renderer import DotFailed, DotNotFound, render_graph, render_model, write_diagram
-from netdsl.render_view import build_view
+from netdsl import render as render_model
+from netdsl.diagram.render import render_graph, write_diagram
+from netdsl.errors import DotFailed, DotNotFound
+from netdsl.diagram.view import build_view
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
@@ -68,8 +70,8 @@ def test_golden_shows_block_repeat_and_shared():
 
 _DUMP = """
 import sys, netdsl
-from netdsl.check import analyze
-from netdsl.renderer import render_graph
+from netdsl.semantics.analysis import analyze
+from netdsl.diagram.render import render_graph
 for path, depth in [(sys.argv[1], None), (sys.argv[2], 1), (sys.argv[2], None)]:
     program = netdsl.parse_file(path)
     graph = analyze(program).graphs[program.model_names[0]]
@@ -241,7 +243,7 @@ def test_bad_depth_is_an_error():
 
 
 def test_api_render_returns_a_digraph_that_shows_in_jupyter():
-    import netdsl.renderer  # noqa: F401 - the module must not shadow the API function
+    import netdsl.diagram.render  # noqa: F401 - the module must not shadow the API function
 
     digraph = netdsl.render(SMALL, shapes=False, depth=1)
     assert isinstance(digraph, graphviz.Digraph)
@@ -525,4 +527,7 @@ def test_cli_plugins(tmp_path):
     assert "<B>twin_dense</B>" in (tmp_path / "p.dot").read_text() and "units=7" in (tmp_path / "p.dot").read_text()
     done = subprocess.run(command + ["--plugin", "no_such_plugin"], capture_output=True, text=True, env=env,
                           timeout=120)
-    assert done.returncode == 2 and "cannot import plugin" in done.stderr and "Traceback" not in done.stderr
+    # the same one-line error as build, summary and check give (exit 1)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr == f"{spec}:1:1: error: cannot load plugin 'no_such_plugin': ModuleNotFoundError: " \
+                          "No module named 'no_such_plugin'\n"

@@ -10,7 +10,8 @@ import pytest
 
 import netdsl
 from netdsl.cli import main
-from netdsl.renderer import render_model, write_diagram
+from netdsl import render as render_model
+from netdsl.diagram.render import write_diagram
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"

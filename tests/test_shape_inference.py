@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import netdsl
-from netdsl.check import analyze
-from netdsl.values import UNKNOWN
+from netdsl.semantics.analysis import analyze
+from netdsl.semantics.values import UNKNOWN
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = sorted(p for p in (ROOT / "specs").glob("*.net"))
@@ -29,7 +29,7 @@ CASES = [(p.stem, p.read_text(encoding="utf-8")) for p in SPECS] + [(f"guide{i}"
 @pytest.mark.slow
 @pytest.mark.parametrize("text", [t for _, t in CASES], ids=[i for i, _ in CASES])
 def test_inferred_shapes_equal_keras_shapes(text):
-    from netdsl.compile import compile_program
+    from netdsl.backend.compiler import compile_program
 
     program = netdsl.parse(text, filename=str(ROOT / "specs" / "case.net"))  # imports resolve in specs/
     inferred = analyze(program).graphs

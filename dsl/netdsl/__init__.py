@@ -7,11 +7,12 @@
     diagram = netdsl.render("spec.net")          # a graphviz.Digraph
 """
 
-from .api import build, build_all, check, fit_kwargs, format, parse, parse_file, render
-from .errors import Diagnostic, SpecError, Span
-from .loader import Program
-from .plugins import register_activation, register_layer
-from . import keras_hook as _keras_hook
+from netdsl.api import build, build_all, check, fit_kwargs, format, parse, parse_file, render
+from netdsl.errors import Diagnostic, NetdslError, SpecError, Span
+from netdsl.syntax.loader import Program
+from netdsl.registry.plugins import register_activation, register_layer
+from netdsl.backend import keras_hook as _keras_hook
+from netdsl.version import __version__
 
 # Registers netdsl's Keras objects (custom layers, declared layers and
 # activations) as soon as Keras is imported, so a saved model loads with
@@ -19,9 +20,8 @@ from . import keras_hook as _keras_hook
 # while `import netdsl` itself never imports Keras or TensorFlow.
 _keras_hook.install()
 
-__version__ = "0.1.0"
-
 __all__ = [
     "parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render",
-    "Program", "SpecError", "Diagnostic", "Span", "register_layer", "register_activation",
+    "Program", "SpecError", "NetdslError", "Diagnostic", "Span", "register_layer", "register_activation",
+    "__version__",
 ]

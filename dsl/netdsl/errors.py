@@ -1,12 +1,19 @@
-"""Source positions, diagnostics and the one error type every stage raises.
+"""Source positions, diagnostics, and every error type netdsl raises, under one root.
 
 A `Diagnostic` is data (printable as text or JSON); `SpecError` carries a list
 of them so that all the errors of a file reach the user in one run.
+
+    NetdslError            the root: `except NetdslError` catches anything netdsl raises on purpose
+    ├── SpecError          what a user sees: diagnostics (+ the source text to show them)
+    ├── Fail               inside a stage: one diagnostic, caught at the statement that caused it
+    ├── BuildError         a backend refused a layer's arguments or inputs (becomes a Fail)
+    ├── LayoutError        the parser's bracket/newline layout refused a token
+    └── RenderError        a diagram could not be made as an image (DotNotFound, DotFailed)
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Literal
+from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -26,11 +33,6 @@ class Span(BaseModel):
     def at(cls, file: str, line: int, col: int, length: int = 1) -> "Span":
         return cls.model_construct(file=file, line=line, col=col, end_line=line, end_col=col + max(length, 1))
 
-    def to(self, other: "Span") -> "Span":
-        """The span from the start of self to the end of other."""
-        return Span.model_construct(
-            file=self.file, line=self.line, col=self.col, end_line=other.end_line, end_col=other.end_col
-        )
 
 
 class Diagnostic(BaseModel):
@@ -68,7 +70,11 @@ class Diagnostic(BaseModel):
         return f"{self.message}; {self.hint}" if self.hint else self.message
 
 
-class SpecError(Exception):
+class NetdslError(Exception):
+    """The root of every error netdsl raises on purpose."""
+
+
+class SpecError(NetdslError):
     """A spec could not be read, checked or built. `.diagnostics` says why."""
 
     def __init__(self, diagnostics: list[Diagnostic] | Diagnostic, sources: "Sources | None" = None):
@@ -77,6 +83,43 @@ class SpecError(Exception):
         self.diagnostics = list(diagnostics)
         self.sources = sources  # the text of the files, for printing source lines
         super().__init__("\n".join(f"{d.file}:{d.line}:{d.col}: {d.severity}: {d.text}" for d in self.diagnostics))
+
+
+class Fail(NetdslError):
+    """A diagnostic raised inside a stage, caught at the statement that caused it."""
+
+    def __init__(self, span: Span, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.diagnostic = Diagnostic.at(span, message, hint)
+
+
+class BuildError(NetdslError):
+    """Raised by a backend when a layer rejects its arguments or inputs."""
+
+
+class LayoutError(NetdslError):
+    """The parser's layout pass refused a token (brackets nested too deep, one left open)."""
+
+    def __init__(self, token: Any, message: str):
+        super().__init__(message)
+        self.token = token
+        self.message = message
+
+
+class RenderError(NetdslError):
+    """A diagram could not be made as an image. `.path`: the `.dot` source written instead."""
+
+    def __init__(self, message: str, path: Any):
+        super().__init__(message)
+        self.path = path
+
+
+class DotNotFound(RenderError):
+    """Graphviz's `dot` program is not installed; the `.dot` source was written instead."""
+
+
+class DotFailed(RenderError):
+    """`dot` ran but failed on this graph; the `.dot` source was written instead."""
 
 
 class Sources:
@@ -89,6 +132,11 @@ class Sources:
 
     def add(self, file: str, text: str) -> None:
         self._lines[file] = text.splitlines()
+
+    def update(self, other: "Sources | None") -> None:
+        """Take in every file another `Sources` holds."""
+        if other is not None:
+            self._lines.update(other._lines)
 
     def line(self, file: str, line: int) -> str | None:
         lines = self._lines.get(file)
@@ -159,3 +207,15 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
         close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.75)
         close = [lowered[c] for c in close]
     return f"did you mean '{close[0]}'?" if close else None
+
+
+def sort_diagnostics(diagnostics: Iterable[Diagnostic], file_order: list[str]) -> list[Diagnostic]:
+    """Diagnostics without repeats, in file order (as the files were read), then line and column."""
+    order = {name: i for i, name in enumerate(file_order)}
+    seen, unique = set(), []
+    for d in diagnostics:
+        key = (d.file, d.line, d.col, d.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(d)
+    return sorted(unique, key=lambda d: (order.get(d.file, len(order)), d.line, d.col))

@@ -58,12 +58,12 @@ class ConfiguredActivation:
                     f"{sorted(allowed) or 'none'}, received: {key!r}"
                 )
             _check_constant(value)
-        from netdsl import registry_keras
+        from netdsl.custom import factory
 
         self.name = entry.name
         self.__name__ = entry.name
         self.kwargs = kwargs
-        self._fn = registry_keras.keras_object(entry)
+        self._fn = factory.keras_object(entry)
 
     def __call__(self, x):
         return self._fn(x, **self.kwargs)

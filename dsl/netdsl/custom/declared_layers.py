@@ -15,9 +15,9 @@ import keras
 from keras import ops
 
 from netdsl.custom.expr import (
-    _check_json_constant,
-    _freeze,
-    _is_number,
+    check_json_constant,
+    freeze,
+    is_number,
     evaluate,
     evaluate_dim,
     to_json_tree,
@@ -87,7 +87,7 @@ class DeclaredActivation:
         env = dict(self.values)
         env[self.params[0]] = x
         result = evaluate(self.body, env)
-        if _is_number(result):  # a constant body still maps x elementwise
+        if is_number(result):  # a constant body still maps x elementwise
             result = ops.full_like(x, result)
         return result
 
@@ -115,7 +115,7 @@ def _check_values(name, params, values):
                 f"the input ({', '.join(params[1:]) or 'none'}), received: "
                 f"{key!r}"
             )
-        _check_json_constant(value)
+        check_json_constant(value)
     missing = [param for param in params[1:] if param not in values]
     if missing:
         raise ValueError(
@@ -175,7 +175,8 @@ def _initializer(init, weight_name):
     """A weight's initializer from its config: an allow-listed initializer
     name, or `{"name": NAME, "args": {KEY: constant}}` (`random_uniform(minval=
     -0.05, maxval=0.05)` in a spec). Looked up in netdsl's registry only."""
-    from netdsl import registry, registry_keras
+    from netdsl import registry
+    from netdsl.custom import factory
 
     name, args = (init, {}) if isinstance(init, str) else (None, None)
     if isinstance(init, dict) and set(init) <= {"name", "args"} and isinstance(init.get("name"), str):
@@ -193,7 +194,7 @@ def _initializer(init, weight_name):
                 f"Expected arguments of initializer {name!r} among "
                 f"{sorted(allowed)} with constant values, received: {key}={value!r}"
             )
-    return registry_keras.make(entry, args)
+    return factory.make(entry, args)
 
 
 def _normalize_weight(weight, params, inputs):
@@ -285,7 +286,7 @@ class DeclaredLayer(keras.layers.Layer):
             )
         for name, value in params.items():
             _check_identifier(name, "a parameter name")
-            _check_json_constant(value)
+            check_json_constant(value)
         return dict(params)
 
     def _check_outputs(self, outputs):
@@ -371,7 +372,7 @@ class DeclaredLayer(keras.layers.Layer):
         return dict(zip(self.input_names, inputs))
 
     def _evaluate_outputs(self, inputs, weights):
-        env = {name: _freeze(value) for name, value in self.params.items()}
+        env = {name: freeze(value) for name, value in self.params.items()}
         env.update(weights)
         env.update(self._bind_inputs(inputs))
         results = [evaluate(tree, env) for tree in self.output_trees]

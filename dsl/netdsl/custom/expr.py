@@ -185,11 +185,11 @@ def to_json_tree(tree):
     return tree
 
 
-def _is_number(value):
+def is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _check_json_constant(value, depth=0):
+def check_json_constant(value, depth=0):
     if depth > MAX_DEPTH:
         raise ValueError("Expected a constant nested at most "
                          f"{MAX_DEPTH} deep, received a deeper one")
@@ -197,7 +197,7 @@ def _check_json_constant(value, depth=0):
         return
     if isinstance(value, (list, tuple)):
         for item in value:
-            _check_json_constant(item, depth + 1)
+            check_json_constant(item, depth + 1)
         return
     raise ValueError(
         "Expected a JSON constant (number, bool, string, null or list), "
@@ -308,11 +308,11 @@ def _validate(node, names, dim_names, depth):
     kind = _node_kind(node, kinds)
     if kind == "num":
         _check_length(node, 2)
-        if not _is_number(node[1]):
+        if not is_number(node[1]):
             raise ValueError(f"Expected a number, received: {node[1]!r}")
     elif kind == "const":
         _check_length(node, 2)
-        _check_json_constant(node[1])
+        check_json_constant(node[1])
     elif kind == "var":
         _check_length(node, 2)
         _check_name(node[1], names)
@@ -368,10 +368,10 @@ def _static(value, what):
     return value
 
 
-def _freeze(value):
+def freeze(value):
     """JSON constant -> evaluation value (lists become tuples)."""
     if isinstance(value, list):
-        return tuple(_freeze(item) for item in value)
+        return tuple(freeze(item) for item in value)
     return value
 
 
@@ -385,7 +385,7 @@ def evaluate(tree, env):
     if kind == "num":
         return tree[1]
     if kind == "const":
-        return _freeze(tree[1])
+        return freeze(tree[1])
     if kind == "var":
         if tree[1] not in env:
             raise ValueError(
@@ -396,7 +396,7 @@ def evaluate(tree, env):
         return _runtime_dim(env[tree[1]], tree[2])
     if kind == "neg":
         value = evaluate(tree[1], env)
-        return -value if _is_number(value) else ops.negative(value)
+        return -value if is_number(value) else ops.negative(value)
     if kind == "bin":
         return _apply_operator(
             tree[1], evaluate(tree[2], env), evaluate(tree[3], env)
@@ -407,7 +407,7 @@ def evaluate(tree, env):
 
 
 def _apply_operator(op, left, right):
-    if _is_number(left) and _is_number(right) and op in _PY_OPS:
+    if is_number(left) and is_number(right) and op in _PY_OPS:
         return _PY_OPS[op](left, right)
     return _OPS[op](left, right)
 
@@ -423,7 +423,7 @@ def _apply_call(node, env):
     for key in kwargs:
         if key in _STATIC_KWARGS:
             kwargs[key] = _static(kwargs[key], f"{key!r} of {fname!r}")
-    if fname in _FOLD and not kwargs and all(map(_is_number, args)):
+    if fname in _FOLD and not kwargs and all(map(is_number, args)):
         return _FOLD[fname](*args)
     return spec.fn(*args, **kwargs)
 

@@ -1,0 +1,274 @@
+"""The compiler: a checked spec becomes Keras 3 functional models (TensorFlow backend).
+
+    analysis, models = compile_program(program)          # every model of the root file
+    model = build_model("spec.net")                       # the file's only model
+    model = build_model(program, "classifier", param_limit=10_000_000)
+
+The front end (`analyze`) expands each model with `KerasBackend`
+(`netdsl.backend.builder`), which builds and calls every layer as soon as the
+expander knows it; any error — a spec error or a layer Keras rejects — comes
+back as a `SpecError` whose diagnostics point at the spec's line and column.
+
+Training section. A model whose spec has `train { ... }` comes back compiled:
+optimizer (with clipping and learning-rate schedules), losses, metrics and
+loss weights per output (in output order, keyed by the spec's output names),
+`jit_compile` and `steps_per_execution`. `mixed_precision` sets the Keras
+dtype policy while *that* model is built (the global policy is restored
+afterwards). Its outputs stay float32, as the Keras guide recommends: a
+model-level layer named like an output (`output probs = ... -> dense(10)`)
+computes in float32 unless the spec gives it a dtype, and any other output
+that would not be float32 gets a float32 `linear` Activation named after
+the output. Under "mixed_float16" the optimizer is wrapped in a
+`LossScaleOptimizer` (in the saved compile config too). The fit settings (batch_size, epochs,
+validation_split, shuffle, callbacks) are not part of `compile`; get them
+with `fit_kwargs(model)`:
+
+    model.fit(x, y, **netdsl.fit_kwargs(model))
+
+They are held in memory for the built model (a model loaded from a `.keras`
+file has its compile settings but not these).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from netdsl import registry
+from netdsl.syntax import ir
+from netdsl.semantics.analysis import Analysis, analyze
+from netdsl.backend.runtime import dtype_policy, quiet_tensorflow
+from netdsl.errors import Diagnostic, Fail, SpecError, sort_diagnostics
+from netdsl.syntax.loader import Program, Source, as_program, pick_model, pick_models
+
+__all__ = ["compile_program", "build_model", "build_models", "fit_kwargs"]
+
+_FIT: "weakref.WeakKeyDictionary[Any, tuple[dict, list]]" = weakref.WeakKeyDictionary()
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def compile_program(program: Program, models: list[str] | None = None,
+                    param_limit: int | None = None) -> tuple[Analysis, dict[str, Any]]:
+    """Check and build `models` (default: every model of the root file).
+
+    Returns the analysis (graphs with `built` set and parameter counts filled
+    in) and `{name: keras.Model}` in the order asked. Raises `SpecError` with
+    every diagnostic when anything fails.
+
+    The models are checked and expanded in pure Python once; when that was
+    certain and clean, their layers are then built back to back
+    (`builder.replay`). Otherwise — an error to report in Keras' own
+    terms, a shape the checker could not know — the expansion runs again
+    with Keras building each layer as it goes.
+    """
+    quiet_tensorflow(mute_stderr=False)
+    wanted = list(models) if models is not None else program.model_names
+    for name in wanted:
+        pick_model(program, name)  # a clear error for an unknown name
+    checked = analyze(program, models=wanted, param_limit=param_limit)
+    if not checked.errors:
+        replayed = _replay_all(program, checked, wanted)
+        if replayed is not None:
+            return replayed
+    return _compile_interleaved(program, checked, wanted, param_limit)
+
+
+def _replay_all(program: Program, checked: Analysis, wanted: list[str]) -> tuple[Analysis, dict[str, Any]] | None:
+    """Build the checked graphs directly; None when one of them must be expanded with Keras."""
+    from netdsl.backend.builder import KerasBackend, replay
+
+    built: dict[str, Any] = {}
+    for policy, names in _policy_groups(wanted, {n: _policy_of(checked.graphs[n]) for n in wanted}):
+        with dtype_policy(policy):
+            backend = KerasBackend(float32_outputs=_output_names(program, names) if policy else None)
+            for name in names:
+                graph = checked.graphs[name]
+                if graph.built is None and not replay(graph, backend):
+                    return None
+                try:
+                    if graph.train is not None:
+                        _compile_training(graph.built, graph)
+                except Fail:
+                    return None  # reported, with every other error, by the interleaved build
+                built[name] = graph.built
+    checked.graphs = {name: checked.graphs[name] for name in wanted}
+    return checked, {name: built[name] for name in wanted}
+
+
+def _policy_of(graph: Any) -> str | None:
+    policy = graph.train.mixed_precision if graph.train is not None else None
+    return policy if policy not in (None, "float32") else None
+
+
+def _policy_groups(wanted: list[str], policies: dict[str, str | None]) -> list[tuple[str | None, list[str]]]:
+    """Models built under the global policy together, then one group per mixed-precision model."""
+    groups = [(None, [m for m in wanted if not policies.get(m)])]
+    return groups + [(policies[m], [m]) for m in wanted if policies.get(m)]
+
+
+def _compile_interleaved(program: Program, checked: Analysis, wanted: list[str],
+                         param_limit: int | None) -> tuple[Analysis, dict[str, Any]]:
+    """Expand with Keras building each layer as it goes: exact shapes, Keras' own errors."""
+    from netdsl.backend.builder import KerasBackend
+
+    # A model's dtype policy is read from the pure-Python check (its train
+    # section comes after the layers it concerns); nothing is built on errors.
+    policies = {} if checked.errors else {n: p for n in wanted if (p := _policy_of(checked.graphs[n]))}
+    result = Analysis(program)
+    # Declarations (blocks, declared layers, constants) were checked on their
+    # own with unknown parameters: that is the pure-Python checker's job.
+    diagnostics: list[Diagnostic] = list(checked.declaration_diagnostics)
+    built: dict[str, Any] = {}
+    for policy, names in _policy_groups(wanted, policies):
+        if not names:
+            continue
+        with dtype_policy(policy):
+            backend = KerasBackend(float32_outputs=_output_names(program, names) if policy else None)
+            analysis = analyze(program, backend=backend, models=names, declarations=False,
+                               param_limit=param_limit)
+            diagnostics.extend(analysis.diagnostics)
+            if analysis.errors:
+                continue
+            for name in names:
+                graph = analysis.graphs[name]
+                try:
+                    if graph.built is None:
+                        graph.built = backend.finish(graph)
+                    if graph.train is not None:
+                        _compile_training(graph.built, graph)
+                except Fail as exc:
+                    diagnostics.append(exc.diagnostic)
+                    continue
+                result.graphs[name] = graph
+                built[name] = graph.built
+    result.diagnostics = sort_diagnostics(diagnostics, list(program.files))
+    if result.errors:
+        raise SpecError(result.errors, program.sources())
+    result.graphs = {name: result.graphs[name] for name in wanted}
+    return result, {name: built[name] for name in wanted}
+
+
+def build_model(source: Source, model: str | None = None, *, include: list = (),
+                param_limit: int | None = None) -> Any:
+    """One model of a spec as a `keras.Model` (compiled when it has a train section).
+
+    `source`: a spec path (`str` / `os.PathLike`) or a `Program`; `model` may
+    be omitted when the file has one model.
+    """
+    program = as_program(source, include)
+    name = pick_model(program, model)
+    _, models = compile_program(program, [name], param_limit)
+    return models[name]
+
+
+def build_models(source: Source, *, include: list = (), param_limit: int | None = None) -> dict[str, Any]:
+    """Every model of a spec: `{name: keras.Model}` in file order."""
+    program = as_program(source, include)
+    _, models = compile_program(program, pick_models(program, None), param_limit)
+    return models
+
+
+def fit_kwargs(model: Any) -> dict[str, Any]:
+    """`model.fit` keyword arguments from the spec's train section: batch_size,
+    epochs, validation_split, shuffle and fresh callback objects (empty for a
+    model without a train section)."""
+    from netdsl.custom import factory
+    from netdsl.backend.builder import keras_value
+
+    fit, callbacks = _FIT.get(model, ({}, []))
+    kwargs = dict(fit)
+    if callbacks:
+        kwargs["callbacks"] = [factory.make(registry.lookup("callback", c.name),
+                                                   {k: keras_value(v) for k, v in c.kwargs}) for c in callbacks]
+    return kwargs
+
+
+def _output_names(program: Program, names: list[str]) -> set[str]:
+    """The output names the models `names` declare (from the source, before building)."""
+    out: set[str] = set()
+
+    def walk(body: list) -> None:
+        for stmt in body:
+            if isinstance(stmt, ir.Output):
+                out.update(item.name for item in stmt.items if item.name)
+            elif isinstance(stmt, ir.If):
+                walk(stmt.then)
+                walk(stmt.orelse or [])
+
+    for decl in program.root_file.decls:
+        if isinstance(decl, ir.ModelDecl) and decl.name in names:
+            walk(decl.body)
+    return out
+
+
+# ------------------------------------------------------------------ training
+
+
+def _compile_training(model: Any, graph: Any) -> None:
+    from netdsl.backend.builder import reason
+
+    spec = graph.train
+    _FIT[model] = (dict(spec.fit), list(spec.callbacks))
+    if spec.loss is None and spec.optimizer is None and not spec.metrics:
+        return
+    names = graph.output_names
+    try:
+        optimizer = _object(spec.optimizer) if spec.optimizer is not None else "rmsprop"
+        if spec.mixed_precision == "mixed_float16":
+            # Keras would wrap it too, but only while the policy is global;
+            # wrapped here, the saved compile config says so and reloads alike.
+            import keras
+
+            optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.get(optimizer))
+        loss = _per_output(spec.loss, names, _object)
+        metrics = _metrics(spec.metrics, names)
+        weights = _per_output(spec.loss_weights, names, float, missing=1.0)
+    except Fail:
+        raise
+    except Exception as exc:
+        raise Fail(graph.span, f"the train section of '{graph.name}' cannot be built: {reason(exc)}") from None
+    try:
+        model.compile(optimizer=optimizer, loss=loss, metrics=metrics, loss_weights=weights,
+                      jit_compile=spec.jit_compile, steps_per_execution=spec.steps_per_execution)
+    except Exception as exc:
+        raise Fail(graph.span, f"cannot compile '{graph.name}' for training: {reason(exc)}") from None
+
+
+def _object(resolved: Any) -> Any:
+    """A Resolved optimizer / loss / metric as a fresh Keras object."""
+    from netdsl.custom import factory
+    from netdsl.backend.builder import keras_value, reason
+
+    entry = registry.lookup(resolved.kind, resolved.name)
+    kwargs = {k: keras_value(v, entry.param(k), resolved.name) for k, v in resolved.kwargs}
+    try:
+        return factory.make(entry, kwargs, as_written=getattr(resolved, "written", None))
+    except Exception as exc:
+        if resolved.span is None:
+            raise
+        raise Fail(resolved.span, f"'{resolved.describe()}' rejected its arguments: {reason(exc)}") from None
+
+
+def _per_output(value: Any, names: list[str], convert: Any, missing: Any = None) -> Any:
+    """One value per output, in output order (a single output: the value itself)."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        out = [convert(value[n]) if n in value else missing for n in names]
+    elif isinstance(value, list):
+        out = [convert(v) for v in value]
+    else:
+        out = [convert(value) for _ in names]  # fresh objects per output
+    return out[0] if len(names) == 1 else out
+
+
+def _metrics(value: Any, names: list[str]) -> Any:
+    if not value:
+        return None
+    if isinstance(value, dict):
+        per = [[_object(m) for m in value.get(n, [])] for n in names]
+    else:
+        per = [[_object(m) for m in value] for _ in names]
+    return per[0] if len(names) == 1 else per

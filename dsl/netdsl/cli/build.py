@@ -1,0 +1,197 @@
+"""`netdsl build` and `netdsl summary`.
+
+    netdsl build SPEC.net [-o DIR] [--model NAME] [--plugin MODULE] [--no-diagram] [--max-params N]
+    netdsl summary SPEC.net [--model NAME] [--json] [--plugin MODULE]
+
+`build` builds every model (or `--model`), then writes `DIR/<model>.keras`
+atomically (a temporary file in the same folder, then `os.replace`: a failed
+build writes nothing and leaves earlier outputs untouched) and
+`DIR/<model>.svg` unless `--no-diagram`, and prints a summary table per
+model. `summary` prints the tables only; with `--json`, per model:
+`{"params", "trainable_params", "layers", "outputs": {name: shape}}` where
+`layers` is the number of layers the spec makes (inputs excluded; a shared
+instance or a nested model counts once) and shapes leave out the batch axis (`null`: unknown size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+from netdsl.cli.common import add_include, add_plugin, load_plugins
+from netdsl.errors import Diagnostic, RenderError, SpecError
+from netdsl.semantics.values import describe_value
+from netdsl.syntax.loader import load_file, pick_models
+
+__all__ = ["run_build", "run_summary", "summary_table", "summary_json"]
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    build = sub.add_parser("build", help="build .keras models (and diagrams) from a spec")
+    build.add_argument("spec", metavar="SPEC")
+    build.add_argument("-o", "--output", default="build", metavar="DIR")
+    build.add_argument("--model", metavar="NAME")
+    add_plugin(build)
+    build.add_argument("--no-diagram", action="store_true")
+    build.add_argument("--max-params", type=int, default=None, metavar="N")
+    add_include(build)
+    build.set_defaults(run=run_build)
+
+    summary = sub.add_parser("summary", help="print each model's layers, shapes and parameters")
+    summary.add_argument("spec", metavar="SPEC")
+    summary.add_argument("--model", metavar="NAME")
+    summary.add_argument("--json", action="store_true")
+    add_plugin(summary)
+    add_include(summary)
+    summary.set_defaults(run=run_summary)
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from netdsl.backend.saving import save_atomic
+
+    analysis, models = _compile(args, getattr(args, "max_params", None))
+    out_dir = Path(args.output)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecError(Diagnostic.for_file(analysis.program.root, f"cannot create {out_dir}: {exc.strerror}"))
+    for name, model in models.items():
+        target = out_dir / f"{name}.keras"
+        try:
+            save_atomic(model, target)
+        except OSError as exc:
+            raise SpecError(Diagnostic.for_file(analysis.program.root,
+                                                f"cannot write {target}: {exc.strerror or exc}")) from None
+        except Exception as exc:  # e.g. a plugin layer Keras cannot serialize
+            from netdsl.backend.builder import reason  # Keras is loaded by now
+
+            raise SpecError(Diagnostic.for_file(analysis.program.root,
+                                                f"cannot save model '{name}' as {target}: {reason(exc)}")) from None
+        print(summary_table(analysis.graphs[name], model))
+        print(f"wrote {target}")
+        if not args.no_diagram:
+            _diagram(analysis.graphs[name], out_dir / name)
+        print()
+    return 0
+
+
+def run_summary(args: argparse.Namespace) -> int:
+    analysis, models = _compile(args, None)
+    if args.json:
+        print(json.dumps({name: summary_json(analysis.graphs[name], model) for name, model in models.items()},
+                         indent=2))
+        return 0
+    print("\n\n".join(summary_table(analysis.graphs[name], model) for name, model in models.items()))
+    return 0
+
+
+def _compile(args: argparse.Namespace, param_limit: int | None) -> tuple[Any, dict[str, Any]]:
+    from netdsl.backend.compiler import compile_program
+    from netdsl.backend.runtime import quiet_tensorflow
+
+    program = load_file(args.spec, args.include)  # syntax errors first, before TensorFlow loads
+    names = pick_models(program, args.model)
+    quiet_tensorflow()
+    load_plugins(args.plugin, program.root)  # after Keras: a plugin importing it stays quiet too
+    return compile_program(program, names, param_limit)
+
+
+# ------------------------------------------------------------------ files
+
+
+def _diagram(graph: Any, path_without_suffix: Path) -> None:
+    try:  # the model is written; a broken graphviz install only costs the picture
+        from netdsl.diagram.render import write_diagram
+    except ImportError as exc:
+        print(f"diagram skipped: netdsl.diagram.render is not available ({exc})")
+        return
+    if shutil.which("dot") is None:
+        print("diagram skipped: Graphviz's 'dot' program was not found (install Graphviz, e.g. "
+              "`apt-get install graphviz` or `brew install graphviz`)")
+        return
+    try:
+        path = write_diagram(graph, path_without_suffix, "svg")
+    except RenderError as exc:
+        print(f"diagram skipped: {exc}")
+        return
+    except Exception as exc:  # a diagram is a convenience; the model is written
+        print(f"diagram skipped: {type(exc).__name__}: {exc}".splitlines()[0])
+        return
+    print(f"wrote {path}")
+
+
+# ------------------------------------------------------------------ tables
+
+
+def _shape_text(shape: Any) -> str:
+    if isinstance(shape, tuple):
+        return describe_value(shape)
+    return "?"
+
+
+def _node_rows(graph: Any) -> list[tuple[str, str, str, str]]:
+    rows, seen = [], set()
+    for node in graph.nodes:
+        if node.op == "input":
+            kind = f"input {node.dtype}" if node.dtype and node.dtype != "float32" else "input"
+        elif node.op == "model":
+            kind = f"model {node.kind}"
+        elif node.op in ("declared_layer", "declared_activation"):
+            kind = f"{node.kind} (declared)"
+        else:
+            kind = node.kind
+        shapes = ", ".join(_shape_text(s) for s in node.output_shapes)
+        if node.shared is not None and node.shared in seen:
+            params = "shared"
+        else:
+            params = f"{node.params:,}" if node.params is not None else "?"
+        if node.shared is not None:
+            seen.add(node.shared)
+        rows.append((node.name, kind, shapes, params))
+    return rows
+
+
+def summary_table(graph: Any, model: Any) -> str:
+    """The layers of one model: name, kind, output shape (batch axis left out), parameters."""
+    header = ("Layer", "Kind", "Output shape", "Params")
+    rows = _node_rows(graph)
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(4)]
+    widths = [min(w, 48) for w in widths[:3]] + [widths[3]]
+
+    def line(row: tuple) -> str:
+        cells = [_fit(row[i], widths[i]).ljust(widths[i]) for i in range(3)]
+        return "  ".join(cells + [row[3].rjust(widths[3])]).rstrip()
+
+    total, trainable = _param_counts(model)
+    rule = "-" * len(line(tuple("-" * w for w in widths)))
+    out = [f"model {graph.name}", rule, line(header), rule, *(line(r) for r in rows), rule,
+           f"params: {total:,} (trainable {trainable:,}, non-trainable {total - trainable:,})"]
+    outputs = ", ".join(f"{name} {_shape_text(graph.node_of(ref).output_shapes[ref.index])}"
+                        for name, ref in graph.outputs)
+    out.append(f"outputs: {outputs}")
+    return "\n".join(out)
+
+
+def summary_json(graph: Any, model: Any) -> dict[str, Any]:
+    total, trainable = _param_counts(model)
+    layers = {node.shared or node.id for node in graph.nodes if node.op != "input"}
+    outputs = {}
+    for name, ref in graph.outputs:
+        shape = graph.node_of(ref).output_shapes[ref.index]
+        outputs[name] = list(shape) if isinstance(shape, tuple) else None
+    return {"params": total, "trainable_params": trainable, "layers": len(layers), "outputs": outputs}
+
+
+def _param_counts(model: Any) -> tuple[int, int]:
+    total = sum(math.prod(w.shape) for w in model.weights)
+    trainable = sum(math.prod(w.shape) for w in model.trainable_weights)
+    return int(total), int(trainable)
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "~"
+

@@ -1,0 +1,62 @@
+"""`netdsl layers [NAME] [--kind KIND]`: what a spec may name, with each entry's parameters."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from netdsl import registry
+from netdsl.cli.common import EXIT_OK, EXIT_SPEC
+from netdsl.errors import did_you_mean
+from netdsl.semantics.values import describe_value
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    layers = sub.add_parser("layers", help="list what a spec may name (layers, activations, ...)")
+    layers.add_argument("name", nargs="?", metavar="NAME")
+    layers.add_argument("--kind", choices=registry.KINDS)
+    layers.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    kinds = [args.kind] if args.kind else ["layer", "activation"]
+    if args.name:
+        entries = [registry.lookup(kind, args.name) for kind in registry.KINDS]
+        entries = [e for e in entries if e is not None]
+        if not entries:
+            pool = [k for kind in registry.KINDS for k in registry.all_keys(kind)]
+            hint = did_you_mean(args.name, pool)
+            print(f"netdsl: unknown name '{args.name}'" + (f"; {hint}" if hint else ""), file=sys.stderr)
+            return EXIT_SPEC
+        for entry in entries:
+            print(_describe_entry(entry))
+        return EXIT_OK
+    for kind in kinds:
+        print(f"{kind}s:")
+        for name in registry.names(kind):
+            entry = registry.lookup(kind, name)
+            print(f"  {_signature(entry):<60} {entry.description}")
+    return EXIT_OK
+
+
+def _signature(entry: Any) -> str:
+    parts = []
+    for p in entry.params:
+        if p.name in ("name", "dtype", "trainable") and entry.kind == "layer":
+            continue
+        parts.append(p.name if p.default is registry.REQUIRED else f"{p.name}={describe_value(p.default)}")
+        if len(parts) >= 4:
+            parts.append("...")
+            break
+    return f"{entry.name}({', '.join(parts)})" if parts else entry.name
+
+
+def _describe_entry(entry: Any) -> str:
+    lines = [f"{entry.name} ({entry.kind}, {entry.source}): {entry.description}"]
+    for p in entry.params:
+        default = "required" if p.default is registry.REQUIRED else f"default {describe_value(p.default)}"
+        where = "positional or keyword" if p.positional else "keyword"
+        choices = f"; one of {', '.join(p.choices)}" if p.choices else ""
+        lines.append(f"  {p.name}: {p.type}, {default}, {where}{choices}")
+    return "\n".join(lines)

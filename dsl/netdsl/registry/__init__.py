@@ -1,0 +1,20 @@
+"""The registry: one explicit allow-list per kind of name a spec may use.
+
+Layers, activations, initializers, regularizers, constraints, optimizers,
+losses, metrics, schedules and callbacks, each with its parameters (names,
+types, defaults, positional order), read from `data.json` without importing
+Keras. `table` holds the entries and lookups, `estimate` the output counts and
+parameter estimates, `plugins` the names a person running netdsl adds.
+"""
+
+from netdsl.registry.estimate import estimate_params, output_count
+from netdsl.registry.table import (
+    KINDS, REQUIRED, TYPES, Entry, Param, all_keys, camel_case, lookup, names, plugin_object,
+    register_plugin, reset_plugins, snake_case, split_kwargs, suggest, type_of_default,
+)
+
+__all__ = [
+    "KINDS", "TYPES", "REQUIRED", "Param", "Entry", "lookup", "names", "all_keys", "suggest",
+    "output_count", "estimate_params", "register_plugin", "plugin_object", "reset_plugins",
+    "snake_case", "camel_case", "split_kwargs", "type_of_default",
+]

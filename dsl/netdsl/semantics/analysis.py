@@ -1,0 +1,92 @@
+"""The checker: every declaration of a program checked, every model expanded.
+
+`analyze` runs the whole front end over a loaded `Program` and returns the
+expanded graph of each model with all the diagnostics found, sorted. With the
+default `ShapeBackend` nothing imports Keras; the compiler runs the same
+expansion with its Keras backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from netdsl.syntax import ir
+from netdsl.errors import Diagnostic, Fail, sort_diagnostics
+from netdsl.semantics.expand import Expander
+from netdsl.semantics.graph import Graph
+from netdsl.syntax.loader import Program, paused_gc
+from netdsl.semantics.scope import Env, build_scopes
+from netdsl.semantics.shapes import ShapeBackend
+from netdsl.semantics.train_checks import TrainChecker
+from netdsl.semantics.values import UNKNOWN
+
+
+@dataclass
+class Analysis:
+    program: Program
+    graphs: dict[str, Graph] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Those found checking the declarations on their own (constants, blocks,
+    # declared layers), before any model was expanded.
+    declaration_diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+
+def analyze(program: Program, backend: Any = None, models: list[str] | None = None,
+            declarations: bool = True, param_limit: int | None = None) -> Analysis:
+    """Check a program; expand `models` (default: all of the root file's models)."""
+    with paused_gc():
+        return _analyze(program, backend, models, declarations, param_limit)
+
+
+def _analyze(program: Program, backend: Any, models: list[str] | None, declarations: bool,
+             param_limit: int | None) -> Analysis:
+    diagnostics: list[Diagnostic] = []
+    scopes = build_scopes(program.files, program.imports, diagnostics)
+    expander = Expander(scopes, backend or ShapeBackend(), diagnostics, TrainChecker())
+    if param_limit is not None:
+        expander.param_limit = param_limit
+    if declarations:
+        for scope in scopes.values():
+            _check_declarations(scope, expander)
+    root = scopes[program.root]
+    analysis = Analysis(program)
+    analysis.declaration_diagnostics = sort_diagnostics(diagnostics, list(program.files))
+    wanted = models if models is not None else program.model_names
+    for decl in program.root_file.decls:
+        if isinstance(decl, ir.ModelDecl) and decl.name in wanted:
+            if decl.name in expander.models and expander.models[decl.name] is not None:
+                analysis.graphs[decl.name] = expander.models[decl.name]
+                continue
+            graph = expander.expand_model(decl, root)
+            expander.models.setdefault(decl.name, graph)
+            analysis.graphs[decl.name] = graph
+    analysis.diagnostics = sort_diagnostics(diagnostics, list(program.files))
+    return analysis
+
+
+def _check_declarations(scope: Any, expander: Expander) -> None:
+    """Constants, functions, blocks and declared layers, each checked on its own."""
+    consts = expander.consts
+    for decl in scope.file.decls:
+        try:
+            if isinstance(decl, ir.Let):
+                consts.file_let(scope, decl.name, decl.span)
+            elif isinstance(decl, ir.LetFunc):
+                env = Env(scope)
+                for p in decl.params:
+                    env.vars[p.name] = UNKNOWN
+                consts.fold(decl.body, env)
+            elif isinstance(decl, ir.BlockDecl):
+                expander.check_block(decl, scope)
+            elif isinstance(decl, ir.ActivationDecl):
+                expander.declared.activation(decl, scope)
+            elif isinstance(decl, ir.LayerDecl):
+                expander.declared.check_layer(decl, scope)
+        except Fail as exc:
+            if exc.diagnostic is not None:
+                expander.diagnostics.append(exc.diagnostic)

@@ -1,0 +1,191 @@
+"""Arguments against a registry entry's parameter table: names, positions, types.
+
+A bare name or call given as an argument (`activation=relu`,
+`kernel_regularizer=l2(1e-4)`) is resolved here, against the registry kind
+the parameter's type names — never by looking anything up in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from netdsl import registry
+from netdsl.semantics.consts import arity
+from netdsl.errors import Fail, did_you_mean
+from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, type_name
+
+DTYPES = (
+    "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64", "bool", "string", "complex64", "complex128",
+)
+
+# Parameter type -> the registry kinds a name given for it may come from.
+_NAMED_KINDS = {
+    "activation": ("activation",),
+    "initializer": ("initializer",),
+    "regularizer": ("regularizer",),
+    "constraint": ("constraint",),
+    "layer": ("layer",),
+    "schedule_or_float": ("schedule",),
+    "optimizer": ("optimizer",),
+    "loss": ("loss",),
+    "metric": ("metric",),
+    "callback": ("callback",),
+    "any": ("activation", "initializer", "regularizer", "constraint"),
+}
+_KIND_WORDS = {
+    "activation": "activation", "initializer": "initializer", "regularizer": "regularizer",
+    "constraint": "constraint", "layer": "layer", "schedule": "learning-rate schedule",
+    "optimizer": "optimizer", "loss": "loss", "metric": "metric", "callback": "callback",
+}
+
+# Looks up a spec-declared activation by Sym (a callback from the expander).
+DeclaredLookup = Callable[[Sym], Any]
+
+
+class Arguments:
+    """Checks the arguments of one call against one registry entry."""
+
+    def __init__(self, declared_activation: DeclaredLookup):
+        self.declared_activation = declared_activation
+
+    def bind(self, entry: registry.Entry, args: list, kwargs: list[tuple[str, Any, Any]], span) -> dict[str, Any]:
+        """kwargs: (name, value, span). Returns {param: checked value}."""
+        params = {p.name: p for p in entry.params + entry.call_params}
+        positional = [p for p in entry.params if p.positional]
+        if len(args) > len(positional):
+            names = ", ".join(p.name for p in positional) or "none"
+            raise Fail(span, f"'{entry.name}' takes {arity(0, len(positional), 'positional argument')}, "
+                             f"received {len(args)}", f"its positional parameters: {names}")
+        bound: dict[str, Any] = {}
+        spans: dict[str, Any] = {}
+        for param, (value, value_span) in zip(positional, args):
+            bound[param.name], spans[param.name] = value, value_span
+        for name, value, value_span in kwargs:
+            if name not in params:
+                raise Fail(value_span, f"unknown parameter '{name}' for '{entry.name}'",
+                           did_you_mean(name, params) or _param_list(entry))
+            if name in bound:
+                raise Fail(value_span, f"parameter '{name}' of '{entry.name}' is given twice")
+            bound[name], spans[name] = value, value_span
+        for param in entry.params + entry.call_params:
+            if param.name not in bound and param.default is registry.REQUIRED:
+                raise Fail(span, f"'{entry.name}' is missing the required parameter '{param.name}'",
+                           _param_list(entry))
+        return {name: self.check(params[name], value, spans[name], entry.name) for name, value in bound.items()}
+
+    def check(self, param: registry.Param, value: Any, span, owner: str) -> Any:
+        """The value if it fits the parameter's type (names resolved), else a Fail."""
+        if value is UNKNOWN:
+            return value
+        if value is None and (param.default is None or param.type not in ("int", "float", "bool", "str")):
+            return None
+        kind = param.type
+        if kind == "dtype" and isinstance(value, Sym) and value.namespace is None and value.name in DTYPES:
+            return value.name
+        if kind in _NAMED_KINDS and isinstance(value, (Sym, SymCall, str)) and not (
+                kind == "any" and isinstance(value, str)):
+            return self.resolve(value, _NAMED_KINDS[kind], span)
+        checker = _CHECKS.get(kind)
+        if checker is None or checker(value, param):
+            return float(value) if kind == "float" and _is_int(value) else value
+        if isinstance(value, (Sym, SymCall)):
+            sym = value.sym if isinstance(value, SymCall) else value
+            raise Fail(span, f"unknown name '{sym.name}'")
+        raise Fail(span, f"parameter '{param.name}' of '{owner}' expects {_TYPE_WORDS.get(kind, kind)}, "
+                         f"received {type_name(value)} {describe_value(value)}",
+                   _choices_hint(param))
+
+    def resolve(self, value: Sym | SymCall | str, kinds: tuple[str, ...], span) -> Resolved:
+        """A name (or call) given for a registry kind, checked, as a Resolved."""
+        if isinstance(value, str):
+            value = Sym(value, span)
+        sym = value.sym if isinstance(value, SymCall) else value
+        if "activation" in kinds:
+            decl = self.declared_activation(sym)
+            if decl is not None:
+                return self._declared(decl, value, span)
+        if sym.namespace is None:
+            for kind in kinds:
+                entry = registry.lookup(kind, sym.name)
+                if entry is not None:
+                    return self._registry_object(entry, value, span)
+        words = " or ".join(_KIND_WORDS[k] for k in kinds) if len(kinds) <= 2 else "name"
+        pool = [key for kind in kinds for key in registry.all_keys(kind)]
+        raise Fail(sym.span, f"unknown {words} '{_spelled(sym)}'", did_you_mean(sym.name, pool))
+
+    def _registry_object(self, entry: registry.Entry, value: Sym | SymCall, span) -> Resolved:
+        if isinstance(value, SymCall):
+            args = [(a, value.span) for a in value.args]
+            kwargs = [(k, v, value.span) for k, v in value.kwargs]
+            checked = self.bind(entry, args, kwargs, value.span)
+        else:
+            checked = self.bind(entry, [], [], value.span)
+        written = (value.sym if isinstance(value, SymCall) else value).name
+        return Resolved(entry.kind, entry.name, tuple(sorted(checked.items())), span=span, written=written)
+
+    def _declared(self, decl: Any, value: Sym | SymCall, span) -> Resolved:
+        args = list(value.args) if isinstance(value, SymCall) else []
+        kwargs = dict(value.kwargs) if isinstance(value, SymCall) else {}
+        bound = decl.bind_constants(args, kwargs, span)
+        return Resolved("declared_activation", decl.name, tuple(sorted(bound.items())), decl=decl, span=span)
+
+
+def _spelled(sym: Sym) -> str:
+    return f"{sym.namespace}.{sym.name}" if sym.namespace else sym.name
+
+
+def _param_list(entry: registry.Entry) -> str:
+    names = [p.name for p in entry.params if p.name not in ("name", "dtype", "trainable")]
+    shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+    return f"'{entry.name}' takes: {shown}" if names else f"'{entry.name}' takes no parameters"
+
+
+def _choices_hint(param: registry.Param) -> str | None:
+    if param.choices:
+        return "one of: " + ", ".join(f'"{c}"' for c in param.choices)
+    return None
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_str(v: Any, p: registry.Param) -> bool:
+    if not isinstance(v, str):
+        return False
+    return not p.choices or v.lower() in {c.lower() for c in p.choices}
+
+
+_CHECKS: dict[str, Callable[[Any, registry.Param], bool]] = {
+    "int": lambda v, p: _is_int(v),
+    "float": lambda v, p: _is_number(v),
+    "bool": lambda v, p: isinstance(v, bool),
+    "str": _check_str,
+    "ints": lambda v, p: _is_int(v) or (isinstance(v, (tuple, list)) and all(_is_int(x) for x in v)),
+    "shape": lambda v, p: isinstance(v, (tuple, list)) and all(_is_int(x) or x is None or x is UNKNOWN for x in v),
+    "tuple": lambda v, p: isinstance(v, (tuple, list)),
+    "list": lambda v, p: isinstance(v, (tuple, list)),
+    "dict": lambda v, p: isinstance(v, dict),
+    "dtype": lambda v, p: isinstance(v, str) and v in DTYPES,
+    "schedule_or_float": lambda v, p: _is_number(v),
+    "activation": lambda v, p: False,
+    "initializer": lambda v, p: _is_number(v),  # a number is a constant initializer
+    "regularizer": lambda v, p: False,
+    "constraint": lambda v, p: False,
+    "layer": lambda v, p: False,
+    "any": lambda v, p: not isinstance(v, (Sym, SymCall)),
+}
+
+_TYPE_WORDS = {
+    "int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
+    "ints": "an integer or a tuple of integers", "shape": "a shape tuple", "tuple": "a tuple",
+    "list": "a list", "dict": "a dict", "dtype": "a dtype name such as \"float32\"",
+    "schedule_or_float": "a number or a learning-rate schedule", "activation": "an activation",
+    "initializer": "an initializer", "regularizer": "a regularizer", "constraint": "a constraint",
+    "layer": "a layer",
+}

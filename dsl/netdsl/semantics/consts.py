@@ -1,0 +1,411 @@
+"""Constant folding: `let`, arguments, repeat counts, shapes, conditions.
+
+Constant expressions are evaluated here, at compile time, by a small
+interpreter over the IR. They can never touch tensors, files, the network or
+Python: the only functions are `min max abs int float round floor ceil len`
+and the spec's own `let` functions. Sizes are bounded so that a spec cannot
+make the checker allocate without limit.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, Callable
+
+from netdsl.syntax import ir
+from netdsl.errors import Fail
+from netdsl.semantics.scope import Closure, Env, FileScope
+from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
+
+MAX_INT = 2**63
+MAX_SEQUENCE = 100_000
+MAX_CALL_DEPTH = 64
+
+
+class TensorValue:
+    """Marker base for tensors living in an Env (see expand.Tensor)."""
+
+    shape: Any
+
+
+def _round(x, ndigits=None):
+    return round(x) if ndigits is None else round(x, ndigits)
+
+
+BUILTINS: dict[str, tuple[Callable, int, int]] = {
+    # name: (function, min args, max args)
+    "min": (min, 1, 64),
+    "max": (max, 1, 64),
+    "abs": (abs, 1, 1),
+    "int": (int, 1, 1),
+    "float": (float, 1, 1),
+    "round": (_round, 1, 2),
+    "floor": (math.floor, 1, 1),
+    "ceil": (math.ceil, 1, 1),
+    "len": (len, 1, 1),
+}
+
+_ARITH: dict[str, Callable] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "**": operator.pow,
+}
+_COMPARE: dict[str, Callable] = {
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
+
+
+class Consts:
+    """Evaluates constant expressions in an Env (or a file's top-level scope)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []  # let functions being called, for recursion
+        self.lets: list[tuple[str, str]] = []  # file-level lets being folded, for cycles
+
+    # ---------------------------------------------------------- names
+    def file_let(self, scope: FileScope, name: str, span) -> Any:
+        """The folded value of a file-level `let`, evaluated once, in any order."""
+        if name in scope.let_values:
+            return scope.let_values[name]
+        decl = scope.own[name]
+        key = (scope.path, name)
+        if key in self.lets:
+            chain = " -> ".join(n for _, n in self.lets[self.lets.index(key):] + [key])
+            raise Fail(span, f"constant '{name}' is defined in terms of itself: {chain}")
+        self.lets.append(key)
+        try:
+            value = self.fold(decl.value, Env(scope))
+        finally:
+            self.lets.pop()
+        scope.let_values[name] = value
+        return value
+
+    def lookup(self, name: str, env: Env, span) -> Any:
+        value = env.get(name, _MISSING)
+        if value is not _MISSING:
+            return value
+        found = env.scope.find(name)
+        if found is not None:
+            decl, scope = found
+            if isinstance(decl, ir.Let):
+                return self.file_let(scope, name, span)
+            if isinstance(decl, ir.LetFunc):
+                return Closure(decl, None, scope)
+        return Sym(name, span)
+
+    # ---------------------------------------------------------- evaluation
+    def fold(self, expr: Any, env: Env) -> Any:
+        method = getattr(self, "_" + expr.kind, None)
+        if method is None:
+            raise Fail(expr.span, "expected a constant here", _const_hint(expr))
+        return method(expr, env)
+
+    def _number(self, e: ir.Number, env: Env) -> Any:
+        return e.value
+
+    def _string(self, e: ir.String, env: Env) -> Any:
+        return e.value
+
+    def _bool(self, e: ir.Bool, env: Env) -> Any:
+        return e.value
+
+    def _none(self, e: ir.NoneLit, env: Env) -> Any:
+        return None
+
+    def _name(self, e: ir.Name, env: Env) -> Any:
+        value = self.lookup(e.id, env, e.span)
+        if isinstance(value, TensorValue):
+            raise Fail(e.span, f"'{e.id}' is a tensor; a constant is needed here",
+                       f"use '{e.id}.shape' for its static shape")
+        return value
+
+    def _tuple(self, e: ir.Tuple, env: Env) -> Any:
+        return tuple(self.fold(item, env) for item in e.items)
+
+    def _list(self, e: ir.List, env: Env) -> Any:
+        return [self.fold(item, env) for item in e.items]
+
+    def _dict(self, e: ir.Dict, env: Env) -> Any:
+        out = {}
+        for item in e.items:
+            # A bare name as a key is the name itself, as in `loss = {probs: mse}`.
+            key = item.key.id if isinstance(item.key, ir.Name) else self.fold(item.key, env)
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise Fail(item.key.span, f"a dict key must be a name, string or number, received {type_name(key)}")
+            out[key] = self.fold(item.value, env)
+        return out
+
+    def _attr(self, e: ir.Attr, env: Env) -> Any:
+        if isinstance(e.value, ir.Name):
+            base = env.get(e.value.id, _MISSING)
+            if isinstance(base, TensorValue):
+                if e.attr == "shape":
+                    return base.shape
+                raise Fail(e.span, f"a tensor has no attribute '{e.attr}'", "only '.shape' is available")
+            if base is _MISSING and e.value.id in env.scope.aliases:
+                return self._alias_member(env.scope.aliases[e.value.id], e)
+        dotted = dotted_name(e)
+        raise Fail(e.span, f"'{dotted}' is not a name netdsl knows",
+                   "a dotted name reaches an imported file's declarations (import \"f.net\" as lib) "
+                   "or a tensor's shape (x.shape)")
+
+    def _alias_member(self, target: FileScope, e: ir.Attr) -> Any:
+        decl = target.own.get(e.attr)
+        if decl is None or isinstance(decl, ir.ModelDecl):
+            raise Fail(e.span, f"'{e.value.id}' has no declaration '{e.attr}'",
+                       _near(e.attr, [n for n, d in target.own.items() if not isinstance(d, ir.ModelDecl)]))
+        if isinstance(decl, ir.Let):
+            return self.file_let(target, e.attr, e.span)
+        if isinstance(decl, ir.LetFunc):
+            return Closure(decl, None, target)
+        return Sym(e.attr, e.span, namespace=e.value.id)
+
+    def _index(self, e: ir.Index, env: Env) -> Any:
+        value = self.fold(e.value, env)
+        if isinstance(e.index, ir.Slice):
+            start = self.fold(e.index.start, env) if e.index.start is not None else None
+            stop = self.fold(e.index.stop, env) if e.index.stop is not None else None
+            if value is UNKNOWN or is_unknown((start, stop)):
+                return UNKNOWN
+            if not isinstance(value, (tuple, list, str)):
+                raise Fail(e.value.span, f"cannot slice {type_name(value)}")
+            for bound, node in ((start, e.index.start), (stop, e.index.stop)):
+                if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)):
+                    raise Fail(node.span, f"a slice bound must be an integer, received {type_name(bound)}")
+            return value[start:stop]
+        index = self.fold(e.index, env)
+        if value is UNKNOWN or index is UNKNOWN:
+            return UNKNOWN
+        if isinstance(value, dict):
+            if index not in value:
+                raise Fail(e.index.span, f"key {describe_value(index)} is not in the dict")
+            return value[index]
+        if not isinstance(value, (tuple, list, str)):
+            raise Fail(e.value.span, f"cannot index {type_name(value)}")
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise Fail(e.index.span, f"an index must be an integer, received {type_name(index)}")
+        if not -len(value) <= index < len(value):
+            raise Fail(e.index.span, f"index {index} is out of range for {type_name(value)} of length {len(value)}")
+        return value[index]
+
+    def _unaryop(self, e: ir.UnaryOp, env: Env) -> Any:
+        value = self.fold(e.operand, env)
+        if value is UNKNOWN:
+            return UNKNOWN
+        if e.op == "not":
+            return not value
+        if not _is_number(value):
+            raise Fail(e.operand.span, f"'{e.op}' needs a number, received {type_name(value)}")
+        return -value if e.op == "-" else +value
+
+    def _boolop(self, e: ir.BoolOp, env: Env) -> Any:
+        left = self.fold(e.left, env)
+        if left is UNKNOWN:
+            self.fold(e.right, env)
+            return UNKNOWN
+        if e.op == "and":
+            return self.fold(e.right, env) if left else left
+        return left if left else self.fold(e.right, env)
+
+    def _ifexp(self, e: ir.IfExp, env: Env) -> Any:
+        cond = self.fold(e.cond, env)
+        if cond is UNKNOWN:
+            then, orelse = self.fold(e.then, env), self.fold(e.orelse, env)
+            return then if then == orelse else UNKNOWN
+        return self.fold(e.then if cond else e.orelse, env)
+
+    def _binop(self, e: ir.BinOp, env: Env) -> Any:
+        left, right = self.fold(e.left, env), self.fold(e.right, env)
+        for value, node in ((left, e.left), (right, e.right)):
+            if isinstance(value, (Sym, SymCall)):
+                raise Fail(node.span, *_unknown_name_message(value))
+        if left is UNKNOWN or right is UNKNOWN:
+            return UNKNOWN
+        if e.op in _COMPARE:
+            return self._compare(e, left, right)
+        if e.op == "@":
+            raise Fail(e.span, "'@' multiplies tensors; it is not a constant operator",
+                       "it belongs in a declared layer's output expression")
+        return self._arith(e, left, right)
+
+    def _compare(self, e: ir.BinOp, left: Any, right: Any) -> Any:
+        if e.op in ("==", "!="):
+            return _COMPARE[e.op](left, right)
+        try:
+            return _COMPARE[e.op](left, right)
+        except TypeError:
+            raise Fail(e.span, f"cannot compare {type_name(left)} with {type_name(right)} using '{e.op}'") from None
+
+    def _arith(self, e: ir.BinOp, left: Any, right: Any) -> Any:
+        if e.op == "*" and (isinstance(left, (str, list, tuple)) or isinstance(right, (str, list, tuple))):
+            seq, times = (left, right) if isinstance(left, (str, list, tuple)) else (right, left)
+            if not isinstance(times, int) or isinstance(times, bool):
+                raise Fail(e.span, f"cannot multiply {type_name(seq)} by {type_name(times)}")
+            if len(seq) * max(times, 0) > MAX_SEQUENCE:
+                raise Fail(e.span, f"value too large: more than {MAX_SEQUENCE:,} items")
+            return seq * times
+        if e.op == "+" and type(left) is type(right) and isinstance(left, (str, list, tuple)):
+            if len(left) + len(right) > MAX_SEQUENCE:
+                raise Fail(e.span, f"value too large: more than {MAX_SEQUENCE:,} items")
+            return left + right
+        if not (_is_number(left) and _is_number(right)):
+            raise Fail(e.span, f"cannot apply '{e.op}' to {type_name(left)} and {type_name(right)}")
+        if e.op in ("/", "//", "%") and right == 0:
+            raise Fail(e.right.span, "division by zero")
+        if e.op == "**":
+            _check_power(e, left, right)
+        try:
+            result = _ARITH[e.op](left, right)
+        except (OverflowError, ValueError):
+            raise Fail(e.span, "value too large") from None
+        return _bounded(result, e)
+
+    def _call(self, e: ir.Call, env: Env) -> Any:
+        func = self._callee(e.func, env)
+        args = [self.fold(a, env) for a in e.args]
+        kwargs = [(k.name, self.fold(k.value, env)) for k in e.kwargs]
+        if isinstance(func, Closure):
+            return self.call_closure(func, args, dict(kwargs), e)
+        if isinstance(func, str):
+            return self._builtin(func, args, kwargs, e)
+        return SymCall(func, tuple(args), tuple(kwargs), e.span)
+
+    def _callee(self, func: Any, env: Env) -> Any:
+        """A let function, a builtin's name, or the Sym of a registry object."""
+        if isinstance(func, ir.Name):
+            value = self.lookup(func.id, env, func.span)
+            if isinstance(value, Closure):
+                return value
+            if isinstance(value, Sym) and func.id in BUILTINS:
+                return func.id
+            if isinstance(value, Sym):
+                return value
+            raise Fail(func.span, f"'{func.id}' is {type_name(value)}, not a function")
+        if isinstance(func, ir.Attr):
+            value = self._attr(func, env)
+            if isinstance(value, (Closure, Sym)):
+                return value
+        raise Fail(func.span, "expected a function name before '('")
+
+    def _builtin(self, name: str, args: list, kwargs: list, e: ir.Call) -> Any:
+        fn, lo, hi = BUILTINS[name]
+        if kwargs:
+            raise Fail(e.kwargs[0].span, f"'{name}' takes no keyword arguments")
+        if not lo <= len(args) <= hi:
+            raise Fail(e.span, f"'{name}' takes {arity(lo, hi)}, received {len(args)}")
+        if any(is_unknown(a) for a in args):
+            return UNKNOWN
+        if name in ("min", "max") and len(args) == 1:
+            if not isinstance(args[0], (tuple, list)) or not args[0]:
+                raise Fail(e.args[0].span, f"'{name}' of one value needs a non-empty tuple or list")
+        try:
+            return _bounded(fn(*args), e)
+        except (TypeError, ValueError, OverflowError):
+            described = ", ".join(type_name(a) for a in args)
+            raise Fail(e.span, f"'{name}' cannot take {described}") from None
+
+    def call_closure(self, func: Closure, args: list, kwargs: dict, e: Any) -> Any:
+        decl = func.decl
+        key = f"{func.scope.path}:{decl.name}"
+        if key in self.calls:
+            chain = " -> ".join(c.split(":")[-1] for c in self.calls[self.calls.index(key):] + [key])
+            raise Fail(e.span, f"function '{decl.name}' calls itself: {chain}")
+        if len(self.calls) >= MAX_CALL_DEPTH:
+            raise Fail(e.span, f"functions nested more than {MAX_CALL_DEPTH} calls deep")
+        bound = bind_plain(decl.name, "function", decl.params, args, kwargs, e.span)
+        local = Env(func.scope, func.env)
+        for name, value in bound.items():
+            local.vars[name] = value if value is not _DEFAULT else self.fold(_param(decl, name).default, local)
+        self.calls.append(key)
+        try:
+            return self.fold(decl.body, local)
+        finally:
+            self.calls.pop()
+
+
+_MISSING = object()
+_DEFAULT = object()  # a parameter left to its default, evaluated in the callee's scope
+
+
+def bind_plain(name: str, what: str, params: list[ir.Param], args: list, kwargs: dict, span) -> dict[str, Any]:
+    """Match arguments to untyped parameters (let functions, blocks, declared layers)."""
+    names = [p.name for p in params]
+    if len(args) > len(params):
+        raise Fail(span, f"{what} '{name}' takes {arity(0, len(params), 'argument')}, received {len(args)}",
+                   f"its parameters: {', '.join(names) or 'none'}")
+    bound: dict[str, Any] = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise Fail(span, f"{what} '{name}' has no parameter '{key}'", _near(key, names) or
+                       f"its parameters: {', '.join(names) or 'none'}")
+        if key in bound:
+            raise Fail(span, f"parameter '{key}' of '{name}' is given twice")
+        bound[key] = value
+    for p in params:
+        if p.name not in bound:
+            if p.default is None:
+                raise Fail(span, f"{what} '{name}' is missing the required parameter '{p.name}'")
+            bound[p.name] = _DEFAULT
+    return bound
+
+
+def _param(decl, name: str) -> ir.Param:
+    return next(p for p in decl.params if p.name == name)
+
+
+def is_default(value: Any) -> bool:
+    return value is _DEFAULT
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_power(e: ir.BinOp, base: Any, exponent: Any) -> None:
+    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1:
+        if exponent * math.log2(abs(base)) > 63:
+            raise Fail(e.span, "value too large")
+
+
+def _bounded(result: Any, e: Any) -> Any:
+    if isinstance(result, int) and not isinstance(result, bool) and abs(result) >= MAX_INT:
+        raise Fail(e.span, "value too large")
+    if isinstance(result, float) and (math.isinf(result) or math.isnan(result)):
+        raise Fail(e.span, "value too large" if math.isinf(result) else "result is not a number")
+    if isinstance(result, complex):
+        raise Fail(e.span, "result is not a real number")
+    return result
+
+
+def arity(lo: int, hi: int, noun: str = "argument") -> str:
+    if lo == hi:
+        return f"{lo} {noun}{'s' if lo != 1 else ''}"
+    if lo == 0:
+        return f"at most {hi} {noun}{'s' if hi != 1 else ''}"
+    return f"{lo} to {hi} {noun}s"
+
+
+def _near(name: str, candidates) -> str | None:
+    from netdsl.errors import did_you_mean
+
+    return did_you_mean(name, candidates)
+
+
+def dotted_name(e: Any) -> str:
+    """`lib.bottleneck`, `os.system`: a dotted name as written, for diagnostics."""
+    if isinstance(e, ir.Name):
+        return e.id
+    if isinstance(e, ir.Attr):
+        return f"{dotted_name(e.value)}.{e.attr}"
+    return "..."
+
+
+def _const_hint(expr: Any) -> str | None:
+    if isinstance(expr, ir.Flow):
+        return "a flow ('->') makes tensors; it cannot stand where a constant is needed"
+    return None
+
+
+def _unknown_name_message(value: Any) -> tuple[str, str | None]:
+    sym = value.sym if isinstance(value, SymCall) else value
+    return f"unknown name '{sym.name}'", None

@@ -1,0 +1,414 @@
+"""Spec-declared activations and layers, checked and turned into expression trees.
+
+`activation mish(x) = x * tanh(smooth_relu(x))` and `layer name(params) { ... }`
+become plain-data trees (see `netdsl.custom.expr`) that a generic Keras layer
+evaluates with a fixed table of functions. Nothing here imports Keras: the
+table's signatures live in `OP_FUNCTIONS`, and a test keeps them equal to the
+runtime's table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from netdsl.syntax import ir
+from netdsl.semantics.consts import Consts, TensorValue, bind_plain, is_default
+from netdsl.errors import Fail, Span, did_you_mean
+from netdsl.semantics.scope import Env, FileScope
+from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_unknown, type_name
+
+# name: (min positional args, max positional args or None, allowed keywords,
+#        indices of positional args that must be constants)
+OP_FUNCTIONS: dict[str, tuple[int, int | None, frozenset, tuple]] = {}
+for _n in ("sin cos tanh sigmoid exp log log1p sqrt abs relu softplus square erf sine smooth_relu "
+           "sigmoid_tanh silu swish selu softsign linear hard_sigmoid relu6 mish").split():
+    OP_FUNCTIONS[_n] = (1, 1, frozenset(), ())
+OP_FUNCTIONS.update({
+    "minimum": (2, 2, frozenset(), ()),
+    "maximum": (2, 2, frozenset(), ()),
+    "clip": (3, 3, frozenset(), ()),
+    "where": (3, 3, frozenset(), ()),
+    "matmul": (2, 2, frozenset(), ()),
+    "transpose": (1, 2, frozenset(), (1,)),
+    "reshape": (2, 2, frozenset(), (1,)),
+    "sum": (1, 1, frozenset({"axis", "keepdims"}), ()),
+    "mean": (1, 1, frozenset({"axis", "keepdims"}), ()),
+    "max": (1, 1, frozenset({"axis", "keepdims"}), ()),
+    "min": (1, 1, frozenset({"axis", "keepdims"}), ()),
+    "softmax": (1, 1, frozenset({"axis"}), ()),
+    "concatenate": (1, None, frozenset({"axis"}), ()),
+    "gelu": (1, 1, frozenset({"approximate"}), ()),
+    "elu": (1, 1, frozenset({"alpha"}), ()),
+    "leaky_relu": (1, 1, frozenset({"negative_slope"}), ()),
+})
+_BINARY = {"+", "-", "*", "/", "**", "@"}
+_DIM_BINARY = {"+", "-", "*", "//"}
+_MAX_INLINE_DEPTH = 16
+
+
+@dataclass
+class CheckedActivation:
+    name: str
+    params: list[str]  # the first is the input tensor
+    defaults: dict[str, Any]
+    body: Any  # tree
+    decl: ir.ActivationDecl
+    scope: FileScope
+
+    def bind_constants(self, args: list, kwargs: dict, span: Span) -> dict[str, Any]:
+        """Values of the constant parameters (all but the first) for `activation=name(...)`."""
+        params = self.decl.params[1:]
+        bound = bind_plain(self.name, "activation", params, args, kwargs, span)
+        return {k: self.defaults[k] if is_default(v) else _number(v, span, k) for k, v in bound.items()}
+
+    def config(self, values: dict[str, Any]) -> dict[str, Any]:
+        return {"name": self.name, "params": self.params, "values": dict(values), "body": self.body}
+
+
+@dataclass
+class Instance:
+    """A declared layer or activation as one node of the graph."""
+
+    kind: str  # declared_layer | declared_activation
+    name: str
+    n_inputs: int
+    n_outputs: int
+    arguments: dict[str, Any]
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+class Declared:
+    def __init__(self, consts: Consts):
+        self.consts = consts
+        self._activations: dict[int, CheckedActivation] = {}
+        self.busy: list[str] = []
+
+    # ------------------------------------------------------------ activations
+    def activation(self, decl: ir.ActivationDecl, scope: FileScope) -> CheckedActivation:
+        key = id(decl)
+        if key not in self._activations:
+            if decl.name in self.busy:
+                chain = " -> ".join(self.busy[self.busy.index(decl.name):] + [decl.name])
+                raise Fail(decl.span, f"activation '{decl.name}' uses itself: {chain}")
+            if not decl.params:
+                raise Fail(decl.span, f"activation '{decl.name}' needs an input parameter",
+                           f"activation {decl.name}(x) = ...")
+            self.busy.append(decl.name)
+            try:
+                env = Env(scope)
+                defaults = {}
+                for p in decl.params[1:]:
+                    if p.default is None:
+                        defaults[p.name] = UNKNOWN
+                    else:
+                        defaults[p.name] = _number(self.consts.fold(p.default, env), p.default.span, p.name)
+                converter = _Trees(self, scope, tensors={decl.params[0].name},
+                                   variables={p.name for p in decl.params[1:]}, env=env)
+                body = converter.tree(decl.body)
+            finally:
+                self.busy.pop()
+            self._activations[key] = CheckedActivation(decl.name, [p.name for p in decl.params], defaults,
+                                                       body, decl, scope)
+        return self._activations[key]
+
+    # ------------------------------------------------------------ instances
+    def instantiate(self, step: Any, inputs: list, expander: Any) -> Instance:
+        if step.kind == "declared_activation":
+            act = self.activation(step.entry, step.scope)
+            values = act.bind_constants([v for v, _ in step.args], {k: v for k, v, _ in step.kwargs}, step.span)
+            return Instance("declared_activation", act.name, 1, 1, values, act.config(values))
+        return self._layer(step.entry, step.scope, step, inputs)
+
+    def _layer(self, decl: ir.LayerDecl, scope: FileScope, step: Any, inputs: list) -> Instance:
+        args = [v for v, _ in step.args] if step else []
+        kwargs = {k: v for k, v, _ in step.kwargs} if step else {}
+        span = step.span if step else decl.span
+        bound = bind_plain(decl.name, "layer", decl.params, args, kwargs, span)
+        env = Env(scope)
+        values: dict[str, Any] = {}
+        for p in decl.params:
+            value = bound[p.name]
+            if is_default(value):
+                value = self.consts.fold(p.default, env)
+            values[p.name] = value
+            env.vars[p.name] = value
+        input_names = [item.name for stmt in decl.body if isinstance(stmt, ir.Input) for item in stmt.items]
+        if not input_names:
+            raise Fail(decl.span, f"layer '{decl.name}' has no input", "layer name(...) { input x ... }")
+        shapes = {name: getattr(t, "shape", UNKNOWN) for name, t in zip(input_names, inputs)} if inputs else {}
+        for name in input_names:
+            env.vars[name] = _ShapeOnly(shapes.get(name, UNKNOWN))
+        weights, outputs = [], []
+        tensors = set(input_names)
+        for stmt in decl.body:
+            if isinstance(stmt, ir.Input):
+                continue
+            if isinstance(stmt, ir.Let):
+                env.vars[stmt.name] = self.consts.fold(stmt.value, env)
+            elif isinstance(stmt, ir.Weight):
+                weights.append(self._weight(stmt, env, values, input_names, tensors))
+                tensors.add(stmt.name)
+            elif isinstance(stmt, ir.Output):
+                converter = _Trees(self, scope, tensors=tensors, variables=set(values), env=env,
+                                   inputs=set(input_names))
+                for item in stmt.items:
+                    expr = item.value if item.value is not None else ir.Name.model_construct(span=item.span, id=item.name)
+                    if item.value is not None and item.name is not None:
+                        raise Fail(item.span, "a declared layer's output is an expression, not a binding",
+                                   "output x @ kernel + bias")
+                    outputs.append(converter.tree(expr))
+            else:
+                raise Fail(stmt.span, "a declared layer holds only 'input', 'weight', 'let' and 'output'")
+        if not outputs:
+            raise Fail(decl.span, f"layer '{decl.name}' has no output")
+        config = {
+            "spec_name": decl.name, "inputs": input_names, "params": _json_params(values),
+            "weights": weights, "outputs": outputs,
+        }
+        return Instance("declared_layer", decl.name, len(input_names), len(outputs), values, config)
+
+    def _weight(self, stmt: ir.Weight, env: Env, values: dict, inputs: list[str], tensors: set) -> dict:
+        if stmt.name in tensors or stmt.name in values:
+            raise Fail(stmt.span, f"'{stmt.name}' is already defined in this layer")
+        if not isinstance(stmt.shape, ir.Tuple):
+            raise Fail(stmt.shape.span, "a weight shape is a tuple", f"weight {stmt.name}: (units,)")
+        dims = [_dim_tree(d, env, set(values), set(inputs), self.consts) for d in stmt.shape.items]
+        concrete = [self.consts.fold(d, env) for d in stmt.shape.items]
+        if not is_unknown(concrete):
+            if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in concrete):
+                raise Fail(stmt.shape.span, f"weight '{stmt.name}' needs a shape of positive integers, "
+                                            f"received {describe_value(tuple(concrete))}")
+        options = {"init": "glorot_uniform", "trainable": True}
+        for opt in stmt.options:
+            if opt.name not in options:
+                raise Fail(opt.span, f"unknown weight option '{opt.name}'", "options: init=..., trainable=...")
+            value = self.consts.fold(opt.value, env)
+            if opt.name == "trainable":
+                if not isinstance(value, bool):
+                    raise Fail(opt.value.span, f"trainable expects true or false, received {type_name(value)}")
+                options["trainable"] = value
+            else:
+                options["init"] = _initializer(value, opt.value.span)
+        return {"name": stmt.name, "shape": dims, "init": options["init"], "trainable": options["trainable"]}
+
+    def check_layer(self, decl: ir.LayerDecl, scope: FileScope) -> None:
+        """Check a declared layer on its own (parameters unknown)."""
+        class _Unknown:
+            span = decl.span
+            args: list = []
+            kwargs: list = []
+        step = _Unknown()
+        step.kwargs = [(p.name, UNKNOWN, p.span) for p in decl.params]
+        self._layer(decl, scope, step, [])
+
+
+class _ShapeOnly(TensorValue):
+    """An input of a declared layer while its weights are checked: only `.shape` is known."""
+
+    def __init__(self, shape: Any):
+        self.shape = shape
+
+
+class _Trees:
+    """IR op expressions to runtime trees, checking names, functions and arity."""
+
+    def __init__(self, declared: Declared, scope: FileScope, tensors: set, variables: set, env: Env,
+                 inputs: set | None = None, depth: int = 0):
+        self.declared = declared
+        self.scope = scope
+        self.tensors = tensors
+        self.variables = variables
+        self.env = env
+        self.inputs = inputs or set()
+        self.depth = depth
+
+    def tree(self, e: Any) -> Any:
+        if isinstance(e, ir.Number):
+            return ["num", e.value]
+        if isinstance(e, ir.Name):
+            return self._name(e)
+        if isinstance(e, ir.UnaryOp):
+            if e.op == "-":
+                return ["neg", self.tree(e.operand)]
+            if e.op == "+":
+                return self.tree(e.operand)
+        if isinstance(e, ir.BinOp) and e.op in _BINARY:
+            return ["bin", e.op, self.tree(e.left), self.tree(e.right)]
+        if isinstance(e, ir.Call):
+            return self._call(e)
+        if isinstance(e, ir.Index) and _is_shape_attr(e.value):
+            return self._dim(e)
+        if self._is_constant(e):
+            return ["const", _jsonable(self.declared.consts.fold(e, self.env), e.span)]
+        raise Fail(e.span, "not allowed in an op expression",
+                   "op expressions use + - * / ** @, numbers, names and functions such as tanh(x)")
+
+    def _name(self, e: ir.Name) -> Any:
+        if e.id in self.tensors or e.id in self.variables:
+            return ["var", e.id]
+        value = self.declared.consts.lookup(e.id, self.env, e.span)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return ["num", value]
+        if isinstance(value, Sym):
+            pool = list(self.tensors) + list(self.variables) + list(OP_FUNCTIONS)
+            raise Fail(e.span, f"unknown name '{e.id}'", did_you_mean(e.id, pool))
+        return ["const", _jsonable(value, e.span)]
+
+    def _dim(self, e: ir.Index) -> Any:
+        name = e.value.value.id
+        if name not in self.inputs:
+            raise Fail(e.value.span, f"'{name}' is not an input of this layer; only inputs have a shape")
+        index = self.declared.consts.fold(e.index, self.env)
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise Fail(e.index.span, f"a shape index must be an integer, received {type_name(index)}")
+        return ["dim", name, index]
+
+    def _call(self, e: ir.Call) -> Any:
+        if not isinstance(e.func, ir.Name):
+            raise Fail(e.func.span, "only functions from netdsl's fixed list can be called here",
+                       "e.g. tanh(x), softmax(x, axis=-1), transpose(x, (0, 2, 1))")
+        name = e.func.id
+        found = self.scope.find(name)
+        if found is not None and isinstance(found[0], ir.ActivationDecl):
+            return self._inline(found[0], found[1], e)
+        if name not in OP_FUNCTIONS:
+            raise Fail(e.func.span, f"unknown function '{name}'",
+                       did_you_mean(name, list(OP_FUNCTIONS))
+                       or "op expressions call only netdsl's fixed functions (docs/language.md, section 7)")
+        lo, hi, keywords, constant_args = OP_FUNCTIONS[name]
+        if len(e.args) < lo or (hi is not None and len(e.args) > hi):
+            wanted = f"{lo}" if lo == hi else (f"{lo} or more" if hi is None else f"{lo} to {hi}")
+            raise Fail(e.span, f"'{name}' takes {wanted} argument{'s' if hi != 1 else ''}, received {len(e.args)}")
+        args = []
+        for i, arg in enumerate(e.args):
+            args.append(self._constant_tree(arg, name) if i in constant_args else self.tree(arg))
+        kwargs = {}
+        for kw in e.kwargs:
+            if kw.name not in keywords:
+                raise Fail(kw.span, f"'{name}' has no parameter '{kw.name}'",
+                           ("its parameters: " + ", ".join(sorted(keywords))) if keywords else f"'{name}' takes none")
+            kwargs[kw.name] = self._constant_tree(kw.value, name)
+        return ["call", name, args, kwargs]
+
+    def _constant_tree(self, e: Any, owner: str) -> Any:
+        if self._mentions_tensor(e):
+            raise Fail(e.span, f"this argument of '{owner}' must be a constant, not a tensor")
+        value = self.declared.consts.fold(e, self.env)
+        return ["const", _jsonable(value, e.span)]
+
+    def _inline(self, decl: ir.ActivationDecl, scope: FileScope, e: ir.Call) -> Any:
+        busy = self.declared.busy
+        if decl.name in busy:
+            chain = " -> ".join(busy[busy.index(decl.name):] + [decl.name])
+            raise Fail(e.func.span, f"activation '{decl.name}' uses itself: {chain}")
+        act = self.declared.activation(decl, scope)
+        if len(e.args) < 1:
+            raise Fail(e.span, f"activation '{decl.name}' needs its input: {decl.name}(x)")
+        if self.depth > _MAX_INLINE_DEPTH:
+            raise Fail(e.span, "activations nested too deeply")
+        x = self.tree(e.args[0])
+        consts = [self.declared.consts.fold(a, self.env) for a in e.args[1:]]
+        kw = {k.name: self.declared.consts.fold(k.value, self.env) for k in e.kwargs}
+        values = act.bind_constants(consts, kw, e.span)
+        substitution = {act.params[0]: x}
+        substitution.update({k: ["num", v] for k, v in values.items()})
+        return _substitute(act.body, substitution)
+
+    def _is_constant(self, e: Any) -> bool:
+        return isinstance(e, (ir.Tuple, ir.List, ir.String, ir.Bool, ir.NoneLit)) and not self._mentions_tensor(e)
+
+    def _mentions_tensor(self, e: Any) -> bool:
+        if isinstance(e, ir.Name):
+            return e.id in self.tensors
+        return any(self._mentions_tensor(child) for child in _children(e))
+
+
+def _children(e: Any) -> list:
+    out = []
+    for value in e.__dict__.values():
+        if isinstance(value, ir.Node):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend(v for v in value if isinstance(v, ir.Node))
+    return out
+
+
+def _substitute(tree: Any, mapping: dict) -> Any:
+    if isinstance(tree, list):
+        if len(tree) == 2 and tree[0] == "var" and tree[1] in mapping:
+            return mapping[tree[1]]
+        return [_substitute(t, mapping) for t in tree]
+    if isinstance(tree, dict):
+        return {k: _substitute(v, mapping) for k, v in tree.items()}
+    return tree
+
+
+def _is_shape_attr(e: Any) -> bool:
+    return isinstance(e, ir.Attr) and e.attr == "shape" and isinstance(e.value, ir.Name)
+
+
+def _dim_tree(e: Any, env: Env, params: set, inputs: set, consts: Consts) -> Any:
+    if isinstance(e, ir.Number):
+        return ["num", e.value]
+    if isinstance(e, ir.Name) and e.id in params:
+        return ["var", e.id]
+    if isinstance(e, ir.Index) and _is_shape_attr(e.value):
+        if e.value.value.id not in inputs:
+            raise Fail(e.value.span, f"'{e.value.value.id}' is not an input of this layer")
+        index = consts.fold(e.index, env)
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise Fail(e.index.span, "a shape index must be an integer")
+        return ["dim", e.value.value.id, index]
+    if isinstance(e, ir.BinOp) and e.op in _DIM_BINARY:
+        return ["bin", e.op, _dim_tree(e.left, env, params, inputs, consts),
+                _dim_tree(e.right, env, params, inputs, consts)]
+    if isinstance(e, ir.UnaryOp) and e.op == "-":
+        return ["neg", _dim_tree(e.operand, env, params, inputs, consts)]
+    if isinstance(e, ir.Call) and isinstance(e.func, ir.Name) and e.func.id in ("max", "min") and len(e.args) == 2:
+        return ["call", e.func.id, [_dim_tree(a, env, params, inputs, consts) for a in e.args], {}]
+    value = consts.fold(e, env)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return ["num", value]
+    if value is UNKNOWN:
+        raise Fail(e.span, "a weight dimension must be built from numbers, parameters and input shapes",
+                   "e.g. (x.shape[-1], units)")
+    raise Fail(e.span, f"a weight dimension must be an integer, received {type_name(value)}")
+
+
+def _number(value: Any, span: Span, name: str) -> Any:
+    if value is UNKNOWN or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return value
+    raise Fail(span, f"activation parameter '{name}' must be a number, received {type_name(value)}")
+
+
+def _initializer(value: Any, span: Span) -> Any:
+    """A weight's `init=`: an initializer name (`zeros`), or a call with constant
+    arguments (`random_uniform(minval=-0.05, maxval=0.05)`) checked against
+    the registry; the runtime config form of `netdsl.custom.declared_layers`."""
+    from netdsl.semantics.args import Arguments
+
+    if not isinstance(value, (Sym, SymCall, str)):
+        raise Fail(span, f"init expects an initializer such as glorot_uniform or zeros, "
+                         f"received {type_name(value)}")
+    resolved = Arguments(lambda sym: None).resolve(value, ("initializer",), span)
+    args = {k: v for k, v in resolved.kwargs}
+    for key, arg in args.items():
+        if not (arg is None or isinstance(arg, (bool, int, float, str))):
+            raise Fail(span, f"initializer argument '{key}' must be a number, string or boolean here")
+    return {"name": resolved.name, "args": args} if args else resolved.name
+
+
+def _jsonable(value: Any, span: Span) -> Any:
+    if value is UNKNOWN or value is None or isinstance(value, (bool, int, float, str)):
+        return None if value is UNKNOWN else value
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v, span) for v in value]
+    if isinstance(value, (Sym, SymCall, Resolved)):
+        raise Fail(span, f"unknown name '{describe_value(value)}'")
+    raise Fail(span, f"{type_name(value)} cannot stand in an op expression")
+
+
+def _json_params(values: dict) -> dict:
+    return {k: (None if v is UNKNOWN else v) for k, v in values.items()
+            if v is UNKNOWN or isinstance(v, (bool, int, float, str, type(None), list, tuple))}

@@ -1,0 +1,438 @@
+"""Expanding a model into a graph: statements, flows and naming (steps: `steps.py`).
+
+The expander walks a model's statements with constants folded, expands every
+block use in place (each use a new cluster of layers), and hands each layer
+to a *backend* as soon as it is known:
+
+- `semantics.shapes.ShapeBackend` infers shapes in pure Python (used by
+  `netdsl check` and topology rendering: no TensorFlow);
+- `backend.builder.KerasBackend` builds the Keras layer and calls it, so
+  `x.shape` inside a block is the real static shape.
+
+Errors are collected, not raised: a statement that fails binds its targets
+to a poisoned tensor, so one mistake does not cascade into many.
+"""
+
+from typing import Any
+
+from netdsl import registry
+from netdsl.syntax import ir
+from netdsl.semantics.args import DTYPES, Arguments
+from netdsl.semantics.consts import Consts
+from netdsl.semantics.declared import Declared
+from netdsl.errors import BuildError, Diagnostic, Fail, Span, did_you_mean
+from netdsl.semantics.graph import Graph, Node, TensorRef
+from netdsl.semantics.scope import Closure, Env, FileScope
+from netdsl.semantics.steps import (
+    POISON, Backend, BuildState, SharedInstance, Steps, Tensor, block_inputs, walk_inputs,
+)
+from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
+
+MAX_LAYERS = 50_000
+MAX_DIM = 2**31 - 1
+
+
+class Expander(Steps):
+    def __init__(self, scopes: dict[str, FileScope], backend: Backend, diagnostics: list[Diagnostic],
+                 train_checker: Any = None):
+        self.scopes = scopes
+        self.backend = backend
+        self.diagnostics = diagnostics
+        self.consts = Consts()
+        self.declared = Declared(self.consts)  # checks spec-declared layers and activations
+        # Set when a model's expansion had to guess (an `if` or repeat count it
+        # could not decide, an argument or output count it could not know): its
+        # graph is then only an approximation of what Keras will build.
+        self.uncertain = False
+        self.arguments = Arguments(self._find_declared_activation)
+        self.train_checker = train_checker
+        self.block_stack: list[str] = []
+        self.models: dict[str, Graph | None] = {}  # nested models, built once
+        self.model_stack: list[str] = []
+        self.repeat_groups = 0
+        self.build: BuildState | None = None
+        # The statement being expanded: its binding names the layers it makes,
+        # its file scope finds the declared activations an argument names.
+        self._current_binding: str | None = None
+        self._current_scope: FileScope | None = None
+
+    # ============================================================ entry points
+    def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph:
+        graph = Graph(decl.name, decl.span)
+        outer, self.build = self.build, BuildState(graph, set())
+        outer_uncertain, self.uncertain = self.uncertain, False
+        self.model_stack.append(decl.name)
+        try:
+            env = Env(scope)
+            self._model_inputs(decl, env)
+            self._run(decl.body, env, where="model")
+            graph.outputs = [(name, t.ref) for name, t in self.build.outputs if not t.poisoned]
+            if not self.build.outputs:
+                self.error(_name_span(decl, "model"), f"model '{decl.name}' has no output",
+                            "add one: output probs = x -> dense(10)")
+        finally:
+            graph.uncertain = self.uncertain
+            self.uncertain = self.uncertain or outer_uncertain
+            self.build = outer
+            self.model_stack.pop()
+        return graph
+
+    def check_block(self, decl: ir.BlockDecl, scope: FileScope) -> None:
+        """Check a block on its own: parameters and input shapes unknown."""
+        graph = Graph(f"<block {decl.name}>", decl.span)
+        outer, self.build = self.build, BuildState(graph, set())
+        try:
+            inputs = [self._emit_input(name, (UNKNOWN,), "float32", span) for name, span in block_inputs(decl)]
+            params = {p.name: UNKNOWN for p in decl.params}
+            self._expand_block_body(decl, scope, params, inputs, decl.span)
+        except Fail as exc:
+            if exc.diagnostic is not None:
+                self.diagnostics.append(exc.diagnostic)
+        finally:
+            self.build = outer
+
+    # ============================================================ statements
+    def _run(self, body: list, env: Env, where: str) -> None:
+        saved = self._current_binding, self._current_scope
+        self._current_scope = env.scope
+        try:
+            for stmt in body:
+                self._current_binding = _binding(stmt)
+                try:
+                    self._stmt(stmt, env, where)
+                except Fail as exc:
+                    if exc.diagnostic is not None:
+                        self.diagnostics.append(exc.diagnostic)
+                    for name in _targets(stmt):
+                        env.vars[name] = POISON
+        finally:
+            self._current_binding, self._current_scope = saved
+
+    def _stmt(self, stmt: Any, env: Env, where: str) -> None:
+        if isinstance(stmt, ir.Assign):
+            self._assign(stmt, env)
+        elif isinstance(stmt, ir.Output):
+            self._output(stmt, env, where)
+        elif isinstance(stmt, ir.Let):
+            env.vars[stmt.name] = self.consts.fold(stmt.value, env)
+        elif isinstance(stmt, ir.LetFunc):
+            env.vars[stmt.name] = Closure(stmt, env, env.scope)
+        elif isinstance(stmt, ir.Shared):
+            self._shared(stmt, env)
+        elif isinstance(stmt, ir.If):
+            self._if(stmt, env, where)
+        elif isinstance(stmt, ir.Input):
+            if where != "model":
+                return  # block inputs are bound before the body runs
+        elif isinstance(stmt, ir.Train):
+            if where != "model":
+                raise Fail(stmt.span, "a 'train' section belongs in a model")
+            if self.build.graph.train is not None:
+                raise Fail(stmt.span, "a model has one 'train' section")
+            if self.train_checker is not None:
+                self.build.graph.train = self.train_checker.check(stmt, env, self)
+        elif isinstance(stmt, ir.Weight):
+            raise Fail(stmt.span, "'weight' belongs in a declared layer", "layer my_layer(units) { ... }")
+
+    def _model_inputs(self, decl: ir.ModelDecl, env: Env) -> None:
+        seen: dict[str, Span] = {}
+        for stmt in walk_inputs(decl.body):
+            for item in stmt.items:
+                try:
+                    if item.name in seen:
+                        raise Fail(item.span, f"duplicate input '{item.name}'",
+                                   f"the first is at line {seen[item.name].line}")
+                    seen[item.name] = item.span
+                    shape = self._input_shape(item, env)
+                    dtype = self._input_dtype(item)
+                    env.vars[item.name] = self._emit_input(item.name, shape, dtype, item.span)
+                except Fail as exc:
+                    self.diagnostics.append(exc.diagnostic)
+                    env.vars[item.name] = POISON
+        if not seen:
+            self.error(_name_span(decl, "model"), f"model '{decl.name}' has no input",
+                        "add one: input x: (28, 28, 1)")
+
+    def _input_shape(self, item: ir.InputItem, env: Env) -> tuple:
+        if item.shape is None:
+            raise Fail(item.span, f"model input '{item.name}' needs a shape",
+                       f"input {item.name}: (28, 28, 1) — the batch axis is left out")
+        shape = self.consts.fold(item.shape, env)
+        if isinstance(shape, int) and not isinstance(shape, bool):
+            raise Fail(item.shape.span, "an input shape is a tuple", f"write ({shape},)")
+        if not isinstance(shape, tuple):
+            raise Fail(item.shape.span, f"an input shape is a tuple, received {type_name(shape)}")
+        for dim in shape:
+            if dim is None or dim is UNKNOWN:
+                continue
+            if not isinstance(dim, int) or isinstance(dim, bool) or not 0 < dim <= MAX_DIM:
+                raise Fail(item.shape.span, f"input dimensions must be positive integers or none, "
+                                            f"received {describe_value(shape)}")
+        return shape
+
+    def _input_dtype(self, item: ir.InputItem) -> str:
+        if item.dtype is None:
+            return "float32"
+        if item.dtype not in DTYPES:
+            raise Fail(item.span, f"unknown dtype '{item.dtype}'", did_you_mean(item.dtype, DTYPES))
+        return item.dtype
+
+    def _assign(self, stmt: ir.Assign, env: Env) -> None:
+        outputs = self._tensors(stmt.value, env, final=stmt.targets[0])
+        if len(outputs) == 1 and outputs[0].variadic and len(stmt.targets) > 1:
+            outputs = self._spread(outputs[0], len(stmt.targets))
+        if len(outputs) != len(stmt.targets):
+            raise Fail(stmt.span, f"{len(stmt.targets)} name{'s' if len(stmt.targets) > 1 else ''} "
+                                  f"on the left, but the flow gives {len(outputs)} tensor"
+                                  f"{'s' if len(outputs) != 1 else ''}")
+        for name, tensor in zip(stmt.targets, outputs):
+            env.vars[name] = tensor
+
+    def _spread(self, tensor: Tensor, count: int) -> list[Tensor]:
+        """A layer whose output count check could not know, taken as `count` outputs."""
+        node = self.build.graph.node_of(tensor.ref)
+        node.n_outputs, node.output_shapes = count, [UNKNOWN] * count
+        return [Tensor(TensorRef(node.id, i), UNKNOWN, UNKNOWN) for i in range(count)]
+
+    def _output(self, stmt: ir.Output, env: Env, where: str) -> None:
+        for item in stmt.items:
+            try:
+                if item.value is not None:
+                    if item.name is None:
+                        raise Fail(item.value.span, "an output needs a name",
+                                   "output NAME or output NAME = FLOW")
+                    tensors = self._tensors(item.value, env, final=item.name)
+                    if len(tensors) != 1:
+                        raise Fail(item.value.span, f"output '{item.name}' is {len(tensors)} tensors; "
+                                                    "bind them first: a, b = FLOW, then output a, b")
+                    env.vars[item.name] = tensors[0]
+                tensor = self._tensor_named(item.name, env, item.span)
+                if any(name == item.name for name, _ in self.build.outputs):
+                    raise Fail(item.span, f"'{item.name}' is already an output")
+                self.build.outputs.append((item.name, tensor))
+            except Fail as exc:
+                if exc.diagnostic is not None:
+                    self.diagnostics.append(exc.diagnostic)
+                if item.name and all(name != item.name for name, _ in self.build.outputs):
+                    self.build.outputs.append((item.name, POISON))  # keeps the outputs' count right
+
+    def _shared(self, stmt: ir.Shared, env: Env) -> None:
+        step = self._resolve_step(stmt.value, env)
+        if step.kind == "shared":
+            raise Fail(stmt.value.span, f"'{step.name}' is already a shared instance; use it directly")
+        env.vars[stmt.name] = SharedInstance(stmt.name, step)
+
+    def _if(self, stmt: ir.If, env: Env, where: str) -> None:
+        cond = self.consts.fold(stmt.cond, env)
+        if isinstance(cond, (Sym, SymCall)):
+            sym = cond.sym if isinstance(cond, SymCall) else cond
+            raise Fail(sym.span, f"unknown name '{sym.name}'", self._near_constant(sym.name, env))
+        if cond is UNKNOWN:
+            self.uncertain = True
+            self._if_unknown(stmt, env, where)
+        elif cond:
+            self._run(stmt.then, env, where)
+        elif stmt.orelse is not None:
+            self._run(stmt.orelse, env, where)
+
+    def _if_unknown(self, stmt: ir.If, env: Env, where: str) -> None:
+        """`check` cannot decide: check both branches; names bound in either stay usable.
+
+        Each branch starts from the outputs declared before the `if`, so an
+        output declared in both branches (only one of which will run) is not
+        a duplicate; the outputs of both are kept, the then-branch's first."""
+        branches = []
+        before = list(self.build.outputs)
+        added: dict[str, Any] = {}
+        for body in (stmt.then, stmt.orelse or []):
+            child = env.child()
+            self.build.outputs = list(before)
+            self._run(body, child, where)
+            branches.append(child.vars)
+            for name, tensor in self.build.outputs[len(before):]:
+                earlier = added.setdefault(name, tensor)
+                if earlier is not tensor and isinstance(earlier, Tensor) and not earlier.poisoned \
+                        and earlier.shape != tensor.shape:
+                    added[name] = Tensor(earlier.ref, earlier.handle, UNKNOWN)
+        self.build.outputs = before + list(added.items())
+        for name in set(branches[0]) | set(branches[1]):
+            values = [b[name] for b in branches if name in b]
+            first = values[0]
+            if isinstance(first, Tensor) and all(isinstance(v, Tensor) for v in values):
+                same = all(v.shape == first.shape for v in values)
+                env.vars[name] = Tensor(first.ref, first.handle, first.shape if same else UNKNOWN)
+            else:
+                env.vars[name] = first if all(v == first for v in values) else UNKNOWN
+
+    # ============================================================ tensors
+    def _tensors(self, expr: Any, env: Env, final: str | None) -> list[Tensor]:
+        """The tensors an expression in tensor position stands for."""
+        if isinstance(expr, ir.Name):
+            return [self._tensor_named(expr.id, env, expr.span)]
+        if isinstance(expr, ir.Tuple):
+            out: list[Tensor] = []
+            for item in expr.items:
+                out.extend(self._tensors(item, env, final=None))
+            return out
+        if isinstance(expr, ir.Flow):
+            tensors = self._tensors(expr.items[0], env, final=None)
+            steps = expr.items[1:]
+            for i, step in enumerate(steps):
+                tensors = self._apply(step, tensors, env, final if i == len(steps) - 1 else None)
+            return tensors
+        if isinstance(expr, ir.BinOp) and expr.op == "+":
+            terms = _sum_terms(expr)
+            inputs: list[Tensor] = []
+            for term in terms:
+                got = self._tensors(term, env, final=None)
+                if len(got) != 1:
+                    raise Fail(term.span, f"'+' adds single tensors; this side is {len(got)} tensors")
+                inputs.extend(got)
+            return self._emit_registry(registry.lookup("layer", "add"), "add", {}, inputs, expr.span, final)
+        if isinstance(expr, ir.BinOp) and expr.op in ("-", "*", "/", "@", "//", "%", "**"):
+            merge = {"-": "subtract", "*": "multiply"}.get(expr.op)
+            raise Fail(expr.span, f"'{expr.op}' does not apply to tensors; only '+' does",
+                       f"use (a, b) -> {merge}" if merge else "merge tensors with a step such as (a, b) -> multiply")
+        if isinstance(expr, ir.IfExp):
+            cond = self.consts.fold(expr.cond, env)
+            if cond is UNKNOWN:
+                self.uncertain = True
+                then = self._tensors(expr.then, env, final)
+                self._tensors(expr.orelse, env, None)
+                return then
+            return self._tensors(expr.then if cond else expr.orelse, env, final)
+        if isinstance(expr, ir.Attr) and isinstance(expr.value, ir.Name) and expr.attr == "shape":
+            raise Fail(expr.span, "a shape is a constant, not a tensor")
+        hint = None
+        if isinstance(expr, (ir.Call, ir.Name)):
+            hint = "a flow starts from a tensor: x -> dense(10)"
+        raise Fail(expr.span, "expected a tensor here", hint)
+
+    def _tensor_named(self, name: str, env: Env, span: Span) -> Tensor:
+        value = env.get(name)
+        if isinstance(value, Tensor):
+            return value
+        if value is None and not env.has(name):
+            candidates = [n for n in env.local_names() if isinstance(env.get(n), Tensor)]
+            if env.scope.find(name) is not None or registry.lookup("layer", name) or registry.lookup("activation", name):
+                raise Fail(span, f"'{name}' is a step, not a tensor", f"apply it to a tensor: x -> {name}")
+            raise Fail(span, f"undefined tensor '{name}'", did_you_mean(name, candidates))
+        raise Fail(span, f"'{name}' is {type_name(value)}, not a tensor")
+    # ============================================================ nodes
+    def _emit_input(self, name: str, shape: tuple, dtype: str, span: Span) -> Tensor:
+        graph = self.build.graph
+        self.build.used.add(name)
+        node = Node(len(graph.nodes), name, "input", "input", {"shape": shape}, [], 1, (), span, dtype=dtype)
+        graph.nodes.append(node)
+        graph.inputs.append(node.id)
+        try:
+            handle = self.backend.input(node, shape, dtype)
+        except BuildError as exc:
+            raise Fail(span, str(exc)) from None
+        node.output_shapes = [self.backend.shape(handle)]
+        return Tensor(TensorRef(node.id), handle, node.output_shapes[0])
+
+    def _emit(self, op: str, kind: str, args: dict, inputs: list[Tensor], n_outputs: int, span: Span,
+              base: str, final: str | None, shared: str | None = None, decl: Any = None) -> list[Tensor]:
+        if any(t.poisoned for t in inputs):
+            return [POISON] * n_outputs
+        graph = self.build.graph
+        if is_unknown(args) or (decl is not None and is_unknown(getattr(decl, "config", None))):
+            self.uncertain = True
+        if len(graph.nodes) >= MAX_LAYERS:
+            raise Fail(span, f"the model has more than {MAX_LAYERS:,} layers after expansion")
+        name = self._node_name(final, base)
+        node = Node(len(graph.nodes), name, op, kind, args, [t.ref for t in inputs], n_outputs,
+                    self.build.path, span, shared=shared, repeat=self.build.repeat, decl=decl)
+        graph.nodes.append(node)
+        try:
+            handles = self.backend.apply(node, [t.handle for t in inputs])
+        except BuildError as exc:
+            graph.nodes.pop()
+            raise Fail(span, str(exc)) from None
+        node.n_outputs = len(handles)
+        node.output_shapes = [self.backend.shape(h) for h in handles]
+        return [Tensor(TensorRef(node.id, i), h, s) for i, (h, s) in enumerate(zip(handles, node.output_shapes))]
+
+    def _node_name(self, final: str | None, base: str) -> str:
+        if final is not None:
+            return self._unique_full(self._full(final))
+        return self._unique_full(self._full(self._scoped(base)))
+
+    def _scoped(self, base: str) -> str:
+        binding = self._current_binding
+        return f"{binding}.{base}" if binding else base
+
+
+    def _full(self, local: str) -> str:
+        return ".".join(self.build.path + (local,))
+
+    def _unique_full(self, name: str) -> str:
+        """`name`, or `name_2`, `name_3`, ... for the second and later uses."""
+        used = self.build.used
+        candidate = name
+        if candidate in used:
+            n = self.build.suffixes.get(name, 2)
+            while f"{name}_{n}" in used:
+                n += 1
+            self.build.suffixes[name] = n + 1
+            candidate = f"{name}_{n}"
+        used.add(candidate)
+        return candidate
+
+    def _unique_local(self, local: str) -> str:
+        full = self._unique_full(self._full(local))
+        return full[len(self._full("")):] if self.build.path else full
+
+    # ============================================================ helpers
+    def _find_declared_activation(self, sym: Sym) -> Any:
+        scope = self._current_scope
+        if scope is None:
+            return None
+        if sym.namespace is not None:
+            target = scope.aliases.get(sym.namespace)
+            decl = target.own.get(sym.name) if target else None
+            found = (decl, target) if decl is not None else None
+        else:
+            found = scope.find(sym.name)
+        if found is None or not isinstance(found[0], ir.ActivationDecl):
+            return None
+        return self.declared.activation(found[0], found[1])
+
+
+    def _near_constant(self, name: str, env: Env) -> str | None:
+        return did_you_mean(name, env.local_names() + env.scope.names())
+
+    def error(self, span: Span, message: str, hint: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic.at(span, message, hint))
+
+
+def _targets(stmt: Any) -> list[str]:
+    if isinstance(stmt, ir.Assign):
+        return list(stmt.targets)
+    if isinstance(stmt, (ir.Let, ir.Shared)):
+        return [stmt.name]
+    if isinstance(stmt, ir.Output):
+        return [item.name for item in stmt.items if item.name and item.value is not None]
+    return []
+
+
+def _binding(stmt: Any) -> str | None:
+    """The name a statement binds, which names the layers it makes."""
+    if isinstance(stmt, ir.Assign):
+        return stmt.targets[0]
+    if isinstance(stmt, ir.Output):
+        return next((item.name for item in stmt.items if item.value is not None), None)
+    return None
+
+
+def _sum_terms(expr: Any) -> list:
+    if isinstance(expr, ir.BinOp) and expr.op == "+":
+        return _sum_terms(expr.left) + _sum_terms(expr.right)
+    return [expr]
+
+
+def _name_span(decl: Any, keyword: str) -> Span:
+    """The span of a declaration's name (just after its keyword)."""
+    col = decl.span.col + len(keyword) + 1
+    return Span.at(decl.span.file, decl.span.line, col, len(decl.name))

@@ -1,0 +1,68 @@
+"""The expanded graph of one model: what the compiler builds and the renderer draws.
+
+Blocks are gone (expanded into nodes), constants are folded, and every node
+remembers the source span that made it and the block instance (cluster) it
+came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from netdsl.errors import Span
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    node: int  # index into Graph.nodes
+    index: int = 0  # which output of that node
+
+
+@dataclass
+class Cluster:
+    """One block instance: `path` is the instance names from the model down."""
+
+    path: tuple[str, ...]
+    block: str
+    span: Span
+    args: dict[str, Any]
+
+
+@dataclass
+class Node:
+    id: int
+    name: str  # unique, deterministic layer name
+    op: str  # "input" | "layer" | "activation" | "declared_layer" | "declared_activation" | "model"
+    kind: str  # registry name, declared name or model name
+    args: dict[str, Any]  # checked arguments (constants or values.Resolved)
+    inputs: list[TensorRef]
+    n_outputs: int
+    cluster: tuple[str, ...]
+    span: Span
+    shared: str | None = None  # nodes with the same key reuse one layer (and its weights)
+    repeat: tuple[int, int, int] | None = None  # (group id, copy index, copies)
+    dtype: str | None = None  # inputs only
+    decl: Any = None  # a declared layer/activation, or the sub-Graph of a nested model
+    output_shapes: list[Any] = field(default_factory=list)  # without the batch axis
+    params: int | None = None  # parameter count, when known
+
+
+@dataclass
+class Graph:
+    name: str
+    span: Span
+    nodes: list[Node] = field(default_factory=list)
+    inputs: list[int] = field(default_factory=list)
+    outputs: list[tuple[str, TensorRef]] = field(default_factory=list)
+    clusters: dict[tuple[str, ...], Cluster] = field(default_factory=dict)
+    train: Any = None  # train.TrainSpec, when the model has a `train` section
+    built: Any = None  # what the backend made of it (a keras.Model), for nested use
+    uncertain: bool = False  # check had to guess somewhere (see Expander.uncertain)
+
+    def node_of(self, ref: TensorRef) -> Node:
+        return self.nodes[ref.node]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [name for name, _ in self.outputs]

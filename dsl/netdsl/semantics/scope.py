@@ -1,0 +1,117 @@
+"""Names: what each file declares, what its imports bring, and local environments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from netdsl.syntax import ir
+from netdsl.errors import Diagnostic, Span
+
+
+@dataclass
+class FileScope:
+    """The names one file can see: its own declarations first, then its imports."""
+
+    file: ir.File
+    own: dict[str, Any] = field(default_factory=dict)  # name -> declaration
+    imported: dict[str, tuple[Any, "FileScope"]] = field(default_factory=dict)
+    aliases: dict[str, "FileScope"] = field(default_factory=dict)
+    let_values: dict[str, Any] = field(default_factory=dict)  # folded file-level constants
+
+    @property
+    def path(self) -> str:
+        return self.file.path
+
+    def find(self, name: str) -> tuple[Any, "FileScope"] | None:
+        """The declaration a name means here, with the scope it was declared in."""
+        if name in self.own:
+            return self.own[name], self
+        return self.imported.get(name)
+
+    def names(self) -> list[str]:
+        return list(self.own) + list(self.imported)
+
+
+def build_scopes(files: dict[str, ir.File], imports: dict[str, list], diagnostics: list[Diagnostic]) -> dict[str, FileScope]:
+    """One FileScope per file, with duplicate declarations reported."""
+    scopes = {path: FileScope(file) for path, file in files.items()}
+    for scope in scopes.values():
+        for decl in scope.file.decls:
+            if isinstance(decl, ir.Import):
+                continue
+            earlier = scope.own.get(decl.name)
+            if earlier is not None:
+                diagnostics.append(Diagnostic.at(
+                    decl.span, f"'{decl.name}' is already defined at line {earlier.span.line}"))
+                continue
+            scope.own[decl.name] = decl
+    for path, scope in scopes.items():
+        for link in imports.get(path, []):
+            target = scopes.get(link.target)
+            if target is None:
+                continue
+            if link.alias is not None:
+                if link.alias in scope.aliases or link.alias in scope.own:
+                    diagnostics.append(Diagnostic.at(link.decl.span, f"'{link.alias}' is already defined"))
+                scope.aliases[link.alias] = target
+                continue
+            for name, decl in target.own.items():
+                if isinstance(decl, ir.ModelDecl) or name in scope.own:
+                    continue  # models are never imported; own declarations win
+                known = scope.imported.get(name)
+                if known is not None and known[0] is not decl:
+                    diagnostics.append(Diagnostic.at(
+                        link.decl.span,
+                        f"'{name}' is imported twice: from {known[1].path} and from {target.path}",
+                        f"import one of them with 'as': import \"{link.decl.path}\" as name"))
+                    continue
+                scope.imported[name] = (decl, target)
+    return scopes
+
+
+class Env:
+    """A local environment: block parameters, local constants, tensors, shared instances."""
+
+    __slots__ = ("scope", "parent", "vars")
+
+    def __init__(self, scope: FileScope, parent: "Env | None" = None):
+        self.scope = scope
+        self.parent = parent
+        self.vars: dict[str, Any] = {}
+
+    def get(self, name: str, default: Any = None) -> Any:
+        env: Env | None = self
+        while env is not None:
+            if name in env.vars:
+                return env.vars[name]
+            env = env.parent
+        return default
+
+    def has(self, name: str) -> bool:
+        env: Env | None = self
+        while env is not None:
+            if name in env.vars:
+                return True
+            env = env.parent
+        return False
+
+    def local_names(self) -> list[str]:
+        names: list[str] = []
+        env: Env | None = self
+        while env is not None:
+            names.extend(env.vars)
+            env = env.parent
+        return names
+
+    def child(self) -> "Env":
+        return Env(self.scope, self)
+
+
+@dataclass(frozen=True)
+class Closure:
+    """A `let f(a, b=1) = ...` function with the environment it was declared in."""
+
+    decl: ir.LetFunc
+    env: Env | None
+    scope: FileScope

@@ -1,0 +1,159 @@
+"""Output shapes of spec-declared layers, inferred from their expression trees.
+
+`check` has no Keras to run a declared layer, so it evaluates the layer's
+output trees over shapes instead of tensors: elementwise functions keep the
+shape, binary operators broadcast, `@` is a matmul, and `transpose`,
+`reshape`, reductions, `softmax` and `concatenate` do what they do to
+shapes. Shapes here include the batch axis (op expressions act on whole
+tensors); anything not understood gives `UNKNOWN`, never an error.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from netdsl.semantics.values import UNKNOWN
+
+_SAME_SHAPE = {"softmax", "relu", "sigmoid", "tanh", "exp", "log", "log1p", "sqrt", "abs", "softplus", "square",
+               "erf", "sin", "cos", "sine", "smooth_relu", "sigmoid_tanh", "gelu", "silu", "swish", "elu", "selu",
+               "softsign", "linear", "hard_sigmoid", "leaky_relu", "relu6", "mish"}
+_BROADCAST = {"minimum", "maximum", "where", "clip"}
+_REDUCE = {"sum", "mean", "max", "min"}
+
+
+class _Unknown(Exception):
+    pass
+
+
+def declared_output_shapes(config: dict, input_shapes: list[tuple]) -> list[Any]:
+    """The output shapes (batch axis excluded) of a DeclaredLayer config."""
+    inputs = dict(zip(config["inputs"], input_shapes))
+    env: dict[str, tuple] = {name: (None,) + tuple(shape) for name, shape in inputs.items()}
+    try:
+        for weight in config["weights"]:
+            env[weight["name"]] = tuple(_dim(d, config["params"], inputs) for d in weight["shape"])
+    except _Unknown:
+        return [UNKNOWN] * len(config["outputs"])
+    out = []
+    for tree in config["outputs"]:
+        try:
+            shape = _shape(tree, env)
+            out.append(tuple(shape[1:]) if len(shape) >= 1 else UNKNOWN)
+        except (_Unknown, TypeError, ValueError, IndexError, KeyError):
+            out.append(UNKNOWN)
+    return out
+
+
+def _dim(tree: list, params: dict, inputs: dict) -> int:
+    kind = tree[0]
+    if kind in ("num", "const") and isinstance(tree[1], int):
+        return tree[1]
+    if kind == "var" and isinstance(params.get(tree[1]), int):
+        return params[tree[1]]
+    if kind == "dim":
+        value = inputs[tree[1]][tree[2]]
+        if value is None:
+            raise _Unknown
+        return value
+    if kind == "neg":
+        return -_dim(tree[1], params, inputs)
+    if kind == "bin":
+        a, b = _dim(tree[2], params, inputs), _dim(tree[3], params, inputs)
+        return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0}[tree[1]]
+    if kind == "call" and tree[1] in ("max", "min"):
+        values = [_dim(a, params, inputs) for a in tree[2]]
+        return max(values) if tree[1] == "max" else min(values)
+    raise _Unknown
+
+
+def _shape(tree: list, env: dict) -> tuple:
+    kind = tree[0]
+    if kind in ("num", "dim"):
+        return ()
+    if kind == "var":
+        return env.get(tree[1], ())  # a parameter is a scalar
+    if kind == "neg":
+        return _shape(tree[1], env)
+    if kind == "bin":
+        a, b = _shape(tree[2], env), _shape(tree[3], env)
+        return _matmul(a, b) if tree[1] == "@" else _broadcast(a, b)
+    if kind == "call":
+        return _call(tree[1], tree[2], tree[3] if len(tree) > 3 else {}, env)
+    raise _Unknown
+
+
+def _call(name: str, args: list, kwargs: dict, env: dict) -> tuple:
+    if name in _SAME_SHAPE:
+        return _shape(args[0], env)
+    if name in _BROADCAST:
+        shape: tuple = ()
+        for arg in args:
+            shape = _broadcast(shape, _shape(arg, env))
+        return shape
+    if name == "matmul":
+        return _matmul(_shape(args[0], env), _shape(args[1], env))
+    if name == "transpose":
+        shape = _shape(args[0], env)
+        perm = _const(args[1]) if len(args) > 1 else list(reversed(range(len(shape))))
+        return tuple(shape[p] for p in perm)
+    if name == "reshape":
+        return _reshape(_shape(args[0], env), tuple(_const(args[1])))
+    if name in _REDUCE:
+        return _reduce(_shape(args[0], env), _const(kwargs.get("axis", ["const", None])),
+                       bool(_const(kwargs.get("keepdims", ["const", False]))))
+    if name == "concatenate":
+        shapes = [_shape(a, env) for a in args]
+        axis = _const(kwargs.get("axis", ["const", 0]))
+        axis = axis % len(shapes[0])
+        sizes = [s[axis] for s in shapes]
+        out = list(shapes[0])
+        out[axis] = None if None in sizes else sum(sizes)
+        return tuple(out)
+    raise _Unknown
+
+
+def _const(tree: list) -> Any:
+    if tree[0] in ("const", "num"):
+        return tree[1]
+    raise _Unknown
+
+
+def _broadcast(a: tuple, b: tuple) -> tuple:
+    out = []
+    for x, y in zip(((1,) * (len(b) - len(a)) + a), ((1,) * (len(a) - len(b)) + b)):
+        if x == 1:
+            out.append(y)
+        elif y == 1 or y == x or y is None:
+            out.append(x)
+        elif x is None:
+            out.append(y)
+        else:
+            raise ValueError(f"cannot broadcast {x} with {y}")
+    return tuple(out)
+
+
+def _matmul(a: tuple, b: tuple) -> tuple:
+    if len(a) < 2 or len(b) < 2:
+        raise _Unknown
+    if a[-1] is not None and b[-2] is not None and a[-1] != b[-2]:
+        raise ValueError("inner dimensions differ")
+    return _broadcast(a[:-2], b[:-2]) + (a[-2], b[-1])
+
+
+def _reshape(shape: tuple, target: tuple) -> tuple:
+    if -1 in target and None not in shape[1:] and shape[0] is None and target[0] == -1:
+        return (None,) + tuple(target[1:])
+    if -1 in target and None not in shape:
+        known = math.prod(d for d in target if d != -1)
+        return tuple(math.prod(shape) // known if d == -1 else d for d in target)
+    if -1 not in target:
+        return tuple(target)
+    raise _Unknown
+
+
+def _reduce(shape: tuple, axis: Any, keepdims: bool) -> tuple:
+    axes = range(len(shape)) if axis is None else [a % len(shape) for a in (axis if isinstance(axis, list) else [axis])]
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)

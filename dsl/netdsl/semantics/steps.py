@@ -1,0 +1,449 @@
+"""Steps: what `-> NAME(args)` names, and applying it to tensors.
+
+The part of the expander (see `expand.py`) that resolves a step expression —
+a registry layer or activation, a block, a declared layer or activation, a
+nested model, a shared instance — checks its arguments and arity, and
+expands it: blocks in place as clusters, shared blocks and nested models as
+sub-graphs built once. Also the types both halves share: tensors, steps and
+the backend protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from netdsl import registry
+from netdsl.syntax import ir
+from netdsl.semantics.consts import TensorValue, bind_plain, dotted_name, is_default
+from netdsl.errors import Fail, Span, did_you_mean
+from netdsl.semantics.graph import Cluster, Graph, Node, TensorRef
+from netdsl.semantics.scope import Env, FileScope
+from netdsl.semantics.values import UNKNOWN, describe_value, type_name
+
+MAX_REPEAT = 10_000
+MAX_BLOCK_DEPTH = 48
+
+
+# Keras layers left out of the allow-list on purpose, and why (for the diagnostic).
+REFUSED_LAYERS = {
+    "lambda": "Lambda runs Python code, so netdsl does not offer it",
+    "tfsm_layer": "TFSMLayer loads a SavedModel from a file, so netdsl does not offer it",
+    "torch_module_wrapper": "TorchModuleWrapper runs Python code, so netdsl does not offer it",
+    "jax_layer": "JaxLayer runs Python code, so netdsl does not offer it",
+    "flax_layer": "FlaxLayer runs Python code, so netdsl does not offer it",
+}
+
+
+class Backend(Protocol):
+    def input(self, node: Node, shape: tuple, dtype: str) -> Any: ...
+
+    def apply(self, node: Node, inputs: list[Any]) -> list[Any]: ...
+
+    def shape(self, handle: Any) -> Any: ...
+
+    def finish(self, graph: Graph) -> Any: ...
+
+
+@dataclass(eq=False)
+class Tensor(TensorValue):
+    ref: TensorRef | None  # None: poisoned by an earlier error
+    handle: Any
+    shape: Any
+    # The only output check knows of a layer whose output count it cannot
+    # know (`bidirectional(gru(4, return_state=true))`): `a, b, c = ...` may
+    # take as many outputs from it as it names.
+    variadic: bool = False
+
+    @property
+    def poisoned(self) -> bool:
+        return self.ref is None
+
+
+POISON = Tensor(None, None, UNKNOWN)
+
+
+@dataclass
+class Step:
+    """A resolved step: what `-> NAME(args)` names, with its arguments evaluated."""
+
+    kind: str  # layer | activation | block | declared_layer | declared_activation | model | shared
+    name: str
+    span: Span
+    entry: Any = None  # registry.Entry, or the declaration
+    scope: FileScope | None = None
+    args: list = field(default_factory=list)  # [(value, span)]
+    kwargs: list = field(default_factory=list)  # [(name, value, span)]
+    shared: Any = None  # SharedInstance
+
+
+@dataclass
+class SharedInstance:
+    name: str
+    step: Step
+    built: Any = None  # the sub-graph of a shared block, once built
+
+
+@dataclass
+class BuildState:
+    """The graph being built and the naming state of the current block instance."""
+
+    graph: Graph
+    used: set[str]
+    suffixes: dict[str, int] = field(default_factory=dict)  # next suffix to try per name
+    path: tuple[str, ...] = ()
+    repeat: tuple[int, int, int] | None = None
+    outputs: list = field(default_factory=list)
+
+
+class _Poisoned(Fail):
+    """A step whose definition already failed: no further diagnostic."""
+
+    def __init__(self):
+        Exception.__init__(self, "poisoned")
+        self.diagnostic = None
+
+
+# ---------------------------------------------------------------- helpers
+
+
+class Steps:
+    """Mixin of `expand.Expander`: step resolution and application.
+
+    It holds no state of its own: every attribute it uses (`build`, `backend`,
+    `consts`, `declared`, `uncertain`, ...) is declared in `Expander.__init__`."""
+
+    def _apply(self, expr: Any, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
+        if isinstance(expr, ir.Flow):  # a group of steps
+            for i, step in enumerate(expr.items):
+                inputs = self._apply(step, inputs, env, final if i == len(expr.items) - 1 else None)
+            return inputs
+        if isinstance(expr, ir.BinOp) and expr.op == "*":
+            return self._repeat(expr, inputs, env, final)
+        if isinstance(expr, ir.IfExp):
+            cond = self.consts.fold(expr.cond, env)
+            if cond is UNKNOWN:
+                self.uncertain = True
+                self._apply(expr.orelse, inputs, env, None)
+                return self._apply(expr.then, inputs, env, final)
+            return self._apply(expr.then if cond else expr.orelse, inputs, env, final)
+        step = self._resolve_step(expr, env)
+        return self._apply_step(step, inputs, final)
+
+    def _repeat(self, expr: ir.BinOp, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
+        count = self.consts.fold(expr.right, env)
+        if count is UNKNOWN:
+            self.uncertain = True
+            return self._apply(expr.left, inputs, env, final)
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise Fail(expr.right.span, f"a repeat count must be an integer, received {type_name(count)}")
+        if not 1 <= count <= MAX_REPEAT:
+            raise Fail(expr.right.span, f"a repeat count must be between 1 and {MAX_REPEAT:,}, received {count:,}")
+        outer = self.build.repeat
+        self.repeat_groups += 1
+        group = self.repeat_groups
+        try:
+            for i in range(count):
+                if outer is None:
+                    self.build.repeat = (group, i, count)
+                inputs = self._apply(expr.left, inputs, env, final if i == count - 1 else None)
+        finally:
+            self.build.repeat = outer
+        return inputs
+
+    def _resolve_step(self, expr: Any, env: Env) -> Step:
+        """What a step expression names, with its arguments evaluated (not yet checked)."""
+        if isinstance(expr, ir.Call):
+            step = self._step_target(expr.func, env)
+            step.args = [(self.consts.fold(a, env), a.span) for a in expr.args]
+            step.kwargs = [(k.name, self.consts.fold(k.value, env), k.span) for k in expr.kwargs]
+            if step.kind == "shared":
+                raise Fail(expr.span, f"shared instance '{step.name}' takes no arguments",
+                           f"arguments go where it is made: shared {step.name} = ...")
+            return step
+        if isinstance(expr, (ir.Name, ir.Attr)):
+            return self._step_target(expr, env)
+        raise Fail(expr.span, "expected a step (a layer, block or activation)", _step_hint(expr))
+
+    def _step_target(self, func: Any, env: Env) -> Step:
+        if isinstance(func, ir.Attr):
+            return self._namespaced_step(func, env)
+        if not isinstance(func, ir.Name):
+            raise Fail(func.span, "expected a step name")
+        name = func.id
+        local = env.get(name)
+        if isinstance(local, SharedInstance):
+            return Step("shared", name, func.span, shared=local)
+        if isinstance(local, Tensor):
+            raise Fail(func.span, f"'{name}' is a tensor, not a step",
+                       "combine tensors with a tuple: (a, b) -> concatenate")
+        if env.has(name):
+            raise Fail(func.span, f"'{name}' is a constant ({describe_value(local)}), not a step")
+        found = env.scope.find(name)
+        if found is not None:
+            return self._declared_step(found[0], found[1], func)
+        return self._registry_step(name, func.span, env)
+
+    def _namespaced_step(self, func: ir.Attr, env: Env) -> Step:
+        if isinstance(func.value, ir.Name) and func.value.id in env.scope.aliases and not env.has(func.value.id):
+            target = env.scope.aliases[func.value.id]
+            decl = target.own.get(func.attr)
+            if decl is None or isinstance(decl, ir.ModelDecl):
+                raise Fail(func.span, f"'{func.value.id}' has no block, layer or activation '{func.attr}'",
+                           did_you_mean(func.attr, [n for n, d in target.own.items()
+                                                    if not isinstance(d, (ir.ModelDecl, ir.Let, ir.LetFunc))]))
+            return self._declared_step(decl, target, func)
+        dotted = dotted_name(func)
+        raise Fail(func.span, f"unknown step '{dotted}'",
+                   "a dotted name reaches only a file imported with 'as' (lib.bottleneck); nothing reaches Python")
+
+    def _declared_step(self, decl: Any, scope: FileScope, func: Any) -> Step:
+        kinds = {ir.BlockDecl: "block", ir.LayerDecl: "declared_layer",
+                 ir.ActivationDecl: "declared_activation", ir.ModelDecl: "model"}
+        kind = kinds.get(type(decl))
+        if kind is None:
+            what = "a constant" if isinstance(decl, ir.Let) else "a function"
+            raise Fail(func.span, f"'{decl.name}' is {what}, not a step")
+        return Step(kind, decl.name, func.span, entry=decl, scope=scope)
+
+    def _registry_step(self, name: str, span: Span, env: Env) -> Step:
+        layer = registry.lookup("layer", name)
+        activation = registry.lookup("activation", name)
+        if layer is not None and activation is not None:
+            # `-> relu` is the activation; `-> relu(max_value=6.0)` is the layer.
+            return Step("layer_or_activation", name, span, entry=(layer, activation))
+        if layer is not None:
+            return Step("layer", name, span, entry=layer)
+        if activation is not None:
+            return Step("activation", name, span, entry=activation)
+        refused = REFUSED_LAYERS.get(registry.snake_case(name))
+        if refused:
+            raise Fail(span, f"unknown layer '{name}': {refused}",
+                       "declare it in the spec instead (activation NAME(x) = ..., layer NAME(...) { ... })")
+        raise Fail(span, f"unknown layer '{name}'", self._near_step(name, env))
+
+    def _apply_step(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
+        kind = step.kind
+        if kind == "layer_or_activation":
+            layer, activation = step.entry
+            with_args = bool(step.args or step.kwargs)
+            step.kind, step.entry = ("layer", layer) if with_args else ("activation", activation)
+            kind = step.kind
+        if kind == "layer":
+            kwargs = self.arguments.bind(step.entry, step.args, step.kwargs, step.span)
+            return self._emit_registry(step.entry, _base_name(step), kwargs, inputs, step.span, final)
+        if kind == "activation":
+            kwargs = self.arguments.bind(step.entry, step.args, step.kwargs, step.span)
+            self._check_arity(step.name, (1, 1), inputs, step.span)
+            return self._emit("activation", step.entry.name, kwargs, inputs, 1, step.span,
+                              _base_name(step), final)
+        if kind == "block":
+            return self._block(step, inputs, final)
+        if kind in ("declared_layer", "declared_activation"):
+            checked = self.declared.instantiate(step, inputs, self)
+            self._check_arity(step.name, (checked.n_inputs, checked.n_inputs), inputs, step.span)
+            return self._emit(kind, step.name, checked.arguments, inputs, checked.n_outputs, step.span,
+                              step.name, final, decl=checked)
+        if kind == "model":
+            return self._nested_model(step, inputs, final)
+        if kind == "shared":
+            return self._apply_shared(step.shared, inputs, step.span)
+        raise Fail(step.span, f"internal: unknown step kind {kind}")
+
+    def _emit_registry(self, entry: registry.Entry, base: str, kwargs: dict, inputs: list[Tensor],
+                       span: Span, final: str | None, shared: str | None = None) -> list[Tensor]:
+        self._check_arity(entry.name, entry.inputs, inputs, span)
+        n_outputs = registry.output_count(entry, kwargs)
+        self._check_size(entry, kwargs, inputs, span)
+        if n_outputs is not None:
+            return self._emit("layer", entry.name, kwargs, inputs, n_outputs, span, base, final, shared=shared)
+        self.uncertain = True
+        outputs = self._emit("layer", entry.name, kwargs, inputs, 1, span, base, final, shared=shared)
+        if len(outputs) == 1 and not outputs[0].poisoned and outputs[0].shape is UNKNOWN:
+            outputs[0].variadic = True  # check's guess; a Keras backend gives the real outputs
+        return outputs
+
+    def _check_arity(self, name: str, arity: tuple, inputs: list[Tensor], span: Span) -> None:
+        lo, hi = arity
+        n = len(inputs)
+        if lo <= n and (hi is None or n <= hi):
+            return
+        if hi is None:
+            wanted = f"{lo} or more input tensors"
+        elif lo == hi:
+            wanted = f"{lo} input tensor{'s' if lo != 1 else ''}"
+        else:
+            wanted = f"{lo} to {hi} input tensors"
+        hint = "feed several with a tuple: (a, b) -> " + name if n < lo else None
+        raise Fail(span, f"'{name}' takes {wanted}, received {n}", hint)
+
+    def _check_size(self, entry: registry.Entry, kwargs: dict, inputs: list[Tensor], span: Span) -> None:
+        shapes = [t.shape if isinstance(t.shape, tuple) else None for t in inputs]
+        if any(s is None for s in shapes):
+            return
+        try:
+            estimate = registry.estimate_params(entry, kwargs, shapes)
+        except Exception:  # an estimate is advisory; the layer still validates itself
+            return
+        limit = self.param_limit
+        if estimate is not None and estimate > limit:
+            raise Fail(span, f"'{entry.name}' would have about {estimate:,} parameters; "
+                             f"the limit is {limit:,}", "use fewer units, or build with a higher --max-params")
+
+    param_limit = 1_000_000_000
+
+    # ============================================================ blocks
+    def _block(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
+        decl: ir.BlockDecl = step.entry
+        params = bind_plain(decl.name, "block", decl.params, [v for v, _ in step.args],
+                            {k: v for k, v, _ in step.kwargs}, step.span)
+        # An instance is always BINDING.BLOCK (deduplicated), even as the last step:
+        # the diagram clusters of `a -> blk * 3` read blk, blk_2, blk_3.
+        instance = self._unique_local(self._scoped(decl.name))
+        outer_path = self.build.path
+        self.build.path = outer_path + (instance,)
+        self.build.graph.clusters[self.build.path] = Cluster(
+            self.build.path, decl.name, step.span,
+            {k: v for k, v in params.items() if not is_default(v)})
+        try:
+            return self._expand_block_body(decl, step.scope, params, inputs, step.span)
+        finally:
+            self.build.path = outer_path
+
+    def _expand_block_body(self, decl: ir.BlockDecl, scope: FileScope, params: dict, inputs: list[Tensor],
+                           span: Span) -> list[Tensor]:
+        key = f"{scope.path}:{decl.name}"
+        if key in self.block_stack:
+            chain = " -> ".join([k.split(":")[-1] for k in self.block_stack[self.block_stack.index(key):]]
+                                + [decl.name])
+            raise Fail(span, f"block '{decl.name}' uses itself: {chain}", "a block cannot be recursive")
+        if len(self.block_stack) >= MAX_BLOCK_DEPTH:
+            raise Fail(span, f"blocks nested more than {MAX_BLOCK_DEPTH} deep")
+        names = block_inputs(decl)
+        if len(names) != len(inputs):
+            raise Fail(span, f"block '{decl.name}' takes {len(names)} input tensor{'s' if len(names) != 1 else ''}, "
+                             f"received {len(inputs)}")
+        env = Env(scope)
+        for name, value in params.items():
+            env.vars[name] = self.consts.fold(_param_default(decl, name), env) if is_default(value) else value
+        for (name, _), tensor in zip(names, inputs):
+            env.vars[name] = tensor
+        saved_outputs, self.build.outputs = self.build.outputs, []
+        self.block_stack.append(key)
+        try:
+            self._run(decl.body, env, where="block")
+            outputs = [t for _, t in self.build.outputs]
+        finally:
+            self.block_stack.pop()
+            self.build.outputs = saved_outputs
+        if not outputs:
+            raise Fail(span, f"block '{decl.name}' has no output")
+        return outputs
+
+    # ============================================================ models and shared
+    def _nested_model(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
+        decl: ir.ModelDecl = step.entry
+        if step.args or step.kwargs:
+            raise Fail(step.span, f"model '{decl.name}' takes no arguments")
+        sub = self._sub_model(decl, step.scope, step.span)
+        return self._emit_sub(sub, inputs, step.span, decl.name, shared=f"model:{decl.name}", final=final)
+
+    def _sub_model(self, decl: ir.ModelDecl, scope: FileScope, span: Span) -> Graph:
+        if decl.name in self.model_stack:
+            chain = " -> ".join(self.model_stack[self.model_stack.index(decl.name):] + [decl.name])
+            raise Fail(span, f"model '{decl.name}' uses itself: {chain}")
+        if decl.name not in self.models:
+            errors_before = len(self.diagnostics)
+            graph = self.expand_model(decl, scope)
+            self.models[decl.name] = graph if len(self.diagnostics) == errors_before else None
+            if self.models[decl.name] is not None:
+                graph.built = self.backend.finish(graph)
+        graph = self.models[decl.name]
+        if graph is None:
+            raise _Poisoned()
+        return graph
+
+    def _emit_sub(self, sub: Graph, inputs: list[Tensor], span: Span, base: str, shared: str,
+                  final: str | None = None) -> list[Tensor]:
+        self._check_arity(sub.name, (len(sub.inputs), len(sub.inputs)), inputs, span)
+        return self._emit("model", sub.name, {}, inputs, len(sub.outputs), span, base, final,
+                          shared=shared, decl=sub)
+
+    def _apply_shared(self, instance: SharedInstance, inputs: list[Tensor], span: Span) -> list[Tensor]:
+        step = instance.step
+        key = f"shared:{'.'.join(self.build.path + (instance.name,))}"
+        if step.kind == "block":
+            if instance.built is None:
+                instance.built = self._shared_block_graph(instance, inputs)
+            return self._emit_sub(instance.built, inputs, span, instance.name, shared=key)
+        if step.kind == "model":
+            sub = self._sub_model(step.entry, step.scope, step.span)
+            return self._emit_sub(sub, inputs, span, instance.name, shared=f"model:{sub.name}")
+        if step.kind in ("layer", "layer_or_activation"):
+            if step.kind == "layer_or_activation":
+                step.kind, step.entry = "layer", step.entry[0]
+            kwargs = self.arguments.bind(step.entry, step.args, step.kwargs, step.span)
+            return self._emit_registry(step.entry, instance.name, kwargs, inputs, span, None, shared=key)
+        if step.kind in ("declared_layer",):
+            checked = self.declared.instantiate(step, inputs, self)
+            return self._emit(step.kind, step.name, checked.arguments, inputs, checked.n_outputs, span,
+                              instance.name, None, shared=key, decl=checked)
+        raise Fail(span, f"'{instance.name}' is {step.kind.replace('_', ' ')} '{step.name}'; "
+                         "only layers, blocks and models can be shared")
+
+    def _shared_block_graph(self, instance: SharedInstance, inputs: list[Tensor]) -> Graph:
+        """A shared block becomes a sub-model: built once, called on every use."""
+        step = instance.step
+        graph = Graph(instance.name, step.span)
+        outer, self.build = self.build, BuildState(graph, set())
+        try:
+            sub_inputs = [self._emit_input(f"{instance.name}_in{i}" if len(inputs) > 1 else f"{instance.name}_in",
+                                           t.shape if isinstance(t.shape, tuple) else (UNKNOWN,), "float32", step.span)
+                          for i, t in enumerate(inputs)]
+            params = bind_plain(step.name, "block", step.entry.params, [v for v, _ in step.args],
+                                {k: v for k, v, _ in step.kwargs}, step.span)
+            outputs = self._expand_block_body(step.entry, step.scope, params, sub_inputs, step.span)
+            graph.outputs = [(f"out{i}", t.ref) for i, t in enumerate(outputs) if not t.poisoned]
+        finally:
+            self.build = outer
+        if len(graph.outputs) != len(outputs):
+            raise _Poisoned()
+        graph.built = self.backend.finish(graph)
+        return graph
+
+    def _near_step(self, name: str, env: Env) -> str | None:
+        pool = registry.all_keys("layer") + registry.all_keys("activation")
+        pool += [n for n in env.scope.names() if isinstance(env.scope.find(n)[0],
+                                                             (ir.BlockDecl, ir.LayerDecl, ir.ActivationDecl, ir.ModelDecl))]
+        pool += [n for n in env.local_names() if isinstance(env.get(n), SharedInstance)]
+        return did_you_mean(name, pool)
+
+
+def block_inputs(decl: Any) -> list[tuple[str, Span]]:
+    names = []
+    for stmt in walk_inputs(decl.body):
+        for item in stmt.items:
+            names.append((item.name, item.span))
+    return names
+
+
+def walk_inputs(body: list) -> list[ir.Input]:
+    return [stmt for stmt in body if isinstance(stmt, ir.Input)]
+
+
+def _param_default(decl: Any, name: str) -> Any:
+    return next(p.default for p in decl.params if p.name == name)
+
+
+def _base_name(step: Step) -> str:
+    if isinstance(step.entry, registry.Entry) and step.name != step.name.lower():
+        return step.entry.name
+    return step.name
+
+
+def _step_hint(expr: Any) -> str | None:
+    if isinstance(expr, (ir.Number, ir.String)):
+        return "a step is a name such as dense(10), relu or a block"
+    if isinstance(expr, ir.Tuple):
+        return "a tuple feeds several tensors into one step: (a, b) -> concatenate"
+    return None

@@ -1,0 +1,160 @@
+"""The `train { ... }` section: optimizer, losses, metrics and fit settings, checked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from netdsl.syntax import ir
+from netdsl.errors import Fail, did_you_mean
+from netdsl.semantics.scope import Env
+from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, type_name
+
+POLICIES = ("float32", "mixed_float16", "mixed_bfloat16", "float16", "bfloat16")
+
+
+@dataclass
+class TrainSpec:
+    """A checked train section. Values are constants or `Resolved` registry objects."""
+
+    optimizer: Resolved | None = None
+    loss: Any = None  # Resolved, or {output: Resolved}, or [Resolved]
+    metrics: Any = None  # [Resolved] or {output: [Resolved]}
+    loss_weights: Any = None
+    mixed_precision: str | None = None  # a Keras dtype policy name
+    jit_compile: Any = "auto"
+    steps_per_execution: int = 1
+    fit: dict[str, Any] = field(default_factory=dict)  # batch_size, epochs, validation_split, shuffle
+    callbacks: list[Resolved] = field(default_factory=list)
+
+
+_SETTINGS = ("optimizer", "loss", "metrics", "loss_weights", "batch_size", "epochs", "validation_split",
+             "shuffle", "mixed_precision", "jit_compile", "steps_per_execution", "callbacks")
+
+
+class TrainChecker:
+    def check(self, stmt: ir.Train, env: Env, expander: Any) -> TrainSpec:
+        spec = TrainSpec()
+        seen: set[str] = set()
+        outputs = [name for name, _ in expander.build.outputs]
+        for item in stmt.items:
+            try:
+                if item.name not in _SETTINGS:
+                    raise Fail(item.span, f"unknown train setting '{item.name}'",
+                               did_you_mean(item.name, _SETTINGS) or "settings: " + ", ".join(_SETTINGS))
+                if item.name in seen:
+                    raise Fail(item.span, f"'{item.name}' is set twice")
+                seen.add(item.name)
+                value = expander.consts.fold(item.value, env)
+                self._setting(spec, item, value, expander, outputs)
+            except Fail as exc:
+                expander.diagnostics.append(exc.diagnostic)
+        if spec.loss is None and spec.optimizer is not None and "loss" not in seen:
+            expander.error(stmt.span, "the train section sets an optimizer but no loss",
+                            "add one: loss = sparse_categorical_crossentropy")
+        return spec
+
+    def _setting(self, spec: TrainSpec, item: ir.Kwarg, value: Any, expander: Any, outputs: list[str]) -> None:
+        resolve = expander.arguments.resolve
+        span = item.value.span
+        name = item.name
+        if value is UNKNOWN:
+            return
+        if name == "optimizer":
+            spec.optimizer = resolve(_named(value, span, "optimizer"), ("optimizer",), span)
+        elif name == "loss":
+            spec.loss = self._per_output(item, value, span, outputs,
+                                         lambda v: resolve(_named(v, span, "loss"), ("loss",), span),
+                                         per_output_list=len(outputs) > 1)
+        elif name == "metrics":
+            spec.metrics = self._per_output(item, value, span, outputs, lambda v: [
+                resolve(_named(m, span, "metric"), ("metric",), span) for m in _as_list(v)])
+        elif name == "loss_weights":
+            spec.loss_weights = self._per_output(item, value, span, outputs, lambda v: _positive_number(v, span, name),
+                                                 per_output_list=True)
+        elif name in ("batch_size", "epochs", "steps_per_execution"):
+            number = _positive_int(value, span, name)
+            if name == "steps_per_execution":
+                spec.steps_per_execution = number
+            else:
+                spec.fit[name] = number
+        elif name == "validation_split":
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < 1:
+                raise Fail(span, f"validation_split is a fraction in [0, 1), received {describe_value(value)}")
+            spec.fit[name] = float(value)
+        elif name == "shuffle":
+            spec.fit[name] = _bool(value, span, name)
+        elif name == "mixed_precision":
+            spec.mixed_precision = _policy(value, span)
+        elif name == "jit_compile":
+            if value != "auto" and not isinstance(value, bool):
+                raise Fail(span, f'jit_compile is true, false or "auto", received {describe_value(value)}')
+            spec.jit_compile = value
+        elif name == "callbacks":
+            spec.callbacks = [resolve(_named(c, span, "callback"), ("callback",), span) for c in _as_list(value)]
+
+    def _per_output(self, item: ir.Kwarg, value: Any, span, outputs: list[str], convert, per_output_list: bool = False) -> Any:
+        if isinstance(value, dict):
+            out = {}
+            for key, v in value.items():
+                if key not in outputs:
+                    raise Fail(_key_span(item, key), f"'{key}' is not an output of this model",
+                               did_you_mean(str(key), outputs) or "outputs: " + ", ".join(outputs))
+                out[key] = convert(v)
+            return out
+        if per_output_list and isinstance(value, list):
+            if len(value) != len(outputs):
+                raise Fail(span, f"a list here gives one value per output: {len(outputs)} expected, "
+                                 f"received {len(value)}")
+            return [convert(v) for v in value]
+        return convert(value)
+
+
+def _key_span(item: ir.Kwarg, key: Any):
+    """The span of a dict key in the setting's text, for a precise caret."""
+    if isinstance(item.value, ir.Dict):
+        for entry in item.value.items:
+            if isinstance(entry.key, ir.Name) and entry.key.id == key:
+                return entry.key.span
+            if isinstance(entry.key, ir.String) and entry.key.value == key:
+                return entry.key.span
+    return item.value.span
+
+
+def _named(value: Any, span, what: str) -> Any:
+    if isinstance(value, (Sym, SymCall, str)):
+        return value
+    raise Fail(span, f"expected {'an' if what[0] in 'aeiou' else 'a'} {what} name, received {type_name(value)}")
+
+
+def _as_list(value: Any) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _positive_int(value: Any, span, name: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise Fail(span, f"{name} is a positive integer, received {describe_value(value)}")
+    return value
+
+
+def _positive_number(value: Any, span, name: str) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+        raise Fail(span, f"{name} are non-negative numbers, received {describe_value(value)}")
+    return float(value)
+
+
+def _bool(value: Any, span, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise Fail(span, f"{name} is true or false, received {describe_value(value)}")
+    return value
+
+
+def _policy(value: Any, span) -> str | None:
+    if value is False or value is None:
+        return None
+    if value is True:
+        return "mixed_float16"
+    if isinstance(value, str) and value in POLICIES:
+        return value
+    raise Fail(span, f"mixed_precision is true, false or a policy name, received {describe_value(value)}",
+               "policies: " + ", ".join(f'"{p}"' for p in POLICIES))

@@ -1,0 +1,154 @@
+"""The layout's rules, checked on the source: rooms by stage, imports only pointing down.
+
+Every import of every module counts, at the top or inside a function, since
+an import that only runs late still ties the two modules together.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import netdsl
+
+PACKAGE = Path(netdsl.__file__).resolve().parent
+
+# A room may import only rooms of a lower level (and itself); rooms of one level
+# are siblings that know nothing of each other. docs/architecture.md draws this.
+LEVELS = {
+    "version": 0, "errors": 0, "atomic": 0, "grammar": 0,
+    "syntax": 1, "highlight": 1,
+    "registry": 2,
+    "semantics": 3,
+    "custom": 4,
+    "backend": 5, "diagram": 5,
+    "training": 6, "exporter": 6,
+    "lsp": 7, "preview": 7,
+    "api": 8,
+    "cli": 9,
+    "netdsl": 10,  # the package's __init__: the public names
+}
+HEAVY = ("keras", "tensorflow", "jax")
+MAY_IMPORT_HEAVY = {"backend", "custom", "training"}
+API_NAMES = {"parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "train",
+             "export", "evaluate", "predict"}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "netdsl"
+
+
+def _imports(module: str, path: Path) -> list[tuple[str, int]]:
+    """(imported module, line) for every import in the file, relative ones resolved."""
+    is_package = path.name == "__init__.py"
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base[: len(base) - node.level + 1]
+                target = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:  # `from pkg import submodule` imports the submodule
+                sub = f"{target}.{alias.name}"
+                out.append((sub if sub in MODULES else target, node.lineno))
+    return out
+
+
+EDGES = {module: _imports(module, path) for module, path in MODULES.items()}
+
+
+def test_every_room_has_a_level() -> None:
+    rooms = {_room(m) for m in MODULES}
+    assert rooms <= set(LEVELS), f"rooms without a level in LEVELS: {sorted(rooms - set(LEVELS))}"
+
+
+def test_imports_only_point_down() -> None:
+    upward = []
+    for module, imports in EDGES.items():
+        for target, line in imports:
+            if target not in MODULES or _room(target) == _room(module):
+                continue
+            if LEVELS[_room(target)] >= LEVELS[_room(module)]:
+                upward.append(f"{MODULES[module].relative_to(PACKAGE.parent)}:{line}: {module} imports {target}")
+    assert not upward, "imports that do not point down:\n" + "\n".join(upward)
+
+
+def test_no_import_circles() -> None:
+    graph = {m: {t for t, _ in EDGES[m] if t in MODULES and t != m} for m in MODULES}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    assert not circles, f"import circles: {circles}"
+
+
+def test_keras_tensorflow_and_jax_only_where_models_are_built() -> None:
+    offenders = [f"{module} imports {target} (line {line})"
+                 for module, imports in EDGES.items() for target, line in imports
+                 if target.split(".")[0] in HEAVY and _room(module) not in MAY_IMPORT_HEAVY]
+    assert not offenders, offenders
+
+
+def test_no_room_is_named_like_an_api_function() -> None:
+    rooms = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert not rooms & API_NAMES
+
+
+def test_the_rule_catches_an_upward_import(tmp_path) -> None:
+    """The checker itself: an import from syntax up into the backend is found."""
+    fake = tmp_path / "parser.py"
+    fake.write_text("def f():\n    from netdsl.backend.compiler import compile_program\n")
+    ((target, line),) = _imports("netdsl.syntax.parser", fake)
+    assert (target, line) == ("netdsl.backend.compiler", 2)
+    assert LEVELS[_room(target)] >= LEVELS[_room("netdsl.syntax.parser")]
+
+
+def test_the_version_is_written_once() -> None:
+    root = PACKAGE.parent.parent
+    hits = [str(p.relative_to(root)) for p in [root / "pyproject.toml", *PACKAGE.rglob("*.py")]
+            if f'"{netdsl.__version__}"' in p.read_text(encoding="utf-8")]
+    assert hits == ["dsl/netdsl/version.py"]

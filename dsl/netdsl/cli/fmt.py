@@ -9,8 +9,6 @@ from pathlib import Path
 
 from netdsl.atomic import write_bytes
 from netdsl.errors import Diagnostic, SpecError, Sources
-from netdsl.syntax.formatter import format_text
-from netdsl.syntax.parser import read_source
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +26,9 @@ def run(args: argparse.Namespace) -> int:
     raised together as one SpecError (exit 1). `--check` returns 1 when a file would
     change; `--diff` prints unified diffs and writes nothing.
     """
+    from netdsl.syntax.formatter import format_text  # only this command needs the printer
+    from netdsl.syntax.parser import read_source
+
     check, diff = getattr(args, "check", False), getattr(args, "diff", False)
     diagnostics: list[Diagnostic] = []
     sources = Sources()

@@ -7,9 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from netdsl.api import model_graphs
 from netdsl.cli.common import add_include, add_plugin, load_plugins
-from netdsl.diagram.render import FORMATS, render_graph, write_diagram
+from netdsl.diagram import FORMATS
 from netdsl.errors import RenderError
 from netdsl.syntax.loader import load_file, pick_models
 
@@ -38,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
     `SpecError`. Exit status 0; 1 when `dot` is missing or fails (the `.dot`
     source is written instead, with a one-line hint); 2 for a bad option.
     """
+    from netdsl.api import model_graphs
+    from netdsl.diagram.render import render_graph, write_diagram  # graphviz: only when drawing
+
     depth = args.depth
     if depth is not None and depth < 0:
         print(f"netdsl render: --depth must be 0 or more, received {depth}", file=sys.stderr)

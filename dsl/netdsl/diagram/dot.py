@@ -3,7 +3,7 @@
 Every piece of text taken from a spec (names, string arguments) passes
 through `_esc` into an HTML-like label; DOT ids are our own (`n<k>`, `b<k>`,
 `out<k>`, `t<k>`, `cluster_<k>`), so nothing from a spec can reach DOT
-syntax. See `renderer.py` for what a diagram shows.
+syntax. See `render.py` for what a diagram shows.
 """
 
 from __future__ import annotations

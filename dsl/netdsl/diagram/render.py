@@ -42,12 +42,12 @@ from typing import Any
 import graphviz
 
 from netdsl.atomic import write_bytes
+from netdsl.diagram import FORMATS
 from netdsl.errors import DotFailed, DotNotFound
 from netdsl.semantics.graph import Graph
 from netdsl.diagram.dot import to_digraph
 from netdsl.diagram.view import build_view
 
-FORMATS = ("svg", "png", "pdf", "dot")
 INSTALL_HINT = ("install Graphviz to get images (apt-get install graphviz, brew install graphviz, "
                 "conda install graphviz, or https://graphviz.org/download/)")
 

@@ -1,6 +1,6 @@
 """What a diagram draws, worked out from an expanded graph: items, clusters, edges.
 
-Pure Python: no Graphviz, no Keras. `render_dot.py` turns a `View` into DOT.
+Pure Python: no Graphviz, no Keras. `dot.py` turns a `View` into DOT.
 
 - An *item* is one drawn node: a layer, an input, an output terminal, a
   shared instance (every call of it drawn as one node), a run of identical

@@ -372,7 +372,7 @@ def register_plugin(kind: str, name: str, params: tuple[Param, ...],
 
 
 def plugin_object(entry: Entry):
-    """The object a plugin entry was registered with (used by registry_keras)."""
+    """The object a plugin entry was registered with (used by custom.factory)."""
     return _plugin_objects[(entry.kind, entry.name)]
 
 

@@ -24,7 +24,7 @@ MAX_CALL_DEPTH = 64
 
 
 class TensorValue:
-    """Marker base for tensors living in an Env (see expand.Tensor)."""
+    """Marker base for tensors living in an Env (see steps.Tensor)."""
 
     shape: Any
 

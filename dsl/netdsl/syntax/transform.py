@@ -4,7 +4,7 @@ Each method is named after the grammar rule (or alias) it handles and builds
 the IR class of the same name. Nodes are built with `model_construct`: the
 transformer makes them well-typed by construction, and validating a
 10,000-layer spec node by node would cost more than parsing it
-(`tests/test_ir.py` validates the result independently).
+(`tests/test_frontend.py` validates the result independently).
 """
 
 from __future__ import annotations

@@ -300,6 +300,39 @@ def test_found_by_name_alias_file_and_mimetype_in_this_environment():
         assert type(lexer).__name__ == "NetdslLexer"
 
 
+def _doc_blocks(lang: str) -> list[str]:
+    text = (ROOT / "docs" / "editors.md").read_text(encoding="utf-8")
+    return re.findall(rf"```{lang}\n(.*?)```", text, re.S)
+
+
+def test_the_pygmentize_commands_of_the_editors_guide_do_what_it_says(tmp_path):
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "resnet50.net").write_bytes((ROOT / "specs" / "resnet50.net").read_bytes())
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    block = next(b for b in _doc_blocks("sh") if "pygmentize" in b)
+    outputs = []
+    for line in block.splitlines():
+        command = line.split("#")[0].strip()
+        result = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True,
+                                text=True, timeout=60)
+        assert result.returncode == 0, (command, result.stderr)
+        outputs.append(result.stdout)
+    assert len(outputs) == 3
+    assert "\x1b[" in outputs[0] and "resnet50" in outputs[0]  # coloured for the terminal
+    assert '<span class="kd">model</span>' in (tmp_path / "resnet50.html").read_text("utf-8")
+    assert outputs[2].strip() == "netdsl"
+
+
+def test_the_python_example_of_the_editors_guide_runs(tmp_path, monkeypatch):
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "resnet50.net").write_bytes((ROOT / "specs" / "resnet50.net").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    (code,) = _doc_blocks("python")
+    namespace: dict = {}
+    exec(compile(code, "docs/editors.md", "exec"), namespace)
+    assert '<span class="nb">dense</span>' in namespace["html"]
+
+
 # --------------------------------------------------------------------------
 # Installed from the wheel, in a clean virtual environment
 

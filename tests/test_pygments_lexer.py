@@ -133,7 +133,7 @@ def assert_lines_up(text: str):
 
 INSERTS = ["$", "?", "!", "&", "|", "\\", "'", "^", "~", "`", "é", "™", "\v", '"', '"a\\"b',
            '\\"', "->", "#", "\n", ";", "1.e5", ".5", "1e", "0x1", "if", "activation", "train {",
-           "model m", "(", ")", "]", "{", "==", "=", "**", "// 2", "\t", "x.5"]
+           "model m", "model if", "let else", "(", ")", "]", "{", "==", "=", "**", "// 2", "\t", "x.5"]
 
 
 def _mutations(count: int, seed: int = 12):

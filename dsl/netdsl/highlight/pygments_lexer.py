@@ -97,6 +97,10 @@ def _separator(lexer, match):
 
 
 def _declarations(vocab: Vocabulary, ws: str, name: str) -> list:
+    """`model NAME`, `let NAME(`...: the keyword and the name it introduces
+    (never a hard keyword: `model if` is a keyword after a keyword)."""
+    hard = [w for w in vocab.keywords if w not in vocab.soft_keywords]
+    name = rf"(?!(?:{'|'.join(hard)})(?!{vocab.name_char})){name}"
     rules = []
     for word in vocab.soft_keywords + ("let",):
         if word not in vocab.keywords:

@@ -66,7 +66,10 @@ def _keyword_rules(v: Vocabulary, end: str) -> list[dict]:
 
 def _declaration_rules(v: Vocabulary, ws: str, name: str) -> list[dict]:
     # No leading `\b`: the scanner takes the leftmost match, so a rule only
-    # ever starts where a whole word starts (as in the parser's lexer).
+    # ever starts where a whole word starts (as in the parser's lexer). The
+    # declared name is never a hard keyword (`model if` is two keywords).
+    hard = [w for w in v.keywords if w not in v.soft_keywords]
+    name = rf"(?!(?:{_words(hard)})(?!{v.name_char})){name}"
     rules = []
     for word in v.soft_keywords + ("let",):
         if word not in v.keywords:

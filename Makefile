@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast bench graphviz clean
+.PHONY: demo test test-fast bench graphviz editors clean
 
 $(STAMP): pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,23 @@ graphviz:
 	  elif command -v brew >/dev/null 2>&1; then brew install graphviz; \
 	  else echo "netdsl: Graphviz 'dot' not found; install it (apt-get install graphviz / brew install graphviz)"; fi; }
 
+# Node.js runs the editor tests: the TextMate grammar through the engine VS Code
+# uses (vscode-textmate + vscode-oniguruma) and the VS Code client. npm installs
+# them into editors/vscode/node_modules (git-ignored) from its lock file.
+EDITOR_MODULES := editors/vscode/node_modules/.installed
+
+$(EDITOR_MODULES): editors/vscode/package.json editors/vscode/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null) \
+	      || echo "netdsl: could not install Node.js; the editor tests will be skipped"; \
+	  elif command -v brew >/dev/null 2>&1; then brew install node; \
+	  else echo "netdsl: Node.js not found; install it to run the editor tests"; fi; }
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; fi
+
+editors: $(EDITOR_MODULES)
+
 demo: $(STAMP) graphviz
 	$(VENV)/bin/netdsl check specs/*.net
 	$(VENV)/bin/netdsl build specs/lightning_mlp.net -o build
@@ -29,10 +46,10 @@ demo: $(STAMP) graphviz
 	$(VENV)/bin/netdsl render specs/resnet50.net --depth 1 -o build/resnet50_depth1.png
 	@echo; echo "Built models and diagrams:"; ls -l build
 
-test: $(STAMP) graphviz
+test: $(STAMP) graphviz editors
 	$(VENV)/bin/python -m pytest
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) editors
 	$(VENV)/bin/python -m pytest -m "not slow"
 
 bench: $(STAMP) graphviz

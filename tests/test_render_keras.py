@@ -1,4 +1,10 @@
-"""Diagrams with real Keras shapes and parameter counts (`render_model(..., shapes=True)`)."""
+"""Diagrams with real Keras shapes and parameter counts, against those `render` draws.
+
+`render(..., shapes=True)` takes shapes and counts from the pure-Python
+inference where it is certain (tests/test_render_estimates.py: which models,
+and without TensorFlow); here every spec's model is built with Keras and
+must draw the same bytes.
+"""
 
 from __future__ import annotations
 
@@ -11,24 +17,28 @@ import pytest
 import netdsl
 from netdsl.cli import main
 from netdsl import render as render_model
-from netdsl.diagram.render import write_diagram
+from netdsl.backend.compiler import compile_program
+from netdsl.diagram.render import render_graph, write_diagram
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
 SPECS = ROOT / "specs"
 SPEC_FILES = sorted(SPECS.glob("*.net"))
+ESTIMATES = GOLDEN / "render_estimates.net"  # models the pure-Python inference draws, and some it must decline
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
 
 
 def test_keras_shapes_give_the_golden_diagram():
-    """Built with Keras, the golden spec draws byte for byte what the pure-Python checker drew:
+    """Built with Keras, the golden spec draws byte for byte what the pure-Python inference drew:
     its inferred shapes and estimated parameter counts are Keras's."""
-    source = render_model(GOLDEN / "render_small.net").source
+    analysis, _ = compile_program(netdsl.parse_file(GOLDEN / "render_small.net"), models=["small"])
+    source = render_graph(analysis.graphs["small"]).source
     assert source.encode("utf-8") == (GOLDEN / "render_small.dot").read_bytes()
+    assert render_model(GOLDEN / "render_small.net").source == source
 
 
 def _models():
-    for path in SPEC_FILES:
+    for path in [*SPEC_FILES, ESTIMATES]:
         for name in netdsl.parse_file(path).model_names:
             yield pytest.param(path, name, id=f"{path.stem}:{name}")
 
@@ -37,10 +47,12 @@ def _models():
 @needs_dot
 @pytest.mark.parametrize("path,name", list(_models()))
 def test_every_model_renders_with_keras_shapes(path, name, tmp_path):
-    model = netdsl.build(path, name)
+    """`render` (pure-Python shapes where certain, else Keras) draws exactly what the built model draws."""
+    analysis, models = compile_program(netdsl.parse_file(path), models=[name])
     digraph = render_model(path, name)
+    assert digraph.source == render_graph(analysis.graphs[name]).source
     title = re.search(r"label=<<B>[^<]*</B>  ([0-9,]+) parameters>", digraph.source)
-    assert title is not None and int(title.group(1).replace(",", "")) == model.count_params()
+    assert title is not None and int(title.group(1).replace(",", "")) == models[name].count_params()
     assert "\u00b7  ? params" not in digraph.source
     for fmt, magic in (("svg", b"<?xml"), ("png", b"\x89PNG")):
         assert write_diagram(digraph, tmp_path / name, fmt).read_bytes().startswith(magic)

@@ -1,7 +1,8 @@
 """The library API: `parse`, `parse_file`, `check`, `format`, `build`, `build_all`, `fit_kwargs`, `render`.
 
 Everything here is cheap to import; `build`, `fit_kwargs` and `render` with
-shapes import Keras (and only they do) when called.
+shapes the pure-Python inference cannot be sure of import Keras (and only
+they do) when called.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import os
 from typing import Any
 
 from netdsl.errors import Diagnostic, SpecError
-from netdsl.semantics.analysis import analyze
+from netdsl.semantics.analysis import analyze, checked_graphs
+from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph
 from netdsl.syntax.loader import Program, Source, as_program, load_file, load_text, pick_model
 
@@ -69,9 +71,10 @@ def render(source: Source, model: str | None = None, *, shapes: bool = True, dep
            collapse_repeats: bool = True, include: list = ()) -> Any:
     """The architecture diagram of one model as a `graphviz.Digraph`.
 
-    `shapes=True` builds the model with Keras for its real shapes and parameter
-    counts; `shapes=False` draws the checked topology and never imports
-    TensorFlow. `depth`: fold block instances nested deeper than this.
+    `shapes=True` shows each layer's output shape and parameter count, as
+    Keras reports them: inferred in pure Python when that is certain, else
+    from building the model with Keras (importing TensorFlow); `shapes=False`
+    draws the checked topology only. `depth`: fold block instances nested deeper than this.
     `collapse_repeats`: draw `STEP * N` as one box marked xN. Raises
     `SpecError` when the spec has errors.
     """
@@ -85,14 +88,24 @@ def render(source: Source, model: str | None = None, *, shapes: bool = True, dep
     return render_graph(graphs[name], shapes=shapes, depth=depth, collapse_repeats=collapse_repeats)
 
 
-def model_graphs(program: Program, names: list[str], shapes: bool) -> dict[str, Graph]:
-    """The expanded graphs of `names`: built with Keras (shapes) or only checked."""
-    if shapes:
-        from netdsl.backend.compiler import compile_program
+def model_graphs(program: Program, names: list[str], shapes: bool, *, mute_tensorflow: bool = False
+                 ) -> dict[str, Graph]:
+    """The checked, expanded graphs of `names` (SpecError on errors).
 
-        analysis, _ = compile_program(program, models=names)
-    else:
-        analysis = analyze(program, models=names)
-    if analysis.errors:
-        raise SpecError(analysis.errors, program.sources())
-    return analysis.graphs
+    With `shapes`, each node also holds the output shapes and parameter count
+    Keras reports: estimated in pure Python where that is certain
+    (`semantics.estimates`), and only the other models built with Keras
+    (`mute_tensorflow`: TensorFlow's start-up notices kept off stderr, for the CLI).
+    """
+    graphs = checked_graphs(program, names)
+    if not shapes:
+        return graphs
+    unsure = [name for name, graph in graphs.items() if not fill_estimates(graph)]
+    if unsure:
+        from netdsl.backend.compiler import compile_program
+        from netdsl.backend.runtime import quiet_tensorflow
+
+        quiet_tensorflow(mute_stderr=mute_tensorflow)
+        analysis, _ = compile_program(program, models=unsure)
+        graphs.update({name: analysis.graphs[name] for name in unsure})
+    return graphs

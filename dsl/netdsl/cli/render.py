@@ -52,12 +52,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"netdsl render: {exc}", file=sys.stderr)
         return 2
     shapes = not args.no_shapes
-    if shapes:
-        from netdsl.backend.runtime import quiet_tensorflow
-
-        quiet_tensorflow()  # the CLI's stderr is for diagnostics, not TensorFlow's start-up notices
     load_plugins(args.plugin, program.root)
-    graphs = model_graphs(program, names, shapes)
+    # The CLI's stderr is for diagnostics, not TensorFlow's start-up notices (when it is needed at all).
+    graphs = model_graphs(program, names, shapes, mute_tensorflow=True)
     status = 0
     for name in names:
         digraph = render_graph(graphs[name], shapes=shapes, depth=depth, collapse_repeats=not args.expand_repeats)

@@ -80,7 +80,7 @@ _NO_WEIGHTS = frozenset("""
     global_average_pooling2d global_average_pooling3d global_max_pooling1d
     global_max_pooling2d global_max_pooling3d identity leaky_relu masking
     max_pooling1d max_pooling2d max_pooling3d maximum minimum multiply permute
-    relu repeat_vector reshape softmax spatial_dropout1d spatial_dropout2d
+    relu repeat_vector rescaling reshape softmax spatial_dropout1d spatial_dropout2d
     spatial_dropout3d subtract unit_normalization up_sampling1d up_sampling2d
     up_sampling3d zero_padding1d zero_padding2d zero_padding3d
 """.split())

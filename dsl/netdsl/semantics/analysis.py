@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl.syntax import ir
-from netdsl.errors import Diagnostic, Fail, sort_diagnostics
+from netdsl.errors import Diagnostic, Fail, SpecError, sort_diagnostics
 from netdsl.semantics.expand import Expander
 from netdsl.semantics.graph import Graph
 from netdsl.syntax.loader import Program, paused_gc
@@ -41,6 +41,14 @@ def analyze(program: Program, backend: Any = None, models: list[str] | None = No
     """Check a program; expand `models` (default: all of the root file's models)."""
     with paused_gc():
         return _analyze(program, backend, models, declarations, param_limit)
+
+
+def checked_graphs(program: Program, names: list[str]) -> dict[str, Graph]:
+    """The expanded graphs of the models `names`, in that order; SpecError with every error found."""
+    analysis = analyze(program, models=names)
+    if analysis.errors:
+        raise SpecError(analysis.errors, program.sources())
+    return {name: analysis.graphs[name] for name in names}
 
 
 def _analyze(program: Program, backend: Any, models: list[str] | None, declarations: bool,

@@ -163,7 +163,7 @@ def _reshape(args, shapes):
     elif all(d is not None for d in shapes[0]) and -1 not in target and math.prod(target) != math.prod(shapes[0]):
         raise BuildError(f"cannot reshape {_show(shapes[0])} ({math.prod(shapes[0])} values) to "
                          f"{_show(target)} ({math.prod(target)} values)")
-    return target
+    return tuple(None if d == -1 else d for d in target)  # -1 beside a varying size: unknown, as in Keras
 
 
 def _merge(args, shapes):
@@ -174,7 +174,8 @@ def _merge(args, shapes):
         for a, b in zip(first, other):
             if a is not None and b is not None and a != b and 1 not in (a, b):
                 raise BuildError(f"cannot combine shapes {' and '.join(_show(s) for s in shapes)}")
-    return tuple(max((s[i] for s in shapes if s[i] is not None), default=None) for i in range(len(first)))
+    # As Keras' merge layers: a size varying in any input varies in the output; 1 broadcasts.
+    return tuple(None if any(s[i] is None for s in shapes) else max(s[i] for s in shapes) for i in range(len(first)))
 
 
 def _concatenate(args, shapes):
@@ -241,15 +242,28 @@ def _mha(args, shapes):
         raise ValueError  # a tuple output shape: leave it to Keras
     out = shapes[0][:-1] + (output_shape or shapes[0][-1],)
     if args.get("return_attention_scores"):
-        return [out, UNKNOWN]
+        key = shapes[2] if len(shapes) > 2 else shapes[1] if len(shapes) > 1 else shapes[0]
+        # Keras 3's symbolic scores take the query's length for the key's too (its
+        # compute_output_spec): left unknown where the two differ, so nothing disagrees.
+        if key[0] != shapes[0][0]:
+            return [out, UNKNOWN]
+        return [out, _scores(args.get("num_heads"), shapes[0], key, args.get("attention_axes") is None)]
     return out
 
 
 def _attention(args, shapes):
     out = shapes[0][:-1] + (args["d_model"],)
     if args.get("return_weights"):
-        return [out, UNKNOWN]
+        key = shapes[1] if len(shapes) > 1 else shapes[0]
+        return [out, _scores(args.get("heads", 1), shapes[0], key, True)]
     return out
+
+
+def _scores(heads, query, key, sequence_axis: bool):
+    """Attention scores of sequences (steps, features): (heads, query steps, key steps); other ranks unknown."""
+    if not sequence_axis or len(query) != 2 or len(key) != 2 or not isinstance(heads, int):
+        return UNKNOWN
+    return (heads, query[0], key[0])
 
 
 def _residual(args, shapes):

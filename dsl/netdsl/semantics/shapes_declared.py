@@ -45,6 +45,18 @@ def declared_output_shapes(config: dict, input_shapes: list[tuple]) -> list[Any]
     return out
 
 
+def declared_param_count(config: dict, input_shapes: list[tuple]) -> int | None:
+    """The parameter count of a DeclaredLayer config (its weights' sizes); None when a size is unknown."""
+    inputs = dict(zip(config["inputs"], input_shapes))
+    try:
+        sizes = [[_dim(d, config["params"], inputs) for d in weight["shape"]] for weight in config["weights"]]
+    except (_Unknown, TypeError, IndexError, KeyError):
+        return None
+    if any(not isinstance(d, int) or d <= 0 for dims in sizes for d in dims):
+        return None  # Keras refuses such a weight; let the build say so
+    return sum(math.prod(dims) for dims in sizes)
+
+
 def _dim(tree: list, params: dict, inputs: dict) -> int:
     kind = tree[0]
     if kind in ("num", "const") and isinstance(tree[1], int):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netdsl.cli import build, check, fmt, layers, render
+from netdsl.cli import build, check, fmt, layers, preview, render
 from netdsl.cli.common import EXIT_OK, EXIT_SPEC, EXIT_USAGE, print_diagnostics
 from netdsl.errors import SpecError
 from netdsl.version import __version__
@@ -44,4 +44,5 @@ def _parser() -> argparse.ArgumentParser:
     build.add_parsers(sub)
     render.add_parser(sub)
     layers.add_parser(sub)
+    preview.add_parser(sub)
     return parser

@@ -169,7 +169,7 @@ def _edge_label(edge: Edge, shapes: bool) -> str | None:
     if edge.index is not None:
         parts.append(f"[{edge.index}]")
     if shapes and edge.shape is not None:
-        parts.append(_shape_text(edge.shape))
+        parts.append(shape_text(edge.shape))
     return "<" + _esc(" ".join(parts)) + ">" if parts else None
 
 
@@ -202,7 +202,7 @@ def _value_text(value: Any) -> str:
     return text if len(text) <= MAX_VALUE else text[:MAX_VALUE - 1] + "\u2026"
 
 
-def _shape_text(shape: Any) -> str:
+def shape_text(shape: Any) -> str:
     if shape is UNKNOWN or not isinstance(shape, tuple):
         return "?"
     dims = ["?" if d is None or d is UNKNOWN else str(d) for d in shape]
@@ -212,7 +212,7 @@ def _shape_text(shape: Any) -> str:
 def _shapes_text(shapes: list) -> str:
     if not shapes:
         return "?"
-    return " | ".join(_shape_text(s) for s in shapes)
+    return " | ".join(shape_text(s) for s in shapes)
 
 
 def _params_text(count: int, complete: bool, word: str) -> str:

@@ -1,0 +1,56 @@
+"""`netdsl preview SPEC [--model NAME] [--port P] [--depth N]`: the live diagram page on 127.0.0.1."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import threading
+
+from netdsl.cli.common import EXIT_OK, EXIT_SPEC, EXIT_USAGE, add_include, add_plugin, load_plugins
+from netdsl.diagram.render import INSTALL_HINT
+from netdsl.preview import PreviewServer
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    preview = sub.add_parser("preview", help="a live diagram of a spec in the browser, redrawn on every save")
+    preview.add_argument("spec", metavar="SPEC")
+    preview.add_argument("--model", metavar="NAME", help="the model to draw (default: the spec's first)")
+    preview.add_argument("--port", type=int, default=8765, metavar="P", help="0: any free port (default 8765)")
+    preview.add_argument("--depth", type=int, default=None, metavar="N", help="fold blocks nested deeper than N")
+    add_plugin(preview)
+    add_include(preview)
+    preview.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
+    """Serve until Ctrl-C (or `stop` is set). Exit status 0; 1 when the spec cannot be read, the port is
+    taken or Graphviz is missing; 2 for a bad option. A spec with errors is served, its errors shown."""
+    if not 0 <= args.port <= 65535 or (args.depth is not None and args.depth < 0):
+        print("netdsl preview: --port must be 0 to 65535 and --depth 0 or more", file=sys.stderr)
+        return EXIT_USAGE
+    if shutil.which("dot") is None:
+        print(f"netdsl preview: Graphviz's 'dot' program was not found; {INSTALL_HINT}", file=sys.stderr)
+        return EXIT_SPEC
+    try:
+        with open(args.spec, "rb"):
+            pass
+    except OSError as exc:
+        print(f"netdsl preview: cannot read {args.spec}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_SPEC
+    load_plugins(args.plugin, args.spec)
+    try:
+        server = PreviewServer(args.spec, args.model, port=args.port, include=args.include, depth=args.depth)
+    except OSError as exc:
+        print(f"netdsl preview: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}; "
+              "pick another port with --port, or --port 0 for any free one", file=sys.stderr)
+        return EXIT_SPEC
+    url = server.start()
+    print(f"netdsl preview: {url}  (Ctrl-C to stop)", flush=True)
+    try:
+        (stop or threading.Event()).wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    return EXIT_OK

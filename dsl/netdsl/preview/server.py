@@ -1,0 +1,161 @@
+"""The preview's web server: a few fixed routes on 127.0.0.1, nothing read from the disk per request.
+
+    GET /             the page (static/index.html)
+    GET /preview.js   its script          GET /preview.css   its style sheet
+    GET /state        the current snapshot as JSON
+    GET /events       Server-Sent Events: the snapshot now, then each new one
+
+Safety: the socket is bound to the loopback address only; a request whose
+Host header is not this server's own loopback address and port is refused
+(a page on another site cannot reach it through DNS rebinding); any other path
+is 404 and nothing is ever served from the file system; every response
+forbids framing and sniffing, and the page's Content-Security-Policy allows
+only its own script (the diagram's SVG cannot run any). What a spec says
+reaches the page only as JSON strings the script puts in text nodes, and in
+the SVG Graphviz draws from labels netdsl has escaped.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any
+
+from netdsl.preview.snapshot import Snapshot, make_snapshot
+from netdsl.preview.watch import Hub, Watcher
+
+__all__ = ["PreviewServer"]
+
+HOST = "127.0.0.1"
+KEEPALIVE = 15.0  # seconds between comments on an idle event stream (a closed page is noticed)
+MAX_STREAMS = 16  # open event streams at once; more get 503
+
+_SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                               "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+_STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
+           "/preview.js": ("preview.js", "text/javascript; charset=utf-8"),
+           "/preview.css": ("preview.css", "text/css; charset=utf-8")}
+
+
+class PreviewServer:
+    """`netdsl preview`: watch a spec, serve its page. `start()` returns the URL; `close()` ends everything."""
+
+    def __init__(self, spec: str, model: str | None = None, *, port: int = 0, include: list = (),
+                 depth: int | None = None, interval: float = 0.1):
+        self.spec, self.model, self.include, self.depth = spec, model, list(include), depth
+        self.hub = Hub(self._rebuild(None))
+        self.watcher = Watcher(self.hub, self._rebuild, interval)
+        self.static = {path: (resources.files(__package__).joinpath("static", name).read_bytes(), kind)
+                       for path, (name, kind) in _STATIC.items()}
+        self.httpd = _HTTPServer((HOST, port), _Handler)  # OSError when the port is taken
+        self.httpd.preview = self
+        self.port = self.httpd.server_address[1]
+        self.allowed_hosts = {f"{HOST}:{self.port}", f"localhost:{self.port}"}
+        self.streams = threading.BoundedSemaphore(MAX_STREAMS)
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name="netdsl-preview-http", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}/"
+
+    def start(self) -> str:
+        self.watcher.start()
+        self._thread.start()
+        return self.url
+
+    def close(self) -> None:
+        self.hub.stop()  # event streams end
+        self.watcher.stop()
+        if self._thread.is_alive():
+            self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def _rebuild(self, previous: Snapshot | None) -> Snapshot:
+        try:
+            return make_snapshot(self.spec, self.model, previous, include=self.include, depth=self.depth)
+        except Exception as exc:  # a bug: shown on the page as one line, the last diagram kept
+            from dataclasses import replace
+
+            message = f"{self.spec}:1:1: error: internal error in netdsl preview: {type(exc).__name__}: {exc}"
+            print(f"netdsl preview: {message}", file=sys.stderr)
+            if previous is None:
+                return Snapshot(1, self.spec, None, [], message, 1, None, files=[self.spec])
+            return replace(previous, version=previous.version + 1, diagnostics=message, errors=1,
+                           stale=previous.svg is not None)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True  # an open event stream never keeps the process alive
+    allow_reuse_address = False  # never share a port another process listens on
+    preview: PreviewServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _HTTPServer
+    server_version = "netdsl-preview"
+    sys_version = ""
+    timeout = 30  # seconds a client may take to send its request or read a response
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        preview = self.server.preview
+        if self.headers.get("Host") not in preview.allowed_hosts:
+            self._send(403, b"forbidden: this preview answers only to its own loopback address\n",
+                       "text/plain; charset=utf-8")
+            return
+        path = self.path.split("?", 1)[0]
+        if path in preview.static:
+            body, kind = preview.static[path]
+            self._send(200, body, kind)
+        elif path == "/state":
+            self._send(200, preview.hub.snapshot.to_json().encode("ascii"), "application/json")
+        elif path == "/events":
+            self._events(preview)
+        else:
+            self._send(404, b"not found\n", "text/plain; charset=utf-8")
+
+    def _send(self, status: int, body: bytes, kind: str) -> None:
+        self.send_response(status)
+        self._headers(kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _headers(self, kind: str) -> None:
+        self.send_header("Content-Type", kind)
+        for name, value in _SECURITY_HEADERS.items():
+            self.send_header(name, value)
+
+    def _events(self, preview: PreviewServer) -> None:
+        if not preview.streams.acquire(blocking=False):
+            self._send(503, b"too many open previews\n", "text/plain; charset=utf-8")
+            return
+        try:
+            self.send_response(200)
+            self._headers("text/event-stream")
+            self.end_headers()
+            self.close_connection = True
+            snapshot: Snapshot | None = preview.hub.snapshot
+            while not preview.hub.stopped:
+                if snapshot is None:
+                    self.wfile.write(b": keep-alive\n\n")
+                else:
+                    self.wfile.write(b"event: snapshot\ndata: " + snapshot.to_json().encode("ascii") + b"\n\n")
+                    version = snapshot.version
+                self.wfile.flush()
+                snapshot = preview.hub.wait_newer(version, KEEPALIVE)
+        except (BrokenPipeError, ConnectionResetError, TimeoutError, OSError):
+            pass  # the page went away
+        finally:
+            preview.streams.release()
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's name
+        pass  # the terminal is for the URL and errors, not one line per request

@@ -226,6 +226,20 @@ def test_a_foreign_host_header_is_refused(served, host):
 
 
 @needs_dot
+@pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://127.0.0.1:1"])
+def test_a_request_from_another_site_is_refused(served, origin):
+    server, _ = served
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        conn.request("GET", "/state", headers={"Origin": origin})
+        assert conn.getresponse().status == 403
+        conn.request("GET", "/state", headers={"Origin": f"http://127.0.0.1:{server.port}"})
+        assert conn.getresponse().status == 200
+    finally:
+        conn.close()
+
+
+@needs_dot
 def test_localhost_is_accepted(served):
     server, _ = served
     assert get(server, "/state", host=f"localhost:{server.port}")[0] == 200

@@ -1,7 +1,8 @@
 """The `netdsl` command line: one module per command, each with `add_parser` and `run`.
 
 Exit codes: 0 clean, 1 spec errors (diagnostics printed), 2 usage errors.
-`check`, `fmt`, `layers` and `render --no-shapes` never import TensorFlow.
+`check`, `fmt`, `layers`, `preview` and `render --no-shapes` never import TensorFlow;
+`render` imports it only for a model whose shapes the pure-Python inference cannot be sure of.
 """
 
 from __future__ import annotations

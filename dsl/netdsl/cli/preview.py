@@ -23,8 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     preview.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
-    """Serve until Ctrl-C (or `stop` is set). Exit status 0; 1 when the spec cannot be read, the port is
+def run(args: argparse.Namespace) -> int:
+    """Serve until Ctrl-C. Exit status 0; 1 when the spec cannot be read, the port is
     taken or Graphviz is missing; 2 for a bad option. A spec with errors is served, its errors shown."""
     if not 0 <= args.port <= 65535 or (args.depth is not None and args.depth < 0):
         print("netdsl preview: --port must be 0 to 65535 and --depth 0 or more", file=sys.stderr)
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     url = server.start()
     print(f"netdsl preview: {url}  (Ctrl-C to stop)", flush=True)
     try:
-        (stop or threading.Event()).wait()
+        threading.Event().wait()  # the server's threads do the work
     except KeyboardInterrupt:
         pass
     finally:

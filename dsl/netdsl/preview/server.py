@@ -7,7 +7,8 @@
 
 Safety: the socket is bound to the loopback address only; a request whose
 Host header is not this server's own loopback address and port is refused
-(a page on another site cannot reach it through DNS rebinding); any other path
+(a page on another site cannot reach it through DNS rebinding), and so is one
+whose Origin header names another site; any other path
 is 404 and nothing is ever served from the file system; every response
 forbids framing and sniffing, and the page's Content-Security-Policy allows
 only its own script (the diagram's SVG cannot run any). What a spec says
@@ -59,6 +60,7 @@ class PreviewServer:
         self.httpd.preview = self
         self.port = self.httpd.server_address[1]
         self.allowed_hosts = {f"{HOST}:{self.port}", f"localhost:{self.port}"}
+        self.allowed_origins = {f"http://{host}" for host in self.allowed_hosts}  # a page of another site: 403
         self.streams = threading.BoundedSemaphore(MAX_STREAMS)
         self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2},
                                         name="netdsl-preview-http", daemon=True)
@@ -107,7 +109,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         preview = self.server.preview
-        if self.headers.get("Host") not in preview.allowed_hosts:
+        origin = self.headers.get("Origin")
+        if self.headers.get("Host") not in preview.allowed_hosts or (
+                origin is not None and origin not in preview.allowed_origins):
             self._send(403, b"forbidden: this preview answers only to its own loopback address\n",
                        "text/plain; charset=utf-8")
             return

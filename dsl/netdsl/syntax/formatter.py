@@ -310,7 +310,7 @@ class _Printer(ExprPrinter):
             return
         after_else = self.skip(self.find(close + 1, "else") + len("else"))
         orelse = node.orelse
-        if self.text[after_else] != "{":  # `else if`
+        if not self.else_opens_block(after_else, orelse):  # `else if`
             self.if_stmt(orelse[0], indent, bound, False, "} else if ", close, end, above=inner)
             return
         else_close = self.end(node) - 1
@@ -324,6 +324,10 @@ class _Printer(ExprPrinter):
         self.emit(indent, "} else {", close, after_else + 1, first, False, above=inner)
         self.stmts(orelse, inner, else_close)
         self.emit(indent, "}", else_close, end, bound, False)
+
+    def else_opens_block(self, after_else: int, orelse: list) -> bool:
+        """Whether the source wrote `else {` (rather than `else if`)."""
+        return self.text[after_else] == "{"
 
     # ------------------------------------------------------------ line breaking
 
@@ -419,6 +423,54 @@ class _Printer(ExprPrinter):
         """The number as written (`1e-3`, not `0.001`), when its span still reads as its value."""
         written = self.text[self.start(node):self.end(node)]
         return written if number_text_matches(written, node.value) else super().number(node)
+
+
+# ---------------------------------------------------------------- IR built in memory
+
+
+def format_ir(decls: list) -> str:
+    """The canonical text of declarations built in memory rather than parsed (`netdsl export`).
+
+    There is no source text: no comments, no author's line breaks, numbers printed
+    from their values (`1e-05` as `1e-5`). The result is in `netdsl fmt` form:
+    formatting it again changes nothing.
+    """
+    try:
+        return _IRPrinter().file(decls)
+    except RecursionError:
+        raise SpecError(Diagnostic.for_file("<export>", "expression nested too deeply")) from None
+
+
+class _IRPrinter(_Printer):
+    """The formatter with no source text: spans are ignored, every node sits at offset 0."""
+
+    def __init__(self):
+        super().__init__("", [])
+
+    def start(self, node: ir.Node) -> int:
+        return 0
+
+    def end(self, node: ir.Node) -> int:
+        return 0
+
+    def find(self, pos: int, word: str, extra: str = "") -> int:
+        return pos
+
+    def else_opens_block(self, after_else: int, orelse: list) -> bool:
+        return not (len(orelse) == 1 and isinstance(orelse[0], ir.If))
+
+    def number(self, node: ir.Number) -> str:
+        return number_text(node.value)
+
+
+def number_text(value: int | float) -> str:
+    """A number as a spec writes it: Python's shortest repr, exponents without padding (`1e-5`)."""
+    text = repr(value)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        sign = "-" if exponent.startswith("-") else ""
+        text = f"{mantissa}e{sign}{exponent.lstrip('+-').lstrip('0') or '0'}"
+    return text
 
 
 # ---------------------------------------------------------------- the command

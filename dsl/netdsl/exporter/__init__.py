@@ -1,0 +1,36 @@
+"""`netdsl export`: a Keras model back to a readable `.net` spec.
+
+The pipeline, one module per stage:
+
+    .keras file --archive--> config dict --graph--> calls of layers
+        --layer_steps--> a registry step per layer (defaults left out)
+        --program--> chains of units, residual/concat regions folded into merges
+        --blocks--> repeated structure as parameterised blocks and `* N` repeats
+        --emit/spec_ir--> IR --formatter.format_ir--> text in `netdsl fmt` form
+
+A file is read as data (`config.json`); nothing from it reaches Keras, and TensorFlow
+is not imported. `verify.py` (which does import Keras) proves the round trip.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .archive import read_model_config
+from .export_text import export_config
+
+__all__ = ["export_model", "export_config", "read_model_config"]
+
+
+def export_model(source: Any, *, flat: bool = False) -> str:
+    """The spec of a Keras model: `source` is a path to a `.keras` file or a live keras.Model.
+
+    Raises SpecError (with every layer that cannot be expressed) when the model has
+    no spec form.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        return export_config(read_model_config(source), str(source), flat=flat)
+    from .live import live_config
+
+    return export_config(live_config(source), getattr(source, "name", "<model>"), flat=flat)

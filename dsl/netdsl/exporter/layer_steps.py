@@ -1,0 +1,251 @@
+"""Each Keras layer as the step a spec writes for it, through the registry.
+
+`layer_step` looks the layer's class up in the registry (the allow-list: a class
+that is not there cannot be exported), maps every config value to its parameter
+(nested activations, initializers, regularizers, constraints and layers to their
+registry names) and leaves out every value equal to the parameter's default, so
+`Conv2D(64, 3, padding="same")`'s twenty config keys become `conv2d(64, 3,
+padding="same")`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import registry
+from ..steps import REFUSED_LAYERS
+from .graph import Call, Layer
+from .problems import Problems
+from .values import Named, Unexpressible, default_of, normal_form, plain, same
+
+_SKIPPED_KEYS = ("name",)
+_DECLARED = ("DeclaredLayer", "ActivationLayer")
+_PLUGIN_HINT = ("declare it in the spec (layer NAME(...) { ... }) or register a plugin for it "
+                "(netdsl.register_layer, then --plugin MODULE)")
+
+
+@dataclass(frozen=True)
+class Step:
+    """What `-> NAME(args)` names: a registry layer or activation, a nested model or a shared instance."""
+
+    kind: str  # "layer" | "activation" | "model" | "shared"
+    name: str  # as the spec writes it
+    kwargs: tuple = ()  # ((param, value), ...): non-default arguments, in registry order
+    entry: Any = field(default=None, compare=False, hash=False, repr=False)
+
+
+def layer_step(layer: Layer, call: Call | None, problems: Problems) -> Step | None:
+    """The step for a registry layer, or None (with the reason in `problems`)."""
+    entry = _entry(layer, problems)
+    if entry is None:
+        return None
+    rank = _rank(call)
+    try:
+        if entry.name == "activation":
+            return _activation_step(layer)
+        kwargs = _kwargs(entry, layer.config, rank, f"layer '{layer.name}'")
+        kwargs += _call_kwargs(entry, call)
+    except Unexpressible as exc:
+        problems.layer(layer, f"cannot be written in a spec: {exc}")
+        return None
+    return Step("layer", _written_name(entry, kwargs), _ordered(entry, kwargs), entry)
+
+
+def _entry(layer: Layer, problems: Problems) -> registry.Entry | None:
+    name = layer.class_name
+    entry = registry.lookup("layer", name)
+    if entry is not None and _same_class(entry, layer):
+        return entry
+    refused = REFUSED_LAYERS.get(registry.snake_case(name))
+    if refused:
+        problems.layer(layer, f"cannot be exported: {refused}",
+                       "declare what it computes in the spec (activation NAME(x) = ..., layer NAME(...) { ... })")
+    elif name in _DECLARED and layer.module.startswith("netdsl."):
+        spec_name = layer.config.get("spec_name") or (layer.config.get("activation") or {}).get("name")
+        problems.layer(layer, f"is the declared layer or activation '{spec_name}' of a netdsl spec; "
+                              "export does not recover declarations yet",
+                       "export from the spec that declared it, or write the declaration by hand")
+    else:
+        problems.layer(layer, f"is not a layer netdsl knows (module {layer.module or '?'})", _PLUGIN_HINT)
+    return None
+
+
+def _same_class(entry: registry.Entry, layer: Layer) -> bool:
+    """Whether the registry entry found by class name is that very class (not a namesake)."""
+    if entry.source == "keras":
+        return layer.module.startswith("keras") and entry.keras_name == layer.class_name
+    if entry.source == "netdsl":
+        return layer.module.startswith("netdsl.") and entry.keras_name == f"netdsl.{layer.class_name}"
+    return entry.keras_name.rsplit(".", 1)[-1] == layer.class_name  # a plugin
+
+
+def _activation_step(layer: Layer) -> Step:
+    value = activation_value(layer.config.get("activation"), f"layer '{layer.name}' activation")
+    extra = _kwargs(registry.lookup("layer", "activation"),
+                    {k: v for k, v in layer.config.items() if k != "activation"}, None, f"layer '{layer.name}'")
+    if isinstance(value, Named) and not value.kwargs and not extra:
+        return Step("activation", value.name, (), registry.lookup("activation", value.name))
+    # `-> leaky_relu(0.2)` would be the LeakyReLU layer: an Activation layer says so.
+    value = value if value is not None else Named("activation", "linear")
+    entry = registry.lookup("layer", "activation")
+    return Step("layer", "activation", (("activation", value),) + extra, entry)
+
+
+def _kwargs(entry: registry.Entry, config: dict, rank: int | None, where: str) -> tuple:
+    kwargs = []
+    for key, raw in config.items():
+        if key in _SKIPPED_KEYS:
+            continue
+        param = entry.param(key)
+        if param is None:
+            if raw is None:
+                continue  # a newer Keras option left unset (quantization_config)
+            raise Unexpressible(f"its config has '{key}', which netdsl's {entry.name} does not take")
+        value = _value(entry, param, raw, rank, f"{where} {key}")
+        if not _is_default(entry, param, value, config):
+            kwargs.append((key, value))
+    return tuple(kwargs)
+
+
+def _value(entry: registry.Entry, param: registry.Param, raw: Any, rank: int | None, where: str) -> Any:
+    kind = param.type
+    if kind == "activation":
+        value = activation_value(raw, where)
+        return None if value == Named("activation", "linear") and param.default is None else value
+    if kind in ("initializer", "regularizer", "constraint"):
+        return object_value(kind, raw, where)
+    if kind == "layer":
+        return nested_layer_value(raw, where)
+    if kind == "dtype":
+        return dtype_value(raw, where)
+    return normal_form(entry, param, plain(raw, where), rank)
+
+
+def _is_default(entry: registry.Entry, param: registry.Param, value: Any, config: dict) -> bool:
+    if param.required:
+        return False
+    if same(value, default_of(entry, param)):
+        return True
+    # Pooling stores `strides=None` as the pool size.
+    return param.name == "strides" and param.default is None and "pool_size" in config \
+        and same(value, normal_form(entry, entry.param("pool_size"), plain(config["pool_size"], ""), None))
+
+
+def _call_kwargs(entry: registry.Entry, call: Call | None) -> tuple:
+    kwargs = []
+    for key, raw in (call.kwargs if call else {}).items():
+        param = next((p for p in entry.call_params if p.name == key), None)
+        if param is None:
+            raise Unexpressible(f"it is called with {key}={raw!r}, which a spec cannot pass")
+        value = plain(raw, f"call argument {key}")
+        if not same(value, param.default):
+            kwargs.append((key, value))
+    return tuple(kwargs)
+
+
+def _ordered(entry: registry.Entry, kwargs: tuple) -> tuple:
+    order = {p.name: i for i, p in enumerate(entry.params + entry.call_params)}
+    return tuple(sorted(kwargs, key=lambda kv: order[kv[0]]))
+
+
+def _written_name(entry: registry.Entry, kwargs: tuple) -> str:
+    """`relu` alone is the activation; a ReLU layer without arguments is written `ReLU`."""
+    if not kwargs and registry.lookup("activation", entry.name) is not None:
+        return entry.keras_name.rsplit(".", 1)[-1]
+    return short_name(entry)
+
+
+def short_name(entry: registry.Entry) -> str:
+    """The shortest snake_case key of an entry: `batch_norm` for batch_normalization."""
+    keys = [entry.name] + [a for a in entry.aliases if a == a.lower()]
+    return min(keys, key=lambda k: (len(k), keys.index(k)))
+
+
+def _rank(call: Call | None) -> int | None:
+    if call is None or not call.input_shapes or call.input_shapes[0] is None:
+        return None
+    return len(call.input_shapes[0])
+
+
+# ---------------------------------------------------------------- nested objects
+
+
+def activation_value(raw: Any, where: str) -> Named | None:
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        return _named("activation", raw, {}, where)
+    if isinstance(raw, dict):
+        config = raw.get("config")
+        if raw.get("class_name") == "function" and isinstance(config, str):
+            package, _, name = config.rpartition(">")
+            if package not in ("", "netdsl"):
+                raise Unexpressible(f"{where} is the custom function '{config}'")
+            return _named("activation", name, {}, where)
+        if raw.get("class_name") == "ConfiguredActivation" and isinstance(config, dict):
+            return _named("activation", str(config.get("name")), config.get("kwargs") or {}, where)
+        if raw.get("class_name") == "DeclaredActivation" and isinstance(config, dict):
+            raise Unexpressible(f"{where} is the declared activation '{config.get('name')}'; "
+                                "export does not recover declarations yet")
+    raise Unexpressible(f"{where} is an activation netdsl does not know ({_describe(raw)})")
+
+
+def object_value(kind: str, raw: Any, where: str) -> Named | None:
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        return _named(kind, raw, {}, where)
+    if isinstance(raw, dict) and isinstance(raw.get("config"), dict):
+        return _named(kind, str(raw.get("class_name")), raw["config"], where)
+    raise Unexpressible(f"{where} is a {kind} netdsl does not know ({_describe(raw)})")
+
+
+def nested_layer_value(raw: Any, where: str) -> Named:
+    if not (isinstance(raw, dict) and isinstance(raw.get("config"), dict)):
+        raise Unexpressible(f"{where} is not a layer config")
+    layer = Layer(str(raw["config"].get("name") or ""), str(raw.get("class_name")), str(raw.get("module") or ""),
+                  raw.get("registered_name"), raw["config"])
+    problems = Problems("")
+    entry = _entry(layer, problems)
+    if entry is None:
+        raise Unexpressible(f"{where} is the layer class {layer.class_name}, which netdsl does not know")
+    kwargs = _kwargs(entry, {k: v for k, v in layer.config.items() if k not in ("trainable", "dtype")},
+                     None, where)
+    return Named("layer", entry.name, _ordered(entry, kwargs))
+
+
+def dtype_value(raw: Any, where: str) -> str | None:
+    name = raw
+    if isinstance(raw, dict):
+        if raw.get("class_name") not in ("DTypePolicy", "FloatDTypePolicy"):
+            raise Unexpressible(f"{where} is the dtype policy {raw.get('class_name')}")
+        name = (raw.get("config") or {}).get("name")
+    if name is None or name == "float32":
+        return None
+    if not isinstance(name, str):
+        raise Unexpressible(f"{where} is not a dtype name")
+    return name
+
+
+def _named(kind: str, name: str, config: dict, where: str) -> Named:
+    entry = registry.lookup(kind, name) or registry.lookup(kind, registry.snake_case(name))
+    if entry is None:
+        raise Unexpressible(f"{where} is the {kind} '{name}', which netdsl does not know")
+    kwargs = []
+    for key, raw in config.items():
+        param = entry.param(key)
+        if param is None:
+            if raw is None:
+                continue
+            raise Unexpressible(f"{where}: the {kind} {entry.name} takes no '{key}'")
+        value = normal_form(entry, param, plain(raw, f"{where} {key}"), None)
+        if not same(value, default_of(entry, param)):
+            kwargs.append((key, value))
+    return Named(kind, entry.name, _ordered(entry, tuple(kwargs)))
+
+
+def _describe(raw: Any) -> str:
+    if isinstance(raw, dict):
+        return str(raw.get("class_name") or "an object")
+    return type(raw).__name__

@@ -1,0 +1,72 @@
+"""Names in the exported spec: identifiers made from Keras names, never clashing.
+
+A Keras name may hold any character and may be a word the spec already uses
+(`add`, `dense`, `model`); `identifier` makes it a plain identifier that is no
+keyword and no registry name, and `Namer` keeps the names of one scope apart.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .. import registry
+
+KEYWORDS = frozenset(
+    "import as let model block activation layer input output weight shared "
+    "train if else true false none and or not".split()
+)
+_NOT_IDENT = re.compile(r"[^A-Za-z0-9_]+")
+
+
+def _reserved() -> frozenset[str]:
+    keys = set(KEYWORDS)
+    for kind in registry.KINDS:
+        keys.update(registry.all_keys(kind))
+    return frozenset(keys)
+
+
+_RESERVED: frozenset[str] | None = None
+
+
+def reserved(name: str) -> bool:
+    """A keyword or any registry key: a tensor or block of that name would read as something else."""
+    global _RESERVED
+    if _RESERVED is None:
+        _RESERVED = _reserved()
+    return name in _RESERVED
+
+
+def identifier(name: str, fallback: str = "t") -> str:
+    """`conv2_block1/out` -> `conv2_block1_out`; `dense` -> `dense_out`; `1x1` -> `_1x1`."""
+    text = _NOT_IDENT.sub("_", name).strip("_") or fallback
+    if text[0].isdigit():
+        text = "_" + text
+    if reserved(text):
+        text += "_out"
+    return text
+
+
+class Namer:
+    """Unique names within one scope (a model or block body)."""
+
+    def __init__(self, taken: set[str] | None = None):
+        self.taken: set[str] = set(taken or ())
+
+    def take(self, name: str) -> str:
+        """`name` made an identifier, with `_2`, `_3` ... added until it is free; then taken."""
+        base = identifier(name)
+        candidate, n = base, 1
+        while candidate in self.taken:
+            n += 1
+            candidate = f"{base}_{n}"
+        self.taken.add(candidate)
+        return candidate
+
+    def fresh(self, base: str) -> str:
+        """`base`, `base2`, `base3` ... (for names the exporter makes up: x, y, branch)."""
+        candidate, n = base, 1
+        while candidate in self.taken or reserved(candidate):
+            n += 1
+            candidate = f"{base}{n}"
+        self.taken.add(candidate)
+        return candidate

@@ -1,0 +1,29 @@
+"""What export could not express, collected so that one run reports all of it."""
+
+from __future__ import annotations
+
+from ..errors import Diagnostic, SpecError
+
+
+class Problems:
+    """Diagnostics about one exported file (or live model), raised together."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.diagnostics: list[Diagnostic] = []
+
+    def add(self, message: str, hint: str | None = None) -> None:
+        diagnostic = Diagnostic.for_file(self.file, message, hint)
+        if diagnostic not in self.diagnostics:
+            self.diagnostics.append(diagnostic)
+
+    def layer(self, layer, message: str, hint: str | None = None) -> None:
+        """A problem with one layer, named with its class: "layer 'fc' (Lambda) ..."."""
+        self.add(f"layer '{layer.name}' ({layer.class_name}) {message}", hint)
+
+    def __bool__(self) -> bool:
+        return bool(self.diagnostics)
+
+    def raise_if_any(self) -> None:
+        if self.diagnostics:
+            raise SpecError(self.diagnostics)

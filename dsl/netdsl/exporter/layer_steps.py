@@ -49,7 +49,7 @@ def layer_step(layer: Layer, call: Call | None, problems: Problems) -> Step | No
     except Unexpressible as exc:
         problems.layer(layer, f"cannot be written in a spec: {exc}")
         return None
-    return Step("layer", _written_name(entry, kwargs), _ordered(entry, kwargs), entry)
+    return Step("layer", written_name(entry, kwargs), _ordered(entry, kwargs), entry)
 
 
 def _entry(layer: Layer, problems: Problems) -> registry.Entry | None:
@@ -149,7 +149,7 @@ def _ordered(entry: registry.Entry, kwargs: tuple) -> tuple:
     return tuple(sorted(kwargs, key=lambda kv: order[kv[0]]))
 
 
-def _written_name(entry: registry.Entry, kwargs: tuple) -> str:
+def written_name(entry: registry.Entry, kwargs: tuple) -> str:
     """`relu` alone is the activation; a ReLU layer without arguments is written `ReLU`."""
     if not kwargs and registry.lookup("activation", entry.name) is not None:
         return entry.keras_name.rsplit(".", 1)[-1]

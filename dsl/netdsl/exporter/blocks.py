@@ -1,0 +1,149 @@
+"""Block recovery: a rewrite of the chains that never changes the model they build.
+
+Repeatedly, the repeated run of units that saves the most text (see `motifs.py`)
+becomes a block (see `templates.py`) and each of its places a call of it; then
+consecutive equal steps and calls become one with `* N` (in netdsl each copy has
+its own weights, as in the original). Runs of block calls repeat in turn, so a
+ResNet stage — one projecting block, then identity blocks `* N` — can become a
+block of its own. It stops when no fold saves at least `MIN_SAVING` characters.
+"""
+
+from __future__ import annotations
+
+from .naming import Namer
+from .motifs import Motif, Skeletons, find_motifs, text_cost
+from .templates import Template, build_template
+from .units import Block, Leaf, Merge, ModelProgram, Use
+from .values import same
+
+MIN_SAVING = 60  # characters: about one line
+DEFINITION_COST = 50  # `block name(params) {`, `input x`, `output y = ...`, `}`
+MAX_BLOCKS = 64
+MAX_CANDIDATES = 24  # motifs evaluated exactly per round, best bound first
+
+
+def recover_blocks(programs: list[ModelProgram], file_names: Namer) -> list[Block]:
+    """Fold repeated structure of the programs' chains into blocks (in place); the blocks made."""
+    blocks: list[Block] = []
+    for _ in range(MAX_BLOCKS):
+        chains = _chains(programs)
+        for chain in chains:
+            _repeat_runs(chain)
+        best = _best_fold(chains)
+        if best is None:
+            break
+        motif, template = best
+        block = Block(file_names.fresh(_block_name(template.body)), template.params, template.body)
+        _apply(chains, motif, template, block)
+        blocks.append(block)
+    for chain in _chains(programs):
+        _repeat_runs(chain)
+    return blocks
+
+
+def _chains(programs: list[ModelProgram]) -> list[list]:
+    """Every chain of units still in the programs: statements' and (recursively) merges' branches."""
+    found: list[list] = []
+
+    def visit(units: list) -> None:
+        found.append(units)
+        for unit in units:
+            if isinstance(unit, Merge):
+                for branch in unit.branches:
+                    visit(branch)
+
+    for program in programs:
+        for statement in program.statements:
+            visit(statement.units)
+    return found
+
+
+def _best_fold(chains: list[list]) -> tuple[Motif, Template] | None:
+    skeletons = Skeletons()
+    best, best_saving = None, MIN_SAVING
+    for motif in find_motifs(chains, skeletons)[:MAX_CANDIDATES * 4]:
+        if motif.bound - DEFINITION_COST <= best_saving:
+            break
+        occurrences = [chains[c][s:s + motif.length] for c, s in motif.places]
+        shape = [skeletons.of(u)[0] for u in occurrences[0]]
+        if any([skeletons.of(u)[0] for u in occ] != shape for occ in occurrences[1:]):
+            continue  # a hash collision
+        template = build_template(occurrences, [occ[0].in_channels for occ in occurrences])
+        saving = _saving(occurrences, template)
+        if saving > best_saving:
+            best, best_saving = (motif, template), saving
+    return best
+
+
+def _saving(occurrences: list[list], template: Template) -> int:
+    before = sum(text_cost(u) for occ in occurrences for u in occ)
+    definition = DEFINITION_COST + sum(text_cost(u) for u in template.body) + sum(
+        len(p.name) + 2 for p in template.params)
+    calls = 0
+    for args in template.args:
+        calls += 8 + sum(len(str(v)) + 2 for (name, v), p in zip(args, template.params)
+                         if not same(v, p.default))
+    return before - definition - calls
+
+
+def _apply(chains: list[list], motif: Motif, template: Template, block: Block) -> None:
+    places = sorted(zip(motif.places, template.args), key=lambda pa: (pa[0][0], -pa[0][1]))
+    for (c, start), args in places:
+        chain = chains[c]
+        units = chain[start:start + motif.length]
+        use = Use(block, args, 1, units[0].in_channels, units[-1].last)
+        chain[start:start + motif.length] = [use]
+        block.uses += 1
+
+
+def _repeat_runs(chain: list) -> None:
+    """Consecutive equal steps (or calls with equal arguments) as one unit `* N`."""
+    i = 0
+    while i + 1 < len(chain):
+        a, b = chain[i], chain[i + 1]
+        if _repeatable(a, b):
+            a.count += b.count
+            a.last = b.last
+            del chain[i + 1]
+        else:
+            i += 1
+
+
+def _repeatable(a, b) -> bool:
+    if not (isinstance(a.count, int) and isinstance(b.count, int)):
+        return False
+    if isinstance(a, Leaf) and isinstance(b, Leaf):
+        return a.step.kind in ("layer", "activation") and a.step == b.step
+    if isinstance(a, Use) and isinstance(b, Use):
+        return a.block is b.block and all(same(x, y) for (_, x), (_, y) in zip(a.args, b.args))
+    return False
+
+
+def _block_name(body: list) -> str:
+    """A name that says what the block is: residual_block, concat_block, stage, conv_bn_relu ..."""
+    if any(isinstance(u, Use) for u in body):
+        return "stage"
+    merge = next((u for u in body if isinstance(u, Merge)), None)
+    if merge is not None:
+        identity = any(not b for b in merge.branches)
+        kind = merge.step.name
+        if kind == "add":
+            return "residual_block" if identity else "projection_block"
+        if kind == "concatenate":
+            return "dense_block" if identity else "concat_block"
+        if kind == "multiply":
+            return "gate_block"
+        return f"{kind}_block"
+    names = []
+    for unit in body:
+        short = _SHORT.get(unit.step.name, unit.step.name)
+        if short not in names:
+            names.append(short)
+    return "_".join(names) if len(names) <= 3 else f"{names[0]}_block"
+
+
+_SHORT = {
+    "conv2d": "conv", "conv1d": "conv", "conv3d": "conv", "batch_norm": "bn", "depthwise_conv2d": "dwconv",
+    "separable_conv2d": "sepconv", "max_pool2d": "pool", "avg_pool2d": "pool", "zero_padding2d": "pad",
+    "conv2d_transpose": "upconv", "ReLU": "relu", "relu": "relu", "dense": "dense", "dropout": "dropout",
+}

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from test_format import plain
 
-from netdsl import ir
 from netdsl.errors import Span
-from netdsl.formatter import format_ir, format_text, number_text
-from netdsl.transform import to_ir
+from netdsl.syntax import ir
+from netdsl.syntax.formatter import format_ir, format_text, number_text
+from netdsl.syntax.transform import to_ir
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted(ROOT.glob("specs/**/*.net")) + sorted((ROOT / "tests" / "fmt").glob("*.net"))

@@ -9,7 +9,7 @@ The pipeline, one module per stage:
         --emit/spec_ir--> IR --formatter.format_ir--> text in `netdsl fmt` form
 
 A file is read as data (`config.json`); nothing from it reaches Keras, and TensorFlow
-is not imported. `verify.py` (which does import Keras) proves the round trip.
+is not imported. `verify.py` proves the round trip (building models through the backend).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .archive import read_model_config
-from .export_text import export_config
+from netdsl.exporter.archive import read_model_config
+from netdsl.exporter.export_text import export_config
 
 __all__ = ["export_model", "export_config", "read_model_config"]
 
@@ -31,6 +31,6 @@ def export_model(source: Any, *, flat: bool = False) -> str:
     """
     if isinstance(source, (str, os.PathLike)):
         return export_config(read_model_config(source), str(source), flat=flat)
-    from .live import live_config
+    from netdsl.backend.inspection import saved_config  # a live model: Keras is imported already
 
-    return export_config(live_config(source), getattr(source, "name", "<model>"), flat=flat)
+    return export_config(saved_config(source), getattr(source, "name", "<model>"), flat=flat)

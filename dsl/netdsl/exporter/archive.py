@@ -14,7 +14,7 @@ import os
 import zipfile
 from pathlib import Path
 
-from ..errors import Diagnostic, SpecError
+from netdsl.errors import Diagnostic, SpecError
 
 CONFIG_MEMBER = "config.json"
 MAX_CONFIG_BYTES = 64 * 1024 * 1024  # ResNet152's config.json is about 0.5 MB

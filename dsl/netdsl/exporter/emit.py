@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import ir, registry
-from . import spec_ir as S
-from .naming import Namer, identifier
-from .units import Block, Leaf, Merge, ModelProgram, Op, Statement, Use
+from netdsl import registry
+from netdsl.syntax import ir
+from netdsl.exporter import spec_ir as S
+from netdsl.exporter.naming import Namer, identifier
+from netdsl.exporter.units import Block, Leaf, Merge, ModelProgram, Op, Statement, Use
 
 
 class FlowWriter:
@@ -24,7 +25,7 @@ class FlowWriter:
 
     def chain(self, source, units: list):
         """The flow `source -> units...` (binding what a Merge needs on the way)."""
-        items = [source]
+        items = list(source.items) if isinstance(source, ir.Flow) else [source]
         for unit in units:
             if isinstance(unit, Merge):
                 items = self.merge(self.settle(items), unit)
@@ -85,12 +86,16 @@ def use_expr(use: Use):
 
 
 def _same(a: Any, b: Any) -> bool:
-    from .values import same
+    from netdsl.exporter.values import same
 
     return same(a, b)
 
 
 # ---------------------------------------------------------------- declarations
+
+
+def let_decl(name: str, value) -> ir.Let:
+    return S.node(ir.Let, kind="let", name=name, value=S.value(value))
 
 
 def block_decl(block: Block) -> ir.BlockDecl:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from ..formatter import format_ir
-from .emit import block_decl, model_decl
-from .graph import KModel, read_model
-from .naming import Namer
-from .problems import Problems
-from .program import build_program
+from netdsl.syntax.formatter import format_ir
+from netdsl.exporter.emit import block_decl, let_decl, model_decl
+from netdsl.exporter.lets import factor_lets
+from netdsl.exporter.graph import KModel, read_model
+from netdsl.exporter.naming import Namer
+from netdsl.exporter.problems import Problems
+from netdsl.exporter.program import build_program
 
 
 def export_config(config: dict, file: str, flat: bool = False) -> str:
@@ -26,10 +27,12 @@ def export_config(config: dict, file: str, flat: bool = False) -> str:
     problems.raise_if_any()
     blocks = []
     if not flat:
-        from .blocks import recover_blocks
+        from netdsl.exporter.blocks import recover_blocks
 
         blocks = recover_blocks([p for p, _ in programs], file_names)
-    decls = [block_decl(b) for b in blocks]
+    lets = factor_lets(blocks, [p for p, _ in programs], file_names)
+    decls = [let_decl(name, value) for name, value in lets]
+    decls += [block_decl(b) for b in blocks]
     decls += [model_decl(p, file_names.taken | shared) for p, shared in programs]
     return format_ir(decls)
 

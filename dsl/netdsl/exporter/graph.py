@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .problems import Problems
+from netdsl.exporter.problems import Problems
 
 MODEL_CLASSES = ("Functional", "Sequential")
 MAX_NESTED_MODELS = 16  # depth of models inside models

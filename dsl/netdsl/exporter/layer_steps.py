@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import registry
-from ..steps import REFUSED_LAYERS
-from .graph import Call, Layer
-from .problems import Problems
-from .values import Named, Unexpressible, default_of, normal_form, plain, same
+from netdsl import registry
+from netdsl.semantics.steps import REFUSED_LAYERS
+from netdsl.exporter.graph import Call, Layer
+from netdsl.exporter.problems import Problems
+from netdsl.exporter.values import Named, Unexpressible, default_of, normal_form, plain, same
 
 _SKIPPED_KEYS = ("name",)
 _DECLARED = ("DeclaredLayer", "ActivationLayer")
@@ -61,6 +61,11 @@ def _entry(layer: Layer, problems: Problems) -> registry.Entry | None:
     if refused:
         problems.layer(layer, f"cannot be exported: {refused}",
                        "declare what it computes in the spec (activation NAME(x) = ..., layer NAME(...) { ... })")
+    elif layer.module.startswith("keras.src.ops"):
+        problems.layer(layer, f"is the Keras operation {name} (module {layer.module}), applied to tensors "
+                              "in the Keras code (like `x + y`), not a layer",
+                       "in the Keras code, use the layer that does it (keras.layers.Add, Multiply, "
+                       "Reshape, ...) instead of an operation on tensors")
     elif name in _DECLARED and layer.module.startswith("netdsl."):
         spec_name = layer.config.get("spec_name") or (layer.config.get("activation") or {}).get("name")
         problems.layer(layer, f"is the declared layer or activation '{spec_name}' of a netdsl spec; "
@@ -74,10 +79,14 @@ def _entry(layer: Layer, problems: Problems) -> registry.Entry | None:
 def _same_class(entry: registry.Entry, layer: Layer) -> bool:
     """Whether the registry entry found by class name is that very class (not a namesake)."""
     if entry.source == "keras":
-        return layer.module.startswith("keras") and entry.keras_name == layer.class_name
+        return _keras_layer_module(layer.module) and entry.keras_name == layer.class_name
     if entry.source == "netdsl":
         return layer.module.startswith("netdsl.") and entry.keras_name == f"netdsl.{layer.class_name}"
     return entry.keras_name.rsplit(".", 1)[-1] == layer.class_name  # a plugin
+
+
+def _keras_layer_module(module: str) -> bool:
+    return module == "keras.layers" or module.startswith(("keras.layers.", "keras.src.layers"))
 
 
 def _activation_step(layer: Layer) -> Step:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .units import InputDim, Leaf, Merge, ParamRef, Scaled, Use
-from .values import DictValue, ListValue, Named
+from netdsl.exporter.units import InputDim, Leaf, Merge, ParamRef, Scaled, Use
+from netdsl.exporter.values import DictValue, ListValue, Named
 
 MAX_MOTIF_UNITS = 40
 MERGE_COST = 40  # the bindings a merge needs: `y = ...`, `h = (a, b) -> ...`

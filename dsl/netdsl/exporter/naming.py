@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .. import registry
+from netdsl import registry
 
 KEYWORDS = frozenset(
     "import as let model block activation layer input output weight shared "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import Diagnostic, SpecError
+from netdsl.errors import Diagnostic, SpecError
 
 
 class Problems:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .graph import KModel, Ref
-from .layer_steps import Step, layer_step
-from .problems import Problems
-from .units import Leaf, Merge, ModelProgram, Op, Statement
+from netdsl.exporter.graph import KModel, Ref
+from netdsl.exporter.layer_steps import Step, layer_step
+from netdsl.exporter.problems import Problems
+from netdsl.exporter.units import Leaf, Merge, ModelProgram, Op, Statement
 
 MAX_REGION_OPS = 20_000
 

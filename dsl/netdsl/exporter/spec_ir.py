@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import registry
-from ..errors import Span
-from .. import ir
-from .layer_steps import Step
-from .units import InputDim, ParamRef, Scaled
-from .values import DictValue, ListValue, Named
+from netdsl import registry
+from netdsl.errors import Span
+from netdsl.syntax import ir
+from netdsl.exporter.layer_steps import Step
+from netdsl.exporter.units import InputDim, LetRef, ParamRef, Scaled
+from netdsl.exporter.values import DictValue, ListValue, Named
 
 SPAN = Span.at("<export>", 1, 1)
 _SINGLE_POSITIONAL_TYPES = ("ints", "any")
+_MAX_DENOMINATOR = 1000
 
 
 def node(cls, **fields):
@@ -30,7 +31,9 @@ def value(v: Any) -> Any:
         return node(ir.NoneLit, kind="none")
     if isinstance(v, bool):
         return node(ir.Bool, kind="bool", value=v)
-    if isinstance(v, (int, float)):
+    if isinstance(v, float):
+        return _fraction(v) or node(ir.Number, kind="number", value=v)
+    if isinstance(v, int):
         return node(ir.Number, kind="number", value=v)
     if isinstance(v, str):
         return node(ir.String, kind="string", value=v)
@@ -44,7 +47,7 @@ def value(v: Any) -> Any:
     if isinstance(v, Named):
         entry = registry.lookup(v.kind, v.name)
         return call(v.name, v.kwargs, _named_positional(entry, v.kwargs))
-    if isinstance(v, ParamRef):
+    if isinstance(v, (ParamRef, LetRef)):
         return name(v.name)
     if isinstance(v, InputDim):
         shape = node(ir.Attr, kind="attr", value=name("x"), attr="shape")
@@ -54,6 +57,17 @@ def value(v: Any) -> Any:
             return binop("//", value(v.base), value(v.factor))
         return binop("*", value(v.factor), value(v.base))
     raise AssertionError(f"export: no spec form for {v!r}")  # pragma: no cover
+
+
+def _fraction(v: float):
+    """`1 / 255` for 0.00392156862745098: a float with a long decimal that is exactly p / q."""
+    if len(repr(v)) <= 12 or not 0 < abs(v) < 1e6:
+        return None
+    for q in range(2, _MAX_DENOMINATOR + 1):
+        p = round(v * q)
+        if p and p / q == v:
+            return binop("/", node(ir.Number, kind="number", value=p), node(ir.Number, kind="number", value=q))
+    return None
 
 
 def binop(op: str, left, right) -> ir.BinOp:

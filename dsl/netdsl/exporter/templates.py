@@ -14,13 +14,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import registry
-from .layer_steps import Step, written_name
-from .naming import KEYWORDS
-from .units import Block, BlockParam, InputDim, Leaf, Merge, ParamRef, Scaled, Use
-from .values import default_of, same
+from netdsl import registry
+from netdsl.exporter.layer_steps import Step, written_name
+from netdsl.exporter.naming import KEYWORDS
+from netdsl.exporter.units import Block, BlockParam, InputDim, Leaf, Merge, ParamRef, Scaled, Use
+from netdsl.exporter.values import default_of, same
 
-_SIZE_HINTS = ("filters", "units")  # sizes that may be multiples of each other or of the input's channels
+_SIZE_HINTS = ("filters", "units", "target_shape")  # sizes: multiples of each other or of the input's channels
 _RENAMED_HINTS = {"activation": "act", "kernel_size": "kernel", "count": "n"}
 
 
@@ -109,26 +109,37 @@ class _Builder:
         """The value common to every occurrence, or an expression that gives each its own."""
         if all(same(values[0], v) for v in values[1:]):
             return values[0]
+        if _tuples(values):
+            items = self.items(hint, values)
+            if items is not None:
+                return items
         family = _family(hint)
-        if family in _SIZE_HINTS and _ints(values):
-            if _ints(self.channels):
-                found = _relation(InputDim(), self.channels, values)
-                if found is not None:
-                    return found
+        sized = family in _SIZE_HINTS and _ints(values)
+        if sized and _ints(self.channels):
+            found = _relation(InputDim(), self.channels, values)
+            if found is not None:
+                return found
         for column in self.columns:
-            if _family(column.hint) != family:
-                continue
-            if all(same(a, b) for a, b in zip(column.values, values)):
+            if _family(column.hint) == family and all(same(a, b) for a, b in zip(column.values, values)):
                 return ParamRef(column.param.name)
-            if family in _SIZE_HINTS and _ints(values) and _ints(column.values):
+            if sized and _family(column.hint) in _SIZE_HINTS and _ints(column.values):
                 found = _relation(ParamRef(column.param.name), column.values, values)
                 if found is not None:
                     return found
         name = self.fresh(_RENAMED_HINTS.get(family, family))
-        has_default = default is not registry.REQUIRED and any(same(default, v) for v in values)
-        param = BlockParam(name, default if has_default else registry.REQUIRED)
+        param = BlockParam(name, _default(family, values, default))
         self.columns.append(_Column(param, hint, list(values)))
         return ParamRef(name)
+
+    def items(self, hint: str, values: list) -> tuple | None:
+        """A tuple item by item (`(1, 1, x.shape[-1])`), when that needs no new parameter."""
+        columns, names = len(self.columns), set(self.names)
+        items = tuple(self.hole(hint, [v[i] for v in values], registry.REQUIRED) for i in range(len(values[0])))
+        if len(self.columns) == columns:
+            return items
+        del self.columns[columns:]
+        self.names = names
+        return None
 
     def fresh(self, base: str) -> str:
         candidate, n = base, 1
@@ -137,6 +148,24 @@ class _Builder:
             candidate = f"{base}{n}"
         self.names.add(candidate)
         return candidate
+
+
+def _default(family: str, values: list, default: Any) -> Any:
+    """The value calls may leave out: the most common one for options (strides, padding),
+    the argument's own default when it is among the values, else none (a required parameter)."""
+    if family not in _SIZE_HINTS and family not in ("kernel_size", "count"):
+        counts = [sum(same(v, w) for w in values) for v in values]
+        best = max(counts)
+        common = [v for v, c in zip(values, counts) if c == best]
+        if best >= 2 and all(same(common[0], v) for v in common):
+            return common[0]
+    if default is not registry.REQUIRED and any(same(default, v) for v in values):
+        return default
+    return registry.REQUIRED
+
+
+def _tuples(values: list) -> bool:
+    return all(isinstance(v, tuple) for v in values) and len({len(v) for v in values}) == 1
 
 
 def _family(hint: str) -> str:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .graph import Ref
-from .layer_steps import Step
+from netdsl.exporter.graph import Ref
+from netdsl.exporter.layer_steps import Step
 
 
 @dataclass(eq=False)
@@ -108,7 +108,14 @@ class Scaled:
     divide: bool = False
 
 
-Expr = (ParamRef, InputDim, Scaled)
+@dataclass(frozen=True)
+class LetRef:
+    """A file-level constant (`let init = variance_scaling(...)`) standing for a value used often."""
+
+    name: str
+
+
+Expr = (ParamRef, InputDim, Scaled, LetRef)
 
 
 @dataclass

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .. import registry
+from netdsl import registry
 
 
 @dataclass(frozen=True)

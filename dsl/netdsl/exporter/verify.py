@@ -3,8 +3,8 @@
 The spec must check clean and rebuild a model with the same parameter count, layer
 classes (in order) and weight shapes; the original's weights must load into it, and
 on seeded random inputs both must give outputs within `TOLERANCE`. Exporting the
-rebuilt model again must give the same text (a fixed point). This module imports
-Keras: it builds models.
+rebuilt model again must give the same text (a fixed point). Models are built and
+measured by the backend (`netdsl.backend.inspection`); this module imports no Keras.
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..check import analyze
-from ..errors import SpecError
-from ..loader import load_text
+from netdsl.semantics.analysis import analyze
+from netdsl.errors import SpecError
+from netdsl.syntax.loader import load_text
 
 TOLERANCE = 1e-5
-BATCH = 2
 
 
 @dataclass
@@ -58,8 +57,9 @@ class RoundTrip:
 def verify_round_trip(original: Any, text: str, *, flat: bool = False, seed: int = 0,
                       filename: str = "<export>") -> tuple[RoundTrip, Any]:
     """Check the exported `text` against the `original` keras.Model; (result, rebuilt model or None)."""
-    from ..compile import build_model
-    from . import export_model
+    from netdsl.backend.compiler import build_model
+    from netdsl.backend.inspection import layer_classes, max_output_difference, weight_shapes
+    from netdsl.exporter import export_model
 
     result = RoundTrip()
     program = load_text(text, filename)
@@ -83,53 +83,3 @@ def verify_round_trip(original: Any, text: str, *, flat: bool = False, seed: int
         result.max_difference = max_output_difference(original, rebuilt, seed)
     result.fixed_point = export_model(rebuilt, flat=flat) == text
     return result, rebuilt
-
-
-def layer_classes(model: Any) -> list[str]:
-    """Class names in layer order, nested models opened (`Model[...]`), inputs left out."""
-    import keras
-
-    names = []
-    for layer in model.layers:
-        if isinstance(layer, keras.Model):
-            names.append("Model[" + ",".join(layer_classes(layer)) + "]")
-        elif type(layer).__name__ != "InputLayer":
-            names.append(type(layer).__name__)
-    return names
-
-
-def weight_shapes(model: Any) -> list[tuple]:
-    return [tuple(w.shape) for w in model.weights]
-
-
-def random_inputs(model: Any, seed: int) -> list:
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for tensor in model.inputs:
-        shape = (BATCH,) + tuple(8 if d is None else d for d in tensor.shape[1:])
-        if "int" in str(tensor.dtype):
-            arrays.append(rng.integers(0, 2, size=shape).astype(str(tensor.dtype)))
-        else:
-            arrays.append(rng.standard_normal(shape).astype("float32"))
-    return arrays
-
-
-def max_output_difference(original: Any, rebuilt: Any, seed: int) -> float:
-    import keras
-    import numpy as np
-
-    inputs = random_inputs(original, seed)
-    feed = inputs[0] if len(inputs) == 1 else inputs
-    expected = keras.tree.flatten(original(feed, training=False))
-    actual = keras.tree.flatten(rebuilt(feed, training=False))
-    if len(expected) != len(actual):
-        return float("inf")
-    worst = 0.0
-    for a, b in zip(expected, actual):
-        a, b = np.asarray(a, dtype="float64"), np.asarray(b, dtype="float64")
-        if a.shape != b.shape:
-            return float("inf")
-        worst = max(worst, float(np.max(np.abs(a - b))) if a.size else 0.0)
-    return worst

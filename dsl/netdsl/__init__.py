@@ -5,9 +5,10 @@
     diagnostics = netdsl.check("spec.net")
     model = netdsl.build("spec.net")             # a keras.Model
     diagram = netdsl.render("spec.net")          # a graphviz.Digraph
+    text = netdsl.export("model.keras")          # a saved Keras model as a spec
 """
 
-from netdsl.api import build, build_all, check, fit_kwargs, format, parse, parse_file, render
+from netdsl.api import build, build_all, check, export, fit_kwargs, format, parse, parse_file, render
 from netdsl.errors import Diagnostic, NetdslError, SpecError, Span
 from netdsl.syntax.loader import Program
 from netdsl.registry.plugins import register_activation, register_layer
@@ -21,7 +22,7 @@ from netdsl.version import __version__
 _keras_hook.install()
 
 __all__ = [
-    "parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render",
+    "parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "export",
     "Program", "SpecError", "NetdslError", "Diagnostic", "Span", "register_layer", "register_activation",
     "__version__",
 ]

@@ -1,8 +1,8 @@
-"""The library API: `parse`, `parse_file`, `check`, `format`, `build`, `build_all`, `fit_kwargs`, `render`.
+"""The library API: `parse`, `parse_file`, `check`, `format`, `build`, `build_all`, `fit_kwargs`, `render`, `export`.
 
-Everything here is cheap to import; `build`, `fit_kwargs` and `render` with
-shapes the pure-Python inference cannot be sure of import Keras (and only
-they do) when called.
+Everything here is cheap to import; `build`, `fit_kwargs`, `render` with
+shapes the pure-Python inference cannot be sure of, and `export` of a live model
+import Keras (and only they do) when called.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph
 from netdsl.syntax.loader import Program, Source, as_program, load_file, load_text, pick_model
 
-__all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "model_graphs"]
+__all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "model_graphs",
+           "export"]
 
 
 def parse(text: str | bytes, filename: str = "<string>", include: list = ()) -> Program:
@@ -109,3 +110,12 @@ def model_graphs(program: Program, names: list[str], shapes: bool, *, mute_tenso
         analysis, _ = compile_program(program, models=unsure)
         graphs.update({name: analysis.graphs[name] for name in unsure})
     return graphs
+
+
+def export(model: Any, *, flat: bool = False) -> str:
+    """The spec of a Keras model, in `netdsl fmt` form: `model` is a live keras.Model or the path
+    of a `.keras` file (read as data, without importing TensorFlow). Repeated structure comes
+    back as blocks and `* N` repeats unless `flat`. SpecError names every layer a spec cannot express."""
+    from netdsl.exporter import export_model
+
+    return export_model(model, flat=flat)

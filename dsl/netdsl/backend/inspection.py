@@ -55,7 +55,7 @@ def weight_shapes(model: Any) -> list[tuple]:
     return [tuple(w.shape) for w in model.weights]
 
 
-def random_inputs(model: Any, seed: int, batch: int = 2) -> list:
+def random_inputs(model: Any, seed: int, batch: int = 1) -> list:
     """Seeded inputs for every model input: normal floats, or 0/1 for integer inputs."""
     rng = np.random.default_rng(seed)
     arrays = []

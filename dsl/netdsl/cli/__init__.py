@@ -1,8 +1,9 @@
 """The `netdsl` command line: one module per command, each with `add_parser` and `run`.
 
 Exit codes: 0 clean, 1 spec errors (diagnostics printed), 2 usage errors.
-`check`, `fmt`, `layers`, `preview` and `render --no-shapes` never import TensorFlow;
-`render` imports it only for a model whose shapes the pure-Python inference cannot be sure of.
+`check`, `fmt`, `layers`, `preview`, `render --no-shapes` and `export` (without --verify) never
+import TensorFlow; `render` imports it only for a model whose shapes the pure-Python inference
+cannot be sure of.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netdsl.cli import build, check, fmt, layers, preview, render
+from netdsl.cli import build, check, export, fmt, layers, preview, render
 from netdsl.cli.common import EXIT_OK, EXIT_SPEC, EXIT_USAGE, print_diagnostics
 from netdsl.errors import SpecError
 from netdsl.version import __version__
@@ -46,4 +47,5 @@ def _parser() -> argparse.ArgumentParser:
     render.add_parser(sub)
     layers.add_parser(sub)
     preview.add_parser(sub)
+    export.add_parser(sub)
     return parser

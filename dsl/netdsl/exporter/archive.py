@@ -2,7 +2,8 @@
 
 A `.keras` file is a zip archive holding `config.json` (the model's structure),
 `metadata.json` and the weights. Export needs only the structure, so this module
-reads that one member with `zipfile` and `json`, bounded in size and nesting, and
+reads that one member with `zipfile` and `json`, bounded in size (nesting is bounded
+by Python's recursion limit: `export_config` reports a RecursionError as such), and
 never hands the file to Keras: no Keras object is created from an untrusted file,
 and TensorFlow is not imported.
 """
@@ -18,7 +19,6 @@ from netdsl.errors import Diagnostic, SpecError
 
 CONFIG_MEMBER = "config.json"
 MAX_CONFIG_BYTES = 64 * 1024 * 1024  # ResNet152's config.json is about 0.5 MB
-MAX_JSON_DEPTH = 200  # a nested model adds about 8 levels
 
 
 def read_model_config(path: str | os.PathLike) -> dict:
@@ -38,8 +38,6 @@ def read_model_config(path: str | os.PathLike) -> dict:
         raise _error(display, f"config.json is not valid JSON ({exc})") from None
     if not isinstance(config, dict):
         raise _error(display, "config.json does not describe a model (expected a JSON object)")
-    if _depth(config) > MAX_JSON_DEPTH:
-        raise _error(display, f"config.json is nested more than {MAX_JSON_DEPTH} levels deep")
     return config
 
 
@@ -75,23 +73,6 @@ def _config_bytes(path: Path, display: str) -> bytes:
     if len(data) > MAX_CONFIG_BYTES:
         raise _error(display, f"config.json is too large (more than {MAX_CONFIG_BYTES:,} bytes)")
     return data
-
-
-def _depth(value, limit: int = MAX_JSON_DEPTH + 1) -> int:
-    """Nesting depth of a JSON value, counted without recursion (stops past `limit`)."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > deepest:
-            deepest = depth
-            if deepest > limit:
-                return deepest
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return deepest
 
 
 def _error(file: str, message: str, hint: str | None = None) -> SpecError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from netdsl.errors import Diagnostic, SpecError
 from netdsl.syntax.formatter import format_ir
 from netdsl.exporter.emit import block_decl, let_decl, model_decl
 from netdsl.exporter.lets import factor_lets
@@ -13,6 +14,13 @@ from netdsl.exporter.program import build_program
 
 def export_config(config: dict, file: str, flat: bool = False) -> str:
     """The spec text of a serialised model (see `export_model`)."""
+    try:
+        return _export(config, file, flat)
+    except RecursionError:
+        raise SpecError(Diagnostic.for_file(file, "the model's config is nested too deeply")) from None
+
+
+def _export(config: dict, file: str, flat: bool) -> str:
     problems = Problems(file)
     model = read_model(config, problems)
     problems.raise_if_any()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl import registry
+from netdsl.semantics.args import DTYPES
 from netdsl.semantics.steps import REFUSED_LAYERS
 from netdsl.exporter.graph import Call, Layer
 from netdsl.exporter.problems import Problems
@@ -44,7 +45,7 @@ def layer_step(layer: Layer, call: Call | None, problems: Problems) -> Step | No
     try:
         if entry.name == "activation":
             return _activation_step(layer)
-        kwargs = _kwargs(entry, layer.config, rank, f"layer '{layer.name}'")
+        kwargs = _kwargs(entry, layer.config, rank, "its")
         kwargs += _call_kwargs(entry, call)
     except Unexpressible as exc:
         problems.layer(layer, f"cannot be written in a spec: {exc}")
@@ -54,9 +55,9 @@ def layer_step(layer: Layer, call: Call | None, problems: Problems) -> Step | No
 
 def _entry(layer: Layer, problems: Problems) -> registry.Entry | None:
     name = layer.class_name
-    entry = registry.lookup("layer", name)
-    if entry is not None and _same_class(entry, layer):
-        return entry
+    for entry in _by_class().get(name, ()):
+        if _same_class(entry, layer):
+            return entry
     refused = REFUSED_LAYERS.get(registry.snake_case(name))
     if refused:
         problems.layer(layer, f"cannot be exported: {refused}",
@@ -76,6 +77,23 @@ def _entry(layer: Layer, problems: Problems) -> registry.Entry | None:
     return None
 
 
+_BY_CLASS: tuple[int, dict[str, list]] = (0, {})
+
+
+def _by_class() -> dict[str, list]:
+    """Layer entries by the class they build (`Attention` is Keras' and netdsl's: both are kept);
+    made again when plugins have added entries."""
+    global _BY_CLASS
+    names = registry.names("layer")
+    if _BY_CLASS[0] != len(names):
+        found: dict[str, list] = {}
+        for name in names:
+            entry = registry.lookup("layer", name)
+            found.setdefault(entry.keras_name.rsplit(".", 1)[-1], []).append(entry)
+        _BY_CLASS = (len(names), found)
+    return _BY_CLASS[1]
+
+
 def _same_class(entry: registry.Entry, layer: Layer) -> bool:
     """Whether the registry entry found by class name is that very class (not a namesake)."""
     if entry.source == "keras":
@@ -90,9 +108,9 @@ def _keras_layer_module(module: str) -> bool:
 
 
 def _activation_step(layer: Layer) -> Step:
-    value = activation_value(layer.config.get("activation"), f"layer '{layer.name}' activation")
+    value = activation_value(layer.config.get("activation"), "its activation")
     extra = _kwargs(registry.lookup("layer", "activation"),
-                    {k: v for k, v in layer.config.items() if k != "activation"}, None, f"layer '{layer.name}'")
+                    {k: v for k, v in layer.config.items() if k != "activation"}, None, "its")
     if isinstance(value, Named) and not value.kwargs and not extra:
         return Step("activation", value.name, (), registry.lookup("activation", value.name))
     # `-> leaky_relu(0.2)` would be the LeakyReLU layer: an Activation layer says so.
@@ -108,9 +126,9 @@ def _kwargs(entry: registry.Entry, config: dict, rank: int | None, where: str) -
             continue
         param = entry.param(key)
         if param is None:
-            if raw is None:
-                continue  # a newer Keras option left unset (quantization_config)
-            raise Unexpressible(f"its config has '{key}', which netdsl's {entry.name} does not take")
+            if raw is None or raw is False:
+                continue  # an option the registry does not list, left off (quantization_config, rms_scaling)
+            raise Unexpressible(f"its config has {key}={_short(raw)}, which netdsl's {entry.name} does not take")
         value = _value(entry, param, raw, rank, f"{where} {key}")
         if not _is_default(entry, param, value, config):
             kwargs.append((key, value))
@@ -234,6 +252,9 @@ def dtype_value(raw: Any, where: str) -> str | None:
         return None
     if not isinstance(name, str):
         raise Unexpressible(f"{where} is not a dtype name")
+    if name not in DTYPES:
+        raise Unexpressible(f"{where} is the policy '{name}'; a spec sets mixed precision for a whole model "
+                            "(train section, mixed_precision = true), which export does not write yet")
     return name
 
 
@@ -252,6 +273,11 @@ def _named(kind: str, name: str, config: dict, where: str) -> Named:
         if not same(value, default_of(entry, param)):
             kwargs.append((key, value))
     return Named(kind, entry.name, _ordered(entry, tuple(kwargs)))
+
+
+def _short(raw: Any) -> str:
+    text = repr(raw)
+    return text if len(text) <= 30 else text[:27] + "..."
 
 
 def _describe(raw: Any) -> str:

@@ -108,15 +108,14 @@ def _fold_merges(graph: _Graph, inputs: list[Ref]) -> None:
         members = set(map(id, region))
         exit_ref = region[-1].outputs[0]
         folded = _Node([fork], [exit_ref], merge=merge)
-        nodes = []
-        for node in graph.nodes:
-            if id(node) in members:
-                if node is region[-1]:
-                    nodes.append(folded)
-                continue
-            nodes.append(node)
-        graph.nodes = nodes
-        graph.index()
+        graph.nodes = [folded if node is region[-1] else node for node in graph.nodes if
+                       id(node) not in members or node is region[-1]]
+        # Only the fork enters the region and only the exit leaves it.
+        graph.uses[fork] = [n for n in graph.uses[fork] if id(n) not in members] + [folded]
+        for node in region:
+            for ref in node.outputs:
+                if ref != exit_ref:
+                    graph.uses.pop(ref, None)
 
 
 def _region(graph: _Graph, fork: Ref, start: int) -> list[_Node] | None:

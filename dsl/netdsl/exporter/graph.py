@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from netdsl.exporter.problems import Problems
+from netdsl.exporter.problems import Problems, origin
 
 MODEL_CLASSES = ("Functional", "Sequential")
 MAX_NESTED_MODELS = 16  # depth of models inside models
@@ -79,8 +79,8 @@ def read_model(config: dict, problems: Problems, depth: int = 0) -> KModel | Non
     class_name = config.get("class_name")
     inner = config.get("config")
     if class_name not in MODEL_CLASSES or not isinstance(inner, dict):
-        module = config.get("module") or "?"
-        problems.add(f"the model is a subclassed keras.Model (class {class_name}, module {module}); "
+        where = origin(config.get("module"), config.get("registered_name"))
+        problems.add(f"the model is a subclassed keras.Model (class {class_name}, {where}); "
                      "only functional and Sequential models have a structure to export",
                      "build it with the functional API (keras.Model(inputs, outputs)) and save that")
         return None

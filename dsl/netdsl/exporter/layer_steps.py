@@ -17,7 +17,7 @@ from netdsl import registry
 from netdsl.semantics.args import DTYPES
 from netdsl.semantics.steps import REFUSED_LAYERS
 from netdsl.exporter.graph import Call, Layer
-from netdsl.exporter.problems import Problems
+from netdsl.exporter.problems import Problems, origin
 from netdsl.exporter.values import Named, Unexpressible, default_of, normal_form, plain, same
 
 _SKIPPED_KEYS = ("name",)
@@ -73,7 +73,8 @@ def _entry(layer: Layer, problems: Problems) -> registry.Entry | None:
                               "export does not recover declarations yet",
                        "export from the spec that declared it, or write the declaration by hand")
     else:
-        problems.layer(layer, f"is not a layer netdsl knows (module {layer.module or '?'})", _PLUGIN_HINT)
+        problems.layer(layer, f"is not a layer netdsl knows ({origin(layer.module, layer.registered_name)})",
+                       _PLUGIN_HINT)
     return None
 
 

@@ -27,3 +27,12 @@ class Problems:
     def raise_if_any(self) -> None:
         if self.diagnostics:
             raise SpecError(self.diagnostics)
+
+
+def origin(module: str | None, registered_name: str | None) -> str:
+    """Where a class comes from, as its config says: `module mypkg.layers` or `registered as 'mine>Twice'`."""
+    if module:
+        return f"module {module}"
+    if registered_name:
+        return f"registered as '{registered_name}'"
+    return "no module given"

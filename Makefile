@@ -67,6 +67,7 @@ bench: $(STAMP) graphviz chromium
 	$(VENV)/bin/python bench/bench_build.py
 	$(VENV)/bin/python bench/bench_render.py
 	$(VENV)/bin/python bench/bench_preview.py
+	$(VENV)/bin/python bench/bench_export.py
 
 clean:
 	rm -rf build .pytest_cache

@@ -19,17 +19,18 @@ from netdsl.exporter.values import same
 MIN_SAVING = 60  # characters: about one line
 DEFINITION_COST = 50  # `block name(params) {`, `input x`, `output y = ...`, `}`
 MAX_BLOCKS = 64
-MAX_CANDIDATES = 24  # motifs evaluated exactly per round, best bound first
+MAX_CANDIDATES = 96  # motifs evaluated exactly per round, best bound first
 
 
 def recover_blocks(programs: list[ModelProgram], file_names: Namer) -> list[Block]:
     """Fold repeated structure of the programs' chains into blocks (in place); the blocks made."""
     blocks: list[Block] = []
+    pinned = _output_units(programs)
     for _ in range(MAX_BLOCKS):
         chains = _chains(programs)
         for chain in chains:
-            _repeat_runs(chain)
-        best = _best_fold(chains)
+            _repeat_runs(chain, pinned)
+        best = _best_fold(chains, pinned)
         if best is None:
             break
         motif, template = best
@@ -37,8 +38,20 @@ def recover_blocks(programs: list[ModelProgram], file_names: Namer) -> list[Bloc
         _apply(chains, motif, template, block)
         blocks.append(block)
     for chain in _chains(programs):
-        _repeat_runs(chain)
+        _repeat_runs(chain, pinned)
     return blocks
+
+
+def _output_units(programs: list[ModelProgram]) -> set[int]:
+    """The units that make a model's outputs. They stay single steps: Keras names an output after
+    the layer that makes it, and a spec names that layer only when it is the flow's last step."""
+    pinned = set()
+    for program in programs:
+        outputs = {ref for _, ref in program.outputs}
+        for statement in program.statements:
+            if statement.units and outputs.intersection(statement.targets):
+                pinned.add(id(statement.units[-1]))
+    return pinned
 
 
 def _chains(programs: list[ModelProgram]) -> list[list]:
@@ -58,12 +71,12 @@ def _chains(programs: list[ModelProgram]) -> list[list]:
     return found
 
 
-def _best_fold(chains: list[list]) -> tuple[Motif, Template] | None:
+def _best_fold(chains: list[list], pinned: set[int]) -> tuple[Motif, Template] | None:
     skeletons = Skeletons()
     best, best_saving = None, MIN_SAVING
-    for motif in find_motifs(chains, skeletons)[:MAX_CANDIDATES * 4]:
+    for motif in find_motifs(chains, skeletons, pinned)[:MAX_CANDIDATES]:
         if motif.bound - DEFINITION_COST <= best_saving:
-            break
+            break  # sorted by bound: no later motif can do better
         occurrences = [chains[c][s:s + motif.length] for c, s in motif.places]
         shape = [skeletons.of(u)[0] for u in occurrences[0]]
         if any([skeletons.of(u)[0] for u in occ] != shape for occ in occurrences[1:]):
@@ -96,12 +109,12 @@ def _apply(chains: list[list], motif: Motif, template: Template, block: Block) -
         block.uses += 1
 
 
-def _repeat_runs(chain: list) -> None:
+def _repeat_runs(chain: list, pinned: set[int]) -> None:
     """Consecutive equal steps (or calls with equal arguments) as one unit `* N`."""
     i = 0
     while i + 1 < len(chain):
         a, b = chain[i], chain[i + 1]
-        if _repeatable(a, b):
+        if id(b) not in pinned and _repeatable(a, b):
             a.count += b.count
             a.last = b.last
             del chain[i + 1]
@@ -134,12 +147,10 @@ def _block_name(body: list) -> str:
         if kind == "multiply":
             return "gate_block"
         return f"{kind}_block"
-    names = []
-    for unit in body:
-        short = _SHORT.get(unit.step.name, unit.step.name)
-        if short not in names:
-            names.append(short)
-    return "_".join(names) if len(names) <= 3 else f"{names[0]}_block"
+    names = [_SHORT.get(unit.step.name, unit.step.name) for unit in body]
+    if len(names) <= 3:
+        return "_".join(dict.fromkeys(names))  # conv_bn_relu
+    return f"{names[0]}_block"
 
 
 _SHORT = {

@@ -7,13 +7,13 @@ each non-trivial branch is bound, and the merge is `a + b` (an add of two) or
 
 from __future__ import annotations
 
-from typing import Any
 
 from netdsl import registry
 from netdsl.syntax import ir
 from netdsl.exporter import spec_ir as S
 from netdsl.exporter.naming import Namer, identifier
 from netdsl.exporter.units import Block, Leaf, Merge, ModelProgram, Op, Statement, Use
+from netdsl.exporter.values import same
 
 
 class FlowWriter:
@@ -78,17 +78,11 @@ def use_expr(use: Use):
         given = args[param.name]
         if param.default is registry.REQUIRED:
             positional.append(S.value(given))
-        elif not _same(given, param.default):
+        elif not same(given, param.default):
             keywords.append(S.node(ir.Kwarg, kind="kwarg", name=param.name, value=S.value(given)))
     if not positional and not keywords:
         return S.name(use.block.name)
     return S.node(ir.Call, kind="call", func=S.name(use.block.name), args=positional, kwargs=keywords)
-
-
-def _same(a: Any, b: Any) -> bool:
-    from netdsl.exporter.values import same
-
-    return same(a, b)
 
 
 # ---------------------------------------------------------------- declarations

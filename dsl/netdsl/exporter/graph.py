@@ -52,7 +52,6 @@ class Call:
     style: str  # "single" (one tensor), "list" (a list of tensors) or "args" (tensors as arguments)
     kwargs: dict  # constant call keywords (e.g. use_causal_mask)
     n_outputs: int = 1
-    output_shapes: dict[int, tuple | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -149,7 +148,7 @@ class _Reader:
             dims = ()
         position = len(model.calls)
         layer.calls.append(position)
-        model.calls.append(Call(layer, [], [], "single", {}, 1, {0: dims}))
+        model.calls.append(Call(layer, [], [], "single", {}))
         model.inputs.append(Input(layer.name, dims, str(layer.config.get("dtype") or "float32"),
                                   Ref(position, 0)))
 
@@ -239,12 +238,11 @@ class _Reader:
         return Ref(layer.calls[node], history[2])
 
     def count_outputs(self, model: KModel) -> None:
-        """How many outputs each call has, as far as the model uses them; and their shapes."""
+        """How many outputs each call has, as far as the model uses them."""
         for call in model.calls:
-            for ref, shape in zip(call.inputs, call.input_shapes):
+            for ref in call.inputs:
                 producer = model.calls[ref.call]
                 producer.n_outputs = max(producer.n_outputs, ref.index + 1)
-                producer.output_shapes.setdefault(ref.index, shape)
         for ref in model.outputs:
             producer = model.calls[ref.call]
             producer.n_outputs = max(producer.n_outputs, ref.index + 1)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netdsl.exporter.units import InputDim, Leaf, Merge, ParamRef, Scaled, Use
+from netdsl.exporter.units import InputDim, Leaf, Merge, ParamRef, Scaled
 from netdsl.exporter.values import DictValue, ListValue, Named
 
 MAX_MOTIF_UNITS = 40
@@ -36,6 +36,7 @@ class Skeletons:
     def __init__(self):
         self.ids: dict[tuple, int] = {}
         self.memo: dict[int, tuple[int, int]] = {}  # id(unit) -> (skeleton id, cost)
+        self.values: dict[int, int] = {}  # id(unit) -> value id
         self.barrier = 0
 
     def of(self, unit) -> tuple[int, int]:
@@ -44,6 +45,22 @@ class Skeletons:
             found = (self._intern(self._shape(unit)), text_cost(unit))
             self.memo[id(unit)] = found
         return found
+
+    def value_id(self, unit) -> int:
+        """An int per distinct unit, values included: equal ids are units `* N` can join."""
+        found = self.values.get(id(unit))
+        if found is None:
+            found = self._intern(("value", self._values(unit)))
+            self.values[id(unit)] = found
+        return found
+
+    def _values(self, unit) -> tuple:
+        if isinstance(unit, Leaf):
+            return (self.of(unit)[0], unit.step.kwargs, unit.count)
+        if isinstance(unit, Merge):
+            return (self.of(unit)[0], unit.step.kwargs,
+                    tuple(tuple(self.value_id(u) for u in branch) for branch in unit.branches))
+        return (self.of(unit)[0], unit.args, unit.count)
 
     def _intern(self, shape: tuple) -> int:
         return self.ids.setdefault(shape, len(self.ids))
@@ -61,8 +78,9 @@ class Skeletons:
         return ("use", unit.block.name)
 
 
-def find_motifs(chains: list[list], skeletons: Skeletons) -> list[Motif]:
-    """Every run of units that repeats, with its non-overlapping places, best bound first."""
+def find_motifs(chains: list[list], skeletons: Skeletons, pinned: set[int] = frozenset()) -> list[Motif]:
+    """Every run of units that repeats, with its non-overlapping places, best bound first
+    (never over a `pinned` unit)."""
     groups: dict[tuple[int, int], list[tuple[int, int]]] = {}
     costs: dict[tuple[int, int], int] = {}
     for c, chain in enumerate(chains):
@@ -70,6 +88,8 @@ def find_motifs(chains: list[list], skeletons: Skeletons) -> list[Motif]:
         for start in range(len(chain)):
             key, cost = 0, 0
             for length in range(1, min(MAX_MOTIF_UNITS, len(chain) - start) + 1):
+                if id(chain[start + length - 1]) in pinned:
+                    break
                 sid, unit_cost = ids[start + length - 1]
                 key = hash((key, sid))
                 cost += unit_cost
@@ -84,7 +104,7 @@ def find_motifs(chains: list[list], skeletons: Skeletons) -> list[Motif]:
         if len(places) < 2:
             continue
         c, start = places[0]
-        if _has_tandem([sid for sid, _ in (skeletons.of(u) for u in chains[c][start:start + length])]):
+        if _has_tandem([skeletons.value_id(u) for u in chains[c][start:start + length]]):
             continue  # fold the repeated part first: it becomes `* N`
         chosen = _non_overlapping(places, length)
         if len(chosen) < 2:
@@ -96,7 +116,8 @@ def find_motifs(chains: list[list], skeletons: Skeletons) -> list[Motif]:
 
 
 def _has_tandem(ids: list[int]) -> bool:
-    """Whether some run repeats right after itself (`a b a b`, `a a`)."""
+    """Whether some run repeats right after itself, values and all (`a b a b`, `a a`): once
+    that run is a block, its calls join into one `* N`, so the longer motif should wait."""
     n = len(ids)
     for period in range(1, n // 2 + 1):
         for i in range(n - 2 * period + 1):

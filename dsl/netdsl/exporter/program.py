@@ -26,7 +26,6 @@ class _Node:
     outputs: list[Ref]
     op: Op | None = None  # a single op
     merge: Merge | None = None  # or a folded region
-    consumers: int = 0
 
     def unit(self):
         if self.merge is not None:

@@ -17,7 +17,7 @@ from typing import Any
 from netdsl import registry
 from netdsl.exporter.layer_steps import Step, written_name
 from netdsl.exporter.naming import KEYWORDS
-from netdsl.exporter.units import Block, BlockParam, InputDim, Leaf, Merge, ParamRef, Scaled, Use
+from netdsl.exporter.units import BlockParam, InputDim, Leaf, Merge, ParamRef, Scaled, Use
 from netdsl.exporter.values import default_of, same
 
 _SIZE_HINTS = ("filters", "units", "target_shape")  # sizes: multiples of each other or of the input's channels

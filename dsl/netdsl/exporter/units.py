@@ -15,7 +15,7 @@ a block's body may be `Expr`s of its parameters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from netdsl.exporter.graph import Ref
@@ -127,4 +127,3 @@ class ModelProgram:
     shared: list[tuple[str, Step]]
     statements: list[Statement]
     outputs: list[tuple[str, Ref]]
-    names: dict[Ref, str] = field(default_factory=dict)  # bound tensors

@@ -245,3 +245,39 @@ def test_docs_show_the_current_export_of_resnet50():
     doc = (ROOT / "docs" / "export.md").read_text(encoding="utf-8")
     shown = doc.split("<!-- resnet50 export -->\n```net\n", 1)[1].split("```", 1)[0]
     assert shown == netdsl.export(application("ResNet50"))
+
+
+def test_output_made_inside_a_block_keeps_its_name_through_a_file(tmp_path):
+    """The last step of an output stays a single step, so the name Keras saves is the spec's."""
+    spec = ("block two(f) {\n  input x\n  output y = x -> dense(f) -> relu\n}\n\n"
+            "model m {\n  input x: (4,)\n  output out = x -> two(3) * 4 -> two(5)\n}\n")
+    original = netdsl.build(netdsl.parse(spec, "two.net"))
+    text = assert_round_trip(original)
+    _, rebuilt = verify_round_trip(original, text)
+    rebuilt.save(tmp_path / "rebuilt.keras")
+    assert netdsl.export(tmp_path / "rebuilt.keras") == text
+
+
+def test_a_plugin_layer_maps_back_to_its_plugin_name():
+    from netdsl import registry
+
+    @keras.saving.register_keras_serializable(package="export_test")
+    class Stretch(layers.Layer):
+        def __init__(self, factor=2.0, **kwargs):
+            super().__init__(**kwargs)
+            self.factor = factor
+
+        def call(self, x):
+            return x * self.factor
+
+        def get_config(self):
+            return {**super().get_config(), "factor": self.factor}
+
+    try:
+        netdsl.register_layer("stretch")(Stretch)
+        x = keras.Input((3,), name="x")
+        model = keras.Model(x, layers.Dense(2, name="out")(Stretch(3.0)(x)), name="stretched")
+        text = assert_round_trip(model)
+        assert "x -> stretch(factor=3.0) -> dense(2)" in text
+    finally:
+        registry.reset_plugins()

@@ -82,6 +82,8 @@ def _best_fold(chains: list[list], pinned: set[int]) -> tuple[Motif, Template] |
         if any([skeletons.of(u)[0] for u in occ] != shape for occ in occurrences[1:]):
             continue  # a hash collision
         template = build_template(occurrences, [occ[0].in_channels for occ in occurrences])
+        if template is None:
+            continue
         saving = _saving(occurrences, template)
         if saving > best_saving:
             best, best_saving = (motif, template), saving

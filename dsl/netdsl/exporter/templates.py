@@ -10,6 +10,7 @@ underlying argument's default is among its values, and the calls leave it out th
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from netdsl.exporter.units import BlockParam, InputDim, Leaf, Merge, ParamRef, S
 from netdsl.exporter.values import default_of, same
 
 _SIZE_HINTS = ("filters", "units", "target_shape")  # sizes: multiples of each other or of the input's channels
+MAX_PARAMS = 8  # a block that needs more is no easier to read than what it replaces
 _RENAMED_HINTS = {"activation": "act", "kernel_size": "kernel", "count": "n"}
 
 
@@ -29,6 +31,7 @@ class _Column:
     param: BlockParam
     hint: str
     values: list
+    sized: bool = False  # integer sizes: other sizes may be multiples of it
 
 
 @dataclass
@@ -41,9 +44,17 @@ class Template:
     columns: list[_Column] = field(default_factory=list)
 
 
-def build_template(occurrences: list[list], channels: list[int | None]) -> Template:
+class TooManyParams(Exception):
+    """The places differ in more values than a readable block takes."""
+
+
+def build_template(occurrences: list[list], channels: list[int | None]) -> Template | None:
+    """The block the occurrences make, or None when it would need more than MAX_PARAMS parameters."""
     builder = _Builder(channels)
-    body = builder.units(occurrences)
+    try:
+        body = builder.units(occurrences)
+    except TooManyParams:
+        return None
     columns = builder.ordered_columns()
     params = [c.param for c in columns]
     args = [tuple((c.param.name, c.values[i]) for c in columns) for i in range(len(occurrences))]
@@ -55,6 +66,7 @@ class _Builder:
         self.channels = channels
         self.columns: list[_Column] = []
         self.names: set[str] = {"x"}
+        self.by_values: dict[tuple, str] = {}  # (family, values) -> the parameter that has them
 
     def ordered_columns(self) -> list[_Column]:
         """Required parameters first, then those with defaults, each in order of appearance."""
@@ -107,38 +119,47 @@ class _Builder:
 
     def hole(self, hint: str, values: list, default: Any) -> Any:
         """The value common to every occurrence, or an expression that gives each its own."""
-        if all(same(values[0], v) for v in values[1:]):
+        key = tuple(map(_typed, values))
+        if len(set(key)) == 1:
             return values[0]
         if _tuples(values):
             items = self.items(hint, values)
             if items is not None:
                 return items
         family = _family(hint)
+        known = self.by_values.get((family, key))
+        if known is not None:
+            return ParamRef(known)
         sized = family in _SIZE_HINTS and _ints(values)
         if sized and _ints(self.channels):
             found = _relation(InputDim(), self.channels, values)
             if found is not None:
                 return found
-        for column in self.columns:
-            if _family(column.hint) == family and all(same(a, b) for a, b in zip(column.values, values)):
-                return ParamRef(column.param.name)
-            if sized and _family(column.hint) in _SIZE_HINTS and _ints(column.values):
-                found = _relation(ParamRef(column.param.name), column.values, values)
-                if found is not None:
-                    return found
+        if sized:
+            for column in self.columns:
+                if column.sized:
+                    found = _relation(ParamRef(column.param.name), column.values, values)
+                    if found is not None:
+                        return found
+        if len(self.columns) >= MAX_PARAMS:
+            raise TooManyParams()
         name = self.fresh(_RENAMED_HINTS.get(family, family))
         param = BlockParam(name, _default(family, values, default))
-        self.columns.append(_Column(param, hint, list(values)))
+        self.columns.append(_Column(param, hint, list(values), sized))
+        self.by_values[(family, key)] = name
         return ParamRef(name)
 
     def items(self, hint: str, values: list) -> tuple | None:
         """A tuple item by item (`(1, 1, x.shape[-1])`), when that needs no new parameter."""
-        columns, names = len(self.columns), set(self.names)
-        items = tuple(self.hole(hint, [v[i] for v in values], registry.REQUIRED) for i in range(len(values[0])))
-        if len(self.columns) == columns:
+        columns, names, known = len(self.columns), set(self.names), dict(self.by_values)
+        try:
+            items = tuple(self.hole(hint, [v[i] for v in values], registry.REQUIRED) for i in range(len(values[0])))
+        except TooManyParams:
+            items = None
+        if items is not None and len(self.columns) == columns:
             return items
         del self.columns[columns:]
-        self.names = names
+        self.names, self.by_values = names, known
         return None
 
     def fresh(self, base: str) -> str:
@@ -168,8 +189,14 @@ def _tuples(values: list) -> bool:
     return all(isinstance(v, tuple) for v in values) and len({len(v) for v in values}) == 1
 
 
+@functools.lru_cache(maxsize=None)
 def _family(hint: str) -> str:
     return re.sub(r"\d+$", "", hint)
+
+
+def _typed(value: Any) -> Any:
+    """A key that tells `true` from 1 (Python's == does not)."""
+    return ("bool", value) if isinstance(value, bool) else value
 
 
 def _ints(values: list) -> bool:

@@ -87,7 +87,18 @@ def sequential():
                              layers.Dense(16, activation="relu"), layers.Dense(3)], name="mlp")
 
 
-USER_MODELS = [nested_used_twice, shared_layer, two_inputs_two_outputs, unet, sequential]
+def text_encoder():
+    """Integer tokens, attention with a call argument, a bidirectional LSTM wrapping a layer."""
+    tokens = keras.Input((12,), dtype="int32", name="tokens")
+    x = layers.Embedding(100, 16)(tokens)
+    for _ in range(2):
+        x = layers.LayerNormalization()(layers.Add()([x, layers.MultiHeadAttention(2, 8)(x, x, use_causal_mask=True)]))
+        x = layers.LayerNormalization()(layers.Add()([x, layers.Dense(16)(layers.Dense(32, activation="gelu")(x))]))
+    x = layers.GlobalAveragePooling1D()(layers.Bidirectional(layers.LSTM(8, return_sequences=True))(x))
+    return keras.Model(tokens, layers.Dense(2, activation="softmax", name="label")(x), name="text")
+
+
+USER_MODELS = [nested_used_twice, shared_layer, two_inputs_two_outputs, unet, sequential, text_encoder]
 
 
 @pytest.mark.parametrize("make", USER_MODELS, ids=lambda f: f.__name__)
@@ -102,6 +113,13 @@ def test_nested_model_and_shared_layer_are_written_as_such():
     assert text.startswith("model encoder {")
     assert "= left -> encoder" in text and "= right -> encoder" in text
     assert "shared project = dense(4)" in netdsl.export(shared_layer())
+
+
+def test_resolved_defaults_are_left_out():
+    text = netdsl.export(text_encoder())
+    assert "multi_head_attention(2, 8, use_causal_mask=true)" in text  # no value_dim, attention_axes
+    assert "bidirectional(lstm(8, return_sequences=true))" in text  # no backward_layer
+    assert "input tokens: (12,) as int32" in text
 
 
 def test_unet_double_convolutions_become_one_block():

@@ -18,7 +18,7 @@ from netdsl.semantics.args import DTYPES
 from netdsl.semantics.steps import REFUSED_LAYERS
 from netdsl.exporter.graph import Call, Layer
 from netdsl.exporter.problems import Problems, origin
-from netdsl.exporter.values import Named, Unexpressible, default_of, normal_form, plain, same
+from netdsl.exporter.values import Named, Unexpressible, collapse, default_of, normal_form, plain, same
 
 _SKIPPED_KEYS = ("name",)
 _DECLARED = ("DeclaredLayer", "ActivationLayer")
@@ -45,7 +45,7 @@ def layer_step(layer: Layer, call: Call | None, problems: Problems) -> Step | No
     try:
         if entry.name == "activation":
             return _activation_step(layer)
-        kwargs = _kwargs(entry, layer.config, rank, "its")
+        kwargs = _resolved_defaults(entry, _kwargs(entry, layer.config, rank, "its"), rank)
         kwargs += _call_kwargs(entry, call)
     except Unexpressible as exc:
         problems.layer(layer, f"cannot be written in a spec: {exc}")
@@ -160,6 +160,27 @@ def _is_default(entry: registry.Entry, param: registry.Param, value: Any, config
         and same(value, normal_form(entry, entry.param("pool_size"), plain(config["pool_size"], ""), None))
 
 
+def _resolved_defaults(entry: registry.Entry, kwargs: tuple, rank: int | None) -> tuple:
+    """Leave out what Keras stores in place of a default it resolved itself: multi-head
+    attention's `value_dim` (the key_dim) and `attention_axes` (every axis but the first
+    and last), bidirectional's `backward_layer` (the layer, going backwards)."""
+    given = dict(kwargs)
+    drop = set()
+    if entry.name == "multi_head_attention":
+        if given.get("value_dim") == given.get("key_dim"):
+            drop.add("value_dim")
+        axes = given.get("attention_axes")
+        if rank is not None and collapse(tuple(range(1, rank))) == axes:
+            drop.add("attention_axes")
+    if entry.name == "bidirectional" and isinstance(given.get("layer"), Named):
+        forward = given["layer"]
+        backward = Named("layer", forward.name, _ordered(registry.lookup("layer", forward.name),
+                                                         forward.kwargs + (("go_backwards", True),)))
+        if given.get("backward_layer") == backward:
+            drop.add("backward_layer")
+    return tuple((k, v) for k, v in kwargs if k not in drop)
+
+
 def _call_kwargs(entry: registry.Entry, call: Call | None) -> tuple:
     kwargs = []
     for key, raw in (call.kwargs if call else {}).items():
@@ -238,8 +259,8 @@ def nested_layer_value(raw: Any, where: str) -> Named:
     entry = _entry(layer, problems)
     if entry is None:
         raise Unexpressible(f"{where} is the layer class {layer.class_name}, which netdsl does not know")
-    kwargs = _kwargs(entry, {k: v for k, v in layer.config.items() if k not in ("trainable", "dtype")},
-                     None, where)
+    set_by_wrapper = ("trainable", "dtype", "zero_output_for_mask")  # Bidirectional sets the last itself
+    kwargs = _kwargs(entry, {k: v for k, v in layer.config.items() if k not in set_by_wrapper}, None, where)
     return Named("layer", entry.name, _ordered(entry, kwargs))
 
 

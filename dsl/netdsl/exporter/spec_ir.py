@@ -46,7 +46,8 @@ def value(v: Any) -> Any:
                                                  for k, x in v.items])
     if isinstance(v, Named):
         entry = registry.lookup(v.kind, v.name)
-        return call(v.name, v.kwargs, _named_positional(entry, v.kwargs))
+        positional = positional_count(entry, v.kwargs) if v.kind == "layer" else _named_positional(entry, v.kwargs)
+        return call(v.name, v.kwargs, positional)
     if isinstance(v, (ParamRef, LetRef)):
         return name(v.name)
     if isinstance(v, InputDim):

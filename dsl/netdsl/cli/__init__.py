@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netdsl.cli import build, check, export, fmt, layers, preview, render
+from netdsl.cli import build, check, export, fmt, layers, lsp, preview, render
 from netdsl.cli.common import EXIT_OK, EXIT_SPEC, EXIT_USAGE, print_diagnostics
 from netdsl.errors import SpecError
 from netdsl.version import __version__
@@ -48,4 +48,5 @@ def _parser() -> argparse.ArgumentParser:
     layers.add_parser(sub)
     preview.add_parser(sub)
     export.add_parser(sub)
+    lsp.add_parser(sub)
     return parser

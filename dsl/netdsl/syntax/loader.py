@@ -12,7 +12,7 @@ import contextlib
 import gc
 import os
 from pathlib import Path
-from typing import Union
+from typing import Callable, Union
 
 from pydantic import BaseModel, ConfigDict
 
@@ -22,6 +22,10 @@ from netdsl.syntax.parser import decode_source, read_source
 from netdsl.syntax.transform import to_ir
 
 MAX_IMPORTED_FILES = 256
+
+# Text to read instead of the file on disk, by resolved path (an editor's open,
+# unsaved buffers); None where the file on disk is to be read.
+Overlay = Callable[[Path], "str | None"]
 
 
 class ImportLink(BaseModel):
@@ -79,12 +83,21 @@ def load_file(path: str | os.PathLike, include: list[str | os.PathLike] = ()) ->
         return _Loader(Path(display).resolve().parent, include).load(text, display, Path(display).resolve())
 
 
-def load_text(text: str | bytes, filename: str = "<string>", include: list[str | os.PathLike] = ()) -> Program:
+def load_text(text: str | bytes, filename: str = "<string>", include: list[str | os.PathLike] = (), *,
+              real: Path | None = None, overlay: Overlay | None = None) -> Program:
+    """Load spec text shown as `filename`.
+
+    `real`: where the text lives when `filename` is only a display name (the
+    language server shows workspace-relative names whatever its working folder).
+    `overlay`: the text of imported files to read before the disk's; every
+    import is still refused the same way (escaping the folder, absolute paths).
+    """
     if isinstance(text, bytes):
         text = decode_source(text, filename)
-    real = Path(filename).resolve() if filename != "<string>" else Path.cwd() / filename
+    if real is None:
+        real = Path(filename).resolve() if filename != "<string>" else Path.cwd() / filename
     with paused_gc():
-        return _Loader(real.parent, include).load(text, filename, real)
+        return _Loader(real.parent, include, overlay).load(text, filename, real)
 
 
 Source = Union[str, os.PathLike, Program]  # what the API accepts: a spec path or a loaded Program
@@ -123,7 +136,8 @@ def pick_models(program: Program, model: str | None) -> list[str]:
 
 
 class _Loader:
-    def __init__(self, root_dir: Path, include):
+    def __init__(self, root_dir: Path, include, overlay: Overlay | None = None):
+        self.overlay = overlay
         self.allowed = [root_dir.resolve()] + [Path(p).resolve() for p in include]
         self.files: dict[str, ir.File] = {}
         self.texts: dict[str, str] = {}
@@ -180,14 +194,16 @@ class _Loader:
         if len(self.by_real) >= MAX_IMPORTED_FILES:
             self.diagnostics.append(Diagnostic.at(decl.span, f"too many imported files (at most {MAX_IMPORTED_FILES})"))
             return None
-        if not target_real.is_file():
-            self.diagnostics.append(Diagnostic.at(decl.span, f"cannot import '{decl.path}': no such file"))
-            return None
-        try:
-            text = read_source(target_real, target_display)
-        except SpecError as exc:
-            self.diagnostics.extend(exc.diagnostics)
-            return None
+        text = self.overlay(target_real) if self.overlay is not None else None
+        if text is None:
+            if not target_real.is_file():
+                self.diagnostics.append(Diagnostic.at(decl.span, f"cannot import '{decl.path}': no such file"))
+                return None
+            try:
+                text = read_source(target_real, target_display)
+            except SpecError as exc:
+                self.diagnostics.extend(exc.diagnostics)
+                return None
         self._visit(text, target_display, target_real, chain)
         return target_display
 

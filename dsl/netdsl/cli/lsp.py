@@ -1,0 +1,27 @@
+"""`netdsl lsp [--include DIR] [--plugin MODULE]`: the language server, over stdin/stdout."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from netdsl.cli.common import EXIT_OK, EXIT_USAGE, add_include, add_plugin, load_plugins
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    lsp = sub.add_parser("lsp", help="run the language server over stdio (for editors; needs netdsl[lsp])")
+    add_plugin(lsp)
+    add_include(lsp)
+    lsp.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from netdsl.lsp.server import serve
+    except ImportError as exc:
+        print(f"netdsl lsp: the language server needs pygls ({exc.name} is missing); "
+              "install it with: pip install 'netdsl[lsp]'", file=sys.stderr)
+        return EXIT_USAGE
+    load_plugins(args.plugin, "netdsl lsp")
+    serve(args.include)
+    return EXIT_OK

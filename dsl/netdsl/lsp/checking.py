@@ -1,0 +1,97 @@
+"""One check of one open document: what `netdsl check` says about its text.
+
+Runs in the worker thread, never on the message loop: it reads only its
+arguments (the text, the overlay of open buffers taken when it was
+scheduled), so it needs no locks.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from netdsl.errors import Diagnostic, SpecError
+from netdsl.lsp.names import NameIndex, build_index
+from netdsl.semantics.analysis import Analysis, analyze
+from netdsl.syntax.loader import Overlay, Program, load_text
+from netdsl.syntax.parser import MAX_FILE_BYTES, decode_source
+
+BOM = "\ufeff"
+
+
+@dataclass
+class Snapshot:
+    """A document's text at one version, and what the checker made of it."""
+
+    version: int
+    text: str
+    display: str
+    diagnostics: list[Diagnostic]
+    program: Program | None = None
+    analysis: Analysis | None = None
+    index: NameIndex | None = None
+    seconds: float = 0.0
+    files: set[Path] = field(default_factory=set)  # every file read, resolved: a change to one re-checks
+    error: str | None = None  # a bug of netdsl's own met while checking, with its traceback, for the log
+
+    @property
+    def parsed(self) -> bool:
+        return self.program is not None
+
+
+def check_text(text: str, version: int, display: str, real: Path, overlay: Overlay,
+               include: list[str] = ()) -> Snapshot:
+    """The diagnostics `netdsl check` prints for this text, with the program and graphs behind them."""
+    start = time.perf_counter()
+    snapshot = Snapshot(version, text, display, [])
+    source = text[1:] if text.startswith(BOM) else text  # read_source drops it too
+    try:
+        _refuse_like_read_source(source, display, real)
+        program = load_text(source, display, list(include), real=real, overlay=overlay)
+    except SpecError as exc:
+        snapshot.diagnostics = exc.diagnostics
+    else:
+        snapshot.program = program
+        snapshot.analysis = analyze(program)
+        snapshot.diagnostics = snapshot.analysis.diagnostics
+        snapshot.index = build_index(program)
+        snapshot.files = {real_of(name, display, real) for name in program.files}
+    if source is not text:  # columns of line 1 count the mark the editor still shows
+        snapshot.diagnostics = [_shift_first_line(d, display) for d in snapshot.diagnostics]
+    snapshot.seconds = time.perf_counter() - start
+    return snapshot
+
+
+def _refuse_like_read_source(text: str, display: str, real: Path) -> None:
+    """What reading the file would have refused: too large, or (unchanged) not UTF-8 on disk."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_FILE_BYTES:
+        raise SpecError(Diagnostic.for_file(
+            display, f"file is too large ({size:,} bytes); a spec may be at most {MAX_FILE_BYTES:,} bytes"))
+    if "\ufffd" not in text:
+        return
+    # An editor shows undecodable bytes as U+FFFD. While the buffer is the file
+    # as shown, say what `netdsl check` says about the file: where the bad byte is.
+    try:
+        data = real.read_bytes() if real.stat().st_size <= MAX_FILE_BYTES else b""
+    except OSError:
+        return
+    if data.decode("utf-8", "replace").lstrip(BOM) == text:
+        decode_source(data, display)  # raises the invalid-byte diagnostic when there is one
+
+
+def real_of(name: str, root_display: str, root_real: Path) -> Path:
+    """Where an imported file's display name points (display names are relative to the root's)."""
+    if name == root_display:
+        return root_real
+    relative = os.path.relpath(name, os.path.dirname(root_display) or ".")
+    return (root_real.parent / relative).resolve()
+
+
+def _shift_first_line(d: Diagnostic, display: str) -> Diagnostic:
+    if d.file != display or d.line != 1:
+        return d
+    end_col = d.end_col + 1 if d.end_line == 1 else d.end_col
+    return d.model_copy(update={"col": d.col + 1, "end_col": end_col})

@@ -1,0 +1,124 @@
+"""What the checker's graph says about a statement: its output shapes and parameter count.
+
+Every node of the graph carries the span that made it and the block instance
+it came from; a statement's nodes are those whose span (or whose outermost
+block instance's call) lies inside the statement.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from netdsl.errors import Span
+from netdsl.semantics.graph import Graph, Node
+from netdsl.semantics.values import UNKNOWN
+from netdsl.syntax import ir
+
+
+def format_shape(shape: Any) -> str:
+    """A shape as Keras prints one, the batch axis first: `(None, 28, 28, 1)`."""
+    if shape is UNKNOWN or not isinstance(shape, tuple):
+        return "(unknown)"
+    dims = ["None"] + ["?" if d is UNKNOWN else str(d) for d in shape]
+    return f"({', '.join(dims)})"
+
+
+def format_count(count: int | None) -> str:
+    return "unknown" if count is None else f"{count:,}"
+
+
+@dataclass
+class Produced:
+    """What one statement makes: its tensors' shapes and the parameters of its layers."""
+
+    shapes: list[Any]
+    params: int | None  # None when some layer's count is unknown
+    layers: int
+    certain: bool
+
+    def summary(self) -> str:
+        shapes = ", ".join(format_shape(s) for s in self.shapes)
+        approx = "" if self.certain else "~"
+        return f"{approx}{shapes} · {format_count(self.params)} params"
+
+
+class GraphFacts:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        anchored = sorted(((_anchor(graph, node), node.id) for node in graph.nodes), key=lambda a: a[0])
+        self._keys = [key for key, _ in anchored]
+        self._ids = [node_id for _, node_id in anchored]
+
+    def nodes_in(self, span: Span) -> list[Node]:
+        lo = bisect.bisect_left(self._keys, (span.file, span.line, span.col))
+        hi = bisect.bisect_right(self._keys, (span.file, span.end_line, span.end_col))
+        return [self.graph.nodes[i] for i in sorted(self._ids[lo:hi])]
+
+    def produced(self, stmt: Any, targets: int = 1) -> Produced | None:
+        """The tensors a statement binds (`targets` of them) and what its layers weigh."""
+        if isinstance(stmt, ir.InputItem):
+            nodes = [n for n in self.nodes_in(stmt.span) if n.op == "input" and n.name == stmt.name]
+            if not nodes:
+                return None
+            return Produced([nodes[0].output_shapes[0] if nodes[0].output_shapes else UNKNOWN], 0, 0, True)
+        nodes = [n for n in self.nodes_in(stmt.span) if n.op != "input"]
+        if not nodes:
+            return None
+        last = nodes[-1]
+        shapes = list(last.output_shapes[:targets]) if last.output_shapes else [UNKNOWN]
+        return Produced(shapes, _params(nodes), len(nodes), not self.graph.uncertain)
+
+
+def _params(nodes: list[Node]) -> int | None:
+    total, shared_seen = 0, set()
+    for node in nodes:
+        if node.shared is not None:
+            if node.shared in shared_seen:
+                continue
+            shared_seen.add(node.shared)
+        if node.params is None:
+            return None
+        total += node.params
+    return total
+
+
+def _anchor(graph: Graph, node: Node) -> tuple[str, int, int]:
+    span = graph.clusters[node.cluster[:1]].span if node.cluster and node.cluster[:1] in graph.clusters else node.span
+    return span.file, span.line, span.col
+
+
+def statements(body: list) -> Iterator[Any]:
+    """Every statement of a body, those inside `if` branches included, in text order."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ir.If):
+            yield from statements(stmt.then)
+            yield from statements(stmt.orelse or [])
+
+
+def statement_at(body: list, line: int, col: int) -> Any:
+    """The innermost statement of a body around a position."""
+    found = None
+    for stmt in statements(body):
+        s = stmt.span
+        if (s.line, s.col) <= (line, col) <= (s.end_line, s.end_col) and not isinstance(stmt, ir.If):
+            found = stmt
+    return found
+
+
+def binding_facts(facts: GraphFacts, stmt: Any, name: str) -> Produced | None:
+    """What the statement `stmt` binds to `name`: one of its targets, an input or an output."""
+    if isinstance(stmt, ir.Input):
+        item = next((i for i in stmt.items if i.name == name), None)
+        return facts.produced(item) if item is not None else None
+    if isinstance(stmt, ir.Assign) and name in stmt.targets:
+        produced = facts.produced(stmt, len(stmt.targets))
+        if produced is not None and len(produced.shapes) == len(stmt.targets):
+            produced.shapes = [produced.shapes[stmt.targets.index(name)]]
+        return produced
+    if isinstance(stmt, ir.Output):
+        item = next((i for i in stmt.items if i.name == name and i.value is not None), None)
+        return facts.produced(item) if item is not None else None
+    return None

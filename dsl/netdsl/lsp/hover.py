@@ -1,0 +1,176 @@
+"""Hover: what a name under the cursor is.
+
+A layer or activation of the registry: its signature, parameter table and
+description. A tensor: its inferred shape and the parameters of the statement
+that made it, from the checker's graph. A block, declared layer or
+activation, constant or model of the spec: its signature.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from netdsl import registry
+from netdsl.lsp.checking import Snapshot
+from netdsl.lsp.facts import GraphFacts, binding_facts, format_count, format_shape, statement_at
+from netdsl.lsp.names import Occurrence
+from netdsl.syntax import ir
+from netdsl.syntax.format_expr import ExprPrinter
+
+WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The kinds a bare name may be, in the order a step or argument value looks them up.
+LOOKUP_ORDER = ("layer", "activation", "initializer", "regularizer", "constraint", "optimizer", "loss",
+                "metric", "schedule", "callback")
+_PRINT = ExprPrinter()
+
+
+def word_at(line: str, col: int) -> tuple[str, int] | None:
+    """The name around 1-based column `col` of a line, and its 1-based start column."""
+    for match in WORD.finditer(line):
+        if match.start() + 1 <= col <= match.end() + 1:
+            return match.group(0), match.start() + 1
+    return None
+
+
+def hover_text(snapshot: Snapshot | None, line_text: str, file: str, line: int, col: int) -> tuple[str, int, int] | None:
+    """Markdown for the name at (line, col), with the 1-based column range it covers."""
+    found = word_at(line_text, col)
+    if found is None:
+        return None
+    word, start = found
+    end = start + len(word)
+    index = snapshot.index if snapshot is not None else None
+    occ = index.at(file, line, col) if index is not None else None
+    if occ is not None and occ.symbol.name == word:
+        text = _symbol_hover(snapshot, occ)
+        if text:
+            return text, start, end
+    kind = _value_kind(line_text, start)
+    text = registry_hover(word, kind)
+    return (text, start, end) if text else None
+
+
+# ------------------------------------------------------------------ registry names
+
+def registry_hover(word: str, prefer: str | None = None) -> str | None:
+    kinds = ([prefer] if prefer else []) + [k for k in LOOKUP_ORDER if k != prefer]
+    entries = [e for e in (registry.lookup(k, word) for k in kinds) if e is not None]
+    if not entries:
+        return None
+    parts = [entry_markdown(entries[0])]
+    for other in entries[1:2]:
+        parts.append(f"Also {_article(other.kind)} {other.kind}: `{signature(other)}`")
+    return "\n\n".join(parts)
+
+
+def signature(entry: registry.Entry) -> str:
+    params = [p.name if p.required else f"{p.name}={_default(p.default)}"
+              for p in entry.params + entry.call_params if p.name not in ("name", "dtype", "trainable")]
+    return f"{entry.name}({', '.join(params)})"
+
+
+def entry_markdown(entry: registry.Entry) -> str:
+    keras = f" (Keras `{entry.keras_name}`)" if entry.source == "keras" else f" ({entry.source})"
+    rows = [f"| `{p.name}` | {p.type} | {'required' if p.required else '`' + _default(p.default) + '`'} |"
+            for p in entry.params + entry.call_params]
+    table = "\n".join(["| parameter | type | default |", "|---|---|---|", *rows]) if rows else "No parameters."
+    return f"```netdsl\n{signature(entry)}\n```\n{entry.kind}{keras}: {entry.description}\n\n{table}"
+
+
+def _default(value: Any) -> str:
+    if value is None:
+        return "none"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return repr(value) if not isinstance(value, tuple) else str(value).replace("None", "none")
+
+
+def _article(kind: str) -> str:
+    return "an" if kind[0] in "aeiou" else "a"
+
+
+def _value_kind(line: str, start: int) -> str | None:
+    """The registry kind a keyword argument's value names: `kernel_initializer=he_normal` -> initializer."""
+    before = line[:start - 1].rstrip()
+    match = re.search(r"([A-Za-z_]\w*)\s*=$", before)
+    if not match:
+        return None
+    key = match.group(1)
+    if key in ("optimizer", "loss", "metrics"):
+        return {"metrics": "metric"}.get(key, key)
+    for kind in ("activation", "initializer", "regularizer", "constraint"):
+        if key == kind or key.endswith("_" + kind):
+            return kind
+    return None
+
+
+# ------------------------------------------------------------------ the spec's names
+
+def _symbol_hover(snapshot: Snapshot, occ: Occurrence) -> str | None:
+    index = snapshot.index
+    symbol = occ.symbol
+    if symbol.kind == "decl":
+        decl = index.decls.get(symbol)
+        return decl_markdown(decl, symbol.file) if decl is not None else None
+    if symbol.kind == "alias":
+        target = index.scopes[symbol.file].aliases.get(symbol.name)
+        return f"```netdsl\nimport \"…\" as {symbol.name}\n```\nthe names of `{target.path}`" if target else None
+    definition = index.definition(occ)
+    body = index.body_at(symbol.file, definition.span.line, definition.span.col) if definition else None
+    if body is None:
+        return None
+    what = body.locals.get(symbol.name, "name")
+    where = f"{_decl_keyword(body.decl)} `{body.decl.name}`"
+    if what == "param":
+        param = next(p for p in body.decl.params if p.name == symbol.name)
+        default = f" = {_PRINT.expr(param.default)}" if param.default is not None else ""
+        return f"```netdsl\n{symbol.name}{default}\n```\nparameter of {where}"
+    if what == "tensor":
+        return _tensor_markdown(snapshot, body, definition, symbol.name, where)
+    stmt = statement_at(body.decl.body, definition.span.line, definition.span.col) if isinstance(body.decl.body, list) else None
+    value = f" = {_PRINT.expr(stmt.value)}" if isinstance(stmt, (ir.Let, ir.Shared)) else ""
+    return f"```netdsl\n{symbol.name}{value}\n```\n{what} in {where}"
+
+
+def _tensor_markdown(snapshot: Snapshot, body, definition: Occurrence, name: str, where: str) -> str:
+    head = f"tensor in {where}"
+    graph = snapshot.analysis.graphs.get(body.decl.name) if snapshot.analysis and isinstance(body.decl, ir.ModelDecl) else None
+    stmt = statement_at(body.decl.body, definition.span.line, definition.span.col)
+    if graph is None or stmt is None:
+        note = "its shape depends on each use of the block" if isinstance(body.decl, ir.BlockDecl) else ""
+        return f"```netdsl\n{name}\n```\n{head}" + (f"; {note}" if note else "")
+    produced = binding_facts(GraphFacts(graph), stmt, name)
+    if produced is None:
+        return f"```netdsl\n{name}\n```\n{head}"
+    shape = format_shape(produced.shapes[0]) if produced.shapes else "(unknown)"
+    guess = "" if produced.certain else " (an estimate: the check could not decide everything)"
+    made = f"\n\nmade by {produced.layers} layer{'s' if produced.layers != 1 else ''}, " \
+           f"{format_count(produced.params)} parameters" if produced.layers else ""
+    return f"```netdsl\n{name}: {shape}\n```\n{head}{guess}{made}"
+
+
+def decl_markdown(decl: Any, file: str) -> str:
+    keyword = _decl_keyword(decl)
+    if isinstance(decl, ir.Let):
+        head = f"let {decl.name} = {_PRINT.expr(decl.value)}"
+    elif isinstance(decl, ir.ModelDecl):
+        inputs = [i.name for s in decl.body if isinstance(s, ir.Input) for i in s.items]
+        outputs = [i.name for s in decl.body if isinstance(s, ir.Output) for i in s.items if i.name]
+        head = f"model {decl.name}  # inputs: {', '.join(inputs) or '-'}; outputs: {', '.join(outputs) or '-'}"
+    else:
+        params = ", ".join(p.name if p.default is None else f"{p.name}={_PRINT.expr(p.default)}" for p in decl.params)
+        head = f"{keyword} {decl.name}({params})"
+        if isinstance(decl, (ir.ActivationDecl, ir.LetFunc)):
+            head += f" = {_PRINT.expr(decl.body)}"
+        elif isinstance(decl, (ir.BlockDecl, ir.LayerDecl)):
+            inputs = [i.name for s in decl.body if isinstance(s, ir.Input) for i in s.items]
+            head += f"  # inputs: {', '.join(inputs) or '-'}"
+    return f"```netdsl\n{head}\n```\n{keyword} declared in `{file}` line {decl.span.line}"
+
+
+def _decl_keyword(decl: Any) -> str:
+    return {ir.Let: "let", ir.LetFunc: "let", ir.ModelDecl: "model", ir.BlockDecl: "block",
+            ir.ActivationDecl: "activation", ir.LayerDecl: "layer"}.get(type(decl), "declaration")

@@ -1,0 +1,182 @@
+"""`netdsl lsp`: the language server's wiring, one handler per LSP method.
+
+The features live in their own modules (diagnostics, hover, completion,
+navigation, symbols); this module only turns LSP positions into the
+checker's (1-based line, code-point column) and back. Requests that must be
+exact (rename, references, outline, inlay hints) wait for the check of the
+current text; hover and completion answer at once from the newest check that
+parsed, since typing goes on meanwhile.
+"""
+
+from __future__ import annotations
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+
+from netdsl.errors import SpecError
+from netdsl.lsp import completion, hover, navigation, symbols
+from netdsl.lsp.diagnostics import Checks
+from netdsl.lsp.documents import Documents
+from netdsl.lsp.positions import Lines
+from netdsl.syntax.formatter import format_text
+from netdsl.version import __version__
+
+
+class NetdslServer(LanguageServer):
+    def __init__(self, include: list[str] = ()):
+        super().__init__("netdsl", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.documents = Documents(lambda: self.workspace)
+        self.checks = Checks(self, self.documents, include)
+
+    def lines(self, uri: str) -> Lines:
+        return Lines(self.documents.text(uri), self.documents.encoding)
+
+    def point(self, uri: str, position: types.Position) -> tuple[int, int]:
+        return self.lines(uri).point(position)
+
+    def places(self) -> navigation.Places:
+        return navigation.Places(self.documents.overlay(), self.documents.encoding)
+
+    def others(self) -> list:
+        return [(s, self.documents.real(u)) for u, s in self.checks.parsed.items() if self.documents.is_open(u)]
+
+
+def make_server(include: list[str] = ()) -> NetdslServer:
+    server = NetdslServer(include)
+
+    # -------------------------------------------------------------- document sync
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: NetdslServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.checks.opened(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: NetdslServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.checks.changed(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: NetdslServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.checks.saved(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: NetdslServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.checks.closed(params.text_document.uri)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: NetdslServer, params: None) -> None:
+        ls.checks.shutdown()
+
+    # -------------------------------------------------------------- at once, from the newest parse
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def on_hover(ls: NetdslServer, params: types.HoverParams) -> types.Hover | None:
+        uri = params.text_document.uri
+        lines = ls.lines(uri)
+        line, col = lines.point(params.position)
+        snapshot = ls.checks.latest(uri)
+        found = hover.hover_text(snapshot, lines.line(line), ls.documents.display(uri), line, col)
+        if found is None:
+            return None
+        text, start, end = found
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
+                           range=types.Range(start=lines.position(line, start), end=lines.position(line, end)))
+
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION,
+                    types.CompletionOptions(trigger_characters=[">", "(", ",", "=", "."]))
+    def on_completion(ls: NetdslServer, params: types.CompletionParams) -> types.CompletionList:
+        uri = params.text_document.uri
+        line, col, context = _context(ls, uri, params.position)
+        items = completion.completions(context, ls.checks.latest(uri), ls.documents.display(uri), line, col)
+        return types.CompletionList(is_incomplete=False, items=items)
+
+    @server.feature(types.TEXT_DOCUMENT_SIGNATURE_HELP, types.SignatureHelpOptions(trigger_characters=["(", ","]))
+    def on_signature_help(ls: NetdslServer, params: types.SignatureHelpParams) -> types.SignatureHelp | None:
+        uri = params.text_document.uri
+        _, _, context = _context(ls, uri, params.position)
+        return completion.signature_help(context, ls.checks.latest(uri), ls.documents.display(uri))
+
+    @server.feature(types.TEXT_DOCUMENT_FORMATTING)
+    def on_formatting(ls: NetdslServer, params: types.DocumentFormattingParams) -> list[types.TextEdit] | None:
+        uri = params.text_document.uri
+        text = ls.documents.text(uri)
+        try:
+            formatted = format_text(text, ls.documents.display(uri))
+        except SpecError:
+            return None  # the diagnostics already say why it does not parse
+        if formatted == text:
+            return []
+        lines = ls.lines(uri)
+        return [types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=lines.end()),
+                               new_text=formatted)]
+
+    # -------------------------------------------------------------- exact: the current text's check
+    @server.feature(types.TEXT_DOCUMENT_DEFINITION)
+    async def on_definition(ls: NetdslServer, params: types.DefinitionParams) -> list[types.Location]:
+        uri = params.text_document.uri
+        snapshot = await ls.checks.current(uri)
+        if snapshot is None or snapshot.index is None:
+            return []
+        line, col = ls.point(uri, params.position)
+        return navigation.definition(snapshot, ls.documents.real(uri), ls.places(), line, col)
+
+    @server.feature(types.TEXT_DOCUMENT_REFERENCES)
+    async def on_references(ls: NetdslServer, params: types.ReferenceParams) -> list[types.Location]:
+        uri = params.text_document.uri
+        snapshot = await ls.checks.current(uri)
+        if snapshot is None or snapshot.index is None:
+            return []
+        line, col = ls.point(uri, params.position)
+        return navigation.references(snapshot, ls.documents.real(uri), ls.places(), line, col,
+                                     params.context.include_declaration, ls.others())
+
+    @server.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)
+    async def on_prepare_rename(ls: NetdslServer, params: types.PrepareRenameParams) -> types.Range | None:
+        uri = params.text_document.uri
+        snapshot = await ls.checks.current(uri)
+        line, col = ls.point(uri, params.position)
+        span = navigation.prepare_rename(snapshot, line, col)
+        return ls.lines(uri).range(span) if span is not None else None
+
+    @server.feature(types.TEXT_DOCUMENT_RENAME, types.RenameOptions(prepare_provider=True))
+    async def on_rename(ls: NetdslServer, params: types.RenameParams) -> types.WorkspaceEdit | None:
+        uri = params.text_document.uri
+        snapshot = await ls.checks.current(uri)
+        if snapshot is None or snapshot.index is None:
+            return None
+        line, col = ls.point(uri, params.position)
+        try:
+            return navigation.rename(snapshot, ls.documents.real(uri), ls.places(), line, col, params.new_name,
+                                     ls.others())
+        except ValueError as exc:
+            raise JsonRpcInvalidParams(str(exc)) from None
+
+    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    async def on_symbols(ls: NetdslServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
+        uri = params.text_document.uri
+        snapshot = await ls.checks.current(uri)
+        if snapshot is None or not snapshot.parsed:
+            snapshot = ls.checks.latest(uri)
+            if snapshot is None or not snapshot.parsed or snapshot.version != ls.documents.version(uri):
+                return []  # positions of an older text would point at the wrong lines
+        return symbols.document_symbols(snapshot, ls.lines(uri))
+
+    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
+    async def on_inlay_hint(ls: NetdslServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+        uri = params.text_document.uri
+        snapshot = await ls.checks.current(uri)
+        if snapshot is None or not snapshot.parsed or snapshot.version != ls.documents.version(uri):
+            return []
+        return symbols.inlay_hints(snapshot, ls.lines(uri), params.range.start.line + 1, params.range.end.line + 1)
+
+    return server
+
+
+def _context(ls: NetdslServer, uri: str, position: types.Position):
+    lines = ls.lines(uri)
+    line, col = lines.point(position)
+    before = "\n".join(lines.lines[max(0, line - 40):line - 1] + [lines.line(line)[:col - 1]])
+    return line, col, completion.context_at(before)
+
+
+def serve(include: list[str] = ()) -> None:
+    """Serve one client over stdin/stdout until it says exit."""
+    make_server(include).start_io()

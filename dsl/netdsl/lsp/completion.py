@@ -15,7 +15,7 @@ from lsprotocol import types
 
 from netdsl import registry
 from netdsl.lsp.checking import Snapshot
-from netdsl.lsp.hover import LOOKUP_ORDER, _default, signature
+from netdsl.lsp.describe import HIDDEN, LOOKUP_ORDER, default_text, signature
 from netdsl.syntax import ir
 from netdsl.syntax.format_expr import ExprPrinter
 
@@ -125,8 +125,8 @@ def find_callee(name: str, snapshot: Snapshot | None, file: str) -> Callee | Non
     for kind in LOOKUP_ORDER:
         entry = registry.lookup(kind, name)
         if entry is not None:
-            params = [(p.name, p.type, "" if p.required else _default(p.default))
-                      for p in entry.params + entry.call_params if p.name not in ("name", "dtype", "trainable")]
+            params = [(p.name, p.type, "" if p.required else default_text(p.default))
+                      for p in entry.params + entry.call_params if p.name not in HIDDEN]
             return Callee(signature(entry), params, entry.description)
     return None
 
@@ -203,8 +203,7 @@ def _value_items(context: Context, snapshot, file, line, col) -> list[types.Comp
 
 def _entry_item(entry: registry.Entry, kind) -> types.CompletionItem:
     return types.CompletionItem(label=entry.name, kind=kind, detail=signature(entry),
-                                documentation=types.MarkupContent(kind=types.MarkupKind.Markdown,
-                                                                  value=entry.description),
+                                documentation=entry.description,
                                 sort_text=f"1{entry.name}")
 
 

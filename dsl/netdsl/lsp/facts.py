@@ -11,6 +11,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from netdsl.diagram.view import Params
 from netdsl.errors import Span
 from netdsl.semantics.graph import Graph, Node
 from netdsl.semantics.values import UNKNOWN
@@ -25,8 +26,11 @@ def format_shape(shape: Any) -> str:
     return f"({', '.join(dims)})"
 
 
-def format_count(count: int | None) -> str:
-    return "unknown" if count is None else f"{count:,}"
+def format_count(count: int | None, complete: bool = True) -> str:
+    """`1,248`; `≥ 640` when some layer's count is not known without building it."""
+    if count is None or (not complete and count == 0):
+        return "unknown"
+    return f"{count:,}" if complete else f"≥ {count:,}"
 
 
 @dataclass
@@ -34,19 +38,25 @@ class Produced:
     """What one statement makes: its tensors' shapes and the parameters of its layers."""
 
     shapes: list[Any]
-    params: int | None  # None when some layer's count is unknown
+    params: int  # the layers' parameters (shared layers once), as far as known
+    complete: bool  # whether every layer's count was known
     layers: int
-    certain: bool
+    certain: bool  # False where the check had to guess (see Graph.uncertain)
+
+    @property
+    def params_text(self) -> str:
+        return format_count(self.params, self.complete)
 
     def summary(self) -> str:
         shapes = ", ".join(format_shape(s) for s in self.shapes)
         approx = "" if self.certain else "~"
-        return f"{approx}{shapes} · {format_count(self.params)} params"
+        return f"{approx}{shapes} · {self.params_text} params"
 
 
 class GraphFacts:
     def __init__(self, graph: Graph):
         self.graph = graph
+        self.params = Params(graph)
         anchored = sorted(((_anchor(graph, node), node.id) for node in graph.nodes), key=lambda a: a[0])
         self._keys = [key for key, _ in anchored]
         self._ids = [node_id for _, node_id in anchored]
@@ -62,26 +72,14 @@ class GraphFacts:
             nodes = [n for n in self.nodes_in(stmt.span) if n.op == "input" and n.name == stmt.name]
             if not nodes:
                 return None
-            return Produced([nodes[0].output_shapes[0] if nodes[0].output_shapes else UNKNOWN], 0, 0, True)
+            return Produced([nodes[0].output_shapes[0] if nodes[0].output_shapes else UNKNOWN], 0, True, 0, True)
         nodes = [n for n in self.nodes_in(stmt.span) if n.op != "input"]
         if not nodes:
             return None
         last = nodes[-1]
         shapes = list(last.output_shapes[:targets]) if last.output_shapes else [UNKNOWN]
-        return Produced(shapes, _params(nodes), len(nodes), not self.graph.uncertain)
-
-
-def _params(nodes: list[Node]) -> int | None:
-    total, shared_seen = 0, set()
-    for node in nodes:
-        if node.shared is not None:
-            if node.shared in shared_seen:
-                continue
-            shared_seen.add(node.shared)
-        if node.params is None:
-            return None
-        total += node.params
-    return total
+        total, complete = self.params.of_nodes(nodes)
+        return Produced(shapes, total, complete, len(nodes), not self.graph.uncertain)
 
 
 def _anchor(graph: Graph, node: Node) -> tuple[str, int, int]:

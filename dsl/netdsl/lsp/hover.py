@@ -11,17 +11,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from netdsl import registry
 from netdsl.lsp.checking import Snapshot
-from netdsl.lsp.facts import GraphFacts, binding_facts, format_count, format_shape, statement_at
+from netdsl.lsp.completion import context_at, find_callee
+from netdsl.lsp.describe import registry_hover
+from netdsl.lsp.facts import GraphFacts, binding_facts, format_shape, statement_at
 from netdsl.lsp.names import Occurrence
 from netdsl.syntax import ir
 from netdsl.syntax.format_expr import ExprPrinter
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# The kinds a bare name may be, in the order a step or argument value looks them up.
-LOOKUP_ORDER = ("layer", "activation", "initializer", "regularizer", "constraint", "optimizer", "loss",
-                "metric", "schedule", "callback")
 _PRINT = ExprPrinter()
 
 
@@ -33,63 +31,43 @@ def word_at(line: str, col: int) -> tuple[str, int] | None:
     return None
 
 
-def hover_text(snapshot: Snapshot | None, line_text: str, file: str, line: int, col: int) -> tuple[str, int, int] | None:
-    """Markdown for the name at (line, col), with the 1-based column range it covers."""
+def hover_text(snapshot: Snapshot | None, before: str, line_text: str, file: str, line: int,
+               col: int) -> tuple[str, int, int] | None:
+    """Markdown for the name at (line, col), with the 1-based column range it covers.
+
+    `before`: the text before the line (a few lines suffice), to know the call a keyword belongs to."""
     found = word_at(line_text, col)
     if found is None:
         return None
     word, start = found
     end = start + len(word)
+    if re.match(r"\s*=(?!=)", line_text[end - 1:]):
+        text = _keyword_hover(snapshot, before + line_text[:start - 1], word, file)
+        if text:
+            return text, start, end
     index = snapshot.index if snapshot is not None else None
     occ = index.at(file, line, col) if index is not None else None
     if occ is not None and occ.symbol.name == word:
         text = _symbol_hover(snapshot, occ)
         if text:
             return text, start, end
-    kind = _value_kind(line_text, start)
+    # `-> relu` is the activation, `-> relu(max_value=6.0)` the layer (where both exist)
+    called = line_text[end - 1:].lstrip().startswith("(")
+    kind = _value_kind(line_text, start) or ("layer" if called else "activation")
     text = registry_hover(word, kind)
     return (text, start, end) if text else None
 
 
-# ------------------------------------------------------------------ registry names
-
-def registry_hover(word: str, prefer: str | None = None) -> str | None:
-    kinds = ([prefer] if prefer else []) + [k for k in LOOKUP_ORDER if k != prefer]
-    entries = [e for e in (registry.lookup(k, word) for k in kinds) if e is not None]
-    if not entries:
+def _keyword_hover(snapshot: Snapshot | None, before: str, word: str, file: str) -> str | None:
+    """`units=` inside `dense(`: that parameter of the callee."""
+    context = context_at(before)
+    callee = find_callee(context.callee, snapshot, file) if context.callee else None
+    param = next((p for p in callee.params if p[0] == word), None) if callee else None
+    if param is None:
         return None
-    parts = [entry_markdown(entries[0])]
-    for other in entries[1:2]:
-        parts.append(f"Also {_article(other.kind)} {other.kind}: `{signature(other)}`")
-    return "\n\n".join(parts)
-
-
-def signature(entry: registry.Entry) -> str:
-    params = [p.name if p.required else f"{p.name}={_default(p.default)}"
-              for p in entry.params + entry.call_params if p.name not in ("name", "dtype", "trainable")]
-    return f"{entry.name}({', '.join(params)})"
-
-
-def entry_markdown(entry: registry.Entry) -> str:
-    keras = f" (Keras `{entry.keras_name}`)" if entry.source == "keras" else f" ({entry.source})"
-    rows = [f"| `{p.name}` | {p.type} | {'required' if p.required else '`' + _default(p.default) + '`'} |"
-            for p in entry.params + entry.call_params]
-    table = "\n".join(["| parameter | type | default |", "|---|---|---|", *rows]) if rows else "No parameters."
-    return f"```netdsl\n{signature(entry)}\n```\n{entry.kind}{keras}: {entry.description}\n\n{table}"
-
-
-def _default(value: Any) -> str:
-    if value is None:
-        return "none"
-    if value is True or value is False:
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"'
-    return repr(value) if not isinstance(value, tuple) else str(value).replace("None", "none")
-
-
-def _article(kind: str) -> str:
-    return "an" if kind[0] in "aeiou" else "a"
+    name, type_, default = param
+    detail = ", ".join(x for x in (type_, f"default {default}" if default else "required" if type_ else "") if x)
+    return f"```netdsl\n{callee.label}\n```\nparameter `{name}`" + (f": {detail}" if detail else "")
 
 
 def _value_kind(line: str, start: int) -> str | None:
@@ -148,7 +126,7 @@ def _tensor_markdown(snapshot: Snapshot, body, definition: Occurrence, name: str
     shape = format_shape(produced.shapes[0]) if produced.shapes else "(unknown)"
     guess = "" if produced.certain else " (an estimate: the check could not decide everything)"
     made = f"\n\nmade by {produced.layers} layer{'s' if produced.layers != 1 else ''}, " \
-           f"{format_count(produced.params)} parameters" if produced.layers else ""
+           f"{produced.params_text} parameters" if produced.layers else ""
     return f"```netdsl\n{name}: {shape}\n```\n{head}{guess}{made}"
 
 

@@ -73,7 +73,8 @@ def make_server(include: list[str] = ()) -> NetdslServer:
         lines = ls.lines(uri)
         line, col = lines.point(params.position)
         snapshot = ls.checks.latest(uri)
-        found = hover.hover_text(snapshot, lines.line(line), ls.documents.display(uri), line, col)
+        before = "\n".join(lines.lines[max(0, line - 40):line - 1] + [""])
+        found = hover.hover_text(snapshot, before, lines.line(line), ls.documents.display(uri), line, col)
         if found is None:
             return None
         text, start, end = found

@@ -1,0 +1,68 @@
+"""The language server's pieces on their own: columns in each encoding, the completion
+context read from the text before the cursor, and no TensorFlow anywhere in the server."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from lsp_harness import ROOT
+from netdsl.lsp.completion import context_at
+from netdsl.lsp.positions import UTF8, UTF16, UTF32, Lines, from_units, to_units
+
+
+@pytest.mark.parametrize("encoding, expected", [(UTF16, 7), (UTF8, 11), (UTF32, 5)])
+def test_columns_past_emoji_in_each_encoding(encoding, expected):
+    line = 'a="🙂🙂" b'  # the b is code point 7 (0-based); 5 code points in, each emoji 2 UTF-16 units, 4 UTF-8 bytes
+    index = line.index("b")
+    assert to_units(line, index - 2, encoding) == expected
+    assert from_units(line, expected, encoding) == index - 2
+    lines = Lines("x\n" + line, encoding)
+    assert lines.point(lines.position(2, index + 1)) == (2, index + 1)
+
+
+@pytest.mark.parametrize("before, kind, callee, argument, keyword", [
+    ("  y = x -> ", "step", None, 0, None),
+    ("  y = x -> den", "step", None, 0, None),
+    ("  y = x\n    -> ", "step", None, 0, None),
+    ("  y = x -> dense(", "argument", "dense", 0, None),
+    ("  y = x -> dense(64, ", "argument", "dense", 1, None),
+    ("  y = x -> dense(64, activation=", "value", "dense", 1, "activation"),
+    ("  y = x -> dense(64, activation=re", "value", "dense", 1, "activation"),
+    ("  y = x -> conv2d(8, (3, 3), ", "argument", "conv2d", 2, None),
+    ("  y = x -> lib.stage(", "argument", "lib.stage", 0, None),
+    ("  y = x -> dense(64)\n  ", "general", None, 0, None),
+    ("  y = x -> dense(64)  # -> ", "none", None, 0, None),
+    ('  y = x -> conv2d(8, 3, padding="sa', "none", None, 0, None),
+])
+def test_completion_context_from_the_text_before_the_cursor(before, kind, callee, argument, keyword):
+    context = context_at(before)
+    assert (context.kind, context.callee, context.argument, context.keyword) == (kind, callee, argument, keyword)
+
+
+def test_the_server_never_imports_tensorflow():
+    """Checking, hovering and completing every example spec leaves TensorFlow and Keras unimported."""
+    script = textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        from netdsl.lsp import server, completion, hover
+        from netdsl.lsp.checking import check_text
+        from netdsl.lsp.symbols import inlay_hints
+        from netdsl.lsp.positions import Lines
+        for path in sorted(Path("specs").glob("*.net")):
+            text = path.read_text()
+            snap = check_text(text, 1, str(path), path.resolve(), {}.get)
+            assert not snap.diagnostics, snap.diagnostics
+            inlay_hints(snap, Lines(text), 1, 10_000)
+            for n, line in enumerate(text.split("\\n"), 1):
+                hover.hover_text(snap, "", line, str(path), n, len(line) // 2 + 1)
+                completion.completions(completion.context_at(line), snap, str(path), n, len(line) + 1)
+        heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras", "jax"))
+        print(heavy)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

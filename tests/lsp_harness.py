@@ -145,3 +145,15 @@ def expected_lsp(check_json: list[dict], display: str, text: str) -> list[dict]:
 def as_dicts(diagnostics) -> list[dict]:
     return [{"range": ((d.range.start.line, d.range.start.character), (d.range.end.line, d.range.end.character)),
              "message": d.message, "severity": int(d.severity)} for d in diagnostics]
+
+
+def assert_same_as_check(diagnostics, check: list[dict], display: str, text: str) -> None:
+    """The published diagnostics are `netdsl check`'s: those of the file itself at its ranges
+    (UTF-16), those of imported files on the import line with their place as related information."""
+    own = as_dicts(d for d in diagnostics if not d.related_information)
+    wanted = expected_lsp(check, display, text)
+    assert own == wanted, f"published {own}\nnetdsl check {wanted}"
+    related = [d.message for d in diagnostics if d.related_information]
+    wanted = [f"{d['file']}:{d['line']}:{d['col']}: {d['message']}" + (f"; {d['hint']}" if d["hint"] else "")
+              for d in check if d["file"] != display]
+    assert related == wanted, f"published {related}\nnetdsl check {wanted}"

@@ -24,7 +24,9 @@ def _units(char: str, encoding: str) -> int:
 
 
 def to_units(line: str, index: int, encoding: str) -> int:
-    """The client's column for code-point `index` (0-based) of `line`."""
+    """The client's column for code-point `index` (0-based) of `line`; past its end, its end
+    (a span may point at the line break, which the client does not count in the line)."""
+    index = min(index, len(line))
     if encoding == UTF32 or line.isascii():
         return index
     return sum(_units(c, encoding) for c in line[:index])

@@ -166,6 +166,15 @@ async def test_completion_after_an_arrow_offers_layers_activations_and_spec_step
     assert "image" not in labels  # a tensor is not a step
 
 
+async def test_a_completion_item_resolves_to_its_signature_and_description(client, main_uri):
+    result = await client.text_document_completion_async(
+        types.CompletionParams(text_document=doc(main_uri), position=at(17, "flatten")))
+    dense = next(item for item in result.items if item.label == "dense")
+    resolved = await client.completion_item_resolve_async(dense)
+    assert resolved.detail.startswith("dense(units, activation=none")
+    assert resolved.documentation == "Just your regular densely-connected NN layer."
+
+
 async def test_completion_inside_a_call_offers_its_keywords(client, main_uri):
     labels = await complete(client, main_uri, at(17, "activation"))  # dense(64, |activation=mish)
     assert {"use_bias=", "kernel_initializer=", "activation="} <= set(labels)

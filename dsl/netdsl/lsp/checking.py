@@ -11,8 +11,10 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from netdsl.errors import Diagnostic, SpecError
+from netdsl.lsp.facts import GraphFacts
 from netdsl.lsp.names import NameIndex, build_index
 from netdsl.semantics.analysis import Analysis, analyze
 from netdsl.syntax.loader import Overlay, Program, load_text
@@ -35,15 +37,22 @@ class Snapshot:
     seconds: float = 0.0
     files: set[Path] = field(default_factory=set)  # every file read, resolved: a change to one re-checks
     error: str | None = None  # a bug of netdsl's own met while checking, with its traceback, for the log
+    facts: dict[str, GraphFacts] = field(default_factory=dict)  # per model, for hover and inlay hints
 
     @property
     def parsed(self) -> bool:
         return self.program is not None
 
 
+class Abandoned(Exception):
+    """The text changed while it was being checked: the rest of the work would be thrown away."""
+
+
 def check_text(text: str, version: int, display: str, real: Path, overlay: Overlay,
-               include: list[str] = ()) -> Snapshot:
-    """The diagnostics `netdsl check` prints for this text, with the program and graphs behind them."""
+               include: list[str] = (), wanted: Callable[[], bool] = lambda: True) -> Snapshot:
+    """The diagnostics `netdsl check` prints for this text, with the program and graphs behind them.
+
+    `wanted` is asked between stages; once it says no, `Abandoned` is raised."""
     start = time.perf_counter()
     snapshot = Snapshot(version, text, display, [])
     source = text[1:] if text.startswith(BOM) else text  # read_source drops it too
@@ -53,15 +62,23 @@ def check_text(text: str, version: int, display: str, real: Path, overlay: Overl
     except SpecError as exc:
         snapshot.diagnostics = exc.diagnostics
     else:
+        _still(wanted)
         snapshot.program = program
         snapshot.analysis = analyze(program)
         snapshot.diagnostics = snapshot.analysis.diagnostics
+        _still(wanted)
         snapshot.index = build_index(program)
+        snapshot.facts = {name: GraphFacts(graph) for name, graph in snapshot.analysis.graphs.items()}
         snapshot.files = {real_of(name, display, real) for name in program.files}
     if source is not text:  # columns of line 1 count the mark the editor still shows
         snapshot.diagnostics = [_shift_first_line(d, display) for d in snapshot.diagnostics]
     snapshot.seconds = time.perf_counter() - start
     return snapshot
+
+
+def _still(wanted: Callable[[], bool]) -> None:
+    if not wanted():
+        raise Abandoned
 
 
 def _refuse_like_read_source(text: str, display: str, real: Path) -> None:

@@ -202,9 +202,20 @@ def _value_items(context: Context, snapshot, file, line, col) -> list[types.Comp
 
 
 def _entry_item(entry: registry.Entry, kind) -> types.CompletionItem:
-    return types.CompletionItem(label=entry.name, kind=kind, detail=signature(entry),
-                                documentation=entry.description,
-                                sort_text=f"1{entry.name}")
+    """A registry name; its signature and description come with `completionItem/resolve`
+    (a list of 170 full signatures would weigh ten times as much on every keystroke)."""
+    return types.CompletionItem(label=entry.name, kind=kind, detail=entry.kind, sort_text=f"1{entry.name}",
+                                data={"kind": entry.kind, "name": entry.name})
+
+
+def resolve(item: types.CompletionItem) -> types.CompletionItem:
+    """Fill in a registry item's signature and description."""
+    data = item.data if isinstance(item.data, dict) else {}
+    entry = registry.lookup(data["kind"], data["name"]) if data.get("kind") in registry.KINDS else None
+    if entry is not None:
+        item.detail = signature(entry)
+        item.documentation = entry.description
+    return item
 
 
 def _scope_items(snapshot, file, line, col, tensors: bool) -> list[types.CompletionItem]:

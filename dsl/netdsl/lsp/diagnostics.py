@@ -5,7 +5,10 @@ checked in the one worker thread (`checking.check_text`); a result whose
 version is no longer the document's is dropped, since a newer check is
 already on its way. The delay adapts to typing: while keys arrive faster than
 `MAX_DELAY`, it waits a little longer than the gap between them, so a burst
-of typing costs one check after its last key instead of one per key.
+of typing costs one check after its last key instead of one per key; and
+never less than a quarter of the document's last check, so that the first
+key of a burst on a big spec does not start a long check the second key makes
+stale. A check that becomes stale stops at its next stage.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from lsprotocol import types
 
 from netdsl.errors import Diagnostic, Span
-from netdsl.lsp.checking import Snapshot, check_text, real_of
+from netdsl.lsp.checking import Abandoned, Snapshot, check_text, real_of
 from netdsl.lsp.documents import Documents
 from netdsl.lsp.positions import Lines
 
@@ -46,6 +49,7 @@ class Checks:
         self._tasks: dict[str, asyncio.Task] = {}
         self._last_change: dict[str, float] = {}
         self._gap: dict[str, float] = {}
+        self._cost: dict[str, float] = {}  # seconds the document's last check took
         self._waiters: dict[str, list[asyncio.Future]] = {}
 
     # ------------------------------------------------------------ events
@@ -69,6 +73,7 @@ class Checks:
         self.parsed.pop(uri, None)
         self._last_change.pop(uri, None)
         self._gap.pop(uri, None)
+        self._cost.pop(uri, None)
         for waiter in self._waiters.pop(uri, []):
             if not waiter.done():
                 waiter.set_result(None)
@@ -110,8 +115,8 @@ class Checks:
             self._gap[uri] = 0.5 * previous + 0.5 * (now - last)
         elif last is not None:
             self._gap.pop(uri, None)
-        gap = self._gap.get(uri)
-        return MIN_DELAY if gap is None else min(MAX_DELAY, max(MIN_DELAY, 1.5 * gap))
+        gap = self._gap.get(uri, 0.0)
+        return min(MAX_DELAY, max(MIN_DELAY, 1.5 * gap, 0.25 * self._cost.get(uri, 0.0)))
 
     def schedule(self, uri: str, delay: float) -> None:
         task = self._tasks.pop(uri, None)
@@ -135,9 +140,9 @@ class Checks:
                     return
                 version, text = self.documents.version(uri), self.documents.text(uri)
                 job = (text, version, self.documents.display(uri), self.documents.real(uri),
-                       self.documents.overlay().get, self.include)
+                       self.documents.overlay().get, self.include, lambda: self.documents.version(uri) == version)
                 snapshot = await asyncio.get_running_loop().run_in_executor(self._executor, _check_safely, *job)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, Abandoned):
             return
         finally:
             if self._tasks.get(uri) is asyncio.current_task():
@@ -149,6 +154,7 @@ class Checks:
 
     def _store(self, uri: str, snapshot: Snapshot) -> None:
         self.snapshots[uri] = snapshot
+        self._cost[uri] = snapshot.seconds
         if snapshot.parsed:
             self.parsed[uri] = snapshot
         for waiter in self._waiters.pop(uri, []):
@@ -168,10 +174,12 @@ class Checks:
             self.server.workspace_inlay_hint_refresh(None)
 
 
-def _check_safely(text, version, display, real, overlay, include) -> Snapshot:
+def _check_safely(text, version, display, real, overlay, include, wanted) -> Snapshot:
     """check_text, with a bug of netdsl's own reported as one diagnostic instead of a dead server."""
     try:
-        return check_text(text, version, display, real, overlay, include)
+        return check_text(text, version, display, real, overlay, include, wanted)
+    except Abandoned:
+        raise
     except RecursionError:
         message = "spec nested too deeply to check"
     except Exception as exc:  # a bug in netdsl: keep serving, say so once, keep the details in the log

@@ -14,7 +14,7 @@ from typing import Any
 from netdsl.lsp.checking import Snapshot
 from netdsl.lsp.completion import context_at, find_callee
 from netdsl.lsp.describe import registry_hover
-from netdsl.lsp.facts import GraphFacts, binding_facts, format_shape, statement_at
+from netdsl.lsp.facts import binding_facts, format_shape, statement_at
 from netdsl.lsp.names import Occurrence
 from netdsl.syntax import ir
 from netdsl.syntax.format_expr import ExprPrinter
@@ -120,7 +120,7 @@ def _tensor_markdown(snapshot: Snapshot, body, definition: Occurrence, name: str
     if graph is None or stmt is None:
         note = "its shape depends on each use of the block" if isinstance(body.decl, ir.BlockDecl) else ""
         return f"```netdsl\n{name}\n```\n{head}" + (f"; {note}" if note else "")
-    produced = binding_facts(GraphFacts(graph), stmt, name)
+    produced = binding_facts(snapshot.facts[body.decl.name], stmt, name)
     if produced is None:
         return f"```netdsl\n{name}\n```\n{head}"
     shape = format_shape(produced.shapes[0]) if produced.shapes else "(unknown)"

@@ -82,12 +82,16 @@ def make_server(include: list[str] = ()) -> NetdslServer:
                            range=types.Range(start=lines.position(line, start), end=lines.position(line, end)))
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION,
-                    types.CompletionOptions(trigger_characters=[">", "(", ",", "=", "."]))
+                    types.CompletionOptions(trigger_characters=[">", "(", ",", "=", "."], resolve_provider=True))
     def on_completion(ls: NetdslServer, params: types.CompletionParams) -> types.CompletionList:
         uri = params.text_document.uri
         line, col, context = _context(ls, uri, params.position)
         items = completion.completions(context, ls.checks.latest(uri), ls.documents.display(uri), line, col)
         return types.CompletionList(is_incomplete=False, items=items)
+
+    @server.feature(types.COMPLETION_ITEM_RESOLVE)
+    def on_completion_resolve(ls: NetdslServer, item: types.CompletionItem) -> types.CompletionItem:
+        return completion.resolve(item)
 
     @server.feature(types.TEXT_DOCUMENT_SIGNATURE_HELP, types.SignatureHelpOptions(trigger_characters=["(", ","]))
     def on_signature_help(ls: NetdslServer, params: types.SignatureHelpParams) -> types.SignatureHelp | None:

@@ -8,7 +8,7 @@ from lsprotocol import types
 
 from netdsl.errors import Span
 from netdsl.lsp.checking import Snapshot
-from netdsl.lsp.facts import GraphFacts, format_shape, statements
+from netdsl.lsp.facts import format_shape, statements
 from netdsl.lsp.names import Symbol
 from netdsl.lsp.positions import Lines
 from netdsl.syntax import ir
@@ -65,7 +65,7 @@ def inlay_hints(snapshot: Snapshot, lines: Lines, first_line: int, last_line: in
     for decl in snapshot.program.root_file.decls:
         if not isinstance(decl, ir.ModelDecl) or decl.name not in analysis.graphs:
             continue
-        facts = GraphFacts(analysis.graphs[decl.name])
+        facts = snapshot.facts[decl.name]
         for stmt in statements(decl.body):
             for node, targets in _bindings(stmt):
                 if not first_line <= node.span.end_line <= last_line:

@@ -82,6 +82,7 @@ async def typing_bursts(client, folder: Path) -> None:
         version += 1
         replace_all(client, uri, text, version)
         await client.recorder.wait_for(uri, version, timeout=60)
+        await asyncio.sleep(1.0)  # a pause before typing again: the name index is built after the publish
         column = len(lines[target - 1])
         pending = []
         for key in TYPED:

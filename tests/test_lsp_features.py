@@ -188,8 +188,9 @@ async def test_completion_of_keyword_values_and_names_in_scope(client, project):
     uri = await scratch(client, project, "values.net", text)
     line = text.split("\n").index("  g = f -> dense(8, kernel_initializer=he)")
     labels = await complete(client, uri, pos(line, len("  g = f -> dense(8, kernel_initializer=he")))
-    assert "he_normal" in labels and "glorot_uniform" in labels
-    assert "dense" not in labels  # an initializer is wanted here, not a layer
+    assert labels == ["he_normal", "he_uniform"]  # initializers whose name holds what was typed, not layers
+    labels = await complete(client, uri, pos(line, len("  g = f -> dense(8, kernel_initializer=")))
+    assert {"glorot_uniform", "he_normal", "orthogonal", "zeros"} <= set(labels) and "dense" not in labels
     general = await complete(client, uri, pos(line + 1, 2))
     for name in ("image", "h", "f", "classes", "width", "stage", "lib.depth"):
         assert name in general

@@ -49,12 +49,12 @@ def test_the_server_never_imports_tensorflow():
         import sys
         from pathlib import Path
         from netdsl.lsp import server, completion, hover
-        from netdsl.lsp.checking import check_text
+        from netdsl.lsp.checking import add_names, check_text
         from netdsl.lsp.symbols import inlay_hints
         from netdsl.lsp.positions import Lines
         for path in sorted(Path("specs").glob("*.net")):
             text = path.read_text()
-            snap = check_text(text, 1, str(path), path.resolve(), {}.get)
+            snap = add_names(check_text(text, 1, str(path), path.resolve(), {}.get))
             assert not snap.diagnostics, snap.diagnostics
             inlay_hints(snap, Lines(text), 1, 10_000)
             for n, line in enumerate(text.split("\\n"), 1):

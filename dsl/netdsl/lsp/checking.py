@@ -66,13 +66,20 @@ def check_text(text: str, version: int, display: str, real: Path, overlay: Overl
         snapshot.program = program
         snapshot.analysis = analyze(program)
         snapshot.diagnostics = snapshot.analysis.diagnostics
-        _still(wanted)
-        snapshot.index = build_index(program)
-        snapshot.facts = {name: GraphFacts(graph) for name, graph in snapshot.analysis.graphs.items()}
         snapshot.files = {real_of(name, display, real) for name in program.files}
     if source is not text:  # columns of line 1 count the mark the editor still shows
         snapshot.diagnostics = [_shift_first_line(d, display) for d in snapshot.diagnostics]
     snapshot.seconds = time.perf_counter() - start
+    return snapshot
+
+
+def add_names(snapshot: Snapshot) -> Snapshot:
+    """What navigation, hover and inlay hints read: the name index and each graph's facts.
+
+    Built after the diagnostics are published (it is not needed for them)."""
+    if snapshot.program is not None and snapshot.index is None:
+        snapshot.index = build_index(snapshot.program)
+        snapshot.facts = {name: GraphFacts(graph) for name, graph in snapshot.analysis.graphs.items()}
     return snapshot
 
 

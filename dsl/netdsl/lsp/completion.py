@@ -22,6 +22,7 @@ from netdsl.syntax.format_expr import ExprPrinter
 KEYWORDS = ("import", "let", "model", "block", "activation", "layer", "input", "output", "weight", "shared",
             "train", "if", "else", "true", "false", "none", "and", "or", "not", "as")
 LOOKBACK = 4000  # characters before the cursor that can hold the open call
+MAX_ITEMS = 200  # more is marked incomplete: the client asks again as more of the name is typed
 _PARTIAL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _CALLEE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\s*$")
 _PRINT = ExprPrinter()
@@ -145,6 +146,24 @@ def _spec_decl(name: str, snapshot: Snapshot | None, file: str) -> Any:
 
 # ------------------------------------------------------------------ completion
 
+def completion_list(context: Context, snapshot: Snapshot | None, file: str, line: int,
+                    col: int) -> types.CompletionList:
+    """The items whose label holds the typed part's letters in order (as editors match), at most
+    MAX_ITEMS of them: a model with a thousand tensors should not send a thousand on each key."""
+    items = [i for i in completions(context, snapshot, file, line, col) if _fuzzy(i.label, context.partial)]
+    return types.CompletionList(is_incomplete=len(items) > MAX_ITEMS, items=items[:MAX_ITEMS])
+
+
+def _fuzzy(label: str, typed: str) -> bool:
+    position = 0
+    label = label.lower()
+    for char in typed.lower():
+        position = label.find(char, position) + 1
+        if position == 0:
+            return False
+    return True
+
+
 def completions(context: Context, snapshot: Snapshot | None, file: str, line: int, col: int) -> list[types.CompletionItem]:
     if context.kind == "none":
         return []
@@ -204,14 +223,12 @@ def _value_items(context: Context, snapshot, file, line, col) -> list[types.Comp
 def _entry_item(entry: registry.Entry, kind) -> types.CompletionItem:
     """A registry name; its signature and description come with `completionItem/resolve`
     (a list of 170 full signatures would weigh ten times as much on every keystroke)."""
-    return types.CompletionItem(label=entry.name, kind=kind, detail=entry.kind, sort_text=f"1{entry.name}",
-                                data={"kind": entry.kind, "name": entry.name})
+    return types.CompletionItem(label=entry.name, kind=kind, detail=entry.kind)
 
 
 def resolve(item: types.CompletionItem) -> types.CompletionItem:
-    """Fill in a registry item's signature and description."""
-    data = item.data if isinstance(item.data, dict) else {}
-    entry = registry.lookup(data["kind"], data["name"]) if data.get("kind") in registry.KINDS else None
+    """Fill in a registry item's signature and description (its detail names its kind)."""
+    entry = registry.lookup(item.detail, item.label) if item.detail in registry.KINDS else None
     if entry is not None:
         item.detail = signature(entry)
         item.documentation = entry.description
@@ -233,10 +250,11 @@ def _scope_items(snapshot, file, line, col, tensors: bool) -> list[types.Complet
 
 
 def _locals(snapshot, file, line, col) -> list[tuple[str, str]]:
+    """The body's names, the latest bound first (the nearest above the cursor matter most)."""
     if snapshot is None or snapshot.index is None:
         return []
     body = snapshot.index.body_at(file, line, col)
-    return list(body.locals.items()) if body is not None else []
+    return list(reversed(body.locals.items())) if body is not None else []
 
 
 def _file_names(snapshot, file) -> list[tuple[str, Any]]:

@@ -38,8 +38,15 @@ class NetdslServer(LanguageServer):
     def places(self) -> navigation.Places:
         return navigation.Places(self.documents.overlay(), self.documents.encoding)
 
-    def others(self) -> list:
-        return [(s, self.documents.real(u)) for u, s in self.checks.parsed.items() if self.documents.is_open(u)]
+    async def others(self, uri: str) -> list:
+        """The other open documents' current checks: a rename must reach every file that uses the name."""
+        found = []
+        for other in self.documents.open_uris():
+            if other != uri:
+                snapshot = await self.checks.current(other)
+                if snapshot is not None and snapshot.index is not None:
+                    found.append((snapshot, self.documents.real(other)))
+        return found
 
 
 def make_server(include: list[str] = ()) -> NetdslServer:
@@ -86,8 +93,7 @@ def make_server(include: list[str] = ()) -> NetdslServer:
     def on_completion(ls: NetdslServer, params: types.CompletionParams) -> types.CompletionList:
         uri = params.text_document.uri
         line, col, context = _context(ls, uri, params.position)
-        items = completion.completions(context, ls.checks.latest(uri), ls.documents.display(uri), line, col)
-        return types.CompletionList(is_incomplete=False, items=items)
+        return completion.completion_list(context, ls.checks.latest(uri), ls.documents.display(uri), line, col)
 
     @server.feature(types.COMPLETION_ITEM_RESOLVE)
     def on_completion_resolve(ls: NetdslServer, item: types.CompletionItem) -> types.CompletionItem:
@@ -131,7 +137,7 @@ def make_server(include: list[str] = ()) -> NetdslServer:
             return []
         line, col = ls.point(uri, params.position)
         return navigation.references(snapshot, ls.documents.real(uri), ls.places(), line, col,
-                                     params.context.include_declaration, ls.others())
+                                     params.context.include_declaration, await ls.others(uri))
 
     @server.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)
     async def on_prepare_rename(ls: NetdslServer, params: types.PrepareRenameParams) -> types.Range | None:
@@ -149,8 +155,9 @@ def make_server(include: list[str] = ()) -> NetdslServer:
             return None
         line, col = ls.point(uri, params.position)
         try:
+            others = await ls.others(uri)
             return navigation.rename(snapshot, ls.documents.real(uri), ls.places(), line, col, params.new_name,
-                                     ls.others())
+                                     others)
         except ValueError as exc:
             raise JsonRpcInvalidParams(str(exc)) from None
 

@@ -76,6 +76,10 @@ async def typing_bursts(client, folder: Path) -> None:
     target = 500  # the line typed on: `  hN = ... -> dense(width, activation=relu)` or similar
     open_doc(client, uri, text)
     await client.recorder.wait_for(uri, 1, timeout=60)
+    await asyncio.sleep(1.0)
+    for _ in range(2):  # the client's own JSON converters are built on first use: not the server's time
+        await client.text_document_completion_async(types.CompletionParams(text_document=doc(uri), position=pos(0, 0)))
+        await client.text_document_hover_async(types.HoverParams(text_document=doc(uri), position=pos(0, 5)))
     version, after_key, hovers, completions, in_process = 1, [], [], [], []
     hover_at = pos(target - 1, 3)  # the tensor bound on that line
     for _ in range(BURSTS):

@@ -178,10 +178,10 @@ def completions(context: Context, snapshot: Snapshot | None, file: str, line: in
                     detail = " ".join(x for x in (type_, f"= {default}" if default else "required" if type_ else "") if x)
                     items.append(types.CompletionItem(label=f"{name}=", kind=types.CompletionItemKind.Property,
                                                       detail=detail, insert_text=f"{name}=", sort_text=f"0{name}"))
-        return items + _scope_items(snapshot, file, line, col, tensors=False)
+        return items + _scope_items(snapshot, file, line, col, tensors=False, typed=context.partial)
     if context.kind == "value":
         return _value_items(context, snapshot, file, line, col)
-    return _scope_items(snapshot, file, line, col, tensors=True) + [
+    return _scope_items(snapshot, file, line, col, tensors=True, typed=context.partial) + [
         types.CompletionItem(label=k, kind=types.CompletionItemKind.Keyword, sort_text=f"9{k}") for k in KEYWORDS]
 
 
@@ -217,7 +217,7 @@ def _value_items(context: Context, snapshot, file, line, col) -> list[types.Comp
     param = entry.param(context.keyword) if entry and context.keyword else None
     if param is not None and param.choices:
         items += [types.CompletionItem(label=f'"{c}"', kind=types.CompletionItemKind.EnumMember) for c in param.choices]
-    return items + _scope_items(snapshot, file, line, col, tensors=False)
+    return items + _scope_items(snapshot, file, line, col, tensors=False, typed=context.partial)
 
 
 def _entry_item(entry: registry.Entry, kind) -> types.CompletionItem:
@@ -235,17 +235,20 @@ def resolve(item: types.CompletionItem) -> types.CompletionItem:
     return item
 
 
-def _scope_items(snapshot, file, line, col, tensors: bool) -> list[types.CompletionItem]:
+def _scope_items(snapshot, file, line, col, tensors: bool, typed: str = "") -> list[types.CompletionItem]:
+    """The body's names (the latest bound first), then the file's; only those matching what was typed."""
     items = []
     for name, what in _locals(snapshot, file, line, col):
-        if what == "tensor" and not tensors:
+        if (what == "tensor" and not tensors) or not _fuzzy(name, typed):
             continue
         kind = types.CompletionItemKind.Variable if what == "tensor" else types.CompletionItemKind.Constant
-        items.append(types.CompletionItem(label=name, kind=kind, detail=what, sort_text=f"0{name}"))
+        items.append(types.CompletionItem(label=name, kind=kind, detail=what, sort_text=f"0{len(items):05d}"))
+        if len(items) > MAX_ITEMS:
+            break
     for name, decl in _file_names(snapshot, file):
         what = {ir.Let: "constant", ir.LetFunc: "function"}.get(type(decl)) or _STEP_KINDS.get(type(decl), "name")
         kind = types.CompletionItemKind.Constant if what == "constant" else types.CompletionItemKind.Module
-        items.append(types.CompletionItem(label=name, kind=kind, detail=f"{what} (this spec)", sort_text=f"0{name}"))
+        items.append(types.CompletionItem(label=name, kind=kind, detail=f"{what} (this spec)", sort_text=f"1{name}"))
     return items
 
 

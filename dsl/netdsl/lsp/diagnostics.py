@@ -148,6 +148,9 @@ class Checks:
             if snapshot.parsed:
                 self._reads[uri] = snapshot.files
             self.publish(uri, snapshot)
+            self.server.window_log_message(types.LogMessageParams(
+                type=types.MessageType.Log,
+                message=f"checked {snapshot.display} version {snapshot.version} in {snapshot.seconds:.3f} s"))
             if snapshot.parsed:
                 await self._in_worker(add_names, snapshot)
                 if self.documents.version(uri) != snapshot.version:

@@ -122,6 +122,8 @@ async def test_hover_a_tensor_shows_shape_and_parameters(client, main_uri):
     text = await hover(client, main_uri, at(17, "f"))
     assert "f: (None, 64)" in text and "made by 3 layers, 177,280 parameters" in text
     assert "image: (None, 28, 28, 1)" in await hover(client, main_uri, at(15, "image"))
+    text = await hover(client, main_uri, at(18, "probs"))  # a declared layer's weights: 64 x 10
+    assert "probs: (None, 10)" in text and "made by 2 layers, 640 parameters" in text
 
 
 async def test_hover_a_block_and_declared_names(client, main_uri):
@@ -332,5 +334,5 @@ async def test_inlay_hints_show_each_statements_shape_and_parameters(client, mai
         (14, 26, "(None, 28, 28, 1)"),
         (15, 53, "(None, 13, 13, 16) · 1,248 params"),
         (16, 60, "(None, 64) · 177,280 params"),
-        (17, 51, "(None, 10) · unknown params"),  # a declared layer's count needs its weights built
+        (17, 51, "(None, 10) · 640 params"),  # the declared layer's kernel: 64 x 10
     ]

@@ -17,6 +17,7 @@ from netdsl.errors import Diagnostic, SpecError
 from netdsl.lsp.facts import GraphFacts
 from netdsl.lsp.names import NameIndex, build_index
 from netdsl.semantics.analysis import Analysis, analyze
+from netdsl.semantics.estimates import fill_estimates
 from netdsl.syntax.loader import Overlay, Program, load_text
 from netdsl.syntax.parser import MAX_FILE_BYTES, decode_source
 
@@ -79,6 +80,8 @@ def add_names(snapshot: Snapshot) -> Snapshot:
     Built after the diagnostics are published (it is not needed for them)."""
     if snapshot.program is not None and snapshot.index is None:
         snapshot.index = build_index(snapshot.program)
+        for graph in snapshot.analysis.graphs.values():
+            fill_estimates(graph)  # parameter counts in pure Python, declared layers' included
         snapshot.facts = {name: GraphFacts(graph) for name, graph in snapshot.analysis.graphs.items()}
     return snapshot
 

@@ -68,6 +68,7 @@ bench: $(STAMP) graphviz chromium
 	$(VENV)/bin/python bench/bench_render.py
 	$(VENV)/bin/python bench/bench_preview.py
 	$(VENV)/bin/python bench/bench_export.py
+	$(VENV)/bin/python bench/bench_lsp.py
 
 clean:
 	rm -rf build .pytest_cache

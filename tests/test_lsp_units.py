@@ -66,3 +66,14 @@ def test_the_server_never_imports_tensorflow():
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_without_the_lsp_extra_the_command_says_how_to_install_it():
+    script = ("import sys\n"
+              "sys.modules['pygls'] = None  # as if netdsl[lsp] were not installed\n"
+              "from netdsl.cli import main\n"
+              "sys.exit(main(['lsp']))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == ("netdsl lsp: the language server needs pygls (pygls is missing); "
+                           "install it with: pip install 'netdsl[lsp]'\n")

@@ -146,3 +146,27 @@ async def test_imports_read_open_buffers_first(client: LanguageClient, tmp_path)
         await asyncio.sleep(0.05)
     assert list(client.recorder.last(main.as_uri()).diagnostics) == []
     assert lib.read_text() == "let width = 8\n"
+
+
+async def test_save_checks_again_with_the_files_on_disk(client: LanguageClient, tmp_path):
+    lib = tmp_path / "lib.net"
+    lib.write_text("let width = 8\n")
+    main = tmp_path / "main.net"
+    text = 'import "lib.net"\nmodel m {\n  input x: (4,)\n  output y = x -> dense(depth)\n}\n'
+    main.write_text(text)
+    open_doc(client, main.as_uri(), text)
+    first = await client.recorder.wait_for(main.as_uri(), 1)
+    assert [d.message for d in first.diagnostics] == ["unknown name 'depth'"]
+    lib.write_text("let width = 8\nlet depth = 3\n")  # changed outside the editor
+    def publishes() -> int:
+        return sum(1 for _, p in client.recorder.publishes if p.uri == main.as_uri())
+
+    count = publishes()
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(
+        uri=main.as_uri())))
+    for _ in range(200):
+        if publishes() > count:
+            break
+        await asyncio.sleep(0.05)
+    again = client.recorder.last(main.as_uri())
+    assert again.version == 1 and list(again.diagnostics) == []

@@ -78,8 +78,8 @@ async def run_sequences(client: LanguageClient, first: int, count: int, capfd) -
             raise AssertionError(f"sequence {number} ({spec.name}): {exc}\n--- final text ---\n{text}") from None
         client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
     assert client._server.returncode is None, "the server exited"
-    logged = [m.message for m in client.log_messages] + [m.message for m in client.messages]
-    assert not [m for m in logged if "Traceback" in m or "rror" in m], logged
+    errors = [m.message for m in client.log_messages if m.type == types.MessageType.Error or "Traceback" in m.message]
+    assert errors == [] and list(client.messages) == [], (errors, client.messages)
     assert "Traceback" not in capfd.readouterr().err
 
 

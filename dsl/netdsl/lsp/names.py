@@ -243,17 +243,14 @@ class _Walker:
                     self._use(Symbol("local", callee[1], callee[0].name, kwarg.name),
                               Span.at(self.path, kwarg.span.line, kwarg.span.col, len(kwarg.name)))
                 self._expr(kwarg.value, stack)
-        elif isinstance(expr, ir.Node):
+        elif isinstance(expr, ir.Node):  # any other expression: its sub-expressions, in field order
             for value in expr.__dict__.values():
-                if isinstance(value, ir.Node) and not isinstance(value, ir.Kwarg):
+                if isinstance(value, ir.Node):
                     self._expr(value, stack)
                 elif isinstance(value, list):
                     for item in value:
                         if isinstance(item, ir.Node):
                             self._expr(item, stack)
-        # Kwargs outside calls (dict items, train items) hold only their value
-        if isinstance(expr, ir.Kwarg):
-            self._expr(expr.value, stack)
 
     def _name(self, name: str, span: Span, stack: list[dict[str, Symbol]]) -> None:
         symbol = self._resolve(name, stack)

@@ -77,3 +77,20 @@ def test_without_the_lsp_extra_the_command_says_how_to_install_it():
     assert done.returncode == 2
     assert done.stderr == ("netdsl lsp: the language server needs pygls (pygls is missing); "
                            "install it with: pip install 'netdsl[lsp]'\n")
+
+
+def test_an_open_buffer_never_lets_an_import_leave_the_folder(tmp_path):
+    """The overlay replaces what is read, not the import rules: escaping and absolute paths stay refused."""
+    from netdsl.errors import SpecError
+    from netdsl.syntax.loader import load_text
+
+    root = tmp_path / "project"
+    root.mkdir()
+    outside = (tmp_path / "outside.net").resolve()
+    buffers = {outside: "let secret = 1\n", (root / "lib.net").resolve(): "let width = 8\n"}
+    text = 'import "../outside.net"\nimport "lib.net"\nlet w = width\n'
+    with pytest.raises(SpecError) as caught:
+        load_text(text, str(root / "main.net"), overlay=buffers.get)
+    assert [d.message for d in caught.value.diagnostics] == ["import '../outside.net' leaves the spec's folder"]
+    program = load_text('import "lib.net"\nlet w = width\n', str(root / "main.net"), overlay=buffers.get)
+    assert program.texts[str(root / "lib.net")] == "let width = 8\n"  # read from the buffer: no file on disk

@@ -3,13 +3,12 @@
 Each change re-arms a per-document timer. When it fires, the newest text is
 checked in the one worker thread (`checking.check_text`); a result whose
 version is no longer the document's is dropped, since a newer check is
-already on its way. The delay adapts to typing: while keys arrive faster than
-`MAX_DELAY`, it waits a little longer than the gap between them, so a burst
-of typing costs one check after its last key instead of one per key; and
-never less than a quarter of the document's last check, so that on a big
-spec the first key of a burst (or a key a little late) does not start a long
-check the next key makes stale. A check that becomes stale anyway stops at
-its next stage. The name index that
+already on its way. The delay adapts to typing: while keys arrive faster
+than `MAX_DELAY`, it is three times the gap between them, so a burst of
+typing costs one check after its last key instead of one per key; the first
+key after a pause waits a quarter of the document's last check, so that on a
+big spec it does not start a long check the second key makes stale. A check
+that becomes stale anyway stops at its next stage. The name index that
 navigation and hover read is built after the diagnostics are out.
 """
 
@@ -34,8 +33,8 @@ log = logging.getLogger(__name__)
 
 MIN_DELAY = 0.03  # seconds after a change before checking (no typing seen)
 MAX_DELAY = 0.3   # the longest wait, however slow the typing
-COLLECT_EVERY = 20  # checks between full garbage collections (each when the user pauses)
-IDLE = 1.0  # seconds without a change that count as a pause
+COLLECT_EVERY = 50  # checks between full garbage collections (each when the user pauses)
+IDLE = 5.0  # seconds without a change that count as a pause (a full collection may take 0.3 s)
 SOURCE = "netdsl"
 _SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning}
 
@@ -124,7 +123,8 @@ class Checks:
         elif last is not None:
             self._gap.pop(uri, None)
         gap = self._gap.get(uri)
-        return min(MAX_DELAY, max(MIN_DELAY, 2.0 * (gap or 0.0), 0.25 * self._cost.get(uri, 0.0)))
+        wait = 3.0 * gap if gap is not None else 0.25 * self._cost.get(uri, 0.0)
+        return min(MAX_DELAY, max(MIN_DELAY, wait))
 
     def schedule(self, uri: str, delay: float) -> None:
         task = self._tasks.pop(uri, None)
@@ -193,14 +193,11 @@ class Checks:
                                                                   message=snapshot.error))
 
     def _keep_out_of_gc(self) -> None:
-        """Move what the checks built out of the collector's sight.
+        """Keep the checks' objects out of the collector's sight (see `checking.built_then_frozen`).
 
-        A 1,000-line spec's snapshot is some 100,000 objects; a full collection
-        walking two of them took 0.34 s, a pause that landed in the middle of
-        hovers and keystrokes. Frozen objects are still freed by reference
-        counting when a newer snapshot replaces theirs; what only a collection
-        can free (cycles) is collected every COLLECT_EVERY checks, once the
-        user pauses."""
+        What only a collection can free (cycles: about 1,000 objects per check
+        of specs/transformer.net, none for most specs) is collected every
+        COLLECT_EVERY checks, once the user pauses."""
         gc.freeze()
         self._stored += 1
         if self._stored % COLLECT_EVERY == 0:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import logging
 import os
 import time
 import traceback
@@ -28,8 +27,6 @@ from netdsl.errors import Diagnostic, Span
 from netdsl.lsp.checking import Abandoned, Snapshot, add_names, check_text, real_of
 from netdsl.lsp.documents import Documents
 from netdsl.lsp.positions import Lines
-
-log = logging.getLogger(__name__)
 
 MIN_DELAY = 0.03  # seconds after a change before checking (no typing seen)
 MAX_DELAY = 0.3   # the longest wait, however slow the typing

@@ -157,6 +157,8 @@ def make_server(include: list[str] = ()) -> NetdslServer:
         snapshot = await ls.checks.current(uri)
         if snapshot is None or snapshot.index is None:
             return None
+        if snapshot.version != ls.documents.version(uri):  # its places would be an older text's
+            raise JsonRpcInvalidParams("the file is still being checked; try again")
         line, col = ls.point(uri, params.position)
         try:
             others = await ls.others(uri)

@@ -1,0 +1,191 @@
+"""Data held as arrays: `.npz` files, arrays passed to the library, and parsed CSV tables.
+
+Arrays reach the model by name: an `.npz` key (or a dict key) per spec
+input and output; a one-input, one-output model also takes `x` and `y`.
+Every array is checked against the model before anything trains: a
+missing key names the input and the keys found, a wrong shape or dtype
+names the input, the expected and the found shape.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from .errors import DataError
+from .pipeline import EpochOrder, finish, index_batches, model_structure
+from .signature import Signature, TensorSpec, shape_text
+
+NUMERIC_KINDS = "biuf"
+
+
+class ArraySource:
+    """Named arrays of one length, checked against the model; batches by gathering rows."""
+
+    def __init__(self, origin: str, signature: Signature, inputs: dict[str, np.ndarray],
+                 targets: dict[str, np.ndarray] | None):
+        self.origin, self.signature = origin, signature
+        self.n = _common_length(origin, {**inputs, **(targets or {})})
+        self._arrays = (inputs, targets)
+        self._tensors: tuple[dict, dict | None] | None = None
+
+    @property
+    def has_targets(self) -> bool:
+        return self._arrays[1] is not None
+
+    def dataset(self, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None,
+                with_targets: bool = True) -> tf.data.Dataset:
+        inputs, targets = self._as_tensors()
+        signature = self.signature
+        if not with_targets:
+            targets = None
+
+        def gather(index: tf.Tensor) -> Any:
+            x = {name: tf.gather(t, index) for name, t in inputs.items()}
+            y = None if targets is None else {name: tf.gather(t, index) for name, t in targets.items()}
+            return model_structure(signature, x, y)
+
+        batches = index_batches(rows, batch_size, order).map(gather, num_parallel_calls=tf.data.AUTOTUNE)
+        return finish(batches, len(rows), batch_size)
+
+    def _as_tensors(self) -> tuple[dict, dict | None]:
+        """The arrays as tensors, converted once (the NumPy copies are then let go)."""
+        if self._tensors is None:
+            inputs, targets = self._arrays
+            self._tensors = ({k: tf.convert_to_tensor(v) for k, v in inputs.items()},
+                             None if targets is None else {k: tf.convert_to_tensor(v) for k, v in targets.items()})
+            self._arrays = ({}, None if targets is None else {})
+        return self._tensors
+
+
+# ------------------------------------------------------------------ reading
+
+
+def from_npz(path: str, signature: Signature, need_targets: bool) -> ArraySource:
+    try:
+        archive = np.load(path, allow_pickle=False)  # never unpickles: an .npz cannot run code
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise DataError(f"not a readable .npz file ({_reason(exc)})", file=path) from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise DataError("a .npy array, not an .npz archive of named arrays", file=path)
+    with archive:
+        return from_mapping(path, signature, _LazyArchive(archive, path), need_targets)
+
+
+def from_memory(data: Any, signature: Signature, need_targets: bool, origin: str = "<arrays>") -> ArraySource:
+    """Arrays given to the library: {name: array}, (x, y), or x alone."""
+    if isinstance(data, dict):
+        mapping = dict(data)
+    elif isinstance(data, (tuple, list)) and len(data) == 2:
+        mapping = {"x": data[0], "y": data[1]}
+    elif isinstance(data, (tuple, list)) and len(data) == 1:
+        mapping = {"x": data[0]}
+    else:
+        mapping = {"x": data}
+    return from_mapping(origin, signature, {k: np.asarray(v) for k, v in mapping.items()}, need_targets)
+
+
+def from_mapping(origin: str, signature: Signature, mapping: Any, need_targets: bool) -> ArraySource:
+    keys = sorted(mapping.keys())
+    inputs = {spec.name: check_input(origin, spec, mapping[_key(origin, spec, "input", "x", keys, signature)])
+              for spec in signature.inputs}
+    targets = None
+    wanted = [(spec, _find(spec, "y", keys, signature)) for spec in signature.outputs]
+    if need_targets or all(key is not None for _, key in wanted):
+        targets = {spec.name: check_target(origin, spec, mapping[_key(origin, spec, "output", "y", keys, signature)])
+                   for spec in signature.outputs}
+    return ArraySource(origin, signature, inputs, targets)
+
+
+class _LazyArchive:
+    """An open NpzFile read key by key, with unreadable members reported as data errors."""
+
+    def __init__(self, archive: Any, path: str):
+        self._archive, self._path = archive, path
+
+    def keys(self) -> list[str]:
+        return list(self._archive.files)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        try:
+            return self._archive[key]
+        except ValueError as exc:
+            if "allow_pickle" in str(exc):
+                raise DataError(f"array '{key}' holds Python objects; netdsl reads numeric arrays only",
+                                file=self._path) from None
+            raise DataError(f"array '{key}' cannot be read ({_reason(exc)})", file=self._path) from None
+        except (OSError, zipfile.BadZipFile, EOFError) as exc:
+            raise DataError(f"array '{key}' cannot be read ({_reason(exc)})", file=self._path) from None
+
+
+def _find(spec: TensorSpec, alias: str, keys: list[str], signature: Signature) -> str | None:
+    if spec.name in keys:
+        return spec.name
+    if signature.single and alias in keys:
+        return alias
+    return None
+
+
+def _key(origin: str, spec: TensorSpec, role: str, alias: str, keys: list[str], signature: Signature) -> str:
+    key = _find(spec, alias, keys, signature)
+    if key is None:
+        also = f" (or '{alias}')" if signature.single else ""
+        found = ", ".join(keys) if keys else "none"
+        raise DataError(f"no array for {role} '{spec.name}'{also}; keys found: {found}", file=origin)
+    return key
+
+
+# ------------------------------------------------------------------ checks
+
+
+def check_input(origin: str, spec: TensorSpec, array: np.ndarray) -> np.ndarray:
+    """The array as the input's dtype, or a DataError naming input, expected and found."""
+    array = np.asarray(array)
+    if array.dtype.kind not in NUMERIC_KINDS:
+        raise DataError(f"input '{spec.name}' expects {spec.dtype} numbers, found {describe_dtype(array.dtype)}",
+                        file=origin)
+    if spec.is_integer and array.dtype.kind == "f":
+        raise DataError(f"input '{spec.name}' expects {spec.dtype} integers, found {array.dtype}", file=origin)
+    expected = (None, *spec.shape)
+    if array.ndim != len(expected) or any(e is not None and e != f for e, f in zip(expected, array.shape)):
+        raise DataError(f"input '{spec.name}' expects shape {shape_text(('N', *spec.shape))}, "
+                        f"found {shape_text(array.shape)}", file=origin)
+    return array.astype(spec.dtype, copy=False)
+
+
+def check_target(origin: str, spec: TensorSpec, array: np.ndarray) -> np.ndarray:
+    """Targets: numbers with a sample axis (floats become float32, integers stay integers)."""
+    array = np.asarray(array)
+    if array.dtype.kind not in NUMERIC_KINDS:
+        raise DataError(f"output '{spec.name}' expects numbers as targets, found {describe_dtype(array.dtype)}",
+                        file=origin)
+    if array.ndim == 0:
+        raise DataError(f"output '{spec.name}' expects one target per sample, found a single value", file=origin)
+    if array.dtype.kind in "bf":
+        return array.astype("float32", copy=False)
+    return array
+
+
+def describe_dtype(dtype: np.dtype) -> str:
+    if dtype.kind in "US":
+        return f"text ({dtype})"
+    if dtype.kind == "O":
+        return "Python objects"
+    return str(dtype)
+
+
+def _common_length(origin: str, arrays: dict[str, np.ndarray]) -> int:
+    lengths = {name: len(a) for name, a in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        (a, na), (b, nb) = sorted(lengths.items(), key=lambda kv: -kv[1])[0], sorted(lengths.items(),
+                                                                                    key=lambda kv: kv[1])[0]
+        raise DataError(f"'{a}' has {na} samples but '{b}' has {nb}", file=origin)
+    return next(iter(lengths.values()), 0)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

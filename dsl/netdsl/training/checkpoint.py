@@ -1,0 +1,127 @@
+"""The resumable state of a run after each epoch, in one file (`checkpoint.npz`).
+
+It holds every variable of the model (weights and the dropout layers' seed
+states), every variable of the optimizer (its step count, learning rate and
+slots), the state of the spec's callbacks (EarlyStopping's patience count
+and best weights, ReduceLROnPlateau's), and as JSON the next epoch, the
+history so far and the run's counters. It is written atomically after each
+epoch: a run killed at any moment finds either the previous epoch's state or
+this one's, never a mix. Restored into a freshly built model, training goes
+on exactly where it left off (with the epoch's data order given by the
+seed and the epoch number, see pipeline.py).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import RunError
+
+# The state Keras callbacks keep between epochs (EarlyStopping, ReduceLROnPlateau).
+CALLBACK_FIELDS = ("wait", "stopped_epoch", "best", "best_epoch", "cooldown_counter")
+META = "meta.json"
+
+
+def capture(model: Any, callbacks: list, meta: dict) -> bytes:
+    """The checkpoint file's bytes."""
+    arrays: dict[str, np.ndarray] = {}
+    meta = dict(meta)
+    meta["model_variables"] = _store(arrays, "model", model.variables)
+    meta["optimizer_variables"] = _store(arrays, "optimizer", _optimizer_variables(model))
+    meta["callbacks"] = [_callback_state(arrays, i, cb) for i, cb in enumerate(callbacks)]
+    arrays[META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def read_meta(path: Path) -> dict:
+    with _open(path) as archive:
+        return json.loads(archive[META].tobytes().decode())
+
+
+def restore(path: Path, model: Any, callbacks: list) -> dict:
+    """Put the checkpoint's state into `model` and `callbacks`; its meta back."""
+    with _open(path) as archive:
+        meta = json.loads(archive[META].tobytes().decode())
+        _load(archive, "model", model.variables, meta["model_variables"], path)
+        _load(archive, "optimizer", _optimizer_variables(model), meta["optimizer_variables"], path)
+        meta["callback_arrays"] = {name: archive[name] for name in archive.files if name.startswith("callback/")}
+    return meta
+
+
+def apply_callback_state(callbacks: list, meta: dict) -> None:
+    """After the callbacks' own on_train_begin (which resets them), give them their saved state."""
+    saved, stored = meta.get("callbacks", []), meta.get("callback_arrays", {})
+    for i, (cb, state) in enumerate(zip(callbacks, saved)):
+        if state.get("type") != type(cb).__name__:
+            continue
+        for name, value in state.get("fields", {}).items():
+            setattr(cb, name, value)
+        count = state.get("best_weights")
+        if count is not None:
+            cb.best_weights = [stored[f"callback/{i}/best_weights/{j:04d}"] for j in range(count)]
+
+
+def _optimizer_variables(model: Any) -> list:
+    optimizer = model.optimizer
+    if optimizer is None:
+        return []
+    if not optimizer.built:
+        optimizer.build(model.trainable_variables)
+    return list(optimizer.variables)
+
+
+def _store(arrays: dict, prefix: str, variables: list) -> list[str]:
+    for i, variable in enumerate(variables):
+        arrays[f"{prefix}/{i:04d}"] = np.asarray(variable.numpy())
+    return [variable.path for variable in variables]
+
+
+def _load(archive: Any, prefix: str, variables: list, paths: list[str], file: Path) -> None:
+    current = [variable.path for variable in variables]
+    if current != paths:
+        raise RunError(f"the checkpoint's {prefix} variables do not match the model built from the spec "
+                       f"({len(paths)} saved, {len(current)} now)", file=str(file))
+    for i, variable in enumerate(variables):
+        value = archive[f"{prefix}/{i:04d}"]
+        if tuple(value.shape) != tuple(variable.shape):
+            raise RunError(f"the checkpoint's {variable.path} has shape {value.shape}, the model's "
+                           f"{tuple(variable.shape)}", file=str(file))
+        variable.assign(value)
+
+
+def _callback_state(arrays: dict, index: int, callback: Any) -> dict:
+    fields = {}
+    for name in CALLBACK_FIELDS:
+        value = getattr(callback, name, None)
+        if isinstance(value, (bool, int, float, np.number)):
+            fields[name] = value.item() if isinstance(value, np.number) else value
+    state: dict[str, Any] = {"type": type(callback).__name__, "fields": fields}
+    weights = getattr(callback, "best_weights", None)
+    if weights is not None:
+        for j, w in enumerate(weights):
+            arrays[f"callback/{index}/best_weights/{j:04d}"] = np.asarray(w)
+        state["best_weights"] = len(weights)
+    return state
+
+
+class _open:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self) -> Any:
+        try:
+            self.archive = np.load(self.path, allow_pickle=False)
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+            raise RunError(f"cannot read the checkpoint: {exc}", file=str(self.path)) from None
+        return self.archive
+
+    def __exit__(self, *exc: Any) -> None:
+        self.archive.close()

@@ -1,0 +1,239 @@
+"""The training engine: a resolved `TrainConfig` in, a finished (or stopped) `Run` out.
+
+    run = run_training(resolve(request))
+
+One run, in order: the run folder (new, or the one being resumed, locked),
+the seed, the model built from the spec, the data checked against it, the
+checkpoint restored when resuming, Keras' `fit` with the spec's callbacks
+and the `RunKeeper`, the test data evaluated, `model.keras` and the curves
+written, the report closed with its status. Any error on the way leaves
+`status: failed` and the reason in report.json; Ctrl-C / SIGTERM leaves
+`status: stopped` and the last finished epoch's checkpoint to resume from.
+
+`Placement` is where distribution plugs in (issue 11): the scope models
+are built in (a `tf.distribute` strategy's) and whether this process
+writes the run folder (only the first one does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import platform
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, ContextManager
+
+from ..errors import SpecError
+from . import checkpoint
+from .data import DataPlan, plan_data
+from .errors import DataError, TrainingError
+from .keeper import RunKeeper
+from .pipeline import EpochOrder
+from .progress import progress_callback
+from .report import RunWriter
+from .runs import RunFolder
+from .settings import TrainConfig
+from .signals import Stopped, StopSignals
+from .signature import Signature
+
+
+@dataclass
+class Placement:
+    """Where a run trains and who writes: the default is one process that writes."""
+
+    scope: Callable[[], ContextManager] = contextlib.nullcontext
+    writes: bool = True
+
+
+@dataclass
+class Run:
+    """A run's outcome: its folder, the trained model, the history per metric, the report."""
+
+    dir: Path | None
+    model: Any
+    history: dict[str, list[float]]
+    report: dict
+
+    @property
+    def status(self) -> str:
+        return self.report["status"]
+
+
+def run_training(config: TrainConfig, placement: Placement | None = None) -> Run:
+    placement = placement or Placement()
+    folder = config.resume_from or (RunFolder.create(config.out, config.model) if placement.writes else None)
+    lock = folder.locked() if folder is not None and placement.writes else contextlib.nullcontext()
+    with lock, StopSignals() as signals:
+        return Session(config, folder, placement, signals).run()
+
+
+@dataclass
+class Session:
+    config: TrainConfig
+    folder: RunFolder | None
+    placement: Placement
+    signals: StopSignals
+    model: Any = None
+    plan: DataPlan | None = None
+    test: dict = field(default_factory=dict)
+    state: dict = field(default_factory=lambda: {"epoch": 0, "history": [], "best_val_loss": math.inf,
+                                                 "best_epoch": None, "seconds": 0.0, "samples": 0,
+                                                 "epoch_seconds": []})
+
+    def __post_init__(self) -> None:
+        self.writer = RunWriter(self.folder if self.placement.writes else None)
+
+    def run(self) -> Run:
+        self.writer.config(self._config_json())
+        self.writer.report(self._report("running"))
+        try:
+            self._build()
+            self.plan = plan_data(self.config.data, Signature.of(self.model), self.config.seed,
+                                  self.config.validation_split)
+            self.writer.config(self._config_json())
+            stopped_early = self._fit()
+            self._test()
+            with self.signals.critical():
+                self.writer.model(self.model, "model.keras")
+                return self._close("stopped_early" if stopped_early else "finished")
+        except Stopped as stop:
+            with self.signals.critical():
+                return self._close("stopped", f"{stop} received; resume with --resume")
+        except (TrainingError, SpecError) as exc:
+            self._close("failed", _one_line(exc))
+            exc.run_dir = self._dir  # type: ignore[union-attr]
+            raise
+        except Exception as exc:
+            if _is_tf_error(exc):
+                error = DataError(f"training stopped on data TensorFlow could not use: {_one_line(exc)}")
+                self._close("failed", str(error))
+                error.run_dir = self._dir  # type: ignore[attr-defined]
+                raise error from None
+            self._close("failed", f"{type(exc).__name__}: {_one_line(exc)}")
+            raise
+
+    # ------------------------------------------------------------ steps
+
+    def _build(self) -> None:
+        import keras
+
+        from ..compile import build_model
+
+        keras.utils.set_random_seed(self.config.seed)  # right before building, as the hand-written program does
+        with self.placement.scope():
+            self.model = build_model(self.config.program, self.config.model)
+
+    def _fit(self) -> bool:
+        """Train; True when a spec callback stopped training before the last epoch."""
+        from ..compile import fit_kwargs
+
+        config, plan, model = self.config, self.plan, self.model
+        spec_callbacks = fit_kwargs(model).get("callbacks", [])
+        order = EpochOrder(config.seed) if config.shuffle else None
+        keeper = RunKeeper(self.writer, self.signals, spec_callbacks, order, self.state,
+                           lambda: self._report("running"), plan.train.n)
+        if config.resume_from is not None and config.resume_from.checkpoint.is_file():
+            keeper.restored = checkpoint.restore(config.resume_from.checkpoint, model, spec_callbacks)
+            for key in self.state:
+                self.state[key] = keeper.restored.get(key, self.state[key])
+            self.writer.history(self.state["history"])
+        first = self.state["epoch"]
+        if config.on_start is not None:
+            config.on_start(self._dir, first)
+        callbacks = [*spec_callbacks, keeper]
+        steps = math.ceil(plan.train.n / config.batch_size)
+        progress = progress_callback(config.progress, config.epochs, steps)
+        if progress is not None:
+            callbacks.append(progress)
+        if config.tensorboard and self.writer.folder is not None:
+            import keras
+
+            callbacks.append(keras.callbacks.TensorBoard(log_dir=str(self.writer.folder.path / "tensorboard")))
+        callbacks.extend(config.callbacks)
+        model.fit(plan.train.dataset(config.batch_size, order),
+                  validation_data=plan.val.dataset(config.batch_size) if plan.val is not None else None,
+                  epochs=config.epochs, initial_epoch=min(first, config.epochs), callbacks=callbacks, verbose=0,
+                  shuffle=False)  # the pipeline shuffles, by seed and epoch
+        return bool(model.stop_training) and self.state["epoch"] < config.epochs
+
+    def _test(self) -> None:
+        if self.plan.test is not None:
+            logs = self.model.evaluate(self.plan.test.dataset(self.config.batch_size), return_dict=True, verbose=0)
+            self.test = {k: float(v) for k, v in logs.items()}
+
+    def _close(self, status: str, reason: str | None = None) -> Run:
+        report = self._report(status, reason)
+        self.writer.history(self.state["history"]) if self.state["history"] else None
+        self.writer.report(report)
+        with contextlib.suppress(Exception):  # a picture must not turn a finished run into a failed one
+            self.writer.curves(self.state["history"], f"{self.config.model}: {status}")
+        history: dict[str, list[float]] = {}
+        for row in self.state["history"]:
+            for key, value in row.items():
+                if key != "epoch":
+                    history.setdefault(key, []).append(value)
+        return Run(self._dir, self.model, history, report)
+
+    @property
+    def _dir(self) -> Path | None:
+        return self.folder.path if self.folder is not None else None
+
+    # ------------------------------------------------------------ records
+
+    def _report(self, status: str, reason: str | None = None) -> dict:
+        state, config = self.state, self.config
+        last = state["history"][-1] if state["history"] else {}
+        report: dict[str, Any] = {"status": status}
+        if reason:
+            report["reason"] = reason
+        report.update({
+            "model": config.model,
+            "epochs_run": len(state["history"]),
+            "epochs": config.epochs,
+            "train": {k: v for k, v in last.items() if k != "epoch" and not k.startswith("val_")},
+            "val": {k[4:]: v for k, v in last.items() if k.startswith("val_")},
+            "test": dict(self.test),
+            "best": ({"epoch": state["best_epoch"], "val_loss": state["best_val_loss"]}
+                     if state["best_epoch"] is not None else None),
+            "seconds": round(state["seconds"], 3),
+            "samples_per_second": round(state["samples"] / state["seconds"], 1) if state["seconds"] else None,
+            "epoch_seconds": [round(s, 4) for s in state["epoch_seconds"]],
+            "samples": self.plan.sizes() if self.plan is not None else None,
+            "seed": config.seed,
+        })
+        return report
+
+    def _config_json(self) -> dict:
+        import keras
+        import tensorflow as tf
+
+        from .. import __version__
+
+        config = self.config
+        saved = config.resume_from.read_json("config.json") if config.resume_from is not None else {}
+        compile_config = None
+        if self.model is not None:
+            with contextlib.suppress(Exception):
+                compile_config = self.model.get_compile_config()
+        return {
+            "spec": {"path": config.spec_path, "sha256": config.spec_sha256, "model": config.model},
+            "settings": config.settings(),
+            "data": config.data.describe(),
+            "samples": self.plan.sizes() if self.plan is not None else None,
+            "compile": compile_config,
+            "versions": {"netdsl": __version__, "keras": keras.__version__, "tensorflow": tf.__version__,
+                         "python": platform.python_version()},
+            "created": saved.get("created") or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _is_tf_error(exc: BaseException) -> bool:
+    return type(exc).__module__.startswith("tensorflow") and type(exc).__name__.endswith("Error")

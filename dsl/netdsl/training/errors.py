@@ -1,0 +1,49 @@
+"""The errors a training command reports as one line: bad data, a run that cannot resume, a bad flag.
+
+    train.csv:7:3: error: 'abc' is not a number (column 'pixel_2')
+    train.npz: error: missing input 'image'; keys found: labels, pixels
+    error: the validation split is empty: --split 0.9,0.1 of 5 samples gives it no sample
+
+The CLI prints `str(error)` and exits with `exit_code` (1, or 2 for a usage
+error such as `--tensorboard` without the package).
+"""
+
+from __future__ import annotations
+
+
+class TrainingError(Exception):
+    """Something a user caused in a training command; `str()` is the one line to print."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None,
+                 col: int | None = None, hint: str | None = None):
+        self.message, self.file, self.line, self.col, self.hint = message, file, line, col, hint
+        super().__init__(self.text)
+
+    @property
+    def text(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = str(self.file)
+            if self.line is not None:
+                where += f":{self.line}" + (f":{self.col}" if self.col is not None else "")
+            where += ": "
+        return f"{where}error: {self.message}" + (f"; {self.hint}" if self.hint else "")
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class DataError(TrainingError):
+    """The data does not fit the model: a missing array, a wrong shape, a cell that is not a number."""
+
+
+class RunError(TrainingError):
+    """A run folder that cannot be created, found, locked or resumed."""
+
+
+class UsageError(TrainingError):
+    """A flag that cannot work (a missing optional package, a malformed --split); exit 2."""
+
+    exit_code = 2

@@ -1,0 +1,83 @@
+"""`evaluate` and `predict` on a trained model: a run folder (its model.keras) or a .keras file.
+
+    evaluate("runs/mlp-3", data="test.npz")  -> {"loss": 0.31, "sparse_categorical_accuracy": 0.91}
+    predict("runs/mlp-3", data="new.npz")    -> {"logits": array (N, 10)}   # keyed by output name
+
+Data is read exactly as `train` reads it (by the model's input and output
+names); `predict` needs only the inputs.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..atomic import write_bytes
+from .data import open_source
+from .errors import RunError, TrainingError
+from .runs import CONFIG, RunFolder
+from .signature import Signature
+
+DEFAULT_BATCH = 32
+
+
+def load_trained(where: Any) -> tuple[Any, int]:
+    """(keras.Model, batch size) from a model, a run folder or a .keras file."""
+    if not isinstance(where, (str, os.PathLike)):
+        return where, DEFAULT_BATCH
+    path = Path(where)
+    batch = DEFAULT_BATCH
+    if path.is_dir():
+        folder = RunFolder.existing(path)
+        batch = folder.read_json(CONFIG).get("settings", {}).get("batch_size", DEFAULT_BATCH)
+        model_file = path / "model.keras"
+        if not model_file.is_file():
+            raise RunError(f"no model.keras yet (status: {folder.status()})", file=str(path),
+                           hint="it is written when the run ends; best.keras holds the best epoch so far")
+        path = model_file
+    elif not path.is_file():
+        raise RunError("no such run folder or .keras file", file=str(path))
+    import keras
+
+    from ..compile import quiet_tensorflow
+
+    quiet_tensorflow(mute_stderr=False)
+    try:
+        return keras.saving.load_model(path, safe_mode=True), batch
+    except Exception as exc:
+        text = str(exc).strip().splitlines()
+        raise RunError(f"cannot load the model ({text[0] if text else type(exc).__name__})", file=str(path)) from None
+
+
+def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None) -> dict[str, float]:
+    model, batch = load_trained(where)
+    if not model.compiled or model.loss is None:
+        raise TrainingError("the model has no loss to evaluate (its spec has no train section)",
+                            file=str(where) if isinstance(where, (str, os.PathLike)) else None)
+    source = open_source(data, Signature.of(model), targets)
+    logs = model.evaluate(source.dataset(np.arange(source.n), batch_size or batch), return_dict=True, verbose=0)
+    return {k: float(v) for k, v in logs.items()}
+
+
+def predict(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None) -> dict[str, np.ndarray]:
+    model, batch = load_trained(where)
+    signature = Signature.of(model)
+    source = open_source(data, signature, targets, need_targets=False)
+    result = model.predict(source.dataset(np.arange(source.n), batch_size or batch, with_targets=False), verbose=0)
+    if isinstance(result, dict):
+        return {name: np.asarray(result[name]) for name in signature.output_names}
+    if not isinstance(result, (list, tuple)):
+        result = [result]
+    return {name: np.asarray(value) for name, value in zip(signature.output_names, result)}
+
+
+def write_predictions(predictions: dict[str, np.ndarray], target: str | os.PathLike) -> Path:
+    """An .npz with one array per output, written atomically."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **predictions)
+    write_bytes(target, buffer.getvalue())
+    return Path(target)

@@ -1,0 +1,133 @@
+"""Run folders: `DIR/<model>-<N>/`, one per run, never reused.
+
+A new run takes the number after the highest one in DIR and creates its
+folder with `os.mkdir`, which fails when the folder exists: two runs
+started at the same moment get two folders. A run holds an exclusive lock
+(`.lock`, flock) while it trains, so `--resume` never continues a run that
+another process is still training; the kernel drops the lock when the
+process dies, even by SIGKILL.
+
+Statuses (report.json): running, finished, stopped_early, stopped (Ctrl-C
+or SIGTERM; resumable), failed (with the reason). `--resume auto` picks the
+newest run of the model that did not end: running, stopped or failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Iterator
+
+from .errors import RunError
+
+UNFINISHED = ("running", "stopped", "failed")
+CONFIG, REPORT, HISTORY, CHECKPOINT = "config.json", "report.json", "history.csv", "checkpoint.npz"
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; runs are still never reused
+    fcntl = None  # type: ignore[assignment]
+
+
+class RunFolder:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunFolder({str(self.path)!r})"
+
+    # ------------------------------------------------------------ finding
+
+    @classmethod
+    def create(cls, out: str | os.PathLike, model: str) -> "RunFolder":
+        """A new folder `out/<model>-<N>`, N one past the highest taken."""
+        out = Path(out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunError(f"cannot create the runs folder: {exc.strerror or exc}", file=str(out)) from None
+        number = max((n for n, _ in _numbered(out, model)), default=0) + 1
+        while True:
+            path = out / f"{model}-{number}"
+            try:
+                os.mkdir(path)
+                return cls(path)
+            except FileExistsError:
+                number += 1  # another run took it a moment ago
+            except OSError as exc:
+                raise RunError(f"cannot create a run folder: {exc.strerror or exc}", file=str(path)) from None
+
+    @classmethod
+    def existing(cls, path: str | os.PathLike) -> "RunFolder":
+        folder = cls(Path(path))
+        if not folder.path.is_dir():
+            raise RunError("no such run folder", file=str(path))
+        if not (folder.path / CONFIG).is_file():
+            raise RunError(f"not a run folder (no {CONFIG}), or a run killed before it started", file=str(path))
+        return folder
+
+    @classmethod
+    def newest_unfinished(cls, out: str | os.PathLike, model: str) -> "RunFolder | None":
+        """The highest-numbered run of `model` in `out` that can be resumed, or None."""
+        out = Path(out)
+        for _, path in sorted(_numbered(out, model), reverse=True) if out.is_dir() else []:
+            folder = cls(path)
+            if (path / CONFIG).is_file() and folder.status() in UNFINISHED:
+                return folder
+        return None
+
+    # ------------------------------------------------------------ reading
+
+    def read_json(self, name: str) -> dict:
+        try:
+            return json.loads((self.path / name).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            raise RunError(f"cannot read {name}: {exc}", file=str(self.path)) from None
+
+    def status(self) -> str:
+        """The status report.json gives; `running` when it has none yet (killed at the start)."""
+        return self.read_json(REPORT).get("status", "running")
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.path / CHECKPOINT
+
+    # ------------------------------------------------------------ locking
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the run's lock; RunError when another live process holds it."""
+        if fcntl is None:
+            yield
+            return
+        try:
+            fd = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except OSError as exc:
+            raise RunError(f"cannot lock the run: {exc.strerror or exc}", file=str(self.path)) from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+                raise RunError(f"in use by another netdsl process (pid {holder})", file=str(self.path)) from None
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+            yield
+        finally:
+            os.close(fd)  # also releases the lock
+
+
+def _numbered(out: Path, model: str) -> list[tuple[int, Path]]:
+    pattern = re.compile(rf"{re.escape(model)}-(\d+)")
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(out):
+            match = pattern.fullmatch(entry.name)
+            if match and entry.is_dir(follow_symlinks=False):
+                found.append((int(match.group(1)), Path(entry.path)))
+    return found

@@ -1,0 +1,256 @@
+"""From what a user asked (flags or library arguments) to the settings a run trains with.
+
+    config = resolve(TrainRequest(spec="mlp.net", data=DataRequest(data="digits.npz"), epochs=3))
+    run = run_training(config)                       # netdsl.training.engine
+
+Flags override the spec's `train { }` section; without `--epochs` /
+`--batch-size` the spec's values hold (then Keras' defaults, 1 and 32).
+The spec is read and checked here, in pure Python (this module imports
+no TensorFlow): a spec error is
+reported before TensorFlow loads and before any run folder exists.
+
+Resuming (`resume="auto"` or a run folder) takes the run's own settings
+from its config.json — the seed, the data, the batch size — and refuses a
+spec whose content changed since the run started. `--epochs` may raise the
+number of epochs of a resumed run; a differing batch size or seed is an
+error (the run would no longer be the run it was).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..api import pick_model
+from ..check import analyze
+from ..errors import Diagnostic, SpecError
+from ..loader import Program, load_file
+from .errors import DataError, RunError, UsageError
+from .runs import CONFIG, RunFolder
+
+PROGRESS = ("auto", "bar", "line", "none")
+DEFAULT_SPLIT = (0.8, 0.1, 0.1)
+KERAS_DEFAULTS = {"epochs": 1, "batch_size": 32, "shuffle": True}
+MAX_SEED = 2**32 - 1
+
+
+@dataclass
+class DataRequest:
+    """Where the data comes from, as the user said it (flags or library arguments)."""
+
+    data: Any = None
+    split: tuple[float, ...] | None = None  # None: DEFAULT_SPLIT
+    train: Any = None
+    val: Any = None
+    test: Any = None
+    targets: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        """For config.json: paths as given and absolute; arrays by name and shape."""
+        out: dict[str, Any] = {}
+        for key in ("data", "train", "val", "test"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = describe_source(value)
+        if self.data is not None:
+            out["split"] = list(self.split or DEFAULT_SPLIT)
+        if self.targets:
+            out["targets"] = dict(self.targets)
+        return out
+
+
+
+def check_split(fractions: Any) -> tuple[float, ...]:
+    values = tuple(float(f) for f in fractions)
+    if not 1 <= len(values) <= 3 or any(not math.isfinite(f) or f < 0 for f in values) \
+            or abs(sum(values) - 1.0) > 1e-6 or values[0] <= 0:
+        text = ",".join(f"{f:g}" for f in values)
+        raise UsageError(f"--split takes up to 3 fractions (train, validation, test) that add up to 1, "
+                         f"like 0.8,0.1,0.1; received {text}")
+    return values
+
+
+def parse_split(text: str) -> tuple[float, ...]:
+    try:
+        return check_split(float(part) for part in text.split(","))
+    except ValueError:
+        raise UsageError(f"--split takes fractions like 0.8,0.1,0.1; received {text!r}") from None
+
+
+def describe_source(src: Any) -> Any:
+    if isinstance(src, (str, os.PathLike)):
+        return {"path": str(src), "absolute": os.path.abspath(src)}
+    mapping = src if isinstance(src, dict) else {"x": src[0], "y": src[1]} if isinstance(src, (tuple, list)) \
+        else {"x": src}
+    return {"arrays": {k: list(getattr(v, "shape", ())) for k, v in mapping.items()}}
+
+
+
+@dataclass
+class TrainRequest:
+    """What was asked: the CLI's flags or the library's arguments, before any default."""
+
+    spec: Any  # a path or a Program
+    model: str | None = None
+    data: DataRequest = field(default_factory=DataRequest)
+    epochs: int | None = None
+    batch_size: int | None = None
+    seed: int | None = None
+    out: str | os.PathLike = "runs"
+    resume: str | os.PathLike | None = None  # "auto" or a run folder
+    progress: str = "none"
+    tensorboard: bool = False
+    include: list = field(default_factory=list)
+    callbacks: list = field(default_factory=list)  # further Keras callbacks (library only)
+
+
+@dataclass
+class TrainConfig:
+    """Everything a run trains with, resolved. The engine takes this and nothing else."""
+
+    program: Program
+    spec_path: str
+    spec_sha256: str
+    model: str
+    data: DataRequest
+    epochs: int
+    batch_size: int
+    shuffle: bool
+    validation_split: float | None
+    seed: int
+    out: Path
+    resume_from: RunFolder | None = None  # None: a new run folder
+    progress: str = "none"
+    tensorboard: bool = False
+    callbacks: list = field(default_factory=list)
+    steps_per_execution: int = 1
+    on_start: Callable[[Path, int], None] | None = None  # told the run folder and the first epoch
+
+    def settings(self) -> dict[str, Any]:
+        """The resolved settings as config.json keeps them."""
+        return {"epochs": self.epochs, "batch_size": self.batch_size, "shuffle": self.shuffle,
+                "validation_split": self.validation_split, "seed": self.seed,
+                "steps_per_execution": self.steps_per_execution}
+
+
+def resolve(request: TrainRequest) -> TrainConfig:
+    program = request.spec if isinstance(request.spec, Program) else load_file(request.spec, list(request.include))
+    name = pick_model(program, request.model)
+    train = _train_section(program, name)
+    _check_flags(request)
+    fit = {**KERAS_DEFAULTS, **train.fit}
+    config = TrainConfig(
+        program=program, spec_path=os.path.abspath(program.root), spec_sha256=spec_sha256(program), model=name,
+        data=request.data, epochs=request.epochs or fit["epochs"], batch_size=request.batch_size or fit["batch_size"],
+        shuffle=fit["shuffle"], validation_split=fit.get("validation_split") or None,
+        seed=request.seed if request.seed is not None else _fresh_seed(), out=Path(request.out),
+        progress=request.progress, tensorboard=request.tensorboard, callbacks=list(request.callbacks),
+        steps_per_execution=train.steps_per_execution)
+    if request.resume is not None:
+        _resume_settings(config, request)
+    _check_paths(config.data)
+    return config
+
+
+def _check_paths(data: DataRequest) -> None:
+    """A path that does not exist is a typo: say so before any run folder is made."""
+    for key in ("data", "train", "val", "test"):
+        value = getattr(data, key)
+        if isinstance(value, (str, os.PathLike)) and not os.path.exists(value):
+            raise DataError("no such file or folder", file=str(value))
+
+
+def spec_sha256(program: Program) -> str:
+    """One hash over the spec and every file it imports (path-independent: by import order)."""
+    digest = hashlib.sha256()
+    for file in [program.root, *sorted(f for f in program.texts if f != program.root)]:
+        digest.update(program.texts[file].encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _train_section(program: Program, name: str) -> Any:
+    analysis = analyze(program, models=[name])
+    if analysis.errors:
+        raise SpecError(analysis.errors, program.sources())
+    graph = analysis.graphs[name]
+    if graph.train is None or graph.train.loss is None:
+        what = "no train section" if graph.train is None else "a train section without a loss"
+        raise SpecError(Diagnostic.at(graph.span, f"model '{name}' has {what}; training needs a loss",
+                                      "add: train { optimizer = adam  loss = sparse_categorical_crossentropy }"),
+                        program.sources())
+    return graph.train
+
+
+def _check_flags(request: TrainRequest) -> None:
+    for flag, value in (("--epochs", request.epochs), ("--batch-size", request.batch_size)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise UsageError(f"{flag} takes a positive integer; received {value!r}")
+    if request.seed is not None and not (isinstance(request.seed, int) and 0 <= request.seed <= MAX_SEED):
+        raise UsageError(f"--seed takes an integer from 0 to {MAX_SEED}; received {request.seed!r}")
+    if request.progress not in PROGRESS:
+        raise UsageError(f"--progress takes one of {', '.join(PROGRESS)}; received {request.progress!r}")
+    if request.tensorboard and importlib.util.find_spec("tensorboard") is None:
+        raise UsageError("--tensorboard needs the TensorBoard package, which is not installed",
+                         hint="pip install 'netdsl[tensorboard]' (or: pip install tensorboard)")
+
+
+def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
+    if str(request.resume) == "auto":
+        folder = RunFolder.newest_unfinished(config.out, config.model)
+        if folder is None:
+            return  # nothing to resume: a new run (so one command line serves the first and every later try)
+    else:
+        folder = RunFolder.existing(request.resume)
+    saved = folder.read_json(CONFIG)
+    where = str(folder.path)
+    if saved.get("spec", {}).get("model") != config.model:
+        raise RunError(f"this run trained model '{saved.get('spec', {}).get('model')}', not '{config.model}'",
+                       file=where)
+    if saved.get("spec", {}).get("sha256") != config.spec_sha256:
+        raise RunError("the spec changed since this run started; resuming would train a different model",
+                       file=where, hint="start a new run (without --resume)")
+    settings = saved.get("settings", {})
+    for flag, key, value in (("--batch-size", "batch_size", request.batch_size), ("--seed", "seed", request.seed)):
+        if value is not None and value != settings.get(key):
+            raise RunError(f"{flag} {value} differs from this run's {settings.get(key)}; a resumed run keeps "
+                           f"its settings", file=where)
+    config.seed, config.batch_size = settings["seed"], settings["batch_size"]
+    config.shuffle, config.validation_split = settings["shuffle"], settings["validation_split"]
+    config.epochs = request.epochs or settings["epochs"]
+    if _no_data(config.data):
+        config.data = _saved_data(saved.get("data", {}), where)
+    elif config.data.data is not None and "split" in saved.get("data", {}):
+        split = tuple(saved["data"]["split"])
+        if config.data.split is not None and tuple(config.data.split) != split:
+            raise RunError(f"--split differs from this run's {','.join(f'{f:g}' for f in split)}; a resumed run "
+                           f"keeps its split", file=where)
+        config.data.split = split
+    config.resume_from = folder
+
+
+def _no_data(data: DataRequest) -> bool:
+    return data.data is None and data.train is None
+
+
+def _saved_data(saved: dict, where: str) -> DataRequest:
+    request = DataRequest(targets=dict(saved.get("targets", {})))
+    for key in ("data", "train", "val", "test"):
+        entry = saved.get(key)
+        if entry is None:
+            continue
+        if "arrays" in entry:
+            raise RunError("this run trained on arrays passed in memory; pass them again to resume", file=where)
+        setattr(request, key, entry["absolute"])
+    if "split" in saved:
+        request.split = tuple(saved["split"])
+    return request
+
+
+def _fresh_seed() -> int:
+    return int.from_bytes(os.urandom(4), "little")

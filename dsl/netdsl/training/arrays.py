@@ -66,11 +66,16 @@ class ArraySource:
 
 def from_npz(path: str, signature: Signature, need_targets: bool) -> ArraySource:
     try:
+        with open(path, "rb") as fh:
+            zipped = fh.read(4) == b"PK\x03\x04"
+    except OSError as exc:
+        raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    if not zipped:
+        raise DataError("not an .npz archive (np.savez writes one: a zip of named arrays)", file=path)
+    try:
         archive = np.load(path, allow_pickle=False)  # never unpickles: an .npz cannot run code
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise DataError(f"not a readable .npz file ({_reason(exc)})", file=path) from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise DataError("a .npy array, not an .npz archive of named arrays", file=path)
     with archive:
         return from_mapping(path, signature, _LazyArchive(archive, path), need_targets)
 

@@ -79,7 +79,7 @@ def _target_columns(path: str, signature: Signature, header: list[str], targets:
     for name in targets:
         if name not in signature.output_names:
             raise DataError(f"--targets names '{name}', which is not an output of the model "
-                            f"(outputs: {', '.join(signature.output_names)})", file=path)
+                            f"(outputs: {', '.join(signature.output_names)})")
     columns = {}
     for name in signature.output_names:
         column = targets.get(name, name)

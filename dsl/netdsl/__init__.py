@@ -6,9 +6,11 @@
     model = netdsl.build("spec.net")             # a keras.Model
     diagram = netdsl.render("spec.net")          # a graphviz.Digraph
     text = netdsl.export("model.keras")          # a saved Keras model as a spec
+    run = netdsl.train("spec.net", data="digits.npz", epochs=3, seed=7)   # runs/<model>-N/
 """
 
-from netdsl.api import build, build_all, check, export, fit_kwargs, format, parse, parse_file, render
+from netdsl.api import (build, build_all, check, evaluate, export, fit_kwargs, format, parse, parse_file,
+                        predict, render, train)
 from netdsl.errors import Diagnostic, NetdslError, SpecError, Span
 from netdsl.syntax.loader import Program
 from netdsl.registry.plugins import register_activation, register_layer
@@ -22,7 +24,8 @@ from netdsl.version import __version__
 _keras_hook.install()
 
 __all__ = [
-    "parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "export",
+    "parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "export", "train",
+    "evaluate", "predict",
     "Program", "SpecError", "NetdslError", "Diagnostic", "Span", "register_layer", "register_activation",
     "__version__",
 ]

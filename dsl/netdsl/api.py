@@ -1,4 +1,5 @@
-"""The library API: `parse`, `parse_file`, `check`, `format`, `build`, `build_all`, `fit_kwargs`, `render`, `export`.
+"""The library API: `parse`, `parse_file`, `check`, `format`, `build`, `build_all`, `fit_kwargs`, `render`, `export`,
+`train`, `evaluate`, `predict`.
 
 Everything here is cheap to import; `build`, `fit_kwargs`, `render` with
 shapes the pure-Python inference cannot be sure of, and `export` of a live model
@@ -15,9 +16,10 @@ from netdsl.semantics.analysis import analyze, checked_graphs
 from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph
 from netdsl.syntax.loader import Program, Source, as_program, load_file, load_text, pick_model
+from netdsl.training import evaluate, predict, train  # cheap: TensorFlow loads when they are called
 
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "model_graphs",
-           "export"]
+           "export", "train", "evaluate", "predict"]
 
 
 def parse(text: str | bytes, filename: str = "<string>", include: list = ()) -> Program:

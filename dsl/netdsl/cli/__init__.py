@@ -1,6 +1,7 @@
 """The `netdsl` command line: one module per command, each with `add_parser` and `run`.
 
-Exit codes: 0 clean, 1 spec errors (diagnostics printed), 2 usage errors.
+Exit codes: 0 clean, 1 spec errors (diagnostics printed), 2 usage errors,
+130 a training run stopped by Ctrl-C (data errors exit 1).
 `check`, `fmt`, `layers`, `preview`, `render --no-shapes` and `export` (without --verify) never
 import TensorFlow; `render` imports it only for a model whose shapes the pure-Python inference
 cannot be sure of.
@@ -11,9 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netdsl.cli import build, check, export, fmt, layers, lsp, preview, render
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC, EXIT_USAGE, print_diagnostics
+from netdsl.cli import build, check, evaluate, export, fmt, layers, lsp, predict, preview, render, train
+from netdsl.cli.common import EXIT_OK, EXIT_SPEC, EXIT_USAGE, print_diagnostics, print_training_error
 from netdsl.errors import SpecError
+from netdsl.training.errors import TrainingError
 from netdsl.version import __version__
 
 __all__ = ["main", "print_diagnostics"]
@@ -30,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         print_diagnostics(exc.diagnostics, exc.sources)
         return EXIT_SPEC
+    except TrainingError as exc:
+        return print_training_error(exc)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -49,4 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     preview.add_parser(sub)
     export.add_parser(sub)
     lsp.add_parser(sub)
+    train.add_parser(sub)
+    evaluate.add_parser(sub)
+    predict.add_parser(sub)
     return parser

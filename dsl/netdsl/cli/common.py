@@ -20,6 +20,18 @@ def print_diagnostics(diagnostics: list[Diagnostic], sources: Sources | None, st
             print(f"{errors} errors", file=stream)
 
 
+def print_training_error(exc: Any) -> int:
+    """A training command's one-line error (`file:line:col: error: ...`); its exit code.
+
+    A run that failed after its folder was made says where that folder is.
+    """
+    print(str(exc) if exc.file else f"netdsl: {exc}", file=sys.stderr)
+    run_dir = getattr(exc, "run_dir", None)
+    if run_dir is not None:
+        print(f"run folder: {run_dir} (status: failed)", file=sys.stderr)
+    return exc.exit_code
+
+
 def add_include(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--include", action="append", default=[], metavar="DIR",
                         help="a further folder imports may read from")

@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .errors import DataError, RunError, TrainingError, UsageError
-from .settings import DataRequest, TrainConfig, TrainRequest, resolve
+from netdsl.training.errors import DataError, RunError, TrainingError, UsageError
+from netdsl.training.settings import DataRequest, TrainConfig, TrainRequest, resolve
 
 __all__ = ["train", "evaluate", "predict", "TrainRequest", "TrainConfig", "DataRequest", "resolve",
            "TrainingError", "DataError", "RunError", "UsageError"]
@@ -35,7 +35,7 @@ def train(source: Any, model: str | None = None, *, data: Any = None, split: Any
     `.report`. Raises `TrainingError` (bad data, a run that cannot resume)
     or `SpecError`.
     """
-    from .engine import run_training
+    from netdsl.training.engine import run_training
 
     request = TrainRequest(
         spec=source, model=model, epochs=epochs, batch_size=batch_size, seed=seed, out=out, resume=resume,
@@ -47,13 +47,13 @@ def train(source: Any, model: str | None = None, *, data: Any = None, split: Any
 
 def evaluate(model: Any, data: Any, batch_size: int | None = None, targets: dict | None = None) -> dict[str, float]:
     """The loss and metrics of a trained model (a run folder, a .keras file or a keras.Model) on `data`."""
-    from .inference import evaluate as _evaluate
+    from netdsl.training.inference import evaluate as _evaluate
 
     return _evaluate(model, data, batch_size, targets)
 
 
 def predict(model: Any, data: Any, batch_size: int | None = None, targets: dict | None = None) -> dict[str, Any]:
     """The model's outputs on `data`'s inputs: {output name: array}."""
-    from .inference import predict as _predict
+    from netdsl.training.inference import predict as _predict
 
     return _predict(model, data, batch_size, targets)

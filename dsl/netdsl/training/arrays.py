@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from .errors import DataError
-from .pipeline import EpochOrder, finish, index_batches, model_structure
-from .signature import Signature, TensorSpec, shape_text
+from netdsl.training.errors import DataError
+from netdsl.training.pipeline import EpochOrder, finish, index_batches, model_structure
+from netdsl.training.signature import Signature, TensorSpec, shape_text
 
 NUMERIC_KINDS = "biuf"
 

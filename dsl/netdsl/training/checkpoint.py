@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import RunError
+from netdsl.training.errors import RunError
 
 # The state Keras callbacks keep between epochs (EarlyStopping, ReduceLROnPlateau).
 CALLBACK_FIELDS = ("wait", "stopped_epoch", "best", "best_epoch", "cooldown_counter")

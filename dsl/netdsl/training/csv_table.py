@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import ArraySource, check_input, check_target
-from .errors import DataError
-from .signature import Signature
+from netdsl.training.arrays import ArraySource, check_input, check_target
+from netdsl.training.errors import DataError
+from netdsl.training.signature import Signature
 
 
 def from_csv(path: str, signature: Signature, targets: dict[str, str], need_targets: bool) -> ArraySource:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..atomic import replacing
+from netdsl.atomic import replacing
 
 
 def panels(history: dict[str, list[float]]) -> list[str]:

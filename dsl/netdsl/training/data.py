@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from . import arrays, csv_table, images, tfrecords
-from .errors import DataError, UsageError
-from .settings import DEFAULT_SPLIT, DataRequest, check_split
-from .pipeline import EpochOrder
-from .signature import Signature
+from netdsl.training import arrays, csv_table, images, tfrecords
+from netdsl.training.errors import DataError, UsageError
+from netdsl.training.settings import DEFAULT_SPLIT, DataRequest, check_split
+from netdsl.training.pipeline import EpochOrder
+from netdsl.training.signature import Signature
 
 ROLES = {"train": "training", "val": "validation", "test": "test"}
 

@@ -26,18 +26,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, ContextManager
 
-from ..errors import SpecError
-from . import checkpoint
-from .data import DataPlan, plan_data
-from .errors import DataError, TrainingError
-from .keeper import RunKeeper
-from .pipeline import EpochOrder
-from .progress import progress_callback
-from .report import RunWriter
-from .runs import RunFolder
-from .settings import TrainConfig
-from .signals import Stopped, StopSignals
-from .signature import Signature
+from netdsl.errors import SpecError
+from netdsl.training import checkpoint
+from netdsl.training.data import DataPlan, plan_data
+from netdsl.training.errors import DataError, TrainingError
+from netdsl.training.keeper import RunKeeper
+from netdsl.training.pipeline import EpochOrder
+from netdsl.training.progress import progress_callback
+from netdsl.training.report import RunWriter
+from netdsl.training.runs import RunFolder
+from netdsl.training.settings import TrainConfig
+from netdsl.training.signals import Stopped, StopSignals
+from netdsl.training.signature import Signature
 
 
 @dataclass
@@ -120,7 +120,7 @@ class Session:
     def _build(self) -> None:
         import keras
 
-        from ..compile import build_model
+        from netdsl.backend.compiler import build_model
 
         keras.utils.set_random_seed(self.config.seed)  # right before building, as the hand-written program does
         with self.placement.scope():
@@ -128,7 +128,7 @@ class Session:
 
     def _fit(self) -> bool:
         """Train; True when a spec callback stopped training before the last epoch."""
-        from ..compile import fit_kwargs
+        from netdsl.backend.compiler import fit_kwargs
 
         config, plan, model = self.config, self.plan, self.model
         spec_callbacks = fit_kwargs(model).get("callbacks", [])
@@ -210,7 +210,7 @@ class Session:
         import keras
         import tensorflow as tf
 
-        from .. import __version__
+        from netdsl.version import __version__
 
         config = self.config
         saved = config.resume_from.read_json("config.json") if config.resume_from is not None else {}

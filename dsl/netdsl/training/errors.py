@@ -10,8 +10,10 @@ error such as `--tensorboard` without the package).
 
 from __future__ import annotations
 
+from netdsl.errors import NetdslError
 
-class TrainingError(Exception):
+
+class TrainingError(NetdslError):
     """Something a user caused in a training command; `str()` is the one line to print."""
 
     exit_code = 1

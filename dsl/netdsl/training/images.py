@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from .errors import DataError
-from .pipeline import EpochOrder, finish, index_batches, model_structure
-from .signature import Signature
+from netdsl.training.errors import DataError
+from netdsl.training.pipeline import EpochOrder, finish, index_batches, model_structure
+from netdsl.training.signature import Signature
 
 SUFFIXES = (".png", ".jpg", ".jpeg")
 _MAGIC = {".png": (b"\x89PNG\r\n\x1a\n",), ".jpg": (b"\xff\xd8\xff",), ".jpeg": (b"\xff\xd8\xff",)}

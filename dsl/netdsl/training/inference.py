@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import write_bytes
-from .data import open_source
-from .errors import RunError, TrainingError
-from .runs import CONFIG, RunFolder
-from .signature import Signature
+from netdsl.atomic import write_bytes
+from netdsl.training.data import open_source
+from netdsl.training.errors import RunError, TrainingError
+from netdsl.training.runs import CONFIG, RunFolder
+from netdsl.training.signature import Signature
 
 DEFAULT_BATCH = 32
 
@@ -43,7 +43,7 @@ def load_trained(where: Any) -> tuple[Any, int]:
         raise RunError("no such run folder or .keras file", file=str(path))
     import keras
 
-    from ..compile import quiet_tensorflow
+    from netdsl.backend.runtime import quiet_tensorflow
 
     quiet_tensorflow(mute_stderr=False)
     try:

@@ -10,10 +10,10 @@ from typing import Any, Callable
 
 import keras
 
-from . import checkpoint
-from .pipeline import EpochOrder
-from .report import RunWriter
-from .signals import StopSignals
+from netdsl.training import checkpoint
+from netdsl.training.pipeline import EpochOrder
+from netdsl.training.report import RunWriter
+from netdsl.training.signals import StopSignals
 
 
 class RunKeeper(keras.callbacks.Callback):

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from .signature import Signature
+from netdsl.training.signature import Signature
 
 AUTOTUNE = tf.data.AUTOTUNE
 

@@ -15,8 +15,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_bytes
-from .runs import CHECKPOINT, CONFIG, HISTORY, REPORT, RunFolder
+from netdsl.atomic import write_bytes
+from netdsl.training.runs import CHECKPOINT, CONFIG, HISTORY, REPORT, RunFolder
 
 
 class RunWriter:
@@ -44,14 +44,14 @@ class RunWriter:
     def model(self, model: Any, name: str) -> Path | None:
         if self.folder is None:
             return None
-        from ..build_cli import save_atomic
+        from netdsl.backend.saving import save_atomic
 
         return save_atomic(model, self.folder.path / name)
 
     def curves(self, rows: list[dict], title: str) -> None:
         if self.folder is None or not rows:
             return
-        from .curves import write_curves
+        from netdsl.training.curves import write_curves
 
         columns = history_columns(rows)[1:]
         history = {key: [row.get(key, math.nan) for row in rows] for key in columns}

@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from .errors import RunError
+from netdsl.training.errors import RunError
 
 UNFINISHED = ("running", "stopped", "failed")
 CONFIG, REPORT, HISTORY, CHECKPOINT = "config.json", "report.json", "history.csv", "checkpoint.npz"

@@ -26,12 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..api import pick_model
-from ..check import analyze
-from ..errors import Diagnostic, SpecError
-from ..loader import Program, load_file
-from .errors import DataError, RunError, UsageError
-from .runs import CONFIG, RunFolder
+from netdsl.errors import Diagnostic, SpecError
+from netdsl.semantics.analysis import analyze
+from netdsl.syntax.loader import Program, as_program, pick_model
+from netdsl.training.errors import DataError, RunError, UsageError
+from netdsl.training.runs import CONFIG, RunFolder
 
 PROGRESS = ("auto", "bar", "line", "none")
 DEFAULT_SPLIT = (0.8, 0.1, 0.1)
@@ -139,7 +138,7 @@ class TrainConfig:
 
 
 def resolve(request: TrainRequest) -> TrainConfig:
-    program = request.spec if isinstance(request.spec, Program) else load_file(request.spec, list(request.include))
+    program = as_program(request.spec, list(request.include))
     name = pick_model(program, request.model)
     train = _train_section(program, name)
     _check_flags(request)

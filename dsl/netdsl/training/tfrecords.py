@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from .errors import DataError
-from .pipeline import EpochOrder, finish, model_structure
-from .signature import Signature, TensorSpec
+from netdsl.training.errors import DataError
+from netdsl.training.pipeline import EpochOrder, finish, model_structure
+from netdsl.training.signature import Signature, TensorSpec
 
 SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec")
 SHUFFLE_BUFFER = 10_000

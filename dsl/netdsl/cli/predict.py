@@ -1,0 +1,38 @@
+"""`netdsl predict RUN_DIR|MODEL.keras --data SRC -o PREDS.npz [--batch-size N]`.
+
+Writes one array per model output, keyed by the output's name, atomically.
+The data needs only the model's inputs (target columns or arrays, when
+present, are left aside).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from netdsl.cli.train import add_targets, load_tensorflow, parse_targets
+from netdsl.training.errors import TrainingError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    cmd = sub.add_parser("predict", help="a trained model's outputs on data, as .npz")
+    cmd.add_argument("trained", metavar="RUN_DIR|MODEL.keras")
+    cmd.add_argument("--data", required=True, metavar="SRC")
+    cmd.add_argument("-o", "--output", required=True, metavar="PREDS.npz")
+    cmd.add_argument("--batch-size", type=int, metavar="N")
+    add_targets(cmd)
+    cmd.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    targets = parse_targets(args.targets)
+    load_tensorflow([], args.trained)
+    from netdsl.training.inference import predict, write_predictions
+
+    predictions = predict(args.trained, args.data, args.batch_size, targets)
+    try:
+        target = write_predictions(predictions, args.output)
+    except OSError as exc:
+        raise TrainingError(f"cannot write: {exc.strerror or exc}", file=args.output) from None
+    shapes = ", ".join(f"{name} {tuple(array.shape)}" for name, array in predictions.items())
+    print(f"wrote {target} ({shapes})")
+    return 0

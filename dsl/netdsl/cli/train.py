@@ -1,0 +1,116 @@
+"""`netdsl train`: a spec's model trained on data, one run folder per run.
+
+    netdsl train SPEC [--model NAME] (--data SRC [--split 0.8,0.1,0.1] | --train SRC [--val SRC] [--test SRC])
+                 [--targets OUT=COLUMN] [--epochs N] [--batch-size N] [--seed S] [-o DIR]
+                 [--resume auto|RUN_DIR] [--progress auto|bar|line|none] [--tensorboard]
+
+Exit codes: 0 a finished (or early-stopped) run, 1 a spec or data error or
+a failed run, 2 a usage error, 130 a run stopped by Ctrl-C or SIGTERM
+(resumable). The spec and the flags are checked before TensorFlow loads.
+Progress goes to stderr; the summary (status, train loss, val_loss,
+test_loss, the run folder) to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from netdsl.cli.common import add_include, add_plugin, load_plugins
+from netdsl.training.errors import UsageError
+from netdsl.training.settings import PROGRESS, DataRequest, TrainRequest, parse_split, resolve
+
+EXIT_STOPPED = 130
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    train = sub.add_parser("train", help="train a spec's model on data; one run folder per run")
+    train.add_argument("spec", metavar="SPEC")
+    train.add_argument("--model", metavar="NAME")
+    source = train.add_mutually_exclusive_group()
+    source.add_argument("--data", metavar="SRC", help="one source (.npz, .csv, .tfrecord, image folder), "
+                                                     "split by --split")
+    source.add_argument("--train", metavar="SRC", help="the training source (with --val, --test)")
+    train.add_argument("--split", metavar="A,B[,C]",
+                       help="train,validation[,test] fractions of --data (default 0.8,0.1,0.1)")
+    train.add_argument("--val", metavar="SRC")
+    train.add_argument("--test", metavar="SRC")
+    add_targets(train)
+    train.add_argument("--epochs", type=int, metavar="N")
+    train.add_argument("--batch-size", type=int, metavar="N")
+    train.add_argument("--seed", type=int, metavar="S")
+    train.add_argument("-o", "--output", default="runs", metavar="DIR", help="where run folders go (runs/)")
+    train.add_argument("--resume", metavar="auto|RUN_DIR")
+    train.add_argument("--progress", choices=PROGRESS, default="auto")
+    train.add_argument("--tensorboard", action="store_true", help="TensorBoard logs in the run folder")
+    add_plugin(train)
+    add_include(train)
+    train.set_defaults(run=run)
+
+
+def add_targets(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--targets", action="append", default=[], metavar="OUT=COLUMN",
+                        help="the CSV column holding an output's targets (repeatable)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if (args.val or args.test) and not args.train:
+        raise UsageError("--val and --test go with --train (with --data, --split cuts the data)")
+    if args.split and not args.data:
+        raise UsageError("--split cuts --data; with --train, give --val and --test")
+    if not (args.data or args.train or args.resume):
+        raise UsageError("no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]")
+    data = DataRequest(data=args.data, train=args.train, val=args.val, test=args.test,
+                       split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets))
+    request = TrainRequest(spec=args.spec, model=args.model, data=data, epochs=args.epochs,
+                           batch_size=args.batch_size, seed=args.seed, out=args.output, resume=args.resume,
+                           progress=args.progress, tensorboard=args.tensorboard, include=args.include)
+    config = resolve(request)  # spec errors and bad flags, before TensorFlow loads
+    load_tensorflow(args.plugin, args.spec)
+    from netdsl.training.engine import run_training
+
+    config.on_start = _announce
+    result = run_training(config)
+    _print_summary(result, args.spec)
+    return EXIT_STOPPED if result.status == "stopped" else 0
+
+
+def load_tensorflow(plugins: list[str], spec: str) -> None:
+    """TensorFlow without its start-up chatter, then the plugins (after Keras, so they stay quiet too)."""
+    from netdsl.backend.runtime import quiet_tensorflow
+
+    quiet_tensorflow()
+    load_plugins(plugins, spec)
+
+
+def parse_targets(items: list[str]) -> dict[str, str]:
+    """`--targets probs=label` (repeatable, or comma-separated) as {output: column}."""
+    targets = {}
+    for item in items:
+        for pair in item.split(","):
+            output, sep, column = pair.partition("=")
+            if not sep or not output.strip() or not column.strip():
+                raise UsageError(f"--targets takes OUTPUT=COLUMN pairs, like probs=label; received {pair!r}")
+            targets[output.strip()] = column.strip()
+    return targets
+
+
+def _announce(folder: Path, first_epoch: int) -> None:
+    resumed = f" (resuming after epoch {first_epoch})" if first_epoch else ""
+    print(f"run folder: {folder}{resumed}", file=sys.stderr, flush=True)
+
+
+def _print_summary(result: Any, spec: str) -> None:
+    report = result.report
+    seconds, speed = report.get("seconds") or 0.0, report.get("samples_per_second")
+    rate = f", {speed:,.0f} samples/s" if speed else ""
+    print(f"status: {report['status']} ({report['epochs_run']} of {report['epochs']} epochs, {seconds:.1f} s{rate})")
+    for group, prefix in (("train", ""), ("val", "val_"), ("test", "test_")):
+        values = report.get(group) or {}
+        if values:
+            print(f"{group + ':':<6} " + "  ".join(f"{prefix}{k} {v:.4f}" for k, v in values.items()))
+    if report["status"] == "stopped":
+        print(f"resume with: netdsl train {spec} --resume {result.dir}")
+    print(f"run folder: {result.dir}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -81,11 +82,17 @@ def _optimizer_variables(model: Any) -> list:
 def _store(arrays: dict, prefix: str, variables: list) -> list[str]:
     for i, variable in enumerate(variables):
         arrays[f"{prefix}/{i:04d}"] = np.asarray(variable.numpy())
-    return [variable.path for variable in variables]
+    return [_path(prefix, variable) for variable in variables]
+
+
+def _path(prefix: str, variable: Any) -> str:
+    """The variable's path without the numbers Keras gives names per process (adam_3/..., seed_generator_4/...)."""
+    path = variable.path.partition("/")[2] if prefix == "optimizer" else variable.path
+    return re.sub(r"_\d+(?=/|$)", "", path)
 
 
 def _load(archive: Any, prefix: str, variables: list, paths: list[str], file: Path) -> None:
-    current = [variable.path for variable in variables]
+    current = [_path(prefix, variable) for variable in variables]
     if current != paths:
         raise RunError(f"the checkpoint's {prefix} variables do not match the model built from the spec "
                        f"({len(paths)} saved, {len(current)} now)", file=str(file))

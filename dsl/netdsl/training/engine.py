@@ -33,7 +33,7 @@ from netdsl.training.errors import DataError, TrainingError
 from netdsl.training.keeper import RunKeeper
 from netdsl.training.pipeline import EpochOrder
 from netdsl.training.progress import progress_callback
-from netdsl.training.report import RunWriter
+from netdsl.training.report import RunWriter, loss_first
 from netdsl.training.runs import RunFolder
 from netdsl.training.settings import TrainConfig
 from netdsl.training.signals import Stopped, StopSignals
@@ -193,9 +193,9 @@ class Session:
             "model": config.model,
             "epochs_run": len(state["history"]),
             "epochs": config.epochs,
-            "train": {k: v for k, v in last.items() if k != "epoch" and not k.startswith("val_")},
-            "val": {k[4:]: v for k, v in last.items() if k.startswith("val_")},
-            "test": dict(self.test),
+            "train": {k: last[k] for k in loss_first([k for k in last if k != "epoch" and not k.startswith("val_")])},
+            "val": {k: last[f"val_{k}"] for k in loss_first([k[4:] for k in last if k.startswith("val_")])},
+            "test": {k: self.test[k] for k in loss_first(list(self.test))},
             "best": ({"epoch": state["best_epoch"], "val_loss": state["best_val_loss"]}
                      if state["best_epoch"] is not None else None),
             "seconds": round(state["seconds"], 3),

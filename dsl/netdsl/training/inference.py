@@ -19,6 +19,7 @@ import numpy as np
 from netdsl.atomic import write_bytes
 from netdsl.training.data import open_source
 from netdsl.training.errors import RunError, TrainingError
+from netdsl.training.report import loss_first
 from netdsl.training.runs import CONFIG, RunFolder
 from netdsl.training.signature import Signature
 
@@ -60,7 +61,7 @@ def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict
                             file=str(where) if isinstance(where, (str, os.PathLike)) else None)
     source = open_source(data, Signature.of(model), targets)
     logs = model.evaluate(source.dataset(np.arange(source.n), batch_size or batch), return_dict=True, verbose=0)
-    return {k: float(v) for k, v in logs.items()}
+    return {k: float(logs[k]) for k in loss_first(list(logs))}
 
 
 def predict(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None) -> dict[str, np.ndarray]:

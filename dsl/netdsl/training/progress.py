@@ -14,6 +14,8 @@ from typing import Any, TextIO
 
 import keras
 
+from netdsl.training.report import loss_first
+
 def resolve_mode(mode: str, stream: TextIO | None = None) -> str:
     if mode != "auto":
         return mode
@@ -29,8 +31,9 @@ def progress_callback(mode: str, epochs: int, steps: int, stream: TextIO | None 
     return cls(epochs, steps, stream or sys.stderr)
 
 
-def format_logs(logs: dict[str, float], keys: list[str] | None = None) -> str:
-    keys = keys if keys is not None else list(logs)
+def format_logs(logs: dict[str, float]) -> str:
+    train = loss_first([k for k in logs if not k.startswith("val_")])
+    keys = train + [f"val_{k}" for k in train if f"val_{k}" in logs]
     return "  ".join(f"{k} {logs[k]:.4g}" for k in keys if k in logs and isinstance(logs[k], (int, float)))
 
 

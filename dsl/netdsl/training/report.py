@@ -63,13 +63,18 @@ class RunWriter:
 
 
 def history_columns(rows: list[dict]) -> list[str]:
-    """epoch, the training values in Keras' order, then their val_ forms."""
+    """epoch, loss, the other training values, then their val_ forms in the same order."""
     seen: list[str] = []
     for row in rows:
         seen.extend(k for k in row if k not in seen)
-    train = [k for k in seen if k != "epoch" and not k.startswith("val_")]
-    val = [k for k in seen if k.startswith("val_")]
-    return ["epoch", *train, *val]
+    train = loss_first([k for k in seen if k != "epoch" and not k.startswith("val_")])
+    val = [f"val_{k}" for k in train if f"val_{k}" in seen]
+    return ["epoch", *train, *val, *(k for k in seen if k.startswith("val_") and k not in val)]
+
+
+def loss_first(keys: list[str]) -> list[str]:
+    """Keras hands logs over sorted by name; a person reads the loss first."""
+    return sorted(keys, key=lambda k: k != "loss")
 
 
 def history_csv(rows: list[dict]) -> str:

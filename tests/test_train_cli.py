@@ -1,0 +1,129 @@
+"""`netdsl train`, `netdsl evaluate`, `netdsl predict` as a user runs them: what they print, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from netdsl.cli import main
+
+RNG = np.random.default_rng(5)
+SPEC = """\
+model tiny {
+  input x: (3,)
+  output probs = x -> dense(2, activation=softmax)
+  train {
+    optimizer = sgd(learning_rate=0.1)
+    loss = sparse_categorical_crossentropy
+    metrics = [accuracy]
+    batch_size = 5
+    epochs = 2
+  }
+}
+"""
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("tiny.net").write_text(SPEC)
+    rows = ["f1,f2,f3,label"] + [f"{a:.3f},{b:.3f},{c:.3f},{int(a > b)}" for a, b, c in RNG.random((40, 3))]
+    Path("t.csv").write_text("\n".join(rows) + "\n")
+    return tmp_path
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_train_prints_the_tutorials_numbers_and_the_run_folder(work, capsys):
+    code, out, err = run(capsys, "train", "tiny.net", "--data", "t.csv", "--targets", "probs=label", "--seed", "1")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("status: finished (2 of 2 epochs, ")
+    assert lines[1].startswith("train: loss ") and " accuracy " in lines[1]
+    assert lines[2].startswith("val:   val_loss ") and lines[3].startswith("test:  test_loss ")
+    assert lines[4] == "run folder: runs/tiny-1"
+    # stderr is not a terminal here: one line per epoch
+    assert err.splitlines()[0] == "run folder: runs/tiny-1"
+    assert [line.split("  ")[0] for line in err.splitlines()[1:]] == ["epoch 1/2", "epoch 2/2"]
+    code, out, err = run(capsys, "train", "tiny.net", "--data", "t.csv", "--targets", "probs=label",
+                         "--progress", "none", "--epochs", "1", "--split", "0.5,0.5")
+    assert code == 0 and err == "run folder: runs/tiny-2\n" and "test:" not in out
+
+
+def test_a_progress_bar_redraws_in_place(work, capsys):
+    code, _, err = run(capsys, "train", "tiny.net", "--data", "t.csv", "--targets", "probs=label",
+                       "--progress", "bar", "--epochs", "1")
+    assert code == 0
+    assert "\repoch 1/1 [" in err.replace("\x1b[2K", "") and "] 7/7" in err  # 32 training rows / 5 = 7 batches
+
+
+def test_evaluate_and_predict_a_run_folder(work, capsys):
+    assert run(capsys, "train", "tiny.net", "--data", "t.csv", "--targets", "probs=label", "--progress", "none")[0] == 0
+    code, out, _ = run(capsys, "evaluate", "runs/tiny-1", "--data", "t.csv", "--targets", "probs=label", "--json")
+    values = json.loads(out)
+    assert code == 0 and set(values) == {"loss", "accuracy"}
+    code, out, _ = run(capsys, "evaluate", "runs/tiny-1/model.keras", "--data", "t.csv", "--targets", "probs=label")
+    assert out.splitlines()[0].split() == ["loss", f"{values['loss']:.6g}"]
+    code, _, err = run(capsys, "predict", "runs/tiny-1", "--data", "t.csv", "-o", "preds.npz")
+    assert (code, err) == (1, "t.csv:1:1: error: input 'x' expects 3 values per row (shape (3,)), "
+                              "found 4 numeric columns\n")  # the label column: name it with --targets
+    code, out, _ = run(capsys, "predict", "runs/tiny-1", "--data", "t.csv", "--targets", "probs=label",
+                       "-o", "preds.npz")
+    assert code == 0 and out == "wrote preds.npz (probs (40, 2))\n"
+    with np.load("preds.npz") as preds:
+        assert preds.files == ["probs"] and np.allclose(preds["probs"].sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_an_image_folder_trains_end_to_end(work, capsys):
+    Path("img.net").write_text(SPEC.replace("tiny", "img").replace("input x: (3,)", "input x: (8, 8, 3)").replace(
+        "x -> dense", "x -> rescaling(1.0 / 255) -> flatten -> dense"))
+    for label in ("cats", "dogs"):
+        Path("pics", label).mkdir(parents=True)
+        for i in range(5):
+            image = RNG.integers(0, 256, (10, 12, 3), dtype=np.uint8)
+            Path("pics", label, f"{i}.jpg").write_bytes(tf.io.encode_jpeg(image).numpy())
+    code, out, err = run(capsys, "train", "img.net", "--data", "pics", "--split", "0.8,0.2", "--progress", "none")
+    assert code == 0, err
+    assert json.loads(Path("runs/img-1/report.json").read_text())["samples"] == {"train": 8, "val": 2}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--val", "t.csv"], "netdsl: error: --val and --test go with --train (with --data, --split cuts the data)"),
+    (["--train", "t.csv", "--split", "0.5,0.5"], "netdsl: error: --split cuts --data; with --train, give --val and --test"),
+    ([], "netdsl: error: no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]"),
+    (["--data", "t.csv", "--targets", "probs"],
+     "netdsl: error: --targets takes OUTPUT=COLUMN pairs, like probs=label; received 'probs'"),
+    (["--data", "t.csv", "--epochs", "0"], "netdsl: error: --epochs takes a positive integer; received 0"),
+])
+def test_usage_errors_exit_2_before_anything_runs(work, capsys, args, message):
+    code, out, err = run(capsys, "train", "tiny.net", *args)
+    assert (code, out, err) == (2, "", message + "\n")
+    assert not Path("runs").exists()
+
+
+def test_a_spec_that_cannot_train_is_a_spec_error_at_the_model(work, capsys):
+    Path("bare.net").write_text("model bare {\n  input x: (3,)\n  output y = x -> dense(1)\n}\n")
+    code, _, err = run(capsys, "train", "bare.net", "--data", "t.csv")
+    assert code == 1
+    assert err.splitlines()[0] == ("bare.net:1:1: error: model 'bare' has no train section; training needs a loss; "
+                                   "add: train { optimizer = adam  loss = sparse_categorical_crossentropy }")
+    assert not Path("runs").exists()
+
+
+def test_resume_auto_starts_a_new_run_when_none_is_unfinished(work, capsys):
+    code, out, _ = run(capsys, "train", "tiny.net", "--data", "t.csv", "--targets", "probs=label",
+                       "--progress", "none", "--resume", "auto")
+    assert code == 0 and "run folder: runs/tiny-1" in out
+    code, out, _ = run(capsys, "train", "tiny.net", "--data", "t.csv", "--targets", "probs=label",
+                       "--progress", "none", "--resume", "auto")
+    assert code == 0 and "run folder: runs/tiny-2" in out  # tiny-1 finished: a new run
+    code, _, err = run(capsys, "evaluate", "runs/tiny-3", "--data", "t.csv")
+    assert (code, err) == (1, "runs/tiny-3: error: no such run folder or .keras file\n")

@@ -1,5 +1,6 @@
 # netdsl — the two commands of the README:
-#   make demo   set up .venv (if missing), then check, build and draw the example specs
+#   make demo   set up .venv (if missing), then check, build and draw the example specs, and train
+#               the Lightning tutorial's model (specs/lightning_mlp.net) on generated digits
 #   make test   set up .venv (if missing), then run the whole test suite
 PYTHON ?= python3
 VENV := .venv
@@ -55,6 +56,9 @@ demo: $(STAMP) graphviz
 	$(VENV)/bin/netdsl build specs/resnet50.net -o build
 	$(VENV)/bin/netdsl render specs/resnet50.net --depth 1 -o build/resnet50_depth1.png
 	@echo; echo "Built models and diagrams:"; ls -l build
+	@echo; echo "Training specs/lightning_mlp.net (the Lightning tutorial's model) on generated 28x28 digits:"
+	$(VENV)/bin/python scripts/demo_data.py build/demo/digits.npz
+	$(VENV)/bin/netdsl train specs/lightning_mlp.net --data build/demo/digits.npz --epochs 3 --seed 0 -o build/runs
 
 test: $(STAMP) graphviz editors chromium
 	$(VENV)/bin/python -m pytest
@@ -69,6 +73,7 @@ bench: $(STAMP) graphviz chromium
 	$(VENV)/bin/python bench/bench_preview.py
 	$(VENV)/bin/python bench/bench_export.py
 	$(VENV)/bin/python bench/bench_lsp.py
+	$(VENV)/bin/python bench/bench_train.py
 
 clean:
 	rm -rf build .pytest_cache

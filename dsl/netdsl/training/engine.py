@@ -81,7 +81,7 @@ class Session:
     test: dict = field(default_factory=dict)
     state: dict = field(default_factory=lambda: {"epoch": 0, "history": [], "best_val_loss": math.inf,
                                                  "best_epoch": None, "seconds": 0.0, "samples": 0,
-                                                 "epoch_seconds": []})
+                                                 "epoch_seconds": [], "write_seconds": []})
 
     def __post_init__(self) -> None:
         self.writer = RunWriter(self.folder if self.placement.writes else None)
@@ -201,6 +201,7 @@ class Session:
             "seconds": round(state["seconds"], 3),
             "samples_per_second": round(state["samples"] / state["seconds"], 1) if state["seconds"] else None,
             "epoch_seconds": [round(s, 4) for s in state["epoch_seconds"]],
+            "write_seconds": [round(s, 4) for s in state["write_seconds"]],  # of each epoch's, the state written
             "samples": self.plan.sizes() if self.plan is not None else None,
             "seed": config.seed,
         })

@@ -23,7 +23,7 @@ class RunKeeper(keras.callbacks.Callback):
                  state: dict, report: Callable[[], dict], samples_per_epoch: int):
         super().__init__()
         self.writer, self.signals, self.spec_callbacks, self.order = writer, signals, spec_callbacks, order
-        self.state = state  # epoch, history, best_val_loss, best_epoch, seconds, samples, epoch_seconds
+        self.state = state  # epoch, history, best_val_loss, best_epoch, seconds, samples, epoch/write_seconds
         self.report, self.samples_per_epoch = report, samples_per_epoch
         self.restored: dict | None = None
         self._started = 0.0
@@ -59,6 +59,7 @@ class RunKeeper(keras.callbacks.Callback):
         total = time.perf_counter() - self._started
         state["seconds"] += total - before_writes
         state["epoch_seconds"][-1] = total
+        state["write_seconds"].append(total - before_writes)
 
 
 def _number(value: Any) -> Any:

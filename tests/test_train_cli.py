@@ -125,5 +125,8 @@ def test_resume_auto_starts_a_new_run_when_none_is_unfinished(work, capsys):
     code, out, _ = run(capsys, "train", "tiny.net", "--data", "t.csv", "--targets", "probs=label",
                        "--progress", "none", "--resume", "auto")
     assert code == 0 and "run folder: runs/tiny-2" in out  # tiny-1 finished: a new run
+    code, _, err = run(capsys, "train", "tiny.net", "--resume", "auto")
+    assert (code, err) == (2, "netdsl: error: no training data: give --data SRC, or --train SRC [--val SRC] "
+                              "[--test SRC] (and no unfinished run of 'tiny' in runs to resume)\n")
     code, _, err = run(capsys, "evaluate", "runs/tiny-3", "--data", "t.csv")
     assert (code, err) == (1, "runs/tiny-3: error: no such run folder or .keras file\n")

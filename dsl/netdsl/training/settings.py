@@ -152,6 +152,9 @@ def resolve(request: TrainRequest) -> TrainConfig:
         steps_per_execution=train.steps_per_execution)
     if request.resume is not None:
         _resume_settings(config, request)
+    if _no_data(config.data):
+        resumable = f" (and no unfinished run of '{name}' in {config.out} to resume)" if request.resume else ""
+        raise UsageError(f"no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]{resumable}")
     _check_paths(config.data)
     return config
 

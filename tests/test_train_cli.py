@@ -130,3 +130,36 @@ def test_resume_auto_starts_a_new_run_when_none_is_unfinished(work, capsys):
                               "[--test SRC] (and no unfinished run of 'tiny' in runs to resume)\n")
     code, _, err = run(capsys, "evaluate", "runs/tiny-3", "--data", "t.csv")
     assert (code, err) == (1, "runs/tiny-3: error: no such run folder or .keras file\n")
+
+
+def test_a_plugin_layer_trains_and_its_run_evaluates(work, capsys, monkeypatch):
+    import sys
+    import textwrap
+
+    from netdsl import registry
+
+    Path("halve_plugin.py").write_text(textwrap.dedent("""
+        import keras
+        import netdsl
+
+        @netdsl.register_layer("halve")
+        @keras.saving.register_keras_serializable(package="halve_plugin")
+        class Halve(keras.layers.Layer):
+            "Multiply by one half."
+            def call(self, x):
+                return x * 0.5
+    """))
+    monkeypatch.syspath_prepend(str(work))
+    Path("plug.net").write_text(SPEC.replace("x -> dense", "x -> halve -> dense"))
+    try:
+        code, _, err = run(capsys, "train", "plug.net", "--data", "t.csv", "--targets", "probs=label")
+        assert code == 1 and "unknown layer 'halve'" in err and not Path("runs").exists()
+        code, _, err = run(capsys, "train", "plug.net", "--data", "t.csv", "--targets", "probs=label",
+                           "--plugin", "halve_plugin", "--progress", "none")
+        assert code == 0, err
+        code, out, err = run(capsys, "evaluate", "runs/tiny-1", "--data", "t.csv", "--targets", "probs=label",
+                             "--plugin", "halve_plugin")
+        assert code == 0 and out.startswith("loss"), err
+    finally:
+        registry.reset_plugins()
+        sys.modules.pop("halve_plugin", None)

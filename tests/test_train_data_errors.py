@@ -36,7 +36,8 @@ def test_bad_data_prints_its_exact_error(expected, tmp_path, capsys, monkeypatch
         (folder,) = folders
         report = json.loads((folder / "report.json").read_text())
         assert report["status"] == "failed"
-        assert report["reason"] == captured.err.splitlines()[0].removeprefix("netdsl: ")
+        (error,) = [line for line in captured.err.splitlines() if "error:" in line]
+        assert report["reason"] == error.removeprefix("netdsl: ")
         assert not (folder / "model.keras").exists()
     else:  # a typo in a path or a flag: no run folder at all
         assert folders == []
@@ -49,3 +50,4 @@ def test_every_error_class_the_issue_names_has_a_fixture():
     assert "expects int32 integers, found float64" in texts  # dtype
     assert "csv_not_number.csv:4:5: error: 'abc' is not a number" in texts  # CSV: file, line, column
     assert "the validation split is empty" in texts and "the training data is empty" in texts
+    assert "images_corrupt: error: training stopped on data TensorFlow could not use: Invalid PNG" in texts

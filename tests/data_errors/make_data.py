@@ -38,6 +38,7 @@ npz("tokens_float", ids=rng.random((6, 5)), score=rng.random(6))
 np.savez(HERE / "npz_objects.npz", image=np.array([object()] * 6, dtype=object), probs=labels())
 (HERE / "not_a_zip.npz").write_text("x,y\n1,2\n")
 (HERE / "data.txt").write_text("1 2 3\n")
+(HERE / "tfrecord_garbage.tfrecord").write_text("this is not a TFRecord file\n")
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
@@ -69,4 +70,8 @@ for folder in ("images_bad/cat", "images_bad/dog"):
 png = tf.io.encode_png(tf.zeros((4, 4, 1), tf.uint8)).numpy()
 (HERE / "images_bad/cat/a.png").write_bytes(png)
 (HERE / "images_bad/dog/b.png").write_bytes(b"GIF89a not really a png")
+for folder in ("images_corrupt/cat", "images_corrupt/dog"):  # PNG signatures, broken images: found mid-run
+    (HERE / folder).mkdir(parents=True, exist_ok=True)
+    for i in range(3):
+        (HERE / folder / f"{i}.png").write_bytes(png[:8] + b"\0" * 24)
 print("wrote the data fixtures in", HERE, file=sys.stderr)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from netdsl.cli.common import add_plugin, load_plugins
 from netdsl.cli.train import add_targets, load_tensorflow, parse_targets
 
 
@@ -19,13 +20,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cmd.add_argument("--data", required=True, metavar="SRC")
     cmd.add_argument("--batch-size", type=int, metavar="N")
     add_targets(cmd)
+    add_plugin(cmd)
     cmd.add_argument("--json", action="store_true", help="print the values as JSON")
     cmd.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     targets = parse_targets(args.targets)
-    load_tensorflow([], args.trained)
+    load_tensorflow()
+    load_plugins(args.plugin, args.trained)  # a saved model may hold plugin layers
     from netdsl.training.inference import evaluate
 
     values = evaluate(args.trained, args.data, args.batch_size, targets)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from netdsl.cli.common import add_plugin, load_plugins
 from netdsl.cli.train import add_targets, load_tensorflow, parse_targets
 from netdsl.training.errors import TrainingError
 
@@ -20,12 +21,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cmd.add_argument("-o", "--output", required=True, metavar="PREDS.npz")
     cmd.add_argument("--batch-size", type=int, metavar="N")
     add_targets(cmd)
+    add_plugin(cmd)
     cmd.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     targets = parse_targets(args.targets)
-    load_tensorflow([], args.trained)
+    load_tensorflow()
+    load_plugins(args.plugin, args.trained)  # a saved model may hold plugin layers
     from netdsl.training.inference import predict, write_predictions
 
     predictions = predict(args.trained, args.data, args.batch_size, targets)

@@ -67,8 +67,11 @@ def run(args: argparse.Namespace) -> int:
     request = TrainRequest(spec=args.spec, model=args.model, data=data, epochs=args.epochs,
                            batch_size=args.batch_size, seed=args.seed, out=args.output, resume=args.resume,
                            progress=args.progress, tensorboard=args.tensorboard, include=args.include)
-    config = resolve(request)  # spec errors and bad flags, before TensorFlow loads
-    load_tensorflow(args.plugin, args.spec)
+    if args.plugin:
+        load_tensorflow()  # a plugin imports Keras: quietly
+    load_plugins(args.plugin, args.spec)  # before the check: the spec may name their layers
+    config = resolve(request)  # spec errors and bad flags, before TensorFlow loads (without --plugin)
+    load_tensorflow()
     from netdsl.training.engine import run_training
 
     config.on_start = _announce
@@ -77,12 +80,11 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_STOPPED if result.status == "stopped" else 0
 
 
-def load_tensorflow(plugins: list[str], spec: str) -> None:
-    """TensorFlow without its start-up chatter, then the plugins (after Keras, so they stay quiet too)."""
+def load_tensorflow() -> None:
+    """TensorFlow without its start-up chatter."""
     from netdsl.backend.runtime import quiet_tensorflow
 
     quiet_tensorflow()
-    load_plugins(plugins, spec)
 
 
 def parse_targets(items: list[str]) -> dict[str, str]:

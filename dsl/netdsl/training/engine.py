@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import platform
 import time
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from typing import Any, Callable, ContextManager
 from netdsl.errors import SpecError
 from netdsl.training import checkpoint
 from netdsl.training.data import DataPlan, plan_data
-from netdsl.training.errors import DataError, TrainingError
+from netdsl.training.errors import DataError, TrainingError, tensorflow_message
 from netdsl.training.keeper import RunKeeper
 from netdsl.training.pipeline import EpochOrder
 from netdsl.training.progress import progress_callback
@@ -108,7 +109,9 @@ class Session:
             raise
         except Exception as exc:
             if _is_tf_error(exc):
-                error = DataError(f"training stopped on data TensorFlow could not use: {_one_line(exc)}")
+                source = self.config.data.data  # one source: say which; with --train/--val it could be either
+                error = DataError(f"training stopped on data TensorFlow could not use: {tensorflow_message(exc)}",
+                                  file=str(source) if isinstance(source, (str, os.PathLike)) else None)
                 self._close("failed", str(error))
                 error.run_dir = self._dir  # type: ignore[attr-defined]
                 raise error from None

@@ -10,6 +10,8 @@ error such as `--tensorboard` without the package).
 
 from __future__ import annotations
 
+import re
+
 from netdsl.errors import NetdslError
 
 
@@ -35,6 +37,17 @@ class TrainingError(NetdslError):
 
     def __str__(self) -> str:
         return self.text
+
+
+def tensorflow_message(exc: BaseException) -> str:
+    """The human part of a TensorFlow error's text, one line: no "Graph execution error:",
+    no "Detected at node ...", no `{{function_node ...}}` or `[[node ...]]` or `[Op:...]`."""
+    text = getattr(exc, "message", None) or str(exc)
+    text = re.sub(r"\{\{function_node[^}]*\}\}\s*", "", text)
+    text = re.sub(r"\s*\[Op:[^\]]*\].*$", "", text, flags=re.S)
+    skip = ("Graph execution error", "Detected at node", "<stack traces", "[[", "File ")
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith(skip)]
+    return lines[0] if lines else type(exc).__name__
 
 
 class DataError(TrainingError):

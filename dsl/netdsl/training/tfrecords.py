@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from netdsl.training.errors import DataError
+from netdsl.training.errors import DataError, tensorflow_message
 from netdsl.training.pipeline import EpochOrder, finish, model_structure
 from netdsl.training.signature import Signature, TensorSpec
 
@@ -73,7 +73,7 @@ def _first_example(path: str) -> tf.train.Example:
     try:
         first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
     except tf.errors.OpError as exc:
-        raise DataError(f"not a readable TFRecord file ({exc.message.splitlines()[0]})", file=path) from None
+        raise DataError(f"not a readable TFRecord file ({tensorflow_message(exc)})", file=path) from None
     if first is None:
         raise DataError("no records", file=path)
     try:

@@ -232,3 +232,14 @@ def test_tensorboard_logs_and_a_missing_package_is_a_usage_error(tmp_path, monke
     with pytest.raises(UsageError, match="pip install 'netdsl\\[tensorboard\\]'") as caught:
         netdsl.train(spec(tmp_path), train=(X, Y), out=tmp_path / "other", tensorboard=True)
     assert caught.value.exit_code == 2 and not (tmp_path / "other").exists()  # refused at start
+
+
+def test_resume_cannot_shrink_a_run_below_the_epochs_it_has_trained(tmp_path):
+    path, runs = spec(tmp_path), tmp_path / "runs"
+    with pytest.raises(RuntimeError):
+        netdsl.train(path, train=(X, Y), seed=1, out=runs, callbacks=[_Crash(2)])
+    with pytest.raises(RunError, match="--epochs 1 is fewer than the 2 this run has already trained"):
+        netdsl.train(path, train=(X, Y), out=runs, resume="auto", epochs=1)
+    report = json.loads((runs / "plain-1" / "report.json").read_text())
+    assert (report["status"], report["epochs_run"]) == ("failed", 2)
+    assert report["reason"] == "RuntimeError: power cut"

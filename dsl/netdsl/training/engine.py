@@ -88,6 +88,9 @@ class Session:
         self.writer = RunWriter(self.folder if self.placement.writes else None)
 
     def run(self) -> Run:
+        if self.config.resume_from is not None and self.config.resume_from.checkpoint.is_file():
+            meta = checkpoint.read_meta(self.config.resume_from.checkpoint)  # the record so far, before anything
+            self.state.update({key: meta[key] for key in self.state if key in meta})
         self.writer.config(self._config_json())
         self.writer.report(self._report("running"))
         try:
@@ -97,11 +100,11 @@ class Session:
             self.writer.config(self._config_json())
             stopped_early = self._fit()
             self._test()
-            with self.signals.critical():
+            with self.signals.critical(closing=True):
                 self.writer.model(self.model, "model.keras")
                 return self._close("stopped_early" if stopped_early else "finished")
         except Stopped as stop:
-            with self.signals.critical():
+            with self.signals.critical(closing=True):
                 return self._close("stopped", f"{stop} received; resume with --resume")
         except (TrainingError, SpecError) as exc:
             self._close("failed", _one_line(exc))
@@ -140,9 +143,7 @@ class Session:
                            lambda: self._report("running"), plan.train.n)
         if config.resume_from is not None and config.resume_from.checkpoint.is_file():
             keeper.restored = checkpoint.restore(config.resume_from.checkpoint, model, spec_callbacks)
-            for key in self.state:
-                self.state[key] = keeper.restored.get(key, self.state[key])
-            self.writer.history(self.state["history"])
+            self.writer.history(self.state["history"])  # the checkpoint's: an epoch recorded after it is redone
         first = self.state["epoch"]
         if config.on_start is not None:
             config.on_start(self._dir, first)

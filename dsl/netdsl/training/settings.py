@@ -225,6 +225,9 @@ def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
     config.seed, config.batch_size = settings["seed"], settings["batch_size"]
     config.shuffle, config.validation_split = settings["shuffle"], settings["validation_split"]
     config.epochs = request.epochs or settings["epochs"]
+    done = _epochs_done(folder)
+    if config.epochs < done:
+        raise RunError(f"--epochs {config.epochs} is fewer than the {done} this run has already trained", file=where)
     if _no_data(config.data):
         config.data = _saved_data(saved.get("data", {}), where)
     elif config.data.data is not None and "split" in saved.get("data", {}):
@@ -234,6 +237,14 @@ def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
                            f"keeps its split", file=where)
         config.data.split = split
     config.resume_from = folder
+
+
+def _epochs_done(folder: RunFolder) -> int:
+    if not folder.checkpoint.is_file():
+        return 0
+    from netdsl.training.checkpoint import read_meta  # NumPy only: still no TensorFlow
+
+    return int(read_meta(folder.checkpoint).get("epoch", 0))
 
 
 def _no_data(data: DataRequest) -> bool:

@@ -51,13 +51,15 @@ class StopSignals:
         raise Stopped(signum)
 
     @contextlib.contextmanager
-    def critical(self) -> Iterator[None]:
-        """A block a stop request does not cut in two; the request is honoured when it ends."""
+    def critical(self, closing: bool = False) -> Iterator[None]:
+        """A block a stop request does not cut in two; the request is honoured when it ends —
+        unless the block is `closing` the run, which then ends anyway."""
         self._depth += 1
         try:
             yield
         finally:
             self._depth -= 1
-        if self._depth == 0 and self._pending is not None:
-            signum, self._pending = self._pending, None
-            raise Stopped(signum)
+            if self._depth == 0 and self._pending is not None:
+                signum, self._pending = self._pending, None
+                if not closing:
+                    raise Stopped(signum)

@@ -98,14 +98,16 @@ def test_a_run_folder_holds_models_history_report_config_and_curves(tmp_path):
     assert np.isclose(best.evaluate(X[:1], Y[:1], verbose=0)[0], best.evaluate(X[:1], Y[:1], verbose=0)[0])
 
 
-def test_weights_equal_the_hand_written_fit_bitwise(tmp_path):
-    path = spec(tmp_path)
+@pytest.mark.parametrize("extra, fit", [("", {}), ("steps_per_execution = 3\n    validation_split = 0.25",
+                                                    {"validation_split": 0.25})], ids=["plain", "spe3-valsplit"])
+def test_weights_equal_the_hand_written_fit_bitwise(tmp_path, extra, fit):
+    path = spec(tmp_path, PLAIN.replace("shuffle = false", f"shuffle = false\n    {extra}"))
     run = netdsl.train(path, train=(X, Y), seed=21, out=tmp_path / "runs")
     keras.utils.set_random_seed(21)
     model = netdsl.build(path)
-    history = model.fit(X, Y, batch_size=8, epochs=3, shuffle=False, verbose=0)
+    history = model.fit(X, Y, batch_size=8, epochs=3, shuffle=False, verbose=0, **fit)
     assert same_weights(run.model, model)
-    assert run.history["loss"] == history.history["loss"]
+    assert run.history == history.history  # every epoch's loss and metrics (and val_ ones), to the bit
 
 
 def test_the_same_seed_gives_the_same_weights_with_shuffling_and_dropout(tmp_path):

@@ -185,9 +185,9 @@ def describe_dtype(dtype: np.dtype) -> str:
 def _common_length(origin: str, arrays: dict[str, np.ndarray]) -> int:
     lengths = {name: len(a) for name, a in arrays.items()}
     if len(set(lengths.values())) > 1:
-        (a, na), (b, nb) = sorted(lengths.items(), key=lambda kv: -kv[1])[0], sorted(lengths.items(),
-                                                                                    key=lambda kv: kv[1])[0]
-        raise DataError(f"'{a}' has {na} samples but '{b}' has {nb}", file=origin)
+        longest, shortest = max(lengths, key=lengths.get), min(lengths, key=lengths.get)
+        raise DataError(f"'{longest}' has {lengths[longest]} samples but '{shortest}' has {lengths[shortest]}",
+                        file=origin)
     return next(iter(lengths.values()), 0)
 
 

@@ -24,6 +24,8 @@ _MAGIC = {".png": (b"\x89PNG\r\n\x1a\n",), ".jpg": (b"\xff\xd8\xff",), ".jpeg": 
 
 
 class ImageFolderSource:
+    has_targets = True  # the class folders label every image
+
     def __init__(self, folder: str, signature: Signature, need_targets: bool):
         self.origin, self.signature = folder, signature
         spec = signature.inputs[0] if len(signature.inputs) == 1 else None
@@ -45,8 +47,6 @@ class ImageFolderSource:
         self.n = len(paths)
         self._paths, self._labels = tf.constant(paths), tf.constant(labels, dtype=tf.int64)
         self._spec = spec
-
-    has_targets = True
 
     def dataset(self, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None,
                 with_targets: bool = True) -> tf.data.Dataset:

@@ -97,6 +97,11 @@ class BuildError(NetdslError):
     """Raised by a backend when a layer rejects its arguments or inputs."""
 
 
+class BackendError(NetdslError):
+    """The Keras backend asked for cannot be had in this process (not installed, or Keras
+    already imported with another one: Keras picks its backend once, at import)."""
+
+
 class LayoutError(NetdslError):
     """The parser's layout pass refused a token (brackets nested too deep, one left open)."""
 

@@ -37,7 +37,7 @@ from typing import Any
 from netdsl import registry
 from netdsl.syntax import ir
 from netdsl.semantics.analysis import Analysis, analyze
-from netdsl.backend.runtime import dtype_policy, quiet_tensorflow
+from netdsl.backend.runtime import dtype_policy, init_backend
 from netdsl.errors import Diagnostic, Fail, SpecError, sort_diagnostics
 from netdsl.syntax.loader import Program, Source, as_program, pick_model, pick_models
 
@@ -63,7 +63,7 @@ def compile_program(program: Program, models: list[str] | None = None,
     terms, a shape the checker could not know — the expansion runs again
     with Keras building each layer as it goes.
     """
-    quiet_tensorflow(mute_stderr=False)
+    init_backend(None, mute_stderr=False)
     wanted = list(models) if models is not None else program.model_names
     for name in wanted:
         pick_model(program, name)  # a clear error for an unknown name
@@ -151,20 +151,25 @@ def _compile_interleaved(program: Program, checked: Analysis, wanted: list[str],
 
 
 def build_model(source: Source, model: str | None = None, *, include: list = (),
-                param_limit: int | None = None) -> Any:
+                param_limit: int | None = None, backend: str | None = None) -> Any:
     """One model of a spec as a `keras.Model` (compiled when it has a train section).
 
     `source`: a spec path (`str` / `os.PathLike`) or a `Program`; `model` may
-    be omitted when the file has one model.
+    be omitted when the file has one model. `backend` ('tensorflow' or 'jax')
+    must be the one Keras runs on in this process, or Keras not loaded yet
+    (None: the environment's choice, see `runtime.init_backend`).
     """
+    init_backend(backend, mute_stderr=False)
     program = as_program(source, include)
     name = pick_model(program, model)
     _, models = compile_program(program, [name], param_limit)
     return models[name]
 
 
-def build_models(source: Source, *, include: list = (), param_limit: int | None = None) -> dict[str, Any]:
-    """Every model of a spec: `{name: keras.Model}` in file order."""
+def build_models(source: Source, *, include: list = (), param_limit: int | None = None,
+                 backend: str | None = None) -> dict[str, Any]:
+    """Every model of a spec: `{name: keras.Model}` in file order (`backend` as for `build_model`)."""
+    init_backend(backend, mute_stderr=False)
     program = as_program(source, include)
     _, models = compile_program(program, pick_models(program, None), param_limit)
     return models

@@ -1,37 +1,55 @@
-"""Keras' runtime set-up: a quiet TensorFlow import and the dtype policy of one build."""
+"""Keras' runtime set-up: the backend chosen (TensorFlow or JAX) and imported quietly, and the
+dtype policy of one build."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from contextlib import contextmanager
 from typing import Iterator
 
-__all__ = ["quiet_tensorflow", "dtype_policy"]
+from netdsl.errors import BackendError
+
+__all__ = ["BACKENDS", "init_backend", "quiet_tensorflow", "current_backend", "dtype_policy"]
+
+BACKENDS = ("tensorflow", "jax")
+_INSTALL_HINT = {"jax": "install it with `pip install 'netdsl[jax]'`",
+                 "tensorflow": "install it with `pip install netdsl` (it depends on TensorFlow)"}
 
 
-def quiet_tensorflow(mute_stderr: bool = True) -> None:
-    """Import Keras (TensorFlow backend) without TensorFlow's start-up chatter.
+def init_backend(name: str | None = None, mute_stderr: bool = True) -> str:
+    """Import Keras on the backend `name` ('tensorflow' or 'jax') without start-up chatter.
 
-    Sets `TF_CPP_MIN_LOG_LEVEL` (unless the user did) before the import; with
-    `mute_stderr` (the CLI) file descriptor 2 is also pointed at /dev/null
-    while TensorFlow loads and runs its first op, since its C++ runtime prints
-    a few lines (oneDNN, absl) whatever the log level.
+    Keras reads `KERAS_BACKEND` once, when it is first imported, so this must
+    run before anything imports Keras; `None` keeps what the environment says
+    (TensorFlow when it says nothing). Returns the backend's name. Raises
+    `BackendError` (one line) when the backend is unknown or not installed, or
+    when Keras is already loaded with another backend in this process.
+
+    `TF_CPP_MIN_LOG_LEVEL` is set (unless the user did) before the import;
+    with `mute_stderr` (the CLI) file descriptor 2 is also pointed at
+    /dev/null while the runtime loads and runs its first op, since its C++
+    side prints a few lines (oneDNN, absl, XLA) whatever the log level.
     """
+    if name is None and "keras" in sys.modules:
+        name = current_backend()  # loaded already, as the user chose: keep it
+    name = name or os.environ.get("KERAS_BACKEND") or "tensorflow"
+    if name not in BACKENDS:
+        raise BackendError(f"unknown backend '{name}': netdsl runs on {' or '.join(BACKENDS)}")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    if "keras" in sys.modules and "tensorflow" in sys.modules:
-        return
-    saved = None
-    if mute_stderr:
-        try:
-            sys.stderr.flush()
-            saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, 2)
-            os.close(null)
-        except OSError:
-            saved = None
-    try:
+    if "keras" in sys.modules:
+        loaded = current_backend()
+        if loaded != name:
+            raise BackendError(f"Keras is already loaded with the '{loaded}' backend in this process and picks its "
+                               f"backend once, at import: run with KERAS_BACKEND={name} set before Keras is "
+                               f"imported, or in a new process")
+        return name
+    if importlib.util.find_spec(name) is None:
+        raise BackendError(f"the '{name}' backend needs the '{name}' package, which is not installed: "
+                           f"{_INSTALL_HINT[name]}")
+    os.environ["KERAS_BACKEND"] = name
+    with _muted_stderr(mute_stderr):
         import keras
 
         keras.ops.add(keras.ops.zeros((1,)), 1.0)  # the runtime's first op prints its notices
@@ -41,6 +59,32 @@ def quiet_tensorflow(mute_stderr: bool = True) -> None:
             absl.logging.set_verbosity(absl.logging.ERROR)
         except ImportError:
             pass
+    return name
+
+
+def quiet_tensorflow(mute_stderr: bool = True) -> None:
+    """Import Keras on the environment's backend (TensorFlow unless KERAS_BACKEND says otherwise)."""
+    init_backend(None, mute_stderr)
+
+
+def current_backend() -> str:
+    """The backend the loaded Keras runs on (Keras must be imported)."""
+    return sys.modules["keras"].backend.backend()
+
+
+@contextmanager
+def _muted_stderr(mute: bool) -> Iterator[None]:
+    saved = None
+    if mute:
+        try:
+            sys.stderr.flush()
+            saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            os.close(null)
+        except OSError:
+            saved = None
+    try:
+        yield
     finally:
         if saved is not None:
             os.dup2(saved, 2)

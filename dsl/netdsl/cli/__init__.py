@@ -14,7 +14,7 @@ import sys
 
 from netdsl.cli import build, check, evaluate, export, fmt, layers, lsp, predict, preview, render, train
 from netdsl.cli.common import EXIT_OK, EXIT_SPEC, EXIT_USAGE, print_diagnostics, print_training_error
-from netdsl.errors import SpecError
+from netdsl.errors import BackendError, SpecError
 from netdsl.training.errors import TrainingError
 from netdsl.version import __version__
 
@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_SPEC
     except TrainingError as exc:
         return print_training_error(exc)
+    except BackendError as exc:  # the backend asked for cannot load here: an environment problem
+        print(f"netdsl {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

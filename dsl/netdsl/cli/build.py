@@ -1,7 +1,8 @@
 """`netdsl build` and `netdsl summary`.
 
     netdsl build SPEC.net [-o DIR] [--model NAME] [--plugin MODULE] [--no-diagram] [--max-params N]
-    netdsl summary SPEC.net [--model NAME] [--json] [--plugin MODULE]
+                          [--backend tensorflow|jax]
+    netdsl summary SPEC.net [--model NAME] [--json] [--plugin MODULE] [--backend tensorflow|jax]
 
 `build` builds every model (or `--model`), then writes `DIR/<model>.keras`
 atomically (a temporary file in the same folder, then `os.replace`: a failed
@@ -11,6 +12,8 @@ model. `summary` prints the tables only; with `--json`, per model:
 `{"params", "trainable_params", "layers", "outputs": {name: shape}}` where
 `layers` is the number of layers the spec makes (inputs excluded; a shared
 instance or a nested model counts once) and shapes leave out the batch axis (`null`: unknown size).
+`--backend` picks the Keras backend (default: KERAS_BACKEND, else TensorFlow);
+the same spec gives the same model, and a `.keras` file, on both.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from netdsl.cli.common import add_include, add_plugin, load_plugins
+from netdsl.cli.common import add_backend, add_include, add_plugin, load_plugins
 from netdsl.errors import Diagnostic, RenderError, SpecError
 from netdsl.semantics.values import describe_value
 from netdsl.syntax.loader import load_file, pick_models
@@ -38,6 +41,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_plugin(build)
     build.add_argument("--no-diagram", action="store_true")
     build.add_argument("--max-params", type=int, default=None, metavar="N")
+    add_backend(build)
     add_include(build)
     build.set_defaults(run=run_build)
 
@@ -46,6 +50,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     summary.add_argument("--model", metavar="NAME")
     summary.add_argument("--json", action="store_true")
     add_plugin(summary)
+    add_backend(summary)
     add_include(summary)
     summary.set_defaults(run=run_summary)
 
@@ -91,11 +96,11 @@ def run_summary(args: argparse.Namespace) -> int:
 
 def _compile(args: argparse.Namespace, param_limit: int | None) -> tuple[Any, dict[str, Any]]:
     from netdsl.backend.compiler import compile_program
-    from netdsl.backend.runtime import quiet_tensorflow
+    from netdsl.backend.runtime import init_backend
 
     program = load_file(args.spec, args.include)  # syntax errors first, before TensorFlow loads
     names = pick_models(program, args.model)
-    quiet_tensorflow()
+    init_backend(args.backend)
     load_plugins(args.plugin, program.root)  # after Keras: a plugin importing it stays quiet too
     return compile_program(program, names, param_limit)
 

@@ -37,6 +37,12 @@ def add_include(parser: argparse.ArgumentParser) -> None:
                         help="a further folder imports may read from")
 
 
+def add_backend(parser: argparse.ArgumentParser) -> None:
+    # The names are repeated here (not read from backend.runtime): the parser must not load the backend room.
+    parser.add_argument("--backend", choices=("tensorflow", "jax"), default=None,
+                        help="the Keras backend (default: KERAS_BACKEND, else tensorflow); jax needs netdsl[jax]")
+
+
 def add_plugin(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                         help="a Python module that registers layers or activations (repeatable)")

@@ -1,0 +1,132 @@
+"""The same spec gives the same model on TensorFlow and on JAX (issue 11, part 1).
+
+Keras picks its backend once per process, so each backend runs in its own
+subprocess (tests/backend_probe.py): one builds every model of the specs,
+trains those with a train section for one step, saves them and records
+weights, inputs and outputs; the other rebuilds the specs, copies the
+weights in, and loads the saved files with `safe_mode=True`. Parameter
+counts must be equal, outputs equal to 1e-5.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from netdsl.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = ROOT / "tests" / "backend_probe.py"
+SMALL = ["lightning_mlp", "custom_layers", "declared", "multi_output", "siamese"]
+LARGE = ["mobilenet_v2", "resnet50", "transformer", "unet"]
+SPECS = {p.stem for p in (ROOT / "specs").glob("*.net")}
+
+pytest.importorskip("jax", reason="the JAX backend is an optional extra: pip install 'netdsl[jax]'")
+
+
+def _probe(mode: str, folder: Path, backend: str, specs: list[str]) -> None:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
+    result = subprocess.run([sys.executable, str(PROBE), mode, str(folder), backend,
+                             *(str(ROOT / "specs" / f"{s}.net") for s in specs)],
+                            capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def _compare(folder: Path) -> dict[str, tuple[int, float, float]]:
+    """{model: (parameters, largest difference rebuilt, largest difference loaded)}; counts asserted equal."""
+    found = {}
+    for made_path in sorted(folder.glob("*.npz")):
+        if made_path.name.endswith((".rebuilt.npz", ".loaded.npz")):
+            continue
+        base = str(made_path)[:-4]
+        made, rebuilt, loaded = np.load(made_path), np.load(base + ".rebuilt.npz"), np.load(base + ".loaded.npz")
+        assert int(made["params"]) == int(rebuilt["params"]), made_path.stem
+        outputs = [k for k in made.files if k.startswith("y")]
+        assert outputs and sorted(outputs) == sorted(k for k in rebuilt.files if k.startswith("y"))
+        for key in outputs:
+            np.testing.assert_allclose(rebuilt[key], made[key], rtol=1e-5, atol=1e-5, err_msg=made_path.stem)
+            np.testing.assert_allclose(loaded[key], made[key], rtol=1e-5, atol=1e-5, err_msg=made_path.stem)
+        found[made_path.stem] = int(made["params"])
+    return found
+
+
+def test_the_probed_specs_are_every_spec() -> None:
+    assert set(SMALL) | set(LARGE) == SPECS
+
+
+def test_tensorflow_models_equal_on_jax(tmp_path: Path) -> None:
+    _probe("make", tmp_path, "tensorflow", SMALL)
+    _probe("check", tmp_path, "jax", SMALL)
+    models = _compare(tmp_path)
+    # every model of every small spec, the custom and declared layers among them
+    assert {"lightning_mlp", "linear_mlp", "residual_net", "attention_example", "declared_mlp",
+            "declared_attention", "detector", "siamese"} <= set(models)
+    assert models["lightning_mlp"] == 101_770
+
+
+def test_models_trained_on_jax_load_on_tensorflow(tmp_path: Path) -> None:
+    specs = ["lightning_mlp", "declared"]
+    _probe("make", tmp_path, "jax", specs)
+    _probe("check", tmp_path, "tensorflow", specs)
+    assert len(_compare(tmp_path)) == 3
+
+
+@pytest.mark.slow
+def test_large_specs_equal_on_both_backends(tmp_path: Path) -> None:
+    _probe("make", tmp_path, "tensorflow", LARGE)
+    _probe("check", tmp_path, "jax", LARGE)
+    assert _compare(tmp_path)["resnet50"] == 25_636_712
+
+
+# ------------------------------------------------------------------ the command line
+
+
+def test_build_on_jax_from_the_command_line(tmp_path: Path) -> None:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("KERAS_BACKEND", None)
+    result = subprocess.run([sys.executable, "-m", "netdsl.cli", "summary", str(ROOT / "specs" / "siamese.net"),
+                             "--json", "--backend", "jax"], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["siamese"]["params"] == 23_329
+    assert result.stderr == ""
+
+
+def test_a_second_backend_in_one_process_is_a_one_line_error(capsys: pytest.CaptureFixture) -> None:
+    from netdsl.backend.runtime import current_backend, init_backend
+
+    init_backend(None, mute_stderr=False)  # this test process runs on TensorFlow
+    assert current_backend() == "tensorflow"
+    code = main(["summary", str(ROOT / "specs" / "lightning_mlp.net"), "--backend", "jax"])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "netdsl summary: error: Keras is already loaded with the 'tensorflow' backend in this process and picks "
+        "its backend once, at import: run with KERAS_BACKEND=jax set before Keras is imported, or in a new "
+        "process\n")
+
+
+def test_the_jax_backend_without_jax_says_how_to_install_it() -> None:
+    code = ("import importlib.util, sys\n"
+            "real = importlib.util.find_spec\n"
+            "importlib.util.find_spec = lambda name, *a: None if name == 'jax' else real(name, *a)\n"
+            "from netdsl.cli import main\n"
+            f"sys.exit(main(['build', {str(ROOT / 'specs' / 'lightning_mlp.net')!r}, '--backend', 'jax']))\n")
+    env = dict(os.environ)
+    env.pop("KERAS_BACKEND", None)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 2
+    assert result.stderr == ("netdsl build: error: the 'jax' backend needs the 'jax' package, which is not "
+                             "installed: install it with `pip install 'netdsl[jax]'`\n")
+    assert "keras" not in result.stdout
+
+
+def test_an_unknown_backend_is_refused_by_the_parser(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["summary", str(ROOT / "specs" / "lightning_mlp.net"), "--backend", "torch"])
+    assert exit_info.value.code == 2
+    assert "netdsl summary: error: argument --backend: invalid choice: 'torch'" in capsys.readouterr().err

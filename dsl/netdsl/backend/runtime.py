@@ -11,7 +11,7 @@ from typing import Iterator
 
 from netdsl.errors import BackendError
 
-__all__ = ["BACKENDS", "init_backend", "quiet_tensorflow", "current_backend", "dtype_policy"]
+__all__ = ["BACKENDS", "init_backend", "quiet_tensorflow", "current_backend", "muted_stderr", "dtype_policy"]
 
 BACKENDS = ("tensorflow", "jax")
 _INSTALL_HINT = {"jax": "install it with `pip install 'netdsl[jax]'`",
@@ -49,7 +49,7 @@ def init_backend(name: str | None = None, mute_stderr: bool = True) -> str:
         raise BackendError(f"the '{name}' backend needs the '{name}' package, which is not installed: "
                            f"{_INSTALL_HINT[name]}")
     os.environ["KERAS_BACKEND"] = name
-    with _muted_stderr(mute_stderr):
+    with muted_stderr(mute_stderr):
         import keras
 
         keras.ops.add(keras.ops.zeros((1,)), 1.0)  # the runtime's first op prints its notices
@@ -73,7 +73,8 @@ def current_backend() -> str:
 
 
 @contextmanager
-def _muted_stderr(mute: bool) -> Iterator[None]:
+def muted_stderr(mute: bool = True) -> Iterator[None]:
+    """File descriptor 2 pointed at /dev/null inside the block (C++ runtimes print there directly)."""
     saved = None
     if mute:
         try:

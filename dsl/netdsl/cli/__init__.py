@@ -24,6 +24,7 @@ __all__ = ["main", "print_diagnostics"]
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]  # `--processes` runs it again, N times
     if not getattr(args, "command", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE

@@ -3,12 +3,21 @@
     netdsl train SPEC [--model NAME] (--data SRC [--split 0.8,0.1,0.1] | --train SRC [--val SRC] [--test SRC])
                  [--targets OUT=COLUMN] [--epochs N] [--batch-size N] [--seed S] [-o DIR]
                  [--resume auto|RUN_DIR] [--progress auto|bar|line|none] [--tensorboard]
+                 [--backend tensorflow|jax] [--devices N]
+                 [--processes N | --coordinator HOST:PORT --num-processes N --process-id I]
 
 Exit codes: 0 a finished (or early-stopped) run, 1 a spec or data error or
 a failed run, 2 a usage error, 130 a run stopped by Ctrl-C or SIGTERM
 (resumable). The spec and the flags are checked before TensorFlow loads.
 Progress goes to stderr; the summary (status, train loss, val_loss,
 test_loss, the run folder) to stdout.
+
+Several devices and processes (issue 11, cli/scaling.py): `--devices N`
+trains on N devices of this process; `--processes N` starts N local
+processes of one job; `--coordinator/--num-processes/--process-id` (or
+SLURM / Open MPI variables) make this process one of a job. Only process 0
+prints and writes the run folder; a data path holding `{process}` names
+each process's own file.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from netdsl.cli import scaling
 from netdsl.cli.common import add_include, add_plugin, load_plugins
 from netdsl.training.errors import UsageError
 from netdsl.training.settings import PROGRESS, DataRequest, TrainRequest, parse_split, resolve
@@ -45,6 +55,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--resume", metavar="auto|RUN_DIR")
     train.add_argument("--progress", choices=PROGRESS, default="auto")
     train.add_argument("--tensorboard", action="store_true", help="TensorBoard logs in the run folder")
+    scaling.add_device_flags(train)
+    scaling.add_job_flags(train)
     add_plugin(train)
     add_include(train)
     train.set_defaults(run=run)
@@ -62,29 +74,51 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--split cuts --data; with --train, give --val and --test")
     if not (args.data or args.train or args.resume):
         raise UsageError("no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]")
-    data = DataRequest(data=args.data, train=args.train, val=args.val, test=args.test,
-                       split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets))
-    request = TrainRequest(spec=args.spec, model=args.model, data=data, epochs=args.epochs,
-                           batch_size=args.batch_size, seed=args.seed, out=args.output, resume=args.resume,
-                           progress=args.progress, tensorboard=args.tensorboard, include=args.include)
-    if args.plugin:
-        load_tensorflow()  # a plugin imports Keras: quietly
-    load_plugins(args.plugin, args.spec)  # before the check: the spec may name their layers
-    config = resolve(request)  # spec errors and bad flags, before TensorFlow loads (without --plugin)
-    load_tensorflow()
+    if scaling.is_launcher(args):
+        if not args.plugin:  # (plugins load Keras: each process checks the spec after loading them)
+            _checked(args, 0)  # spec errors and bad flags once, before any process starts
+        return scaling.launch_job(args, args.argv)
+    topology = scaling.topology_of(args)
+    # Spec errors and bad flags before TensorFlow loads; with --plugin, after the backend (a plugin imports Keras).
+    config = None if args.plugin else _checked(args, topology.process_id)
+    if topology.multi_process:
+        from netdsl.cli.job import run_in_job
+
+        return run_in_job(config, topology, args, lambda: _checked(args, topology.process_id), _announce, _print_summary)
+    from netdsl.training.distribute import set_up
+
+    distribution = set_up(topology)
+    config = config or _checked(args, topology.process_id)
     from netdsl.training.engine import run_training
 
     config.on_start = _announce
-    result = run_training(config)
+    result = run_training(config, distribution)
     _print_summary(result, args.spec)
     return EXIT_STOPPED if result.status == "stopped" else 0
 
 
-def load_tensorflow() -> None:
-    """TensorFlow without its start-up chatter."""
-    from netdsl.backend.runtime import quiet_tensorflow
+def _request(args: argparse.Namespace, process_id: int) -> TrainRequest:
+    own = lambda path: scaling.own_file(path, process_id)  # noqa: E731 - `{process}` in a data path
+    data = DataRequest(data=own(args.data), train=own(args.train), val=own(args.val), test=own(args.test),
+                       split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets))
+    progress = args.progress if process_id == 0 else "none"
+    return TrainRequest(spec=args.spec, model=args.model, data=data, epochs=args.epochs,
+                        batch_size=args.batch_size, seed=args.seed, out=args.output, resume=args.resume,
+                        progress=progress, tensorboard=args.tensorboard, include=args.include)
 
-    quiet_tensorflow()
+
+def _checked(args: argparse.Namespace, process_id: int) -> Any:
+    """Load the plugins (the installed ones, and --plugin once the backend is loaded), then check
+    the spec and the flags: the spec may name the plugins' layers."""
+    load_plugins(args.plugin, args.spec)
+    return resolve(_request(args, process_id))
+
+
+def load_tensorflow(backend: str | None = None) -> None:
+    """The backend without its start-up chatter."""
+    from netdsl.backend.runtime import init_backend
+
+    init_backend(backend)
 
 
 def parse_targets(items: list[str]) -> dict[str, str]:

@@ -43,10 +43,31 @@ from netdsl.training.signature import Signature
 
 @dataclass
 class Placement:
-    """Where a run trains and who writes: the default is one process that writes."""
+    """Where a run trains and who writes: the default is one process on one device that writes.
+
+    `distribute.Distribution` is the other kind: a strategy's scope, data
+    cut into each process's equal share, and only process 0 writing.
+    """
 
     scope: Callable[[], ContextManager] = contextlib.nullcontext
     writes: bool = True
+
+    def prepare(self, plan: DataPlan, batch_size: int) -> None:
+        """Called once the data is planned, before training (distribution checks and trims it here)."""
+
+    def dataset(self, part: Any, batch_size: int, order: EpochOrder | None = None) -> Any:
+        """The batches of `part` this process feeds to Keras (`batch_size` is the global batch)."""
+        return part.dataset(batch_size, order)
+
+    def callbacks(self) -> list:
+        return []
+
+    def saving(self) -> ContextManager:
+        """The context process 0 saves a model in, alone (distribution: without the job's collectives)."""
+        return contextlib.nullcontext()
+
+    def describe(self) -> dict | None:
+        return None
 
 
 @dataclass
@@ -85,7 +106,7 @@ class Session:
                                                  "epoch_seconds": [], "write_seconds": []})
 
     def __post_init__(self) -> None:
-        self.writer = RunWriter(self.folder if self.placement.writes else None)
+        self.writer = RunWriter(self.folder if self.placement.writes else None, self.placement.saving)
 
     def run(self) -> Run:
         if self.config.resume_from is not None and self.config.resume_from.checkpoint.is_file():
@@ -97,6 +118,7 @@ class Session:
             self._build()
             self.plan = plan_data(self.config.data, Signature.of(self.model), self.config.seed,
                                   self.config.validation_split)
+            self.placement.prepare(self.plan, self.config.batch_size)
             self.writer.config(self._config_json())
             stopped_early = self._fit()
             self._test()
@@ -157,15 +179,18 @@ class Session:
 
             callbacks.append(keras.callbacks.TensorBoard(log_dir=str(self.writer.folder.path / "tensorboard")))
         callbacks.extend(config.callbacks)
-        model.fit(plan.train.dataset(config.batch_size, order),
-                  validation_data=plan.val.dataset(config.batch_size) if plan.val is not None else None,
+        callbacks.extend(self.placement.callbacks())
+        place = self.placement
+        model.fit(place.dataset(plan.train, config.batch_size, order),
+                  validation_data=place.dataset(plan.val, config.batch_size) if plan.val is not None else None,
                   epochs=config.epochs, initial_epoch=min(first, config.epochs), callbacks=callbacks, verbose=0,
                   shuffle=False)  # the pipeline shuffles, by seed and epoch
         return bool(model.stop_training) and self.state["epoch"] < config.epochs
 
     def _test(self) -> None:
         if self.plan.test is not None:
-            logs = self.model.evaluate(self.plan.test.dataset(self.config.batch_size), return_dict=True, verbose=0)
+            test = self.placement.dataset(self.plan.test, self.config.batch_size)
+            logs = self.model.evaluate(test, return_dict=True, verbose=0)
             self.test = {k: float(v) for k, v in logs.items()}
 
     def _close(self, status: str, reason: str | None = None) -> Run:
@@ -229,10 +254,19 @@ class Session:
             "data": config.data.describe(),
             "samples": self.plan.sizes() if self.plan is not None else None,
             "compile": compile_config,
+            "backend": keras.backend.backend(),
+            "distribution": self.placement.describe(),
             "versions": {"netdsl": __version__, "keras": keras.__version__, "tensorflow": tf.__version__,
-                         "python": platform.python_version()},
+                         "python": platform.python_version(), **_jax_version()},
             "created": saved.get("created") or datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
+
+
+def _jax_version() -> dict:
+    import sys
+
+    jax = sys.modules.get("jax")
+    return {"jax": jax.__version__} if jax is not None else {}
 
 
 def _one_line(exc: BaseException) -> str:

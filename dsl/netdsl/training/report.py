@@ -8,20 +8,23 @@ distributed run) gets `RunWriter(None)`, which writes nothing.
 
 from __future__ import annotations
 
+import contextlib
+
 import csv
 import io
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 from netdsl.atomic import write_bytes
 from netdsl.training.runs import CHECKPOINT, CONFIG, HISTORY, REPORT, RunFolder
 
 
 class RunWriter:
-    def __init__(self, folder: RunFolder | None):
+    def __init__(self, folder: RunFolder | None, saving: Callable[[], ContextManager] = contextlib.nullcontext):
         self.folder = folder
+        self.saving = saving  # the context a model is saved in (distribution: see Placement.saving)
 
     @property
     def path(self) -> Path | None:
@@ -46,7 +49,8 @@ class RunWriter:
             return None
         from netdsl.backend.saving import save_atomic
 
-        return save_atomic(model, self.folder.path / name)
+        with self.saving():
+            return save_atomic(model, self.folder.path / name)
 
     def curves(self, rows: list[dict], title: str) -> None:
         if self.folder is None or not rows:

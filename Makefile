@@ -74,6 +74,7 @@ bench: $(STAMP) graphviz chromium
 	$(VENV)/bin/python bench/bench_export.py
 	$(VENV)/bin/python bench/bench_lsp.py
 	$(VENV)/bin/python bench/bench_train.py
+	$(VENV)/bin/python bench/bench_distribute.py
 
 clean:
 	rm -rf build .pytest_cache

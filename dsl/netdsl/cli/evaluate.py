@@ -1,8 +1,10 @@
-"""`netdsl evaluate RUN_DIR|MODEL.keras --data SRC [--json] [--batch-size N]`: loss and metrics on data.
+"""`netdsl evaluate RUN_DIR|MODEL.keras --data SRC [--json] [--batch-size N] [--backend B]`: loss and metrics on data.
 
 A run folder means its model.keras (and its batch size). The data is read
 as `train` reads it, by the model's input and output names. `--json`
-prints the values as one JSON object instead of a table.
+prints the values as one JSON object instead of a table. `--backend` as for
+`train`; it runs in one process on one device (Keras' predict does not run
+across processes; see docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from netdsl.cli.common import add_plugin, load_plugins
-from netdsl.cli.train import add_targets, load_tensorflow, parse_targets
+from netdsl.cli import scaling
+from netdsl.cli.common import add_backend, add_plugin, load_plugins
+from netdsl.cli.train import add_targets, parse_targets
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -21,17 +24,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cmd.add_argument("--batch-size", type=int, metavar="N")
     add_targets(cmd)
     add_plugin(cmd)
+    add_backend(cmd)
     cmd.add_argument("--json", action="store_true", help="print the values as JSON")
     cmd.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     targets = parse_targets(args.targets)
-    load_tensorflow()
+    scope = scaling.set_up_one_process(args)
     load_plugins(args.plugin, args.trained)  # a saved model may hold plugin layers
     from netdsl.training.inference import evaluate
 
-    values = evaluate(args.trained, args.data, args.batch_size, targets)
+    with scope():
+        values = evaluate(args.trained, args.data, args.batch_size, targets)
     if args.json:
         print(json.dumps(values, indent=2))
     else:

@@ -1,16 +1,18 @@
-"""`netdsl predict RUN_DIR|MODEL.keras --data SRC -o PREDS.npz [--batch-size N]`.
+"""`netdsl predict RUN_DIR|MODEL.keras --data SRC -o PREDS.npz [--batch-size N] [--backend B]`.
 
 Writes one array per model output, keyed by the output's name, atomically.
 The data needs only the model's inputs (target columns or arrays, when
-present, are left aside).
+present, are left aside). It runs in one process on one device (Keras'
+predict does not run across processes; see docs/scaling.md); `--backend` as for `train`.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from netdsl.cli.common import add_plugin, load_plugins
-from netdsl.cli.train import add_targets, load_tensorflow, parse_targets
+from netdsl.cli import scaling
+from netdsl.cli.common import add_backend, add_plugin, load_plugins
+from netdsl.cli.train import add_targets, parse_targets
 from netdsl.training.errors import TrainingError
 
 
@@ -22,16 +24,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cmd.add_argument("--batch-size", type=int, metavar="N")
     add_targets(cmd)
     add_plugin(cmd)
+    add_backend(cmd)
     cmd.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     targets = parse_targets(args.targets)
-    load_tensorflow()
+    scope = scaling.set_up_one_process(args)
     load_plugins(args.plugin, args.trained)  # a saved model may hold plugin layers
     from netdsl.training.inference import predict, write_predictions
 
-    predictions = predict(args.trained, args.data, args.batch_size, targets)
+    with scope():
+        predictions = predict(args.trained, args.data, args.batch_size, targets)
     try:
         target = write_predictions(predictions, args.output)
     except OSError as exc:

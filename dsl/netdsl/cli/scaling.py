@@ -20,7 +20,7 @@ from netdsl.cli.common import add_backend
 from netdsl.training.errors import UsageError
 from netdsl.training.topology import PROCESS_FIELD, TF_MULTI_PROCESS, Topology, resolve_topology
 
-__all__ = ["add_device_flags", "add_job_flags", "topology_of", "launch_job", "own_file", "is_launcher"]
+__all__ = ["add_device_flags", "add_job_flags", "topology_of", "launch_job", "own_file", "is_launcher", "set_up_one_process"]
 
 
 def add_device_flags(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +45,16 @@ def topology_of(args: argparse.Namespace) -> Topology:
     """The checked topology of this process (flags first, then SLURM / Open MPI variables)."""
     return resolve_topology(args.backend, args.devices, getattr(args, "coordinator", None),
                             getattr(args, "num_processes", None), getattr(args, "process_id", None), os.environ)
+
+
+def set_up_one_process(args: argparse.Namespace) -> Any:
+    """`evaluate` / `predict`: the backend and devices of this one process; the scope to load and run in."""
+    import contextlib
+
+    from netdsl.training.distribute import set_up
+
+    distribution = set_up(resolve_topology(args.backend, args.devices, None, None, None, {}))
+    return distribution.scope if distribution is not None else contextlib.nullcontext
 
 
 def own_file(path: Any, process_id: int) -> Any:

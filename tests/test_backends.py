@@ -130,3 +130,32 @@ def test_an_unknown_backend_is_refused_by_the_parser(capsys: pytest.CaptureFixtu
         main(["summary", str(ROOT / "specs" / "lightning_mlp.net"), "--backend", "torch"])
     assert exit_info.value.code == 2
     assert "netdsl summary: error: argument --backend: invalid choice: 'torch'" in capsys.readouterr().err
+
+
+def test_evaluate_and_predict_on_jax_match_tensorflow(tmp_path: Path) -> None:
+    import netdsl
+
+    model = netdsl.build(str(ROOT / "specs" / "lightning_mlp.net"))
+    model.save(tmp_path / "mlp.keras")
+    rng = np.random.default_rng(4)
+    np.savez(tmp_path / "d.npz", image=rng.random((37, 28, 28), dtype=np.float32), logits=rng.integers(0, 10, 37))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("KERAS_BACKEND", None)
+    values, predictions = {}, {}
+    for backend in ("tensorflow", "jax"):
+        common = [sys.executable, "-m", "netdsl.cli"]
+        result = subprocess.run([*common, "evaluate", str(tmp_path / "mlp.keras"), "--data", str(tmp_path / "d.npz"),
+                                 "--json", "--backend", backend], capture_output=True, text=True, timeout=300, env=env)
+        assert result.returncode == 0, result.stderr
+        values[backend] = json.loads(result.stdout)
+        out = tmp_path / f"{backend}.npz"
+        result = subprocess.run([*common, "predict", str(tmp_path / "mlp.keras"), "--data", str(tmp_path / "d.npz"),
+                                 "-o", str(out), "--backend", backend], capture_output=True, text=True, timeout=300,
+                                env=env)
+        assert result.returncode == 0, result.stderr
+        predictions[backend] = np.load(out)["logits"]
+    assert values["jax"].keys() == values["tensorflow"].keys() == {"loss", "sparse_categorical_accuracy"}
+    for key, value in values["tensorflow"].items():
+        assert abs(values["jax"][key] - value) <= 1e-5
+    np.testing.assert_allclose(predictions["jax"], predictions["tensorflow"], rtol=1e-5, atol=1e-5)
+    assert predictions["jax"].shape == (37, 10)

@@ -221,6 +221,25 @@ def _wait_for_epoch(first: subprocess.Popen, runs: Path, epoch: int) -> None:
 
 
 @pytest.mark.slow
+def test_each_process_reads_its_own_file(jobs, tmp_path: Path, small_data: Path) -> None:
+    """Process i's file holds rows i*16..(i+1)*16 of every batch of 32: the same batches as one device reads."""
+    spec = tmp_path / "unshuffled.net"
+    spec.write_text(Path(SPEC).read_text().replace("batch_size = 32", "batch_size = 32\n    shuffle = false"))
+    data = np.load(small_data)
+    batches = {k: data[k].reshape(-1, 2, 16, *data[k].shape[1:]) for k in data.files}
+    for i in (0, 1):
+        np.savez(tmp_path / f"part-{i}.npz", **{k: v[:, i].reshape(-1, *v.shape[3:]) for k, v in batches.items()})
+    runs = []
+    for name, flags, source in (("one", [], small_data), ("own", ["--processes", "2"], "part-{process}.npz")):
+        process = jobs("train", str(spec), "--train", str(tmp_path / source), "--epochs", "2", "--seed", "3",
+                       "--progress", "none", "-o", str(tmp_path / name), "--backend", "jax", *flags,
+                       log=tmp_path / f"{name}.log")
+        assert process.wait(timeout=LIMIT_S) == 0, (tmp_path / f"{name}.log").read_text()
+        runs.append(_weights(tmp_path / name))
+    assert _largest_difference(*runs) <= 1e-6
+
+
+@pytest.mark.slow
 def test_a_killed_process_ends_the_job_and_the_run_resumes(jobs, tmp_path: Path) -> None:
     data, runs = _data(tmp_path / "big.npz", 1024, seed=1), tmp_path / "runs"
     first, second = _two_by_hand(jobs, tmp_path, data, runs, epochs=6)

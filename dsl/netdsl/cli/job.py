@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable
 
+from netdsl.cli import scaling
 from netdsl.errors import SpecError
 from netdsl.training.errors import TrainingError
 
@@ -25,6 +26,7 @@ def run_in_job(config: Any, topology: Any, args: argparse.Namespace, check: Call
     from netdsl.training.distribute import set_up
 
     distribution = set_up(topology)  # joins the job (UsageError when it cannot)
+    distribution.own_files = scaling.own_roles(args)
     me = f"process {topology.process_id}"
     try:
         config = config or check()

@@ -3,9 +3,9 @@
     --backend tensorflow|jax   --devices N   --processes N
     --coordinator HOST:PORT --num-processes N --process-id I   (or SLURM / Open MPI variables)
 
-`train` takes all of them; `evaluate` and `predict` run in one process
-(Keras' `predict` does not run across processes) and take `--backend` and
-`--devices`. Nothing here imports Keras: the flags are checked first, then
+`train` takes all of them; `evaluate` and `predict` run in one process on
+one device (Keras' `predict` does not run across processes) and take
+`--backend`. Nothing here imports Keras: the flags are checked first, then
 `distribute.set_up` loads the backend the way the topology needs it.
 """
 
@@ -20,7 +20,7 @@ from netdsl.cli.common import add_backend
 from netdsl.training.errors import UsageError
 from netdsl.training.topology import PROCESS_FIELD, TF_MULTI_PROCESS, Topology, resolve_topology
 
-__all__ = ["add_device_flags", "add_job_flags", "topology_of", "launch_job", "own_file", "is_launcher", "set_up_one_process"]
+__all__ = ["add_device_flags", "add_job_flags", "topology_of", "launch_job", "own_file", "own_roles", "is_launcher", "set_up_one_process"]
 
 
 def add_device_flags(parser: argparse.ArgumentParser) -> None:
@@ -48,13 +48,21 @@ def topology_of(args: argparse.Namespace) -> Topology:
 
 
 def set_up_one_process(args: argparse.Namespace) -> Any:
-    """`evaluate` / `predict`: the backend and devices of this one process; the scope to load and run in."""
+    """`evaluate` / `predict`: the backend of this one process; the scope to load and run in."""
     import contextlib
 
     from netdsl.training.distribute import set_up
 
-    distribution = set_up(resolve_topology(args.backend, args.devices, None, None, None, {}))
+    distribution = set_up(resolve_topology(args.backend, None, None, None, None, {}))
     return distribution.scope if distribution is not None else contextlib.nullcontext
+
+
+def own_roles(args: argparse.Namespace) -> frozenset:
+    """The data parts each process reads from its own file (`{process}` in their path)."""
+    if isinstance(args.data, str) and PROCESS_FIELD in args.data:
+        return frozenset({"train", "val", "test"})
+    return frozenset(role for role in ("train", "val", "test")
+                     if isinstance(getattr(args, role), str) and PROCESS_FIELD in getattr(args, role))
 
 
 def own_file(path: Any, process_id: int) -> Any:

@@ -114,13 +114,6 @@ def _checked(args: argparse.Namespace, process_id: int) -> Any:
     return resolve(_request(args, process_id))
 
 
-def load_tensorflow(backend: str | None = None) -> None:
-    """The backend without its start-up chatter."""
-    from netdsl.backend.runtime import init_backend
-
-    init_backend(backend)
-
-
 def parse_targets(items: list[str]) -> dict[str, str]:
     """`--targets probs=label` (repeatable, or comma-separated) as {output: column}."""
     targets = {}

@@ -159,3 +159,20 @@ def test_evaluate_and_predict_on_jax_match_tensorflow(tmp_path: Path) -> None:
         assert abs(values["jax"][key] - value) <= 1e-5
     np.testing.assert_allclose(predictions["jax"], predictions["tensorflow"], rtol=1e-5, atol=1e-5)
     assert predictions["jax"].shape == (37, 10)
+
+
+@pytest.mark.slow
+def test_the_scaling_guide_backend_commands_run(tmp_path: Path) -> None:
+    guide = (ROOT / "docs" / "scaling.md").read_text(encoding="utf-8")
+    block = guide.split("## Choosing the backend", 1)[1].split("```", 2)[1]
+    commands = [line.split() for line in block.splitlines() if line.startswith("netdsl ")]
+    assert [c[1] for c in commands] == ["build", "summary"]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("KERAS_BACKEND", None)
+    for command in commands:
+        args = [str(ROOT / a) if a.startswith("specs/") else a for a in command[1:]]
+        result = subprocess.run([sys.executable, "-m", "netdsl.cli", *args], capture_output=True, text=True,
+                                timeout=300, env=env, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+    assert (tmp_path / "build" / "lightning_mlp.keras").is_file()
+    assert json.loads(result.stdout)["lightning_mlp"]["params"] == 101_770

@@ -263,10 +263,14 @@ class Session:
 
 
 def _jax_version() -> dict:
-    import sys
+    """JAX's version when the run trains on it."""
+    import keras
 
-    jax = sys.modules.get("jax")
-    return {"jax": jax.__version__} if jax is not None else {}
+    if keras.backend.backend() != "jax":
+        return {}
+    import jax
+
+    return {"jax": jax.__version__}
 
 
 def _one_line(exc: BaseException) -> str:

@@ -342,3 +342,41 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+# ------------------------------------------------------------------ the step clock, alone
+
+
+class _FakeStore:
+    """The two calls of JAX's coordination client the clock uses, answering from a dict."""
+
+    def __init__(self, values: dict[str, str]):
+        self.values = values
+
+    def key_value_dir_get(self, prefix: str) -> list[tuple[str, str]]:
+        return [(k, v) for k, v in self.values.items() if k.startswith(prefix)]
+
+    def key_value_set(self, key: str, value: str, allow_overwrite: bool = False) -> None:
+        self.values[key] = value
+
+
+def test_the_step_clock_names_the_process_that_lags(monkeypatch: pytest.MonkeyPatch) -> None:
+    from netdsl.training import faults
+    from netdsl.training.topology import Topology
+
+    store = _FakeStore({"netdsl/progress/1": "12|epoch 3, step 5", "netdsl/progress/2": "40|epoch 3, step 18"})
+    monkeypatch.setitem(faults._state, "topology", Topology("jax", None, 3, 0, "127.0.0.1:1"))
+    monkeypatch.setitem(faults._state, "client", store)
+    monkeypatch.setitem(faults._state, "steps", 0)
+    faults._mark("epoch 3, step 18", armed=True)
+    assert store.values["netdsl/progress/0"] == "1|epoch 3, step 18"
+    assert faults._stalled() is None
+    monkeypatch.setitem(faults._state, "last", time.monotonic() - faults.STEP_TIMEOUT_S - 1)
+    assert faults._stalled() > faults.STEP_TIMEOUT_S
+    monkeypatch.setitem(faults._state, "steps", 41)
+    assert faults._laggard(store, [0, 1, 2], 0) == "process 1 hangs (last seen at epoch 3, step 5)"
+    # Before a phase's first step (it compiles) the clock waits longer.
+    monkeypatch.setitem(faults._state, "armed", False)
+    assert faults._stalled() is None
+    monkeypatch.setitem(faults._state, "last", None)  # outside training: no clock
+    assert faults._stalled() is None

@@ -53,6 +53,7 @@ def watch(topology: Any) -> None:
     _state["topology"], _state["client"] = topology, distributed.global_state.client
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _mark("joining the job", armed=False)  # a hang before the first step: caught after COMPILE_TIMEOUT_S
     threading.Thread(target=_watchdog, name="netdsl-watchdog", daemon=True).start()
 
 

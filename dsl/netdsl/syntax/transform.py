@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 
 from netdsl.syntax import ir
 from netdsl.errors import Diagnostic, SpecError, Span
 from netdsl.syntax.lalr import PASS, Part
+from netdsl.syntax.depth import too_deep
 from netdsl.syntax.lexer import COL, END_COL, END_LINE, LINE
 from netdsl.syntax.nodes import maker, new_span, span_at
 from netdsl.syntax.parser import MAX_EXPRESSION_DEPTH, MAX_NUMBER_DIGITS, parse
@@ -75,10 +77,11 @@ def _nodes(children: list) -> list:
 class IRBuilder:
     """The IR of one file, built rule by rule as the parser reduces."""
 
-    def __init__(self, file: str):
+    def __init__(self, file: str, text: str):
         self.file = file
+        self.text = text
+        self._line_starts: list[int] | None = None  # offsets of the lines, when a long expression needs them
         self.containers: dict = {}  # see lalr.shaped_reducers
-        self.depth: dict[int, int] = {}  # id(expression) -> nesting depth, for those deeper than 1
         self.error: Diagnostic | None = None  # the first error found while building
         self._span = functools.partial(span_at, file)  # (line, col, end_line, end_col) -> Span
 
@@ -91,22 +94,24 @@ class IRBuilder:
         if self.error is None:
             self.error = Diagnostic.at(span, message, hint)
 
-    def _nested(self, node, *children):
-        """`node`, its depth recorded; an error when it is nested too deeply."""
-        depth = self.depth
-        deepest = 1
-        for child in children:
-            d = depth.get(id(child), 1)
-            if d > deepest:
-                deepest = d
-        depth[id(node)] = deepest + 1
-        if deepest == MAX_EXPRESSION_DEPTH:
-            self._fail(node.span, "expression nested too deeply",
-                       f"at most {MAX_EXPRESSION_DEPTH} levels; name a part of it with 'let'")
+    def _shallow(self, node, *exprs):
+        """`node`, after checking that no expression in `exprs` nests too deeply."""
+        for expr in exprs:
+            if expr is not None and not self._short(expr.span):
+                deep = too_deep(expr, MAX_EXPRESSION_DEPTH)
+                if deep is not None:
+                    self._fail(deep.span, "expression nested too deeply",
+                               f"at most {MAX_EXPRESSION_DEPTH} levels; name a part of it with 'let'")
         return node
 
-    def _nested_items(self, node, items):
-        return self._nested(node, *items) if items else node
+    def _short(self, span: Span) -> bool:
+        """Fewer characters than nesting levels allowed (so it cannot nest too deeply)."""
+        if span.line == span.end_line:
+            return span.end_col - span.col < MAX_EXPRESSION_DEPTH
+        if self._line_starts is None:
+            self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        starts = self._line_starts
+        return (starts[span.end_line - 1] + span.end_col) - (starts[span.line - 1] + span.col) < MAX_EXPRESSION_DEPTH
 
     # -- declarations
     def start(self, c, pos):
@@ -117,17 +122,18 @@ class IRBuilder:
         return _import(self._span(pos), self._unescape(c[0]), alias)
 
     def let_decl(self, c, pos):
-        return _let(self._span(pos), c[0][1], c[1])
+        return self._shallow(_let(self._span(pos), c[0][1], c[1]), c[1])
 
     def let_func(self, c, pos):
         name, params, body = c
-        return _let_func(self._span(pos), name[1], params.items, body)
+        return self._shallow(_let_func(self._span(pos), name[1], params.items, body), body)
 
     def params(self, c, pos):
         return Part(c, pos)
 
     def param(self, c, pos):
-        return _param(self._span(pos), c[0][1], c[1] if len(c) > 1 else None)
+        default = c[1] if len(c) > 1 else None
+        return self._shallow(_param(self._span(pos), c[0][1], default), default)
 
     def model_decl(self, c, pos):
         name, body = c
@@ -139,7 +145,7 @@ class IRBuilder:
 
     def activation_decl(self, c, pos):
         name, params, body = c
-        return _activation(self._span(pos), name[1], params.items, body)
+        return self._shallow(_activation(self._span(pos), name[1], params.items, body), body)
 
     def layer_decl(self, c, pos):
         name, params, body = c
@@ -156,27 +162,27 @@ class IRBuilder:
         rest = c[1:]
         dtype = rest.pop()[1] if rest and type(rest[-1]) is tuple else None
         shape = rest[0] if rest else None
-        return _input_item(self._span(pos), c[0][1], shape, dtype)
+        return self._shallow(_input_item(self._span(pos), c[0][1], shape, dtype), shape)
 
     def output_stmt(self, c, pos):
         return _output(self._span(pos), list(c))
 
     def output_bind(self, c, pos):
         name, value = c
-        return _output_item(self._span(pos), name[1], value)
+        return self._shallow(_output_item(self._span(pos), name[1], value), value)
 
     def output_expr(self, c, pos):
         (value,) = c
         if isinstance(value, ir.Name):
             return _output_item(self._span(pos), value.id, None)
-        return _output_item(self._span(pos), None, value)
+        return self._shallow(_output_item(self._span(pos), None, value), value)
 
     def assign_stmt(self, c, pos):
-        return _assign(self._span(pos), [t[1] for t in c[:-1]], c[-1])
+        return self._shallow(_assign(self._span(pos), [t[1] for t in c[:-1]], c[-1]), c[-1])
 
     def shared_stmt(self, c, pos):
         name, value = c
-        return _shared(self._span(pos), name[1], value)
+        return self._shallow(_shared(self._span(pos), name[1], value), value)
 
     def if_stmt(self, c, pos):
         cond, then = c[0], c[1].items
@@ -185,53 +191,53 @@ class IRBuilder:
             orelse = [orelse]
         elif orelse is not None:
             orelse = orelse.items
-        return _if(self._span(pos), cond, then, orelse)
+        return self._shallow(_if(self._span(pos), cond, then, orelse), cond)
 
     def train_stmt(self, c, pos):
         return _train(self._span(pos), _nodes(c))
 
     def train_item(self, c, pos):
         name, value = c
-        return _kwarg(self._span(pos), name[1], value)
+        return self._shallow(_kwarg(self._span(pos), name[1], value), value)
 
     weight_option = train_item
 
     def weight_stmt(self, c, pos):
-        return _weight(self._span(pos), c[0][1], c[1], c[2:])
+        return self._shallow(_weight(self._span(pos), c[0][1], c[1], c[2:]), c[1])
 
     # -- expressions
     def if_exp(self, c, pos):
         then, cond, orelse = c
-        return self._nested(_if_exp(self._span(pos), cond, then, orelse), cond, then, orelse)
+        return _if_exp(self._span(pos), cond, then, orelse)
 
     def or_op(self, c, pos):
-        return self._nested(_bool_op(self._span(pos), "or", c[0], c[1]), c[0], c[1])
+        return _bool_op(self._span(pos), "or", c[0], c[1])
 
     def and_op(self, c, pos):
-        return self._nested(_bool_op(self._span(pos), "and", c[0], c[1]), c[0], c[1])
+        return _bool_op(self._span(pos), "and", c[0], c[1])
 
     def not_op(self, c, pos):
-        return self._nested(_unary_op(self._span(pos), "not", c[0]), c[0])
+        return _unary_op(self._span(pos), "not", c[0])
 
     def binop(self, c, pos):
         left, op, right = c
-        return self._nested(_bin_op(self._span(pos), op[1], left, right), left, right)
+        return _bin_op(self._span(pos), op[1], left, right)
 
     compare = binop
 
     def unop(self, c, pos):
         op, operand = c
-        return self._nested(_unary_op(self._span(pos), op[1], operand), operand)
+        return _unary_op(self._span(pos), op[1], operand)
 
     def flow(self, c, pos):
         items = _nodes(c)
-        return self._nested_items(_flow(self._span(pos), items), items)
+        return _flow(self._span(pos), items)
 
     def call(self, c, pos):
         func, arguments = c
         args = [a for a in arguments.items if not isinstance(a, ir.Kwarg)]
         kwargs = [a for a in arguments.items if isinstance(a, ir.Kwarg)]
-        return self._nested(_call(self._span(pos), func, args, kwargs), func, *arguments.items)
+        return _call(self._span(pos), func, args, kwargs)
 
     def args(self, c, pos):
         seen_keyword = None
@@ -248,33 +254,33 @@ class IRBuilder:
 
     def kwarg(self, c, pos):
         name, value = c
-        return self._nested(_kwarg(self._span(pos), name[1], value), value)
+        return _kwarg(self._span(pos), name[1], value)
 
     def attr(self, c, pos):
         value, name = c
-        return self._nested(_attr(self._span(pos), value, name[1]), value)
+        return _attr(self._span(pos), value, name[1])
 
     def index(self, c, pos):
         value, index = c
-        return self._nested(_index(self._span(pos), value, index), value, index)
+        return _index(self._span(pos), value, index)
 
     def slice(self, c, pos):
         start, stop = c
-        return self._nested(_slice(self._span(pos), start, stop), start, stop)
+        return _slice(self._span(pos), start, stop)
 
     def tuple(self, c, pos):
-        return self._nested_items(_tuple(self._span(pos), list(c)), c)
+        return _tuple(self._span(pos), list(c))
 
     def list(self, c, pos):
-        return self._nested_items(_list(self._span(pos), list(c)), c)
+        return _list(self._span(pos), list(c))
 
     def dict(self, c, pos):
         items = _nodes(c)
-        return self._nested_items(_dict(self._span(pos), items), items)
+        return _dict(self._span(pos), items)
 
     def dict_item(self, c, pos):
         key, value = c
-        return self._nested(_dict_item(self._span(pos), key, value), key, value)
+        return _dict_item(self._span(pos), key, value)
 
     # -- atoms
     soft_keyword = hard_keyword = PASS  # the keyword's token
@@ -335,7 +341,7 @@ class IRBuilder:
 def to_ir(text: str, display: str) -> ir.File:
     """Parse one file's text into an `ir.File` (comments kept for the formatter)."""
     comments: list[tuple] = []
-    builder = IRBuilder(display)
+    builder = IRBuilder(display, text)
     decls = parse(text, display, builder, comments)
     if builder.error is not None:
         raise SpecError(builder.error)

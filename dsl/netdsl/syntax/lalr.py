@@ -34,20 +34,30 @@ class SyntaxFailure(Exception):
         self.token, self.expected, self.value_stack = token, expected, value_stack
 
 
-def run(tables: Tables, tokens: Iterable[tuple], reducers: list[Reducer | None], end: Callable,
+class Reductions:
+    """What reducing by each rule does, ready for `run`.
+
+    `reducers[i]` builds the value of rule i from its children; None means the
+    rule has one child and its value is that child."""
+
+    def __init__(self, tables: Tables, reducers: list[Reducer | None]):
+        self.rules = [(r.size, r.origin, reducers[r.index]) for r in tables.rules]
+        passing = frozenset(i for i, reduce in enumerate(reducers) if reduce is None)
+        # Where a run of pass-on rules ends, by (state below, state on top, token type):
+        # the same in every parse, so learnt once (an atom climbs a dozen of them).
+        self.climbs: dict = tables.climbs.setdefault(passing, {})
+
+
+def run(tables: Tables, tokens: Iterable[tuple], reductions: Reductions, end: Callable,
         shift: Callable | None = None) -> Any:
     """Parse `tokens`; the value of the start rule. Raises SyntaxFailure.
 
-    `reducers[i]` builds the value of rule i from its children; None means the
-    rule has one child and its value is that child. `end(last)` makes the
-    end-of-input token from the last token (None when there was none);
-    `shift(token)`, when given, is what a token becomes on the stack."""
+    `end(last)` makes the end-of-input token from the last token (None when
+    there was none); `shift(token)`, when given, is what a token becomes on
+    the stack."""
     states = tables.states
-    rules = [(r.size, r.origin, reducers[r.index]) for r in tables.rules]
-    passing = frozenset(i for i, reduce in enumerate(reducers) if reduce is None)
-    # Where a run of pass-on rules ends, by (state below, state on top, token type):
-    # the same in every parse, so learnt once (an atom climbs a dozen of them).
-    climbs = tables.climbs.setdefault(passing, {})
+    rules = reductions.rules
+    climbs = reductions.climbs
     end_state = tables.end_state
     state_stack = [tables.start_state]
     value_stack: list = []
@@ -115,6 +125,18 @@ def end_token(last: tuple | None) -> tuple:
     return (END, "") + last[2:] if last is not None else (END, "", 1, 1, None, None)
 
 
+def recognizer(tables: Tables) -> Reductions:
+    """Reductions that build nothing: for only finding out whether text parses."""
+    known = tables.recognizer
+    if known is None:
+        known = tables.recognizer = Reductions(tables, [None if r.size == 1 else _nothing for r in tables.rules])
+    return known
+
+
+def _nothing(children: list) -> None:
+    return None
+
+
 # ----------------------------------------------------------------- shaping
 
 
@@ -132,15 +154,16 @@ class Part:
 PASS = None  # a builder's method for a one-child rule that is that child (`posarg = PASS`)
 
 
-def shaped_reducers(tables: Tables, builder: Any) -> list[Reducer | None]:
+def shaped_reducers(tables: Tables, builder: Any, positions: bool = True) -> list[Reducer | None]:
     """One reducer per rule of `tables`, handing `builder` what lark's tree would hold.
 
     The builder's `containers` dict ({id(node): position}) receives the
     position of every node that a `?rule` passed on with more text around it
-    (`(x + 1)`: the node is `x + 1`, its container the parentheses)."""
+    (`(x + 1)`: the node is `x + 1`, its container the parentheses). With
+    `positions=False` every position is None (for a builder that needs none)."""
     single = _single_child_rules(tables)
     containers: dict[int, Position] = builder.containers
-    position = _positions(containers)
+    position = _positions(containers) if positions else _no_position
     reducers: list[Reducer | None] = []
     for rule in tables.rules:
         plan = _plan(rule, single)
@@ -257,11 +280,15 @@ def _passing(plan: list, rule: Rule, builder: Any, position: Callable, container
         kept = _filter(plan, raw)
         if len(kept) == 1:
             child = kept[0]
-            if len(raw) > 1 and type(child) is not tuple and type(child) is not Part:
+            if len(raw) > 1 and type(child) is not tuple and type(child) is not Part and position is not _no_position:
                 containers[id(child)] = position(raw)
             return child
         return fallback(kept, position(raw))
     return reduce
+
+
+def _no_position(raw: list) -> None:
+    return None
 
 
 def _positions(containers: dict[int, Position]) -> Callable[[list], Position | None]:

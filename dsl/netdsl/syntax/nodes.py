@@ -7,17 +7,34 @@ call) was a third of the parse. `maker(cls, *names)` does that work once per
 call site: the node it returns is the one `cls.model_construct(**dict(zip(names,
 values)))` returns — the same `__dict__` in field order, defaults filled in,
 `model_fields_set` the names given — only made directly. Call sites share one
-fields-set per name list (pydantic copies it before any change: `model_copy`).
+fields-set per name list (the models are frozen; pydantic copies it before any
+change, in `model_copy`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from pydantic import BaseModel
+
 from netdsl.errors import Span
 
 _new = object.__new__
-_set = object.__setattr__
+
+
+def _slot_setter(name: str) -> Callable[[Any, Any], None]:
+    """Sets one of BaseModel's slots directly, without the attribute lookup that
+    `object.__setattr__` makes on every call."""
+    descriptor = BaseModel.__dict__.get(name)
+    if descriptor is None or not hasattr(descriptor, "__set__"):  # pragma: no cover - another pydantic
+        return lambda obj, value: object.__setattr__(obj, name, value)
+    return descriptor.__set__
+
+
+_set_dict = _slot_setter("__dict__")
+_set_fields_set = _slot_setter("__pydantic_fields_set__")
+_set_extra = _slot_setter("__pydantic_extra__")
+_set_private = _slot_setter("__pydantic_private__")
 
 
 def maker(cls: type, *names: str) -> Callable[..., Any]:
@@ -31,13 +48,13 @@ def maker(cls: type, *names: str) -> Callable[..., Any]:
     fields_set = set(names)
 
     def make(*values: Any) -> Any:
-        state = template.copy()
+        state = template.copy()  # every field, in order, with its default
         state.update(zip(names, values))
         node = _new(cls)
-        _set(node, "__dict__", state)
-        _set(node, "__pydantic_fields_set__", fields_set)
-        _set(node, "__pydantic_extra__", None)
-        _set(node, "__pydantic_private__", None)
+        _set_dict(node, state)
+        _set_fields_set(node, fields_set)
+        _set_extra(node, None)
+        _set_private(node, None)
         return node
     return make
 
@@ -48,26 +65,23 @@ _SPAN_FIELDS = {"file", "line", "col", "end_line", "end_col"}
 def new_span(file: str, line: int, col: int, end_line: int, end_col: int) -> Span:
     """`Span.model_construct(file=..., line=..., ...)`, made directly."""
     span = _new(Span)
-    _set(span, "__dict__", {"file": file, "line": line, "col": col, "end_line": end_line, "end_col": end_col})
-    _set(span, "__pydantic_fields_set__", _SPAN_FIELDS)
-    _set(span, "__pydantic_extra__", None)
-    _set(span, "__pydantic_private__", None)
+    _set_dict(span, {"file": file, "line": line, "col": col, "end_line": end_line, "end_col": end_col})
+    _set_fields_set(span, _SPAN_FIELDS)
+    _set_extra(span, None)
+    _set_private(span, None)
     return span
 
 
 def span_at(file: str, pos: tuple) -> Span:
     """The Span of a position `(line, col, end_line, end_col)` in `file`."""
     span = _new(Span)
-    _set(span, "__dict__", {"file": file, "line": pos[0], "col": pos[1], "end_line": pos[2], "end_col": pos[3]})
-    _set(span, "__pydantic_fields_set__", _SPAN_FIELDS)
-    _set(span, "__pydantic_extra__", None)
-    _set(span, "__pydantic_private__", None)
+    _set_dict(span, {"file": file, "line": pos[0], "col": pos[1], "end_line": pos[2], "end_col": pos[3]})
+    _set_fields_set(span, _SPAN_FIELDS)
+    _set_extra(span, None)
+    _set_private(span, None)
     return span
 
 
-def _check_span_fields() -> None:
-    if tuple(Span.__pydantic_fields__) != ("file", "line", "col", "end_line", "end_col"):  # pragma: no cover
-        raise TypeError("netdsl.errors.Span changed its fields: update syntax/nodes.py::new_span")
-
-
-_check_span_fields()
+if tuple(Span.__pydantic_fields__) != tuple(sorted(_SPAN_FIELDS, key=list(Span.__pydantic_fields__).index)) \
+        or set(Span.__pydantic_fields__) != _SPAN_FIELDS:  # pragma: no cover
+    raise TypeError("netdsl.errors.Span changed its fields: update syntax/nodes.py")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from netdsl.errors import Diagnostic, LayoutError, SpecError, Span
-from netdsl.syntax.lalr import SyntaxFailure, end_token, run, shaped_reducers
+from netdsl.syntax.lalr import Reductions, SyntaxFailure, end_token, run, shaped_reducers
 from netdsl.syntax.lexer import MAX_NESTING, LexFailure, layout, lex
 from netdsl.syntax.tables import load_tables
 
@@ -83,7 +83,8 @@ def parse(text: str, display: str, builder: Any, comments: list | None = None) -
     """
     tables = load_tables()
     try:
-        return run(tables, layout(lex(text, tables, comments)), shaped_reducers(tables, builder), end_token)
+        reductions = Reductions(tables, shaped_reducers(tables, builder))
+        return run(tables, layout(lex(text, tables, comments)), reductions, end_token)
     except (LexFailure, LayoutError, SyntaxFailure):
         pass
     from netdsl.syntax.syntax_errors import diagnose  # only a file with syntax errors needs it

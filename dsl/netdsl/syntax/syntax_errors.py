@@ -1,22 +1,24 @@
 """Syntax errors that read like a person wrote them, and one per declaration.
 
-Only a file that does not parse comes here. It is parsed again, with the same
-lexer, layout and tables, building lark's parse tree (`lark.Tree`, `Token`)
-instead of the IR, so that the message can look at what the parser had read
-before the bad token. Then each top-level declaration (a line that begins with
-its keyword) is parsed on its own, so that the first syntax error of every
-declaration is reported, not only the first of the file. Each declaration is
-parsed from its own text with its line numbers kept, so the whole costs one
-pass over the file however many declarations it has.
+Only a file that does not parse comes here. The message looks at what the
+parser had read before the bad token (`describe_syntax_error`), so the text is
+parsed again with the same lexer, layout and tables, keeping for each rule
+only the last token of the tree lark would have built for it. Then each
+top-level declaration (a line that begins with its keyword) is parsed on its
+own, so that the first syntax error of every declaration is reported, not
+only the first of the file: each from its own text with its line numbers
+kept, first only to find out whether it parses. The whole costs a pass or two
+over the file however many declarations it has.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from typing import NamedTuple
 
 from netdsl.errors import Diagnostic, LayoutError, Span
-from netdsl.syntax.lalr import SyntaxFailure, end_token, run
+from netdsl.syntax.lalr import Part, Reductions, SyntaxFailure, end_token, recognizer, run, shaped_reducers
 from netdsl.syntax.lexer import LexFailure, layout, lex
 from netdsl.syntax.tables import Tables, load_tables
 
@@ -29,7 +31,7 @@ def diagnose(text: str, display: str) -> list[Diagnostic]:
     found = _errors_per_declaration(text, display)
     if found:
         return found
-    first = first_syntax_error(text, display)
+    first = _describe_first_error(text, display, 1)
     if first is None:  # pragma: no cover - the IR parse failed, so this one fails too
         raise AssertionError(f"{display}: the parser failed but its diagnosis found no syntax error")
     return [first]
@@ -56,11 +58,19 @@ def _errors_per_declaration(text: str, display: str) -> list[Diagnostic]:
 def first_syntax_error(text: str, display: str, first_line: int = 1) -> Diagnostic | None:
     """The first syntax error of `text` (which starts at line `first_line` of the file), or None."""
     tables = load_tables()
-    tree = _TreeParser.of(tables)
+    try:  # most declarations parse: find that out without building anything
+        run(tables, layout(lex(text, tables, None, first_line)), recognizer(tables), end_token)
+    except (LayoutError, LexFailure, SyntaxFailure):
+        return _describe_first_error(text, display, first_line)
+    return None
+
+
+def _describe_first_error(text: str, display: str, first_line: int) -> Diagnostic | None:
+    tables = load_tables()
     try:
-        run(tables, layout(lex(text, tables, None, first_line)), tree.reducers, end_token, tree.token)
+        run(tables, layout(lex(text, tables, None, first_line)), _last_tokens(tables), end_token)
     except LayoutError as exc:
-        return Diagnostic.at(_token_span(tree.token(exc.token), display), exc.message)
+        return Diagnostic.at(_token_span(_Tok(*exc.token), display), exc.message)
     except LexFailure as exc:
         return _unexpected_character(exc, text, display)
     except SyntaxFailure as exc:
@@ -68,35 +78,53 @@ def first_syntax_error(text: str, display: str, first_line: int = 1) -> Diagnost
     return None
 
 
-class _TreeParser:
-    """lark's own tree building (`ParseTreeBuilder`) for our rules, and lark tokens."""
+class _Last:
+    """What a message needs of a rule the parser has reduced: the last token of
+    the tree lark would have built for it (its children right to left, depth
+    first; anonymous tokens are not in lark's tree), or None."""
 
-    def __init__(self, tables: Tables):
-        from lark import Token, Tree
-        from lark.grammar import NonTerminal, RuleOptions, Terminal
-        from lark.grammar import Rule as LarkRule
-        from lark.parse_tree_builder import ParseTreeBuilder
+    __slots__ = ("token",)
 
-        rules = [
-            LarkRule(NonTerminal(r.origin),
-                     [Terminal(name, filter_out=out) if is_term else NonTerminal(name) for name, is_term, out in r.symbols],
-                     r.order, r.alias,
-                     RuleOptions(r.keep_all_tokens, r.expand1, r.priority, r.template_source, r.empty_indices))
-            for r in tables.rules
-        ]
-        callbacks = ParseTreeBuilder(rules, Tree, maybe_placeholders=True).create_callback(None)
-        self.reducers = [callbacks[rule] for rule in rules]
-        self._token = Token
+    def __init__(self, token: tuple | None):
+        self.token = token
 
-    def token(self, tok: tuple):
-        """The lark `Token` of a token tuple."""
-        kind, value, line, col, end_line, end_col = tok
-        return self._token(kind, value, None, line, col, end_line, end_col)
 
-    @staticmethod
-    @functools.lru_cache(maxsize=1)
-    def of(tables: Tables) -> "_TreeParser":
-        return _TreeParser(tables)
+class _LastTokenBuilder:
+    """A builder (see `lalr.shaped_reducers`) that keeps only each rule's last token."""
+
+    containers: dict = {}  # stays empty: no positions are kept
+
+    def __getattr__(self, rule: str):
+        return _last_of
+
+
+def _last_of(children: list, pos: None = None) -> _Last:
+    for child in reversed(children):
+        if type(child) is tuple:
+            return _Last(child)
+        if type(child) is _Last and child.token is not None:
+            return child
+        if type(child) is Part:
+            found = _last_of(child.items)
+            if found.token is not None:
+                return found
+    return _Last(None)
+
+
+@functools.lru_cache(maxsize=1)
+def _last_tokens(tables: Tables) -> Reductions:
+    return Reductions(tables, shaped_reducers(tables, _LastTokenBuilder(), positions=False))
+
+
+class _Tok(NamedTuple):
+    """A token tuple with names, for the messages."""
+
+    type: str
+    value: str
+    line: int
+    column: int
+    end_line: int | None
+    end_column: int | None
 
 
 # ----------------------------------------------------------------- messages
@@ -147,7 +175,7 @@ def _describe_token(tok) -> str:
 
 def describe_syntax_error(failure: SyntaxFailure, text: str, display: str, first_line: int = 1) -> Diagnostic:
     """Turn the parser's raw 'unexpected token' into what a person would say."""
-    tok = _TreeParser.of(load_tables()).token(failure.token)
+    tok = _Tok(*failure.token)
     expected = set(failure.expected)
     stack = failure.value_stack
     before = _previous_token(stack)
@@ -196,41 +224,23 @@ def _describe_expected(expected: set[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
-def _previous_token(stack: list):
-    """The last token the parser read: the top of its stack, or the last token in that tree."""
-    from lark import Token, Tree
-
+def _previous_token(stack: list) -> _Tok | None:
+    """The last token the parser read: the top of its stack, or the last token of that rule."""
     if not stack:
         return None
     top = stack[-1]
-    if isinstance(top, Token):
-        return top
-    if isinstance(top, Tree):
-        return _last_token(top)
+    if type(top) is tuple:
+        return _Tok(*top)
+    if type(top) is Part:
+        top = _last_of(top.items)
+    if type(top) is _Last and top.token is not None:
+        return _Tok(*top.token)
     return None
 
 
-def _last_token(tree):
-    """The last token in a tree (children right to left, depth first), or None.
-
-    Iterative: a chain like `- - - x` is as deep as it is long."""
-    from lark import Token, Tree
-
-    pending = list(tree.children)  # a stack: the last child is looked at first
-    while pending:
-        child = pending.pop()
-        if isinstance(child, Token):
-            return child
-        if isinstance(child, Tree):
-            pending.extend(child.children)
-    return None
-
-
-def _innermost_open(stack: list):
+def _innermost_open(stack: list) -> _Tok | None:
     """The innermost bracket still open on the parser's stack."""
-    from lark import Token
-
     for item in reversed(stack):
-        if isinstance(item, Token) and item.type in _OPENERS:
-            return item
+        if type(item) is tuple and item[0] in _OPENERS:
+            return _Tok(*item)
     return None

@@ -83,7 +83,8 @@ class Tables:
         self.states: list[dict[str, int]] = data["states"]
         self.start_state: int = data["start_state"]
         self.end_state: int = data["end_state"]
-        self.climbs: dict = {}  # see lalr.run
+        self.climbs: dict = {}  # see lalr.Reductions
+        self.recognizer = None  # see lalr.recognizer
 
     def expected(self, state: int) -> set[str]:
         """The terminals the parser accepts in `state` (as lark reports them)."""

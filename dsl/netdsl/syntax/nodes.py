@@ -47,15 +47,47 @@ def maker(cls: type, *names: str) -> Callable[..., Any]:
     template = {n: (None if n in names else f.get_default(call_default_factory=True)) for n, f in fields.items()}
     fields_set = set(names)
 
-    def make(*values: Any) -> Any:
-        state = template.copy()  # every field, in order, with its default
-        state.update(zip(names, values))
+    def finish(state: dict) -> Any:
         node = _new(cls)
         _set_dict(node, state)
         _set_fields_set(node, fields_set)
         _set_extra(node, None)
         _set_private(node, None)
         return node
+
+    # The common arities spelt out: storing two values beats zipping them.
+    if len(names) == 1:
+        (k0,) = names
+
+        def make1(v0: Any) -> Any:
+            state = template.copy()  # every field, in order, with its default
+            state[k0] = v0
+            return finish(state)
+        return make1
+    if len(names) == 2:
+        k0, k1 = names
+
+        def make2(v0: Any, v1: Any) -> Any:
+            state = template.copy()
+            state[k0] = v0
+            state[k1] = v1
+            return finish(state)
+        return make2
+    if len(names) == 3:
+        k0, k1, k2 = names
+
+        def make3(v0: Any, v1: Any, v2: Any) -> Any:
+            state = template.copy()
+            state[k0] = v0
+            state[k1] = v1
+            state[k2] = v2
+            return finish(state)
+        return make3
+
+    def make(*values: Any) -> Any:
+        state = template.copy()
+        state.update(zip(names, values))
+        return finish(state)
     return make
 
 

@@ -256,6 +256,10 @@ def _filter(plan: list, raw: list) -> list:
 
 
 def _building(plan: list, rule: Rule, method: Callable, position: Callable) -> Reducer:
+    if rule.size == 1 and rule.symbols[0][1] and plan == [(0, False, 0)]:  # one token: its position
+        def reduce_token(raw: list) -> Any:
+            return method(raw, raw[0][2:])
+        return reduce_token
     if plan == [(i, False, 0) for i in range(rule.size)]:  # every child kept as it is
         def reduce_plain(raw: list) -> Any:
             return method(raw, position(raw))
@@ -267,6 +271,14 @@ def _building(plan: list, rule: Rule, method: Callable, position: Callable) -> R
 
 
 def _inlining(plan: list, position: Callable) -> Reducer:
+    if plan and plan[0] == (0, True, 0):  # `__rule_star: __rule_star item`: the same Part grows
+        def reduce_growing(raw: list) -> Part:
+            part = raw[0]
+            part.items = _filter(plan, raw)
+            part.pos = position(raw)
+            return part
+        return reduce_growing
+
     def reduce(raw: list) -> Part:
         return Part(_filter(plan, raw), position(raw))
     return reduce

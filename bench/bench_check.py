@@ -1,14 +1,31 @@
 """How fast is `netdsl check`? Measured against `import tensorflow` in the same run.
 
+    .venv/bin/python bench/bench_check.py [--repeat N]
+
 Prints:
-  1. whole-process time of `netdsl check specs/resnet50.net` vs
-     `python -c "import tensorflow"` (target: at most 0.1 of it);
-  2. in-process check time of generated specs of 100, 1,000 and 10,000
-     layers (target: 10,000 layers under 1 s, growing linearly).
+  1. whole-process time of `netdsl check` (median of N runs, interleaved with
+     `python -c "import tensorflow"`): on specs/resnet50.net (target: at most
+     0.1 of the import), on every example spec at once, and on flat specs of
+     1,000, 10,000 and 60,000 statements written out one by one
+     (`h2 = h1 -> dense(16)`, generated here; the 60,000 one is two models,
+     1.7 MB, under the 2 MiB cap). Targets: 10,000 statements at most 0.45 of
+     the import; 60,000 at most 7 times the 10,000; peak memory under 1 GB;
+  2. in-process time of the same flat specs (median of N, warm, as a language
+     server re-checks): the parse and the check apart, the parse's share, the
+     cost per statement (target: 1,000 statements within 100 ms);
+  3. in-process time of generated specs of 100, 1,000 and 10,000 layers made
+     by a block used over and over (10,000 layers under 1 s, growing linearly).
+
+Processes run with bytecode caching on (as an installed netdsl has it), after
+one warm-up run. The machine is shared: the medians of interleaved runs are
+what to compare, and the ratios, not the seconds.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import statistics
 import subprocess
 import sys
@@ -19,17 +36,73 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "dsl"))
 
+FLAT_SIZES = (1_000, 10_000, 60_000)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
-def wall(cmd: list[str], repeat: int) -> float:
-    times = []
+
+def flat_spec(statements: int, models: int = 1) -> str:
+    """`statements` statements written out one by one, in `models` models."""
+    lines = []
+    per_model = statements // models
+    for m in range(models):
+        lines += [f"model flat{m} {{", "  input h0: (32,)"]
+        lines += [f"  h{i} = h{i - 1} -> dense(16)" for i in range(1, per_model + 1)]
+        lines += [f"  output y = h{per_model}", "}", ""]
+    return "\n".join(lines)
+
+
+def run_process(cmd: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak resident memory (bytes) of one process."""
+    start = time.perf_counter()
+    process = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return seconds, usage.ru_maxrss * 1024
+
+
+def interleaved(commands: dict[str, list[str]], repeat: int) -> dict[str, tuple[float, int]]:
+    """Median wall time and largest peak memory of each command, the commands taking turns."""
+    for cmd in commands.values():  # warm-up: bytecode written, files in the page cache
+        run_process(cmd)
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    peaks: dict[str, int] = {name: 0 for name in commands}
     for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(cmd, cwd=ROOT, check=False, capture_output=True)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, cmd in commands.items():
+            seconds, peak = run_process(cmd)
+            times[name].append(seconds)
+            peaks[name] = max(peaks[name], peak)
+    return {name: (statistics.median(times[name]), peaks[name]) for name in commands}
 
 
-def generated_spec(layers: int) -> str:
+IN_PROCESS = """
+import gc, json, resource, statistics, sys, time
+from netdsl.semantics.analysis import analyze
+from netdsl.syntax.loader import load_text
+text = open(sys.argv[1], encoding="utf-8").read()
+parse, check = [], []
+for _ in range(int(sys.argv[2])):
+    program = analysis = None  # the previous result goes first, as a language server replaces it
+    gc.collect()
+    start = time.perf_counter()
+    program = load_text(text, "flat.net")
+    middle = time.perf_counter()
+    analysis = analyze(program)
+    parse.append(middle - start)
+    check.append(time.perf_counter() - middle)
+    assert not analysis.errors, analysis.errors[:3]
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"parse": statistics.median(parse), "check": statistics.median(check), "peak": peak}))
+"""
+
+
+def in_process(path: Path, repeat: int) -> dict[str, float]:
+    done = subprocess.run([sys.executable, "-c", IN_PROCESS, str(path), str(repeat)], cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def block_spec(layers: int) -> str:
     """A deep MLP-and-block spec with `layers` layers after expansion."""
     lines = [
         "block unit(width) {",
@@ -41,24 +114,20 @@ def generated_spec(layers: int) -> str:
         "model deep {",
         "  input x: (64,)",
     ]
-    # each unit is 4 layers (dense, layer_norm, add, relu); write them out, no repeats,
-    # so parsing scales too
-    for i in range((layers - 1) // 4):
-        lines.append(f"  x = x -> unit(64)  # unit {i}")
+    # each unit is 4 layers (dense, layer_norm, add, relu); written out, no repeats
+    lines += [f"  x = x -> unit(64)  # unit {i}" for i in range((layers - 1) // 4)]
     lines += ["  output y = x -> dense(10)", "}", ""]
     return "\n".join(lines)
 
 
-def check_time(text: str, repeat: int = 3) -> tuple[float, int]:
-    import netdsl
+def block_check_time(text: str, repeat: int = 3) -> tuple[float, int]:
     from netdsl.semantics.analysis import analyze
+    from netdsl.syntax.loader import load_text
 
-    best = float("inf")
-    count = 0
+    best, count = float("inf"), 0
     for _ in range(repeat):
         start = time.perf_counter()
-        program = netdsl.parse(text, filename="generated.net")
-        analysis = analyze(program)
+        analysis = analyze(load_text(text, "generated.net"))
         best = min(best, time.perf_counter() - start)
         assert not analysis.errors, analysis.errors[:3]
         count = len(analysis.graphs["deep"].nodes)
@@ -66,22 +135,52 @@ def check_time(text: str, repeat: int = 3) -> tuple[float, int]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (median)")
+    args = parser.parse_args()
     python = sys.executable
-    netdsl_cli = [python, "-m", "netdsl.cli", "check"]
-    spec = ROOT / "specs" / "resnet50.net"
-    repeat = 5
-    tf = wall([python, "-c", "import tensorflow"], repeat)
-    check = wall(netdsl_cli + [str(spec)], repeat)
-    print(f"process time, median of {repeat}:")
-    print(f"  python -c 'import tensorflow'      {tf:7.3f} s")
-    print(f"  netdsl check specs/resnet50.net     {check:7.3f} s")
-    print(f"  ratio check / import tensorflow     {check / tf:7.3f}   (target <= 0.10)")
+    check = [python, "-m", "netdsl.cli", "check"]
+    with tempfile.TemporaryDirectory() as tmp:
+        flat = {}
+        for n in FLAT_SIZES:
+            flat[n] = Path(tmp) / f"flat{n}.net"
+            flat[n].write_text(flat_spec(n, models=2 if n > 30_000 else 1), encoding="utf-8")
+        commands = {
+            "tf": [python, "-c", "import tensorflow"],
+            "resnet50": check + ["specs/resnet50.net"],
+            "examples": check + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "specs").glob("*.net")),
+            **{n: check + [str(flat[n])] for n in FLAT_SIZES},
+        }
+        results = interleaved(commands, args.repeat)
+        tf = results["tf"][0]
+        print(f"process time, median of {args.repeat} interleaved runs (peak memory):")
+        print(f"  python -c 'import tensorflow'           {tf:7.3f} s")
+        rows = [("resnet50", "netdsl check specs/resnet50.net", "(target <= 0.10)"),
+                ("examples", "netdsl check specs/*.net", "")]
+        rows += [(n, f"netdsl check, {n:,} flat statements", "(target <= 0.45)" if n == 10_000 else "")
+                 for n in FLAT_SIZES]
+        for key, label, target in rows:
+            seconds, peak = results[key]
+            print(f"  {label:38s}  {seconds:7.3f} s  {seconds / tf:5.2f} x import tensorflow  "
+                  f"{peak / 2**20:6.0f} MiB  {target}")
+        big, small = results[60_000][0], results[10_000][0]
+        size = flat[60_000].stat().st_size
+        print(f"  60,000 / 10,000 statements: {big / small:.2f} x the time ({size / 1e6:.2f} MB; target <= 7, "
+              f"peak memory <= 1 GB)")
+        print()
+        print(f"in-process, median of {args.repeat} (warm: parse + check of the text, as a language server):")
+        for n in FLAT_SIZES:
+            got = in_process(flat[n], args.repeat if n < 60_000 else max(2, args.repeat // 2))
+            total = got["parse"] + got["check"]
+            print(f"  {n:6,} statements  {total * 1e3:8.1f} ms  (parse {got['parse'] * 1e3:7.1f} ms, "
+                  f"{got['parse'] / total:4.0%} of it; check {got['check'] * 1e3:7.1f} ms)  "
+                  f"{total / n * 1e6:5.1f} us/statement  peak {got['peak'] / 2**20:5.0f} MiB")
+        print("  (target: 1,000 statements within 100 ms)")
     print()
-    print("in-process check time of generated specs (parse + check + expand):")
-    with tempfile.TemporaryDirectory():
-        for layers in (100, 1_000, 10_000):
-            seconds, count = check_time(generated_spec(layers))
-            print(f"  {count:6,} layers   {seconds:7.3f} s   {seconds / count * 1e6:6.1f} us/layer")
+    print("in-process check time of specs made of one block used over and over (parse + check + expand):")
+    for layers in (100, 1_000, 10_000):
+        seconds, count = block_check_time(block_spec(layers))
+        print(f"  {count:6,} layers   {seconds:7.3f} s   {seconds / count * 1e6:6.1f} us/layer")
     print("  (target: 10,000 layers under 1 s, growing linearly)")
 
 

@@ -13,7 +13,9 @@ of them so that all the errors of a file reach the user in one run.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal
+import contextlib
+import contextvars
+from typing import Any, Iterable, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -199,19 +201,56 @@ def _display_width(text: str) -> int:
     return len(text.expandtabs(4))
 
 
+# The suggestion work left in this context (see `suggestions_limited`), None: no limit.
+_suggestion_budget: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "netdsl_suggestion_budget", default=None)
+
+
+@contextlib.contextmanager
+def suggestions_limited(candidates: int) -> Iterator[None]:
+    """Within this block `did_you_mean` looks at `candidates` names in all, then suggests
+    nothing more: a spec with thousands of misspelt names among thousands of names
+    checks in linear time (each suggestion compares a name with every candidate)."""
+    token = _suggestion_budget.set([candidates])
+    try:
+        yield
+    finally:
+        _suggestion_budget.reset(token)
+
+
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
-    """`did you mean 'dense'?` for the nearest candidate, or None when none is close."""
+    """`did you mean 'dense'?` for the nearest candidate, or None when none is close.
+
+    `candidates` may be lazy (a generator): it is not read once the suggestion
+    budget of `suggestions_limited` is spent."""
     import difflib
 
-    pool = sorted(set(candidates))
+    budget = _suggestion_budget.get()
+    if budget is not None and budget[0] <= 0:
+        return None
+    unique = set(candidates)
+    if budget is not None:
+        budget[0] -= len(unique)
+    # Only names of a length that can reach the cutoff (difflib's real_quick_ratio,
+    # its first test) can be suggested: sort and compare those only.
+    pool = sorted(c for c in unique if _close_in_length(c, name) or _close_in_length(c.lower(), name.lower()))
     lowered = {c.lower(): c for c in pool}
     if name.lower() in lowered and lowered[name.lower()] != name:
         return f"did you mean '{lowered[name.lower()]}'?"
-    close = difflib.get_close_matches(name, pool, n=1, cutoff=0.75)
+    close = difflib.get_close_matches(name, pool, n=1, cutoff=_CUTOFF)
     if not close:
-        close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.75)
+        close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=_CUTOFF)
         close = [lowered[c] for c in close]
     return f"did you mean '{close[0]}'?" if close else None
+
+
+_CUTOFF = 0.75
+
+
+def _close_in_length(candidate: str, name: str) -> bool:
+    """difflib's real_quick_ratio(candidate, name) >= the cutoff."""
+    total = len(candidate) + len(name)
+    return (2.0 * min(len(candidate), len(name)) / total if total else 1.0) >= _CUTOFF
 
 
 def sort_diagnostics(diagnostics: Iterable[Diagnostic], file_order: list[str]) -> list[Diagnostic]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl.syntax import ir
-from netdsl.errors import Diagnostic, Fail, SpecError, sort_diagnostics
+from netdsl.errors import Diagnostic, Fail, SpecError, sort_diagnostics, suggestions_limited
 from netdsl.semantics.expand import Expander
 from netdsl.semantics.graph import Graph
 from netdsl.syntax.loader import Program, paused_gc
@@ -20,6 +20,12 @@ from netdsl.semantics.scope import Env, build_scopes
 from netdsl.semantics.shapes import ShapeBackend
 from netdsl.semantics.train_checks import TrainChecker
 from netdsl.semantics.values import UNKNOWN
+
+
+# "did you mean" compares a misspelt name with every name it could have meant: at
+# most this many comparisons per analysis, so that thousands of misspellings among
+# thousands of names stay linear (the first hundreds still get their suggestion).
+MAX_SUGGESTION_WORK = 100_000
 
 
 @dataclass
@@ -39,7 +45,7 @@ class Analysis:
 def analyze(program: Program, backend: Any = None, models: list[str] | None = None,
             declarations: bool = True, param_limit: int | None = None) -> Analysis:
     """Check a program; expand `models` (default: all of the root file's models)."""
-    with paused_gc():
+    with paused_gc(), suggestions_limited(MAX_SUGGESTION_WORK):
         return _analyze(program, backend, models, declarations, param_limit)
 
 

@@ -43,6 +43,21 @@ _KIND_WORDS = {
 DeclaredLookup = Callable[[Sym], Any]
 
 
+# An entry's parameters by name, its positional ones, its required ones: worked out
+# once per entry (a layer call is checked against them), kept with the entry itself.
+_SIGNATURES: dict[int, tuple[registry.Entry, dict, list, list]] = {}
+
+
+def _signature(entry: registry.Entry) -> tuple[dict, list, list]:
+    known = _SIGNATURES.get(id(entry))
+    if known is None or known[0] is not entry:
+        every = entry.params + entry.call_params
+        known = _SIGNATURES[id(entry)] = (
+            entry, {p.name: p for p in every}, [p for p in entry.params if p.positional],
+            [p.name for p in every if p.default is registry.REQUIRED])
+    return known[1:]
+
+
 class Arguments:
     """Checks the arguments of one call against one registry entry."""
 
@@ -51,8 +66,7 @@ class Arguments:
 
     def bind(self, entry: registry.Entry, args: list, kwargs: list[tuple[str, Any, Any]], span) -> dict[str, Any]:
         """kwargs: (name, value, span). Returns {param: checked value}."""
-        params = {p.name: p for p in entry.params + entry.call_params}
-        positional = [p for p in entry.params if p.positional]
+        params, positional, required = _signature(entry)
         if len(args) > len(positional):
             names = ", ".join(p.name for p in positional) or "none"
             raise Fail(span, f"'{entry.name}' takes {arity(0, len(positional), 'positional argument')}, "
@@ -68,9 +82,9 @@ class Arguments:
             if name in bound:
                 raise Fail(value_span, f"parameter '{name}' of '{entry.name}' is given twice")
             bound[name], spans[name] = value, value_span
-        for param in entry.params + entry.call_params:
-            if param.name not in bound and param.default is registry.REQUIRED:
-                raise Fail(span, f"'{entry.name}' is missing the required parameter '{param.name}'",
+        for name in required:
+            if name not in bound:
+                raise Fail(span, f"'{entry.name}' is missing the required parameter '{name}'",
                            _param_list(entry))
         return {name: self.check(params[name], value, spans[name], entry.name) for name, value in bound.items()}
 

@@ -55,6 +55,7 @@ class Expander(Steps):
         # its file scope finds the declared activations an argument names.
         self._current_binding: str | None = None
         self._current_scope: FileScope | None = None
+        self._output_names: list = [None, 0, set()]  # see _is_output
 
     # ============================================================ entry points
     def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph:
@@ -207,14 +208,26 @@ class Expander(Steps):
                                                     "bind them first: a, b = FLOW, then output a, b")
                     env.vars[item.name] = tensors[0]
                 tensor = self._tensor_named(item.name, env, item.span)
-                if any(name == item.name for name, _ in self.build.outputs):
+                if self._is_output(item.name):
                     raise Fail(item.span, f"'{item.name}' is already an output")
                 self.build.outputs.append((item.name, tensor))
             except Fail as exc:
                 if exc.diagnostic is not None:
                     self.diagnostics.append(exc.diagnostic)
-                if item.name and all(name != item.name for name, _ in self.build.outputs):
+                if item.name and not self._is_output(item.name):
                     self.build.outputs.append((item.name, POISON))  # keeps the outputs' count right
+
+    def _is_output(self, name: str) -> bool:
+        """Whether the current build already has an output `name` (a set kept in step with
+        `build.outputs`, which is only ever appended to or replaced)."""
+        outputs = self.build.outputs
+        known = self._output_names
+        if known[0] is not outputs:
+            known = self._output_names = [outputs, 0, set()]
+        if known[1] < len(outputs):
+            known[2].update(name for name, _ in outputs[known[1]:])
+            known[1] = len(outputs)
+        return name in known[2]
 
     def _shared(self, stmt: ir.Shared, env: Env) -> None:
         step = self._resolve_step(stmt.value, env)
@@ -313,10 +326,10 @@ class Expander(Steps):
         if isinstance(value, Tensor):
             return value
         if value is None and not env.has(name):
-            candidates = [n for n in env.local_names() if isinstance(env.get(n), Tensor)]
             if env.scope.find(name) is not None or registry.lookup("layer", name) or registry.lookup("activation", name):
                 raise Fail(span, f"'{name}' is a step, not a tensor", f"apply it to a tensor: x -> {name}")
-            raise Fail(span, f"undefined tensor '{name}'", did_you_mean(name, candidates))
+            tensors = (n for n, v in env.bindings() if isinstance(v, Tensor))  # lazy: see did_you_mean
+            raise Fail(span, f"undefined tensor '{name}'", did_you_mean(name, tensors))
         raise Fail(span, f"'{name}' is {type_name(value)}, not a tensor")
     # ============================================================ nodes
     def _emit_input(self, name: str, shape: tuple, dtype: str, span: Span) -> Tensor:
@@ -401,10 +414,16 @@ class Expander(Steps):
 
 
     def _near_constant(self, name: str, env: Env) -> str | None:
-        return did_you_mean(name, env.local_names() + env.scope.names())
+        return did_you_mean(name, _visible_names(env))
 
     def error(self, span: Span, message: str, hint: str | None = None) -> None:
         self.diagnostics.append(Diagnostic.at(span, message, hint))
+
+
+def _visible_names(env: Env) -> Any:
+    """Local names, then the file's, lazily (for suggestions)."""
+    yield from env.local_names()
+    yield from env.scope.names()
 
 
 def _targets(stmt: Any) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from netdsl.syntax import ir
 from netdsl.errors import Diagnostic, Span
@@ -95,6 +95,17 @@ class Env:
                 return True
             env = env.parent
         return False
+
+    def bindings(self) -> Iterator[tuple[str, Any]]:
+        """Each name visible here with its innermost binding, lazily (for suggestions)."""
+        seen: set[str] = set()
+        env: Env | None = self
+        while env is not None:
+            for name, value in env.vars.items():
+                if name not in seen:
+                    seen.add(name)
+                    yield name, value
+            env = env.parent
 
     def local_names(self) -> list[str]:
         names: list[str] = []

@@ -412,11 +412,16 @@ class Steps:
         return graph
 
     def _near_step(self, name: str, env: Env) -> str | None:
-        pool = registry.all_keys("layer") + registry.all_keys("activation")
-        pool += [n for n in env.scope.names() if isinstance(env.scope.find(n)[0],
-                                                             (ir.BlockDecl, ir.LayerDecl, ir.ActivationDecl, ir.ModelDecl))]
-        pool += [n for n in env.local_names() if isinstance(env.get(n), SharedInstance)]
-        return did_you_mean(name, pool)
+        return did_you_mean(name, _step_names(env))
+
+
+def _step_names(env: Env) -> Any:
+    """What a step may name here, lazily (for suggestions)."""
+    yield from registry.all_keys("layer")
+    yield from registry.all_keys("activation")
+    steps = (ir.BlockDecl, ir.LayerDecl, ir.ActivationDecl, ir.ModelDecl)
+    yield from (n for n in env.scope.names() if isinstance(env.scope.find(n)[0], steps))
+    yield from (n for n, v in env.bindings() if isinstance(v, SharedInstance))
 
 
 def block_inputs(decl: Any) -> list[tuple[str, Span]]:

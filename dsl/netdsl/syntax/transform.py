@@ -1,260 +1,324 @@
-"""Parse tree to spec IR.
+"""Spec text to IR: the IR is built while the parser reduces, no parse tree in between.
 
-Each method is named after the grammar rule (or alias) it handles and builds
-the IR class of the same name. Nodes are built with `model_construct`: the
-transformer makes them well-typed by construction, and validating a
+`IRBuilder` has a method per grammar rule (or alias), named after it, that
+builds the IR class of the same name from the rule's children (see
+`lalr.shaped_reducers` for what it receives: tokens as tuples, IR nodes,
+`Part`s for lists). Nodes are built without validation (`nodes.py`): the
+builder makes them well-typed by construction, and validating a
 10,000-layer spec node by node would cost more than parsing it
-(`tests/test_frontend.py` validates the result independently).
+(tests/test_frontend.py validates the result independently).
+
+Errors found while building (a number too long, an unknown escape, an
+expression nested too deeply, ...) do not stop the parse: the first one is
+kept and raised once the file has parsed, so that a syntax error anywhere
+in the file is reported first, as it always was.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-
-from lark import Token, Transformer, v_args
-from lark.exceptions import VisitError
+import re
 
 from netdsl.syntax import ir
 from netdsl.errors import Diagnostic, SpecError, Span
-from netdsl.syntax.parser import MAX_NUMBER_DIGITS, parse_tree
+from netdsl.syntax.lalr import PASS, Part
+from netdsl.syntax.depth import too_deep
+from netdsl.syntax.lexer import COL, END_COL, END_LINE, LINE
+from netdsl.syntax.nodes import maker, new_span, span_at
+from netdsl.syntax.parser import MAX_EXPRESSION_DEPTH, MAX_NUMBER_DIGITS, parse
 
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 
+_import = maker(ir.Import, "span", "path", "alias")
+_let = maker(ir.Let, "span", "name", "value")
+_let_func = maker(ir.LetFunc, "span", "name", "params", "body")
+_param = maker(ir.Param, "span", "name", "default")
+_model = maker(ir.ModelDecl, "span", "name", "body")
+_block = maker(ir.BlockDecl, "span", "name", "params", "body")
+_activation = maker(ir.ActivationDecl, "span", "name", "params", "body")
+_layer = maker(ir.LayerDecl, "span", "name", "params", "body")
+_input = maker(ir.Input, "span", "items")
+_input_item = maker(ir.InputItem, "span", "name", "shape", "dtype")
+_output = maker(ir.Output, "span", "items")
+_output_item = maker(ir.OutputItem, "span", "name", "value")
+_assign = maker(ir.Assign, "span", "targets", "value")
+_shared = maker(ir.Shared, "span", "name", "value")
+_if = maker(ir.If, "span", "cond", "then", "orelse")
+_train = maker(ir.Train, "span", "items")
+_kwarg = maker(ir.Kwarg, "span", "name", "value")
+_weight = maker(ir.Weight, "span", "name", "shape", "options")
+_if_exp = maker(ir.IfExp, "span", "cond", "then", "orelse")
+_bool_op = maker(ir.BoolOp, "span", "op", "left", "right")
+_unary_op = maker(ir.UnaryOp, "span", "op", "operand")
+_bin_op = maker(ir.BinOp, "span", "op", "left", "right")
+_flow = maker(ir.Flow, "span", "items")
+_call = maker(ir.Call, "span", "func", "args", "kwargs")
+_attr = maker(ir.Attr, "span", "value", "attr")
+_index = maker(ir.Index, "span", "value", "index")
+_slice = maker(ir.Slice, "span", "start", "stop")
+_tuple = maker(ir.Tuple, "span", "items")
+_list = maker(ir.List, "span", "items")
+_dict = maker(ir.Dict, "span", "items")
+_dict_item = maker(ir.DictItem, "span", "key", "value")
+_name = maker(ir.Name, "span", "id")
+_number = maker(ir.Number, "span", "value")
+_string = maker(ir.String, "span", "value")
+_bool = maker(ir.Bool, "span", "value")
+_none = maker(ir.NoneLit, "span")
+_comment = maker(ir.Comment, "span", "text")
 
-def _make(cls, **fields):
-    return cls.model_construct(**fields)
+
+def _nodes(children: list) -> list:
+    """The children that are not tokens (the brackets and braces lark keeps)."""
+    return [c for c in children if type(c) is not tuple]
 
 
-@v_args(meta=True)
-class ToIR(Transformer):
-    def __init__(self, file: str):
-        super().__init__()
+class IRBuilder:
+    """The IR of one file, built rule by rule as the parser reduces."""
+
+    def __init__(self, file: str, text: str):
         self.file = file
+        self.text = text
+        self._line_starts: list[int] | None = None  # offsets of the lines, when a long expression needs them
+        self.containers: dict = {}  # see lalr.shaped_reducers
+        self.error: Diagnostic | None = None  # the first error found while building
+        self._span = functools.partial(span_at, file)  # (line, col, end_line, end_col) -> Span
 
-    # -- positions
-    def _span(self, meta) -> Span:
-        return Span.model_construct(
-            file=self.file, line=meta.line, col=meta.column, end_line=meta.end_line, end_col=meta.end_column
-        )
+    # -- positions and errors
 
-    def _tok_span(self, tok: Token) -> Span:
-        return Span.model_construct(
-            file=self.file, line=tok.line, col=tok.column, end_line=tok.end_line, end_col=tok.end_column
-        )
+    def _tok_span(self, tok: tuple) -> Span:
+        return new_span(self.file, tok[LINE], tok[COL], tok[END_LINE], tok[END_COL])
+
+    def _fail(self, span: Span, message: str, hint: str | None = None) -> None:
+        if self.error is None:
+            self.error = Diagnostic.at(span, message, hint)
+
+    def _shallow(self, node, *exprs):
+        """`node`, after checking that no expression in `exprs` nests too deeply."""
+        for expr in exprs:
+            if expr is not None and not self._short(expr.span):
+                deep = too_deep(expr, MAX_EXPRESSION_DEPTH)
+                if deep is not None:
+                    self._fail(deep.span, "expression nested too deeply",
+                               f"at most {MAX_EXPRESSION_DEPTH} levels; name a part of it with 'let'")
+        return node
+
+    def _short(self, span: Span) -> bool:
+        """Fewer characters than nesting levels allowed (so it cannot nest too deeply)."""
+        if span.line == span.end_line:
+            return span.end_col - span.col < MAX_EXPRESSION_DEPTH
+        if self._line_starts is None:
+            self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        starts = self._line_starts
+        return (starts[span.end_line - 1] + span.end_col) - (starts[span.line - 1] + span.col) < MAX_EXPRESSION_DEPTH
 
     # -- declarations
-    def start(self, meta, children):
-        return list(children)
+    def start(self, c, pos):
+        return c
 
-    def import_decl(self, meta, children):
-        path = self.string(meta, [children[0]]).value
-        alias = str(children[1]) if len(children) > 1 else None
-        return _make(ir.Import, span=self._span(meta), path=path, alias=alias)
+    def import_decl(self, c, pos):
+        alias = c[1][1] if len(c) > 1 else None
+        return _import(self._span(pos), self._unescape(c[0]), alias)
 
-    def let_decl(self, meta, children):
-        name, value = children
-        return _make(ir.Let, span=self._span(meta), name=str(name), value=value)
+    def let_decl(self, c, pos):
+        return self._shallow(_let(self._span(pos), c[0][1], c[1]), c[1])
 
-    def let_func(self, meta, children):
-        name, params, body = children
-        return _make(ir.LetFunc, span=self._span(meta), name=str(name), params=params, body=body)
+    def let_func(self, c, pos):
+        name, params, body = c
+        return self._shallow(_let_func(self._span(pos), name[1], params.items, body), body)
 
-    def params(self, meta, children):
-        return list(children)
+    def params(self, c, pos):
+        return Part(c, pos)
 
-    def param(self, meta, children):
-        default = children[1] if len(children) > 1 else None
-        return _make(ir.Param, span=self._span(meta), name=str(children[0]), default=default)
+    def param(self, c, pos):
+        default = c[1] if len(c) > 1 else None
+        return self._shallow(_param(self._span(pos), c[0][1], default), default)
 
-    def model_decl(self, meta, children):
-        name, body = children
-        return _make(ir.ModelDecl, span=self._span(meta), name=str(name), body=body)
+    def model_decl(self, c, pos):
+        name, body = c
+        return _model(self._span(pos), name[1], body.items)
 
-    def block_decl(self, meta, children):
-        name, params, body = children
-        return _make(ir.BlockDecl, span=self._span(meta), name=str(name), params=params, body=body)
+    def block_decl(self, c, pos):
+        name, params, body = c
+        return _block(self._span(pos), name[1], params.items, body.items)
 
-    def activation_decl(self, meta, children):
-        name, params, body = children
-        return _make(ir.ActivationDecl, span=self._span(meta), name=str(name), params=params, body=body)
+    def activation_decl(self, c, pos):
+        name, params, body = c
+        return self._shallow(_activation(self._span(pos), name[1], params.items, body), body)
 
-    def layer_decl(self, meta, children):
-        name, params, body = children
-        return _make(ir.LayerDecl, span=self._span(meta), name=str(name), params=params, body=body)
+    def layer_decl(self, c, pos):
+        name, params, body = c
+        return _layer(self._span(pos), name[1], params.items, body.items)
 
-    def body(self, meta, children):
-        return [c for c in children if not isinstance(c, Token)]
+    def body(self, c, pos):
+        return Part(_nodes(c), pos)
 
     # -- statements
-    def input_stmt(self, meta, children):
-        return _make(ir.Input, span=self._span(meta), items=list(children))
+    def input_stmt(self, c, pos):
+        return _input(self._span(pos), list(c))
 
-    def input_item(self, meta, children):
-        name, rest = children[0], list(children[1:])
-        dtype = str(rest.pop()) if rest and isinstance(rest[-1], Token) else None
+    def input_item(self, c, pos):
+        rest = c[1:]
+        dtype = rest.pop()[1] if rest and type(rest[-1]) is tuple else None
         shape = rest[0] if rest else None
-        return _make(ir.InputItem, span=self._span(meta), name=str(name), shape=shape, dtype=dtype)
+        return self._shallow(_input_item(self._span(pos), c[0][1], shape, dtype), shape)
 
-    def output_stmt(self, meta, children):
-        return _make(ir.Output, span=self._span(meta), items=list(children))
+    def output_stmt(self, c, pos):
+        return _output(self._span(pos), list(c))
 
-    def output_bind(self, meta, children):
-        name, value = children
-        return _make(ir.OutputItem, span=self._span(meta), name=str(name), value=value)
+    def output_bind(self, c, pos):
+        name, value = c
+        return self._shallow(_output_item(self._span(pos), name[1], value), value)
 
-    def output_expr(self, meta, children):
-        (value,) = children
+    def output_expr(self, c, pos):
+        (value,) = c
         if isinstance(value, ir.Name):
-            return _make(ir.OutputItem, span=self._span(meta), name=value.id, value=None)
-        return _make(ir.OutputItem, span=self._span(meta), name=None, value=value)
+            return _output_item(self._span(pos), value.id, None)
+        return self._shallow(_output_item(self._span(pos), None, value), value)
 
-    def assign_stmt(self, meta, children):
-        *targets, value = children
-        return _make(ir.Assign, span=self._span(meta), targets=[str(t) for t in targets], value=value)
+    def assign_stmt(self, c, pos):
+        return self._shallow(_assign(self._span(pos), [t[1] for t in c[:-1]], c[-1]), c[-1])
 
-    def shared_stmt(self, meta, children):
-        name, value = children
-        return _make(ir.Shared, span=self._span(meta), name=str(name), value=value)
+    def shared_stmt(self, c, pos):
+        name, value = c
+        return self._shallow(_shared(self._span(pos), name[1], value), value)
 
-    def if_stmt(self, meta, children):
-        cond, then = children[0], children[1]
-        orelse = children[2] if len(children) > 2 else None
+    def if_stmt(self, c, pos):
+        cond, then = c[0], c[1].items
+        orelse = c[2] if len(c) > 2 else None
         if isinstance(orelse, ir.If):
             orelse = [orelse]
-        return _make(ir.If, span=self._span(meta), cond=cond, then=then, orelse=orelse)
+        elif orelse is not None:
+            orelse = orelse.items
+        return self._shallow(_if(self._span(pos), cond, then, orelse), cond)
 
-    def train_stmt(self, meta, children):
-        items = [c for c in children if not isinstance(c, Token)]
-        return _make(ir.Train, span=self._span(meta), items=items)
+    def train_stmt(self, c, pos):
+        return _train(self._span(pos), _nodes(c))
 
-    def train_item(self, meta, children):
-        name, value = children
-        return _make(ir.Kwarg, span=self._span(meta), name=str(name), value=value)
+    def train_item(self, c, pos):
+        name, value = c
+        return self._shallow(_kwarg(self._span(pos), name[1], value), value)
 
     weight_option = train_item
 
-    def weight_stmt(self, meta, children):
-        name, shape, *options = children
-        return _make(ir.Weight, span=self._span(meta), name=str(name), shape=shape, options=options)
+    def weight_stmt(self, c, pos):
+        return self._shallow(_weight(self._span(pos), c[0][1], c[1], c[2:]), c[1])
 
     # -- expressions
-    def if_exp(self, meta, children):
-        then, cond, orelse = children
-        return _make(ir.IfExp, span=self._span(meta), cond=cond, then=then, orelse=orelse)
+    def if_exp(self, c, pos):
+        then, cond, orelse = c
+        return _if_exp(self._span(pos), cond, then, orelse)
 
-    def or_op(self, meta, children):
-        return _make(ir.BoolOp, span=self._span(meta), op="or", left=children[0], right=children[1])
+    def or_op(self, c, pos):
+        return _bool_op(self._span(pos), "or", c[0], c[1])
 
-    def and_op(self, meta, children):
-        return _make(ir.BoolOp, span=self._span(meta), op="and", left=children[0], right=children[1])
+    def and_op(self, c, pos):
+        return _bool_op(self._span(pos), "and", c[0], c[1])
 
-    def not_op(self, meta, children):
-        return _make(ir.UnaryOp, span=self._span(meta), op="not", operand=children[0])
+    def not_op(self, c, pos):
+        return _unary_op(self._span(pos), "not", c[0])
 
-    def binop(self, meta, children):
-        left, op, right = children
-        return _make(ir.BinOp, span=self._span(meta), op=str(op), left=left, right=right)
+    def binop(self, c, pos):
+        left, op, right = c
+        return _bin_op(self._span(pos), op[1], left, right)
 
     compare = binop
 
-    def unop(self, meta, children):
-        op, operand = children
-        return _make(ir.UnaryOp, span=self._span(meta), op=str(op), operand=operand)
+    def unop(self, c, pos):
+        op, operand = c
+        return _unary_op(self._span(pos), op[1], operand)
 
-    def flow(self, meta, children):
-        items = [c for c in children if not isinstance(c, Token)]
-        return _make(ir.Flow, span=self._span(meta), items=items)
+    def flow(self, c, pos):
+        items = _nodes(c)
+        return _flow(self._span(pos), items)
 
-    def call(self, meta, children):
-        func, arguments = children
-        args = [a for a in arguments if not isinstance(a, ir.Kwarg)]
-        kwargs = [a for a in arguments if isinstance(a, ir.Kwarg)]
-        return _make(ir.Call, span=self._span(meta), func=func, args=args, kwargs=kwargs)
+    def call(self, c, pos):
+        func, arguments = c
+        args = [a for a in arguments.items if not isinstance(a, ir.Kwarg)]
+        kwargs = [a for a in arguments.items if isinstance(a, ir.Kwarg)]
+        return _call(self._span(pos), func, args, kwargs)
 
-    def args(self, meta, children):
+    def args(self, c, pos):
         seen_keyword = None
-        for arg in children:
+        for arg in c:
             if isinstance(arg, ir.Kwarg):
                 seen_keyword = arg
             elif seen_keyword is not None:
-                raise SpecError(Diagnostic.at(
-                    arg.span, "positional argument after a keyword argument",
-                    f"move it before '{seen_keyword.name}=' or name it"))
-        return list(children)
+                self._fail(arg.span, "positional argument after a keyword argument",
+                           f"move it before '{seen_keyword.name}=' or name it")
+                break
+        return Part(c, pos)
 
-    def posarg(self, meta, children):
-        return children[0]
+    posarg = PASS  # the argument itself
 
-    def kwarg(self, meta, children):
-        name, value = children
-        return _make(ir.Kwarg, span=self._span(meta), name=str(name), value=value)
+    def kwarg(self, c, pos):
+        name, value = c
+        return _kwarg(self._span(pos), name[1], value)
 
-    def attr(self, meta, children):
-        value, name = children
-        return _make(ir.Attr, span=self._span(meta), value=value, attr=str(name))
+    def attr(self, c, pos):
+        value, name = c
+        return _attr(self._span(pos), value, name[1])
 
-    def index(self, meta, children):
-        value, index = children
-        return _make(ir.Index, span=self._span(meta), value=value, index=index)
+    def index(self, c, pos):
+        value, index = c
+        return _index(self._span(pos), value, index)
 
-    def slice(self, meta, children):
-        start, stop = children
-        return _make(ir.Slice, span=self._span(meta), start=start, stop=stop)
+    def slice(self, c, pos):
+        start, stop = c
+        return _slice(self._span(pos), start, stop)
 
-    def tuple(self, meta, children):
-        return _make(ir.Tuple, span=self._span(meta), items=list(children))
+    def tuple(self, c, pos):
+        return _tuple(self._span(pos), list(c))
 
-    def list(self, meta, children):
-        return _make(ir.List, span=self._span(meta), items=[c for c in children])
+    def list(self, c, pos):
+        return _list(self._span(pos), list(c))
 
-    def dict(self, meta, children):
-        items = [c for c in children if not isinstance(c, Token)]
-        return _make(ir.Dict, span=self._span(meta), items=items)
+    def dict(self, c, pos):
+        items = _nodes(c)
+        return _dict(self._span(pos), items)
 
-    def dict_item(self, meta, children):
-        key, value = children
-        return _make(ir.DictItem, span=self._span(meta), key=key, value=value)
+    def dict_item(self, c, pos):
+        key, value = c
+        return _dict_item(self._span(pos), key, value)
 
     # -- atoms
-    def soft_keyword(self, meta, children):
-        return children[0]
+    soft_keyword = hard_keyword = PASS  # the keyword's token
 
-    hard_keyword = soft_keyword
+    def name(self, c, pos):
+        return _name(self._span(pos), c[0][1])
 
-    def name(self, meta, children):
-        return _make(ir.Name, span=self._span(meta), id=str(children[0]))
+    def int(self, c, pos):
+        text = c[0][1]
+        if len(text) > MAX_NUMBER_DIGITS:
+            self._fail(self._tok_span(c[0]), f"number too long ({len(text):,} digits; at most {MAX_NUMBER_DIGITS})")
+            return _number(self._span(pos), 0)
+        return _number(self._span(pos), int(text))
 
-    def int(self, meta, children):
-        tok = children[0]
-        if len(tok) > MAX_NUMBER_DIGITS:
-            raise SpecError(Diagnostic.at(
-                self._tok_span(tok), f"number too long ({len(tok):,} digits; at most {MAX_NUMBER_DIGITS})"))
-        return _make(ir.Number, span=self._span(meta), value=int(tok))
-
-    def float(self, meta, children):
-        tok = children[0]
-        if len(tok) > MAX_NUMBER_DIGITS + 8:
-            raise SpecError(Diagnostic.at(self._tok_span(tok), f"number too long ({len(tok):,} characters)"))
-        value = float(tok)
+    def float(self, c, pos):
+        text = c[0][1]
+        if len(text) > MAX_NUMBER_DIGITS + 8:
+            self._fail(self._tok_span(c[0]), f"number too long ({len(text):,} characters)")
+            return _number(self._span(pos), 0.0)
+        value = float(text)
         if math.isinf(value):
-            raise SpecError(Diagnostic.at(self._tok_span(tok), f"number out of range: {tok}"))
-        return _make(ir.Number, span=self._span(meta), value=value)
+            self._fail(self._tok_span(c[0]), f"number out of range: {text}")
+        return _number(self._span(pos), value)
 
-    def string(self, meta, children):
-        tok = children[0]
-        return _make(ir.String, span=self._tok_span(tok), value=self._unescape(tok))
+    def string(self, c, pos):
+        return _string(self._tok_span(c[0]), self._unescape(c[0]))
 
-    def true(self, meta, children):
-        return _make(ir.Bool, span=self._span(meta), value=True)
+    def true(self, c, pos):
+        return _bool(self._span(pos), True)
 
-    def false(self, meta, children):
-        return _make(ir.Bool, span=self._span(meta), value=False)
+    def false(self, c, pos):
+        return _bool(self._span(pos), False)
 
-    def none(self, meta, children):
-        return _make(ir.NoneLit, span=self._span(meta))
+    def none(self, c, pos):
+        return _none(self._span(pos))
 
-    def _unescape(self, tok: Token) -> str:
-        body = tok[1:-1]
+    def _unescape(self, tok: tuple) -> str:
+        body = tok[1][1:-1]
         if "\\" not in body:
             return body
         out, i = [], 0
@@ -263,9 +327,9 @@ class ToIR(Transformer):
             if ch == "\\":
                 nxt = body[i + 1]
                 if nxt not in _ESCAPES:
-                    span = Span.at(self.file, tok.line, tok.column + 1 + i, 2)
-                    raise SpecError(Diagnostic.at(span, f"unknown escape '\\{nxt}' in string",
-                                                  'strings allow \\" \\\\ \\n and \\t'))
+                    span = Span.at(self.file, tok[LINE], tok[COL] + 1 + i, 2)
+                    self._fail(span, f"unknown escape '\\{nxt}' in string", 'strings allow \\" \\\\ \\n and \\t')
+                    return body
                 out.append(_ESCAPES[nxt])
                 i += 2
             else:
@@ -276,21 +340,10 @@ class ToIR(Transformer):
 
 def to_ir(text: str, display: str) -> ir.File:
     """Parse one file's text into an `ir.File` (comments kept for the formatter)."""
-    comments: list[Token] = []
-    tree = parse_tree(text, display, comments)
-    try:
-        decls = ToIR(display).transform(tree)
-    except VisitError as exc:
-        if isinstance(exc.orig_exc, SpecError):
-            raise exc.orig_exc from None
-        if isinstance(exc.orig_exc, RecursionError):
-            raise SpecError(Diagnostic.for_file(display, "expression nested too deeply")) from None
-        raise
-    except RecursionError:
-        raise SpecError(Diagnostic.for_file(display, "expression nested too deeply")) from None
-    kept = [
-        _make(ir.Comment, span=Span.model_construct(
-            file=display, line=c.line, col=c.column, end_line=c.end_line, end_col=c.end_column), text=str(c).rstrip())
-        for c in comments
-    ]
+    comments: list[tuple] = []
+    builder = IRBuilder(display, text)
+    decls = parse(text, display, builder, comments)
+    if builder.error is not None:
+        raise SpecError(builder.error)
+    kept = [_comment(new_span(display, c[LINE], c[COL], c[END_LINE], c[END_COL]), c[1].rstrip()) for c in comments]
     return ir.File.model_construct(path=display, decls=decls, comments=kept)

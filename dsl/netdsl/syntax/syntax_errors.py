@@ -1,0 +1,246 @@
+"""Syntax errors that read like a person wrote them, and one per declaration.
+
+Only a file that does not parse comes here. The message looks at what the
+parser had read before the bad token (`describe_syntax_error`), so the text is
+parsed again with the same lexer, layout and tables, keeping for each rule
+only the last token of the tree lark would have built for it. Then each
+top-level declaration (a line that begins with its keyword) is parsed on its
+own, so that the first syntax error of every declaration is reported, not
+only the first of the file: each from its own text with its line numbers
+kept, first only to find out whether it parses. The whole costs a pass or two
+over the file however many declarations it has.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import NamedTuple
+
+from netdsl.errors import Diagnostic, LayoutError, Span
+from netdsl.syntax.lalr import Part, Reductions, SyntaxFailure, end_token, recognizer, run, shaped_reducers
+from netdsl.syntax.lexer import LexFailure, layout, lex
+from netdsl.syntax.tables import Tables, load_tables
+
+MAX_SYNTAX_ERRORS = 20
+_DECLARATION_START = re.compile(r"^(import|let|model|block|activation|layer)\b", re.M)
+
+
+def diagnose(text: str, display: str) -> list[Diagnostic]:
+    """The syntax errors of a file that does not parse (at least one)."""
+    found = _errors_per_declaration(text, display)
+    if found:
+        return found
+    first = _describe_first_error(text, display, 1)
+    if first is None:  # pragma: no cover - the IR parse failed, so this one fails too
+        raise AssertionError(f"{display}: the parser failed but its diagnosis found no syntax error")
+    return [first]
+
+
+def _errors_per_declaration(text: str, display: str) -> list[Diagnostic]:
+    """The first syntax error of each top-level declaration, in source order."""
+    starts = [m.start() for m in _DECLARATION_START.finditer(text)]
+    if len(starts) < 2:
+        return []
+    bounds = [0] + starts[1:] + [len(text)]
+    found: list[Diagnostic] = []
+    line = 1
+    for previous, begin, end in zip([0] + bounds, bounds, bounds[1:]):
+        line += text.count("\n", previous, begin)
+        error = first_syntax_error(text[begin:end], display, line)
+        if error is not None:
+            found.append(error)
+        if len(found) >= MAX_SYNTAX_ERRORS:
+            break
+    return found
+
+
+def first_syntax_error(text: str, display: str, first_line: int = 1) -> Diagnostic | None:
+    """The first syntax error of `text` (which starts at line `first_line` of the file), or None."""
+    tables = load_tables()
+    try:  # most declarations parse: find that out without building anything
+        run(tables, layout(lex(text, tables, None, first_line)), recognizer(tables), end_token)
+    except (LayoutError, LexFailure, SyntaxFailure):
+        return _describe_first_error(text, display, first_line)
+    return None
+
+
+def _describe_first_error(text: str, display: str, first_line: int) -> Diagnostic | None:
+    tables = load_tables()
+    try:
+        run(tables, layout(lex(text, tables, None, first_line)), _last_tokens(tables), end_token)
+    except LayoutError as exc:
+        return Diagnostic.at(_token_span(_Tok(*exc.token), display), exc.message)
+    except LexFailure as exc:
+        return _unexpected_character(exc, text, display)
+    except SyntaxFailure as exc:
+        return describe_syntax_error(exc, text, display, first_line)
+    return None
+
+
+class _Last:
+    """What a message needs of a rule the parser has reduced: the last token of
+    the tree lark would have built for it (its children right to left, depth
+    first; anonymous tokens are not in lark's tree), or None."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: tuple | None):
+        self.token = token
+
+
+class _LastTokenBuilder:
+    """A builder (see `lalr.shaped_reducers`) that keeps only each rule's last token."""
+
+    containers: dict = {}  # stays empty: no positions are kept
+
+    def __getattr__(self, rule: str):
+        return _last_of
+
+
+def _last_of(children: list, pos: None = None) -> _Last:
+    for child in reversed(children):
+        if type(child) is tuple:
+            return _Last(child)
+        if type(child) is _Last and child.token is not None:
+            return child
+        if type(child) is Part:
+            found = _last_of(child.items)
+            if found.token is not None:
+                return found
+    return _Last(None)
+
+
+@functools.lru_cache(maxsize=1)
+def _last_tokens(tables: Tables) -> Reductions:
+    return Reductions(tables, shaped_reducers(tables, _LastTokenBuilder(), positions=False))
+
+
+class _Tok(NamedTuple):
+    """A token tuple with names, for the messages."""
+
+    type: str
+    value: str
+    line: int
+    column: int
+    end_line: int | None
+    end_column: int | None
+
+
+# ----------------------------------------------------------------- messages
+
+
+def _token_span(tok, display: str) -> Span:
+    length = len(tok.value) if tok.type != "_NL" else 1
+    if tok.end_line is not None and tok.end_line != tok.line:
+        length = 1
+    return Span.at(display, tok.line, tok.column, length)
+
+
+def _unexpected_character(exc: LexFailure, text: str, display: str) -> Diagnostic:
+    char = text[exc.pos] if exc.pos < len(text) else ""
+    span = Span.at(display, exc.line, exc.col)
+    if char == '"':
+        return Diagnostic.at(span, "unterminated string", 'strings end with " on the same line')
+    if char == "'":
+        return Diagnostic.at(span, "unexpected character \"'\"", 'strings use double quotes: "same"')
+    if char == "\\":
+        return Diagnostic.at(span, "unexpected character '\\'", "a statement continues inside ( ) [ ] or when the next line starts with '->'")
+    shown = char if char.isprintable() else f"\\x{ord(char):02x}" if ord(char) < 256 else f"\\u{ord(char):04x}"
+    return Diagnostic.at(span, f"unexpected character '{shown}'")
+
+
+_OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE", "DICT_LBRACE": "DICT_RBRACE"}
+_CLOSING_TEXT = {"LPAR": ")", "LSQB": "]", "DICT_LBRACE": "}", "LBRACE": "}"}
+_TOKEN_WORDS = {
+    "NAME": "a name", "INT": "a number", "FLOAT": "a number", "STRING": "a string",
+    "_NL": "end of line", "$END": "end of file", "ARROW": "'->'", "LPAR": "'('", "RPAR": "')'",
+    "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'", "RBRACE": "'}'", "DICT_LBRACE": "'{'",
+    "DICT_RBRACE": "'}'", "COMMA": "','", "COLON": "':'", "EQUAL": "'='", "DOT": "'.'",
+}
+_CLOSING_TYPES = {"RPAR", "RSQB", "DICT_RBRACE", "COMMA"}
+_EXPRESSION_STARTS = {"NAME", "INT", "FLOAT", "STRING", "LPAR", "LSQB", "DICT_LBRACE", "MINUS", "PLUS",
+                      "TRUE", "FALSE", "NONE", "NOT"}
+
+
+def _describe_token(tok) -> str:
+    if tok.type == "_NL" and tok.value == "":
+        return "'}'"
+    if tok.type == "_NL" and tok.value == ";":
+        return "';'"
+    if tok.type in ("_NL", "$END"):
+        return _TOKEN_WORDS[tok.type]
+    return f"'{tok.value}'"
+
+
+def describe_syntax_error(failure: SyntaxFailure, text: str, display: str, first_line: int = 1) -> Diagnostic:
+    """Turn the parser's raw 'unexpected token' into what a person would say."""
+    tok = _Tok(*failure.token)
+    expected = set(failure.expected)
+    stack = failure.value_stack
+    before = _previous_token(stack)
+    if tok.type == "$END":
+        line = first_line + text.count("\n")
+        span = Span.at(display, line, len(text.rsplit("\n", 1)[-1]) + 1)
+    else:
+        span = _token_span(tok, display)
+    found = _describe_token(tok)
+    open_bracket = _innermost_open(stack)
+
+    if before is not None and before.type == "ARROW":
+        return Diagnostic.at(span, f"expected a step after '->', found {found}")
+    if open_bracket is not None and _CLOSING_TEXT[open_bracket.type] and (
+        tok.type in ("_NL", "$END", "RBRACE") or (tok.line != open_bracket.line and tok.type not in _CLOSING_TYPES)
+    ):
+        closing = _CLOSING_TEXT[open_bracket.type]
+        if open_bracket.type != "LBRACE":
+            return Diagnostic.at(
+                span,
+                f"missing '{closing}'",
+                f"the '{open_bracket.value}' at line {open_bracket.line}, column {open_bracket.column} is never closed",
+            )
+    if tok.type in ("RPAR", "RSQB", "DICT_RBRACE") and not (expected & {"RPAR", "RSQB", "DICT_RBRACE"}):
+        if expected & _EXPRESSION_STARTS:
+            return Diagnostic.at(span, f"expected a value before {found}")
+        return Diagnostic.at(span, f"unmatched {found}")
+    if before is not None and before.type in ("EQUAL", "COLON", "COMMA") and expected & _EXPRESSION_STARTS:
+        return Diagnostic.at(span, f"expected a value after '{before.value}', found {found}")
+    if before is not None and before.type in ("MODEL", "BLOCK", "LAYER", "ACTIVATION", "LET", "SHARED", "WEIGHT", "INPUT") and "NAME" in expected:
+        return Diagnostic.at(span, f"expected a name after '{before.value}', found {found}")
+    if expected == {"_NL"} or ("_NL" in expected and tok.type in ("NAME", "INT", "FLOAT", "STRING")):
+        return Diagnostic.at(span, f"unexpected {found}; expected end of statement",
+                             "put one statement per line, or separate them with ';'")
+    if "RBRACE" in expected and tok.type == "$END":
+        return Diagnostic.at(span, "missing '}' at end of file")
+    return Diagnostic.at(span, f"unexpected {found}; expected {_describe_expected(expected)}")
+
+
+def _describe_expected(expected: set[str]) -> str:
+    if expected & _EXPRESSION_STARTS and len(expected & _EXPRESSION_STARTS) >= 3:
+        words = ["a value"] + sorted(_TOKEN_WORDS[t] for t in expected - _EXPRESSION_STARTS if t in _TOKEN_WORDS)
+    else:
+        words = sorted({_TOKEN_WORDS.get(t, f"'{t.lower()}'") for t in expected})
+    words = words[:6]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _previous_token(stack: list) -> _Tok | None:
+    """The last token the parser read: the top of its stack, or the last token of that rule."""
+    if not stack:
+        return None
+    top = stack[-1]
+    if type(top) is tuple:
+        return _Tok(*top)
+    if type(top) is Part:
+        top = _last_of(top.items)
+    if type(top) is _Last and top.token is not None:
+        return _Tok(*top.token)
+    return None
+
+
+def _innermost_open(stack: list) -> _Tok | None:
+    """The innermost bracket still open on the parser's stack."""
+    for item in reversed(stack):
+        if type(item) is tuple and item[0] in _OPENERS:
+            return _Tok(*item)
+    return None

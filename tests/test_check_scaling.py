@@ -1,0 +1,55 @@
+"""The checker's work grows with the spec, not with its square: no per-statement
+cost that depends on how many names, outputs or errors came before.
+
+(Work is counted, not timed: bench/bench_check.py measures the time.)"""
+
+from __future__ import annotations
+
+import difflib
+
+import netdsl
+from netdsl.errors import did_you_mean, suggestions_limited
+from netdsl.semantics.analysis import MAX_SUGGESTION_WORK, analyze
+
+
+def test_suggestions_stop_when_their_budget_is_spent():
+    read = []
+
+    def names():
+        for name in ("dense", "conv2d", "relu"):
+            read.append(name)
+            yield name
+
+    with suggestions_limited(5):
+        assert did_you_mean("dens", names()) == "did you mean 'dense'?"
+        assert did_you_mean("rlu", names()) == "did you mean 'relu'?"  # 3 + 3 > 5: the last one
+        assert did_you_mean("dens", names()) is None
+    assert len(read) == 6  # the third list was never read
+    assert did_you_mean("dens", ["dense"]) == "did you mean 'dense'?"  # no budget outside
+
+
+def test_thousands_of_misspelt_tensors_cost_a_bounded_number_of_comparisons(monkeypatch):
+    compared = []
+    real = difflib.get_close_matches
+
+    def counting(word, possibilities, *args, **kwargs):
+        compared.append(len(possibilities))
+        return real(word, possibilities, *args, **kwargs)
+
+    monkeypatch.setattr(difflib, "get_close_matches", counting)
+    body = "\n".join(f"  h{i} = hh{i - 1} -> dense(4)" for i in range(1, 3000))  # hh0 for h0 ...
+    spec = f"model m {{\n  input x: (4,)\n  h0 = x -> dense(4)\n{body}\n  output y = x\n}}\n"
+    diagnostics = analyze(netdsl.parse(spec, filename="typos.net")).diagnostics
+    assert [d.message for d in diagnostics] == [f"undefined tensor 'hh{i}'" for i in range(2999)]
+    assert diagnostics[0].hint == "did you mean 'h0'?"  # the first ones still get their suggestion
+    assert diagnostics[100].hint == "did you mean 'h100'?"
+    assert diagnostics[-1].hint is None
+    assert sum(compared) <= 2 * MAX_SUGGESTION_WORK
+
+
+def test_many_outputs_are_each_checked_once():
+    outputs = "\n".join(f"  output o{i} = x -> dense(2)" for i in range(2000))
+    spec = f"model m {{\n  input x: (4,)\n{outputs}\n  output o7 = x\n}}\n"
+    analysis = analyze(netdsl.parse(spec, filename="outs.net"))
+    assert [d.message for d in analysis.diagnostics] == ["'o7' is already an output"]
+    assert analysis.graphs["m"].output_names == [f"o{i}" for i in range(2000)]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl.syntax import ir
-from netdsl.errors import Diagnostic, Fail, sort_diagnostics
+from netdsl.errors import Diagnostic, Exhausted, Fail, sort_diagnostics
 from netdsl.semantics.expand import Expander
 from netdsl.semantics.graph import Graph
 from netdsl.syntax.loader import Program, paused_gc
@@ -30,6 +30,8 @@ class Analysis:
     # Those found checking the declarations on their own (constants, blocks,
     # declared layers), before any model was expanded.
     declaration_diagnostics: list[Diagnostic] = field(default_factory=list)
+    # A budget of netdsl.limits was spent: the check stopped there (its graphs are partial).
+    exhausted: bool = False
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -46,6 +48,18 @@ def analyze(program: Program, backend: Any = None, models: list[str] | None = No
 def _analyze(program: Program, backend: Any, models: list[str] | None, declarations: bool,
              param_limit: int | None) -> Analysis:
     diagnostics: list[Diagnostic] = []
+    analysis = Analysis(program)
+    try:
+        _expand_all(program, backend, models, declarations, param_limit, analysis, diagnostics)
+    except Exhausted as exc:  # a budget of netdsl.limits is spent: report it once and stop
+        diagnostics.append(exc.diagnostic)
+        analysis.exhausted = True
+    analysis.diagnostics = sort_diagnostics(diagnostics, list(program.files))
+    return analysis
+
+
+def _expand_all(program: Program, backend: Any, models: list[str] | None, declarations: bool,
+                param_limit: int | None, analysis: Analysis, diagnostics: list[Diagnostic]) -> None:
     scopes = build_scopes(program.files, program.imports, diagnostics)
     expander = Expander(scopes, backend or ShapeBackend(), diagnostics, TrainChecker())
     if param_limit is not None:
@@ -54,7 +68,6 @@ def _analyze(program: Program, backend: Any, models: list[str] | None, declarati
         for scope in scopes.values():
             _check_declarations(scope, expander)
     root = scopes[program.root]
-    analysis = Analysis(program)
     analysis.declaration_diagnostics = sort_diagnostics(diagnostics, list(program.files))
     wanted = models if models is not None else program.model_names
     for decl in program.root_file.decls:
@@ -65,8 +78,6 @@ def _analyze(program: Program, backend: Any, models: list[str] | None, declarati
             graph = expander.expand_model(decl, root)
             expander.models.setdefault(decl.name, graph)
             analysis.graphs[decl.name] = graph
-    analysis.diagnostics = sort_diagnostics(diagnostics, list(program.files))
-    return analysis
 
 
 def _check_declarations(scope: Any, expander: Expander) -> None:

@@ -40,13 +40,21 @@ UNKNOWN: Any = _Unknown()
 
 
 def is_unknown(value: Any) -> bool:
-    """True if the value is unknown or holds an unknown part."""
+    """True if the value is unknown or holds an unknown part (walked without
+    recursion: a declared layer's config holds expression trees)."""
     if value is UNKNOWN:
         return True
-    if isinstance(value, (tuple, list)):
-        return any(is_unknown(v) for v in value)
-    if isinstance(value, dict):
-        return any(is_unknown(v) for v in value.values())
+    if not isinstance(value, (tuple, list, dict)):
+        return False
+    stack = list(value.values()) if isinstance(value, dict) else list(value)
+    while stack:
+        item = stack.pop()
+        if item is UNKNOWN:
+            return True
+        if isinstance(item, (tuple, list)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
     return False
 
 

@@ -209,6 +209,17 @@ def _display_width(text: str) -> int:
     return len(text.expandtabs(4))
 
 
+RESOURCE_ERRORS = (RecursionError, MemoryError)
+
+
+def out_of_resources(exc: BaseException, file: str) -> Diagnostic:
+    """The last resort for a RecursionError or MemoryError that no limit of
+    `netdsl.limits` caught first: one line about the spec, never a traceback."""
+    what = "nests too deeply" if isinstance(exc, RecursionError) else "needs more memory than there is"
+    return Diagnostic.for_file(file, f"the spec {what} for netdsl to process it",
+                               "netdsl's limits should have refused it first: please report this spec")
+
+
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     """`did you mean 'dense'?` for the nearest candidate, or None when none is close."""
     import difflib

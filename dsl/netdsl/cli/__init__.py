@@ -11,7 +11,7 @@ import sys
 
 from netdsl.cli import build, check, fmt, layers, render
 from netdsl.cli.common import EXIT_OK, EXIT_SPEC, EXIT_USAGE, print_diagnostics
-from netdsl.errors import SpecError
+from netdsl.errors import RESOURCE_ERRORS, SpecError, out_of_resources
 from netdsl.version import __version__
 
 __all__ = ["main", "print_diagnostics"]
@@ -28,10 +28,20 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         print_diagnostics(exc.diagnostics, exc.sources)
         return EXIT_SPEC
+    except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first
+        print_diagnostics([out_of_resources(exc, _spec_of(args))], None)
+        return EXIT_SPEC
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+
+
+def _spec_of(args: argparse.Namespace) -> str:
+    """The spec a command was working on, for a diagnostic that knows nothing more."""
+    current = getattr(args, "current_spec", None)
+    files = getattr(args, "files", None) or [getattr(args, "spec", None) or "netdsl"]
+    return current or files[0]
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -10,7 +10,7 @@ from pathlib import Path
 from netdsl.atomic import write_bytes
 from netdsl.errors import Diagnostic, SpecError, Sources
 from netdsl.syntax.formatter import format_text
-from netdsl.syntax.parser import read_source
+from netdsl.syntax.source import read_source
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"would reformat {name}")
         elif not diff:
             try:
-                write_bytes(path, formatted.encode("utf-8"))
+                write_bytes(path, formatted.encode("utf-8"), links="refuse")  # a link: the user meant its file
             except OSError as exc:
                 diagnostics.append(Diagnostic.for_file(name, f"cannot write file: {exc.strerror or exc}"))
                 continue

@@ -10,7 +10,7 @@ from pathlib import Path
 from netdsl.api import model_graphs
 from netdsl.cli.common import add_include, add_plugin, load_plugins
 from netdsl.diagram.render import FORMATS, render_graph, write_diagram
-from netdsl.errors import RenderError
+from netdsl.errors import Diagnostic, RenderError, SpecError
 from netdsl.syntax.loader import load_file, pick_models
 
 
@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"netdsl render: {exc}", file=sys.stderr)
             status = 1
             continue
+        except OSError as exc:
+            raise SpecError(Diagnostic.for_file(program.root, f"cannot write the diagram of '{name}': "
+                                                              f"{exc.strerror or exc}")) from None
         print(path)
     return status
 

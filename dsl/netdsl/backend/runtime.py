@@ -7,7 +7,7 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator
 
-__all__ = ["quiet_tensorflow", "dtype_policy"]
+__all__ = ["quiet_tensorflow", "muted_stderr", "dtype_policy"]
 
 
 def quiet_tensorflow(mute_stderr: bool = True) -> None:
@@ -22,16 +22,7 @@ def quiet_tensorflow(mute_stderr: bool = True) -> None:
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     if "keras" in sys.modules and "tensorflow" in sys.modules:
         return
-    saved = None
-    if mute_stderr:
-        try:
-            sys.stderr.flush()
-            saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, 2)
-            os.close(null)
-        except OSError:
-            saved = None
-    try:
+    with muted_stderr(mute_stderr):
         import keras
 
         keras.ops.add(keras.ops.zeros((1,)), 1.0)  # the runtime's first op prints its notices
@@ -41,6 +32,24 @@ def quiet_tensorflow(mute_stderr: bool = True) -> None:
             absl.logging.set_verbosity(absl.logging.ERROR)
         except ImportError:
             pass
+
+
+@contextmanager
+def muted_stderr(mute: bool = True) -> Iterator[None]:
+    """File descriptor 2 pointed at /dev/null inside the block (C++ libraries write there
+    directly); the log level set for TensorFlow in case the block imports it."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    saved = None
+    if mute:
+        try:
+            sys.stderr.flush()
+            saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            os.close(null)
+        except OSError:
+            saved = None
+    try:
+        yield
     finally:
         if saved is not None:
             os.dup2(saved, 2)

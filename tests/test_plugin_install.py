@@ -13,9 +13,9 @@ import base64
 import hashlib
 import os
 import subprocess
+import re
 import sys
 import sysconfig
-import textwrap
 import zipfile
 from pathlib import Path
 
@@ -25,32 +25,27 @@ import netdsl
 
 pytestmark = pytest.mark.slow
 
-TWICE = textwrap.dedent('''
-    """Multiply by two: a netdsl plugin layer."""
-    import keras
-    import netdsl
-
-    @netdsl.register_layer("twice")
-    @keras.saving.register_keras_serializable(package="netdsl_twice")
-    class Twice(keras.layers.Layer):
-        "Multiply by two."
-        def call(self, x):
-            return x * 2
-''')
+ROOT = Path(__file__).resolve().parents[1]
+GUIDE = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
+PLUGINS = GUIDE[GUIDE.index("## 14. Python plugins"):]
+# The plugin and its entry point exactly as the language guide shows them.
+TWICE = re.search(r"```python\n(.*?)```", PLUGINS, re.S).group(1)
+ENTRY_POINT = re.search(r'```toml\n\[project.entry-points."netdsl.layers"\]\n(\w+) = "(\w+)"\n```', PLUGINS)
 
 BROKEN = 'raise RuntimeError("the plugin is broken")\n'
 
 SPEC = "model m {\n  input x: (3,)\n  output y = x -> twice -> dense(1)\n}\n"
 
 
-def _wheel(folder: Path, package: str, source: str) -> Path:
-    """A wheel of one module whose entry point in `netdsl.layers` is that module."""
+def _wheel(folder: Path, package: str, source: str, entry: str | None = None) -> Path:
+    """A wheel of one module whose entry point `entry` (default: the module's name) in
+    `netdsl.layers` is that module."""
     dist = f"{package}-1.0.dist-info"
     files = {
         f"{package}/__init__.py": source,
         f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n",
         f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: netdsl-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        f"{dist}/entry_points.txt": f"[netdsl.layers]\n{package} = {package}\n",
+        f"{dist}/entry_points.txt": f"[netdsl.layers]\n{entry or package} = {package}\n",
     }
     record = []
     for name, text in files.items():
@@ -88,7 +83,8 @@ def _netdsl(python: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_an_installed_plugin_is_found_by_every_command(tmp_path):
     python = _environment(tmp_path / "venv")
-    _install(python, _wheel(tmp_path, "netdsl_twice", TWICE))
+    entry, module = ENTRY_POINT.groups()
+    _install(python, _wheel(tmp_path, module, TWICE, entry))
     (tmp_path / "spec.net").write_text(SPEC)
 
     checked = _netdsl(python, "check", "spec.net", cwd=tmp_path)

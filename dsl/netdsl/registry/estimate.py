@@ -143,8 +143,8 @@ def _estimate(entry: Entry, kwargs: dict, shapes: list[tuple]) -> int | None:
     if entry.source == "netdsl":
         if n == "linear":
             return _int(shape[-1]) * _int(v("units"))
-        if n == "scale":
-            return 1
+        if n == "scale":  # a learned scalar, or a constant that is no weight
+            return 1 if v("trainable") else 0
         if n == "scaled_sigmoid":
             return 0
         if n == "attention":

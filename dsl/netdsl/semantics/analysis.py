@@ -86,7 +86,10 @@ def _check_declarations(scope: Any, expander: Expander) -> None:
     for decl in scope.file.decls:
         try:
             if isinstance(decl, ir.Let):
-                consts.file_let(scope, decl.name, decl.span)
+                if scope.own.get(decl.name) is decl:
+                    consts.file_let(scope, decl.name, decl.span)
+                else:  # a second declaration of the name (reported as such): its value checked alone
+                    consts.fold(decl.value, Env(scope))
             elif isinstance(decl, ir.LetFunc):
                 env = Env(scope)
                 for p in decl.params:

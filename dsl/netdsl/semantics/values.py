@@ -20,6 +20,7 @@ from typing import Any
 
 from netdsl.errors import Span
 from netdsl.limits import MAX_SHOWN_VALUE
+from netdsl.semantics.scope import Closure
 
 
 class _Unknown:
@@ -156,6 +157,8 @@ def _scalar_text(value: Any) -> str:
         return value.name
     if isinstance(value, SymCall):
         return f"{value.sym.name}(...)"
+    if isinstance(value, Closure):
+        return f"'{value.decl.name}'"
     return repr(value)
 
 
@@ -181,4 +184,6 @@ def type_name(value: Any) -> str:
         return "a dict"
     if isinstance(value, (Sym, SymCall, Resolved)):
         return "a name"
+    if isinstance(value, Closure):
+        return "the function"
     return type(value).__name__

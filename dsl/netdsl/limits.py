@@ -63,6 +63,10 @@ MAX_CALL_DEPTH = 64
 # passed to many layers, multiply work without making the file longer.
 MAX_CONST_WORK = 1_000_000
 
+# A large file pays for what it writes out: its budget of constant work is at
+# least this much per byte of its text (a 2 MiB list literal is folded whole).
+CONST_WORK_PER_BYTE = 2
+
 # ------------------------------------------------------------------ expansion
 
 # `STEP * N`: the count of one repeat.
@@ -80,6 +84,10 @@ MAX_LAYERS = 50_000
 # block checked on its own. Bounds the time of a check whatever a file repeats
 # or nests; one model of MAX_LAYERS layers fits.
 MAX_EXPANSION_STEPS = 100_000
+
+# ...and its budget of expansion steps at least one per this many bytes of its
+# text (a flat statement `h2 = h1 -> dense(16)` is about 25 bytes and 2 steps).
+BYTES_PER_EXPANSION_STEP = 8
 
 # A dimension of a model input (Keras and TensorFlow index with int32).
 MAX_DIM = 2**31 - 1

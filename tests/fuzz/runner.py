@@ -140,6 +140,7 @@ def run(count: int, seed: int = 0, bounds: Bounds = Bounds(), start: int = 0, on
             source, text = make_input(seed, index, corpus, generated_share, big)
             _check(worker, report, bounds, index, source, text, filename, save_dir, keep_slowest)
             if progress is not None and report.inputs % 1000 == 0:
+                report.wall_seconds = time.perf_counter() - began
                 progress(report)
     finally:
         worker.stop()

@@ -62,6 +62,7 @@ def _expand_all(program: Program, backend: Any, models: list[str] | None, declar
                 param_limit: int | None, analysis: Analysis, diagnostics: list[Diagnostic]) -> None:
     scopes = build_scopes(program.files, program.imports, diagnostics)
     expander = Expander(scopes, backend or ShapeBackend(), diagnostics, TrainChecker())
+    expander.budget_for_text(sum(len(text) for text in program.texts.values()))
     if param_limit is not None:
         expander.param_limit = param_limit
     if declarations:

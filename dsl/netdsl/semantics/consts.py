@@ -77,7 +77,8 @@ class Consts:
         self.calls: list[str] = []  # let functions being called, for recursion
         self.lets: list[tuple[str, str]] = []  # file-level lets being folded, for cycles
         self.depth = 0  # folds in progress: the evaluation's recursion
-        self.work = 0  # spent of MAX_CONST_WORK in this check
+        self.work = 0  # spent of `work_limit` in this check
+        self.work_limit = MAX_CONST_WORK  # more for a large file (analysis.py)
         # Items and nesting of every list, tuple and dict made here, by id (the
         # value is kept so its id stays its own): a value's size is then known
         # from its items' without walking shared references again.
@@ -130,7 +131,7 @@ class Consts:
         if method is None:
             raise Fail(expr.span, "expected a constant here", _const_hint(expr))
         self.work += 1
-        if self.work > MAX_CONST_WORK:
+        if self.work > self.work_limit:
             self.charge(0, expr.span)
         if self.depth >= MAX_EXPR_DEPTH:
             raise Fail(expr.span, f"expression nested more than {MAX_EXPR_DEPTH} deep",
@@ -145,8 +146,8 @@ class Consts:
     def charge(self, work: int, span) -> None:
         """Spend `work` of this check's constant budget, before doing it."""
         self.work += work
-        if self.work > MAX_CONST_WORK:
-            raise Exhausted(span, f"the spec's constants take more than {MAX_CONST_WORK:,} steps to evaluate",
+        if self.work > self.work_limit:
+            raise Exhausted(span, f"the spec's constants take more than {self.work_limit:,} steps to evaluate",
                             "functions that call each other more than once, or large constants "
                             "given to many layers, multiply the work")
 
@@ -426,7 +427,7 @@ class Consts:
             self.calls.pop()
 
 
-# What a let function's call costs of MAX_CONST_WORK besides its arguments and
+# What a let function's call costs of the constant budget besides its arguments and
 # body: binding and a new scope take about as long as ten operators.
 CALL_WORK = 10
 

@@ -21,7 +21,7 @@ from netdsl.semantics.args import DTYPES, Arguments
 from netdsl.semantics.consts import Consts
 from netdsl.semantics.declared import Declared
 from netdsl.errors import BuildError, Diagnostic, Fail, Span, did_you_mean
-from netdsl.limits import MAX_DIM
+from netdsl.limits import BYTES_PER_EXPANSION_STEP, CONST_WORK_PER_BYTE, MAX_CONST_WORK, MAX_DIM, MAX_EXPANSION_STEPS
 from netdsl.semantics.graph import Graph, Node, TensorRef
 from netdsl.semantics.scope import Closure, Env, FileScope
 from netdsl.semantics.steps import (
@@ -48,7 +48,8 @@ class Expander(Steps):
         self.models: dict[str, Graph | None] = {}  # nested models, built once
         self.model_stack: list[str] = []
         self.repeat_groups = 0
-        self.steps_spent = 0  # of MAX_EXPANSION_STEPS, in this check
+        self.steps_spent = 0  # of `steps_limit`, in this check
+        self.steps_limit = MAX_EXPANSION_STEPS
         self.build: BuildState | None = None
         # The statement being expanded: its binding names the layers it makes,
         # its file scope finds the declared activations an argument names.
@@ -56,6 +57,11 @@ class Expander(Steps):
         self._current_scope: FileScope | None = None
 
     # ============================================================ entry points
+    def budget_for_text(self, size: int) -> None:
+        """The budgets of a program of `size` bytes: a large file pays for what it writes out."""
+        self.steps_limit = max(MAX_EXPANSION_STEPS, size // BYTES_PER_EXPANSION_STEP)
+        self.consts.work_limit = max(MAX_CONST_WORK, size * CONST_WORK_PER_BYTE)
+
     def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph:
         graph = Graph(decl.name, decl.span)
         outer, self.build = self.build, BuildState(graph, set())

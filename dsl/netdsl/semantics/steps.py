@@ -17,7 +17,7 @@ from netdsl import registry
 from netdsl.syntax import ir
 from netdsl.semantics.consts import TensorValue, bind_plain, dotted_name, is_default
 from netdsl.errors import Exhausted, Fail, Span, did_you_mean
-from netdsl.limits import MAX_BLOCK_DEPTH, MAX_CONST_WORK, MAX_EXPANSION_STEPS, MAX_LAYERS, MAX_PARAMS, MAX_REPEAT
+from netdsl.limits import MAX_BLOCK_DEPTH, MAX_LAYERS, MAX_PARAMS, MAX_REPEAT
 from netdsl.semantics.graph import Cluster, Graph, Node, TensorRef
 from netdsl.semantics.scope import Env, FileScope
 from netdsl.semantics.values import UNKNOWN, describe_value, type_name
@@ -162,16 +162,16 @@ class Steps:
         layers, steps, work = (now + (now - was) * times for now, was in zip(self._spent(), before))
         if layers > MAX_LAYERS:
             raise Fail(span, f"the model has more than {MAX_LAYERS:,} layers after expansion")
-        if steps > MAX_EXPANSION_STEPS:
-            raise _over_steps(span)
-        if work > MAX_CONST_WORK:
+        if steps > self.steps_limit:
+            raise _over_steps(span, self.steps_limit)
+        if work > self.consts.work_limit:
             self.consts.charge(work - self.consts.work, span)
 
     def charge_step(self, span: Span) -> None:
-        """One statement run, block instance or layer made: spent of MAX_EXPANSION_STEPS."""
+        """One statement run, block instance or layer made: spent of `steps_limit`."""
         self.steps_spent += 1
-        if self.steps_spent > MAX_EXPANSION_STEPS:
-            raise _over_steps(span)
+        if self.steps_spent > self.steps_limit:
+            raise _over_steps(span, self.steps_limit)
 
     def charge_layer(self, span: Span) -> None:
         """One layer of the current model, made or skipped after a failed input."""
@@ -464,8 +464,8 @@ class Steps:
         return did_you_mean(name, pool)
 
 
-def _over_steps(span: Span) -> Exhausted:
-    return Exhausted(span, f"the spec takes more than {MAX_EXPANSION_STEPS:,} steps to expand",
+def _over_steps(span: Span, limit: int) -> Exhausted:
+    return Exhausted(span, f"the spec takes more than {limit:,} steps to expand",
                      "every statement, block instance and layer counts, in every model and block, once per repeat")
 
 

@@ -303,6 +303,9 @@ def attention_example() -> keras.Model:
     attended, weights = custom.Attention(32, heads=4, return_weights=True)([mixed, context])
     x = layers.GlobalAveragePooling1D()(attended)
     score = layers.Dense(1, activation="sigmoid")(x)
+    # The weights leave through an Identity named after the output, as netdsl keeps
+    # an output's name when it is not its layer's (here the attention's second output).
+    weights = layers.Identity(name="weights")(weights)
     return keras.Model([queries, context], [score, weights], name="attention_example")
 
 

@@ -234,20 +234,37 @@ def test_nested_model_builds_alone():
     assert isinstance(model.get_layer("encoder"), keras.Model)
 
 
-def test_multi_output_step_destructures():
-    model = build("""
+STATES = """
 model states {
   input t: (5, 3)
   seq, h, c = t -> lstm(4, return_sequences=true, return_state=true)
   output last = seq -> global_average_pooling1d
   output h, c
 }
-""")
+"""
+
+
+def test_multi_output_step_destructures():
+    model = build(STATES)
     t = keras.Input((5, 3))
     seq, h, c = layers.LSTM(4, return_sequences=True, return_state=True)(t)
-    hand = keras.Model(t, [layers.GlobalAveragePooling1D()(seq), h, c])
+    # An Identity named after each output taken from the LSTM's states: Keras names
+    # outputs after their layers, and this is how a saved model keeps "h" and "c".
+    hand = keras.Model(t, [layers.GlobalAveragePooling1D()(seq), layers.Identity(name="h")(h),
+                           layers.Identity(name="c")(c)])
     assert model.output_names == ["last", "h", "c"]
     assert_same_function(model, hand, [rand(2, 5, 3)])
+
+
+def test_outputs_of_a_multi_output_step_keep_their_names_once_saved(tmp_path):
+    model = build(STATES)
+    model.save(tmp_path / "states.keras")
+    loaded = keras.saving.load_model(tmp_path / "states.keras", safe_mode=True)
+    assert loaded.output_names == ["last", "h", "c"]  # Keras alone names them after their layer: seq, seq
+    assert loaded.count_params() == model.count_params() == 4 * 4 * (3 + 4 + 1)
+    x = [rand(2, 5, 3)]
+    for got, want in zip(loaded.predict(x, verbose=0), model.predict(x, verbose=0)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 def test_rebinding_and_repeats():

@@ -130,7 +130,7 @@ def test_build_one_model_without_diagram(tmp_path, capsys):
                         "-o", str(tmp_path)], capsys)
     assert code == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["multiply.keras"]
-    assert "params: 274 (trainable 273, non-trainable 1)" in out
+    assert "params: 273 (trainable 273, non-trainable 0)" in out  # scale(2.0) is a constant: no weight
 
 
 def test_missing_dot_or_renderer_is_one_line_and_the_build_succeeds(tmp_path, capsys, monkeypatch):

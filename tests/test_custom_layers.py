@@ -113,11 +113,35 @@ def test_linear(tmp_path):
     assert layer.count_params() == 15
 
 
-def test_scale_frozen_by_default(tmp_path):
+def test_scale_is_a_constant_without_weights_by_default(tmp_path):
     layer = run_layer_test(Scale, {"multiplier": 3.0}, _rand(2, 4), (2, 4),
-                           0, 1, tmp_path)
+                           0, 0, tmp_path)
     x = _rand(2, 4)
     np.testing.assert_allclose(layer(x), 3.0 * x, rtol=1e-6)
+
+
+def test_scale_matches_the_tutorials_custom_multiply_layer():
+    """The Keras custom-layer tutorial's CustomMultiplyLayer holds no weight: 5 parameters here."""
+
+    class CustomMultiplyLayer(keras.layers.Layer):
+        def __init__(self, multiplier=2.0, **kwargs):
+            super().__init__(**kwargs)
+            self.multiplier = multiplier
+
+        def call(self, inputs):
+            return inputs * self.multiplier
+
+    import netdsl
+
+    spec = "model tutorial {\n  input x: (4,)\n  output y = x -> dense(1) -> scale(multiplier=3.0)\n}\n"
+    ours = netdsl.build(netdsl.parse(spec, filename="tutorial.net"))
+    inputs = keras.Input((4,))
+    dense = keras.layers.Dense(1)
+    theirs = keras.Model(inputs, CustomMultiplyLayer(multiplier=3.0)(dense(inputs)))
+    assert ours.count_params() == theirs.count_params() == 5
+    dense.set_weights([w.numpy() for w in ours.get_layer("y.dense").weights])
+    x = _rand(3, 4)
+    np.testing.assert_allclose(ours(x), theirs(x), rtol=1e-6)
 
 
 def test_scale_trainable(tmp_path):

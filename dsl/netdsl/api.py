@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from netdsl.errors import Diagnostic, SpecError
+from netdsl.errors import RESOURCE_ERRORS, Diagnostic, SpecError, out_of_resources
 from netdsl.semantics.analysis import analyze, checked_graphs
 from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph
@@ -33,12 +33,22 @@ def parse_file(path: str | os.PathLike, include: list = ()) -> Program:
 
 
 def check(source: Source | str, filename: str | None = None, include: list = ()) -> list[Diagnostic]:
-    """All diagnostics of a spec (empty when it is clean). `source`: a path, a Program, or text with filename=."""
+    """All diagnostics of a spec (empty when it is clean). `source`: a path, a Program, or text with filename=.
+
+    Never raises for what a spec holds: whatever it is, the answer is a list of diagnostics."""
     try:
         program = load_text(source, filename, include) if filename is not None else as_program(source, include)
+        return analyze(program).diagnostics
     except SpecError as exc:
         return exc.diagnostics
-    return analyze(program).diagnostics
+    except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first
+        return [out_of_resources(exc, _display_name(source, filename))]
+
+
+def _display_name(source: Any, filename: str | None) -> str:
+    if filename is not None:
+        return filename
+    return source.root if isinstance(source, Program) else os.fspath(source)
 
 
 def format(text: str, filename: str = "<string>") -> str:  # noqa: A001 - the API's name

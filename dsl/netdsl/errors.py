@@ -6,6 +6,7 @@ of them so that all the errors of a file reach the user in one run.
     NetdslError            the root: `except NetdslError` catches anything netdsl raises on purpose
     ├── SpecError          what a user sees: diagnostics (+ the source text to show them)
     ├── Fail               inside a stage: one diagnostic, caught at the statement that caused it
+    ├── Exhausted          a check ran past one of its budgets (netdsl.limits): one diagnostic, the check stops
     ├── BuildError         a backend refused a layer's arguments or inputs (becomes a Fail)
     ├── LayoutError        the parser's bracket/newline layout refused a token
     └── RenderError        a diagram could not be made as an image (DotNotFound, DotFailed)
@@ -93,6 +94,20 @@ class Fail(NetdslError):
     def __init__(self, span: Span, message: str, hint: str | None = None):
         super().__init__(message)
         self.diagnostic = Diagnostic.at(span, message, hint)
+
+
+class Exhausted(NetdslError):
+    """A check spent one of its budgets (`netdsl.limits`). Not a `Fail`: it is not
+    caught at a statement (every later statement would spend more), but where the
+    check began, which reports it once and stops."""
+
+    def __init__(self, span: Span, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.diagnostic = Diagnostic.at(span, message, hint)
+
+    def moved(self, span: Span) -> "Exhausted":
+        """The same error at `span` (the use of the block where it was spent)."""
+        return Exhausted(span, self.diagnostic.message, self.diagnostic.hint)
 
 
 class BuildError(NetdslError):
@@ -216,6 +231,15 @@ def suggestions_limited(candidates: int) -> Iterator[None]:
         yield
     finally:
         _suggestion_budget.reset(token)
+RESOURCE_ERRORS = (RecursionError, MemoryError)
+
+
+def out_of_resources(exc: BaseException, file: str) -> Diagnostic:
+    """The last resort for a RecursionError or MemoryError that no limit of
+    `netdsl.limits` caught first: one line about the spec, never a traceback."""
+    what = "nests too deeply" if isinstance(exc, RecursionError) else "needs more memory than there is"
+    return Diagnostic.for_file(file, f"the spec {what} for netdsl to process it",
+                               "netdsl's limits should have refused it first: please report this spec")
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:

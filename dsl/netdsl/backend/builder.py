@@ -58,13 +58,13 @@ class KerasBackend:
             for a numerically stable loss); any other output that is not
             float32 ends with a float32 `linear` Activation.
 
-    `model.output_names` is set to the spec's output names (losses, metrics
-    and `fit(y={...})` use them). Keras derives them from the output layers'
+    `model.output_names` are the spec's output names (losses, metrics and
+    `fit(y={...})` use them). Keras derives them from the output layers'
     names, which are the output names in the usual `output NAME = FLOW`;
-    only an output taken from a multi-output step (`a, b = ...; output b`)
-    comes from a layer of another name, and a model loaded from a file then
-    reports that layer's name. No layer is added to rename it, so the model
-    keeps exactly the layers of the same architecture written by hand.
+    an output taken from a multi-output step (`a, b = ...; output b`) comes
+    from a layer of another name, so it passes through a weightless
+    `Identity` layer named after it: a model loaded from a file (with Keras
+    alone) then reports the same names.
     """
 
     def __init__(self, float32_outputs: set[str] | frozenset[str] | None = None):
@@ -111,7 +111,7 @@ class KerasBackend:
     def finish(self, graph: Graph) -> Any:
         inputs = [self._tensor(graph.nodes[i], 0) for i in graph.inputs]
         outputs = [self._tensor(graph.node_of(ref), ref.index) for _, ref in graph.outputs]
-        outputs = self._named_outputs(graph, outputs)
+        outputs = self._renamed_outputs(graph, self._named_outputs(graph, outputs))
         try:
             model = keras.Model(inputs[0] if len(inputs) == 1 else inputs,
                                 outputs[0] if len(outputs) == 1 else outputs, name=graph.name)
@@ -170,6 +170,19 @@ class KerasBackend:
 
     def _tensor(self, node: Node, index: int) -> Any:
         return self._outputs[id(node)][1][index]
+
+    def _renamed_outputs(self, graph: Graph, outputs: list[Any]) -> list[Any]:
+        """An output whose layer has another name (one of a multi-output step's) through an
+        `Identity` of its name, so that saved and loaded models keep the spec's names."""
+        used = {n.name for n in graph.nodes} | {t._keras_history[0].name for t in outputs}
+        kept = []
+        for (name, ref), tensor in zip(graph.outputs, outputs):
+            several = graph.node_of(ref).n_outputs > 1
+            if several and tensor._keras_history[0].name != name and name not in used:
+                used.add(name)
+                tensor = keras.layers.Identity(name=name)(tensor)
+            kept.append(tensor)
+        return kept
 
     def _named_outputs(self, graph: Graph, outputs: list[Any]) -> list[Any]:
         """Under a mixed policy, every output that is not float32 cast to float32."""

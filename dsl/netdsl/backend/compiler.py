@@ -68,6 +68,8 @@ def compile_program(program: Program, models: list[str] | None = None,
     for name in wanted:
         pick_model(program, name)  # a clear error for an unknown name
     checked = analyze(program, models=wanted, param_limit=param_limit)
+    if checked.exhausted:  # building it with Keras would only spend more
+        raise SpecError(checked.errors, program.sources())
     if not checked.errors:
         replayed = _replay_all(program, checked, wanted)
         if replayed is not None:

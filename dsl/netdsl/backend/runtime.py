@@ -74,7 +74,9 @@ def current_backend() -> str:
 
 @contextmanager
 def muted_stderr(mute: bool = True) -> Iterator[None]:
-    """File descriptor 2 pointed at /dev/null inside the block (C++ runtimes print there directly)."""
+    """File descriptor 2 pointed at /dev/null inside the block (C++ libraries write there
+    directly); the log level set for TensorFlow in case the block imports it."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     saved = None
     if mute:
         try:

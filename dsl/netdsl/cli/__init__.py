@@ -14,7 +14,7 @@ import sys
 
 from netdsl.cli import build, check, evaluate, export, fmt, layers, lsp, predict, preview, render, train
 from netdsl.cli.common import EXIT_OK, EXIT_SPEC, EXIT_USAGE, print_diagnostics, print_training_error
-from netdsl.errors import BackendError, SpecError
+from netdsl.errors import RESOURCE_ERRORS, BackendError, SpecError, out_of_resources
 from netdsl.training.errors import TrainingError
 from netdsl.version import __version__
 
@@ -38,10 +38,20 @@ def main(argv: list[str] | None = None) -> int:
     except BackendError as exc:  # the backend asked for cannot load here: an environment problem
         print(f"netdsl {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first
+        print_diagnostics([out_of_resources(exc, _spec_of(args))], None)
+        return EXIT_SPEC
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+
+
+def _spec_of(args: argparse.Namespace) -> str:
+    """The spec a command was working on, for a diagnostic that knows nothing more."""
+    current = getattr(args, "current_spec", None)
+    files = getattr(args, "files", None) or [getattr(args, "spec", None) or "netdsl"]
+    return current or files[0]
 
 
 def _parser() -> argparse.ArgumentParser:

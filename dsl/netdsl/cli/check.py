@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
     all_diagnostics: list[Diagnostic] = []
     sources = Sources()
     for path in args.files:
+        args.current_spec = path  # for the last-resort diagnostic of cli.main
         try:
             program = load_file(path, args.include)
         except SpecError as exc:

@@ -54,12 +54,14 @@ def load_plugins(modules: list[str], spec: str) -> None:
     A plugin that cannot be imported, or that registers a name it may not take,
     is a one-line error about `spec` (exit 1), whatever the command.
     """
+    from netdsl.backend.runtime import muted_stderr  # imports nothing heavy
     from netdsl.registry.plugins import load_entry_points, load_plugins as load_modules
 
     for what, load in [("installed plugins", load_entry_points)] + [
             (f"plugin '{module}'", lambda module=module: load_modules([module])) for module in modules]:
         try:
-            load()
+            with muted_stderr():  # a plugin imports Keras: TensorFlow's start-up lines are not ours to print
+                load()
         except Exception as exc:  # a missing module, a plugin's own error, or a name refused
             message = str(exc).splitlines()[0] if str(exc) else ""
             raise SpecError(Diagnostic.for_file(spec, f"cannot load {what}: {type(exc).__name__}: {message}")) from None

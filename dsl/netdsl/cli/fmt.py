@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     change; `--diff` prints unified diffs and writes nothing.
     """
     from netdsl.syntax.formatter import format_text  # only this command needs the printer
-    from netdsl.syntax.parser import read_source
+    from netdsl.syntax.source import read_source
 
     check, diff = getattr(args, "check", False), getattr(args, "diff", False)
     diagnostics: list[Diagnostic] = []
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"would reformat {name}")
         elif not diff:
             try:
-                write_bytes(path, formatted.encode("utf-8"))
+                write_bytes(path, formatted.encode("utf-8"), links="refuse")  # a link: the user meant its file
             except OSError as exc:
                 diagnostics.append(Diagnostic.for_file(name, f"cannot write file: {exc.strerror or exc}"))
                 continue

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from netdsl.cli.common import add_include, add_plugin, load_plugins
 from netdsl.diagram import FORMATS
-from netdsl.errors import RenderError
+from netdsl.errors import Diagnostic, RenderError, SpecError
 from netdsl.syntax.loader import load_file, pick_models
 
 
@@ -64,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"netdsl render: {exc}", file=sys.stderr)
             status = 1
             continue
+        except OSError as exc:
+            raise SpecError(Diagnostic.for_file(program.root, f"cannot write the diagram of '{name}': "
+                                                              f"{exc.strerror or exc}")) from None
         print(path)
     return status
 

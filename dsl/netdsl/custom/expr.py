@@ -38,8 +38,9 @@ import keras
 from keras import ops
 
 from netdsl.custom import activations as _acts
+from netdsl.limits import MAX_SAVED_EXPR_DEPTH
 
-MAX_DEPTH = 200  # deeper trees are refused rather than risking recursion
+MAX_DEPTH = MAX_SAVED_EXPR_DEPTH  # deeper trees are refused rather than risking recursion
 
 # --------------------------------------------------------------------------
 # The function table.

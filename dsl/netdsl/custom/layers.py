@@ -93,39 +93,48 @@ class Linear(keras.layers.Layer):
 
 @_register
 class Scale(keras.layers.Layer):
-    """Multiply the input by a scalar weight.
+    """Multiply the input by a scalar.
 
-    The weight is one scalar initialised to `multiplier`. It is learned only
-    when `trainable=True`; by default the layer is frozen, so the scalar is a
-    non-trainable weight (counted in `non_trainable_weights`) and acts as a
-    constant that is still saved with the model.
+    By default (`trainable=False`) the scalar is the constant `multiplier`
+    and the layer holds no weight, like the Keras tutorial's
+    `CustomMultiplyLayer`. With `trainable=True` it is one learned weight
+    initialised to `multiplier`.
 
     Args:
-        multiplier: initial value of the scalar.
+        multiplier: the constant, or the learned scalar's initial value.
         trainable: whether the scalar is learned.
     """
 
     def __init__(self, multiplier=2.0, trainable=False, **kwargs):
         _check_number("multiplier", multiplier)
         _check_bool("trainable", trainable)
-        # The layer's own trainable flag decides the scalar's trainability,
-        # so `layer.trainable = True` later unfreezes it the Keras way.
         super().__init__(trainable=trainable, **kwargs)
         self.multiplier = float(multiplier)
+        self.scale = None
 
     def build(self, input_shape):
-        self.scale = self.add_weight(
-            name="scale",
-            shape=(),
-            initializer=keras.initializers.Constant(self.multiplier),
-            trainable=True,
-        )
+        if self.trainable:
+            self.scale = self.add_weight(
+                name="scale",
+                shape=(),
+                initializer=keras.initializers.Constant(self.multiplier),
+                trainable=True,
+            )
 
     def call(self, inputs):
-        return inputs * ops.cast(self.scale, inputs.dtype)
+        factor = self.multiplier if self.scale is None else self.scale
+        return inputs * ops.cast(factor, inputs.dtype)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)
+
+    def load_own_variables(self, store):
+        if self.scale is None and len(store.keys()) == 1:
+            # Saved by netdsl 0.1.0, whose frozen scale kept its constant as a
+            # non-trainable weight: that value is the constant.
+            self.multiplier = float(ops.convert_to_numpy(store["0"]))
+            return
+        super().load_own_variables(store)
 
     def get_config(self):
         # The base config already holds `trainable`.

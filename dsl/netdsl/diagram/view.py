@@ -276,7 +276,7 @@ def _signature(graph: Graph, unit: _Unit) -> tuple | None:
 
 
 def _args_key(args: dict) -> str:
-    return repr([(k, describe_value(v)) for k, v in args.items()])
+    return repr([(k, describe_value(v, limit=None)) for k, v in args.items()])
 
 
 def _links(graph: Graph, unit_of: dict[int, tuple]) -> tuple[dict[tuple, set], dict[tuple, set]]:

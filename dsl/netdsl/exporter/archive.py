@@ -15,10 +15,10 @@ import os
 import zipfile
 from pathlib import Path
 
+from netdsl.limits import MAX_CONFIG_BYTES
 from netdsl.errors import Diagnostic, SpecError
 
 CONFIG_MEMBER = "config.json"
-MAX_CONFIG_BYTES = 64 * 1024 * 1024  # ResNet152's config.json is about 0.5 MB
 
 
 def read_model_config(path: str | os.PathLike) -> dict:

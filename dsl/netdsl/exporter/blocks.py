@@ -10,6 +10,7 @@ block of its own. It stops when no fold saves at least `MIN_SAVING` characters.
 
 from __future__ import annotations
 
+from netdsl.limits import MAX_BLOCKS, MAX_CANDIDATES
 from netdsl.exporter.naming import Namer
 from netdsl.exporter.motifs import Motif, Skeletons, find_motifs, text_cost
 from netdsl.exporter.templates import Template, build_template
@@ -18,8 +19,6 @@ from netdsl.exporter.values import same
 
 MIN_SAVING = 60  # characters: about one line
 DEFINITION_COST = 50  # `block name(params) {`, `input x`, `output y = ...`, `}`
-MAX_BLOCKS = 64
-MAX_CANDIDATES = 96  # motifs evaluated exactly per round, best bound first
 
 
 def recover_blocks(programs: list[ModelProgram], file_names: Namer) -> list[Block]:

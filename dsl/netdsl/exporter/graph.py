@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from netdsl.limits import MAX_NESTED_MODELS
 from netdsl.exporter.problems import Problems, origin
 
 MODEL_CLASSES = ("Functional", "Sequential")
-MAX_NESTED_MODELS = 16  # depth of models inside models
 _IGNORED_CALL_KWARGS = ("mask", "training")  # None/False: what the model's call passes anyway
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from netdsl.limits import MAX_MOTIF_UNITS
 from netdsl.exporter.units import InputDim, Leaf, Merge, ParamRef, Scaled
 from netdsl.exporter.values import DictValue, ListValue, Named
 
-MAX_MOTIF_UNITS = 40
 MERGE_COST = 40  # the bindings a merge needs: `y = ...`, `h = (a, b) -> ...`
 CALL_ARROW = 4  # " -> "
 

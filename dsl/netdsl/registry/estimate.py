@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from netdsl.registry.table import Entry
+from netdsl.registry.table import Entry, lookup
 
 __all__ = ["estimate_params", "output_count"]
 
@@ -29,13 +29,22 @@ _RNN_STATES = {"lstm": 2, "gru": 1, "simple_rnn": 1,
                "conv_lstm1d": 2, "conv_lstm2d": 2, "conv_lstm3d": 2}
 
 
-def _nested_layer(value):
-    """(Entry, kwargs) of a nested layer step (bidirectional's `layer`), when
-    the caller passes it in that form; other forms count as unknown."""
+def _nested_layer(value, resolved: bool = False):
+    """(Entry, kwargs) of a nested layer step (bidirectional's `layer`): given
+    in that form, or (`resolved`) as the checker resolves a layer argument (an
+    object with `kind == "layer"`, a registry `name` and `kwargs` pairs);
+    other forms count as unknown.
 
+    Output counts take only the first form: the checker leaves a wrapper's
+    outputs to Keras (its graph is then uncertain and built with Keras)."""
     if (isinstance(value, tuple) and len(value) == 2
             and isinstance(value[0], Entry) and isinstance(value[1], dict)):
         return value
+    if resolved and getattr(value, "kind", None) == "layer" and isinstance(getattr(value, "name", None), str):
+        entry = lookup("layer", value.name)
+        kwargs = getattr(value, "kwargs", ())
+        if entry is not None and isinstance(kwargs, tuple):
+            return entry, dict(kwargs)
     return None
 
 
@@ -134,8 +143,8 @@ def _estimate(entry: Entry, kwargs: dict, shapes: list[tuple]) -> int | None:
     if entry.source == "netdsl":
         if n == "linear":
             return _int(shape[-1]) * _int(v("units"))
-        if n == "scale":
-            return 1
+        if n == "scale":  # a learned scalar, or a constant that is no weight
+            return 1 if v("trainable") else 0
         if n == "scaled_sigmoid":
             return 0
         if n == "attention":
@@ -155,13 +164,15 @@ def _estimate(entry: Entry, kwargs: dict, shapes: list[tuple]) -> int | None:
         return None
     if n in _NO_WEIGHTS:
         return 0
-    if n in ("bidirectional", "time_distributed"):
-        inner = _nested_layer(kwargs.get("layer"))
+    if n in ("bidirectional", "time_distributed", "spectral_normalization"):
+        inner = _nested_layer(kwargs.get("layer"), resolved=True)
         if inner is None:
             return None
         if n == "time_distributed":  # the inner layer sees one time step
             return _estimate(inner[0], inner[1], [s[1:] for s in shapes])
-        backward = _nested_layer(kwargs.get("backward_layer"))
+        if n == "spectral_normalization":
+            return _spectral(inner, shapes)
+        backward = _nested_layer(kwargs.get("backward_layer"), resolved=True)
         forward = _estimate(inner[0], inner[1], shapes)
         back = _estimate(*(backward or inner), shapes)
         return None if forward is None or back is None else forward + back
@@ -248,6 +259,27 @@ def _estimate(entry: Entry, kwargs: dict, shapes: list[tuple]) -> int | None:
     if n == "additive_attention":
         return _int(shape[-1]) if v("use_scale") else 0
     return None
+
+
+def _spectral(inner: tuple, shapes: list[tuple]) -> int | None:
+    """The wrapped layer's weights and `vector_u`, one row as long as its kernel's last axis."""
+    entry, kwargs = inner
+    own = _estimate(entry, kwargs, shapes)
+    if own is None:
+        return None
+    v = lambda key: _value(entry, kwargs, key)  # noqa: E731
+    n = entry.name
+    if n == "dense":
+        return own + _int(v("units"))
+    if n == "embedding":
+        return own + _int(v("output_dim"))
+    if re.fullmatch(r"conv[123]d", n):
+        return own + _int(v("filters"))
+    if re.fullmatch(r"conv[123]d_transpose", n):  # its kernel ends with the input channels
+        return own + _channels(entry, kwargs, shapes[0])
+    if re.fullmatch(r"depthwise_conv[12]d", n):
+        return own + _int(v("depth_multiplier"))
+    return own  # Keras refuses a layer without a kernel; the inner count bounds it from below
 
 
 def estimate_params(entry: Entry, kwargs: dict, input_shapes: list[tuple]) -> int | None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from netdsl.limits import MAX_SUGGESTION_WORK
 from netdsl.syntax import ir
-from netdsl.errors import Diagnostic, Fail, SpecError, sort_diagnostics, suggestions_limited
+from netdsl.errors import Diagnostic, Exhausted, Fail, SpecError, sort_diagnostics, suggestions_limited
 from netdsl.semantics.expand import Expander
 from netdsl.semantics.graph import Graph
 from netdsl.syntax.loader import Program, paused_gc
@@ -25,7 +26,6 @@ from netdsl.semantics.values import UNKNOWN
 # "did you mean" compares a misspelt name with every name it could have meant: at
 # most this many comparisons per analysis, so that thousands of misspellings among
 # thousands of names stay linear (the first hundreds still get their suggestion).
-MAX_SUGGESTION_WORK = 100_000
 
 
 @dataclass
@@ -36,6 +36,8 @@ class Analysis:
     # Those found checking the declarations on their own (constants, blocks,
     # declared layers), before any model was expanded.
     declaration_diagnostics: list[Diagnostic] = field(default_factory=list)
+    # A budget of netdsl.limits was spent: the check stopped there (its graphs are partial).
+    exhausted: bool = False
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -60,15 +62,27 @@ def checked_graphs(program: Program, names: list[str]) -> dict[str, Graph]:
 def _analyze(program: Program, backend: Any, models: list[str] | None, declarations: bool,
              param_limit: int | None) -> Analysis:
     diagnostics: list[Diagnostic] = []
+    analysis = Analysis(program)
+    try:
+        _expand_all(program, backend, models, declarations, param_limit, analysis, diagnostics)
+    except Exhausted as exc:  # a budget of netdsl.limits is spent: report it once and stop
+        diagnostics.append(exc.diagnostic)
+        analysis.exhausted = True
+    analysis.diagnostics = sort_diagnostics(diagnostics, list(program.files))
+    return analysis
+
+
+def _expand_all(program: Program, backend: Any, models: list[str] | None, declarations: bool,
+                param_limit: int | None, analysis: Analysis, diagnostics: list[Diagnostic]) -> None:
     scopes = build_scopes(program.files, program.imports, diagnostics)
     expander = Expander(scopes, backend or ShapeBackend(), diagnostics, TrainChecker())
+    expander.budget_for_text(sum(len(text) for text in program.texts.values()))
     if param_limit is not None:
         expander.param_limit = param_limit
     if declarations:
         for scope in scopes.values():
             _check_declarations(scope, expander)
     root = scopes[program.root]
-    analysis = Analysis(program)
     analysis.declaration_diagnostics = sort_diagnostics(diagnostics, list(program.files))
     wanted = models if models is not None else program.model_names
     for decl in program.root_file.decls:
@@ -79,8 +93,6 @@ def _analyze(program: Program, backend: Any, models: list[str] | None, declarati
             graph = expander.expand_model(decl, root)
             expander.models.setdefault(decl.name, graph)
             analysis.graphs[decl.name] = graph
-    analysis.diagnostics = sort_diagnostics(diagnostics, list(program.files))
-    return analysis
 
 
 def _check_declarations(scope: Any, expander: Expander) -> None:
@@ -89,7 +101,10 @@ def _check_declarations(scope: Any, expander: Expander) -> None:
     for decl in scope.file.decls:
         try:
             if isinstance(decl, ir.Let):
-                consts.file_let(scope, decl.name, decl.span)
+                if scope.own.get(decl.name) is decl:
+                    consts.file_let(scope, decl.name, decl.span)
+                else:  # a second declaration of the name (reported as such): its value checked alone
+                    consts.fold(decl.value, Env(scope))
             elif isinstance(decl, ir.LetFunc):
                 env = Env(scope)
                 for p in decl.params:

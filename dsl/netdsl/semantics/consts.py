@@ -3,8 +3,11 @@
 Constant expressions are evaluated here, at compile time, by a small
 interpreter over the IR. They can never touch tensors, files, the network or
 Python: the only functions are `min max abs int float round floor ceil len`
-and the spec's own `let` functions. Sizes are bounded so that a spec cannot
-make the checker allocate without limit.
+and the spec's own `let` functions. Everything is bounded before the work is
+done (see `netdsl.limits`): the size of every value counted through shared
+references, its nesting, the depth of the evaluation, and the total work of
+one check, so that a spec cannot make the checker allocate or loop without
+limit.
 """
 
 from __future__ import annotations
@@ -14,19 +17,31 @@ import operator
 from typing import Any, Callable
 
 from netdsl.syntax import ir
-from netdsl.errors import Fail
+from netdsl.errors import Exhausted, Fail
+from netdsl.limits import (
+    MAX_CALL_DEPTH, MAX_CONST_WORK, MAX_EXPR_DEPTH, MAX_INT, MAX_SEQUENCE, MAX_VALUE_DEPTH, MAX_VALUE_ITEMS,
+)
 from netdsl.semantics.scope import Closure, Env, FileScope
 from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
 
-MAX_INT = 2**63
-MAX_SEQUENCE = 100_000
-MAX_CALL_DEPTH = 64
+
+class Failed(Fail):
+    """A constant whose own error was already reported: no further diagnostic."""
+
+    def __init__(self) -> None:
+        Exception.__init__(self, "failed")
+        self.diagnostic = None
+
+
+class _Cycle(Fail):
+    """A constant defined in terms of itself."""
 
 
 class TensorValue:
     """Marker base for tensors living in an Env (see steps.Tensor)."""
 
     shape: Any
+    poisoned: bool = False  # bound by a statement that failed
 
 
 def _round(x, ndigits=None):
@@ -61,20 +76,37 @@ class Consts:
     def __init__(self) -> None:
         self.calls: list[str] = []  # let functions being called, for recursion
         self.lets: list[tuple[str, str]] = []  # file-level lets being folded, for cycles
+        self.depth = 0  # folds in progress: the evaluation's recursion
+        self.work = 0  # spent of `work_limit` in this check
+        self.work_limit = MAX_CONST_WORK  # more for a large file (analysis.py)
+        # Items and nesting of every list, tuple and dict made here, by id (the
+        # value is kept so its id stays its own): a value's size is then known
+        # from its items' without walking shared references again.
+        self._sizes: dict[int, tuple[Any, int, int]] = {}
 
     # ---------------------------------------------------------- names
     def file_let(self, scope: FileScope, name: str, span) -> Any:
         """The folded value of a file-level `let`, evaluated once, in any order."""
         if name in scope.let_values:
-            return scope.let_values[name]
+            value = scope.let_values[name]
+            if value is _FAILED:
+                raise Failed()  # reported where it was folded
+            return value
         decl = scope.own[name]
         key = (scope.path, name)
         if key in self.lets:
             chain = " -> ".join(n for _, n in self.lets[self.lets.index(key):] + [key])
-            raise Fail(span, f"constant '{name}' is defined in terms of itself: {chain}")
+            raise _Cycle(span, f"constant '{name}' is defined in terms of itself: {chain}")
+        if len(self.lets) >= MAX_CALL_DEPTH:
+            raise Fail(span, f"constant '{name}' is defined through more than {MAX_CALL_DEPTH} constants "
+                             "declared after it", "declare a constant before the constants that use it")
         self.lets.append(key)
         try:
             value = self.fold(decl.value, Env(scope))
+        except Fail as exc:
+            if not isinstance(exc, _Cycle):  # each constant of a cycle reports it from its own side
+                scope.let_values[name] = _FAILED
+            raise
         finally:
             self.lets.pop()
         scope.let_values[name] = value
@@ -98,7 +130,60 @@ class Consts:
         method = getattr(self, "_" + expr.kind, None)
         if method is None:
             raise Fail(expr.span, "expected a constant here", _const_hint(expr))
-        return method(expr, env)
+        self.work += 1
+        if self.work > self.work_limit:
+            self.charge(0, expr.span)
+        if self.depth >= MAX_EXPR_DEPTH:
+            raise Fail(expr.span, f"expression nested more than {MAX_EXPR_DEPTH} deep",
+                       "counting the let functions and constants it goes through" if self.calls or len(self.lets) > 1
+                       else "split it with let: let a = ...")
+        self.depth += 1
+        try:
+            return method(expr, env)
+        finally:
+            self.depth -= 1
+
+    def charge(self, work: int, span) -> None:
+        """Spend `work` of this check's constant budget, before doing it."""
+        self.work += work
+        if self.work > self.work_limit:
+            raise Exhausted(span, f"the spec's constants take more than {self.work_limit:,} steps to evaluate",
+                            "functions that call each other more than once, or large constants "
+                            "given to many layers, multiply the work")
+
+    def charge_value(self, value: Any, span) -> None:
+        """Spend the items of a value handed to a step (checking it walks them all)."""
+        self.charge(self.size(value)[0] if isinstance(value, (list, tuple, dict)) else 1, span)
+
+    def made(self, value: Any, span, size: tuple[int, int] | None = None) -> Any:
+        """A list, tuple or dict just made (`size`: its (items, nesting) when known
+        without walking it): charged, and refused when too large or too deep."""
+        items, depth = size or self.size(value)
+        if size is not None:
+            self._sizes[id(value)] = (value, items, depth)
+        if items > MAX_VALUE_ITEMS:
+            raise Fail(span, f"value too large: more than {MAX_VALUE_ITEMS:,} items in all",
+                       "nested lists count every item, each reference to a shared list again")
+        if depth > MAX_VALUE_DEPTH:
+            raise Fail(span, f"value nested more than {MAX_VALUE_DEPTH} deep")
+        self.charge(len(value), span)
+        return value
+
+    def size(self, value: Any) -> tuple[int, int]:
+        """(items, nesting) of a value: its items counted in full, through shared references."""
+        if not isinstance(value, (list, tuple, dict)):
+            return 1, 0
+        known = self._sizes.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1], known[2]
+        items, depth = len(value), 1
+        for item in (value.values() if isinstance(value, dict) else value):
+            if isinstance(item, (list, tuple, dict)):
+                sub_items, sub_depth = self.size(item)
+                items, depth = items + sub_items, max(depth, sub_depth + 1)
+        if depth > 1 or items > 64:  # a short flat value is cheaper to count again than to remember
+            self._sizes[id(value)] = (value, items, depth)
+        return items, depth
 
     def _number(self, e: ir.Number, env: Env) -> Any:
         return e.value
@@ -115,15 +200,17 @@ class Consts:
     def _name(self, e: ir.Name, env: Env) -> Any:
         value = self.lookup(e.id, env, e.span)
         if isinstance(value, TensorValue):
+            if value.poisoned:
+                raise Failed()  # a name whose statement failed: that error says why
             raise Fail(e.span, f"'{e.id}' is a tensor; a constant is needed here",
                        f"use '{e.id}.shape' for its static shape")
         return value
 
     def _tuple(self, e: ir.Tuple, env: Env) -> Any:
-        return tuple(self.fold(item, env) for item in e.items)
+        return self.made(tuple(self.fold(item, env) for item in e.items), e.span)
 
     def _list(self, e: ir.List, env: Env) -> Any:
-        return [self.fold(item, env) for item in e.items]
+        return self.made([self.fold(item, env) for item in e.items], e.span)
 
     def _dict(self, e: ir.Dict, env: Env) -> Any:
         out = {}
@@ -133,7 +220,7 @@ class Consts:
             if not isinstance(key, (str, int, float, bool)) and key is not None:
                 raise Fail(item.key.span, f"a dict key must be a name, string or number, received {type_name(key)}")
             out[key] = self.fold(item.value, env)
-        return out
+        return self.made(out, e.span)
 
     def _attr(self, e: ir.Attr, env: Env) -> Any:
         if isinstance(e.value, ir.Name):
@@ -172,7 +259,7 @@ class Consts:
             for bound, node in ((start, e.index.start), (stop, e.index.stop)):
                 if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)):
                     raise Fail(node.span, f"a slice bound must be an integer, received {type_name(bound)}")
-            return value[start:stop]
+            return self.made(value[start:stop], e.span) if not isinstance(value, str) else value[start:stop]
         index = self.fold(e.index, env)
         if value is UNKNOWN or index is UNKNOWN:
             return UNKNOWN
@@ -243,11 +330,15 @@ class Consts:
                 raise Fail(e.span, f"cannot multiply {type_name(seq)} by {type_name(times)}")
             if len(seq) * max(times, 0) > MAX_SEQUENCE:
                 raise Fail(e.span, f"value too large: more than {MAX_SEQUENCE:,} items")
-            return seq * times
+            (items, depth), times = self.size(seq), max(times, 0)
+            self._check_items(items * times, e.span)
+            return self._made_sequence(seq * times, e.span, (items * times, depth if times else 1))
         if e.op == "+" and type(left) is type(right) and isinstance(left, (str, list, tuple)):
             if len(left) + len(right) > MAX_SEQUENCE:
                 raise Fail(e.span, f"value too large: more than {MAX_SEQUENCE:,} items")
-            return left + right
+            (left_items, left_depth), (right_items, right_depth) = self.size(left), self.size(right)
+            self._check_items(left_items + right_items, e.span)
+            return self._made_sequence(left + right, e.span, (left_items + right_items, max(left_depth, right_depth)))
         if not (_is_number(left) and _is_number(right)):
             raise Fail(e.span, f"cannot apply '{e.op}' to {type_name(left)} and {type_name(right)}")
         if e.op in ("/", "//", "%") and right == 0:
@@ -259,6 +350,18 @@ class Consts:
         except (OverflowError, ValueError):
             raise Fail(e.span, "value too large") from None
         return _bounded(result, e)
+
+    def _check_items(self, items: int, span) -> None:
+        """Refuse a value of more than MAX_VALUE_ITEMS items before making it."""
+        if items > MAX_VALUE_ITEMS:
+            raise Fail(span, f"value too large: more than {MAX_VALUE_ITEMS:,} items in all",
+                       "nested lists count every item, each reference to a shared list again")
+
+    def _made_sequence(self, value: Any, span, size: tuple[int, int]) -> Any:
+        if isinstance(value, str):
+            self.charge(len(value) // 64, span)  # copying text is cheap, but not free
+            return value
+        return self.made(value, span, size)
 
     def _call(self, e: ir.Call, env: Env) -> Any:
         func = self._callee(e.func, env)
@@ -312,6 +415,7 @@ class Consts:
             raise Fail(e.span, f"function '{decl.name}' calls itself: {chain}")
         if len(self.calls) >= MAX_CALL_DEPTH:
             raise Fail(e.span, f"functions nested more than {MAX_CALL_DEPTH} calls deep")
+        self.charge(CALL_WORK, e.span)
         bound = bind_plain(decl.name, "function", decl.params, args, kwargs, e.span)
         local = Env(func.scope, func.env)
         for name, value in bound.items():
@@ -323,7 +427,12 @@ class Consts:
             self.calls.pop()
 
 
+# What a let function's call costs of the constant budget besides its arguments and
+# body: binding and a new scope take about as long as ten operators.
+CALL_WORK = 10
+
 _MISSING = object()
+_FAILED = object()  # a file-level constant whose folding failed
 _DEFAULT = object()  # a parameter left to its default, evaluated in the callee's scope
 
 

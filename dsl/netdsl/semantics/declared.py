@@ -15,6 +15,7 @@ from typing import Any
 from netdsl.syntax import ir
 from netdsl.semantics.consts import Consts, TensorValue, bind_plain, is_default
 from netdsl.errors import Fail, Span, did_you_mean
+from netdsl.limits import MAX_EXPR_DEPTH, MAX_INLINE_DEPTH
 from netdsl.semantics.scope import Env, FileScope
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_unknown, type_name
 
@@ -44,7 +45,6 @@ OP_FUNCTIONS.update({
 })
 _BINARY = {"+", "-", "*", "/", "**", "@"}
 _DIM_BINARY = {"+", "-", "*", "//"}
-_MAX_INLINE_DEPTH = 16
 
 
 @dataclass
@@ -222,8 +222,18 @@ class _Trees:
         self.env = env
         self.inputs = inputs or set()
         self.depth = depth
+        self.level = 0  # nesting of the expression being converted
 
     def tree(self, e: Any) -> Any:
+        if self.level >= MAX_EXPR_DEPTH:
+            raise Fail(e.span, f"expression nested more than {MAX_EXPR_DEPTH} deep")
+        self.level += 1
+        try:
+            return self._tree(e)
+        finally:
+            self.level -= 1
+
+    def _tree(self, e: Any) -> Any:
         if isinstance(e, ir.Number):
             return ["num", e.value]
         if isinstance(e, ir.Name):
@@ -305,7 +315,7 @@ class _Trees:
         act = self.declared.activation(decl, scope)
         if len(e.args) < 1:
             raise Fail(e.span, f"activation '{decl.name}' needs its input: {decl.name}(x)")
-        if self.depth > _MAX_INLINE_DEPTH:
+        if self.depth > MAX_INLINE_DEPTH:
             raise Fail(e.span, "activations nested too deeply")
         x = self.tree(e.args[0])
         consts = [self.declared.consts.fold(a, self.env) for a in e.args[1:]]
@@ -313,7 +323,10 @@ class _Trees:
         values = act.bind_constants(consts, kw, e.span)
         substitution = {act.params[0]: x}
         substitution.update({k: ["num", v] for k, v in values.items()})
-        return _substitute(act.body, substitution)
+        inlined = _substitute(act.body, substitution)
+        if _tree_depth(inlined) + self.level > MAX_EXPR_DEPTH:
+            raise Fail(e.span, f"expression nested more than {MAX_EXPR_DEPTH} deep once '{decl.name}' is inlined")
+        return inlined
 
     def _is_constant(self, e: Any) -> bool:
         return isinstance(e, (ir.Tuple, ir.List, ir.String, ir.Bool, ir.NoneLit)) and not self._mentions_tensor(e)
@@ -342,6 +355,19 @@ def _substitute(tree: Any, mapping: dict) -> Any:
     if isinstance(tree, dict):
         return {k: _substitute(v, mapping) for k, v in tree.items()}
     return tree
+
+
+def _tree_depth(tree: Any) -> int:
+    """How deep a tree's lists nest (without recursion: it may be deep)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in node)
+        elif isinstance(node, dict):
+            stack.extend((child, depth) for child in node.values())
+    return deepest
 
 
 def _is_shape_attr(e: Any) -> bool:

@@ -21,15 +21,13 @@ from netdsl.semantics.args import DTYPES, Arguments
 from netdsl.semantics.consts import Consts
 from netdsl.semantics.declared import Declared
 from netdsl.errors import BuildError, Diagnostic, Fail, Span, did_you_mean
+from netdsl.limits import BYTES_PER_EXPANSION_STEP, CONST_WORK_PER_BYTE, MAX_CONST_WORK, MAX_DIM, MAX_EXPANSION_STEPS
 from netdsl.semantics.graph import Graph, Node, TensorRef
 from netdsl.semantics.scope import Closure, Env, FileScope
 from netdsl.semantics.steps import (
     POISON, Backend, BuildState, SharedInstance, Steps, Tensor, block_inputs, walk_inputs,
 )
 from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
-
-MAX_LAYERS = 50_000
-MAX_DIM = 2**31 - 1
 
 
 class Expander(Steps):
@@ -50,6 +48,8 @@ class Expander(Steps):
         self.models: dict[str, Graph | None] = {}  # nested models, built once
         self.model_stack: list[str] = []
         self.repeat_groups = 0
+        self.steps_spent = 0  # of `steps_limit`, in this check
+        self.steps_limit = MAX_EXPANSION_STEPS
         self.build: BuildState | None = None
         # The statement being expanded: its binding names the layers it makes,
         # its file scope finds the declared activations an argument names.
@@ -58,6 +58,11 @@ class Expander(Steps):
         self._output_names: list = [None, 0, set()]  # see _is_output
 
     # ============================================================ entry points
+    def budget_for_text(self, size: int) -> None:
+        """The budgets of a program of `size` bytes: a large file pays for what it writes out."""
+        self.steps_limit = max(MAX_EXPANSION_STEPS, size // BYTES_PER_EXPANSION_STEP)
+        self.consts.work_limit = max(MAX_CONST_WORK, size * CONST_WORK_PER_BYTE)
+
     def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph:
         graph = Graph(decl.name, decl.span)
         outer, self.build = self.build, BuildState(graph, set())
@@ -100,6 +105,7 @@ class Expander(Steps):
             for stmt in body:
                 self._current_binding = _binding(stmt)
                 try:
+                    self.charge_step(stmt.span)
                     self._stmt(stmt, env, where)
                 except Fail as exc:
                     if exc.diagnostic is not None:
@@ -148,7 +154,8 @@ class Expander(Steps):
                     dtype = self._input_dtype(item)
                     env.vars[item.name] = self._emit_input(item.name, shape, dtype, item.span)
                 except Fail as exc:
-                    self.diagnostics.append(exc.diagnostic)
+                    if exc.diagnostic is not None:
+                        self.diagnostics.append(exc.diagnostic)
                     env.vars[item.name] = POISON
         if not seen:
             self.error(_name_span(decl, "model"), f"model '{decl.name}' has no input",
@@ -334,6 +341,7 @@ class Expander(Steps):
     # ============================================================ nodes
     def _emit_input(self, name: str, shape: tuple, dtype: str, span: Span) -> Tensor:
         graph = self.build.graph
+        self.charge_layer(span)
         self.build.used.add(name)
         node = Node(len(graph.nodes), name, "input", "input", {"shape": shape}, [], 1, (), span, dtype=dtype)
         graph.nodes.append(node)
@@ -347,13 +355,12 @@ class Expander(Steps):
 
     def _emit(self, op: str, kind: str, args: dict, inputs: list[Tensor], n_outputs: int, span: Span,
               base: str, final: str | None, shared: str | None = None, decl: Any = None) -> list[Tensor]:
+        self.charge_layer(span)  # a path whose input failed counts what it would make
         if any(t.poisoned for t in inputs):
             return [POISON] * n_outputs
         graph = self.build.graph
         if is_unknown(args) or (decl is not None and is_unknown(getattr(decl, "config", None))):
             self.uncertain = True
-        if len(graph.nodes) >= MAX_LAYERS:
-            raise Fail(span, f"the model has more than {MAX_LAYERS:,} layers after expansion")
         name = self._node_name(final, base)
         node = Node(len(graph.nodes), name, op, kind, args, [t.ref for t in inputs], n_outputs,
                     self.build.path, span, shared=shared, repeat=self.build.repeat, decl=decl)

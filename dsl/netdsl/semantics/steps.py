@@ -16,13 +16,11 @@ from typing import Any, Protocol
 from netdsl import registry
 from netdsl.syntax import ir
 from netdsl.semantics.consts import TensorValue, bind_plain, dotted_name, is_default
-from netdsl.errors import Fail, Span, did_you_mean
+from netdsl.errors import Exhausted, Fail, Span, did_you_mean
+from netdsl.limits import MAX_BLOCK_DEPTH, MAX_LAYERS, MAX_PARAMS, MAX_REPEAT
 from netdsl.semantics.graph import Cluster, Graph, Node, TensorRef
 from netdsl.semantics.scope import Env, FileScope
 from netdsl.semantics.values import UNKNOWN, describe_value, type_name
-
-MAX_REPEAT = 10_000
-MAX_BLOCK_DEPTH = 48
 
 
 # Keras layers left out of the allow-list on purpose, and why (for the diagnostic).
@@ -94,6 +92,7 @@ class BuildState:
     path: tuple[str, ...] = ()
     repeat: tuple[int, int, int] | None = None
     outputs: list = field(default_factory=list)
+    layers: int = 0  # nodes made, and those a failed input skipped (MAX_LAYERS)
 
 
 class _Poisoned(Fail):
@@ -142,21 +141,51 @@ class Steps:
         outer = self.build.repeat
         self.repeat_groups += 1
         group = self.repeat_groups
+        before = self._spent()
         try:
             for i in range(count):
                 if outer is None:
                     self.build.repeat = (group, i, count)
                 inputs = self._apply(expr.left, inputs, env, final if i == count - 1 else None)
+                if i == 0 and count > 1:
+                    self._afford(before, count - 1, expr.span)
         finally:
             self.build.repeat = outer
         return inputs
+
+    # ============================================================ budgets
+    def _spent(self) -> tuple[int, int, int]:
+        return self.build.layers, self.steps_spent, self.consts.work
+
+    def _afford(self, before: tuple[int, int, int], times: int, span: Span) -> None:
+        """After one pass of a repeat, refuse the other `times` passes if they cannot fit."""
+        layers, steps, work = (now + (now - was) * times for now, was in zip(self._spent(), before))
+        if layers > MAX_LAYERS:
+            raise Fail(span, f"the model has more than {MAX_LAYERS:,} layers after expansion")
+        if steps > self.steps_limit:
+            raise _over_steps(span, self.steps_limit)
+        if work > self.consts.work_limit:
+            self.consts.charge(work - self.consts.work, span)
+
+    def charge_step(self, span: Span) -> None:
+        """One statement run, block instance or layer made: spent of `steps_limit`."""
+        self.steps_spent += 1
+        if self.steps_spent > self.steps_limit:
+            raise _over_steps(span, self.steps_limit)
+
+    def charge_layer(self, span: Span) -> None:
+        """One layer of the current model, made or skipped after a failed input."""
+        self.charge_step(span)
+        self.build.layers += 1
+        if self.build.layers > MAX_LAYERS:
+            raise Fail(span, f"the model has more than {MAX_LAYERS:,} layers after expansion")
 
     def _resolve_step(self, expr: Any, env: Env) -> Step:
         """What a step expression names, with its arguments evaluated (not yet checked)."""
         if isinstance(expr, ir.Call):
             step = self._step_target(expr.func, env)
-            step.args = [(self.consts.fold(a, env), a.span) for a in expr.args]
-            step.kwargs = [(k.name, self.consts.fold(k.value, env), k.span) for k in expr.kwargs]
+            step.args = [(self._argument(a, env), a.span) for a in expr.args]
+            step.kwargs = [(k.name, self._argument(k.value, env), k.span) for k in expr.kwargs]
             if step.kind == "shared":
                 raise Fail(expr.span, f"shared instance '{step.name}' takes no arguments",
                            f"arguments go where it is made: shared {step.name} = ...")
@@ -164,6 +193,12 @@ class Steps:
         if isinstance(expr, (ir.Name, ir.Attr)):
             return self._step_target(expr, env)
         raise Fail(expr.span, "expected a step (a layer, block or activation)", _step_hint(expr))
+
+    def _argument(self, expr: Any, env: Env) -> Any:
+        """An argument's value, its items charged: checking and building walk them all."""
+        value = self.consts.fold(expr, env)
+        self.consts.charge_value(value, expr.span)
+        return value
 
     def _step_target(self, func: Any, env: Env) -> Step:
         if isinstance(func, ir.Attr):
@@ -290,7 +325,7 @@ class Steps:
             raise Fail(span, f"'{entry.name}' would have about {estimate:,} parameters; "
                              f"the limit is {limit:,}", "use fewer units, or build with a higher --max-params")
 
-    param_limit = 1_000_000_000
+    param_limit = MAX_PARAMS
 
     # ============================================================ blocks
     def _block(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
@@ -307,6 +342,8 @@ class Steps:
             {k: v for k, v in params.items() if not is_default(v)})
         try:
             return self._expand_block_body(decl, step.scope, params, inputs, step.span)
+        except Exhausted as exc:  # shown at the outermost use: the one the user wrote here
+            raise exc.moved(step.span) from None
         finally:
             self.build.path = outer_path
 
@@ -317,8 +354,10 @@ class Steps:
             chain = " -> ".join([k.split(":")[-1] for k in self.block_stack[self.block_stack.index(key):]]
                                 + [decl.name])
             raise Fail(span, f"block '{decl.name}' uses itself: {chain}", "a block cannot be recursive")
-        if len(self.block_stack) >= MAX_BLOCK_DEPTH:
-            raise Fail(span, f"blocks nested more than {MAX_BLOCK_DEPTH} deep")
+        self.charge_step(span)  # an instance: a scope, a cluster, its outputs
+        if self._nesting() >= MAX_BLOCK_DEPTH:
+            raise Fail(span, f"blocks nested more than {MAX_BLOCK_DEPTH} deep" if len(self.model_stack) <= 1
+                       else f"blocks and models nested more than {MAX_BLOCK_DEPTH} deep")
         names = block_inputs(decl)
         if len(names) != len(inputs):
             raise Fail(span, f"block '{decl.name}' takes {len(names)} input tensor{'s' if len(names) != 1 else ''}, "
@@ -348,10 +387,16 @@ class Steps:
         sub = self._sub_model(decl, step.scope, step.span)
         return self._emit_sub(sub, inputs, step.span, decl.name, shared=f"model:{decl.name}", final=final)
 
+    def _nesting(self) -> int:
+        """Blocks and nested models being expanded, the outermost model not counted."""
+        return len(self.block_stack) + max(len(self.model_stack) - 1, 0)
+
     def _sub_model(self, decl: ir.ModelDecl, scope: FileScope, span: Span) -> Graph:
         if decl.name in self.model_stack:
             chain = " -> ".join(self.model_stack[self.model_stack.index(decl.name):] + [decl.name])
             raise Fail(span, f"model '{decl.name}' uses itself: {chain}")
+        if decl.name not in self.models and self._nesting() >= MAX_BLOCK_DEPTH:
+            raise Fail(span, f"blocks and models nested more than {MAX_BLOCK_DEPTH} deep")
         if decl.name not in self.models:
             errors_before = len(self.diagnostics)
             graph = self.expand_model(decl, scope)
@@ -422,6 +467,11 @@ def _step_names(env: Env) -> Any:
     steps = (ir.BlockDecl, ir.LayerDecl, ir.ActivationDecl, ir.ModelDecl)
     yield from (n for n in env.scope.names() if isinstance(env.scope.find(n)[0], steps))
     yield from (n for n, v in env.bindings() if isinstance(v, SharedInstance))
+
+
+def _over_steps(span: Span, limit: int) -> Exhausted:
+    return Exhausted(span, f"the spec takes more than {limit:,} steps to expand",
+                     "every statement, block instance and layer counts, in every model and block, once per repeat")
 
 
 def block_inputs(decl: Any) -> list[tuple[str, Span]]:

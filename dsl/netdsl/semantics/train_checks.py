@@ -48,7 +48,8 @@ class TrainChecker:
                 value = expander.consts.fold(item.value, env)
                 self._setting(spec, item, value, expander, outputs)
             except Fail as exc:
-                expander.diagnostics.append(exc.diagnostic)
+                if exc.diagnostic is not None:
+                    expander.diagnostics.append(exc.diagnostic)
         if spec.loss is None and spec.optimizer is not None and "loss" not in seen:
             expander.error(stmt.span, "the train section sets an optimizer but no loss",
                             "add one: loss = sparse_categorical_crossentropy")

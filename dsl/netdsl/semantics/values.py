@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl.errors import Span
+from netdsl.limits import MAX_SHOWN_VALUE
+from netdsl.semantics.scope import Closure
 
 
 class _Unknown:
@@ -40,13 +42,21 @@ UNKNOWN: Any = _Unknown()
 
 
 def is_unknown(value: Any) -> bool:
-    """True if the value is unknown or holds an unknown part."""
+    """True if the value is unknown or holds an unknown part (walked without
+    recursion: a declared layer's config holds expression trees)."""
     if value is UNKNOWN:
         return True
-    if isinstance(value, (tuple, list)):
-        return any(is_unknown(v) for v in value)
-    if isinstance(value, dict):
-        return any(is_unknown(v) for v in value.values())
+    if not isinstance(value, (tuple, list, dict)):
+        return False
+    stack = list(value.values()) if isinstance(value, dict) else list(value)
+    while stack:
+        item = stack.pop()
+        if item is UNKNOWN:
+            return True
+        if isinstance(item, (tuple, list)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
     return False
 
 
@@ -83,8 +93,56 @@ class Resolved:
         return f"{self.name}({args})"
 
 
-def describe_value(value: Any) -> str:
-    """A value as the spec would write it, for diagnostics and diagrams."""
+def describe_value(value: Any, limit: int | None = MAX_SHOWN_VALUE) -> str:
+    """A value as the spec would write it, for diagnostics and diagrams; cut with
+    "..." after `limit` characters (None: whole), without walking the rest."""
+    out = _Text(limit)
+    try:
+        _describe(value, out)
+    except _Full:
+        return "".join(out.parts)[:limit] + "..."
+    return "".join(out.parts)
+
+
+class _Full(Exception):
+    pass
+
+
+class _Text:
+    def __init__(self, limit: int | None):
+        self.parts: list[str] = []
+        self.left = limit
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        if self.left is not None:
+            self.left -= len(text)
+            if self.left < 0:
+                raise _Full()
+
+
+def _describe(value: Any, out: _Text) -> None:
+    if isinstance(value, (tuple, list)):
+        out.add("(" if isinstance(value, tuple) else "[")
+        for i, item in enumerate(value):
+            if i:
+                out.add(", ")
+            _describe(item, out)
+        out.add(",)" if isinstance(value, tuple) and len(value) == 1 else ")" if isinstance(value, tuple) else "]")
+    elif isinstance(value, dict):
+        out.add("{")
+        for i, (key, item) in enumerate(value.items()):
+            if i:
+                out.add(", ")
+            _describe(key, out)
+            out.add(": ")
+            _describe(item, out)
+        out.add("}")
+    else:
+        out.add(_scalar_text(value))
+
+
+def _scalar_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -93,19 +151,14 @@ def describe_value(value: Any) -> str:
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, float):
         return repr(value)
-    if isinstance(value, tuple):
-        inner = ", ".join(describe_value(v) for v in value)
-        return f"({inner},)" if len(value) == 1 else f"({inner})"
-    if isinstance(value, list):
-        return "[" + ", ".join(describe_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{describe_value(k)}: {describe_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, Resolved):
         return value.describe()
     if isinstance(value, Sym):
         return value.name
     if isinstance(value, SymCall):
         return f"{value.sym.name}(...)"
+    if isinstance(value, Closure):
+        return f"'{value.decl.name}'"
     return repr(value)
 
 
@@ -131,4 +184,6 @@ def type_name(value: Any) -> str:
         return "a dict"
     if isinstance(value, (Sym, SymCall, Resolved)):
         return "a name"
+    if isinstance(value, Closure):
+        return "the function"
     return type(value).__name__

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from netdsl.limits import MAX_NESTING
 from netdsl.errors import LayoutError
 from netdsl.syntax.tables import Tables
 
 TokenTuple = tuple  # (type, value, line, col, end_line, end_col)
 TYPE, VALUE, LINE, COL, END_LINE, END_COL = range(6)
 COMMENT = "COMMENT"
-MAX_NESTING = 64
 
 _OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE", "DICT_LBRACE": "DICT_RBRACE"}
 _CLOSERS = ("RPAR", "RSQB", "RBRACE")

@@ -18,10 +18,10 @@ from pydantic import BaseModel, ConfigDict
 
 from netdsl.syntax import ir
 from netdsl.errors import Diagnostic, SpecError, Sources, did_you_mean
-from netdsl.syntax.parser import decode_source, read_source
+from netdsl.limits import MAX_IMPORT_DEPTH, MAX_IMPORTED_FILES
+from netdsl.syntax.parser import decode_source
+from netdsl.syntax.source import read_source
 from netdsl.syntax.transform import to_ir
-
-MAX_IMPORTED_FILES = 256
 
 # Text to read instead of the file on disk, by resolved path (an editor's open,
 # unsaved buffers); None where the file on disk is to be read.
@@ -194,9 +194,12 @@ class _Loader:
         if len(self.by_real) >= MAX_IMPORTED_FILES:
             self.diagnostics.append(Diagnostic.at(decl.span, f"too many imported files (at most {MAX_IMPORTED_FILES})"))
             return None
+        if len(chain) > MAX_IMPORT_DEPTH:
+            self.diagnostics.append(Diagnostic.at(decl.span, f"imports nested more than {MAX_IMPORT_DEPTH} deep"))
+            return None
         text = self.overlay(target_real) if self.overlay is not None else None
         if text is None:
-            if not target_real.is_file():
+            if not target_real.exists():
                 self.diagnostics.append(Diagnostic.at(decl.span, f"cannot import '{decl.path}': no such file"))
                 return None
             try:

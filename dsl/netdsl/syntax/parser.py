@@ -14,43 +14,15 @@ from typing import Any
 
 from netdsl.errors import Diagnostic, LayoutError, SpecError, Span
 from netdsl.syntax.lalr import Reductions, SyntaxFailure, end_token, run, shaped_reducers
-from netdsl.syntax.lexer import MAX_NESTING, LexFailure, layout, lex
+from netdsl.limits import MAX_EXPRESSION_DEPTH, MAX_FILE_BYTES, MAX_NESTING, MAX_NUMBER_DIGITS
+from netdsl.syntax.lexer import LexFailure, layout, lex
 from netdsl.syntax.tables import load_tables
 
-MAX_FILE_BYTES = 2 * 1024 * 1024
-MAX_NUMBER_DIGITS = 40
-# Deeper expressions are refused while parsing, with their position: the
-# checker, the formatter and the Keras expression layers walk expressions
-# recursively. 0.1.0 stopped near 490 levels, where its recursive tree
-# transform ran out of Python's stack (as "expression nested too deeply" at
-# 1:1); 200 is far deeper than a person writes (`a + b + c` is 2 levels) and
-# leaves the walkers room inside 48 nested blocks.
-MAX_EXPRESSION_DEPTH = 200
-
 __all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "MAX_NUMBER_DIGITS", "MAX_EXPRESSION_DEPTH",
-           "read_source", "decode_source", "parse"]
+           "decode_source", "parse"]
 
 
 # ----------------------------------------------------------------- reading
-
-
-def read_source(path: Path, display: str) -> str:
-    """The file's text, refusing what is not a reasonable spec before parsing it."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise SpecError(Diagnostic.for_file(
-                display, f"file is too large ({size:,} bytes); a spec may be at most {MAX_FILE_BYTES:,} bytes"))
-        data = path.read_bytes()
-    except SpecError:
-        raise
-    except IsADirectoryError:
-        raise SpecError(Diagnostic.for_file(display, "is a directory, not a spec file")) from None
-    except FileNotFoundError:
-        raise SpecError(Diagnostic.for_file(display, "no such file")) from None
-    except OSError as exc:
-        raise SpecError(Diagnostic.for_file(display, f"cannot read file: {exc.strerror or exc}")) from None
-    return decode_source(data, display)
 
 
 def decode_source(data: bytes, display: str) -> str:

@@ -1,0 +1,145 @@
+"""Every bound netdsl puts on a spec, in one place, each with its reason.
+
+A spec is data that anyone may hand to `check`, `build` or `render`; these
+limits make sure that whatever it holds, netdsl ends quickly (about 2 s and
+1 GB for a 64 KB file) with a diagnostic instead of hanging, swapping or
+crashing. Each limit is checked *before* the work it guards is done. The
+language guide's limits section (docs/language.md) lists them for users;
+change both together (and say so in CHANGELOG.md).
+"""
+
+from __future__ import annotations
+
+# ------------------------------------------------------------------ reading
+
+# Bytes of one spec file. A spec is a few KB; 2 MiB leaves room for generated
+# and exported specs while keeping the parse well under 10 s.
+MAX_FILE_BYTES = 2 * 1024 * 1024
+
+# Files one program may import (transitively). Each is read and parsed once.
+MAX_IMPORTED_FILES = 256
+
+# Imports that import imports...: the loader follows them recursively.
+MAX_IMPORT_DEPTH = 32
+
+# ------------------------------------------------------------------ syntax
+
+# Open brackets ( [ { at once: the parser and every tree walker recurse this deep.
+MAX_NESTING = 64
+
+# Digits of one number literal: Python's int() of a huge literal is quadratic.
+MAX_NUMBER_DIGITS = 40
+
+# Operators, calls and brackets nested in one expression of the source, refused
+# while parsing with their position: the checker, the formatter and the Keras
+# expression layers walk expressions recursively. 0.1.0 stopped near 490 levels,
+# where its recursive tree transform ran out of Python's stack; 200 is far deeper
+# than a person writes (`a + b + c` is 2 levels) and leaves the walkers room
+# inside 48 nested blocks.
+MAX_EXPRESSION_DEPTH = 200
+
+# Syntax errors reported for one file (each top-level declaration is re-parsed).
+MAX_SYNTAX_ERRORS = 20
+
+# ------------------------------------------------------------------ constants
+
+# The largest integer a constant may hold (Keras takes int64).
+MAX_INT = 2**63
+
+# Items of one string, list or tuple a constant expression makes.
+MAX_SEQUENCE = 100_000
+
+# Items of one constant value counted in full: nested lists and every
+# reference to a shared list included (`let b = [a] * 1000` holds 1000 copies
+# of `a`). Checking, describing and building walk values whole.
+MAX_VALUE_ITEMS = 1_000_000
+
+# Lists, tuples and dicts nested in one constant value (through `let`s as well).
+MAX_VALUE_DEPTH = 64
+
+# Operators, calls and brackets nested in one expression, as the constant
+# folder evaluates them: deeper trees would exhaust Python's stack.
+MAX_EXPR_DEPTH = 100
+
+# `let` functions calling each other, and file-level `let`s defined through a
+# `let` declared further down: both are evaluated by recursion.
+MAX_CALL_DEPTH = 64
+
+# Work of the constant folder in one check: every operator evaluated, every
+# item of a list or tuple made, every item of a value given to a step as an
+# argument. Functions that call each other twice per level, or large constants
+# passed to many layers, multiply work without making the file longer.
+MAX_CONST_WORK = 1_000_000
+
+# A large file pays for what it writes out: its budget of constant work is at
+# least this much per byte of its text (a 2 MiB list literal is folded whole).
+CONST_WORK_PER_BYTE = 2
+
+# ------------------------------------------------------------------ expansion
+
+# `STEP * N`: the count of one repeat.
+MAX_REPEAT = 10_000
+
+# Blocks (and nested models) inside blocks: each level is a recursion.
+MAX_BLOCK_DEPTH = 48
+
+# Layers of one model after every block and repeat is expanded. A path whose
+# input already failed to check still counts the layers it would make.
+MAX_LAYERS = 50_000
+
+# Expansion steps of one check: every statement run, every block instance and
+# every layer made (or skipped after an error), in every model and in every
+# block checked on its own. Bounds the time of a check whatever a file repeats
+# or nests; one model of MAX_LAYERS layers fits.
+MAX_EXPANSION_STEPS = 100_000
+
+# ...and its budget of expansion steps at least one per this many bytes of its
+# text (a flat statement `h2 = h1 -> dense(16)` is about 25 bytes and 2 steps).
+BYTES_PER_EXPANSION_STEP = 8
+
+# A dimension of a model input (Keras and TensorFlow index with int32).
+MAX_DIM = 2**31 - 1
+
+# Parameters of one layer, estimated before any Keras constructor runs
+# (`--max-params` raises it): a typo such as `dense(100000000)` must not
+# allocate gigabytes.
+MAX_PARAMS = 1_000_000_000
+
+# Declared activations inlined into one another.
+MAX_INLINE_DEPTH = 16
+
+# Nesting of an expression tree read back from a saved model (custom/expr.py):
+# a `.keras` file is data too.
+MAX_SAVED_EXPR_DEPTH = 200
+
+# ------------------------------------------------------------------ messages
+
+# Characters of a constant shown in a diagnostic before it is cut with "...".
+MAX_SHOWN_VALUE = 200
+
+# ------------------------------------------------------------------ diagnostics
+
+# Names compared by "did you mean" in one check: each suggestion compares a name
+# with every candidate, so thousands of misspelt names among thousands of names
+# would check in quadratic time; past this budget no more suggestions are made.
+MAX_SUGGESTION_WORK = 100_000
+
+# ------------------------------------------------------------------ export (.keras -> .net)
+
+# Functional models nested in models in one .keras file (read recursively).
+MAX_NESTED_MODELS = 16
+
+# Layers one single-entry, single-exit region may hold when the exporter folds it.
+MAX_REGION_OPS = 20_000
+
+# Units one repeated motif may span when the exporter looks for blocks: the
+# search is quadratic in it.
+MAX_MOTIF_UNITS = 40
+
+# Bytes of the config.json inside a .keras file (ResNet152's is about 0.5 MB).
+MAX_CONFIG_BYTES = 64 * 1024 * 1024
+
+# Blocks one export may define, and motifs it evaluates exactly per round
+# (best bound first): the block search stays within a second on ResNet152.
+MAX_BLOCKS = 64
+MAX_CANDIDATES = 96

@@ -1,0 +1,185 @@
+"""The fuzzing runner: makes the inputs, feeds a worker, and keeps the figures.
+
+Input `i` of seed `s` is made from its own `random.Random` (so any one input
+can be made again alone: `--only i`). An input counts as a finding when the
+worker answers "exception" or "bad", when it runs past its time bound (the
+worker is then killed and a new one started), when the worker dies (memory
+limit), or when its CPU time is over the bound of its size class.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import select
+import struct
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .grammar_gen import GrammarGenerator
+from .mutate import ROOT, Mutator, load_corpus
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The promise of netdsl.limits: time per size class, memory for every input."""
+
+    small_bytes: int = 64 * 1024
+    small_seconds: float = 2.0
+    large_seconds: float = 10.0
+    memory_bytes: int = 1 << 30
+    # A worker is killed after slack x the bound of wall time (the machine may be busy;
+    # CPU time, measured by the worker, is what is compared with the bound).
+    slack: float = 3.0
+
+    def seconds(self, size: int) -> float:
+        return self.small_seconds if size <= self.small_bytes else self.large_seconds
+
+
+@dataclass
+class Finding:
+    kind: str  # exception | bad | timeout | died | slow
+    index: int
+    source: str
+    size: int
+    seconds: float
+    detail: str
+
+
+@dataclass
+class Report:
+    seed: int
+    inputs: int = 0
+    sources: Counter = field(default_factory=Counter)
+    outcomes: Counter = field(default_factory=Counter)  # clean | diagnostics | finding kinds
+    findings: list[Finding] = field(default_factory=list)
+    slowest: list[tuple[float, int, str, int]] = field(default_factory=list)  # (cpu s, bytes, source, index)
+    peak_rss_kb: int = 0
+    cpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    largest_input: int = 0
+
+    def summary(self) -> dict:
+        out = asdict(self)
+        out["findings"] = [asdict(f) for f in self.findings]
+        out["slowest"] = [{"cpu_seconds": round(s, 3), "bytes": b, "source": src, "index": i}
+                          for s, b, src, i in self.slowest]
+        out["sources"], out["outcomes"] = dict(self.sources), dict(self.outcomes)
+        return out
+
+
+def make_input(seed: int, index: int, corpus: list, generated_share: float = 0.4,
+               big: float = 0.01) -> tuple[str, str]:
+    """(where it came from, text) of input `index` of `seed`."""
+    rng = random.Random(seed * 1_000_003 + index)
+    if rng.random() < generated_share:
+        return "grammar", GrammarGenerator(rng).generate()
+    name, text = Mutator(rng, corpus, big=big).mutate()
+    return f"mutation of {name}", text
+
+
+class Worker:
+    """A `worker.py` process; started again after a timeout or a death."""
+
+    def __init__(self, bounds: Bounds):
+        self.bounds = bounds
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        package = __package__ or "fuzz"
+        cwd = Path(__file__).resolve().parents[len(package.split("."))]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(cwd)] + sys.path))
+        self.proc = subprocess.Popen([sys.executable, "-m", f"{package}.worker", str(self.bounds.memory_bytes)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     cwd=cwd, env=env)
+
+    def check(self, text: str, filename: str, timeout: float) -> dict | None:
+        """The worker's answer, or None when it ran past `timeout` or died (then it is stopped)."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        payload = json.dumps({"text": text, "filename": filename}).encode("utf-8")
+        try:
+            self.proc.stdin.write(struct.pack(">I", len(payload)) + payload)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self.stop()
+            return None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if ready else b""
+        if not line:
+            self.stop()
+            return None
+        return json.loads(line)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+
+def run(count: int, seed: int = 0, bounds: Bounds = Bounds(), start: int = 0, only: list[int] | None = None,
+        generated_share: float = 0.4, big: float = 0.01, save_dir: Path | None = None, keep_slowest: int = 10,
+        progress: Callable[[Report], None] | None = None, max_seconds: float | None = None) -> Report:
+    """Check `count` inputs (or the `only` ones) of `seed`; findings saved to `save_dir` if given."""
+    corpus = load_corpus()
+    report = Report(seed)
+    worker = Worker(bounds)
+    filename = str(ROOT / "specs" / "fuzz.net")  # relative imports reach specs/ and specs/lib/
+    began = time.perf_counter()
+    try:
+        for index in (only if only is not None else range(start, start + count)):
+            if max_seconds is not None and time.perf_counter() - began > max_seconds:
+                break
+            source, text = make_input(seed, index, corpus, generated_share, big)
+            _check(worker, report, bounds, index, source, text, filename, save_dir, keep_slowest)
+            if progress is not None and report.inputs % 1000 == 0:
+                report.wall_seconds = time.perf_counter() - began
+                progress(report)
+    finally:
+        worker.stop()
+        report.wall_seconds = time.perf_counter() - began
+    return report
+
+
+def _check(worker: Worker, report: Report, bounds: Bounds, index: int, source: str, text: str, filename: str,
+           save_dir: Path | None, keep_slowest: int) -> None:
+    size = len(text.encode("utf-8"))
+    limit = bounds.seconds(size)
+    answer = worker.check(text, filename, limit * bounds.slack)
+    report.inputs += 1
+    report.sources["grammar" if source == "grammar" else "mutation"] += 1
+    report.largest_input = max(report.largest_input, size)
+    if answer is None:
+        kind = "timeout" if worker.proc is None else "died"
+        _finding(report, Finding(kind, index, source, size, limit * bounds.slack,
+                                 f"no answer within {limit * bounds.slack:.0f} s of wall time"), text, save_dir)
+        return
+    report.cpu_seconds += answer["cpu"]
+    report.peak_rss_kb = max(report.peak_rss_kb, answer["rss_kb"])
+    report.slowest = sorted(report.slowest + [(answer["cpu"], size, source, index)], reverse=True)[:keep_slowest]
+    if answer["status"] != "ok":
+        _finding(report, Finding(answer["status"], index, source, size, answer["cpu"], answer["detail"]),
+                 text, save_dir)
+    elif answer["cpu"] > limit:
+        _finding(report, Finding("slow", index, source, size, answer["cpu"],
+                                 f"{answer['cpu']:.2f} s of CPU for {size:,} bytes (bound {limit:.0f} s)"),
+                 text, save_dir)
+    else:
+        report.outcomes["diagnostics" if answer["diagnostics"] else "clean"] += 1
+
+
+def _finding(report: Report, finding: Finding, text: str, save_dir: Path | None) -> None:
+    report.outcomes[finding.kind] += 1
+    report.findings.append(finding)
+    if save_dir is not None:
+        save_dir.mkdir(parents=True, exist_ok=True)
+        stem = f"seed{report.seed}_{finding.index}_{finding.kind}"
+        (save_dir / f"{stem}.net").write_text(text, encoding="utf-8")
+        (save_dir / f"{stem}.txt").write_text(f"{finding.source}\n{finding.detail}\n", encoding="utf-8")

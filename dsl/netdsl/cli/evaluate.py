@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from netdsl.cli import scaling
 from netdsl.cli.common import add_backend, add_plugin, load_plugins
@@ -19,20 +20,31 @@ from netdsl.cli.train import add_targets, parse_targets
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     cmd = sub.add_parser("evaluate", help="the loss and metrics of a trained model on data")
+    add_trained_model_arguments(cmd)
+    cmd.add_argument("--json", action="store_true", help="print the values as JSON")
+    cmd.set_defaults(run=run)
+
+
+def add_trained_model_arguments(cmd: argparse.ArgumentParser) -> None:
+    """What `evaluate` and `predict` share: the trained model, its data and how to run it."""
     cmd.add_argument("trained", metavar="RUN_DIR|MODEL.keras")
     cmd.add_argument("--data", required=True, metavar="SRC")
     cmd.add_argument("--batch-size", type=int, metavar="N")
     add_targets(cmd)
     add_plugin(cmd)
     add_backend(cmd)
-    cmd.add_argument("--json", action="store_true", help="print the values as JSON")
-    cmd.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def set_up(args: argparse.Namespace) -> tuple[dict, Any]:
+    """The targets asked for and the scope to run in; the backend and plugins loaded."""
     targets = parse_targets(args.targets)
     scope = scaling.set_up_one_process(args)
     load_plugins(args.plugin, args.trained)  # a saved model may hold plugin layers
+    return targets, scope
+
+
+def run(args: argparse.Namespace) -> int:
+    targets, scope = set_up(args)
     from netdsl.training.inference import evaluate
 
     with scope():

@@ -10,28 +10,19 @@ from __future__ import annotations
 
 import argparse
 
-from netdsl.cli import scaling
-from netdsl.cli.common import add_backend, add_plugin, load_plugins
-from netdsl.cli.train import add_targets, parse_targets
+from netdsl.cli.evaluate import add_trained_model_arguments, set_up
 from netdsl.training.errors import TrainingError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     cmd = sub.add_parser("predict", help="a trained model's outputs on data, as .npz")
-    cmd.add_argument("trained", metavar="RUN_DIR|MODEL.keras")
-    cmd.add_argument("--data", required=True, metavar="SRC")
+    add_trained_model_arguments(cmd)
     cmd.add_argument("-o", "--output", required=True, metavar="PREDS.npz")
-    cmd.add_argument("--batch-size", type=int, metavar="N")
-    add_targets(cmd)
-    add_plugin(cmd)
-    add_backend(cmd)
     cmd.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    targets = parse_targets(args.targets)
-    scope = scaling.set_up_one_process(args)
-    load_plugins(args.plugin, args.trained)  # a saved model may hold plugin layers
+    targets, scope = set_up(args)
     from netdsl.training.inference import predict, write_predictions
 
     with scope():

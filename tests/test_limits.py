@@ -198,10 +198,10 @@ def test_a_large_constant_is_cut_in_a_message():
 
 @pytest.mark.slow
 def test_a_large_file_pays_for_what_it_writes_out():
-    """Over 800 KB, the expansion budget grows with the text (one step per 8 bytes)."""
+    """Over 480 KB, the expansion budget grows with the text (one step per 8 bytes)."""
     models = "".join(f"model m{i} {{\n  input x: (4,)\n  output y = x -> relu * 10000 -> relu * 10000\n}}\n"
-                     for i in range(6))  # 6 x 20,000 layers and their statements: over 100,000 steps
+                     for i in range(4))  # 4 x 20,000 layers and their statements: over 60,000 steps
     refused = netdsl.check(models, filename="big.net")
-    assert [d.message for d in refused] == ["the spec takes more than 100,000 steps to expand"]
+    assert [d.message for d in refused] == ["the spec takes more than 60,000 steps to expand"]
     padded = "# a long comment line to make the file large\n" * 24_000 + models  # about 1.1 MB
     assert netdsl.check(padded, filename="big.net") == []

@@ -89,13 +89,18 @@ MAX_LAYERS = 50_000
 
 # Expansion steps of one check: every statement run, every block instance and
 # every layer made (or skipped after an error), in every model and in every
-# block checked on its own. Bounds the time of a check whatever a file repeats
-# or nests; one model of MAX_LAYERS layers fits.
-MAX_EXPANSION_STEPS = 100_000
+# block checked on its own (there each repeat runs once). Bounds the time of a
+# check whatever a file repeats or nests (a layer takes 10-30 us); one model of
+# MAX_LAYERS layers written as repeats of layers fits.
+MAX_EXPANSION_STEPS = 60_000
 
 # ...and its budget of expansion steps at least one per this many bytes of its
 # text (a flat statement `h2 = h1 -> dense(16)` is about 25 bytes and 2 steps).
 BYTES_PER_EXPANSION_STEP = 8
+
+# What a statement that fails costs of MAX_EXPANSION_STEPS besides its own
+# step: making a diagnostic takes about ten times as long as a statement.
+FAILED_STATEMENT_STEPS = 10
 
 # A dimension of a model input (Keras and TensorFlow index with int32).
 MAX_DIM = 2**31 - 1

@@ -264,6 +264,8 @@ class Consts:
         if value is UNKNOWN or index is UNKNOWN:
             return UNKNOWN
         if isinstance(value, dict):
+            if not isinstance(index, (str, int, float, bool)) and index is not None:
+                raise Fail(e.index.span, f"a dict key is a name, string or number, received {type_name(index)}")
             if index not in value:
                 raise Fail(e.index.span, f"key {describe_value(index)} is not in the dict")
             return value[index]

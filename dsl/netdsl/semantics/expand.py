@@ -50,6 +50,7 @@ class Expander(Steps):
         self.repeat_groups = 0
         self.steps_spent = 0  # of `steps_limit`, in this check
         self.steps_limit = MAX_EXPANSION_STEPS
+        self.step_hints: dict[tuple, str | None] = {}  # "did you mean" of an unknown step, by name and scope
         self.build: BuildState | None = None
         # The statement being expanded: its binding names the layers it makes,
         # its file scope finds the declared activations an argument names.
@@ -84,9 +85,13 @@ class Expander(Steps):
         return graph
 
     def check_block(self, decl: ir.BlockDecl, scope: FileScope) -> None:
-        """Check a block on its own: parameters and input shapes unknown."""
+        """Check a block on its own: parameters and input shapes unknown.
+
+        Each repeat inside runs once: with shapes unknown the other passes
+        would find nothing new, and a block used by a model is expanded in
+        full there (where its size counts)."""
         graph = Graph(f"<block {decl.name}>", decl.span)
-        outer, self.build = self.build, BuildState(graph, set())
+        outer, self.build = self.build, BuildState(graph, set(), repeat_once=True)
         try:
             inputs = [self._emit_input(name, (UNKNOWN,), "float32", span) for name, span in block_inputs(decl)]
             params = {p.name: UNKNOWN for p in decl.params}
@@ -110,6 +115,7 @@ class Expander(Steps):
                 except Fail as exc:
                     if exc.diagnostic is not None:
                         self.diagnostics.append(exc.diagnostic)
+                        self.charge_failure(stmt.span)
                     for name in _targets(stmt):
                         env.vars[name] = POISON
         finally:

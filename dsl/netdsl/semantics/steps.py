@@ -17,7 +17,7 @@ from netdsl import registry
 from netdsl.syntax import ir
 from netdsl.semantics.consts import TensorValue, bind_plain, dotted_name, is_default
 from netdsl.errors import Exhausted, Fail, Span, did_you_mean
-from netdsl.limits import MAX_BLOCK_DEPTH, MAX_LAYERS, MAX_PARAMS, MAX_REPEAT
+from netdsl.limits import FAILED_STATEMENT_STEPS, MAX_BLOCK_DEPTH, MAX_LAYERS, MAX_PARAMS, MAX_REPEAT
 from netdsl.semantics.graph import Cluster, Graph, Node, TensorRef
 from netdsl.semantics.scope import Env, FileScope
 from netdsl.semantics.values import UNKNOWN, describe_value, type_name
@@ -93,6 +93,7 @@ class BuildState:
     repeat: tuple[int, int, int] | None = None
     outputs: list = field(default_factory=list)
     layers: int = 0  # nodes made, and those a failed input skipped (MAX_LAYERS)
+    repeat_once: bool = False  # a block checked on its own: each `* N` runs one pass
 
 
 class _Poisoned(Fail):
@@ -138,10 +139,12 @@ class Steps:
             raise Fail(expr.right.span, f"a repeat count must be an integer, received {type_name(count)}")
         if not 1 <= count <= MAX_REPEAT:
             raise Fail(expr.right.span, f"a repeat count must be between 1 and {MAX_REPEAT:,}, received {count:,}")
+        if self.build.repeat_once:
+            return self._apply(expr.left, inputs, env, final)
         outer = self.build.repeat
         self.repeat_groups += 1
         group = self.repeat_groups
-        before = self._spent()
+        before, errors_before = self._spent(), len(self.diagnostics)
         try:
             for i in range(count):
                 if outer is None:
@@ -149,6 +152,10 @@ class Steps:
                 inputs = self._apply(expr.left, inputs, env, final if i == count - 1 else None)
                 if i == 0 and count > 1:
                     self._afford(before, count - 1, expr.span)
+                    if len(self.diagnostics) > errors_before:
+                        # The other passes would repeat the first one's errors (and
+                        # their cost): its result stands for theirs, poisoned.
+                        return [POISON] * len(inputs)
         finally:
             self.build.repeat = outer
         return inputs
@@ -170,6 +177,12 @@ class Steps:
     def charge_step(self, span: Span) -> None:
         """One statement run, block instance or layer made: spent of `steps_limit`."""
         self.steps_spent += 1
+        if self.steps_spent > self.steps_limit:
+            raise _over_steps(span, self.steps_limit)
+
+    def charge_failure(self, span: Span) -> None:
+        """A statement that failed: its diagnostic costs more than the statement."""
+        self.steps_spent += FAILED_STATEMENT_STEPS
         if self.steps_spent > self.steps_limit:
             raise _over_steps(span, self.steps_limit)
 
@@ -457,7 +470,11 @@ class Steps:
         return graph
 
     def _near_step(self, name: str, env: Env) -> str | None:
-        return did_you_mean(name, _step_names(env))
+        shared = tuple(n for n, v in env.bindings() if isinstance(v, SharedInstance))
+        key = (name, env.scope.path, shared)  # the same misspelling in every pass of a repeat
+        if key not in self.step_hints:
+            self.step_hints[key] = did_you_mean(name, _step_names(env))
+        return self.step_hints[key]
 
 
 def _step_names(env: Env) -> Any:
@@ -471,7 +488,7 @@ def _step_names(env: Env) -> Any:
 
 def _over_steps(span: Span, limit: int) -> Exhausted:
     return Exhausted(span, f"the spec takes more than {limit:,} steps to expand",
-                     "every statement, block instance and layer counts, in every model and block, once per repeat")
+                     "a statement, block instance or layer counts each time a repeat or a block use runs it")
 
 
 def block_inputs(decl: Any) -> list[tuple[str, Span]]:

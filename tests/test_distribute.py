@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import re
 import time
 from pathlib import Path
 
@@ -292,7 +293,9 @@ def test_an_unreadable_shard_ends_both_processes_with_the_error(jobs, tmp_path: 
     shard = tmp_path / "part-1.npz"
     assert f"process 1: {shard}: error: not a readable .npz file" in log
     assert f"netdsl: process 0 stops: process 1: {shard}: error: not a readable .npz file" in log
-    assert "netdsl: process 1 failed (exit 1)" in log
+    # The launcher names the first child it sees exit; process 0 may leave before process 1
+    # has (it stops on process 1's reported error), so either may be the one it names.
+    assert re.search(r"netdsl: process [01] failed \(exit 1\)", log)
 
 
 @pytest.mark.slow

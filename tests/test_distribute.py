@@ -9,10 +9,10 @@ the same seed and global batch.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
-import re
 import time
 from pathlib import Path
 

@@ -19,7 +19,8 @@ from typing import Any, Callable
 from netdsl.syntax import ir
 from netdsl.errors import Exhausted, Fail
 from netdsl.limits import (
-    MAX_CALL_DEPTH, MAX_CONST_WORK, MAX_EXPR_DEPTH, MAX_INT, MAX_SEQUENCE, MAX_VALUE_DEPTH, MAX_VALUE_ITEMS,
+    MAX_CALL_DEPTH, MAX_CONST_WORK, MAX_EXPRESSION_DEPTH, MAX_INT, MAX_SEQUENCE, MAX_VALUE_DEPTH,
+    MAX_VALUE_ITEMS,
 )
 from netdsl.semantics.scope import Closure, Env, FileScope
 from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
@@ -133,8 +134,8 @@ class Consts:
         self.work += 1
         if self.work > self.work_limit:
             self.charge(0, expr.span)
-        if self.depth >= MAX_EXPR_DEPTH:
-            raise Fail(expr.span, f"expression nested more than {MAX_EXPR_DEPTH} deep",
+        if self.depth >= MAX_EXPRESSION_DEPTH:
+            raise Fail(expr.span, f"expression nested more than {MAX_EXPRESSION_DEPTH} deep",
                        "counting the let functions and constants it goes through" if self.calls or len(self.lets) > 1
                        else "split it with let: let a = ...")
         self.depth += 1

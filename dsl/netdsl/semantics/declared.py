@@ -15,7 +15,7 @@ from typing import Any
 from netdsl.syntax import ir
 from netdsl.semantics.consts import Consts, TensorValue, bind_plain, is_default
 from netdsl.errors import Fail, Span, did_you_mean
-from netdsl.limits import MAX_EXPR_DEPTH, MAX_INLINE_DEPTH
+from netdsl.limits import MAX_EXPRESSION_DEPTH, MAX_INLINE_DEPTH
 from netdsl.semantics.scope import Env, FileScope
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_unknown, type_name
 
@@ -225,8 +225,8 @@ class _Trees:
         self.level = 0  # nesting of the expression being converted
 
     def tree(self, e: Any) -> Any:
-        if self.level >= MAX_EXPR_DEPTH:
-            raise Fail(e.span, f"expression nested more than {MAX_EXPR_DEPTH} deep")
+        if self.level >= MAX_EXPRESSION_DEPTH:
+            raise Fail(e.span, f"expression nested more than {MAX_EXPRESSION_DEPTH} deep")
         self.level += 1
         try:
             return self._tree(e)
@@ -324,8 +324,8 @@ class _Trees:
         substitution = {act.params[0]: x}
         substitution.update({k: ["num", v] for k, v in values.items()})
         inlined = _substitute(act.body, substitution)
-        if _tree_depth(inlined) + self.level > MAX_EXPR_DEPTH:
-            raise Fail(e.span, f"expression nested more than {MAX_EXPR_DEPTH} deep once '{decl.name}' is inlined")
+        if _tree_depth(inlined) + self.level > MAX_EXPRESSION_DEPTH:
+            raise Fail(e.span, f"expression nested more than {MAX_EXPRESSION_DEPTH} deep once '{decl.name}' is inlined")
         return inlined
 
     def _is_constant(self, e: Any) -> bool:

@@ -107,8 +107,8 @@ def front_end(path: Path) -> float:
 
 def in_build_overhead(path: Path) -> tuple[float, float]:
     """(total, time outside the Keras backend) of one instrumented spec build."""
-    import netdsl.backend.compiler as compile_module
     import netdsl.backend.builder as backend_module
+    import netdsl.backend.compiler as compile_module
 
     clock = _Clock()
     original = backend_module.KerasBackend

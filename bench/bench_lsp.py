@@ -26,7 +26,15 @@ from lsprotocol import types  # noqa: E402
 
 import netdsl  # noqa: E402
 from lsp_harness import (  # noqa: E402
-    SERVER, assert_same_as_check, doc, edit, initialize, make_client, open_doc, pos, replace_all,
+    SERVER,
+    assert_same_as_check,
+    doc,
+    edit,
+    initialize,
+    make_client,
+    open_doc,
+    pos,
+    replace_all,
 )
 
 BURSTS, KEYS, KEY_GAP = 5, 10, 0.05

@@ -137,8 +137,8 @@ def main() -> int:
         return status
 
     import netdsl
-    from netdsl.semantics.analysis import analyze
     from netdsl.diagram.render import render_graph
+    from netdsl.semantics.analysis import analyze
 
     rows: dict[str, dict[str, float | str]] = {name: {} for name, _ in CASES}
 

@@ -263,7 +263,8 @@ def lightning_mlp() -> keras.Model:
 
 def _custom():
     import netdsl.custom  # noqa: F401  (registers the classes)
-    from netdsl.custom import activations, layers as custom_layers
+    from netdsl.custom import activations
+    from netdsl.custom import layers as custom_layers
 
     return custom_layers, activations
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import netdsl
-from netdsl.backend import compiler as compile_module
 from netdsl.backend import builder
+from netdsl.backend import compiler as compile_module
 from netdsl.semantics import shapes
 from netdsl.semantics.analysis import analyze
 from netdsl.semantics.values import UNKNOWN

@@ -13,12 +13,11 @@ import sys
 import textwrap
 import zipfile
 
+import keras  # noqa: E402  (a dependency of netdsl: never skipped)
 import numpy as np
 import pytest
 
 import netdsl
-
-import keras  # noqa: E402  (a dependency of netdsl: never skipped)
 
 
 def build(text: str, model: str):

@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pygments.token import (Comment, Error, Keyword, Name, Number, Operator, Punctuation,
-                            String, Whitespace)
+from pygments.token import Comment, Error, Keyword, Name, Number, Operator, Punctuation, String, Whitespace
 
 from highlight_corpus import ROOT, texts
 from netdsl.highlight.pygments_lexer import NetdslLexer

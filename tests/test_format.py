@@ -16,13 +16,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from reference_examples import examples
 
 from netdsl.cli import main
-from netdsl.errors import SpecError
 from netdsl.cli.fmt import run as run_fmt
+from netdsl.errors import SpecError
 from netdsl.syntax.formatter import LINE_LENGTH, format_text
 from netdsl.syntax.transform import to_ir
+from reference_examples import examples
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -9,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_format import plain
 
 from netdsl.errors import Span
 from netdsl.syntax import ir
 from netdsl.syntax.formatter import format_ir, format_text, number_text
 from netdsl.syntax.transform import to_ir
+from test_format import plain
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted(ROOT.glob("specs/**/*.net")) + sorted((ROOT / "tests" / "fmt").glob("*.net"))

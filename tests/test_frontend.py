@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import netdsl
-from netdsl.syntax import ir
 from netdsl.semantics.analysis import analyze
+from netdsl.syntax import ir
 from netdsl.syntax.loader import Program
 
 

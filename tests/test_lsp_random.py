@@ -9,7 +9,6 @@ names its sequence. A fast subset runs always; all 1,000 are `slow`.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 import pytest_lsp

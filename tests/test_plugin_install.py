@@ -12,8 +12,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import subprocess
 import re
+import subprocess
 import sys
 import sysconfig
 import zipfile

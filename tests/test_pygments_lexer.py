@@ -20,8 +20,7 @@ from lark.exceptions import UnexpectedCharacters
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename, get_lexer_for_mimetype
-from pygments.token import (Comment, Error, Keyword, Name, Number, Operator, Punctuation,
-                            String, Whitespace)
+from pygments.token import Comment, Error, Keyword, Name, Number, Operator, Punctuation, String, Whitespace
 
 from highlight_corpus import ROOT, non_utf8_files, spec_files, texts
 from netdsl import registry

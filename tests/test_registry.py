@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from netdsl import registry as r
-from netdsl.registry.table import DATA_FILE
 from netdsl.registry import REQUIRED, Param
+from netdsl.registry.table import DATA_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 

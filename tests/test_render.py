@@ -18,12 +18,12 @@ import graphviz
 import pytest
 
 import netdsl
-from netdsl.semantics.analysis import analyze
-from netdsl.cli import main
 from netdsl import render as render_model
+from netdsl.cli import main
 from netdsl.diagram.render import render_graph, write_diagram
-from netdsl.errors import DotFailed, DotNotFound
 from netdsl.diagram.view import build_view
+from netdsl.errors import DotFailed, DotNotFound
+from netdsl.semantics.analysis import analyze
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"

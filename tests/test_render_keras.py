@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import netdsl
-from netdsl.cli import main
 from netdsl import render as render_model
 from netdsl.backend.compiler import compile_program
+from netdsl.cli import main
 from netdsl.diagram.render import render_graph, write_diagram
 
 ROOT = Path(__file__).resolve().parent.parent

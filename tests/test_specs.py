@@ -121,12 +121,12 @@ def to_numpy(value):
     return ops.convert_to_numpy(value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def built(spec: str, model: str):
     return netdsl.build(SPECS / spec, model)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reference(model: str):
     return dict(((m, b) for (_, m), b in ref.REFERENCES.items()))[model]()
 

@@ -54,7 +54,7 @@ class Browser:
         self.session: str | None = None
 
     @classmethod
-    def start(cls, startup_timeout: float = 30.0) -> "Browser":
+    def start(cls, startup_timeout: float = 30.0) -> Browser:
         port = _free_port()
         profile = tempfile.mkdtemp(prefix="netdsl-chromium-")
         driver = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL,
@@ -80,7 +80,7 @@ class Browser:
             raise
         return browser
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -9,12 +9,24 @@
     run = netdsl.train("spec.net", data="digits.npz", epochs=3, seed=7)   # runs/<model>-N/
 """
 
-from netdsl.api import (build, build_all, check, evaluate, export, fit_kwargs, format, parse, parse_file,
-                        predict, render, train)
-from netdsl.errors import Diagnostic, NetdslError, SpecError, Span
-from netdsl.syntax.loader import Program
-from netdsl.registry.plugins import register_activation, register_layer
+from netdsl.api import (
+                        build,
+                        build_all,
+                        check,
+                        evaluate,
+                        export,
+                        fit_kwargs,
+                        format,
+                        parse,
+                        parse_file,
+                        predict,
+                        render,
+                        train,
+)
 from netdsl.backend import keras_hook as _keras_hook
+from netdsl.errors import Diagnostic, NetdslError, Span, SpecError
+from netdsl.registry.plugins import register_activation, register_layer
+from netdsl.syntax.loader import Program
 from netdsl.version import __version__
 
 # Registers netdsl's Keras objects (custom layers, declared layers and

@@ -21,8 +21,9 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Literal
 
 __all__ = ["LinkRefused", "replacing", "write_bytes"]
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Any, Iterable, Iterator, Literal
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -33,7 +34,7 @@ class Span(BaseModel):
     end_col: int
 
     @classmethod
-    def at(cls, file: str, line: int, col: int, length: int = 1) -> "Span":
+    def at(cls, file: str, line: int, col: int, length: int = 1) -> Span:
         return cls.model_construct(file=file, line=line, col=col, end_line=line, end_col=col + max(length, 1))
 
 
@@ -51,7 +52,7 @@ class Diagnostic(BaseModel):
     hint: str | None = None
 
     @classmethod
-    def at(cls, span: Span, message: str, hint: str | None = None, severity: str = "error") -> "Diagnostic":
+    def at(cls, span: Span, message: str, hint: str | None = None, severity: str = "error") -> Diagnostic:
         return cls(
             file=span.file,
             line=span.line,
@@ -64,7 +65,7 @@ class Diagnostic(BaseModel):
         )
 
     @classmethod
-    def for_file(cls, file: str, message: str, hint: str | None = None) -> "Diagnostic":
+    def for_file(cls, file: str, message: str, hint: str | None = None) -> Diagnostic:
         """A file-level error (unreadable, too large, not UTF-8 at an unknown place)."""
         return cls(file=file, line=1, col=1, end_line=1, end_col=1, message=message, hint=hint)
 
@@ -80,7 +81,7 @@ class NetdslError(Exception):
 class SpecError(NetdslError):
     """A spec could not be read, checked or built. `.diagnostics` says why."""
 
-    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic, sources: "Sources | None" = None):
+    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic, sources: Sources | None = None):
         if isinstance(diagnostics, Diagnostic):
             diagnostics = [diagnostics]
         self.diagnostics = list(diagnostics)
@@ -105,7 +106,7 @@ class Exhausted(NetdslError):
         super().__init__(message)
         self.diagnostic = Diagnostic.at(span, message, hint)
 
-    def moved(self, span: Span) -> "Exhausted":
+    def moved(self, span: Span) -> Exhausted:
         """The same error at `span` (the use of the block where it was spent)."""
         return Exhausted(span, self.diagnostic.message, self.diagnostic.hint)
 
@@ -155,7 +156,7 @@ class Sources:
     def add(self, file: str, text: str) -> None:
         self._lines[file] = text.splitlines()
 
-    def update(self, other: "Sources | None") -> None:
+    def update(self, other: Sources | None) -> None:
         """Take in every file another `Sources` holds."""
         if other is not None:
             self._lines.update(other._lines)

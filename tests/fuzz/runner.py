@@ -18,9 +18,9 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from .grammar_gen import GrammarGenerator
 from .mutate import ROOT, Mutator, load_corpus

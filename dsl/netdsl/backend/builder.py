@@ -30,8 +30,8 @@ from netdsl import registry
 from netdsl.custom import factory
 from netdsl.custom.configured import ConfiguredActivation
 from netdsl.custom.declared_layers import ActivationLayer, DeclaredActivation, DeclaredLayer
-from netdsl.semantics.graph import Graph, Node
 from netdsl.errors import BuildError, Fail
+from netdsl.semantics.graph import Graph, Node
 from netdsl.semantics.values import UNKNOWN, Resolved, describe_value
 
 __all__ = ["KerasBackend", "keras_value", "FLOAT32_SUFFIX"]

@@ -35,15 +35,15 @@ import weakref
 from typing import Any
 
 from netdsl import registry
-from netdsl.syntax import ir
-from netdsl.semantics.analysis import Analysis, analyze
 from netdsl.backend.runtime import dtype_policy, init_backend
 from netdsl.errors import Diagnostic, Fail, SpecError, sort_diagnostics
+from netdsl.semantics.analysis import Analysis, analyze
+from netdsl.syntax import ir
 from netdsl.syntax.loader import Program, Source, as_program, pick_model, pick_models
 
 __all__ = ["compile_program", "build_model", "build_models", "fit_kwargs"]
 
-_FIT: "weakref.WeakKeyDictionary[Any, tuple[dict, list]]" = weakref.WeakKeyDictionary()
+_FIT: weakref.WeakKeyDictionary[Any, tuple[dict, list]] = weakref.WeakKeyDictionary()
 
 
 # ------------------------------------------------------------------ entry points
@@ -181,8 +181,8 @@ def fit_kwargs(model: Any) -> dict[str, Any]:
     """`model.fit` keyword arguments from the spec's train section: batch_size,
     epochs, validation_split, shuffle and fresh callback objects (empty for a
     model without a train section)."""
-    from netdsl.custom import factory
     from netdsl.backend.builder import keras_value
+    from netdsl.custom import factory
 
     fit, callbacks = _FIT.get(model, ({}, []))
     kwargs = dict(fit)
@@ -245,8 +245,8 @@ def _compile_training(model: Any, graph: Any) -> None:
 
 def _object(resolved: Any) -> Any:
     """A Resolved optimizer / loss / metric as a fresh Keras object."""
-    from netdsl.custom import factory
     from netdsl.backend.builder import keras_value, reason
+    from netdsl.custom import factory
 
     entry = registry.lookup(resolved.kind, resolved.name)
     kwargs = {k: keras_value(v, entry.param(k), resolved.name) for k, v in resolved.kwargs}

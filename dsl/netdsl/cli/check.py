@@ -6,7 +6,7 @@ import argparse
 import json
 
 from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_include, add_plugin, load_plugins, print_diagnostics
-from netdsl.errors import Diagnostic, SpecError, Sources
+from netdsl.errors import Diagnostic, Sources, SpecError
 from netdsl.semantics.analysis import analyze
 from netdsl.syntax.loader import load_file
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from netdsl.errors import Diagnostic, SpecError, Sources, render_all
+from netdsl.errors import Diagnostic, Sources, SpecError, render_all
 
 EXIT_OK, EXIT_SPEC, EXIT_USAGE = 0, 1, 2
 
@@ -55,7 +55,8 @@ def load_plugins(modules: list[str], spec: str) -> None:
     is a one-line error about `spec` (exit 1), whatever the command.
     """
     from netdsl.backend.runtime import muted_stderr  # imports nothing heavy
-    from netdsl.registry.plugins import load_entry_points, load_plugins as load_modules
+    from netdsl.registry.plugins import load_entry_points
+    from netdsl.registry.plugins import load_plugins as load_modules
 
     for what, load in [("installed plugins", load_entry_points)] + [
             (f"plugin '{module}'", lambda module=module: load_modules([module])) for module in modules]:

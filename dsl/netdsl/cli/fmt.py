@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from netdsl.atomic import write_bytes
-from netdsl.errors import Diagnostic, SpecError, Sources
+from netdsl.errors import Diagnostic, Sources, SpecError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -10,7 +10,8 @@ that barrier, so no process ends while another still needs it.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from netdsl.cli import scaling
 from netdsl.errors import SpecError

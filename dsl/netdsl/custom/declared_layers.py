@@ -16,10 +16,10 @@ from keras import ops
 
 from netdsl.custom.expr import (
     check_json_constant,
-    freeze,
-    is_number,
     evaluate,
     evaluate_dim,
+    freeze,
+    is_number,
     to_json_tree,
     validate_dim_tree,
     validate_tree,

@@ -43,10 +43,10 @@ import graphviz
 
 from netdsl.atomic import write_bytes
 from netdsl.diagram import FORMATS
-from netdsl.errors import DotFailed, DotNotFound
-from netdsl.semantics.graph import Graph
 from netdsl.diagram.dot import to_digraph
 from netdsl.diagram.view import build_view
+from netdsl.errors import DotFailed, DotNotFound
+from netdsl.semantics.graph import Graph
 
 INSTALL_HINT = ("install Graphviz to get images (apt-get install graphviz, brew install graphviz, "
                 "conda install graphviz, or https://graphviz.org/download/)")

@@ -15,8 +15,8 @@ import os
 import zipfile
 from pathlib import Path
 
-from netdsl.limits import MAX_CONFIG_BYTES
 from netdsl.errors import Diagnostic, SpecError
+from netdsl.limits import MAX_CONFIG_BYTES
 
 CONFIG_MEMBER = "config.json"
 

@@ -10,12 +10,12 @@ block of its own. It stops when no fold saves at least `MIN_SAVING` characters.
 
 from __future__ import annotations
 
-from netdsl.limits import MAX_BLOCKS, MAX_CANDIDATES
-from netdsl.exporter.naming import Namer
 from netdsl.exporter.motifs import Motif, Skeletons, find_motifs, text_cost
+from netdsl.exporter.naming import Namer
 from netdsl.exporter.templates import Template, build_template
 from netdsl.exporter.units import Block, Leaf, Merge, ModelProgram, Use
 from netdsl.exporter.values import same
+from netdsl.limits import MAX_BLOCKS, MAX_CANDIDATES
 
 MIN_SAVING = 60  # characters: about one line
 DEFINITION_COST = 50  # `block name(params) {`, `input x`, `output y = ...`, `}`

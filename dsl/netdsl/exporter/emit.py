@@ -7,13 +7,12 @@ each non-trivial branch is bound, and the merge is `a + b` (an add of two) or
 
 from __future__ import annotations
 
-
 from netdsl import registry
-from netdsl.syntax import ir
 from netdsl.exporter import spec_ir as S
 from netdsl.exporter.naming import Namer, identifier
 from netdsl.exporter.units import Block, Leaf, Merge, ModelProgram, Op, Statement, Use
 from netdsl.exporter.values import same
+from netdsl.syntax import ir
 
 
 class FlowWriter:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from netdsl.errors import Diagnostic, SpecError
-from netdsl.syntax.formatter import format_ir
 from netdsl.exporter.emit import block_decl, let_decl, model_decl
-from netdsl.exporter.lets import factor_lets
 from netdsl.exporter.graph import KModel, read_model
+from netdsl.exporter.lets import factor_lets
 from netdsl.exporter.naming import Namer
 from netdsl.exporter.problems import Problems
 from netdsl.exporter.program import build_program
+from netdsl.syntax.formatter import format_ir
 
 
 def export_config(config: dict, file: str, flat: bool = False) -> str:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from netdsl.limits import MAX_NESTED_MODELS
 from netdsl.exporter.problems import Problems, origin
+from netdsl.limits import MAX_NESTED_MODELS
 
 MODEL_CLASSES = ("Functional", "Sequential")
 _IGNORED_CALL_KWARGS = ("mask", "training")  # None/False: what the model's call passes anyway
@@ -40,7 +40,7 @@ class Layer:
     registered_name: str | None
     config: dict
     calls: list[int] = field(default_factory=list)  # positions in KModel.calls
-    model: "KModel | None" = None  # a nested model
+    model: KModel | None = None  # a nested model
     nodes: list = field(default_factory=list, repr=False)  # the serialised calls, until read
 
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl import registry
-from netdsl.semantics.args import DTYPES
-from netdsl.semantics.steps import REFUSED_LAYERS
 from netdsl.exporter.graph import Call, Layer
 from netdsl.exporter.problems import Problems, origin
 from netdsl.exporter.values import Named, Unexpressible, collapse, default_of, normal_form, plain, same
+from netdsl.semantics.args import DTYPES
+from netdsl.semantics.steps import REFUSED_LAYERS
 
 _SKIPPED_KEYS = ("name",)
 _DECLARED = ("DeclaredLayer", "ActivationLayer")

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netdsl.limits import MAX_MOTIF_UNITS
 from netdsl.exporter.units import InputDim, Leaf, Merge, ParamRef, Scaled
 from netdsl.exporter.values import DictValue, ListValue, Named
+from netdsl.limits import MAX_MOTIF_UNITS
 
 MERGE_COST = 40  # the bindings a merge needs: `y = ...`, `h = (a, b) -> ...`
 CALL_ARROW = 4  # " -> "

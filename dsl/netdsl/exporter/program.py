@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from netdsl.limits import MAX_REGION_OPS
 from netdsl.exporter.graph import KModel, Ref
 from netdsl.exporter.layer_steps import Step, layer_step
 from netdsl.exporter.problems import Problems
 from netdsl.exporter.units import Leaf, Merge, ModelProgram, Op, Statement
-
+from netdsl.limits import MAX_REGION_OPS
 
 
 @dataclass(eq=False)

@@ -6,10 +6,10 @@ from typing import Any
 
 from netdsl import registry
 from netdsl.errors import Span
-from netdsl.syntax import ir
 from netdsl.exporter.layer_steps import Step
 from netdsl.exporter.units import InputDim, LetRef, ParamRef, Scaled
 from netdsl.exporter.values import DictValue, ListValue, Named
+from netdsl.syntax import ir
 
 SPAN = Span.at("<export>", 1, 1)
 _SINGLE_POSITIONAL_TYPES = ("ints", "any")

@@ -189,7 +189,7 @@ def _tuples(values: list) -> bool:
     return all(isinstance(v, tuple) for v in values) and len({len(v) for v in values}) == 1
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _family(hint: str) -> str:
     return re.sub(r"\d+$", "", hint)
 

@@ -55,7 +55,7 @@ class Merge:
 
 @dataclass(eq=False)
 class Use:
-    block: "Block"
+    block: Block
     args: tuple  # ((param, value), ...) for every parameter of the block
     count: Any = 1
     in_channels: int | None = None

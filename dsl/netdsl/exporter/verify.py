@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from netdsl.semantics.analysis import analyze
 from netdsl.errors import SpecError
+from netdsl.semantics.analysis import analyze
 from netdsl.syntax.loader import load_text
 
 TOLERANCE = 1e-5

@@ -27,8 +27,7 @@ from __future__ import annotations
 import re
 
 from pygments.lexer import RegexLexer, bygroups, default
-from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuation,
-                            String, Whitespace)
+from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Whitespace
 
 from .vocabulary import Vocabulary, vocabulary
 

@@ -11,9 +11,9 @@ import contextlib
 import gc
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from netdsl.errors import Diagnostic, SpecError
 from netdsl.lsp.facts import GraphFacts

@@ -8,8 +8,9 @@ block instance's call) lies inside the statement.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from netdsl.diagram.view import Params
 from netdsl.errors import Span

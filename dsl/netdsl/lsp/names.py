@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from netdsl.errors import Span
 from netdsl.semantics.scope import FileScope, build_scopes

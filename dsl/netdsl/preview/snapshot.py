@@ -19,7 +19,7 @@ import graphviz
 from netdsl.diagram.dot import shape_text, to_digraph
 from netdsl.diagram.render import INSTALL_HINT
 from netdsl.diagram.view import Item, View, build_view
-from netdsl.errors import Diagnostic, SpecError, Sources, render_all
+from netdsl.errors import Diagnostic, Sources, SpecError, render_all
 from netdsl.semantics.analysis import analyze
 from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph

@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from netdsl.preview.snapshot import Snapshot
 

@@ -9,8 +9,22 @@ parameter estimates, `plugins` the names a person running netdsl adds.
 
 from netdsl.registry.estimate import estimate_params, output_count
 from netdsl.registry.table import (
-    KINDS, REQUIRED, TYPES, Entry, Param, all_keys, camel_case, lookup, names, plugin_object,
-    register_plugin, reset_plugins, snake_case, split_kwargs, suggest, type_of_default,
+    KINDS,
+    REQUIRED,
+    TYPES,
+    Entry,
+    Param,
+    all_keys,
+    camel_case,
+    lookup,
+    names,
+    plugin_object,
+    register_plugin,
+    reset_plugins,
+    snake_case,
+    split_kwargs,
+    suggest,
+    type_of_default,
 )
 
 __all__ = [

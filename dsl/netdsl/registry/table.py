@@ -30,9 +30,9 @@ import difflib
 import json
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 __all__ = [
     "KINDS", "TYPES", "REQUIRED", "Param", "Entry", "lookup", "names",

@@ -11,17 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from netdsl.limits import MAX_SUGGESTION_WORK
-from netdsl.syntax import ir
 from netdsl.errors import Diagnostic, Exhausted, Fail, SpecError, sort_diagnostics, suggestions_limited
+from netdsl.limits import MAX_SUGGESTION_WORK
 from netdsl.semantics.expand import Expander
 from netdsl.semantics.graph import Graph
-from netdsl.syntax.loader import Program, paused_gc
 from netdsl.semantics.scope import Env, build_scopes
 from netdsl.semantics.shapes import ShapeBackend
 from netdsl.semantics.train_checks import TrainChecker
 from netdsl.semantics.values import UNKNOWN
-
+from netdsl.syntax import ir
+from netdsl.syntax.loader import Program, paused_gc
 
 # "did you mean" compares a misspelt name with every name it could have meant: at
 # most this many comparisons per analysis, so that thousands of misspellings among

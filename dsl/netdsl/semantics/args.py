@@ -7,11 +7,12 @@ the parameter's type names — never by looking anything up in Python.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from netdsl import registry
-from netdsl.semantics.consts import arity
 from netdsl.errors import Fail, did_you_mean
+from netdsl.semantics.consts import arity
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, type_name
 
 DTYPES = (

@@ -14,16 +14,22 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from netdsl.syntax import ir
 from netdsl.errors import Exhausted, Fail
 from netdsl.limits import (
-    MAX_CALL_DEPTH, MAX_CONST_WORK, MAX_EXPRESSION_DEPTH, MAX_INT, MAX_SEQUENCE, MAX_VALUE_DEPTH,
+    MAX_CALL_DEPTH,
+    MAX_CONST_WORK,
+    MAX_EXPRESSION_DEPTH,
+    MAX_INT,
+    MAX_SEQUENCE,
+    MAX_VALUE_DEPTH,
     MAX_VALUE_ITEMS,
 )
 from netdsl.semantics.scope import Closure, Env, FileScope
 from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
+from netdsl.syntax import ir
 
 
 class Failed(Fail):

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from netdsl.syntax import ir
-from netdsl.semantics.consts import Consts, TensorValue, bind_plain, is_default
 from netdsl.errors import Fail, Span, did_you_mean
 from netdsl.limits import MAX_EXPRESSION_DEPTH, MAX_INLINE_DEPTH
+from netdsl.semantics.consts import Consts, TensorValue, bind_plain, is_default
 from netdsl.semantics.scope import Env, FileScope
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_unknown, type_name
+from netdsl.syntax import ir
 
 # name: (min positional args, max positional args or None, allowed keywords,
 #        indices of positional args that must be constants)

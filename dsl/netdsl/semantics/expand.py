@@ -16,18 +16,25 @@ to a poisoned tensor, so one mistake does not cascade into many.
 from typing import Any
 
 from netdsl import registry
-from netdsl.syntax import ir
+from netdsl.errors import BuildError, Diagnostic, Fail, Span, did_you_mean
+from netdsl.limits import BYTES_PER_EXPANSION_STEP, CONST_WORK_PER_BYTE, MAX_CONST_WORK, MAX_DIM, MAX_EXPANSION_STEPS
 from netdsl.semantics.args import DTYPES, Arguments
 from netdsl.semantics.consts import Consts
 from netdsl.semantics.declared import Declared
-from netdsl.errors import BuildError, Diagnostic, Fail, Span, did_you_mean
-from netdsl.limits import BYTES_PER_EXPANSION_STEP, CONST_WORK_PER_BYTE, MAX_CONST_WORK, MAX_DIM, MAX_EXPANSION_STEPS
 from netdsl.semantics.graph import Graph, Node, TensorRef
 from netdsl.semantics.scope import Closure, Env, FileScope
 from netdsl.semantics.steps import (
-    POISON, Backend, BuildState, SharedInstance, Steps, Tensor, block_inputs, walk_inputs,
+    POISON,
+    Backend,
+    BuildState,
+    SharedInstance,
+    Steps,
+    Tensor,
+    block_inputs,
+    walk_inputs,
 )
 from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
+from netdsl.syntax import ir
 
 
 class Expander(Steps):

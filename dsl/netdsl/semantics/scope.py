@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
+from netdsl.errors import Diagnostic
 from netdsl.syntax import ir
-from netdsl.errors import Diagnostic, Span
 
 
 @dataclass
@@ -15,15 +16,15 @@ class FileScope:
 
     file: ir.File
     own: dict[str, Any] = field(default_factory=dict)  # name -> declaration
-    imported: dict[str, tuple[Any, "FileScope"]] = field(default_factory=dict)
-    aliases: dict[str, "FileScope"] = field(default_factory=dict)
+    imported: dict[str, tuple[Any, FileScope]] = field(default_factory=dict)
+    aliases: dict[str, FileScope] = field(default_factory=dict)
     let_values: dict[str, Any] = field(default_factory=dict)  # folded file-level constants
 
     @property
     def path(self) -> str:
         return self.file.path
 
-    def find(self, name: str) -> tuple[Any, "FileScope"] | None:
+    def find(self, name: str) -> tuple[Any, FileScope] | None:
         """The declaration a name means here, with the scope it was declared in."""
         if name in self.own:
             return self.own[name], self
@@ -75,7 +76,7 @@ class Env:
 
     __slots__ = ("scope", "parent", "vars")
 
-    def __init__(self, scope: FileScope, parent: "Env | None" = None):
+    def __init__(self, scope: FileScope, parent: Env | None = None):
         self.scope = scope
         self.parent = parent
         self.vars: dict[str, Any] = {}
@@ -115,7 +116,7 @@ class Env:
             env = env.parent
         return names
 
-    def child(self) -> "Env":
+    def child(self) -> Env:
         return Env(self.scope, self)
 
 

@@ -9,7 +9,8 @@ rule. Shapes exclude the batch axis; `None` is a dimension of unknown size.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from netdsl.errors import BuildError
 from netdsl.semantics.graph import Graph, Node

@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from netdsl import registry
-from netdsl.syntax import ir
-from netdsl.semantics.consts import TensorValue, bind_plain, dotted_name, is_default
 from netdsl.errors import Exhausted, Fail, Span, did_you_mean
 from netdsl.limits import FAILED_STATEMENT_STEPS, MAX_BLOCK_DEPTH, MAX_LAYERS, MAX_PARAMS, MAX_REPEAT
+from netdsl.semantics.consts import TensorValue, bind_plain, dotted_name, is_default
 from netdsl.semantics.graph import Cluster, Graph, Node, TensorRef
 from netdsl.semantics.scope import Env, FileScope
 from netdsl.semantics.values import UNKNOWN, describe_value, type_name
-
+from netdsl.syntax import ir
 
 # Keras layers left out of the allow-list on purpose, and why (for the diagnostic).
 REFUSED_LAYERS = {

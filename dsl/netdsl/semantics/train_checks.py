@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from netdsl.syntax import ir
 from netdsl.errors import Fail, did_you_mean
 from netdsl.semantics.scope import Env
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, type_name
+from netdsl.syntax import ir
 
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16", "float16", "bfloat16")
 

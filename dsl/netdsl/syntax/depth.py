@@ -7,7 +7,8 @@ only a long one is walked, once, when its statement has been parsed.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from pydantic import BaseModel
 

@@ -39,8 +39,8 @@ from __future__ import annotations
 import bisect
 import re
 
-from netdsl.syntax import ir
 from netdsl.errors import Diagnostic, SpecError
+from netdsl.syntax import ir
 from netdsl.syntax.format_expr import POSTFIX, PRODUCT, ExprPrinter, number_text_matches
 from netdsl.syntax.transform import to_ir
 

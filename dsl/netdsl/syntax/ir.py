@@ -8,7 +8,7 @@ match the grammar rules that produce them.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -52,18 +52,18 @@ class NoneLit(Node):
 
 class Tuple(Node):
     kind: Literal["tuple"] = "tuple"
-    items: list["Expr"]
+    items: list[Expr]
 
 
 class List(Node):
     kind: Literal["list"] = "list"
-    items: list["Expr"]
+    items: list[Expr]
 
 
 class DictItem(Node):
     kind: Literal["dict_item"] = "dict_item"
-    key: "Expr"
-    value: "Expr"
+    key: Expr
+    value: Expr
 
 
 class Dict(Node):
@@ -75,32 +75,32 @@ class Attr(Node):
     """`value.attr`: `x.shape` or `lib.bottleneck`."""
 
     kind: Literal["attr"] = "attr"
-    value: "Expr"
+    value: Expr
     attr: str
 
 
 class Slice(Node):
     kind: Literal["slice"] = "slice"
-    start: "Expr | None"
-    stop: "Expr | None"
+    start: Expr | None
+    stop: Expr | None
 
 
 class Index(Node):
     kind: Literal["index"] = "index"
-    value: "Expr"
-    index: "Expr"
+    value: Expr
+    index: Expr
 
 
 class Kwarg(Node):
     kind: Literal["kwarg"] = "kwarg"
     name: str
-    value: "Expr"
+    value: Expr
 
 
 class Call(Node):
     kind: Literal["call"] = "call"
-    func: "Expr"
-    args: list["Expr"]
+    func: Expr
+    args: list[Expr]
     kwargs: list[Kwarg]
 
 
@@ -109,42 +109,39 @@ class BinOp(Node):
 
     kind: Literal["binop"] = "binop"
     op: str
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
 
 
 class UnaryOp(Node):
     kind: Literal["unaryop"] = "unaryop"
     op: str  # "-", "+" or "not"
-    operand: "Expr"
+    operand: Expr
 
 
 class BoolOp(Node):
     kind: Literal["boolop"] = "boolop"
     op: str  # "and" or "or"
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
 
 
 class IfExp(Node):
     kind: Literal["ifexp"] = "ifexp"
-    cond: "Expr"
-    then: "Expr"
-    orelse: "Expr"
+    cond: Expr
+    then: Expr
+    orelse: Expr
 
 
 class Flow(Node):
     """`a -> b -> c`: a source then steps, or (inside a group) only steps."""
 
     kind: Literal["flow"] = "flow"
-    items: list["Expr"]
+    items: list[Expr]
 
 
 Expr = Annotated[
-    Union[
-        Name, Number, String, Bool, NoneLit, Tuple, List, Dict, Attr, Slice, Index,
-        Call, BinOp, UnaryOp, BoolOp, IfExp, Flow,
-    ],
+    Name | Number | String | Bool | NoneLit | Tuple | List | Dict | Attr | Slice | Index | Call | BinOp | UnaryOp | BoolOp | IfExp | Flow,
     Field(discriminator="kind"),
 ]
 
@@ -217,8 +214,8 @@ class Shared(Node):
 class If(Node):
     kind: Literal["if"] = "if"
     cond: Expr
-    then: list["Stmt"]
-    orelse: list["Stmt"] | None = None
+    then: list[Stmt]
+    orelse: list[Stmt] | None = None
 
 
 class Train(Node):
@@ -234,7 +231,7 @@ class Weight(Node):
 
 
 Stmt = Annotated[
-    Union[Input, Output, Assign, Let, LetFunc, Shared, If, Train, Weight],
+    Input | Output | Assign | Let | LetFunc | Shared | If | Train | Weight,
     Field(discriminator="kind"),
 ]
 
@@ -270,7 +267,7 @@ class LayerDecl(Node):
 
 
 Decl = Annotated[
-    Union[Import, Let, LetFunc, ModelDecl, BlockDecl, ActivationDecl, LayerDecl],
+    Import | Let | LetFunc | ModelDecl | BlockDecl | ActivationDecl | LayerDecl,
     Field(discriminator="kind"),
 ]
 

@@ -18,7 +18,8 @@ passes a parenthesised child on extending that child to its parentheses.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from netdsl.syntax.tables import END, Rule, Tables
 

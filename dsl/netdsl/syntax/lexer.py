@@ -13,10 +13,10 @@ syntax-error path turns them into lark `Token`s (see `syntax_errors.py`).
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from netdsl.limits import MAX_NESTING
 from netdsl.errors import LayoutError
+from netdsl.limits import MAX_NESTING
 from netdsl.syntax.tables import Tables
 
 TokenTuple = tuple  # (type, value, line, col, end_line, end_col)

@@ -11,14 +11,15 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Union
+from typing import Union
 
 from pydantic import BaseModel, ConfigDict
 
-from netdsl.syntax import ir
-from netdsl.errors import Diagnostic, SpecError, Sources, did_you_mean
+from netdsl.errors import Diagnostic, Sources, SpecError, did_you_mean
 from netdsl.limits import MAX_IMPORT_DEPTH, MAX_IMPORTED_FILES
+from netdsl.syntax import ir
 from netdsl.syntax.parser import decode_source
 from netdsl.syntax.source import read_source
 from netdsl.syntax.transform import to_ir

@@ -9,12 +9,11 @@ The pipeline (each step its own module): `lexer.lex` (text to tokens),
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from netdsl.errors import Diagnostic, LayoutError, SpecError, Span
-from netdsl.syntax.lalr import Reductions, SyntaxFailure, end_token, run, shaped_reducers
+from netdsl.errors import Diagnostic, LayoutError, Span, SpecError
 from netdsl.limits import MAX_EXPRESSION_DEPTH, MAX_FILE_BYTES, MAX_NESTING, MAX_NUMBER_DIGITS
+from netdsl.syntax.lalr import Reductions, SyntaxFailure, end_token, run, shaped_reducers
 from netdsl.syntax.lexer import LexFailure, layout, lex
 from netdsl.syntax.tables import load_tables
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from netdsl.errors import Diagnostic, SpecError
 from netdsl.limits import MAX_FILE_BYTES

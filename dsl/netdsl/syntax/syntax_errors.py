@@ -17,8 +17,8 @@ import functools
 import re
 from typing import NamedTuple
 
-from netdsl.limits import MAX_SYNTAX_ERRORS
 from netdsl.errors import Diagnostic, LayoutError, Span
+from netdsl.limits import MAX_SYNTAX_ERRORS
 from netdsl.syntax.lalr import Part, Reductions, SyntaxFailure, end_token, recognizer, run, shaped_reducers
 from netdsl.syntax.lexer import LexFailure, layout, lex
 from netdsl.syntax.tables import Tables, load_tables

@@ -20,10 +20,10 @@ import functools
 import math
 import re
 
+from netdsl.errors import Diagnostic, Span, SpecError
 from netdsl.syntax import ir
-from netdsl.errors import Diagnostic, SpecError, Span
-from netdsl.syntax.lalr import PASS, Part
 from netdsl.syntax.depth import too_deep
+from netdsl.syntax.lalr import PASS, Part
 from netdsl.syntax.lexer import COL, END_COL, END_LINE, LINE
 from netdsl.syntax.nodes import maker, new_span, span_at
 from netdsl.syntax.parser import MAX_EXPRESSION_DEPTH, MAX_NUMBER_DIGITS, parse

@@ -26,8 +26,8 @@ import numpy as np
 
 from netdsl.training import arrays, csv_table, images, tfrecords
 from netdsl.training.errors import DataError, UsageError
-from netdsl.training.settings import DEFAULT_SPLIT, DataRequest, check_split
 from netdsl.training.pipeline import EpochOrder
+from netdsl.training.settings import DEFAULT_SPLIT, DataRequest, check_split
 from netdsl.training.signature import Signature
 
 ROLES = {"train": "training", "val": "validation", "test": "test"}

@@ -21,11 +21,11 @@ import contextlib
 import math
 import os
 import platform
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, ContextManager
+from typing import Any, ContextManager
 
 from netdsl.errors import SpecError
 from netdsl.training import checkpoint

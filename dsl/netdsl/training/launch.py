@@ -25,7 +25,7 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = ["launch", "free_port", "GRACE_S"]
 

@@ -16,6 +16,7 @@ import keras
 
 from netdsl.training.report import loss_first
 
+
 def resolve_mode(mode: str, stream: TextIO | None = None) -> str:
     if mode != "auto":
         return mode

@@ -9,13 +9,13 @@ distributed run) gets `RunWriter(None)`, which writes nothing.
 from __future__ import annotations
 
 import contextlib
-
 import csv
 import io
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, ContextManager
+from typing import Any, ContextManager
 
 from netdsl.atomic import write_bytes
 from netdsl.training.runs import CHECKPOINT, CONFIG, HISTORY, REPORT, RunFolder

@@ -18,8 +18,8 @@ import contextlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from netdsl.training.errors import RunError
 
@@ -42,7 +42,7 @@ class RunFolder:
     # ------------------------------------------------------------ finding
 
     @classmethod
-    def create(cls, out: str | os.PathLike, model: str) -> "RunFolder":
+    def create(cls, out: str | os.PathLike, model: str) -> RunFolder:
         """A new folder `out/<model>-<N>`, N one past the highest taken."""
         out = Path(out)
         try:
@@ -61,7 +61,7 @@ class RunFolder:
                 raise RunError(f"cannot create a run folder: {exc.strerror or exc}", file=str(path)) from None
 
     @classmethod
-    def existing(cls, path: str | os.PathLike) -> "RunFolder":
+    def existing(cls, path: str | os.PathLike) -> RunFolder:
         folder = cls(Path(path))
         if not folder.path.is_dir():
             raise RunError("no such run folder", file=str(path))
@@ -70,7 +70,7 @@ class RunFolder:
         return folder
 
     @classmethod
-    def newest_unfinished(cls, out: str | os.PathLike, model: str) -> "RunFolder | None":
+    def newest_unfinished(cls, out: str | os.PathLike, model: str) -> RunFolder | None:
         """The highest-numbered run of `model` in `out` that can be resumed, or None."""
         out = Path(out)
         for _, path in sorted(_numbered(out, model), reverse=True) if out.is_dir() else []:

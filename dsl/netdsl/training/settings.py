@@ -22,9 +22,10 @@ import hashlib
 import importlib.util
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from netdsl.errors import Diagnostic, SpecError
 from netdsl.semantics.analysis import analyze

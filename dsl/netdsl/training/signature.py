@@ -36,7 +36,7 @@ class Signature:
     outputs: tuple[TensorSpec, ...]
 
     @classmethod
-    def of(cls, model: Any) -> "Signature":
+    def of(cls, model: Any) -> Signature:
         inputs = tuple(TensorSpec(_tensor_name(t), tuple(t.shape[1:]), str(t.dtype)) for t in model.inputs)
         outputs = tuple(TensorSpec(name, tuple(t.shape[1:]), str(t.dtype))
                         for name, t in zip(model.output_names, model.outputs))

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from netdsl.training.errors import UsageError
 

@@ -141,7 +141,7 @@ def test_check_never_raises_what_no_limit_caught(tmp_path, monkeypatch, capsys, 
     def explode(*args, **kwargs):
         raise error()
 
-    monkeypatch.setattr("netdsl.api.analyze", explode)
+    monkeypatch.setattr("netdsl.pipeline.analyze", explode)
     hint = "netdsl's limits should have refused it first: please report this spec"
     assert netdsl.check(str(spec)) == [Diagnostic.for_file(str(spec), message, hint)]
     monkeypatch.setattr("netdsl.cli.check.analyze", explode)

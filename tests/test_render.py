@@ -35,7 +35,7 @@ needs_dot = pytest.mark.skipif(not HAVE_DOT, reason="Graphviz's dot is not insta
 
 
 def graph_of(source, model=None, text=False):
-    program = netdsl.parse(source, "spec.net") if text else netdsl.parse_file(source)
+    program = netdsl.parse(source, filename="spec.net") if text else netdsl.parse_file(source)
     analysis = analyze(program)
     assert not analysis.errors, analysis.errors
     return analysis.graphs[model or program.model_names[0]]
@@ -256,7 +256,7 @@ def test_render_model_picks_the_model_and_reports_spec_errors(tmp_path):
     two = tmp_path / "two.net"
     two.write_text("model a {\n  input x: (2,)\n  output y = x -> dense(1)\n}\n"
                    "model b {\n  input x: (2,)\n  output y = x -> dense(3)\n}\n")
-    assert "units=3" in render_model(two, "b", shapes=False).source
+    assert "units=3" in render_model(two, model="b", shapes=False).source
     with pytest.raises(netdsl.SpecError, match="pick one"):
         render_model(two, shapes=False)
     bad = tmp_path / "bad.net"

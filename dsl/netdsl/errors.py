@@ -9,7 +9,9 @@ of them so that all the errors of a file reach the user in one run.
     ├── Exhausted          a check ran past one of its budgets (netdsl.limits): one diagnostic, the check stops
     ├── BuildError         a backend refused a layer's arguments or inputs (becomes a Fail)
     ├── LayoutError        the parser's bracket/newline layout refused a token
-    └── RenderError        a diagram could not be made as an image (DotNotFound, DotFailed)
+    ├── RenderError        a diagram could not be made as an image (DotNotFound, DotFailed)
+    ├── BackendError       the Keras backend asked for cannot be had in this process
+    └── UsageError         a function or command asked for something that cannot work (spec text given as a path)
 """
 
 from __future__ import annotations
@@ -118,6 +120,11 @@ class BuildError(NetdslError):
 class BackendError(NetdslError):
     """The Keras backend asked for cannot be had in this process (not installed, or Keras
     already imported with another one: Keras picks its backend once, at import)."""
+
+
+class UsageError(NetdslError):
+    """netdsl was asked for something that cannot work: spec text passed where a path goes, two
+    arguments that exclude each other, a bad flag (`training.errors.UsageError` is one too)."""
 
 
 class LayoutError(NetdslError):

@@ -37,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
     `SpecError`. Exit status 0; 1 when `dot` is missing or fails (the `.dot`
     source is written instead, with a one-line hint); 2 for a bad option.
     """
-    from netdsl.api import model_graphs
     from netdsl.diagram.render import render_graph, write_diagram  # graphviz: only when drawing
+    from netdsl.pipeline import model_graphs
 
     depth = args.depth
     if depth is not None and depth < 0:

@@ -50,7 +50,7 @@ __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summ
 Trained = Union[str, os.PathLike, "keras.Model"]
 # Data by name: a path (.npz, .csv, .tfrecord, an image folder), {input/output name: array},
 # or (x, y) for a model with one input and one output.
-DataSource = Union[str, os.PathLike, Mapping[str, "np.ndarray"], tuple["np.ndarray", "np.ndarray"]]
+DataSource = Union[str, os.PathLike, Mapping[str, "np.ndarray"], tuple["np.ndarray", "np.ndarray"]]  # noqa: UP007
 Progress = Literal["auto", "bar", "line", "none"]
 
 

@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict, Union
+from typing import TYPE_CHECKING, TypedDict
 
 from netdsl.errors import RESOURCE_ERRORS, Diagnostic, Sources, SpecError, UsageError, out_of_resources
 from netdsl.semantics.analysis import Analysis, analyze, checked_graphs
@@ -38,7 +38,7 @@ __all__ = ["Spec", "Checked", "load", "spec_path", "load_file", "check", "pick_m
 
 # What a function taking a spec accepts as its first argument: the path of a
 # `.net` file, or a `Program` (from `parse`/`parse_file`). Spec text goes in `text=`.
-Spec = Union[str, os.PathLike, Program]
+Spec = str | os.PathLike | Program
 
 
 def looks_like_text(value: str) -> bool:

@@ -23,7 +23,7 @@ RNG = np.random.default_rng(7)
 
 
 def build(text: str, model: str | None = None) -> keras.Model:
-    return netdsl.build(netdsl.parse(text, filename="spec.net"), model)
+    return netdsl.build(netdsl.parse(text, filename="spec.net"), model=model)
 
 
 def build_all(text: str) -> dict[str, keras.Model]:
@@ -400,7 +400,7 @@ def test_build_from_a_path_and_pick_the_only_model(tmp_path):
     path = tmp_path / "one.net"
     path.write_text(SIAMESE)
     assert netdsl.build(path).name == "siamese"
-    assert netdsl.build(str(path), "siamese").name == "siamese"
+    assert netdsl.build(str(path), model="siamese").name == "siamese"
     assert list(netdsl.build_all(path)) == ["siamese"]
 
 

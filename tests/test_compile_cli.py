@@ -322,7 +322,7 @@ def test_built_files_load_with_safe_mode_in_a_fresh_process(tmp_path, capsys):
 
 
 def test_saved_outputs_equal_the_built_model(tmp_path):
-    model = netdsl.build(netdsl.parse(SAFE, filename="safe.net"), "everything")
+    model = netdsl.build(netdsl.parse(SAFE, filename="safe.net"), model="everything")
     path = tmp_path / "everything.keras"
     model.save(path)
     again = keras.saving.load_model(path, safe_mode=True)

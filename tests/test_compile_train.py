@@ -13,7 +13,7 @@ RNG = np.random.default_rng(3)
 
 
 def build(text: str, model: str | None = None) -> keras.Model:
-    return netdsl.build(netdsl.parse(text, filename="spec.net"), model)
+    return netdsl.build(netdsl.parse(text, filename="spec.net"), model=model)
 
 
 def classifier_code() -> str:

@@ -237,10 +237,7 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     from netdsl.training.settings import DataRequest, TrainRequest, resolve
 
     program = pipeline.load(spec, text=text, filename=filename, include=include)
-    if backend is not None:
-        from netdsl.backend.runtime import init_backend
-
-        init_backend(backend, mute_stderr=False)
+    _backend(backend)
     request = TrainRequest(
         spec=program, model=model, epochs=epochs, batch_size=batch_size, seed=seed, out=out, resume=resume,
         progress=progress, tensorboard=tensorboard, include=list(include), callbacks=list(callbacks),
@@ -273,6 +270,4 @@ def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None
 
 def _backend(backend: str | None) -> None:
     if backend is not None:
-        from netdsl.backend.runtime import init_backend
-
-        init_backend(backend, mute_stderr=False)
+        pipeline.start_backend(backend, mute_stderr=False)

@@ -33,8 +33,9 @@ if TYPE_CHECKING:
     import graphviz
     import keras
 
-__all__ = ["Spec", "Checked", "load", "spec_path", "load_file", "check", "pick_model", "pick_models", "model_graphs",
-           "compile_models", "ModelSummary", "model_summary", "param_counts", "draw", "pick_model_or_first"]
+__all__ = ["Spec", "TypedPath", "Checked", "load", "spec_path", "load_file", "check", "pick_model", "pick_models",
+           "pick_model_or_first", "model_graphs", "start_backend", "compile_models", "ModelSummary", "model_summary",
+           "param_counts", "draw"]
 
 # What a function taking a spec accepts as its first argument: the path of a
 # `.net` file, or a `Program` (from `parse`/`parse_file`). Spec text goes in `text=`.
@@ -83,6 +84,17 @@ def spec_path(spec: object, filename: str | None = None) -> str | os.PathLike:
     return spec
 
 
+class TypedPath(os.PathLike):
+    """A path exactly as the user typed it (a command-line argument): never read as spec text,
+    and shown in diagnostics unchanged (`pathlib` would turn `./a.net` into `a.net`)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __fspath__(self) -> str:
+        return self.path
+
+
 @dataclass
 class Checked:
     """What `netdsl check` says about one spec, with what it was made from."""
@@ -124,7 +136,8 @@ def check(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     try:
         analysis = analyze(program)
     except RESOURCE_ERRORS as exc:
-        return Checked(program.root, [out_of_resources(exc, program.root)], program.sources(), program)
+        # about the whole file: no source line under it (it would point at 1:1 as if something were there)
+        return Checked(program.root, [out_of_resources(exc, program.root)], Sources(), program)
     return Checked(program.root, analysis.diagnostics, program.sources(), program, analysis)
 
 
@@ -161,14 +174,21 @@ def model_graphs(program: Program, names: list[str], shapes: bool, *, mute_tenso
     return graphs
 
 
+def start_backend(backend: str | None, *, mute_stderr: bool = True) -> str:
+    """Import Keras on `backend` ("tensorflow", "jax"; None: KERAS_BACKEND, else TensorFlow), its
+    start-up notices kept off stderr when `mute_stderr` (the CLI). `BackendError` when it cannot be had."""
+    from netdsl.backend.runtime import init_backend
+
+    return init_backend(backend, mute_stderr=mute_stderr)
+
+
 def compile_models(program: Program, names: list[str] | None = None, *, param_limit: int | None = None,
                    backend: str | None = None) -> tuple[Analysis, dict[str, keras.Model]]:
     """Check and build `names` (default: every model of the file) with Keras on `backend`:
     the analysis (graphs with shapes and parameter counts) and `{name: keras.Model}`."""
     from netdsl.backend.compiler import compile_program
-    from netdsl.backend.runtime import init_backend
 
-    init_backend(backend, mute_stderr=False)
+    start_backend(backend, mute_stderr=False)
     return compile_program(program, pick_models(program, None) if names is None else names, param_limit)
 
 

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shutil
 from pathlib import Path
 from typing import Any
 
+from netdsl import pipeline
 from netdsl.cli.common import add_backend, add_include, add_plugin, load_plugins
 from netdsl.errors import Diagnostic, RenderError, SpecError
 from netdsl.semantics.values import describe_value
-from netdsl.syntax.loader import load_file, pick_models
 
 __all__ = ["run_build", "run_summary", "summary_table", "summary_json"]
 
@@ -63,7 +62,8 @@ def run_build(args: argparse.Namespace) -> int:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise SpecError(Diagnostic.for_file(analysis.program.root, f"cannot create {out_dir}: {exc.strerror}"))
+        raise SpecError(Diagnostic.for_file(analysis.program.root,
+                                            f"cannot create {out_dir}: {exc.strerror}")) from None
     for name, model in models.items():
         target = out_dir / f"{name}.keras"
         try:
@@ -95,14 +95,11 @@ def run_summary(args: argparse.Namespace) -> int:
 
 
 def _compile(args: argparse.Namespace, param_limit: int | None) -> tuple[Any, dict[str, Any]]:
-    from netdsl.backend.compiler import compile_program
-    from netdsl.backend.runtime import init_backend
-
-    program = load_file(args.spec, args.include)  # syntax errors first, before TensorFlow loads
-    names = pick_models(program, args.model)
-    init_backend(args.backend)
+    program = pipeline.load_file(pipeline.TypedPath(args.spec), args.include)  # syntax errors before TensorFlow
+    names = pipeline.pick_models(program, args.model)
+    pipeline.start_backend(args.backend)
     load_plugins(args.plugin, program.root)  # after Keras: a plugin importing it stays quiet too
-    return compile_program(program, names, param_limit)
+    return pipeline.compile_models(program, names, param_limit=param_limit, backend=args.backend)
 
 
 # ------------------------------------------------------------------ files
@@ -171,7 +168,7 @@ def summary_table(graph: Any, model: Any) -> str:
         cells = [_fit(row[i], widths[i]).ljust(widths[i]) for i in range(3)]
         return "  ".join(cells + [row[3].rjust(widths[3])]).rstrip()
 
-    total, trainable = _param_counts(model)
+    total, trainable = pipeline.param_counts(model)
     rule = "-" * len(line(tuple("-" * w for w in widths)))
     out = [f"model {graph.name}", rule, line(header), rule, *(line(r) for r in rows), rule,
            f"params: {total:,} (trainable {trainable:,}, non-trainable {total - trainable:,})"]
@@ -182,19 +179,8 @@ def summary_table(graph: Any, model: Any) -> str:
 
 
 def summary_json(graph: Any, model: Any) -> dict[str, Any]:
-    total, trainable = _param_counts(model)
-    layers = {node.shared or node.id for node in graph.nodes if node.op != "input"}
-    outputs = {}
-    for name, ref in graph.outputs:
-        shape = graph.node_of(ref).output_shapes[ref.index]
-        outputs[name] = list(shape) if isinstance(shape, tuple) else None
-    return {"params": total, "trainable_params": trainable, "layers": len(layers), "outputs": outputs}
-
-
-def _param_counts(model: Any) -> tuple[int, int]:
-    total = sum(math.prod(w.shape) for w in model.weights)
-    trainable = sum(math.prod(w.shape) for w in model.trainable_weights)
-    return int(total), int(trainable)
+    """One model's numbers (`netdsl summary --json`, `netdsl.summary`)."""
+    return dict(pipeline.model_summary(graph, model))
 
 
 def _fit(text: str, width: int) -> str:

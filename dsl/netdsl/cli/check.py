@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from netdsl import pipeline
 from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_include, add_plugin, load_plugins, print_diagnostics
-from netdsl.errors import Diagnostic, Sources, SpecError
-from netdsl.semantics.analysis import analyze
-from netdsl.syntax.loader import load_file
+from netdsl.errors import Diagnostic, Sources
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,14 +25,9 @@ def run(args: argparse.Namespace) -> int:
     sources = Sources()
     for path in args.files:
         args.current_spec = path  # for the last-resort diagnostic of cli.main
-        try:
-            program = load_file(path, args.include)
-        except SpecError as exc:
-            all_diagnostics.extend(exc.diagnostics)
-            sources.update(exc.sources)
-            continue
-        sources.update(program.sources())
-        all_diagnostics.extend(analyze(program).diagnostics)
+        checked = pipeline.check(pipeline.TypedPath(path), include=args.include)
+        all_diagnostics.extend(checked.diagnostics)
+        sources.update(checked.sources)
     if args.format == "json":
         print(json.dumps([d.model_dump() for d in all_diagnostics], indent=2))
     else:

@@ -45,10 +45,10 @@ def set_up(args: argparse.Namespace) -> tuple[dict, Any]:
 
 def run(args: argparse.Namespace) -> int:
     targets, scope = set_up(args)
-    from netdsl.training.inference import evaluate
+    from netdsl.api import evaluate
 
     with scope():
-        values = evaluate(args.trained, args.data, args.batch_size, targets)
+        values = evaluate(args.trained, data=args.data, batch_size=args.batch_size, targets=targets)
     if args.json:
         print(json.dumps(values, indent=2))
     else:

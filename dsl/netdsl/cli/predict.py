@@ -23,10 +23,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     targets, scope = set_up(args)
-    from netdsl.training.inference import predict, write_predictions
+    from netdsl.api import predict
+    from netdsl.training.inference import write_predictions
 
     with scope():
-        predictions = predict(args.trained, args.data, args.batch_size, targets)
+        predictions = predict(args.trained, data=args.data, batch_size=args.batch_size, targets=targets)
     try:
         target = write_predictions(predictions, args.output)
     except OSError as exc:

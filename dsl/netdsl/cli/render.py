@@ -7,10 +7,10 @@ import os
 import sys
 from pathlib import Path
 
+from netdsl import pipeline
 from netdsl.cli.common import add_include, add_plugin, load_plugins
 from netdsl.diagram import FORMATS
 from netdsl.errors import Diagnostic, RenderError, SpecError
-from netdsl.syntax.loader import load_file, pick_models
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -37,15 +37,14 @@ def run(args: argparse.Namespace) -> int:
     `SpecError`. Exit status 0; 1 when `dot` is missing or fails (the `.dot`
     source is written instead, with a one-line hint); 2 for a bad option.
     """
-    from netdsl.diagram.render import render_graph, write_diagram  # graphviz: only when drawing
-    from netdsl.pipeline import model_graphs
+    from netdsl.diagram.render import write_diagram  # graphviz: only when drawing
 
     depth = args.depth
     if depth is not None and depth < 0:
         print(f"netdsl render: --depth must be 0 or more, received {depth}", file=sys.stderr)
         return 2
-    program = load_file(args.spec, args.include)
-    names = pick_models(program, args.model)
+    program = pipeline.load_file(pipeline.TypedPath(args.spec), args.include)
+    names = pipeline.pick_models(program, args.model)
     try:
         fmt, bases = _outputs(args.output, args.format, names)
     except ValueError as exc:
@@ -54,10 +53,10 @@ def run(args: argparse.Namespace) -> int:
     shapes = not args.no_shapes
     load_plugins(args.plugin, program.root)
     # The CLI's stderr is for diagnostics, not TensorFlow's start-up notices (when it is needed at all).
-    graphs = model_graphs(program, names, shapes, mute_tensorflow=True)
+    graphs = pipeline.model_graphs(program, names, shapes, mute_tensorflow=True)
     status = 0
     for name in names:
-        digraph = render_graph(graphs[name], shapes=shapes, depth=depth, collapse_repeats=not args.expand_repeats)
+        digraph = pipeline.draw(graphs[name], shapes=shapes, depth=depth, collapse_repeats=not args.expand_repeats)
         try:
             path = write_diagram(digraph, bases[name], fmt)
         except RenderError as exc:

@@ -375,7 +375,7 @@ def two_models(tmp_path):
 def test_cli_writes_one_file_per_model_in_the_current_folder(tmp_path, two_models, capsys):
     assert run_cli([str(two_models), "--no-shapes", "--format", "dot"], tmp_path) == 0
     assert (tmp_path / "first.dot").exists() and (tmp_path / "second.dot").exists()
-    assert capsys.readouterr().out.split() == ["first.dot", "second.dot"]
+    assert capsys.readouterr().out.splitlines() == ["wrote first.dot", "wrote second.dot"]
 
 
 def test_cli_output_folder_and_model(tmp_path, two_models):
@@ -397,7 +397,7 @@ def test_cli_format_from_the_output_suffix(tmp_path, two_models):
 
 @pytest.mark.parametrize("args,message", [
     (["-o", "one.dot"], "pick one with --model"),
-    (["--model", "first", "-o", "x.png", "--format", "svg"], "ends in .png but --format is svg"),
+    (["--model", "first", "-o", "x.png", "--format", "svg"], "ends in .png but --image-format is svg"),
     (["--model", "first", "-o", "x.jpg"], "cannot tell the format"),
     (["--depth", "-2"], "--depth must be 0 or more"),
 ])

@@ -1,6 +1,6 @@
 """`netdsl build` and `netdsl summary`.
 
-    netdsl build SPEC.net [-o DIR] [--model NAME] [--plugin MODULE] [--no-diagram] [--max-params N]
+    netdsl build SPEC.net [-o DIR] [--model NAME] [--plugin MODULE] [--no-diagram] [--param-limit N]
                           [--backend tensorflow|jax]
     netdsl summary SPEC.net [--model NAME] [--json] [--plugin MODULE] [--backend tensorflow|jax]
 
@@ -25,7 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from netdsl import pipeline
-from netdsl.cli.common import add_backend, add_include, add_plugin, load_plugins
+from netdsl.cli.common import (
+    add_alias,
+    add_backend,
+    add_command,
+    add_include,
+    add_json,
+    add_model,
+    add_plugin,
+    add_spec,
+    load_plugins,
+)
 from netdsl.errors import Diagnostic, RenderError, SpecError
 from netdsl.semantics.values import describe_value
 
@@ -33,21 +43,33 @@ __all__ = ["run_build", "run_summary", "summary_table", "summary_json"]
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    build = sub.add_parser("build", help="build .keras models (and diagrams) from a spec")
-    build.add_argument("spec", metavar="SPEC")
-    build.add_argument("-o", "--output", default="build", metavar="DIR")
-    build.add_argument("--model", metavar="NAME")
+    build = add_command(sub, "build", summary="build .keras models (and diagrams) from a spec",
+                        description="Build every model of the spec (or --model) with Keras and write "
+                                    "OUT/<model>.keras and OUT/<model>.svg, each atomically, printing a "
+                                    "summary table per model.",
+                        examples=["netdsl build specs/lightning_mlp.net",
+                                  "netdsl build specs/siamese.net -o models/ --model siamese --no-diagram"])
+    add_spec(build)
+    build.add_argument("-o", "--out", default="build", metavar="DIR", help="the folder to write into")
+    add_alias(build, "--output", dest="out")
+    add_model(build)
     add_plugin(build)
-    build.add_argument("--no-diagram", action="store_true")
-    build.add_argument("--max-params", type=int, default=None, metavar="N")
+    build.add_argument("--no-diagram", action="store_true", help="write the .keras files only, no .svg")
+    build.add_argument("--param-limit", type=int, default=None, metavar="N",
+                       help="refuse a layer with more than N parameters (default: 1,000,000,000)")
+    add_alias(build, "--max-params", dest="param_limit", type=int, metavar="N")
     add_backend(build)
     add_include(build)
     build.set_defaults(run=run_build)
 
-    summary = sub.add_parser("summary", help="print each model's layers, shapes and parameters")
-    summary.add_argument("spec", metavar="SPEC")
-    summary.add_argument("--model", metavar="NAME")
-    summary.add_argument("--json", action="store_true")
+    summary = add_command(sub, "summary", summary="print each model's layers, shapes and parameters",
+                          description="Build each model (or --model) and print its layers, output shapes and "
+                                      "parameter counts, writing no file.",
+                          examples=["netdsl summary specs/lightning_mlp.net",
+                                    "netdsl summary specs/siamese.net --json"])
+    add_spec(summary)
+    add_model(summary)
+    add_json(summary, "per model: params, trainable_params, layers, outputs")
     add_plugin(summary)
     add_backend(summary)
     add_include(summary)
@@ -57,8 +79,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def run_build(args: argparse.Namespace) -> int:
     from netdsl.backend.saving import save_atomic
 
-    analysis, models = _compile(args, getattr(args, "max_params", None))
-    out_dir = Path(args.output)
+    analysis, models = _compile(args, args.param_limit)
+    out_dir = Path(args.out)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

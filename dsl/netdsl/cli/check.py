@@ -1,4 +1,4 @@
-"""`netdsl check SPEC... [--format json]`: every diagnostic of each spec, without TensorFlow."""
+"""`netdsl check SPEC... [--json]`: every diagnostic of each spec, without TensorFlow."""
 
 from __future__ import annotations
 
@@ -6,14 +6,30 @@ import argparse
 import json
 
 from netdsl import pipeline
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_include, add_plugin, load_plugins, print_diagnostics
+from netdsl.cli.common import (
+    EXIT_OK,
+    EXIT_SPEC,
+    add_alias,
+    add_command,
+    add_include,
+    add_json,
+    add_plugin,
+    load_plugins,
+    print_diagnostics,
+)
 from netdsl.errors import Diagnostic, Sources
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    check = sub.add_parser("check", help="check specs (fast; no TensorFlow)")
-    check.add_argument("files", nargs="+", metavar="SPEC")
-    check.add_argument("--format", choices=("text", "json"), default="text")
+    check = add_command(sub, "check", summary="check specs for errors (fast; no TensorFlow)",
+                        description="Parse and check each spec, and every file it imports: every error at "
+                                    "file:line:col with the source line and a did-you-mean. Exit 0 when clean, "
+                                    "1 when a spec has errors.",
+                        examples=["netdsl check specs/lightning_mlp.net",
+                                  "netdsl check specs/*.net --json     # the diagnostics as a JSON list"])
+    check.add_argument("files", nargs="+", metavar="SPEC", help="the .net spec files to check")
+    add_json(check, "the diagnostics (a list, empty when clean)")
+    add_alias(check, "--format", dest="format", choices=("text", "json"))  # before --json
     add_plugin(check)
     add_include(check)
     check.set_defaults(run=run)
@@ -28,8 +44,19 @@ def run(args: argparse.Namespace) -> int:
         checked = pipeline.check(pipeline.TypedPath(path), include=args.include)
         all_diagnostics.extend(checked.diagnostics)
         sources.update(checked.sources)
-    if args.format == "json":
+    errors = sum(1 for d in all_diagnostics if d.severity == "error")
+    if args.json or getattr(args, "format", "text") == "json":
         print(json.dumps([d.model_dump() for d in all_diagnostics], indent=2))
     else:
         print_diagnostics(all_diagnostics, sources)
-    return EXIT_SPEC if any(d.severity == "error" for d in all_diagnostics) else EXIT_OK
+        if not errors:
+            print(_all_clear(args.files, len(all_diagnostics)))
+    return EXIT_SPEC if errors else EXIT_OK
+
+
+def _all_clear(files: list[str], warnings: int) -> str:
+    """The one line a clean check prints (as ruff's "All checks passed!")."""
+    what = files[0] if len(files) == 1 else f"{len(files)} specs"
+    if warnings:
+        return f"{what}: no errors ({warnings} warning{'s' if warnings > 1 else ''})"
+    return f"{what}: no problems found"

@@ -14,22 +14,28 @@ import json
 from typing import Any
 
 from netdsl.cli import scaling
-from netdsl.cli.common import add_backend, add_plugin, load_plugins
+from netdsl.cli.common import add_backend, add_command, add_json, add_plugin, load_plugins
 from netdsl.cli.train import add_targets, parse_targets
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    cmd = sub.add_parser("evaluate", help="the loss and metrics of a trained model on data")
+    cmd = add_command(sub, "evaluate", summary="the loss and metrics of a trained model on data",
+                      description="Print the loss and each metric of a trained model (a run folder or a .keras "
+                                  "file) on data read as train reads it.",
+                      examples=["netdsl evaluate runs/lightning_mlp-1 --data digits.npz",
+                                "netdsl evaluate build/model.keras --data test.csv --targets probs=label --json"])
     add_trained_model_arguments(cmd)
-    cmd.add_argument("--json", action="store_true", help="print the values as JSON")
+    add_json(cmd, "the values (one object)")
     cmd.set_defaults(run=run)
 
 
 def add_trained_model_arguments(cmd: argparse.ArgumentParser) -> None:
     """What `evaluate` and `predict` share: the trained model, its data and how to run it."""
-    cmd.add_argument("trained", metavar="RUN_DIR|MODEL.keras")
-    cmd.add_argument("--data", required=True, metavar="SRC")
-    cmd.add_argument("--batch-size", type=int, metavar="N")
+    cmd.add_argument("trained", metavar="RUN_DIR|MODEL.keras", help="a run folder (its model.keras) or a .keras file")
+    cmd.add_argument("--data", required=True, metavar="SRC",
+                     help="the data (.npz, .csv, .tfrecord, image folder), found by the model's input names")
+    cmd.add_argument("--batch-size", type=int, metavar="N",
+                     help="samples per step (default: the run's batch size, else 32)")
     add_targets(cmd)
     add_plugin(cmd)
     add_backend(cmd)

@@ -26,6 +26,8 @@ from netdsl.api import (
     parse,
     parse_file,
     predict,
+    register_activation,
+    register_layer,
     render,
     summary,
     train,
@@ -44,7 +46,6 @@ from netdsl.errors import (
     SpecError,
     UsageError,
 )
-from netdsl.registry.plugins import register_activation, register_layer
 from netdsl.syntax.loader import Program
 from netdsl.training.errors import DataError, RunError, TrainingError
 from netdsl.version import __version__

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Union
+from typing import TYPE_CHECKING, Literal, TypeVar, Union
 
 from netdsl import pipeline
 from netdsl.errors import Diagnostic, UsageError
 from netdsl.pipeline import ModelSummary, Spec
+from netdsl.registry import plugins
 from netdsl.syntax.loader import Program, load_file, load_text
 
 if TYPE_CHECKING:
@@ -44,7 +45,8 @@ if TYPE_CHECKING:
     from netdsl.training.engine import Run
 
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
-           "export", "train", "evaluate", "predict", "Spec", "Trained", "DataSource", "ModelSummary"]
+           "export", "train", "evaluate", "predict", "register_layer", "register_activation", "Spec", "Trained",
+           "DataSource", "ModelSummary"]
 
 # A trained model: a run folder (its model.keras), a `.keras` file, or a live `keras.Model`.
 Trained = Union[str, os.PathLike, "keras.Model"]
@@ -52,6 +54,7 @@ Trained = Union[str, os.PathLike, "keras.Model"]
 # or (x, y) for a model with one input and one output.
 DataSource = Union[str, os.PathLike, Mapping[str, "np.ndarray"], tuple["np.ndarray", "np.ndarray"]]  # noqa: UP007
 Progress = Literal["auto", "bar", "line", "none"]
+T = TypeVar("T")
 
 
 # ------------------------------------------------------------------ reading and checking (no Keras)
@@ -233,17 +236,19 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     {metric: per epoch}, `.report`). Raises `SpecError`, `DataError` (bad
     data), `RunError` (a run folder that cannot be made or resumed) or `UsageError`.
     """
-    from netdsl.training.engine import run_training
     from netdsl.training.settings import DataRequest, TrainRequest, resolve
 
     program = pipeline.load(spec, text=text, filename=filename, include=include)
-    _backend(backend)
     request = TrainRequest(
         spec=program, model=model, epochs=epochs, batch_size=batch_size, seed=seed, out=out, resume=resume,
         progress=progress, tensorboard=tensorboard, include=list(include), callbacks=list(callbacks),
         data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train, val=val,
                          test=test, targets=dict(targets or {})))
-    return run_training(resolve(request))
+    config = resolve(request)  # the spec and the settings checked before TensorFlow loads
+    _backend(backend)
+    from netdsl.training.engine import run_training
+
+    return run_training(config)
 
 
 def evaluate(trained: Trained, *, data: DataSource, batch_size: int | None = None,
@@ -266,6 +271,22 @@ def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None
 
     _backend(backend)
     return predict_trained(trained, data, batch_size, dict(targets or {}))
+
+
+# ------------------------------------------------------------------ plugins
+
+
+def register_layer(name: str, *, description: str | None = None) -> Callable[[T], T]:
+    """A class decorator: the Keras layer class becomes the layer `name` specs may use, its
+    parameters read from `__init__` (`description`: for `netdsl layers`; default: the class
+    docstring's first line). For the person running netdsl (`--plugin MODULE`, or the
+    `netdsl.layers` entry point), never because a spec says so."""
+    return plugins.register_layer(name, description)
+
+
+def register_activation(name: str, *, description: str | None = None) -> Callable[[T], T]:
+    """A function decorator: the function becomes the activation `name` (as `register_layer`)."""
+    return plugins.register_activation(name, description)
 
 
 def _backend(backend: str | None) -> None:

@@ -42,6 +42,8 @@ class Span(BaseModel):
 
 
 class Diagnostic(BaseModel):
+    """One problem in a spec: where (1-based line and column, end exclusive), how bad, what, and a hint."""
+
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     file: str

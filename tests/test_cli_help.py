@@ -107,6 +107,7 @@ def test_render_says_what_it_wrote(tmp_path, capsys):
     (["render", "s.net", "--format", "png"], "image_format", "png"),
     (["train", "s.net", "--output", "r"], "out", "r"),
     (["predict", "r", "--data", "d", "--output", "p.npz"], "out", "p.npz"),
+    (["check", "s.net", "-I", "lib", "--include", "more"], "include", ["lib", "more"]),
 ])
 def test_old_flag_spellings_still_work(argv, dest, value):
     assert getattr(PARSER.parse_args(argv), dest) == value

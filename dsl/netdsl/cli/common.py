@@ -118,7 +118,7 @@ def add_json(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def add_include(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--include", action="append", default=[], metavar="DIR",
+    parser.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
                         help="a further folder imports may read from (repeatable; default: only the spec's folder)")
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from netdsl.errors import RESOURCE_ERRORS, Diagnostic, SpecError, out_of_resources
 from netdsl.semantics.analysis import analyze, checked_graphs
+from netdsl.semantics.defines import apply_defines
 from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph
 from netdsl.syntax.loader import Program, Source, as_program, load_file, load_text, pick_model
@@ -32,13 +33,15 @@ def parse_file(path: str | os.PathLike, include: list = ()) -> Program:
     return load_file(path, include)
 
 
-def check(source: Source | str, filename: str | None = None, include: list = ()) -> list[Diagnostic]:
+def check(source: Source | str, filename: str | None = None, include: list = (), *,
+          defines: dict[str, Any] | None = None) -> list[Diagnostic]:
     """All diagnostics of a spec (empty when it is clean). `source`: a path, a Program, or text with filename=.
+    `defines`: {constant: value} replacing file-level `let`s first (`-D NAME=VALUE`).
 
     Never raises for what a spec holds: whatever it is, the answer is a list of diagnostics."""
     try:
         program = load_text(source, filename, include) if filename is not None else as_program(source, include)
-        return analyze(program).diagnostics
+        return analyze(apply_defines(program, defines)).diagnostics
     except SpecError as exc:
         return exc.diagnostics
     except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first
@@ -58,14 +61,18 @@ def format(text: str, filename: str = "<string>") -> str:  # noqa: A001 - the AP
     return format_text(text, filename)
 
 
-def build(source: Source, model: str | None = None, **options: Any) -> Any:
+def build(source: Source, model: str | None = None, *, defines: dict[str, Any] | None = None,
+          **options: Any) -> Any:
     """Build one model of a spec as a `keras.Model` (compiled when it has a train section).
 
     Options: `include`, `param_limit`, and `backend` ("tensorflow" or "jax"): Keras' backend for
     this process, which must be chosen before Keras is first imported (a `BackendError` otherwise).
+    `defines`: {constant: value} replacing file-level `let`s first (`-D NAME=VALUE`).
     """
     from netdsl.backend.compiler import build_model
 
+    if defines:
+        source = apply_defines(as_program(source, options.get("include", ())), defines)
     return build_model(source, model, **options)
 
 
@@ -85,21 +92,21 @@ def fit_kwargs(model: Any) -> dict[str, Any]:
 
 
 def render(source: Source, model: str | None = None, *, shapes: bool = True, depth: int | None = None,
-           collapse_repeats: bool = True, include: list = ()) -> Any:
+           collapse_repeats: bool = True, include: list = (), defines: dict[str, Any] | None = None) -> Any:
     """The architecture diagram of one model as a `graphviz.Digraph`.
 
     `shapes=True` shows each layer's output shape and parameter count, as
     Keras reports them: inferred in pure Python when that is certain, else
     from building the model with Keras (importing TensorFlow); `shapes=False`
     draws the checked topology only. `depth`: fold block instances nested deeper than this.
-    `collapse_repeats`: draw `STEP * N` as one box marked xN. Raises
-    `SpecError` when the spec has errors.
+    `collapse_repeats`: draw `STEP * N` as one box marked xN. `defines`: {constant: value}
+    replacing file-level `let`s first (`-D NAME=VALUE`). Raises `SpecError` when the spec has errors.
     """
     from netdsl.diagram.render import render_graph
 
     if depth is not None and depth < 0:
         raise ValueError(f"Expected a depth of 0 or more, received: {depth}")
-    program = as_program(source, include)
+    program = apply_defines(as_program(source, include), defines)
     name = pick_model(program, model)
     graphs = model_graphs(program, [name], shapes)
     return render_graph(graphs[name], shapes=shapes, depth=depth, collapse_repeats=collapse_repeats)

@@ -25,10 +25,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from netdsl.cli.common import add_backend, add_include, add_plugin, load_plugins
+from netdsl.cli.common import add_backend, add_define, add_include, add_plugin, load_plugins, load_spec
 from netdsl.errors import Diagnostic, RenderError, SpecError
 from netdsl.semantics.values import describe_value
-from netdsl.syntax.loader import load_file, pick_models
+from netdsl.syntax.loader import pick_models
 
 __all__ = ["run_build", "run_summary", "summary_table", "summary_json"]
 
@@ -43,6 +43,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     build.add_argument("--max-params", type=int, default=None, metavar="N")
     add_backend(build)
     add_include(build)
+    add_define(build)
     build.set_defaults(run=run_build)
 
     summary = sub.add_parser("summary", help="print each model's layers, shapes and parameters")
@@ -52,6 +53,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_plugin(summary)
     add_backend(summary)
     add_include(summary)
+    add_define(summary)
     summary.set_defaults(run=run_summary)
 
 
@@ -98,7 +100,7 @@ def _compile(args: argparse.Namespace, param_limit: int | None) -> tuple[Any, di
     from netdsl.backend.compiler import compile_program
     from netdsl.backend.runtime import init_backend
 
-    program = load_file(args.spec, args.include)  # syntax errors first, before TensorFlow loads
+    program = load_spec(args.spec, args)  # syntax errors first, before TensorFlow loads
     names = pick_models(program, args.model)
     init_backend(args.backend)
     load_plugins(args.plugin, program.root)  # after Keras: a plugin importing it stays quiet too

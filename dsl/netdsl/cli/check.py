@@ -5,10 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_include, add_plugin, load_plugins, print_diagnostics
+from netdsl.cli.common import (
+    EXIT_OK,
+    EXIT_SPEC,
+    add_define,
+    add_include,
+    add_plugin,
+    load_plugins,
+    load_spec,
+    print_diagnostics,
+)
 from netdsl.errors import Diagnostic, Sources, SpecError
 from netdsl.semantics.analysis import analyze
-from netdsl.syntax.loader import load_file
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -17,6 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--format", choices=("text", "json"), default="text")
     add_plugin(check)
     add_include(check)
+    add_define(check)
     check.set_defaults(run=run)
 
 
@@ -27,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     for path in args.files:
         args.current_spec = path  # for the last-resort diagnostic of cli.main
         try:
-            program = load_file(path, args.include)
+            program = load_spec(path, args)
         except SpecError as exc:
             all_diagnostics.extend(exc.diagnostics)
             sources.update(exc.sources)

@@ -37,6 +37,20 @@ def add_include(parser: argparse.ArgumentParser) -> None:
                         help="a further folder imports may read from")
 
 
+def add_define(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE", dest="define",
+                        help="replace a file-level constant of the spec: -D width=128 (repeatable)")
+
+
+def load_spec(path: str, args: argparse.Namespace) -> Any:
+    """The spec at `path` with the imports and `-D` overrides its command was given (a Program)."""
+    from netdsl.semantics.defines import apply_defines, parse_defines
+    from netdsl.syntax.loader import load_file
+
+    defines = parse_defines(args.define, path)
+    return apply_defines(load_file(path, args.include), defines)
+
+
 def add_backend(parser: argparse.ArgumentParser) -> None:
     # The names are repeated here (not read from backend.runtime): the parser must not load the backend room.
     parser.add_argument("--backend", choices=("tensorflow", "jax"), default=None,

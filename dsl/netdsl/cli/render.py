@@ -7,10 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from netdsl.cli.common import add_include, add_plugin, load_plugins
+from netdsl.cli.common import add_define, add_include, add_plugin, load_plugins, load_spec
 from netdsl.diagram import FORMATS
 from netdsl.errors import Diagnostic, RenderError, SpecError
-from netdsl.syntax.loader import load_file, pick_models
+from netdsl.syntax.loader import pick_models
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     render.add_argument("--expand-repeats", action="store_true", help="draw every copy of a step repeated * N")
     add_plugin(render)
     add_include(render)
+    add_define(render)
     render.set_defaults(run=run)
 
 
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if depth is not None and depth < 0:
         print(f"netdsl render: --depth must be 0 or more, received {depth}", file=sys.stderr)
         return 2
-    program = load_file(args.spec, args.include)
+    program = load_spec(args.spec, args)
     names = pick_models(program, args.model)
     try:
         fmt, bases = _outputs(args.output, args.format, names)

@@ -21,6 +21,7 @@ from netdsl.diagram.render import INSTALL_HINT
 from netdsl.diagram.view import Item, View, build_view
 from netdsl.errors import Diagnostic, Sources, SpecError, render_all
 from netdsl.semantics.analysis import analyze
+from netdsl.semantics.defines import apply_defines
 from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph
 from netdsl.semantics.values import describe_value
@@ -59,12 +60,12 @@ def diagnostics_text(diagnostics: list[Diagnostic], sources: Sources | None) -> 
 
 
 def make_snapshot(spec: str, model: str | None, previous: Snapshot | None, *, include: list = (),
-                  depth: int | None = None) -> Snapshot:
+                  depth: int | None = None, defines: dict | None = None) -> Snapshot:
     """Check `spec` and draw `model` (default: the spec's first model) unless it has errors."""
     version = previous.version + 1 if previous is not None else 1
     old_files = previous.files if previous is not None else [spec]
     try:
-        program = load_file(spec, list(include))
+        program = apply_defines(load_file(spec, list(include)), defines)
     except SpecError as exc:
         files = list(dict.fromkeys([*old_files, *(d.file for d in exc.diagnostics)]))
         return _broken(previous, version, spec, exc.diagnostics, exc.sources, files)

@@ -25,7 +25,7 @@ def train(source: Any, model: str | None = None, *, data: Any = None, split: Any
           val: Any = None, test: Any = None, targets: dict | None = None, epochs: int | None = None,
           batch_size: int | None = None, seed: int | None = None, out: str | os.PathLike = "runs",
           resume: str | os.PathLike | None = None, progress: str = "none", tensorboard: bool = False,
-          callbacks: list = (), include: list = ()) -> Any:
+          callbacks: list = (), include: list = (), defines: dict[str, Any] | None = None) -> Any:
     """Train one model of a spec; the same engine as `netdsl train`. Returns an `engine.Run`.
 
     `data` (with `split`, default 0.8/0.1/0.1) or `train` [+ `val`, `test`]:
@@ -33,13 +33,15 @@ def train(source: Any, model: str | None = None, *, data: Any = None, split: Any
     ({name: array}, or (x, y) for a one-input, one-output model).
     The `Run` has `.dir`, `.model`, `.history` ({metric: [per epoch]}) and
     `.report`. Raises `TrainingError` (bad data, a run that cannot resume)
-    or `SpecError`.
+    or `SpecError`. `defines`: {constant: value} replacing file-level `let`s (like `-D`),
+    kept in config.json.
     """
     from netdsl.training.engine import run_training
 
     request = TrainRequest(
         spec=source, model=model, epochs=epochs, batch_size=batch_size, seed=seed, out=out, resume=resume,
         progress=progress, tensorboard=tensorboard, include=list(include), callbacks=list(callbacks),
+        defines=dict(defines or {}),
         data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train, val=val,
                          test=test, targets=dict(targets or {})))
     return run_training(resolve(request))

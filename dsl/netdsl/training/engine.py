@@ -36,7 +36,7 @@ from netdsl.training.pipeline import EpochOrder
 from netdsl.training.progress import progress_callback
 from netdsl.training.report import RunWriter, loss_first
 from netdsl.training.runs import RunFolder
-from netdsl.training.settings import TrainConfig
+from netdsl.training.settings import TrainConfig, json_defines
 from netdsl.training.signals import Stopped, StopSignals
 from netdsl.training.signature import Signature
 
@@ -86,7 +86,11 @@ class Run:
 
 def run_training(config: TrainConfig, placement: Placement | None = None) -> Run:
     placement = placement or Placement()
-    folder = config.resume_from or (RunFolder.create(config.out, config.model) if placement.writes else None)
+    if config.resume_from is not None or not placement.writes:
+        folder = config.resume_from
+    else:
+        folder = RunFolder.at(config.run_dir) if config.run_dir is not None else RunFolder.create(config.out,
+                                                                                                 config.model)
     lock = folder.locked() if folder is not None and placement.writes else contextlib.nullcontext()
     with lock, StopSignals() as signals:
         return Session(config, folder, placement, signals).run()
@@ -251,6 +255,8 @@ class Session:
         return {
             "spec": {"path": config.spec_path, "sha256": config.spec_sha256, "model": config.model},
             "settings": config.settings(),
+            "defines": json_defines(config.defines),
+            **config.extra,
             "data": config.data.describe(),
             "samples": self.plan.sizes() if self.plan is not None else None,
             "compile": compile_config,

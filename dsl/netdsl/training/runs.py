@@ -61,6 +61,19 @@ class RunFolder:
                 raise RunError(f"cannot create a run folder: {exc.strerror or exc}", file=str(path)) from None
 
     @classmethod
+    def at(cls, path: str | os.PathLike) -> RunFolder:
+        """A new run folder at exactly `path` (a sweep's `trials/<k>`); RunError when it exists."""
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.mkdir(path)
+        except FileExistsError:
+            raise RunError("this run folder exists already; a run never reuses a folder", file=str(path)) from None
+        except OSError as exc:
+            raise RunError(f"cannot create a run folder: {exc.strerror or exc}", file=str(path)) from None
+        return cls(path)
+
+    @classmethod
     def existing(cls, path: str | os.PathLike) -> RunFolder:
         folder = cls(Path(path))
         if not folder.path.is_dir():

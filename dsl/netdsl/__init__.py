@@ -10,6 +10,8 @@
 """
 
 from netdsl.api import (
+                        SweepResult,
+                        TrialRecord,
                         build,
                         build_all,
                         check,
@@ -21,6 +23,8 @@ from netdsl.api import (
                         parse_file,
                         predict,
                         render,
+                        show_sweep,
+                        sweep,
                         train,
 )
 from netdsl.backend import keras_hook as _keras_hook
@@ -37,7 +41,7 @@ _keras_hook.install()
 
 __all__ = [
     "parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "export", "train",
-    "evaluate", "predict",
+    "evaluate", "predict", "sweep", "show_sweep", "SweepResult", "TrialRecord",
     "Program", "SpecError", "NetdslError", "Diagnostic", "Span", "register_layer", "register_activation",
     "__version__",
 ]

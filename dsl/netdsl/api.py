@@ -18,9 +18,10 @@ from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph
 from netdsl.syntax.loader import Program, Source, as_program, load_file, load_text, pick_model
 from netdsl.training import evaluate, predict, train  # cheap: TensorFlow loads when they are called
+from netdsl.tuning import SweepResult, TrialRecord  # cheap: Optuna loads when a sweep starts
 
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "model_graphs",
-           "export", "train", "evaluate", "predict"]
+           "export", "train", "evaluate", "predict", "sweep", "show_sweep", "SweepResult", "TrialRecord"]
 
 
 def parse(text: str | bytes, filename: str = "<string>", include: list = ()) -> Program:
@@ -142,3 +143,37 @@ def export(model: Any, *, flat: bool = False) -> str:
     from netdsl.exporter import export_model
 
     return export_model(model, flat=flat)
+
+
+def sweep(spec: Source, *, model: str | None = None, data: Any = None, split: Any = None, train: Any = None,
+          val: Any = None, test: Any = None, targets: dict[str, str] | None = None, trials: int | None = None,
+          workers: int = 1, storage: str | None = None, study: str | None = None, seed: int | None = None,
+          out: str | os.PathLike = "sweeps", resume: str | os.PathLike | None = None, epochs: int | None = None,
+          batch_size: int | None = None, defines: dict[str, Any] | None = None, include: list = (),
+          echo: bool = False) -> SweepResult:
+    """Search the constants of a spec's `sweep MODEL { ... }` section with Optuna; the same as `netdsl sweep`.
+
+    Each trial is an ordinary run in `<out>/<model>-sweep-N/trials/<k>/` trained with the trial's
+    parameters as defines. `trials`: the study's total (default: the spec's `trials`, else 10);
+    `workers`: processes sharing the study (the spec and data must then be paths); `storage`: a
+    database URL (`postgresql://...`, `sqlite:///...`; default SQLite in the sweep folder) that
+    workers on many machines share under one `study` name; `resume`: "auto" or a sweep folder, to
+    finish a sweep that was stopped or killed. Returns a `SweepResult` (`.dir`, `.trials`, `.best`).
+    Raises `SpecError` (the spec or its sweep section) or `TrainingError` (data, flags, storage).
+    """
+    from netdsl.training.settings import DataRequest
+    from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
+
+    request = SweepRequest(
+        spec=spec, model=model, trials=trials, workers=workers, storage=storage, study=study, seed=seed, out=out,
+        resume=resume, epochs=epochs, batch_size=batch_size, defines=dict(defines or {}), include=list(include),
+        echo=echo, data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train,
+                                    val=val, test=test, targets=dict(targets or {})))
+    return run_sweep(resolve_sweep(request))
+
+
+def show_sweep(folder: str | os.PathLike, *, storage: str | None = None) -> SweepResult:
+    """The whole study of a sweep folder (every worker's trials), read from its storage."""
+    from netdsl.tuning.show import read_sweep
+
+    return read_sweep(folder, storage=storage)

@@ -5,7 +5,7 @@
       lr = log_uniform(1e-4, 1e-2)
       objective = minimize(val_loss)       # or maximize(val_accuracy): a metric the run reports
       trials = 12                          # optional: the study's total
-      pruner = median(warmup=1)            # optional: none (default) or median
+      pruner = median(warmup=1)            # optional: none (default) or median(warmup=E, startup=T)
       sampler = tpe                        # optional: tpe (default), random or grid
     }
 
@@ -40,6 +40,7 @@ class Param:
     low: float | int | None = None  # uniform, log_uniform, int_range
     high: float | int | None = None
     step: int = 1  # int_range
+    names: bool = False  # choice of names (`relu`, `gelu`): each is given to the spec as a name
 
     def describe(self) -> str:
         if self.kind == "choice":
@@ -60,6 +61,7 @@ class SweepSpace:
     trials: int | None = None
     pruner: str | None = None  # "median" or None
     warmup: int = 0  # epochs a trial runs before the pruner may stop it
+    startup: int = 5  # trials finished before the pruner stops any (Optuna's default)
     sampler: str = "tpe"
 
 
@@ -135,26 +137,31 @@ class _SweepChecker:
                                        f"received {describe_value(number)}")
             space.trials = number
         elif item.name == "pruner":
-            space.pruner, space.warmup = self._pruner(value)
+            space.pruner, space.warmup, space.startup = self._pruner(value)
         elif item.name == "sampler":
             if not isinstance(value, ir.Name) or value.id not in SAMPLERS:
                 raise Fail(value.span, f"sampler is one of {', '.join(SAMPLERS)}",
                            did_you_mean(value.id, SAMPLERS) if isinstance(value, ir.Name) else None)
             space.sampler = value.id
 
-    def _pruner(self, value: Any) -> tuple[str | None, int]:
+    def _pruner(self, value: Any) -> tuple[str | None, int, int]:
         if isinstance(value, ir.NoneLit):
-            return None, 0
+            return None, 0, 5
         if isinstance(value, ir.Name) and value.id == "median":
-            return "median", 0
+            return "median", 0, 5
         if isinstance(value, ir.Call) and isinstance(value.func, ir.Name) and value.func.id == "median":
-            if value.args or any(k.name != "warmup" for k in value.kwargs):
-                raise Fail(value.span, "median takes one setting, warmup=EPOCHS", "for example: median(warmup=2)")
-            warmup = self._fold(value.kwargs[0].value) if value.kwargs else 0
-            if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
-                raise Fail(value.kwargs[0].value.span,
-                           f"warmup is a whole number of epochs (0 or more), received {describe_value(warmup)}")
-            return "median", warmup
+            if value.args or any(k.name not in ("warmup", "startup") for k in value.kwargs):
+                raise Fail(value.span, "median takes warmup=EPOCHS and startup=TRIALS",
+                           "for example: median(warmup=2)")
+            settings = {"warmup": 0, "startup": 5}
+            for kwarg in value.kwargs:
+                number = self._fold(kwarg.value)
+                if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+                    what = "epochs" if kwarg.name == "warmup" else "finished trials"
+                    raise Fail(kwarg.value.span, f"{kwarg.name} is a whole number of {what} (0 or more), "
+                                                 f"received {describe_value(number)}")
+                settings[kwarg.name] = number
+            return "median", settings["warmup"], settings["startup"]
         raise Fail(value.span, "pruner is median(warmup=EPOCHS) or none",
                    "median stops a trial whose objective is worse than the median of the others at that epoch")
 
@@ -210,7 +217,7 @@ class _SweepChecker:
         choices = tuple(a.name if isinstance(a, (Sym, Resolved)) else a for a in args)
         if isinstance(current, float) and all(isinstance(a, (int, float)) for a in choices):
             choices = tuple(float(a) for a in choices)
-        return Param(name, "choice", choices=choices)
+        return Param(name, "choice", choices=choices, names=isinstance(args[0], (Sym, Resolved)))
 
     def _range(self, name: str, kind: str, call: ir.Call, args: list, current: Any) -> Param:
         wanted = (2, 3) if kind == "int_range" else (2, 2)

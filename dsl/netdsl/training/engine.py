@@ -128,7 +128,7 @@ class Session:
             self._test()
             with self.signals.critical(closing=True):
                 self.writer.model(self.model, "model.keras")
-                return self._close("stopped_early" if stopped_early else "finished")
+                return self._close(self._early_status() if stopped_early else "finished")
         except Stopped as stop:
             with self.signals.critical(closing=True):
                 return self._close("stopped", f"{stop} received; resume with --resume")
@@ -190,6 +190,11 @@ class Session:
                   epochs=config.epochs, initial_epoch=min(first, config.epochs), callbacks=callbacks, verbose=0,
                   shuffle=False)  # the pipeline shuffles, by seed and epoch
         return bool(model.stop_training) and self.state["epoch"] < config.epochs
+
+    def _early_status(self) -> str:
+        """`stopped_early`, or the status of the callback that stopped the run (a sweep's `pruned`)."""
+        return next((cb.stopped_as for cb in self.config.callbacks if getattr(cb, "stopped_as", None)),
+                    "stopped_early")
 
     def _test(self) -> None:
         if self.plan.test is not None:

@@ -112,6 +112,22 @@ class RunFolder:
 
     # ------------------------------------------------------------ locking
 
+    def in_use(self) -> bool:
+        """Whether a live process holds the run's lock now (a killed one holds nothing)."""
+        if fcntl is None or not (self.path / ".lock").is_file():
+            return False
+        try:
+            fd = os.open(self.path / ".lock", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the run's lock; RunError when another live process holds it."""

@@ -35,7 +35,7 @@ from netdsl.semantics.sweep_space import SweepSpace
 from netdsl.syntax.loader import Program, as_program, pick_model
 from netdsl.training.errors import DataError, RunError, TrainingError, UsageError
 from netdsl.training.runs import RunFolder
-from netdsl.training.settings import MAX_SEED, DataRequest, TrainRequest, json_defines, spec_sha256
+from netdsl.training.settings import DEFAULT_SPLIT, MAX_SEED, DataRequest, TrainRequest, json_defines, spec_sha256
 from netdsl.tuning import study as studies
 from netdsl.tuning.folder import SweepFolder
 from netdsl.tuning.records import SweepResult, records, write_records
@@ -97,6 +97,7 @@ def resolve_sweep(request: SweepRequest) -> SweepConfig:
     if clash:
         raise UsageError(f"-D {clash[0]} fixes a constant this sweep searches; leave it out of the sweep or of -D")
     _check_flags(request)
+    _check_validation(space, request.data, analysis.graphs[name].train.fit.get("validation_split"))
     trials = request.trials or space.trials or (studies.grid_size(space) if space.sampler == "grid"
                                                  else DEFAULT_TRIALS)
     if not 1 <= trials <= MAX_SWEEP_TRIALS:
@@ -138,6 +139,17 @@ def _check_flags(request: SweepRequest) -> None:
             raise UsageError(f"{flag} takes a whole number {bounds}; received {value!r}")
     if request.data.data is None and request.data.train is None and request.join is None:
         raise UsageError("no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]")
+
+
+def _check_validation(space: SweepSpace, data: DataRequest, validation_split: float | None) -> None:
+    """A `val_` objective needs validation data: said before anything trains."""
+    if not space.metric.startswith("val_") or validation_split:
+        return
+    split = data.split or DEFAULT_SPLIT
+    if (data.data is not None and (len(split) < 2 or split[1] <= 0)) or (data.train is not None and data.val is None):
+        raise UsageError(f"the objective {space.metric} needs validation data, and this sweep has none",
+                         hint="give --val SRC (with --train), a --split with a validation part, or minimize "
+                              "a training metric such as loss")
 
 
 def _folder(request: SweepRequest, model: str) -> tuple[SweepFolder, dict]:
@@ -382,8 +394,8 @@ def _run_workers(config: SweepConfig) -> int:
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)
 
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)} \
-        if _main_thread() else {}
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)
+                if signal.getsignal(s) is not signal.SIG_IGN} if _main_thread() else {}
     try:
         for index in range(config.request.workers):
             env = {**os.environ, "NETDSL_SWEEP_WORKER": str(index + 1), STORAGE_ENV: config.storage}

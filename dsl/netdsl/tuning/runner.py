@@ -96,15 +96,19 @@ def resolve_sweep(request: SweepRequest) -> SweepConfig:
     clash = sorted(set(request.defines) & {p.name for p in space.params})
     if clash:
         raise UsageError(f"-D {clash[0]} fixes a constant this sweep searches; leave it out of the sweep or of -D")
+    folder = _existing_folder(request, name)
+    saved = folder.read() if folder is not None else {}
+    _settings_from(saved, request)
     _check_flags(request)
     _check_validation(space, request.data, analysis.graphs[name].train.fit.get("validation_split"))
-    trials = request.trials or space.trials or (studies.grid_size(space) if space.sampler == "grid"
-                                                 else DEFAULT_TRIALS)
+    grid = studies.grid_size(space) if space.sampler == "grid" else None
+    trials = request.trials or saved.get("trials") or space.trials or grid or DEFAULT_TRIALS
     if not 1 <= trials <= MAX_SWEEP_TRIALS:
         raise UsageError(f"--trials takes a number from 1 to {MAX_SWEEP_TRIALS:,}; received {trials}")
-    folder, saved = _folder(request, name)
+    folder = folder or SweepFolder.create(request.out, name)  # only once everything was checked
     seed = saved.get("seed", request.seed if request.seed is not None else int.from_bytes(os.urandom(4), "little"))
-    storage = request.storage or (os.environ.get(STORAGE_ENV) if request.join else None) or saved_storage(folder, saved)
+    joined = os.environ.get(STORAGE_ENV) if request.join else None
+    storage = request.storage or joined or saved_storage(folder, saved)
     identity = {"spec": spec_sha256(program), "model": name, "metric": space.metric, "direction": space.direction,
                 "defines": json_defines(request.defines)}
     config = SweepConfig(request=request, program=program, model=name, space=space, trials=trials, seed=seed,
@@ -125,6 +129,23 @@ def saved_storage(folder: SweepFolder, saved: dict) -> str:
     if saved.get("storage_url"):
         return saved["storage_url"]
     raise UsageError(f"this sweep's study is in {saved['storage']}; give the URL again with --storage URL")
+
+
+def _settings_from(saved: dict, request: SweepRequest) -> None:
+    """A resumed sweep keeps its data, epochs and batch size unless they are given again."""
+    if not saved:
+        return
+    request.epochs = request.epochs or saved.get("epochs")
+    request.batch_size = request.batch_size or saved.get("batch_size")
+    data = saved.get("data", {})
+    if request.data.data is None and request.data.train is None and data:
+        for key in ("data", "train", "val", "test"):
+            entry = data.get(key)
+            if entry is not None and "absolute" not in entry:
+                raise UsageError("this sweep trained on arrays passed in memory; pass them again to resume")
+            setattr(request.data, key, entry["absolute"] if entry else None)
+        request.data.split = tuple(data["split"]) if "split" in data else None
+        request.data.targets = dict(data.get("targets", {}))
 
 
 def _check_flags(request: SweepRequest) -> None:
@@ -152,19 +173,19 @@ def _check_validation(space: SweepSpace, data: DataRequest, validation_split: fl
                               "a training metric such as loss")
 
 
-def _folder(request: SweepRequest, model: str) -> tuple[SweepFolder, dict]:
+def _existing_folder(request: SweepRequest, model: str) -> SweepFolder | None:
+    """The sweep folder joined or resumed (None: a new sweep; `--resume auto` with nothing to resume too)."""
     if request.join is not None:
-        folder = SweepFolder.existing(request.join)
-        return folder, folder.read()
-    if request.resume is not None:
-        folder = (SweepFolder.newest_unfinished(request.out, model) if str(request.resume) == "auto"
-                  else SweepFolder.existing(request.resume))
-        if folder is not None:
-            saved = folder.read()
-            if saved.get("model") != model:
-                raise RunError(f"this sweep searched model '{saved.get('model')}', not '{model}'", file=str(folder.path))
-            return folder, saved
-    return SweepFolder.create(request.out, model), {}
+        return SweepFolder.existing(request.join)
+    if request.resume is None:
+        return None
+    folder = (SweepFolder.newest_unfinished(request.out, model) if str(request.resume) == "auto"
+              else SweepFolder.existing(request.resume))
+    if folder is not None:
+        searched = folder.read().get("spec", {}).get("model")
+        if searched != model:
+            raise RunError(f"this sweep searched model '{searched}', not '{model}'", file=str(folder.path))
+    return folder
 
 
 def _record(config: SweepConfig, saved: dict) -> None:

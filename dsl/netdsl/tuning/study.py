@@ -66,10 +66,21 @@ def _grid(space: SweepSpace) -> dict[str, list]:
 def sampler(space: SweepSpace, seed: int) -> Any:
     samplers = optuna_module().samplers
     if space.sampler == "grid":
-        return samplers.GridSampler(_grid(space), seed=seed)
+        return _ask_and_tell_grid(samplers.GridSampler)(_grid(space), seed=seed)
     if space.sampler == "random":
         return samplers.RandomSampler(seed=seed)
     return samplers.TPESampler(seed=seed)
+
+
+def _ask_and_tell_grid(grid_sampler: type) -> type:
+    """Optuna's GridSampler, without its `study.stop()` once the grid is done: that call is only
+    allowed inside `study.optimize`, and a sweep stops by counting its trials itself."""
+
+    class AskAndTellGrid(grid_sampler):
+        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+            return None
+
+    return AskAndTellGrid
 
 
 def pruner(space: SweepSpace) -> Any:

@@ -145,11 +145,8 @@ PRUNED = SPEC.replace("""sweep tiny {
 
 def test_a_pruned_trial_stops_and_keeps_its_run_folder(tmp_path):
     (tmp_path / "p.net").write_text(PRUNED)
-    result = None
-    for seed in range(6):  # the grid's order comes from the seed: find the one that tries the good rate first
-        result = netdsl.sweep(tmp_path / "p.net", data=write_data(tmp_path), seed=seed, out=tmp_path / "s")
-        if result.trials[0].params["lr"] == 0.05:
-            break
+    # The grid's order comes from the seed: seed 1 tries the good rate first.
+    result = netdsl.sweep(tmp_path / "p.net", data=write_data(tmp_path), seed=1, out=tmp_path / "s")
     first, second = result.trials
     assert (first.params, first.state, first.epochs) == ({"lr": 0.05}, "complete", 3)
     # a rate of 1e-9 learns nothing: worse than the median after its first epoch, so pruned there

@@ -98,7 +98,8 @@ def test_one_run_folder_per_trial_with_its_parameters(first):
 
 def test_summary_best_and_plots(first):
     rows = read_csv(first.dir / "summary.csv")
-    assert list(rows[0]) == ["trial", "width", "lr", "val_loss", "state", "epochs", "seconds", "run"]
+    assert list(rows[0]) == ["trial", "width", "lr", "val_loss", "state", "epochs", "seconds", "resumed", "run"]
+    assert [r["resumed"] for r in rows] == ["0", "0", "0"]
     assert [int(r["trial"]) for r in rows] == [0, 1, 2]
     assert [float(r["val_loss"]) for r in rows] == pytest.approx([t.value for t in first.trials], rel=1e-5)
     best = json.loads((first.dir / "best.json").read_text())

@@ -95,10 +95,12 @@ def test_kill_9_of_a_sweep_then_resume_auto_finishes_exactly_n_trials(project):
     assert json.loads((folder / "sweep.json").read_text())["status"] == "running"
     killed = json.loads((folder / "trials" / "1" / "config.json").read_text())["defines"]
 
-    code, out, err = finish(start(project, *argv[:2], "--data", "data.npz", "--resume", "auto", "-o", "out"))
+    # the data, seed and trials come from the sweep folder
+    code, out, err = finish(start(project, "tiny.net", "--resume", "auto", "-o", "out"))
     assert code == 0, err
     summary = rows(folder / "summary.csv")
     assert [(int(r["trial"]), r["state"], r["epochs"]) for r in summary] == [(k, "complete", "3") for k in range(3)]
+    assert [r["resumed"] for r in summary] == ["0", "1", "0"]  # the killed trial, taken up again
     assert sorted(p.name for p in (folder / "trials").iterdir()) == ["0", "1", "2"]
     # trial 1 went on from its own checkpoint, with its own parameters: each epoch once in its history
     run = folder / "trials" / "1"
@@ -127,6 +129,7 @@ def test_kill_9_of_one_worker_the_sweep_still_ends_with_n_trials(project):
     summary = rows(folder / "summary.csv")
     assert [(int(r["trial"]), r["state"], r["epochs"]) for r in summary] == [(k, "complete", "2") for k in range(4)]
     # the killed worker's trial was finished by the starting process, from its checkpoint
+    assert [r["resumed"] for r in summary] == ["1" if int(r["trial"]) == int(run.name) else "0" for r in summary]
     assert [r["epoch"] for r in rows(run / "history.csv")] == ["1", "2"]
     assert json.loads((folder / "sweep.json").read_text())["status"] == "finished"
 

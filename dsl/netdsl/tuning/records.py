@@ -34,6 +34,7 @@ class TrialRecord:
     seconds: float | None
     run_dir: str | None
     reason: str | None = None  # why a trial failed
+    resumed: int = 0  # times taken up again from its checkpoint after its worker died
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def records(study: Any, total: int | None) -> list[TrialRecord]:
         out.append(TrialRecord(number=trial.number, params=dict(trial.params), value=_finite(value),
                                state=STATES.get(trial.state.name, trial.state.name.lower()),
                                epochs=attrs.get("epochs"), seconds=attrs.get("seconds"), run_dir=attrs.get("run"),
-                               reason=attrs.get("reason")))
+                               reason=attrs.get("reason"), resumed=attrs.get("resumed", 0)))
     return sorted(out, key=lambda t: t.number)
 
 
@@ -108,10 +109,10 @@ def summary_csv(result: SweepResult) -> str:
     names = param_names(result)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["trial", *names, result.metric, "state", "epochs", "seconds", "run"])
+    writer.writerow(["trial", *names, result.metric, "state", "epochs", "seconds", "resumed", "run"])
     for t in result.trials:
         writer.writerow([t.number, *(_cell(t.params.get(n)) for n in names), _cell(t.value), t.state,
-                         _cell(t.epochs), _cell(t.seconds), t.run_dir or ""])
+                         _cell(t.epochs), _cell(t.seconds), t.resumed, t.run_dir or ""])
     return buffer.getvalue()
 
 

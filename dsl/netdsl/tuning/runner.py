@@ -279,6 +279,7 @@ def _repair(config: SweepConfig, study: Any) -> None:
             continue
         trial = _optuna().trial.Trial(study, frozen._trial_id)
         trial.set_user_attr("worker", studies.worker_id())
+        trial.set_user_attr("resumed", attrs.get("resumed", 0) + 1)  # said in summary.csv
         resume = run_dir if (run_dir / "config.json").is_file() else None
         if run_dir.exists() and resume is None:  # killed before the run wrote anything
             _remove_empty(run_dir)

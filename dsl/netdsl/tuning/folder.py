@@ -24,6 +24,7 @@ from netdsl.training.errors import RunError
 from netdsl.training.runs import RunFolder
 
 SWEEP = "sweep.json"
+STUDY_FILE = "study.db"  # the default storage: SQLite in the sweep folder
 
 
 class SweepFolder:
@@ -73,6 +74,11 @@ class SweepFolder:
         record = self.read()
         record["status"] = status
         self.write(record)
+
+    @property
+    def own_storage(self) -> str:
+        """The URL of the folder's own study file (the default storage)."""
+        return f"sqlite:///{(self.path / STUDY_FILE).resolve()}"
 
     @property
     def trials(self) -> Path:

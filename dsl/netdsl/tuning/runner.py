@@ -37,7 +37,7 @@ from netdsl.training.errors import DataError, RunError, TrainingError, UsageErro
 from netdsl.training.runs import RunFolder
 from netdsl.training.settings import DEFAULT_SPLIT, MAX_SEED, DataRequest, TrainRequest, json_defines, spec_sha256
 from netdsl.tuning import study as studies
-from netdsl.tuning.folder import SweepFolder
+from netdsl.tuning.folder import STUDY_FILE, SweepFolder
 from netdsl.tuning.records import SweepResult, records, write_records
 
 MAX_WORKERS = 64  # processes of one `--workers K` (each loads TensorFlow)
@@ -124,8 +124,8 @@ STORAGE_ENV = "NETDSL_SWEEP_STORAGE"  # how --workers K hands its storage URL to
 
 def saved_storage(folder: SweepFolder, saved: dict) -> str:
     """The storage of a sweep folder: its own SQLite file, or the URL it recorded."""
-    if saved.get("storage", studies.STUDY_FILE) == studies.STUDY_FILE:
-        return f"sqlite:///{(folder.path / studies.STUDY_FILE).resolve()}"
+    if saved.get("storage", STUDY_FILE) == STUDY_FILE:
+        return folder.own_storage
     if saved.get("storage_url"):
         return saved["storage_url"]
     raise UsageError(f"this sweep's study is in {saved['storage']}; give the URL again with --storage URL")
@@ -190,7 +190,7 @@ def _existing_folder(request: SweepRequest, model: str) -> SweepFolder | None:
 
 def _record(config: SweepConfig, saved: dict) -> None:
     request = config.request
-    here = config.storage == f"sqlite:///{(config.folder.path / studies.STUDY_FILE).resolve()}"
+    here = config.storage == config.folder.own_storage
     shown = studies.shown_url(config.storage)
     config.folder.write({
         "spec": {"path": os.path.abspath(config.program.root), "sha256": config.identity["spec"],
@@ -199,7 +199,7 @@ def _record(config: SweepConfig, saved: dict) -> None:
         "space": {p.name: p.describe() for p in config.space.params},
         "sampler": config.space.sampler, "pruner": config.space.pruner,
         "trials": config.trials, "seed": config.seed, "study": config.study,
-        "storage": studies.STUDY_FILE if here else shown,
+        "storage": STUDY_FILE if here else shown,
         # the URL itself only where it holds no password (`--resume` and `--show` then need no --storage)
         **({"storage_url": config.storage} if not here and ":***@" not in shown else {}),
         "data": request.data.describe(), "defines": json_defines(request.defines),
@@ -226,9 +226,7 @@ def run_sweep(config: SweepConfig) -> SweepResult:
             config.folder.set_status("stopped")
             raise KeyboardInterrupt
     _repair(config, study)  # trials of this folder whose worker died: from their checkpoint
-    stopped = False
-    if request.workers == 1:
-        stopped = not _work(config, study)
+    stopped = not _work(config, study)  # with --workers K: what the workers left undone, if any
     result = _result(config, study)
     write_records(result)
     done = sum(1 for t in result.trials if t.state in ("complete", "pruned", "failed")) >= config.trials
@@ -270,9 +268,12 @@ def _work(config: SweepConfig, study: Any) -> bool:
 def _repair(config: SweepConfig, study: Any) -> None:
     """Resume this folder's trials left RUNNING by a worker that died."""
     mine = str(config.folder.path.resolve())
+    # The folder's own SQLite study has no other sweep's trials: one killed before it was marked is ours too.
+    own = config.storage == config.folder.own_storage
     for frozen in study.get_trials(deepcopy=False, states=(_states().RUNNING,)):
         attrs = frozen.user_attrs
-        if frozen.number >= config.trials or attrs.get("sweep") != mine or _alive(attrs.get("worker")):
+        if frozen.number >= config.trials or attrs.get("sweep", mine if own else None) != mine \
+                or _alive(attrs.get("worker")):
             continue
         run_dir = Path(attrs["run"]) if attrs.get("run") else config.folder.trial_dir(frozen.number)
         if run_dir.exists() and RunFolder(run_dir).in_use():

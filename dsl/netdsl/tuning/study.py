@@ -18,7 +18,6 @@ from netdsl.training.errors import UsageError
 if TYPE_CHECKING:
     import optuna
 
-STUDY_FILE = "study.db"  # the default storage: SQLite in the sweep folder
 
 
 def optuna_module() -> Any:

@@ -104,10 +104,24 @@ def open_storage(url: str) -> Any:
     engine: dict[str, Any] = {}
     if url.startswith("sqlite"):
         engine = {"connect_args": {"timeout": 60}}  # several workers on one file wait for each other
-    try:
-        return optuna.storages.RDBStorage(storage_url(url), engine_kwargs=engine)
-    except Exception as exc:  # a database that is down, a bad URL, a driver missing
-        raise UsageError(f"cannot open the study's storage {shown_url(url)}: {_first_line(exc)}") from None
+    for attempt in range(SCHEMA_ATTEMPTS):
+        try:
+            return optuna.storages.RDBStorage(storage_url(url), engine_kwargs=engine)
+        except Exception as exc:  # a database that is down, a bad URL, a driver missing
+            if attempt + 1 < SCHEMA_ATTEMPTS and _schema_race(exc):
+                time.sleep(0.5 * (attempt + 1))
+                continue
+            raise UsageError(f"cannot open the study's storage {shown_url(url)}: {_first_line(exc)}") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# Workers starting together on an empty database all create Optuna's tables; all but one
+# of them lose that race (a unique violation in PostgreSQL's catalog) and try again.
+SCHEMA_ATTEMPTS = 5
+
+
+def _schema_race(exc: BaseException) -> bool:
+    return type(exc).__name__ in ("IntegrityError", "ProgrammingError") or "already exists" in str(exc)
 
 
 def open_study(storage: Any, name: str, space: SweepSpace, seed: int, identity: dict[str, Any]) -> optuna.Study:

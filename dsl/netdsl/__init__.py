@@ -13,9 +13,12 @@ Every public function is defined in `netdsl.api` and documented in docs/api.md.
 
 from netdsl.api import (
     DataSource,
+    Defines,
     ModelSummary,
     Spec,
+    SweepResult,
     Trained,
+    TrialRecord,
     build,
     build_all,
     check,
@@ -29,7 +32,9 @@ from netdsl.api import (
     register_activation,
     register_layer,
     render,
+    show_sweep,
     summary,
+    sweep,
     train,
 )
 from netdsl.backend import keras_hook as _keras_hook
@@ -59,9 +64,10 @@ _keras_hook.install()
 __all__ = [
     # functions (netdsl.api)
     "parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render", "export",
-    "train", "evaluate", "predict", "register_layer", "register_activation",
+    "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer", "register_activation",
     # types
-    "Program", "Diagnostic", "Span", "Spec", "Trained", "DataSource", "ModelSummary",
+    "Program", "Diagnostic", "Span", "Spec", "Trained", "DataSource", "ModelSummary", "Defines", "SweepResult",
+    "TrialRecord",
     # errors (every one a NetdslError)
     "NetdslError", "SpecError", "UsageError", "BackendError", "BuildError", "LayoutError", "RenderError",
     "DotNotFound", "DotFailed", "TrainingError", "DataError", "RunError",

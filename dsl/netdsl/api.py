@@ -36,6 +36,7 @@ from netdsl.errors import Diagnostic, UsageError
 from netdsl.pipeline import ModelSummary, Spec
 from netdsl.registry import plugins
 from netdsl.syntax.loader import Program, load_file, load_text
+from netdsl.tuning import SweepResult, TrialRecord  # cheap: Optuna loads when a sweep starts
 
 if TYPE_CHECKING:
     import graphviz
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
            "export", "train", "evaluate", "predict", "register_layer", "register_activation", "Spec", "Trained",
-           "DataSource", "ModelSummary"]
+           "DataSource", "ModelSummary", "sweep", "show_sweep", "SweepResult", "TrialRecord", "Defines"]
 
 # A trained model: a run folder (its model.keras), a `.keras` file, or a live `keras.Model`.
 Trained = Union[str, os.PathLike, "keras.Model"]
@@ -54,6 +55,8 @@ Trained = Union[str, os.PathLike, "keras.Model"]
 # or (x, y) for a model with one input and one output.
 DataSource = Union[str, os.PathLike, Mapping[str, "np.ndarray"], tuple["np.ndarray", "np.ndarray"]]  # noqa: UP007
 Progress = Literal["auto", "bar", "line", "none"]
+# -D NAME=VALUE as a mapping: file-level constants of the spec replaced before it is checked.
+Defines = Mapping[str, object]
 T = TypeVar("T")
 
 
@@ -79,7 +82,7 @@ def parse_file(spec: str | os.PathLike, *, include: Sequence[str | os.PathLike] 
 
 
 def check(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
-          include: Sequence[str | os.PathLike] = ()) -> list[Diagnostic]:
+          include: Sequence[str | os.PathLike] = (), defines: Defines | None = None) -> list[Diagnostic]:
     """Every diagnostic of a spec, in file order; an empty list when it is clean. No Keras.
 
     Never raises for what the spec holds: an unreadable file, a syntax error
@@ -87,7 +90,7 @@ def check(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     `UsageError` only for arguments that cannot work (spec text as `spec`).
     """
     spec, text = _legacy_text(spec, text, filename, "check")
-    return pipeline.check(spec, text=text, filename=filename, include=include).diagnostics
+    return pipeline.check(spec, text=text, filename=filename, include=include, defines=defines).diagnostics
 
 
 def format(spec: Spec | None = None, *, text: str | bytes | None = None,  # noqa: A001 - the API's name
@@ -132,7 +135,7 @@ def _legacy_text(spec: Spec | None, text: str | bytes | None, filename: str | No
 
 def build(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
           model: str | None = None, include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
-          backend: str | None = None) -> keras.Model:
+          backend: str | None = None, defines: Defines | None = None) -> keras.Model:
     """One model of a spec as a `keras.Model`, compiled when the spec has a `train` section.
 
     `model`: the model's name (may be left out when the file declares one).
@@ -142,26 +145,26 @@ def build(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     imported (else `BackendError`). Raises `SpecError` with every error,
     Keras' refusals included, at the spec's line and column.
     """
-    program = pipeline.load(spec, text=text, filename=filename, include=include)
+    program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
     name = pipeline.pick_model(program, model)
     return pipeline.compile_models(program, [name], param_limit=param_limit, backend=backend)[1][name]
 
 
 def build_all(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
               include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
-              backend: str | None = None) -> dict[str, keras.Model]:
+              backend: str | None = None, defines: Defines | None = None) -> dict[str, keras.Model]:
     """Every model of a spec: `{name: keras.Model}` in file order (keywords as for `build`)."""
-    program = pipeline.load(spec, text=text, filename=filename, include=include)
+    program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
     return pipeline.compile_models(program, pipeline.pick_models(program, None), param_limit=param_limit,
                                    backend=backend)[1]
 
 
 def summary(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
             model: str | None = None, include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
-            backend: str | None = None) -> dict[str, ModelSummary]:
+            backend: str | None = None, defines: Defines | None = None) -> dict[str, ModelSummary]:
     """What `netdsl summary --json` prints: per model (every model, or the one `model` names)
     its parameters, trainable parameters, number of layers and output shapes (batch axis left out)."""
-    program = pipeline.load(spec, text=text, filename=filename, include=include)
+    program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
     analysis, models = pipeline.compile_models(program, pipeline.pick_models(program, model),
                                                param_limit=param_limit, backend=backend)
     return {name: pipeline.model_summary(analysis.graphs[name], built) for name, built in models.items()}
@@ -181,7 +184,7 @@ def fit_kwargs(trained: keras.Model) -> dict[str, object]:
 
 def render(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
            model: str | None = None, shapes: bool = True, depth: int | None = None, collapse_repeats: bool = True,
-           include: Sequence[str | os.PathLike] = ()) -> graphviz.Digraph:
+           include: Sequence[str | os.PathLike] = (), defines: Defines | None = None) -> graphviz.Digraph:
     """The architecture diagram of one model as a `graphviz.Digraph` (shows inline in Jupyter).
 
     `shapes=True` shows each layer's output shape and parameter count, as
@@ -194,7 +197,7 @@ def render(spec: Spec | None = None, *, text: str | bytes | None = None, filenam
     """
     if depth is not None and depth < 0:
         raise ValueError(f"Expected a depth of 0 or more, received: {depth}")
-    program = pipeline.load(spec, text=text, filename=filename, include=include)
+    program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
     name = pipeline.pick_model(program, model)
     graphs = pipeline.model_graphs(program, [name], shapes)
     return pipeline.draw(graphs[name], shapes=shapes, depth=depth, collapse_repeats=collapse_repeats)
@@ -223,7 +226,7 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
           targets: Mapping[str, str] | None = None, epochs: int | None = None, batch_size: int | None = None,
           seed: int | None = None, out: str | os.PathLike = "runs", resume: str | os.PathLike | None = None,
           progress: Progress = "none", tensorboard: bool = False, callbacks: Sequence[keras.callbacks.Callback] = (),
-          include: Sequence[str | os.PathLike] = (), backend: str | None = None) -> Run:
+          include: Sequence[str | os.PathLike] = (), backend: str | None = None, defines: Defines | None = None) -> Run:
     """Train one model of a spec in a new run folder `out/<model>-N/`; the engine of `netdsl train`.
 
     `data` (cut by `split`, default 0.8/0.1/0.1) or `train` [+ `val`,
@@ -235,6 +238,7 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     `backend` as for `build`. Returns a `Run` (`.dir`, `.model`, `.history`
     {metric: per epoch}, `.report`). Raises `SpecError`, `DataError` (bad
     data), `RunError` (a run folder that cannot be made or resumed) or `UsageError`.
+    `defines`: {constant: value} replacing file-level `let`s (`-D`), recorded in config.json.
     """
     from netdsl.training.settings import DataRequest, TrainRequest, resolve
 
@@ -242,6 +246,7 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     request = TrainRequest(
         spec=program, model=model, epochs=epochs, batch_size=batch_size, seed=seed, out=out, resume=resume,
         progress=progress, tensorboard=tensorboard, include=list(include), callbacks=list(callbacks),
+        defines=dict(defines or {}),
         data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train, val=val,
                          test=test, targets=dict(targets or {})))
     config = resolve(request)  # the spec and the settings checked before TensorFlow loads
@@ -271,6 +276,44 @@ def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None
 
     _backend(backend)
     return predict_trained(trained, data, batch_size, dict(targets or {}))
+
+
+# ------------------------------------------------------------------ sweeps
+
+
+def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = None,
+          split: Sequence[float] | None = None, train: DataSource | None = None, val: DataSource | None = None,
+          test: DataSource | None = None, targets: Mapping[str, str] | None = None, trials: int | None = None,
+          workers: int = 1, storage: str | None = None, study: str | None = None, seed: int | None = None,
+          out: str | os.PathLike = "sweeps", resume: str | os.PathLike | None = None, epochs: int | None = None,
+          batch_size: int | None = None, defines: Defines | None = None,
+          include: Sequence[str | os.PathLike] = (), echo: bool = False) -> SweepResult:
+    """Search the constants of a spec's `sweep MODEL { ... }` section with Optuna; the same as `netdsl sweep`.
+
+    Each trial is an ordinary run in `<out>/<model>-sweep-N/trials/<k>/` trained with the trial's
+    parameters as defines. `trials`: the study's total (default: the spec's `trials`, else 10);
+    `workers`: processes sharing the study (the spec and data must then be paths); `storage`: a
+    database URL (`postgresql://...`, `sqlite:///...`; default SQLite in the sweep folder) that
+    workers on many machines share under one `study` name; `resume`: "auto" or a sweep folder, to
+    finish a sweep that was stopped or killed. Returns a `SweepResult` (`.dir`, `.trials`, `.best`).
+    Raises `SpecError` (the spec or its sweep section) or `TrainingError` (data, flags, storage).
+    """
+    from netdsl.training.settings import DataRequest
+    from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
+
+    request = SweepRequest(
+        spec=spec, model=model, trials=trials, workers=workers, storage=storage, study=study, seed=seed, out=out,
+        resume=resume, epochs=epochs, batch_size=batch_size, defines=dict(defines or {}), include=list(include),
+        echo=echo, data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train,
+                                    val=val, test=test, targets=dict(targets or {})))
+    return run_sweep(resolve_sweep(request))
+
+
+def show_sweep(folder: str | os.PathLike, *, storage: str | None = None) -> SweepResult:
+    """The whole study of a sweep folder (every worker's trials), read from its storage."""
+    from netdsl.tuning.show import read_sweep
+
+    return read_sweep(folder, storage=storage)
 
 
 # ------------------------------------------------------------------ plugins

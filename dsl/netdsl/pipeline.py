@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 from netdsl.errors import RESOURCE_ERRORS, Diagnostic, Sources, SpecError, UsageError, out_of_resources
 from netdsl.semantics.analysis import Analysis, analyze, checked_graphs
+from netdsl.semantics.defines import apply_defines
 from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph
 from netdsl.syntax.loader import Overlay, Program, load_file, load_text, pick_model, pick_models
@@ -49,7 +50,7 @@ def looks_like_text(value: str) -> bool:
 
 def load(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
          include: Sequence[str | os.PathLike] = (), real: Path | None = None,
-         overlay: Overlay | None = None) -> Program:
+         overlay: Overlay | None = None, defines: Mapping[str, object] | None = None) -> Program:
     """The `Program` of a spec given as a path, a `Program`, or `text=` (shown as `filename=`).
 
     One rule for every function that takes a spec, like `tomllib.load`/`loads`:
@@ -57,15 +58,18 @@ def load(spec: Spec | None = None, *, text: str | bytes | None = None, filename:
     plainly spec text (a line break or a brace, and no such file) gets a
     `UsageError` saying so rather than "no such file" with the whole text as
     its name. `real`/`overlay`: see `syntax.loader.load_text` (the language server's).
+    `defines`: file-level constants replaced before the check (`-D NAME=VALUE`).
     """
     if text is not None:
         if spec is not None:
             raise UsageError("give the spec once: a path or a Program as `spec`, or its text as `text=`")
-        return load_text(text, filename if filename is not None else "<string>", list(include), real=real,
-                         overlay=overlay)
-    if isinstance(spec, Program):
-        return spec
-    return load_file(spec_path(spec, filename), list(include))
+        program = load_text(text, filename if filename is not None else "<string>", list(include), real=real,
+                            overlay=overlay)
+    elif isinstance(spec, Program):
+        program = spec
+    else:
+        program = load_file(spec_path(spec, filename), list(include))
+    return apply_defines(program, defines) if defines else program
 
 
 def spec_path(spec: object, filename: str | None = None) -> str | os.PathLike:
@@ -119,14 +123,15 @@ class Checked:
 
 def check(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
           include: Sequence[str | os.PathLike] = (), real: Path | None = None, overlay: Overlay | None = None,
-          loaded: Callable[[], None] | None = None) -> Checked:
+          loaded: Callable[[], None] | None = None, defines: Mapping[str, object] | None = None) -> Checked:
     """Read and check a spec: every diagnostic, never an exception for what the spec holds.
 
     `loaded` is called between reading and checking (the language server
     abandons a check there when the text changed meanwhile)."""
     name = _display_name(spec, filename)
     try:
-        program = load(spec, text=text, filename=filename, include=include, real=real, overlay=overlay)
+        program = load(spec, text=text, filename=filename, include=include, real=real, overlay=overlay,
+                       defines=defines)
     except SpecError as exc:
         return Checked(name, exc.diagnostics, exc.sources or Sources())
     except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netdsl.cli import build, check, evaluate, export, fmt, layers, lsp, predict, preview, render, train
+from netdsl.cli import build, check, evaluate, export, fmt, layers, lsp, predict, preview, render, sweep, train
 from netdsl.cli.about import VersionAction
 from netdsl.cli.common import (
     EXIT_OK,
@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     export.add_parser(sub)
     lsp.add_parser(sub)
     train.add_parser(sub)
+    sweep.add_parser(sub)
     evaluate.add_parser(sub)
     predict.add_parser(sub)
     return parser

@@ -29,12 +29,14 @@ from netdsl.cli.common import (
     add_alias,
     add_backend,
     add_command,
+    add_define,
     add_include,
     add_json,
     add_model,
     add_plugin,
     add_spec,
     load_plugins,
+    load_spec,
 )
 from netdsl.errors import Diagnostic, RenderError, SpecError
 from netdsl.semantics.values import describe_value
@@ -60,6 +62,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_alias(build, "--max-params", dest="param_limit", type=int, metavar="N")
     add_backend(build)
     add_include(build)
+    add_define(build)
     build.set_defaults(run=run_build)
 
     summary = add_command(sub, "summary", summary="print each model's layers, shapes and parameters",
@@ -73,6 +76,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_plugin(summary)
     add_backend(summary)
     add_include(summary)
+    add_define(summary)
     summary.set_defaults(run=run_summary)
 
 
@@ -117,7 +121,7 @@ def run_summary(args: argparse.Namespace) -> int:
 
 
 def _compile(args: argparse.Namespace, param_limit: int | None) -> tuple[Any, dict[str, Any]]:
-    program = pipeline.load_file(pipeline.TypedPath(args.spec), args.include)  # syntax errors before TensorFlow
+    program = load_spec(args.spec, args)  # syntax errors before TensorFlow
     names = pipeline.pick_models(program, args.model)
     pipeline.start_backend(args.backend)
     load_plugins(args.plugin, program.root)  # after Keras: a plugin importing it stays quiet too

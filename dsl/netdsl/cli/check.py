@@ -11,13 +11,15 @@ from netdsl.cli.common import (
     EXIT_SPEC,
     add_alias,
     add_command,
+    add_define,
     add_include,
     add_json,
     add_plugin,
     load_plugins,
     print_diagnostics,
 )
-from netdsl.errors import Diagnostic, Sources
+from netdsl.errors import Diagnostic, Sources, SpecError
+from netdsl.semantics.defines import parse_defines
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,6 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_alias(check, "--format", dest="format", choices=("text", "json"))  # before --json
     add_plugin(check)
     add_include(check)
+    add_define(check)
     check.set_defaults(run=run)
 
 
@@ -41,7 +44,12 @@ def run(args: argparse.Namespace) -> int:
     sources = Sources()
     for path in args.files:
         args.current_spec = path  # for the last-resort diagnostic of cli.main
-        checked = pipeline.check(pipeline.TypedPath(path), include=args.include)
+        try:
+            defines = parse_defines(args.define, path)
+        except SpecError as exc:  # a -D that is no NAME=VALUE
+            all_diagnostics.extend(exc.diagnostics)
+            continue
+        checked = pipeline.check(pipeline.TypedPath(path), include=args.include, defines=defines)
         all_diagnostics.extend(checked.diagnostics)
         sources.update(checked.sources)
     errors = sum(1 for d in all_diagnostics if d.severity == "error")

@@ -122,6 +122,20 @@ def add_include(parser: argparse.ArgumentParser) -> None:
                         help="a further folder imports may read from (repeatable; default: only the spec's folder)")
 
 
+def add_define(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE", dest="define",
+                        help="replace a file-level constant of the spec: -D width=128 (repeatable)")
+
+
+def load_spec(path: str, args: argparse.Namespace) -> Any:
+    """The spec at `path` with the imports and `-D` overrides its command was given (a Program)."""
+    from netdsl import pipeline
+    from netdsl.semantics.defines import parse_defines
+
+    defines = parse_defines(args.define, path)
+    return pipeline.load(pipeline.TypedPath(path), include=args.include, defines=defines)
+
+
 def add_backend(parser: argparse.ArgumentParser) -> None:
     # The names are repeated here (not read from backend.runtime): the parser must not load the backend room.
     parser.add_argument("--backend", choices=("tensorflow", "jax"), default=None,

@@ -12,6 +12,7 @@ from netdsl.cli.common import (
     EXIT_SPEC,
     EXIT_USAGE,
     add_command,
+    add_define,
     add_include,
     add_model,
     add_plugin,
@@ -20,6 +21,7 @@ from netdsl.cli.common import (
 )
 from netdsl.diagram.render import INSTALL_HINT
 from netdsl.preview import PreviewServer
+from netdsl.semantics.defines import parse_defines
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     preview.add_argument("--depth", type=int, default=None, metavar="N", help="fold blocks nested deeper than N")
     add_plugin(preview)
     add_include(preview)
+    add_define(preview)
     preview.set_defaults(run=run)
 
 
@@ -54,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_SPEC
     load_plugins(args.plugin, args.spec)
     try:
-        server = PreviewServer(args.spec, args.model, port=args.port, include=args.include, depth=args.depth)
+        defines = parse_defines(args.define, args.spec)
+        server = PreviewServer(args.spec, args.model, port=args.port, include=args.include, depth=args.depth,
+                               defines=defines)
     except OSError as exc:
         print(f"netdsl preview: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}; "
               "pick another port with --port, or --port 0 for any free one", file=sys.stderr)

@@ -8,7 +8,17 @@ import sys
 from pathlib import Path
 
 from netdsl import pipeline
-from netdsl.cli.common import add_alias, add_command, add_include, add_model, add_plugin, add_spec, load_plugins
+from netdsl.cli.common import (
+    add_alias,
+    add_command,
+    add_define,
+    add_include,
+    add_model,
+    add_plugin,
+    add_spec,
+    load_plugins,
+    load_spec,
+)
 from netdsl.diagram import FORMATS
 from netdsl.errors import Diagnostic, RenderError, SpecError
 
@@ -38,6 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_alias(render, "--expand-repeats", dest="collapse_repeats", action="store_false")
     add_plugin(render)
     add_include(render)
+    add_define(render)
     render.set_defaults(run=run)
 
 
@@ -57,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     if depth is not None and depth < 0:
         print(f"netdsl render: --depth must be 0 or more, received {depth}", file=sys.stderr)
         return 2
-    program = pipeline.load_file(pipeline.TypedPath(args.spec), args.include)
+    program = load_spec(args.spec, args)
     names = pipeline.pick_models(program, args.model)
     try:
         fmt, bases = _outputs(args.out, args.image_format, names)

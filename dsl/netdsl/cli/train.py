@@ -28,7 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from netdsl.cli import scaling
-from netdsl.cli.common import add_alias, add_command, add_include, add_model, add_plugin, add_spec, load_plugins
+from netdsl.cli.common import (
+    add_alias,
+    add_command,
+    add_define,
+    add_include,
+    add_model,
+    add_plugin,
+    add_spec,
+    load_plugins,
+)
+from netdsl.semantics.defines import parse_defines
 from netdsl.training.errors import UsageError
 from netdsl.training.settings import PROGRESS, DataRequest, TrainRequest, parse_split, resolve
 
@@ -73,6 +83,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     scaling.add_job_flags(train)
     add_plugin(train)
     add_include(train)
+    add_define(train)
     train.set_defaults(run=run)
 
 
@@ -119,7 +130,8 @@ def _request(args: argparse.Namespace, process_id: int) -> TrainRequest:
     progress = args.progress if process_id == 0 else "none"
     return TrainRequest(spec=args.spec, model=args.model, data=data, epochs=args.epochs,
                         batch_size=args.batch_size, seed=args.seed, out=args.out, resume=args.resume,
-                        progress=progress, tensorboard=args.tensorboard, include=args.include)
+                        progress=progress, tensorboard=args.tensorboard, include=args.include,
+                        defines=parse_defines(args.define, args.spec))
 
 
 def _checked(args: argparse.Namespace, process_id: int) -> Any:

@@ -56,10 +56,10 @@ def diagnostics_text(diagnostics: list[Diagnostic], sources: Sources | None) -> 
 
 
 def make_snapshot(spec: str, model: str | None, previous: Snapshot | None, *, include: list = (),
-                  depth: int | None = None) -> Snapshot:
+                  depth: int | None = None, defines: dict | None = None) -> Snapshot:
     """Check `spec` and draw `model` (default: the spec's first model) unless it has errors."""
     version = previous.version + 1 if previous is not None else 1
-    checked = pipeline.check(pipeline.TypedPath(spec), include=include)
+    checked = pipeline.check(pipeline.TypedPath(spec), include=include, defines=defines)
     if checked.program is None:
         files = list(dict.fromkeys([*(previous.files if previous is not None else [spec]), *checked.files]))
         return _broken(previous, version, spec, checked.diagnostics, checked.sources, files)

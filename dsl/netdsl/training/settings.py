@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import math
 import os
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from typing import Any
 
 from netdsl.errors import Diagnostic, SpecError
 from netdsl.semantics.analysis import analyze
+from netdsl.semantics.defines import apply_defines
 from netdsl.syntax.loader import Program, as_program, pick_model
 from netdsl.training.errors import DataError, RunError, UsageError
 from netdsl.training.runs import CONFIG, RunFolder
@@ -107,6 +109,9 @@ class TrainRequest:
     tensorboard: bool = False
     include: list = field(default_factory=list)
     callbacks: list = field(default_factory=list)  # further Keras callbacks (library only)
+    defines: dict[str, Any] = field(default_factory=dict)  # -D overrides of the spec's constants
+    run_dir: str | os.PathLike | None = None  # this exact new run folder instead of OUT/<model>-N (sweeps)
+    extra: dict[str, Any] = field(default_factory=dict)  # further sections of config.json (a sweep's trial)
 
 
 @dataclass
@@ -130,6 +135,9 @@ class TrainConfig:
     callbacks: list = field(default_factory=list)
     steps_per_execution: int = 1
     on_start: Callable[[Path, int], None] | None = None  # told the run folder and the first epoch
+    defines: dict[str, Any] = field(default_factory=dict)  # -D overrides applied to `program`
+    run_dir: Path | None = None  # this exact new run folder instead of OUT/<model>-N (a sweep's trial)
+    extra: dict[str, Any] = field(default_factory=dict)  # further sections of config.json
 
     def settings(self) -> dict[str, Any]:
         """The resolved settings as config.json keeps them."""
@@ -139,7 +147,7 @@ class TrainConfig:
 
 
 def resolve(request: TrainRequest) -> TrainConfig:
-    program = as_program(request.spec, list(request.include))
+    program = apply_defines(as_program(request.spec, list(request.include)), request.defines)
     name = pick_model(program, request.model)
     train = _train_section(program, name)
     _check_flags(request)
@@ -150,7 +158,8 @@ def resolve(request: TrainRequest) -> TrainConfig:
         shuffle=fit["shuffle"], validation_split=fit.get("validation_split") or None,
         seed=request.seed if request.seed is not None else _fresh_seed(), out=Path(request.out),
         progress=request.progress, tensorboard=request.tensorboard, callbacks=list(request.callbacks),
-        steps_per_execution=train.steps_per_execution)
+        steps_per_execution=train.steps_per_execution, defines=dict(request.defines),
+        run_dir=Path(request.run_dir) if request.run_dir is not None else None, extra=dict(request.extra))
     if request.resume is not None:
         _resume_settings(config, request)
     if _no_data(config.data):
@@ -218,6 +227,10 @@ def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
     if saved.get("spec", {}).get("sha256") != config.spec_sha256:
         raise RunError("the spec changed since this run started; resuming would train a different model",
                        file=where, hint="start a new run (without --resume)")
+    if saved.get("defines", {}) != json_defines(config.defines):
+        raise RunError(f"the -D overrides {_shown_defines(config.defines)} differ from this run's "
+                       f"{_shown_defines(saved.get('defines', {}))}; resuming would train a different model",
+                       file=where, hint="give the run's own -D flags, or start a new run (without --resume)")
     settings = saved.get("settings", {})
     for flag, key, value in (("--batch-size", "batch_size", request.batch_size), ("--seed", "seed", request.seed)):
         if value is not None and value != settings.get(key):
@@ -238,6 +251,15 @@ def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
                            f"keeps its split", file=where)
         config.data.split = split
     config.resume_from = folder
+
+
+def json_defines(defines: dict) -> dict:
+    """The -D overrides as config.json keeps them (tuples as lists, names as strings)."""
+    return json.loads(json.dumps(defines))
+
+
+def _shown_defines(defines: dict) -> str:
+    return "(none)" if not defines else " ".join(f"{k}={v!r}" for k, v in defines.items())
 
 
 def _epochs_done(folder: RunFolder) -> int:

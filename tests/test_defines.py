@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import netdsl
-from netdsl.pipeline import model_graphs
 from netdsl.cli import main
 from netdsl.errors import SpecError
+from netdsl.pipeline import model_graphs
 from netdsl.preview.snapshot import make_snapshot
 from netdsl.semantics.defines import SpecName, apply_defines, parse_defines
 from netdsl.training.errors import RunError

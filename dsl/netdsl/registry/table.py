@@ -2,10 +2,10 @@
 
 One table per kind (see `KINDS`). Each `Entry` knows its parameters (names,
 types, defaults, positional order), how many tensors it takes and returns,
-and a cheap parameter-count estimate (`output_count` and `estimate_params`,
-which live in `netdsl.registry.estimate`; the package re-exports both), so the checker validates a spec
-without importing Keras. The tables live in `data.json`, generated
-from the installed Keras by `scripts/gen_registry.py` and committed; this
+and, in `netdsl.registry.layers`, each layer's anatomy (output shapes, parameter
+count, output count; the package re-exports `output_shapes`, `estimate_params`
+and `output_count`), so the checker validates a spec without importing Keras.
+The tables live in `data.json`, generated from the installed Keras by `scripts/gen_registry.py` and committed; this
 module only reads it (once, lazily). The Keras objects themselves are reached by
 `netdsl.custom.factory`, from names in this allow-list only.
 

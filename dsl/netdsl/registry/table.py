@@ -34,6 +34,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from netdsl.syntax.keywords import KEYWORDS
+
 __all__ = [
     "KINDS", "TYPES", "REQUIRED", "Param", "Entry", "lookup", "names",
     "all_keys", "suggest",
@@ -71,11 +73,8 @@ TYPES = {
 
 _BASE_LAYER_PARAMS = ("name", "dtype", "trainable")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# The language's keywords (LANGUAGE.md section 1) can never be entry names.
-_KEYWORDS = frozenset(
-    "import as let model block activation layer input output weight shared "
-    "train if else true false none and or not".split()
-)
+# The language's keywords can never be entry names.
+_KEYWORDS = frozenset(KEYWORDS)
 
 
 class _Required:

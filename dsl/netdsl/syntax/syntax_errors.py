@@ -19,11 +19,12 @@ from typing import NamedTuple
 
 from netdsl.errors import Diagnostic, LayoutError, Span
 from netdsl.limits import MAX_SYNTAX_ERRORS
+from netdsl.syntax.keywords import DECLARATION_KEYWORDS
 from netdsl.syntax.lalr import Part, Reductions, SyntaxFailure, end_token, recognizer, run, shaped_reducers
 from netdsl.syntax.lexer import LexFailure, layout, lex
 from netdsl.syntax.tables import Tables, load_tables
 
-_DECLARATION_START = re.compile(r"^(import|let|model|block|activation|layer)\b", re.M)
+_DECLARATION_START = re.compile(rf"^({'|'.join(DECLARATION_KEYWORDS)})\b", re.M)
 
 
 def diagnose(text: str, display: str) -> list[Diagnostic]:

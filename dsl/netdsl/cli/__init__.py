@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from netdsl.cli import build, check, evaluate, export, fmt, layers, lsp, predict, preview, render, train
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC, EXIT_USAGE, print_diagnostics, print_training_error
+from netdsl.cli.common import EXIT_OK, EXIT_SPEC, EXIT_STOPPED, EXIT_USAGE, print_diagnostics, print_training_error
 from netdsl.errors import RESOURCE_ERRORS, BackendError, SpecError, out_of_resources
 from netdsl.training.errors import TrainingError
 from netdsl.version import __version__
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         print_diagnostics([out_of_resources(exc, _spec_of(args))], None)
         return EXIT_SPEC
     except KeyboardInterrupt:
-        return 130
+        return EXIT_STOPPED
     except BrokenPipeError:
         return EXIT_OK
 

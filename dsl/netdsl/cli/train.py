@@ -28,11 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from netdsl.cli import scaling
-from netdsl.cli.common import add_include, add_plugin, load_plugins
+from netdsl.cli.common import EXIT_STOPPED, add_include, add_plugin, load_plugins
 from netdsl.training.errors import UsageError
 from netdsl.training.settings import PROGRESS, DataRequest, TrainRequest, parse_split, resolve
-
-EXIT_STOPPED = 130
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

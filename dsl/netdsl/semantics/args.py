@@ -13,7 +13,7 @@ from typing import Any
 from netdsl import registry
 from netdsl.errors import Fail, did_you_mean
 from netdsl.semantics.consts import arity
-from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, type_name
+from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_number, type_name
 
 DTYPES = (
     "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
@@ -166,10 +166,6 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def _check_str(v: Any, p: registry.Param) -> bool:
     if not isinstance(v, str):
         return False
@@ -178,7 +174,7 @@ def _check_str(v: Any, p: registry.Param) -> bool:
 
 _CHECKS: dict[str, Callable[[Any, registry.Param], bool]] = {
     "int": lambda v, p: _is_int(v),
-    "float": lambda v, p: _is_number(v),
+    "float": lambda v, p: is_number(v),
     "bool": lambda v, p: isinstance(v, bool),
     "str": _check_str,
     "ints": lambda v, p: _is_int(v) or (isinstance(v, (tuple, list)) and all(_is_int(x) for x in v)),
@@ -187,9 +183,9 @@ _CHECKS: dict[str, Callable[[Any, registry.Param], bool]] = {
     "list": lambda v, p: isinstance(v, (tuple, list)),
     "dict": lambda v, p: isinstance(v, dict),
     "dtype": lambda v, p: isinstance(v, str) and v in DTYPES,
-    "schedule_or_float": lambda v, p: _is_number(v),
+    "schedule_or_float": lambda v, p: is_number(v),
     "activation": lambda v, p: False,
-    "initializer": lambda v, p: _is_number(v),  # a number is a constant initializer
+    "initializer": lambda v, p: is_number(v),  # a number is a constant initializer
     "regularizer": lambda v, p: False,
     "constraint": lambda v, p: False,
     "layer": lambda v, p: False,

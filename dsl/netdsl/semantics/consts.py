@@ -27,8 +27,8 @@ from netdsl.limits import (
     MAX_VALUE_DEPTH,
     MAX_VALUE_ITEMS,
 )
-from netdsl.semantics.scope import Closure, Env, FileScope
-from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
+from netdsl.semantics.scope import Closure, Env, FileScope, cycle_text
+from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_number, is_unknown, type_name
 from netdsl.syntax import ir
 
 
@@ -102,8 +102,8 @@ class Consts:
         decl = scope.own[name]
         key = (scope.path, name)
         if key in self.lets:
-            chain = " -> ".join(n for _, n in self.lets[self.lets.index(key):] + [key])
-            raise _Cycle(span, f"constant '{name}' is defined in terms of itself: {chain}")
+            path = [n for _, n in self.lets[self.lets.index(key):]]
+            raise _Cycle(span, cycle_text("constant", name, path, "is defined in terms of itself"))
         if len(self.lets) >= MAX_CALL_DEPTH:
             raise Fail(span, f"constant '{name}' is defined through more than {MAX_CALL_DEPTH} constants "
                              "declared after it", "declare a constant before the constants that use it")
@@ -290,7 +290,7 @@ class Consts:
             return UNKNOWN
         if e.op == "not":
             return not value
-        if not _is_number(value):
+        if not is_number(value):
             raise Fail(e.operand.span, f"'{e.op}' needs a number, received {type_name(value)}")
         return -value if e.op == "-" else +value
 
@@ -348,7 +348,7 @@ class Consts:
             (left_items, left_depth), (right_items, right_depth) = self.size(left), self.size(right)
             self._check_items(left_items + right_items, e.span)
             return self._made_sequence(left + right, e.span, (left_items + right_items, max(left_depth, right_depth)))
-        if not (_is_number(left) and _is_number(right)):
+        if not (is_number(left) and is_number(right)):
             raise Fail(e.span, f"cannot apply '{e.op}' to {type_name(left)} and {type_name(right)}")
         if e.op in ("/", "//", "%") and right == 0:
             raise Fail(e.right.span, "division by zero")
@@ -473,10 +473,6 @@ def _param(decl, name: str) -> ir.Param:
 
 def is_default(value: Any) -> bool:
     return value is _DEFAULT
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _check_power(e: ir.BinOp, base: Any, exponent: Any) -> None:

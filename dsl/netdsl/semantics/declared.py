@@ -10,12 +10,13 @@ runtime's table.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from netdsl.errors import Fail, Span, did_you_mean
 from netdsl.limits import MAX_EXPRESSION_DEPTH, MAX_INLINE_DEPTH
 from netdsl.semantics.consts import Consts, TensorValue, bind_plain, is_default
-from netdsl.semantics.scope import Env, FileScope
+from netdsl.semantics.scope import Env, FileScope, cycle_text
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_unknown, type_name
 from netdsl.syntax import ir
 
@@ -89,8 +90,7 @@ class Declared:
         key = id(decl)
         if key not in self._activations:
             if decl.name in self.busy:
-                chain = " -> ".join(self.busy[self.busy.index(decl.name):] + [decl.name])
-                raise Fail(decl.span, f"activation '{decl.name}' uses itself: {chain}")
+                raise Fail(decl.span, cycle_text("activation", decl.name, self.busy[self.busy.index(decl.name):]))
             if not decl.params:
                 raise Fail(decl.span, f"activation '{decl.name}' needs an input parameter",
                            f"activation {decl.name}(x) = ...")
@@ -194,13 +194,8 @@ class Declared:
 
     def check_layer(self, decl: ir.LayerDecl, scope: FileScope) -> None:
         """Check a declared layer on its own (parameters unknown)."""
-        class _Unknown:
-            span = decl.span
-            args: list = []
-            kwargs: list = []
-        step = _Unknown()
-        step.kwargs = [(p.name, UNKNOWN, p.span) for p in decl.params]
-        self._layer(decl, scope, step, [])
+        unknown = SimpleNamespace(span=decl.span, args=[], kwargs=[(p.name, UNKNOWN, p.span) for p in decl.params])
+        self._layer(decl, scope, unknown, [])
 
 
 class _ShapeOnly(TensorValue):
@@ -310,8 +305,7 @@ class _Trees:
     def _inline(self, decl: ir.ActivationDecl, scope: FileScope, e: ir.Call) -> Any:
         busy = self.declared.busy
         if decl.name in busy:
-            chain = " -> ".join(busy[busy.index(decl.name):] + [decl.name])
-            raise Fail(e.func.span, f"activation '{decl.name}' uses itself: {chain}")
+            raise Fail(e.func.span, cycle_text("activation", decl.name, busy[busy.index(decl.name):]))
         act = self.declared.activation(decl, scope)
         if len(e.args) < 1:
             raise Fail(e.span, f"activation '{decl.name}' needs its input: {decl.name}(x)")

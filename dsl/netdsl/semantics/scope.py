@@ -127,3 +127,9 @@ class Closure:
     decl: ir.LetFunc
     env: Env | None
     scope: FileScope
+
+
+def cycle_text(what: str, name: str, path: list[str], relation: str = "uses itself") -> str:
+    """The message of a definition that reaches itself, `block 'b' uses itself: b -> c -> b`;
+    `path` is the chain of names from the first use of `name` on."""
+    return f"{what} '{name}' {relation}: {' -> '.join([*path, name])}"

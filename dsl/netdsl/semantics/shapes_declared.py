@@ -22,10 +22,6 @@ _BROADCAST = {"minimum", "maximum", "where", "clip"}
 _REDUCE = {"sum", "mean", "max", "min"}
 
 
-class _Unknown(Exception):
-    pass
-
-
 def declared_output_shapes(config: dict, input_shapes: list[tuple]) -> list[Any]:
     """The output shapes (batch axis excluded) of a DeclaredLayer config."""
     inputs = dict(zip(config["inputs"], input_shapes))
@@ -33,14 +29,14 @@ def declared_output_shapes(config: dict, input_shapes: list[tuple]) -> list[Any]
     try:
         for weight in config["weights"]:
             env[weight["name"]] = tuple(_dim(d, config["params"], inputs) for d in weight["shape"])
-    except _Unknown:
+    except ValueError:
         return [UNKNOWN] * len(config["outputs"])
     out = []
     for tree in config["outputs"]:
         try:
             shape = _shape(tree, env)
             out.append(tuple(shape[1:]) if len(shape) >= 1 else UNKNOWN)
-        except (_Unknown, TypeError, ValueError, IndexError, KeyError):
+        except (TypeError, ValueError, IndexError, KeyError):
             out.append(UNKNOWN)
     return out
 
@@ -50,7 +46,7 @@ def declared_param_count(config: dict, input_shapes: list[tuple]) -> int | None:
     inputs = dict(zip(config["inputs"], input_shapes))
     try:
         sizes = [[_dim(d, config["params"], inputs) for d in weight["shape"]] for weight in config["weights"]]
-    except (_Unknown, TypeError, IndexError, KeyError):
+    except (TypeError, ValueError, IndexError, KeyError):
         return None
     if any(not isinstance(d, int) or d <= 0 for dims in sizes for d in dims):
         return None  # Keras refuses such a weight; let the build say so
@@ -66,7 +62,7 @@ def _dim(tree: list, params: dict, inputs: dict) -> int:
     if kind == "dim":
         value = inputs[tree[1]][tree[2]]
         if value is None:
-            raise _Unknown
+            raise ValueError("not understood")
         return value
     if kind == "neg":
         return -_dim(tree[1], params, inputs)
@@ -76,7 +72,7 @@ def _dim(tree: list, params: dict, inputs: dict) -> int:
     if kind == "call" and tree[1] in ("max", "min"):
         values = [_dim(a, params, inputs) for a in tree[2]]
         return max(values) if tree[1] == "max" else min(values)
-    raise _Unknown
+    raise ValueError("not understood")
 
 
 def _shape(tree: list, env: dict) -> tuple:
@@ -92,7 +88,7 @@ def _shape(tree: list, env: dict) -> tuple:
         return _matmul(a, b) if tree[1] == "@" else _broadcast(a, b)
     if kind == "call":
         return _call(tree[1], tree[2], tree[3] if len(tree) > 3 else {}, env)
-    raise _Unknown
+    raise ValueError("not understood")
 
 
 def _call(name: str, args: list, kwargs: dict, env: dict) -> tuple:
@@ -122,13 +118,13 @@ def _call(name: str, args: list, kwargs: dict, env: dict) -> tuple:
         out = list(shapes[0])
         out[axis] = None if None in sizes else sum(sizes)
         return tuple(out)
-    raise _Unknown
+    raise ValueError("not understood")
 
 
 def _const(tree: list) -> Any:
     if tree[0] in ("const", "num"):
         return tree[1]
-    raise _Unknown
+    raise ValueError("not understood")
 
 
 def _broadcast(a: tuple, b: tuple) -> tuple:
@@ -147,7 +143,7 @@ def _broadcast(a: tuple, b: tuple) -> tuple:
 
 def _matmul(a: tuple, b: tuple) -> tuple:
     if len(a) < 2 or len(b) < 2:
-        raise _Unknown
+        raise ValueError("not understood")
     if a[-1] is not None and b[-2] is not None and a[-1] != b[-2]:
         raise ValueError("inner dimensions differ")
     return _broadcast(a[:-2], b[:-2]) + (a[-2], b[-1])
@@ -161,7 +157,7 @@ def _reshape(shape: tuple, target: tuple) -> tuple:
         return tuple(math.prod(shape) // known if d == -1 else d for d in target)
     if -1 not in target:
         return tuple(target)
-    raise _Unknown
+    raise ValueError("not understood")
 
 
 def _reduce(shape: tuple, axis: Any, keepdims: bool) -> tuple:

@@ -18,7 +18,7 @@ from netdsl.errors import Exhausted, Fail, Span, did_you_mean
 from netdsl.limits import FAILED_STATEMENT_STEPS, MAX_BLOCK_DEPTH, MAX_LAYERS, MAX_PARAMS, MAX_REPEAT
 from netdsl.semantics.consts import TensorValue, bind_plain, dotted_name, is_default
 from netdsl.semantics.graph import Cluster, Graph, Node, TensorRef
-from netdsl.semantics.scope import Env, FileScope
+from netdsl.semantics.scope import Env, FileScope, cycle_text
 from netdsl.semantics.values import UNKNOWN, describe_value, type_name
 from netdsl.syntax import ir
 
@@ -363,9 +363,8 @@ class Steps:
                            span: Span) -> list[Tensor]:
         key = f"{scope.path}:{decl.name}"
         if key in self.block_stack:
-            chain = " -> ".join([k.split(":")[-1] for k in self.block_stack[self.block_stack.index(key):]]
-                                + [decl.name])
-            raise Fail(span, f"block '{decl.name}' uses itself: {chain}", "a block cannot be recursive")
+            path = [k.split(":")[-1] for k in self.block_stack[self.block_stack.index(key):]]
+            raise Fail(span, cycle_text("block", decl.name, path), "a block cannot be recursive")
         self.charge_step(span)  # an instance: a scope, a cluster, its outputs
         if self._nesting() >= MAX_BLOCK_DEPTH:
             raise Fail(span, f"blocks nested more than {MAX_BLOCK_DEPTH} deep" if len(self.model_stack) <= 1
@@ -405,8 +404,7 @@ class Steps:
 
     def _sub_model(self, decl: ir.ModelDecl, scope: FileScope, span: Span) -> Graph:
         if decl.name in self.model_stack:
-            chain = " -> ".join(self.model_stack[self.model_stack.index(decl.name):] + [decl.name])
-            raise Fail(span, f"model '{decl.name}' uses itself: {chain}")
+            raise Fail(span, cycle_text("model", decl.name, self.model_stack[self.model_stack.index(decl.name):]))
         if decl.name not in self.models and self._nesting() >= MAX_BLOCK_DEPTH:
             raise Fail(span, f"blocks and models nested more than {MAX_BLOCK_DEPTH} deep")
         if decl.name not in self.models:

@@ -16,32 +16,41 @@ dict). Besides them:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from enum import Enum
+from typing import Any, Final, Union
 
 from netdsl.errors import Span
 from netdsl.limits import MAX_SHOWN_VALUE
 from netdsl.semantics.scope import Closure
 
 
-class _Unknown:
-    _instance = None
+class Unknown(Enum):
+    """The type of `UNKNOWN`, its one member (an enum: one object, even after pickling or copying)."""
 
-    def __new__(cls):
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    UNKNOWN = "?"
 
     def __repr__(self) -> str:
         return "?"
 
-    def __reduce__(self):
-        return (_Unknown, ())
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return format("?", spec)
 
 
-UNKNOWN: Any = _Unknown()
+UNKNOWN: Final = Unknown.UNKNOWN
+
+Value = Union[int, float, str, bool, None, tuple[Any, ...], list[Any], dict[Any, Any], Unknown, "Sym", "SymCall",
+              "Resolved", Closure]
+"""Anything a spec's expression evaluates to at compile time (see the module docstring)."""
 
 
-def is_unknown(value: Any) -> bool:
+def is_number(value: object) -> bool:
+    """An int or a float, not a bool (which Python counts as an int)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_unknown(value: object) -> bool:
     """True if the value is unknown or holds an unknown part (walked without
     recursion: a declared layer's config holds expression trees)."""
     if value is UNKNOWN:

@@ -60,7 +60,8 @@ print(json.dumps(times))
 
 
 def bench_spec(folder: Path, shuffle: bool, steps: int) -> Path:
-    text = SPEC.read_text().replace("    epochs = 1\n", f"    epochs = 1\n    shuffle = {'true' if shuffle else 'false'}\n"
+    flag = "true" if shuffle else "false"
+    text = SPEC.read_text().replace("    epochs = 1\n", f"    epochs = 1\n    shuffle = {flag}\n"
                                                        f"    steps_per_execution = {steps}\n")
     path = folder / "lightning_mlp.net"
     path.write_text(text)

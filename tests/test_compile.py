@@ -74,7 +74,7 @@ def rand(*shape) -> np.ndarray:
 
 
 def reference_code(model_name: str) -> str:
-    for _, lang, code in examples():
+    for _, _lang, code in examples():
         if f"model {model_name} " in code:
             return code
     raise LookupError(model_name)

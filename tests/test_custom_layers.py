@@ -323,7 +323,7 @@ def test_residual_equals_reference_block():
     # Reference layer order: conv1, bn1, conv2, conv_proj, bn2, bn_proj.
     mine = [layer.conv1, layer.bn1, layer.conv2, layer.proj_conv, layer.bn2,
             layer.proj_bn]
-    theirs = [l for l in reference.layers if l.weights]
+    theirs = [layer for layer in reference.layers if layer.weights]
     for source, target in zip(mine, theirs):
         target.set_weights(source.get_weights())
     np.testing.assert_allclose(reference(x), layer(x), rtol=1e-5, atol=1e-5)

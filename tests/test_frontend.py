@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pydantic
 import pytest
 
 import netdsl
@@ -36,11 +37,11 @@ def test_ir_is_frozen_validates_and_carries_spans():
     (decl,) = program.root_file.decls
     assert isinstance(decl, ir.Let) and decl.value.value == 64
     assert (decl.span.line, decl.span.col, decl.value.span.col) == (1, 1, 13)
-    with pytest.raises(Exception):
+    with pytest.raises(pydantic.ValidationError):
         decl.name = "other"
     dumped = program.root_file.model_dump()
     assert ir.File.model_validate(dumped) == program.root_file
-    with pytest.raises(Exception):
+    with pytest.raises(pydantic.ValidationError):
         ir.Let.model_validate({**decl.model_dump(), "surprise": 1})
 
 

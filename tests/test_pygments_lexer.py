@@ -388,7 +388,7 @@ def test_the_wheel_registers_the_lexer_in_a_clean_environment(tmp_path):
     # pygments, lark, pydantic...: linked from this environment, one by one.
     deps = tmp_path / "deps"
     deps.mkdir()
-    for top, path in json.loads(_run([sys.executable, "-c", NEEDED_MODULES], timeout=120)).items():
+    for _module, path in json.loads(_run([sys.executable, "-c", NEEDED_MODULES], timeout=120)).items():
         (deps / Path(path).name).symlink_to(path)
     site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                      timeout=60).strip())

@@ -162,7 +162,7 @@ def randomize(model, seed=0):
 def copy_weights(source, target):
     """Copy weights layer by layer, weighted layers paired in topological order."""
     src, dst = weighted_layers(source), weighted_layers(target)
-    assert [weight_shapes(l) for l in dst] == [weight_shapes(l) for l in src], \
+    assert [weight_shapes(x) for x in dst] == [weight_shapes(x) for x in src], \
         "weighted layers differ in order or shape"
     for s, d in zip(src, dst):
         d.set_weights(s.get_weights())

@@ -252,7 +252,8 @@ def reason(exc: BaseException) -> str:
     if "Error encountered:" in text:  # Keras' wrapper around a failed output-shape inference
         text = text.split("Error encountered:", 1)[1]
     lines = [line.strip() for line in text.splitlines()]
-    lines = [line for line in lines if line and not line.startswith(("Arguments received by", "•", "Exception encountered"))]
+    noise = ("Arguments received by", "•", "Exception encountered")
+    lines = [line for line in lines if line and not line.startswith(noise)]
     text = lines[0] if lines else type(exc).__name__
     text = re.sub(r"\s+", " ", text).strip()
     if len(text) > 240:

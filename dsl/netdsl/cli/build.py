@@ -63,7 +63,8 @@ def run_build(args: argparse.Namespace) -> int:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise SpecError(Diagnostic.for_file(analysis.program.root, f"cannot create {out_dir}: {exc.strerror}"))
+        message = f"cannot create {out_dir}: {exc.strerror}"
+        raise SpecError(Diagnostic.for_file(analysis.program.root, message)) from None
     for name, model in models.items():
         target = out_dir / f"{name}.keras"
         try:

@@ -20,7 +20,10 @@ from netdsl.cli.common import add_backend
 from netdsl.training.errors import UsageError
 from netdsl.training.topology import PROCESS_FIELD, TF_MULTI_PROCESS, Topology, resolve_topology
 
-__all__ = ["add_device_flags", "add_job_flags", "topology_of", "launch_job", "own_file", "own_roles", "is_launcher", "set_up_one_process"]
+__all__ = [
+    "add_device_flags", "add_job_flags", "topology_of", "launch_job", "own_file", "own_roles", "is_launcher",
+    "set_up_one_process",
+]
 
 
 def add_device_flags(parser: argparse.ArgumentParser) -> None:

@@ -82,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     if topology.multi_process:
         from netdsl.cli.job import run_in_job
 
-        return run_in_job(config, topology, args, lambda: _checked(args, topology.process_id), _announce, _print_summary)
+        check = lambda: _checked(args, topology.process_id)  # noqa: E731
+        return run_in_job(config, topology, args, check, _announce, _print_summary)
     from netdsl.training.distribute import set_up
 
     distribution = set_up(topology)

@@ -163,7 +163,9 @@ def _fuzzy(label: str, typed: str) -> bool:
     return True
 
 
-def completions(context: Context, snapshot: Snapshot | None, file: str, line: int, col: int) -> list[types.CompletionItem]:
+def completions(
+    context: Context, snapshot: Snapshot | None, file: str, line: int, col: int
+) -> list[types.CompletionItem]:
     if context.kind == "none":
         return []
     if context.kind == "step":
@@ -174,7 +176,8 @@ def completions(context: Context, snapshot: Snapshot | None, file: str, line: in
         if callee is not None:
             for name, type_, default in callee.params:
                 if name not in context.given:
-                    detail = " ".join(x for x in (type_, f"= {default}" if default else "required" if type_ else "") if x)
+                    shown = f"= {default}" if default else "required" if type_ else ""
+                    detail = " ".join(x for x in (type_, shown) if x)
                     items.append(types.CompletionItem(label=f"{name}=", kind=types.CompletionItemKind.Property,
                                                       detail=detail, insert_text=f"{name}=", sort_text=f"0{name}"))
         return items + _scope_items(snapshot, file, line, col, tensors=False, typed=context.partial)

@@ -108,14 +108,18 @@ def _symbol_hover(snapshot: Snapshot, occ: Occurrence) -> str | None:
         return f"```netdsl\n{symbol.name}{default}\n```\nparameter of {where}"
     if what == "tensor":
         return _tensor_markdown(snapshot, body, definition, symbol.name, where)
-    stmt = statement_at(body.decl.body, definition.span.line, definition.span.col) if isinstance(body.decl.body, list) else None
+    stmt = None
+    if isinstance(body.decl.body, list):
+        stmt = statement_at(body.decl.body, definition.span.line, definition.span.col)
     value = f" = {_PRINT.expr(stmt.value)}" if isinstance(stmt, (ir.Let, ir.Shared)) else ""
     return f"```netdsl\n{symbol.name}{value}\n```\n{what} in {where}"
 
 
 def _tensor_markdown(snapshot: Snapshot, body, definition: Occurrence, name: str, where: str) -> str:
     head = f"tensor in {where}"
-    graph = snapshot.analysis.graphs.get(body.decl.name) if snapshot.analysis and isinstance(body.decl, ir.ModelDecl) else None
+    graph = None
+    if snapshot.analysis and isinstance(body.decl, ir.ModelDecl):
+        graph = snapshot.analysis.graphs.get(body.decl.name)
     stmt = statement_at(body.decl.body, definition.span.line, definition.span.col)
     if graph is None or stmt is None:
         note = "its shape depends on each use of the block" if isinstance(body.decl, ir.BlockDecl) else ""

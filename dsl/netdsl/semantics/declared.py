@@ -153,7 +153,9 @@ class Declared:
                 converter = _Trees(self, scope, tensors=tensors, variables=set(values), env=env,
                                    inputs=set(input_names))
                 for item in stmt.items:
-                    expr = item.value if item.value is not None else ir.Name.model_construct(span=item.span, id=item.name)
+                    expr = item.value
+                    if expr is None:
+                        expr = ir.Name.model_construct(span=item.span, id=item.name)
                     if item.value is not None and item.name is not None:
                         raise Fail(item.span, "a declared layer's output is an expression, not a binding",
                                    "output x @ kernel + bias")

@@ -346,7 +346,8 @@ class Expander(Steps):
         if isinstance(value, Tensor):
             return value
         if value is None and not env.has(name):
-            if env.scope.find(name) is not None or registry.lookup("layer", name) or registry.lookup("activation", name):
+            known = registry.lookup("layer", name) or registry.lookup("activation", name)
+            if env.scope.find(name) is not None or known:
                 raise Fail(span, f"'{name}' is a step, not a tensor", f"apply it to a tensor: x -> {name}")
             tensors = (n for n, v in env.bindings() if isinstance(v, Tensor))  # lazy: see did_you_mean
             raise Fail(span, f"undefined tensor '{name}'", did_you_mean(name, tensors))

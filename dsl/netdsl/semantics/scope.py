@@ -34,7 +34,9 @@ class FileScope:
         return list(self.own) + list(self.imported)
 
 
-def build_scopes(files: dict[str, ir.File], imports: dict[str, list], diagnostics: list[Diagnostic]) -> dict[str, FileScope]:
+def build_scopes(
+    files: dict[str, ir.File], imports: dict[str, list], diagnostics: list[Diagnostic]
+) -> dict[str, FileScope]:
     """One FileScope per file, with duplicate declarations reported."""
     scopes = {path: FileScope(file) for path, file in files.items()}
     for scope in scopes.values():

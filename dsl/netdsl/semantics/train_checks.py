@@ -94,7 +94,9 @@ class TrainChecker:
         elif name == "callbacks":
             spec.callbacks = [resolve(_named(c, span, "callback"), ("callback",), span) for c in _as_list(value)]
 
-    def _per_output(self, item: ir.Kwarg, value: Any, span, outputs: list[str], convert, per_output_list: bool = False) -> Any:
+    def _per_output(
+        self, item: ir.Kwarg, value: Any, span, outputs: list[str], convert, per_output_list: bool = False
+    ) -> Any:
         if isinstance(value, dict):
             out = {}
             for key, v in value.items():

@@ -141,7 +141,8 @@ class Flow(Node):
 
 
 Expr = Annotated[
-    Name | Number | String | Bool | NoneLit | Tuple | List | Dict | Attr | Slice | Index | Call | BinOp | UnaryOp | BoolOp | IfExp | Flow,
+    Name | Number | String | Bool | NoneLit | Tuple | List | Dict | Attr | Slice | Index | Call | BinOp | UnaryOp
+    | BoolOp | IfExp | Flow,
     Field(discriminator="kind"),
 ]
 

@@ -13,7 +13,6 @@ import gc
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Union
 
 from pydantic import BaseModel, ConfigDict
 
@@ -101,7 +100,7 @@ def load_text(text: str | bytes, filename: str = "<string>", include: list[str |
         return _Loader(real.parent, include, overlay).load(text, filename, real)
 
 
-Source = Union[str, os.PathLike, Program]  # what the API accepts: a spec path or a loaded Program
+Source = str | os.PathLike | Program  # what the API accepts: a spec path or a loaded Program
 
 
 def as_program(source: Source, include: list[str | os.PathLike] = ()) -> Program:

@@ -146,7 +146,8 @@ def _unexpected_character(exc: LexFailure, text: str, display: str) -> Diagnosti
     if char == "'":
         return Diagnostic.at(span, "unexpected character \"'\"", 'strings use double quotes: "same"')
     if char == "\\":
-        return Diagnostic.at(span, "unexpected character '\\'", "a statement continues inside ( ) [ ] or when the next line starts with '->'")
+        hint = "a statement continues inside ( ) [ ] or when the next line starts with '->'"
+        return Diagnostic.at(span, "unexpected character '\\'", hint)
     shown = char if char.isprintable() else f"\\x{ord(char):02x}" if ord(char) < 256 else f"\\u{ord(char):04x}"
     return Diagnostic.at(span, f"unexpected character '{shown}'")
 
@@ -206,7 +207,8 @@ def describe_syntax_error(failure: SyntaxFailure, text: str, display: str, first
         return Diagnostic.at(span, f"unmatched {found}")
     if before is not None and before.type in ("EQUAL", "COLON", "COMMA") and expected & _EXPRESSION_STARTS:
         return Diagnostic.at(span, f"expected a value after '{before.value}', found {found}")
-    if before is not None and before.type in ("MODEL", "BLOCK", "LAYER", "ACTIVATION", "LET", "SHARED", "WEIGHT", "INPUT") and "NAME" in expected:
+    declares = ("MODEL", "BLOCK", "LAYER", "ACTIVATION", "LET", "SHARED", "WEIGHT", "INPUT")
+    if before is not None and before.type in declares and "NAME" in expected:
         return Diagnostic.at(span, f"expected a name after '{before.value}', found {found}")
     if expected == {"_NL"} or ("_NL" in expected and tok.type in ("NAME", "INT", "FLOAT", "STRING")):
         return Diagnostic.at(span, f"unexpected {found}; expected end of statement",

@@ -109,7 +109,8 @@ def load_tables() -> Tables:
         data = json.loads(TABLES_PATH.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         data = None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("grammar_sha256") != grammar_digest(grammar):
+    current = isinstance(data, dict) and data.get("format") == FORMAT
+    if not current or data.get("grammar_sha256") != grammar_digest(grammar):
         data = generate(grammar)
     return Tables(data)
 
@@ -138,7 +139,8 @@ def generate(grammar: str) -> dict[str, Any]:
     keywords: dict[str, dict[str, str]] = {}
     for terminal_name, callback in sorted(lexer.callback.items()):
         assert isinstance(callback, UnlessCallback), callback
-        keywords[terminal_name] = {t.pattern.value: t.name for t in sorted(callback.scanner.terminals, key=lambda t: t.name)}
+        terminals = sorted(callback.scanner.terminals, key=lambda t: t.name)
+        keywords[terminal_name] = {t.pattern.value: t.name for t in terminals}
         assert all(not t.pattern.flags and t.pattern.type == "str" for t in callback.scanner.terminals)
 
     rules = sorted(parser.rules, key=lambda r: (r.origin.name, [s.name for s in r.expansion], r.alias or ""))

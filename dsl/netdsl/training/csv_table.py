@@ -56,7 +56,9 @@ def from_csv(path: str, signature: Signature, targets: dict[str, str], need_targ
     order = {c: len(feature_cols) + i for i, c in enumerate(sorted(target_cols.values()))}
     out = None
     if target_cols:
-        out = {name: check_target(path, _output(signature, name), table[:, order[c]]) for name, c in target_cols.items()}
+        out = {
+            name: check_target(path, _output(signature, name), table[:, order[c]]) for name, c in target_cols.items()
+        }
     return ArraySource(path, signature, inputs, out)
 
 

@@ -22,10 +22,11 @@ import math
 import os
 import platform
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, ContextManager
+from typing import Any
 
 from netdsl.errors import SpecError
 from netdsl.training import checkpoint
@@ -49,7 +50,7 @@ class Placement:
     cut into each process's equal share, and only process 0 writing.
     """
 
-    scope: Callable[[], ContextManager] = contextlib.nullcontext
+    scope: Callable[[], AbstractContextManager] = contextlib.nullcontext
     writes: bool = True
 
     def prepare(self, plan: DataPlan, batch_size: int) -> None:
@@ -62,7 +63,7 @@ class Placement:
     def callbacks(self) -> list:
         return []
 
-    def saving(self) -> ContextManager:
+    def saving(self) -> AbstractContextManager:
         """The context process 0 saves a model in, alone (distribution: without the job's collectives)."""
         return contextlib.nullcontext()
 

@@ -41,8 +41,10 @@ POLL_S = 0.5
 FAILED, PROGRESS, DONE = "netdsl/failed/", "netdsl/progress/", "netdsl/done"
 DONE_WAIT_MS = 24 * 3600 * 1000  # writing the run folder may take long; a dead process 0 is seen by the watchdog
 
-_state: dict[str, Any] = {"topology": None, "client": None, "leaving": False, "last": None, "armed": False, "where": "starting",
-                          "published": 0.0, "steps": 0}
+_state: dict[str, Any] = {
+    "topology": None, "client": None, "leaving": False, "last": None, "armed": False, "where": "starting",
+    "published": 0.0, "steps": 0,
+}
 _lock = threading.Lock()
 
 

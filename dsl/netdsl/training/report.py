@@ -14,15 +14,16 @@ import io
 import json
 import math
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, ContextManager
+from typing import Any
 
 from netdsl.atomic import write_bytes
 from netdsl.training.runs import CHECKPOINT, CONFIG, HISTORY, REPORT, RunFolder
 
 
 class RunWriter:
-    def __init__(self, folder: RunFolder | None, saving: Callable[[], ContextManager] = contextlib.nullcontext):
+    def __init__(self, folder: RunFolder | None, saving: Callable[[], AbstractContextManager] = contextlib.nullcontext):
         self.folder = folder
         self.saving = saving  # the context a model is saved in (distribution: see Placement.saving)
 

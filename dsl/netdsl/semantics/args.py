@@ -46,10 +46,10 @@ DeclaredLookup = Callable[[Sym], Any]
 
 # An entry's parameters by name, its positional ones, its required ones: worked out
 # once per entry (a layer call is checked against them), kept with the entry itself.
-_SIGNATURES: dict[int, tuple[registry.Entry, dict, list, list]] = {}
+_SIGNATURES: dict[int, tuple[registry.Entry, dict[str, Any], list[Any], list]] = {}
 
 
-def _signature(entry: registry.Entry) -> tuple[dict, list, list]:
+def _signature(entry: registry.Entry) -> tuple[dict[str, Any], list[Any], list]:
     known = _SIGNATURES.get(id(entry))
     if known is None or known[0] is not entry:
         every = entry.params + entry.call_params
@@ -65,7 +65,7 @@ class Arguments:
     def __init__(self, declared_activation: DeclaredLookup):
         self.declared_activation = declared_activation
 
-    def bind(self, entry: registry.Entry, args: list, kwargs: list[tuple[str, Any, Any]], span) -> dict[str, Any]:
+    def bind(self, entry: registry.Entry, args: list[Any], kwargs: list[tuple[str, Any, Any]], span) -> dict[str, Any]:
         """kwargs: (name, value, span). Returns {param: checked value}."""
         params, positional, required = _signature(entry)
         if len(args) > len(positional):

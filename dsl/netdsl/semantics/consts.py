@@ -17,7 +17,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from netdsl.errors import Exhausted, Fail
+from netdsl.errors import Exhausted, Fail, Span
 from netdsl.limits import (
     MAX_CALL_DEPTH,
     MAX_CONST_WORK,
@@ -55,7 +55,7 @@ def _round(x, ndigits=None):
     return round(x) if ndigits is None else round(x, ndigits)
 
 
-BUILTINS: dict[str, tuple[Callable, int, int]] = {
+BUILTINS: dict[str, tuple[Callable[..., Any], int, int]] = {
     # name: (function, min args, max args)
     "min": (min, 1, 64),
     "max": (max, 1, 64),
@@ -68,11 +68,11 @@ BUILTINS: dict[str, tuple[Callable, int, int]] = {
     "len": (len, 1, 1),
 }
 
-_ARITH: dict[str, Callable] = {
+_ARITH: dict[str, Callable[..., Any]] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
     "//": operator.floordiv, "%": operator.mod, "**": operator.pow,
 }
-_COMPARE: dict[str, Callable] = {
+_COMPARE: dict[str, Callable[..., Any]] = {
     "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
 
@@ -399,7 +399,7 @@ class Consts:
                 return value
         raise Fail(func.span, "expected a function name before '('")
 
-    def _builtin(self, name: str, args: list, kwargs: list, e: ir.Call) -> Any:
+    def _builtin(self, name: str, args: list[Any], kwargs: list, e: ir.Call) -> Any:
         fn, lo, hi = BUILTINS[name]
         if kwargs:
             raise Fail(e.kwargs[0].span, f"'{name}' takes no keyword arguments")
@@ -416,7 +416,7 @@ class Consts:
             described = ", ".join(type_name(a) for a in args)
             raise Fail(e.span, f"'{name}' cannot take {described}") from None
 
-    def call_closure(self, func: Closure, args: list, kwargs: dict, e: Any) -> Any:
+    def call_closure(self, func: Closure, args: list[Any], kwargs: dict[str, Any], e: Any) -> Any:
         decl = func.decl
         key = f"{func.scope.path}:{decl.name}"
         if key in self.calls:
@@ -445,7 +445,8 @@ _FAILED = object()  # a file-level constant whose folding failed
 _DEFAULT = object()  # a parameter left to its default, evaluated in the callee's scope
 
 
-def bind_plain(name: str, what: str, params: list[ir.Param], args: list, kwargs: dict, span) -> dict[str, Any]:
+def bind_plain(name: str, what: str, params: list[ir.Param], args: list[Any], kwargs: dict[str, Any],
+               span: Span) -> dict[str, Any]:
     """Match arguments to untyped parameters (let functions, blocks, declared layers)."""
     names = [p.name for p in params]
     if len(args) > len(params):

@@ -22,7 +22,7 @@ from netdsl.syntax import ir
 
 # name: (min positional args, max positional args or None, allowed keywords,
 #        indices of positional args that must be constants)
-OP_FUNCTIONS: dict[str, tuple[int, int | None, frozenset, tuple]] = {}
+OP_FUNCTIONS: dict[str, tuple[int, int | None, frozenset[Any], tuple[Any, ...]]] = {}
 for _n in ("sin cos tanh sigmoid exp log log1p sqrt abs relu softplus square erf sine smooth_relu "
            "sigmoid_tanh silu swish selu softsign linear hard_sigmoid relu6 mish").split():
     OP_FUNCTIONS[_n] = (1, 1, frozenset(), ())
@@ -57,7 +57,7 @@ class CheckedActivation:
     decl: ir.ActivationDecl
     scope: FileScope
 
-    def bind_constants(self, args: list, kwargs: dict, span: Span) -> dict[str, Any]:
+    def bind_constants(self, args: list[Any], kwargs: dict[str, Any], span: Span) -> dict[str, Any]:
         """Values of the constant parameters (all but the first) for `activation=name(...)`."""
         params = self.decl.params[1:]
         bound = bind_plain(self.name, "activation", params, args, kwargs, span)
@@ -113,14 +113,14 @@ class Declared:
         return self._activations[key]
 
     # ------------------------------------------------------------ instances
-    def instantiate(self, step: Any, inputs: list, expander: Any) -> Instance:
+    def instantiate(self, step: Any, inputs: list[Any], expander: Any) -> Instance:
         if step.kind == "declared_activation":
             act = self.activation(step.entry, step.scope)
             values = act.bind_constants([v for v, _ in step.args], {k: v for k, v, _ in step.kwargs}, step.span)
             return Instance("declared_activation", act.name, 1, 1, values, act.config(values))
         return self._layer(step.entry, step.scope, step, inputs)
 
-    def _layer(self, decl: ir.LayerDecl, scope: FileScope, step: Any, inputs: list) -> Instance:
+    def _layer(self, decl: ir.LayerDecl, scope: FileScope, step: Any, inputs: list[Any]) -> Instance:
         args = [v for v, _ in step.args] if step else []
         kwargs = {k: v for k, v, _ in step.kwargs} if step else {}
         span = step.span if step else decl.span
@@ -170,7 +170,7 @@ class Declared:
         }
         return Instance("declared_layer", decl.name, len(input_names), len(outputs), values, config)
 
-    def _weight(self, stmt: ir.Weight, env: Env, values: dict, inputs: list[str], tensors: set) -> dict:
+    def _weight(self, stmt: ir.Weight, env: Env, values: dict[str, Any], inputs: list[str], tensors: set[Any]) -> dict:
         if stmt.name in tensors or stmt.name in values:
             raise Fail(stmt.span, f"'{stmt.name}' is already defined in this layer")
         if not isinstance(stmt.shape, ir.Tuple):
@@ -210,8 +210,8 @@ class _ShapeOnly(TensorValue):
 class _Trees:
     """IR op expressions to runtime trees, checking names, functions and arity."""
 
-    def __init__(self, declared: Declared, scope: FileScope, tensors: set, variables: set, env: Env,
-                 inputs: set | None = None, depth: int = 0):
+    def __init__(self, declared: Declared, scope: FileScope, tensors: set[Any], variables: set, env: Env,
+                 inputs: set[Any] | None = None, depth: int = 0):
         self.declared = declared
         self.scope = scope
         self.tensors = tensors
@@ -333,7 +333,7 @@ class _Trees:
         return any(self._mentions_tensor(child) for child in _children(e))
 
 
-def _children(e: Any) -> list:
+def _children(e: Any) -> list[Any]:
     out = []
     for value in e.__dict__.values():
         if isinstance(value, ir.Node):
@@ -343,7 +343,7 @@ def _children(e: Any) -> list:
     return out
 
 
-def _substitute(tree: Any, mapping: dict) -> Any:
+def _substitute(tree: Any, mapping: dict[str, Any]) -> Any:
     if isinstance(tree, list):
         if len(tree) == 2 and tree[0] == "var" and tree[1] in mapping:
             return mapping[tree[1]]
@@ -370,7 +370,7 @@ def _is_shape_attr(e: Any) -> bool:
     return isinstance(e, ir.Attr) and e.attr == "shape" and isinstance(e.value, ir.Name)
 
 
-def _dim_tree(e: Any, env: Env, params: set, inputs: set, consts: Consts) -> Any:
+def _dim_tree(e: Any, env: Env, params: set[Any], inputs: set, consts: Consts) -> Any:
     if isinstance(e, ir.Number):
         return ["num", e.value]
     if isinstance(e, ir.Name) and e.id in params:
@@ -431,6 +431,6 @@ def _jsonable(value: Any, span: Span) -> Any:
     raise Fail(span, f"{type_name(value)} cannot stand in an op expression")
 
 
-def _json_params(values: dict) -> dict:
+def _json_params(values: dict[str, Any]) -> dict:
     return {k: (None if v is UNKNOWN else v) for k, v in values.items()
             if v is UNKNOWN or isinstance(v, (bool, int, float, str, type(None), list, tuple))}

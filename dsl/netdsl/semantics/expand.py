@@ -57,13 +57,13 @@ class Expander(Steps):
         self.repeat_groups = 0
         self.steps_spent = 0  # of `steps_limit`, in this check
         self.steps_limit = MAX_EXPANSION_STEPS
-        self.step_hints: dict[tuple, str | None] = {}  # "did you mean" of an unknown step, by name and scope
+        self.step_hints: dict[tuple[Any, ...], str | None] = {}  # "did you mean" of an unknown step, by name and scope
         self.build: BuildState | None = None
         # The statement being expanded: its binding names the layers it makes,
         # its file scope finds the declared activations an argument names.
         self._current_binding: str | None = None
         self._current_scope: FileScope | None = None
-        self._output_names: list = [None, 0, set()]  # see _is_output
+        self._output_names: list[Any] = [None, 0, set()]  # see _is_output
 
     # ============================================================ entry points
     def budget_for_text(self, size: int) -> None:
@@ -110,7 +110,7 @@ class Expander(Steps):
             self.build = outer
 
     # ============================================================ statements
-    def _run(self, body: list, env: Env, where: str) -> None:
+    def _run(self, body: list[Any], env: Env, where: str) -> None:
         saved = self._current_binding, self._current_scope
         self._current_scope = env.scope
         try:
@@ -174,7 +174,7 @@ class Expander(Steps):
             self.error(_name_span(decl, "model"), f"model '{decl.name}' has no input",
                         "add one: input x: (28, 28, 1)")
 
-    def _input_shape(self, item: ir.InputItem, env: Env) -> tuple:
+    def _input_shape(self, item: ir.InputItem, env: Env) -> tuple[Any, ...]:
         if item.shape is None:
             raise Fail(item.span, f"model input '{item.name}' needs a shape",
                        f"input {item.name}: (28, 28, 1) — the batch axis is left out")
@@ -353,7 +353,7 @@ class Expander(Steps):
             raise Fail(span, f"undefined tensor '{name}'", did_you_mean(name, tensors))
         raise Fail(span, f"'{name}' is {type_name(value)}, not a tensor")
     # ============================================================ nodes
-    def _emit_input(self, name: str, shape: tuple, dtype: str, span: Span) -> Tensor:
+    def _emit_input(self, name: str, shape: tuple[Any, ...], dtype: str, span: Span) -> Tensor:
         graph = self.build.graph
         self.charge_layer(span)
         self.build.used.add(name)
@@ -367,7 +367,7 @@ class Expander(Steps):
         node.output_shapes = [self.backend.shape(handle)]
         return Tensor(TensorRef(node.id), handle, node.output_shapes[0])
 
-    def _emit(self, op: str, kind: str, args: dict, inputs: list[Tensor], n_outputs: int, span: Span,
+    def _emit(self, op: str, kind: str, args: dict[str, Any], inputs: list[Tensor], n_outputs: int, span: Span,
               base: str, final: str | None, shared: str | None = None, decl: Any = None) -> list[Tensor]:
         self.charge_layer(span)  # a path whose input failed counts what it would make
         if any(t.poisoned for t in inputs):
@@ -466,7 +466,7 @@ def _binding(stmt: Any) -> str | None:
     return None
 
 
-def _sum_terms(expr: Any) -> list:
+def _sum_terms(expr: Any) -> list[Any]:
     if isinstance(expr, ir.BinOp) and expr.op == "+":
         return _sum_terms(expr.left) + _sum_terms(expr.right)
     return [expr]

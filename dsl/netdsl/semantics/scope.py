@@ -35,7 +35,7 @@ class FileScope:
 
 
 def build_scopes(
-    files: dict[str, ir.File], imports: dict[str, list], diagnostics: list[Diagnostic]
+    files: dict[str, ir.File], imports: dict[str, list[Any]], diagnostics: list[Diagnostic]
 ) -> dict[str, FileScope]:
     """One FileScope per file, with duplicate declarations reported."""
     scopes = {path: FileScope(file) for path, file in files.items()}

@@ -18,13 +18,13 @@ from netdsl.semantics.graph import Graph, Node
 from netdsl.semantics.shapes_declared import declared_output_shapes
 from netdsl.semantics.values import UNKNOWN
 
-Shape = tuple
+Shape = tuple[Any, ...]
 
 
 class ShapeBackend:
     """The expander's backend for `check`: handles are inferred shapes."""
 
-    def input(self, node: Node, shape: tuple, dtype: str) -> Any:
+    def input(self, node: Node, shape: tuple[Any, ...], dtype: str) -> Any:
         return tuple(None if d is UNKNOWN else d for d in shape) if UNKNOWN not in shape else UNKNOWN
 
     def apply(self, node: Node, inputs: list[Any]) -> list[Any]:

@@ -22,10 +22,10 @@ _BROADCAST = {"minimum", "maximum", "where", "clip"}
 _REDUCE = {"sum", "mean", "max", "min"}
 
 
-def declared_output_shapes(config: dict, input_shapes: list[tuple]) -> list[Any]:
+def declared_output_shapes(config: dict[str, Any], input_shapes: list[tuple[Any, ...]]) -> list[Any]:
     """The output shapes (batch axis excluded) of a DeclaredLayer config."""
     inputs = dict(zip(config["inputs"], input_shapes))
-    env: dict[str, tuple] = {name: (None,) + tuple(shape) for name, shape in inputs.items()}
+    env: dict[str, tuple[Any, ...]] = {name: (None,) + tuple(shape) for name, shape in inputs.items()}
     try:
         for weight in config["weights"]:
             env[weight["name"]] = tuple(_dim(d, config["params"], inputs) for d in weight["shape"])
@@ -41,7 +41,7 @@ def declared_output_shapes(config: dict, input_shapes: list[tuple]) -> list[Any]
     return out
 
 
-def declared_param_count(config: dict, input_shapes: list[tuple]) -> int | None:
+def declared_param_count(config: dict[str, Any], input_shapes: list[tuple[Any, ...]]) -> int | None:
     """The parameter count of a DeclaredLayer config (its weights' sizes); None when a size is unknown."""
     inputs = dict(zip(config["inputs"], input_shapes))
     try:
@@ -53,7 +53,7 @@ def declared_param_count(config: dict, input_shapes: list[tuple]) -> int | None:
     return sum(math.prod(dims) for dims in sizes)
 
 
-def _dim(tree: list, params: dict, inputs: dict) -> int:
+def _dim(tree: list[Any], params: dict[str, Any], inputs: dict) -> int:
     kind = tree[0]
     if kind in ("num", "const") and isinstance(tree[1], int):
         return tree[1]
@@ -75,7 +75,7 @@ def _dim(tree: list, params: dict, inputs: dict) -> int:
     raise ValueError("not understood")
 
 
-def _shape(tree: list, env: dict) -> tuple:
+def _shape(tree: list[Any], env: dict[str, Any]) -> tuple[Any, ...]:
     kind = tree[0]
     if kind in ("num", "dim"):
         return ()
@@ -91,11 +91,11 @@ def _shape(tree: list, env: dict) -> tuple:
     raise ValueError("not understood")
 
 
-def _call(name: str, args: list, kwargs: dict, env: dict) -> tuple:
+def _call(name: str, args: list[Any], kwargs: dict[str, Any], env: dict) -> tuple[Any, ...]:
     if name in _SAME_SHAPE:
         return _shape(args[0], env)
     if name in _BROADCAST:
-        shape: tuple = ()
+        shape: tuple[Any, ...] = ()
         for arg in args:
             shape = _broadcast(shape, _shape(arg, env))
         return shape
@@ -121,13 +121,13 @@ def _call(name: str, args: list, kwargs: dict, env: dict) -> tuple:
     raise ValueError("not understood")
 
 
-def _const(tree: list) -> Any:
+def _const(tree: list[Any]) -> Any:
     if tree[0] in ("const", "num"):
         return tree[1]
     raise ValueError("not understood")
 
 
-def _broadcast(a: tuple, b: tuple) -> tuple:
+def _broadcast(a: tuple[Any, ...], b: tuple) -> tuple:
     out = []
     for x, y in zip(((1,) * (len(b) - len(a)) + a), ((1,) * (len(a) - len(b)) + b)):
         if x == 1:
@@ -141,7 +141,7 @@ def _broadcast(a: tuple, b: tuple) -> tuple:
     return tuple(out)
 
 
-def _matmul(a: tuple, b: tuple) -> tuple:
+def _matmul(a: tuple[Any, ...], b: tuple) -> tuple:
     if len(a) < 2 or len(b) < 2:
         raise ValueError("not understood")
     if a[-1] is not None and b[-2] is not None and a[-1] != b[-2]:
@@ -149,7 +149,7 @@ def _matmul(a: tuple, b: tuple) -> tuple:
     return _broadcast(a[:-2], b[:-2]) + (a[-2], b[-1])
 
 
-def _reshape(shape: tuple, target: tuple) -> tuple:
+def _reshape(shape: tuple[Any, ...], target: tuple) -> tuple:
     if -1 in target and None not in shape[1:] and shape[0] is None and target[0] == -1:
         return (None,) + tuple(target[1:])
     if -1 in target and None not in shape:
@@ -160,7 +160,7 @@ def _reshape(shape: tuple, target: tuple) -> tuple:
     raise ValueError("not understood")
 
 
-def _reduce(shape: tuple, axis: Any, keepdims: bool) -> tuple:
+def _reduce(shape: tuple[Any, ...], axis: Any, keepdims: bool) -> tuple:
     axes = range(len(shape)) if axis is None else [a % len(shape) for a in (axis if isinstance(axis, list) else [axis])]
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))

@@ -33,7 +33,7 @@ REFUSED_LAYERS = {
 
 
 class Backend(Protocol):
-    def input(self, node: Node, shape: tuple, dtype: str) -> Any: ...
+    def input(self, node: Node, shape: tuple[Any, ...], dtype: str) -> Any: ...
 
     def apply(self, node: Node, inputs: list[Any]) -> list[Any]: ...
 
@@ -69,8 +69,8 @@ class Step:
     span: Span
     entry: Any = None  # registry.Entry, or the declaration
     scope: FileScope | None = None
-    args: list = field(default_factory=list)  # [(value, span)]
-    kwargs: list = field(default_factory=list)  # [(name, value, span)]
+    args: list[Any] = field(default_factory=list)  # [(value, span)]
+    kwargs: list[Any] = field(default_factory=list)  # [(name, value, span)]
     shared: Any = None  # SharedInstance
 
 
@@ -90,7 +90,7 @@ class BuildState:
     suffixes: dict[str, int] = field(default_factory=dict)  # next suffix to try per name
     path: tuple[str, ...] = ()
     repeat: tuple[int, int, int] | None = None
-    outputs: list = field(default_factory=list)
+    outputs: list[Any] = field(default_factory=list)
     layers: int = 0  # nodes made, and those a failed input skipped (MAX_LAYERS)
     repeat_once: bool = False  # a block checked on its own: each `* N` runs one pass
 
@@ -297,7 +297,7 @@ class Steps:
             return self._apply_shared(step.shared, inputs, step.span)
         raise Fail(step.span, f"internal: unknown step kind {kind}")
 
-    def _emit_registry(self, entry: registry.Entry, base: str, kwargs: dict, inputs: list[Tensor],
+    def _emit_registry(self, entry: registry.Entry, base: str, kwargs: dict[str, Any], inputs: list[Tensor],
                        span: Span, final: str | None, shared: str | None = None) -> list[Tensor]:
         self._check_arity(entry.name, entry.inputs, inputs, span)
         n_outputs = registry.output_count(entry, kwargs)
@@ -310,7 +310,7 @@ class Steps:
             outputs[0].variadic = True  # check's guess; a Keras backend gives the real outputs
         return outputs
 
-    def _check_arity(self, name: str, arity: tuple, inputs: list[Tensor], span: Span) -> None:
+    def _check_arity(self, name: str, arity: tuple[Any, ...], inputs: list[Tensor], span: Span) -> None:
         lo, hi = arity
         n = len(inputs)
         if lo <= n and (hi is None or n <= hi):
@@ -324,7 +324,7 @@ class Steps:
         hint = "feed several with a tuple: (a, b) -> " + name if n < lo else None
         raise Fail(span, f"'{name}' takes {wanted}, received {n}", hint)
 
-    def _check_size(self, entry: registry.Entry, kwargs: dict, inputs: list[Tensor], span: Span) -> None:
+    def _check_size(self, entry: registry.Entry, kwargs: dict[str, Any], inputs: list[Tensor], span: Span) -> None:
         shapes = [t.shape if isinstance(t.shape, tuple) else None for t in inputs]
         if any(s is None for s in shapes):
             return
@@ -359,7 +359,7 @@ class Steps:
         finally:
             self.build.path = outer_path
 
-    def _expand_block_body(self, decl: ir.BlockDecl, scope: FileScope, params: dict, inputs: list[Tensor],
+    def _expand_block_body(self, decl: ir.BlockDecl, scope: FileScope, params: dict[str, Any], inputs: list[Tensor],
                            span: Span) -> list[Tensor]:
         key = f"{scope.path}:{decl.name}"
         if key in self.block_stack:
@@ -496,7 +496,7 @@ def block_inputs(decl: Any) -> list[tuple[str, Span]]:
     return names
 
 
-def walk_inputs(body: list) -> list[ir.Input]:
+def walk_inputs(body: list[Any]) -> list[ir.Input]:
     return [stmt for stmt in body if isinstance(stmt, ir.Input)]
 
 

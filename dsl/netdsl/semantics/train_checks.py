@@ -130,7 +130,7 @@ def _named(value: Any, span, what: str) -> Any:
     raise Fail(span, f"expected {'an' if what[0] in 'aeiou' else 'a'} {what} name, received {type_name(value)}")
 
 
-def _as_list(value: Any) -> list:
+def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 

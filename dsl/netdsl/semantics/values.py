@@ -79,8 +79,8 @@ class Sym:
 @dataclass(frozen=True)
 class SymCall:
     sym: Sym
-    args: tuple
-    kwargs: tuple  # ((name, value), ...)
+    args: tuple[Any, ...]
+    kwargs: tuple[Any, ...]  # ((name, value), ...)
     span: Span
 
 
@@ -90,7 +90,7 @@ class Resolved:
 
     kind: str  # registry kind, or "declared_activation"
     name: str  # canonical registry name, or the declared activation's name
-    kwargs: tuple = ()  # ((name, value), ...) already checked
+    kwargs: tuple[Any, ...] = ()  # ((name, value), ...) already checked
     decl: Any = None  # for declared activations: the checked DeclaredActivation
     span: Span | None = field(default=None, compare=False)
     written: str | None = field(default=None, compare=False)  # the name as the spec spelled it (`mae`)

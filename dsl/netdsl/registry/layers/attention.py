@@ -47,7 +47,7 @@ def _mha_params(args: Args, shapes: list[Shape]) -> int:
     bias = args["use_bias"]
     heads, key_dim = size(args["num_heads"]), size(args["key_dim"])
     value_dim = size(args["value_dim"]) if args["value_dim"] is not None else key_dim
-    out = args["output_shape"]
+    out: int = args["output_shape"]
     if out is None:
         out = qd
     elif isinstance(out, tuple):

@@ -89,6 +89,7 @@ def _repeat_vector(args: Args, shapes: list[Shape]) -> Shape:
 
 def _zero_padding2d(args: Args, shapes: list[Shape]) -> Shape:
     pad = args["padding"]
+    pads: tuple[tuple[int, ...], ...]
     if isinstance(pad, int):
         pads = ((pad, pad), (pad, pad))
     else:

@@ -48,7 +48,7 @@ def _residual_shapes(args: Args, shapes: list[Shape]) -> Shape:
 def _residual_params(args: Args, shapes: list[Shape]) -> int:
     shape = shapes[0]
     fan_in, filters = size(shape[-1]), size(args["filters"])
-    kernel = size(args["kernel_size"]) ** (len(shape) - 1)
+    kernel: int = size(args["kernel_size"]) ** (len(shape) - 1)
     total = kernel * fan_in * filters + 4 * filters + kernel * filters * filters + 4 * filters  # two conv + BN
     if fan_in != filters or args["stride"] != 1:
         total += fan_in * filters + 4 * filters  # the 1x1 projection of the shortcut, and its BN

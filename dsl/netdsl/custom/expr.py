@@ -55,7 +55,7 @@ FunctionSpec.__doc__ = (
 )
 
 _REDUCE_KW = frozenset({"axis", "keepdims"})
-_NO_KW = frozenset()
+_NO_KW: frozenset[str] = frozenset()
 
 
 def _reduction(op):

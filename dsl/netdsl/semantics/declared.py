@@ -170,7 +170,8 @@ class Declared:
         }
         return Instance("declared_layer", decl.name, len(input_names), len(outputs), values, config)
 
-    def _weight(self, stmt: ir.Weight, env: Env, values: dict[str, Any], inputs: list[str], tensors: set[Any]) -> dict:
+    def _weight(self, stmt: ir.Weight, env: Env, values: dict[str, Any], inputs: list[str],
+                tensors: set[Any]) -> dict[str, Any]:
         if stmt.name in tensors or stmt.name in values:
             raise Fail(stmt.span, f"'{stmt.name}' is already defined in this layer")
         if not isinstance(stmt.shape, ir.Tuple):
@@ -210,7 +211,7 @@ class _ShapeOnly(TensorValue):
 class _Trees:
     """IR op expressions to runtime trees, checking names, functions and arity."""
 
-    def __init__(self, declared: Declared, scope: FileScope, tensors: set[Any], variables: set, env: Env,
+    def __init__(self, declared: Declared, scope: FileScope, tensors: set[Any], variables: set[Any], env: Env,
                  inputs: set[Any] | None = None, depth: int = 0):
         self.declared = declared
         self.scope = scope
@@ -263,7 +264,7 @@ class _Trees:
         return ["const", _jsonable(value, e.span)]
 
     def _dim(self, e: ir.Index) -> Any:
-        name = e.value.value.id
+        name = _shape_input(e.value)
         if name not in self.inputs:
             raise Fail(e.value.span, f"'{name}' is not an input of this layer; only inputs have a shape")
         index = self.declared.consts.fold(e.index, self.env)
@@ -370,18 +371,23 @@ def _is_shape_attr(e: Any) -> bool:
     return isinstance(e, ir.Attr) and e.attr == "shape" and isinstance(e.value, ir.Name)
 
 
-def _dim_tree(e: Any, env: Env, params: set[Any], inputs: set, consts: Consts) -> Any:
+def _shape_input(e: Any) -> str:
+    """`x` of `x.shape`, an expression `_is_shape_attr` accepted."""
+    return str(e.value.id)
+
+
+def _dim_tree(e: Any, env: Env, params: set[Any], inputs: set[Any], consts: Consts) -> Any:
     if isinstance(e, ir.Number):
         return ["num", e.value]
     if isinstance(e, ir.Name) and e.id in params:
         return ["var", e.id]
     if isinstance(e, ir.Index) and _is_shape_attr(e.value):
-        if e.value.value.id not in inputs:
-            raise Fail(e.value.span, f"'{e.value.value.id}' is not an input of this layer")
+        if _shape_input(e.value) not in inputs:
+            raise Fail(e.value.span, f"'{_shape_input(e.value)}' is not an input of this layer")
         index = consts.fold(e.index, env)
         if not isinstance(index, int) or isinstance(index, bool):
             raise Fail(e.index.span, "a shape index must be an integer")
-        return ["dim", e.value.value.id, index]
+        return ["dim", _shape_input(e.value), index]
     if isinstance(e, ir.BinOp) and e.op in _DIM_BINARY:
         return ["bin", e.op, _dim_tree(e.left, env, params, inputs, consts),
                 _dim_tree(e.right, env, params, inputs, consts)]
@@ -431,6 +437,6 @@ def _jsonable(value: Any, span: Span) -> Any:
     raise Fail(span, f"{type_name(value)} cannot stand in an op expression")
 
 
-def _json_params(values: dict[str, Any]) -> dict:
+def _json_params(values: dict[str, Any]) -> dict[str, Any]:
     return {k: (None if v is UNKNOWN else v) for k, v in values.items()
             if v is UNKNOWN or isinstance(v, (bool, int, float, str, type(None), list, tuple))}

@@ -53,15 +53,15 @@ def declared_param_count(config: dict[str, Any], input_shapes: list[tuple[Any, .
     return sum(math.prod(dims) for dims in sizes)
 
 
-def _dim(tree: list[Any], params: dict[str, Any], inputs: dict) -> int:
+def _dim(tree: list[Any], params: dict[str, Any], inputs: dict[str, Any]) -> int:
     kind = tree[0]
-    if kind in ("num", "const") and isinstance(tree[1], int):
-        return tree[1]
-    if kind == "var" and isinstance(params.get(tree[1]), int):
-        return params[tree[1]]
+    if kind in ("num", "const") and isinstance(value := tree[1], int):
+        return value
+    if kind == "var" and isinstance(value := params.get(tree[1]), int):
+        return value
     if kind == "dim":
         value = inputs[tree[1]][tree[2]]
-        if value is None:
+        if not isinstance(value, int):
             raise ValueError("not understood")
         return value
     if kind == "neg":
@@ -80,7 +80,8 @@ def _shape(tree: list[Any], env: dict[str, Any]) -> tuple[Any, ...]:
     if kind in ("num", "dim"):
         return ()
     if kind == "var":
-        return env.get(tree[1], ())  # a parameter is a scalar
+        scalar: tuple[Any, ...] = env.get(tree[1], ())  # a parameter is a scalar
+        return scalar
     if kind == "neg":
         return _shape(tree[1], env)
     if kind == "bin":
@@ -91,7 +92,7 @@ def _shape(tree: list[Any], env: dict[str, Any]) -> tuple[Any, ...]:
     raise ValueError("not understood")
 
 
-def _call(name: str, args: list[Any], kwargs: dict[str, Any], env: dict) -> tuple[Any, ...]:
+def _call(name: str, args: list[Any], kwargs: dict[str, Any], env: dict[str, Any]) -> tuple[Any, ...]:
     if name in _SAME_SHAPE:
         return _shape(args[0], env)
     if name in _BROADCAST:
@@ -127,7 +128,7 @@ def _const(tree: list[Any]) -> Any:
     raise ValueError("not understood")
 
 
-def _broadcast(a: tuple[Any, ...], b: tuple) -> tuple:
+def _broadcast(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
     out = []
     for x, y in zip(((1,) * (len(b) - len(a)) + a), ((1,) * (len(a) - len(b)) + b)):
         if x == 1:
@@ -141,7 +142,7 @@ def _broadcast(a: tuple[Any, ...], b: tuple) -> tuple:
     return tuple(out)
 
 
-def _matmul(a: tuple[Any, ...], b: tuple) -> tuple:
+def _matmul(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
     if len(a) < 2 or len(b) < 2:
         raise ValueError("not understood")
     if a[-1] is not None and b[-2] is not None and a[-1] != b[-2]:
@@ -149,7 +150,7 @@ def _matmul(a: tuple[Any, ...], b: tuple) -> tuple:
     return _broadcast(a[:-2], b[:-2]) + (a[-2], b[-1])
 
 
-def _reshape(shape: tuple[Any, ...], target: tuple) -> tuple:
+def _reshape(shape: tuple[Any, ...], target: tuple[Any, ...]) -> tuple[Any, ...]:
     if -1 in target and None not in shape[1:] and shape[0] is None and target[0] == -1:
         return (None,) + tuple(target[1:])
     if -1 in target and None not in shape:
@@ -160,7 +161,7 @@ def _reshape(shape: tuple[Any, ...], target: tuple) -> tuple:
     raise ValueError("not understood")
 
 
-def _reduce(shape: tuple[Any, ...], axis: Any, keepdims: bool) -> tuple:
+def _reduce(shape: tuple[Any, ...], axis: Any, keepdims: bool) -> tuple[Any, ...]:
     axes = range(len(shape)) if axis is None else [a % len(shape) for a in (axis if isinstance(axis, list) else [axis])]
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))

@@ -11,7 +11,7 @@ the backend protocol.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from netdsl import registry
 from netdsl.errors import Exhausted, Fail, Span, did_you_mean
@@ -21,6 +21,12 @@ from netdsl.semantics.graph import Cluster, Graph, Node, TensorRef
 from netdsl.semantics.scope import Env, FileScope, cycle_text
 from netdsl.semantics.values import UNKNOWN, describe_value, type_name
 from netdsl.syntax import ir
+
+if TYPE_CHECKING:
+    from netdsl.errors import Diagnostic
+    from netdsl.semantics.args import Arguments
+    from netdsl.semantics.consts import Consts
+    from netdsl.semantics.declared import Declared
 
 # Keras layers left out of the allow-list on purpose, and why (for the diagnostic).
 REFUSED_LAYERS = {
@@ -53,7 +59,7 @@ class Tensor(TensorValue):
     variadic: bool = False
 
     @property
-    def poisoned(self) -> bool:
+    def poisoned(self) -> bool:  # type: ignore[override]  # TensorValue's plain field, computed here
         return self.ref is None
 
 
@@ -68,7 +74,7 @@ class Step:
     name: str
     span: Span
     entry: Any = None  # registry.Entry, or the declaration
-    scope: FileScope | None = None
+    scope: FileScope = cast("FileScope", None)  # set for every step that names a declaration
     args: list[Any] = field(default_factory=list)  # [(value, span)]
     kwargs: list[Any] = field(default_factory=list)  # [(name, value, span)]
     shared: Any = None  # SharedInstance
@@ -98,9 +104,9 @@ class BuildState:
 class _Poisoned(Fail):
     """A step whose definition already failed: no further diagnostic."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         Exception.__init__(self, "poisoned")
-        self.diagnostic = None
+        self.diagnostic = None  # type: ignore[assignment]  # reported already: nothing to show
 
 
 # ---------------------------------------------------------------- helpers
@@ -111,6 +117,30 @@ class Steps:
 
     It holds no state of its own: every attribute it uses (`build`, `backend`,
     `consts`, `declared`, `uncertain`, ...) is declared in `Expander.__init__`."""
+
+    if TYPE_CHECKING:  # what Expander provides, for the type checker
+        backend: Backend
+        consts: Consts
+        declared: Declared
+        arguments: Arguments
+        diagnostics: list[Diagnostic]
+        build: BuildState
+        uncertain: bool
+        block_stack: list[str]
+        models: dict[str, Graph | None]
+        model_stack: list[str]
+        repeat_groups: int
+        steps_spent: int
+        steps_limit: int
+        step_hints: dict[tuple[Any, ...], str | None]
+
+        def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph: ...
+        def _run(self, body: list[Any], env: Env, where: str) -> None: ...
+        def _emit_input(self, name: str, shape: tuple[Any, ...], dtype: str, span: Span) -> Tensor: ...
+        def _emit(self, op: str, kind: str, args: dict[str, Any], inputs: list[Tensor], n_outputs: int, span: Span,
+                  base: str, final: str | None, shared: str | None = None, decl: Any = None) -> list[Tensor]: ...
+        def _scoped(self, base: str) -> str: ...
+        def _unique_local(self, local: str) -> str: ...
 
     def _apply(self, expr: Any, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
         if isinstance(expr, ir.Flow):  # a group of steps
@@ -126,8 +156,8 @@ class Steps:
                 self._apply(expr.orelse, inputs, env, None)
                 return self._apply(expr.then, inputs, env, final)
             return self._apply(expr.then if cond else expr.orelse, inputs, env, final)
-        step = self._resolve_step(expr, env)
-        return self._apply_step(step, inputs, final)
+        resolved = self._resolve_step(expr, env)
+        return self._apply_step(resolved, inputs, final)
 
     def _repeat(self, expr: ir.BinOp, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
         count = self.consts.fold(expr.right, env)
@@ -245,7 +275,7 @@ class Steps:
                    "a dotted name reaches only a file imported with 'as' (lib.bottleneck); nothing reaches Python")
 
     def _declared_step(self, decl: Any, scope: FileScope, func: Any) -> Step:
-        kinds = {ir.BlockDecl: "block", ir.LayerDecl: "declared_layer",
+        kinds: dict[type[Any], str] = {ir.BlockDecl: "block", ir.LayerDecl: "declared_layer",
                  ir.ActivationDecl: "declared_activation", ir.ModelDecl: "model"}
         kind = kinds.get(type(decl))
         if kind is None:
@@ -413,9 +443,10 @@ class Steps:
             self.models[decl.name] = graph if len(self.diagnostics) == errors_before else None
             if self.models[decl.name] is not None:
                 graph.built = self.backend.finish(graph)
-        graph = self.models[decl.name]
-        if graph is None:
+        built = self.models[decl.name]
+        if built is None:
             raise _Poisoned()
+        graph = built
         return graph
 
     def _emit_sub(self, sub: Graph, inputs: list[Tensor], span: Span, base: str, shared: str,
@@ -458,7 +489,7 @@ class Steps:
             params = bind_plain(step.name, "block", step.entry.params, [v for v, _ in step.args],
                                 {k: v for k, v, _ in step.kwargs}, step.span)
             outputs = self._expand_block_body(step.entry, step.scope, params, sub_inputs, step.span)
-            graph.outputs = [(f"out{i}", t.ref) for i, t in enumerate(outputs) if not t.poisoned]
+            graph.outputs = [(f"out{i}", t.ref) for i, t in enumerate(outputs) if t.ref is not None]  # not poisoned
         finally:
             self.build = outer
         if len(graph.outputs) != len(outputs):
@@ -479,7 +510,7 @@ def _step_names(env: Env) -> Any:
     yield from registry.all_keys("layer")
     yield from registry.all_keys("activation")
     steps = (ir.BlockDecl, ir.LayerDecl, ir.ActivationDecl, ir.ModelDecl)
-    yield from (n for n in env.scope.names() if isinstance(env.scope.find(n)[0], steps))
+    yield from (n for n in env.scope.names() if isinstance((env.scope.find(n) or (None,))[0], steps))
     yield from (n for n, v in env.bindings() if isinstance(v, SharedInstance))
 
 

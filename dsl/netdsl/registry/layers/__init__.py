@@ -47,7 +47,7 @@ def output_count(entry: Entry, kwargs: Mapping[str, Any]) -> int | None:
         return None
 
 
-def estimate_params(entry: Entry, kwargs: Mapping[str, Any], input_shapes: Sequence[Sequence[Any]]) -> int | None:
+def estimate_params(entry: Entry, kwargs: Mapping[str, Any], input_shapes: Sequence[Any]) -> int | None:
     """Cheap parameter count of a layer before any Keras constructor runs (trainable and non-trainable, as
     `count_params` reports), from its constant kwargs and its input shapes (batch axis excluded, may hold
     None). None when unknown: an unknown size, a value of the wrong type, or a layer without a count rule."""

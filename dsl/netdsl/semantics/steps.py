@@ -358,10 +358,7 @@ class Steps:
         shapes = [t.shape if isinstance(t.shape, tuple) else None for t in inputs]
         if any(s is None for s in shapes):
             return
-        try:
-            estimate = registry.estimate_params(entry, kwargs, shapes)
-        except Exception:  # an estimate is advisory; the layer still validates itself
-            return
+        estimate = registry.estimate_params(entry, kwargs, shapes)  # None where a rule cannot tell
         limit = self.param_limit
         if estimate is not None and estimate > limit:
             raise Fail(span, f"'{entry.name}' would have about {estimate:,} parameters; "

@@ -102,7 +102,7 @@ class Resolved:
         return f"{self.name}({args})"
 
 
-def describe_value(value: Any, limit: int | None = MAX_SHOWN_VALUE) -> str:
+def describe_value(value: Value, limit: int | None = MAX_SHOWN_VALUE) -> str:
     """A value as the spec would write it, for diagnostics and diagrams; cut with
     "..." after `limit` characters (None: whole), without walking the rest."""
     out = _Text(limit)
@@ -130,7 +130,7 @@ class _Text:
                 raise _Full()
 
 
-def _describe(value: Any, out: _Text) -> None:
+def _describe(value: Value, out: _Text) -> None:
     if isinstance(value, (tuple, list)):
         out.add("(" if isinstance(value, tuple) else "[")
         for i, item in enumerate(value):
@@ -151,7 +151,7 @@ def _describe(value: Any, out: _Text) -> None:
         out.add(_scalar_text(value))
 
 
-def _scalar_text(value: Any) -> str:
+def _scalar_text(value: Value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -171,7 +171,7 @@ def _scalar_text(value: Any) -> str:
     return repr(value)
 
 
-def type_name(value: Any) -> str:
+def type_name(value: Value) -> str:
     """What a value is, in the words of a diagnostic."""
     if value is UNKNOWN:
         return "an unknown value"

@@ -1,12 +1,12 @@
 # netdsl — the two commands of the README:
 #   make demo   set up .venv (if missing), then check, build and draw the example specs, and train
 #               the Lightning tutorial's model (specs/lightning_mlp.net) on generated digits
-#   make test   set up .venv (if missing), then run the whole test suite
+#   make test   set up .venv (if missing), then run the whole test suite (it includes `make lint`'s checks)
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast bench graphviz editors chromium postgresql clean
+.PHONY: demo test test-fast lint bench graphviz editors chromium postgresql clean
 
 $(STAMP): pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -72,6 +72,12 @@ demo: $(STAMP) graphviz
 
 test: $(STAMP) graphviz editors chromium postgresql
 	$(VENV)/bin/python -m pytest
+
+# The quality gate (also run by tests/test_quality_gate.py in `make test`, and by pre-commit):
+# ruff for lint and import order, mypy with the settings of pyproject.toml.
+lint: $(STAMP)
+	$(VENV)/bin/python -m ruff check dsl tests bench scripts
+	$(VENV)/bin/python -m mypy
 
 test-fast: $(STAMP) editors
 	$(VENV)/bin/python -m pytest -m "not slow"

@@ -9,7 +9,7 @@ import pytest
 import netdsl
 from netdsl.backend import builder
 from netdsl.backend import compiler as compile_module
-from netdsl.semantics import shapes
+from netdsl.registry.layers import anatomy
 from netdsl.semantics.analysis import analyze
 from netdsl.semantics.values import UNKNOWN
 
@@ -80,7 +80,9 @@ def test_an_uncertain_check_builds_the_interleaved_way(paths):
 
 def test_a_wrong_inferred_shape_falls_back_to_keras(paths, monkeypatch):
     # If a shape rule were ever wrong, the replay must notice and let Keras decide.
-    monkeypatch.setitem(shapes._RULES, "dense", lambda args, shapes_: shapes_[0][:-1] + (args["units"] + 1,))
+    dense = anatomy.TABLE["dense"]
+    wrong = anatomy.Anatomy(lambda args, shapes_: shapes_[0][:-1] + (args["units"] + 1,), dense.params)
+    monkeypatch.setitem(anatomy.TABLE, "dense", wrong)
     model = netdsl.build(parse("model m {\n  input x: (4,)\n  output y = x -> dense(3)\n}\n"))
     assert paths == ["diverged", "interleaved"]
     assert model.output_shape == (None, 3)

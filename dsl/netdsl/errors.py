@@ -56,7 +56,8 @@ class Diagnostic(BaseModel):
     hint: str | None = None
 
     @classmethod
-    def at(cls, span: Span, message: str, hint: str | None = None, severity: str = "error") -> Diagnostic:
+    def at(cls, span: Span, message: str, hint: str | None = None,
+           severity: Literal["error", "warning"] = "error") -> Diagnostic:
         return cls(
             file=span.file,
             line=span.line,

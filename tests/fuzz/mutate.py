@@ -14,15 +14,17 @@ import random
 import re
 from pathlib import Path
 
+from netdsl.syntax.keywords import KEYWORDS as LANGUAGE_KEYWORDS
+from netdsl.syntax.keywords import OPERATOR_KEYWORDS
+
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS_GLOBS = ["specs/*.net", "specs/lib/*.net", "tests/fmt/*.net", "tests/errors/*.net", "tests/compat/*.net"]
 
 TOKEN = re.compile(r'"(?:[^"\\\n]|\\[^\n])*"?|#[^\n]*|\d+\.\d*(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?|'
                    r'[A-Za-z_][A-Za-z0-9_]*|->|\*\*|//|==|!=|<=|>=|\n|[ \t]+|.', re.S)
 OPERATORS = ["->", "(", ")", "{", "}", "[", "]", ",", "=", ":", "*", "+", "-", "/", "//", "%", "**", "@",
-             ".", ";", "\n", "==", "<", "not", "and", "or", "if", "else", "as"]
-KEYWORDS = ["model", "block", "layer", "activation", "let", "import", "input", "output", "shared", "weight",
-            "train", "true", "false", "none"]
+             ".", ";", "\n", "==", "<", *OPERATOR_KEYWORDS]
+KEYWORDS = [k for k in LANGUAGE_KEYWORDS if k not in OPERATOR_KEYWORDS]
 EXTREME_NUMBERS = ["0", "-1", "1", "10000", "10001", "50001", "99999999", "1e308", "1e309", "2147483648",
                    "9" * 39, "9" * 41, "0.0", "-0.5"]
 

@@ -32,7 +32,7 @@ from netdsl.custom.configured import ConfiguredActivation
 from netdsl.custom.declared_layers import ActivationLayer, DeclaredActivation, DeclaredLayer
 from netdsl.errors import BuildError, Fail
 from netdsl.semantics.graph import Graph, Node
-from netdsl.semantics.values import UNKNOWN, Resolved, describe_value
+from netdsl.semantics.values import UNKNOWN, Resolved, describe_value, is_number
 
 __all__ = ["KerasBackend", "keras_value", "FLOAT32_SUFFIX"]
 
@@ -206,7 +206,7 @@ def keras_value(value: Any, param: registry.Param | None = None, owner: str = ""
     """A checked argument value as Keras takes it (Resolved names become objects)."""
     if isinstance(value, Resolved):
         return _resolved(value, owner)
-    if param is not None and param.type == "initializer" and _is_number(value):
+    if param is not None and param.type == "initializer" and is_number(value):
         return keras.initializers.Constant(value)
     if isinstance(value, list):
         return [keras_value(v, None, owner) for v in value]
@@ -322,10 +322,6 @@ def _count_params(layer: Any) -> int | None:
         return int(layer.count_params())
     except Exception:  # an unbuilt layer has no count yet
         return None
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _is_float(dtype: Any) -> bool:

@@ -17,6 +17,7 @@ from netdsl.cli.about import VersionAction
 from netdsl.cli.common import (
     EXIT_OK,
     EXIT_SPEC,
+    EXIT_STOPPED,
     EXIT_USAGE,
     HelpFormatter,
     Parser,
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         print_diagnostics([out_of_resources(exc, _spec_of(args))], None)
         return EXIT_SPEC
     except KeyboardInterrupt:
-        return 130
+        return EXIT_STOPPED
     except BrokenPipeError:
         return EXIT_OK
 

@@ -39,7 +39,7 @@ from netdsl.cli.common import (
     load_spec,
 )
 from netdsl.errors import Diagnostic, RenderError, SpecError
-from netdsl.semantics.values import describe_value
+from netdsl.registry import shape_text
 
 __all__ = ["run_build", "run_summary", "summary_table", "summary_json"]
 
@@ -155,12 +155,6 @@ def _diagram(graph: Any, path_without_suffix: Path) -> None:
 # ------------------------------------------------------------------ tables
 
 
-def _shape_text(shape: Any) -> str:
-    if isinstance(shape, tuple):
-        return describe_value(shape)
-    return "?"
-
-
 def _node_rows(graph: Any) -> list[tuple[str, str, str, str]]:
     rows, seen = [], set()
     for node in graph.nodes:
@@ -172,7 +166,7 @@ def _node_rows(graph: Any) -> list[tuple[str, str, str, str]]:
             kind = f"{node.kind} (declared)"
         else:
             kind = node.kind
-        shapes = ", ".join(_shape_text(s) for s in node.output_shapes)
+        shapes = ", ".join(shape_text(s) for s in node.output_shapes)
         if node.shared is not None and node.shared in seen:
             params = "shared"
         else:
@@ -198,7 +192,7 @@ def summary_table(graph: Any, model: Any) -> str:
     rule = "-" * len(line(tuple("-" * w for w in widths)))
     out = [f"model {graph.name}", rule, line(header), rule, *(line(r) for r in rows), rule,
            f"params: {total:,} (trainable {trainable:,}, non-trainable {total - trainable:,})"]
-    outputs = ", ".join(f"{name} {_shape_text(graph.node_of(ref).output_shapes[ref.index])}"
+    outputs = ", ".join(f"{name} {shape_text(graph.node_of(ref).output_shapes[ref.index])}"
                         for name, ref in graph.outputs)
     out.append(f"outputs: {outputs}")
     return "\n".join(out)

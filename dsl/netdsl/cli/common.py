@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 from netdsl.errors import Diagnostic, Sources, SpecError, did_you_mean, render_all
 
 EXIT_OK, EXIT_SPEC, EXIT_USAGE = 0, 1, 2
+EXIT_STOPPED = 130  # a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
 
 
 def print_diagnostics(diagnostics: list[Diagnostic], sources: Sources | None, stream: Any = None) -> None:

@@ -14,10 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from netdsl.cli import scaling
+from netdsl.cli.common import EXIT_STOPPED
 from netdsl.errors import SpecError
 from netdsl.training.errors import TrainingError
-
-EXIT_STOPPED = 130
 
 
 def run_in_job(config: Any, topology: Any, args: argparse.Namespace, check: Callable, announce: Callable,

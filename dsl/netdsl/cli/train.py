@@ -29,6 +29,7 @@ from typing import Any
 
 from netdsl.cli import scaling
 from netdsl.cli.common import (
+    EXIT_STOPPED,
     add_alias,
     add_command,
     add_define,
@@ -41,8 +42,6 @@ from netdsl.cli.common import (
 from netdsl.semantics.defines import parse_defines
 from netdsl.training.errors import UsageError
 from netdsl.training.settings import PROGRESS, DataRequest, TrainRequest, parse_split, resolve
-
-EXIT_STOPPED = 130
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -39,6 +39,7 @@ from keras import ops
 
 from netdsl.custom import activations as _acts
 from netdsl.limits import MAX_SAVED_EXPR_DEPTH
+from netdsl.semantics.values import is_number
 
 MAX_DEPTH = MAX_SAVED_EXPR_DEPTH  # deeper trees are refused rather than risking recursion
 
@@ -54,7 +55,7 @@ FunctionSpec.__doc__ = (
 )
 
 _REDUCE_KW = frozenset({"axis", "keepdims"})
-_NO_KW = frozenset()
+_NO_KW: frozenset[str] = frozenset()
 
 
 def _reduction(op):
@@ -184,10 +185,6 @@ def to_json_tree(tree):
     if isinstance(tree, dict):
         return {key: to_json_tree(value) for key, value in tree.items()}
     return tree
-
-
-def is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def check_json_constant(value, depth=0):

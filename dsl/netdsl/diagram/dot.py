@@ -12,8 +12,9 @@ from typing import Any
 
 import graphviz
 
+from netdsl import registry
 from netdsl.diagram.view import ClusterView, Edge, Item, View
-from netdsl.semantics.values import UNKNOWN, Resolved, describe_value
+from netdsl.semantics.values import Resolved, describe_value
 
 FONT = "Helvetica,Arial,sans-serif"
 
@@ -203,10 +204,7 @@ def _value_text(value: Any) -> str:
 
 
 def shape_text(shape: Any) -> str:
-    if shape is UNKNOWN or not isinstance(shape, tuple):
-        return "?"
-    dims = ["?" if d is None or d is UNKNOWN else str(d) for d in shape]
-    return f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
+    return registry.shape_text(shape, open_size="?")
 
 
 def _shapes_text(shapes: list) -> str:

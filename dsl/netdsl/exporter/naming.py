@@ -10,11 +10,9 @@ from __future__ import annotations
 import re
 
 from netdsl import registry
+from netdsl.syntax.keywords import KEYWORDS as LANGUAGE_KEYWORDS
 
-KEYWORDS = frozenset(
-    "import as let model block activation layer input output weight shared "
-    "train if else true false none and or not".split()
-)
+KEYWORDS = frozenset(LANGUAGE_KEYWORDS)
 _NOT_IDENT = re.compile(r"[^A-Za-z0-9_]+")
 
 

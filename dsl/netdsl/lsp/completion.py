@@ -18,9 +18,8 @@ from netdsl.lsp.checking import Snapshot
 from netdsl.lsp.describe import HIDDEN, LOOKUP_ORDER, default_text, signature
 from netdsl.syntax import ir
 from netdsl.syntax.format_expr import ExprPrinter
+from netdsl.syntax.keywords import KEYWORDS
 
-KEYWORDS = ("import", "let", "model", "block", "activation", "layer", "input", "output", "weight", "shared",
-            "train", "sweep", "if", "else", "true", "false", "none", "and", "or", "not", "as")
 LOOKBACK = 4000  # characters before the cursor that can hold the open call
 MAX_ITEMS = 200  # more is marked incomplete: the client asks again as more of the name is typed
 _PARTIAL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")

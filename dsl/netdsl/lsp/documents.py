@@ -4,7 +4,6 @@ names they are shown by, and the overlay that imports read before the disk.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from pygls.uris import to_fs_path
@@ -75,7 +74,3 @@ class Documents:
         if self.workspace.root_path:
             roots.append(Path(self.workspace.root_path).resolve())
         return sorted(set(roots), key=lambda p: len(p.parts), reverse=True)  # the innermost folder first
-
-
-def uri_of(path: str | os.PathLike) -> str:
-    return Path(path).resolve().as_uri()

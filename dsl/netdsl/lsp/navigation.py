@@ -13,9 +13,9 @@ from lsprotocol import types
 
 from netdsl.errors import Span
 from netdsl.lsp.checking import Snapshot, real_of
-from netdsl.lsp.completion import KEYWORDS
 from netdsl.lsp.names import Occurrence, Symbol
 from netdsl.lsp.positions import Lines
+from netdsl.syntax.keywords import KEYWORDS
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

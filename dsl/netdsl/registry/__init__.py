@@ -3,11 +3,13 @@
 Layers, activations, initializers, regularizers, constraints, optimizers,
 losses, metrics, schedules and callbacks, each with its parameters (names,
 types, defaults, positional order), read from `data.json` without importing
-Keras. `table` holds the entries and lookups, `estimate` the output counts and
-parameter estimates, `plugins` the names a person running netdsl adds.
+Keras. `table` holds the entries and lookups, `layers/` each layer's anatomy
+(output shapes, parameter count, output count; one module per family),
+`plugins` the names a person running netdsl adds.
 """
 
-from netdsl.registry.estimate import estimate_params, output_count
+from netdsl.registry.layers import estimate_params, output_count, output_shapes
+from netdsl.registry.layers.anatomy import shape_text
 from netdsl.registry.table import (
     KINDS,
     REQUIRED,
@@ -29,6 +31,7 @@ from netdsl.registry.table import (
 
 __all__ = [
     "KINDS", "TYPES", "REQUIRED", "Param", "Entry", "lookup", "names", "all_keys", "suggest",
-    "output_count", "estimate_params", "register_plugin", "plugin_object", "reset_plugins",
+    "output_count", "estimate_params", "output_shapes", "shape_text",
+    "register_plugin", "plugin_object", "reset_plugins",
     "snake_case", "camel_case", "split_kwargs", "type_of_default",
 ]

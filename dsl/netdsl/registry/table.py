@@ -2,10 +2,10 @@
 
 One table per kind (see `KINDS`). Each `Entry` knows its parameters (names,
 types, defaults, positional order), how many tensors it takes and returns,
-and a cheap parameter-count estimate (`output_count` and `estimate_params`,
-which live in `netdsl.registry.estimate`; the package re-exports both), so the checker validates a spec
-without importing Keras. The tables live in `data.json`, generated
-from the installed Keras by `scripts/gen_registry.py` and committed; this
+and, in `netdsl.registry.layers`, each layer's anatomy (output shapes, parameter
+count, output count; the package re-exports `output_shapes`, `estimate_params`
+and `output_count`), so the checker validates a spec without importing Keras.
+The tables live in `data.json`, generated from the installed Keras by `scripts/gen_registry.py` and committed; this
 module only reads it (once, lazily). The Keras objects themselves are reached by
 `netdsl.custom.factory`, from names in this allow-list only.
 
@@ -33,6 +33,8 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from netdsl.syntax.keywords import KEYWORDS
 
 __all__ = [
     "KINDS", "TYPES", "REQUIRED", "Param", "Entry", "lookup", "names",
@@ -71,11 +73,8 @@ TYPES = {
 
 _BASE_LAYER_PARAMS = ("name", "dtype", "trainable")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# The language's keywords (LANGUAGE.md section 1) can never be entry names.
-_KEYWORDS = frozenset(
-    "import as let model block activation layer input output weight shared "
-    "train if else true false none and or not".split()
-)
+# The language's keywords can never be entry names.
+_KEYWORDS = frozenset(KEYWORDS)
 
 
 class _Required:

@@ -17,6 +17,7 @@ from netdsl.semantics.expand import Expander
 from netdsl.semantics.graph import Graph
 from netdsl.semantics.scope import Env, build_scopes
 from netdsl.semantics.shapes import ShapeBackend
+from netdsl.semantics.steps import Backend
 from netdsl.semantics.sweep_space import SweepSpace, check_metric, check_sweeps
 from netdsl.semantics.train_checks import TrainChecker
 from netdsl.semantics.values import UNKNOWN
@@ -46,7 +47,7 @@ class Analysis:
         return [d for d in self.diagnostics if d.severity == "error"]
 
 
-def analyze(program: Program, backend: Any = None, models: list[str] | None = None,
+def analyze(program: Program, backend: Backend | None = None, models: list[str] | None = None,
             declarations: bool = True, param_limit: int | None = None) -> Analysis:
     """Check a program; expand `models` (default: all of the root file's models)."""
     with paused_gc(), suggestions_limited(MAX_SUGGESTION_WORK):
@@ -61,7 +62,7 @@ def checked_graphs(program: Program, names: list[str]) -> dict[str, Graph]:
     return {name: analysis.graphs[name] for name in names}
 
 
-def _analyze(program: Program, backend: Any, models: list[str] | None, declarations: bool,
+def _analyze(program: Program, backend: Backend | None, models: list[str] | None, declarations: bool,
              param_limit: int | None) -> Analysis:
     diagnostics: list[Diagnostic] = []
     analysis = Analysis(program)
@@ -74,7 +75,7 @@ def _analyze(program: Program, backend: Any, models: list[str] | None, declarati
     return analysis
 
 
-def _expand_all(program: Program, backend: Any, models: list[str] | None, declarations: bool,
+def _expand_all(program: Program, backend: Backend | None, models: list[str] | None, declarations: bool,
                 param_limit: int | None, analysis: Analysis, diagnostics: list[Diagnostic]) -> None:
     scopes = build_scopes(program.files, program.imports, diagnostics)
     expander = Expander(scopes, backend or ShapeBackend(), diagnostics, TrainChecker())
@@ -89,8 +90,9 @@ def _expand_all(program: Program, backend: Any, models: list[str] | None, declar
     wanted = models if models is not None else program.model_names
     for decl in program.root_file.decls:
         if isinstance(decl, ir.ModelDecl) and decl.name in wanted:
-            if decl.name in expander.models and expander.models[decl.name] is not None:
-                analysis.graphs[decl.name] = expander.models[decl.name]
+            known = expander.models.get(decl.name)
+            if known is not None:
+                analysis.graphs[decl.name] = known
                 continue
             graph = expander.expand_model(decl, root)
             expander.models.setdefault(decl.name, graph)

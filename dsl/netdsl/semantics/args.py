@@ -11,9 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from netdsl import registry
-from netdsl.errors import Fail, did_you_mean
+from netdsl.errors import Fail, Span, did_you_mean
 from netdsl.semantics.consts import arity
-from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, type_name
+from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_number, type_name
 
 DTYPES = (
     "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
@@ -46,10 +46,10 @@ DeclaredLookup = Callable[[Sym], Any]
 
 # An entry's parameters by name, its positional ones, its required ones: worked out
 # once per entry (a layer call is checked against them), kept with the entry itself.
-_SIGNATURES: dict[int, tuple[registry.Entry, dict, list, list]] = {}
+_SIGNATURES: dict[int, tuple[registry.Entry, dict[str, Any], list[Any], list[Any]]] = {}
 
 
-def _signature(entry: registry.Entry) -> tuple[dict, list, list]:
+def _signature(entry: registry.Entry) -> tuple[dict[str, Any], list[Any], list[Any]]:
     known = _SIGNATURES.get(id(entry))
     if known is None or known[0] is not entry:
         every = entry.params + entry.call_params
@@ -65,7 +65,8 @@ class Arguments:
     def __init__(self, declared_activation: DeclaredLookup):
         self.declared_activation = declared_activation
 
-    def bind(self, entry: registry.Entry, args: list, kwargs: list[tuple[str, Any, Any]], span) -> dict[str, Any]:
+    def bind(self, entry: registry.Entry, args: list[Any], kwargs: list[tuple[str, Any, Any]],
+             span: Span) -> dict[str, Any]:
         """kwargs: (name, value, span). Returns {param: checked value}."""
         params, positional, required = _signature(entry)
         if len(args) > len(positional):
@@ -89,7 +90,7 @@ class Arguments:
                            _param_list(entry))
         return {name: self.check(params[name], value, spans[name], entry.name) for name, value in bound.items()}
 
-    def check(self, param: registry.Param, value: Any, span, owner: str) -> Any:
+    def check(self, param: registry.Param, value: Any, span: Span, owner: str) -> Any:
         """The value if it fits the parameter's type (names resolved), else a Fail."""
         if value is UNKNOWN:
             return value
@@ -111,7 +112,7 @@ class Arguments:
                          f"received {type_name(value)} {describe_value(value)}",
                    _choices_hint(param))
 
-    def resolve(self, value: Sym | SymCall | str, kinds: tuple[str, ...], span) -> Resolved:
+    def resolve(self, value: Sym | SymCall | str, kinds: tuple[str, ...], span: Span) -> Resolved:
         """A name (or call) given for a registry kind, checked, as a Resolved."""
         if isinstance(value, str):
             value = Sym(value, span)
@@ -129,7 +130,7 @@ class Arguments:
         pool = [key for kind in kinds for key in registry.all_keys(kind)]
         raise Fail(sym.span, f"unknown {words} '{_spelled(sym)}'", did_you_mean(sym.name, pool))
 
-    def _registry_object(self, entry: registry.Entry, value: Sym | SymCall, span) -> Resolved:
+    def _registry_object(self, entry: registry.Entry, value: Sym | SymCall, span: Span) -> Resolved:
         if isinstance(value, SymCall):
             args = [(a, value.span) for a in value.args]
             kwargs = [(k, v, value.span) for k, v in value.kwargs]
@@ -139,7 +140,7 @@ class Arguments:
         written = (value.sym if isinstance(value, SymCall) else value).name
         return Resolved(entry.kind, entry.name, tuple(sorted(checked.items())), span=span, written=written)
 
-    def _declared(self, decl: Any, value: Sym | SymCall, span) -> Resolved:
+    def _declared(self, decl: Any, value: Sym | SymCall, span: Span) -> Resolved:
         args = list(value.args) if isinstance(value, SymCall) else []
         kwargs = dict(value.kwargs) if isinstance(value, SymCall) else {}
         bound = decl.bind_constants(args, kwargs, span)
@@ -166,10 +167,6 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def _check_str(v: Any, p: registry.Param) -> bool:
     if not isinstance(v, str):
         return False
@@ -178,7 +175,7 @@ def _check_str(v: Any, p: registry.Param) -> bool:
 
 _CHECKS: dict[str, Callable[[Any, registry.Param], bool]] = {
     "int": lambda v, p: _is_int(v),
-    "float": lambda v, p: _is_number(v),
+    "float": lambda v, p: is_number(v),
     "bool": lambda v, p: isinstance(v, bool),
     "str": _check_str,
     "ints": lambda v, p: _is_int(v) or (isinstance(v, (tuple, list)) and all(_is_int(x) for x in v)),
@@ -187,9 +184,9 @@ _CHECKS: dict[str, Callable[[Any, registry.Param], bool]] = {
     "list": lambda v, p: isinstance(v, (tuple, list)),
     "dict": lambda v, p: isinstance(v, dict),
     "dtype": lambda v, p: isinstance(v, str) and v in DTYPES,
-    "schedule_or_float": lambda v, p: _is_number(v),
+    "schedule_or_float": lambda v, p: is_number(v),
     "activation": lambda v, p: False,
-    "initializer": lambda v, p: _is_number(v),  # a number is a constant initializer
+    "initializer": lambda v, p: is_number(v),  # a number is a constant initializer
     "regularizer": lambda v, p: False,
     "constraint": lambda v, p: False,
     "layer": lambda v, p: False,

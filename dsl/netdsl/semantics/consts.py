@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from netdsl.errors import Exhausted, Fail
+from netdsl.errors import Exhausted, Fail, Span
 from netdsl.limits import (
     MAX_CALL_DEPTH,
     MAX_CONST_WORK,
@@ -27,8 +27,8 @@ from netdsl.limits import (
     MAX_VALUE_DEPTH,
     MAX_VALUE_ITEMS,
 )
-from netdsl.semantics.scope import Closure, Env, FileScope
-from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
+from netdsl.semantics.scope import Closure, Env, FileScope, cycle_text
+from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_number, is_unknown, type_name
 from netdsl.syntax import ir
 
 
@@ -37,7 +37,7 @@ class Failed(Fail):
 
     def __init__(self) -> None:
         Exception.__init__(self, "failed")
-        self.diagnostic = None
+        self.diagnostic = None  # type: ignore[assignment]  # reported already: nothing to show
 
 
 class _Cycle(Fail):
@@ -51,11 +51,11 @@ class TensorValue:
     poisoned: bool = False  # bound by a statement that failed
 
 
-def _round(x, ndigits=None):
+def _round(x: Any, ndigits: Any = None) -> Any:
     return round(x) if ndigits is None else round(x, ndigits)
 
 
-BUILTINS: dict[str, tuple[Callable, int, int]] = {
+BUILTINS: dict[str, tuple[Callable[..., Any], int, int]] = {
     # name: (function, min args, max args)
     "min": (min, 1, 64),
     "max": (max, 1, 64),
@@ -68,11 +68,11 @@ BUILTINS: dict[str, tuple[Callable, int, int]] = {
     "len": (len, 1, 1),
 }
 
-_ARITH: dict[str, Callable] = {
+_ARITH: dict[str, Callable[..., Any]] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
     "//": operator.floordiv, "%": operator.mod, "**": operator.pow,
 }
-_COMPARE: dict[str, Callable] = {
+_COMPARE: dict[str, Callable[..., Any]] = {
     "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
 
@@ -92,7 +92,7 @@ class Consts:
         self._sizes: dict[int, tuple[Any, int, int]] = {}
 
     # ---------------------------------------------------------- names
-    def file_let(self, scope: FileScope, name: str, span) -> Any:
+    def file_let(self, scope: FileScope, name: str, span: Span) -> Any:
         """The folded value of a file-level `let`, evaluated once, in any order."""
         if name in scope.let_values:
             value = scope.let_values[name]
@@ -102,8 +102,8 @@ class Consts:
         decl = scope.own[name]
         key = (scope.path, name)
         if key in self.lets:
-            chain = " -> ".join(n for _, n in self.lets[self.lets.index(key):] + [key])
-            raise _Cycle(span, f"constant '{name}' is defined in terms of itself: {chain}")
+            path = [n for _, n in self.lets[self.lets.index(key):]]
+            raise _Cycle(span, cycle_text("constant", name, path, "is defined in terms of itself"))
         if len(self.lets) >= MAX_CALL_DEPTH:
             raise Fail(span, f"constant '{name}' is defined through more than {MAX_CALL_DEPTH} constants "
                              "declared after it", "declare a constant before the constants that use it")
@@ -119,7 +119,7 @@ class Consts:
         scope.let_values[name] = value
         return value
 
-    def lookup(self, name: str, env: Env, span) -> Any:
+    def lookup(self, name: str, env: Env, span: Span) -> Any:
         value = env.get(name, _MISSING)
         if value is not _MISSING:
             return value
@@ -150,7 +150,7 @@ class Consts:
         finally:
             self.depth -= 1
 
-    def charge(self, work: int, span) -> None:
+    def charge(self, work: int, span: Span) -> None:
         """Spend `work` of this check's constant budget, before doing it."""
         self.work += work
         if self.work > self.work_limit:
@@ -158,11 +158,11 @@ class Consts:
                             "functions that call each other more than once, or large constants "
                             "given to many layers, multiply the work")
 
-    def charge_value(self, value: Any, span) -> None:
+    def charge_value(self, value: Any, span: Span) -> None:
         """Spend the items of a value handed to a step (checking it walks them all)."""
         self.charge(self.size(value)[0] if isinstance(value, (list, tuple, dict)) else 1, span)
 
-    def made(self, value: Any, span, size: tuple[int, int] | None = None) -> Any:
+    def made(self, value: Any, span: Span, size: tuple[int, int] | None = None) -> Any:
         """A list, tuple or dict just made (`size`: its (items, nesting) when known
         without walking it): charged, and refused when too large or too deep."""
         items, depth = size or self.size(value)
@@ -246,13 +246,13 @@ class Consts:
     def _alias_member(self, target: FileScope, e: ir.Attr) -> Any:
         decl = target.own.get(e.attr)
         if decl is None or isinstance(decl, ir.ModelDecl):
-            raise Fail(e.span, f"'{e.value.id}' has no declaration '{e.attr}'",
+            raise Fail(e.span, f"'{cast(ir.Name, e.value).id}' has no declaration '{e.attr}'",
                        _near(e.attr, [n for n, d in target.own.items() if not isinstance(d, ir.ModelDecl)]))
         if isinstance(decl, ir.Let):
             return self.file_let(target, e.attr, e.span)
         if isinstance(decl, ir.LetFunc):
             return Closure(decl, None, target)
-        return Sym(e.attr, e.span, namespace=e.value.id)
+        return Sym(e.attr, e.span, namespace=cast(ir.Name, e.value).id)
 
     def _index(self, e: ir.Index, env: Env) -> Any:
         value = self.fold(e.value, env)
@@ -264,7 +264,7 @@ class Consts:
             if not isinstance(value, (tuple, list, str)):
                 raise Fail(e.value.span, f"cannot slice {type_name(value)}")
             for bound, node in ((start, e.index.start), (stop, e.index.stop)):
-                if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)):
+                if node is not None and bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)):
                     raise Fail(node.span, f"a slice bound must be an integer, received {type_name(bound)}")
             return self.made(value[start:stop], e.span) if not isinstance(value, str) else value[start:stop]
         index = self.fold(e.index, env)
@@ -290,7 +290,7 @@ class Consts:
             return UNKNOWN
         if e.op == "not":
             return not value
-        if not _is_number(value):
+        if not is_number(value):
             raise Fail(e.operand.span, f"'{e.op}' needs a number, received {type_name(value)}")
         return -value if e.op == "-" else +value
 
@@ -348,7 +348,7 @@ class Consts:
             (left_items, left_depth), (right_items, right_depth) = self.size(left), self.size(right)
             self._check_items(left_items + right_items, e.span)
             return self._made_sequence(left + right, e.span, (left_items + right_items, max(left_depth, right_depth)))
-        if not (_is_number(left) and _is_number(right)):
+        if not (is_number(left) and is_number(right)):
             raise Fail(e.span, f"cannot apply '{e.op}' to {type_name(left)} and {type_name(right)}")
         if e.op in ("/", "//", "%") and right == 0:
             raise Fail(e.right.span, "division by zero")
@@ -360,13 +360,13 @@ class Consts:
             raise Fail(e.span, "value too large") from None
         return _bounded(result, e)
 
-    def _check_items(self, items: int, span) -> None:
+    def _check_items(self, items: int, span: Span) -> None:
         """Refuse a value of more than MAX_VALUE_ITEMS items before making it."""
         if items > MAX_VALUE_ITEMS:
             raise Fail(span, f"value too large: more than {MAX_VALUE_ITEMS:,} items in all",
                        "nested lists count every item, each reference to a shared list again")
 
-    def _made_sequence(self, value: Any, span, size: tuple[int, int]) -> Any:
+    def _made_sequence(self, value: Any, span: Span, size: tuple[int, int]) -> Any:
         if isinstance(value, str):
             self.charge(len(value) // 64, span)  # copying text is cheap, but not free
             return value
@@ -399,7 +399,7 @@ class Consts:
                 return value
         raise Fail(func.span, "expected a function name before '('")
 
-    def _builtin(self, name: str, args: list, kwargs: list, e: ir.Call) -> Any:
+    def _builtin(self, name: str, args: list[Any], kwargs: list[Any], e: ir.Call) -> Any:
         fn, lo, hi = BUILTINS[name]
         if kwargs:
             raise Fail(e.kwargs[0].span, f"'{name}' takes no keyword arguments")
@@ -416,7 +416,7 @@ class Consts:
             described = ", ".join(type_name(a) for a in args)
             raise Fail(e.span, f"'{name}' cannot take {described}") from None
 
-    def call_closure(self, func: Closure, args: list, kwargs: dict, e: Any) -> Any:
+    def call_closure(self, func: Closure, args: list[Any], kwargs: dict[str, Any], e: Any) -> Any:
         decl = func.decl
         key = f"{func.scope.path}:{decl.name}"
         if key in self.calls:
@@ -445,7 +445,8 @@ _FAILED = object()  # a file-level constant whose folding failed
 _DEFAULT = object()  # a parameter left to its default, evaluated in the callee's scope
 
 
-def bind_plain(name: str, what: str, params: list[ir.Param], args: list, kwargs: dict, span) -> dict[str, Any]:
+def bind_plain(name: str, what: str, params: list[ir.Param], args: list[Any], kwargs: dict[str, Any],
+               span: Span) -> dict[str, Any]:
     """Match arguments to untyped parameters (let functions, blocks, declared layers)."""
     names = [p.name for p in params]
     if len(args) > len(params):
@@ -467,16 +468,13 @@ def bind_plain(name: str, what: str, params: list[ir.Param], args: list, kwargs:
     return bound
 
 
-def _param(decl, name: str) -> ir.Param:
-    return next(p for p in decl.params if p.name == name)
+def _param(decl: Any, name: str) -> ir.Param:
+    found: ir.Param = next(p for p in decl.params if p.name == name)
+    return found
 
 
 def is_default(value: Any) -> bool:
     return value is _DEFAULT
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _check_power(e: ir.BinOp, base: Any, exponent: Any) -> None:
@@ -503,7 +501,7 @@ def arity(lo: int, hi: int, noun: str = "argument") -> str:
     return f"{lo} to {hi} {noun}s"
 
 
-def _near(name: str, candidates) -> str | None:
+def _near(name: str, candidates: list[str]) -> str | None:
     from netdsl.errors import did_you_mean
 
     return did_you_mean(name, candidates)

@@ -10,18 +10,19 @@ runtime's table.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from netdsl.errors import Fail, Span, did_you_mean
 from netdsl.limits import MAX_EXPRESSION_DEPTH, MAX_INLINE_DEPTH
 from netdsl.semantics.consts import Consts, TensorValue, bind_plain, is_default
-from netdsl.semantics.scope import Env, FileScope
+from netdsl.semantics.scope import Env, FileScope, cycle_text
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_unknown, type_name
 from netdsl.syntax import ir
 
 # name: (min positional args, max positional args or None, allowed keywords,
 #        indices of positional args that must be constants)
-OP_FUNCTIONS: dict[str, tuple[int, int | None, frozenset, tuple]] = {}
+OP_FUNCTIONS: dict[str, tuple[int, int | None, frozenset[Any], tuple[Any, ...]]] = {}
 for _n in ("sin cos tanh sigmoid exp log log1p sqrt abs relu softplus square erf sine smooth_relu "
            "sigmoid_tanh silu swish selu softsign linear hard_sigmoid relu6 mish").split():
     OP_FUNCTIONS[_n] = (1, 1, frozenset(), ())
@@ -56,7 +57,7 @@ class CheckedActivation:
     decl: ir.ActivationDecl
     scope: FileScope
 
-    def bind_constants(self, args: list, kwargs: dict, span: Span) -> dict[str, Any]:
+    def bind_constants(self, args: list[Any], kwargs: dict[str, Any], span: Span) -> dict[str, Any]:
         """Values of the constant parameters (all but the first) for `activation=name(...)`."""
         params = self.decl.params[1:]
         bound = bind_plain(self.name, "activation", params, args, kwargs, span)
@@ -89,8 +90,7 @@ class Declared:
         key = id(decl)
         if key not in self._activations:
             if decl.name in self.busy:
-                chain = " -> ".join(self.busy[self.busy.index(decl.name):] + [decl.name])
-                raise Fail(decl.span, f"activation '{decl.name}' uses itself: {chain}")
+                raise Fail(decl.span, cycle_text("activation", decl.name, self.busy[self.busy.index(decl.name):]))
             if not decl.params:
                 raise Fail(decl.span, f"activation '{decl.name}' needs an input parameter",
                            f"activation {decl.name}(x) = ...")
@@ -113,14 +113,14 @@ class Declared:
         return self._activations[key]
 
     # ------------------------------------------------------------ instances
-    def instantiate(self, step: Any, inputs: list, expander: Any) -> Instance:
+    def instantiate(self, step: Any, inputs: list[Any], expander: Any) -> Instance:
         if step.kind == "declared_activation":
             act = self.activation(step.entry, step.scope)
             values = act.bind_constants([v for v, _ in step.args], {k: v for k, v, _ in step.kwargs}, step.span)
             return Instance("declared_activation", act.name, 1, 1, values, act.config(values))
         return self._layer(step.entry, step.scope, step, inputs)
 
-    def _layer(self, decl: ir.LayerDecl, scope: FileScope, step: Any, inputs: list) -> Instance:
+    def _layer(self, decl: ir.LayerDecl, scope: FileScope, step: Any, inputs: list[Any]) -> Instance:
         args = [v for v, _ in step.args] if step else []
         kwargs = {k: v for k, v, _ in step.kwargs} if step else {}
         span = step.span if step else decl.span
@@ -170,7 +170,8 @@ class Declared:
         }
         return Instance("declared_layer", decl.name, len(input_names), len(outputs), values, config)
 
-    def _weight(self, stmt: ir.Weight, env: Env, values: dict, inputs: list[str], tensors: set) -> dict:
+    def _weight(self, stmt: ir.Weight, env: Env, values: dict[str, Any], inputs: list[str],
+                tensors: set[Any]) -> dict[str, Any]:
         if stmt.name in tensors or stmt.name in values:
             raise Fail(stmt.span, f"'{stmt.name}' is already defined in this layer")
         if not isinstance(stmt.shape, ir.Tuple):
@@ -196,13 +197,8 @@ class Declared:
 
     def check_layer(self, decl: ir.LayerDecl, scope: FileScope) -> None:
         """Check a declared layer on its own (parameters unknown)."""
-        class _Unknown:
-            span = decl.span
-            args: list = []
-            kwargs: list = []
-        step = _Unknown()
-        step.kwargs = [(p.name, UNKNOWN, p.span) for p in decl.params]
-        self._layer(decl, scope, step, [])
+        unknown = SimpleNamespace(span=decl.span, args=[], kwargs=[(p.name, UNKNOWN, p.span) for p in decl.params])
+        self._layer(decl, scope, unknown, [])
 
 
 class _ShapeOnly(TensorValue):
@@ -215,8 +211,8 @@ class _ShapeOnly(TensorValue):
 class _Trees:
     """IR op expressions to runtime trees, checking names, functions and arity."""
 
-    def __init__(self, declared: Declared, scope: FileScope, tensors: set, variables: set, env: Env,
-                 inputs: set | None = None, depth: int = 0):
+    def __init__(self, declared: Declared, scope: FileScope, tensors: set[Any], variables: set[Any], env: Env,
+                 inputs: set[Any] | None = None, depth: int = 0):
         self.declared = declared
         self.scope = scope
         self.tensors = tensors
@@ -268,7 +264,7 @@ class _Trees:
         return ["const", _jsonable(value, e.span)]
 
     def _dim(self, e: ir.Index) -> Any:
-        name = e.value.value.id
+        name = _shape_input(e.value)
         if name not in self.inputs:
             raise Fail(e.value.span, f"'{name}' is not an input of this layer; only inputs have a shape")
         index = self.declared.consts.fold(e.index, self.env)
@@ -312,8 +308,7 @@ class _Trees:
     def _inline(self, decl: ir.ActivationDecl, scope: FileScope, e: ir.Call) -> Any:
         busy = self.declared.busy
         if decl.name in busy:
-            chain = " -> ".join(busy[busy.index(decl.name):] + [decl.name])
-            raise Fail(e.func.span, f"activation '{decl.name}' uses itself: {chain}")
+            raise Fail(e.func.span, cycle_text("activation", decl.name, busy[busy.index(decl.name):]))
         act = self.declared.activation(decl, scope)
         if len(e.args) < 1:
             raise Fail(e.span, f"activation '{decl.name}' needs its input: {decl.name}(x)")
@@ -339,7 +334,7 @@ class _Trees:
         return any(self._mentions_tensor(child) for child in _children(e))
 
 
-def _children(e: Any) -> list:
+def _children(e: Any) -> list[Any]:
     out = []
     for value in e.__dict__.values():
         if isinstance(value, ir.Node):
@@ -349,7 +344,7 @@ def _children(e: Any) -> list:
     return out
 
 
-def _substitute(tree: Any, mapping: dict) -> Any:
+def _substitute(tree: Any, mapping: dict[str, Any]) -> Any:
     if isinstance(tree, list):
         if len(tree) == 2 and tree[0] == "var" and tree[1] in mapping:
             return mapping[tree[1]]
@@ -376,18 +371,23 @@ def _is_shape_attr(e: Any) -> bool:
     return isinstance(e, ir.Attr) and e.attr == "shape" and isinstance(e.value, ir.Name)
 
 
-def _dim_tree(e: Any, env: Env, params: set, inputs: set, consts: Consts) -> Any:
+def _shape_input(e: Any) -> str:
+    """`x` of `x.shape`, an expression `_is_shape_attr` accepted."""
+    return str(e.value.id)
+
+
+def _dim_tree(e: Any, env: Env, params: set[Any], inputs: set[Any], consts: Consts) -> Any:
     if isinstance(e, ir.Number):
         return ["num", e.value]
     if isinstance(e, ir.Name) and e.id in params:
         return ["var", e.id]
     if isinstance(e, ir.Index) and _is_shape_attr(e.value):
-        if e.value.value.id not in inputs:
-            raise Fail(e.value.span, f"'{e.value.value.id}' is not an input of this layer")
+        if _shape_input(e.value) not in inputs:
+            raise Fail(e.value.span, f"'{_shape_input(e.value)}' is not an input of this layer")
         index = consts.fold(e.index, env)
         if not isinstance(index, int) or isinstance(index, bool):
             raise Fail(e.index.span, "a shape index must be an integer")
-        return ["dim", e.value.value.id, index]
+        return ["dim", _shape_input(e.value), index]
     if isinstance(e, ir.BinOp) and e.op in _DIM_BINARY:
         return ["bin", e.op, _dim_tree(e.left, env, params, inputs, consts),
                 _dim_tree(e.right, env, params, inputs, consts)]
@@ -437,6 +437,6 @@ def _jsonable(value: Any, span: Span) -> Any:
     raise Fail(span, f"{type_name(value)} cannot stand in an op expression")
 
 
-def _json_params(values: dict) -> dict:
+def _json_params(values: dict[str, Any]) -> dict[str, Any]:
     return {k: (None if v is UNKNOWN else v) for k, v in values.items()
             if v is UNKNOWN or isinstance(v, (bool, int, float, str, type(None), list, tuple))}

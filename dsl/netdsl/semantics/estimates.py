@@ -68,7 +68,7 @@ def _distinct_total(graph: Graph) -> int:
             if node.shared in shared:
                 continue
             shared.add(node.shared)
-        total += node.params
+        total += node.params or 0  # every count is known when this runs (see _fill)
     return total
 
 

@@ -13,7 +13,7 @@ Errors are collected, not raised: a statement that fails binds its targets
 to a poisoned tensor, so one mistake does not cascade into many.
 """
 
-from typing import Any
+from typing import Any, cast
 
 from netdsl import registry
 from netdsl.errors import BuildError, Diagnostic, Fail, Span, did_you_mean
@@ -57,13 +57,13 @@ class Expander(Steps):
         self.repeat_groups = 0
         self.steps_spent = 0  # of `steps_limit`, in this check
         self.steps_limit = MAX_EXPANSION_STEPS
-        self.step_hints: dict[tuple, str | None] = {}  # "did you mean" of an unknown step, by name and scope
-        self.build: BuildState | None = None
+        self.step_hints: dict[tuple[Any, ...], str | None] = {}  # "did you mean" of an unknown step, by name and scope
+        self.build = cast(BuildState, None)  # set by expand_model before any statement runs
         # The statement being expanded: its binding names the layers it makes,
         # its file scope finds the declared activations an argument names.
         self._current_binding: str | None = None
         self._current_scope: FileScope | None = None
-        self._output_names: list = [None, 0, set()]  # see _is_output
+        self._output_names: list[Any] = [None, 0, set()]  # see _is_output
 
     # ============================================================ entry points
     def budget_for_text(self, size: int) -> None:
@@ -110,7 +110,7 @@ class Expander(Steps):
             self.build = outer
 
     # ============================================================ statements
-    def _run(self, body: list, env: Env, where: str) -> None:
+    def _run(self, body: list[Any], env: Env, where: str) -> None:
         saved = self._current_binding, self._current_scope
         self._current_scope = env.scope
         try:
@@ -174,7 +174,7 @@ class Expander(Steps):
             self.error(_name_span(decl, "model"), f"model '{decl.name}' has no input",
                         "add one: input x: (28, 28, 1)")
 
-    def _input_shape(self, item: ir.InputItem, env: Env) -> tuple:
+    def _input_shape(self, item: ir.InputItem, env: Env) -> tuple[Any, ...]:
         if item.shape is None:
             raise Fail(item.span, f"model input '{item.name}' needs a shape",
                        f"input {item.name}: (28, 28, 1) — the batch axis is left out")
@@ -211,7 +211,7 @@ class Expander(Steps):
 
     def _spread(self, tensor: Tensor, count: int) -> list[Tensor]:
         """A layer whose output count check could not know, taken as `count` outputs."""
-        node = self.build.graph.node_of(tensor.ref)
+        node = self.build.graph.node_of(cast(TensorRef, tensor.ref))  # a tensor just emitted
         node.n_outputs, node.output_shapes = count, [UNKNOWN] * count
         return [Tensor(TensorRef(node.id, i), UNKNOWN, UNKNOWN) for i in range(count)]
 
@@ -227,8 +227,9 @@ class Expander(Steps):
                         raise Fail(item.value.span, f"output '{item.name}' is {len(tensors)} tensors; "
                                                     "bind them first: a, b = FLOW, then output a, b")
                     env.vars[item.name] = tensors[0]
-                tensor = self._tensor_named(item.name, env, item.span)
-                if self._is_output(item.name):
+                name = cast(str, item.name)  # `output NAME`, or refused above
+                tensor = self._tensor_named(name, env, item.span)
+                if self._is_output(name):
                     raise Fail(item.span, f"'{item.name}' is already an output")
                 self.build.outputs.append((item.name, tensor))
             except Fail as exc:
@@ -321,7 +322,8 @@ class Expander(Steps):
                 if len(got) != 1:
                     raise Fail(term.span, f"'+' adds single tensors; this side is {len(got)} tensors")
                 inputs.extend(got)
-            return self._emit_registry(registry.lookup("layer", "add"), "add", {}, inputs, expr.span, final)
+            add = cast(registry.Entry, registry.lookup("layer", "add"))
+            return self._emit_registry(add, "add", {}, inputs, expr.span, final)
         if isinstance(expr, ir.BinOp) and expr.op in ("-", "*", "/", "@", "//", "%", "**"):
             merge = {"-": "subtract", "*": "multiply"}.get(expr.op)
             raise Fail(expr.span, f"'{expr.op}' does not apply to tensors; only '+' does",
@@ -353,7 +355,7 @@ class Expander(Steps):
             raise Fail(span, f"undefined tensor '{name}'", did_you_mean(name, tensors))
         raise Fail(span, f"'{name}' is {type_name(value)}, not a tensor")
     # ============================================================ nodes
-    def _emit_input(self, name: str, shape: tuple, dtype: str, span: Span) -> Tensor:
+    def _emit_input(self, name: str, shape: tuple[Any, ...], dtype: str, span: Span) -> Tensor:
         graph = self.build.graph
         self.charge_layer(span)
         self.build.used.add(name)
@@ -367,7 +369,7 @@ class Expander(Steps):
         node.output_shapes = [self.backend.shape(handle)]
         return Tensor(TensorRef(node.id), handle, node.output_shapes[0])
 
-    def _emit(self, op: str, kind: str, args: dict, inputs: list[Tensor], n_outputs: int, span: Span,
+    def _emit(self, op: str, kind: str, args: dict[str, Any], inputs: list[Tensor], n_outputs: int, span: Span,
               base: str, final: str | None, shared: str | None = None, decl: Any = None) -> list[Tensor]:
         self.charge_layer(span)  # a path whose input failed counts what it would make
         if any(t.poisoned for t in inputs):
@@ -376,7 +378,8 @@ class Expander(Steps):
         if is_unknown(args) or (decl is not None and is_unknown(getattr(decl, "config", None))):
             self.uncertain = True
         name = self._node_name(final, base)
-        node = Node(len(graph.nodes), name, op, kind, args, [t.ref for t in inputs], n_outputs,
+        refs = cast("list[TensorRef]", [t.ref for t in inputs])  # poisoned inputs returned above
+        node = Node(len(graph.nodes), name, op, kind, args, refs, n_outputs,
                     self.build.path, span, shared=shared, repeat=self.build.repeat, decl=decl)
         graph.nodes.append(node)
         try:
@@ -431,7 +434,7 @@ class Expander(Steps):
             found = scope.find(sym.name)
         if found is None or not isinstance(found[0], ir.ActivationDecl):
             return None
-        return self.declared.activation(found[0], found[1])
+        return self.declared.activation(found[0], cast(FileScope, found[1]))
 
 
     def _near_constant(self, name: str, env: Env) -> str | None:
@@ -466,7 +469,7 @@ def _binding(stmt: Any) -> str | None:
     return None
 
 
-def _sum_terms(expr: Any) -> list:
+def _sum_terms(expr: Any) -> list[Any]:
     if isinstance(expr, ir.BinOp) and expr.op == "+":
         return _sum_terms(expr.left) + _sum_terms(expr.right)
     return [expr]

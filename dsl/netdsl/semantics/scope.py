@@ -35,7 +35,7 @@ class FileScope:
 
 
 def build_scopes(
-    files: dict[str, ir.File], imports: dict[str, list], diagnostics: list[Diagnostic]
+    files: dict[str, ir.File], imports: dict[str, list[Any]], diagnostics: list[Diagnostic]
 ) -> dict[str, FileScope]:
     """One FileScope per file, with duplicate declarations reported."""
     scopes = {path: FileScope(file) for path, file in files.items()}
@@ -129,3 +129,9 @@ class Closure:
     decl: ir.LetFunc
     env: Env | None
     scope: FileScope
+
+
+def cycle_text(what: str, name: str, path: list[str], relation: str = "uses itself") -> str:
+    """The message of a definition that reaches itself, `block 'b' uses itself: b -> c -> b`;
+    `path` is the chain of names from the first use of `name` on."""
+    return f"{what} '{name}' {relation}: {' -> '.join([*path, name])}"

@@ -22,51 +22,47 @@ _BROADCAST = {"minimum", "maximum", "where", "clip"}
 _REDUCE = {"sum", "mean", "max", "min"}
 
 
-class _Unknown(Exception):
-    pass
-
-
-def declared_output_shapes(config: dict, input_shapes: list[tuple]) -> list[Any]:
+def declared_output_shapes(config: dict[str, Any], input_shapes: list[tuple[Any, ...]]) -> list[Any]:
     """The output shapes (batch axis excluded) of a DeclaredLayer config."""
     inputs = dict(zip(config["inputs"], input_shapes))
-    env: dict[str, tuple] = {name: (None,) + tuple(shape) for name, shape in inputs.items()}
+    env: dict[str, tuple[Any, ...]] = {name: (None,) + tuple(shape) for name, shape in inputs.items()}
     try:
         for weight in config["weights"]:
             env[weight["name"]] = tuple(_dim(d, config["params"], inputs) for d in weight["shape"])
-    except _Unknown:
+    except ValueError:
         return [UNKNOWN] * len(config["outputs"])
     out = []
     for tree in config["outputs"]:
         try:
             shape = _shape(tree, env)
             out.append(tuple(shape[1:]) if len(shape) >= 1 else UNKNOWN)
-        except (_Unknown, TypeError, ValueError, IndexError, KeyError):
+        except (TypeError, ValueError, IndexError, KeyError):
             out.append(UNKNOWN)
     return out
 
 
-def declared_param_count(config: dict, input_shapes: list[tuple]) -> int | None:
+def declared_param_count(config: dict[str, Any], input_shapes: list[tuple[Any, ...]]) -> int | None:
     """The parameter count of a DeclaredLayer config (its weights' sizes); None when a size is unknown."""
     inputs = dict(zip(config["inputs"], input_shapes))
     try:
         sizes = [[_dim(d, config["params"], inputs) for d in weight["shape"]] for weight in config["weights"]]
-    except (_Unknown, TypeError, IndexError, KeyError):
+    except (TypeError, ValueError, IndexError, KeyError):
         return None
     if any(not isinstance(d, int) or d <= 0 for dims in sizes for d in dims):
         return None  # Keras refuses such a weight; let the build say so
     return sum(math.prod(dims) for dims in sizes)
 
 
-def _dim(tree: list, params: dict, inputs: dict) -> int:
+def _dim(tree: list[Any], params: dict[str, Any], inputs: dict[str, Any]) -> int:
     kind = tree[0]
-    if kind in ("num", "const") and isinstance(tree[1], int):
-        return tree[1]
-    if kind == "var" and isinstance(params.get(tree[1]), int):
-        return params[tree[1]]
+    if kind in ("num", "const") and isinstance(value := tree[1], int):
+        return value
+    if kind == "var" and isinstance(value := params.get(tree[1]), int):
+        return value
     if kind == "dim":
         value = inputs[tree[1]][tree[2]]
-        if value is None:
-            raise _Unknown
+        if not isinstance(value, int):
+            raise ValueError("not understood")
         return value
     if kind == "neg":
         return -_dim(tree[1], params, inputs)
@@ -76,15 +72,16 @@ def _dim(tree: list, params: dict, inputs: dict) -> int:
     if kind == "call" and tree[1] in ("max", "min"):
         values = [_dim(a, params, inputs) for a in tree[2]]
         return max(values) if tree[1] == "max" else min(values)
-    raise _Unknown
+    raise ValueError("not understood")
 
 
-def _shape(tree: list, env: dict) -> tuple:
+def _shape(tree: list[Any], env: dict[str, Any]) -> tuple[Any, ...]:
     kind = tree[0]
     if kind in ("num", "dim"):
         return ()
     if kind == "var":
-        return env.get(tree[1], ())  # a parameter is a scalar
+        scalar: tuple[Any, ...] = env.get(tree[1], ())  # a parameter is a scalar
+        return scalar
     if kind == "neg":
         return _shape(tree[1], env)
     if kind == "bin":
@@ -92,14 +89,14 @@ def _shape(tree: list, env: dict) -> tuple:
         return _matmul(a, b) if tree[1] == "@" else _broadcast(a, b)
     if kind == "call":
         return _call(tree[1], tree[2], tree[3] if len(tree) > 3 else {}, env)
-    raise _Unknown
+    raise ValueError("not understood")
 
 
-def _call(name: str, args: list, kwargs: dict, env: dict) -> tuple:
+def _call(name: str, args: list[Any], kwargs: dict[str, Any], env: dict[str, Any]) -> tuple[Any, ...]:
     if name in _SAME_SHAPE:
         return _shape(args[0], env)
     if name in _BROADCAST:
-        shape: tuple = ()
+        shape: tuple[Any, ...] = ()
         for arg in args:
             shape = _broadcast(shape, _shape(arg, env))
         return shape
@@ -122,16 +119,16 @@ def _call(name: str, args: list, kwargs: dict, env: dict) -> tuple:
         out = list(shapes[0])
         out[axis] = None if None in sizes else sum(sizes)
         return tuple(out)
-    raise _Unknown
+    raise ValueError("not understood")
 
 
-def _const(tree: list) -> Any:
+def _const(tree: list[Any]) -> Any:
     if tree[0] in ("const", "num"):
         return tree[1]
-    raise _Unknown
+    raise ValueError("not understood")
 
 
-def _broadcast(a: tuple, b: tuple) -> tuple:
+def _broadcast(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
     out = []
     for x, y in zip(((1,) * (len(b) - len(a)) + a), ((1,) * (len(a) - len(b)) + b)):
         if x == 1:
@@ -145,15 +142,15 @@ def _broadcast(a: tuple, b: tuple) -> tuple:
     return tuple(out)
 
 
-def _matmul(a: tuple, b: tuple) -> tuple:
+def _matmul(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
     if len(a) < 2 or len(b) < 2:
-        raise _Unknown
+        raise ValueError("not understood")
     if a[-1] is not None and b[-2] is not None and a[-1] != b[-2]:
         raise ValueError("inner dimensions differ")
     return _broadcast(a[:-2], b[:-2]) + (a[-2], b[-1])
 
 
-def _reshape(shape: tuple, target: tuple) -> tuple:
+def _reshape(shape: tuple[Any, ...], target: tuple[Any, ...]) -> tuple[Any, ...]:
     if -1 in target and None not in shape[1:] and shape[0] is None and target[0] == -1:
         return (None,) + tuple(target[1:])
     if -1 in target and None not in shape:
@@ -161,10 +158,10 @@ def _reshape(shape: tuple, target: tuple) -> tuple:
         return tuple(math.prod(shape) // known if d == -1 else d for d in target)
     if -1 not in target:
         return tuple(target)
-    raise _Unknown
+    raise ValueError("not understood")
 
 
-def _reduce(shape: tuple, axis: Any, keepdims: bool) -> tuple:
+def _reduce(shape: tuple[Any, ...], axis: Any, keepdims: bool) -> tuple[Any, ...]:
     axes = range(len(shape)) if axis is None else [a % len(shape) for a in (axis if isinstance(axis, list) else [axis])]
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))

@@ -11,16 +11,22 @@ the backend protocol.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from netdsl import registry
 from netdsl.errors import Exhausted, Fail, Span, did_you_mean
 from netdsl.limits import FAILED_STATEMENT_STEPS, MAX_BLOCK_DEPTH, MAX_LAYERS, MAX_PARAMS, MAX_REPEAT
 from netdsl.semantics.consts import TensorValue, bind_plain, dotted_name, is_default
 from netdsl.semantics.graph import Cluster, Graph, Node, TensorRef
-from netdsl.semantics.scope import Env, FileScope
+from netdsl.semantics.scope import Env, FileScope, cycle_text
 from netdsl.semantics.values import UNKNOWN, describe_value, type_name
 from netdsl.syntax import ir
+
+if TYPE_CHECKING:
+    from netdsl.errors import Diagnostic
+    from netdsl.semantics.args import Arguments
+    from netdsl.semantics.consts import Consts
+    from netdsl.semantics.declared import Declared
 
 # Keras layers left out of the allow-list on purpose, and why (for the diagnostic).
 REFUSED_LAYERS = {
@@ -33,7 +39,7 @@ REFUSED_LAYERS = {
 
 
 class Backend(Protocol):
-    def input(self, node: Node, shape: tuple, dtype: str) -> Any: ...
+    def input(self, node: Node, shape: tuple[Any, ...], dtype: str) -> Any: ...
 
     def apply(self, node: Node, inputs: list[Any]) -> list[Any]: ...
 
@@ -53,7 +59,7 @@ class Tensor(TensorValue):
     variadic: bool = False
 
     @property
-    def poisoned(self) -> bool:
+    def poisoned(self) -> bool:  # type: ignore[override]  # TensorValue's plain field, computed here
         return self.ref is None
 
 
@@ -68,9 +74,9 @@ class Step:
     name: str
     span: Span
     entry: Any = None  # registry.Entry, or the declaration
-    scope: FileScope | None = None
-    args: list = field(default_factory=list)  # [(value, span)]
-    kwargs: list = field(default_factory=list)  # [(name, value, span)]
+    scope: FileScope = cast("FileScope", None)  # set for every step that names a declaration
+    args: list[Any] = field(default_factory=list)  # [(value, span)]
+    kwargs: list[Any] = field(default_factory=list)  # [(name, value, span)]
     shared: Any = None  # SharedInstance
 
 
@@ -90,7 +96,7 @@ class BuildState:
     suffixes: dict[str, int] = field(default_factory=dict)  # next suffix to try per name
     path: tuple[str, ...] = ()
     repeat: tuple[int, int, int] | None = None
-    outputs: list = field(default_factory=list)
+    outputs: list[Any] = field(default_factory=list)
     layers: int = 0  # nodes made, and those a failed input skipped (MAX_LAYERS)
     repeat_once: bool = False  # a block checked on its own: each `* N` runs one pass
 
@@ -98,9 +104,9 @@ class BuildState:
 class _Poisoned(Fail):
     """A step whose definition already failed: no further diagnostic."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         Exception.__init__(self, "poisoned")
-        self.diagnostic = None
+        self.diagnostic = None  # type: ignore[assignment]  # reported already: nothing to show
 
 
 # ---------------------------------------------------------------- helpers
@@ -111,6 +117,30 @@ class Steps:
 
     It holds no state of its own: every attribute it uses (`build`, `backend`,
     `consts`, `declared`, `uncertain`, ...) is declared in `Expander.__init__`."""
+
+    if TYPE_CHECKING:  # what Expander provides, for the type checker
+        backend: Backend
+        consts: Consts
+        declared: Declared
+        arguments: Arguments
+        diagnostics: list[Diagnostic]
+        build: BuildState
+        uncertain: bool
+        block_stack: list[str]
+        models: dict[str, Graph | None]
+        model_stack: list[str]
+        repeat_groups: int
+        steps_spent: int
+        steps_limit: int
+        step_hints: dict[tuple[Any, ...], str | None]
+
+        def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph: ...
+        def _run(self, body: list[Any], env: Env, where: str) -> None: ...
+        def _emit_input(self, name: str, shape: tuple[Any, ...], dtype: str, span: Span) -> Tensor: ...
+        def _emit(self, op: str, kind: str, args: dict[str, Any], inputs: list[Tensor], n_outputs: int, span: Span,
+                  base: str, final: str | None, shared: str | None = None, decl: Any = None) -> list[Tensor]: ...
+        def _scoped(self, base: str) -> str: ...
+        def _unique_local(self, local: str) -> str: ...
 
     def _apply(self, expr: Any, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
         if isinstance(expr, ir.Flow):  # a group of steps
@@ -126,8 +156,8 @@ class Steps:
                 self._apply(expr.orelse, inputs, env, None)
                 return self._apply(expr.then, inputs, env, final)
             return self._apply(expr.then if cond else expr.orelse, inputs, env, final)
-        step = self._resolve_step(expr, env)
-        return self._apply_step(step, inputs, final)
+        resolved = self._resolve_step(expr, env)
+        return self._apply_step(resolved, inputs, final)
 
     def _repeat(self, expr: ir.BinOp, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
         count = self.consts.fold(expr.right, env)
@@ -245,7 +275,7 @@ class Steps:
                    "a dotted name reaches only a file imported with 'as' (lib.bottleneck); nothing reaches Python")
 
     def _declared_step(self, decl: Any, scope: FileScope, func: Any) -> Step:
-        kinds = {ir.BlockDecl: "block", ir.LayerDecl: "declared_layer",
+        kinds: dict[type[Any], str] = {ir.BlockDecl: "block", ir.LayerDecl: "declared_layer",
                  ir.ActivationDecl: "declared_activation", ir.ModelDecl: "model"}
         kind = kinds.get(type(decl))
         if kind is None:
@@ -297,7 +327,7 @@ class Steps:
             return self._apply_shared(step.shared, inputs, step.span)
         raise Fail(step.span, f"internal: unknown step kind {kind}")
 
-    def _emit_registry(self, entry: registry.Entry, base: str, kwargs: dict, inputs: list[Tensor],
+    def _emit_registry(self, entry: registry.Entry, base: str, kwargs: dict[str, Any], inputs: list[Tensor],
                        span: Span, final: str | None, shared: str | None = None) -> list[Tensor]:
         self._check_arity(entry.name, entry.inputs, inputs, span)
         n_outputs = registry.output_count(entry, kwargs)
@@ -310,7 +340,7 @@ class Steps:
             outputs[0].variadic = True  # check's guess; a Keras backend gives the real outputs
         return outputs
 
-    def _check_arity(self, name: str, arity: tuple, inputs: list[Tensor], span: Span) -> None:
+    def _check_arity(self, name: str, arity: tuple[Any, ...], inputs: list[Tensor], span: Span) -> None:
         lo, hi = arity
         n = len(inputs)
         if lo <= n and (hi is None or n <= hi):
@@ -324,14 +354,11 @@ class Steps:
         hint = "feed several with a tuple: (a, b) -> " + name if n < lo else None
         raise Fail(span, f"'{name}' takes {wanted}, received {n}", hint)
 
-    def _check_size(self, entry: registry.Entry, kwargs: dict, inputs: list[Tensor], span: Span) -> None:
+    def _check_size(self, entry: registry.Entry, kwargs: dict[str, Any], inputs: list[Tensor], span: Span) -> None:
         shapes = [t.shape if isinstance(t.shape, tuple) else None for t in inputs]
         if any(s is None for s in shapes):
             return
-        try:
-            estimate = registry.estimate_params(entry, kwargs, shapes)
-        except Exception:  # an estimate is advisory; the layer still validates itself
-            return
+        estimate = registry.estimate_params(entry, kwargs, shapes)  # None where a rule cannot tell
         limit = self.param_limit
         if estimate is not None and estimate > limit:
             raise Fail(span, f"'{entry.name}' would have about {estimate:,} parameters; "
@@ -359,13 +386,12 @@ class Steps:
         finally:
             self.build.path = outer_path
 
-    def _expand_block_body(self, decl: ir.BlockDecl, scope: FileScope, params: dict, inputs: list[Tensor],
+    def _expand_block_body(self, decl: ir.BlockDecl, scope: FileScope, params: dict[str, Any], inputs: list[Tensor],
                            span: Span) -> list[Tensor]:
         key = f"{scope.path}:{decl.name}"
         if key in self.block_stack:
-            chain = " -> ".join([k.split(":")[-1] for k in self.block_stack[self.block_stack.index(key):]]
-                                + [decl.name])
-            raise Fail(span, f"block '{decl.name}' uses itself: {chain}", "a block cannot be recursive")
+            path = [k.split(":")[-1] for k in self.block_stack[self.block_stack.index(key):]]
+            raise Fail(span, cycle_text("block", decl.name, path), "a block cannot be recursive")
         self.charge_step(span)  # an instance: a scope, a cluster, its outputs
         if self._nesting() >= MAX_BLOCK_DEPTH:
             raise Fail(span, f"blocks nested more than {MAX_BLOCK_DEPTH} deep" if len(self.model_stack) <= 1
@@ -405,8 +431,7 @@ class Steps:
 
     def _sub_model(self, decl: ir.ModelDecl, scope: FileScope, span: Span) -> Graph:
         if decl.name in self.model_stack:
-            chain = " -> ".join(self.model_stack[self.model_stack.index(decl.name):] + [decl.name])
-            raise Fail(span, f"model '{decl.name}' uses itself: {chain}")
+            raise Fail(span, cycle_text("model", decl.name, self.model_stack[self.model_stack.index(decl.name):]))
         if decl.name not in self.models and self._nesting() >= MAX_BLOCK_DEPTH:
             raise Fail(span, f"blocks and models nested more than {MAX_BLOCK_DEPTH} deep")
         if decl.name not in self.models:
@@ -415,9 +440,10 @@ class Steps:
             self.models[decl.name] = graph if len(self.diagnostics) == errors_before else None
             if self.models[decl.name] is not None:
                 graph.built = self.backend.finish(graph)
-        graph = self.models[decl.name]
-        if graph is None:
+        built = self.models[decl.name]
+        if built is None:
             raise _Poisoned()
+        graph = built
         return graph
 
     def _emit_sub(self, sub: Graph, inputs: list[Tensor], span: Span, base: str, shared: str,
@@ -460,7 +486,7 @@ class Steps:
             params = bind_plain(step.name, "block", step.entry.params, [v for v, _ in step.args],
                                 {k: v for k, v, _ in step.kwargs}, step.span)
             outputs = self._expand_block_body(step.entry, step.scope, params, sub_inputs, step.span)
-            graph.outputs = [(f"out{i}", t.ref) for i, t in enumerate(outputs) if not t.poisoned]
+            graph.outputs = [(f"out{i}", t.ref) for i, t in enumerate(outputs) if t.ref is not None]  # not poisoned
         finally:
             self.build = outer
         if len(graph.outputs) != len(outputs):
@@ -481,7 +507,7 @@ def _step_names(env: Env) -> Any:
     yield from registry.all_keys("layer")
     yield from registry.all_keys("activation")
     steps = (ir.BlockDecl, ir.LayerDecl, ir.ActivationDecl, ir.ModelDecl)
-    yield from (n for n in env.scope.names() if isinstance(env.scope.find(n)[0], steps))
+    yield from (n for n in env.scope.names() if isinstance((env.scope.find(n) or (None,))[0], steps))
     yield from (n for n, v in env.bindings() if isinstance(v, SharedInstance))
 
 
@@ -498,7 +524,7 @@ def block_inputs(decl: Any) -> list[tuple[str, Span]]:
     return names
 
 
-def walk_inputs(body: list) -> list[ir.Input]:
+def walk_inputs(body: list[Any]) -> list[ir.Input]:
     return [stmt for stmt in body if isinstance(stmt, ir.Input)]
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from netdsl.errors import Fail, did_you_mean
+from netdsl.errors import Fail, Span, did_you_mean
 from netdsl.semantics.scope import Env
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, type_name
 from netdsl.syntax import ir
@@ -95,7 +96,8 @@ class TrainChecker:
             spec.callbacks = [resolve(_named(c, span, "callback"), ("callback",), span) for c in _as_list(value)]
 
     def _per_output(
-        self, item: ir.Kwarg, value: Any, span, outputs: list[str], convert, per_output_list: bool = False
+        self, item: ir.Kwarg, value: Any, span: Span, outputs: list[str], convert: Callable[[Any], Any],
+        per_output_list: bool = False
     ) -> Any:
         if isinstance(value, dict):
             out = {}
@@ -113,7 +115,7 @@ class TrainChecker:
         return convert(value)
 
 
-def _key_span(item: ir.Kwarg, key: Any):
+def _key_span(item: ir.Kwarg, key: Any) -> Span:
     """The span of a dict key in the setting's text, for a precise caret."""
     if isinstance(item.value, ir.Dict):
         for entry in item.value.items:
@@ -124,35 +126,35 @@ def _key_span(item: ir.Kwarg, key: Any):
     return item.value.span
 
 
-def _named(value: Any, span, what: str) -> Any:
+def _named(value: Any, span: Span, what: str) -> Any:
     if isinstance(value, (Sym, SymCall, str)):
         return value
     raise Fail(span, f"expected {'an' if what[0] in 'aeiou' else 'a'} {what} name, received {type_name(value)}")
 
 
-def _as_list(value: Any) -> list:
+def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def _positive_int(value: Any, span, name: str) -> int:
+def _positive_int(value: Any, span: Span, name: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise Fail(span, f"{name} is a positive integer, received {describe_value(value)}")
     return value
 
 
-def _positive_number(value: Any, span, name: str) -> float:
+def _positive_number(value: Any, span: Span, name: str) -> float:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
         raise Fail(span, f"{name} are non-negative numbers, received {describe_value(value)}")
     return float(value)
 
 
-def _bool(value: Any, span, name: str) -> bool:
+def _bool(value: Any, span: Span, name: str) -> bool:
     if not isinstance(value, bool):
         raise Fail(span, f"{name} is true or false, received {describe_value(value)}")
     return value
 
 
-def _policy(value: Any, span) -> str | None:
+def _policy(value: Any, span: Span) -> str | None:
     if value is False or value is None:
         return None
     if value is True:

@@ -16,32 +16,41 @@ dict). Besides them:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from enum import Enum
+from typing import Any, Final, Union
 
 from netdsl.errors import Span
 from netdsl.limits import MAX_SHOWN_VALUE
 from netdsl.semantics.scope import Closure
 
 
-class _Unknown:
-    _instance = None
+class Unknown(Enum):
+    """The type of `UNKNOWN`, its one member (an enum: one object, even after pickling or copying)."""
 
-    def __new__(cls):
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    UNKNOWN = "?"
 
     def __repr__(self) -> str:
         return "?"
 
-    def __reduce__(self):
-        return (_Unknown, ())
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return format("?", spec)
 
 
-UNKNOWN: Any = _Unknown()
+UNKNOWN: Final = Unknown.UNKNOWN
+
+Value = Union[int, float, str, bool, None, tuple[Any, ...], list[Any], dict[Any, Any], Unknown, "Sym", "SymCall",
+              "Resolved", Closure]
+"""Anything a spec's expression evaluates to at compile time (see the module docstring)."""
 
 
-def is_unknown(value: Any) -> bool:
+def is_number(value: object) -> bool:
+    """An int or a float, not a bool (which Python counts as an int)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_unknown(value: object) -> bool:
     """True if the value is unknown or holds an unknown part (walked without
     recursion: a declared layer's config holds expression trees)."""
     if value is UNKNOWN:
@@ -70,8 +79,8 @@ class Sym:
 @dataclass(frozen=True)
 class SymCall:
     sym: Sym
-    args: tuple
-    kwargs: tuple  # ((name, value), ...)
+    args: tuple[Any, ...]
+    kwargs: tuple[Any, ...]  # ((name, value), ...)
     span: Span
 
 
@@ -81,7 +90,7 @@ class Resolved:
 
     kind: str  # registry kind, or "declared_activation"
     name: str  # canonical registry name, or the declared activation's name
-    kwargs: tuple = ()  # ((name, value), ...) already checked
+    kwargs: tuple[Any, ...] = ()  # ((name, value), ...) already checked
     decl: Any = None  # for declared activations: the checked DeclaredActivation
     span: Span | None = field(default=None, compare=False)
     written: str | None = field(default=None, compare=False)  # the name as the spec spelled it (`mae`)
@@ -93,7 +102,7 @@ class Resolved:
         return f"{self.name}({args})"
 
 
-def describe_value(value: Any, limit: int | None = MAX_SHOWN_VALUE) -> str:
+def describe_value(value: Value, limit: int | None = MAX_SHOWN_VALUE) -> str:
     """A value as the spec would write it, for diagnostics and diagrams; cut with
     "..." after `limit` characters (None: whole), without walking the rest."""
     out = _Text(limit)
@@ -121,7 +130,7 @@ class _Text:
                 raise _Full()
 
 
-def _describe(value: Any, out: _Text) -> None:
+def _describe(value: Value, out: _Text) -> None:
     if isinstance(value, (tuple, list)):
         out.add("(" if isinstance(value, tuple) else "[")
         for i, item in enumerate(value):
@@ -142,7 +151,7 @@ def _describe(value: Any, out: _Text) -> None:
         out.add(_scalar_text(value))
 
 
-def _scalar_text(value: Any) -> str:
+def _scalar_text(value: Value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -162,7 +171,7 @@ def _scalar_text(value: Any) -> str:
     return repr(value)
 
 
-def type_name(value: Any) -> str:
+def type_name(value: Value) -> str:
     """What a value is, in the words of a diagnostic."""
     if value is UNKNOWN:
         return "an unknown value"

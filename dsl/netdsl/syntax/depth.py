@@ -32,11 +32,11 @@ def too_deep(expr: Any, limit: int) -> Any | None:
     return None
 
 
-def _children(node: Any) -> list:
+def _children(node: Any) -> list[Any]:
     """The expressions directly inside a node, in source order."""
     found = [value for value in _fields(node) if isinstance(value, BaseModel) and not isinstance(value, Span)]
     if len(found) > 1:
-        found.sort(key=lambda child: (child.span.line, child.span.col))  # `then if cond else orelse`
+        found.sort(key=lambda child: (child.span.line, child.span.col))  # type: ignore[attr-defined]  # `then if cond else orelse`
     return found
 
 

@@ -5,6 +5,8 @@ nothing of lines or comments; see `formatter.py`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from netdsl.syntax import ir
 
 # Precedence levels, loosest first, as in the grammar's expression rules:
@@ -26,11 +28,11 @@ def number_text_matches(written: str, value: int | float) -> bool:
 class ExprPrinter:
     """`expr(node)`: one expression on one line."""
 
-    def expr(self, node, level: int = TERNARY) -> str:
+    def expr(self, node: Any, level: int = TERNARY) -> str:
         text, own = self._expr(node)
         return f"({text})" if own < level else text
 
-    def _expr(self, n) -> tuple[str, int]:  # noqa: C901 - one case per IR class
+    def _expr(self, n: Any) -> tuple[str, int]:  # noqa: C901 - one case per IR class
         e = self.expr
         if isinstance(n, ir.Name):
             return n.id, ATOM

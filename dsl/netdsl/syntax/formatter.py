@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from typing import Any, cast
 
 from netdsl.errors import Diagnostic, SpecError
 from netdsl.syntax import ir
@@ -179,7 +180,7 @@ class _Printer(ExprPrinter):
 
     # ------------------------------------------------------------ declarations
 
-    def file(self, decls: list) -> str:
+    def file(self, decls: list[Any]) -> str:
         prev_end = None
         for i, decl in enumerate(decls):
             bound = self.start(decls[i + 1]) if i + 1 < len(decls) else len(self.text)
@@ -199,7 +200,7 @@ class _Printer(ExprPrinter):
         if rest:
             self.own_lines(indent, rest, self.gap(prev_end, self.line_of(rest[0][0])), True)
 
-    def decl(self, node, bound: int, blank: bool) -> None:
+    def decl(self, node: Any, bound: int, blank: bool) -> None:
         start, end = self.start(node), self.end(node)
         if isinstance(node, ir.Import):
             alias = f" as {node.alias}" if node.alias else ""
@@ -228,7 +229,7 @@ class _Printer(ExprPrinter):
     def params(self, params: list[ir.Param]) -> str:
         return ", ".join(p.name if p.default is None else f"{p.name}={self.expr(p.default)}" for p in params)
 
-    def body(self, indent: str, header: str, start: int, brace: int, stmts: list, close: int, end: int,
+    def body(self, indent: str, header: str, start: int, brace: int, stmts: list[Any], close: int, end: int,
              bound: int, blank: bool) -> None:
         """`header {`, the statements, `}` (the braces at offsets brace and close)."""
         if not stmts and not self.has_comment(brace, close):
@@ -239,7 +240,7 @@ class _Printer(ExprPrinter):
         self.stmts(stmts, indent + INDENT, close)
         self.emit(indent, "}", close, end, bound, False)
 
-    def stmts(self, stmts: list, indent: str, close: int) -> None:
+    def stmts(self, stmts: list[Any], indent: str, close: int) -> None:
         prev_end = None
         for i, node in enumerate(stmts):
             bound = self.start(stmts[i + 1]) if i + 1 < len(stmts) else close
@@ -249,7 +250,7 @@ class _Printer(ExprPrinter):
 
     # ------------------------------------------------------------ statements
 
-    def stmt(self, node, indent: str, bound: int, blank: bool) -> None:
+    def stmt(self, node: Any, indent: str, bound: int, blank: bool) -> None:
         start, end = self.start(node), self.end(node)
         if isinstance(node, ir.If):
             self.if_stmt(node, indent, bound, blank, "if ", start, end)
@@ -260,7 +261,7 @@ class _Printer(ExprPrinter):
             head, value = self.parts(node)
             self.layout(indent, head, value, start, end, bound, blank)
 
-    def parts(self, node) -> tuple[str, ir.Node | None]:
+    def parts(self, node: Any) -> tuple[str, ir.Node | None]:
         """A one-statement line as `head` + `value`, where `value` may be broken over lines."""
         if isinstance(node, ir.Let):
             return f"let {node.name} = ", node.value
@@ -294,7 +295,7 @@ class _Printer(ExprPrinter):
 
     def output_item(self, item: ir.OutputItem) -> str:
         if item.value is None:
-            return item.name
+            return str(item.name)  # the parser gives an output without a value its name
         if item.name is not None:
             return f"{item.name} = {self.expr(item.value)}"
         text = self.expr(item.value)
@@ -314,7 +315,7 @@ class _Printer(ExprPrinter):
         after_else = self.skip(self.find(close + 1, "else") + len("else"))
         orelse = node.orelse
         if not self.else_opens_block(after_else, orelse):  # `else if`
-            self.if_stmt(orelse[0], indent, bound, False, "} else if ", close, end, above=inner)
+            self.if_stmt(cast(ir.If, orelse[0]), indent, bound, False, "} else if ", close, end, above=inner)
             return
         else_close = self.end(node) - 1
         if (len(orelse) == 1 and isinstance(orelse[0], ir.If)
@@ -328,13 +329,13 @@ class _Printer(ExprPrinter):
         self.stmts(orelse, inner, else_close)
         self.emit(indent, "}", else_close, end, bound, False)
 
-    def else_opens_block(self, after_else: int, orelse: list) -> bool:
+    def else_opens_block(self, after_else: int, orelse: list[Any]) -> bool:
         """Whether the source wrote `else {` (rather than `else if`)."""
         return self.text[after_else] == "{"
 
     # ------------------------------------------------------------ line breaking
 
-    def layout(self, indent: str, head: str, value, start: int, end: int, bound: int, blank: bool,
+    def layout(self, indent: str, head: str, value: Any, start: int, end: int, bound: int, blank: bool,
                suffix: str = "", gaps: bool = True) -> None:
         """`head` + `value` + `suffix` on one line if it fits, else broken (see the module's rules)."""
         flat = head + (self.expr(value) if value is not None else "") + suffix
@@ -344,8 +345,8 @@ class _Printer(ExprPrinter):
             if long or self.has_comment(self.end(value.items[lines[0][-1]]), self.end(value)):
                 self.flow(indent, head, value, lines, start, end, bound, blank, suffix, gaps)
                 return
-        elif self.opener(value) is not None:
-            open_pos, close_pos = self.opener(value)
+        elif (opening := self.opener(value)) is not None:
+            open_pos, close_pos = opening
             if long or self.has_comment(open_pos + 1, close_pos):
                 self.collection(indent, head, value, open_pos, close_pos, start, end, bound, blank, suffix, gaps)
                 return
@@ -394,7 +395,7 @@ class _Printer(ExprPrinter):
             else:
                 self.emit(cont, "-> " + text, line_start, line_end, line_bound, False, False)
 
-    def opener(self, value) -> tuple[int, int] | None:
+    def opener(self, value: Any) -> tuple[int, int] | None:
         """Offsets of the brackets of a list, tuple, dict or call that could print one item per line."""
         if isinstance(value, (ir.List, ir.Tuple, ir.Dict)) and value.items:
             return self.start(value), self.end(value) - 1
@@ -402,11 +403,12 @@ class _Printer(ExprPrinter):
             return self.find(self.end(value.func), "(", extra=")"), self.end(value) - 1
         return None
 
-    def collection(self, indent: str, head: str, value, open_pos: int, close_pos: int, start: int, end: int,
+    def collection(self, indent: str, head: str, value: Any, open_pos: int, close_pos: int, start: int, end: int,
                    bound: int, blank: bool, suffix: str, gaps: bool) -> None:
         if isinstance(value, ir.Call):
             opening, closing = self.expr(value.func, POSTFIX) + "(", ")"
-            items = [(a, "", a) for a in value.args] + [(k, f"{k.name}=", k.value) for k in value.kwargs]
+            items: list[tuple[Any, str, Any]] = [(a, "", a) for a in value.args]
+            items += [(k, f"{k.name}=", k.value) for k in value.kwargs]
         elif isinstance(value, ir.Dict):
             opening, closing = "{", "}"
             items = [(d, f"{self.expr(d.key)}: ", d.value) for d in value.items]
@@ -431,7 +433,7 @@ class _Printer(ExprPrinter):
 # ---------------------------------------------------------------- IR built in memory
 
 
-def format_ir(decls: list) -> str:
+def format_ir(decls: list[Any]) -> str:
     """The canonical text of declarations built in memory rather than parsed (`netdsl export`).
 
     There is no source text: no comments, no author's line breaks, numbers printed
@@ -447,7 +449,7 @@ def format_ir(decls: list) -> str:
 class _IRPrinter(_Printer):
     """The formatter with no source text: spans are ignored, every node sits at offset 0."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("", [])
 
     def start(self, node: ir.Node) -> int:
@@ -459,7 +461,7 @@ class _IRPrinter(_Printer):
     def find(self, pos: int, word: str, extra: str = "") -> int:
         return pos
 
-    def else_opens_block(self, after_else: int, orelse: list) -> bool:
+    def else_opens_block(self, after_else: int, orelse: list[Any]) -> bool:
         return not (len(orelse) == 1 and isinstance(orelse[0], ir.If))
 
     def number(self, node: ir.Number) -> str:

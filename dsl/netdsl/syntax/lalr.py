@@ -23,14 +23,14 @@ from typing import Any
 
 from netdsl.syntax.tables import END, Rule, Tables
 
-Position = tuple  # (line, col, end_line, end_col)
-Reducer = Callable[[list], Any]
+Position = tuple[Any, ...]  # (line, col, end_line, end_col)
+Reducer = Callable[[list[Any]], Any]
 
 
 class SyntaxFailure(Exception):
     """The parser has no action for `token` in its current state."""
 
-    def __init__(self, token: tuple, expected: set[str], value_stack: list):
+    def __init__(self, token: tuple[Any, ...], expected: set[str], value_stack: list[Any]):
         super().__init__(f"unexpected {token[0]}")
         self.token, self.expected, self.value_stack = token, expected, value_stack
 
@@ -46,11 +46,11 @@ class Reductions:
         passing = frozenset(i for i, reduce in enumerate(reducers) if reduce is None)
         # Where a run of pass-on rules ends, by (state below, state on top, token type):
         # the same in every parse, so learnt once (an atom climbs a dozen of them).
-        self.climbs: dict = tables.climbs.setdefault(passing, {})
+        self.climbs: dict[Any, Any] = tables.climbs.setdefault(passing, {})
 
 
-def run(tables: Tables, tokens: Iterable[tuple], reductions: Reductions, end: Callable,
-        shift: Callable | None = None) -> Any:
+def run(tables: Tables, tokens: Iterable[tuple[Any, ...]], reductions: Reductions, end: Callable[..., Any],
+        shift: Callable[..., Any] | None = None) -> Any:
     """Parse `tokens`; the value of the start rule. Raises SyntaxFailure.
 
     `end(last)` makes the end-of-input token from the last token (None when
@@ -61,7 +61,7 @@ def run(tables: Tables, tokens: Iterable[tuple], reductions: Reductions, end: Ca
     climbs = reductions.climbs
     end_state = tables.end_state
     state_stack = [tables.start_state]
-    value_stack: list = []
+    value_stack: list[Any] = []
     token = None
     for token in tokens:
         kind = token[0]
@@ -109,7 +109,7 @@ def run(tables: Tables, tokens: Iterable[tuple], reductions: Reductions, end: Ca
             return value_stack[-1]
 
 
-def _climb(states: list, rules: list, below: int, top: int, kind: str) -> int:
+def _climb(states: list[Any], rules: list[Any], below: int, top: int, kind: str) -> int:
     """The state reached from `top` (above `below`) by reducing pass-on rules on `kind`."""
     while True:
         action = states[top].get(kind)
@@ -121,20 +121,20 @@ def _climb(states: list, rules: list, below: int, top: int, kind: str) -> int:
         top = states[below][origin]
 
 
-def end_token(last: tuple | None) -> tuple:
+def end_token(last: tuple[Any, ...] | None) -> tuple[Any, ...]:
     """The end-of-input token, at the last token (lark's `$END`)."""
     return (END, "") + last[2:] if last is not None else (END, "", 1, 1, None, None)
 
 
 def recognizer(tables: Tables) -> Reductions:
     """Reductions that build nothing: for only finding out whether text parses."""
-    known = tables.recognizer
+    known: Reductions | None = tables.recognizer
     if known is None:
         known = tables.recognizer = Reductions(tables, [None if r.size == 1 else _nothing for r in tables.rules])
     return known
 
 
-def _nothing(children: list) -> None:
+def _nothing(children: list[Any]) -> None:
     return None
 
 
@@ -147,7 +147,7 @@ class Part:
 
     __slots__ = ("items", "pos")
 
-    def __init__(self, items: list, pos: Position | None):
+    def __init__(self, items: list[Any], pos: Position | None):
         self.items = items
         self.pos = pos
 
@@ -239,8 +239,8 @@ def _leaves_one(rule: Rule, single: set[str]) -> bool:
     return is_term or not name.startswith("_") or name in single
 
 
-def _filter(plan: list, raw: list) -> list:
-    kept: list = []
+def _filter(plan: list[Any], raw: list[Any]) -> list[Any]:
+    kept: list[Any] = []
     for i, splice, nones in plan:
         if nones:
             kept.extend([None] * nones)
@@ -256,40 +256,41 @@ def _filter(plan: list, raw: list) -> list:
     return kept
 
 
-def _building(plan: list, rule: Rule, method: Callable, position: Callable) -> Reducer:
+def _building(plan: list[Any], rule: Rule, method: Callable[..., Any], position: Callable[..., Any]) -> Reducer:
     if rule.size == 1 and rule.symbols[0][1] and plan == [(0, False, 0)]:  # one token: its position
-        def reduce_token(raw: list) -> Any:
+        def reduce_token(raw: list[Any]) -> Any:
             return method(raw, raw[0][2:])
         return reduce_token
     if plan == [(i, False, 0) for i in range(rule.size)]:  # every child kept as it is
-        def reduce_plain(raw: list) -> Any:
+        def reduce_plain(raw: list[Any]) -> Any:
             return method(raw, position(raw))
         return reduce_plain
 
-    def reduce(raw: list) -> Any:
+    def reduce(raw: list[Any]) -> Any:
         return method(_filter(plan, raw), position(raw))
     return reduce
 
 
-def _inlining(plan: list, position: Callable) -> Reducer:
+def _inlining(plan: list[Any], position: Callable[..., Any]) -> Reducer:
     if plan and plan[0] == (0, True, 0):  # `__rule_star: __rule_star item`: the same Part grows
-        def reduce_growing(raw: list) -> Part:
-            part = raw[0]
+        def reduce_growing(raw: list[Any]) -> Part:
+            part: Part = raw[0]
             part.items = _filter(plan, raw)
             part.pos = position(raw)
             return part
         return reduce_growing
 
-    def reduce(raw: list) -> Part:
+    def reduce(raw: list[Any]) -> Part:
         return Part(_filter(plan, raw), position(raw))
     return reduce
 
 
-def _passing(plan: list, rule: Rule, builder: Any, position: Callable, containers: dict) -> Reducer:
+def _passing(plan: list[Any], rule: Rule, builder: Any, position: Callable[..., Any],
+             containers: dict[int, Any]) -> Reducer:
     """A `?rule` (or one-child `_rule`): one child left is the child itself."""
-    fallback = getattr(builder, rule.name, None)
+    fallback: Any = getattr(builder, rule.name, None)  # called only where 2+ children stay, which has one
 
-    def reduce(raw: list) -> Any:
+    def reduce(raw: list[Any]) -> Any:
         kept = _filter(plan, raw)
         if len(kept) == 1:
             child = kept[0]
@@ -300,19 +301,19 @@ def _passing(plan: list, rule: Rule, builder: Any, position: Callable, container
     return reduce
 
 
-def _no_position(raw: list) -> None:
+def _no_position(raw: list[Any]) -> None:
     return None
 
 
-def _positions(containers: dict[int, Position]) -> Callable[[list], Position | None]:
+def _positions(containers: dict[int, Position]) -> Callable[[list[Any]], Position | None]:
     """lark's propagate_positions: from the first child with a position to the last."""
 
-    def start(value: Any) -> tuple | None:
+    def start(value: Any) -> tuple[Any, ...] | None:
         kind = type(value)
         if kind is tuple:
             return value[2], value[3]
         if kind is Part:
-            return value.pos and value.pos[:2]
+            return value.pos[:2] if value.pos else None
         if value is None:
             return None
         if containers:
@@ -322,12 +323,12 @@ def _positions(containers: dict[int, Position]) -> Callable[[list], Position | N
         span = value.span
         return span.line, span.col
 
-    def end(value: Any) -> tuple | None:
+    def end(value: Any) -> tuple[Any, ...] | None:
         kind = type(value)
         if kind is tuple:
             return value[4], value[5]
         if kind is Part:
-            return value.pos and value.pos[2:]
+            return value.pos[2:] if value.pos else None
         if value is None:
             return None
         if containers:
@@ -337,7 +338,7 @@ def _positions(containers: dict[int, Position]) -> Callable[[list], Position | N
         span = value.span
         return span.end_line, span.end_col
 
-    def position(raw: list) -> Position | None:
+    def position(raw: list[Any]) -> Position | None:
         # The common case first: a token or a node at each end.
         if raw:
             a, z = raw[0], raw[-1]
@@ -356,7 +357,7 @@ def _positions(containers: dict[int, Position]) -> Callable[[list], Position | N
                 return line, col, span.end_line, span.end_col
         return spread(raw)
 
-    def spread(raw: list) -> Position | None:
+    def spread(raw: list[Any]) -> Position | None:
         for value in raw:
             first = start(value)
             if first is not None:

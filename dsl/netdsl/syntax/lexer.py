@@ -14,12 +14,13 @@ syntax-error path turns them into lark `Token`s (see `syntax_errors.py`).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from netdsl.errors import LayoutError
 from netdsl.limits import MAX_NESTING
 from netdsl.syntax.tables import Tables
 
-TokenTuple = tuple  # (type, value, line, col, end_line, end_col)
+TokenTuple = tuple[Any, ...]  # (type, value, line, col, end_line, end_col)
 TYPE, VALUE, LINE, COL, END_LINE, END_COL = range(6)
 COMMENT = "COMMENT"
 
@@ -40,7 +41,7 @@ class LexFailure(Exception):
         self.pos, self.line, self.col = pos, line, col
 
 
-def lex(text: str, tables: Tables, comments: list | None = None, line: int = 1) -> Iterator[TokenTuple]:
+def lex(text: str, tables: Tables, comments: list[Any] | None = None, line: int = 1) -> Iterator[TokenTuple]:
     """The tokens of `text` (comments go to `comments` when given); lines count from `line`."""
     keywords = tables.keywords
     ignore = tables.ignore

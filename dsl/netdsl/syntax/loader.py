@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -59,7 +59,7 @@ class Program(BaseModel):
 
 
 @contextlib.contextmanager
-def paused_gc():
+def paused_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while building many small objects.
 
     Parsing and expanding allocate hundreds of thousands of nodes that all
@@ -76,14 +76,14 @@ def paused_gc():
             gc.enable()
 
 
-def load_file(path: str | os.PathLike, include: list[str | os.PathLike] = ()) -> Program:
+def load_file(path: str | os.PathLike[str], include: Sequence[str | os.PathLike[str]] = ()) -> Program:
     display = os.fspath(path)
     text = read_source(Path(display), display)
     with paused_gc():
         return _Loader(Path(display).resolve().parent, include).load(text, display, Path(display).resolve())
 
 
-def load_text(text: str | bytes, filename: str = "<string>", include: list[str | os.PathLike] = (), *,
+def load_text(text: str | bytes, filename: str = "<string>", include: Sequence[str | os.PathLike[str]] = (), *,
               real: Path | None = None, overlay: Overlay | None = None) -> Program:
     """Load spec text shown as `filename`.
 
@@ -100,10 +100,10 @@ def load_text(text: str | bytes, filename: str = "<string>", include: list[str |
         return _Loader(real.parent, include, overlay).load(text, filename, real)
 
 
-Source = str | os.PathLike | Program  # what the API accepts: a spec path or a loaded Program
+Source = str | os.PathLike[str] | Program  # what the API accepts: a spec path or a loaded Program
 
 
-def as_program(source: Source, include: list[str | os.PathLike] = ()) -> Program:
+def as_program(source: Source, include: Sequence[str | os.PathLike[str]] = ()) -> Program:
     """A loaded `Program`: `source` itself, or the spec file it names."""
     if isinstance(source, Program):
         return source
@@ -136,7 +136,8 @@ def pick_models(program: Program, model: str | None) -> list[str]:
 
 
 class _Loader:
-    def __init__(self, root_dir: Path, include, overlay: Overlay | None = None):
+    def __init__(self, root_dir: Path, include: Sequence[str | os.PathLike[str]],
+                 overlay: Overlay | None = None) -> None:
         self.overlay = overlay
         self.allowed = [root_dir.resolve()] + [Path(p).resolve() for p in include]
         self.files: dict[str, ir.File] = {}

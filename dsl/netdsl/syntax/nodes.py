@@ -29,7 +29,8 @@ def _slot_setter(name: str) -> Callable[[Any, Any], None]:
     descriptor = BaseModel.__dict__.get(name)
     if descriptor is None or not hasattr(descriptor, "__set__"):  # pragma: no cover - another pydantic
         return lambda obj, value: object.__setattr__(obj, name, value)
-    return descriptor.__set__
+    setter: Callable[[Any, Any], None] = descriptor.__set__
+    return setter
 
 
 _set_dict = _slot_setter("__dict__")
@@ -38,7 +39,7 @@ _set_extra = _slot_setter("__pydantic_extra__")
 _set_private = _slot_setter("__pydantic_private__")
 
 
-def maker(cls: type, *names: str) -> Callable[..., Any]:
+def maker(cls: type[Any], *names: str) -> Callable[..., Any]:
     """A function of `names` (positional, in that order) returning a new `cls` node."""
     fields = cls.__pydantic_fields__
     unknown = set(names) - set(fields)
@@ -48,7 +49,7 @@ def maker(cls: type, *names: str) -> Callable[..., Any]:
     template = {n: (None if n in names else f.get_default(call_default_factory=True)) for n, f in fields.items()}
     fields_set = set(names)
 
-    def finish(state: dict) -> Any:
+    def finish(state: dict[str, Any]) -> Any:
         node = _new(cls)
         _set_dict(node, state)
         _set_fields_set(node, fields_set)
@@ -105,7 +106,7 @@ def new_span(file: str, line: int, col: int, end_line: int, end_col: int) -> Spa
     return span
 
 
-def span_at(file: str, pos: tuple) -> Span:
+def span_at(file: str, pos: tuple[Any, ...]) -> Span:
     """The Span of a position `(line, col, end_line, end_col)` in `file`."""
     span = _new(Span)
     _set_dict(span, {"file": file, "line": pos[0], "col": pos[1], "end_line": pos[2], "end_col": pos[3]})

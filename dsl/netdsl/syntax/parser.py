@@ -44,7 +44,7 @@ def decode_source(data: bytes, display: str) -> str:
 # ----------------------------------------------------------------- parsing
 
 
-def parse(text: str, display: str, builder: Any, comments: list | None = None) -> Any:
+def parse(text: str, display: str, builder: Any, comments: list[Any] | None = None) -> Any:
     """Parse text with `builder` (a method per grammar rule, see `lalr.shaped_reducers`).
 
     Comments are skipped by the grammar; when `comments` is given they are

@@ -30,12 +30,12 @@ _KINDS = [  # (test of st_mode, what the file is) for everything but a regular f
 ]
 
 
-def read_source(path: str | os.PathLike, display: str) -> str:
+def read_source(path: str | os.PathLike[str], display: str) -> str:
     """The text of a spec file (UTF-8, a leading BOM dropped), or a SpecError saying why not."""
     return decode_source(read_spec_bytes(path, display), display)
 
 
-def read_spec_bytes(path: str | os.PathLike, display: str) -> bytes:
+def read_spec_bytes(path: str | os.PathLike[str], display: str) -> bytes:
     """The bytes of a regular file of at most MAX_FILE_BYTES, or a one-line SpecError."""
     try:
         fd = os.open(path, _OPEN_FLAGS)

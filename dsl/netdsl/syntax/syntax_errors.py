@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from netdsl.errors import Diagnostic, LayoutError, Span
 from netdsl.limits import MAX_SYNTAX_ERRORS
+from netdsl.syntax.keywords import DECLARATION_KEYWORDS
 from netdsl.syntax.lalr import Part, Reductions, SyntaxFailure, end_token, recognizer, run, shaped_reducers
 from netdsl.syntax.lexer import LexFailure, layout, lex
 from netdsl.syntax.tables import Tables, load_tables
 
-_DECLARATION_START = re.compile(r"^(import|let|model|block|activation|layer)\b", re.M)
+_DECLARATION_START = re.compile(rf"^({'|'.join(DECLARATION_KEYWORDS)})\b", re.M)
 
 
 def diagnose(text: str, display: str) -> list[Diagnostic]:
@@ -85,20 +86,20 @@ class _Last:
 
     __slots__ = ("token",)
 
-    def __init__(self, token: tuple | None):
+    def __init__(self, token: tuple[Any, ...] | None):
         self.token = token
 
 
 class _LastTokenBuilder:
     """A builder (see `lalr.shaped_reducers`) that keeps only each rule's last token."""
 
-    containers: dict = {}  # stays empty: no positions are kept
+    containers: dict[int, Any] = {}  # stays empty: no positions are kept
 
-    def __getattr__(self, rule: str):
+    def __getattr__(self, rule: str) -> Any:
         return _last_of
 
 
-def _last_of(children: list, pos: None = None) -> _Last:
+def _last_of(children: list[Any], pos: None = None) -> _Last:
     for child in reversed(children):
         if type(child) is tuple:
             return _Last(child)
@@ -130,7 +131,7 @@ class _Tok(NamedTuple):
 # ----------------------------------------------------------------- messages
 
 
-def _token_span(tok, display: str) -> Span:
+def _token_span(tok: Any, display: str) -> Span:
     length = len(tok.value) if tok.type != "_NL" else 1
     if tok.end_line is not None and tok.end_line != tok.line:
         length = 1
@@ -164,7 +165,7 @@ _EXPRESSION_STARTS = {"NAME", "INT", "FLOAT", "STRING", "LPAR", "LSQB", "DICT_LB
                       "TRUE", "FALSE", "NONE", "NOT"}
 
 
-def _describe_token(tok) -> str:
+def _describe_token(tok: Any) -> str:
     if tok.type == "_NL" and tok.value == "":
         return "'}'"
     if tok.type == "_NL" and tok.value == ";":
@@ -226,7 +227,7 @@ def _describe_expected(expected: set[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
-def _previous_token(stack: list) -> _Tok | None:
+def _previous_token(stack: list[Any]) -> _Tok | None:
     """The last token the parser read: the top of its stack, or the last token of that rule."""
     if not stack:
         return None
@@ -240,7 +241,7 @@ def _previous_token(stack: list) -> _Tok | None:
     return None
 
 
-def _innermost_open(stack: list) -> _Tok | None:
+def _innermost_open(stack: list[Any]) -> _Tok | None:
     """The innermost bracket still open on the parser's stack."""
     for item in reversed(stack):
         if type(item) is tuple and item[0] in _OPENERS:

@@ -83,15 +83,15 @@ class Tables:
         self.states: list[dict[str, int]] = data["states"]
         self.start_state: int = data["start_state"]
         self.end_state: int = data["end_state"]
-        self.climbs: dict = {}  # see lalr.Reductions
-        self.recognizer = None  # see lalr.recognizer
+        self.climbs: dict[Any, Any] = {}  # see lalr.Reductions
+        self.recognizer: Any = None  # see lalr.recognizer
 
     def expected(self, state: int) -> set[str]:
         """The terminals the parser accepts in `state` (as lark reports them)."""
         return {s for s in self.states[state] if s.isupper()}
 
 
-def _rule(index: int, r: list) -> Rule:
+def _rule(index: int, r: list[Any]) -> Rule:
     origin, symbols, alias, expand1, keep_all_tokens, empty_indices, order, priority, template_source = r
     return Rule(index, origin, tuple((s[0], s[1], s[2]) for s in symbols), alias, expand1, keep_all_tokens,
                 tuple(empty_indices), order, priority, template_source)
@@ -124,7 +124,7 @@ class _NewlinesKept:
 
     always_accept = ("_NL",)
 
-    def process(self, stream):  # pragma: no cover - lark only reads always_accept here
+    def process(self, stream: Any) -> Any:  # pragma: no cover - lark only reads always_accept here
         return stream
 
 
@@ -169,7 +169,7 @@ def generate(grammar: str) -> dict[str, Any]:
     }
 
 
-def _renumbered(table, rule_index: dict[int, int]) -> tuple[list[dict[str, int]], int, int]:
+def _renumbered(table: Any, rule_index: dict[int, int]) -> tuple[list[dict[str, int]], int, int]:
     """The states numbered breadth-first from the start state, symbols in name order."""
     from lark.parsers.lalr_analysis import Shift
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 import functools
 import math
 import re
+from typing import Any
 
 from netdsl.errors import Diagnostic, Span, SpecError
 from netdsl.syntax import ir
 from netdsl.syntax.depth import too_deep
-from netdsl.syntax.lalr import PASS, Part
-from netdsl.syntax.lexer import COL, END_COL, END_LINE, LINE
+from netdsl.syntax.lalr import PASS, Part, Position
+from netdsl.syntax.lexer import COL, END_COL, END_LINE, LINE, TokenTuple
 from netdsl.syntax.nodes import maker, new_span, span_at
 from netdsl.syntax.parser import MAX_EXPRESSION_DEPTH, MAX_NUMBER_DIGITS, parse
 
@@ -70,32 +71,35 @@ _none = maker(ir.NoneLit, "span")
 _comment = maker(ir.Comment, "span", "text")
 
 
-def _nodes(children: list) -> list:
+def _nodes(children: list[Any]) -> list[Any]:
     """The children that are not tokens (the brackets and braces lark keeps)."""
     return [c for c in children if type(c) is not tuple]
+
+
+Children = list[Any]  # a rule's children: tokens (TokenTuple), IR nodes, Parts
 
 
 class IRBuilder:
     """The IR of one file, built rule by rule as the parser reduces."""
 
-    def __init__(self, file: str, text: str):
+    def __init__(self, file: str, text: str) -> None:
         self.file = file
         self.text = text
         self._line_starts: list[int] | None = None  # offsets of the lines, when a long expression needs them
-        self.containers: dict = {}  # see lalr.shaped_reducers
+        self.containers: dict[int, Any] = {}  # see lalr.shaped_reducers
         self.error: Diagnostic | None = None  # the first error found while building
         self._span = functools.partial(span_at, file)  # (line, col, end_line, end_col) -> Span
 
     # -- positions and errors
 
-    def _tok_span(self, tok: tuple) -> Span:
+    def _tok_span(self, tok: tuple[Any, ...]) -> Span:
         return new_span(self.file, tok[LINE], tok[COL], tok[END_LINE], tok[END_COL])
 
     def _fail(self, span: Span, message: str, hint: str | None = None) -> None:
         if self.error is None:
             self.error = Diagnostic.at(span, message, hint)
 
-    def _shallow(self, node, *exprs):
+    def _shallow(self, node: Any, *exprs: Any) -> Any:
         """`node`, after checking that no expression in `exprs` nests too deeply."""
         for expr in exprs:
             if expr is not None and not self._short(expr.span):
@@ -115,80 +119,80 @@ class IRBuilder:
         return (starts[span.end_line - 1] + span.end_col) - (starts[span.line - 1] + span.col) < MAX_EXPRESSION_DEPTH
 
     # -- declarations
-    def start(self, c, pos):
+    def start(self, c: Children, pos: Position) -> Any:
         return c
 
-    def import_decl(self, c, pos):
+    def import_decl(self, c: Children, pos: Position) -> Any:
         alias = c[1][1] if len(c) > 1 else None
         return _import(self._span(pos), self._unescape(c[0]), alias)
 
-    def let_decl(self, c, pos):
+    def let_decl(self, c: Children, pos: Position) -> Any:
         return self._shallow(_let(self._span(pos), c[0][1], c[1]), c[1])
 
-    def let_func(self, c, pos):
+    def let_func(self, c: Children, pos: Position) -> Any:
         name, params, body = c
         return self._shallow(_let_func(self._span(pos), name[1], params.items, body), body)
 
-    def params(self, c, pos):
+    def params(self, c: Children, pos: Position) -> Any:
         return Part(c, pos)
 
-    def param(self, c, pos):
+    def param(self, c: Children, pos: Position) -> Any:
         default = c[1] if len(c) > 1 else None
         return self._shallow(_param(self._span(pos), c[0][1], default), default)
 
-    def model_decl(self, c, pos):
+    def model_decl(self, c: Children, pos: Position) -> Any:
         name, body = c
         return _model(self._span(pos), name[1], body.items)
 
-    def block_decl(self, c, pos):
+    def block_decl(self, c: Children, pos: Position) -> Any:
         name, params, body = c
         return _block(self._span(pos), name[1], params.items, body.items)
 
-    def activation_decl(self, c, pos):
+    def activation_decl(self, c: Children, pos: Position) -> Any:
         name, params, body = c
         return self._shallow(_activation(self._span(pos), name[1], params.items, body), body)
 
-    def layer_decl(self, c, pos):
+    def layer_decl(self, c: Children, pos: Position) -> Any:
         name, params, body = c
         return _layer(self._span(pos), name[1], params.items, body.items)
 
-    def sweep_decl(self, c, pos):
+    def sweep_decl(self, c: Children, pos: Position) -> Any:
         return _sweep(self._span(pos), c[0][1], _nodes(c[1:]))
 
-    def body(self, c, pos):
+    def body(self, c: Children, pos: Position) -> Any:
         return Part(_nodes(c), pos)
 
     # -- statements
-    def input_stmt(self, c, pos):
+    def input_stmt(self, c: Children, pos: Position) -> Any:
         return _input(self._span(pos), list(c))
 
-    def input_item(self, c, pos):
+    def input_item(self, c: Children, pos: Position) -> Any:
         rest = c[1:]
         dtype = rest.pop()[1] if rest and type(rest[-1]) is tuple else None
         shape = rest[0] if rest else None
         return self._shallow(_input_item(self._span(pos), c[0][1], shape, dtype), shape)
 
-    def output_stmt(self, c, pos):
+    def output_stmt(self, c: Children, pos: Position) -> Any:
         return _output(self._span(pos), list(c))
 
-    def output_bind(self, c, pos):
+    def output_bind(self, c: Children, pos: Position) -> Any:
         name, value = c
         return self._shallow(_output_item(self._span(pos), name[1], value), value)
 
-    def output_expr(self, c, pos):
+    def output_expr(self, c: Children, pos: Position) -> Any:
         (value,) = c
         if isinstance(value, ir.Name):
             return _output_item(self._span(pos), value.id, None)
         return self._shallow(_output_item(self._span(pos), None, value), value)
 
-    def assign_stmt(self, c, pos):
+    def assign_stmt(self, c: Children, pos: Position) -> Any:
         return self._shallow(_assign(self._span(pos), [t[1] for t in c[:-1]], c[-1]), c[-1])
 
-    def shared_stmt(self, c, pos):
+    def shared_stmt(self, c: Children, pos: Position) -> Any:
         name, value = c
         return self._shallow(_shared(self._span(pos), name[1], value), value)
 
-    def if_stmt(self, c, pos):
+    def if_stmt(self, c: Children, pos: Position) -> Any:
         cond, then = c[0], c[1].items
         orelse = c[2] if len(c) > 2 else None
         if isinstance(orelse, ir.If):
@@ -197,53 +201,53 @@ class IRBuilder:
             orelse = orelse.items
         return self._shallow(_if(self._span(pos), cond, then, orelse), cond)
 
-    def train_stmt(self, c, pos):
+    def train_stmt(self, c: Children, pos: Position) -> Any:
         return _train(self._span(pos), _nodes(c))
 
-    def train_item(self, c, pos):
+    def train_item(self, c: Children, pos: Position) -> Any:
         name, value = c
         return self._shallow(_kwarg(self._span(pos), name[1], value), value)
 
     weight_option = train_item
 
-    def weight_stmt(self, c, pos):
+    def weight_stmt(self, c: Children, pos: Position) -> Any:
         return self._shallow(_weight(self._span(pos), c[0][1], c[1], c[2:]), c[1])
 
     # -- expressions
-    def if_exp(self, c, pos):
+    def if_exp(self, c: Children, pos: Position) -> Any:
         then, cond, orelse = c
         return _if_exp(self._span(pos), cond, then, orelse)
 
-    def or_op(self, c, pos):
+    def or_op(self, c: Children, pos: Position) -> Any:
         return _bool_op(self._span(pos), "or", c[0], c[1])
 
-    def and_op(self, c, pos):
+    def and_op(self, c: Children, pos: Position) -> Any:
         return _bool_op(self._span(pos), "and", c[0], c[1])
 
-    def not_op(self, c, pos):
+    def not_op(self, c: Children, pos: Position) -> Any:
         return _unary_op(self._span(pos), "not", c[0])
 
-    def binop(self, c, pos):
+    def binop(self, c: Children, pos: Position) -> Any:
         left, op, right = c
         return _bin_op(self._span(pos), op[1], left, right)
 
     compare = binop
 
-    def unop(self, c, pos):
+    def unop(self, c: Children, pos: Position) -> Any:
         op, operand = c
         return _unary_op(self._span(pos), op[1], operand)
 
-    def flow(self, c, pos):
+    def flow(self, c: Children, pos: Position) -> Any:
         items = _nodes(c)
         return _flow(self._span(pos), items)
 
-    def call(self, c, pos):
+    def call(self, c: Children, pos: Position) -> Any:
         func, arguments = c
         args = [a for a in arguments.items if not isinstance(a, ir.Kwarg)]
         kwargs = [a for a in arguments.items if isinstance(a, ir.Kwarg)]
         return _call(self._span(pos), func, args, kwargs)
 
-    def args(self, c, pos):
+    def args(self, c: Children, pos: Position) -> Any:
         seen_keyword = None
         for arg in c:
             if isinstance(arg, ir.Kwarg):
@@ -256,50 +260,50 @@ class IRBuilder:
 
     posarg = PASS  # the argument itself
 
-    def kwarg(self, c, pos):
+    def kwarg(self, c: Children, pos: Position) -> Any:
         name, value = c
         return _kwarg(self._span(pos), name[1], value)
 
-    def attr(self, c, pos):
+    def attr(self, c: Children, pos: Position) -> Any:
         value, name = c
         return _attr(self._span(pos), value, name[1])
 
-    def index(self, c, pos):
+    def index(self, c: Children, pos: Position) -> Any:
         value, index = c
         return _index(self._span(pos), value, index)
 
-    def slice(self, c, pos):
+    def slice(self, c: Children, pos: Position) -> Any:
         start, stop = c
         return _slice(self._span(pos), start, stop)
 
-    def tuple(self, c, pos):
+    def tuple(self, c: Children, pos: Position) -> Any:
         return _tuple(self._span(pos), list(c))
 
-    def list(self, c, pos):
+    def list(self, c: Children, pos: Position) -> Any:
         return _list(self._span(pos), list(c))
 
-    def dict(self, c, pos):
+    def dict(self, c: Children, pos: Position) -> Any:
         items = _nodes(c)
         return _dict(self._span(pos), items)
 
-    def dict_item(self, c, pos):
+    def dict_item(self, c: Children, pos: Position) -> Any:
         key, value = c
         return _dict_item(self._span(pos), key, value)
 
     # -- atoms
     soft_keyword = hard_keyword = PASS  # the keyword's token
 
-    def name(self, c, pos):
+    def name(self, c: Children, pos: Position) -> Any:
         return _name(self._span(pos), c[0][1])
 
-    def int(self, c, pos):
+    def int(self, c: Children, pos: Position) -> Any:
         text = c[0][1]
         if len(text) > MAX_NUMBER_DIGITS:
             self._fail(self._tok_span(c[0]), f"number too long ({len(text):,} digits; at most {MAX_NUMBER_DIGITS})")
             return _number(self._span(pos), 0)
         return _number(self._span(pos), int(text))
 
-    def float(self, c, pos):
+    def float(self, c: Children, pos: Position) -> Any:
         text = c[0][1]
         if len(text) > MAX_NUMBER_DIGITS + 8:
             self._fail(self._tok_span(c[0]), f"number too long ({len(text):,} characters)")
@@ -309,20 +313,20 @@ class IRBuilder:
             self._fail(self._tok_span(c[0]), f"number out of range: {text}")
         return _number(self._span(pos), value)
 
-    def string(self, c, pos):
+    def string(self, c: Children, pos: Position) -> Any:
         return _string(self._tok_span(c[0]), self._unescape(c[0]))
 
-    def true(self, c, pos):
+    def true(self, c: Children, pos: Position) -> Any:
         return _bool(self._span(pos), True)
 
-    def false(self, c, pos):
+    def false(self, c: Children, pos: Position) -> Any:
         return _bool(self._span(pos), False)
 
-    def none(self, c, pos):
+    def none(self, c: Children, pos: Position) -> Any:
         return _none(self._span(pos))
 
-    def _unescape(self, tok: tuple) -> str:
-        body = tok[1][1:-1]
+    def _unescape(self, tok: TokenTuple) -> str:
+        body: str = tok[1][1:-1]
         if "\\" not in body:
             return body
         out, i = [], 0
@@ -344,7 +348,7 @@ class IRBuilder:
 
 def to_ir(text: str, display: str) -> ir.File:
     """Parse one file's text into an `ir.File` (comments kept for the formatter)."""
-    comments: list[tuple] = []
+    comments: list[tuple[Any, ...]] = []
     builder = IRBuilder(display, text)
     decls = parse(text, display, builder, comments)
     if builder.error is not None:

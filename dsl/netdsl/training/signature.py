@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from netdsl import registry
+
 
 @dataclass(frozen=True)
 class TensorSpec:
@@ -57,9 +59,8 @@ class Signature:
 
 
 def shape_text(shape: tuple) -> str:
-    """(28, 28) / (10,) / () with `None` for an open size, as the spec writes shapes."""
-    parts = ["None" if d is None else str(d) for d in shape]
-    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+    """(28, 28) / (10,) / () with `None` for an open size."""
+    return registry.shape_text(shape, open_size="None")
 
 
 def _tensor_name(tensor: Any) -> str:

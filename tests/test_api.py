@@ -147,3 +147,16 @@ def test_the_cli_shows_a_usage_error_as_one_line(tmp_path, capsys):
     name = "model {x"  # a spec path that looks like text and names no file: still a path for the CLI
     assert main(["check", name]) == 1
     assert capsys.readouterr().err.startswith(f"{name}:1:1: error: ")
+
+
+@pytest.mark.slow
+def test_summary_is_what_summary_json_prints(capsys):
+    import json
+
+    from netdsl.cli import main
+
+    spec = ROOT / "specs" / "siamese.net"
+    assert main(["summary", str(spec), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert netdsl.summary(spec) == printed
+    assert netdsl.summary(text=spec.read_text(), filename=str(spec), model="siamese") == printed

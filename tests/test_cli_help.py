@@ -124,7 +124,7 @@ def test_renamed_flags_are_not_shown(capsys):
 @pytest.mark.parametrize("argv, last_line", [
     (["chek", "x.net"], "netdsl: error: argument COMMAND: invalid choice: 'chek' (choose from 'check', 'fmt', "
                         "'build', 'summary', 'render', 'layers', 'preview', 'export', 'lsp', 'train', 'sweep', 'evaluate', "
-                        "'predict'); did you mean 'check'?"),
+                        "'predict', 'completion'); did you mean 'check'?"),
     (["check", "--jsn", "x.net"], "netdsl check: error: unrecognized arguments: --jsn; did you mean '--json'?"),
     (["build", "x.net", "--param-limt", "5"],
      "netdsl build: error: unrecognized arguments: --param-limt 5; did you mean '--param-limit'?"),
@@ -176,3 +176,25 @@ def test_version_reads_no_backend():
     assert lines[2] == (f"Keras {about.installed('keras')}" if about.installed("keras") else "Keras not installed")
     dot = shutil.which("dot")
     assert lines[4] == about.dot_version() and (dot is None) == lines[4].startswith("Graphviz not found")
+
+
+# ------------------------------------------------------------------ shell completion
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+@pytest.mark.parametrize("line, completions", [
+    ("netdsl ch", "check"),
+    ("netdsl render x.net --no-", "--no-shapes --no-collapse"),
+    ("netdsl render x.net --image-format p", "png pdf"),
+    ("netdsl build x.net --backend j", "jax"),
+    ("netdsl completion ", "bash zsh"),
+    ("netdsl check --js", "--json"),
+])
+def test_bash_completion(capsys, line, completions):
+    code, script, _ = run(capsys, "completion", "bash")
+    words = line.split() + ([""] if line.endswith(" ") else [])
+    program = (f"{script}\nCOMP_WORDS=({' '.join(shlex.quote(w) for w in words)})\n"
+               f"COMP_CWORD={len(words) - 1}\n_netdsl\necho \"${{COMPREPLY[*]}}\"\n")
+    done = subprocess.run(["bash", "--norc", "--noprofile"], input=program, capture_output=True, text=True,
+                          timeout=60)
+    assert (code, done.returncode, done.stderr, done.stdout) == (0, 0, "", completions + "\n")

@@ -105,9 +105,9 @@ model m {
 
 
 def test_output_in_both_branches_of_an_if_is_not_a_duplicate():
-    assert netdsl.check(BRANCH_OUTPUTS, filename="branches.net") == []
+    assert netdsl.check(text=BRANCH_OUTPUTS, filename="branches.net") == []
     twice = BRANCH_OUTPUTS.replace("  if flag {\n", "  output y = x\n  if flag {\n")
-    duplicates = [d.line for d in netdsl.check(twice, filename="twice.net")
+    duplicates = [d.line for d in netdsl.check(text=twice, filename="twice.net")
                   if d.message == "'y' is already an output"]
     assert duplicates == [6, 8]  # each branch repeats the output declared before the `if`
 

@@ -12,7 +12,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netdsl.cli import build, check, evaluate, export, fmt, layers, lsp, predict, preview, render, sweep, train
+from netdsl.cli import (
+    build,
+    check,
+    completion,
+    evaluate,
+    export,
+    fmt,
+    layers,
+    lsp,
+    predict,
+    preview,
+    render,
+    sweep,
+    train,
+)
 from netdsl.cli.about import VersionAction
 from netdsl.cli.common import (
     EXIT_OK,
@@ -34,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     args.argv = list(argv) if argv is not None else sys.argv[1:]  # `--processes` runs it again, N times
+    args.parser = parser  # `completion` writes its script from it
     if not getattr(args, "command", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -83,4 +98,5 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_parser(sub)
     evaluate.add_parser(sub)
     predict.add_parser(sub)
+    completion.add_parser(sub)
     return parser

@@ -73,6 +73,7 @@ class SymCall:
     args: tuple
     kwargs: tuple  # ((name, value), ...)
     span: Span
+    kwarg_spans: tuple = field(default=(), compare=False)  # where each keyword is, for its errors
 
 
 @dataclass(frozen=True)

@@ -45,11 +45,13 @@ def train(source: Any, model: str | None = None, *, data: Any = None, split: Any
     return run_training(resolve(request))
 
 
-def evaluate(model: Any, data: Any, batch_size: int | None = None, targets: dict | None = None) -> dict[str, float]:
-    """The loss and metrics of a trained model (a run folder, a .keras file or a keras.Model) on `data`."""
+def evaluate(model: Any, data: Any = None, batch_size: int | None = None, targets: dict | None = None,
+             split: str = "test") -> dict[str, float]:
+    """The loss and metrics of a trained model (a run folder, a .keras file or a keras.Model) on `data`;
+    without `data`, a run folder's own `split` ("test", "val" or "train"), cut as its training cut it."""
     from netdsl.training.inference import evaluate as _evaluate
 
-    return _evaluate(model, data, batch_size, targets)
+    return _evaluate(model, data, batch_size, targets, split)
 
 
 def predict(model: Any, data: Any, batch_size: int | None = None, targets: dict | None = None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netdsl.cli import build, check, evaluate, export, fmt, layers, lsp, predict, preview, render, train
+from netdsl.cli import build, check, evaluate, examples, export, fmt, init, layers, lsp, predict, preview, render, train
 from netdsl.cli.common import EXIT_OK, EXIT_SPEC, EXIT_USAGE, print_diagnostics, print_training_error
 from netdsl.errors import RESOURCE_ERRORS, BackendError, SpecError, out_of_resources
 from netdsl.training.errors import TrainingError
@@ -70,4 +70,6 @@ def _parser() -> argparse.ArgumentParser:
     train.add_parser(sub)
     evaluate.add_parser(sub)
     predict.add_parser(sub)
+    init.add_parser(sub)
+    examples.add_parser(sub)
     return parser

@@ -1,8 +1,9 @@
-"""`check` refuses the argument values Keras' layer constructors refuse (semantics/arg_rules.py).
+"""`check` refuses the argument values Keras' constructors refuse (semantics/arg_rules.py).
 
-Every registry layer is made with valid arguments, then with each numeric parameter
-set to out-of-range values in turn; wherever Keras' constructor refuses a value,
-netdsl's argument check must refuse it too, at the argument.
+Every registry entry (layers, optimizers, losses, metrics, initializers, regularizers,
+constraints, schedules, callbacks) is made with valid arguments, then with each numeric
+parameter set to out-of-range values in turn; wherever Keras' constructor refuses a
+value, netdsl's argument check must refuse it too, at the argument.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from netdsl.semantics.args import Arguments
 SPAN = Span.at("spec.net", 1, 1)
 
 # Values tried for each numeric parameter (tuples of the right length are the shape rules' business).
-OUT_OF_RANGE = {"int": [-1, 0], "ints": [-1, 0], "float": [-0.5, 0.0, 1.0, 1.5]}
+OUT_OF_RANGE = {"int": [-1, 0, 1], "ints": [-1, 0], "float": [-0.5, 0.0, 1.0, 1.5],
+                "schedule_or_float": [-0.5, 0.0]}
 
 # Valid values of required parameters where the type alone does not give one.
 REQUIRED_VALUES = {
@@ -33,6 +35,10 @@ REQUIRED_VALUES = {
     ("random_translation", "height_factor"): 0.2,
     ("random_translation", "width_factor"): 0.2,
     ("random_zoom", "height_factor"): 0.2,
+    ("iou", "target_class_ids"): (0,),
+    ("one_hot_iou", "target_class_ids"): (0,),
+    ("piecewise_constant_decay", "boundaries"): [10],
+    ("piecewise_constant_decay", "values"): [0.1, 0.01],
 }
 _BY_TYPE = {"int": 2, "ints": 2, "float": 0.5, "bool": False, "shape": (2,), "tuple": (2,), "list": [1, 2],
             "str": "x", "activation": "relu"}
@@ -70,24 +76,28 @@ def test_check_refuses_every_value_a_keras_constructor_refuses():
     pytest.importorskip("keras")
     from netdsl.custom.factory import keras_object
 
-    let_through, made = [], 0
-    for name in registry.names("layer"):
-        entry = registry.lookup("layer", name)
-        if name in WRAPPERS or entry.source == "plugin":
-            continue
-        cls = keras_object(entry)
-        base = base_arguments(entry)
-        assert check_refuses(entry, base) is None, name
-        if keras_refuses(cls, base) is not None:
-            continue  # base values Keras wants otherwise: counted below, must stay few
-        made += 1
-        for param in entry.params:
-            for value in OUT_OF_RANGE.get(param.type, []):
-                kwargs = {**base, param.name: value}
-                refused = keras_refuses(cls, kwargs)
-                if refused is not None and check_refuses(entry, kwargs) is None:
-                    let_through.append(f"{name}({param.name}={value!r}): {refused[:100]}")
-    assert made >= len(registry.names("layer")) - 6, "too many layers could not be made with base values"
+    let_through, made, entries = [], 0, 0
+    for kind in registry.KINDS:
+        if kind == "activation":
+            continue  # functions: their arguments reach Keras at call time, with the tensor
+        for name in registry.names(kind):
+            entry = registry.lookup(kind, name)
+            if name in WRAPPERS or entry.source == "plugin":
+                continue
+            entries += 1
+            cls = keras_object(entry)
+            base = base_arguments(entry)
+            assert check_refuses(entry, base) is None, name
+            if keras_refuses(cls, base) is not None:
+                continue  # base values Keras wants otherwise: counted below, must stay few
+            made += 1
+            for param in entry.params:
+                for value in OUT_OF_RANGE.get(param.type, []):
+                    kwargs = {**base, param.name: value}
+                    refused = keras_refuses(cls, kwargs)
+                    if refused is not None and check_refuses(entry, kwargs) is None:
+                        let_through.append(f"{kind} {name}({param.name}={value!r}): {refused[:100]}")
+    assert made >= entries - 6, "too many entries could not be made with base values"
     assert let_through == []
 
 
@@ -97,6 +107,14 @@ def test_check_accepts_the_edges_keras_accepts():
     assert check_refuses(dropout, {"rate": 0.0}) is None
     assert check_refuses(dropout, {"rate": 1.0}) is None  # Keras' own bound is [0, 1]
     assert check_refuses(conv, {"filters": 1, "kernel_size": (1, 1), "strides": 1}) is None
+
+
+def test_optimizer_rules_and_combinations():
+    sgd, adam = registry.lookup("optimizer", "sgd"), registry.lookup("optimizer", "adam")
+    assert check_refuses(sgd, {"momentum": 1.5}) == "parameter 'momentum' of 'sgd' is a fraction in [0, 1], received 1.5"
+    assert check_refuses(adam, {"clipnorm": 1.0, "clipvalue": 1.0}) == (
+        "'adam' takes one of clipnorm, clipvalue, global_clipnorm; received clipnorm and clipvalue")
+    assert check_refuses(adam, {"gradient_accumulation_steps": 0}) is None
 
 
 def test_each_out_of_range_argument_is_its_own_error():

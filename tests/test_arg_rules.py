@@ -111,7 +111,8 @@ def test_check_accepts_the_edges_keras_accepts():
 
 def test_optimizer_rules_and_combinations():
     sgd, adam = registry.lookup("optimizer", "sgd"), registry.lookup("optimizer", "adam")
-    assert check_refuses(sgd, {"momentum": 1.5}) == "parameter 'momentum' of 'sgd' is a fraction in [0, 1], received 1.5"
+    assert check_refuses(sgd, {"momentum": 1.5}) == (
+        "parameter 'momentum' of 'sgd' is a fraction in [0, 1], received 1.5")
     assert check_refuses(adam, {"clipnorm": 1.0, "clipvalue": 1.0}) == (
         "'adam' takes one of clipnorm, clipvalue, global_clipnorm; received clipnorm and clipvalue")
     assert check_refuses(adam, {"gradient_accumulation_steps": 0}) is None

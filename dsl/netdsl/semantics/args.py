@@ -169,6 +169,10 @@ class Arguments:
             raise Fail(sym.span, f"unknown {words} '{sym.name}': {refused[0]}", refused[1])
         pool = [key for kind in kinds for key in registry.all_keys(kind)]
         hint = habit_hint(sym.name) if sym.namespace is None else None
+        if hint is None and "loss" in kinds and _folded(sym.name) in _CROSS_ENTROPIES:
+            hint = ("which one depends on the labels: sparse_categorical_crossentropy for class ids, "
+                    "categorical_crossentropy for one-hot rows, binary_crossentropy for 0/1 "
+                    "(add from_logits=true when the output has no softmax or sigmoid)")
         raise Fail(sym.span, f"unknown {words} '{_spelled(sym)}'", hint or did_you_mean(sym.name, pool))
 
     def _registry_object(self, entry: registry.Entry, value: Sym | SymCall, span) -> Resolved:
@@ -187,6 +191,14 @@ class Arguments:
         kwargs = dict(value.kwargs) if isinstance(value, SymCall) else {}
         bound = decl.bind_constants(args, kwargs, span)
         return Resolved("declared_activation", decl.name, tuple(sorted(bound.items())), decl=decl, span=span)
+
+
+# PyTorch's and other libraries' names of a cross-entropy loss, folded (`CrossEntropyLoss`, `cross_entropy`).
+_CROSS_ENTROPIES = {"crossentropy", "crossentropyloss", "nllloss", "nll", "ce", "celoss", "softmaxcrossentropy"}
+
+
+def _folded(name: str) -> str:
+    return name.lower().replace("_", "")
 
 
 def _spelled(sym: Sym) -> str:

@@ -42,22 +42,15 @@ _KIND_WORDS = {
 }
 
 # Registry names left out on purpose: (kind, name) -> (why, what to use instead).
+_WRITES_FILES = "callbacks that write files are not offered (a spec cannot choose paths to write)"
+_KEEPS_BEST = "netdsl train keeps the best epoch itself: RUN_DIR/best.keras (and model.keras, checkpoint.npz)"
 REFUSED = {
-    ("callback", "model_checkpoint"): (
-        "callbacks that write files are not offered (a spec cannot choose paths to write)",
-        "netdsl train keeps the best epoch itself: RUN_DIR/best.keras (and model.keras, checkpoint.npz)"),
-    ("callback", "ModelCheckpoint"): (
-        "callbacks that write files are not offered (a spec cannot choose paths to write)",
-        "netdsl train keeps the best epoch itself: RUN_DIR/best.keras (and model.keras, checkpoint.npz)"),
-    ("callback", "tensor_board"): (
-        "callbacks that write files are not offered (a spec cannot choose paths to write)",
-        "netdsl train writes history.csv and curves.svg into the run folder"),
-    ("callback", "csv_logger"): (
-        "callbacks that write files are not offered (a spec cannot choose paths to write)",
-        "netdsl train writes history.csv into the run folder"),
-    ("callback", "backup_and_restore"): (
-        "callbacks that write files are not offered (a spec cannot choose paths to write)",
-        "netdsl train --resume auto continues an interrupted run"),
+    ("callback", "model_checkpoint"): (_WRITES_FILES, _KEEPS_BEST),
+    ("callback", "ModelCheckpoint"): (_WRITES_FILES, _KEEPS_BEST),
+    ("callback", "tensor_board"): (_WRITES_FILES, "netdsl train --tensorboard writes TensorBoard logs into the "
+                                                  "run folder, history.csv and curves.svg always"),
+    ("callback", "csv_logger"): (_WRITES_FILES, "netdsl train writes history.csv into the run folder"),
+    ("callback", "backup_and_restore"): (_WRITES_FILES, "netdsl train --resume auto continues an interrupted run"),
     ("callback", "lambda_callback"): ("it runs Python code", None),
 }
 

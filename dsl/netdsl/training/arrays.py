@@ -20,6 +20,7 @@ from netdsl.training.data_check import (
     as_mapping,
     check_input_header,
     check_target_header,
+    check_zip,
     describe_dtype,
     find_key,
     key_for,
@@ -75,13 +76,7 @@ class ArraySource:
 
 
 def from_npz(path: str, signature: Signature, need_targets: bool) -> ArraySource:
-    try:
-        with open(path, "rb") as fh:
-            zipped = fh.read(4) == b"PK\x03\x04"
-    except OSError as exc:
-        raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
-    if not zipped:
-        raise DataError("not an .npz archive (np.savez writes one: a zip of named arrays)", file=path)
+    check_zip(path)
     try:
         archive = np.load(path, allow_pickle=False)  # never unpickles: an .npz cannot run code
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:

@@ -86,13 +86,7 @@ def check_source(src: Any, signature: Signature, targets: dict[str, str], need_t
 
 def npz_headers(path: str) -> dict[str, tuple[tuple, np.dtype]]:
     """{key: (shape, dtype)} of an .npz archive, from each member's .npy header (no array is loaded)."""
-    try:
-        with open(path, "rb") as fh:
-            zipped = fh.read(4) == b"PK\x03\x04"
-    except OSError as exc:
-        raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
-    if not zipped:
-        raise DataError("not an .npz archive (np.savez writes one: a zip of named arrays)", file=path)
+    check_zip(path)
     headers = {}
     try:
         with zipfile.ZipFile(path) as archive:
@@ -120,6 +114,17 @@ def as_mapping(data: Any) -> dict[str, np.ndarray]:
     else:
         mapping = {"x": data}
     return {key: np.asarray(value) for key, value in mapping.items()}
+
+
+def check_zip(path: str) -> None:
+    """An .npz is a zip archive: say so when the file is something else."""
+    try:
+        with open(path, "rb") as fh:
+            zipped = fh.read(4) == b"PK\x03\x04"
+    except OSError as exc:
+        raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    if not zipped:
+        raise DataError("not an .npz archive (np.savez writes one: a zip of named arrays)", file=path)
 
 
 def _memory_headers(data: Any) -> dict[str, tuple[tuple, np.dtype]]:

@@ -34,7 +34,8 @@ def add_trained_model_arguments(cmd: argparse.ArgumentParser, data_required: boo
     """What `evaluate` and `predict` share: the trained model, its data and how to run it."""
     cmd.add_argument("trained", metavar="RUN_DIR|MODEL.keras")
     cmd.add_argument("--data", required=data_required, metavar="SRC",
-                     help=None if data_required else "the data (default: a run folder's own --split)")
+                     help="the data: .npz, .csv, .tfrecord or an image folder"
+                          + ("" if data_required else " (default: a run folder's own --split)"))
     cmd.add_argument("--batch-size", type=int, metavar="N")
     add_targets(cmd)
     add_plugin(cmd)

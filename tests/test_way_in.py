@@ -120,3 +120,15 @@ def test_init_and_train_with_the_wheel_alone(wheel, tmp_path):
     assert trained.returncode == 0, trained.stderr
     assert trained.stdout.splitlines()[0].startswith("status: finished (3 of 3 epochs, ")
     assert trained.stdout.splitlines()[3].startswith("test:  test_loss ")
+
+
+def test_the_gallery_page_lists_every_example_with_its_diagrams():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gen_gallery
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    text, images = gen_gallery.page()
+    assert (ROOT / "docs" / "examples.md").read_text(encoding="utf-8") == text  # scripts/gen_gallery.py rewrites it
+    assert [image.name for image, _ in images if not image.is_file()] == []
+    assert {image.name.split("-")[0] for image, _ in images} == {p.stem for p in (ROOT / "specs").glob("*.net")}

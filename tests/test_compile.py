@@ -421,7 +421,7 @@ def test_shape_mismatch_at_plus_names_both_shapes():
   s = y + x
   output s
 }
-""") == ["4:7: cannot add tensors of shapes (32, 32, 64) and (32, 32, 32)"]
+""") == ["4:7: cannot add y (32, 32, 64) and x (32, 32, 32): '+' needs one shape"]
 
 
 def test_concatenate_mismatch():

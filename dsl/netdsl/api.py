@@ -256,17 +256,19 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     return run_training(config)
 
 
-def evaluate(trained: Trained, *, data: DataSource, batch_size: int | None = None,
-             targets: Mapping[str, str] | None = None, backend: str | None = None) -> dict[str, float]:
+def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: int | None = None,
+             targets: Mapping[str, str] | None = None, backend: str | None = None,
+             split: Literal["test", "val", "train"] = "test") -> dict[str, float]:
     """The loss and metrics of a trained model on `data`: {"loss": ..., metric: ...}.
 
-    `batch_size`: default the run's (32 for a `.keras` file). `targets` as for
-    `train`. Raises `DataError`, `RunError`, or `TrainingError` for a model
-    without a loss."""
+    Without `data`, a run folder's own `split` ("test", "val" or "train"), cut
+    as its training cut it. `batch_size`: default the run's (32 for a `.keras`
+    file). `targets` as for `train`. Raises `DataError`, `RunError`, or
+    `TrainingError` for a model without a loss."""
     from netdsl.training.inference import evaluate as evaluate_trained
 
     _backend(backend)
-    return evaluate_trained(trained, data, batch_size, dict(targets or {}))
+    return evaluate_trained(trained, data, batch_size, dict(targets or {}), split)
 
 
 def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None,

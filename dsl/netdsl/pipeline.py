@@ -174,7 +174,10 @@ def model_graphs(program: Program, names: list[str], shapes: bool, *, mute_tenso
         from netdsl.backend.runtime import quiet_tensorflow
 
         quiet_tensorflow(mute_stderr=mute_tensorflow)
-        analysis, _ = compile_program(program, models=unsure)
+        try:
+            analysis, _ = compile_program(program, models=unsure)
+        except SpecError:
+            return graphs  # a value only Keras refuses: drawn as checked, what is unknown shown as ?
         graphs.update({name: analysis.graphs[name] for name in unsure})
     return graphs
 

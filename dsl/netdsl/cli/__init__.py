@@ -17,8 +17,10 @@ from netdsl.cli import (
     check,
     completion,
     evaluate,
+    examples,
     export,
     fmt,
+    init,
     layers,
     lsp,
     predict,
@@ -99,4 +101,6 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_parser(sub)
     predict.add_parser(sub)
     completion.add_parser(sub)
+    init.add_parser(sub)
+    examples.add_parser(sub)
     return parser

@@ -34,14 +34,30 @@ def run(args: argparse.Namespace) -> int:
             print(f"netdsl: unknown name '{args.name}'" + (f"; {hint}" if hint else ""), file=sys.stderr)
             return EXIT_SPEC
         for entry in entries:
+            if args.name != entry.name:
+                print(f"{args.name}: another name for {entry.name}")
             print(_describe_entry(entry))
         return EXIT_OK
     for kind in kinds:
-        print(f"{kind}s:")
+        print(f"{_HEADINGS[kind]}:")
         for name in registry.names(kind):
             entry = registry.lookup(kind, name)
-            print(f"  {_signature(entry):<60} {entry.description}")
+            short = _short_names(entry)
+            print(f"  {_signature(entry)}" + (f"  also: {', '.join(short)}" if short else ""))
+            print(f"      {entry.description}")
     return EXIT_OK
+
+
+_HEADINGS = {
+    "layer": "layers", "activation": "activations", "initializer": "initializers", "regularizer": "regularizers",
+    "constraint": "constraints", "optimizer": "optimizers", "loss": "losses", "metric": "metrics",
+    "schedule": "learning-rate schedules", "callback": "callbacks",
+}
+
+
+def _short_names(entry: Any) -> list[str]:
+    """The other snake_case names of an entry (`batch_norm`, `mse`); Keras' class names are left out."""
+    return [a for a in entry.aliases if a == a.lower()]
 
 
 def _signature(entry: Any) -> str:
@@ -58,6 +74,8 @@ def _signature(entry: Any) -> str:
 
 def _describe_entry(entry: Any) -> str:
     lines = [f"{entry.name} ({entry.kind}, {entry.source}): {entry.description}"]
+    if entry.aliases:
+        lines.append(f"  also written: {', '.join(entry.aliases)}")
     for p in entry.params:
         default = "required" if p.default is registry.REQUIRED else f"default {describe_value(p.default)}"
         where = "positional or keyword" if p.positional else "keyword"

@@ -142,5 +142,4 @@ def _check_declarations(scope: Any, expander: Expander) -> None:
             elif isinstance(decl, ir.LayerDecl):
                 expander.declared.check_layer(decl, scope)
         except Fail as exc:
-            if exc.diagnostic is not None:
-                expander.diagnostics.append(exc.diagnostic)
+            expander.diagnostics.extend(exc.all_diagnostics())

@@ -149,7 +149,8 @@ class TrainConfig:
 def resolve(request: TrainRequest) -> TrainConfig:
     program = apply_defines(as_program(request.spec, list(request.include)), request.defines)
     name = pick_model(program, request.model)
-    train = _train_section(program, name)
+    graph = _trainable_graph(program, name)
+    train = graph.train
     _check_flags(request)
     fit = {**KERAS_DEFAULTS, **train.fit}
     config = TrainConfig(
@@ -166,6 +167,9 @@ def resolve(request: TrainRequest) -> TrainConfig:
         resumable = f" (and no unfinished run of '{name}' in {config.out} to resume)" if request.resume else ""
         raise UsageError(f"no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]{resumable}")
     _check_paths(config.data)
+    from netdsl.training.data_check import check_data, signature_of_graph  # NumPy only: still no TensorFlow
+
+    check_data(config.data, signature_of_graph(graph))  # before TensorFlow loads and any run folder is made
     return config
 
 
@@ -186,7 +190,8 @@ def spec_sha256(program: Program) -> str:
     return digest.hexdigest()
 
 
-def _train_section(program: Program, name: str) -> Any:
+def _trainable_graph(program: Program, name: str) -> Any:
+    """The model's checked graph, which has a train section with a loss; SpecError otherwise."""
     analysis = analyze(program, models=[name])
     if analysis.errors:
         raise SpecError(analysis.errors, program.sources())
@@ -196,7 +201,7 @@ def _train_section(program: Program, name: str) -> Any:
         raise SpecError(Diagnostic.at(graph.span, f"model '{name}' has {what}; training needs a loss",
                                       "add: train { optimizer = adam  loss = sparse_categorical_crossentropy }"),
                         program.sources())
-    return graph.train
+    return graph
 
 
 def _check_flags(request: TrainRequest) -> None:
@@ -243,7 +248,7 @@ def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
     if config.epochs < done:
         raise RunError(f"--epochs {config.epochs} is fewer than the {done} this run has already trained", file=where)
     if _no_data(config.data):
-        config.data = _saved_data(saved.get("data", {}), where)
+        config.data = saved_data(saved.get("data", {}), where)
     elif config.data.data is not None and "split" in saved.get("data", {}):
         split = tuple(saved["data"]["split"])
         if config.data.split is not None and tuple(config.data.split) != split:
@@ -274,7 +279,8 @@ def _no_data(data: DataRequest) -> bool:
     return data.data is None and data.train is None
 
 
-def _saved_data(saved: dict, where: str) -> DataRequest:
+def saved_data(saved: dict, where: str) -> DataRequest:
+    """The DataRequest a run's config.json recorded (absolute paths, split, targets)."""
     request = DataRequest(targets=dict(saved.get("targets", {})))
     for key in ("data", "train", "val", "test"):
         entry = saved.get(key)

@@ -162,6 +162,12 @@ MAX_NPZ_PLAIN_EXPANSION = 64 * 1024**2
 # A CSV file is read whole into memory and parsed there.
 MAX_CSV_BYTES = 4 * 1024**3
 
+# A .keras file's config.json above 1 MiB may expand at most 100x: JSON of real
+# models compresses 10-40x, while 64 MiB of `[{},{},...]` fits in 65 KB and
+# parses into 22 million objects (a zip bomb: 1.8 GB, 7.5 s).
+MAX_CONFIG_RATIO = 100
+MAX_CONFIG_PLAIN_EXPANSION = 1024**2
+
 # One CSV cell (Python's csv module stops at 128 KiB; a cell of data is a number).
 MAX_CSV_FIELD = 131_072
 

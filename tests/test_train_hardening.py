@@ -4,6 +4,7 @@ before TensorFlow or NumPy touch them, and before a run folder is created."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import zipfile
 from pathlib import Path
@@ -69,3 +70,156 @@ def test_a_tfrecord_walk_counts_records_and_refuses_a_bad_header_crc(tmp_path):
     with pytest.raises(DataError) as caught:
         count_records(str(path))
     assert str(caught.value) == f"{path}: error: not a readable TFRecord file (corrupted record header at byte 16)"
+
+
+# ------------------------------------------------------------------ run folders (finding 4, 11)
+
+PLAIN = """\
+model plain {
+  input image: (6, 6)
+  output logits = image -> flatten -> dense(4)
+  train {
+    optimizer = adam(learning_rate=1e-2)
+    loss = sparse_categorical_crossentropy(from_logits=true)
+    callbacks = [early_stopping(monitor="val_loss", patience=3, restore_best_weights=true)]
+    validation_split = 0.25
+    batch_size = 8
+    epochs = 2
+  }
+}
+"""
+RNG = np.random.default_rng(5)
+X, Y = RNG.random((32, 6, 6)).astype("float32"), RNG.integers(0, 4, 32)
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory):
+    """A run stopped after its first epoch (resumable), copied fresh for each test by `run_copy`."""
+    import keras
+
+    import netdsl
+
+    class StopAfterFirstEpoch(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 0:
+                raise RuntimeError("power cut")
+
+    base = tmp_path_factory.mktemp("stopped")
+    (base / "plain.net").write_text(PLAIN)
+    with pytest.raises(RuntimeError):
+        netdsl.train(str(base / "plain.net"), train=(X, Y), seed=1, out=base / "runs", callbacks=[StopAfterFirstEpoch()])
+    return base
+
+
+@pytest.fixture
+def run_copy(stopped_run, tmp_path):
+    import shutil
+
+    shutil.copytree(stopped_run, tmp_path / "copy")
+    folder = tmp_path / "copy" / "runs" / "plain-1"
+    assert json.loads((folder / "report.json").read_text())["status"] == "failed"
+    return tmp_path / "copy", folder
+
+
+def _resume(base: Path, resume: str = "auto"):
+    import netdsl
+
+    return netdsl.train(str(base / "plain.net"), train=(X, Y), out=base / "runs", resume=resume)
+
+
+def test_resume_auto_passes_over_a_run_folder_of_another_account(run_copy, monkeypatch):
+    from netdsl.training.errors import RunError
+
+    base, folder = run_copy
+    real = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: real + 1)  # the folder now belongs to someone else
+    run = _resume(base)  # not adopted: a new run
+    assert run.dir == base / "runs" / "plain-2" and run.status == "finished"
+    with pytest.raises(RunError) as caught:
+        _resume(base, str(folder))
+    assert str(caught.value) == (f"{folder}: error: this run folder belongs to another account (uid {real}); "
+                                 f"netdsl resumes and reads only run folders you made")
+
+
+def test_resume_auto_passes_over_a_world_writable_run_folder(run_copy):
+    base, folder = run_copy
+    folder.chmod(0o777)
+    assert _resume(base).dir == base / "runs" / "plain-2"
+
+
+@pytest.mark.parametrize("plant, message", [
+    (lambda p: os.mkfifo(p), "is a named pipe (FIFO), not a run file"),
+    (lambda p: os.symlink("/dev/zero", p),
+     "is a symbolic link, not a run file; netdsl does not read through links here"),
+], ids=["fifo", "dev-zero-link"])
+def test_a_planted_report_json_is_refused_at_once(run_copy, plant, message):
+    from netdsl.training.errors import RunError
+
+    base, folder = run_copy
+    (folder / "report.json").unlink()
+    plant(folder / "report.json")
+    with pytest.raises(RunError) as caught:
+        _resume(base)
+    assert str(caught.value) == f"{folder}: error: cannot read report.json: {message}"
+
+
+def test_a_planted_tensorboard_link_is_not_written_through(run_copy, tmp_path):
+    pytest.importorskip("tensorboard")
+    import netdsl
+    from netdsl.training.errors import RunError
+
+    base, folder = run_copy
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    os.symlink(victim, folder / "tensorboard")
+    with pytest.raises(RunError) as caught:
+        netdsl.train(str(base / "plain.net"), train=(X, Y), out=base / "runs", resume="auto", tensorboard=True)
+    assert str(caught.value) == f"{folder}: error: tensorboard is a symbolic link; netdsl does not write through links"
+    assert list(victim.iterdir()) == []
+
+
+def test_a_checkpoint_holding_an_object_array_is_one_line(run_copy):
+    from netdsl.training.errors import RunError
+
+    base, folder = run_copy
+    with zipfile.ZipFile(folder / "checkpoint.npz") as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    objects = io.BytesIO()
+    np.save(objects, np.array([object()] * 3, dtype=object), allow_pickle=True)
+    members["model/0000.npy"] = objects.getvalue()
+    with zipfile.ZipFile(folder / "checkpoint.npz", "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with pytest.raises(RunError) as caught:
+        _resume(base)
+    assert str(caught.value) == (f"{folder}/checkpoint.npz: error: cannot read the checkpoint: Object arrays "
+                                 f"cannot be loaded when allow_pickle=False")
+
+
+def test_a_damaged_setting_in_config_json_is_one_line(run_copy):
+    from netdsl.training.errors import RunError
+
+    base, folder = run_copy
+    config = json.loads((folder / "config.json").read_text())
+    config["settings"]["batch_size"] = "eight"
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(RunError) as caught:
+        _resume(base)
+    assert str(caught.value) == (f"{folder}: error: config.json's settings.batch_size is 'eight', which netdsl "
+                                 f"never writes; the run folder is damaged; start a new run (without --resume)")
+
+
+def test_a_checkpoint_sets_only_the_callback_fields_netdsl_saves():
+    import keras
+
+    from netdsl.training import checkpoint
+    from netdsl.training.errors import RunError
+
+    callback = keras.callbacks.EarlyStopping()
+    with pytest.raises(RunError) as caught:
+        checkpoint.apply_callback_state([callback], {"callbacks": [{"type": "EarlyStopping", "fields": {
+            "monitor": "anything", "monitor_op": "not callable", "on_epoch_end": "shadowed"}}]})
+    assert str(caught.value) == "error: cannot read the checkpoint: callback field 'monitor' is not one netdsl saves"
+    assert callback.monitor == "val_loss" and callable(callback.on_epoch_end)
+    checkpoint.apply_callback_state([callback], {"callbacks": [{"type": "EarlyStopping", "fields": {"wait": 2}}]})
+    assert callback.wait == 2

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from netdsl.limits import MAX_NPZ_MEMBER_BYTES, MAX_NPZ_PLAIN_EXPANSION, MAX_NPZ_RATIO
 from netdsl.training.errors import DataError
+from netdsl.training.npz_members import check_member
 from netdsl.training.pipeline import EpochOrder, finish, index_batches, model_structure
 from netdsl.training.signature import Signature, TensorSpec, shape_text
 
@@ -116,7 +116,7 @@ class _LazyArchive:
         return list(self._archive.files)
 
     def __getitem__(self, key: str) -> np.ndarray:
-        _check_member(self._archive.zip, key, self._path)
+        check_member(self._archive.zip, key, self._path)
         try:
             return self._archive[key]
         except ValueError as exc:
@@ -126,35 +126,6 @@ class _LazyArchive:
             raise DataError(f"array '{key}' cannot be read ({_reason(exc)})", file=self._path) from None
         except (OSError, zipfile.BadZipFile, EOFError) as exc:
             raise DataError(f"array '{key}' cannot be read ({_reason(exc)})", file=self._path) from None
-
-
-def _check_member(archive: zipfile.ZipFile, key: str, path: str) -> None:
-    """Before NumPy allocates a member's array: its header's shape fits the bytes the member holds,
-    and the member does not expand out of proportion to what it takes in the file (a deflate bomb)."""
-    name = key if key in archive.namelist() else f"{key}.npy"
-    try:
-        info = archive.getinfo(name)
-    except KeyError:
-        return  # NumPy says what is missing
-    if info.file_size > MAX_NPZ_MEMBER_BYTES or (
-            info.file_size > MAX_NPZ_PLAIN_EXPANSION and info.file_size > MAX_NPZ_RATIO * max(info.compress_size, 1)):
-        raise DataError(f"array '{key}' expands from {info.compress_size:,} to {info.file_size:,} bytes; netdsl "
-                        f"reads at most {MAX_NPZ_MEMBER_BYTES:,} bytes per array, and above "
-                        f"{MAX_NPZ_PLAIN_EXPANSION:,} bytes at most {MAX_NPZ_RATIO}x its compressed size",
-                        file=path)
-    try:
-        with archive.open(info) as member:
-            version = np.lib.format.read_magic(member)
-            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                           else np.lib.format.read_array_header_2_0)
-            shape, _, dtype = read_header(member, max_header_size=10_000)
-            header = member.tell()
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, SyntaxError, TypeError):
-        return  # not an array header: NumPy's own message names what is wrong
-    needed = int(np.prod(shape, dtype=object)) * dtype.itemsize if dtype.kind != "O" else 0
-    if needed > info.file_size - header:
-        raise DataError(f"array '{key}' declares shape {shape_text(shape)} of {dtype} ({needed:,} bytes), "
-                        f"but holds {max(info.file_size - header, 0):,} bytes", file=path)
 
 
 def _find(spec: TensorSpec, alias: str, keys: list[str], signature: Signature) -> str | None:

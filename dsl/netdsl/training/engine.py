@@ -208,7 +208,7 @@ class Session:
         if config.tensorboard and self.writer.folder is not None:
             import keras
 
-            callbacks.append(keras.callbacks.TensorBoard(log_dir=str(self.writer.folder.path / "tensorboard")))
+            callbacks.append(keras.callbacks.TensorBoard(log_dir=str(self.writer.folder.subfolder("tensorboard"))))
         callbacks.extend(config.callbacks)
         callbacks.extend(self.placement.callbacks())
         place = self.placement

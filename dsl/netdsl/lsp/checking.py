@@ -17,6 +17,7 @@ from pathlib import Path
 
 from netdsl.errors import Diagnostic, SpecError
 from netdsl.lsp.facts import GraphFacts
+from netdsl.files import Refused, read_regular
 from netdsl.lsp.names import NameIndex, build_index
 from netdsl.semantics.analysis import Analysis, analyze
 from netdsl.semantics.estimates import fill_estimates
@@ -134,9 +135,9 @@ def _refuse_like_read_source(text: str, display: str, real: Path) -> None:
         return
     # An editor shows undecodable bytes as U+FFFD. While the buffer is the file
     # as shown, say what `netdsl check` says about the file: where the bad byte is.
-    try:
-        data = real.read_bytes() if real.stat().st_size <= MAX_FILE_BYTES else b""
-    except OSError:
+    try:  # as the CLI reads it: a FIFO or a device would block the check worker or read forever
+        data = read_regular(real, MAX_FILE_BYTES, "spec file")
+    except Refused:
         return
     if data.decode("utf-8", "replace").lstrip(BOM) == text:
         decode_source(data, display)  # raises the invalid-byte diagnostic when there is one

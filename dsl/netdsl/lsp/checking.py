@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from netdsl.errors import Diagnostic, SpecError
-from netdsl.lsp.facts import GraphFacts
 from netdsl.files import Refused, read_regular
+from netdsl.lsp.facts import GraphFacts
 from netdsl.lsp.names import NameIndex, build_index
 from netdsl.semantics.analysis import Analysis, analyze
 from netdsl.semantics.estimates import fill_estimates

@@ -223,3 +223,72 @@ def test_a_checkpoint_sets_only_the_callback_fields_netdsl_saves():
     assert callback.monitor == "val_loss" and callable(callback.on_epoch_end)
     checkpoint.apply_callback_state([callback], {"callbacks": [{"type": "EarlyStopping", "fields": {"wait": 2}}]})
     assert callback.wait == 2
+
+
+# ------------------------------------------------------------------ image folders (finding 12)
+
+IMAGES = """\
+model pics {
+  input image: (4, 4)
+  output probs = image -> flatten -> dense(2, activation=softmax)
+  train {
+    optimizer = sgd
+    loss = sparse_categorical_crossentropy
+    epochs = 1
+  }
+}
+"""
+
+
+def _png(width: int = 4, height: int = 4) -> bytes:
+    import struct
+    import zlib
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    chunk = b"IHDR" + header
+    ihdr = struct.pack(">I", len(header)) + chunk + struct.pack(">I", zlib.crc32(chunk))
+    pixels = zlib.compress(b"".join(b"\0" + bytes(4) for _ in range(4)))
+    idat = struct.pack(">I", len(pixels)) + b"IDAT" + pixels + struct.pack(">I", zlib.crc32(b"IDAT" + pixels))
+    return b"\x89PNG\r\n\x1a\n" + ihdr + idat + struct.pack(">I", 0) + b"IEND" + struct.pack(">I", zlib.crc32(b"IEND"))
+
+
+def _image_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "imgs"
+    for name in ("cat", "dog"):
+        (folder / name).mkdir(parents=True)
+        for k in "abcde":
+            (folder / name / f"{k}.png").write_bytes(_png())
+    (tmp_path / "pics.net").write_text(IMAGES)
+    return folder
+
+
+def _train_images(tmp_path: Path, capsys) -> tuple[int, str]:
+    runs = tmp_path / "runs"
+    code = main(["train", str(tmp_path / "pics.net"), "--data", str(tmp_path / "imgs"), "-o", str(runs),
+                 "--progress", "none"])
+    assert not runs.exists() or code == 0
+    return code, capsys.readouterr().err
+
+
+def test_a_class_folder_or_an_image_linking_outside_the_image_folder_is_refused(tmp_path, capsys):
+    folder = _image_folder(tmp_path)
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "p.png").write_bytes(_png())
+    os.symlink(tmp_path / "secret" / "p.png", folder / "cat" / "f.png")
+    assert _train_images(tmp_path, capsys) == (
+        1, f"{folder}/cat/f.png: error: is a link to outside the image folder; netdsl reads only files inside it\n")
+    (folder / "cat" / "f.png").unlink()
+    os.symlink(tmp_path / "secret", folder / "fish")
+    assert _train_images(tmp_path, capsys) == (
+        1, f"{folder}/fish: error: is a link to outside the image folder; netdsl reads only files inside it\n")
+    (folder / "fish").unlink()
+    os.symlink(folder / "cat" / "a.png", folder / "dog" / "f.png")  # a link inside the folder is read
+    assert _train_images(tmp_path, capsys)[0] == 0
+
+
+def test_a_png_declaring_huge_dimensions_is_refused_before_it_is_decoded(tmp_path, capsys):
+    folder = _image_folder(tmp_path)
+    (folder / "dog" / "huge.png").write_bytes(_png(100_000, 100_000)[:33] + bytes(16))
+    assert _train_images(tmp_path, capsys) == (
+        1, f"{folder}/dog/huge.png: error: the image declares 100,000 x 100,000 pixels; netdsl decodes images of "
+           f"at most 268,435,456 pixels\n")

@@ -16,7 +16,7 @@ PACKAGE = Path(netdsl.__file__).resolve().parent
 # A room may import only rooms of a lower level (and itself); rooms of one level
 # are siblings that know nothing of each other. docs/architecture.md draws this.
 LEVELS = {
-    "version": 0, "errors": 0, "atomic": 0, "grammar": 0, "limits": 0, "demo_data": 0,
+    "version": 0, "errors": 0, "atomic": 0, "grammar": 0, "limits": 0, "demo_data": 0, "files": 0,
     "starter": 1,
     "syntax": 1, "highlight": 1,
     "registry": 2,

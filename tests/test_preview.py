@@ -280,7 +280,7 @@ def _next_event(response) -> dict:
 def test_cli_refuses_a_missing_spec(tmp_path, capsys):
     assert main(["preview", str(tmp_path / "nope.net"), "--port", "0"]) == 1
     err = capsys.readouterr().err
-    assert err == f"netdsl preview: cannot read {tmp_path / 'nope.net'}: No such file or directory\n"
+    assert err == f"netdsl preview: cannot read {tmp_path / 'nope.net'}: no such file\n"  # as `netdsl check` says it
 
 
 def test_cli_refuses_a_bad_port(tmp_path, capsys):

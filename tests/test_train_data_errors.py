@@ -1,4 +1,6 @@
-"""Bad data is one line naming what is wrong, exit 1, and a run folder that says `failed`.
+"""Bad data is one line naming what is wrong, exit 1, and no run folder when it is found before
+the first step (issue 22: nothing is created until the data is checked); data TensorFlow refuses
+mid-run leaves a run folder that says `failed`.
 
 Each tests/data_errors/NAME.expected holds the command (`$ netdsl train ...`,
 run inside tests/data_errors with `-o RUNS --progress none` added), the exit
@@ -32,14 +34,14 @@ def test_bad_data_prints_its_exact_error(expected, tmp_path, capsys, monkeypatch
     assert code in (1, 2) and "Traceback" not in captured.err
     assert len([line for line in captured.err.splitlines() if "error:" in line]) == 1
     folders = list(Path(runs).glob("*")) if Path(runs).exists() else []
-    if "run folder:" in captured.err:  # the failed run's folder keeps the reason
+    if "run folder:" in captured.err:  # found mid-run: the failed run's folder keeps the reason
         (folder,) = folders
         report = json.loads((folder / "report.json").read_text())
         assert report["status"] == "failed"
         (error,) = [line for line in captured.err.splitlines() if "error:" in line]
         assert report["reason"] == error.removeprefix("netdsl: ")
         assert not (folder / "model.keras").exists()
-    else:  # a typo in a path or a flag: no run folder at all
+    else:  # found before the first step (a typo, bad data, a bad flag): no run folder at all
         assert folders == []
 
 

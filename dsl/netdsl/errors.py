@@ -193,10 +193,31 @@ class Sources:
         return lines[line - 1]
 
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: object) -> str:
+    """`text` safe to print on a terminal: every character that is not printable (ESC, BEL, CR,
+    newline, bidi controls, lone surrogates...) written as an escape (`\\x1b`, `\\n`, `\\u202e`),
+    so that text from outside (spec strings, names read from a .keras file, messages from another
+    process, data values) can neither move the cursor, recolour, retitle the terminal nor fake a
+    line. Every printer of such text goes through here; printable text is returned unchanged."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _ESCAPES.get(c) or _escape(c) for c in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def render(diagnostic: Diagnostic, sources: Sources | None = None) -> str:
-    """`path:line:col: error: message`, then the source line and a caret underline."""
+    """`path:line:col: error: message`, then the source line and a caret underline
+    (the file name and the message escaped: `printable`)."""
     d = diagnostic
-    head = f"{d.file}:{d.line}:{d.col}: {d.severity}: {d.text}"
+    head = f"{printable(d.file)}:{d.line}:{d.col}: {d.severity}: {printable(d.text)}"
     source_line = sources.line(d.file, d.line) if sources else None
     if source_line is None or not source_line.strip():
         return head

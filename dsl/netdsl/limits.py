@@ -157,3 +157,32 @@ MAX_SWEEP_TRIALS = 10_000
 
 # Values of one `choice(...)`: Optuna stores every choice in each trial's distribution.
 MAX_SWEEP_CHOICES = 1_000
+# ------------------------------------------------------------------ data and run files (issue 22)
+
+# One array of an .npz file, uncompressed: NumPy allocates it whole before
+# reading, so a header declaring 2**40 rows must be refused before that.
+MAX_NPZ_MEMBER_BYTES = 64 * 1024**3
+# A deflated member of zeros expands about 1000x; real data rarely compresses
+# past 200x. Above 64 MiB of output a member may expand at most this much.
+MAX_NPZ_RATIO = 200
+MAX_NPZ_PLAIN_EXPANSION = 64 * 1024**2
+
+# A CSV file is read whole into memory and parsed there.
+MAX_CSV_BYTES = 4 * 1024**3
+
+# A .keras file's config.json above 1 MiB may expand at most 100x: JSON of real
+# models compresses 10-40x, while 64 MiB of `[{},{},...]` fits in 65 KB and
+# parses into 22 million objects (a zip bomb: 1.8 GB, 7.5 s).
+MAX_CONFIG_RATIO = 100
+MAX_CONFIG_PLAIN_EXPANSION = 1024**2
+
+# One CSV cell (Python's csv module stops at 128 KiB; a cell of data is a number).
+MAX_CSV_FIELD = 131_072
+
+# An image's width x height, read from its PNG/GIF/BMP/JPEG header before it
+# is decoded: 4 bytes x 2**28 pixels = 1 GiB per image, decoded once per epoch.
+MAX_IMAGE_PIXELS = 1 << 28
+
+# A run folder's JSON files (config.json, report.json, meta.json): a few KB,
+# read whenever runs are listed or resumed, perhaps planted by someone else.
+MAX_RUN_JSON_BYTES = 16 * 1024**2

@@ -5,8 +5,10 @@ command (`$ netdsl ...`, run in this folder), the exit code and the exact
 text printed on stderr.
 """
 
+import io
 import os
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +23,12 @@ def images(n=6, shape=(4, 4)):
 
 def labels(n=6, classes=3):
     return rng.integers(0, classes, n)
+
+
+def _npy(array):
+    out = io.BytesIO()
+    np.save(out, array)
+    return out.getvalue()
 
 
 def npz(name, **arrays):
@@ -38,7 +46,30 @@ npz("tokens_float", ids=rng.random((6, 5)), score=rng.random(6))
 np.savez(HERE / "npz_objects.npz", image=np.array([object()] * 6, dtype=object), probs=labels())
 (HERE / "not_a_zip.npz").write_text("x,y\n1,2\n")
 (HERE / "data.txt").write_text("1 2 3\n")
+# issue 22: an array header declaring 16 TiB (NumPy allocated it: MemoryError); a header cell over csv's limit
+header = io.BytesIO()
+np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": (2**40, 4, 4)})
+with zipfile.ZipFile(HERE / "npz_hugeshape.npz", "w") as archive:
+    archive.writestr("image.npy", header.getvalue() + bytes(16))
+    archive.writestr("probs.npy", _npy(np.zeros(6, dtype=np.int64)))
+(HERE / "csv_hugefield.csv").write_text("a" * 140_000 + ",b\n1,0\n")
 (HERE / "tfrecord_garbage.tfrecord").write_text("this is not a TFRecord file\n")
+
+
+def masked_crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    crc ^= 0xFFFFFFFF
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+# The review's 76 bytes (issue 22): a header with a valid CRC declaring 2**40 bytes, then 64 zero bytes.
+# TensorFlow's reader crashed the process on it (SIGSEGV).
+length = (2**40).to_bytes(8, "little")
+(HERE / "tfrecord_hugelen.tfrecord").write_bytes(length + masked_crc32c(length).to_bytes(4, "little") + bytes(64))
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402

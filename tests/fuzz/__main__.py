@@ -14,10 +14,13 @@ import sys
 from pathlib import Path
 
 from .runner import Bounds, Report, run
+from .targets import TARGETS
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.splitlines()[0])
+    parser.add_argument("--target", choices=TARGETS, default="spec",
+                        help="spec: netdsl.check; keras: the Keras -> .net reader; data: the training data readers")
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--start", type=int, default=0, help="index of the first input")
@@ -37,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"# input {index} of seed {args.seed}: {source}\n{text}")
         return 0
     report = run(args.count, args.seed, Bounds(), start=args.start, only=args.only, generated_share=args.generated,
-                 big=args.big, save_dir=args.report, progress=_progress)
+                 big=args.big, save_dir=args.report, progress=_progress, target=args.target)
     summary = report.summary()
     text = json.dumps(summary, indent=2)
     if args.report is not None:

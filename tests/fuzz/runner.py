@@ -9,6 +9,7 @@ limit), or when its CPU time is over the bound of its size class.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from .grammar_gen import GrammarGenerator
 from .mutate import ROOT, Mutator, load_corpus
+from .targets import keras_corpus, make_data, make_keras
 
 
 @dataclass(frozen=True)
@@ -84,26 +86,36 @@ def make_input(seed: int, index: int, corpus: list, generated_share: float = 0.4
     return f"mutation of {name}", text
 
 
+def make_file(target: str, seed: int, index: int, corpus: list) -> tuple[str, str, bytes]:
+    """(where it came from, suffix, bytes) of input `index` of `seed` for the `keras` or `data` target."""
+    rng = random.Random(seed * 1_000_003 + index)
+    if target == "keras":
+        source, data = make_keras(rng, corpus)
+        return source, ".keras", data
+    return make_data(rng)
+
+
 class Worker:
     """A `worker.py` process; started again after a timeout or a death."""
 
-    def __init__(self, bounds: Bounds):
-        self.bounds = bounds
+    def __init__(self, bounds: Bounds, target: str = "spec"):
+        self.bounds, self.target = bounds, target
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
         package = __package__ or "fuzz"
         cwd = Path(__file__).resolve().parents[len(package.split("."))]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(cwd)] + sys.path))
-        self.proc = subprocess.Popen([sys.executable, "-m", f"{package}.worker", str(self.bounds.memory_bytes)],
+        self.proc = subprocess.Popen([sys.executable, "-m", f"{package}.worker", str(self.bounds.memory_bytes),
+                                      self.target],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      cwd=cwd, env=env)
 
-    def check(self, text: str, filename: str, timeout: float) -> dict | None:
+    def check(self, text: str, filename: str, timeout: float, request: dict | None = None) -> dict | None:
         """The worker's answer, or None when it ran past `timeout` or died (then it is stopped)."""
         if self.proc is None or self.proc.poll() is not None:
             self.start()
-        payload = json.dumps({"text": text, "filename": filename}).encode("utf-8")
+        payload = json.dumps(request or {"text": text, "filename": filename}).encode("utf-8")
         try:
             self.proc.stdin.write(struct.pack(">I", len(payload)) + payload)
             self.proc.stdin.flush()
@@ -126,19 +138,25 @@ class Worker:
 
 def run(count: int, seed: int = 0, bounds: Bounds = Bounds(), start: int = 0, only: list[int] | None = None,
         generated_share: float = 0.4, big: float = 0.01, save_dir: Path | None = None, keep_slowest: int = 10,
-        progress: Callable[[Report], None] | None = None, max_seconds: float | None = None) -> Report:
+        progress: Callable[[Report], None] | None = None, max_seconds: float | None = None,
+        target: str = "spec") -> Report:
     """Check `count` inputs (or the `only` ones) of `seed`; findings saved to `save_dir` if given."""
-    corpus = load_corpus()
+    corpus = load_corpus() if target == "spec" else keras_corpus()
     report = Report(seed)
-    worker = Worker(bounds)
+    worker = Worker(bounds, target)
     filename = str(ROOT / "specs" / "fuzz.net")  # relative imports reach specs/ and specs/lib/
     began = time.perf_counter()
     try:
         for index in (only if only is not None else range(start, start + count)):
             if max_seconds is not None and time.perf_counter() - began > max_seconds:
                 break
-            source, text = make_input(seed, index, corpus, generated_share, big)
-            _check(worker, report, bounds, index, source, text, filename, save_dir, keep_slowest)
+            if target == "spec":
+                source, text = make_input(seed, index, corpus, generated_share, big)
+                _check(worker, report, bounds, index, source, text, filename, save_dir, keep_slowest)
+            else:
+                source, suffix, data = make_file(target, seed, index, corpus)
+                request = {"target": target, "payload": base64.b64encode(data).decode("ascii"), "suffix": suffix}
+                _check(worker, report, bounds, index, source, data, filename, save_dir, keep_slowest, request)
             if progress is not None and report.inputs % 1000 == 0:
                 report.wall_seconds = time.perf_counter() - began
                 progress(report)
@@ -148,13 +166,13 @@ def run(count: int, seed: int = 0, bounds: Bounds = Bounds(), start: int = 0, on
     return report
 
 
-def _check(worker: Worker, report: Report, bounds: Bounds, index: int, source: str, text: str, filename: str,
-           save_dir: Path | None, keep_slowest: int) -> None:
-    size = len(text.encode("utf-8"))
+def _check(worker: Worker, report: Report, bounds: Bounds, index: int, source: str, text: str | bytes,
+           filename: str, save_dir: Path | None, keep_slowest: int, request: dict | None = None) -> None:
+    size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8"))
     limit = bounds.seconds(size)
-    answer = worker.check(text, filename, limit * bounds.slack)
+    answer = worker.check(text if isinstance(text, str) else "", filename, limit * bounds.slack, request)
     report.inputs += 1
-    report.sources["grammar" if source == "grammar" else "mutation"] += 1
+    report.sources["grammar" if source.startswith(("grammar", "generated")) else "mutation"] += 1
     report.largest_input = max(report.largest_input, size)
     if answer is None:
         kind = "timeout" if worker.proc is None else "died"
@@ -175,11 +193,14 @@ def _check(worker: Worker, report: Report, bounds: Bounds, index: int, source: s
         report.outcomes["diagnostics" if answer["diagnostics"] else "clean"] += 1
 
 
-def _finding(report: Report, finding: Finding, text: str, save_dir: Path | None) -> None:
+def _finding(report: Report, finding: Finding, text: str | bytes, save_dir: Path | None) -> None:
     report.outcomes[finding.kind] += 1
     report.findings.append(finding)
     if save_dir is not None:
         save_dir.mkdir(parents=True, exist_ok=True)
         stem = f"seed{report.seed}_{finding.index}_{finding.kind}"
-        (save_dir / f"{stem}.net").write_text(text, encoding="utf-8")
+        if isinstance(text, bytes):
+            (save_dir / f"{stem}.bin").write_bytes(text)
+        else:
+            (save_dir / f"{stem}.net").write_text(text, encoding="utf-8")
         (save_dir / f"{stem}.txt").write_text(f"{finding.source}\n{finding.detail}\n", encoding="utf-8")

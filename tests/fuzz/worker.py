@@ -1,7 +1,9 @@
 """The fuzzing worker: checks the inputs the runner sends, under a memory limit.
 
 Protocol (binary stdin, text stdout): each input is a 4-byte big-endian
-length and that many bytes of JSON `{"text", "filename"}`; each answer is
+length and that many bytes of JSON `{"text", "filename"}` (a spec), or
+`{"target": "keras" | "data", "payload": base64, "suffix"}` (a file for the
+Keras -> .net reader or the data readers, `targets.py`); each answer is
 one JSON line `{"status", "diagnostics", "cpu", "wall", "rss_kb", "detail"}`.
 `status` is "ok" (diagnostics or success, all well formed), "bad" (a
 diagnostic that is malformed, or the last-resort answer to a RecursionError
@@ -12,6 +14,7 @@ runs past its time, and starts a new one.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import resource
@@ -52,6 +55,64 @@ def check_one(text: str, filename: str) -> dict:
             "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "detail": detail}
 
 
+def check_file(target: str, data: bytes, suffix: str, folder: str) -> dict:
+    """Write `data` to a file of `suffix` in `folder` and hand it to the target's reader."""
+    from netdsl.errors import SpecError
+    from netdsl.training.errors import TrainingError
+
+    path = os.path.join(folder, "input" + suffix)
+    if suffix == ".png":  # an image folder: two classes, the input among them
+        path = os.path.join(folder, "imgs")
+        for name in ("a", "b"):
+            os.makedirs(os.path.join(path, name), exist_ok=True)
+        with open(os.path.join(path, "a", "x.png"), "wb") as fh:
+            fh.write(data)
+        with open(os.path.join(path, "b", "y.png"), "wb") as fh:
+            fh.write(data)
+    else:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    start_wall, start_cpu = time.perf_counter(), time.process_time()
+    status, count, detail = "ok", 0, ""
+    try:
+        if target == "keras":
+            from netdsl.exporter import export_model
+
+            export_model(path)
+        else:
+            _read_data(path, suffix)
+    except (SpecError, TrainingError) as exc:  # what the CLI prints must be one escaped line per error
+        count = 1
+        text = render_all(exc.diagnostics, exc.sources) if isinstance(exc, SpecError) else str(exc)
+        if LAST_RESORT in text or "\x1b" in text:
+            status, detail = "bad", f"a message no limit shaped: {text[:300]!r}"
+    except BaseException:  # noqa: BLE001 - exactly what the fuzzer looks for
+        status, detail = "exception", traceback.format_exc(limit=-12)
+    return {"status": status, "diagnostics": count, "cpu": time.process_time() - start_cpu,
+            "wall": time.perf_counter() - start_wall,
+            "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "detail": detail}
+
+
+def _read_data(path: str, suffix: str) -> None:
+    """What `netdsl train` does with a data file before and at its first step: open the source
+    against the model (input x: (4,) or a 4x4 image, output y), then read its first batch."""
+    import numpy as np
+    import tensorflow as tf
+
+    from netdsl.training.data import open_source
+    from netdsl.training.errors import DataError, tensorflow_message
+    from netdsl.training.signature import Signature, TensorSpec
+
+    shape = (4, 4) if suffix == ".png" else (4,)
+    signature = Signature((TensorSpec("x", shape, "float32"),), (TensorSpec("y", (3,), "float32"),))
+    source = open_source(path, signature)
+    try:
+        for _ in source.dataset(np.arange(min(source.n, 8)), 8).take(1):
+            pass
+    except tf.errors.OpError as exc:  # the engine reports these as data TensorFlow could not use
+        raise DataError(f"training stopped on data TensorFlow could not use: {tensorflow_message(exc)}") from None
+
+
 def _malformed(diagnostics: list, rendered: str) -> str:
     for d in diagnostics:
         if d.line < 1 or d.col < 1 or not d.message or d.severity not in ("error", "warning"):
@@ -66,8 +127,14 @@ def _malformed(diagnostics: list, rendered: str) -> str:
 
 
 def main() -> None:
+    import tempfile
+
     extra = int(sys.argv[1]) if len(sys.argv) > 1 else 1 << 30
+    target = sys.argv[2] if len(sys.argv) > 2 else "spec"
+    folder = tempfile.mkdtemp(prefix="netdsl-fuzz-")
     check_one("model m {\n  input x: (4,)\n  output y = x -> dense(2)\n}\n", "warm.net")  # imports done
+    if target != "spec":  # the readers' imports (TensorFlow for data) before the limit
+        check_file(target, b"", ".npz" if target == "data" else ".keras", folder)
     limit_memory(extra)
     stdin, stdout = sys.stdin.buffer, sys.stdout
     while True:
@@ -76,7 +143,11 @@ def main() -> None:
             return
         (size,) = struct.unpack(">I", head)
         request = json.loads(stdin.read(size).decode("utf-8"))
-        answer = check_one(request["text"], request["filename"])
+        if request.get("target", "spec") == "spec":
+            answer = check_one(request["text"], request["filename"])
+        else:
+            answer = check_file(request["target"], base64.b64decode(request["payload"]), request["suffix"],
+                                tempfile.mkdtemp(dir=folder))
         stdout.write(json.dumps(answer) + "\n")
         stdout.flush()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import threading
 
@@ -20,6 +21,8 @@ from netdsl.cli.common import (
     load_plugins,
 )
 from netdsl.diagram.render import INSTALL_HINT
+from netdsl.errors import printable
+from netdsl.files import Refused, open_regular
 from netdsl.preview import PreviewServer
 from netdsl.semantics.defines import parse_defines
 
@@ -49,11 +52,11 @@ def run(args: argparse.Namespace) -> int:
     if shutil.which("dot") is None:
         print(f"netdsl preview: Graphviz's 'dot' program was not found; {INSTALL_HINT}", file=sys.stderr)
         return EXIT_SPEC
-    try:
-        with open(args.spec, "rb"):
+    try:  # a regular file, opened without blocking: a FIFO named as the spec must not hang the start
+        with open_regular(args.spec, "spec file"):
             pass
-    except OSError as exc:
-        print(f"netdsl preview: cannot read {args.spec}: {exc.strerror or exc}", file=sys.stderr)
+    except Refused as exc:
+        print(f"netdsl preview: cannot read {printable(args.spec)}: {exc}", file=sys.stderr)
         return EXIT_SPEC
     load_plugins(args.plugin, args.spec)
     try:
@@ -66,10 +69,15 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_SPEC
     url = server.start()
     print(f"netdsl preview: {url}  (Ctrl-C to stop)", flush=True)
+    stop = threading.Event()
+    # Ctrl-C and SIGTERM stop the server. SIGINT is set explicitly: a shell that starts a command in the
+    # background leaves it ignored, and Python then installs no handler of its own.
+    previous = {signum: signal.signal(signum, lambda *_: stop.set()) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
-        threading.Event().wait()  # the server's threads do the work
-    except KeyboardInterrupt:
-        pass
+        while not stop.wait(1.0):  # the server's threads do the work
+            pass
     finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         server.close()
     return EXIT_OK

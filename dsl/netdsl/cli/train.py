@@ -166,6 +166,9 @@ def _print_summary(result: Any, spec: str) -> None:
         values = report.get(group) or {}
         if values:
             print(f"{group + ':':<6} " + "  ".join(f"{prefix}{k} {v:.4f}" for k, v in values.items()))
+    if result.dir is None:  # stopped before the data was checked: nothing was written
+        print("run folder: none (nothing was written)")
+        return
     if report["status"] == "stopped":
         print(f"resume with: netdsl train {spec} --resume {result.dir}")
     print(f"run folder: {result.dir}")

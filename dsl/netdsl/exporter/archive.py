@@ -16,7 +16,8 @@ import zipfile
 from pathlib import Path
 
 from netdsl.errors import Diagnostic, SpecError
-from netdsl.limits import MAX_CONFIG_BYTES
+from netdsl.files import Refused, open_regular
+from netdsl.limits import MAX_CONFIG_BYTES, MAX_CONFIG_PLAIN_EXPANSION, MAX_CONFIG_RATIO
 
 CONFIG_MEMBER = "config.json"
 
@@ -46,17 +47,20 @@ def _config_bytes(path: Path, display: str) -> bytes:
         raise _error(display, "HDF5 (.h5) models are not supported",
                      "load it in Keras and save it as .keras (model.save('model.keras'))")
     try:
-        archive = zipfile.ZipFile(path)
-    except FileNotFoundError:
-        raise _error(display, "no such file") from None
-    except IsADirectoryError:
-        raise _error(display, "is a directory, not a .keras file") from None
+        with open_regular(path, ".keras file") as fd:  # a FIFO or a device: refused, never opened blocking
+            handle = os.fdopen(os.dup(fd), "rb")
+    except Refused as exc:
+        raise _error(display, str(exc)) from None
+    try:
+        archive = zipfile.ZipFile(handle)
     except zipfile.BadZipFile:
+        handle.close()
         raise _error(display, "not a .keras file (not a zip archive)",
                      "export reads models saved with model.save('model.keras')") from None
     except OSError as exc:
+        handle.close()
         raise _error(display, f"cannot read file: {exc.strerror or exc}") from None
-    with archive:
+    with handle, archive:
         try:
             info = archive.getinfo(CONFIG_MEMBER)
         except KeyError:
@@ -64,15 +68,39 @@ def _config_bytes(path: Path, display: str) -> bytes:
         if info.file_size > MAX_CONFIG_BYTES:
             raise _error(display, f"config.json is too large ({info.file_size:,} bytes; "
                                   f"at most {MAX_CONFIG_BYTES:,})")
+        packed = min(info.compress_size, os.fstat(handle.fileno()).st_size)
+        _refuse_a_bomb(display, info.file_size, packed)
         try:
-            with archive.open(info) as member:
-                # The header's size can lie: read at most one byte past the limit.
-                data = member.read(MAX_CONFIG_BYTES + 1)
-        except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError) as exc:
+            data = _read_member(archive, info, display, packed)
+        except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError, EOFError) as exc:
             raise _error(display, f"cannot read config.json ({exc})") from None
     if len(data) > MAX_CONFIG_BYTES:
         raise _error(display, f"config.json is too large (more than {MAX_CONFIG_BYTES:,} bytes)")
+    if len(data) > MAX_CONFIG_PLAIN_EXPANSION and not data.lstrip(b" \t\r\n").startswith(b"{"):
+        # refused before parsing: 64 MiB of `[{},{},...]` parses into 22 million dicts
+        raise _error(display, "config.json does not describe a model (expected a JSON object)")
     return data
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, display: str, packed: int) -> bytes:
+    """config.json's bytes, at most one past the limit (the header's sizes can lie), the expansion
+    checked as it grows."""
+    chunks, total = [], 0
+    with archive.open(info) as member:
+        while total <= MAX_CONFIG_BYTES:
+            chunk = member.read(min(1 << 20, MAX_CONFIG_BYTES + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            _refuse_a_bomb(display, total, packed)
+    return b"".join(chunks)
+
+
+def _refuse_a_bomb(display: str, size: int, packed: int) -> None:
+    if size > MAX_CONFIG_PLAIN_EXPANSION and size > MAX_CONFIG_RATIO * max(packed, 1):
+        raise _error(display, f"config.json expands from {packed:,} bytes to more than {MAX_CONFIG_RATIO}x "
+                              f"that; a model's config expands less (a zip bomb?)")
 
 
 def _error(file: str, message: str, hint: str | None = None) -> SpecError:

@@ -226,6 +226,7 @@ def activation_value(raw: Any, where: str) -> Named | None:
     if isinstance(raw, str):
         return _named("activation", raw, {}, where)
     if isinstance(raw, dict):
+        _keras_module(raw, where)
         config = raw.get("config")
         if raw.get("class_name") == "function" and isinstance(config, str):
             package, _, name = config.rpartition(">")
@@ -246,8 +247,19 @@ def object_value(kind: str, raw: Any, where: str) -> Named | None:
     if isinstance(raw, str):
         return _named(kind, raw, {}, where)
     if isinstance(raw, dict) and isinstance(raw.get("config"), dict):
+        _keras_module(raw, where)
         return _named(kind, str(raw.get("class_name")), raw["config"], where)
     raise Unexpressible(f"{where} is a {kind} netdsl does not know ({_describe(raw)})")
+
+
+def _keras_module(raw: dict, where: str) -> None:
+    """A nested object (initializer, regularizer, constraint, activation) is matched by class name,
+    so its module must be Keras' or netdsl's: `export --verify` hands the file to Keras, and old
+    Keras imports whatever module a config names (CVE-2025-1550; security review 2026-12, 5)."""
+    module = raw.get("module")
+    if module is None or (isinstance(module, str) and module.split(".")[0] in ("keras", "netdsl")):
+        return
+    raise Unexpressible(f"{where} names the module '{module}'; export reads Keras' and netdsl's objects only")
 
 
 def nested_layer_value(raw: Any, where: str) -> Named:

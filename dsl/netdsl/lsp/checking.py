@@ -17,6 +17,7 @@ from pathlib import Path
 
 from netdsl import pipeline
 from netdsl.errors import Diagnostic, SpecError
+from netdsl.files import Refused, read_regular
 from netdsl.lsp.facts import GraphFacts
 from netdsl.lsp.names import NameIndex, build_index
 from netdsl.semantics.analysis import Analysis
@@ -136,9 +137,9 @@ def _refuse_like_read_source(text: str, display: str, real: Path) -> None:
         return
     # An editor shows undecodable bytes as U+FFFD. While the buffer is the file
     # as shown, say what `netdsl check` says about the file: where the bad byte is.
-    try:
-        data = real.read_bytes() if real.stat().st_size <= MAX_FILE_BYTES else b""
-    except OSError:
+    try:  # as the CLI reads it: a FIFO or a device would block the check worker or read forever
+        data = read_regular(real, MAX_FILE_BYTES, "spec file")
+    except Refused:
         return
     if data.decode("utf-8", "replace").lstrip(BOM) == text:
         decode_source(data, display)  # raises the invalid-byte diagnostic when there is one

@@ -30,7 +30,10 @@ class Documents:
         return uri in self.workspace.text_documents
 
     def text(self, uri: str) -> str:
-        return self.workspace.get_text_document(uri).source
+        """An open document's text; "" for any other URI. (pygls would read a file that is not open
+        from disk, on the message loop: a FIFO there would stop the whole server.)"""
+        document = self.workspace.text_documents.get(uri)
+        return document.source if document is not None else ""
 
     def version(self, uri: str) -> int | None:
         document = self.workspace.text_documents.get(uri)

@@ -8,16 +8,24 @@
 Safety: the socket is bound to the loopback address only; a request whose
 Host header is not this server's own loopback address and port is refused
 (a page on another site cannot reach it through DNS rebinding), and so is one
-whose Origin header names another site; any other path
+whose Origin header names another site, or whose Sec-Fetch-Site header says
+a browser sent it for another site (an `<img src>` on a page elsewhere sends
+no Origin, and could otherwise hold every event stream); any other path
 is 404 and nothing is ever served from the file system; every response
 forbids framing and sniffing, and the page's Content-Security-Policy allows
-only its own script (the diagram's SVG cannot run any). What a spec says
+only its own script (the diagram's SVG cannot run any), http.server's own
+error pages included. At most MAX_CONNECTIONS connections are served at once
+(more are closed unanswered), and a stream whose page went away frees its slot
+within a second. Other accounts of the machine can read the page (loopback is
+theirs too; docs/preview.md says so). What a spec says
 reaches the page only as JSON strings the script puts in text nodes, and in
 the SVG Graphviz draws from labels netdsl has escaped.
 """
 
 from __future__ import annotations
 
+import select
+import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +40,9 @@ __all__ = ["PreviewServer"]
 HOST = "127.0.0.1"
 KEEPALIVE = 15.0  # seconds between comments on an idle event stream (a closed page is noticed)
 MAX_STREAMS = 16  # open event streams at once; more get 503
+MAX_CONNECTIONS = 64  # connections served at once (one thread each); more are closed at once
+CLOSED_CHECK = 1.0  # seconds between two looks at whether a stream's page went away
+SAME_SITE = (None, "same-origin", "none")  # Sec-Fetch-Site of the page itself, or of a client not a browser
 
 _SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -102,6 +113,26 @@ class _HTTPServer(ThreadingHTTPServer):
     allow_reuse_address = False  # never share a port another process listens on
     preview: PreviewServer
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):  # idle connections must not take a thread each, unbounded
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
 
 class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
@@ -113,7 +144,8 @@ class _Handler(BaseHTTPRequestHandler):
         preview = self.server.preview
         origin = self.headers.get("Origin")
         if self.headers.get("Host") not in preview.allowed_hosts or (
-                origin is not None and origin not in preview.allowed_origins):
+                origin is not None and origin not in preview.allowed_origins) or (
+                self.headers.get("Sec-Fetch-Site") not in SAME_SITE):
             self._send(403, b"forbidden: this preview answers only to its own loopback address\n",
                        "text/plain; charset=utf-8")
             return
@@ -127,6 +159,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._events(preview)
         else:
             self._send(404, b"not found\n", "text/plain; charset=utf-8")
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's errors (400, 414, 501...) with the security headers; the text names no input."""
+        self.close_connection = True
+        reason = self.responses.get(code, ("error",))[0]
+        self._send(code, f"{code} {reason}\n".encode("ascii", "replace"), "text/plain; charset=utf-8")
 
     def _send(self, status: int, body: bytes, kind: str) -> None:
         self.send_response(status)
@@ -157,11 +195,33 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write(b"event: snapshot\ndata: " + snapshot.to_json().encode("ascii") + b"\n\n")
                     version = snapshot.version
                 self.wfile.flush()
-                snapshot = preview.hub.wait_newer(version, KEEPALIVE)
+                snapshot = self._wait_newer(preview, version)
         except (BrokenPipeError, ConnectionResetError, TimeoutError, OSError):
             pass  # the page went away
         finally:
             preview.streams.release()
+
+    def _wait_newer(self, preview: PreviewServer, version: int) -> Snapshot | None:
+        """The next snapshot, or None after KEEPALIVE seconds; looks every CLOSED_CHECK seconds
+        whether the page went away (EOF on the socket), so that its slot is freed at once."""
+        waited = 0.0
+        while waited < KEEPALIVE and not preview.hub.stopped:
+            snapshot = preview.hub.wait_newer(version, CLOSED_CHECK)
+            if snapshot is not None:
+                return snapshot
+            if self._closed_by_client():
+                raise ConnectionResetError("the page went away")
+            waited += CLOSED_CHECK
+        return None
+
+    def _closed_by_client(self) -> bool:
+        readable, _, _ = select.select([self.connection], [], [], 0)
+        if not readable:
+            return False
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's name
         pass  # the terminal is for the URL and errors, not one line per request

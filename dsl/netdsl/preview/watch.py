@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import sys
 import threading
 import time
 from collections.abc import Callable
 
+from netdsl.files import Refused, read_regular
 from netdsl.preview.snapshot import Snapshot
 
 __all__ = ["Hub", "Watcher"]
@@ -133,11 +135,12 @@ def _signature(path: str, old: Signature | None) -> Signature | None:
     if old is not None and old[:2] == (st.st_mtime_ns, st.st_size):
         return old
     digest = None
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block the watcher, a device never end: the loader refuses them
+        return (st.st_mtime_ns, st.st_size, repr(("not a regular file", st.st_mode)).encode())
     if st.st_size <= MAX_HASHED_BYTES:
         try:
-            with open(path, "rb") as f:
-                digest = hashlib.sha256(f.read(MAX_HASHED_BYTES + 1)).digest()
-        except OSError:
+            digest = hashlib.sha256(read_regular(path, MAX_HASHED_BYTES, "spec file")).digest()
+        except Refused:
             return None
     return (st.st_mtime_ns, st.st_size, digest)
 

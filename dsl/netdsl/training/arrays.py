@@ -26,6 +26,7 @@ from netdsl.training.data_check import (
     key_for,
 )
 from netdsl.training.errors import DataError
+from netdsl.training.npz_members import check_member
 from netdsl.training.pipeline import EpochOrder, finish, index_batches, model_structure
 from netdsl.training.signature import Signature, TensorSpec
 
@@ -113,6 +114,7 @@ class _LazyArchive:
         return list(self._archive.files)
 
     def __getitem__(self, key: str) -> np.ndarray:
+        check_member(self._archive.zip, key, self._path)
         try:
             return self._archive[key]
         except ValueError as exc:

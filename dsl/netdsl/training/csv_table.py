@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from netdsl.files import Refused, read_regular
+from netdsl.limits import MAX_CSV_BYTES, MAX_CSV_FIELD
 from netdsl.training.arrays import ArraySource, check_input, check_target
 from netdsl.training.data_check import is_number, target_columns
 from netdsl.training.errors import DataError
@@ -31,14 +33,14 @@ def from_csv(path: str, signature: Signature, targets: dict[str, str], need_targ
     spec = signature.inputs[0]
     text = _read_text(path)
     lines = text.splitlines()
-    header = _fields(lines[0]) if lines and lines[0].strip() else None
+    header = _fields(lines[0], path, 1) if lines and lines[0].strip() else None
     if header is None:
         raise DataError("empty file; a CSV file starts with a header line naming its columns", file=path)
     target_cols = target_columns(path, signature, header, targets, need_targets)
     first = next(((i, line) for i, line in enumerate(lines[1:], 2) if line.strip()), None)
     if first is None:
         raise DataError("no rows after the header", file=path)
-    first_cells = _fields(first[1])
+    first_cells = _fields(first[1], path, first[0])
     skipped = [c for c in range(len(header)) if c not in target_cols.values()
                and (c >= len(first_cells) or not is_number(first_cells[c]))]
     feature_cols = [c for c in range(len(header)) if c not in target_cols.values() and c not in skipped]
@@ -65,10 +67,9 @@ def from_csv(path: str, signature: Signature, targets: dict[str, str], need_targ
 
 def _read_text(path: str) -> str:
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
+        raw = read_regular(path, MAX_CSV_BYTES, "CSV file")
+    except Refused as exc:
+        raise DataError(str(exc), file=path) from None
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -102,7 +103,7 @@ def _locate_bad_cell(path: str, lines: list[str], header: list[str], used: list[
     for number, line in enumerate(lines[1:], 2):
         if not line.strip():
             continue
-        cells = _fields(line)
+        cells = _fields(line, path, number)
         if len(cells) != len(header):
             raise DataError(f"{len(cells)} cells on this line, the header has {len(header)}", file=path,
                             line=number, col=1)
@@ -116,8 +117,14 @@ def _locate_bad_cell(path: str, lines: list[str], header: list[str], used: list[
                                 col=_column_of(line, c))
 
 
-def _fields(line: str) -> list[str]:
-    return next(csv.reader([line]))
+def _fields(line: str, path: str, number: int) -> list[str]:
+    if len(line) > MAX_CSV_FIELD and any(len(cell) > MAX_CSV_FIELD for cell in line.split(",")):
+        raise DataError(f"a cell of more than {MAX_CSV_FIELD:,} characters; a cell holds a number or a short "
+                        f"name", file=path, line=number, col=1)
+    try:
+        return next(csv.reader([line]))
+    except csv.Error as exc:
+        raise DataError(f"cannot parse this line ({exc})", file=path, line=number, col=1) from None
 
 
 def _column_of(line: str, index: int) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from netdsl.files import Refused, open_regular
 from netdsl.training import arrays, csv_table, images, tfrecords
 from netdsl.training.errors import DataError, UsageError
 from netdsl.training.pipeline import EpochOrder
@@ -97,6 +98,11 @@ def open_source(src: Any, signature: Signature, targets: dict[str, str] | None =
         return images.ImageFolderSource(path, signature, need_targets)
     if not os.path.exists(path):
         raise DataError("no such file or folder", file=path)
+    try:  # a FIFO, a device, a socket: refused before any reader opens it (and blocks, or reads forever)
+        with open_regular(path, "data file"):
+            pass
+    except Refused as exc:
+        raise DataError(str(exc), file=path) from None
     suffix = Path(path).suffix.lower()
     if suffix == ".npz":
         return arrays.from_npz(path, signature, need_targets)

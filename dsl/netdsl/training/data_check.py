@@ -23,7 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from netdsl.files import Refused, open_regular
 from netdsl.training.errors import DataError
+from netdsl.training.npz_members import check_member
 from netdsl.training.signature import Signature, TensorSpec, shape_text
 
 NUMERIC_KINDS = "biuf"
@@ -71,6 +73,11 @@ def check_source(src: Any, signature: Signature, targets: dict[str, str], need_t
         return
     if not os.path.exists(path):
         raise DataError("no such file or folder", file=path)
+    try:  # a FIFO, a device, a socket: refused before any reader opens it (and blocks, or reads forever)
+        with open_regular(path, "data file"):
+            pass
+    except Refused as exc:
+        raise DataError(str(exc), file=path) from None
     suffix = Path(path).suffix.lower()
     if suffix == NPZ_SUFFIX:
         _check_mapping(path, signature, npz_headers(path), need_targets)
@@ -92,6 +99,7 @@ def npz_headers(path: str) -> dict[str, tuple[tuple, np.dtype]]:
         with zipfile.ZipFile(path) as archive:
             for member in archive.namelist():
                 key = member[:-4] if member.endswith(".npy") else member
+                check_member(archive, key, path)  # a header declaring more than the member holds, a bomb
                 with archive.open(member) as fh:
                     version = np.lib.format.read_magic(fh)
                     read = np.lib.format.read_array_header_1_0 if version == (1, 0) \
@@ -228,7 +236,10 @@ def _check_csv_head(path: str, signature: Signature, targets: dict[str, str], ne
         names = ", ".join(signature.input_names)
         raise DataError(f"a CSV file feeds a model with one input; this model has {len(signature.inputs)} "
                         f"({names})", file=path)
-    header, first = _head(path)
+    head = _head(path)
+    if head is None:
+        return  # a bad byte or an oversized cell: the reader names its line and column
+    header, first = head
     if header is None:
         raise DataError("empty file; a CSV file starts with a header line naming its columns", file=path)
     target_cols = target_columns(path, signature, header, targets, need_targets)
@@ -244,15 +255,18 @@ def _check_csv_head(path: str, signature: Signature, targets: dict[str, str], ne
                         f"found {features} numeric columns{left_out}", file=path, line=1, col=1)
 
 
-def _head(path: str) -> tuple[list[str] | None, list[str] | None]:
-    """The header's cells and the first data row's (None where there is none); only the start is read."""
+def _head(path: str) -> tuple[list[str] | None, list[str] | None] | None:
+    """The header's cells and the first data row's (None where there is none); only the start is read.
+    None when the start cannot be read as CSV text: the full reader then says where and why."""
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
+        with open_regular(path, "data file") as fd, open(fd, encoding="utf-8-sig", newline="", closefd=False) as fh:
             rows = csv.reader(line for line in fh if line.strip())
             header = next(rows, None)
             return header, next(rows, None)
-    except UnicodeDecodeError:
-        return None, None  # the reader says where the bad byte is
+    except (UnicodeDecodeError, csv.Error):
+        return None
+    except Refused as exc:
+        raise DataError(str(exc), file=path) from None
     except OSError as exc:
         raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
 

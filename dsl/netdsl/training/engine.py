@@ -2,13 +2,19 @@
 
     run = run_training(resolve(request))
 
-One run, in order: the run folder (new, or the one being resumed, locked),
-the seed, the model built from the spec, the data checked against it, the
-checkpoint restored when resuming, Keras' `fit` with the spec's callbacks
-and the `RunKeeper`, the test data evaluated, `model.keras` and the curves
-written, the report closed with its status. Any error on the way leaves
-`status: failed` and the reason in report.json; Ctrl-C / SIGTERM leaves
-`status: stopped` and the last finished epoch's checkpoint to resume from.
+One run, in order: the seed, the model built from the spec, the data
+checked against it, then the run folder (new, or the one being resumed,
+locked), the checkpoint restored when resuming, Keras' `fit` with the
+spec's callbacks and the `RunKeeper`, the test data evaluated, `model.keras`
+and the curves written, the report closed with its status.
+
+One rule for errors (issue 22): nothing is created or changed on disk until
+the model is built and the data checked, so a bad spec, a mistyped path, a
+CSV without the target column or `--data /dev/zero` leave no run folder
+behind. An error after that (in training, from the data TensorFlow reads
+mid-run) leaves `status: failed` and the reason in report.json; Ctrl-C /
+SIGTERM leaves `status: stopped` and the last finished epoch's checkpoint
+to resume from.
 
 `Placement` is where distribution plugs in (issue 11): the scope models
 are built in (a `tf.distribute` strategy's) and whether this process
@@ -87,14 +93,21 @@ class Run:
 
 def run_training(config: TrainConfig, placement: Placement | None = None) -> Run:
     placement = placement or Placement()
-    if config.resume_from is not None or not placement.writes:
-        folder = config.resume_from
-    else:
-        folder = RunFolder.at(config.run_dir) if config.run_dir is not None else RunFolder.create(config.out,
-                                                                                                 config.model)
-    lock = folder.locked() if folder is not None and placement.writes else contextlib.nullcontext()
-    with lock, StopSignals() as signals:
-        return Session(config, folder, placement, signals).run()
+    with StopSignals() as signals:
+        session = Session(config, None, placement, signals)
+        stopped = session.prepare()  # before anything is written: see the module's rule for errors
+        if stopped is not None:
+            return stopped
+        if config.resume_from is not None or not placement.writes:
+            folder = config.resume_from
+        elif config.run_dir is not None:  # a sweep's trial: its folder is made by the sweep
+            folder = RunFolder.at(config.run_dir)
+        else:
+            folder = RunFolder.create(config.out, config.model)
+        lock = folder.locked() if folder is not None and placement.writes else contextlib.nullcontext()
+        with lock:
+            session.attach(folder)
+            return session.run()
 
 
 @dataclass
@@ -113,6 +126,27 @@ class Session:
     def __post_init__(self) -> None:
         self.writer = RunWriter(self.folder if self.placement.writes else None, self.placement.saving)
 
+    def prepare(self) -> Run | None:
+        """Build the model and check the data, writing nothing; errors are raised as they are.
+        A stop request (Ctrl-C, SIGTERM) here ends the run with no folder: the Run returned."""
+        try:
+            self._build()
+            self.plan = plan_data(self.config.data, Signature.of(self.model), self.config.seed,
+                                  self.config.validation_split)
+            self.placement.prepare(self.plan, self.config.batch_size)
+        except Stopped as stop:
+            return Run(None, self.model, {}, self._report("stopped", f"{stop} received before training started"))
+        except Exception as exc:
+            if _is_tf_error(exc):
+                raise self._data_error(exc) from None
+            raise
+        return None
+
+    def attach(self, folder: RunFolder | None) -> None:
+        """The run folder the checked run writes into (None: this process writes nothing)."""
+        self.folder = folder
+        self.writer = RunWriter(folder if self.placement.writes else None, self.placement.saving)
+
     def run(self) -> Run:
         if self.config.resume_from is not None and self.config.resume_from.checkpoint.is_file():
             meta = checkpoint.read_meta(self.config.resume_from.checkpoint)  # the record so far, before anything
@@ -120,11 +154,6 @@ class Session:
         self.writer.config(self._config_json())
         self.writer.report(self._report("running"))
         try:
-            self._build()
-            self.plan = plan_data(self.config.data, Signature.of(self.model), self.config.seed,
-                                  self.config.validation_split)
-            self.placement.prepare(self.plan, self.config.batch_size)
-            self.writer.config(self._config_json())
             stopped_early = self._fit()
             self._test()
             with self.signals.critical(closing=True):
@@ -139,14 +168,17 @@ class Session:
             raise
         except Exception as exc:
             if _is_tf_error(exc):
-                source = self.config.data.data  # one source: say which; with --train/--val it could be either
-                error = DataError(f"training stopped on data TensorFlow could not use: {tensorflow_message(exc)}",
-                                  file=str(source) if isinstance(source, (str, os.PathLike)) else None)
+                error = self._data_error(exc)
                 self._close("failed", str(error))
                 error.run_dir = self._dir  # type: ignore[attr-defined]
                 raise error from None
             self._close("failed", f"{type(exc).__name__}: {_one_line(exc)}")
             raise
+
+    def _data_error(self, exc: BaseException) -> DataError:
+        source = self.config.data.data  # one source: say which; with --train/--val it could be either
+        return DataError(f"training stopped on data TensorFlow could not use: {tensorflow_message(exc)}",
+                         file=str(source) if isinstance(source, (str, os.PathLike)) else None)
 
     # ------------------------------------------------------------ steps
 
@@ -182,7 +214,7 @@ class Session:
         if config.tensorboard and self.writer.folder is not None:
             import keras
 
-            callbacks.append(keras.callbacks.TensorBoard(log_dir=str(self.writer.folder.path / "tensorboard")))
+            callbacks.append(keras.callbacks.TensorBoard(log_dir=str(self.writer.folder.subfolder("tensorboard"))))
         callbacks.extend(config.callbacks)
         callbacks.extend(self.placement.callbacks())
         place = self.placement

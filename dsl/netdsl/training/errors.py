@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from netdsl import errors
-from netdsl.errors import NetdslError
+from netdsl.errors import NetdslError, printable
 
 
 class TrainingError(NetdslError):
@@ -28,13 +28,13 @@ class TrainingError(NetdslError):
 
     @property
     def text(self) -> str:
-        where = ""
+        where = ""  # file names and messages may quote outside text (data values, column names): escaped
         if self.file is not None:
-            where = str(self.file)
+            where = printable(self.file)
             if self.line is not None:
                 where += f":{self.line}" + (f":{self.col}" if self.col is not None else "")
             where += ": "
-        return f"{where}error: {self.message}" + (f"; {self.hint}" if self.hint else "")
+        return f"{where}error: {printable(self.message)}" + (f"; {printable(self.hint)}" if self.hint else "")
 
     def __str__(self) -> str:
         return self.text

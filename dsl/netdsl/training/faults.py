@@ -16,6 +16,18 @@ after the 100 s heartbeat timeout; a hanging one never. Here:
   `STEP_TIMEOUT_S` (the step's compilation is allowed longer) the process
   that lags behind the others is named as hanging, and the job ends.
 
+The coordination service has no authentication of its own, and loopback is
+shared by every account of the machine. So every process proves that it holds
+the job's secret (`NETDSL_JOB_SECRET`, made by the `--processes` launcher and
+passed in its children's environment, which only this user can read): process
+0 publishes a fresh nonce, every process publishes an HMAC of it bound to its
+process id, and every process checks every other one's before training. Every
+message netdsl reads from the store is sealed the same way, so a program that
+joins the service without the secret can stop a job (as any process of it can)
+but cannot take a process's place or put its own words in netdsl's mouth.
+Without the variable (a job started by hand) the key is empty: docs/scaling.md
+says where the trust boundary then lies.
+
 JAX installs a SIGTERM handler of its own (preemption sync) that ignores the
 signal; it is put back to the default here, so `kill` and the launcher's
 SIGTERM stop a process (the run's own handler takes over while it trains).
@@ -23,14 +35,20 @@ SIGTERM stop a process (the run's own handler takes over while it trains).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
+import secrets
 import signal
 import sys
 import threading
 import time
 from typing import Any
 
-__all__ = ["watch", "fail", "fail_after", "leave", "step_clock", "one_line", "STEP_TIMEOUT_S"]
+from netdsl.errors import printable
+
+__all__ = ["watch", "fail", "fail_after", "leave", "step_clock", "one_line", "prove", "seal", "opened",
+           "STEP_TIMEOUT_S", "SECRET_ENV"]
 
 INIT_TIMEOUT_S = 120   # every process must have joined by then (JAX's default: 300)
 HEARTBEAT_S = 10       # a silent process is declared dead after this (JAX's default: 100)
@@ -39,6 +57,10 @@ STEP_TIMEOUT_S = float(os.environ.get("NETDSL_STEP_TIMEOUT", "20"))
 COMPILE_TIMEOUT_S = float(os.environ.get("NETDSL_COMPILE_TIMEOUT", "300"))  # the first step of a phase
 POLL_S = 0.5
 FAILED, PROGRESS, DONE = "netdsl/failed/", "netdsl/progress/", "netdsl/done"
+NONCE, PROOF = "netdsl/nonce", "netdsl/proof/"
+SECRET_ENV = "NETDSL_JOB_SECRET"
+UNPROVEN = ("did not prove the job's secret: another program has joined the job's coordination service, "
+            "or the processes were given different NETDSL_JOB_SECRET values")
 DONE_WAIT_MS = 24 * 3600 * 1000  # writing the run folder may take long; a dead process 0 is seen by the watchdog
 
 _state: dict[str, Any] = {
@@ -55,8 +77,47 @@ def watch(topology: Any) -> None:
     _state["topology"], _state["client"] = topology, distributed.global_state.client
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    unproven = prove(topology.process_id, topology.num_processes, _state["client"])
+    if unproven is not None:
+        _stop_with(f"netdsl: process {topology.process_id} stops: process {unproven} {UNPROVEN}")
     _mark("joining the job", armed=False)  # a hang before the first step: caught after COMPILE_TIMEOUT_S
     threading.Thread(target=_watchdog, name="netdsl-watchdog", daemon=True).start()
+
+
+def prove(me: int, processes: int, client: Any, timeout_s: float = INIT_TIMEOUT_S) -> int | None:
+    """Prove this process holds the job's secret and check every other one's proof; the first
+    process that did not prove it, or None."""
+    if me == 0:
+        client.key_value_set(NONCE, secrets.token_hex(16), allow_overwrite=True)
+    wait_ms = int(timeout_s * 1000)
+    try:
+        nonce = client.blocking_key_value_get(NONCE, wait_ms)
+    except Exception:
+        return 0
+    client.key_value_set(PROOF + str(me), seal(PROOF + str(me), nonce), allow_overwrite=True)
+    for other in range(processes):
+        if other == me:
+            continue
+        try:
+            proof = client.blocking_key_value_get(PROOF + str(other), wait_ms)
+        except Exception:
+            return other
+        if opened(PROOF + str(other), proof) != nonce:
+            return other
+    return None
+
+
+def seal(key: str, message: str) -> str:
+    """`message` with the HMAC-SHA256 of (key, message) under the job's secret in front."""
+    secret = os.environ.get(SECRET_ENV, "").encode()
+    mac = hmac.new(secret, f"{key}\0{message}".encode(), hashlib.sha256).hexdigest()
+    return f"{mac}|{message}"
+
+
+def opened(key: str, value: str) -> str | None:
+    """The message of a sealed value, or None when it was not sealed with the job's secret."""
+    mac, _, message = str(value).partition("|")
+    return message if hmac.compare_digest(seal(key, message).partition("|")[0], mac) else None
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -64,7 +125,7 @@ def fail(message: str, code: int = 1) -> None:
     topology = _state["topology"]
     if topology is not None:
         _publish(FAILED + str(topology.process_id), message)
-    print(message, file=sys.stderr, flush=True)
+    print(printable(message), file=sys.stderr, flush=True)
     _exit(code)
 
 
@@ -86,7 +147,8 @@ def _cause_elsewhere(seconds: float) -> str | None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            failed = [value for key, value in client.key_value_dir_get(FAILED) if key.rsplit("/", 1)[-1] != str(me)]
+            failed = [_message(key, value) for key, value in client.key_value_dir_get(FAILED)
+                      if key.rsplit("/", 1)[-1] != str(me)]
             if failed:
                 return failed[0]
             gone = [p for p in everyone if p not in client.get_live_nodes(everyone)]
@@ -100,7 +162,7 @@ def _cause_elsewhere(seconds: float) -> str | None:
 
 def _stop_with(message: str) -> None:
     _state["leaving"] = True  # the watchdog must not print a second message
-    print(message, file=sys.stderr, flush=True)
+    print(printable(message), file=sys.stderr, flush=True)
     _exit(1)
 
 
@@ -191,7 +253,7 @@ def _watchdog() -> None:
                       f"({one_line(exc)}): it was killed or lost")
             return
         if failed:
-            _stop(me, failed[0][1])
+            _stop(me, _message(*failed[0]))
             return
         gone = [p for p in everyone if p not in live]
         if gone:
@@ -220,7 +282,7 @@ def _laggard(client: Any, everyone: list[int], me: int) -> str:
     progress = {}
     try:
         for key, value in client.key_value_dir_get(PROGRESS):
-            steps, _, where = value.partition("|")
+            steps, _, where = (opened(key, value) or "").partition("|")
             progress[int(key.rsplit("/", 1)[-1])] = (int(steps), where)
     except Exception:
         pass
@@ -231,16 +293,24 @@ def _laggard(client: Any, everyone: list[int], me: int) -> str:
     return f"process {slowest} hangs (last seen at {where})"
 
 
+def _message(key: str, value: str) -> str:
+    """A failure another process reported, or what it means when it is not sealed with the secret."""
+    message = opened(key, value)
+    if message is None:
+        return f"a message in the job's store was not sealed with the job's secret: {UNPROVEN}"
+    return message
+
+
 def _stop(me: int, why: str) -> None:
     if _state["leaving"]:
         return
-    print(f"netdsl: process {me} stops: {why}", file=sys.stderr, flush=True)
+    print(f"netdsl: process {me} stops: {printable(why)}", file=sys.stderr, flush=True)
     _exit(1)
 
 
 def _publish(key: str, value: str) -> None:
     try:
-        _state["client"].key_value_set(key, value, allow_overwrite=True)
+        _state["client"].key_value_set(key, seal(key, value), allow_overwrite=True)
     except Exception:
         pass  # the service may be gone; the others find out through their own watchdog
 

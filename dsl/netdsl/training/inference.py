@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from netdsl.atomic import write_bytes
+from netdsl.files import Refused, open_regular
 from netdsl.training.data import open_source, split_rows
 from netdsl.training.errors import RunError, TrainingError, UsageError
 from netdsl.training.report import loss_first
@@ -25,6 +26,21 @@ from netdsl.training.settings import DEFAULT_SPLIT, saved_data
 from netdsl.training.signature import Signature
 
 DEFAULT_BATCH = 32
+
+
+def _refuse_other_formats(path: Path) -> None:
+    """Only a `.keras` zip reaches Keras: it is what netdsl writes, and the one format Keras loads with
+    `safe_mode` honoured (HDF5 files ignored it before Keras 3.11.3: CVE-2025-9905)."""
+    if path.suffix.lower() != ".keras":
+        raise RunError(f"not a .keras file ('{path.suffix or path.name}'); netdsl loads models saved as .keras",
+                       file=str(path), hint="load it in Keras and save it with model.save('model.keras')")
+    try:
+        with open_regular(path, ".keras file") as fd:
+            magic = os.pread(fd, 4, 0)
+    except Refused as exc:
+        raise RunError(str(exc), file=str(path)) from None
+    if magic != b"PK\x03\x04":
+        raise RunError("not a .keras file (not a zip archive)", file=str(path))
 
 
 def load_trained(where: Any) -> tuple[Any, int]:
@@ -43,6 +59,7 @@ def load_trained(where: Any) -> tuple[Any, int]:
         path = model_file
     elif not path.is_file():
         raise RunError("no such run folder or .keras file", file=str(path))
+    _refuse_other_formats(path)
     import keras
 
     from netdsl.backend.runtime import quiet_tensorflow

@@ -4,7 +4,10 @@
 
 Each child runs the same command with `--coordinator 127.0.0.1:PORT
 --num-processes N --process-id I` (a free loopback port; the coordination
-service listens on loopback only). The launcher imports nothing heavy and
+service listens on loopback only) and the job's secret in its environment
+(`NETDSL_JOB_SECRET`, fresh for each job): loopback is shared by every
+account of the machine, so each process proves the secret to the others
+before training (faults.prove) and another program cannot take its place. The launcher imports nothing heavy and
 only watches:
 
 - all children exit 0: exit 0;
@@ -20,12 +23,15 @@ No child outlives the launcher: every path out of `launch` ends them.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
+
+from netdsl.training.faults import SECRET_ENV  # (faults imports nothing heavy until a job joins)
 
 __all__ = ["launch", "free_port", "GRACE_S"]
 
@@ -45,6 +51,7 @@ def launch(command: Sequence[str], processes: int, env: dict | None = None) -> i
     """Run `netdsl <command>` as `processes` processes of one job; the job's exit code."""
     coordinator = f"127.0.0.1:{free_port()}"
     env = dict(os.environ if env is None else env)
+    env[SECRET_ENV] = secrets.token_hex(32)  # readable by this user only (/proc/PID/environ is 0400)
     children: list[subprocess.Popen] = []
     stopping: list[int] = []
     previous = {s: signal.signal(s, lambda signum, frame: stopping.append(signum))

@@ -10,6 +10,13 @@ process dies, even by SIGKILL.
 Statuses (report.json): running, finished, stopped_early, stopped (Ctrl-C
 or SIGTERM; resumable), failed (with the reason). `--resume auto` picks the
 newest run of the model that did not end: running, stopped or failed.
+
+A runs folder may be shared, so a run folder is only trusted when this user
+owns it and no other account may write to it (`--resume auto` passes over
+any other; `--resume DIR` refuses it), and its files are read as
+`syntax/source.py` reads specs: never through a link, only regular files,
+at most `MAX_RUN_JSON_BYTES` (a FIFO or `/dev/zero` planted as report.json
+is refused at once).
 """
 
 from __future__ import annotations
@@ -18,9 +25,12 @@ import contextlib
 import json
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from netdsl.files import Refused, read_regular
+from netdsl.limits import MAX_RUN_JSON_BYTES
 from netdsl.training.errors import RunError
 
 UNFINISHED = ("running", "stopped", "failed")
@@ -78,6 +88,9 @@ class RunFolder:
         folder = cls(Path(path))
         if not folder.path.is_dir():
             raise RunError("no such run folder", file=str(path))
+        distrust = untrusted(folder.path)
+        if distrust is not None:
+            raise RunError(distrust, file=str(path), hint="netdsl resumes and reads only run folders you made")
         if not (folder.path / CONFIG).is_file():
             raise RunError(f"not a run folder (no {CONFIG}), or a run killed before it started", file=str(path))
         return folder
@@ -88,19 +101,25 @@ class RunFolder:
         out = Path(out)
         for _, path in sorted(_numbered(out, model), reverse=True) if out.is_dir() else []:
             folder = cls(path)
-            if (path / CONFIG).is_file() and folder.status() in UNFINISHED:
+            if untrusted(path) is None and (path / CONFIG).is_file() and folder.status() in UNFINISHED:
                 return folder
         return None
 
     # ------------------------------------------------------------ reading
 
     def read_json(self, name: str) -> dict:
+        """A JSON object the run wrote ({} when the file is not there yet); RunError when it is not one."""
         try:
-            return json.loads((self.path / name).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
+            data = json.loads(read_regular(self.path / name, MAX_RUN_JSON_BYTES, "run file", follow_links=False))
+        except Refused as exc:
+            if str(exc) == "no such file":
+                return {}
             raise RunError(f"cannot read {name}: {exc}", file=str(self.path)) from None
+        except (ValueError, RecursionError) as exc:
+            raise RunError(f"cannot read {name}: {exc}", file=str(self.path)) from None
+        if not isinstance(data, dict):
+            raise RunError(f"cannot read {name}: not a JSON object", file=str(self.path))
+        return data
 
     def status(self) -> str:
         """The status report.json gives; `running` when it has none yet (killed at the start)."""
@@ -109,6 +128,18 @@ class RunFolder:
     @property
     def checkpoint(self) -> Path:
         return self.path / CHECKPOINT
+
+    def subfolder(self, name: str) -> Path:
+        """`name` inside the run folder, made now when missing; a link or a file there is refused
+        (TensorBoard would write wherever a planted link points)."""
+        path = self.path / name
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path)
+        info = os.lstat(path)
+        if not stat.S_ISDIR(info.st_mode):
+            what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
+            raise RunError(f"{name} is {what}; netdsl does not write through links", file=str(self.path))
+        return path
 
     # ------------------------------------------------------------ locking
 
@@ -149,6 +180,22 @@ class RunFolder:
             yield
         finally:
             os.close(fd)  # also releases the lock
+
+
+def untrusted(path: Path) -> str | None:
+    """Why a run folder is not this user's own to resume, or None: another account owns it, or
+    may write into it (its files could change under the run), or it is a link."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        return f"cannot read the run folder: {exc.strerror or exc}"
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symbolic link, not a run folder"
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return f"this run folder belongs to another account (uid {info.st_uid})"
+    if info.st_mode & stat.S_IWOTH:
+        return "other accounts may write into this run folder (it is world-writable)"
+    return None
 
 
 def _numbered(out: Path, model: str) -> list[tuple[int, Path]]:

@@ -32,7 +32,7 @@ from netdsl.errors import Diagnostic, SpecError
 from netdsl.semantics.analysis import analyze
 from netdsl.semantics.defines import apply_defines
 from netdsl.syntax.loader import Program, as_program, pick_model
-from netdsl.training.errors import DataError, RunError, UsageError
+from netdsl.training.errors import DataError, RunError, TrainingError, UsageError
 from netdsl.training.runs import CONFIG, RunFolder
 
 PROGRESS = ("auto", "bar", "line", "none")
@@ -226,6 +226,8 @@ def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
         folder = RunFolder.existing(request.resume)
     saved = folder.read_json(CONFIG)
     where = str(folder.path)
+    if not isinstance(saved.get("spec"), dict):
+        raise RunError("config.json's spec entry is damaged", file=where, hint="start a new run (without --resume)")
     if saved.get("spec", {}).get("model") != config.model:
         raise RunError(f"this run trained model '{saved.get('spec', {}).get('model')}', not '{config.model}'",
                        file=where)
@@ -236,7 +238,7 @@ def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
         raise RunError(f"the -D overrides {_shown_defines(config.defines)} differ from this run's "
                        f"{_shown_defines(saved.get('defines', {}))}; resuming would train a different model",
                        file=where, hint="give the run's own -D flags, or start a new run (without --resume)")
-    settings = saved.get("settings", {})
+    settings = _saved_settings(saved, where)
     for flag, key, value in (("--batch-size", "batch_size", request.batch_size), ("--seed", "seed", request.seed)):
         if value is not None and value != settings.get(key):
             raise RunError(f"{flag} {value} differs from this run's {settings.get(key)}; a resumed run keeps "
@@ -265,6 +267,46 @@ def json_defines(defines: dict) -> dict:
 
 def _shown_defines(defines: dict) -> str:
     return "(none)" if not defines else " ".join(f"{k}={v!r}" for k, v in defines.items())
+_SAVED = {  # config.json's settings, checked as the flags are: a damaged or crafted file is one line
+    "epochs": lambda v: _positive(v), "batch_size": lambda v: _positive(v),
+    "seed": lambda v: _integer(v) and 0 <= v <= MAX_SEED, "shuffle": lambda v: isinstance(v, bool),
+    "validation_split": lambda v: v is None or (_number(v) and 0 <= v < 1),
+}
+
+
+def _saved_settings(saved: dict, where: str) -> dict:
+    settings = saved.get("settings")
+    for key, valid in _SAVED.items():
+        value = settings.get(key) if isinstance(settings, dict) else None
+        if not isinstance(settings, dict) or key not in settings or not valid(value):
+            raise RunError(f"config.json's settings.{key} is {value!r}, which netdsl never writes; the run folder "
+                           f"is damaged", file=where, hint="start a new run (without --resume)")
+    data = saved.get("data", {})
+    if not isinstance(data, dict) or ("split" in data and not _split_ok(data["split"])):
+        raise RunError("config.json's data entry is damaged", file=where, hint="start a new run (without --resume)")
+    return settings
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _positive(value: Any) -> bool:
+    return _integer(value) and value >= 1
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _split_ok(split: Any) -> bool:
+    if not isinstance(split, list) or not 2 <= len(split) <= 3 or not all(_number(f) for f in split):
+        return False
+    try:
+        check_split(tuple(split))
+    except TrainingError:
+        return False
+    return True
 
 
 def _epochs_done(folder: RunFolder) -> int:
@@ -281,13 +323,18 @@ def _no_data(data: DataRequest) -> bool:
 
 def saved_data(saved: dict, where: str) -> DataRequest:
     """The DataRequest a run's config.json recorded (absolute paths, split, targets)."""
-    request = DataRequest(targets=dict(saved.get("targets", {})))
+    targets = saved.get("targets", {})
+    if not (isinstance(targets, dict) and all(isinstance(v, str) for v in targets.values())):
+        raise RunError("config.json's data targets are damaged", file=where)
+    request = DataRequest(targets=dict(targets))
     for key in ("data", "train", "val", "test"):
         entry = saved.get(key)
         if entry is None:
             continue
-        if "arrays" in entry:
+        if isinstance(entry, dict) and "arrays" in entry:
             raise RunError("this run trained on arrays passed in memory; pass them again to resume", file=where)
+        if not (isinstance(entry, dict) and isinstance(entry.get("absolute"), str)):
+            raise RunError(f"config.json's data entry '{key}' is damaged", file=where)
         setattr(request, key, entry["absolute"])
     if "split" in saved:
         request.split = tuple(saved["split"])

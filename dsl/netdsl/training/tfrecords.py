@@ -2,15 +2,24 @@
 
 The first record is read up front to check the features (present, numeric,
 the right number of values), so a mismatch is reported before training,
-not in the middle of it. Records are counted once (a cheap pass that does
-not parse them); the split and the shuffle use the count.
+not in the middle of it. Before TensorFlow opens the file, its record
+headers are walked in Python (`count_records`: one 12-byte read and one
+seek per record): a header whose CRC is wrong or whose length runs past the
+end of the file is refused with one line, because TensorFlow's reader
+crashes the process on such a length (issue 22). The walk also gives the
+record count the split and the shuffle use.
 """
 
 from __future__ import annotations
 
+import mmap
+import os
+import struct
+
 import numpy as np
 import tensorflow as tf
 
+from netdsl.files import Refused, open_regular
 from netdsl.training.errors import DataError, tensorflow_message
 from netdsl.training.pipeline import EpochOrder, finish, model_structure
 from netdsl.training.signature import Signature, TensorSpec
@@ -22,6 +31,7 @@ SHUFFLE_BUFFER = 10_000
 class TFRecordSource:
     def __init__(self, path: str, signature: Signature, need_targets: bool):
         self.origin, self.signature = path, signature
+        self.n = count_records(path)
         example = _first_example(path)
         features = example.features.feature
         self._inputs = {spec.name: _input_feature(path, spec, features) for spec in signature.inputs}
@@ -30,7 +40,6 @@ class TFRecordSource:
             self._targets = {spec.name: _target_feature(path, spec, features) for spec in signature.outputs}
         else:
             self._targets = None
-        self.n = int(tf.data.TFRecordDataset(path).reduce(np.int64(0), lambda count, _: count + 1))
 
     @property
     def has_targets(self) -> bool:
@@ -67,6 +76,66 @@ class TFRecordSource:
             return model_structure(signature, x, y)
 
         return finish(records.batch(batch_size).map(parse, num_parallel_calls=tf.data.AUTOTUNE), len(rows), batch_size)
+
+
+HEADER = struct.Struct("<QI")  # a record: length, masked CRC32C of the length, data, masked CRC32C of the data
+
+
+def count_records(path: str) -> int:
+    """The number of records of a TFRecord file whose every header is sound; DataError otherwise."""
+    try:
+        with open_regular(path, "TFRecord file") as fd:
+            size = os.fstat(fd).st_size
+            count = _walk(mmap.mmap(fd, size, access=mmap.ACCESS_READ), size, path) if size else 0
+    except Refused as exc:
+        raise DataError(str(exc), file=path) from None
+    except OSError as exc:
+        raise DataError(f"cannot read file: {exc.strerror or exc}", file=path) from None
+    if count == 0:
+        raise DataError("no records", file=path)
+    return count
+
+
+def _walk(data: mmap.mmap, size: int, path: str) -> int:
+    at, count, sound = 0, 0, set()  # sound: headers already checked (records of one size repeat them)
+    with data:
+        while at < size:
+            if size - at < HEADER.size:
+                raise DataError(f"not a readable TFRecord file (truncated record header at byte {at:,})", file=path)
+            header = data[at:at + HEADER.size]
+            length, crc = HEADER.unpack(header)
+            if header not in sound and crc != _masked_crc32c(header[:8]):
+                raise DataError(f"not a readable TFRecord file (corrupted record header at byte {at:,})", file=path)
+            end = at + HEADER.size + length + 4
+            if end > size:
+                raise DataError(f"not a readable TFRecord file (record {count + 1} at byte {at:,} declares "
+                                f"{length:,} bytes; only {max(size - at - HEADER.size - 4, 0):,} follow)", file=path)
+            at, count = end, count + 1
+            if len(sound) < 4096:
+                sound.add(header)
+    return count
+
+
+def _crc32c_table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+        table.append(crc)
+    return table
+
+
+_CRC32C = _crc32c_table()
+
+
+def _masked_crc32c(data: bytes) -> int:
+    """TFRecord's checksum: CRC-32C (Castagnoli), rotated and offset ("masked")."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = _CRC32C[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    crc ^= 0xFFFFFFFF
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def _first_example(path: str) -> tf.train.Example:

@@ -1,0 +1,237 @@
+"""Fuzzing beyond the spec text (issue 22): `.keras` files for the Keras -> .net reader, and data
+files (npz, CSV, TFRecord, PNG folders) for the training data readers.
+
+    python -m tests.fuzz --target keras --count 10000 --seed 1 --report /tmp/fuzz-keras
+    python -m tests.fuzz --target data --count 10000 --seed 1 --report /tmp/fuzz-data
+
+Each input is bytes made from its own `random.Random` (seed, index), as the spec inputs
+are: generated (a chain of layers in a random order, arrays of random shapes and dtypes,
+records, images) or mutated (JSON edits of the export fixtures' configs; bytes flipped,
+cut, repeated or lengths and headers forged in a valid file). The worker (`worker.py`)
+writes them to a file and hands it to the reader, under the same memory limit; a reader
+must answer with netdsl's own error (SpecError, TrainingError) or succeed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import struct
+import zipfile
+import zlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGETS = ("spec", "keras", "data")
+DATA_KINDS = (".npz", ".csv", ".tfrecord", ".png")
+
+
+# ------------------------------------------------------------------ .keras
+
+
+def keras_corpus(root: Path = ROOT) -> list[tuple[str, dict]]:
+    """(name, config) of every export fixture."""
+    found = []
+    for path in sorted((root / "tests" / "export").glob("*.json")):
+        try:
+            found.append((path.name, json.loads(path.read_text(encoding="utf-8"))))
+        except (ValueError, OSError):
+            continue
+    return found
+
+
+def make_keras(rng: random.Random, corpus: list[tuple[str, dict]]) -> tuple[str, bytes]:
+    """(where it came from, the bytes of a .keras file)."""
+    if rng.random() < 0.3 or not corpus:
+        source, config = "generated chain", _chain(rng)
+    else:
+        name, config = rng.choice(corpus)
+        source, config = f"mutation of tests/export/{name}", json.loads(json.dumps(config))
+        for _ in range(rng.randint(1, 6)):
+            config = _mutate_json(rng, config)
+    text = json.dumps(config).encode()
+    if rng.random() < 0.2:
+        text = _mutate_bytes(rng, text)
+    buffer = io.BytesIO()
+    method = zipfile.ZIP_DEFLATED if rng.random() < 0.7 else zipfile.ZIP_STORED
+    with zipfile.ZipFile(buffer, "w", method) as archive:
+        archive.writestr("metadata.json", '{"keras_version": "3.15.1"}')
+        archive.writestr("config.json", text)
+    data = buffer.getvalue()
+    if rng.random() < 0.05:
+        data = _mutate_bytes(rng, data)
+    return source, data
+
+
+def _chain(rng: random.Random) -> dict:
+    """The review's probe, varied: n layers of a functional model listed in a random order."""
+    n = rng.choice([1, 2, 5, 50, 500, 3000])
+    kinds = ["Dense", "Dropout", "Activation", "ReLU", "LayerNormalization", "Flatten", "Unknown"]
+
+    def tensor(src: str) -> dict:
+        return {"class_name": "__keras_tensor__",
+                "config": {"shape": [None, 4], "dtype": "float32", "keras_history": [src, 0, 0]}}
+    layers = [{"module": "keras.layers", "class_name": "InputLayer", "name": "x",
+               "config": {"batch_shape": [None, 4], "dtype": "float32", "name": "x"}, "inbound_nodes": []}]
+    for k in range(n):
+        kind = rng.choice(kinds)
+        config = {"name": f"l{k}", "units": 4, "rate": 0.5, "activation": "relu"}
+        layers.append({"module": "keras.layers", "class_name": kind, "name": f"l{k}", "config": config,
+                       "inbound_nodes": [{"args": [tensor("x" if k == 0 else f"l{rng.randrange(k)}")],
+                                          "kwargs": {}}]})
+    order = rng.choice(["forward", "reverse", "shuffled"])
+    body = layers[1:]
+    if order == "reverse":
+        body.reverse()
+    elif order == "shuffled":
+        rng.shuffle(body)
+    return {"module": "keras", "class_name": "Functional", "registered_name": "Functional",
+            "config": {"name": "m", "layers": [layers[0], *body], "input_layers": [["x", 0, 0]],
+                       "output_layers": [[f"l{n - 1}", 0, 0]]}}
+
+
+_ODD_VALUES = [None, True, -1, 0, 2**63, 1e308, "", "x" * 1000, "\x1b[2J", [], {}, [[[[[]]]]], {"class_name": "os"},
+               {"module": "evil", "class_name": "GlorotUniform", "config": {}}, ["a", 0, 0], [None, 4]]
+
+
+def _mutate_json(rng: random.Random, value):
+    """One random edit somewhere in a JSON value: a key dropped, a value replaced, a list
+    reversed, shuffled, repeated or nested."""
+    if isinstance(value, dict) and value and rng.random() < 0.7:
+        key = rng.choice(list(value))
+        roll = rng.random()
+        if roll < 0.15:
+            value.pop(key)
+        elif roll < 0.35:
+            value[key] = rng.choice(_ODD_VALUES)
+        else:
+            value[key] = _mutate_json(rng, value[key])
+        return value
+    if isinstance(value, list) and value and rng.random() < 0.7:
+        roll = rng.random()
+        if roll < 0.15:
+            value.reverse()
+        elif roll < 0.25:
+            rng.shuffle(value)
+        elif roll < 0.35:
+            value.extend(value[: rng.randint(1, 3)] * rng.choice([1, 10, 100]))
+        elif roll < 0.4:
+            return [value]
+        else:
+            i = rng.randrange(len(value))
+            value[i] = _mutate_json(rng, value[i])
+        return value
+    return rng.choice(_ODD_VALUES) if rng.random() < 0.5 else value
+
+
+def _mutate_bytes(rng: random.Random, data: bytes) -> bytes:
+    data = bytearray(data)
+    for _ in range(rng.randint(1, 8)):
+        roll = rng.random()
+        if not data:
+            break
+        at = rng.randrange(len(data))
+        if roll < 0.5:
+            data[at] = rng.randrange(256)
+        elif roll < 0.7:
+            del data[at:at + rng.randint(1, 64)]
+        elif roll < 0.85:
+            data[at:at] = data[at:at + rng.randint(1, 32)] * rng.choice([1, 2, 100])
+        else:
+            data[at:at + 8] = struct.pack("<Q", rng.choice([0, 1, 2**31, 2**40, 2**63 - 1]))
+    return bytes(data)
+
+
+# ------------------------------------------------------------------ data files
+
+# The model the data readers check against: input x: (4,), output y: (3,) (class indices).
+def make_data(rng: random.Random) -> tuple[str, str, bytes]:
+    """(where it came from, suffix, the file's bytes); a PNG is put in a class folder by the worker."""
+    suffix = rng.choice(DATA_KINDS)
+    maker = {".npz": _npz, ".csv": _csv, ".tfrecord": _tfrecord, ".png": _png}[suffix]
+    data = maker(rng)
+    source = f"generated {suffix}"
+    if rng.random() < 0.6:
+        data, source = _mutate_bytes(rng, data), f"mutated {suffix}"
+    return source, suffix, data
+
+
+def _npz(rng: random.Random) -> bytes:
+    import numpy as np
+
+    n = rng.choice([0, 1, 5, 40])
+    shape = rng.choice([(n, 4), (n, 5), (n,), (n, 2, 2)])
+    dtype = rng.choice(["float32", "float64", "int32", "uint8", "bool", "U3", "complex64"])
+    x = np.zeros(shape, dtype=dtype)
+    y = np.zeros((rng.choice([n, n + 1]),), dtype=rng.choice(["int64", "float32"]))
+    buffer = io.BytesIO()
+    names = rng.choice([("x", "y"), ("x", "z"), ("x",)])
+    method = zipfile.ZIP_DEFLATED if rng.random() < 0.5 else zipfile.ZIP_STORED
+    with zipfile.ZipFile(buffer, "w", method) as archive:
+        for name, array in zip(names, (x, y)):
+            member = io.BytesIO()
+            np.save(member, array)
+            raw = member.getvalue()
+            if rng.random() < 0.2:  # a header that lies about the shape
+                raw = raw.replace(str(array.shape).encode(), str((2**40, 4)).encode(), 1)
+            archive.writestr(f"{name}.npy", raw)
+    return buffer.getvalue()
+
+
+def _csv(rng: random.Random) -> bytes:
+    header = rng.choice(["a,b,c,d,y", "a,b,c,d", "a,b,c,d,y,e", '"a,b",c,d,e,y', ""])
+    rows = []
+    for _ in range(rng.choice([0, 1, 10, 40])):
+        cells = [rng.choice(["1", "0.5", "-3e2", "nan", "", "abc", '"1,2"', "1" * 300]) for _ in range(4)]
+        rows.append(",".join(cells + [rng.choice(["0", "1", "2", "x"])]))
+    return (header + "\n" + "\n".join(rows) + "\n").encode()
+
+
+def _masked_crc(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    crc ^= 0xFFFFFFFF
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _example(x: list[float], y: int) -> bytes:
+    """A tf.train.Example {x: float_list, y: int64_list}, serialised by hand (no TensorFlow here)."""
+    def varint(value: int) -> bytes:
+        out = bytearray()
+        value &= (1 << 64) - 1
+        while True:
+            byte, value = value & 0x7F, value >> 7
+            out.append(byte | (0x80 if value else 0))
+            if not value:
+                return bytes(out)
+
+    def field(number: int, payload: bytes) -> bytes:
+        return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+    floats = field(2, field(1, b"".join(struct.pack("<f", v) for v in x)))  # Feature.float_list
+    ints = field(3, field(1, b"".join(varint(v) for v in [y])))  # Feature.int64_list
+    entries = [field(1, field(1, b"x") + field(2, floats)), field(1, field(1, b"y") + field(2, ints))]
+    return field(1, b"".join(entries))  # Example.features
+
+
+def _tfrecord(rng: random.Random) -> bytes:
+    out = bytearray()
+    for _ in range(rng.choice([0, 1, 5, 20])):
+        record = _example([rng.random() for _ in range(rng.choice([4, 4, 3]))], rng.randrange(3))
+        length = struct.pack("<Q", len(record) if rng.random() > 0.05 else rng.choice([2**40, 2**63 - 1]))
+        out += length + struct.pack("<I", _masked_crc(length)) + record + struct.pack("<I", _masked_crc(record))
+    return bytes(out)
+
+
+def _png(rng: random.Random) -> bytes:
+    width, height = rng.choice([(4, 4), (1, 1), (64, 3), (100_000, 100_000), (0, 0)])
+    header = struct.pack(">IIBBBBB", width, height, 8, rng.choice([0, 2, 6]), 0, 0, 0)
+    rows = b"".join(b"\0" + bytes(min(width, 64) * 4) for _ in range(min(height, 64)))
+
+    def chunk(kind: bytes, payload: bytes) -> bytes:
+        return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")

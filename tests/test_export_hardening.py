@@ -1,0 +1,94 @@
+"""Keras -> .net on crafted `.keras` files (issue 22, security review 2026-12 findings 2 and 6):
+linear work whatever the order of the layers, zip bombs and FIFOs refused before any parsing."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+from netdsl.cli import main
+from netdsl.exporter import graph
+
+
+def _chain(path: Path, n: int, reverse: bool) -> Path:
+    """The review's probe: a functional model of n chained Dense layers, listed in order or reversed."""
+    def tensor(src: str) -> dict:
+        return {"class_name": "__keras_tensor__",
+                "config": {"shape": [None, 4], "dtype": "float32", "keras_history": [src, 0, 0]}}
+    layers = [{"module": "keras.layers", "class_name": "InputLayer", "name": "x", "registered_name": None,
+               "config": {"batch_shape": [None, 4], "dtype": "float32", "sparse": False, "name": "x"},
+               "inbound_nodes": []}]
+    dense = [{"module": "keras.layers", "class_name": "Dense", "name": f"d{k}", "registered_name": None,
+              "config": {"name": f"d{k}", "units": 4, "activation": "relu", "use_bias": True},
+              "inbound_nodes": [{"args": [tensor("x" if k == 0 else f"d{k - 1}")], "kwargs": {}}]} for k in range(n)]
+    layers += dense[::-1] if reverse else dense
+    config = {"module": "keras", "class_name": "Functional", "registered_name": "Functional",
+              "config": {"name": "m", "layers": layers, "input_layers": [["x", 0, 0]],
+                         "output_layers": [[f"d{n - 1}", 0, 0]]}}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("config.json", json.dumps(config))
+    return path
+
+
+def _export(capsys, path: Path) -> tuple[int, str, str]:
+    code = main(["export", str(path)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_a_reverse_ordered_config_is_read_with_the_work_of_a_forward_one(tmp_path, capsys, monkeypatch):
+    walks = []
+    real = graph._histories
+    monkeypatch.setattr(graph, "_histories", lambda node: walks.append(1) or real(node))
+    forward = _export(capsys, _chain(tmp_path / "fwd.keras", 300, reverse=False))
+    forward_walks, walks[:] = len(walks), []
+    backward = _export(capsys, _chain(tmp_path / "rev.keras", 300, reverse=True))
+    assert backward == forward and forward[0] == 0 and "dense(4, activation=relu)" in forward[1]
+    assert len(walks) == forward_walks <= 2 * 300  # the passes walked 300 * 301 / 2 nodes
+
+
+def test_the_reviews_zip_bomb_is_refused_before_it_is_parsed(tmp_path, capsys):
+    n = (64 * 1024 * 1024 - 2) // 3
+    with zipfile.ZipFile(tmp_path / "bomb.keras", "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("config.json", b"[" + b"{}," * (n - 1) + b"{}]")
+    packed = zipfile.ZipFile(tmp_path / "bomb.keras").getinfo("config.json").compress_size
+    code, out, err = _export(capsys, tmp_path / "bomb.keras")
+    assert (code, out) == (1, "")
+    assert err == (f"{tmp_path}/bomb.keras:1:1: error: config.json expands from {packed:,} bytes to more than "
+                   f"100x that; a model's config expands less (a zip bomb?)\n")
+
+
+def test_a_fifo_named_like_a_keras_file_is_refused_without_blocking(tmp_path, capsys):
+    os.mkfifo(tmp_path / "m.keras")
+    assert _export(capsys, tmp_path / "m.keras") == (
+        1, "", f"{tmp_path}/m.keras:1:1: error: is a named pipe (FIFO), not a .keras file\n")
+
+
+def test_a_model_over_the_layer_limit_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(graph, "MAX_LAYERS", 50)
+    code, out, err = _export(capsys, _chain(tmp_path / "big.keras", 60, reverse=False))
+    assert (code, out) == (1, "")
+    assert "model 'm' has 61 layers; a spec may have at most 50" in err
+
+
+def test_problems_of_many_layers_are_collected_without_comparing_them_all(tmp_path, capsys, monkeypatch):
+    # found by the .keras fuzz target: 3,000 layers, each with a problem, took 20 s (a list searched per problem)
+    from netdsl.errors import Diagnostic
+
+    compared = []
+    real = Diagnostic.__eq__
+    monkeypatch.setattr(Diagnostic, "__eq__", lambda self, other: compared.append(1) or real(self, other))
+    path = _chain(tmp_path / "unknown.keras", 300, reverse=True)
+    config = json.loads(zipfile.ZipFile(path).read("config.json"))
+    for layer in config["config"]["layers"][1:]:
+        layer["class_name"] = "Unknown"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("config.json", json.dumps(config))
+    code, out, err = _export(capsys, path)
+    assert (code, out) == (1, "") and len(err.splitlines()) == 301 and compared == []
+    assert err.splitlines()[-1] == "300 errors"
+    assert err.splitlines()[0] == (f"{path}:1:1: error: layer 'd0' (Unknown) is not a layer netdsl knows (module "
+                                   f"keras.layers); declare it in the spec (layer NAME(...) {{ ... }}) or register a "
+                                   f"plugin for it (netdsl.register_layer, then --plugin MODULE)")

@@ -1,0 +1,139 @@
+"""The preview under the review's probes (issue 22, security review 2026-12 findings 9 and 10)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from netdsl.preview import PreviewServer
+from netdsl.preview import server as server_module
+
+SPEC = "model m {\n  input x: (4,)\n  output y = x -> dense(2)\n}\n"
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+
+
+@pytest.fixture
+def preview(tmp_path):
+    (tmp_path / "spec.net").write_text(SPEC)
+    server = PreviewServer(str(tmp_path / "spec.net"), port=0)
+    server.start()
+    yield server
+    server.close()
+
+
+def _request(port: int, path: str, extra: str = "", method: str = "GET") -> tuple[socket.socket, bytes]:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{extra}\r\n".encode())
+    return sock, sock.recv(4096)
+
+
+CROSS_SITE = "Sec-Fetch-Site: cross-site\r\nSec-Fetch-Mode: no-cors\r\nSec-Fetch-Dest: image\r\n"
+
+
+@needs_dot
+def test_requests_a_browser_marks_cross_site_are_refused_and_cannot_hold_the_streams(preview):
+    held = []
+    try:
+        for _ in range(server_module.MAX_STREAMS + 2):
+            sock, head = _request(preview.port, "/events", CROSS_SITE)
+            held.append(sock)
+            assert head.startswith(b"HTTP/1.0 403 ")
+        for path in ("/state", "/"):
+            sock, head = _request(preview.port, path, CROSS_SITE)
+            held.append(sock)
+            assert head.startswith(b"HTTP/1.0 403 ")
+        sock, head = _request(preview.port, "/events", "Sec-Fetch-Site: same-origin\r\n")
+        held.append(sock)
+        assert head.startswith(b"HTTP/1.0 200 ")  # the page's own stream is served
+    finally:
+        for sock in held:
+            sock.close()
+
+
+@needs_dot
+def test_a_closed_stream_frees_its_slot_within_seconds(preview):
+    streams = [_request(preview.port, "/events") for _ in range(server_module.MAX_STREAMS)]
+    assert all(head.startswith(b"HTTP/1.0 200 ") for _, head in streams)
+    sock, head = _request(preview.port, "/events")
+    sock.close()
+    assert head.startswith(b"HTTP/1.0 503 ")
+    for sock, _ in streams:
+        sock.close()
+    deadline = time.monotonic() + 5 * server_module.CLOSED_CHECK + 5
+    while time.monotonic() < deadline:
+        sock, head = _request(preview.port, "/events")
+        sock.close()
+        if head.startswith(b"HTTP/1.0 200 "):
+            break
+        time.sleep(0.2)
+    assert head.startswith(b"HTTP/1.0 200 ")  # (0.1.0: 15 s, the next keep-alive)
+
+
+@needs_dot
+def test_http_servers_own_error_pages_carry_the_security_headers(preview):
+    sock, head = _request(preview.port, "/state", method="POST")
+    sock.close()
+    assert head.startswith(b"HTTP/1.0 501 ")
+    assert b"Content-Security-Policy: default-src 'none'" in head and b"X-Frame-Options: DENY" in head
+    assert head.endswith(b"\r\nContent-Length: 20\r\n\r\n501 Not Implemented\n")
+
+
+@needs_dot
+def test_idle_connections_are_capped(preview):
+    idle = []
+    try:
+        for _ in range(server_module.MAX_CONNECTIONS + 20):
+            idle.append(socket.create_connection(("127.0.0.1", preview.port), timeout=10))
+        time.sleep(0.5)
+        threads = [t for t in threading.enumerate() if "process_request" in t.name]
+        assert len(threads) <= server_module.MAX_CONNECTIONS
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+@needs_dot
+def test_a_spec_importing_a_fifo_is_served_and_its_error_shown(tmp_path):
+    os.mkfifo(tmp_path / "p.net")
+    (tmp_path / "spec.net").write_text('import "p.net"\n' + SPEC)
+    process = subprocess.Popen([sys.executable, "-m", "netdsl.cli", "preview", "spec.net", "--port", "0"],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()  # 0.1.0 hung here, before the URL: the watcher opened the FIFO
+        assert line.startswith("netdsl preview: http://127.0.0.1:")
+        port = int(line.split(":")[3].split("/")[0])
+        sock, _ = _request(port, "/state")
+        body = b""
+        while b"p.net:1:1: error: is a named pipe (FIFO), not a spec file" not in body:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+        sock.close()
+        assert b"p.net:1:1: error: is a named pipe (FIFO), not a spec file" in body
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
+        process.stdout.close()
+        process.stderr.close()
+
+
+def test_a_fifo_given_as_the_spec_is_refused_at_once(tmp_path):
+    os.mkfifo(tmp_path / "p.net")
+    result = subprocess.run([sys.executable, "-m", "netdsl.cli", "preview", "p.net", "--port", "0"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot is not installed")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == "netdsl preview: cannot read p.net: is a named pipe (FIFO), not a spec file\n"

@@ -213,7 +213,8 @@ def _echo(config: SweepConfig, number: int, params: dict, value: float | None, s
         return
     shown = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
     outcome = f"{config.space.metric} {value:.6g}" if value is not None else reason or "no value"
-    print(f"trial {number}: {shown} -> {outcome} ({state}{f', {epochs} epochs' if epochs else ''})", flush=True)
+    counted = f", {epochs} epoch{'s' if epochs != 1 else ''}" if epochs else ""
+    print(f"trial {number}: {shown} -> {outcome} ({state}{counted})", flush=True)
 
 
 def _states() -> Any:

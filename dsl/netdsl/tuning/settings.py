@@ -44,6 +44,7 @@ class SweepRequest:
     batch_size: int | None = None
     defines: dict[str, Any] = field(default_factory=dict)  # fixed -D overrides under every trial
     include: list = field(default_factory=list)
+    plugins: list[str] = field(default_factory=list)  # --plugin modules, given again to --workers' processes
     join: str | os.PathLike | None = None  # internal: a worker of this sweep folder (--workers)
     echo: bool = False  # print one line per trial (the CLI)
 

@@ -76,6 +76,8 @@ def _worker_argv(config: SweepConfig) -> list[str]:
         argv += ["-D", f"{name}={_spec_literal(value)}"]
     for folder in request.include:
         argv += ["--include", str(folder)]
+    for module in request.plugins:
+        argv += ["--plugin", module]
     return argv
 
 

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from netdsl.errors import SpecError
-from netdsl.limits import MAX_SWEEP_TRIALS
+from netdsl.limits import MAX_SWEEP_TRIALS, MAX_SWEEP_WORKERS
 from netdsl.semantics.analysis import analyze
 from netdsl.semantics.defines import apply_defines
 from netdsl.semantics.sweep_space import SweepSpace
@@ -22,8 +22,6 @@ from netdsl.training.errors import RunError, UsageError
 from netdsl.training.settings import DEFAULT_SPLIT, MAX_SEED, DataRequest, json_defines, spec_sha256
 from netdsl.tuning import study as studies
 from netdsl.tuning.folder import STUDY_FILE, SweepFolder
-
-MAX_WORKERS = 64  # processes of one `--workers K` (each loads TensorFlow)
 
 
 @dataclass
@@ -133,7 +131,7 @@ def _settings_from(saved: dict, request: SweepRequest) -> None:
 
 
 def _check_flags(request: SweepRequest) -> None:
-    for flag, value, low, high in (("--workers", request.workers, 1, MAX_WORKERS),
+    for flag, value, low, high in (("--workers", request.workers, 1, MAX_SWEEP_WORKERS),
                                    ("--trials", request.trials, 1, MAX_SWEEP_TRIALS),
                                    ("--epochs", request.epochs, 1, None), ("--batch-size", request.batch_size, 1, None),
                                    ("--seed", request.seed, 0, MAX_SEED)):

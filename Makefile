@@ -91,6 +91,7 @@ bench: $(STAMP) graphviz chromium
 	$(VENV)/bin/python bench/bench_lsp.py
 	$(VENV)/bin/python bench/bench_train.py
 	$(VENV)/bin/python bench/bench_distribute.py
+	$(VENV)/bin/python bench/bench_sweep.py
 
 clean:
 	rm -rf build .pytest_cache

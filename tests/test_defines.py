@@ -116,9 +116,11 @@ def test_library_check_render_and_preview_take_defines(spec):
     assert "the spec has no constant 'widht'" in snapshot.diagnostics
 
 
-def test_build_and_train_record_the_defines(spec, tmp_path):
+def test_build_summary_and_train_take_the_defines(spec, tmp_path, capsys):
     model = netdsl.build(spec, defines={"width": 5})
     assert model.count_params() == (6 * 5 + 5) + (5 * 4 + 4) + (4 * 3 + 3)
+    assert main(["summary", spec, "--json", "-D", "width=5"]) == 0
+    assert json.loads(capsys.readouterr().out)["m"]["params"] == model.count_params()
     rng = np.random.default_rng(0)
     x, y = rng.random((32, 6)).astype("float32"), rng.integers(0, 3, 32)
     run = netdsl.train(spec, data=(x, y), seed=1, out=tmp_path / "runs", defines={"width": 5, "act": SpecName("gelu")})

@@ -157,6 +157,10 @@ MAX_SWEEP_TRIALS = 10_000
 
 # Values of one `choice(...)`: Optuna stores every choice in each trial's distribution.
 MAX_SWEEP_CHOICES = 1_000
+
+# Processes of one `netdsl sweep --workers K` on one machine: each loads TensorFlow (about
+# 500 MB); more than this is a typo for --trials.
+MAX_SWEEP_WORKERS = 64
 # ------------------------------------------------------------------ data and run files (issue 22)
 
 # One array of an .npz file, uncompressed: NumPy allocates it whole before

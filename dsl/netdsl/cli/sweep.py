@@ -17,6 +17,9 @@ from netdsl.cli.train import add_targets, parse_targets
 from netdsl.semantics.defines import parse_defines
 from netdsl.training.errors import UsageError
 from netdsl.training.settings import DataRequest, parse_split
+from netdsl.tuning.records import show_table
+from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
+from netdsl.tuning.show import read_sweep as show_sweep
 
 EXIT_STOPPED = 130
 
@@ -58,10 +61,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from netdsl.api import show_sweep, sweep
-
     if args.show:
-        print(_table(show_sweep(args.show, storage=args.storage)))
+        print(show_table(show_sweep(args.show, storage=args.storage)))
         return 0
     if not args.spec:
         raise UsageError("give a SPEC to sweep, or --show DIR")
@@ -73,29 +74,17 @@ def run(args: argparse.Namespace) -> int:
     data = DataRequest(data=args.data, train=args.train, val=args.val, test=args.test,
                        split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets))
     defines = parse_defines(args.define, args.spec)
+    request = SweepRequest(spec=args.spec, model=args.model, data=data, trials=args.trials, workers=args.workers,
+                           storage=args.storage, study=args.study, seed=args.seed, out=args.out, resume=args.resume,
+                           epochs=args.epochs, batch_size=args.batch_size, defines=defines, include=args.include,
+                           plugins=args.plugin, join=args.join, echo=True)
     try:
-        if args.join:  # one of the processes of --workers K: trials only, the starting process sums up
-            from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
-
-            run_sweep(resolve_sweep(SweepRequest(
-                spec=args.spec, model=args.model, data=data, trials=args.trials, study=args.study, seed=args.seed,
-                epochs=args.epochs, batch_size=args.batch_size, defines=defines, include=args.include,
-                join=args.join, echo=True)))
-            return 0
-        result = sweep(args.spec, model=args.model, data=data.data, split=data.split, train=data.train,
-                       val=data.val, test=data.test, targets=data.targets, trials=args.trials,
-                       workers=args.workers, storage=args.storage, study=args.study, seed=args.seed, out=args.out,
-                       resume=args.resume, epochs=args.epochs, batch_size=args.batch_size, defines=defines,
-                       include=args.include, echo=True)
+        result = run_sweep(resolve_sweep(request))  # what netdsl.sweep runs
     except KeyboardInterrupt:
         print("netdsl sweep: stopped; `netdsl sweep ... --resume auto` goes on", file=sys.stderr)
         return EXIT_STOPPED
-    print(_table(result))
+    if args.join:  # one of the processes of --workers K: the starting process sums up
+        return 0
+    print(show_table(result))
     print(f"sweep folder: {result.dir}")
     return 0
-
-
-def _table(result) -> str:
-    from netdsl.tuning.records import show_table
-
-    return show_table(result)

@@ -8,7 +8,7 @@ from netdsl.training.errors import UsageError
 from netdsl.tuning import study as studies
 from netdsl.tuning.folder import SweepFolder
 from netdsl.tuning.records import SweepResult, records
-from netdsl.tuning.runner import saved_storage
+from netdsl.tuning.settings import saved_storage
 
 
 def read_sweep(folder: str | os.PathLike, *, storage: str | None = None) -> SweepResult:

@@ -1,0 +1,194 @@
+"""What a sweep was asked, resolved: the spec and its sweep section checked, the flags checked, the
+sweep folder made (or found to resume or join) and its sweep.json written. Nothing trains here,
+and neither Optuna nor TensorFlow is imported.
+
+    config = resolve_sweep(SweepRequest(spec="mlp.net", data=DataRequest(data="d.npz"), trials=8))
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from netdsl.errors import SpecError
+from netdsl.limits import MAX_SWEEP_TRIALS, MAX_SWEEP_WORKERS
+from netdsl.semantics.analysis import analyze
+from netdsl.semantics.defines import apply_defines
+from netdsl.semantics.sweep_space import SweepSpace
+from netdsl.syntax.loader import Program, as_program, pick_model
+from netdsl.training.errors import RunError, UsageError
+from netdsl.training.settings import DEFAULT_SPLIT, MAX_SEED, DataRequest, json_defines, spec_sha256
+from netdsl.tuning import study as studies
+from netdsl.tuning.folder import STUDY_FILE, SweepFolder
+
+
+@dataclass
+class SweepRequest:
+    """What was asked: the flags of `netdsl sweep` or the arguments of `netdsl.sweep`."""
+
+    spec: Any  # a path or a Program
+    model: str | None = None
+    data: DataRequest = field(default_factory=DataRequest)
+    trials: int | None = None  # None: the spec's `trials`, else 10 (a grid: its size)
+    workers: int = 1
+    storage: str | None = None  # None: SQLite in the sweep folder
+    study: str | None = None  # None: "<model>-sweep"
+    seed: int | None = None
+    out: str | os.PathLike = "sweeps"
+    resume: str | os.PathLike | None = None  # "auto" or a sweep folder
+    epochs: int | None = None
+    batch_size: int | None = None
+    defines: dict[str, Any] = field(default_factory=dict)  # fixed -D overrides under every trial
+    include: list = field(default_factory=list)
+    plugins: list[str] = field(default_factory=list)  # --plugin modules, given again to --workers' processes
+    join: str | os.PathLike | None = None  # internal: a worker of this sweep folder (--workers)
+    echo: bool = False  # print one line per trial (the CLI)
+
+
+@dataclass
+class SweepConfig:
+    request: SweepRequest
+    program: Program
+    model: str
+    space: SweepSpace
+    trials: int
+    seed: int
+    storage: str
+    study: str
+    folder: SweepFolder
+    identity: dict[str, Any]
+
+
+DEFAULT_TRIALS = 10
+
+
+def resolve_sweep(request: SweepRequest) -> SweepConfig:
+    """Check the spec, its sweep and the flags; make (or find) the sweep folder. Nothing trains yet."""
+    program = apply_defines(as_program(request.spec, list(request.include)), request.defines)
+    name = pick_model(program, request.model)
+    analysis = analyze(program, models=[name])
+    if analysis.errors:
+        raise SpecError(analysis.errors, program.sources())
+    space = analysis.sweeps.get(name)
+    if space is None:
+        raise UsageError(f"the spec has no sweep section for model '{name}'",
+                         hint=f"add one: sweep {name} {{ width = choice(32, 64)  objective = minimize(val_loss) }}")
+    clash = sorted(set(request.defines) & {p.name for p in space.params})
+    if clash:
+        raise UsageError(f"-D {clash[0]} fixes a constant this sweep searches; leave it out of the sweep or of -D")
+    folder = _existing_folder(request, name)
+    saved = folder.read() if folder is not None else {}
+    _settings_from(saved, request)
+    _check_flags(request)
+    _check_validation(space, request.data, analysis.graphs[name].train.fit.get("validation_split"))
+    grid = studies.grid_size(space) if space.sampler == "grid" else None
+    trials = request.trials or saved.get("trials") or space.trials or grid or DEFAULT_TRIALS
+    if not 1 <= trials <= MAX_SWEEP_TRIALS:
+        raise UsageError(f"--trials takes a number from 1 to {MAX_SWEEP_TRIALS:,}; received {trials}")
+    folder = folder or SweepFolder.create(request.out, name)  # only once everything was checked
+    seed = saved.get("seed", request.seed if request.seed is not None else int.from_bytes(os.urandom(4), "little"))
+    joined = os.environ.get(STORAGE_ENV) if request.join else None
+    storage = request.storage or joined or saved_storage(folder, saved)
+    identity = {"spec": spec_sha256(program), "model": name, "metric": space.metric, "direction": space.direction,
+                "defines": json_defines(request.defines)}
+    config = SweepConfig(request=request, program=program, model=name, space=space, trials=trials, seed=seed,
+                         storage=storage, study=request.study or saved.get("study") or f"{name}-sweep",
+                         folder=folder, identity=identity)
+    if request.join is None:
+        _record(config, saved)
+    return config
+
+
+STORAGE_ENV = "NETDSL_SWEEP_STORAGE"  # how --workers K hands its storage URL to the workers (not in argv)
+
+
+def saved_storage(folder: SweepFolder, saved: dict) -> str:
+    """The storage of a sweep folder: its own SQLite file, or the URL it recorded."""
+    if saved.get("storage", STUDY_FILE) == STUDY_FILE:
+        return folder.own_storage
+    if saved.get("storage_url"):
+        return saved["storage_url"]
+    raise UsageError(f"this sweep's study is in {saved['storage']}; give the URL again with --storage URL")
+
+
+def _settings_from(saved: dict, request: SweepRequest) -> None:
+    """A resumed sweep keeps its data, epochs and batch size unless they are given again."""
+    if not saved:
+        return
+    request.epochs = request.epochs or saved.get("epochs")
+    request.batch_size = request.batch_size or saved.get("batch_size")
+    data = saved.get("data", {})
+    if request.data.data is None and request.data.train is None and data:
+        for key in ("data", "train", "val", "test"):
+            entry = data.get(key)
+            if entry is not None and "absolute" not in entry:
+                raise UsageError("this sweep trained on arrays passed in memory; pass them again to resume")
+            setattr(request.data, key, entry["absolute"] if entry else None)
+        request.data.split = tuple(data["split"]) if "split" in data else None
+        request.data.targets = dict(data.get("targets", {}))
+
+
+def _check_flags(request: SweepRequest) -> None:
+    for flag, value, low, high in (("--workers", request.workers, 1, MAX_SWEEP_WORKERS),
+                                   ("--trials", request.trials, 1, MAX_SWEEP_TRIALS),
+                                   ("--epochs", request.epochs, 1, None), ("--batch-size", request.batch_size, 1, None),
+                                   ("--seed", request.seed, 0, MAX_SEED)):
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < low or (high and value > high):
+            bounds = f"from {low} to {high:,}" if high else f"of {low} or more"
+            raise UsageError(f"{flag} takes a whole number {bounds}; received {value!r}")
+    if request.data.data is None and request.data.train is None and request.join is None:
+        raise UsageError("no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]")
+
+
+def _check_validation(space: SweepSpace, data: DataRequest, validation_split: float | None) -> None:
+    """A `val_` objective needs validation data: said before anything trains."""
+    if not space.metric.startswith("val_") or validation_split:
+        return
+    split = data.split or DEFAULT_SPLIT
+    if (data.data is not None and (len(split) < 2 or split[1] <= 0)) or (data.train is not None and data.val is None):
+        raise UsageError(f"the objective {space.metric} needs validation data, and this sweep has none",
+                         hint="give --val SRC (with --train), a --split with a validation part, or minimize "
+                              "a training metric such as loss")
+
+
+def _existing_folder(request: SweepRequest, model: str) -> SweepFolder | None:
+    """The sweep folder joined or resumed (None: a new sweep; `--resume auto` with nothing to resume too)."""
+    if request.join is not None:
+        return SweepFolder.existing(request.join)
+    if request.resume is None:
+        return None
+    folder = (SweepFolder.newest_unfinished(request.out, model) if str(request.resume) == "auto"
+              else SweepFolder.existing(request.resume))
+    if folder is not None:
+        searched = folder.read().get("spec", {}).get("model")
+        if searched != model:
+            raise RunError(f"this sweep searched model '{searched}', not '{model}'", file=str(folder.path))
+    return folder
+
+
+def _record(config: SweepConfig, saved: dict) -> None:
+    request = config.request
+    here = config.storage == config.folder.own_storage
+    shown = studies.shown_url(config.storage)
+    config.folder.write({
+        "spec": {"path": os.path.abspath(config.program.root), "sha256": config.identity["spec"],
+                 "model": config.model},
+        "objective": {"direction": config.space.direction, "metric": config.space.metric},
+        "space": {p.name: p.describe() for p in config.space.params},
+        "sampler": config.space.sampler, "pruner": config.space.pruner,
+        "trials": config.trials, "seed": config.seed, "study": config.study,
+        "storage": STUDY_FILE if here else shown,
+        # the URL itself only where it holds no password (`--resume` and `--show` then need no --storage)
+        **({"storage_url": config.storage} if not here and ":***@" not in shown else {}),
+        "data": request.data.describe(), "defines": json_defines(request.defines),
+        "epochs": request.epochs, "batch_size": request.batch_size,
+        "status": "running",
+        "created": saved.get("created") or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    })
+
+
+# ------------------------------------------------------------------ running

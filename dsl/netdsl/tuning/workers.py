@@ -1,0 +1,101 @@
+"""`--workers K`: K processes of `netdsl sweep --join FOLDER` on one study, started and waited for.
+
+Each worker gets the sweep's flags on its command line and the storage URL in its
+environment (a password stays out of `ps`); each proposes with its own seed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from netdsl.semantics.defines import SpecName
+from netdsl.training.errors import UsageError
+from netdsl.tuning.settings import STORAGE_ENV, SweepConfig
+
+
+def run_workers(config: SweepConfig) -> int:
+    """Start `--workers K` processes of `netdsl sweep --join FOLDER` and wait for them; 130 when stopped."""
+    argv = _worker_argv(config)
+    children: list[subprocess.Popen] = []
+    stop = {"signal": None}
+
+    def forward(signum: int, _frame: Any) -> None:
+        stop["signal"] = signum
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)
+                if signal.getsignal(s) is not signal.SIG_IGN} if _main_thread() else {}
+    try:
+        for index in range(config.request.workers):
+            env = {**os.environ, "NETDSL_SWEEP_WORKER": str(index + 1), STORAGE_ENV: config.storage}
+            children.append(subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL))
+        codes = [child.wait() for child in children]
+    finally:
+        for child in children:  # an error here must not leave a worker behind
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if stop["signal"] is not None:
+        return 130
+    bad = [c for c in codes if c not in (0, -signal.SIGKILL, 137)]
+    if bad and all(c == bad[0] for c in codes):  # every worker refused the same way: say so once
+        raise UsageError(f"the sweep's workers ended with exit code {bad[0]} (see their messages above)")
+    return 0
+
+
+def _worker_argv(config: SweepConfig) -> list[str]:
+    request = config.request
+    argv = [sys.executable, "-m", "netdsl.cli", "sweep", os.path.abspath(config.program.root),
+            "--model", config.model, "--join", str(config.folder.path.resolve()), "--trials", str(config.trials),
+            "--study", config.study, "--seed", str(config.seed)]
+    if not isinstance(request.spec, (str, os.PathLike)):
+        raise UsageError("--workers K runs `netdsl sweep` processes: give the spec as a path")
+    for key in ("data", "train", "val", "test"):
+        value = getattr(request.data, key)
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise UsageError("--workers K runs `netdsl sweep` processes: give the data as paths")
+        if value is not None:
+            argv += [f"--{key}", os.path.abspath(value)]
+    if request.data.split is not None:
+        argv += ["--split", ",".join(str(f) for f in request.data.split)]
+    for out, column in request.data.targets.items():
+        argv += ["--targets", f"{out}={column}"]
+    for flag, value in (("--epochs", request.epochs), ("--batch-size", request.batch_size)):
+        if value is not None:
+            argv += [flag, str(value)]
+    for name, value in request.defines.items():
+        argv += ["-D", f"{name}={_spec_literal(value)}"]
+    for folder in request.include:
+        argv += ["--include", str(folder)]
+    for module in request.plugins:
+        argv += ["--plugin", module]
+    return argv
+
+
+def _spec_literal(value: Any) -> str:
+    if isinstance(value, SpecName):
+        return str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "none"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_spec_literal(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        return "(" + "".join(_spec_literal(v) + ", " for v in value) + ")"
+    return repr(value)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()

@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint bench graphviz editors chromium clean
+.PHONY: demo test test-fast lint bench graphviz editors chromium postgresql clean
 
 $(STAMP): pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,16 @@ chromium:
 	  else echo "netdsl: chromium/chromedriver not found; the preview's browser tests will be skipped" \
 	    "(apt-get install chromium chromium-driver)"; fi; }
 
+# Debian's PostgreSQL server: the multi-worker sweep test (tests/test_sweep_processes.py) starts
+# a throw-away cluster with its initdb and pg_ctl (skipped, with the reason, where they are missing).
+postgresql:
+	@{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) \
+	      || echo "netdsl: could not install PostgreSQL; the multi-worker sweep test will be skipped"; \
+	  else echo "netdsl: PostgreSQL's initdb not found; the multi-worker sweep test will be skipped" \
+	    "(apt-get install postgresql)"; fi; }
+
 demo: $(STAMP) graphviz
 	$(VENV)/bin/netdsl check specs/*.net
 	$(VENV)/bin/netdsl build specs/lightning_mlp.net -o build
@@ -60,7 +70,7 @@ demo: $(STAMP) graphviz
 	$(VENV)/bin/python scripts/demo_data.py build/demo/digits.npz
 	$(VENV)/bin/netdsl train specs/lightning_mlp.net --data build/demo/digits.npz --epochs 3 --seed 0 -o build/runs
 
-test: $(STAMP) graphviz editors chromium
+test: $(STAMP) graphviz editors chromium postgresql
 	$(VENV)/bin/python -m pytest
 
 # The quality gate (also run by tests/test_quality_gate.py in `make test`, and by pre-commit):

@@ -65,7 +65,7 @@ def check_seconds(text: str, path: Path, repeat: int = 3) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        netdsl.check(text, filename=str(path))
+        netdsl.check(text=text, filename=str(path))
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -110,7 +110,7 @@ async def typing_bursts(client, folder: Path) -> None:
         published = await client.recorder.wait_for(uri, version, timeout=60)
         after_key.append(client.recorder.published_at(uri, version) - last_key)
         final = "\n".join(lines[:target - 1] + [lines[target - 1] + TYPED] + lines[target:])
-        check = [d.model_dump() for d in netdsl.check(final, filename=str(path))]
+        check = [d.model_dump() for d in netdsl.check(text=final, filename=str(path))]
         assert_same_as_check(published.diagnostics, check, str(path), final)  # correct, not only fast
         assert [d["message"] for d in check] == ["unknown step 'relu6x'"] or len(check) == 1, check
         results = await asyncio.gather(*pending)

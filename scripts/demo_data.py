@@ -1,60 +1,11 @@
-"""Generate the demo's data: 28x28 "digits" for specs/lightning_mlp.net, as an .npz.
+"""Generate the demo's data (see netdsl/demo_data.py, which the wheel ships: python -m netdsl.demo_data).
 
     python scripts/demo_data.py build/demo/digits.npz [--samples 5000]
-
-No download: each of the 10 classes is a fixed drawing of three strokes
-(drawn from a seeded generator), and each sample is its class's drawing
-shifted by up to four pixels, with noise. Keys `image` (float32 in [0, 1],
-shape (N, 28, 28)) and `logits` (int64 labels), the spec's input and output
-names, so `netdsl train specs/lightning_mlp.net --data digits.npz` finds
-them. The same file every time.
 """
 
-from __future__ import annotations
+from netdsl.demo_data import generate, main, write
 
-import argparse
-import os
-from pathlib import Path
-
-import numpy as np
-
-SIZE, CLASSES = 28, 10
-
-
-def strokes(rng: np.random.Generator) -> np.ndarray:
-    """One class's drawing: three thick line segments."""
-    canvas = np.zeros((SIZE, SIZE), dtype=np.float32)
-    for _ in range(3):
-        (r0, c0), (r1, c1) = rng.integers(4, SIZE - 4, (2, 2))
-        for t in np.linspace(0.0, 1.0, 40):
-            r, c = int(round(r0 + t * (r1 - r0))), int(round(c0 + t * (c1 - c0)))
-            canvas[max(r - 1, 0):r + 2, max(c - 1, 0):c + 2] = 1.0
-    return canvas
-
-
-def generate(samples: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    templates = np.stack([strokes(rng) for _ in range(CLASSES)])
-    labels = rng.integers(0, CLASSES, samples)
-    shifts = rng.integers(-4, 5, (samples, 2))
-    images = np.stack([np.roll(templates[k], tuple(s), axis=(0, 1)) for k, s in zip(labels, shifts)])
-    images += rng.normal(0.0, 0.8, images.shape).astype(np.float32)
-    return np.clip(images, 0.0, 1.0).astype(np.float32), labels.astype(np.int64)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("output")
-    parser.add_argument("--samples", type=int, default=5000)
-    args = parser.parse_args()
-    images, labels = generate(args.samples)
-    target = Path(args.output)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp.npz")
-    np.savez(tmp, image=images, logits=labels)
-    os.replace(tmp, target)
-    print(f"wrote {target}: {len(labels)} images 28x28, 10 classes")
-
+__all__ = ["generate", "main", "write"]
 
 if __name__ == "__main__":
     main()

@@ -21,6 +21,7 @@ import argparse
 import inspect
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -381,8 +382,22 @@ def description(obj) -> str:
         elif paragraph:
             break
     text = " ".join(" ".join(paragraph).split())
-    end = text.find(". ")
-    return text[:end + 1] if end >= 0 else text
+    return first_sentence(text)
+
+
+_ABBREVIATIONS = ("e.g.", "i.e.", "a.k.a.", "etc.", "vs.", "cf.", "resp.", "approx.")
+
+
+def first_sentence(text: str) -> str:
+    """Up to the first ". " that ends a sentence: not an abbreviation (`a.k.a.`, `e.g.`)
+    nor inside parentheses; a doubled final period made one."""
+    depth = 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "." and depth <= 0 and (i + 1 == len(text) or text[i + 1] == " "):
+            if not text[:i + 1].lower().endswith(_ABBREVIATIONS):
+                return re.sub(r"\.{2,}$", ".", text[:i + 1])
+    return re.sub(r"\.{2,}$", ".", text)
 
 
 # --------------------------------------------------------------------------

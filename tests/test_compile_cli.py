@@ -155,7 +155,8 @@ def test_spec_errors_exit_1_with_diagnostics_and_write_nothing(tmp_path, capsys)
     code, out, err = run(["build", str(spec), "-o", str(tmp_path / "out")], capsys)
     assert code == 1 and out == ""
     assert err.splitlines()[:3] == [
-        f"{spec}:4:7: error: cannot add tensors of shapes (32, 32, 64) and (32, 32, 32)",
+        f"{spec}:4:7: error: cannot add y (32, 32, 64) and x (32, 32, 32): '+' needs one shape; "
+        "project x to 64 channels first: x -> conv2d(64, 1)",
         "  s = y + x",
         "      ^^^^^",
     ]
@@ -322,7 +323,7 @@ def test_built_files_load_with_safe_mode_in_a_fresh_process(tmp_path, capsys):
 
 
 def test_saved_outputs_equal_the_built_model(tmp_path):
-    model = netdsl.build(netdsl.parse(SAFE, filename="safe.net"), "everything")
+    model = netdsl.build(netdsl.parse(SAFE, filename="safe.net"), model="everything")
     path = tmp_path / "everything.keras"
     model.save(path)
     again = keras.saving.load_model(path, safe_mode=True)

@@ -90,9 +90,10 @@ def test_a_wrong_inferred_shape_falls_back_to_keras(paths, monkeypatch):
 
 def test_a_keras_error_after_a_clean_check_is_reported_in_keras_terms(paths):
     with pytest.raises(netdsl.SpecError) as info:
-        netdsl.build(parse("model m {\n  input x: (8,)\n  output y = x -> dropout(1.5)\n}\n"))
+        netdsl.build(parse("model m {\n  input x: (8, 4)\n"
+                           "  output y = x -> adaptive_average_pooling1d(output_size=(2, 2))\n}\n"))
     assert paths == ["diverged", "interleaved"]
-    assert "Expected a float value between 0 and 1" in info.value.diagnostics[0].message
+    assert "`output_size` tuple must have length 1" in info.value.diagnostics[0].message
 
 
 def test_replayed_nested_and_shared_models_share_weights(paths):

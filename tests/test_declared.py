@@ -21,7 +21,7 @@ import netdsl
 
 
 def build(text: str, model: str):
-    return netdsl.build(netdsl.parse(textwrap.dedent(text), filename="declared_test.net"), model)
+    return netdsl.build(netdsl.parse(textwrap.dedent(text), filename="declared_test.net"), model=model)
 
 
 def layer_named(model, name: str):

@@ -124,7 +124,7 @@ def test_json_format_for_editors(capsys, monkeypatch):
 def test_clean_spec_exits_zero_and_prints_nothing(tmp_path, capsys):
     spec = tmp_path / "ok.net"
     spec.write_text("model m {\n  input x: (4,)\n  output y = x -> dense(2)\n}\n")
-    assert run_check(capsys, str(spec)) == (0, "", "")
+    assert run_check(capsys, str(spec)) == (0, f"{spec}: no problems found\n", "")
 
 
 @pytest.mark.parametrize("argv", [["check"], ["check", "--format", "yaml", "x.net"], ["nosuch"], []])

@@ -130,6 +130,8 @@ SCOPES = [
     ("  z = a if b > 0 and not c else none", "and", "keyword.operator.logical.and.netdsl"),
     ("  z = a if b > 0 and not c else none", "none", "constant.language.none.netdsl"),
     ("  train {", "train", "keyword.other.train.netdsl"),
+    ("sweep mnist {", "sweep", "storage.type.sweep.netdsl"),
+    ("sweep mnist {", "mnist", "entity.name.type.model.netdsl"),
     ("  x -> activation(\"relu\")", "activation", "support.function.builtin.netdsl"),
     ("  output x @ kernel", "@", "keyword.operator.matrix.netdsl"),
     ("  h = x $ 2", "$", "invalid.illegal.character.netdsl"),

@@ -72,7 +72,7 @@ def test_fixture_exports_to_its_exact_spec_or_diagnostics(config, tmp_path, caps
         assert (code, err) == (0, "")
         assert out == spec.read_text(encoding="utf-8")
         assert format_text(out) == out, "not in netdsl fmt form"
-        assert not [d for d in netdsl.check(out, filename=spec.name) if d.severity == "error"]
+        assert not [d for d in netdsl.check(text=out, filename=spec.name) if d.severity == "error"]
     else:
         assert f"exit {code}\n{err}" == expected.read_text(encoding="utf-8")
         assert code == 1 and out == ""

@@ -130,7 +130,7 @@ def test_unet_double_convolutions_become_one_block():
 
 @pytest.mark.parametrize("name", ["linear_mlp", "multiply", "activations", "attention_example"])
 def test_models_netdsl_built_with_its_own_layers_round_trip(name):
-    model = netdsl.build(ROOT / "specs" / "custom_layers.net", name)
+    model = netdsl.build(ROOT / "specs" / "custom_layers.net", model=name)
     assert_round_trip(model)
 
 
@@ -269,7 +269,7 @@ def test_output_made_inside_a_block_keeps_its_name_through_a_file(tmp_path):
     """The last step of an output stays a single step, so the name Keras saves is the spec's."""
     spec = ("block two(f) {\n  input x\n  output y = x -> dense(f) -> relu\n}\n\n"
             "model m {\n  input x: (4,)\n  output out = x -> two(3) * 4 -> two(5)\n}\n")
-    original = netdsl.build(netdsl.parse(spec, "two.net"))
+    original = netdsl.build(netdsl.parse(spec, filename="two.net"))
     text = assert_round_trip(original)
     _, rebuilt = verify_round_trip(original, text)
     rebuilt.save(tmp_path / "rebuilt.keras")

@@ -261,9 +261,9 @@ def test_syntax_errors_propagate():
 def test_library_api():
     import netdsl.syntax.formatter  # noqa: F401 - the module must not shadow the API function
 
-    assert netdsl.format("let  a=1") == "let a = 1\n"
-    assert netdsl.format("let  a=1", "a.net") == "let a = 1\n"
-    assert netdsl.api.format("let  a=1") == "let a = 1\n"
+    assert netdsl.format(text="let  a=1") == "let a = 1\n"
+    assert netdsl.format(text="let  a=1", filename="a.net") == "let a = 1\n"
+    assert netdsl.api.format(text="let  a=1") == "let a = 1\n"
 
 
 # ------------------------------------------------------------------ run_fmt and the CLI

@@ -19,7 +19,7 @@ def graph_of(text: str, model: str | None = None, tmp_path=None):
 
 
 def errors_of(text: str) -> list[str]:
-    return [f"{d.line}:{d.col}: {d.text}" for d in netdsl.check(text, filename="t.net")]
+    return [f"{d.line}:{d.col}: {d.text}" for d in netdsl.check(text=text, filename="t.net")]
 
 
 # ------------------------------------------------------------------ parsing

@@ -70,7 +70,7 @@ async def run_sequences(client: LanguageClient, first: int, count: int, capfd) -
             version += 1
             edit(client, uri, version, start, end, insert)
         published = await client.recorder.wait_for(uri, version)
-        check = [d.model_dump() for d in netdsl.check(text, filename=str(path))]
+        check = [d.model_dump() for d in netdsl.check(text=text, filename=str(path))]
         try:
             assert_same_as_check(published.diagnostics, check, str(path), text)
         except AssertionError as exc:

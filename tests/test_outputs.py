@@ -116,7 +116,7 @@ def test_render_replaces_a_planted_link(tmp_path, capsys):
     assert main(["render", str(spec), "--no-shapes", "--format", "dot", "-o", f"{out}/"]) == 0
     assert victim.read_text() == "precious"
     assert (out / "m.dot").read_text().startswith("digraph")
-    assert capsys.readouterr().out == f"{out / 'm.dot'}\n"
+    assert capsys.readouterr().out == f"wrote {out / 'm.dot'}\n"
 
 
 def test_render_into_a_folder_it_cannot_write_is_one_line(tmp_path, capsys):

@@ -35,7 +35,7 @@ needs_dot = pytest.mark.skipif(not HAVE_DOT, reason="Graphviz's dot is not insta
 
 
 def graph_of(source, model=None, text=False):
-    program = netdsl.parse(source, "spec.net") if text else netdsl.parse_file(source)
+    program = netdsl.parse(source, filename="spec.net") if text else netdsl.parse_file(source)
     analysis = analyze(program)
     assert not analysis.errors, analysis.errors
     return analysis.graphs[model or program.model_names[0]]
@@ -256,7 +256,7 @@ def test_render_model_picks_the_model_and_reports_spec_errors(tmp_path):
     two = tmp_path / "two.net"
     two.write_text("model a {\n  input x: (2,)\n  output y = x -> dense(1)\n}\n"
                    "model b {\n  input x: (2,)\n  output y = x -> dense(3)\n}\n")
-    assert "units=3" in render_model(two, "b", shapes=False).source
+    assert "units=3" in render_model(two, model="b", shapes=False).source
     with pytest.raises(netdsl.SpecError, match="pick one"):
         render_model(two, shapes=False)
     bad = tmp_path / "bad.net"
@@ -375,7 +375,7 @@ def two_models(tmp_path):
 def test_cli_writes_one_file_per_model_in_the_current_folder(tmp_path, two_models, capsys):
     assert run_cli([str(two_models), "--no-shapes", "--format", "dot"], tmp_path) == 0
     assert (tmp_path / "first.dot").exists() and (tmp_path / "second.dot").exists()
-    assert capsys.readouterr().out.split() == ["first.dot", "second.dot"]
+    assert capsys.readouterr().out.splitlines() == ["wrote first.dot", "wrote second.dot"]
 
 
 def test_cli_output_folder_and_model(tmp_path, two_models):
@@ -397,7 +397,7 @@ def test_cli_format_from_the_output_suffix(tmp_path, two_models):
 
 @pytest.mark.parametrize("args,message", [
     (["-o", "one.dot"], "pick one with --model"),
-    (["--model", "first", "-o", "x.png", "--format", "svg"], "ends in .png but --format is svg"),
+    (["--model", "first", "-o", "x.png", "--format", "svg"], "ends in .png but --image-format is svg"),
     (["--model", "first", "-o", "x.jpg"], "cannot tell the format"),
     (["--depth", "-2"], "--depth must be 0 or more"),
 ])

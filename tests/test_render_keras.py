@@ -49,14 +49,14 @@ def _models():
 def test_every_model_renders_with_keras_shapes(path, name, tmp_path):
     """`render` (pure-Python shapes where certain, else Keras) draws exactly what the built model draws."""
     analysis, models = compile_program(netdsl.parse_file(path), models=[name])
-    digraph = render_model(path, name)
+    digraph = render_model(path, model=name)
     assert digraph.source == render_graph(analysis.graphs[name]).source
     title = re.search(r"label=<<B>[^<]*</B>  ([0-9,]+) parameters>", digraph.source)
     assert title is not None and int(title.group(1).replace(",", "")) == models[name].count_params()
     assert "\u00b7  ? params" not in digraph.source
     for fmt, magic in (("svg", b"<?xml"), ("png", b"\x89PNG")):
         assert write_diagram(digraph, tmp_path / name, fmt).read_bytes().startswith(magic)
-    folded = render_model(path, name, depth=0)
+    folded = render_model(path, model=name, depth=0)
     assert len(folded.source) <= len(digraph.source)
 
 

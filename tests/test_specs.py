@@ -66,7 +66,7 @@ def test_spec_checks_clean(path):
 @pytest.mark.parametrize("path", SPEC_FILES, ids=lambda p: str(p.relative_to(SPECS)))
 def test_spec_is_in_canonical_format(path):
     text = path.read_text(encoding="utf-8")
-    assert netdsl.format(text, str(path)) == text, f"run: netdsl fmt {path.relative_to(ROOT)}"
+    assert netdsl.format(text=text, filename=str(path)) == text, f"run: netdsl fmt {path.relative_to(ROOT)}"
 
 
 def test_check_cli_is_clean_and_does_not_import_tensorflow():
@@ -105,9 +105,9 @@ model m {
 
 
 def test_output_in_both_branches_of_an_if_is_not_a_duplicate():
-    assert netdsl.check(BRANCH_OUTPUTS, filename="branches.net") == []
+    assert netdsl.check(text=BRANCH_OUTPUTS, filename="branches.net") == []
     twice = BRANCH_OUTPUTS.replace("  if flag {\n", "  output y = x\n  if flag {\n")
-    duplicates = [d.line for d in netdsl.check(twice, filename="twice.net")
+    duplicates = [d.line for d in netdsl.check(text=twice, filename="twice.net")
                   if d.message == "'y' is already an output"]
     assert duplicates == [6, 8]  # each branch repeats the output declared before the `if`
 
@@ -123,7 +123,7 @@ def to_numpy(value):
 
 @functools.cache
 def built(spec: str, model: str):
-    return netdsl.build(SPECS / spec, model)
+    return netdsl.build(SPECS / spec, model=model)
 
 
 @functools.cache
@@ -345,7 +345,7 @@ def test_transformer_position_table_follows_the_input():
 def test_built_spec_saves_and_loads_safely(spec, name, builder, tmp_path):
     import keras
 
-    model = netdsl.build(SPECS / spec, name)
+    model = netdsl.build(SPECS / spec, model=name)
     path = tmp_path / f"{name}.keras"
     model.save(path)
     loaded = keras.saving.load_model(path, safe_mode=True)

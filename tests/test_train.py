@@ -213,11 +213,11 @@ def test_evaluate_and_predict_are_keyed_by_output_name(tmp_path):
     data = {"x": x, "probs": RNG.integers(0, 3, 30), "box": RNG.random((30, 2)).astype("float32")}
     np.savez(tmp_path / "d.npz", **data)
     run = netdsl.train(spec(tmp_path, TWO_HEADS), data=str(tmp_path / "d.npz"), seed=1, out=tmp_path / "runs")
-    values = netdsl.evaluate(run.dir, str(tmp_path / "d.npz"))
+    values = netdsl.evaluate(run.dir, data=str(tmp_path / "d.npz"))
     assert set(values) == {"loss", "probs_loss", "box_loss", "probs_accuracy", "box_mae"}
     expected = run.model.evaluate(x, [data["probs"], data["box"]], batch_size=10, return_dict=True, verbose=0)
     assert values == pytest.approx(expected)
-    predictions = netdsl.predict(run.dir / "model.keras", {"x": x})
+    predictions = netdsl.predict(run.dir / "model.keras", data={"x": x})
     assert list(predictions) == ["probs", "box"]
     probs, box = run.model.predict(x, verbose=0)
     assert np.allclose(predictions["probs"], probs) and predictions["box"].shape == (30, 2)

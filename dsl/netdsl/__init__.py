@@ -2,31 +2,57 @@
 
     import netdsl
     program = netdsl.parse_file("spec.net")      # no TensorFlow imported
-    diagnostics = netdsl.check("spec.net")
+    diagnostics = netdsl.check("spec.net")       # or netdsl.check(text=source, filename="spec.net")
     model = netdsl.build("spec.net")             # a keras.Model
     diagram = netdsl.render("spec.net")          # a graphviz.Digraph
     text = netdsl.export("model.keras")          # a saved Keras model as a spec
     run = netdsl.train("spec.net", data="digits.npz", epochs=3, seed=7)   # runs/<model>-N/
+
+Every public function is defined in `netdsl.api` and documented in docs/api.md.
 """
 
 from netdsl.api import (
-                        build,
-                        build_all,
-                        check,
-                        evaluate,
-                        export,
-                        fit_kwargs,
-                        format,
-                        parse,
-                        parse_file,
-                        predict,
-                        render,
-                        train,
+    DataSource,
+    Defines,
+    ModelSummary,
+    Spec,
+    SweepResult,
+    Trained,
+    TrialRecord,
+    build,
+    build_all,
+    check,
+    evaluate,
+    export,
+    fit_kwargs,
+    format,
+    parse,
+    parse_file,
+    predict,
+    register_activation,
+    register_layer,
+    render,
+    show_sweep,
+    summary,
+    sweep,
+    train,
 )
 from netdsl.backend import keras_hook as _keras_hook
-from netdsl.errors import Diagnostic, NetdslError, Span, SpecError
-from netdsl.registry.plugins import register_activation, register_layer
+from netdsl.errors import (
+    BackendError,
+    BuildError,
+    Diagnostic,
+    DotFailed,
+    DotNotFound,
+    LayoutError,
+    NetdslError,
+    RenderError,
+    Span,
+    SpecError,
+    UsageError,
+)
 from netdsl.syntax.loader import Program
+from netdsl.training.errors import DataError, RunError, TrainingError
 from netdsl.version import __version__
 
 # Registers netdsl's Keras objects (custom layers, declared layers and
@@ -36,8 +62,14 @@ from netdsl.version import __version__
 _keras_hook.install()
 
 __all__ = [
-    "parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "export", "train",
-    "evaluate", "predict",
-    "Program", "SpecError", "NetdslError", "Diagnostic", "Span", "register_layer", "register_activation",
+    # functions (netdsl.api)
+    "parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render", "export",
+    "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer", "register_activation",
+    # types
+    "Program", "Diagnostic", "Span", "Spec", "Trained", "DataSource", "ModelSummary", "Defines", "SweepResult",
+    "TrialRecord",
+    # errors (every one a NetdslError)
+    "NetdslError", "SpecError", "UsageError", "BackendError", "BuildError", "LayoutError", "RenderError",
+    "DotNotFound", "DotFailed", "TrainingError", "DataError", "RunError",
     "__version__",
 ]

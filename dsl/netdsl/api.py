@@ -1,137 +1,339 @@
-"""The library API: `parse`, `parse_file`, `check`, `format`, `build`, `build_all`, `fit_kwargs`, `render`, `export`,
-`train`, `evaluate`, `predict`.
+"""The library API: every public function of netdsl, in one vocabulary (docs/api.md).
 
-Everything here is cheap to import; `build`, `fit_kwargs`, `render` with
-shapes the pure-Python inference cannot be sure of, and `export` of a live model
-import Keras (and only they do) when called.
+    netdsl.check("cnn.net")                          # a spec by its path ...
+    netdsl.check(text=source, filename="cnn.net")    # ... or by its text
+    netdsl.build(program, model="classifier")        # ... or parsed (`netdsl.parse`, `netdsl.parse_file`)
+    netdsl.evaluate("runs/cnn-1", data="test.npz")   # a trained model: run folder, .keras file or keras.Model
+
+The rules every function follows:
+
+- the first argument is `spec` (a path or a `Program`; spec text goes in
+  `text=`, shown in messages as `filename=`) or `trained` (a run folder, a
+  `.keras` file or a `keras.Model`), and everything after it is keyword-only;
+- `model` is always the *name* of a model inside a spec;
+- a keyword is named like its command-line flag: `out` (`-o/--out`),
+  `param_limit` (`--param-limit`), `backend` (`--backend`), `include`
+  (`--include`), `shapes` (`--no-shapes`), `collapse_repeats` (`--no-collapse`);
+- every error is a `netdsl.NetdslError` (`SpecError` for what a spec holds).
+
+Importing this module is cheap: Keras (and TensorFlow or JAX) load only
+inside `build`, `build_all`, `summary`, `fit_kwargs`, `train`, `evaluate`,
+`predict`, `render` with shapes the pure-Python inference is unsure of, and
+`export` of a live model. The front ends (CLI, language server, preview)
+share the same steps through `netdsl.pipeline`.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TypeVar, Union
 
-from netdsl.errors import RESOURCE_ERRORS, Diagnostic, SpecError, out_of_resources
-from netdsl.semantics.analysis import analyze, checked_graphs
-from netdsl.semantics.estimates import fill_estimates
-from netdsl.semantics.graph import Graph
-from netdsl.syntax.loader import Program, Source, as_program, load_file, load_text, pick_model
-from netdsl.training import evaluate, predict, train  # cheap: TensorFlow loads when they are called
+from netdsl import pipeline
+from netdsl.errors import Diagnostic, UsageError
+from netdsl.pipeline import ModelSummary, Spec
+from netdsl.registry import plugins
+from netdsl.syntax.loader import Program, load_file, load_text
+from netdsl.tuning import SweepResult, TrialRecord  # cheap: Optuna loads when a sweep starts
 
-__all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "model_graphs",
-           "export", "train", "evaluate", "predict"]
+if TYPE_CHECKING:
+    import graphviz
+    import keras
+    import numpy as np
 
+    from netdsl.training.engine import Run
 
-def parse(text: str | bytes, filename: str = "<string>", include: list = ()) -> Program:
-    """Parse spec text (and the files it imports) into a Program; SpecError on syntax errors."""
-    return load_text(text, filename, include)
+__all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
+           "export", "train", "evaluate", "predict", "register_layer", "register_activation", "Spec", "Trained",
+           "DataSource", "ModelSummary", "sweep", "show_sweep", "SweepResult", "TrialRecord", "Defines"]
 
-
-def parse_file(path: str | os.PathLike, include: list = ()) -> Program:
-    """Parse a spec file (and the files it imports) into a Program."""
-    return load_file(path, include)
-
-
-def check(source: Source | str, filename: str | None = None, include: list = ()) -> list[Diagnostic]:
-    """All diagnostics of a spec (empty when it is clean). `source`: a path, a Program, or text with filename=.
-
-    Never raises for what a spec holds: whatever it is, the answer is a list of diagnostics."""
-    try:
-        program = load_text(source, filename, include) if filename is not None else as_program(source, include)
-        return analyze(program).diagnostics
-    except SpecError as exc:
-        return exc.diagnostics
-    except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first
-        return [out_of_resources(exc, _display_name(source, filename))]
+# A trained model: a run folder (its model.keras), a `.keras` file, or a live `keras.Model`.
+Trained = Union[str, os.PathLike, "keras.Model"]
+# Data by name: a path (.npz, .csv, .tfrecord, an image folder), {input/output name: array},
+# or (x, y) for a model with one input and one output.
+DataSource = Union[str, os.PathLike, Mapping[str, "np.ndarray"], tuple["np.ndarray", "np.ndarray"]]  # noqa: UP007
+Progress = Literal["auto", "bar", "line", "none"]
+# -D NAME=VALUE as a mapping: file-level constants of the spec replaced before it is checked.
+Defines = Mapping[str, object]
+T = TypeVar("T")
 
 
-def _display_name(source: Any, filename: str | None) -> str:
-    if filename is not None:
-        return filename
-    return source.root if isinstance(source, Program) else os.fspath(source)
+# ------------------------------------------------------------------ reading and checking (no Keras)
 
 
-def format(text: str, filename: str = "<string>") -> str:  # noqa: A001 - the API's name
-    """The canonical formatting of spec text (comments kept)."""
-    from netdsl.syntax.formatter import format_text
+def parse(text: str | bytes, *, filename: str = "<string>", include: Sequence[str | os.PathLike] = ()) -> Program:
+    """Parse spec text, and the files it imports, into a `Program` (like `tomllib.loads`).
 
-    return format_text(text, filename)
-
-
-def build(source: Source, model: str | None = None, **options: Any) -> Any:
-    """Build one model of a spec as a `keras.Model` (compiled when it has a train section).
-
-    Options: `include`, `param_limit`, and `backend` ("tensorflow" or "jax"): Keras' backend for
-    this process, which must be chosen before Keras is first imported (a `BackendError` otherwise).
+    `filename`: the name diagnostics show (and the folder imports are read
+    from); `include`: further folders imports may read from. Raises
+    `SpecError` with every syntax error and unreadable import.
     """
-    from netdsl.backend.compiler import build_model
-
-    return build_model(source, model, **options)
+    return load_text(text, filename, list(include))
 
 
-def build_all(source: Source, **options: Any) -> dict[str, Any]:
-    """Build every model of a spec: {name: keras.Model}."""
-    from netdsl.backend.compiler import build_models
+def parse_file(spec: str | os.PathLike, *, include: Sequence[str | os.PathLike] = ()) -> Program:
+    """Parse a `.net` file, and the files it imports, into a `Program` (like `tomllib.load`).
 
-    return build_models(source, **options)
+    Raises `SpecError` (a file that cannot be read, a syntax error).
+    """
+    return load_file(spec, list(include))
 
 
-def fit_kwargs(model: Any) -> dict[str, Any]:
-    """`model.fit` keyword arguments from a built model's train section (batch_size, epochs,
-    validation_split, shuffle, callbacks): `model.fit(x, y, **netdsl.fit_kwargs(model))`."""
+def check(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
+          include: Sequence[str | os.PathLike] = (), defines: Defines | None = None) -> list[Diagnostic]:
+    """Every diagnostic of a spec, in file order; an empty list when it is clean. No Keras.
+
+    Never raises for what the spec holds: an unreadable file, a syntax error
+    or a spec too deep to check come back as diagnostics too. Raises
+    `UsageError` only for arguments that cannot work (spec text as `spec`).
+    """
+    spec, text = _legacy_text(spec, text, filename, "check")
+    return pipeline.check(spec, text=text, filename=filename, include=include, defines=defines).diagnostics
+
+
+def format(spec: Spec | None = None, *, text: str | bytes | None = None,  # noqa: A001 - the API's name
+           filename: str | None = None) -> str:
+    """The canonical formatting of a spec (what `netdsl fmt` writes), comments kept.
+
+    `spec`: a path (its file is read) or a `Program` (its root file's text);
+    or the text itself as `text=`. Raises `SpecError` when it does not parse.
+    """
+    from netdsl.syntax.formatter import format_text
+    from netdsl.syntax.source import read_source
+
+    spec, text = _legacy_text(spec, text, filename, "format")
+    if text is not None:
+        if spec is not None:
+            raise UsageError("give the spec once: a path or a Program as `spec`, or its text as `text=`")
+        shown = filename if filename is not None else "<string>"
+        if isinstance(text, bytes):
+            from netdsl.syntax.parser import decode_source
+
+            text = decode_source(text, shown)
+        return format_text(text, shown)
+    if isinstance(spec, Program):
+        return format_text(spec.texts[spec.root], spec.root)
+    shown = os.fspath(pipeline.spec_path(spec, filename))
+    return format_text(read_source(Path(shown), shown), shown)
+
+
+def _legacy_text(spec: Spec | None, text: str | bytes | None, filename: str | None,
+                 function: str) -> tuple[Spec | None, str | bytes | None]:
+    """`check(text, filename=...)` and `format(text, filename=...)`, the spellings before the
+    `text=` keyword: still read as text, with a DeprecationWarning."""
+    if text is None and filename is not None and isinstance(spec, (str, bytes)):
+        warnings.warn(f"netdsl.{function}(text, filename=...) is deprecated: pass the text as text=",
+                      DeprecationWarning, stacklevel=3)
+        return None, spec
+    return spec, text
+
+
+# ------------------------------------------------------------------ models (Keras)
+
+
+def build(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
+          model: str | None = None, include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
+          backend: str | None = None, defines: Defines | None = None) -> keras.Model:
+    """One model of a spec as a `keras.Model`, compiled when the spec has a `train` section.
+
+    `model`: the model's name (may be left out when the file declares one).
+    `param_limit`: refuse a layer with more parameters than this (default:
+    `netdsl.limits.MAX_PARAMS`). `backend`: "tensorflow" or "jax", Keras'
+    backend for this process; it must be chosen before Keras is first
+    imported (else `BackendError`). Raises `SpecError` with every error,
+    Keras' refusals included, at the spec's line and column.
+    """
+    program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
+    name = pipeline.pick_model(program, model)
+    return pipeline.compile_models(program, [name], param_limit=param_limit, backend=backend)[1][name]
+
+
+def build_all(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
+              include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
+              backend: str | None = None, defines: Defines | None = None) -> dict[str, keras.Model]:
+    """Every model of a spec: `{name: keras.Model}` in file order (keywords as for `build`)."""
+    program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
+    return pipeline.compile_models(program, pipeline.pick_models(program, None), param_limit=param_limit,
+                                   backend=backend)[1]
+
+
+def summary(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
+            model: str | None = None, include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
+            backend: str | None = None, defines: Defines | None = None) -> dict[str, ModelSummary]:
+    """What `netdsl summary --json` prints: per model (every model, or the one `model` names)
+    its parameters, trainable parameters, number of layers and output shapes (batch axis left out)."""
+    program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
+    analysis, models = pipeline.compile_models(program, pipeline.pick_models(program, model),
+                                               param_limit=param_limit, backend=backend)
+    return {name: pipeline.model_summary(analysis.graphs[name], built) for name, built in models.items()}
+
+
+def fit_kwargs(trained: keras.Model) -> dict[str, object]:
+    """`model.fit` keyword arguments from the `train` section of a model `build` made in this
+    process (batch_size, epochs, validation_split, shuffle, fresh callbacks):
+    `model.fit(x, y, **netdsl.fit_kwargs(model))`. `{}` for any other model."""
     from netdsl.backend import compiler
 
-    return compiler.fit_kwargs(model)
+    return compiler.fit_kwargs(trained)
 
 
-def render(source: Source, model: str | None = None, *, shapes: bool = True, depth: int | None = None,
-           collapse_repeats: bool = True, include: list = ()) -> Any:
-    """The architecture diagram of one model as a `graphviz.Digraph`.
+# ------------------------------------------------------------------ diagrams
+
+
+def render(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
+           model: str | None = None, shapes: bool = True, depth: int | None = None, collapse_repeats: bool = True,
+           include: Sequence[str | os.PathLike] = (), defines: Defines | None = None) -> graphviz.Digraph:
+    """The architecture diagram of one model as a `graphviz.Digraph` (shows inline in Jupyter).
 
     `shapes=True` shows each layer's output shape and parameter count, as
     Keras reports them: inferred in pure Python when that is certain, else
-    from building the model with Keras (importing TensorFlow); `shapes=False`
-    draws the checked topology only. `depth`: fold block instances nested deeper than this.
-    `collapse_repeats`: draw `STEP * N` as one box marked xN. Raises
-    `SpecError` when the spec has errors.
+    from building the model with Keras; `shapes=False` draws the checked
+    topology only. `depth`: fold block instances nested deeper than this (0:
+    every block one box). `collapse_repeats`: draw `STEP * N` as one box
+    marked xN (False: every copy). Raises `SpecError` when the spec has
+    errors, `ValueError` for a negative depth.
     """
-    from netdsl.diagram.render import render_graph
-
     if depth is not None and depth < 0:
         raise ValueError(f"Expected a depth of 0 or more, received: {depth}")
-    program = as_program(source, include)
-    name = pick_model(program, model)
-    graphs = model_graphs(program, [name], shapes)
-    return render_graph(graphs[name], shapes=shapes, depth=depth, collapse_repeats=collapse_repeats)
+    program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
+    name = pipeline.pick_model(program, model)
+    graphs = pipeline.model_graphs(program, [name], shapes)
+    return pipeline.draw(graphs[name], shapes=shapes, depth=depth, collapse_repeats=collapse_repeats)
 
 
-def model_graphs(program: Program, names: list[str], shapes: bool, *, mute_tensorflow: bool = False
-                 ) -> dict[str, Graph]:
-    """The checked, expanded graphs of `names` (SpecError on errors).
+# ------------------------------------------------------------------ trained models
 
-    With `shapes`, each node also holds the output shapes and parameter count
-    Keras reports: estimated in pure Python where that is certain
-    (`semantics.estimates`), and only the other models built with Keras
-    (`mute_tensorflow`: TensorFlow's start-up notices kept off stderr, for the CLI).
+
+def export(trained: Trained, *, flat: bool = False) -> str:
+    """The spec of a Keras model, in `netdsl fmt` form. `trained`: a `.keras` file (read as data,
+    without importing TensorFlow), a run folder (its model.keras) or a live `keras.Model`.
+
+    Repeated structure comes back as blocks and `* N` repeats unless `flat`.
+    Raises `SpecError` naming every layer a spec cannot express.
     """
-    graphs = checked_graphs(program, names)
-    if not shapes:
-        return graphs
-    unsure = [name for name, graph in graphs.items() if not fill_estimates(graph)]
-    if unsure:
-        from netdsl.backend.compiler import compile_program
-        from netdsl.backend.runtime import quiet_tensorflow
-
-        quiet_tensorflow(mute_stderr=mute_tensorflow)
-        analysis, _ = compile_program(program, models=unsure)
-        graphs.update({name: analysis.graphs[name] for name in unsure})
-    return graphs
-
-
-def export(model: Any, *, flat: bool = False) -> str:
-    """The spec of a Keras model, in `netdsl fmt` form: `model` is a live keras.Model or the path
-    of a `.keras` file (read as data, without importing TensorFlow). Repeated structure comes
-    back as blocks and `* N` repeats unless `flat`. SpecError names every layer a spec cannot express."""
     from netdsl.exporter import export_model
 
-    return export_model(model, flat=flat)
+    if isinstance(trained, (str, os.PathLike)) and os.path.isdir(trained):
+        trained = os.path.join(trained, "model.keras")
+    return export_model(trained, flat=flat)
+
+
+def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
+          model: str | None = None, data: DataSource | None = None, split: Sequence[float] | None = None,
+          train: DataSource | None = None, val: DataSource | None = None, test: DataSource | None = None,
+          targets: Mapping[str, str] | None = None, epochs: int | None = None, batch_size: int | None = None,
+          seed: int | None = None, out: str | os.PathLike = "runs", resume: str | os.PathLike | None = None,
+          progress: Progress = "none", tensorboard: bool = False, callbacks: Sequence[keras.callbacks.Callback] = (),
+          include: Sequence[str | os.PathLike] = (), backend: str | None = None, defines: Defines | None = None) -> Run:
+    """Train one model of a spec in a new run folder `out/<model>-N/`; the engine of `netdsl train`.
+
+    `data` (cut by `split`, default 0.8/0.1/0.1) or `train` [+ `val`,
+    `test`]: see `DataSource`. `targets`: {output name: CSV column}.
+    `epochs`, `batch_size`: override the spec's `train` section. `seed`:
+    the same seed gives the same weights. `resume`: "auto" (the newest
+    unfinished run of this model in `out`) or a run folder. `progress`:
+    "none", "line", "bar" or "auto" (a bar on a terminal), on stderr.
+    `backend` as for `build`. Returns a `Run` (`.dir`, `.model`, `.history`
+    {metric: per epoch}, `.report`). Raises `SpecError`, `DataError` (bad
+    data), `RunError` (a run folder that cannot be made or resumed) or `UsageError`.
+    `defines`: {constant: value} replacing file-level `let`s (`-D`), recorded in config.json.
+    """
+    from netdsl.training.settings import DataRequest, TrainRequest, resolve
+
+    program = pipeline.load(spec, text=text, filename=filename, include=include)
+    request = TrainRequest(
+        spec=program, model=model, epochs=epochs, batch_size=batch_size, seed=seed, out=out, resume=resume,
+        progress=progress, tensorboard=tensorboard, include=list(include), callbacks=list(callbacks),
+        defines=dict(defines or {}),
+        data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train, val=val,
+                         test=test, targets=dict(targets or {})))
+    config = resolve(request)  # the spec and the settings checked before TensorFlow loads
+    _backend(backend)
+    from netdsl.training.engine import run_training
+
+    return run_training(config)
+
+
+def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: int | None = None,
+             targets: Mapping[str, str] | None = None, backend: str | None = None,
+             split: Literal["test", "val", "train"] = "test") -> dict[str, float]:
+    """The loss and metrics of a trained model on `data`: {"loss": ..., metric: ...}.
+
+    Without `data`, a run folder's own `split` ("test", "val" or "train"), cut
+    as its training cut it. `batch_size`: default the run's (32 for a `.keras`
+    file). `targets` as for `train`. Raises `DataError`, `RunError`, or
+    `TrainingError` for a model without a loss."""
+    from netdsl.training.inference import evaluate as evaluate_trained
+
+    _backend(backend)
+    return evaluate_trained(trained, data, batch_size, dict(targets or {}), split)
+
+
+def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None,
+            targets: Mapping[str, str] | None = None, backend: str | None = None) -> dict[str, np.ndarray]:
+    """The model's outputs on `data`'s inputs: {output name: array}. Keywords as for `evaluate`."""
+    from netdsl.training.inference import predict as predict_trained
+
+    _backend(backend)
+    return predict_trained(trained, data, batch_size, dict(targets or {}))
+
+
+# ------------------------------------------------------------------ sweeps
+
+
+def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = None,
+          split: Sequence[float] | None = None, train: DataSource | None = None, val: DataSource | None = None,
+          test: DataSource | None = None, targets: Mapping[str, str] | None = None, trials: int | None = None,
+          workers: int = 1, storage: str | None = None, study: str | None = None, seed: int | None = None,
+          out: str | os.PathLike = "sweeps", resume: str | os.PathLike | None = None, epochs: int | None = None,
+          batch_size: int | None = None, defines: Defines | None = None,
+          include: Sequence[str | os.PathLike] = (), echo: bool = False) -> SweepResult:
+    """Search the constants of a spec's `sweep MODEL { ... }` section with Optuna; the same as `netdsl sweep`.
+
+    Each trial is an ordinary run in `<out>/<model>-sweep-N/trials/<k>/` trained with the trial's
+    parameters as defines. `trials`: the study's total (default: the spec's `trials`, else 10);
+    `workers`: processes sharing the study (the spec and data must then be paths); `storage`: a
+    database URL (`postgresql://...`, `sqlite:///...`; default SQLite in the sweep folder) that
+    workers on many machines share under one `study` name; `resume`: "auto" or a sweep folder, to
+    finish a sweep that was stopped or killed. Returns a `SweepResult` (`.dir`, `.trials`, `.best`).
+    Raises `SpecError` (the spec or its sweep section) or `TrainingError` (data, flags, storage).
+    """
+    from netdsl.training.settings import DataRequest
+    from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
+
+    request = SweepRequest(
+        spec=spec, model=model, trials=trials, workers=workers, storage=storage, study=study, seed=seed, out=out,
+        resume=resume, epochs=epochs, batch_size=batch_size, defines=dict(defines or {}), include=list(include),
+        echo=echo, data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train,
+                                    val=val, test=test, targets=dict(targets or {})))
+    return run_sweep(resolve_sweep(request))
+
+
+def show_sweep(folder: str | os.PathLike, *, storage: str | None = None) -> SweepResult:
+    """The whole study of a sweep folder (every worker's trials), read from its storage."""
+    from netdsl.tuning.show import read_sweep
+
+    return read_sweep(folder, storage=storage)
+
+
+# ------------------------------------------------------------------ plugins
+
+
+def register_layer(name: str, *, description: str | None = None) -> Callable[[T], T]:
+    """A class decorator: the Keras layer class becomes the layer `name` specs may use, its
+    parameters read from `__init__` (`description`: for `netdsl layers`; default: the class
+    docstring's first line). For the person running netdsl (`--plugin MODULE`, or the
+    `netdsl.layers` entry point), never because a spec says so."""
+    return plugins.register_layer(name, description)
+
+
+def register_activation(name: str, *, description: str | None = None) -> Callable[[T], T]:
+    """A function decorator: the function becomes the activation `name` (as `register_layer`)."""
+    return plugins.register_activation(name, description)
+
+
+def _backend(backend: str | None) -> None:
+    if backend is not None:
+        pipeline.start_backend(backend, mute_stderr=False)

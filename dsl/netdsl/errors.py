@@ -9,7 +9,9 @@ of them so that all the errors of a file reach the user in one run.
     ├── Exhausted          a check ran past one of its budgets (netdsl.limits): one diagnostic, the check stops
     ├── BuildError         a backend refused a layer's arguments or inputs (becomes a Fail)
     ├── LayoutError        the parser's bracket/newline layout refused a token
-    └── RenderError        a diagram could not be made as an image (DotNotFound, DotFailed)
+    ├── RenderError        a diagram could not be made as an image (DotNotFound, DotFailed)
+    ├── BackendError       the Keras backend asked for cannot be had in this process
+    └── UsageError         a function or command asked for something that cannot work (spec text given as a path)
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class Span(BaseModel):
 
 
 class Diagnostic(BaseModel):
+    """One problem in a spec: where (1-based line and column, end exclusive), how bad, what, and a hint."""
+
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     file: str
@@ -93,9 +97,24 @@ class SpecError(NetdslError):
 class Fail(NetdslError):
     """A diagnostic raised inside a stage, caught at the statement that caused it."""
 
+    # Independent errors found with the first (every unknown keyword of one call):
+    # reported together, so one run shows them all. Replaced, never changed in place.
+    more: tuple[Diagnostic, ...] = ()
+
     def __init__(self, span: Span, message: str, hint: str | None = None):
         super().__init__(message)
         self.diagnostic = Diagnostic.at(span, message, hint)
+
+    @classmethod
+    def of(cls, fails: list[Fail]) -> Fail:
+        """One Fail carrying several: the first, and the others in `more`."""
+        first = fails[0]
+        first.more = first.more + tuple(d for f in fails[1:] for d in f.all_diagnostics())
+        return first
+
+    def all_diagnostics(self) -> list[Diagnostic]:
+        """This Fail's diagnostic and those found with it (none for a silent, poisoned Fail)."""
+        return ([self.diagnostic] if self.diagnostic is not None else []) + list(self.more)
 
 
 class Exhausted(NetdslError):
@@ -119,6 +138,11 @@ class BuildError(NetdslError):
 class BackendError(NetdslError):
     """The Keras backend asked for cannot be had in this process (not installed, or Keras
     already imported with another one: Keras picks its backend once, at import)."""
+
+
+class UsageError(NetdslError):
+    """netdsl was asked for something that cannot work: spec text passed where a path goes, two
+    arguments that exclude each other, a bad flag (`training.errors.UsageError` is one too)."""
 
 
 class LayoutError(NetdslError):
@@ -271,6 +295,36 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
 
 
 _CUTOFF = 0.75
+
+# Names a Python or Keras habit writes where a spec has its own word (`True` -> `true`).
+_HABITS = {
+    "True": "names are lowercase in a spec: write true",
+    "False": "names are lowercase in a spec: write false",
+    "None": "names are lowercase in a spec: write none",
+    "Lambda": "a spec cannot run Python code; declare the function: activation NAME(x) = ...",
+}
+
+
+def habit_hint(name: str) -> str | None:
+    """A hint for a name a Python habit writes (`True`, `None`, `Lambda`), or None."""
+    return _HABITS.get(name)
+
+
+# Keyword names of Keras 2 and PyTorch that Keras 3 spells otherwise.
+_OLD_KEYWORDS = {
+    "lr": "learning_rate", "nb_filter": "filters", "output_dim": "units", "border_mode": "padding",
+    "subsample": "strides", "init": "kernel_initializer", "p": "rate", "in_features": "units",
+    "out_features": "units", "out_channels": "filters", "stride": "strides", "eps": "epsilon",
+}
+
+
+def parameter_hint(name: str, known: Iterable[str]) -> str | None:
+    """`did you mean 'learning_rate'?` for a keyword misspelt or spelt as in Keras 2 / PyTorch."""
+    known = list(known)
+    old = _OLD_KEYWORDS.get(name)
+    if old is not None and old in known:
+        return f"did you mean '{old}'?"
+    return did_you_mean(name, known)
 
 
 def _close_in_length(candidate: str, name: str) -> bool:

@@ -148,3 +148,12 @@ MAX_CONFIG_BYTES = 64 * 1024 * 1024
 # (best bound first): the block search stays within a second on ResNet152.
 MAX_BLOCKS = 64
 MAX_CANDIDATES = 96
+
+# ------------------------------------------------------------------ sweeps
+
+# Trials of one sweep (`trials = N`, `--trials N`): each trains a model and keeps a run
+# folder; a study of more is a mistake, and the summary and plots stay readable.
+MAX_SWEEP_TRIALS = 10_000
+
+# Values of one `choice(...)`: Optuna stores every choice in each trial's distribution.
+MAX_SWEEP_CHOICES = 1_000

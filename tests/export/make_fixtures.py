@@ -89,7 +89,7 @@ model declared {
   input x: (8,)
   output y = x -> dense(8) -> mish
 }
-""", "declared.net"))
+""", filename="declared.net"))
 
 
 def main() -> None:

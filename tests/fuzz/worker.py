@@ -40,7 +40,7 @@ def limit_memory(extra_bytes: int) -> None:
 def check_one(text: str, filename: str) -> dict:
     start_wall, start_cpu = time.perf_counter(), time.process_time()
     try:
-        diagnostics = netdsl.check(text, filename=filename)
+        diagnostics = netdsl.check(text=text, filename=filename)
         rendered = render_all(diagnostics, Sources({filename: text}))  # what the CLI prints
     except BaseException:  # noqa: BLE001 - exactly what the fuzzer looks for
         status, count, detail = "exception", 0, traceback.format_exc(limit=-12)

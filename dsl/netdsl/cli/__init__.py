@@ -12,11 +12,36 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netdsl.cli import build, check, evaluate, export, fmt, layers, lsp, predict, preview, render, train
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC, EXIT_STOPPED, EXIT_USAGE, print_diagnostics, print_training_error
-from netdsl.errors import RESOURCE_ERRORS, BackendError, SpecError, out_of_resources
+from netdsl.cli import (
+    build,
+    check,
+    completion,
+    evaluate,
+    examples,
+    export,
+    fmt,
+    init,
+    layers,
+    lsp,
+    predict,
+    preview,
+    render,
+    sweep,
+    train,
+)
+from netdsl.cli.about import VersionAction
+from netdsl.cli.common import (
+    EXIT_OK,
+    EXIT_SPEC,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+    HelpFormatter,
+    Parser,
+    print_diagnostics,
+    print_training_error,
+)
+from netdsl.errors import RESOURCE_ERRORS, BackendError, SpecError, UsageError, out_of_resources
 from netdsl.training.errors import TrainingError
-from netdsl.version import __version__
 
 __all__ = ["main", "print_diagnostics"]
 
@@ -25,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     args.argv = list(argv) if argv is not None else sys.argv[1:]  # `--processes` runs it again, N times
+    args.parser = parser  # `completion` writes its script from it
     if not getattr(args, "command", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -35,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_SPEC
     except TrainingError as exc:
         return print_training_error(exc)
-    except BackendError as exc:  # the backend asked for cannot load here: an environment problem
+    except (BackendError, UsageError) as exc:  # a backend that cannot load here, a request that cannot work
         print(f"netdsl {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first
@@ -55,9 +81,12 @@ def _spec_of(args: argparse.Namespace) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="netdsl", description="Declarative model-builder: .net specs to Keras "
-                                                                "models and Graphviz diagrams.")
-    parser.add_argument("--version", action="version", version=f"netdsl {__version__}")
+    parser = Parser(prog="netdsl", formatter_class=HelpFormatter,
+                    description="Declarative model-builder: .net specs to Keras models and Graphviz diagrams.",
+                    epilog="examples:\n  netdsl check specs/lightning_mlp.net\n  netdsl build specs/lightning_mlp.net\n"
+                           "  netdsl COMMAND --help      (each command's options and defaults)")
+    parser.add_argument("--version", action=VersionAction,
+                        help="print the versions of netdsl, Python, Keras, its backends and Graphviz, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     check.add_parser(sub)
     fmt.add_parser(sub)
@@ -68,6 +97,10 @@ def _parser() -> argparse.ArgumentParser:
     export.add_parser(sub)
     lsp.add_parser(sub)
     train.add_parser(sub)
+    sweep.add_parser(sub)
     evaluate.add_parser(sub)
     predict.add_parser(sub)
+    completion.add_parser(sub)
+    init.add_parser(sub)
+    examples.add_parser(sub)
     return parser

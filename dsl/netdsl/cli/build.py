@@ -1,6 +1,6 @@
 """`netdsl build` and `netdsl summary`.
 
-    netdsl build SPEC.net [-o DIR] [--model NAME] [--plugin MODULE] [--no-diagram] [--max-params N]
+    netdsl build SPEC.net [-o DIR] [--model NAME] [--plugin MODULE] [--no-diagram] [--param-limit N]
                           [--backend tensorflow|jax]
     netdsl summary SPEC.net [--model NAME] [--json] [--plugin MODULE] [--backend tensorflow|jax]
 
@@ -20,46 +20,71 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shutil
 from pathlib import Path
 from typing import Any
 
-from netdsl.cli.common import add_backend, add_include, add_plugin, load_plugins
+from netdsl import pipeline
+from netdsl.cli.common import (
+    add_alias,
+    add_backend,
+    add_command,
+    add_define,
+    add_include,
+    add_json,
+    add_model,
+    add_plugin,
+    add_spec,
+    load_plugins,
+    load_spec,
+)
 from netdsl.errors import Diagnostic, RenderError, SpecError
 from netdsl.registry import shape_text
-from netdsl.syntax.loader import load_file, pick_models
 
 __all__ = ["run_build", "run_summary", "summary_table", "summary_json"]
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    build = sub.add_parser("build", help="build .keras models (and diagrams) from a spec")
-    build.add_argument("spec", metavar="SPEC")
-    build.add_argument("-o", "--output", default="build", metavar="DIR")
-    build.add_argument("--model", metavar="NAME")
+    build = add_command(sub, "build", summary="build .keras models (and diagrams) from a spec",
+                        description="Build every model of the spec (or --model) with Keras and write "
+                                    "OUT/<model>.keras and OUT/<model>.svg, each atomically, printing a "
+                                    "summary table per model.",
+                        examples=["netdsl build specs/lightning_mlp.net",
+                                  "netdsl build specs/siamese.net -o models/ --model siamese --no-diagram"])
+    add_spec(build)
+    build.add_argument("-o", "--out", default="build", metavar="DIR", help="the folder to write into")
+    add_alias(build, "--output", dest="out")
+    add_model(build)
     add_plugin(build)
-    build.add_argument("--no-diagram", action="store_true")
-    build.add_argument("--max-params", type=int, default=None, metavar="N")
+    build.add_argument("--no-diagram", action="store_true", help="write the .keras files only, no .svg")
+    build.add_argument("--param-limit", type=int, default=None, metavar="N",
+                       help="refuse a layer with more than N parameters (default: 1,000,000,000)")
+    add_alias(build, "--max-params", dest="param_limit", type=int, metavar="N")
     add_backend(build)
     add_include(build)
+    add_define(build)
     build.set_defaults(run=run_build)
 
-    summary = sub.add_parser("summary", help="print each model's layers, shapes and parameters")
-    summary.add_argument("spec", metavar="SPEC")
-    summary.add_argument("--model", metavar="NAME")
-    summary.add_argument("--json", action="store_true")
+    summary = add_command(sub, "summary", summary="print each model's layers, shapes and parameters",
+                          description="Build each model (or --model) and print its layers, output shapes and "
+                                      "parameter counts, writing no file.",
+                          examples=["netdsl summary specs/lightning_mlp.net",
+                                    "netdsl summary specs/siamese.net --json"])
+    add_spec(summary)
+    add_model(summary)
+    add_json(summary, "per model: params, trainable_params, layers, outputs")
     add_plugin(summary)
     add_backend(summary)
     add_include(summary)
+    add_define(summary)
     summary.set_defaults(run=run_summary)
 
 
 def run_build(args: argparse.Namespace) -> int:
     from netdsl.backend.saving import save_atomic
 
-    analysis, models = _compile(args, getattr(args, "max_params", None))
-    out_dir = Path(args.output)
+    analysis, models = _compile(args, args.param_limit)
+    out_dir = Path(args.out)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -96,14 +121,11 @@ def run_summary(args: argparse.Namespace) -> int:
 
 
 def _compile(args: argparse.Namespace, param_limit: int | None) -> tuple[Any, dict[str, Any]]:
-    from netdsl.backend.compiler import compile_program
-    from netdsl.backend.runtime import init_backend
-
-    program = load_file(args.spec, args.include)  # syntax errors first, before TensorFlow loads
-    names = pick_models(program, args.model)
-    init_backend(args.backend)
+    program = load_spec(args.spec, args)  # syntax errors before TensorFlow
+    names = pipeline.pick_models(program, args.model)
+    pipeline.start_backend(args.backend)
     load_plugins(args.plugin, program.root)  # after Keras: a plugin importing it stays quiet too
-    return compile_program(program, names, param_limit)
+    return pipeline.compile_models(program, names, param_limit=param_limit, backend=args.backend)
 
 
 # ------------------------------------------------------------------ files
@@ -166,7 +188,7 @@ def summary_table(graph: Any, model: Any) -> str:
         cells = [_fit(row[i], widths[i]).ljust(widths[i]) for i in range(3)]
         return "  ".join(cells + [row[3].rjust(widths[3])]).rstrip()
 
-    total, trainable = _param_counts(model)
+    total, trainable = pipeline.param_counts(model)
     rule = "-" * len(line(tuple("-" * w for w in widths)))
     out = [f"model {graph.name}", rule, line(header), rule, *(line(r) for r in rows), rule,
            f"params: {total:,} (trainable {trainable:,}, non-trainable {total - trainable:,})"]
@@ -177,19 +199,8 @@ def summary_table(graph: Any, model: Any) -> str:
 
 
 def summary_json(graph: Any, model: Any) -> dict[str, Any]:
-    total, trainable = _param_counts(model)
-    layers = {node.shared or node.id for node in graph.nodes if node.op != "input"}
-    outputs = {}
-    for name, ref in graph.outputs:
-        shape = graph.node_of(ref).output_shapes[ref.index]
-        outputs[name] = list(shape) if isinstance(shape, tuple) else None
-    return {"params": total, "trainable_params": trainable, "layers": len(layers), "outputs": outputs}
-
-
-def _param_counts(model: Any) -> tuple[int, int]:
-    total = sum(math.prod(w.shape) for w in model.weights)
-    trainable = sum(math.prod(w.shape) for w in model.trainable_weights)
-    return int(total), int(trainable)
+    """One model's numbers (`netdsl summary --json`, `netdsl.summary`)."""
+    return dict(pipeline.model_summary(graph, model))
 
 
 def _fit(text: str, width: int) -> str:

@@ -1,22 +1,40 @@
-"""`netdsl check SPEC... [--format json]`: every diagnostic of each spec, without TensorFlow."""
+"""`netdsl check SPEC... [--json]`: every diagnostic of each spec, without TensorFlow."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_include, add_plugin, load_plugins, print_diagnostics
+from netdsl import pipeline
+from netdsl.cli.common import (
+    EXIT_OK,
+    EXIT_SPEC,
+    add_alias,
+    add_command,
+    add_define,
+    add_include,
+    add_json,
+    add_plugin,
+    load_plugins,
+    print_diagnostics,
+)
 from netdsl.errors import Diagnostic, Sources, SpecError
-from netdsl.semantics.analysis import analyze
-from netdsl.syntax.loader import load_file
+from netdsl.semantics.defines import parse_defines
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    check = sub.add_parser("check", help="check specs (fast; no TensorFlow)")
-    check.add_argument("files", nargs="+", metavar="SPEC")
-    check.add_argument("--format", choices=("text", "json"), default="text")
+    check = add_command(sub, "check", summary="check specs for errors (fast; no TensorFlow)",
+                        description="Parse and check each spec, and every file it imports: every error at "
+                                    "file:line:col with the source line and a did-you-mean. Exit 0 when clean, "
+                                    "1 when a spec has errors.",
+                        examples=["netdsl check specs/lightning_mlp.net",
+                                  "netdsl check specs/*.net --json     # the diagnostics as a JSON list"])
+    check.add_argument("files", nargs="+", metavar="SPEC", help="the .net spec files to check")
+    add_json(check, "the diagnostics (a list, empty when clean)")
+    add_alias(check, "--format", dest="format", choices=("text", "json"))  # before --json
     add_plugin(check)
     add_include(check)
+    add_define(check)
     check.set_defaults(run=run)
 
 
@@ -27,15 +45,26 @@ def run(args: argparse.Namespace) -> int:
     for path in args.files:
         args.current_spec = path  # for the last-resort diagnostic of cli.main
         try:
-            program = load_file(path, args.include)
-        except SpecError as exc:
+            defines = parse_defines(args.define, path)
+        except SpecError as exc:  # a -D that is no NAME=VALUE
             all_diagnostics.extend(exc.diagnostics)
-            sources.update(exc.sources)
             continue
-        sources.update(program.sources())
-        all_diagnostics.extend(analyze(program).diagnostics)
-    if args.format == "json":
+        checked = pipeline.check(pipeline.TypedPath(path), include=args.include, defines=defines)
+        all_diagnostics.extend(checked.diagnostics)
+        sources.update(checked.sources)
+    errors = sum(1 for d in all_diagnostics if d.severity == "error")
+    if args.json or getattr(args, "format", "text") == "json":
         print(json.dumps([d.model_dump() for d in all_diagnostics], indent=2))
     else:
         print_diagnostics(all_diagnostics, sources)
-    return EXIT_SPEC if any(d.severity == "error" for d in all_diagnostics) else EXIT_OK
+        if not errors:
+            print(_all_clear(args.files, len(all_diagnostics)))
+    return EXIT_SPEC if errors else EXIT_OK
+
+
+def _all_clear(files: list[str], warnings: int) -> str:
+    """The one line a clean check prints (as ruff's "All checks passed!")."""
+    what = files[0] if len(files) == 1 else f"{len(files)} specs"
+    if warnings:
+        return f"{what}: no errors ({warnings} warning{'s' if warnings > 1 else ''})"
+    return f"{what}: no problems found"

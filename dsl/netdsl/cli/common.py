@@ -1,12 +1,15 @@
-"""What every command shares: exit codes, printing diagnostics, loading plugins."""
+"""What every command shares: its parser (help, defaults, did-you-mean), exit codes, printing
+diagnostics, the shared flags, loading plugins."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from typing import Any
+import textwrap
+from typing import Any, NoReturn
 
-from netdsl.errors import Diagnostic, Sources, SpecError, render_all
+from netdsl.errors import Diagnostic, Sources, SpecError, did_you_mean, render_all
 
 EXIT_OK, EXIT_SPEC, EXIT_USAGE = 0, 1, 2
 EXIT_STOPPED = 130  # a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
@@ -33,9 +36,105 @@ def print_training_error(exc: Any) -> int:
     return exc.exit_code
 
 
+# ------------------------------------------------------------------ parsers
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Descriptions wrapped, example lines (indented) kept as written, and "(default: X)"
+    after an option's help where X says something."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines = []
+        for line in text.splitlines():
+            keep = line.startswith("  ") or not line.strip()
+            lines.append(indent + line if keep else textwrap.fill(line, width, initial_indent=indent,
+                                                                     subsequent_indent=indent))
+        return "\n".join(lines)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("%(default)" in text or "default:" in text or not action.option_strings
+                or default in (None, False, [], argparse.SUPPRESS)):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a did-you-mean for a mistyped command, option or choice."""
+
+    def error(self, message: str) -> NoReturn:
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice:
+            hint = did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
+            message += f"; {hint}" if hint else ""
+        super().error(message)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._command_parser(parsed)
+            hint = next((h for h in (command.suggest_option(x) for x in extras) if h), None)
+            command.error(f"unrecognized arguments: {' '.join(extras)}" + (f"; {hint}" if hint else ""))
+        return parsed
+
+    def suggest_option(self, typed: str) -> str | None:
+        if not typed.startswith("--"):
+            return None
+        options = [o for action in self._actions for o in action.option_strings if o.startswith("--")
+                   and action.help is not argparse.SUPPRESS]
+        return did_you_mean(typed.split("=", 1)[0], options)
+
+    def _command_parser(self, parsed: argparse.Namespace) -> Parser:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found = action.choices.get(getattr(parsed, "command", None) or "")
+                if isinstance(found, Parser):
+                    return found
+        return self
+
+
+def add_command(sub: argparse._SubParsersAction, name: str, *, summary: str, description: str,
+                examples: list[str]) -> argparse.ArgumentParser:
+    """A command's parser: `summary` in `netdsl --help`, the description and examples in `netdsl NAME --help`."""
+    epilog = "examples:\n" + "\n".join(f"  {example}" for example in examples)
+    return sub.add_parser(name, help=summary, description=description, epilog=epilog, formatter_class=HelpFormatter)
+
+
+def add_alias(parser: argparse.ArgumentParser, *flags: str, dest: str, **kwargs: Any) -> None:
+    """An earlier spelling of a flag, still accepted and not shown in --help (CHANGELOG lists them)."""
+    parser.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
+
+
+def add_spec(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", metavar="SPEC", help="the .net spec file")
+
+
+def add_model(parser: argparse.ArgumentParser, default: str = "every model of the spec") -> None:
+    parser.add_argument("--model", metavar="NAME", help=f"the model of the spec to use (default: {default})")
+
+
+def add_json(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON (for scripts and editors)")
+
+
 def add_include(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--include", action="append", default=[], metavar="DIR",
-                        help="a further folder imports may read from")
+    parser.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
+                        help="a further folder imports may read from (repeatable; default: only the spec's folder)")
+
+
+def add_define(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE", dest="define",
+                        help="replace a file-level constant of the spec: -D width=128 (repeatable)")
+
+
+def load_spec(path: str, args: argparse.Namespace) -> Any:
+    """The spec at `path` with the imports and `-D` overrides its command was given (a Program)."""
+    from netdsl import pipeline
+    from netdsl.semantics.defines import parse_defines
+
+    defines = parse_defines(args.define, path)
+    return pipeline.load(pipeline.TypedPath(path), include=args.include, defines=defines)
 
 
 def add_backend(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,7 @@
-"""`netdsl evaluate RUN_DIR|MODEL.keras --data SRC [--json] [--batch-size N] [--backend B]`: loss and metrics on data.
+"""`netdsl evaluate RUN_DIR|MODEL.keras [--data SRC | --split test|val|train] [--json] [--batch-size N]`.
 
-A run folder means its model.keras (and its batch size). The data is read
+The loss and metrics on data. A run folder means its model.keras (and its batch size);
+without `--data`, its own test split (or `--split val|train`), cut as training cut it. The data is read
 as `train` reads it, by the model's input and output names. `--json`
 prints the values as one JSON object instead of a table. `--backend` as for
 `train`; it runs in one process on one device (Keras' predict does not run
@@ -11,25 +12,36 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from netdsl.cli import scaling
-from netdsl.cli.common import add_backend, add_plugin, load_plugins
+from netdsl.cli.common import add_backend, add_command, add_json, add_plugin, load_plugins
 from netdsl.cli.train import add_targets, parse_targets
+from netdsl.training.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    cmd = sub.add_parser("evaluate", help="the loss and metrics of a trained model on data")
-    add_trained_model_arguments(cmd)
-    cmd.add_argument("--json", action="store_true", help="print the values as JSON")
+    cmd = add_command(sub, "evaluate", summary="the loss and metrics of a trained model on data",
+                      description="Print the loss and each metric of a trained model (a run folder or a .keras "
+                                  "file) on data read as train reads it.",
+                      examples=["netdsl evaluate runs/lightning_mlp-1 --data digits.npz",
+                                "netdsl evaluate build/model.keras --data test.csv --targets probs=label --json"])
+    add_trained_model_arguments(cmd, data_required=False)
+    cmd.add_argument("--split", choices=("test", "val", "train"), default="test",
+                     help="without --data: which part of a run folder's own data")
+    add_json(cmd, "the values (one object)")
     cmd.set_defaults(run=run)
 
 
-def add_trained_model_arguments(cmd: argparse.ArgumentParser) -> None:
+def add_trained_model_arguments(cmd: argparse.ArgumentParser, data_required: bool = True) -> None:
     """What `evaluate` and `predict` share: the trained model, its data and how to run it."""
-    cmd.add_argument("trained", metavar="RUN_DIR|MODEL.keras")
-    cmd.add_argument("--data", required=True, metavar="SRC")
-    cmd.add_argument("--batch-size", type=int, metavar="N")
+    cmd.add_argument("trained", metavar="RUN_DIR|MODEL.keras", help="a run folder (its model.keras) or a .keras file")
+    cmd.add_argument("--data", required=data_required, metavar="SRC",
+                     help="the data (.npz, .csv, .tfrecord, image folder), found by the model's input names"
+                          + ("" if data_required else " (default: a run folder's own --split)"))
+    cmd.add_argument("--batch-size", type=int, metavar="N",
+                     help="samples per step (default: the run's batch size, else 32)")
     add_targets(cmd)
     add_plugin(cmd)
     add_backend(cmd)
@@ -44,11 +56,13 @@ def set_up(args: argparse.Namespace) -> tuple[dict, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.data is None and not Path(args.trained).is_dir():
+        raise UsageError("evaluate needs --data SRC, except for a run folder (its own test split by default)")
     targets, scope = set_up(args)
-    from netdsl.training.inference import evaluate
+    from netdsl.api import evaluate
 
     with scope():
-        values = evaluate(args.trained, args.data, args.batch_size, targets)
+        values = evaluate(args.trained, data=args.data, batch_size=args.batch_size, targets=targets, split=args.split)
     if args.json:
         print(json.dumps(values, indent=2))
     else:

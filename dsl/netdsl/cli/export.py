@@ -13,14 +13,19 @@ import argparse
 import sys
 
 from netdsl.atomic import write_bytes
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_plugin, load_plugins
+from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_alias, add_command, add_plugin, load_plugins
 from netdsl.errors import Diagnostic, SpecError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    export = sub.add_parser("export", help="write a saved Keras model (.keras) as a spec")
-    export.add_argument("model", metavar="MODEL.keras")
-    export.add_argument("-o", "--output", metavar="OUT.net", help="write the spec here instead of printing it")
+    export = add_command(sub, "export", summary="write a saved Keras model (.keras) as a spec",
+                         description="Print the spec of a saved Keras model, repeated structure as blocks and "
+                                     "`* N` repeats; the file is read as data (no TensorFlow).",
+                         examples=["netdsl export build/lightning_mlp.keras",
+                                   "netdsl export resnet50.keras -o resnet50.net --verify"])
+    export.add_argument("model", metavar="MODEL.keras", help="the saved model (a .keras file)")
+    export.add_argument("-o", "--out", metavar="OUT.net", help="write the spec here instead of printing it")
+    add_alias(export, "--output", dest="out")
     export.add_argument("--flat", action="store_true", help="no blocks or repeats: every layer where it is used")
     export.add_argument("--verify", action="store_true",
                         help="rebuild the spec and prove it is the same model (imports TensorFlow)")
@@ -33,11 +38,11 @@ def run(args: argparse.Namespace) -> int:
 
     load_plugins(args.plugin, args.model)
     text = export_model(args.model, flat=args.flat)
-    if args.output:
+    if args.out:
         try:
-            write_bytes(args.output, text.encode("utf-8"))
+            write_bytes(args.out, text.encode("utf-8"))
         except OSError as exc:
-            raise SpecError(Diagnostic.for_file(args.output, f"cannot write file: {exc.strerror or exc}")) from None
+            raise SpecError(Diagnostic.for_file(args.out, f"cannot write file: {exc.strerror or exc}")) from None
         report = sys.stdout
     else:
         sys.stdout.write(text)
@@ -56,7 +61,7 @@ def _verify(args: argparse.Namespace, text: str, report) -> int:
     from netdsl.exporter.verify import verify_round_trip
 
     original = load_saved(args.model)
-    result, _ = verify_round_trip(original, text, flat=args.flat, filename=args.output or "<export>")
+    result, _ = verify_round_trip(original, text, flat=args.flat, filename=args.out or "<export>")
     print(f"verify {args.model}:", file=report)
     for line in result.lines():
         print(f"  {line}", file=report)

@@ -8,12 +8,17 @@ import sys
 from pathlib import Path
 
 from netdsl.atomic import write_bytes
+from netdsl.cli.common import add_command
 from netdsl.errors import Diagnostic, Sources, SpecError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    fmt = sub.add_parser("fmt", help="format specs canonically, in place")
-    fmt.add_argument("files", nargs="+", metavar="SPEC")
+    fmt = add_command(sub, "fmt", summary="format specs canonically, in place",
+                      description="Rewrite each spec in the canonical layout (comments kept), printing "
+                                  "`reformatted FILE` for each file it changed.",
+                      examples=["netdsl fmt specs/lightning_mlp.net",
+                                "netdsl fmt --check specs/*.net      # exit 1 when a file would change (CI)"])
+    fmt.add_argument("files", nargs="+", metavar="SPEC", help="the .net spec files to format")
     fmt.add_argument("--check", action="store_true", help="only report files that would change (exit 1)")
     fmt.add_argument("--diff", action="store_true", help="print a diff instead of writing")
     fmt.set_defaults(run=run)

@@ -7,15 +7,19 @@ import sys
 from typing import Any
 
 from netdsl import registry
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC
+from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_command
 from netdsl.errors import did_you_mean
 from netdsl.semantics.values import describe_value
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    layers = sub.add_parser("layers", help="list what a spec may name (layers, activations, ...)")
-    layers.add_argument("name", nargs="?", metavar="NAME")
-    layers.add_argument("--kind", choices=registry.KINDS)
+    layers = add_command(sub, "layers", summary="list what a spec may name (layers, activations, ...)",
+                         description="List the layers and activations a spec may name, with their parameters; "
+                                     "NAME shows one entry in full.",
+                         examples=["netdsl layers", "netdsl layers conv2d", "netdsl layers --kind optimizer"])
+    layers.add_argument("name", nargs="?", metavar="NAME", help="one entry to show in full (default: list them all)")
+    layers.add_argument("--kind", choices=registry.KINDS,
+                        help="list this kind of entry (default: layers and activations)")
     layers.set_defaults(run=run)
 
 
@@ -30,14 +34,30 @@ def run(args: argparse.Namespace) -> int:
             print(f"netdsl: unknown name '{args.name}'" + (f"; {hint}" if hint else ""), file=sys.stderr)
             return EXIT_SPEC
         for entry in entries:
+            if args.name != entry.name:
+                print(f"{args.name}: another name for {entry.name}")
             print(_describe_entry(entry))
         return EXIT_OK
     for kind in kinds:
-        print(f"{kind}s:")
+        print(f"{_HEADINGS[kind]}:")
         for name in registry.names(kind):
             entry = registry.lookup(kind, name)
-            print(f"  {_signature(entry):<60} {entry.description}")
+            short = _short_names(entry)
+            print(f"  {_signature(entry)}" + (f"  also: {', '.join(short)}" if short else ""))
+            print(f"      {entry.description}")
     return EXIT_OK
+
+
+_HEADINGS = {
+    "layer": "layers", "activation": "activations", "initializer": "initializers", "regularizer": "regularizers",
+    "constraint": "constraints", "optimizer": "optimizers", "loss": "losses", "metric": "metrics",
+    "schedule": "learning-rate schedules", "callback": "callbacks",
+}
+
+
+def _short_names(entry: Any) -> list[str]:
+    """The other snake_case names of an entry (`batch_norm`, `mse`); Keras' class names are left out."""
+    return [a for a in entry.aliases if a == a.lower()]
 
 
 def _signature(entry: Any) -> str:
@@ -54,6 +74,8 @@ def _signature(entry: Any) -> str:
 
 def _describe_entry(entry: Any) -> str:
     lines = [f"{entry.name} ({entry.kind}, {entry.source}): {entry.description}"]
+    if entry.aliases:
+        lines.append(f"  also written: {', '.join(entry.aliases)}")
     for p in entry.params:
         default = "required" if p.default is registry.REQUIRED else f"default {describe_value(p.default)}"
         where = "positional or keyword" if p.positional else "keyword"

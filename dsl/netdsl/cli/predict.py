@@ -10,27 +10,36 @@ from __future__ import annotations
 
 import argparse
 
+from netdsl.cli.common import add_alias, add_command
 from netdsl.cli.evaluate import add_trained_model_arguments, set_up
-from netdsl.training.errors import TrainingError
+from netdsl.training.errors import TrainingError, UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    cmd = sub.add_parser("predict", help="a trained model's outputs on data, as .npz")
+    cmd = add_command(sub, "predict", summary="a trained model's outputs on data, as .npz",
+                      description="Write a trained model's outputs on the data's inputs as an .npz file, one "
+                                  "array per output, keyed by the output's name.",
+                      examples=["netdsl predict runs/lightning_mlp-1 --data digits.npz -o preds.npz"])
     add_trained_model_arguments(cmd)
-    cmd.add_argument("-o", "--output", required=True, metavar="PREDS.npz")
+    # Required, checked in `run`: argparse's own check would refuse the old spelling --output.
+    cmd.add_argument("-o", "--out", metavar="PREDS.npz", help="the .npz file to write (required)")
+    add_alias(cmd, "--output", dest="out")
     cmd.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.out:
+        raise UsageError("the following arguments are required: -o/--out PREDS.npz")
     targets, scope = set_up(args)
-    from netdsl.training.inference import predict, write_predictions
+    from netdsl.api import predict
+    from netdsl.training.inference import write_predictions
 
     with scope():
-        predictions = predict(args.trained, args.data, args.batch_size, targets)
+        predictions = predict(args.trained, data=args.data, batch_size=args.batch_size, targets=targets)
     try:
-        target = write_predictions(predictions, args.output)
+        target = write_predictions(predictions, args.out)
     except OSError as exc:
-        raise TrainingError(f"cannot write: {exc.strerror or exc}", file=args.output) from None
+        raise TrainingError(f"cannot write: {exc.strerror or exc}", file=args.out) from None
     shapes = ", ".join(f"{name} {tuple(array.shape)}" for name, array in predictions.items())
     print(f"wrote {target} ({shapes})")
     return 0

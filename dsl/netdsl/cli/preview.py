@@ -7,19 +7,36 @@ import shutil
 import sys
 import threading
 
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC, EXIT_USAGE, add_include, add_plugin, load_plugins
+from netdsl.cli.common import (
+    EXIT_OK,
+    EXIT_SPEC,
+    EXIT_USAGE,
+    add_command,
+    add_define,
+    add_include,
+    add_model,
+    add_plugin,
+    add_spec,
+    load_plugins,
+)
 from netdsl.diagram.render import INSTALL_HINT
 from netdsl.preview import PreviewServer
+from netdsl.semantics.defines import parse_defines
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    preview = sub.add_parser("preview", help="a live diagram of a spec in the browser, redrawn on every save")
-    preview.add_argument("spec", metavar="SPEC")
-    preview.add_argument("--model", metavar="NAME", help="the model to draw (default: the spec's first)")
-    preview.add_argument("--port", type=int, default=8765, metavar="P", help="0: any free port (default 8765)")
+    preview = add_command(sub, "preview", summary="a live diagram of a spec in the browser, redrawn on every save",
+                          description="Serve the spec's diagram and diagnostics on http://127.0.0.1:P/, redrawn "
+                                      "each time the spec (or a file it imports) is saved, until Ctrl-C.",
+                          examples=["netdsl preview specs/resnet50.net --depth 1",
+                                    "netdsl preview my.net --port 0        # any free port"])
+    add_spec(preview)
+    add_model(preview, "the spec's first")
+    preview.add_argument("--port", type=int, default=8765, metavar="P", help="the port to serve on; 0: any free one")
     preview.add_argument("--depth", type=int, default=None, metavar="N", help="fold blocks nested deeper than N")
     add_plugin(preview)
     add_include(preview)
+    add_define(preview)
     preview.set_defaults(run=run)
 
 
@@ -40,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_SPEC
     load_plugins(args.plugin, args.spec)
     try:
-        server = PreviewServer(args.spec, args.model, port=args.port, include=args.include, depth=args.depth)
+        defines = parse_defines(args.define, args.spec)
+        server = PreviewServer(args.spec, args.model, port=args.port, include=args.include, depth=args.depth,
+                               defines=defines)
     except OSError as exc:
         print(f"netdsl preview: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}; "
               "pick another port with --port, or --port 0 for any free one", file=sys.stderr)

@@ -7,29 +7,54 @@ import os
 import sys
 from pathlib import Path
 
-from netdsl.cli.common import add_include, add_plugin, load_plugins
+from netdsl import pipeline
+from netdsl.cli.common import (
+    add_alias,
+    add_command,
+    add_define,
+    add_include,
+    add_model,
+    add_plugin,
+    add_spec,
+    load_plugins,
+    load_spec,
+)
 from netdsl.diagram import FORMATS
 from netdsl.errors import Diagnostic, RenderError, SpecError
-from netdsl.syntax.loader import load_file, pick_models
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    render = sub.add_parser("render", help="draw a model as a Graphviz diagram")
-    render.add_argument("spec", metavar="SPEC")
-    render.add_argument("-o", "--output", metavar="FILE|DIR")
-    render.add_argument("--model", metavar="NAME")
-    render.add_argument("--format", choices=FORMATS, default=None)
-    render.add_argument("--depth", type=int, default=None, metavar="N")
-    render.add_argument("--no-shapes", action="store_true", help="topology only: no TensorFlow")
-    render.add_argument("--expand-repeats", action="store_true", help="draw every copy of a step repeated * N")
+    render = add_command(sub, "render", summary="draw a model as a Graphviz diagram",
+                         description="Draw every model of the spec (or --model) as <model>.svg in the current "
+                                     "folder, or where -o says, with each layer's output shape and parameters "
+                                     "(TensorFlow only where the pure-Python inference is unsure).",
+                         examples=["netdsl render specs/resnet50.net --depth 1 -o resnet50.png",
+                                   "netdsl render specs/siamese.net --no-shapes --image-format dot -o diagrams/"])
+    add_spec(render)
+    render.add_argument("-o", "--out", metavar="FILE|DIR",
+                        help="the file (its suffix gives the image format) or folder/ to write "
+                             "(default: <model>.svg in the current folder)")
+    add_alias(render, "--output", dest="out")
+    add_model(render)
+    render.add_argument("--image-format", choices=FORMATS, default=None,
+                        help="svg, png, pdf or dot (default: -o's suffix, else svg)")
+    add_alias(render, "--format", dest="image_format", choices=FORMATS)
+    render.add_argument("--depth", type=int, default=None, metavar="N",
+                        help="fold block instances nested deeper than N into one box (0: every block; "
+                             "default: none folded)")
+    render.add_argument("--no-shapes", action="store_true", help="topology only, without shapes: no TensorFlow")
+    render.add_argument("--no-collapse", dest="collapse_repeats", action="store_false",
+                        help="draw every copy of a step repeated * N (default: one box marked xN)")
+    add_alias(render, "--expand-repeats", dest="collapse_repeats", action="store_false")
     add_plugin(render)
     add_include(render)
+    add_define(render)
     render.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """`netdsl render SPEC [-o FILE|DIR] [--model NAME] [--format F] [--depth N] [--no-shapes]
-    [--expand-repeats]`.
+    """`netdsl render SPEC [-o FILE|DIR] [--model NAME] [--image-format F] [--depth N] [--no-shapes]
+    [--no-collapse]`.
 
     Writes `<model>.<fmt>` (in the current folder, or in DIR) for every model
     of the spec, or the one `--model` names; `-o FILE` names the file of a
@@ -37,27 +62,26 @@ def run(args: argparse.Namespace) -> int:
     `SpecError`. Exit status 0; 1 when `dot` is missing or fails (the `.dot`
     source is written instead, with a one-line hint); 2 for a bad option.
     """
-    from netdsl.api import model_graphs
-    from netdsl.diagram.render import render_graph, write_diagram  # graphviz: only when drawing
+    from netdsl.diagram.render import write_diagram  # graphviz: only when drawing
 
     depth = args.depth
     if depth is not None and depth < 0:
         print(f"netdsl render: --depth must be 0 or more, received {depth}", file=sys.stderr)
         return 2
-    program = load_file(args.spec, args.include)
-    names = pick_models(program, args.model)
+    program = load_spec(args.spec, args)
+    names = pipeline.pick_models(program, args.model)
     try:
-        fmt, bases = _outputs(args.output, args.format, names)
+        fmt, bases = _outputs(args.out, args.image_format, names)
     except ValueError as exc:
         print(f"netdsl render: {exc}", file=sys.stderr)
         return 2
     shapes = not args.no_shapes
     load_plugins(args.plugin, program.root)
     # The CLI's stderr is for diagnostics, not TensorFlow's start-up notices (when it is needed at all).
-    graphs = model_graphs(program, names, shapes, mute_tensorflow=True)
+    graphs = pipeline.model_graphs(program, names, shapes, mute_tensorflow=True)
     status = 0
     for name in names:
-        digraph = render_graph(graphs[name], shapes=shapes, depth=depth, collapse_repeats=not args.expand_repeats)
+        digraph = pipeline.draw(graphs[name], shapes=shapes, depth=depth, collapse_repeats=args.collapse_repeats)
         try:
             path = write_diagram(digraph, bases[name], fmt)
         except RenderError as exc:
@@ -67,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise SpecError(Diagnostic.for_file(program.root, f"cannot write the diagram of '{name}': "
                                                               f"{exc.strerror or exc}")) from None
-        print(path)
+        print(f"wrote {path}")
     return status
 
 
@@ -84,9 +108,9 @@ def _outputs(output: str | None, fmt: str | None, names: list[str]) -> tuple[str
     if suffix == "gv":
         suffix = "dot"
     if suffix and suffix not in FORMATS:
-        raise ValueError(f"cannot tell the format of '{output}' (use .svg, .png, .pdf or .dot, or --format)")
+        raise ValueError(f"cannot tell the format of '{output}' (use .svg, .png, .pdf or .dot, or --image-format)")
     if fmt and suffix and suffix != fmt:
-        raise ValueError(f"the output '{output}' ends in .{suffix} but --format is {fmt}")
+        raise ValueError(f"the output '{output}' ends in .{suffix} but --image-format is {fmt}")
     if len(names) > 1:
         raise ValueError(f"the spec has {len(names)} models ({', '.join(names)}) and -o names one file; "
                          "pick one with --model, or give a folder: -o DIR/")

@@ -28,35 +28,61 @@ from pathlib import Path
 from typing import Any
 
 from netdsl.cli import scaling
-from netdsl.cli.common import EXIT_STOPPED, add_include, add_plugin, load_plugins
+from netdsl.cli.common import (
+    EXIT_STOPPED,
+    add_alias,
+    add_command,
+    add_define,
+    add_include,
+    add_model,
+    add_plugin,
+    add_spec,
+    load_plugins,
+)
+from netdsl.semantics.defines import parse_defines
 from netdsl.training.errors import UsageError
 from netdsl.training.settings import PROGRESS, DataRequest, TrainRequest, parse_split, resolve
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    train = sub.add_parser("train", help="train a spec's model on data; one run folder per run")
-    train.add_argument("spec", metavar="SPEC")
-    train.add_argument("--model", metavar="NAME")
+    train = add_command(sub, "train", summary="train a spec's model on data; one run folder per run",
+                        description="Train one model of the spec on data found by its input and output names "
+                                    "(.npz, CSV, TFRecord, an image folder), in a new run folder "
+                                    "OUT/<model>-N/ (models, history, report, curves); resumable.",
+                        examples=["netdsl train specs/lightning_mlp.net --data digits.npz --epochs 3 --seed 0",
+                                  "netdsl train my.net --train train.csv --val val.csv --targets probs=label",
+                                  "netdsl train specs/lightning_mlp.net --data digits.npz --resume auto"])
+    add_spec(train)
+    add_model(train, "the spec's only model")
     source = train.add_mutually_exclusive_group()
     source.add_argument("--data", metavar="SRC", help="one source (.npz, .csv, .tfrecord, image folder), "
                                                      "split by --split")
     source.add_argument("--train", metavar="SRC", help="the training source (with --val, --test)")
     train.add_argument("--split", metavar="A,B[,C]",
-                       help="train,validation[,test] fractions of --data (default 0.8,0.1,0.1)")
-    train.add_argument("--val", metavar="SRC")
-    train.add_argument("--test", metavar="SRC")
+                       help="train,validation[,test] fractions of --data (default: 0.8,0.1,0.1)")
+    train.add_argument("--val", metavar="SRC", help="the validation source (with --train)")
+    train.add_argument("--test", metavar="SRC", help="the test source, scored once at the end (with --train)")
     add_targets(train)
-    train.add_argument("--epochs", type=int, metavar="N")
-    train.add_argument("--batch-size", type=int, metavar="N")
-    train.add_argument("--seed", type=int, metavar="S")
-    train.add_argument("-o", "--output", default="runs", metavar="DIR", help="where run folders go (runs/)")
-    train.add_argument("--resume", metavar="auto|RUN_DIR")
-    train.add_argument("--progress", choices=PROGRESS, default="auto")
+    train.add_argument("--epochs", type=int, metavar="N", help="epochs to train (default: the spec's, else 1)")
+    train.add_argument("--batch-size", type=int, metavar="N",
+                       help="samples per step (default: the spec's, else 32)")
+    train.add_argument("--seed", type=int, metavar="S",
+                       help="the seed of weights, split and shuffling: the same seed, the same run "
+                            "(default: a random one, recorded in the run folder)")
+    train.add_argument("-o", "--out", default="runs", metavar="DIR", help="the folder run folders go into")
+    add_alias(train, "--output", dest="out")
+    train.add_argument("--resume", metavar="auto|RUN_DIR",
+                       help="continue a stopped run: RUN_DIR, or auto for the newest unfinished run of the "
+                            "model in OUT (default: a new run)")
+    train.add_argument("--progress", choices=PROGRESS, default="auto",
+                       help="on stderr: bar (redrawn), line (one per epoch), none, or auto (a bar on a "
+                            "terminal, else lines)")
     train.add_argument("--tensorboard", action="store_true", help="TensorBoard logs in the run folder")
     scaling.add_device_flags(train)
     scaling.add_job_flags(train)
     add_plugin(train)
     add_include(train)
+    add_define(train)
     train.set_defaults(run=run)
 
 
@@ -102,8 +128,9 @@ def _request(args: argparse.Namespace, process_id: int) -> TrainRequest:
                        split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets))
     progress = args.progress if process_id == 0 else "none"
     return TrainRequest(spec=args.spec, model=args.model, data=data, epochs=args.epochs,
-                        batch_size=args.batch_size, seed=args.seed, out=args.output, resume=args.resume,
-                        progress=progress, tensorboard=args.tensorboard, include=args.include)
+                        batch_size=args.batch_size, seed=args.seed, out=args.out, resume=args.resume,
+                        progress=progress, tensorboard=args.tensorboard, include=args.include,
+                        defines=parse_defines(args.define, args.spec))
 
 
 def _checked(args: argparse.Namespace, process_id: int) -> Any:

@@ -45,7 +45,7 @@ from netdsl.atomic import write_bytes
 from netdsl.diagram import FORMATS
 from netdsl.diagram.dot import to_digraph
 from netdsl.diagram.view import build_view
-from netdsl.errors import DotFailed, DotNotFound
+from netdsl.errors import DotFailed, DotNotFound, RenderError
 from netdsl.semantics.graph import Graph
 
 INSTALL_HINT = ("install Graphviz to get images (apt-get install graphviz, brew install graphviz, "
@@ -93,20 +93,31 @@ def write_diagram(graph: graphviz.Digraph | Graph, path_without_suffix: str | os
         write_bytes(target, source)
         return target
     try:
-        data = graph.pipe(format=fmt, quiet=True)
-    except graphviz.ExecutableNotFound:
+        data = pipe_image(graph, fmt)
+    except RenderError as exc:
         dot_path = Path(f"{base}.dot")
         write_bytes(dot_path, source)
-        raise DotNotFound(f"Graphviz's 'dot' program was not found, so {target.name} was not made; wrote "
-                          f"{dot_path} instead; {INSTALL_HINT}", dot_path) from None
-    except graphviz.CalledProcessError as exc:
-        dot_path = Path(f"{base}.dot")
-        write_bytes(dot_path, source)
-        detail = _first_line(exc.stderr) or f"exit status {exc.returncode}"
-        raise DotFailed(f"Graphviz's 'dot' failed on this diagram ({detail}); wrote {dot_path} instead",
-                        dot_path) from None
+        if isinstance(exc, DotNotFound):
+            raise DotNotFound(f"{exc}, so {target.name} was not made; wrote {dot_path} instead; {INSTALL_HINT}",
+                              dot_path) from None
+        raise DotFailed(f"{exc}; wrote {dot_path} instead", dot_path) from None
     write_bytes(target, data)
     return target
+
+
+def pipe_image(digraph: graphviz.Digraph, fmt: str) -> bytes:
+    """The diagram drawn by Graphviz's `dot` as `fmt` (svg, png, pdf) bytes.
+
+    `DotNotFound` ("Graphviz's 'dot' program was not found") when `dot` is
+    missing, `DotFailed` ("Graphviz's 'dot' failed on this diagram (why)")
+    when it fails; their `.path` is None (nothing was written)."""
+    try:
+        return digraph.pipe(format=fmt, quiet=True)
+    except graphviz.ExecutableNotFound:
+        raise DotNotFound("Graphviz's 'dot' program was not found", None) from None
+    except graphviz.CalledProcessError as exc:
+        detail = _first_line(exc.stderr) or f"exit status {exc.returncode}"
+        raise DotFailed(f"Graphviz's 'dot' failed on this diagram ({detail})", None) from None
 
 
 def _first_line(data: Any) -> str:

@@ -47,6 +47,7 @@ KEYWORD_TOKENS = {
 DECLARED_NAME = {
     "model": Name.Class, "block": Name.Class, "layer": Name.Class,
     "activation": Name.Function, "weight": Name.Variable, "shared": Name.Variable,
+    "sweep": Name.Class,  # the model a sweep searches
 }
 
 _ESCAPE = re.compile(r"\\[^\n]|[^\\]+")

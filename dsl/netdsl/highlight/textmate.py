@@ -35,6 +35,7 @@ DECLARED_SCOPES = {
     "model": "entity.name.type.model.netdsl", "block": "entity.name.type.block.netdsl",
     "layer": "entity.name.type.layer.netdsl", "activation": "entity.name.function.activation.netdsl",
     "weight": "variable.other.weight.netdsl", "shared": "variable.other.shared.netdsl",
+    "sweep": "entity.name.type.model.netdsl",  # the model a sweep searches
 }
 OPERATOR_SCOPES = {
     "->": "keyword.operator.arrow.netdsl", "=": "keyword.operator.assignment.netdsl",

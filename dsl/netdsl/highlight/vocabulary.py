@@ -31,7 +31,7 @@ PUNCTUATION = frozenset("()[]{},:.;")
 KEYWORD_ROLES = {
     "import": "namespace", "as": "statement",
     "let": "declaration", "model": "declaration", "block": "declaration",
-    "activation": "declaration", "layer": "declaration",
+    "activation": "declaration", "layer": "declaration", "sweep": "declaration",
     "input": "statement", "output": "statement", "weight": "statement",
     "shared": "statement", "train": "statement",
     "if": "control", "else": "control",

@@ -15,12 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from netdsl import pipeline
 from netdsl.errors import Diagnostic, SpecError
 from netdsl.lsp.facts import GraphFacts
 from netdsl.lsp.names import NameIndex, build_index
-from netdsl.semantics.analysis import Analysis, analyze
+from netdsl.semantics.analysis import Analysis
 from netdsl.semantics.estimates import fill_estimates
-from netdsl.syntax.loader import Overlay, Program, load_text
+from netdsl.syntax.loader import Overlay, Program
 from netdsl.syntax.parser import MAX_FILE_BYTES, decode_source
 
 BOM = "\ufeff"
@@ -87,15 +88,16 @@ def _check_text(text: str, version: int, display: str, real: Path, overlay: Over
     source = text[1:] if text.startswith(BOM) else text  # read_source drops it too
     try:
         _refuse_like_read_source(source, display, real)
-        program = load_text(source, display, list(include), real=real, overlay=overlay)
     except SpecError as exc:
         snapshot.diagnostics = exc.diagnostics
     else:
-        _still(wanted)
-        snapshot.program = program
-        snapshot.analysis = analyze(program)
-        snapshot.diagnostics = snapshot.analysis.diagnostics
-        snapshot.files = {real_of(name, display, real) for name in program.files}
+        checked = pipeline.check(text=source, filename=display, include=include, real=real, overlay=overlay,
+                                 loaded=lambda: _still(wanted))
+        snapshot.diagnostics = checked.diagnostics
+        if checked.program is not None and checked.analysis is not None:  # read and checked
+            snapshot.program = checked.program
+            snapshot.analysis = checked.analysis
+            snapshot.files = {real_of(name, display, real) for name in checked.program.files}
     if source is not text:  # columns of line 1 count the mark the editor still shows
         snapshot.diagnostics = [_shift_first_line(d, display) for d in snapshot.diagnostics]
     snapshot.seconds = time.perf_counter() - start

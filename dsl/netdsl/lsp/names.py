@@ -156,10 +156,23 @@ class _Walker:
                 if decl.alias:
                     self._define(Symbol("alias", self.path, None, decl.alias), decl, 2)
                 continue
+            if isinstance(decl, ir.SweepDecl):
+                self._sweep(decl)
+                continue
             symbol = Symbol("decl", self.path, None, decl.name)
             self.index.decls.setdefault(symbol, decl)
             self._define(symbol, decl, 1)
             self._decl(decl, [])
+
+    def _sweep(self, decl: ir.SweepDecl) -> None:
+        """A sweep's model and the constants it searches are uses of their declarations; so are
+        the constants its values name."""
+        for node, nth, name in [(decl, 1, decl.name), *((item, 0, item.name) for item in decl.items)]:
+            span = self._name_span(node, nth, name)
+            if span is not None:
+                self._name(name, span, [])
+        for item in decl.items:
+            self._expr(item.value, [])
 
     def _decl(self, decl: Any, stack: list[dict[str, Symbol]]) -> None:
         owner = decl.name if not stack else f"{_owner(stack)}.{decl.name}"

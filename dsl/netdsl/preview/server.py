@@ -50,8 +50,9 @@ class PreviewServer:
     """`netdsl preview`: watch a spec, serve its page. `start()` returns the URL; `close()` ends everything."""
 
     def __init__(self, spec: str, model: str | None = None, *, port: int = 0, include: list = (),
-                 depth: int | None = None, interval: float = 0.1):
+                 depth: int | None = None, interval: float = 0.1, defines: dict | None = None):
         self.spec, self.model, self.include, self.depth = spec, model, list(include), depth
+        self.defines = dict(defines or {})  # -D overrides, applied to every snapshot
         self.hub = Hub(self._rebuild(None))
         self.watcher = Watcher(self.hub, self._rebuild, interval)
         self.static = {path: (resources.files(__package__).joinpath("static", name).read_bytes(), kind)
@@ -83,7 +84,8 @@ class PreviewServer:
 
     def _rebuild(self, previous: Snapshot | None) -> Snapshot:
         try:
-            return make_snapshot(self.spec, self.model, previous, include=self.include, depth=self.depth)
+            return make_snapshot(self.spec, self.model, previous, include=self.include, depth=self.depth,
+                                 defines=self.defines)
         except Exception as exc:  # a bug: shown on the page as one line, the last diagram kept
             from dataclasses import replace
 

@@ -14,17 +14,14 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-import graphviz
-
+from netdsl import pipeline
 from netdsl.diagram.dot import shape_text, to_digraph
-from netdsl.diagram.render import INSTALL_HINT
+from netdsl.diagram.render import INSTALL_HINT, pipe_image
 from netdsl.diagram.view import Item, View, build_view
-from netdsl.errors import Diagnostic, Sources, SpecError, render_all
-from netdsl.semantics.analysis import analyze
+from netdsl.errors import Diagnostic, DotNotFound, RenderError, Sources, SpecError, render_all
 from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph
 from netdsl.semantics.values import describe_value
-from netdsl.syntax.loader import load_file
 
 __all__ = ["Snapshot", "make_snapshot", "diagnostics_text"]
 
@@ -59,44 +56,34 @@ def diagnostics_text(diagnostics: list[Diagnostic], sources: Sources | None) -> 
 
 
 def make_snapshot(spec: str, model: str | None, previous: Snapshot | None, *, include: list = (),
-                  depth: int | None = None) -> Snapshot:
+                  depth: int | None = None, defines: dict | None = None) -> Snapshot:
     """Check `spec` and draw `model` (default: the spec's first model) unless it has errors."""
     version = previous.version + 1 if previous is not None else 1
-    old_files = previous.files if previous is not None else [spec]
-    try:
-        program = load_file(spec, list(include))
-    except SpecError as exc:
-        files = list(dict.fromkeys([*old_files, *(d.file for d in exc.diagnostics)]))
-        return _broken(previous, version, spec, exc.diagnostics, exc.sources, files)
-    files = list(program.files)
-    analysis = analyze(program)
-    sources = program.sources()
+    checked = pipeline.check(pipeline.TypedPath(spec), include=include, defines=defines)
+    if checked.program is None:
+        files = list(dict.fromkeys([*(previous.files if previous is not None else [spec]), *checked.files]))
+        return _broken(previous, version, spec, checked.diagnostics, checked.sources, files)
+    program, analysis, files = checked.program, checked.analysis, checked.files
     models = program.model_names
-    diagnostics = analysis.diagnostics
-    if not analysis.errors:  # with errors, exactly what `netdsl check` prints; else why nothing is drawn
-        problem = _model_problem(spec, model, models)
-        diagnostics = diagnostics + ([problem] if problem else [])
-    if any(d.severity == "error" for d in diagnostics):
-        return _broken(previous, version, spec, diagnostics, sources, files, models)
-    name = model or models[0]
+    diagnostics = checked.diagnostics
+    name = None
+    if not checked.errors:  # with errors, exactly what `netdsl check` prints; else why nothing is drawn
+        try:
+            name = pipeline.pick_model_or_first(program, model)
+        except SpecError as exc:
+            diagnostics = diagnostics + exc.diagnostics
+    if name is None or analysis is None:
+        return _broken(previous, version, spec, diagnostics, checked.sources, files, models)
     graph = analysis.graphs[name]
     certain = fill_estimates(graph)
     view = build_view(graph, depth=depth)
     try:
         svg = _svg(view)
-    except _DotError as exc:
-        failed = Diagnostic.for_file(spec, str(exc))
-        return _broken(previous, version, spec, diagnostics + [failed], sources, files, models)
-    return Snapshot(version, spec, name, models, diagnostics_text(diagnostics, sources), 0, svg,
+    except RenderError as exc:
+        failed = Diagnostic.for_file(spec, _why_not_drawn(exc))
+        return _broken(previous, version, spec, diagnostics + [failed], checked.sources, files, models)
+    return Snapshot(version, spec, name, models, diagnostics_text(diagnostics, checked.sources), 0, svg,
                     node_details(graph, view), stale=False, certain=certain, files=files)
-
-
-def _model_problem(spec: str, model: str | None, models: list[str]) -> Diagnostic | None:
-    if not models:
-        return Diagnostic.for_file(spec, "the spec declares no model")
-    if model is not None and model not in models:
-        return Diagnostic.for_file(spec, f"no model named '{model}'", f"models: {', '.join(models)}")
-    return None
 
 
 def _broken(previous: Snapshot | None, version: int, spec: str, diagnostics: list[Diagnostic],
@@ -109,24 +96,17 @@ def _broken(previous: Snapshot | None, version: int, spec: str, diagnostics: lis
                    errors=errors, stale=previous.svg is not None, files=files)
 
 
-class _DotError(Exception):
-    pass
+def _why_not_drawn(exc: RenderError) -> str:
+    if isinstance(exc, DotNotFound):
+        return f"{exc}, so the diagram cannot be drawn; {INSTALL_HINT}"
+    return str(exc)
 
 
 def _svg(view: View) -> str:
     digraph = to_digraph(view, shapes=True)
     for item in view.items:  # SVG ids the page finds the layers by (DOT names them n<k>, b<k>, out<k>)
         digraph.node(item.key, id=f"node-{item.key}")
-    try:
-        data = digraph.pipe(format="svg", quiet=True)
-    except graphviz.ExecutableNotFound:
-        raise _DotError(f"Graphviz's 'dot' program was not found, so the diagram cannot be drawn; "
-                        f"{INSTALL_HINT}") from None
-    except graphviz.CalledProcessError as exc:
-        detail = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()
-        raise _DotError(f"Graphviz's 'dot' failed on this diagram ({detail[0] if detail else exc.returncode})"
-                        ) from None
-    text = data.decode("utf-8")
+    text = pipe_image(digraph, "svg").decode("utf-8")
     return text[text.find("<svg"):]  # the element alone: no XML prolog or doctype inside the page
 
 

@@ -18,6 +18,7 @@ from netdsl.semantics.graph import Graph
 from netdsl.semantics.scope import Env, build_scopes
 from netdsl.semantics.shapes import ShapeBackend
 from netdsl.semantics.steps import Backend
+from netdsl.semantics.sweep_space import SweepSpace, check_metric, check_sweeps
 from netdsl.semantics.train_checks import TrainChecker
 from netdsl.semantics.values import UNKNOWN
 from netdsl.syntax import ir
@@ -38,6 +39,8 @@ class Analysis:
     declaration_diagnostics: list[Diagnostic] = field(default_factory=list)
     # A budget of netdsl.limits was spent: the check stopped there (its graphs are partial).
     exhausted: bool = False
+    # The root file's `sweep` sections, checked: {model: SweepSpace}.
+    sweeps: dict[str, SweepSpace] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -94,6 +97,27 @@ def _expand_all(program: Program, backend: Backend | None, models: list[str] | N
             graph = expander.expand_model(decl, root)
             expander.models.setdefault(decl.name, graph)
             analysis.graphs[decl.name] = graph
+    if declarations:
+        analysis.sweeps = check_sweeps(root, expander.consts, diagnostics)
+        _check_sweep_metrics(program, analysis, diagnostics)
+
+
+def _check_sweep_metrics(program: Program, analysis: Analysis, diagnostics: list[Diagnostic]) -> None:
+    """Each sweep's objective against what its model's runs report (a model expanded without errors)."""
+    for decl in program.root_file.decls:
+        if not isinstance(decl, ir.SweepDecl) or decl.name not in analysis.graphs:
+            continue
+        space = analysis.sweeps.get(decl.name)
+        graph = analysis.graphs[decl.name]
+        if space is None or space.span is not decl.span or space.metric is None:
+            continue
+        if graph.train is None or graph.train.loss is None:
+            diagnostics.append(Diagnostic.at(decl.span, f"model '{decl.name}' has no train section with a loss; "
+                                             "a sweep trains it"))
+            continue
+        problem = check_metric(space, decl, graph.train, [name for name, _ in graph.outputs])
+        if problem is not None:
+            diagnostics.append(problem)
 
 
 def _check_declarations(scope: Any, expander: Expander) -> None:
@@ -118,5 +142,4 @@ def _check_declarations(scope: Any, expander: Expander) -> None:
             elif isinstance(decl, ir.LayerDecl):
                 expander.declared.check_layer(decl, scope)
         except Fail as exc:
-            if exc.diagnostic is not None:
-                expander.diagnostics.append(exc.diagnostic)
+            expander.diagnostics.extend(exc.all_diagnostics())

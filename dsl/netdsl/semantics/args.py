@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from netdsl import registry
-from netdsl.errors import Fail, Span, did_you_mean
+from netdsl.errors import Fail, Span, did_you_mean, habit_hint, parameter_hint
+from netdsl.semantics.arg_rules import check_ranges
 from netdsl.semantics.consts import arity
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_number, type_name
 
@@ -38,6 +39,19 @@ _KIND_WORDS = {
     "activation": "activation", "initializer": "initializer", "regularizer": "regularizer",
     "constraint": "constraint", "layer": "layer", "schedule": "learning-rate schedule",
     "optimizer": "optimizer", "loss": "loss", "metric": "metric", "callback": "callback",
+}
+
+# Registry names left out on purpose: (kind, name) -> (why, what to use instead).
+_WRITES_FILES = "callbacks that write files are not offered (a spec cannot choose paths to write)"
+_KEEPS_BEST = "netdsl train keeps the best epoch itself: RUN_DIR/best.keras (and model.keras, checkpoint.npz)"
+REFUSED = {
+    ("callback", "model_checkpoint"): (_WRITES_FILES, _KEEPS_BEST),
+    ("callback", "ModelCheckpoint"): (_WRITES_FILES, _KEEPS_BEST),
+    ("callback", "tensor_board"): (_WRITES_FILES, "netdsl train --tensorboard writes TensorBoard logs into the "
+                                                  "run folder, history.csv and curves.svg always"),
+    ("callback", "csv_logger"): (_WRITES_FILES, "netdsl train writes history.csv into the run folder"),
+    ("callback", "backup_and_restore"): (_WRITES_FILES, "netdsl train --resume auto continues an interrupted run"),
+    ("callback", "lambda_callback"): ("it runs Python code", None),
 }
 
 # Looks up a spec-declared activation by Sym (a callback from the expander).
@@ -75,20 +89,32 @@ class Arguments:
                              f"received {len(args)}", f"its positional parameters: {names}")
         bound: dict[str, Any] = {}
         spans: dict[str, Any] = {}
+        fails: list[Fail] = []  # every independent error of the call, reported together
         for param, (value, value_span) in zip(positional, args):
             bound[param.name], spans[param.name] = value, value_span
         for name, value, value_span in kwargs:
             if name not in params:
-                raise Fail(value_span, f"unknown parameter '{name}' for '{entry.name}'",
-                           did_you_mean(name, params) or _param_list(entry))
-            if name in bound:
-                raise Fail(value_span, f"parameter '{name}' of '{entry.name}' is given twice")
-            bound[name], spans[name] = value, value_span
+                fails.append(Fail(value_span, f"unknown parameter '{name}' for '{entry.name}'",
+                                  parameter_hint(name, params) or _param_list(entry)))
+            elif name in bound:
+                fails.append(Fail(value_span, f"parameter '{name}' of '{entry.name}' is given twice"))
+            else:
+                bound[name], spans[name] = value, value_span
         for name in required:
             if name not in bound:
-                raise Fail(span, f"'{entry.name}' is missing the required parameter '{name}'",
-                           _param_list(entry))
-        return {name: self.check(params[name], value, spans[name], entry.name) for name, value in bound.items()}
+                fails.append(Fail(span, f"'{entry.name}' is missing the required parameter '{name}'",
+                                  _param_list(entry)))
+        checked: dict[str, Any] = {}
+        for name, value in bound.items():
+            try:
+                checked[name] = self.check(params[name], value, spans[name], entry.name)
+            except Fail as exc:
+                fails.append(exc)
+        if not fails:
+            fails = check_ranges(entry, checked, spans, span)
+        if fails:
+            raise Fail.of(fails)
+        return checked
 
     def check(self, param: registry.Param, value: Any, span: Span, owner: str) -> Any:
         """The value if it fits the parameter's type (names resolved), else a Fail."""
@@ -107,7 +133,12 @@ class Arguments:
             return float(value) if kind == "float" and _is_int(value) else value
         if isinstance(value, (Sym, SymCall)):
             sym = value.sym if isinstance(value, SymCall) else value
-            raise Fail(span, f"unknown name '{sym.name}'")
+            raise Fail(span, f"unknown name '{sym.name}'", habit_hint(sym.name) or _quote_hint(sym.name, param))
+        if kind == "str" and isinstance(value, str) and param.choices:
+            choices = ", ".join(f'"{c}"' for c in param.choices)
+            near = did_you_mean(value, param.choices)
+            raise Fail(span, f"parameter '{param.name}' of '{owner}' is one of {choices}, received "
+                             f"{describe_value(value)}", near.replace("'", '"') if near else None)
         raise Fail(span, f"parameter '{param.name}' of '{owner}' expects {_TYPE_WORDS.get(kind, kind)}, "
                          f"received {type_name(value)} {describe_value(value)}",
                    _choices_hint(param))
@@ -127,13 +158,22 @@ class Arguments:
                 if entry is not None:
                     return self._registry_object(entry, value, span)
         words = " or ".join(_KIND_WORDS[k] for k in kinds) if len(kinds) <= 2 else "name"
+        refused = REFUSED.get((kinds[0], sym.name)) if sym.namespace is None else None
+        if refused is not None:
+            raise Fail(sym.span, f"unknown {words} '{sym.name}': {refused[0]}", refused[1])
         pool = [key for kind in kinds for key in registry.all_keys(kind)]
-        raise Fail(sym.span, f"unknown {words} '{_spelled(sym)}'", did_you_mean(sym.name, pool))
+        hint = habit_hint(sym.name) if sym.namespace is None else None
+        if hint is None and "loss" in kinds and _folded(sym.name) in _CROSS_ENTROPIES:
+            hint = ("which one depends on the labels: sparse_categorical_crossentropy for class ids, "
+                    "categorical_crossentropy for one-hot rows, binary_crossentropy for 0/1 "
+                    "(add from_logits=true when the output has no softmax or sigmoid)")
+        raise Fail(sym.span, f"unknown {words} '{_spelled(sym)}'", hint or did_you_mean(sym.name, pool))
 
     def _registry_object(self, entry: registry.Entry, value: Sym | SymCall, span: Span) -> Resolved:
         if isinstance(value, SymCall):
             args = [(a, value.span) for a in value.args]
-            kwargs = [(k, v, value.span) for k, v in value.kwargs]
+            spans = value.kwarg_spans or (value.span,) * len(value.kwargs)
+            kwargs = [(k, v, at) for (k, v), at in zip(value.kwargs, spans)]
             checked = self.bind(entry, args, kwargs, value.span)
         else:
             checked = self.bind(entry, [], [], value.span)
@@ -147,6 +187,14 @@ class Arguments:
         return Resolved("declared_activation", decl.name, tuple(sorted(bound.items())), decl=decl, span=span)
 
 
+# PyTorch's and other libraries' names of a cross-entropy loss, folded (`CrossEntropyLoss`, `cross_entropy`).
+_CROSS_ENTROPIES = {"crossentropy", "crossentropyloss", "nllloss", "nll", "ce", "celoss", "softmaxcrossentropy"}
+
+
+def _folded(name: str) -> str:
+    return name.lower().replace("_", "")
+
+
 def _spelled(sym: Sym) -> str:
     return f"{sym.namespace}.{sym.name}" if sym.namespace else sym.name
 
@@ -155,6 +203,13 @@ def _param_list(entry: registry.Entry) -> str:
     names = [p.name for p in entry.params if p.name not in ("name", "dtype", "trainable")]
     shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
     return f"'{entry.name}' takes: {shown}" if names else f"'{entry.name}' takes no parameters"
+
+
+def _quote_hint(name: str, param: registry.Param) -> str | None:
+    """`padding=same`: the string the parameter takes, quoted."""
+    if param.choices and name.lower() in {c.lower() for c in param.choices}:
+        return f'a string is quoted: {param.name}="{name}"'
+    return None
 
 
 def _choices_hint(param: registry.Param) -> str | None:

@@ -380,7 +380,7 @@ class Consts:
             return self.call_closure(func, args, dict(kwargs), e)
         if isinstance(func, str):
             return self._builtin(func, args, kwargs, e)
-        return SymCall(func, tuple(args), tuple(kwargs), e.span)
+        return SymCall(func, tuple(args), tuple(kwargs), e.span, tuple(k.span for k in e.kwargs))
 
     def _callee(self, func: Any, env: Env) -> Any:
         """A let function, a builtin's name, or the Sym of a registry object."""
@@ -523,5 +523,7 @@ def _const_hint(expr: Any) -> str | None:
 
 
 def _unknown_name_message(value: Any) -> tuple[str, str | None]:
+    from netdsl.errors import habit_hint
+
     sym = value.sym if isinstance(value, SymCall) else value
-    return f"unknown name '{sym.name}'", None
+    return f"unknown name '{sym.name}'", habit_hint(sym.name)

@@ -64,6 +64,7 @@ class Expander(Steps):
         self._current_binding: str | None = None
         self._current_scope: FileScope | None = None
         self._output_names: list[Any] = [None, 0, set()]  # see _is_output
+        self.block_alone: set[tuple] = set()  # the errors each block gives checked on its own
 
     # ============================================================ entry points
     def budget_for_text(self, size: int) -> None:
@@ -99,15 +100,29 @@ class Expander(Steps):
         full there (where its size counts)."""
         graph = Graph(f"<block {decl.name}>", decl.span)
         outer, self.build = self.build, BuildState(graph, set(), repeat_once=True)
+        found_before = len(self.diagnostics)
         try:
             inputs = [self._emit_input(name, (UNKNOWN,), "float32", span) for name, span in block_inputs(decl)]
             params = {p.name: UNKNOWN for p in decl.params}
             self._expand_block_body(decl, scope, params, inputs, decl.span)
         except Fail as exc:
-            if exc.diagnostic is not None:
-                self.diagnostics.append(exc.diagnostic)
+            self.diagnostics.extend(exc.all_diagnostics())
         finally:
             self.build = outer
+            self.block_alone.update(_key(d) for d in self.diagnostics[found_before:])
+
+    def _in_block_use(self, found: list[Diagnostic]) -> list[Diagnostic]:
+        """Errors inside a block's body, each naming the use it came from (`res(32)`
+        fails where `res(16)` did not). One the block gives on its own, whatever its
+        arguments, was reported once at the body: it is not repeated per use."""
+        cluster = self.build.graph.clusters.get(self.build.path) if self.build.path else None
+        if cluster is None or self.build.repeat_once:  # no use: a block checked on its own
+            return found
+        args = ", ".join(f"{k}={describe_value(v)}" for k, v in cluster.args.items())
+        where = f"{cluster.span.file}:{cluster.span.line}:{cluster.span.col}"
+        use = f" (in {'.'.join(cluster.path)} = {cluster.block}({args}) at {where})"
+        return [d if _key(d) in self.block_alone else d.model_copy(update={"message": d.message + use})
+                for d in found]
 
     # ============================================================ statements
     def _run(self, body: list[Any], env: Env, where: str) -> None:
@@ -120,8 +135,9 @@ class Expander(Steps):
                     self.charge_step(stmt.span)
                     self._stmt(stmt, env, where)
                 except Fail as exc:
-                    if exc.diagnostic is not None:
-                        self.diagnostics.append(exc.diagnostic)
+                    found = exc.all_diagnostics()
+                    if found:
+                        self.diagnostics.extend(self._in_block_use(found))
                         self.charge_failure(stmt.span)
                     for name in _targets(stmt):
                         env.vars[name] = POISON
@@ -167,8 +183,7 @@ class Expander(Steps):
                     dtype = self._input_dtype(item)
                     env.vars[item.name] = self._emit_input(item.name, shape, dtype, item.span)
                 except Fail as exc:
-                    if exc.diagnostic is not None:
-                        self.diagnostics.append(exc.diagnostic)
+                    self.diagnostics.extend(exc.all_diagnostics())
                     env.vars[item.name] = POISON
         if not seen:
             self.error(_name_span(decl, "model"), f"model '{decl.name}' has no input",
@@ -188,7 +203,7 @@ class Expander(Steps):
                 continue
             if not isinstance(dim, int) or isinstance(dim, bool) or not 0 < dim <= MAX_DIM:
                 raise Fail(item.shape.span, f"input dimensions must be positive integers or none, "
-                                            f"received {describe_value(shape)}")
+                                            f"received {describe_value(shape)}", _input_shape_hint(shape))
         return shape
 
     def _input_dtype(self, item: ir.InputItem) -> str:
@@ -233,8 +248,7 @@ class Expander(Steps):
                     raise Fail(item.span, f"'{item.name}' is already an output")
                 self.build.outputs.append((item.name, tensor))
             except Fail as exc:
-                if exc.diagnostic is not None:
-                    self.diagnostics.append(exc.diagnostic)
+                self.diagnostics.extend(self._in_block_use(exc.all_diagnostics()))
                 if item.name and not self._is_output(item.name):
                     self.build.outputs.append((item.name, POISON))  # keeps the outputs' count right
 
@@ -312,7 +326,11 @@ class Expander(Steps):
             tensors = self._tensors(expr.items[0], env, final=None)
             steps = expr.items[1:]
             for i, step in enumerate(steps):
-                tensors = self._apply(step, tensors, env, final if i == len(steps) - 1 else None)
+                try:
+                    tensors = self._apply(step, tensors, env, final if i == len(steps) - 1 else None)
+                except Fail as exc:
+                    exc.more = exc.more + tuple(self._check_rest(steps[i + 1:], env))
+                    raise
             return tensors
         if isinstance(expr, ir.BinOp) and expr.op == "+":
             terms = _sum_terms(expr)
@@ -323,7 +341,10 @@ class Expander(Steps):
                     raise Fail(term.span, f"'+' adds single tensors; this side is {len(got)} tensors")
                 inputs.extend(got)
             add = cast(registry.Entry, registry.lookup("layer", "add"))
-            return self._emit_registry(add, "add", {}, inputs, expr.span, final)
+            try:
+                return self._emit_registry(add, "add", {}, inputs, expr.span, final)
+            except Fail as exc:
+                raise _add_mismatch(terms, inputs, expr.span) or exc from None
         if isinstance(expr, ir.BinOp) and expr.op in ("-", "*", "/", "@", "//", "%", "**"):
             merge = {"-": "subtract", "*": "multiply"}.get(expr.op)
             raise Fail(expr.span, f"'{expr.op}' does not apply to tensors; only '+' does",
@@ -442,6 +463,55 @@ class Expander(Steps):
 
     def error(self, span: Span, message: str, hint: str | None = None) -> None:
         self.diagnostics.append(Diagnostic.at(span, message, hint))
+
+
+def _input_shape_hint(shape: tuple) -> str | None:
+    """`(None, 784)`: Python's None, and most likely the batch axis, which an input shape leaves out."""
+    if not any(isinstance(d, Sym) and d.name == "None" for d in shape):
+        return None
+    rest = shape[1:]
+    if isinstance(shape[0], Sym) and rest and all(isinstance(d, int) for d in rest):
+        return f"an input shape leaves out the batch axis: write {describe_value(rest)}"
+    return "names are lowercase in a spec: write none"
+
+
+def _add_mismatch(terms: list, inputs: list[Tensor], span: Span) -> Fail | None:
+    """`y + x` of two shapes that do not add: both named with their shapes, and the usual
+    fix (a projection of the odd one out to the first's channels), or None if the shapes add."""
+    shapes = [t.shape for t in inputs]
+    if not all(isinstance(s, tuple) for s in shapes):
+        return None
+    first = shapes[0]
+    odd = next((i for i, s in enumerate(shapes) if not _adds(first, s)), None)
+    if odd is None:
+        return None
+    named = [f"{_term_text(term)} {describe_value(shape)}" for term, shape in zip(terms, shapes)]
+    message = f"cannot add {', '.join(named[:-1])} and {named[-1]}: '+' needs one shape"
+    hint = None
+    channels, rank = first[-1] if first else None, len(first)
+    if len(shapes[odd]) == rank and isinstance(channels, int) and first[:-1] == shapes[odd][:-1]:
+        projection = {1: f"dense({channels})", 2: f"conv1d({channels}, 1)", 3: f"conv2d({channels}, 1)",
+                      4: f"conv3d({channels}, 1)"}.get(rank)
+        if projection:
+            name = _term_text(terms[odd])
+            start = name if isinstance(terms[odd], ir.Name) else "..."
+            hint = f"project {name} to {channels} channels first: {start} -> {projection}"
+    elif len(shapes[odd]) == rank and rank >= 2 and first[-1] == shapes[odd][-1]:
+        hint = "the sizes differ: downsample both paths alike (the same strides or pooling)"
+    return Fail(span, message, hint)
+
+
+def _adds(a: tuple, b: tuple) -> bool:
+    """Whether Keras' Add takes shapes `a` and `b` (a size of 1 or an unknown one broadcasts)."""
+    return len(a) == len(b) and all(x is None or y is None or x == y or 1 in (x, y) for x, y in zip(a, b))
+
+
+def _term_text(term: Any) -> str:
+    return term.id if isinstance(term, ir.Name) else "a term"
+
+
+def _key(d: Diagnostic) -> tuple:
+    return d.file, d.line, d.col, d.message
 
 
 def _visible_names(env: Env) -> Any:

@@ -41,7 +41,7 @@ def build_scopes(
     scopes = {path: FileScope(file) for path, file in files.items()}
     for scope in scopes.values():
         for decl in scope.file.decls:
-            if isinstance(decl, ir.Import):
+            if isinstance(decl, (ir.Import, ir.SweepDecl)):  # a sweep names its model; it declares nothing
                 continue
             earlier = scope.own.get(decl.name)
             if earlier is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from netdsl import registry
-from netdsl.errors import Exhausted, Fail, Span, did_you_mean
+from netdsl.errors import Diagnostic, Exhausted, Fail, Span, did_you_mean
 from netdsl.limits import FAILED_STATEMENT_STEPS, MAX_BLOCK_DEPTH, MAX_LAYERS, MAX_PARAMS, MAX_REPEAT
 from netdsl.semantics.consts import TensorValue, bind_plain, dotted_name, is_default
 from netdsl.semantics.graph import Cluster, Graph, Node, TensorRef
@@ -158,6 +158,36 @@ class Steps:
             return self._apply(expr.then if cond else expr.orelse, inputs, env, final)
         resolved = self._resolve_step(expr, env)
         return self._apply_step(resolved, inputs, final)
+
+    def _check_rest(self, exprs: list, env: Env) -> list[Diagnostic]:
+        """The steps after a failed one, with no tensor to apply them to: their names and
+        arguments checked all the same, so one run reports every independent error of a
+        flow (`x -> maxpool2d(2) -> flaten`), and nothing that follows from the first."""
+        found: list[Diagnostic] = []
+        for expr in exprs:
+            if isinstance(expr, ir.Flow):
+                found += self._check_rest(expr.items, env)
+            elif isinstance(expr, ir.BinOp) and expr.op == "*":
+                found += self._check_rest([expr.left], env)
+            elif isinstance(expr, ir.IfExp):
+                found += self._check_rest([expr.then, expr.orelse], env)
+            else:
+                try:
+                    self._check_step_arguments(self._resolve_step(expr, env))
+                except Fail as exc:
+                    found += exc.all_diagnostics()
+        return found
+
+    def _check_step_arguments(self, step: Step) -> None:
+        """A resolved step's arguments checked as `_apply_step` would, without inputs."""
+        if step.kind == "layer_or_activation":
+            layer, activation = step.entry
+            step.entry = layer if step.args or step.kwargs else activation
+        if step.kind in ("layer", "activation", "layer_or_activation"):
+            self.arguments.bind(step.entry, step.args, step.kwargs, step.span)
+        elif step.kind == "block":
+            bind_plain(step.entry.name, "block", step.entry.params, [v for v, _ in step.args],
+                       {k: v for k, v, _ in step.kwargs}, step.span)
 
     def _repeat(self, expr: ir.BinOp, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
         count = self.consts.fold(expr.right, env)
@@ -407,12 +437,15 @@ class Steps:
             env.vars[name] = tensor
         saved_outputs, self.build.outputs = self.build.outputs, []
         self.block_stack.append(key)
+        errors_before = len(self.diagnostics)
         try:
             self._run(decl.body, env, where="block")
             outputs = [t for _, t in self.build.outputs]
         finally:
             self.block_stack.pop()
             self.build.outputs = saved_outputs
+        if not outputs and len(self.diagnostics) > errors_before:
+            raise _Poisoned()  # its output failed, and said why: "no output" would only repeat it
         if not outputs:
             raise Fail(span, f"block '{decl.name}' has no output")
         return outputs
@@ -498,7 +531,11 @@ class Steps:
         shared = tuple(n for n, v in env.bindings() if isinstance(v, SharedInstance))
         key = (name, env.scope.path, shared)  # the same misspelling in every pass of a repeat
         if key not in self.step_hints:
-            self.step_hints[key] = did_you_mean(name, _step_names(env))
+            same = registry.suggest(name, ("layer", "activation"))  # `maxpool2d`: the guide's `max_pool2d`
+            if same is not None and _folded(same) == _folded(name):
+                self.step_hints[key] = f"did you mean '{same}'?"
+            else:
+                self.step_hints[key] = did_you_mean(name, _step_names(env))
         return self.step_hints[key]
 
 
@@ -509,6 +546,10 @@ def _step_names(env: Env) -> Any:
     steps = (ir.BlockDecl, ir.LayerDecl, ir.ActivationDecl, ir.ModelDecl)
     yield from (n for n in env.scope.names() if isinstance((env.scope.find(n) or (None,))[0], steps))
     yield from (n for n, v in env.bindings() if isinstance(v, SharedInstance))
+
+
+def _folded(name: str) -> str:
+    return name.lower().replace("_", "")
 
 
 def _over_steps(span: Span, limit: int) -> Exhausted:

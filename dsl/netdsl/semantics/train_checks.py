@@ -49,8 +49,7 @@ class TrainChecker:
                 value = expander.consts.fold(item.value, env)
                 self._setting(spec, item, value, expander, outputs)
             except Fail as exc:
-                if exc.diagnostic is not None:
-                    expander.diagnostics.append(exc.diagnostic)
+                expander.diagnostics.extend(exc.all_diagnostics())
         if spec.loss is None and spec.optimizer is not None and "loss" not in seen:
             expander.error(stmt.span, "the train section sets an optimizer but no loss",
                             "add one: loss = sparse_categorical_crossentropy")

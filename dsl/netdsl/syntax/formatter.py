@@ -49,7 +49,7 @@ LINE_LENGTH = 88
 INDENT = "  "
 _FAR_RIGHT = 40  # continuation lines align under the first `->` unless it is further right than this
 
-_COMPOUND = (ir.ModelDecl, ir.BlockDecl, ir.LayerDecl)
+_COMPOUND = (ir.ModelDecl, ir.BlockDecl, ir.LayerDecl, ir.SweepDecl)
 
 
 def format_text(text: str, filename: str = "<string>") -> str:
@@ -211,6 +211,9 @@ class _Printer(ExprPrinter):
         elif isinstance(node, ir.ModelDecl):
             brace = self.find(self.past_name(node, "model", node.name), "{")
             self.body("", f"model {node.name}", start, brace, node.body, end - 1, end, bound, blank)
+        elif isinstance(node, ir.SweepDecl):
+            brace = self.find(self.past_name(node, "sweep", node.name), "{")
+            self.body("", f"sweep {node.name}", start, brace, node.items, end - 1, end, bound, blank)
         elif isinstance(node, (ir.BlockDecl, ir.LayerDecl)):
             keyword = "block" if isinstance(node, ir.BlockDecl) else "layer"
             if node.params:

@@ -267,8 +267,16 @@ class LayerDecl(Node):
     body: list[Stmt]
 
 
+class SweepDecl(Node):
+    """`sweep MODEL { NAME = ... }`: the search space and settings of `netdsl sweep` for one model."""
+
+    kind: Literal["sweep"] = "sweep"
+    name: str  # the model searched
+    items: list[Kwarg]
+
+
 Decl = Annotated[
-    Import | Let | LetFunc | ModelDecl | BlockDecl | ActivationDecl | LayerDecl,
+    Import | Let | LetFunc | ModelDecl | BlockDecl | ActivationDecl | LayerDecl | SweepDecl,
     Field(discriminator="kind"),
 ]
 

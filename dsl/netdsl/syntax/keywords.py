@@ -12,7 +12,7 @@ from __future__ import annotations
 __all__ = ["DECLARATION_KEYWORDS", "STATEMENT_KEYWORDS", "OPERATOR_KEYWORDS", "CONSTANT_KEYWORDS", "KEYWORDS",
            "SOFT_KEYWORDS"]
 
-DECLARATION_KEYWORDS = ("import", "let", "model", "block", "activation", "layer")
+DECLARATION_KEYWORDS = ("import", "let", "model", "block", "activation", "layer", "sweep")
 """Each starts a top-level declaration (a `*_decl` rule of the grammar)."""
 
 STATEMENT_KEYWORDS = ("input", "output", "weight", "shared", "train")
@@ -26,5 +26,5 @@ CONSTANT_KEYWORDS = ("true", "false", "none")
 KEYWORDS: tuple[str, ...] = DECLARATION_KEYWORDS + STATEMENT_KEYWORDS + OPERATOR_KEYWORDS + CONSTANT_KEYWORDS
 """Every keyword, in the order above (completion lists show them so); none can name a registry entry."""
 
-SOFT_KEYWORDS = frozenset(("activation", "layer", "weight", "shared", "train", "model", "block"))
+SOFT_KEYWORDS = frozenset(("activation", "layer", "weight", "shared", "train", "model", "block", "sweep"))
 """Keywords the grammar also accepts as a name where no statement can start (`soft_keyword`), e.g. `x.model`."""

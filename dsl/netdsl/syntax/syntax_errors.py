@@ -191,6 +191,9 @@ def describe_syntax_error(failure: SyntaxFailure, text: str, display: str, first
 
     if before is not None and before.type == "ARROW":
         return Diagnostic.at(span, f"expected a step after '->', found {found}")
+    if tok.type == "EQUAL" and "ARROW" in expected and _char_after(tok, text, first_line) == ">":
+        return Diagnostic.at(Span.at(display, tok.line, tok.column, 2), "unexpected '=>'",
+                             "did you mean '->'? (a flow's arrow)")
     if open_bracket is not None and _CLOSING_TEXT[open_bracket.type] and (
         tok.type in ("_NL", "$END", "RBRACE") or (tok.line != open_bracket.line and tok.type not in _CLOSING_TYPES)
     ):
@@ -214,8 +217,19 @@ def describe_syntax_error(failure: SyntaxFailure, text: str, display: str, first
         return Diagnostic.at(span, f"unexpected {found}; expected end of statement",
                              "put one statement per line, or separate them with ';'")
     if "RBRACE" in expected and tok.type == "$END":
-        return Diagnostic.at(span, "missing '}' at end of file")
+        opened = f"the '{{' at line {open_bracket.line}, column {open_bracket.column} is never closed" \
+            if open_bracket is not None and open_bracket.type == "LBRACE" else None
+        return Diagnostic.at(span, "missing '}' at end of file", opened)
     return Diagnostic.at(span, f"unexpected {found}; expected {_describe_expected(expected)}")
+
+
+def _char_after(tok: _Tok, text: str, first_line: int) -> str:
+    """The character just after a one-character token, from the text."""
+    lines = text.splitlines()
+    index = tok.line - first_line
+    if not 0 <= index < len(lines):
+        return ""
+    return lines[index][tok.column:tok.column + 1]
 
 
 def _describe_expected(expected: set[str]) -> str:

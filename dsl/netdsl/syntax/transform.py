@@ -39,6 +39,7 @@ _model = maker(ir.ModelDecl, "span", "name", "body")
 _block = maker(ir.BlockDecl, "span", "name", "params", "body")
 _activation = maker(ir.ActivationDecl, "span", "name", "params", "body")
 _layer = maker(ir.LayerDecl, "span", "name", "params", "body")
+_sweep = maker(ir.SweepDecl, "span", "name", "items")
 _input = maker(ir.Input, "span", "items")
 _input_item = maker(ir.InputItem, "span", "name", "shape", "dtype")
 _output = maker(ir.Output, "span", "items")
@@ -154,6 +155,9 @@ class IRBuilder:
     def layer_decl(self, c: Children, pos: Position) -> Any:
         name, params, body = c
         return _layer(self._span(pos), name[1], params.items, body.items)
+
+    def sweep_decl(self, c: Children, pos: Position) -> Any:
+        return _sweep(self._span(pos), c[0][1], _nodes(c[1:]))
 
     def body(self, c: Children, pos: Position) -> Any:
         return Part(_nodes(c), pos)

@@ -15,11 +15,22 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from netdsl.training.data_check import (
+    NUMERIC_KINDS,
+    as_mapping,
+    check_input_header,
+    check_target_header,
+    check_zip,
+    describe_dtype,
+    find_key,
+    key_for,
+)
 from netdsl.training.errors import DataError
 from netdsl.training.pipeline import EpochOrder, finish, index_batches, model_structure
-from netdsl.training.signature import Signature, TensorSpec, shape_text
+from netdsl.training.signature import Signature, TensorSpec
 
-NUMERIC_KINDS = "biuf"
+__all__ = ["NUMERIC_KINDS", "ArraySource", "check_input", "check_target", "describe_dtype", "from_mapping",
+           "from_memory", "from_npz"]
 
 
 class ArraySource:
@@ -65,13 +76,7 @@ class ArraySource:
 
 
 def from_npz(path: str, signature: Signature, need_targets: bool) -> ArraySource:
-    try:
-        with open(path, "rb") as fh:
-            zipped = fh.read(4) == b"PK\x03\x04"
-    except OSError as exc:
-        raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
-    if not zipped:
-        raise DataError("not an .npz archive (np.savez writes one: a zip of named arrays)", file=path)
+    check_zip(path)
     try:
         archive = np.load(path, allow_pickle=False)  # never unpickles: an .npz cannot run code
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
@@ -82,25 +87,18 @@ def from_npz(path: str, signature: Signature, need_targets: bool) -> ArraySource
 
 def from_memory(data: Any, signature: Signature, need_targets: bool, origin: str = "<arrays>") -> ArraySource:
     """Arrays given to the library: {name: array}, (x, y), or x alone."""
-    if isinstance(data, dict):
-        mapping = dict(data)
-    elif isinstance(data, (tuple, list)) and len(data) == 2:
-        mapping = {"x": data[0], "y": data[1]}
-    elif isinstance(data, (tuple, list)) and len(data) == 1:
-        mapping = {"x": data[0]}
-    else:
-        mapping = {"x": data}
-    return from_mapping(origin, signature, {k: np.asarray(v) for k, v in mapping.items()}, need_targets)
+    return from_mapping(origin, signature, as_mapping(data), need_targets)
 
 
 def from_mapping(origin: str, signature: Signature, mapping: Any, need_targets: bool) -> ArraySource:
     keys = sorted(mapping.keys())
-    inputs = {spec.name: check_input(origin, spec, mapping[_key(origin, spec, "input", "x", keys, signature)])
+    inputs = {spec.name: check_input(origin, spec, mapping[key_for(origin, spec, "input", "x", keys, signature)])
               for spec in signature.inputs}
     targets = None
-    wanted = [(spec, _find(spec, "y", keys, signature)) for spec in signature.outputs]
+    wanted = [(spec, find_key(spec, "y", keys, signature)) for spec in signature.outputs]
     if need_targets or all(key is not None for _, key in wanted):
-        targets = {spec.name: check_target(origin, spec, mapping[_key(origin, spec, "output", "y", keys, signature)])
+        targets = {spec.name: check_target(origin, spec,
+                                           mapping[key_for(origin, spec, "output", "y", keys, signature)])
                    for spec in signature.outputs}
     return ArraySource(origin, signature, inputs, targets)
 
@@ -126,60 +124,23 @@ class _LazyArchive:
             raise DataError(f"array '{key}' cannot be read ({_reason(exc)})", file=self._path) from None
 
 
-def _find(spec: TensorSpec, alias: str, keys: list[str], signature: Signature) -> str | None:
-    if spec.name in keys:
-        return spec.name
-    if signature.single and alias in keys:
-        return alias
-    return None
-
-
-def _key(origin: str, spec: TensorSpec, role: str, alias: str, keys: list[str], signature: Signature) -> str:
-    key = _find(spec, alias, keys, signature)
-    if key is None:
-        also = f" (or '{alias}')" if signature.single else ""
-        found = ", ".join(keys) if keys else "none"
-        raise DataError(f"no array for {role} '{spec.name}'{also}; keys found: {found}", file=origin)
-    return key
-
-
 # ------------------------------------------------------------------ checks
 
 
 def check_input(origin: str, spec: TensorSpec, array: np.ndarray) -> np.ndarray:
     """The array as the input's dtype, or a DataError naming input, expected and found."""
     array = np.asarray(array)
-    if array.dtype.kind not in NUMERIC_KINDS:
-        raise DataError(f"input '{spec.name}' expects {spec.dtype} numbers, found {describe_dtype(array.dtype)}",
-                        file=origin)
-    if spec.is_integer and array.dtype.kind == "f":
-        raise DataError(f"input '{spec.name}' expects {spec.dtype} integers, found {array.dtype}", file=origin)
-    expected = (None, *spec.shape)
-    if array.ndim != len(expected) or any(e is not None and e != f for e, f in zip(expected, array.shape)):
-        raise DataError(f"input '{spec.name}' expects shape {shape_text(('N', *spec.shape))}, "
-                        f"found {shape_text(array.shape)}", file=origin)
+    check_input_header(origin, spec, array.shape, array.dtype)
     return array.astype(spec.dtype, copy=False)
 
 
 def check_target(origin: str, spec: TensorSpec, array: np.ndarray) -> np.ndarray:
     """Targets: numbers with a sample axis (floats become float32, integers stay integers)."""
     array = np.asarray(array)
-    if array.dtype.kind not in NUMERIC_KINDS:
-        raise DataError(f"output '{spec.name}' expects numbers as targets, found {describe_dtype(array.dtype)}",
-                        file=origin)
-    if array.ndim == 0:
-        raise DataError(f"output '{spec.name}' expects one target per sample, found a single value", file=origin)
+    check_target_header(origin, spec, array.shape, array.dtype)
     if array.dtype.kind in "bf":
         return array.astype("float32", copy=False)
     return array
-
-
-def describe_dtype(dtype: np.dtype) -> str:
-    if dtype.kind in "US":
-        return f"text ({dtype})"
-    if dtype.kind == "O":
-        return "Python objects"
-    return str(dtype)
 
 
 def _common_length(origin: str, arrays: dict[str, np.ndarray]) -> int:

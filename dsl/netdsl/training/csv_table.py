@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from netdsl.training.arrays import ArraySource, check_input, check_target
+from netdsl.training.data_check import is_number, target_columns
 from netdsl.training.errors import DataError
 from netdsl.training.signature import Signature
 
@@ -33,13 +34,13 @@ def from_csv(path: str, signature: Signature, targets: dict[str, str], need_targ
     header = _fields(lines[0]) if lines and lines[0].strip() else None
     if header is None:
         raise DataError("empty file; a CSV file starts with a header line naming its columns", file=path)
-    target_cols = _target_columns(path, signature, header, targets, need_targets)
+    target_cols = target_columns(path, signature, header, targets, need_targets)
     first = next(((i, line) for i, line in enumerate(lines[1:], 2) if line.strip()), None)
     if first is None:
         raise DataError("no rows after the header", file=path)
     first_cells = _fields(first[1])
     skipped = [c for c in range(len(header)) if c not in target_cols.values()
-               and (c >= len(first_cells) or not _is_number(first_cells[c]))]
+               and (c >= len(first_cells) or not is_number(first_cells[c]))]
     feature_cols = [c for c in range(len(header)) if c not in target_cols.values() and c not in skipped]
     used = feature_cols + sorted(target_cols.values())
     table = _parse(path, text, lines, header, used)
@@ -75,25 +76,6 @@ def _read_text(path: str) -> str:
         raise DataError("not UTF-8 text", file=path, line=line) from None
 
 
-def _target_columns(path: str, signature: Signature, header: list[str], targets: dict[str, str],
-                    need_targets: bool) -> dict[str, int]:
-    """{output name: column index} for the outputs whose column is present."""
-    for name in targets:
-        if name not in signature.output_names:
-            raise DataError(f"--targets names '{name}', which is not an output of the model "
-                            f"(outputs: {', '.join(signature.output_names)})")
-    columns = {}
-    for name in signature.output_names:
-        column = targets.get(name, name)
-        if column in header:
-            columns[name] = header.index(column)
-        elif need_targets:
-            how = f"--targets {name}=COLUMN" if name not in targets else f"another column in --targets {name}=..."
-            raise DataError(f"no column '{column}' for output '{name}'; columns: {', '.join(header)}",
-                            file=path, line=1, col=1, hint=f"name one with {how}")
-    return columns
-
-
 def _parse(path: str, text: str, lines: list[str], header: list[str], used: list[int]) -> np.ndarray:
     """The used columns as a float64 table (rows, len(used))."""
     try:
@@ -127,7 +109,7 @@ def _locate_bad_cell(path: str, lines: list[str], header: list[str], used: list[
         if short_rows_only:
             continue
         for c in used:
-            if not _is_number(cells[c]):
+            if not is_number(cells[c]):
                 shown = cells[c].strip()
                 what = "an empty cell" if not shown else repr(shown)
                 raise DataError(f"{what} is not a number (column '{header[c]}')", file=path, line=number,
@@ -149,14 +131,6 @@ def _column_of(line: str, index: int) -> int:
         elif ch == "," and not quoted:
             field += 1
     return len(line) + 1
-
-
-def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
 
 
 def _output(signature: Signature, name: str) -> Any:

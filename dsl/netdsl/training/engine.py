@@ -37,7 +37,7 @@ from netdsl.training.pipeline import EpochOrder
 from netdsl.training.progress import progress_callback
 from netdsl.training.report import RunWriter, loss_first
 from netdsl.training.runs import RunFolder
-from netdsl.training.settings import TrainConfig
+from netdsl.training.settings import TrainConfig, json_defines
 from netdsl.training.signals import Stopped, StopSignals
 from netdsl.training.signature import Signature
 
@@ -87,7 +87,11 @@ class Run:
 
 def run_training(config: TrainConfig, placement: Placement | None = None) -> Run:
     placement = placement or Placement()
-    folder = config.resume_from or (RunFolder.create(config.out, config.model) if placement.writes else None)
+    if config.resume_from is not None or not placement.writes:
+        folder = config.resume_from
+    else:
+        folder = RunFolder.at(config.run_dir) if config.run_dir is not None else RunFolder.create(config.out,
+                                                                                                 config.model)
     lock = folder.locked() if folder is not None and placement.writes else contextlib.nullcontext()
     with lock, StopSignals() as signals:
         return Session(config, folder, placement, signals).run()
@@ -125,7 +129,7 @@ class Session:
             self._test()
             with self.signals.critical(closing=True):
                 self.writer.model(self.model, "model.keras")
-                return self._close("stopped_early" if stopped_early else "finished")
+                return self._close(self._early_status() if stopped_early else "finished")
         except Stopped as stop:
             with self.signals.critical(closing=True):
                 return self._close("stopped", f"{stop} received; resume with --resume")
@@ -187,6 +191,11 @@ class Session:
                   epochs=config.epochs, initial_epoch=min(first, config.epochs), callbacks=callbacks, verbose=0,
                   shuffle=False)  # the pipeline shuffles, by seed and epoch
         return bool(model.stop_training) and self.state["epoch"] < config.epochs
+
+    def _early_status(self) -> str:
+        """`stopped_early`, or the status of the callback that stopped the run (a sweep's `pruned`)."""
+        return next((cb.stopped_as for cb in self.config.callbacks if getattr(cb, "stopped_as", None)),
+                    "stopped_early")
 
     def _test(self) -> None:
         if self.plan.test is not None:
@@ -252,6 +261,8 @@ class Session:
         return {
             "spec": {"path": config.spec_path, "sha256": config.spec_sha256, "model": config.model},
             "settings": config.settings(),
+            "defines": json_defines(config.defines),
+            **config.extra,
             "data": config.data.describe(),
             "samples": self.plan.sizes() if self.plan is not None else None,
             "compile": compile_config,

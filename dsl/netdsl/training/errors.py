@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from netdsl import errors
 from netdsl.errors import NetdslError
 
 
@@ -58,7 +59,7 @@ class RunError(TrainingError):
     """A run folder that cannot be created, found, locked or resumed."""
 
 
-class UsageError(TrainingError):
+class UsageError(TrainingError, errors.UsageError):
     """A flag that cannot work (a missing optional package, a malformed --split); exit 2."""
 
     exit_code = 2

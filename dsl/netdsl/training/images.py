@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from netdsl.training.data_check import check_image_folder
 from netdsl.training.errors import DataError
 from netdsl.training.pipeline import EpochOrder, finish, index_batches, model_structure
 from netdsl.training.signature import Signature
@@ -28,16 +29,8 @@ class ImageFolderSource:
 
     def __init__(self, folder: str, signature: Signature, need_targets: bool):
         self.origin, self.signature = folder, signature
-        spec = signature.inputs[0] if len(signature.inputs) == 1 else None
-        if spec is None or len(spec.shape) not in (2, 3) or None in spec.shape[:2] \
-                or (len(spec.shape) == 3 and spec.shape[2] not in (1, 3, 4)):
-            what = (f"input '{spec.name}' has shape {spec.shape_text()}" if spec is not None
-                    else f"this model has {len(signature.inputs)} inputs")
-            raise DataError("an image folder feeds one image input of shape (height, width) or "
-                            f"(height, width, channels) with 1, 3 or 4 channels; {what}", file=folder)
-        if need_targets and len(signature.outputs) != 1:
-            raise DataError(f"an image folder labels one output; this model has {len(signature.outputs)} "
-                            f"({', '.join(signature.output_names)})", file=folder)
+        check_image_folder(folder, signature, need_targets)
+        spec = signature.inputs[0]
         self.classes, paths, labels = _listing(folder)
         out = signature.outputs[0] if signature.outputs else None
         units = out.shape[-1] if out is not None and out.shape else None

@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 
 from netdsl.atomic import write_bytes
-from netdsl.training.data import open_source
-from netdsl.training.errors import RunError, TrainingError
+from netdsl.training.data import open_source, split_rows
+from netdsl.training.errors import RunError, TrainingError, UsageError
 from netdsl.training.report import loss_first
 from netdsl.training.runs import CONFIG, RunFolder
+from netdsl.training.settings import DEFAULT_SPLIT, saved_data
 from netdsl.training.signature import Signature
 
 DEFAULT_BATCH = 32
@@ -54,14 +55,52 @@ def load_trained(where: Any) -> tuple[Any, int]:
         raise RunError(f"cannot load the model ({text[0] if text else type(exc).__name__})", file=str(path)) from None
 
 
-def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None) -> dict[str, float]:
+def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None,
+             split: str = "test") -> dict[str, float]:
+    """`data=None` with a run folder: the run's own `split` ("test", "val" or "train") of its data,
+    cut as training cut it (the same sources, fractions and seed, from its config.json)."""
+    if data is None and split not in SPLITS:
+        raise UsageError(f"split takes one of {', '.join(SPLITS)}; received {split!r}")
     model, batch = load_trained(where)
     if not model.compiled or model.loss is None:
         raise TrainingError("the model has no loss to evaluate (its spec has no train section)",
                             file=str(where) if isinstance(where, (str, os.PathLike)) else None)
-    source = open_source(data, Signature.of(model), targets)
-    logs = model.evaluate(source.dataset(np.arange(source.n), batch_size or batch), return_dict=True, verbose=0)
+    if data is None:
+        source, rows = run_split(where, Signature.of(model), split)
+    else:
+        source = open_source(data, Signature.of(model), targets)
+        rows = np.arange(source.n)
+    logs = model.evaluate(source.dataset(rows, batch_size or batch), return_dict=True, verbose=0)
     return {k: float(logs[k]) for k in loss_first(list(logs))}
+
+
+SPLITS = ("test", "val", "train")
+
+
+def run_split(where: Any, signature: Signature, split: str) -> tuple[Any, np.ndarray]:
+    """(source, rows) of a run's `split`, as its training cut them."""
+    if not isinstance(where, (str, os.PathLike)) or not Path(where).is_dir():
+        raise UsageError("evaluate needs --data, except for a run folder (which evaluates on its own test split)")
+    folder = RunFolder.existing(where)
+    saved = folder.read_json(CONFIG)
+    request = saved_data(saved.get("data", {}), str(folder.path))
+    settings = saved.get("settings", {})
+    what = {"test": "test", "val": "validation", "train": "training"}[split]
+    if request.data is not None:
+        source = open_source(request.data, signature, request.targets)
+        parts = split_rows(source.n, request.split or DEFAULT_SPLIT, int(settings.get("seed", 0)))
+        rows = parts[("train", "val", "test").index(split)]
+        if rows is None:
+            fractions = ",".join(f"{f:g}" for f in request.split or DEFAULT_SPLIT)
+            raise RunError(f"this run has no {what} split (--split {fractions})", file=str(folder.path),
+                           hint="give the data to evaluate on with --data")
+        return source, rows
+    given = {"train": request.train, "val": request.val, "test": request.test}[split]
+    if given is None:
+        raise RunError(f"this run was given no {what} data", file=str(folder.path),
+                       hint="give the data to evaluate on with --data")
+    source = open_source(given, signature, request.targets)
+    return source, np.arange(source.n)
 
 
 def predict(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None) -> dict[str, np.ndarray]:

@@ -61,6 +61,19 @@ class RunFolder:
                 raise RunError(f"cannot create a run folder: {exc.strerror or exc}", file=str(path)) from None
 
     @classmethod
+    def at(cls, path: str | os.PathLike) -> RunFolder:
+        """A new run folder at exactly `path` (a sweep's `trials/<k>`); RunError when it exists."""
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.mkdir(path)
+        except FileExistsError:
+            raise RunError("this run folder exists already; a run never reuses a folder", file=str(path)) from None
+        except OSError as exc:
+            raise RunError(f"cannot create a run folder: {exc.strerror or exc}", file=str(path)) from None
+        return cls(path)
+
+    @classmethod
     def existing(cls, path: str | os.PathLike) -> RunFolder:
         folder = cls(Path(path))
         if not folder.path.is_dir():
@@ -98,6 +111,22 @@ class RunFolder:
         return self.path / CHECKPOINT
 
     # ------------------------------------------------------------ locking
+
+    def in_use(self) -> bool:
+        """Whether a live process holds the run's lock now (a killed one holds nothing)."""
+        if fcntl is None or not (self.path / ".lock").is_file():
+            return False
+        try:
+            fd = os.open(self.path / ".lock", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import math
 import os
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from typing import Any
 
 from netdsl.errors import Diagnostic, SpecError
 from netdsl.semantics.analysis import analyze
+from netdsl.semantics.defines import apply_defines
 from netdsl.syntax.loader import Program, as_program, pick_model
 from netdsl.training.errors import DataError, RunError, UsageError
 from netdsl.training.runs import CONFIG, RunFolder
@@ -107,6 +109,9 @@ class TrainRequest:
     tensorboard: bool = False
     include: list = field(default_factory=list)
     callbacks: list = field(default_factory=list)  # further Keras callbacks (library only)
+    defines: dict[str, Any] = field(default_factory=dict)  # -D overrides of the spec's constants
+    run_dir: str | os.PathLike | None = None  # this exact new run folder instead of OUT/<model>-N (sweeps)
+    extra: dict[str, Any] = field(default_factory=dict)  # further sections of config.json (a sweep's trial)
 
 
 @dataclass
@@ -130,6 +135,9 @@ class TrainConfig:
     callbacks: list = field(default_factory=list)
     steps_per_execution: int = 1
     on_start: Callable[[Path, int], None] | None = None  # told the run folder and the first epoch
+    defines: dict[str, Any] = field(default_factory=dict)  # -D overrides applied to `program`
+    run_dir: Path | None = None  # this exact new run folder instead of OUT/<model>-N (a sweep's trial)
+    extra: dict[str, Any] = field(default_factory=dict)  # further sections of config.json
 
     def settings(self) -> dict[str, Any]:
         """The resolved settings as config.json keeps them."""
@@ -139,9 +147,10 @@ class TrainConfig:
 
 
 def resolve(request: TrainRequest) -> TrainConfig:
-    program = as_program(request.spec, list(request.include))
+    program = apply_defines(as_program(request.spec, list(request.include)), request.defines)
     name = pick_model(program, request.model)
-    train = _train_section(program, name)
+    graph = _trainable_graph(program, name)
+    train = graph.train
     _check_flags(request)
     fit = {**KERAS_DEFAULTS, **train.fit}
     config = TrainConfig(
@@ -150,13 +159,17 @@ def resolve(request: TrainRequest) -> TrainConfig:
         shuffle=fit["shuffle"], validation_split=fit.get("validation_split") or None,
         seed=request.seed if request.seed is not None else _fresh_seed(), out=Path(request.out),
         progress=request.progress, tensorboard=request.tensorboard, callbacks=list(request.callbacks),
-        steps_per_execution=train.steps_per_execution)
+        steps_per_execution=train.steps_per_execution, defines=dict(request.defines),
+        run_dir=Path(request.run_dir) if request.run_dir is not None else None, extra=dict(request.extra))
     if request.resume is not None:
         _resume_settings(config, request)
     if _no_data(config.data):
         resumable = f" (and no unfinished run of '{name}' in {config.out} to resume)" if request.resume else ""
         raise UsageError(f"no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]{resumable}")
     _check_paths(config.data)
+    from netdsl.training.data_check import check_data, signature_of_graph  # NumPy only: still no TensorFlow
+
+    check_data(config.data, signature_of_graph(graph))  # before TensorFlow loads and any run folder is made
     return config
 
 
@@ -177,7 +190,8 @@ def spec_sha256(program: Program) -> str:
     return digest.hexdigest()
 
 
-def _train_section(program: Program, name: str) -> Any:
+def _trainable_graph(program: Program, name: str) -> Any:
+    """The model's checked graph, which has a train section with a loss; SpecError otherwise."""
     analysis = analyze(program, models=[name])
     if analysis.errors:
         raise SpecError(analysis.errors, program.sources())
@@ -187,7 +201,7 @@ def _train_section(program: Program, name: str) -> Any:
         raise SpecError(Diagnostic.at(graph.span, f"model '{name}' has {what}; training needs a loss",
                                       "add: train { optimizer = adam  loss = sparse_categorical_crossentropy }"),
                         program.sources())
-    return graph.train
+    return graph
 
 
 def _check_flags(request: TrainRequest) -> None:
@@ -218,6 +232,10 @@ def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
     if saved.get("spec", {}).get("sha256") != config.spec_sha256:
         raise RunError("the spec changed since this run started; resuming would train a different model",
                        file=where, hint="start a new run (without --resume)")
+    if saved.get("defines", {}) != json_defines(config.defines):
+        raise RunError(f"the -D overrides {_shown_defines(config.defines)} differ from this run's "
+                       f"{_shown_defines(saved.get('defines', {}))}; resuming would train a different model",
+                       file=where, hint="give the run's own -D flags, or start a new run (without --resume)")
     settings = saved.get("settings", {})
     for flag, key, value in (("--batch-size", "batch_size", request.batch_size), ("--seed", "seed", request.seed)):
         if value is not None and value != settings.get(key):
@@ -230,7 +248,7 @@ def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
     if config.epochs < done:
         raise RunError(f"--epochs {config.epochs} is fewer than the {done} this run has already trained", file=where)
     if _no_data(config.data):
-        config.data = _saved_data(saved.get("data", {}), where)
+        config.data = saved_data(saved.get("data", {}), where)
     elif config.data.data is not None and "split" in saved.get("data", {}):
         split = tuple(saved["data"]["split"])
         if config.data.split is not None and tuple(config.data.split) != split:
@@ -238,6 +256,15 @@ def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
                            f"keeps its split", file=where)
         config.data.split = split
     config.resume_from = folder
+
+
+def json_defines(defines: dict) -> dict:
+    """The -D overrides as config.json keeps them (tuples as lists, names as strings)."""
+    return json.loads(json.dumps(defines))
+
+
+def _shown_defines(defines: dict) -> str:
+    return "(none)" if not defines else " ".join(f"{k}={v!r}" for k, v in defines.items())
 
 
 def _epochs_done(folder: RunFolder) -> int:
@@ -252,7 +279,8 @@ def _no_data(data: DataRequest) -> bool:
     return data.data is None and data.train is None
 
 
-def _saved_data(saved: dict, where: str) -> DataRequest:
+def saved_data(saved: dict, where: str) -> DataRequest:
+    """The DataRequest a run's config.json recorded (absolute paths, split, targets)."""
     request = DataRequest(targets=dict(saved.get("targets", {})))
     for key in ("data", "train", "val", "test"):
         entry = saved.get(key)

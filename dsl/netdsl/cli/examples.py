@@ -1,0 +1,36 @@
+"""`netdsl examples [NAME] [-o DIR]`: the example specs that ship with netdsl; NAME copies one out."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_alias, add_command
+from netdsl.starter import StarterError, copy_example, examples
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    cmd = add_command(sub, "examples", summary="list the example specs; NAME copies one into the current folder",
+                      description="List the example specs that ship with netdsl, each with its first comment "
+                                  "line; with NAME, copy that example (and the files it imports) out.",
+                      examples=["netdsl examples", "netdsl examples resnet50 -o specs/"])
+    cmd.add_argument("name", nargs="?", metavar="NAME", help="the example to copy (with the files it imports)")
+    cmd.add_argument("-o", "--out", default=".", metavar="DIR", help="where to copy it")
+    add_alias(cmd, "--output", dest="out")
+    cmd.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.name is None:
+            found = examples()
+            width = max(len(name) for name in found)
+            for name, about in found.items():
+                print(f"{name:<{width}}  {about}")
+            return EXIT_OK
+        for path in copy_example(args.name, args.out):
+            print(f"wrote {path}")
+    except (StarterError, OSError) as exc:
+        print(f"netdsl examples: error: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+        return EXIT_SPEC
+    return EXIT_OK

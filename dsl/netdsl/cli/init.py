@@ -1,0 +1,38 @@
+"""`netdsl init [DIR]`: a starter spec and a tiny dataset that trains in seconds, and what to run next."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_command
+from netdsl.starter import StarterError, write_starter
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    cmd = add_command(sub, "init", summary="write a starter spec and a tiny dataset that trains in seconds",
+                      description="Write DIR/digits.net (a small model) and DIR/digits.npz (2,000 generated "
+                                  "28x28 images of 10 classes), then print the commands to try. "
+                                  "Nothing is overwritten.",
+                      examples=["netdsl init demo     # then: cd demo && netdsl train digits.net --data digits.npz"])
+    cmd.add_argument("folder", nargs="?", default=".", metavar="DIR", help="where to write them (default: here)")
+    cmd.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        written = write_starter(args.folder)
+    except (StarterError, OSError) as exc:
+        print(f"netdsl init: error: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+        return EXIT_SPEC
+    for path in written:
+        print(f"wrote {path}")
+    print("next:")
+    if Path(args.folder) != Path("."):
+        print(f"  cd {shlex.quote(args.folder)}")
+    for command in ("netdsl check digits.net", "netdsl render digits.net -o digits.svg",
+                    "netdsl train digits.net --data digits.npz", "netdsl evaluate runs/digits-1"):
+        print(f"  {command}")
+    return EXIT_OK

@@ -1,0 +1,101 @@
+"""`netdsl sweep SPEC [--model M] (--data SRC | --train SRC [--val SRC] [--test SRC]) [--trials N]
+[--workers K] [--storage URL] [--study NAME] [--seed S] [-o DIR] [--resume auto|DIR]` and
+`netdsl sweep --show DIR`: a spec's sweep section searched with Optuna (docs/sweeps.md).
+
+Exit codes: 0 the sweep has its trials (pruned and failed trials included), 1 spec or data
+errors, 2 usage errors (a flag, Optuna missing, a storage that cannot be opened), 130 stopped
+by Ctrl-C (`--resume auto` goes on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from netdsl.cli.common import add_command, add_define, add_include, add_model, add_plugin, load_plugins
+from netdsl.cli.train import add_targets, parse_targets
+from netdsl.semantics.defines import parse_defines
+from netdsl.training.errors import UsageError
+from netdsl.training.settings import DataRequest, parse_split
+
+EXIT_STOPPED = 130
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    sweep = add_command(sub, "sweep", summary="search a spec's constants (its sweep section) with Optuna",
+                        description="Run the trials of the spec's `sweep MODEL { ... }` section: each trial an "
+                                    "ordinary run folder (trials/<k>/) trained with its values as -D defines; "
+                                    "summary.csv, best.json and plots in OUT/<model>-sweep-N/.",
+                        examples=["netdsl sweep mlp.net --data digits.npz --trials 12",
+                                  "netdsl sweep mlp.net --data digits.npz --workers 2 --seed 0",
+                                  "netdsl sweep --show sweeps/mlp-sweep-1"])
+    sweep.add_argument("spec", metavar="SPEC", nargs="?", help="the .net spec file with a sweep section")
+    sweep.add_argument("--show", metavar="DIR", help="print a sweep folder's trials, best first, and stop")
+    add_model(sweep, "the model the spec's one sweep section names")
+    source = sweep.add_mutually_exclusive_group()
+    source.add_argument("--data", metavar="SRC", help="one source, split by --split (as netdsl train)")
+    source.add_argument("--train", metavar="SRC", help="the training source (with --val, --test)")
+    sweep.add_argument("--split", metavar="A,B[,C]", help="train,validation[,test] fractions of --data")
+    sweep.add_argument("--val", metavar="SRC", help="the validation source (with --train)")
+    sweep.add_argument("--test", metavar="SRC", help="the test source (with --train)")
+    add_targets(sweep)
+    sweep.add_argument("--trials", type=int, metavar="N", help="the study's total (default: the spec's trials)")
+    sweep.add_argument("--workers", type=int, default=1, metavar="K", help="processes sharing the study")
+    sweep.add_argument("--storage", metavar="URL", help="the study's database (default: SQLite in the sweep "
+                                                       "folder); postgresql://... for many machines")
+    sweep.add_argument("--study", metavar="NAME", help="the study's name in --storage (default: MODEL-sweep)")
+    sweep.add_argument("--seed", type=int, metavar="S", help="the sampler's seed and every trial's")
+    sweep.add_argument("--epochs", type=int, metavar="N", help="epochs per trial (default: the spec's train section)")
+    sweep.add_argument("--batch-size", type=int, metavar="N", help="batch size (default: the spec's train section)")
+    sweep.add_argument("-o", "--out", "--output", dest="out", default="sweeps", metavar="DIR",
+                       help="where sweep folders go (sweeps/)")
+    sweep.add_argument("--resume", metavar="auto|DIR", help="finish a stopped or killed sweep")
+    sweep.add_argument("--join", metavar="DIR", help=argparse.SUPPRESS)  # a worker of --workers K
+    add_plugin(sweep)
+    add_include(sweep)
+    add_define(sweep)
+    sweep.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from netdsl.api import show_sweep, sweep
+
+    if args.show:
+        print(_table(show_sweep(args.show, storage=args.storage)))
+        return 0
+    if not args.spec:
+        raise UsageError("give a SPEC to sweep, or --show DIR")
+    if (args.val or args.test) and not args.train:
+        raise UsageError("--val and --test go with --train (with --data, --split cuts the data)")
+    if args.split and not args.data:
+        raise UsageError("--split cuts --data; with --train, give --val and --test")
+    load_plugins(args.plugin, args.spec)
+    data = DataRequest(data=args.data, train=args.train, val=args.val, test=args.test,
+                       split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets))
+    defines = parse_defines(args.define, args.spec)
+    try:
+        if args.join:  # one of the processes of --workers K: trials only, the starting process sums up
+            from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
+
+            run_sweep(resolve_sweep(SweepRequest(
+                spec=args.spec, model=args.model, data=data, trials=args.trials, study=args.study, seed=args.seed,
+                epochs=args.epochs, batch_size=args.batch_size, defines=defines, include=args.include,
+                join=args.join, echo=True)))
+            return 0
+        result = sweep(args.spec, model=args.model, data=data.data, split=data.split, train=data.train,
+                       val=data.val, test=data.test, targets=data.targets, trials=args.trials,
+                       workers=args.workers, storage=args.storage, study=args.study, seed=args.seed, out=args.out,
+                       resume=args.resume, epochs=args.epochs, batch_size=args.batch_size, defines=defines,
+                       include=args.include, echo=True)
+    except KeyboardInterrupt:
+        print("netdsl sweep: stopped; `netdsl sweep ... --resume auto` goes on", file=sys.stderr)
+        return EXIT_STOPPED
+    print(_table(result))
+    print(f"sweep folder: {result.dir}")
+    return 0
+
+
+def _table(result) -> str:
+    from netdsl.tuning.records import show_table
+
+    return show_table(result)

@@ -1,0 +1,307 @@
+"""The `sweep MODEL { ... }` section, checked: the search space and settings of `netdsl sweep`.
+
+    sweep mlp {
+      width = choice(32, 64, 128)          # a file-level constant and its distribution
+      lr = log_uniform(1e-4, 1e-2)
+      objective = minimize(val_loss)       # or maximize(val_accuracy): a metric the run reports
+      trials = 12                          # optional: the study's total
+      pruner = median(warmup=1)            # optional: none (default) or median(warmup=E, startup=T)
+      sampler = tpe                        # optional: tpe (default), random or grid
+    }
+
+Every mistake is a diagnostic at its place, found by `netdsl check` before anything trains.
+Pure Python: `netdsl.tuning` turns a `SweepSpace` into Optuna's distributions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from netdsl.errors import Diagnostic, Fail, Span, did_you_mean
+from netdsl.limits import MAX_SWEEP_CHOICES, MAX_SWEEP_TRIALS
+from netdsl.semantics.scope import Env, FileScope
+from netdsl.semantics.values import UNKNOWN, Resolved, Sym, describe_value, type_name
+from netdsl.syntax import ir
+
+DISTRIBUTIONS = ("choice", "uniform", "log_uniform", "int_range")
+SETTINGS = ("objective", "trials", "pruner", "sampler")
+SAMPLERS = ("tpe", "random", "grid")
+DIRECTIONS = ("minimize", "maximize")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One searched constant: `kind` is a DISTRIBUTIONS name."""
+
+    name: str
+    kind: str
+    choices: tuple = ()  # choice
+    low: float | int | None = None  # uniform, log_uniform, int_range
+    high: float | int | None = None
+    step: int = 1  # int_range
+    names: bool = False  # choice of names (`relu`, `gelu`): each is given to the spec as a name
+
+    def describe(self) -> str:
+        if self.kind == "choice":
+            return f"choice({', '.join(describe_value(c) for c in self.choices)})"
+        step = f", {self.step}" if self.kind == "int_range" and self.step != 1 else ""
+        return f"{self.kind}({describe_value(self.low)}, {describe_value(self.high)}{step})"
+
+
+@dataclass
+class SweepSpace:
+    """A checked sweep section."""
+
+    model: str
+    span: Span
+    params: list[Param] = field(default_factory=list)
+    direction: str = "minimize"
+    metric: str | None = None  # None: the objective was not given (or is wrong)
+    trials: int | None = None
+    pruner: str | None = None  # "median" or None
+    warmup: int = 0  # epochs a trial runs before the pruner may stop it
+    startup: int = 5  # trials finished before the pruner stops any (Optuna's default)
+    sampler: str = "tpe"
+
+
+def check_sweeps(scope: FileScope, consts: Any, diagnostics: list[Diagnostic]) -> dict[str, SweepSpace]:
+    """Every `sweep` of the root file, checked on its own (the metric is checked by `check_metric`)."""
+    models = [d.name for d in scope.file.decls if isinstance(d, ir.ModelDecl)]
+    lets = {d.name: d for d in scope.file.decls if isinstance(d, ir.Let)}
+    spaces: dict[str, SweepSpace] = {}
+    for decl in scope.file.decls:
+        if not isinstance(decl, ir.SweepDecl):
+            continue
+        if decl.name not in models:
+            diagnostics.append(Diagnostic.at(_name_span(decl), f"no model named '{decl.name}' to sweep",
+                                             did_you_mean(decl.name, models)))
+            continue
+        if decl.name in spaces:
+            diagnostics.append(Diagnostic.at(_name_span(decl), f"model '{decl.name}' has a sweep already, "
+                                             f"at line {spaces[decl.name].span.line}"))
+            continue
+        spaces[decl.name] = _SweepChecker(scope, consts, lets, diagnostics).check(decl)
+    return spaces
+
+
+def _name_span(decl: ir.SweepDecl) -> Span:
+    """The model's name after `sweep` (written on the declaration's first line)."""
+    return Span.at(decl.span.file, decl.span.line, decl.span.col, len("sweep ") + len(decl.name))
+
+
+class _SweepChecker:
+    def __init__(self, scope: FileScope, consts: Any, lets: dict[str, ir.Let], diagnostics: list[Diagnostic]):
+        self.scope, self.consts, self.lets, self.diagnostics = scope, consts, lets, diagnostics
+
+    def check(self, decl: ir.SweepDecl) -> SweepSpace:
+        space = SweepSpace(model=decl.name, span=decl.span)
+        seen: set[str] = set()
+        for item in decl.items:
+            try:
+                if item.name in seen:
+                    raise Fail(item.span, f"'{item.name}' is set twice in this sweep")
+                seen.add(item.name)
+                if item.name in SETTINGS:
+                    self._setting(space, item)
+                else:
+                    space.params.append(self._param(item))
+            except Fail as exc:
+                if exc.diagnostic is not None:
+                    self.diagnostics.append(exc.diagnostic)
+        grid = next((i for i in decl.items if i.name == "sampler"), None)
+        endless = [p.name for p in space.params if p.kind not in ("choice", "int_range")]
+        if space.sampler == "grid" and grid is not None and endless:
+            self.diagnostics.append(Diagnostic.at(grid.value.span, f"a grid needs a finite space: "
+                                                  f"{', '.join(endless)} draw{'s' if len(endless) == 1 else ''} "
+                                                  "from a range", "use choice(...) or int_range(LO, HI), or "
+                                                  "sampler = tpe"))
+        if "objective" not in seen:
+            self.diagnostics.append(Diagnostic.at(_name_span(decl), "this sweep has no objective",
+                                                  "add: objective = minimize(val_loss)"))
+        if not decl.items or (not space.params and seen <= set(SETTINGS)):
+            self.diagnostics.append(Diagnostic.at(_name_span(decl), "this sweep searches no constant",
+                                                  "add one: width = choice(32, 64, 128)"))
+        return space
+
+    # ------------------------------------------------------------ settings
+
+    def _setting(self, space: SweepSpace, item: ir.Kwarg) -> None:
+        value = item.value
+        if item.name == "objective":
+            space.direction, space.metric = _objective(value)
+        elif item.name == "trials":
+            number = self._fold(value)
+            if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= MAX_SWEEP_TRIALS:
+                raise Fail(value.span, f"trials is a whole number from 1 to {MAX_SWEEP_TRIALS:,}, "
+                                       f"received {describe_value(number)}")
+            space.trials = number
+        elif item.name == "pruner":
+            space.pruner, space.warmup, space.startup = self._pruner(value)
+        elif item.name == "sampler":
+            if not isinstance(value, ir.Name) or value.id not in SAMPLERS:
+                raise Fail(value.span, f"sampler is one of {', '.join(SAMPLERS)}",
+                           did_you_mean(value.id, SAMPLERS) if isinstance(value, ir.Name) else None)
+            space.sampler = value.id
+
+    def _pruner(self, value: Any) -> tuple[str | None, int, int]:
+        if isinstance(value, ir.NoneLit):
+            return None, 0, 5
+        if isinstance(value, ir.Name) and value.id == "median":
+            return "median", 0, 5
+        if isinstance(value, ir.Call) and isinstance(value.func, ir.Name) and value.func.id == "median":
+            if value.args or any(k.name not in ("warmup", "startup") for k in value.kwargs):
+                raise Fail(value.span, "median takes warmup=EPOCHS and startup=TRIALS",
+                           "for example: median(warmup=2)")
+            settings = {"warmup": 0, "startup": 5}
+            for kwarg in value.kwargs:
+                number = self._fold(kwarg.value)
+                if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+                    what = "epochs" if kwarg.name == "warmup" else "finished trials"
+                    raise Fail(kwarg.value.span, f"{kwarg.name} is a whole number of {what} (0 or more), "
+                                                 f"received {describe_value(number)}")
+                settings[kwarg.name] = number
+            return "median", settings["warmup"], settings["startup"]
+        raise Fail(value.span, "pruner is median(warmup=EPOCHS) or none",
+                   "median stops a trial whose objective is worse than the median of the others at that epoch")
+
+    # ------------------------------------------------------------ parameters
+
+    def _param(self, item: ir.Kwarg) -> Param:
+        name_span = Span.at(item.span.file, item.span.line, item.span.col, len(item.name))
+        decl = self.lets.get(item.name)
+        if decl is None:
+            hint = did_you_mean(item.name, [*self.lets, *SETTINGS])
+            raise Fail(name_span, f"'{item.name}' is not a constant of this file",
+                       hint or "a sweep searches the file's own constants ('let NAME = VALUE') and sets "
+                               + ", ".join(SETTINGS))
+        try:
+            current = self.consts.file_let(self.scope, item.name, decl.span)
+        except Fail:
+            current = UNKNOWN  # reported at the constant
+        value = item.value
+        kind = value.func.id if isinstance(value, ir.Call) and isinstance(value.func, ir.Name) else None
+        if kind not in DISTRIBUTIONS or value.kwargs:
+            raise Fail(value.span, f"'{item.name}' takes a distribution: choice(A, B, ...), uniform(LO, HI), "
+                                   "log_uniform(LO, HI) or int_range(LO, HI[, STEP])",
+                       did_you_mean(kind, DISTRIBUTIONS) if kind else None)
+        args = [self._fold(arg) for arg in value.args]
+        if kind == "choice":
+            return self._choice(item.name, value, args, current)
+        return self._range(item.name, kind, value, args, current)
+
+    def _choice(self, name: str, call: ir.Call, args: list, current: Any) -> Param:
+        if not args:
+            raise Fail(call.span, "choice() needs at least one value", "for example: choice(32, 64, 128)")
+        if len(args) > MAX_SWEEP_CHOICES:
+            raise Fail(call.span, f"choice() takes at most {MAX_SWEEP_CHOICES} values, received {len(args)}")
+        for arg, node in zip(args, call.args):
+            if not _scalar(arg):
+                raise Fail(node.span, f"choice values are numbers, strings, booleans or names, "
+                                      f"received {type_name(arg)}")
+        kinds = {_kind(a) for a in args}
+        if kinds == {"an integer", "a number"}:
+            kinds = {"a number"}
+        if len(kinds) > 1:
+            first = _kind(args[0])
+            odd = next(i for i, a in enumerate(args) if _kind(a) != first and {_kind(a), first} != {
+                "an integer", "a number"})
+            raise Fail(call.args[odd].span, f"choice values are all of one type: {describe_value(args[0])} is "
+                                            f"{first}, {describe_value(args[odd])} is {_kind(args[odd])}")
+        seen: list = []
+        for arg, node in zip(args, call.args):
+            if arg in seen and type(arg) is type(seen[seen.index(arg)]):
+                raise Fail(node.span, f"{describe_value(arg)} is a choice twice")
+            seen.append(arg)
+        self._fits(name, call.span, args[0], current)
+        choices = tuple(a.name if isinstance(a, (Sym, Resolved)) else a for a in args)
+        if isinstance(current, float) and all(isinstance(a, (int, float)) for a in choices):
+            choices = tuple(float(a) for a in choices)
+        return Param(name, "choice", choices=choices, names=isinstance(args[0], (Sym, Resolved)))
+
+    def _range(self, name: str, kind: str, call: ir.Call, args: list, current: Any) -> Param:
+        wanted = (2, 3) if kind == "int_range" else (2, 2)
+        shape = "int_range(LO, HI[, STEP])" if kind == "int_range" else f"{kind}(LO, HI)"
+        if not wanted[0] <= len(args) <= wanted[1]:
+            raise Fail(call.span, f"{shape} takes {' or '.join(map(str, sorted(set(wanted))))} values, "
+                                  f"received {len(args)}")
+        for arg, node in zip(args, call.args):
+            whole = kind == "int_range"
+            if isinstance(arg, bool) or not isinstance(arg, int if whole else (int, float)):
+                raise Fail(node.span, f"{shape} takes {'whole numbers' if whole else 'numbers'}, "
+                                      f"received {describe_value(arg)}")
+        low, high = args[0], args[1]
+        if low >= high:
+            raise Fail(call.span, f"{kind}: the low end {describe_value(low)} is not below the high end "
+                                  f"{describe_value(high)}")
+        if kind == "log_uniform" and low <= 0:
+            raise Fail(call.args[0].span, f"log_uniform needs a low end above 0, received {describe_value(low)}")
+        step = args[2] if len(args) == 3 else 1
+        if step < 1:
+            raise Fail(call.args[2].span, f"int_range's step is 1 or more, received {step}")
+        sample = low if kind == "int_range" else float(low)
+        self._fits(name, call.span, sample, current)
+        return Param(name, kind, low=low if kind == "int_range" else float(low),
+                     high=high if kind == "int_range" else float(high), step=step)
+
+    def _fits(self, name: str, span: Span, sample: Any, current: Any) -> None:
+        """A searched value must have the constant's type (an integer where a number is fine)."""
+        if current is UNKNOWN:
+            return
+        have, want = _kind(sample), _kind(current)
+        if have == want or (want == "a number" and have == "an integer"):
+            return
+        if isinstance(current, int) and not isinstance(current, bool) and have == "a number":
+            hint = "use int_range(LO, HI) or choice(...) of integers for an integer constant"
+        else:
+            hint = None
+        raise Fail(span, f"'{name}' is {want} ({describe_value(current)}), this draws {have}", hint)
+
+    def _fold(self, expr: Any) -> Any:
+        value = self.consts.fold(expr, Env(self.scope))
+        if value is UNKNOWN:
+            raise Fail(expr.span, "expected a constant value here")
+        return value
+
+
+def _objective(value: Any) -> tuple[str, str]:
+    if not (isinstance(value, ir.Call) and isinstance(value.func, ir.Name) and value.func.id in DIRECTIONS):
+        raise Fail(value.span, "objective is minimize(METRIC) or maximize(METRIC)", "for example: minimize(val_loss)")
+    if len(value.args) != 1 or value.kwargs or not isinstance(value.args[0], (ir.Name, ir.String)):
+        raise Fail(value.span, f"{value.func.id} takes one metric name, like {value.func.id}(val_loss)")
+    metric = value.args[0]
+    return value.func.id, metric.id if isinstance(metric, ir.Name) else metric.value
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str, Sym, Resolved))
+
+
+def _kind(value: Any) -> str:
+    return "a name" if isinstance(value, (Sym, Resolved)) else type_name(value)
+
+
+def reported_metrics(train: Any, outputs: list[str]) -> list[str]:
+    """The names a run's history holds for a checked train section: `loss`, each metric, and their
+    `val_` twins (a multi-output model also reports each output's own loss and metrics, prefixed)."""
+    names = ["loss"]
+    if len(outputs) > 1:
+        names += [f"{out}_loss" for out in outputs]
+    metrics = train.metrics if train is not None else None
+    per_output = metrics.items() if isinstance(metrics, dict) else [(None, metrics or [])]
+    for out, entries in per_output:
+        for entry in entries if isinstance(entries, list) else [entries]:
+            for spelled in dict.fromkeys([getattr(entry, "written", None) or entry.name, entry.name]):
+                names.append(f"{out}_{spelled}" if out is not None and len(outputs) > 1 else spelled)
+    return names + [f"val_{name}" for name in names]
+
+
+def check_metric(space: SweepSpace, decl: ir.SweepDecl, train: Any, outputs: list[str]) -> Diagnostic | None:
+    """A diagnostic when the objective's metric is one the model's runs do not report."""
+    known = reported_metrics(train, outputs)
+    if space.metric in known:
+        return None
+    objective = next(item for item in decl.items if item.name == "objective")
+    hint = did_you_mean(space.metric, known) or f"the model reports: {', '.join(known)}"
+    return Diagnostic.at(objective.value.args[0].span, f"model '{space.model}' does not report '{space.metric}'",
+                         hint)

@@ -1,0 +1,161 @@
+"""A checked `SweepSpace` in Optuna's terms: distributions, sampler, pruner, storage, study.
+
+Optuna does the searching (ask-and-tell); nothing here samples. Optuna is an extra
+(`pip install 'netdsl[sweep]'`), imported when a sweep starts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+from netdsl.semantics.defines import SpecName
+from netdsl.semantics.sweep_space import Param, SweepSpace
+from netdsl.training.errors import UsageError
+
+if TYPE_CHECKING:
+    import optuna
+
+
+
+def optuna_module() -> Any:
+    """Optuna, quiet (netdsl prints one line per trial itself); UsageError when it is not installed."""
+    try:
+        import optuna
+    except ImportError:
+        raise UsageError("netdsl sweep needs Optuna, which is not installed",
+                         hint="pip install 'netdsl[sweep]' (or: pip install optuna)") from None
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    return optuna
+
+
+def distributions(space: SweepSpace) -> dict[str, Any]:
+    optuna = optuna_module()
+    dist = optuna.distributions
+    out: dict[str, Any] = {}
+    for p in space.params:
+        if p.kind == "choice":
+            out[p.name] = dist.CategoricalDistribution(p.choices)
+        elif p.kind == "int_range":
+            out[p.name] = dist.IntDistribution(p.low, _int_top(p), step=p.step)
+        else:
+            out[p.name] = dist.FloatDistribution(p.low, p.high, log=p.kind == "log_uniform")
+    return out
+
+
+def _int_top(p: Param) -> int:
+    """int_range's high end is included when the steps reach it (Optuna's rule); else the last step below."""
+    return p.low + (p.high - p.low) // p.step * p.step
+
+
+def grid_size(space: SweepSpace) -> int:
+    size = 1
+    for values in _grid(space).values():
+        size *= len(values)
+    return size
+
+
+def _grid(space: SweepSpace) -> dict[str, list]:
+    return {p.name: list(p.choices) if p.kind == "choice" else list(range(p.low, _int_top(p) + 1, p.step))
+            for p in space.params}
+
+
+def sampler(space: SweepSpace, seed: int) -> Any:
+    samplers = optuna_module().samplers
+    if space.sampler == "grid":
+        return _ask_and_tell_grid(samplers.GridSampler)(_grid(space), seed=seed)
+    if space.sampler == "random":
+        return samplers.RandomSampler(seed=seed)
+    return samplers.TPESampler(seed=seed)
+
+
+def _ask_and_tell_grid(grid_sampler: type) -> type:
+    """Optuna's GridSampler, without its `study.stop()` once the grid is done: that call is only
+    allowed inside `study.optimize`, and a sweep stops by counting its trials itself."""
+
+    class AskAndTellGrid(grid_sampler):
+        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+            return None
+
+    return AskAndTellGrid
+
+
+def pruner(space: SweepSpace) -> Any:
+    pruners = optuna_module().pruners
+    if space.pruner == "median":
+        return pruners.MedianPruner(n_startup_trials=space.startup, n_warmup_steps=space.warmup)
+    return pruners.NopPruner()
+
+
+def storage_url(url: str) -> str:
+    """The SQLAlchemy URL Optuna opens: `postgresql://` goes through psycopg 3 (netdsl[sweep])."""
+    return re.sub(r"^postgres(ql)?://", "postgresql+psycopg://", url)
+
+
+def shown_url(url: str) -> str:
+    """A storage URL without its password, for files and messages."""
+    return re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", url)
+
+
+def open_storage(url: str) -> Any:
+    optuna = optuna_module()
+    engine: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        engine = {"connect_args": {"timeout": 60}}  # several workers on one file wait for each other
+    for attempt in range(SCHEMA_ATTEMPTS):
+        try:
+            return optuna.storages.RDBStorage(storage_url(url), engine_kwargs=engine)
+        except Exception as exc:  # a database that is down, a bad URL, a driver missing
+            if attempt + 1 < SCHEMA_ATTEMPTS and _schema_race(exc):
+                time.sleep(0.5 * (attempt + 1))
+                continue
+            raise UsageError(f"cannot open the study's storage {shown_url(url)}: {_first_line(exc)}") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# Workers starting together on an empty database all create Optuna's tables; all but one
+# of them lose that race (a unique violation in PostgreSQL's catalog) and try again.
+SCHEMA_ATTEMPTS = 5
+
+
+def _schema_race(exc: BaseException) -> bool:
+    return type(exc).__name__ in ("IntegrityError", "ProgrammingError") or "already exists" in str(exc)
+
+
+def open_study(storage: Any, name: str, space: SweepSpace, seed: int, identity: dict[str, Any]) -> optuna.Study:
+    """The study `name` in `storage`, created or joined; UsageError when it searches something else."""
+    optuna = optuna_module()
+    for attempt in range(5):  # two workers creating the same study at once: one of them loads it
+        try:
+            study = optuna.create_study(storage=storage, study_name=name, direction=space.direction,
+                                        sampler=sampler(space, seed), pruner=pruner(space), load_if_exists=True)
+            break
+        except optuna.exceptions.DuplicatedStudyError:
+            time.sleep(0.2 * (attempt + 1))
+    else:  # pragma: no cover - five lost races in a row
+        raise UsageError(f"cannot create or load the study '{name}'")
+    known = study.user_attrs.get("netdsl")
+    if known is None:
+        study.set_user_attr("netdsl", identity)
+    elif known != identity:
+        different = [k for k in identity if known.get(k) != identity[k]]
+        raise UsageError(f"the study '{name}' in this storage searches something else ({', '.join(different)} "
+                         "differ)", hint="give another --study NAME, or the same spec, model and -D flags")
+    return study
+
+
+def trial_defines(space: SweepSpace, params: dict[str, Any]) -> dict[str, Any]:
+    """A trial's parameters as defines: a choice among names stays a name."""
+    kinds = {p.name: p for p in space.params}
+    return {name: SpecName(value) if kinds[name].names else value for name, value in params.items()}
+
+
+def worker_id() -> dict[str, Any]:
+    return {"host": os.uname().nodename if hasattr(os, "uname") else "?", "pid": os.getpid()}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

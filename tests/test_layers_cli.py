@@ -1,0 +1,40 @@
+"""`netdsl layers`: whole first sentences, plural headings, the short names the guide uses."""
+
+from __future__ import annotations
+
+from netdsl.cli import main
+
+
+def run(capsys, *args: str) -> tuple[int, str]:
+    code = main(["layers", *args])
+    return code, capsys.readouterr().out
+
+
+def test_a_layer_lists_its_short_names_and_its_whole_first_sentence(capsys):
+    code, out = run(capsys)
+    assert code == 0
+    lines = out.splitlines()
+    at = lines.index("  additive_attention(use_scale=true, dropout=0.0)")
+    assert lines[at + 1] == "      Additive attention layer, a.k.a. Bahdanau-style attention."
+    for name, short in (("batch_normalization", "batch_norm"), ("layer_normalization", "layer_norm"),
+                        ("max_pooling2d", "max_pool2d"), ("global_average_pooling2d", "global_avg_pool2d")):
+        line = next(line for line in lines if line.startswith(f"  {name}("))
+        assert line.endswith(f"  also: {short}"), line
+    assert "      1D convolution layer (e.g. temporal convolution)." in lines
+    assert "      Averages a list of inputs element-wise." in lines
+
+
+def test_every_kind_has_its_plural_heading(capsys):
+    code, out = run(capsys, "--kind", "loss")
+    assert code == 0 and out.startswith("losses:\n  binary_crossentropy(")
+    assert "losss" not in out
+
+
+def test_an_alias_says_what_it_names(capsys):
+    code, out = run(capsys, "batch_norm")
+    assert code == 0
+    assert out.splitlines()[:3] == [
+        "batch_norm: another name for batch_normalization",
+        "batch_normalization (layer, keras): Layer that normalizes its inputs.",
+        "  also written: BatchNormalization, batch_norm",
+    ]

@@ -1,0 +1,134 @@
+"""A way in: the README's install lines, docs/quickstart.md run block by block, `netdsl init` and
+`netdsl examples`, and the wheel that ships the example specs and the demo data."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from netdsl.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fenced(path: Path) -> list[tuple[str, str]]:
+    return re.findall(r"```(\w+)\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
+
+
+def test_the_readme_has_a_plain_install_line():
+    installs = [block for lang, block in fenced(ROOT / "README.md") if lang == "sh" and "pip install" in block]
+    lines = [line.split("#")[0].strip() for line in installs[0].splitlines()]
+    assert lines[:2] == ["pip install netdsl", "pip install 'netdsl[jax]'"]
+    assert "docs/quickstart.md" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_the_quickstart_runs_block_by_block(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    last_output, ran = None, []
+    for lang, block in fenced(ROOT / "docs" / "quickstart.md"):
+        if lang == "python":
+            exec(compile(block, "docs/quickstart.md", "exec"), {})  # the guide's own code
+        elif lang == "net":
+            name = block.splitlines()[0].lstrip("# ").strip()
+            Path(name).write_text(block, encoding="utf-8")
+        elif lang == "sh":
+            for line in block.splitlines():
+                command = line.split("#")[0].strip()
+                if not command or command.startswith("pip "):
+                    continue
+                args = shlex.split(command)[1:]
+                if args[0] == "train":
+                    args += ["--progress", "none"]
+                capsys.readouterr()
+                assert main(args) == 0, command
+                last_output = capsys.readouterr().out
+                ran.append(args[0])
+        elif lang == "console":
+            assert last_output == block
+    assert ran == ["check", "train", "evaluate", "predict", "train", "evaluate", "train", "evaluate"]
+
+
+def test_init_writes_a_starter_and_says_what_to_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "demo"]) == 0
+    assert capsys.readouterr().out == (
+        "wrote demo/digits.net\nwrote demo/digits.npz\nnext:\n  cd demo\n  netdsl check digits.net\n"
+        "  netdsl render digits.net -o digits.svg\n  netdsl train digits.net --data digits.npz\n"
+        "  netdsl evaluate runs/digits-1\n")
+    assert main(["check", "demo/digits.net"]) == 0
+    import numpy as np
+
+    with np.load("demo/digits.npz") as data:
+        assert {k: data[k].shape for k in data.files} == {"image": (2000, 28, 28), "label": (2000,)}
+    assert main(["init", "demo"]) == 1
+    assert capsys.readouterr().err == (
+        "netdsl init: error: demo/digits.net already exists; netdsl does not overwrite it (choose another folder)\n")
+
+
+def test_examples_are_listed_and_copied_with_their_imports(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["examples"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == sorted(p.stem for p in (ROOT / "specs").glob("*.net"))
+    assert "multi_output   One trunk, two heads: classify the single object in a 64x64 image and regress its " \
+           "bounding box." in listed
+    assert main(["examples", "unet", "-o", "mine"]) == 0
+    assert capsys.readouterr().out == "wrote mine/unet.net\nwrote mine/lib/conv.net\n"
+    assert main(["check", "mine/unet.net"]) == 0
+    assert main(["examples", "resnet"]) == 1
+    assert capsys.readouterr().err == "netdsl examples: error: no example named 'resnet'; did you mean 'resnet50'?\n"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    builders = pytest.importorskip("hatchling.builders.wheel")
+    out = tmp_path_factory.mktemp("wheel")
+    (path,) = builders.WheelBuilder(str(ROOT)).build(directory=str(out), versions=["standard"])
+    return Path(path)
+
+
+def test_the_wheel_ships_the_example_specs_and_the_demo_data(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    specs = {f"netdsl/example_specs/{p.relative_to(ROOT / 'specs')}" for p in (ROOT / "specs").rglob("*.net")}
+    assert specs <= names
+    assert {"netdsl/demo_data.py", "netdsl/starter.py", "netdsl/netdsl.lark"} <= names
+
+
+@pytest.mark.slow
+def test_init_and_train_with_the_wheel_alone(wheel, tmp_path):
+    """The wheel's files only (no source checkout on the path): init, then train to a test score."""
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    run = [sys.executable, "-c", "import sys; from netdsl.cli import main; sys.exit(main(sys.argv[1:]))"]
+    located = subprocess.run([sys.executable, "-c", "import netdsl.starter as s; print(s.example_specs())"],
+                             cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    assert located.stdout.strip() == str(site / "netdsl" / "example_specs")
+    subprocess.run([*run, "init", "demo"], cwd=work, env=env, check=True, capture_output=True, timeout=60)
+    trained = subprocess.run([*run, "train", "digits.net", "--data", "digits.npz", "--progress", "none"],
+                             cwd=work / "demo", env=env, capture_output=True, text=True, timeout=300)
+    assert trained.returncode == 0, trained.stderr
+    assert trained.stdout.splitlines()[0].startswith("status: finished (3 of 3 epochs, ")
+    assert trained.stdout.splitlines()[3].startswith("test:  test_loss ")
+
+
+def test_the_gallery_page_lists_every_example_with_its_diagrams():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gen_gallery
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    text, images = gen_gallery.page()
+    assert (ROOT / "docs" / "examples.md").read_text(encoding="utf-8") == text  # scripts/gen_gallery.py rewrites it
+    assert [image.name for image, _ in images if not image.is_file()] == []
+    assert {image.name.split("-")[0] for image, _ in images} == {p.stem for p in (ROOT / "specs").glob("*.net")}

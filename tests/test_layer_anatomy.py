@@ -117,3 +117,9 @@ def test_a_rule_that_cannot_tell_answers_none():
     assert registry.output_shapes(td, {"layer": "lstm(4)"}, [(5, 6)]) is None  # a layer it cannot see
     assert registry.output_shapes(registry.lookup("layer", "max_pooling2d"), {}, [(8, 3)]) is None  # its rank
     assert registry.output_shapes(registry.lookup("layer", "einsum_dense"), {}, [(3,)]) is None
+
+
+def test_every_layer_returns_one_tensor_by_default_except_wrappers_of_a_layer_it_cannot_see():
+    counts = {name: registry.output_count(registry.lookup("layer", name), {}) for name in LAYERS}
+    assert {name for name, count in counts.items() if count != 1} == {"bidirectional", "time_distributed"}
+    assert {counts["bidirectional"], counts["time_distributed"]} == {None}

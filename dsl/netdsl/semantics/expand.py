@@ -64,7 +64,7 @@ class Expander(Steps):
         self._current_binding: str | None = None
         self._current_scope: FileScope | None = None
         self._output_names: list[Any] = [None, 0, set()]  # see _is_output
-        self.block_alone: set[tuple] = set()  # the errors each block gives checked on its own
+        self.block_alone: set[tuple[Any, ...]] = set()  # the errors each block gives checked on its own
 
     # ============================================================ entry points
     def budget_for_text(self, size: int) -> None:
@@ -465,7 +465,7 @@ class Expander(Steps):
         self.diagnostics.append(Diagnostic.at(span, message, hint))
 
 
-def _input_shape_hint(shape: tuple) -> str | None:
+def _input_shape_hint(shape: tuple[Any, ...]) -> str | None:
     """`(None, 784)`: Python's None, and most likely the batch axis, which an input shape leaves out."""
     if not any(isinstance(d, Sym) and d.name == "None" for d in shape):
         return None
@@ -475,7 +475,7 @@ def _input_shape_hint(shape: tuple) -> str | None:
     return "names are lowercase in a spec: write none"
 
 
-def _add_mismatch(terms: list, inputs: list[Tensor], span: Span) -> Fail | None:
+def _add_mismatch(terms: list[Any], inputs: list[Tensor], span: Span) -> Fail | None:
     """`y + x` of two shapes that do not add: both named with their shapes, and the usual
     fix (a projection of the odd one out to the first's channels), or None if the shapes add."""
     shapes = [t.shape for t in inputs]
@@ -501,7 +501,7 @@ def _add_mismatch(terms: list, inputs: list[Tensor], span: Span) -> Fail | None:
     return Fail(span, message, hint)
 
 
-def _adds(a: tuple, b: tuple) -> bool:
+def _adds(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     """Whether Keras' Add takes shapes `a` and `b` (a size of 1 or an unknown one broadcasts)."""
     return len(a) == len(b) and all(x is None or y is None or x == y or 1 in (x, y) for x, y in zip(a, b))
 
@@ -510,7 +510,7 @@ def _term_text(term: Any) -> str:
     return term.id if isinstance(term, ir.Name) else "a term"
 
 
-def _key(d: Diagnostic) -> tuple:
+def _key(d: Diagnostic) -> tuple[Any, ...]:
     return d.file, d.line, d.col, d.message
 
 

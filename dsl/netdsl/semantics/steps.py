@@ -159,7 +159,7 @@ class Steps:
         resolved = self._resolve_step(expr, env)
         return self._apply_step(resolved, inputs, final)
 
-    def _check_rest(self, exprs: list, env: Env) -> list[Diagnostic]:
+    def _check_rest(self, exprs: list[Any], env: Env) -> list[Diagnostic]:
         """The steps after a failed one, with no tensor to apply them to: their names and
         arguments checked all the same, so one run reports every independent error of a
         flow (`x -> maxpool2d(2) -> flaten`), and nothing that follows from the first."""

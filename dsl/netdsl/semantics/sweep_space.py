@@ -16,7 +16,7 @@ Pure Python: `netdsl.tuning` turns a `SweepSpace` into Optuna's distributions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from netdsl.errors import Diagnostic, Fail, Span, did_you_mean
 from netdsl.limits import MAX_SWEEP_CHOICES, MAX_SWEEP_TRIALS
@@ -36,7 +36,7 @@ class Param:
 
     name: str
     kind: str
-    choices: tuple = ()  # choice
+    choices: tuple[Any, ...] = ()  # choice
     low: float | int | None = None  # uniform, log_uniform, int_range
     high: float | int | None = None
     step: int = 1  # int_range
@@ -181,7 +181,7 @@ class _SweepChecker:
             current = UNKNOWN  # reported at the constant
         value = item.value
         kind = value.func.id if isinstance(value, ir.Call) and isinstance(value.func, ir.Name) else None
-        if kind not in DISTRIBUTIONS or value.kwargs:
+        if not isinstance(value, ir.Call) or kind not in DISTRIBUTIONS or value.kwargs:
             raise Fail(value.span, f"'{item.name}' takes a distribution: choice(A, B, ...), uniform(LO, HI), "
                                    "log_uniform(LO, HI) or int_range(LO, HI[, STEP])",
                        did_you_mean(kind, DISTRIBUTIONS) if kind else None)
@@ -190,7 +190,7 @@ class _SweepChecker:
             return self._choice(item.name, value, args, current)
         return self._range(item.name, kind, value, args, current)
 
-    def _choice(self, name: str, call: ir.Call, args: list, current: Any) -> Param:
+    def _choice(self, name: str, call: ir.Call, args: list[Any], current: Any) -> Param:
         if not args:
             raise Fail(call.span, "choice() needs at least one value", "for example: choice(32, 64, 128)")
         if len(args) > MAX_SWEEP_CHOICES:
@@ -208,7 +208,7 @@ class _SweepChecker:
                 "an integer", "a number"})
             raise Fail(call.args[odd].span, f"choice values are all of one type: {describe_value(args[0])} is "
                                             f"{first}, {describe_value(args[odd])} is {_kind(args[odd])}")
-        seen: list = []
+        seen: list[Any] = []
         for arg, node in zip(args, call.args):
             if arg in seen and type(arg) is type(seen[seen.index(arg)]):
                 raise Fail(node.span, f"{describe_value(arg)} is a choice twice")
@@ -219,7 +219,7 @@ class _SweepChecker:
             choices = tuple(float(a) for a in choices)
         return Param(name, "choice", choices=choices, names=isinstance(args[0], (Sym, Resolved)))
 
-    def _range(self, name: str, kind: str, call: ir.Call, args: list, current: Any) -> Param:
+    def _range(self, name: str, kind: str, call: ir.Call, args: list[Any], current: Any) -> Param:
         wanted = (2, 3) if kind == "int_range" else (2, 2)
         shape = "int_range(LO, HI[, STEP])" if kind == "int_range" else f"{kind}(LO, HI)"
         if not wanted[0] <= len(args) <= wanted[1]:
@@ -302,6 +302,6 @@ def check_metric(space: SweepSpace, decl: ir.SweepDecl, train: Any, outputs: lis
     if space.metric in known:
         return None
     objective = next(item for item in decl.items if item.name == "objective")
-    hint = did_you_mean(space.metric, known) or f"the model reports: {', '.join(known)}"
-    return Diagnostic.at(objective.value.args[0].span, f"model '{space.model}' does not report '{space.metric}'",
-                         hint)
+    hint = did_you_mean(cast(str, space.metric), known) or f"the model reports: {', '.join(known)}"
+    return Diagnostic.at(cast(ir.Call, objective.value).args[0].span,
+                         f"model '{space.model}' does not report '{space.metric}'", hint)

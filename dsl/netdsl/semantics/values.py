@@ -82,7 +82,7 @@ class SymCall:
     args: tuple[Any, ...]
     kwargs: tuple[Any, ...]  # ((name, value), ...)
     span: Span
-    kwarg_spans: tuple = field(default=(), compare=False)  # where each keyword is, for its errors
+    kwarg_spans: tuple[Any, ...] = field(default=(), compare=False)  # where each keyword is, for its errors
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ _FEATURES = """
     string_lookup text_vectorization
 """.split()
 
-LAYERS: dict[str, Anatomy] = {name: Anatomy(None, None, None) for name in _AUGMENTATION + _FEATURES}
+LAYERS: dict[str, Anatomy] = {name: Anatomy(None, None) for name in _AUGMENTATION + _FEATURES}  # one output each
 
 UNKNOWN: dict[str, str] = {
     **{name: "image augmentation: its outputs (and bounding boxes) are left to Keras" for name in _AUGMENTATION},

@@ -16,6 +16,7 @@ Nothing here imports TensorFlow.
 from __future__ import annotations
 
 import csv
+import math
 import os
 import zipfile
 from pathlib import Path
@@ -26,6 +27,7 @@ import numpy as np
 from netdsl.files import Refused, open_regular
 from netdsl.training.errors import DataError
 from netdsl.training.npz_members import check_member
+from netdsl.training.settings import DEFAULT_SPLIT
 from netdsl.training.signature import Signature, TensorSpec, shape_text
 
 NUMERIC_KINDS = "biuf"
@@ -54,23 +56,54 @@ def _known(shape: Any) -> tuple:
     return tuple(d if isinstance(d, int) and not isinstance(d, bool) else None for d in shape)
 
 
-def check_data(request: Any, signature: Signature) -> None:
-    """Every source of a `settings.DataRequest` checked against the signature; DataError on the first
-    problem. Sources that only TensorFlow can read (TFRecord files) are left to the reader."""
+def check_data(request: Any, signature: Signature, validation_split: float | None = None) -> None:
+    """Every source of a `settings.DataRequest` checked against the signature, and the parts it is
+    cut into (where the number of samples is known from the headers) not empty; DataError on the
+    first problem. Sources that only TensorFlow can read (TFRecord files) are left to the reader."""
+    samples = {}
     for key in ("data", "train", "val", "test"):
         source = getattr(request, key)
         if source is not None:
-            check_source(source, signature, dict(request.targets or {}))
+            samples[key] = check_source(source, signature, dict(request.targets or {}))
+    if request.data is not None:
+        _check_split(request.data, samples["data"], tuple(request.split or DEFAULT_SPLIT))
+    for key, what in (("train", "training"), ("val", "validation"), ("test", "test")):
+        n = samples.get(key)
+        if n == 0:
+            raise DataError(f"the {what} data is empty (no samples)", file=_origin(getattr(request, key)))
+        if key == "train" and n and request.val is None and validation_split:
+            at = int(math.floor(n * (1.0 - validation_split)))  # Keras' own split point, as data.plan_data
+            for part, size in (("training", at), ("validation", n - at)):
+                if size == 0:
+                    raise DataError(f"the {part} split is empty: validation_split = {validation_split:g} of "
+                                    f"{n} samples gives it no sample", file=_origin(request.train))
 
 
-def check_source(src: Any, signature: Signature, targets: dict[str, str], need_targets: bool = True) -> None:
-    if not isinstance(src, (str, os.PathLike)):
-        _check_mapping("<arrays>", signature, _memory_headers(src), need_targets)
+def _check_split(source: Any, n: int | None, fractions: tuple[float, ...]) -> None:
+    """`--split a,b,c` of `n` samples gives each asked-for part a sample (sizes as data.split_rows cuts)."""
+    if n is None:
         return
+    counts = [round(f * n) for f in fractions[1:]]
+    sizes = [n - sum(counts), *counts]
+    for fraction, size, what in zip(fractions, sizes, ("training", "validation", "test")):
+        if fraction > 0 and size == 0:
+            text = ",".join(f"{f:g}" for f in fractions)
+            raise DataError(f"the {what} split is empty: --split {text} of {n} samples gives it no sample",
+                            file=_origin(source))
+
+
+def _origin(source: Any) -> str:
+    return str(source) if isinstance(source, (str, os.PathLike)) else "<arrays>"
+
+
+def check_source(src: Any, signature: Signature, targets: dict[str, str], need_targets: bool = True) -> int | None:
+    """Check one source; the number of its samples when the headers tell it, else None."""
+    if not isinstance(src, (str, os.PathLike)):
+        return _check_mapping("<arrays>", signature, _memory_headers(src), need_targets)
     path = str(src)
     if os.path.isdir(path):
         check_image_folder(path, signature, need_targets)
-        return
+        return None
     if not os.path.exists(path):
         raise DataError("no such file or folder", file=path)
     try:  # a FIFO, a device, a socket: refused before any reader opens it (and blocks, or reads forever)
@@ -80,12 +113,13 @@ def check_source(src: Any, signature: Signature, targets: dict[str, str], need_t
         raise DataError(str(exc), file=path) from None
     suffix = Path(path).suffix.lower()
     if suffix == NPZ_SUFFIX:
-        _check_mapping(path, signature, npz_headers(path), need_targets)
-    elif suffix == CSV_SUFFIX:
+        return _check_mapping(path, signature, npz_headers(path), need_targets)
+    if suffix == CSV_SUFFIX:
         _check_csv_head(path, signature, targets, need_targets)
     elif suffix not in TFRECORD_SUFFIXES:
         raise DataError(f"unknown data format '{suffix or Path(path).name}'",
                         file=path, hint="netdsl reads .npz, .csv and .tfrecord files and folders of images")
+    return None
 
 
 # ------------------------------------------------------------------ arrays by name
@@ -140,7 +174,8 @@ def _memory_headers(data: Any) -> dict[str, tuple[tuple, np.dtype]]:
 
 
 def _check_mapping(origin: str, signature: Signature, headers: dict[str, tuple[tuple, np.dtype]],
-                   need_targets: bool) -> None:
+                   need_targets: bool) -> int | None:
+    """The arrays that feed the model checked; their number of samples."""
     keys = sorted(headers)
     used = {}
     for spec in signature.inputs:
@@ -158,6 +193,7 @@ def _check_mapping(origin: str, signature: Signature, headers: dict[str, tuple[t
         longest, shortest = max(lengths, key=lengths.get), min(lengths, key=lengths.get)
         raise DataError(f"'{longest}' has {lengths[longest]} samples but '{shortest}' has {lengths[shortest]}",
                         file=origin)
+    return next(iter(lengths.values()), None)
 
 
 def find_key(spec: TensorSpec, alias: str, keys: list[str], signature: Signature) -> str | None:

@@ -169,7 +169,9 @@ def resolve(request: TrainRequest) -> TrainConfig:
     _check_paths(config.data)
     from netdsl.training.data_check import check_data, signature_of_graph  # NumPy only: still no TensorFlow
 
-    check_data(config.data, signature_of_graph(graph))  # before TensorFlow loads and any run folder is made
+    if config.data.split is not None:
+        config.data.split = check_split(config.data.split)
+    check_data(config.data, signature_of_graph(graph), config.validation_split)  # before TensorFlow, any run folder
     return config
 
 

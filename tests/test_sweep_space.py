@@ -37,7 +37,7 @@ sweep mlp {
 
 
 def space():
-    analysis = analyze(netdsl.parse(SPEC, "s.net"))
+    analysis = analyze(netdsl.parse(SPEC, filename="s.net"))
     assert analysis.diagnostics == []
     return analysis.sweeps["mlp"]
 
@@ -52,13 +52,13 @@ def test_the_section_as_checked():
 
 
 def test_the_metrics_a_model_reports():
-    graph = analyze(netdsl.parse(SPEC, "s.net")).graphs["mlp"]
+    graph = analyze(netdsl.parse(SPEC, filename="s.net")).graphs["mlp"]
     assert reported_metrics(graph.train, ["y"]) == ["loss", "sparse_categorical_accuracy", "val_loss",
                                                     "val_sparse_categorical_accuracy"]
 
 
 def test_the_editor_sees_the_sweep_names_as_uses():
-    index = build_index(netdsl.parse(SPEC, "s.net"))
+    index = build_index(netdsl.parse(SPEC, filename="s.net"))
     uses = {sym.name: [(o.span.line, o.span.col) for o in occs if not o.definition]
             for sym, occs in index.by_symbol.items() if sym.kind == "decl"}
     assert uses["width"] == [(7, 25), (16, 3)] and uses["act"] == [(7, 43), (18, 3)]

@@ -5,7 +5,8 @@
     diagnostics = netdsl.check("spec.net")
     model = netdsl.build("spec.net")             # a keras.Model
     diagram = netdsl.render("spec.net")          # a graphviz.Digraph
-    text = netdsl.export("model.keras")          # a saved Keras model as a spec
+    text = netdsl.decompile("model.keras")       # a saved Keras model as a spec
+    path = netdsl.export("runs/mlp-3", format="onnx")   # runs/mlp-3/mlp.onnx, checked in onnxruntime
     run = netdsl.train("spec.net", data="digits.npz", epochs=3, seed=7)   # runs/<model>-N/
 """
 
@@ -13,6 +14,7 @@ from netdsl.api import (
                         build,
                         build_all,
                         check,
+                        decompile,
                         evaluate,
                         export,
                         fit_kwargs,
@@ -36,8 +38,8 @@ from netdsl.version import __version__
 _keras_hook.install()
 
 __all__ = [
-    "parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "export", "train",
-    "evaluate", "predict",
+    "parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "decompile", "export",
+    "train", "evaluate", "predict",
     "Program", "SpecError", "NetdslError", "Diagnostic", "Span", "register_layer", "register_activation",
     "__version__",
 ]

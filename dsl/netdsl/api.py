@@ -1,15 +1,16 @@
-"""The library API: `parse`, `parse_file`, `check`, `format`, `build`, `build_all`, `fit_kwargs`, `render`, `export`,
-`train`, `evaluate`, `predict`.
+"""The library API: `parse`, `parse_file`, `check`, `format`, `build`, `build_all`, `fit_kwargs`, `render`, `decompile`,
+`export`, `train`, `evaluate`, `predict`.
 
 Everything here is cheap to import; `build`, `fit_kwargs`, `render` with
-shapes the pure-Python inference cannot be sure of, and `export` of a live model
+shapes the pure-Python inference cannot be sure of, `decompile` of a live model and `export`
 import Keras (and only they do) when called.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from netdsl.errors import RESOURCE_ERRORS, Diagnostic, SpecError, out_of_resources
 from netdsl.semantics.analysis import analyze, checked_graphs
@@ -19,7 +20,7 @@ from netdsl.syntax.loader import Program, Source, as_program, load_file, load_te
 from netdsl.training import evaluate, predict, train  # cheap: TensorFlow loads when they are called
 
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "model_graphs",
-           "export", "train", "evaluate", "predict"]
+           "decompile", "export", "train", "evaluate", "predict"]
 
 
 def parse(text: str | bytes, filename: str = "<string>", include: list = ()) -> Program:
@@ -128,10 +129,28 @@ def model_graphs(program: Program, names: list[str], shapes: bool, *, mute_tenso
     return graphs
 
 
-def export(model: Any, *, flat: bool = False) -> str:
-    """The spec of a Keras model, in `netdsl fmt` form: `model` is a live keras.Model or the path
+def decompile(trained: Any, *, flat: bool = False) -> str:
+    """The spec of a Keras model, in `netdsl fmt` form: `trained` is a live keras.Model or the path
     of a `.keras` file (read as data, without importing TensorFlow). Repeated structure comes
     back as blocks and `* N` repeats unless `flat`. SpecError names every layer a spec cannot express."""
-    from netdsl.exporter import export_model
+    from netdsl.decompiler import decompile_model
 
-    return export_model(model, flat=flat)
+    return decompile_model(trained, flat=flat)
+
+
+def export(source: Source | Any, *, format: Literal["onnx", "saved_model", "litert"],  # noqa: A002 - the CLI flag
+           out: str | os.PathLike | None = None, model: str | None = None, weights: str | os.PathLike | None = None,
+           last: bool = False, verify: bool = True, include: list = ()) -> Path:
+    """Export a model to ONNX, SavedModel or LiteRT and (with `verify`) check the file in that format's runtime.
+
+    `source`: a spec (path or Program; built with fresh weights, or those of `weights=FILE.keras`; `model` picks
+    one of its models), a run folder (its best.keras, or model.keras with `last=True`), a `.keras` file, or a
+    live keras.Model. `out`: the file (a folder for saved_model); by default `<model>.onnx`,
+    `<model>_saved_model` or `<model>.tflite` in the run folder, beside the .keras file, or in the current folder.
+    Returns the path written. Raises `netdsl.deploy.ExportError` (one line) for what cannot be exported,
+    `VerifyFailed` when the file's outputs differ from Keras' beyond the format's tolerance (1e-5; LiteRT 1e-4).
+    """
+    from netdsl.deploy import export_model
+
+    return export_model(source, format=format, out=out, model=model, weights=weights, last=last, check=verify,
+                        include=include).path

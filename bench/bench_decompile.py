@@ -1,12 +1,12 @@
-"""How fast is `netdsl export`? Measured against Keras loading the same file, in the same run.
+"""How fast is `netdsl decompile`? Measured against Keras loading the same file, in the same run.
 
 Saves keras.applications.ResNet152(weights=None) (and ResNet50) to .keras files in a
 temporary folder, then prints, as medians of interleaved runs:
-  1. whole-process time of `netdsl export MODEL.keras` (interpreter start, imports,
+  1. whole-process time of `netdsl decompile MODEL.keras` (interpreter start, imports,
      export, printing) vs `python -c "keras.saving.load_model(MODEL.keras)"`, wall
      clock and CPU time (the issue's target: exporting ResNet152 from its .keras file
      in at most 2 s; on a machine shared with other work the wall clock includes waiting);
-  2. in-process time of `netdsl.export(path)` alone, and of the flat export.
+  2. in-process time of `netdsl.decompile(path)` alone, and of the flat export.
 """
 
 from __future__ import annotations
@@ -53,18 +53,18 @@ def in_process(path: Path, flat: bool) -> float:
     times = []
     for _ in range(REPEAT):
         start = time.perf_counter()
-        netdsl.export(path, flat=flat)
+        netdsl.decompile(path, flat=flat)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 
 def main() -> None:
     python = sys.executable
-    with tempfile.TemporaryDirectory(prefix="netdsl-bench-export-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="netdsl-bench-decompile-") as tmp:
         folder = Path(tmp)
         for name in ("ResNet152", "ResNet50"):
             path = saved(folder, name)
-            export_cmd = [python, "-m", "netdsl.cli", "export", str(path)]
+            export_cmd = [python, "-m", "netdsl.cli", "decompile", str(path)]
             load_cmd = [python, "-c", f"import keras; keras.saving.load_model({str(path)!r})"]
             exports, loads = [], []
             for _ in range(REPEAT):  # interleaved, so both see the same machine load
@@ -75,12 +75,12 @@ def main() -> None:
             size = path.stat().st_size / 2**20
             print(f"{name} ({size:,.0f} MiB .keras), process time, median of {REPEAT} interleaved runs "
                   f"(wall / CPU):")
-            print(f"  netdsl export {path.name:<22} {export_s:7.3f} s / {export_cpu:6.3f} s"
+            print(f"  netdsl decompile {path.name:<22} {export_s:7.3f} s / {export_cpu:6.3f} s"
                   + (f"   (target <= {TARGET_S:.1f} s: {'ok' if export_s <= TARGET_S else 'MISSED'})"
                      if name == "ResNet152" else ""))
             print(f"  keras.saving.load_model             {load_s:7.3f} s / {load_cpu:6.3f} s")
             print(f"  ratio export / load_model           {export_s / load_s:7.3f}   / {export_cpu / load_cpu:6.3f}")
-            print(f"  in process: netdsl.export(path)     {in_process(path, False):7.3f} s"
+            print(f"  in process: netdsl.decompile(path)     {in_process(path, False):7.3f} s"
                   f"   (flat: {in_process(path, True):.3f} s)")
             print()
 

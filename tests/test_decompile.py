@@ -1,10 +1,10 @@
-"""`netdsl export` of saved models: exact specs, exact diagnostics, no TensorFlow for a file.
+"""`netdsl decompile` of saved models: exact specs, exact diagnostics, no TensorFlow for a file.
 
-tests/export/NAME.json is the config.json of a small Keras model (made by
-tests/export/make_fixtures.py); each test zips it into NAME.keras as `model.save`
+tests/decompile/NAME.json is the config.json of a small Keras model (made by
+tests/decompile/make_fixtures.py); each test zips it into NAME.keras as `model.save`
 would. A model that exports has NAME.net, the exact spec; one that cannot has
-NAME.expected, the exit code and the exact diagnostics. REGEN_EXPORT=1 rewrites both
-(review the diff by hand). The round trips through Keras are in test_export_roundtrip.py.
+NAME.expected, the exit code and the exact diagnostics. REGEN_DECOMPILE=1 rewrites both
+(review the diff by hand). The round trips through Keras are in test_decompile_roundtrip.py.
 """
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ import pytest
 
 import netdsl
 from netdsl.cli import main
-from netdsl.exporter import archive
+from netdsl.decompiler import archive
 from netdsl.syntax.formatter import format_text
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "export"
+FIXTURES = ROOT / "tests" / "decompile"
 CONFIGS = sorted(FIXTURES.glob("*.json"))
-REGEN = os.environ.get("REGEN_EXPORT") == "1"
+REGEN = os.environ.get("REGEN_DECOMPILE") == "1"
 
 
 def keras_file(folder: Path, name: str, config: str | bytes | None = None, **members: str | bytes) -> Path:
-    """A .keras archive holding `config` as config.json (from tests/export/NAME.json by default)."""
+    """A .keras archive holding `config` as config.json (from tests/decompile/NAME.json by default)."""
     path = folder / f"{name}.keras"
     with zipfile.ZipFile(path, "w") as archive_file:
         archive_file.writestr("metadata.json", json.dumps({"keras_version": "3"}))
@@ -48,17 +48,17 @@ def written(path: Path, data: bytes) -> Path:
     return path
 
 
-def export_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(["export", *args])
+def decompile_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["decompile", *args])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
-def test_fixture_exports_to_its_exact_spec_or_diagnostics(config, tmp_path, capsys, monkeypatch):
+def test_fixture_decompiles_to_its_exact_spec_or_diagnostics(config, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     keras_file(tmp_path, config.stem)
-    code, out, err = export_cli(capsys, f"{config.stem}.keras")
+    code, out, err = decompile_cli(capsys, f"{config.stem}.keras")
     spec, expected = config.with_suffix(".net"), config.with_suffix(".expected")
     if REGEN:
         spec.unlink(missing_ok=True)
@@ -86,19 +86,19 @@ def test_every_fixture_has_its_expected_output():
 def test_unexpressible_layers_are_all_named_with_class_and_hint(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     keras_file(tmp_path, "code_layers")
-    code, _, err = export_cli(capsys, "code_layers.keras")
+    code, _, err = decompile_cli(capsys, "code_layers.keras")
     assert code == 1
     lines = err.splitlines()
-    assert lines[0].startswith("code_layers.keras:1:1: error: layer 'double' (Lambda) cannot be exported: "
+    assert lines[0].startswith("code_layers.keras:1:1: error: layer 'double' (Lambda) cannot be decompiled: "
                                "Lambda runs Python code")
     assert lines[1].startswith("code_layers.keras:1:1: error: layer 'twice' (Twice) is not a layer netdsl knows")
     assert "register a plugin" in lines[1]
     assert lines[-1] == "2 errors"
 
 
-def test_export_of_a_file_does_not_import_tensorflow_or_keras(tmp_path):
+def test_decompile_of_a_file_does_not_import_tensorflow_or_keras(tmp_path):
     path = keras_file(tmp_path, "small_cnn")
-    code = ("import sys, netdsl; text = netdsl.export(sys.argv[1]); "
+    code = ("import sys, netdsl; text = netdsl.decompile(sys.argv[1]); "
             "heavy = [m for m in ('tensorflow', 'keras', 'jax') if m in sys.modules]; "
             "print(heavy, len(text.splitlines()))")
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
@@ -113,33 +113,33 @@ def test_the_weights_are_never_read(tmp_path, monkeypatch):
     real_open = zipfile.ZipFile.open
     monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, name, *a, **k: opened.append(
         getattr(name, "filename", name)) or real_open(self, name, *a, **k))
-    assert netdsl.export(path) == (FIXTURES / "small_cnn.net").read_text(encoding="utf-8")
+    assert netdsl.decompile(path) == (FIXTURES / "small_cnn.net").read_text(encoding="utf-8")
     assert opened == ["config.json"]
 
 
 def test_output_file_is_written_and_the_same_as_printed(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     keras_file(tmp_path, "nested_shared")
-    code, out, err = export_cli(capsys, "nested_shared.keras", "-o", "out/siamese.net")
+    code, out, err = decompile_cli(capsys, "nested_shared.keras", "-o", "out/siamese.net")
     assert (code, out, err) == (0, "", "")
     written = (tmp_path / "out" / "siamese.net").read_text(encoding="utf-8")
     assert written == (FIXTURES / "nested_shared.net").read_text(encoding="utf-8")
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["siamese.net"]  # no temporary file left
 
 
-def test_flat_export_has_no_blocks_and_no_repeats(tmp_path):
+def test_flat_decompile_has_no_blocks_and_no_repeats(tmp_path):
     path = keras_file(tmp_path, "small_cnn")
-    flat = netdsl.export(path, flat=True)
+    flat = netdsl.decompile(path, flat=True)
     assert "block " not in flat and " * " not in flat
     assert flat.count("conv2d(") == 4
-    assert "block " in netdsl.export(path)
+    assert "block " in netdsl.decompile(path)
 
 
 @pytest.mark.parametrize("make, message", [
     (lambda d: d / "missing.keras", "missing.keras:1:1: error: no such file"),
     (lambda d: d, "is a directory, not a .keras file"),
     (lambda d: written(d / "plain.keras", b"hello"),
-     "plain.keras:1:1: error: not a .keras file (not a zip archive); export reads models saved with "
+     "plain.keras:1:1: error: not a .keras file (not a zip archive); decompile reads models saved with "
      "model.save('model.keras')"),
     (lambda d: keras_file(d, "empty", config=False), "empty.keras:1:1: error: not a .keras file (it has no config.json)"),
     (lambda d: keras_file(d, "broken", config="{not json"), "broken.keras:1:1: error: config.json is not valid JSON"),
@@ -153,7 +153,7 @@ def test_flat_export_has_no_blocks_and_no_repeats(tmp_path):
 def test_unreadable_files_are_one_line_errors(make, message, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = make(Path("."))
-    code, out, err = export_cli(capsys, str(path))
+    code, out, err = decompile_cli(capsys, str(path))
     assert code == 1 and out == ""
     assert message in err
     assert len(err.splitlines()) == 1
@@ -163,12 +163,12 @@ def test_a_config_over_the_size_limit_is_refused_unread(tmp_path, capsys, monkey
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(archive, "MAX_CONFIG_BYTES", 1000)
     keras_file(tmp_path, "small_cnn")
-    code, _, err = export_cli(capsys, "small_cnn.keras")
+    code, _, err = decompile_cli(capsys, "small_cnn.keras")
     assert code == 1
     assert err.startswith("small_cnn.keras:1:1: error: config.json is too large (24,")
     assert "at most 1,000)" in err
 
 
-def test_export_is_deterministic(tmp_path):
+def test_decompile_is_deterministic(tmp_path):
     path = keras_file(tmp_path, "nested_shared")
-    assert netdsl.export(path) == netdsl.export(str(path)) == netdsl.export(Path(path))
+    assert netdsl.decompile(path) == netdsl.decompile(str(path)) == netdsl.decompile(Path(path))

@@ -1,0 +1,90 @@
+"""`netdsl export`: a model to a deployment format, checked in that format's own runtime.
+
+    source --source.resolve--> keras.Model (+ metadata)
+        --serving--> tf.function: named inputs, open batch axis -> {output name: tensor}
+        --onnx_format | saved_model_format | litert_format--> the file, written atomically
+        --verify--> seeded inputs through Keras and through the file's runtime, compared
+
+Formats and tolerances are in `formats.py`; docs/export.md tells the user's side.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from netdsl.deploy.errors import ExportError, MissingPackage, VerifyFailed
+from netdsl.deploy.formats import FORMATS, Format, get_format, require_packages
+from netdsl.deploy.source import Resolved, resolve
+from netdsl.deploy.verify import Verification, verify
+
+__all__ = ["FORMATS", "ExportError", "Exported", "MissingPackage", "VerifyFailed", "default_out", "export_model"]
+
+
+@dataclass(frozen=True)
+class Exported:
+    path: Path
+    format: Format
+    verification: Verification | None
+
+
+def default_out(resolved: Resolved, fmt: Format) -> Path:
+    """`<model>.onnx` / `<model>_saved_model` / `<model>.tflite`, in the run folder or beside the .keras
+    file it came from, else in the current folder."""
+    name = f"{resolved.name}{fmt.suffix}"
+    return resolved.where / name if resolved.where is not None else Path(name)
+
+
+def export_model(source: Any, *, format: str, out: str | os.PathLike | None = None,  # noqa: A002 - the CLI flag
+                 model: str | None = None, weights: str | os.PathLike | None = None, last: bool = False,
+                 check: bool = True, include: list = ()) -> Exported:
+    """Export `source` (see `source.resolve`) to `format`; with `check`, run it in its runtime and compare.
+
+    Raises ExportError (a source or output problem, a layer the format cannot hold),
+    MissingPackage (the format's converter or runtime is not installed), VerifyFailed
+    (the exported file computes something else; the file stays written, for inspection).
+    """
+    fmt = get_format(format)
+    require_packages(fmt)
+    target = Path(out) if out is not None else None
+    if target is not None:
+        _check_writable(target)
+    resolved = resolve(source, model=model, weights=weights, last=last, include=include)
+    target = target if target is not None else default_out(resolved, fmt)
+    _write(fmt, resolved, target)
+    if not check:
+        return Exported(target, fmt, None)
+    result = verify(resolved.model, fmt, target)
+    if not result.ok:
+        raise VerifyFailed(result.failure(), file=str(target))
+    return Exported(target, fmt, result)
+
+
+def _write(fmt: Format, resolved: Resolved, target: Path) -> None:
+    from netdsl.backend.runtime import quiet_tensorflow
+
+    quiet_tensorflow(mute_stderr=False)
+    if fmt.name == "onnx":
+        from netdsl.deploy.onnx_format import write_onnx as write
+    elif fmt.name == "saved_model":
+        from netdsl.deploy.saved_model_format import write_saved_model as write
+    else:
+        from netdsl.deploy.litert_format import write_litert as write
+    try:
+        write(resolved.model, target, resolved.metadata)
+    except OSError as exc:
+        raise ExportError(f"cannot write the {fmt.name} file: {exc.strerror or exc}", file=str(target)) from None
+
+
+def _check_writable(target: Path) -> None:
+    """Refuse an output that cannot be written before spending minutes converting."""
+    if target.is_symlink():
+        raise ExportError("it is a symbolic link; netdsl does not write through links", file=str(target))
+    parent = target.parent if str(target.parent) else Path(".")
+    existing = next((p for p in [parent, *parent.parents] if p.exists()), Path("."))
+    if not existing.is_dir():
+        raise ExportError(f"cannot write here: {existing} is not a folder", file=str(target))
+    if not os.access(existing, os.W_OK):
+        raise ExportError(f"cannot write here: {existing} is not writable", file=str(target))

@@ -20,7 +20,8 @@ from netdsl.errors import Diagnostic, SpecError
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("decompile", help="write a saved Keras model (.keras) as a spec")
     parser.add_argument("model", metavar="MODEL.keras")
-    parser.add_argument("-o", "--out", "--output", dest="out", metavar="OUT.net", help="write the spec here instead of printing it")
+    parser.add_argument("-o", "--out", "--output", dest="out", metavar="OUT.net",
+                        help="write the spec here instead of printing it")
     parser.add_argument("--flat", action="store_true", help="no blocks or repeats: every layer where it is used")
     parser.add_argument("--verify", action="store_true",
                         help="rebuild the spec and prove it is the same model (imports TensorFlow)")

@@ -38,8 +38,10 @@ def run(args: argparse.Namespace) -> int:
 
     load_plugins(args.plugin, args.source)
     exported = export_model(args.source, format=args.format, out=args.out, model=args.model, weights=args.weights,
-                            last=args.last, check=args.verify, include=args.include)
+                            last=args.last, check=args.verify, include=args.include, quiet=True)
     print(f"wrote {exported.path} ({exported.format.name})")
+    for note in exported.notes:
+        print(f"note: {note}")
     if exported.verification is not None:
         print(f"verified in {exported.format.runtime}:")
         for line in exported.verification.lines():

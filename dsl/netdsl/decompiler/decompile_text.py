@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from netdsl.errors import Diagnostic, SpecError
 from netdsl.decompiler.emit import block_decl, let_decl, model_decl
 from netdsl.decompiler.graph import KModel, read_model
 from netdsl.decompiler.lets import factor_lets
 from netdsl.decompiler.naming import Namer
 from netdsl.decompiler.problems import Problems
 from netdsl.decompiler.program import build_program
+from netdsl.errors import Diagnostic, SpecError
 from netdsl.syntax.formatter import format_ir
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from netdsl import registry
-from netdsl.errors import Span
 from netdsl.decompiler.layer_steps import Step
 from netdsl.decompiler.units import InputDim, LetRef, ParamRef, Scaled
 from netdsl.decompiler.values import DictValue, ListValue, Named
+from netdsl.errors import Span
 from netdsl.syntax import ir
 
 SPAN = Span.at("<decompile>", 1, 1)

@@ -15,12 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netdsl.deploy.errors import ExportError, MissingPackage, VerifyFailed
+from netdsl.deploy.errors import ExportError, MissingPackage, UnknownFormat, VerifyFailed
+from netdsl.deploy.folders import check_folder_target
 from netdsl.deploy.formats import FORMATS, Format, get_format, require_packages
 from netdsl.deploy.source import Resolved, resolve
-from netdsl.deploy.verify import Verification, verify
+from netdsl.deploy.verify import Verification, check_file
 
-__all__ = ["FORMATS", "ExportError", "Exported", "MissingPackage", "VerifyFailed", "default_out", "export_model"]
+__all__ = [
+    "FORMATS", "ExportError", "Exported", "MissingPackage", "UnknownFormat", "VerifyFailed", "default_out",
+    "export_model",
+]
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,7 @@ class Exported:
     path: Path
     format: Format
     verification: Verification | None
+    notes: tuple[str, ...] = ()  # what the export changed on the way (a float16 model exported in float32)
 
 
 def default_out(resolved: Resolved, fmt: Format) -> Path:
@@ -39,33 +44,32 @@ def default_out(resolved: Resolved, fmt: Format) -> Path:
 
 def export_model(source: Any, *, format: str, out: str | os.PathLike | None = None,  # noqa: A002 - the CLI flag
                  model: str | None = None, weights: str | os.PathLike | None = None, last: bool = False,
-                 check: bool = True, include: list = ()) -> Exported:
+                 check: bool = True, include: list = (), quiet: bool = False) -> Exported:
     """Export `source` (see `source.resolve`) to `format`; with `check`, run it in its runtime and compare.
 
     Raises ExportError (a source or output problem, a layer the format cannot hold),
     MissingPackage (the format's converter or runtime is not installed), VerifyFailed
     (the exported file computes something else; the file stays written, for inspection).
+    `quiet` (the CLI): the converters' and runtimes' C++ chatter on stderr is muted.
     """
+    from netdsl.backend.runtime import muted_stderr
+
     fmt = get_format(format)
     require_packages(fmt)
     target = Path(out) if out is not None else None
     if target is not None:
-        _check_writable(target)
-    resolved = resolve(source, model=model, weights=weights, last=last, include=include)
+        _check_writable(target, fmt)
+    resolved = resolve(source, model=model, weights=weights, last=last, include=include, quiet=quiet)
     target = target if target is not None else default_out(resolved, fmt)
-    _write(fmt, resolved, target)
-    if not check:
-        return Exported(target, fmt, None)
-    result = verify(resolved.model, fmt, target)
-    if not result.ok:
+    with muted_stderr(quiet):
+        _write(fmt, resolved, target)
+        result = check_file(resolved.model, fmt, target) if check else None
+    if result is not None and not result.ok:
         raise VerifyFailed(result.failure(), file=str(target))
-    return Exported(target, fmt, result)
+    return Exported(target, fmt, result, tuple(resolved.notes))
 
 
 def _write(fmt: Format, resolved: Resolved, target: Path) -> None:
-    from netdsl.backend.runtime import quiet_tensorflow
-
-    quiet_tensorflow(mute_stderr=False)
     if fmt.name == "onnx":
         from netdsl.deploy.onnx_format import write_onnx as write
     elif fmt.name == "saved_model":
@@ -78,10 +82,12 @@ def _write(fmt: Format, resolved: Resolved, target: Path) -> None:
         raise ExportError(f"cannot write the {fmt.name} file: {exc.strerror or exc}", file=str(target)) from None
 
 
-def _check_writable(target: Path) -> None:
+def _check_writable(target: Path, fmt: Format) -> None:
     """Refuse an output that cannot be written before spending minutes converting."""
     if target.is_symlink():
         raise ExportError("it is a symbolic link; netdsl does not write through links", file=str(target))
+    if fmt.is_folder:
+        check_folder_target(target)
     parent = target.parent if str(target.parent) else Path(".")
     existing = next((p for p in [parent, *parent.parents] if p.exists()), Path("."))
     if not existing.is_dir():

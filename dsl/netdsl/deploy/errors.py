@@ -2,11 +2,11 @@
 
     model.keras: error: not a .keras file (not a zip archive)
     error: unknown format 'onx'; did you mean 'onnx'? (formats: onnx, saved_model, litert)
-    mish.net: error: layer 'h.mish' (Lambda) cannot be exported to litert: ...
-    error: --format onnx needs onnx, onnxruntime and tf2onnx, which are not installed; pip install 'netdsl[export]'
+    error: layer 'h' (Dense) cannot be exported to onnx: TensorFlow op Log1p has no ONNX conversion
+    error: --format onnx needs onnxruntime, which is not installed; pip install 'netdsl[export]'
 
 They are training errors (the same one-line form, the same printing in the CLI):
-exit 1, or 2 for a missing optional package, as `train --tensorboard` does.
+exit 1, or 2 for an unknown format or a missing optional package, as `train --tensorboard` does.
 """
 
 from __future__ import annotations
@@ -20,6 +20,10 @@ class ExportError(TrainingError):
 
 class MissingPackage(UsageError):
     """The converter or runtime a format needs is not installed; exit 2."""
+
+
+class UnknownFormat(UsageError):
+    """A --format netdsl does not write; exit 2, as argparse does for a bad choice."""
 
 
 class VerifyFailed(ExportError):

@@ -21,13 +21,13 @@ def replace_folder(target: Path, write: Callable[[Path], None]) -> None:
     An existing `target` is replaced only when it is a SavedModel itself: a link, a
     file or any other folder there is refused, and left as it was.
     """
-    _check_target(target)
+    check_folder_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     token = secrets.token_hex(6)
     tmp, old = (target.parent / f".{target.name}.{token}.{end}" for end in ("tmp", "old"))
     try:
         write(tmp)
-        _check_target(target)  # planted while we wrote
+        check_folder_target(target)  # planted while we wrote
         if target.exists():
             os.rename(target, old)
         os.rename(tmp, target)
@@ -37,7 +37,7 @@ def replace_folder(target: Path, write: Callable[[Path], None]) -> None:
                 shutil.rmtree(leftover)
 
 
-def _check_target(target: Path) -> None:
+def check_folder_target(target: Path) -> None:
     if target.is_symlink():
         raise LinkRefused(target)
     if target.exists() and not (target / MARKER).is_file():

@@ -11,7 +11,7 @@ import difflib
 import importlib.util
 from dataclasses import dataclass
 
-from netdsl.deploy.errors import ExportError, MissingPackage
+from netdsl.deploy.errors import MissingPackage, UnknownFormat
 
 
 @dataclass(frozen=True)
@@ -36,12 +36,12 @@ INSTALL_HINT = "pip install 'netdsl[export]'"
 
 
 def get_format(name: str) -> Format:
-    """The format called `name`; an ExportError with the nearest name otherwise."""
+    """The format called `name`; UnknownFormat with the nearest name otherwise."""
     if name in FORMATS:
         return FORMATS[name]
     close = difflib.get_close_matches(name.lower(), list(FORMATS), n=1, cutoff=0.5)
     guess = f"; did you mean '{close[0]}'?" if close else ""
-    raise ExportError(f"unknown format {name!r}{guess} (formats: {', '.join(FORMATS)})")
+    raise UnknownFormat(f"unknown format {name!r}{guess} (formats: {', '.join(FORMATS)})")
 
 
 def require_packages(fmt: Format) -> None:

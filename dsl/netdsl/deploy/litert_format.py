@@ -43,14 +43,13 @@ def _refusal(model: keras.Model, text: str) -> str:
     """One line from the converter's report: the first op it could not lower, and the layer it came from."""
     from netdsl.deploy.onnx_format import layer_of
 
-    found = re.search(r"'tf\.(\w+)' op is neither a custom op nor a flex op", text)
+    found = re.search(r'fused\["[^"]*", "([^"@]+)@[^\n]*error: \'tf\.(\w+)\' op is neither a custom op nor a flex op',
+                      text)
     if found is None:
         first = next((line.strip() for line in text.splitlines() if "error:" in line), text.strip().split("\n")[0])
         return f"the model cannot be exported to litert: {first[:300]}"
-    op = found.group(1)
-    location = re.search(r'loc\([^"]*"([^"]+)"', text[: found.start()][::-1][::-1])
-    layer = layer_of(model, location.group(1)) if location else None
-    reason = f"TensorFlow op {op} is not a LiteRT built-in op"
+    layer = layer_of(model, found.group(1))
+    reason = f"TensorFlow op {found.group(2)} is not a LiteRT built-in op"
     if layer is None:
         return f"the model cannot be exported to litert: {reason}"
     return f"layer '{layer.name}' ({type(layer).__name__}) cannot be exported to litert: {reason}"

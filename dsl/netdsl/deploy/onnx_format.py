@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -122,4 +123,6 @@ def _patch_tf2onnx() -> None:
         from keras.src.export.tf2onnx_lib import patch_tf2onnx
     except ImportError:  # a Keras without it: a tf2onnx that needs no patch, we hope; the check will tell
         return
-    patch_tf2onnx()
+    with warnings.catch_warnings():  # it asks numpy for np.object, which warns
+        warnings.simplefilter("ignore", FutureWarning)
+        patch_tf2onnx()

@@ -36,36 +36,70 @@ class Resolved:
     where: Path | None  # the folder the default output goes to (None: the current folder)
     label: str  # the source as messages name it
     metadata: dict[str, str] = field(default_factory=dict)  # what the exported file records
+    notes: list[str] = field(default_factory=list)  # what the CLI tells the user about the export
+
+
+def in_float32(resolved: Resolved) -> Resolved:
+    """A model that computes in float16 (mixed precision, a training technique) is exported as its float32 twin:
+    the same layers and weights (kept in float32 anyway), each computing in float32, which every format
+    and runtime runs the same way; float16 kernels differ between runtimes by more than any tolerance here."""
+    policies = sorted({layer.dtype_policy.name for layer in resolved.model.layers
+                       if layer.dtype_policy.compute_dtype != layer.dtype_policy.variable_dtype})
+    if not policies:
+        return resolved
+    import keras
+
+    def float32_layer(layer: keras.layers.Layer) -> keras.layers.Layer:
+        return type(layer).from_config({**layer.get_config(), "dtype": "float32"})
+
+    twin = keras.models.clone_model(resolved.model, clone_function=float32_layer)
+    twin.set_weights(resolved.model.get_weights())
+    note = f"the model computes in {', '.join(policies)}; exported in float32 with the same weights"
+    return Resolved(twin, resolved.name, resolved.where, resolved.label, resolved.metadata, [*resolved.notes, note])
 
 
 def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike | None = None,
-            last: bool = False, include: list = ()) -> Resolved:
-    """The Keras model `source` means, loaded or built (see the module's docstring)."""
+            last: bool = False, include: list = (), quiet: bool = False) -> Resolved:
+    """The Keras model `source` means, loaded or built (see the module's docstring), in float32.
+
+    Everything that can be checked without TensorFlow is checked before it is imported.
+    """
     if isinstance(source, Program):
-        return _from_spec(source, source.root, model, weights, include)
+        return in_float32(_from_spec(source, source.root, model, weights, include, quiet))
     if not isinstance(source, (str, os.PathLike)):
         if weights is not None or model is not None:
             raise ExportError("model= and weights= choose a model of a spec; the source is a keras.Model already")
-        return Resolved(source, source.name, None, source.name, {"netdsl_version": __version__})
+        return in_float32(Resolved(source, source.name, None, source.name, {"netdsl_version": __version__}))
     path = Path(source)
     if path.is_dir():
-        return _from_run(path, last)
+        return in_float32(_from_run(path, last, quiet))
     if not path.exists():
         raise ExportError("no such spec, run folder or .keras file", file=str(path))
     if path.suffix == ".keras":
         _refuse_options(path, model, weights, last)
-        loaded = _load_keras(path)
-        return Resolved(loaded, loaded.name, path.parent, str(path), {"netdsl_version": __version__})
+        loaded = _load_keras(path, quiet)
+        return in_float32(Resolved(loaded, loaded.name, path.parent, str(path), {"netdsl_version": __version__}))
     if path.suffix in SPEC_SUFFIXES:
-        return _from_spec(as_program(path, include), str(path), model, weights, include)
+        return in_float32(_from_spec(as_program(path, include), str(path), model, weights, include, quiet))
     raise ExportError("not a spec (.net), a run folder or a .keras file", file=str(path))
 
 
-def _from_spec(program: Program, label: str, model: str | None, weights: Any, include: list) -> Resolved:
+def _tensorflow(quiet: bool) -> None:
+    """Keras on TensorFlow: every converter here starts from a TensorFlow graph (BackendError if Keras runs JAX)."""
+    from netdsl.backend.runtime import init_backend
+
+    init_backend("tensorflow", mute_stderr=quiet)
+
+
+def _from_spec(program: Program, label: str, model: str | None, weights: Any, include: list,
+               quiet: bool) -> Resolved:
     from netdsl.backend.compiler import build_model
     from netdsl.training.settings import spec_sha256
 
     name = pick_model(program, model)
+    if weights is not None and not Path(weights).is_file():
+        raise ExportError("no such weights file", file=str(weights))
+    _tensorflow(quiet)
     built = build_model(program, name, include=include)
     if weights is not None:
         _load_weights(built, Path(weights))
@@ -73,14 +107,14 @@ def _from_spec(program: Program, label: str, model: str | None, weights: Any, in
     return Resolved(built, name, None, label, metadata)
 
 
-def _from_run(path: Path, last: bool) -> Resolved:
+def _from_run(path: Path, last: bool, quiet: bool) -> Resolved:
     folder = RunFolder.existing(path)
     file = path / ("model.keras" if last else "best.keras")
     if not file.is_file():
         other = "" if last else "; --last exports model.keras, written when the run ends"
         raise ExportError(f"the run has no {file.name} (status: {folder.status()}){other}", file=str(path))
     spec = folder.read_json(CONFIG).get("spec", {})
-    loaded = _load_keras(file)
+    loaded = _load_keras(file, quiet)
     metadata = {"netdsl_version": __version__}
     if isinstance(spec.get("model"), str):
         metadata["netdsl_model"] = spec["model"]
@@ -95,12 +129,10 @@ def _refuse_options(path: Path, model: str | None, weights: Any, last: bool) -> 
         raise ExportError(f"{flag} does not apply to a .keras file", file=str(path))
 
 
-def _load_keras(path: Path) -> keras.Model:
+def _load_keras(path: Path, quiet: bool) -> keras.Model:
     if not zipfile.is_zipfile(path):
         raise ExportError("not a .keras file (not a zip archive)", file=str(path))
-    from netdsl.backend.runtime import quiet_tensorflow
-
-    quiet_tensorflow(mute_stderr=False)
+    _tensorflow(quiet)
     import keras
 
     try:
@@ -110,8 +142,6 @@ def _load_keras(path: Path) -> keras.Model:
 
 
 def _load_weights(model: keras.Model, path: Path) -> None:
-    if not path.is_file():
-        raise ExportError("no such weights file", file=str(path))
     if path.suffix == ".keras" and not zipfile.is_zipfile(path):
         raise ExportError("not a .keras file (not a zip archive)", file=str(path))
     try:

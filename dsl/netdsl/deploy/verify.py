@@ -142,6 +142,6 @@ def compare(fmt: Format, expected: dict[str, np.ndarray], got: dict[str, np.ndar
     return Verification(fmt, tuple(checks))
 
 
-def verify(model: keras.Model, fmt: Format, path: Path) -> Verification:
+def check_file(model: keras.Model, fmt: Format, path: Path) -> Verification:
     inputs = sample_inputs(model)
     return compare(fmt, keras_outputs(model, inputs), run_exported(fmt, path, inputs))

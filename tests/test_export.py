@@ -1,7 +1,7 @@
 """`netdsl export` to ONNX, SavedModel and LiteRT, each file run in its own runtime.
 
-The models are tests/deploy/*.net: an MLP with Keras' mish and exact GELU (the two ops
-tf2onnx cannot convert: Log1p, Erfc), a conv net, a model with two inputs and two
+The models are tests/deploy/*.net: an MLP with smooth_relu and exact GELU (the two ops
+tf2onnx cannot convert: Log1p, Erfc) and Keras' mish, a conv net, a model with two inputs and two
 outputs, a tiny ViT (GELU, layer norm, attention); specs/declared.net's declared mish.
 Each test also runs the file itself, apart from `--verify`'s code, on a batch size
 the export never saw, and compares with the Keras model.
@@ -37,7 +37,8 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def keras_outputs(model, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    result = model([inputs[name] for name in model.input_names] if len(inputs) > 1 else next(iter(inputs.values())))
+    ordered = [inputs[tensor.name.split(":")[0]] for tensor in model.inputs]
+    result = model(ordered if len(ordered) > 1 else ordered[0], training=False)
     result = result if isinstance(result, (list, tuple)) else [result]
     return {name: np.asarray(value) for name, value in zip(model.output_names, result)}
 
@@ -64,13 +65,14 @@ def run_onnx(path: Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]
                                              (ROOT / "specs" / "declared.net", "declared_mlp")],
                          ids=["mish_gelu_mlp", "two_in_two_out", "vit_tiny", "declared_mish"])
 def test_onnx_runs_in_onnxruntime_with_the_specs_names_and_any_batch(spec, model, tmp_path, capsys):
+    built = netdsl.build(spec, model)
+    built.save(tmp_path / "weights.keras")
     out = tmp_path / "model.onnx"
-    args = [str(spec), "--format", "onnx", "-o", str(out)] + (["--model", model] if model else [])
-    code, stdout, err = cli(capsys, *args)
+    args = [str(spec), "--format", "onnx", "-o", str(out), "--weights", str(tmp_path / "weights.keras")]
+    code, stdout, err = cli(capsys, *args + (["--model", model] if model else []))
     assert (code, err) == (0, "")
     lines = stdout.splitlines()
     assert lines[:2] == [f"wrote {out} (onnx)", "verified in onnxruntime:"]
-    built = netdsl.build(spec, model)
     assert [line.split("'")[1] for line in lines[2:]] == built.output_names
     assert all(line.startswith("  output '") and line.endswith("(tolerance 1e-05) ok") for line in lines[2:])
 
@@ -88,7 +90,8 @@ def test_onnx_runs_in_onnxruntime_with_the_specs_names_and_any_batch(spec, model
 
 
 def test_without_the_rules_tf2onnx_writes_a_graph_onnxruntime_refuses(monkeypatch):
-    """The issue's finding, kept true: Keras' converter leaves Log1p (mish) and Erfc (GELU) as they are."""
+    """The issue's finding, kept true: Keras' converter leaves Log1p (softplus as netdsl and declared mish
+    compute it) and Erfc (exact GELU) as they are, and writes a graph onnxruntime refuses."""
     import onnxruntime
     import tf2onnx
 
@@ -104,7 +107,7 @@ def test_without_the_rules_tf2onnx_writes_a_graph_onnxruntime_refuses(monkeypatc
         onnxruntime.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     with pytest.raises(ExportError) as caught:
         onnx_format.onnx_bytes(model, {})
-    assert str(caught.value) == ("error: layer 'dense' (Dense) cannot be exported to onnx: "
+    assert str(caught.value) == ("error: layer 'score.dense' (Dense) cannot be exported to onnx: "
                                  "TensorFlow op Log1p has no ONNX conversion")
 
 

@@ -2,7 +2,7 @@
 
     model.keras: error: not a .keras file (not a zip archive)
     error: unknown format 'onx'; did you mean 'onnx'? (formats: onnx, saved_model, litert)
-    error: layer 'h' (Dense) cannot be exported to onnx: TensorFlow op Log1p has no ONNX conversion
+    error: layer 'score.dense' (Dense) cannot be exported to onnx: TensorFlow op Log1p has no ONNX conversion
     error: --format onnx needs onnxruntime, which is not installed; pip install 'netdsl[export]'
 
 They are training errors (the same one-line form, the same printing in the CLI):

@@ -4,7 +4,8 @@ tf2onnx (which Keras' own `model.export(format="onnx")` uses) has no rule for tw
 TensorFlow ops Keras models produce, and by default writes the graph anyway, which
 ONNX Runtime then refuses as invalid:
 
-- `Log1p`: softplus inside `mish` (Keras' and a spec's declared one), `smooth_relu`;
+- `Log1p`: netdsl's `smooth_relu` (softplus without overflow) and `log1p`, so a declared
+  `mish(x) = x * tanh(smooth_relu(x))` (Keras' own mish and softplus convert already);
 - `Erfc`: exact GELU (`gelu`, `approximate=False`, TensorFlow writes it with erfc).
 
 `OP_RULES` adds them as exact rewrites into ONNX ops (`log1p(x) = log(1 + x)`,
@@ -108,10 +109,13 @@ def _refusal(model: keras.Model, node_name: str, reason: str, fmt: str) -> str:
 
 
 def layer_of(model: keras.Model, node_name: str) -> Any:
-    """The layer of `model` whose name scope a TensorFlow node name holds ('m_1/h.mish_1/Log1p' -> 'h.mish')."""
+    """The layer of `model` whose name scope a TensorFlow node name holds ('m_1/h.mish_1/Log1p' -> 'h.mish').
+
+    Keras on TensorFlow scopes a layer's ops as `<layer name>_1` when the model is traced, so
+    the name without that suffix is tried first."""
     names = {layer.name: layer for layer in model.layers}
     for part in node_name.split("/"):
-        for candidate in (part, re.sub(r"_\d+$", "", part)):
+        for candidate in (re.sub(r"_\d+$", "", part), part):
             if candidate in names and candidate != model.name:
                 return names[candidate]
     return None

@@ -22,6 +22,7 @@ from netdsl.cli import main
 from netdsl.deploy import ExportError
 from netdsl.deploy import verify as deploy_verify
 from netdsl.deploy.formats import FORMATS
+from netdsl.deploy.litert_format import read_metadata
 from netdsl.training.settings import spec_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -231,8 +232,9 @@ def test_saved_model_and_litert_run_in_their_runtimes(fmt, spec, model, tmp_path
     want = keras_outputs(built, inputs)
     assert_close({name: got[name] for name in want}, want, FORMATS[fmt].tolerance)
     assert sorted(got) == sorted(want)
-    if fmt == "saved_model":
-        assert json.loads((out / "assets.extra" / "netdsl.json").read_text()) == {"netdsl_version": netdsl.__version__}
+    recorded = (json.loads((out / "assets.extra" / "netdsl.json").read_text()) if fmt == "saved_model"
+                else read_metadata(out.read_bytes()))
+    assert recorded == {"netdsl_version": netdsl.__version__}
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +111,18 @@ def test_without_the_rules_tf2onnx_writes_a_graph_onnxruntime_refuses(monkeypatc
         onnx_format.onnx_bytes(model, {})
     assert str(caught.value) == ("error: layer 'score.dense' (Dense) cannot be exported to onnx: "
                                  "TensorFlow op Log1p has no ONNX conversion")
+
+
+def test_constants_a_layer_holds_are_folded_into_the_onnx_graph(tmp_path):
+    """Normalization with a given mean and variance (EfficientNet's first layers) holds tensors, not variables:
+    tf2onnx leaves them as graph inputs nobody feeds, unless folded back."""
+    import keras
+
+    x = keras.Input((8,), name="x")
+    model = keras.Model(x, keras.layers.Dense(3, name="y")(keras.layers.Normalization(mean=0.5, variance=4.0)(x)))
+    out = netdsl.export(model, format="onnx", out=tmp_path / "norm.onnx")
+    inputs = deploy_verify.sample_inputs(model, batch=4, seed=3)
+    assert_close(run_onnx(out, inputs), keras_outputs(model, inputs), 1e-5)
 
 
 def test_verify_names_the_output_that_differs(tmp_path):
@@ -248,3 +261,17 @@ def test_the_extras_name_the_packages():
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert 'export = ["onnx>=1.16", "onnxruntime>=1.18", "tf2onnx>=1.17", "ai-edge-litert>=1.2"]' in text
     assert all(importlib.util.find_spec(m) for fmt in FORMATS.values() for m in fmt.modules)
+
+
+def test_the_docs_example_prints_what_the_command_prints(tmp_path, capsys, monkeypatch):
+    doc = (ROOT / "docs" / "export.md").read_text(encoding="utf-8")
+    shown = doc.split("<!-- export example -->\n```\n", 1)[1].split("```", 1)[0].splitlines()
+    command, expected = shown[0], shown[1:]
+    assert command.startswith("$ netdsl export ")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "specs").symlink_to(ROOT / "specs")
+    code = main(command.split()[2:])
+    out = capsys.readouterr().out.splitlines()
+    number = re.compile(r"\d\.\d\de[-+]\d\d")  # the differences depend on the fresh weights
+    assert code == 0
+    assert [number.sub("N", line) for line in out] == [number.sub("N", line) for line in expected]

@@ -11,6 +11,8 @@ ONNX Runtime then refuses as invalid:
 `OP_RULES` adds them as exact rewrites into ONNX ops (`log1p(x) = log(1 + x)`,
 `erfc(x) = 1 - erf(x)`), within float32 rounding of TensorFlow's kernels. Any
 op still left without a rule is refused by name (`unconverted_ops`), never written.
+Constants a layer holds as tensors, which tf2onnx leaves as graph inputs, are folded
+back in as initializers (`captured_constants`).
 """
 
 from __future__ import annotations
@@ -66,8 +68,11 @@ def onnx_bytes(model: keras.Model, metadata: dict[str, str]) -> bytes:
 
     _patch_tf2onnx()
     logging.getLogger("tf2onnx").setLevel(logging.ERROR)
-    proto, _ = tf2onnx.convert.from_function(serving_function(model), input_signature=input_specs(model),
-                                             opset=OPSET, custom_op_handlers=OP_RULES)
+    function, specs = serving_function(model), input_specs(model)
+    captured = captured_constants(function.get_concrete_function(*specs))
+    proto, _ = tf2onnx.convert.from_function(function, input_signature=specs, opset=OPSET,
+                                             custom_op_handlers=OP_RULES)
+    _fold_captured(proto, captured)
     unconverted = unconverted_ops(proto)
     if unconverted:
         node_name, op = unconverted[0]
@@ -90,6 +95,28 @@ def unconverted_ops(proto: Any) -> list[tuple[str, str]]:
 
     return [(node.name, node.op_type) for node in proto.graph.node
             if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type)]
+
+
+def captured_constants(concrete: Any) -> dict[str, np.ndarray]:
+    """{placeholder name: value} of the constant tensors a traced function captured from outside.
+
+    A layer that holds a tensor rather than a variable (Normalization given its mean and
+    variance, as EfficientNet's is) is captured this way; tf2onnx freezes variables but
+    leaves such a capture as an extra graph input no caller would feed."""
+    import tensorflow as tf
+
+    return {internal.name: external.numpy() for external, internal in concrete.graph.captures
+            if external.dtype != tf.resource and hasattr(external, "numpy")}
+
+
+def _fold_captured(proto: Any, captured: dict[str, np.ndarray]) -> None:
+    """Captured constants left as graph inputs become initializers holding their values."""
+    from onnx import numpy_helper
+
+    for value in list(proto.graph.input):
+        if value.name in captured:
+            proto.graph.initializer.append(numpy_helper.from_array(captured[value.name], value.name))
+            proto.graph.input.remove(value)
 
 
 def _name_batch_axes(proto: Any) -> None:

@@ -24,6 +24,7 @@ from netdsl.deploy import ExportError
 from netdsl.deploy import verify as deploy_verify
 from netdsl.deploy.formats import FORMATS
 from netdsl.deploy.litert_format import read_metadata
+from netdsl.syntax.loader import pick_models
 from netdsl.training.settings import spec_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,6 +166,8 @@ def zip_free(path: Path) -> Path:
     ("not_a_zip", (1, "{tmp}/broken.keras: error: not a .keras file (not a zip archive)\n")),
     ("unknown_format", (2, "netdsl: error: unknown format 'onx'; did you mean 'onnx'? "
                            "(formats: onnx, saved_model, litert)\n")),
+    ("other_tools_name", (2, "netdsl: error: unknown format 'tflite'; did you mean 'litert'? "
+                             "(formats: onnx, saved_model, litert)\n")),
     ("no_such_source", (1, "{tmp}/nothing.net: error: no such spec, run folder or .keras file\n")),
     ("not_a_source", (1, "{tmp}/notes.txt: error: not a spec (.net), a run folder or a .keras file\n")),
     ("planted_link", (1, "{tmp}/out.onnx: error: it is a symbolic link; netdsl does not write through links\n")),
@@ -189,6 +192,7 @@ def test_bad_input_is_one_line(case, expected, tmp_path, capsys, monkeypatch):
     args = {
         "not_a_zip": [f"{tmp_path}/broken.keras", "--format", "onnx"],
         "unknown_format": [str(SMALL), "--format", "onx"],
+        "other_tools_name": [str(SMALL), "--format", "tflite"],
         "no_such_source": [f"{tmp_path}/nothing.net", "--format", "onnx"],
         "not_a_source": [f"{tmp_path}/notes.txt", "--format", "onnx"],
         "planted_link": [str(SMALL), "--model", "mlp", "--format", "onnx", "-o", f"{tmp_path}/out.onnx"],
@@ -253,7 +257,7 @@ def test_saved_model_and_litert_run_in_their_runtimes(fmt, spec, model, tmp_path
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", sorted((ROOT / "specs").glob("*.net")), ids=lambda p: p.stem)
 def test_every_example_spec_exports_to_onnx(spec, tmp_path):
-    for name in netdsl.build_all(spec):
+    for name in pick_models(netdsl.parse_file(spec), None):
         netdsl.export(spec, model=name, format="onnx", out=tmp_path / f"{name}.onnx")  # verify=True: in onnxruntime
 
 

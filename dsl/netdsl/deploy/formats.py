@@ -33,13 +33,18 @@ FORMATS = {
     "litert": Format("litert", ".tflite", 1e-4, ("ai_edge_litert",), "the LiteRT interpreter"),
 }
 INSTALL_HINT = "pip install 'netdsl[export]'"
+# Other tools' names for the formats: suggested, never taken silently.
+OTHER_NAMES = {"tflite": "litert", "tf_lite": "litert", "lite": "litert", "savedmodel": "saved_model",
+               "tf_saved_model": "saved_model", "tf": "saved_model", "tensorflow": "saved_model"}
 
 
 def get_format(name: str) -> Format:
     """The format called `name`; UnknownFormat with the nearest name otherwise."""
     if name in FORMATS:
         return FORMATS[name]
-    close = difflib.get_close_matches(name.lower(), list(FORMATS), n=1, cutoff=0.5)
+    key = name.lower().replace("-", "_")
+    close = [key] if key in FORMATS else difflib.get_close_matches(key, list(FORMATS), n=1, cutoff=0.5)
+    close = [OTHER_NAMES[key]] if key in OTHER_NAMES else close
     guess = f"; did you mean '{close[0]}'?" if close else ""
     raise UnknownFormat(f"unknown format {name!r}{guess} (formats: {', '.join(FORMATS)})")
 

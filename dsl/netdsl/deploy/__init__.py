@@ -20,6 +20,7 @@ from netdsl.deploy.folders import check_folder_target
 from netdsl.deploy.formats import FORMATS, Format, get_format, require_packages
 from netdsl.deploy.source import Resolved, resolve
 from netdsl.deploy.verify import Verification, check_file
+from netdsl.errors import NetdslError
 
 __all__ = [
     "FORMATS", "ExportError", "Exported", "MissingPackage", "UnknownFormat", "VerifyFailed", "default_out",
@@ -80,6 +81,12 @@ def _write(fmt: Format, resolved: Resolved, target: Path) -> None:
         write(resolved.model, target, resolved.metadata)
     except OSError as exc:
         raise ExportError(f"cannot write the {fmt.name} file: {exc.strerror or exc}", file=str(target)) from None
+    except NetdslError:
+        raise
+    except Exception as exc:  # a converter's own failure, of whatever type it raises: one line, not its traceback
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        reason = lines[0][:300] if lines else type(exc).__name__
+        raise ExportError(f"the model cannot be exported to {fmt.name}: the converter failed ({reason})") from None
 
 
 def _check_writable(target: Path, fmt: Format) -> None:

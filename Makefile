@@ -87,6 +87,7 @@ bench: $(STAMP) graphviz chromium
 	$(VENV)/bin/python bench/bench_build.py
 	$(VENV)/bin/python bench/bench_render.py
 	$(VENV)/bin/python bench/bench_preview.py
+	$(VENV)/bin/python bench/bench_decompile.py
 	$(VENV)/bin/python bench/bench_export.py
 	$(VENV)/bin/python bench/bench_lsp.py
 	$(VENV)/bin/python bench/bench_train.py

@@ -17,7 +17,7 @@ REFERENCE = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
 SPEC = "model m {\n  input x: (4,)\n  output y = x -> dense(2)\n}\n"
 FUNCTIONS = [name for name in netdsl.__all__ if inspect.isfunction(getattr(netdsl, name))]
 TAKE_A_SPEC = ["check", "format", "build", "build_all", "summary", "render", "train"]
-TAKE_A_TRAINED_MODEL = ["evaluate", "predict", "export", "fit_kwargs"]
+TAKE_A_TRAINED_MODEL = ["evaluate", "predict", "decompile", "fit_kwargs"]
 
 
 @pytest.mark.parametrize("name", netdsl.__all__)
@@ -70,8 +70,9 @@ def test_every_error_is_exported_and_a_netdsl_error():
     errors = [name for name in netdsl.__all__ if name.endswith("Error") or name.startswith("Dot")]
     assert sorted(errors) == sorted(["NetdslError", "SpecError", "UsageError", "BackendError", "BuildError",
                                      "LayoutError", "RenderError", "DotNotFound", "DotFailed", "TrainingError",
-                                     "DataError", "RunError"])
+                                     "DataError", "RunError", "ExportError"])
     assert all(issubclass(getattr(netdsl, name), netdsl.NetdslError) for name in errors)
+    assert issubclass(netdsl.VerifyFailed, netdsl.ExportError)
     from netdsl.training.errors import UsageError as TrainingUsageError
 
     assert issubclass(TrainingUsageError, netdsl.UsageError) and issubclass(TrainingUsageError, netdsl.TrainingError)

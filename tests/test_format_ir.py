@@ -1,4 +1,4 @@
-"""`format_ir`: printing IR built in memory (what `netdsl export` prints) in `netdsl fmt` form.
+"""`format_ir`: printing IR built in memory (what `netdsl decompile` prints) in `netdsl fmt` form.
 
 Every spec and formatter fixture, parsed and printed without its source text, must
 read back as the same IR and be a fixed point of `netdsl fmt`.
@@ -37,7 +37,7 @@ def test_numbers_print_as_a_spec_writes_them(value, text):
 
 
 def test_long_flow_breaks_before_arrows():
-    span = Span.at("<export>", 1, 1)
+    span = Span.at("<decompile>", 1, 1)
     step = ir.Call.model_construct(span=span, kind="call", func=ir.Name.model_construct(span=span, kind="name", id="dense"),
                                    args=[ir.Number.model_construct(span=span, kind="number", value=1024)], kwargs=[])
     flow = ir.Flow.model_construct(span=span, kind="flow",

@@ -29,7 +29,7 @@ def test_the_declaration_keywords_start_the_grammars_declarations():
 
 def test_every_user_reads_the_one_list():
     from netdsl import registry
-    from netdsl.exporter import naming
+    from netdsl.decompiler import naming
     from netdsl.lsp import completion
     from netdsl.syntax import syntax_errors
 

@@ -5,7 +5,8 @@
     diagnostics = netdsl.check("spec.net")       # or netdsl.check(text=source, filename="spec.net")
     model = netdsl.build("spec.net")             # a keras.Model
     diagram = netdsl.render("spec.net")          # a graphviz.Digraph
-    text = netdsl.export("model.keras")          # a saved Keras model as a spec
+    text = netdsl.decompile("model.keras")       # a saved Keras model as a spec
+    path = netdsl.export("runs/mlp-3", format="onnx")   # runs/mlp-3/mlp.onnx, checked in onnxruntime
     run = netdsl.train("spec.net", data="digits.npz", epochs=3, seed=7)   # runs/<model>-N/
 
 Every public function is defined in `netdsl.api` and documented in docs/api.md.
@@ -14,6 +15,7 @@ Every public function is defined in `netdsl.api` and documented in docs/api.md.
 from netdsl.api import (
     DataSource,
     Defines,
+    ExportFormat,
     ModelSummary,
     Spec,
     SweepResult,
@@ -22,6 +24,7 @@ from netdsl.api import (
     build,
     build_all,
     check,
+    decompile,
     evaluate,
     export,
     fit_kwargs,
@@ -38,6 +41,7 @@ from netdsl.api import (
     train,
 )
 from netdsl.backend import keras_hook as _keras_hook
+from netdsl.deploy.errors import ExportError, VerifyFailed
 from netdsl.errors import (
     BackendError,
     BuildError,
@@ -63,13 +67,13 @@ _keras_hook.install()
 
 __all__ = [
     # functions (netdsl.api)
-    "parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render", "export",
-    "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer", "register_activation",
+    "parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render", "decompile",
+    "export", "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer", "register_activation",
     # types
     "Program", "Diagnostic", "Span", "Spec", "Trained", "DataSource", "ModelSummary", "Defines", "SweepResult",
-    "TrialRecord",
+    "TrialRecord", "ExportFormat",
     # errors (every one a NetdslError)
     "NetdslError", "SpecError", "UsageError", "BackendError", "BuildError", "LayoutError", "RenderError",
-    "DotNotFound", "DotFailed", "TrainingError", "DataError", "RunError",
+    "DotNotFound", "DotFailed", "TrainingError", "DataError", "RunError", "ExportError", "VerifyFailed",
     "__version__",
 ]

@@ -46,8 +46,9 @@ if TYPE_CHECKING:
     from netdsl.training.engine import Run
 
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
-           "export", "train", "evaluate", "predict", "register_layer", "register_activation", "Spec", "Trained",
-           "DataSource", "ModelSummary", "sweep", "show_sweep", "SweepResult", "TrialRecord", "Defines"]
+           "decompile", "export", "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer",
+           "register_activation", "Spec", "Trained", "DataSource", "ModelSummary", "SweepResult", "TrialRecord",
+           "Defines", "ExportFormat"]
 
 # A trained model: a run folder (its model.keras), a `.keras` file, or a live `keras.Model`.
 Trained = Union[str, os.PathLike, "keras.Model"]
@@ -206,18 +207,45 @@ def render(spec: Spec | None = None, *, text: str | bytes | None = None, filenam
 # ------------------------------------------------------------------ trained models
 
 
-def export(trained: Trained, *, flat: bool = False) -> str:
-    """The spec of a Keras model, in `netdsl fmt` form. `trained`: a `.keras` file (read as data,
-    without importing TensorFlow), a run folder (its model.keras) or a live `keras.Model`.
+def decompile(trained: Trained, *, flat: bool = False) -> str:
+    """The spec of a Keras model, in `netdsl fmt` form (`netdsl decompile`). `trained`: a `.keras`
+    file (read as data, without importing TensorFlow), a run folder (its model.keras) or a live
+    `keras.Model`.
 
     Repeated structure comes back as blocks and `* N` repeats unless `flat`.
     Raises `SpecError` naming every layer a spec cannot express.
     """
-    from netdsl.exporter import export_model
+    from netdsl.decompiler import decompile_model
 
     if isinstance(trained, (str, os.PathLike)) and os.path.isdir(trained):
         trained = os.path.join(trained, "model.keras")
-    return export_model(trained, flat=flat)
+    return decompile_model(trained, flat=flat)
+
+
+ExportFormat = Literal["onnx", "saved_model", "litert"]
+
+
+def export(source: Spec | Trained, *, format: ExportFormat,  # noqa: A002 - named like the CLI flag
+           out: str | os.PathLike | None = None, model: str | None = None,
+           weights: str | os.PathLike | None = None, last: bool = False, verify: bool = True,
+           include: Sequence[str | os.PathLike] = ()) -> Path:
+    """Export a model to ONNX, SavedModel or LiteRT (`netdsl export`) and, with `verify`, run the
+    file in that format's own runtime next to Keras.
+
+    `source`: a spec (a path or `Program`, built with fresh weights or those of
+    `weights=FILE.keras`; `model` picks one of its models), a run folder (its
+    best.keras, or model.keras with `last=True`), a `.keras` file, or a live
+    `keras.Model`. `out`: the file (a folder for saved_model); by default
+    `<model>.onnx`, `<model>_saved_model` or `<model>.tflite` in the run folder,
+    beside the .keras file, or in the current folder. Returns the path written.
+    Raises `ExportError` (one line) for what cannot be exported and
+    `VerifyFailed` when the file's outputs differ from Keras' beyond the
+    format's tolerance (1e-5; LiteRT 1e-4).
+    """
+    from netdsl.deploy import export_model
+
+    return export_model(source, format=format, out=out, model=model, weights=weights, last=last, check=verify,
+                        include=list(include)).path
 
 
 def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,

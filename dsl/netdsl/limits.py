@@ -129,22 +129,22 @@ MAX_SHOWN_VALUE = 200
 # would check in quadratic time; past this budget no more suggestions are made.
 MAX_SUGGESTION_WORK = 100_000
 
-# ------------------------------------------------------------------ export (.keras -> .net)
+# ------------------------------------------------------------------ decompile (.keras -> .net)
 
 # Functional models nested in models in one .keras file (read recursively).
 MAX_NESTED_MODELS = 16
 
-# Layers one single-entry, single-exit region may hold when the exporter folds it.
+# Layers one single-entry, single-exit region may hold when the decompiler folds it.
 MAX_REGION_OPS = 20_000
 
-# Units one repeated motif may span when the exporter looks for blocks: the
+# Units one repeated motif may span when the decompiler looks for blocks: the
 # search is quadratic in it.
 MAX_MOTIF_UNITS = 40
 
 # Bytes of the config.json inside a .keras file (ResNet152's is about 0.5 MB).
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
 
-# Blocks one export may define, and motifs it evaluates exactly per round
+# Blocks one decompile may define, and motifs it evaluates exactly per round
 # (best bound first): the block search stays within a second on ResNet152.
 MAX_BLOCKS = 64
 MAX_CANDIDATES = 96

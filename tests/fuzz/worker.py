@@ -76,9 +76,9 @@ def check_file(target: str, data: bytes, suffix: str, folder: str) -> dict:
     status, count, detail = "ok", 0, ""
     try:
         if target == "keras":
-            from netdsl.exporter import export_model
+            from netdsl.decompiler import decompile_model
 
-            export_model(path)
+            decompile_model(path)
         else:
             _read_data(path, suffix)
     except (SpecError, TrainingError) as exc:  # what the CLI prints must be one escaped line per error

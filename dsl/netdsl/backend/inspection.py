@@ -1,6 +1,6 @@
-"""A built keras.Model seen from outside, for `netdsl export` and its round-trip proof.
+"""A built keras.Model seen from outside, for `netdsl decompile` and its round-trip proof.
 
-The exporter room imports no Keras; what it needs from a live model comes from here:
+The decompiler room imports no Keras; what it needs from a live model comes from here:
 the model's config exactly as `model.save` writes it to `config.json`, loading a
 `.keras` file to compare against (`--verify`), and the measurements of the round
 trip (layer classes, weight shapes, outputs on seeded random inputs).
@@ -28,7 +28,7 @@ def saved_config(model: Any) -> dict:
         return json.loads(json.dumps(keras.saving.serialize_keras_object(model)))
     except Exception as exc:  # a subclassed model without get_config, for one
         raise SpecError(Diagnostic.for_file(model.name, f"cannot read the model's config: {exc}",
-                                            "only functional and Sequential models can be exported")) from None
+                                            "only functional and Sequential models can be decompiled")) from None
 
 
 def load_saved(path: str) -> Any:

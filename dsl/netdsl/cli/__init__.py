@@ -2,7 +2,7 @@
 
 Exit codes: 0 clean, 1 spec errors (diagnostics printed), 2 usage errors,
 130 a training run stopped by Ctrl-C (data errors exit 1).
-`check`, `fmt`, `layers`, `preview`, `render --no-shapes` and `export` (without --verify) never
+`check`, `fmt`, `layers`, `preview`, `render --no-shapes` and `decompile` (without --verify) never
 import TensorFlow; `render` imports it only for a model whose shapes the pure-Python inference
 cannot be sure of.
 """
@@ -16,6 +16,7 @@ from netdsl.cli import (
     build,
     check,
     completion,
+    decompile,
     evaluate,
     examples,
     export,
@@ -94,6 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     render.add_parser(sub)
     layers.add_parser(sub)
     preview.add_parser(sub)
+    decompile.add_parser(sub)
     export.add_parser(sub)
     lsp.add_parser(sub)
     train.add_parser(sub)

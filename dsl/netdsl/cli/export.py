@@ -1,71 +1,57 @@
-"""`netdsl export MODEL.keras [-o OUT.net] [--flat] [--verify] [--plugin MODULE]`.
+"""`netdsl export SRC --format onnx|saved_model|litert [-o OUT] [--no-verify] [--model NAME] [--weights FILE.keras]
+[--last]`.
 
-Prints the spec of a saved Keras model (or writes it to OUT.net, atomically). The
-file is read as data: no Keras object is made from it and TensorFlow is not
-imported, unless `--verify` asks for the round-trip proof, which loads the model
-with Keras (safe mode, and only once every layer has passed the registry) and
-rebuilds the spec next to it.
+SRC is a spec (built with fresh weights, or those of --weights), a run folder (its
+best.keras; --last: model.keras) or a .keras file. The file is written atomically, then
+run in the format's own runtime on seeded inputs next to the Keras model; the largest
+difference per output is printed, and a difference beyond the format's tolerance exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 
-from netdsl.atomic import write_bytes
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_alias, add_command, add_plugin, load_plugins
-from netdsl.errors import Diagnostic, SpecError
+from netdsl.cli.common import EXIT_OK, add_alias, add_command, add_include, add_plugin, load_plugins
+
+FORMAT_NAMES = ("onnx", "saved_model", "litert")  # repeated from deploy.formats: the parser loads no room
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    export = add_command(sub, "export", summary="write a saved Keras model (.keras) as a spec",
-                         description="Print the spec of a saved Keras model, repeated structure as blocks and "
-                                     "`* N` repeats; the file is read as data (no TensorFlow).",
-                         examples=["netdsl export build/lightning_mlp.keras",
-                                   "netdsl export resnet50.keras -o resnet50.net --verify"])
-    export.add_argument("model", metavar="MODEL.keras", help="the saved model (a .keras file)")
-    export.add_argument("-o", "--out", metavar="OUT.net", help="write the spec here instead of printing it")
-    add_alias(export, "--output", dest="out")
-    export.add_argument("--flat", action="store_true", help="no blocks or repeats: every layer where it is used")
-    export.add_argument("--verify", action="store_true",
-                        help="rebuild the spec and prove it is the same model (imports TensorFlow)")
-    add_plugin(export)
-    export.set_defaults(run=run)
+    parser = add_command(sub, "export", summary="export a spec, run or .keras file to ONNX, SavedModel or LiteRT",
+                         description="Write the model as ONNX, a SavedModel or a LiteRT (.tflite) file, atomically, "
+                                     "then run the file in that format's own runtime (onnxruntime, "
+                                     "tf.saved_model.load, the LiteRT interpreter) next to Keras and print the "
+                                     "largest difference per output. Needs netdsl[export] for onnx and litert.",
+                         examples=["netdsl export runs/lightning_mlp-1 --format onnx",
+                                   "netdsl export specs/lightning_mlp.net --format litert -o mlp.tflite",
+                                   "netdsl export model.keras --format saved_model --no-verify"])
+    parser.add_argument("source", metavar="SRC", help="a spec (.net), a run folder or a .keras file")
+    parser.add_argument("--format", required=True, metavar="FORMAT", help=f"one of: {', '.join(FORMAT_NAMES)}")
+    parser.add_argument("-o", "--out", metavar="OUT",
+                        help="the file (a folder for saved_model); default: <model>.onnx, <model>_saved_model "
+                             "or <model>.tflite in the run folder, beside the .keras file, or here")
+    add_alias(parser, "--output", dest="out")
+    parser.add_argument("--model", metavar="NAME", help="the model of a spec with several")
+    parser.add_argument("--weights", metavar="FILE.keras", help="weights for the spec's model (default: fresh)")
+    parser.add_argument("--last", action="store_true", help="a run's model.keras (the last epoch), not best.keras")
+    parser.add_argument("--verify", action=argparse.BooleanOptionalAction, default=True,
+                        help="run the file in its runtime and compare with Keras (default: on)")
+    add_include(parser)
+    add_plugin(parser)
+    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from netdsl.exporter import export_model
+    from netdsl.deploy import export_model
 
-    load_plugins(args.plugin, args.model)
-    text = export_model(args.model, flat=args.flat)
-    if args.out:
-        try:
-            write_bytes(args.out, text.encode("utf-8"))
-        except OSError as exc:
-            raise SpecError(Diagnostic.for_file(args.out, f"cannot write file: {exc.strerror or exc}")) from None
-        report = sys.stdout
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        report = sys.stderr
-    if args.verify:
-        return _verify(args, text, report)
-    return EXIT_OK
-
-
-def _verify(args: argparse.Namespace, text: str, report) -> int:
-    from netdsl.backend.runtime import quiet_tensorflow
-
-    quiet_tensorflow()
-    from netdsl.backend.inspection import load_saved
-    from netdsl.exporter.verify import verify_round_trip
-
-    original = load_saved(args.model)
-    result, _ = verify_round_trip(original, text, flat=args.flat, filename=args.out or "<export>")
-    print(f"verify {args.model}:", file=report)
-    for line in result.lines():
-        print(f"  {line}", file=report)
-    if not result.ok:
-        print(f"netdsl: the export of {args.model} does not rebuild the same model", file=sys.stderr)
-        return EXIT_SPEC
+    load_plugins(args.plugin, args.source)
+    exported = export_model(args.source, format=args.format, out=args.out, model=args.model, weights=args.weights,
+                            last=args.last, check=args.verify, include=args.include, quiet=True)
+    print(f"wrote {exported.path} ({exported.format.name})")
+    for note in exported.notes:
+        print(f"note: {note}")
+    if exported.verification is not None:
+        print(f"verified in {exported.format.runtime}:")
+        for line in exported.verification.lines():
+            print(f"  {line}")
     return EXIT_OK

@@ -434,7 +434,7 @@ class _Printer(ExprPrinter):
 
 
 def format_ir(decls: list[Any]) -> str:
-    """The canonical text of declarations built in memory rather than parsed (`netdsl export`).
+    """The canonical text of declarations built in memory rather than parsed (`netdsl decompile`).
 
     There is no source text: no comments, no author's line breaks, numbers printed
     from their values (`1e-05` as `1e-5`). The result is in `netdsl fmt` form:
@@ -443,7 +443,7 @@ def format_ir(decls: list[Any]) -> str:
     try:
         return _IRPrinter().file(decls)
     except RecursionError:
-        raise SpecError(Diagnostic.for_file("<export>", "expression nested too deeply")) from None
+        raise SpecError(Diagnostic.for_file("<decompile>", "expression nested too deeply")) from None
 
 
 class _IRPrinter(_Printer):

@@ -27,8 +27,8 @@ import numpy as np
 from netdsl.files import Refused, open_regular
 from netdsl.training.errors import DataError
 from netdsl.training.npz_members import check_member
-from netdsl.training.settings import DEFAULT_SPLIT
 from netdsl.training.signature import Signature, TensorSpec, shape_text
+from netdsl.training.split import DEFAULT_SPLIT
 
 NUMERIC_KINDS = "biuf"
 NPZ_SUFFIX, CSV_SUFFIX = ".npz", ".csv"

@@ -34,9 +34,9 @@ from netdsl.semantics.defines import apply_defines
 from netdsl.syntax.loader import Program, as_program, pick_model
 from netdsl.training.errors import DataError, RunError, TrainingError, UsageError
 from netdsl.training.runs import CONFIG, RunFolder
+from netdsl.training.split import DEFAULT_SPLIT
 
 PROGRESS = ("auto", "bar", "line", "none")
-DEFAULT_SPLIT = (0.8, 0.1, 0.1)
 KERAS_DEFAULTS = {"epochs": 1, "batch_size": 32, "shuffle": True}
 MAX_SEED = 2**32 - 1
 

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
+from netdsl.decompiler.emit import block_decl, let_decl, model_decl
+from netdsl.decompiler.graph import KModel, read_model
+from netdsl.decompiler.lets import factor_lets
+from netdsl.decompiler.naming import Namer
+from netdsl.decompiler.problems import Problems
+from netdsl.decompiler.program import build_program
 from netdsl.errors import Diagnostic, SpecError
-from netdsl.exporter.emit import block_decl, let_decl, model_decl
-from netdsl.exporter.graph import KModel, read_model
-from netdsl.exporter.lets import factor_lets
-from netdsl.exporter.naming import Namer
-from netdsl.exporter.problems import Problems
-from netdsl.exporter.program import build_program
 from netdsl.syntax.formatter import format_ir
 
 
-def export_config(config: dict, file: str, flat: bool = False) -> str:
-    """The spec text of a serialised model (see `export_model`)."""
+def decompile_config(config: dict, file: str, flat: bool = False) -> str:
+    """The spec text of a serialised model (see `decompile_model`)."""
     try:
-        return _export(config, file, flat)
+        return _decompile(config, file, flat)
     except RecursionError:
         raise SpecError(Diagnostic.for_file(file, "the model's config is nested too deeply")) from None
 
 
-def _export(config: dict, file: str, flat: bool) -> str:
+def _decompile(config: dict, file: str, flat: bool) -> str:
     problems = Problems(file)
     model = read_model(config, problems)
     problems.raise_if_any()
@@ -35,7 +35,7 @@ def _export(config: dict, file: str, flat: bool) -> str:
     problems.raise_if_any()
     blocks = []
     if not flat:
-        from netdsl.exporter.blocks import recover_blocks
+        from netdsl.decompiler.blocks import recover_blocks
 
         blocks = recover_blocks([p for p, _ in programs], file_names)
     lets = factor_lets(blocks, [p for p, _ in programs], file_names)

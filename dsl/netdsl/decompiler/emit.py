@@ -8,10 +8,10 @@ each non-trivial branch is bound, and the merge is `a + b` (an add of two) or
 from __future__ import annotations
 
 from netdsl import registry
-from netdsl.exporter import spec_ir as S
-from netdsl.exporter.naming import Namer, identifier
-from netdsl.exporter.units import Block, Leaf, Merge, ModelProgram, Op, Statement, Use
-from netdsl.exporter.values import same
+from netdsl.decompiler import spec_ir as S
+from netdsl.decompiler.naming import Namer, identifier
+from netdsl.decompiler.units import Block, Leaf, Merge, ModelProgram, Op, Statement, Use
+from netdsl.decompiler.values import same
 from netdsl.syntax import ir
 
 

@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path
 
 from netdsl.cli import main
-from netdsl.exporter import graph
+from netdsl.decompiler import graph
 
 
 def _chain(path: Path, n: int, reverse: bool) -> Path:
@@ -33,7 +33,7 @@ def _chain(path: Path, n: int, reverse: bool) -> Path:
 
 
 def _export(capsys, path: Path) -> tuple[int, str, str]:
-    code = main(["export", str(path)])
+    code = main(["decompile", str(path)])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 

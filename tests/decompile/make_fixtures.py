@@ -1,7 +1,7 @@
 """Make the export fixtures: each NAME.json is the config.json of a small Keras model.
 
-Run by hand (`.venv/bin/python tests/export/make_fixtures.py`) when Keras changes how
-it saves models; then run tests/test_export.py with REGEN_EXPORT=1 to write the
+Run by hand (`.venv/bin/python tests/decompile/make_fixtures.py`) when Keras changes how
+it saves models; then run tests/test_decompile.py with REGEN_DECOMPILE=1 to write the
 expected outputs (NAME.expected for errors, NAME.net for specs) and review the diff.
 The tests zip each JSON into NAME.keras, as `model.save` would, and export that.
 """

@@ -3,7 +3,7 @@
 A `.keras` file is a zip archive holding `config.json` (the model's structure),
 `metadata.json` and the weights. Export needs only the structure, so this module
 reads that one member with `zipfile` and `json`, bounded in size (nesting is bounded
-by Python's recursion limit: `export_config` reports a RecursionError as such), and
+by Python's recursion limit: `decompile_config` reports a RecursionError as such), and
 never hands the file to Keras: no Keras object is created from an untrusted file,
 and TensorFlow is not imported.
 """
@@ -56,7 +56,7 @@ def _config_bytes(path: Path, display: str) -> bytes:
     except zipfile.BadZipFile:
         handle.close()
         raise _error(display, "not a .keras file (not a zip archive)",
-                     "export reads models saved with model.save('model.keras')") from None
+                     "decompile reads models saved with model.save('model.keras')") from None
     except OSError as exc:
         handle.close()
         raise _error(display, f"cannot read file: {exc.strerror or exc}") from None

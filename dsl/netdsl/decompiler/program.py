@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from netdsl.exporter.graph import KModel, Ref
-from netdsl.exporter.layer_steps import Step, layer_step
-from netdsl.exporter.problems import Problems
-from netdsl.exporter.units import Leaf, Merge, ModelProgram, Op, Statement
+from netdsl.decompiler.graph import KModel, Ref
+from netdsl.decompiler.layer_steps import Step, layer_step
+from netdsl.decompiler.problems import Problems
+from netdsl.decompiler.units import Leaf, Merge, ModelProgram, Op, Statement
 from netdsl.limits import MAX_REGION_OPS
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from netdsl.exporter.layer_steps import Step
-from netdsl.exporter.naming import Namer
-from netdsl.exporter.units import Block, Leaf, LetRef, Merge, ModelProgram, Use
-from netdsl.exporter.values import Named
+from netdsl.decompiler.layer_steps import Step
+from netdsl.decompiler.naming import Namer
+from netdsl.decompiler.units import Block, Leaf, LetRef, Merge, ModelProgram, Use
+from netdsl.decompiler.values import Named
 
 MIN_USES = 2
 _BASES = {"initializer": "init", "regularizer": "reg", "constraint": "constraint", "activation": "act"}

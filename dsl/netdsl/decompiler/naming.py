@@ -61,7 +61,7 @@ class Namer:
         return candidate
 
     def fresh(self, base: str) -> str:
-        """`base`, `base2`, `base3` ... (for names the exporter makes up: x, y, branch)."""
+        """`base`, `base2`, `base3` ... (for names the decompiler makes up: x, y, branch)."""
         candidate, n = base, 1
         while candidate in self.taken or reserved(candidate):
             n += 1

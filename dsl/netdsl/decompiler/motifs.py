@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netdsl.exporter.units import InputDim, Leaf, Merge, ParamRef, Scaled
-from netdsl.exporter.values import DictValue, ListValue, Named
+from netdsl.decompiler.units import InputDim, Leaf, Merge, ParamRef, Scaled
+from netdsl.decompiler.values import DictValue, ListValue, Named
 from netdsl.limits import MAX_MOTIF_UNITS
 
 MERGE_COST = 40  # the bindings a merge needs: `y = ...`, `h = (a, b) -> ...`

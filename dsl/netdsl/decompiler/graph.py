@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from netdsl.exporter.problems import Problems, origin
+from netdsl.decompiler.problems import Problems, origin
 from netdsl.limits import MAX_LAYERS, MAX_NESTED_MODELS
 
 MODEL_CLASSES = ("Functional", "Sequential")
@@ -80,7 +80,7 @@ def read_model(config: dict, problems: Problems, depth: int = 0) -> KModel | Non
     if class_name not in MODEL_CLASSES or not isinstance(inner, dict):
         where = origin(config.get("module"), config.get("registered_name"))
         problems.add(f"the model is a subclassed keras.Model (class {class_name}, {where}); "
-                     "only functional and Sequential models have a structure to export",
+                     "only functional and Sequential models have a structure to decompile",
                      "build it with the functional API (keras.Model(inputs, outputs)) and save that")
         return None
     if depth > MAX_NESTED_MODELS:
@@ -215,7 +215,7 @@ class _Reader:
 
     def call(self, layer: Layer, node, by_name: dict) -> Call | None:
         if not isinstance(node, dict):
-            self.problems.layer(layer, "has a call in an old format (Keras 2) that export does not read")
+            self.problems.layer(layer, "has a call in an old format (Keras 2) that decompile does not read")
             return None
         args = node.get("args") or []
         kwargs = dict(node.get("kwargs") or {})

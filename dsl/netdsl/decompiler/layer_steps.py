@@ -1,7 +1,7 @@
 """Each Keras layer as the step a spec writes for it, through the registry.
 
 `layer_step` looks the layer's class up in the registry (the allow-list: a class
-that is not there cannot be exported), maps every config value to its parameter
+that is not there cannot be decompiled), maps every config value to its parameter
 (nested activations, initializers, regularizers, constraints and layers to their
 registry names) and leaves out every value equal to the parameter's default, so
 `Conv2D(64, 3, padding="same")`'s twenty config keys become `conv2d(64, 3,
@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl import registry
-from netdsl.exporter.graph import Call, Layer
-from netdsl.exporter.problems import Problems, origin
-from netdsl.exporter.values import Named, Unexpressible, collapse, default_of, normal_form, plain, same
+from netdsl.decompiler.graph import Call, Layer
+from netdsl.decompiler.problems import Problems, origin
+from netdsl.decompiler.values import Named, Unexpressible, collapse, default_of, normal_form, plain, same
 from netdsl.semantics.args import DTYPES
 from netdsl.semantics.steps import REFUSED_LAYERS
 
@@ -60,7 +60,7 @@ def _entry(layer: Layer, problems: Problems) -> registry.Entry | None:
             return entry
     refused = REFUSED_LAYERS.get(registry.snake_case(name))
     if refused:
-        problems.layer(layer, f"cannot be exported: {refused}",
+        problems.layer(layer, f"cannot be decompiled: {refused}",
                        "declare what it computes in the spec (activation NAME(x) = ..., layer NAME(...) { ... })")
     elif layer.module.startswith("keras.src.ops"):
         problems.layer(layer, f"is the Keras operation {name} (module {layer.module}), applied to tensors "
@@ -70,8 +70,8 @@ def _entry(layer: Layer, problems: Problems) -> registry.Entry | None:
     elif name in _DECLARED and layer.module.startswith("netdsl."):
         spec_name = layer.config.get("spec_name") or (layer.config.get("activation") or {}).get("name")
         problems.layer(layer, f"is the declared layer or activation '{spec_name}' of a netdsl spec; "
-                              "export does not recover declarations yet",
-                       "export from the spec that declared it, or write the declaration by hand")
+                              "decompile does not recover declarations yet",
+                       "copy the declaration from the spec that declared it, or write it by hand")
     else:
         problems.layer(layer, f"is not a layer netdsl knows ({origin(layer.module, layer.registered_name)})",
                        _PLUGIN_HINT)
@@ -237,7 +237,7 @@ def activation_value(raw: Any, where: str) -> Named | None:
             return _named("activation", str(config.get("name")), config.get("kwargs") or {}, where)
         if raw.get("class_name") == "DeclaredActivation" and isinstance(config, dict):
             raise Unexpressible(f"{where} is the declared activation '{config.get('name')}'; "
-                                "export does not recover declarations yet")
+                                "decompile does not recover declarations yet")
     raise Unexpressible(f"{where} is an activation netdsl does not know ({_describe(raw)})")
 
 
@@ -288,7 +288,7 @@ def dtype_value(raw: Any, where: str) -> str | None:
         raise Unexpressible(f"{where} is not a dtype name")
     if name not in DTYPES:
         raise Unexpressible(f"{where} is the policy '{name}'; a spec sets mixed precision for a whole model "
-                            "(train section, mixed_precision = true), which export does not write yet")
+                            "(train section, mixed_precision = true), which decompile does not write yet")
     return name
 
 

@@ -10,11 +10,11 @@ block of its own. It stops when no fold saves at least `MIN_SAVING` characters.
 
 from __future__ import annotations
 
-from netdsl.exporter.motifs import Motif, Skeletons, find_motifs, text_cost
-from netdsl.exporter.naming import Namer
-from netdsl.exporter.templates import Template, build_template
-from netdsl.exporter.units import Block, Leaf, Merge, ModelProgram, Use
-from netdsl.exporter.values import same
+from netdsl.decompiler.motifs import Motif, Skeletons, find_motifs, text_cost
+from netdsl.decompiler.naming import Namer
+from netdsl.decompiler.templates import Template, build_template
+from netdsl.decompiler.units import Block, Leaf, Merge, ModelProgram, Use
+from netdsl.decompiler.values import same
 from netdsl.limits import MAX_BLOCKS, MAX_CANDIDATES
 
 MIN_SAVING = 60  # characters: about one line

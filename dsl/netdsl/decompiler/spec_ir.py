@@ -5,19 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from netdsl import registry
+from netdsl.decompiler.layer_steps import Step
+from netdsl.decompiler.units import InputDim, LetRef, ParamRef, Scaled
+from netdsl.decompiler.values import DictValue, ListValue, Named
 from netdsl.errors import Span
-from netdsl.exporter.layer_steps import Step
-from netdsl.exporter.units import InputDim, LetRef, ParamRef, Scaled
-from netdsl.exporter.values import DictValue, ListValue, Named
 from netdsl.syntax import ir
 
-SPAN = Span.at("<export>", 1, 1)
+SPAN = Span.at("<decompile>", 1, 1)
 _SINGLE_POSITIONAL_TYPES = ("ints", "any")
 _MAX_DENOMINATOR = 1000
 
 
 def node(cls, **fields):
-    """An IR node without validation (the exporter builds only well-formed ones)."""
+    """An IR node without validation (the decompiler builds only well-formed ones)."""
     return cls.model_construct(span=SPAN, **fields)
 
 

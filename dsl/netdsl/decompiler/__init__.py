@@ -1,4 +1,4 @@
-"""`netdsl export`: a Keras model back to a readable `.net` spec.
+"""`netdsl decompile`: a Keras model back to a readable `.net` spec.
 
 The pipeline, one module per stage:
 
@@ -17,20 +17,20 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from netdsl.exporter.archive import read_model_config
-from netdsl.exporter.export_text import export_config
+from netdsl.decompiler.archive import read_model_config
+from netdsl.decompiler.decompile_text import decompile_config
 
-__all__ = ["export_model", "export_config", "read_model_config"]
+__all__ = ["decompile_model", "decompile_config", "read_model_config"]
 
 
-def export_model(source: Any, *, flat: bool = False) -> str:
+def decompile_model(source: Any, *, flat: bool = False) -> str:
     """The spec of a Keras model: `source` is a path to a `.keras` file or a live keras.Model.
 
     Raises SpecError (with every layer that cannot be expressed) when the model has
     no spec form.
     """
     if isinstance(source, (str, os.PathLike)):
-        return export_config(read_model_config(source), str(source), flat=flat)
+        return decompile_config(read_model_config(source), str(source), flat=flat)
     from netdsl.backend.inspection import saved_config  # a live model: Keras is imported already
 
-    return export_config(saved_config(source), getattr(source, "name", "<model>"), flat=flat)
+    return decompile_config(saved_config(source), getattr(source, "name", "<model>"), flat=flat)

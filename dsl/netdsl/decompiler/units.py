@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from netdsl.exporter.graph import Ref
-from netdsl.exporter.layer_steps import Step
+from netdsl.decompiler.graph import Ref
+from netdsl.decompiler.layer_steps import Step
 
 
 @dataclass(eq=False)

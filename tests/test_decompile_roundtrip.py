@@ -1,4 +1,4 @@
-"""The round trip of `netdsl export` through Keras (issue 13's acceptance).
+"""The round trip of `netdsl decompile` through Keras (issue 13's acceptance).
 
 For each model: the exported spec checks clean and rebuilds the same parameter count,
 layer classes (in order) and weight shapes; the original's weights load into it;
@@ -16,7 +16,7 @@ from keras import layers
 
 import netdsl
 from netdsl.cli import main
-from netdsl.exporter.verify import verify_round_trip
+from netdsl.decompiler.verify import verify_round_trip
 from netdsl.syntax import ir
 from netdsl.syntax.transform import to_ir
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def assert_round_trip(model, flat: bool = False) -> str:
-    text = netdsl.export(model, flat=flat)
+    text = netdsl.decompile(model, flat=flat)
     result, _ = verify_round_trip(model, text, flat=flat)
     assert result.ok, "\n".join(result.lines()) + "\n" + text
     return text
@@ -109,14 +109,14 @@ def test_user_model_round_trips(make):
 
 
 def test_nested_model_and_shared_layer_are_written_as_such():
-    text = netdsl.export(nested_used_twice())
+    text = netdsl.decompile(nested_used_twice())
     assert text.startswith("model encoder {")
     assert "= left -> encoder" in text and "= right -> encoder" in text
-    assert "shared project = dense(4)" in netdsl.export(shared_layer())
+    assert "shared project = dense(4)" in netdsl.decompile(shared_layer())
 
 
 def test_resolved_defaults_are_left_out():
-    text = netdsl.export(text_encoder())
+    text = netdsl.decompile(text_encoder())
     assert "multi_head_attention(2, 8, use_causal_mask=true)" in text  # no value_dim, attention_axes
     assert "bidirectional(lstm(8, return_sequences=true))" in text  # no backward_layer
     assert "input tokens: (12,) as int32" in text
@@ -137,14 +137,14 @@ def test_models_netdsl_built_with_its_own_layers_round_trip(name):
 def test_cli_verify_proves_the_round_trip_of_a_saved_file(tmp_path, capsys):
     path = tmp_path / "unet.keras"
     unet().save(path)
-    code = main(["export", str(path), "-o", str(tmp_path / "unet.net"), "--verify"])
+    code = main(["decompile", str(path), "-o", str(tmp_path / "unet.net"), "--verify"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert out.splitlines()[0] == f"verify {path}:"
     assert "  parameters: 121,890 -> 121,890 (ok)" in out
-    assert "  export of the rebuilt model: the same text (ok)" in out
+    assert "  decompile of the rebuilt model: the same text (ok)" in out
     assert "FAILED" not in out
-    assert (tmp_path / "unet.net").read_text(encoding="utf-8") == netdsl.export(path)
+    assert (tmp_path / "unet.net").read_text(encoding="utf-8") == netdsl.decompile(path)
 
 
 # ---------------------------------------------------------------- keras.applications
@@ -164,7 +164,7 @@ def application(name: str):
 def block_uses(text: str) -> list[tuple[str, int]]:
     """Every use of a block in the model, in order, as (block, times in a row); blocks that
     call blocks are opened with their arguments (ResNet's stage(..., n) gives its n)."""
-    tree = to_ir(text, "<export>")
+    tree = to_ir(text, "<decompile>")
     blocks = {d.name: d for d in tree.decls if isinstance(d, ir.BlockDecl)}
     model = [d for d in tree.decls if isinstance(d, ir.ModelDecl)][-1]
     found: list[tuple[str, int]] = []
@@ -226,7 +226,7 @@ def test_application_round_trips(name):
 
 @pytest.mark.slow
 def test_resnet50_is_three_blocks_at_most_with_stages_as_repeats():
-    text = netdsl.export(application("ResNet50"))
+    text = netdsl.decompile(application("ResNet50"))
     assert text.count("\nblock ") + text.startswith("block ") <= 3
     assert spec_lines(text) <= 60
     assert " + " not in model_body(text), "every residual add is inside a block"
@@ -236,7 +236,7 @@ def test_resnet50_is_three_blocks_at_most_with_stages_as_repeats():
 
 @pytest.mark.slow
 def test_mobilenet_v2_inverted_residuals_are_block_calls():
-    text = netdsl.export(application("MobileNetV2"))
+    text = netdsl.decompile(application("MobileNetV2"))
     body = model_body(text)
     assert text.count("depthwise_conv2d(") >= 2, "the depthwise convolutions are in blocks ..."
     assert "depthwise_conv2d" not in body and " + " not in body, "... and none is left in the model"
@@ -244,7 +244,7 @@ def test_mobilenet_v2_inverted_residuals_are_block_calls():
 
 @pytest.mark.slow
 def test_densenet121_dense_layers_are_one_block_repeated_6_12_24_16_times():
-    text = netdsl.export(application("DenseNet121"))
+    text = netdsl.decompile(application("DenseNet121"))
     dense = [name for name, times in block_uses(text) if times in (6, 12, 24, 16)]
     assert len(set(dense)) == 1
     assert [times for name, times in block_uses(text) if name == dense[0]] == [6, 12, 24, 16]
@@ -252,17 +252,17 @@ def test_densenet121_dense_layers_are_one_block_repeated_6_12_24_16_times():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name, reference", [("ResNet50", "resnet50.net"), ("MobileNetV2", "mobilenet_v2.net")])
-def test_export_is_at_most_twice_the_hand_written_spec(name, reference):
-    text = netdsl.export(application(name))
+def test_decompile_is_at_most_twice_the_hand_written_spec(name, reference):
+    text = netdsl.decompile(application(name))
     hand = (ROOT / "specs" / reference).read_text(encoding="utf-8")
     assert spec_lines(text) <= 2 * spec_lines(hand)
 
 
 @pytest.mark.slow
-def test_docs_show_the_current_export_of_resnet50():
-    doc = (ROOT / "docs" / "export.md").read_text(encoding="utf-8")
-    shown = doc.split("<!-- resnet50 export -->\n```net\n", 1)[1].split("```", 1)[0]
-    assert shown == netdsl.export(application("ResNet50"))
+def test_docs_show_the_current_decompile_of_resnet50():
+    doc = (ROOT / "docs" / "decompile.md").read_text(encoding="utf-8")
+    shown = doc.split("<!-- resnet50 decompile -->\n```net\n", 1)[1].split("```", 1)[0]
+    assert shown == netdsl.decompile(application("ResNet50"))
 
 
 def test_output_made_inside_a_block_keeps_its_name_through_a_file(tmp_path):
@@ -273,7 +273,7 @@ def test_output_made_inside_a_block_keeps_its_name_through_a_file(tmp_path):
     text = assert_round_trip(original)
     _, rebuilt = verify_round_trip(original, text)
     rebuilt.save(tmp_path / "rebuilt.keras")
-    assert netdsl.export(tmp_path / "rebuilt.keras") == text
+    assert netdsl.decompile(tmp_path / "rebuilt.keras") == text
 
 
 def test_a_plugin_layer_maps_back_to_its_plugin_name():

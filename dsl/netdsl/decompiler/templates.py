@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl import registry
-from netdsl.exporter.layer_steps import Step, written_name
-from netdsl.exporter.naming import KEYWORDS
-from netdsl.exporter.units import BlockParam, InputDim, Leaf, Merge, ParamRef, Scaled, Use
-from netdsl.exporter.values import default_of, same
+from netdsl.decompiler.layer_steps import Step, written_name
+from netdsl.decompiler.naming import KEYWORDS
+from netdsl.decompiler.units import BlockParam, InputDim, Leaf, Merge, ParamRef, Scaled, Use
+from netdsl.decompiler.values import default_of, same
 
 _SIZE_HINTS = ("filters", "units", "target_shape")  # sizes: multiples of each other or of the input's channels
 MAX_PARAMS = 8  # a block that needs more is no easier to read than what it replaces

@@ -1,4 +1,4 @@
-"""The proof that an exported spec is the model: `netdsl export --verify` and the tests.
+"""The proof that an exported spec is the model: `netdsl decompile --verify` and the tests.
 
 The spec must check clean and rebuild a model with the same parameter count, layer
 classes (in order) and weight shapes; the original's weights must load into it, and
@@ -49,17 +49,17 @@ class RoundTrip:
             f"weights loaded: {mark(self.weights_loaded)}",
             f"outputs: max |difference| {self.max_difference:.3g} <= {TOLERANCE:g} "
             f"({mark(self.max_difference <= TOLERANCE)})",
-            f"export of the rebuilt model: {'the same text' if self.fixed_point else 'DIFFERENT text'} "
+            f"decompile of the rebuilt model: {'the same text' if self.fixed_point else 'DIFFERENT text'} "
             f"({mark(self.fixed_point)})",
         ] + [f"problem: {p}" for p in self.problems]
 
 
 def verify_round_trip(original: Any, text: str, *, flat: bool = False, seed: int = 0,
-                      filename: str = "<export>") -> tuple[RoundTrip, Any]:
+                      filename: str = "<decompile>") -> tuple[RoundTrip, Any]:
     """Check the exported `text` against the `original` keras.Model; (result, rebuilt model or None)."""
     from netdsl.backend.compiler import build_model
     from netdsl.backend.inspection import layer_classes, max_output_difference, weight_shapes
-    from netdsl.exporter import export_model
+    from netdsl.decompiler import decompile_model
 
     result = RoundTrip()
     program = load_text(text, filename)
@@ -81,5 +81,5 @@ def verify_round_trip(original: Any, text: str, *, flat: bool = False, seed: int
         rebuilt.set_weights(original.get_weights())
         result.weights_loaded = True
         result.max_difference = max_output_difference(original, rebuilt, seed)
-    result.fixed_point = export_model(rebuilt, flat=flat) == text
+    result.fixed_point = decompile_model(rebuilt, flat=flat) == text
     return result, rebuilt

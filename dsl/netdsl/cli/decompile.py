@@ -1,0 +1,71 @@
+"""`netdsl decompile MODEL.keras [-o OUT.net] [--flat] [--verify] [--plugin MODULE]`.
+
+Prints the spec of a saved Keras model (or writes it to OUT.net, atomically). The
+file is read as data: no Keras object is made from it and TensorFlow is not
+imported, unless `--verify` asks for the round-trip proof, which loads the model
+with Keras (safe mode, and only once every layer has passed the registry) and
+rebuilds the spec next to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from netdsl.atomic import write_bytes
+from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_alias, add_command, add_plugin, load_plugins
+from netdsl.errors import Diagnostic, SpecError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = add_command(sub, "decompile", summary="write a saved Keras model (.keras) as a spec",
+                         description="Print the spec of a saved Keras model, repeated structure as blocks and "
+                                     "`* N` repeats; the file is read as data (no TensorFlow).",
+                         examples=["netdsl decompile build/lightning_mlp.keras",
+                                   "netdsl decompile resnet50.keras -o resnet50.net --verify"])
+    parser.add_argument("model", metavar="MODEL.keras", help="the saved model (a .keras file)")
+    parser.add_argument("-o", "--out", metavar="OUT.net", help="write the spec here instead of printing it")
+    add_alias(parser, "--output", dest="out")
+    parser.add_argument("--flat", action="store_true", help="no blocks or repeats: every layer where it is used")
+    parser.add_argument("--verify", action="store_true",
+                        help="rebuild the spec and prove it is the same model (imports TensorFlow)")
+    add_plugin(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from netdsl.decompiler import decompile_model
+
+    load_plugins(args.plugin, args.model)
+    text = decompile_model(args.model, flat=args.flat)
+    if args.out:
+        try:
+            write_bytes(args.out, text.encode("utf-8"))
+        except OSError as exc:
+            raise SpecError(Diagnostic.for_file(args.out, f"cannot write file: {exc.strerror or exc}")) from None
+        report = sys.stdout
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        report = sys.stderr
+    if args.verify:
+        return _verify(args, text, report)
+    return EXIT_OK
+
+
+def _verify(args: argparse.Namespace, text: str, report) -> int:
+    from netdsl.backend.runtime import quiet_tensorflow
+
+    quiet_tensorflow()
+    from netdsl.backend.inspection import load_saved
+    from netdsl.decompiler.verify import verify_round_trip
+
+    original = load_saved(args.model)
+    result, _ = verify_round_trip(original, text, flat=args.flat, filename=args.out or "<decompile>")
+    print(f"verify {args.model}:", file=report)
+    for line in result.lines():
+        print(f"  {line}", file=report)
+    if not result.ok:
+        print(f"netdsl: the decompiled spec of {args.model} does not rebuild the same model", file=sys.stderr)
+        return EXIT_SPEC
+    return EXIT_OK

@@ -1,0 +1,93 @@
+"""LiteRT (.tflite) through TensorFlow's LiteRT converter, from the SavedModel of `saved_model_format`.
+
+Only LiteRT's built-in ops are allowed: a model that would need TensorFlow ops
+("select TF ops", the Flex delegate) does not run in the plain LiteRT interpreter,
+so it is refused with the op's name instead. The signature `serving_default` keeps
+the spec's input and output names; the batch axis stays open (-1 in the signature).
+netdsl's version and the spec's hash go in the model's metadata table, entry `netdsl`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from netdsl.atomic import write_bytes
+from netdsl.deploy.errors import ExportError
+from netdsl.deploy.saved_model_format import write_saved_model_to
+
+if TYPE_CHECKING:
+    import keras
+
+METADATA_NAME = "netdsl"
+
+
+def litert_bytes(model: keras.Model, metadata: dict[str, str]) -> bytes:
+    import tensorflow as tf
+
+    with tempfile.TemporaryDirectory(prefix="netdsl-litert-") as tmp:
+        folder = Path(tmp) / "saved_model"
+        write_saved_model_to(model, folder, metadata)
+        converter = tf.lite.TFLiteConverter.from_saved_model(str(folder))
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        try:
+            flatbuffer = converter.convert()
+        except Exception as exc:  # the converter's ConverterError lists the ops it could not lower
+            raise ExportError(_refusal(model, str(exc))) from None
+    return with_metadata(flatbuffer, metadata)
+
+
+def with_metadata(flatbuffer: bytes, metadata: dict[str, str]) -> bytes:
+    """The model with a metadata entry `netdsl` (a buffer holding `metadata` as JSON), the model format's
+    own place for what tools record about a model (`read_metadata` reads it back)."""
+    import flatbuffers
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(flatbuffer, 0))
+    buffer = schema.BufferT()
+    buffer.data = np.frombuffer(json.dumps(metadata, sort_keys=True).encode(), dtype=np.uint8)
+    model.buffers = [*(model.buffers or []), buffer]
+    entry = schema.MetadataT()
+    entry.name = METADATA_NAME
+    entry.buffer = len(model.buffers) - 1
+    model.metadata = [*(model.metadata or []), entry]
+    builder = flatbuffers.Builder(len(flatbuffer) + 1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def read_metadata(flatbuffer: bytes) -> dict[str, str]:
+    """What `with_metadata` recorded ({} when nothing)."""
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    model = schema.Model.GetRootAsModel(flatbuffer, 0)
+    for i in range(model.MetadataLength()):
+        entry = model.Metadata(i)
+        if entry.Name() == METADATA_NAME.encode():
+            return json.loads(model.Buffers(entry.Buffer()).DataAsNumpy().tobytes())
+    return {}
+
+
+def write_litert(model: keras.Model, out: Path, metadata: dict[str, str]) -> None:
+    write_bytes(out, litert_bytes(model, metadata), links="refuse")
+
+
+def _refusal(model: keras.Model, text: str) -> str:
+    """One line from the converter's report: the first op it could not lower, and the layer it came from."""
+    from netdsl.deploy.onnx_format import layer_of
+
+    found = re.search(r'fused\["[^"]*", "([^"@]+)@[^\n]*error: \'tf\.(\w+)\' op is neither a custom op nor a flex op',
+                      text)
+    if found is None:
+        first = next((line.strip() for line in text.splitlines() if "error:" in line), text.strip().split("\n")[0])
+        return f"the model cannot be exported to litert: {first[:300]}"
+    layer = layer_of(model, found.group(1))
+    reason = f"TensorFlow op {found.group(2)} is not a LiteRT built-in op"
+    if layer is None:
+        return f"the model cannot be exported to litert: {reason}"
+    return f"layer '{layer.name}' ({type(layer).__name__}) cannot be exported to litert: {reason}"

@@ -1,0 +1,155 @@
+"""What `netdsl export` exports: a spec, a run folder or a `.keras` file, resolved to one Keras model.
+
+    spec.net (or a Program)   built with fresh weights, or the weights of `weights=FILE.keras`
+    runs/mlp-3/               its best.keras (the best epoch), or model.keras with `last=True`
+    model.keras               loaded in safe mode
+    a keras.Model             as it is (for a library user holding one)
+
+Each comes with what the exported file records about it (netdsl's version, the spec's
+hash when there is a spec) and the name the output takes by default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from netdsl.deploy.errors import ExportError
+from netdsl.syntax.loader import Program, as_program, pick_model
+from netdsl.training.runs import CONFIG, RunFolder
+from netdsl.version import __version__
+
+if TYPE_CHECKING:
+    import keras
+
+SPEC_SUFFIXES = (".net",)
+
+
+@dataclass
+class Resolved:
+    model: keras.Model
+    name: str  # the model's name: the default output's stem
+    where: Path | None  # the folder the default output goes to (None: the current folder)
+    label: str  # the source as messages name it
+    metadata: dict[str, str] = field(default_factory=dict)  # what the exported file records
+    notes: list[str] = field(default_factory=list)  # what the CLI tells the user about the export
+
+
+def in_float32(resolved: Resolved) -> Resolved:
+    """A model that computes in float16 (mixed precision, a training technique) is exported as its float32 twin:
+    the same layers and weights (kept in float32 anyway), each computing in float32, which every format
+    and runtime runs the same way; float16 kernels differ between runtimes by more than any tolerance here."""
+    policies = sorted({layer.dtype_policy.name for layer in resolved.model.layers
+                       if layer.dtype_policy.compute_dtype != layer.dtype_policy.variable_dtype})
+    if not policies:
+        return resolved
+    import keras
+
+    def float32_layer(layer: keras.layers.Layer) -> keras.layers.Layer:
+        return type(layer).from_config({**layer.get_config(), "dtype": "float32"})
+
+    twin = keras.models.clone_model(resolved.model, clone_function=float32_layer)
+    twin.set_weights(resolved.model.get_weights())
+    note = f"the model computes in {', '.join(policies)}; exported in float32 with the same weights"
+    return Resolved(twin, resolved.name, resolved.where, resolved.label, resolved.metadata, [*resolved.notes, note])
+
+
+def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike | None = None,
+            last: bool = False, include: list = (), quiet: bool = False) -> Resolved:
+    """The Keras model `source` means, loaded or built (see the module's docstring), in float32.
+
+    Everything that can be checked without TensorFlow is checked before it is imported.
+    """
+    if isinstance(source, Program):
+        return in_float32(_from_spec(source, source.root, model, weights, include, quiet))
+    if not isinstance(source, (str, os.PathLike)):
+        if weights is not None or model is not None:
+            raise ExportError("model= and weights= choose a model of a spec; the source is a keras.Model already")
+        return in_float32(Resolved(source, source.name, None, source.name, {"netdsl_version": __version__}))
+    path = Path(source)
+    if path.is_dir():
+        return in_float32(_from_run(path, last, quiet))
+    if not path.exists():
+        raise ExportError("no such spec, run folder or .keras file", file=str(path))
+    if path.suffix == ".keras":
+        _refuse_options(path, model, weights, last)
+        loaded = _load_keras(path, quiet)
+        return in_float32(Resolved(loaded, loaded.name, path.parent, str(path), {"netdsl_version": __version__}))
+    if path.suffix in SPEC_SUFFIXES:
+        return in_float32(_from_spec(as_program(path, include), str(path), model, weights, include, quiet))
+    raise ExportError("not a spec (.net), a run folder or a .keras file", file=str(path))
+
+
+def _tensorflow(quiet: bool) -> None:
+    """Keras on TensorFlow: every converter here starts from a TensorFlow graph (BackendError if Keras runs JAX)."""
+    from netdsl.backend.runtime import init_backend
+
+    init_backend("tensorflow", mute_stderr=quiet)
+
+
+def _from_spec(program: Program, label: str, model: str | None, weights: Any, include: list,
+               quiet: bool) -> Resolved:
+    from netdsl.backend.compiler import build_model
+    from netdsl.training.settings import spec_sha256
+
+    name = pick_model(program, model)
+    if weights is not None and not Path(weights).is_file():
+        raise ExportError("no such weights file", file=str(weights))
+    _tensorflow(quiet)
+    built = build_model(program, name, include=include)
+    if weights is not None:
+        _load_weights(built, Path(weights))
+    metadata = {"netdsl_version": __version__, "netdsl_model": name, "netdsl_spec_sha256": spec_sha256(program)}
+    return Resolved(built, name, None, label, metadata)
+
+
+def _from_run(path: Path, last: bool, quiet: bool) -> Resolved:
+    folder = RunFolder.existing(path)
+    file = path / ("model.keras" if last else "best.keras")
+    if not file.is_file():
+        other = "" if last else "; --last exports model.keras, written when the run ends"
+        raise ExportError(f"the run has no {file.name} (status: {folder.status()}){other}", file=str(path))
+    spec = folder.read_json(CONFIG).get("spec", {})
+    loaded = _load_keras(file, quiet)
+    metadata = {"netdsl_version": __version__}
+    if isinstance(spec.get("model"), str):
+        metadata["netdsl_model"] = spec["model"]
+    if isinstance(spec.get("sha256"), str):
+        metadata["netdsl_spec_sha256"] = spec["sha256"]
+    return Resolved(loaded, metadata.get("netdsl_model", loaded.name), path, str(file), metadata)
+
+
+def _refuse_options(path: Path, model: str | None, weights: Any, last: bool) -> None:
+    if model is not None or weights is not None or last:
+        flag = "--model" if model is not None else "--weights" if weights is not None else "--last"
+        raise ExportError(f"{flag} does not apply to a .keras file", file=str(path))
+
+
+def _load_keras(path: Path, quiet: bool) -> keras.Model:
+    if not zipfile.is_zipfile(path):
+        raise ExportError("not a .keras file (not a zip archive)", file=str(path))
+    _tensorflow(quiet)
+    import keras
+
+    try:
+        return keras.saving.load_model(path, safe_mode=True, compile=False)
+    except Exception as exc:  # Keras' errors for a broken archive are of many types
+        raise ExportError(f"cannot load the model ({_first_line(exc)})", file=str(path)) from None
+
+
+def _load_weights(model: keras.Model, path: Path) -> None:
+    if path.suffix == ".keras" and not zipfile.is_zipfile(path):
+        raise ExportError("not a .keras file (not a zip archive)", file=str(path))
+    try:
+        model.load_weights(path)
+    except Exception as exc:  # a file of another model: Keras names the mismatch
+        raise ExportError(f"cannot load these weights into the model ({_first_line(exc)})", file=str(path)) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return json.dumps(lines[0])[1:-1] if lines else type(exc).__name__

@@ -19,41 +19,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backend_probe import compare as _compare
+from backend_probe import probe as _probe
 from netdsl.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-PROBE = ROOT / "tests" / "backend_probe.py"
 SMALL = ["lightning_mlp", "custom_layers", "declared", "multi_output", "siamese"]
 LARGE = ["mobilenet_v2", "resnet50", "transformer", "unet"]
 SPECS = {p.stem for p in (ROOT / "specs").glob("*.net")}
 
 pytest.importorskip("jax", reason="the JAX backend is an optional extra: pip install 'netdsl[jax]'")
-
-
-def _probe(mode: str, folder: Path, backend: str, specs: list[str]) -> None:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
-    result = subprocess.run([sys.executable, str(PROBE), mode, str(folder), backend,
-                             *(str(ROOT / "specs" / f"{s}.net") for s in specs)],
-                            capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
-    assert result.returncode == 0, result.stderr[-3000:]
-
-
-def _compare(folder: Path) -> dict[str, tuple[int, float, float]]:
-    """{model: (parameters, largest difference rebuilt, largest difference loaded)}; counts asserted equal."""
-    found = {}
-    for made_path in sorted(folder.glob("*.npz")):
-        if made_path.name.endswith((".rebuilt.npz", ".loaded.npz")):
-            continue
-        base = str(made_path)[:-4]
-        made, rebuilt, loaded = np.load(made_path), np.load(base + ".rebuilt.npz"), np.load(base + ".loaded.npz")
-        assert int(made["params"]) == int(rebuilt["params"]), made_path.stem
-        outputs = [k for k in made.files if k.startswith("y")]
-        assert outputs and sorted(outputs) == sorted(k for k in rebuilt.files if k.startswith("y"))
-        for key in outputs:
-            np.testing.assert_allclose(rebuilt[key], made[key], rtol=1e-5, atol=1e-5, err_msg=made_path.stem)
-            np.testing.assert_allclose(loaded[key], made[key], rtol=1e-5, atol=1e-5, err_msg=made_path.stem)
-        found[made_path.stem] = int(made["params"])
-    return found
 
 
 def test_the_probed_specs_are_every_spec() -> None:

@@ -120,6 +120,11 @@ class BackendError(NetdslError):
     already imported with another one: Keras picks its backend once, at import)."""
 
 
+class LightningError(NetdslError):
+    """What `netdsl.lightning` cannot do with a spec or a batch (an optimizer without a torch
+    equivalent, a batch without the spec's inputs); `str()` is one line saying why."""
+
+
 class LayoutError(NetdslError):
     """The parser's layout pass refused a token (brackets nested too deep, one left open)."""
 

@@ -1,5 +1,5 @@
-"""Keras' runtime set-up: the backend chosen (TensorFlow or JAX) and imported quietly, and the
-dtype policy of one build."""
+"""Keras' runtime set-up: the backend chosen (TensorFlow, JAX or PyTorch) and imported quietly, and
+the dtype policy of one build."""
 
 from __future__ import annotations
 
@@ -13,13 +13,15 @@ from netdsl.errors import BackendError
 
 __all__ = ["BACKENDS", "init_backend", "quiet_tensorflow", "current_backend", "muted_stderr", "dtype_policy"]
 
-BACKENDS = ("tensorflow", "jax")
+BACKENDS = ("tensorflow", "jax", "torch")
+# Keras installs no backend; netdsl neither (beyond its default, TensorFlow): each one is an extra.
 _INSTALL_HINT = {"jax": "install it with `pip install 'netdsl[jax]'`",
-                 "tensorflow": "install it with `pip install netdsl` (it depends on TensorFlow)"}
+                 "torch": "install it with `pip install 'netdsl[torch]'`",
+                 "tensorflow": "install it with `pip install 'netdsl[tensorflow]'`"}
 
 
 def init_backend(name: str | None = None, mute_stderr: bool = True) -> str:
-    """Import Keras on the backend `name` ('tensorflow' or 'jax') without start-up chatter.
+    """Import Keras on the backend `name` ('tensorflow', 'jax' or 'torch') without start-up chatter.
 
     Keras reads `KERAS_BACKEND` once, when it is first imported, so this must
     run before anything imports Keras; `None` keeps what the environment says
@@ -36,7 +38,7 @@ def init_backend(name: str | None = None, mute_stderr: bool = True) -> str:
         name = current_backend()  # loaded already, as the user chose: keep it
     name = name or os.environ.get("KERAS_BACKEND") or "tensorflow"
     if name not in BACKENDS:
-        raise BackendError(f"unknown backend '{name}': netdsl runs on {' or '.join(BACKENDS)}")
+        raise BackendError(f"unknown backend '{name}': netdsl runs on {', '.join(BACKENDS[:-1])} or {BACKENDS[-1]}")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if "keras" in sys.modules:
         loaded = current_backend()

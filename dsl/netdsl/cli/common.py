@@ -39,8 +39,9 @@ def add_include(parser: argparse.ArgumentParser) -> None:
 
 def add_backend(parser: argparse.ArgumentParser) -> None:
     # The names are repeated here (not read from backend.runtime): the parser must not load the backend room.
-    parser.add_argument("--backend", choices=("tensorflow", "jax"), default=None,
-                        help="the Keras backend (default: KERAS_BACKEND, else tensorflow); jax needs netdsl[jax]")
+    parser.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default=None,
+                        help="the Keras backend (default: KERAS_BACKEND, else tensorflow); jax needs netdsl[jax], "
+                             "torch netdsl[torch]")
 
 
 def add_plugin(parser: argparse.ArgumentParser) -> None:

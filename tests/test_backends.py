@@ -102,9 +102,9 @@ def test_the_jax_backend_without_jax_says_how_to_install_it() -> None:
 
 def test_an_unknown_backend_is_refused_by_the_parser(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        main(["summary", str(ROOT / "specs" / "lightning_mlp.net"), "--backend", "torch"])
+        main(["summary", str(ROOT / "specs" / "lightning_mlp.net"), "--backend", "mxnet"])
     assert exit_info.value.code == 2
-    assert "netdsl summary: error: argument --backend: invalid choice: 'torch'" in capsys.readouterr().err
+    assert "netdsl summary: error: argument --backend: invalid choice: 'mxnet'" in capsys.readouterr().err
 
 
 def test_evaluate_and_predict_on_jax_match_tensorflow(tmp_path: Path) -> None:

@@ -22,14 +22,14 @@ LEVELS = {
     "semantics": 3,
     "custom": 4,
     "backend": 5, "diagram": 5,
-    "training": 6, "exporter": 6,
+    "training": 6, "exporter": 6, "lightning": 6,
     "lsp": 7, "preview": 7,
     "api": 8,
     "cli": 9,
     "netdsl": 10,  # the package's __init__: the public names
 }
-HEAVY = ("keras", "tensorflow", "jax")
-MAY_IMPORT_HEAVY = {"backend", "custom", "training"}
+HEAVY = ("keras", "tensorflow", "jax", "torch", "lightning")
+MAY_IMPORT_HEAVY = {"backend", "custom", "training", "lightning"}
 API_NAMES = {"parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "train",
              "export", "evaluate", "predict"}
 

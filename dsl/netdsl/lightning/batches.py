@@ -68,7 +68,7 @@ def _targets(y: Any, outputs: list[str]) -> list[Any]:
 def _check_names(given: Mapping, wanted: list[str], what: str) -> None:
     missing = [n for n in wanted if n not in given]
     if missing:
-        raise LightningError(f"{what} lack {', '.join(map(repr, missing))}: the spec's names are "
+        raise LightningError(f"{what} is missing {', '.join(map(repr, missing))}: the spec's names are "
                              f"{', '.join(wanted)}; received keys {', '.join(map(repr, sorted(map(str, given))))}")
 
 

@@ -130,6 +130,7 @@ class SpecModule(L.LightningModule):
         return self(batch)
 
     def _step(self, batch: Any, stage: str) -> torch.Tensor:
+        self.configure_model()  # (a step called outside a Trainer)
         if not self._losses:
             raise LightningError(f"the model '{self.model_name}' has no loss to train with: add a train section "
                                  f"with one (train {{ loss = ... }})")
@@ -170,6 +171,7 @@ class SpecModule(L.LightningModule):
 
     def configure_optimizers(self) -> Any:
         """The spec's optimizer in torch terms, and its learning-rate schedule stepped every batch."""
+        self.configure_model()
         if getattr(self.net, "optimizer", None) is None:
             raise LightningError(f"the model '{self.model_name}' has no train section: add one with an optimizer "
                                  f"and a loss, or override configure_optimizers")

@@ -147,7 +147,6 @@ def test_two_processes_train_as_one(tmp_path: Path) -> None:
     assert sorted(alone.files) == sorted(together.files) and len(alone.files) == 4
     for name in alone.files:
         np.testing.assert_allclose(together[name], alone[name], rtol=1e-5, atol=1e-5, err_msg=name)
-    assert max(float(np.abs(alone[n] - np.load(tmp_path / "one.npz")[n]).max()) for n in alone.files) == 0.0
 
 
 @pytest.mark.slow

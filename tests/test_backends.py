@@ -85,18 +85,19 @@ def test_a_second_backend_in_one_process_is_a_one_line_error(capsys: pytest.Capt
         "process\n")
 
 
-def test_the_jax_backend_without_jax_says_how_to_install_it() -> None:
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_a_backend_not_installed_says_how_to_install_it(backend: str) -> None:
     code = ("import importlib.util, sys\n"
             "real = importlib.util.find_spec\n"
-            "importlib.util.find_spec = lambda name, *a: None if name == 'jax' else real(name, *a)\n"
+            f"importlib.util.find_spec = lambda name, *a: None if name == {backend!r} else real(name, *a)\n"
             "from netdsl.cli import main\n"
-            f"sys.exit(main(['build', {str(ROOT / 'specs' / 'lightning_mlp.net')!r}, '--backend', 'jax']))\n")
+            f"sys.exit(main(['build', {str(ROOT / 'specs' / 'lightning_mlp.net')!r}, '--backend', {backend!r}]))\n")
     env = dict(os.environ)
     env.pop("KERAS_BACKEND", None)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 2
-    assert result.stderr == ("netdsl build: error: the 'jax' backend needs the 'jax' package, which is not "
-                             "installed: install it with `pip install 'netdsl[jax]'`\n")
+    assert result.stderr == (f"netdsl build: error: the '{backend}' backend needs the '{backend}' package, which is "
+                             f"not installed: install it with `pip install 'netdsl[{backend}]'`\n")
     assert "keras" not in result.stdout
 
 

@@ -60,7 +60,7 @@ class SpecModule(L.LightningModule):
         self._metrics: list[tuple[int, str, Any]] = []  # (output index, logged name, Keras metric)
         self._clipping: dict[str, float] = {}
         if not isinstance(spec, Program):
-            self.save_hyperparameters({"spec": os.fspath(spec), "model": self.model_name, **self.overrides})
+            self.save_hyperparameters({"spec": os.path.abspath(spec), "model": self.model_name, **self.overrides})
 
     # ------------------------------------------------------------ the network
 

@@ -61,7 +61,7 @@ def format(text: str, filename: str = "<string>") -> str:  # noqa: A001 - the AP
 def build(source: Source, model: str | None = None, **options: Any) -> Any:
     """Build one model of a spec as a `keras.Model` (compiled when it has a train section).
 
-    Options: `include`, `param_limit`, and `backend` ("tensorflow" or "jax"): Keras' backend for
+    Options: `include`, `param_limit`, and `backend` ("tensorflow", "jax" or "torch"): Keras' backend for
     this process, which must be chosen before Keras is first imported (a `BackendError` otherwise).
     """
     from netdsl.backend.compiler import build_model

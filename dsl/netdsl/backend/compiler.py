@@ -157,7 +157,7 @@ def build_model(source: Source, model: str | None = None, *, include: list = (),
     """One model of a spec as a `keras.Model` (compiled when it has a train section).
 
     `source`: a spec path (`str` / `os.PathLike`) or a `Program`; `model` may
-    be omitted when the file has one model. `backend` ('tensorflow' or 'jax')
+    be omitted when the file has one model. `backend` ('tensorflow', 'jax' or 'torch')
     must be the one Keras runs on in this process, or Keras not loaded yet
     (None: the environment's choice, see `runtime.init_backend`).
     """

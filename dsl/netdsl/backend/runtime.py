@@ -11,7 +11,8 @@ from contextlib import contextmanager
 
 from netdsl.errors import BackendError
 
-__all__ = ["BACKENDS", "init_backend", "require_tensorflow_data", "quiet_tensorflow", "current_backend", "muted_stderr", "dtype_policy"]
+__all__ = ["BACKENDS", "init_backend", "require_tensorflow_data", "quiet_tensorflow", "current_backend",
+           "muted_stderr", "dtype_policy"]
 
 BACKENDS = ("tensorflow", "jax", "torch")
 # Keras installs no backend; netdsl neither (beyond its default, TensorFlow): each one is an extra.

@@ -8,9 +8,14 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-fast lint bench graphviz editors chromium postgresql clean
 
+# torch, pinned, before the extras: this build is the CPU one (on this project's machines, from local disk);
+# left to `.[dev]` alone, pip would take the package index's torch and gigabytes of CUDA libraries with it.
+TORCH := torch==2.13.0
+
 $(STAMP): pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet "$(TORCH)"
 	$(VENV)/bin/python -m pip install --quiet -e ".[dev]"
 	@touch $(STAMP)
 

@@ -157,7 +157,7 @@ def build_model(source: Source, model: str | None = None, *, include: list = (),
     """One model of a spec as a `keras.Model` (compiled when it has a train section).
 
     `source`: a spec path (`str` / `os.PathLike`) or a `Program`; `model` may
-    be omitted when the file has one model. `backend` ('tensorflow' or 'jax')
+    be omitted when the file has one model. `backend` ('tensorflow', 'jax' or 'torch')
     must be the one Keras runs on in this process, or Keras not loaded yet
     (None: the environment's choice, see `runtime.init_backend`).
     """
@@ -236,11 +236,22 @@ def _compile_training(model: Any, graph: Any) -> None:
         raise
     except Exception as exc:
         raise Fail(graph.span, f"the train section of '{graph.name}' cannot be built: {reason(exc)}") from None
+    _refuse_on_torch(graph)
     try:
         model.compile(optimizer=optimizer, loss=loss, metrics=metrics, loss_weights=weights,
                       jit_compile=spec.jit_compile, steps_per_execution=spec.steps_per_execution)
     except Exception as exc:
         raise Fail(graph.span, f"cannot compile '{graph.name}' for training: {reason(exc)}") from None
+
+
+def _refuse_on_torch(graph: Any) -> None:
+    """A train section the torch backend cannot run: an error at the model, before Keras fails inside fit."""
+    from netdsl.backend.runtime import current_backend
+    from netdsl.backend.torch_limits import train_problem
+
+    problem = train_problem(graph.train) if current_backend() == "torch" else None
+    if problem is not None:
+        raise Fail(graph.span, f"'{graph.name}' cannot train on the torch backend: {problem}")
 
 
 def _object(resolved: Any) -> Any:

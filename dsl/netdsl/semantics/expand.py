@@ -33,11 +33,12 @@ from netdsl.semantics.steps import (
     block_inputs,
     walk_inputs,
 )
+from netdsl.semantics.tensor_exprs import TensorExpressions
 from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
 from netdsl.syntax import ir
 
 
-class Expander(Steps):
+class Expander(Steps, TensorExpressions):
     def __init__(self, scopes: dict[str, FileScope], backend: Backend, diagnostics: list[Diagnostic],
                  train_checker: Any = None):
         self.scopes = scopes
@@ -313,7 +314,8 @@ class Expander(Steps):
             for i, step in enumerate(steps):
                 tensors = self._apply(step, tensors, env, final if i == len(steps) - 1 else None)
             return tensors
-        if isinstance(expr, ir.BinOp) and expr.op == "+":
+        if isinstance(expr, ir.BinOp) and expr.op == "+" and all(
+                self.mentions_tensor(term, env) for term in _sum_terms(expr)):
             terms = _sum_terms(expr)
             inputs: list[Tensor] = []
             for term in terms:
@@ -322,10 +324,11 @@ class Expander(Steps):
                     raise Fail(term.span, f"'+' adds single tensors; this side is {len(got)} tensors")
                 inputs.extend(got)
             return self._emit_registry(registry.lookup("layer", "add"), "add", {}, inputs, expr.span, final)
-        if isinstance(expr, ir.BinOp) and expr.op in ("-", "*", "/", "@", "//", "%", "**"):
-            merge = {"-": "subtract", "*": "multiply"}.get(expr.op)
-            raise Fail(expr.span, f"'{expr.op}' does not apply to tensors; only '+' does",
-                       f"use (a, b) -> {merge}" if merge else "merge tensors with a step such as (a, b) -> multiply")
+        if self.is_tensor_expression(expr, env):
+            return self.tensor_expression(expr, env, final)
+        if isinstance(expr, ir.BinOp) and expr.op in ("//", "%"):
+            raise Fail(expr.span, f"'{expr.op}' does not apply to tensors",
+                       "tensors take + - * / ** @ and the functions of docs/language.md")
         if isinstance(expr, ir.IfExp):
             cond = self.consts.fold(expr.cond, env)
             if cond is UNKNOWN:
@@ -339,6 +342,8 @@ class Expander(Steps):
         hint = None
         if isinstance(expr, (ir.Call, ir.Name)):
             hint = "a flow starts from a tensor: x -> dense(10)"
+        elif isinstance(expr, (ir.Number, ir.UnaryOp, ir.BinOp)):
+            hint = "'->' binds tighter than '+' and '-': (x + 3) -> relu applies a step to a sum"
         raise Fail(expr.span, "expected a tensor here", hint)
 
     def _tensor_named(self, name: str, env: Env, span: Span) -> Tensor:

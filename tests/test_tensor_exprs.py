@@ -2,7 +2,7 @@
 
 Every spec here is compared with the Keras code a person would write by hand:
 parameters, layer classes (netdsl's weightless `TensorOp` stands for Keras'
-op nodes, which `model.layers` does not list), outputs within 1e-6 with the
+operation nodes — `a * b`, `x + 3` — which `model.layers` does not list), outputs within 1e-6 with the
 same weights. The shapes `check` infers in pure Python are the ones Keras
 computes; the models save and load with `safe_mode=True`; a spec always gives
 the same layer names.
@@ -88,14 +88,14 @@ HARD_SWISH = """
 
 def hard_swish_by_hand() -> keras.Model:
     def hard_swish(x):
-        return layers.Multiply()([x, ops.relu6(x + 3)]) / 6
+        return x * ops.relu6(x + 3) / 6
 
     image = keras.Input((16, 16, 8))
     x = hard_swish(layers.Conv2D(16, 3, padding="same")(image))
     s = layers.GlobalAveragePooling2D(keepdims=True)(x)
     s = layers.Activation("relu")(layers.Conv2D(4, 1)(s))
     gate = layers.ReLU(6.0)(layers.Conv2D(16, 1)(s) + 3) * (1 / 6)
-    return keras.Model(image, hard_swish(layers.Multiply()([x, gate])))
+    return keras.Model(image, hard_swish(x * gate))
 
 
 def test_hard_swish_blocks_equal_the_hand_written_keras_code():
@@ -124,7 +124,7 @@ def test_a_scaled_residual_and_a_gated_unit_equal_the_hand_written_keras_code():
     r = layers.Add()([x, 0.17 * branch])
     h = layers.Dense(12)(r)
     a, b = layers.Dense(4)(h), layers.Dense(4)(h)
-    theirs = keras.Model(x, layers.Multiply()([a, ops.sigmoid(b)]) - 0.5)
+    theirs = keras.Model(x, a * ops.sigmoid(b) - 0.5)
     assert_equivalent(build(spec), theirs, sample(10, 6))
 
 
@@ -143,7 +143,7 @@ ATTENTION = """
 def test_scaled_dot_product_attention_written_with_matmul_divide_and_softmax():
     q_in, kv_in = keras.Input((6, 8)), keras.Input((5, 8))
     k, v, q = layers.Dense(8)(kv_in), layers.Dense(8)(kv_in), layers.Dense(8)(q_in)
-    scores = ops.matmul(q, layers.Permute((2, 1))(k)) / np.sqrt(8.0)
+    scores = ops.matmul(q, ops.transpose(k, (0, 2, 1))) / np.sqrt(8.0)
     theirs = keras.Model([q_in, kv_in], ops.matmul(ops.softmax(scores, axis=-1), v))
     ours = build(ATTENTION)
     # Keras orders the weighted layers by creation; ours: k, v, then q's dense.

@@ -233,15 +233,9 @@ def _resolved(r: Resolved, owner: str) -> Any:
     return factory.make(entry, kwargs, as_written=getattr(r, "written", None))
 
 
-_MERGE_CLASSES = {"add": keras.layers.Add, "subtract": keras.layers.Subtract, "multiply": keras.layers.Multiply}
-
-
 def _tensor_op(node: Node, dtype: dict) -> Any:
-    """An operator of a tensor expression: a Keras merge layer, or netdsl's TensorOp."""
-    spec = node.decl
-    if spec.merge is not None:
-        return _MERGE_CLASSES[spec.merge](name=node.name, **dtype)
-    return TensorOp(expression=spec.expression, inputs=spec.inputs, name=node.name, **dtype)
+    """An operator of a tensor expression: netdsl's TensorOp (Keras code has an operation node)."""
+    return TensorOp(expression=node.decl.expression, inputs=node.decl.inputs, name=node.name, **dtype)
 
 
 def _activation(entry: registry.Entry, kwargs: dict) -> Any:

@@ -7,15 +7,14 @@ one per operator, with the usual precedence (the parser's):
 
 - a sum whose terms are all tensors, `a + b + c`, stays what it always was:
   one `add` layer of all its terms;
-- `+ - *` between two tensors of one rank are Keras merge layers (`add`,
-  `subtract`, `multiply`);
 - every other operator is a `tensor_op` node (`semantics.tensor_ops.OpSpec`,
-  built as netdsl's `TensorOp`): with a number (`x + 3`), `/`, `**`, `@`,
-  ranks that differ, and the functions;
-- `reshape(x, shape)`, `transpose(x, perm)` and `concat(a, b, axis=-1)` are
-  the Keras layers `reshape`, `permute` and `concatenate`, their arguments as
-  those layers take them (a shape without the batch axis; a perm and an axis
-  counting the batch axis as 0: `transpose(x, (2, 1))` swaps a sample's axes);
+  built as netdsl's weightless `TensorOp`, as Keras code's `a * b` is an
+  operation node): `a * b`, `x + 3`, `/`, `**`, `@` and the functions;
+- `transpose(x, perm)` takes a perm of the sample's axes counting the batch
+  axis as 0, as Permute does: `transpose(x, (2, 1))` swaps a sample's two axes;
+- `reshape(x, shape)` and `concat(a, b, axis=-1)` are the Keras layers
+  `reshape` and `concatenate` (a shape without the batch axis; an axis counting
+  the batch axis as 0);
 - a declared activation called on a tensor, `hswish(x)`, is `x -> hswish`.
 
 Nodes are named like the layers of a flow: the statement's binding names the
@@ -32,13 +31,12 @@ from netdsl.errors import Fail, Span
 from netdsl.semantics.declared import OP_FUNCTIONS
 from netdsl.semantics.scope import Env
 from netdsl.semantics.steps import Step, Tensor
-from netdsl.semantics.tensor_ops import MERGE_LAYERS, OPERATORS, REDUCTIONS, OpSpec
+from netdsl.semantics.tensor_ops import OPERATORS, REDUCTIONS, OpSpec
 from netdsl.semantics.values import UNKNOWN, describe_value, type_name
 from netdsl.syntax import ir
 
 # Functions that are Keras layers in tensor position: name -> registry layer.
-LAYER_FUNCTIONS = {"reshape": "reshape", "transpose": "permute", "concat": "concatenate",
-                   "concatenate": "concatenate"}
+LAYER_FUNCTIONS = {"reshape": "reshape", "concat": "concatenate", "concatenate": "concatenate"}
 _TENSOR_OPERATORS = frozenset(OPERATORS)
 # Functions of the table folded on numbers (`/ sqrt(8.0)`), as the runtime folds them.
 _MATH = {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log1p": math.log1p, "tanh": math.tanh,
@@ -101,9 +99,7 @@ class TensorExpressions:
         if expr.op == "@" and len(tensors) != 2:
             raise Fail(at, "'@' multiplies two tensors, not a tensor and a number", "scale with '*'")
         if len(tensors) == 2:
-            merge = self._merge_layer(expr.op, left, right)
-            spec_tree = ["bin", expr.op, ["var", "x0"], ["var", "x1"]]
-            return self._op_node(spec_tree, tensors, kind, symbol, at, final, merge=merge)
+            return self._op_node(["bin", expr.op, ["var", "x0"], ["var", "x1"]], tensors, kind, symbol, at, final)
         tree, label = [], ""
         for value in (left, right):
             tree.append(["var", "x0"] if isinstance(value, Tensor) else ["num", value])
@@ -111,15 +107,6 @@ class TensorExpressions:
         shown = "?" if constant is UNKNOWN else describe_value(constant)
         label = f"{symbol} {shown}" if isinstance(left, Tensor) else f"{shown} {symbol}"
         return self._op_node(["bin", expr.op, *tree], tensors, kind, label, at, final)
-
-    def _merge_layer(self, op: str, left: Tensor, right: Tensor) -> str | None:
-        """The Keras merge layer for `a op b`: only between tensors of one rank (known to be)."""
-        if left.shape is UNKNOWN or right.shape is UNKNOWN:
-            self.uncertain = True  # `check` cannot tell which layer Keras will get
-            return MERGE_LAYERS.get(op)
-        if op in MERGE_LAYERS and len(left.shape) == len(right.shape):
-            return MERGE_LAYERS[op]
-        return None
 
     def _operand(self, expr: Any, env: Env, op: str) -> Any:
         """A tensor, or a number (UNKNOWN while `check` runs a block alone)."""
@@ -164,6 +151,8 @@ class TensorExpressions:
                        "a step applies with an arrow: x -> " + name)
         if name in LAYER_FUNCTIONS:
             return self._layer_function(expr, env, final)
+        if name == "transpose":
+            return self._transpose(expr, env, final)
         if name not in OP_FUNCTIONS and (registry.lookup("layer", name) or registry.lookup("activation", name)):
             raise Fail(expr.func.span, f"'{name}' is a step, not a function of tensors",
                        f"apply it with an arrow: x -> {name}")
@@ -216,8 +205,25 @@ class TensorExpressions:
             value = tuple(value)
         return value
 
+    def _transpose(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
+        if len(expr.args) != 2 or expr.kwargs:
+            raise Fail(expr.span, "'transpose' takes a tensor and a perm: transpose(x, (2, 1))")
+        tensor = self._tensor_operand(expr.args[0], env, "transpose")
+        perm = self.consts.fold(expr.args[1], env)
+        rank = len(tensor.shape) if isinstance(tensor.shape, tuple) else None
+        if perm is UNKNOWN:
+            raise Fail(expr.args[1].span, "the perm of 'transpose' must be known when the model is checked")
+        if not (isinstance(perm, (tuple, list)) and all(isinstance(p, int) and not isinstance(p, bool) for p in perm)
+                and sorted(perm) == list(range(1, len(perm) + 1)) and (rank is None or len(perm) == rank)):
+            wanted = f"of 1 to {rank}" if rank is not None else "of 1 to the rank"
+            raise Fail(expr.args[1].span, f"the perm of 'transpose' orders the sample's axes {wanted} "
+                                          f"(the batch axis is 0 and stays), received {describe_value(perm)}")
+        tree = ["call", "transpose", [["var", "x0"], ["const", [0, *perm]]], {}]
+        label = "transpose " + describe_value(tuple(perm))
+        return self._op_node(tree, [tensor], "transpose", label, expr.span, final)
+
     def _layer_function(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
-        """`reshape(x, (4, 8))`, `transpose(x, (2, 1))`, `concat(a, b, axis=-1)`: Keras layers."""
+        """`reshape(x, (4, 8))`, `concat(a, b, axis=-1)`: Keras layers."""
         name = expr.func.id
         layer = LAYER_FUNCTIONS[name]
         if layer == "concatenate":
@@ -228,10 +234,9 @@ class TensorExpressions:
                         kwargs=[(k.name, self._argument(k.value, env), k.span) for k in expr.kwargs])
         else:
             if len(expr.args) != 2 or expr.kwargs:
-                example = "a shape: reshape(x, (4, 8))" if name == "reshape" else "a perm: transpose(x, (2, 1))"
-                raise Fail(expr.span, f"'{name}' takes a tensor and {example}")
+                raise Fail(expr.span, f"'{name}' takes a tensor and a shape: reshape(x, (4, 8))")
             inputs = [self._tensor_operand(expr.args[0], env, name)]
-            value = self._argument(expr.args[1], env)  # perms count the batch axis as 0, as Permute's
+            value = self._argument(expr.args[1], env)
             step = Step("layer", layer, expr.func.span, entry=registry.lookup("layer", layer),
                         args=[(value, expr.args[1].span)])
         kwargs = self.arguments.bind(step.entry, step.args, step.kwargs, step.span)
@@ -248,10 +253,9 @@ class TensorExpressions:
         return self._apply_step(step, [tensor], final)
 
     # ------------------------------------------------------------ nodes
-    def _op_node(self, tree: list, inputs: list[Tensor], kind: str, label: str, span: Span, final: str | None,
-                 merge: str | None = None) -> list[Tensor]:
-        spec = OpSpec(tree, len(inputs), label, merge)
-        return self._emit("tensor_op", merge or kind, {}, inputs, 1, span, merge or kind, final, decl=spec)
+    def _op_node(self, tree: list, inputs: list[Tensor], kind: str, label: str, span: Span,
+                 final: str | None) -> list[Tensor]:
+        return self._emit("tensor_op", kind, {}, inputs, 1, span, kind, final, decl=OpSpec(tree, len(inputs), label))
 
 
 def operator_span(expr: ir.BinOp) -> Span:

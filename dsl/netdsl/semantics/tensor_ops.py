@@ -3,9 +3,8 @@
 Each operator of a tensor expression in a model or block body becomes one
 graph node of op `"tensor_op"` whose `decl` is an `OpSpec`: the expression
 tree of that one operator over its inputs `x0, x1, ...` (the tree language of
-`netdsl.custom.expr`), what the diagram shows, and whether Keras builds it
-as a merge layer (`a * b` of two tensors of one rank: `keras.layers.Multiply`)
-or as netdsl's `TensorOp`. Pure Python: the shapes here are what `check`
+`netdsl.custom.expr`) and what the diagram shows; Keras builds it as netdsl's
+`TensorOp`. Pure Python: the shapes here are what `check`
 infers, and they equal what Keras computes (`tests/test_tensor_exprs.py`).
 
 Shapes exclude the batch axis; axes given to a function count it as 0, as
@@ -29,8 +28,6 @@ OPERATORS = {
     "**": ("power", "raise", "**"),
     "@": ("matmul", "matrix-multiply", "@"),
 }
-# Operators between two tensors of one rank that Keras has a merge layer for.
-MERGE_LAYERS = {"+": "add", "-": "subtract", "*": "multiply"}
 REDUCTIONS = frozenset({"sum", "mean", "max", "min"})
 _BROADCASTING_CALLS = frozenset({"minimum", "maximum", "where"})
 
@@ -42,7 +39,6 @@ class OpSpec:
     expression: Any  # the tree, JSON data; constants may be UNKNOWN while `check` runs a block alone
     inputs: int
     label: str  # what the diagram shows: "+ 3", "\u00d7", "sigmoid", "mean axis=1"
-    merge: str | None = None  # "add" | "subtract" | "multiply": built as that Keras merge layer
 
     @property
     def config(self) -> Any:
@@ -54,48 +50,51 @@ def output_shape(spec: OpSpec, shapes: list[Any]) -> Any:
     """The output shape of one operator node, or UNKNOWN; BuildError names the operands' shapes."""
     if any(s is UNKNOWN or not isinstance(s, tuple) for s in shapes):
         return UNKNOWN
-    return _shape(spec.expression, shapes, spec.merge is not None)
+    return _shape(spec.expression, shapes)
 
 
-def _shape(tree: Any, shapes: list[tuple], merge: bool) -> Any:
+def _shape(tree: Any, shapes: list[tuple]) -> Any:
     kind = tree[0]
     if kind == "var":
         return shapes[int(tree[1][1:])]
     if kind in ("num", "const"):
         return None  # a constant scalar: broadcasts with anything
     if kind == "neg":
-        return _shape(tree[1], shapes, merge)
+        return _shape(tree[1], shapes)
     if kind == "bin":
-        op, left, right = tree[1], _shape(tree[2], shapes, merge), _shape(tree[3], shapes, merge)
+        op, left, right = tree[1], _shape(tree[2], shapes), _shape(tree[3], shapes)
         if op == "@":
             return _matmul(left, right)
-        return broadcast(left, right, OPERATORS[op][1], merge)
+        return broadcast(left, right, OPERATORS[op][1])
     return _call_shape(tree, shapes)
 
 
 def _call_shape(tree: Any, shapes: list[tuple]) -> Any:
     name, args, kwargs = tree[1], tree[2], tree[3] if len(tree) > 3 else {}
-    operands = [_shape(a, shapes, False) for a in args]
+    operands = [_shape(a, shapes) for a in args]
     if name in REDUCTIONS:
         axes = kwargs["axis"][1]
         keep = bool(kwargs.get("keepdims", ["const", False])[1])
         return reduced(operands[0], axes if isinstance(axes, (list, tuple)) else (axes,), keep)
     if name == "matmul":
         return _matmul(operands[0], operands[1])
+    if name == "transpose":  # the perm counts the batch axis as 0 (checked where it was written)
+        perm = args[1][1]
+        return tuple(operands[0][p - 1] for p in perm[1:])
     if name in _BROADCASTING_CALLS or name == "clip":
         result = operands[0]
         for other in operands[1:]:
-            result = broadcast(result, other, f"take the {name} of" if name != "clip" else "clip", False)
+            result = broadcast(result, other, f"take the {name} of" if name != "clip" else "clip")
         return result
     return operands[0]  # elementwise functions and softmax keep the shape
 
 
-def broadcast(left: Any, right: Any, verb: str, merge: bool) -> Any:
+def broadcast(left: Any, right: Any, verb: str) -> Any:
     """Two operands' shape broadcast over the axes after the batch axis (None: a constant scalar).
 
     The lower rank gets size-1 axes after the batch axis, as Keras' merge
-    layers do. A size Keras cannot know stays None in a merge layer; in an op
-    it is the other operand's size when that is not 1 (numpy's rule)."""
+    layers do. A size Keras cannot know is the other operand's size when that
+    is not 1 (numpy's rule, as `keras.ops` has it)."""
     if left is None or right is None:
         return right if left is None else left
     rank = max(len(left), len(right))
@@ -106,7 +105,7 @@ def broadcast(left: Any, right: Any, verb: str, merge: bool) -> Any:
             raise BuildError(f"cannot {verb} tensors of shapes {_show(left)} and {_show(right)}")
         if x is None or y is None:
             other = y if x is None else x
-            out.append(None if merge or other in (None, 1) else other)
+            out.append(None if other in (None, 1) else other)
         else:
             out.append(max(x, y) if 1 in (x, y) else x)
     return tuple(out)
@@ -122,7 +121,7 @@ def _matmul(left: Any, right: Any) -> tuple:
     if inner_a is not None and inner_b is not None and inner_a != inner_b:
         raise BuildError(f"cannot matrix-multiply tensors of shapes {_show(left)} and {_show(right)}: "
                          f"{inner_a} columns against {inner_b} rows")
-    lead = broadcast(left[:-2], right[:-2], "matrix-multiply", False) if left[:-2] or right[:-2] else ()
+    lead = broadcast(left[:-2], right[:-2], "matrix-multiply") if left[:-2] or right[:-2] else ()
     return lead + (left[-2], right[-1])
 
 

@@ -218,6 +218,10 @@ def _compile_training(model: Any, graph: Any) -> None:
 
     spec = graph.train
     _FIT[model] = (dict(spec.fit), list(spec.callbacks))
+    if spec.init or spec.freeze:
+        from netdsl.backend.fine_tuning import apply_fine_tuning
+
+        apply_fine_tuning(model, graph)  # before compile: what is frozen is not trained
     if spec.loss is None and spec.optimizer is None and not spec.metrics:
         return
     names = graph.output_names

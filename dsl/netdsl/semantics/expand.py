@@ -21,6 +21,7 @@ from netdsl.limits import BYTES_PER_EXPANSION_STEP, CONST_WORK_PER_BYTE, MAX_CON
 from netdsl.semantics.args import DTYPES, Arguments
 from netdsl.semantics.consts import Consts
 from netdsl.semantics.declared import Declared
+from netdsl.semantics.fine_tuning import check_parts
 from netdsl.semantics.graph import Graph, Node, TensorRef
 from netdsl.semantics.scope import Closure, Env, FileScope
 from netdsl.semantics.steps import (
@@ -82,6 +83,8 @@ class Expander(Steps, TensorExpressions):
             self._model_inputs(decl, env)
             self._run(decl.body, env, where="model")
             graph.outputs = [(name, t.ref) for name, t in self.build.outputs if not t.poisoned]
+            if graph.train is not None:
+                self.diagnostics.extend(check_parts(graph, graph.train))
             if not self.build.outputs:
                 self.error(_name_span(decl, "model"), f"model '{decl.name}' has no output",
                             "add one: output probs = x -> dense(10)")

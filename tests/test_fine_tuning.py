@@ -21,7 +21,7 @@ import netdsl
 BACKBONE = """
 model backbone {
   input image: (8, 8, 3)
-  output features = image -> conv2d(4, 3, name="conv") -> batch_norm -> relu -> global_avg_pool2d
+  output features = image -> conv2d(4, 3, name="conv") -> batch_norm -> tanh -> global_avg_pool2d
 }
 """
 
@@ -54,11 +54,12 @@ def trained_backbone(tmp_path_factory) -> Path:
           f = image -> backbone
           output probs = f -> head(3)
           train {
-            optimizer = adam(0.05)
+            optimizer = adam(0.01)
             loss = sparse_categorical_crossentropy
           }
         }
     """)
+    keras.utils.set_random_seed(1)
     model = netdsl.build(spec, "pretrain")
     model.fit(*data(), epochs=1, batch_size=8, verbose=0)
     model.save(folder / "pretrain.keras")
@@ -185,3 +186,26 @@ def test_check_names_the_part_a_pattern_misses_and_refuses_paths_outside_the_fol
         (17, 21, "weights file '../backbone.keras' leaves the spec's folder"),
         (18, 38, "'nothing*' names no layer, block instance or nested model of 'finetune'"),
     ]
+
+
+def test_two_phase_fine_tuning_unfreezes_on_schedule_as_the_hand_written_recipe(trained_backbone, tmp_path):
+    """keras.io's transfer-learning recipe: the head with the backbone frozen, then all of it at a lower rate."""
+    spec = finetune_spec(trained_backbone, 'init = {"backbone": "backbone.keras"}\nfreeze = ["backbone"]\n'
+                                           "unfreeze_after = 2\nunfreeze_learning_rate = 0.001\n"
+                                           "batch_size = 8\nepochs = 3\nshuffle = false")
+    x, y = data()
+    run = netdsl.train(spec, "finetune", train=(x, y), seed=4, out=tmp_path / "runs")
+    assert run.status == "finished" and len(run.history["loss"]) == 3
+
+    keras.utils.set_random_seed(4)
+    model = netdsl.build(spec, "finetune")
+    model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    model.get_layer("backbone").trainable = True
+    model.compile(optimizer=keras.optimizers.Adam(0.001), loss="sparse_categorical_crossentropy")
+    model.fit(x, y, batch_size=8, epochs=3, initial_epoch=2, shuffle=False, verbose=0)
+    assert all(np.array_equal(a, b) for a, b in zip(run.model.get_weights(), model.get_weights()))
+    saved = keras.saving.load_model(trained_backbone / "backbone.keras")
+    after = weights_of(run.model.get_layer("backbone"))
+    assert run.model.get_layer("backbone").trainable and len(run.model.trainable_weights) == 8
+    assert not np.array_equal(after[-1], weights_of(saved)[-1]), "the second phase ran the backbone in training mode"
+    assert float(run.model.optimizer.learning_rate) == pytest.approx(0.001)

@@ -41,9 +41,10 @@ from netdsl.semantics.analysis import Analysis, analyze
 from netdsl.syntax import ir
 from netdsl.syntax.loader import Program, Source, as_program, pick_model, pick_models
 
-__all__ = ["compile_program", "build_model", "build_models", "fit_kwargs"]
+__all__ = ["compile_program", "build_model", "build_models", "fit_kwargs", "unfreeze_epoch", "unfreeze"]
 
 _FIT: weakref.WeakKeyDictionary[Any, tuple[dict, list]] = weakref.WeakKeyDictionary()
+_PHASES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # model -> graph, two-phase fine-tuning
 
 
 # ------------------------------------------------------------------ entry points
@@ -213,16 +214,42 @@ def _output_names(program: Program, names: list[str]) -> set[str]:
 # ------------------------------------------------------------------ training
 
 
-def _compile_training(model: Any, graph: Any) -> None:
+def unfreeze_epoch(model: Any) -> int | None:
+    """The epoch a built model's second fine-tuning phase starts at (`unfreeze_after`), or None."""
+    graph = _PHASES.get(model)
+    return graph.train.unfreeze_after if graph is not None else None
+
+
+def unfreeze(model: Any) -> None:
+    """Start the second phase: the frozen parts train again, at `unfreeze_learning_rate` (recompiled)."""
+    from netdsl.backend.fine_tuning import set_trainable
+
+    graph = _PHASES[model]
+    set_trainable(model, [p.text for p in graph.train.freeze], True)
+    _compile_training(model, graph, second_phase=True)
+
+
+def _compile_training(model: Any, graph: Any, second_phase: bool = False) -> None:
     from netdsl.backend.builder import reason
 
     spec = graph.train
     _FIT[model] = (dict(spec.fit), list(spec.callbacks))
+    if (spec.init or spec.freeze) and not second_phase:
+        from netdsl.backend.fine_tuning import apply_fine_tuning
+
+        apply_fine_tuning(model, graph)  # before compile: what is frozen is not trained
+    if spec.unfreeze_after is not None:
+        _PHASES[model] = graph
     if spec.loss is None and spec.optimizer is None and not spec.metrics:
         return
     names = graph.output_names
     try:
         optimizer = _object(spec.optimizer) if spec.optimizer is not None else "rmsprop"
+        if second_phase and spec.unfreeze_learning_rate is not None:
+            import keras
+
+            optimizer = keras.optimizers.get(optimizer)
+            optimizer.learning_rate = spec.unfreeze_learning_rate
         if spec.mixed_precision == "mixed_float16":
             # Keras would wrap it too, but only while the policy is global;
             # wrapped here, the saved compile config says so and reloads alike.

@@ -92,3 +92,16 @@ def test_problems_of_many_layers_are_collected_without_comparing_them_all(tmp_pa
     assert err.splitlines()[0] == (f"{path}:1:1: error: layer 'd0' (Unknown) is not a layer netdsl knows (module "
                                    f"keras.layers); declare it in the spec (layer NAME(...) {{ ... }}) or register a "
                                    f"plugin for it (netdsl.register_layer, then --plugin MODULE)")
+
+
+def test_a_corrupt_deflate_stream_is_one_line(tmp_path, capsys):
+    # found by the .keras fuzz target (seed 1, input 22): zlib.error escaped as a traceback
+    path = _chain(tmp_path / "m.keras", 20, reverse=False)
+    data = bytearray(path.read_bytes())
+    start = data.index(b"config.json") + len("config.json")  # the member's compressed bytes follow its name
+    data[start + 10:start + 40] = b"\xff" * 30
+    path.write_bytes(bytes(data))
+    code, out, err = _export(capsys, path)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"{path}:1:1: error: cannot read config.json (Error -3 while decompressing data: ")
+    assert len(err.splitlines()) == 1

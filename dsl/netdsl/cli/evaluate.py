@@ -16,6 +16,7 @@ from typing import Any
 from netdsl.cli import scaling
 from netdsl.cli.common import add_backend, add_plugin, load_plugins
 from netdsl.cli.train import add_targets, parse_targets
+from netdsl.errors import printable
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -54,5 +55,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         width = max(len(k) for k in values)
         for key, value in values.items():
-            print(f"{key:<{width}}  {value:.6g}")
+            print(f"{printable(key):<{width}}  {value:.6g}")  # metric names come from the model file
     return 0

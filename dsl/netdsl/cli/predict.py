@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from netdsl.cli.evaluate import add_trained_model_arguments, set_up
+from netdsl.errors import printable
 from netdsl.training.errors import TrainingError
 
 
@@ -31,6 +32,6 @@ def run(args: argparse.Namespace) -> int:
         target = write_predictions(predictions, args.output)
     except OSError as exc:
         raise TrainingError(f"cannot write: {exc.strerror or exc}", file=args.output) from None
-    shapes = ", ".join(f"{name} {tuple(array.shape)}" for name, array in predictions.items())
+    shapes = ", ".join(f"{printable(name)} {tuple(array.shape)}" for name, array in predictions.items())
     print(f"wrote {target} ({shapes})")
     return 0

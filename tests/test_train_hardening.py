@@ -107,7 +107,8 @@ def stopped_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("stopped")
     (base / "plain.net").write_text(PLAIN)
     with pytest.raises(RuntimeError):
-        netdsl.train(str(base / "plain.net"), train=(X, Y), seed=1, out=base / "runs", callbacks=[StopAfterFirstEpoch()])
+        netdsl.train(str(base / "plain.net"), train=(X, Y), seed=1, out=base / "runs",
+                     callbacks=[StopAfterFirstEpoch()])
     return base
 
 

@@ -47,8 +47,8 @@ from typing import Any
 
 from netdsl.errors import printable
 
-__all__ = ["watch", "fail", "fail_after", "leave", "step_clock", "one_line", "prove", "seal", "opened", "STEP_TIMEOUT_S",
-           "SECRET_ENV"]
+__all__ = ["watch", "fail", "fail_after", "leave", "step_clock", "one_line", "prove", "seal", "opened",
+           "STEP_TIMEOUT_S", "SECRET_ENV"]
 
 INIT_TIMEOUT_S = 120   # every process must have joined by then (JAX's default: 300)
 HEARTBEAT_S = 10       # a silent process is declared dead after this (JAX's default: 100)

@@ -127,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
             stale.append(generator)
         else:
             failed.append(generator)
+            if not args.check:
+                break  # the generators after it may read what it failed to write
     for generator in stale:
         print(f"regen: {generator.name}: STALE: {generator.outputs} (run scripts/regen.py --only {generator.name})",
               file=sys.stderr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from netdsl.errors import RESOURCE_ERRORS, Diagnostic, SpecError, out_of_resources
 from netdsl.semantics.analysis import analyze, checked_graphs
@@ -18,9 +18,6 @@ from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph
 from netdsl.syntax.loader import Program, Source, as_program, load_file, load_text, pick_model
 from netdsl.training import evaluate, predict, train  # cheap: TensorFlow loads when they are called
-
-if TYPE_CHECKING:
-    import keras
 
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "fit_kwargs", "render", "model_graphs",
            "decompile", "export", "train", "evaluate", "predict"]
@@ -132,7 +129,7 @@ def model_graphs(program: Program, names: list[str], shapes: bool, *, mute_tenso
     return graphs
 
 
-def decompile(trained: str | os.PathLike | keras.Model, *, flat: bool = False) -> str:
+def decompile(trained: str | os.PathLike | Any, *, flat: bool = False) -> str:  # Any: a keras.Model
     """The spec of a Keras model, in `netdsl fmt` form: `trained` is a live keras.Model or the path
     of a `.keras` file (read as data, without importing TensorFlow). Repeated structure comes
     back as blocks and `* N` repeats unless `flat`. SpecError names every layer a spec cannot express."""
@@ -141,7 +138,7 @@ def decompile(trained: str | os.PathLike | keras.Model, *, flat: bool = False) -
     return decompile_model(trained, flat=flat)
 
 
-def export(source: Source | keras.Model, *, format: Literal["onnx", "saved_model", "litert"],  # noqa: A002 - the CLI flag
+def export(source: Source | Any, *, format: Literal["onnx", "saved_model", "litert"],  # noqa: A002 - the CLI flag
            out: str | os.PathLike | None = None, model: str | None = None, weights: str | os.PathLike | None = None,
            last: bool = False, verify: bool = True, include: list = ()) -> Path:
     """Export a model to ONNX, SavedModel or LiteRT and (with `verify`) check the file in that format's runtime.

@@ -10,14 +10,17 @@ holds a trained model with optimizer state. `check` builds the same spec on
 its own backend, copies the weights in and writes the outputs
 (`DIR/<model>.rebuilt.npz`), and loads the `.keras` file with
 `safe_mode=True` and writes its predictions (`DIR/<model>.loaded.npz`).
-The test compares them with numpy only.
+The tests compare them with numpy only (`probe` runs a mode, `compare` compares).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(mode: str, folder: str, backend: str, specs: list[str]) -> None:
@@ -97,6 +100,38 @@ def _check(np, model, base: Path) -> None:
     loaded = keras.saving.load_model(base.with_suffix(".keras"), safe_mode=True)
     outputs = _outputs(np, loaded, inputs)
     np.savez(f"{base}.loaded.npz", **{f"y{i}": y for i, y in enumerate(outputs)})
+
+
+# ------------------------------------------------------------------ the tests' side
+
+
+def probe(mode: str, folder: Path, backend: str, specs: list[str]) -> None:
+    """Run this script in a fresh process on `backend` (asserting it succeeded)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
+    result = subprocess.run([sys.executable, __file__, mode, str(folder), backend,
+                             *(str(ROOT / "specs" / f"{s}.net") for s in specs)],
+                            capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def compare(folder: Path) -> dict[str, int]:
+    """{model: parameters}; counts asserted equal, rebuilt and loaded outputs equal to 1e-5."""
+    import numpy as np
+
+    found = {}
+    for made_path in sorted(folder.glob("*.npz")):
+        if made_path.name.endswith((".rebuilt.npz", ".loaded.npz")):
+            continue
+        base = str(made_path)[:-4]
+        made, rebuilt, loaded = np.load(made_path), np.load(base + ".rebuilt.npz"), np.load(base + ".loaded.npz")
+        assert int(made["params"]) == int(rebuilt["params"]), made_path.stem
+        outputs = [k for k in made.files if k.startswith("y")]
+        assert outputs and sorted(outputs) == sorted(k for k in rebuilt.files if k.startswith("y"))
+        for key in outputs:
+            np.testing.assert_allclose(rebuilt[key], made[key], rtol=1e-5, atol=1e-5, err_msg=made_path.stem)
+            np.testing.assert_allclose(loaded[key], made[key], rtol=1e-5, atol=1e-5, err_msg=made_path.stem)
+        found[made_path.stem] = int(made["params"])
+    return found
 
 
 if __name__ == "__main__":

@@ -23,14 +23,14 @@ LEVELS = {
     "semantics": 3,
     "custom": 4,
     "backend": 5, "diagram": 5,
-    "training": 6, "decompiler": 6, "pipeline": 6,
+    "training": 6, "decompiler": 6, "pipeline": 6, "lightning": 6,
     "lsp": 7, "preview": 7, "tuning": 7, "deploy": 7,
     "api": 8,
     "cli": 9,
     "netdsl": 10,  # the package's __init__: the public names
 }
-HEAVY = ("keras", "tensorflow", "jax")
-MAY_IMPORT_HEAVY = {"backend", "custom", "training", "deploy"}
+HEAVY = ("keras", "tensorflow", "jax", "torch", "lightning")
+MAY_IMPORT_HEAVY = {"backend", "custom", "training", "deploy", "lightning"}
 API_NAMES = {"parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
              "train", "decompile", "export", "evaluate", "predict", "sweep"}
 

@@ -19,41 +19,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backend_probe import compare as _compare
+from backend_probe import probe as _probe
 from netdsl.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-PROBE = ROOT / "tests" / "backend_probe.py"
 SMALL = ["lightning_mlp", "custom_layers", "declared", "multi_output", "siamese"]
 LARGE = ["mobilenet_v2", "resnet50", "transformer", "unet"]
 SPECS = {p.stem for p in (ROOT / "specs").glob("*.net")}
 
 pytest.importorskip("jax", reason="the JAX backend is an optional extra: pip install 'netdsl[jax]'")
-
-
-def _probe(mode: str, folder: Path, backend: str, specs: list[str]) -> None:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
-    result = subprocess.run([sys.executable, str(PROBE), mode, str(folder), backend,
-                             *(str(ROOT / "specs" / f"{s}.net") for s in specs)],
-                            capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
-    assert result.returncode == 0, result.stderr[-3000:]
-
-
-def _compare(folder: Path) -> dict[str, tuple[int, float, float]]:
-    """{model: (parameters, largest difference rebuilt, largest difference loaded)}; counts asserted equal."""
-    found = {}
-    for made_path in sorted(folder.glob("*.npz")):
-        if made_path.name.endswith((".rebuilt.npz", ".loaded.npz")):
-            continue
-        base = str(made_path)[:-4]
-        made, rebuilt, loaded = np.load(made_path), np.load(base + ".rebuilt.npz"), np.load(base + ".loaded.npz")
-        assert int(made["params"]) == int(rebuilt["params"]), made_path.stem
-        outputs = [k for k in made.files if k.startswith("y")]
-        assert outputs and sorted(outputs) == sorted(k for k in rebuilt.files if k.startswith("y"))
-        for key in outputs:
-            np.testing.assert_allclose(rebuilt[key], made[key], rtol=1e-5, atol=1e-5, err_msg=made_path.stem)
-            np.testing.assert_allclose(loaded[key], made[key], rtol=1e-5, atol=1e-5, err_msg=made_path.stem)
-        found[made_path.stem] = int(made["params"])
-    return found
 
 
 def test_the_probed_specs_are_every_spec() -> None:
@@ -110,26 +85,27 @@ def test_a_second_backend_in_one_process_is_a_one_line_error(capsys: pytest.Capt
         "process\n")
 
 
-def test_the_jax_backend_without_jax_says_how_to_install_it() -> None:
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_a_backend_not_installed_says_how_to_install_it(backend: str) -> None:
     code = ("import importlib.util, sys\n"
             "real = importlib.util.find_spec\n"
-            "importlib.util.find_spec = lambda name, *a: None if name == 'jax' else real(name, *a)\n"
+            f"importlib.util.find_spec = lambda name, *a: None if name == {backend!r} else real(name, *a)\n"
             "from netdsl.cli import main\n"
-            f"sys.exit(main(['build', {str(ROOT / 'specs' / 'lightning_mlp.net')!r}, '--backend', 'jax']))\n")
+            f"sys.exit(main(['build', {str(ROOT / 'specs' / 'lightning_mlp.net')!r}, '--backend', {backend!r}]))\n")
     env = dict(os.environ)
     env.pop("KERAS_BACKEND", None)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 2
-    assert result.stderr == ("netdsl build: error: the 'jax' backend needs the 'jax' package, which is not "
-                             "installed: install it with `pip install 'netdsl[jax]'`\n")
+    assert result.stderr == (f"netdsl build: error: the '{backend}' backend needs the '{backend}' package, which is "
+                             f"not installed: install it with `pip install 'netdsl[{backend}]'`\n")
     assert "keras" not in result.stdout
 
 
 def test_an_unknown_backend_is_refused_by_the_parser(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        main(["summary", str(ROOT / "specs" / "lightning_mlp.net"), "--backend", "torch"])
+        main(["summary", str(ROOT / "specs" / "lightning_mlp.net"), "--backend", "mxnet"])
     assert exit_info.value.code == 2
-    assert "netdsl summary: error: argument --backend: invalid choice: 'torch'" in capsys.readouterr().err
+    assert "netdsl summary: error: argument --backend: invalid choice: 'mxnet'" in capsys.readouterr().err
 
 
 def test_evaluate_and_predict_on_jax_match_tensorflow(tmp_path: Path) -> None:

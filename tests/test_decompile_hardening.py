@@ -92,3 +92,37 @@ def test_problems_of_many_layers_are_collected_without_comparing_them_all(tmp_pa
     assert err.splitlines()[0] == (f"{path}:1:1: error: layer 'd0' (Unknown) is not a layer netdsl knows (module "
                                    f"keras.layers); declare it in the spec (layer NAME(...) {{ ... }}) or register a "
                                    f"plugin for it (netdsl.register_layer, then --plugin MODULE)")
+
+
+def test_a_corrupt_deflate_stream_is_one_line(tmp_path, capsys):
+    # found by the .keras fuzz target (seed 1, input 22): zlib.error escaped as a traceback
+    path = _chain(tmp_path / "m.keras", 20, reverse=False)
+    data = bytearray(path.read_bytes())
+    start = data.index(b"config.json") + len("config.json")  # the member's compressed bytes follow its name
+    data[start + 10:start + 40] = b"\xff" * 30
+    path.write_bytes(bytes(data))
+    code, out, err = _export(capsys, path)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"{path}:1:1: error: cannot read config.json (Error -3 while decompressing data: ")
+    assert len(err.splitlines()) == 1
+
+
+def test_a_nested_object_of_another_module_is_refused_before_keras_sees_it(tmp_path, capsys):
+    # review finding 5: initializers were matched by class name alone; Keras < 3.9 imported the module named
+    path = _chain(tmp_path / "m.keras", 1, reverse=False)
+    config = json.loads(zipfile.ZipFile(path).read("config.json"))
+    config["config"]["layers"][1]["config"]["kernel_initializer"] = {
+        "module": "evil.initializers", "class_name": "GlorotUniform", "config": {"seed": None}}
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("config.json", json.dumps(config))
+    code, out, err = _export(capsys, path)
+    assert (code, out) == (1, "")
+    assert err == (f"{path}:1:1: error: layer 'd0' (Dense) cannot be written in a spec: its kernel_initializer "
+                   f"names the module 'evil.initializers'; export reads Keras' and netdsl's objects only\n")
+
+
+def test_printable_escapes_what_could_move_or_retitle_a_terminal():
+    from netdsl.errors import printable
+
+    assert printable("plain é text") == "plain é text"
+    assert printable("t\x1b]0;PWNED\x07\x1b[2J\n\r\t\u202e") == "t\\x1b]0;PWNED\\x07\\x1b[2J\\n\\r\\t\\u202e"

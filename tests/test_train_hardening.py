@@ -107,7 +107,8 @@ def stopped_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("stopped")
     (base / "plain.net").write_text(PLAIN)
     with pytest.raises(RuntimeError):
-        netdsl.train(str(base / "plain.net"), train=(X, Y), seed=1, out=base / "runs", callbacks=[StopAfterFirstEpoch()])
+        netdsl.train(str(base / "plain.net"), train=(X, Y), seed=1, out=base / "runs",
+                     callbacks=[StopAfterFirstEpoch()])
     return base
 
 
@@ -292,3 +293,19 @@ def test_a_png_declaring_huge_dimensions_is_refused_before_it_is_decoded(tmp_pat
     assert _train_images(tmp_path, capsys) == (
         1, f"{folder}/dog/huge.png: error: the image declares 100,000 x 100,000 pixels; netdsl decodes images of "
            f"at most 268,435,456 pixels\n")
+
+
+# ------------------------------------------------------------------ evaluate / predict load only .keras (finding 5)
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("old.h5", b"\x89HDF\r\n\x1a\n", "not a .keras file ('.h5'); netdsl loads models saved as .keras; load it in "
+                                     "Keras and save it with model.save('model.keras')"),
+    ("fake.keras", b"\x89HDF\r\n\x1a\n", "not a .keras file (not a zip archive)"),
+])
+def test_evaluate_and_predict_load_only_keras_zips(tmp_path, capsys, name, content, message):
+    (tmp_path / name).write_bytes(content)
+    np.savez(tmp_path / "d.npz", x=np.zeros((4, 4), "float32"), y=np.zeros(4, "int64"))
+    for command in (["evaluate"], ["predict", "-o", str(tmp_path / "p.npz")]):
+        code = main([*command, str(tmp_path / name), "--data", str(tmp_path / "d.npz")])
+        assert (code, capsys.readouterr().err) == (1, f"{tmp_path / name}: error: {message}\n")

@@ -141,7 +141,7 @@ def build(spec: Spec | None = None, *, text: str | bytes | None = None, filename
 
     `model`: the model's name (may be left out when the file declares one).
     `param_limit`: refuse a layer with more parameters than this (default:
-    `netdsl.limits.MAX_PARAMS`). `backend`: "tensorflow" or "jax", Keras'
+    `netdsl.limits.MAX_PARAMS`). `backend`: "tensorflow", "jax" or "torch", Keras'
     backend for this process; it must be chosen before Keras is first
     imported (else `BackendError`). Raises `SpecError` with every error,
     Keras' refusals included, at the spec's line and column.

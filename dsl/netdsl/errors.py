@@ -145,6 +145,11 @@ class UsageError(NetdslError):
     arguments that exclude each other, a bad flag (`training.errors.UsageError` is one too)."""
 
 
+class LightningError(NetdslError):
+    """What `netdsl.lightning` cannot do with a spec or a batch (an optimizer without a torch
+    equivalent, a batch without the spec's inputs); `str()` is one line saying why."""
+
+
 class LayoutError(NetdslError):
     """The parser's layout pass refused a token (brackets nested too deep, one left open)."""
 

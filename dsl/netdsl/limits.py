@@ -45,6 +45,10 @@ MAX_EXPRESSION_DEPTH = 200
 # Syntax errors reported for one file (each top-level declaration is re-parsed).
 MAX_SYNTAX_ERRORS = 20
 
+# Diagnostics one check reports; then one more says how many were left out. A
+# 2 MiB file of one line repeated gave 41,853 (7.9 MB of text to print).
+MAX_DIAGNOSTICS = 1000
+
 # ------------------------------------------------------------------ constants
 
 # The largest integer a constant may hold (Keras takes int64).

@@ -95,6 +95,9 @@ def make_file(target: str, seed: int, index: int, corpus: list) -> tuple[str, st
     return make_data(rng)
 
 
+STARTUP_S = 600  # a worker's imports (TensorFlow for the data target) on a loaded machine
+
+
 class Worker:
     """A `worker.py` process; started again after a timeout or a death."""
 
@@ -110,6 +113,9 @@ class Worker:
                                       self.target],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      cwd=cwd, env=env)
+        ready, _, _ = select.select([self.proc.stdout], [], [], STARTUP_S)
+        if not ready or self.proc.stdout.readline() != b"ready\n":
+            raise RuntimeError(f"the fuzzing worker did not start within {STARTUP_S} s")
 
     def check(self, text: str, filename: str, timeout: float, request: dict | None = None) -> dict | None:
         """The worker's answer, or None when it ran past `timeout` or died (then it is stopped)."""

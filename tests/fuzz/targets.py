@@ -104,7 +104,7 @@ def _mutate_json(rng: random.Random, value):
         if roll < 0.15:
             value.pop(key)
         elif roll < 0.35:
-            value[key] = rng.choice(_ODD_VALUES)
+            value[key] = _odd(rng)
         else:
             value[key] = _mutate_json(rng, value[key])
         return value
@@ -122,7 +122,12 @@ def _mutate_json(rng: random.Random, value):
             i = rng.randrange(len(value))
             value[i] = _mutate_json(rng, value[i])
         return value
-    return rng.choice(_ODD_VALUES) if rng.random() < 0.5 else value
+    return _odd(rng) if rng.random() < 0.5 else value
+
+
+def _odd(rng: random.Random):
+    """One of the odd values, a fresh copy (a shared one could end up inside itself)."""
+    return json.loads(json.dumps(rng.choice(_ODD_VALUES)))
 
 
 def _mutate_bytes(rng: random.Random, data: bytes) -> bytes:

@@ -136,6 +136,8 @@ def main() -> None:
     if target != "spec":  # the readers' imports (TensorFlow for data) before the limit
         check_file(target, b"", ".npz" if target == "data" else ".keras", folder)
     limit_memory(extra)
+    sys.stdout.write("ready\n")  # the runner times inputs from here, not the imports (TensorFlow: tens of s)
+    sys.stdout.flush()
     stdin, stdout = sys.stdin.buffer, sys.stdout
     while True:
         head = stdin.read(4)

@@ -30,6 +30,7 @@ from netdsl import registry
 from netdsl.custom import factory
 from netdsl.custom.configured import ConfiguredActivation
 from netdsl.custom.declared_layers import ActivationLayer, DeclaredActivation, DeclaredLayer
+from netdsl.custom.tensor_ops import TensorOp
 from netdsl.errors import BuildError, Fail
 from netdsl.semantics.graph import Graph, Node
 from netdsl.semantics.values import UNKNOWN, Resolved, describe_value, is_number
@@ -144,6 +145,8 @@ class KerasBackend:
         if op == "declared_activation":
             return ActivationLayer(DeclaredActivation(**node.decl.config), name=node.name,
                                    **self._output_dtype(node, {}))
+        if op == "tensor_op":
+            return _tensor_op(node, self._output_dtype(node, {}))
         if op == "model":
             sub: Graph = node.decl
             if sub.built is None:  # a model expanded at the top level first, used here as a step
@@ -228,6 +231,11 @@ def _resolved(r: Resolved, owner: str) -> Any:
         kwargs.setdefault("name", f"{owner}.{entry.name}" if owner else entry.name)  # "h.layer.lstm"
         return factory.keras_object(entry)(**kwargs)
     return factory.make(entry, kwargs, as_written=getattr(r, "written", None))
+
+
+def _tensor_op(node: Node, dtype: dict) -> Any:
+    """An operator of a tensor expression: netdsl's TensorOp (Keras code has an operation node)."""
+    return TensorOp(expression=node.decl.expression, inputs=node.decl.inputs, name=node.name, **dtype)
 
 
 def _activation(entry: registry.Entry, kwargs: dict) -> Any:

@@ -41,9 +41,10 @@ from netdsl.semantics.analysis import Analysis, analyze
 from netdsl.syntax import ir
 from netdsl.syntax.loader import Program, Source, as_program, pick_model, pick_models
 
-__all__ = ["compile_program", "build_model", "build_models", "fit_kwargs"]
+__all__ = ["compile_program", "build_model", "build_models", "fit_kwargs", "unfreeze_epoch", "unfreeze"]
 
 _FIT: weakref.WeakKeyDictionary[Any, tuple[dict, list]] = weakref.WeakKeyDictionary()
+_PHASES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # model -> graph, two-phase fine-tuning
 
 
 # ------------------------------------------------------------------ entry points
@@ -157,7 +158,7 @@ def build_model(source: Source, model: str | None = None, *, include: list = (),
     """One model of a spec as a `keras.Model` (compiled when it has a train section).
 
     `source`: a spec path (`str` / `os.PathLike`) or a `Program`; `model` may
-    be omitted when the file has one model. `backend` ('tensorflow' or 'jax')
+    be omitted when the file has one model. `backend` ('tensorflow', 'jax' or 'torch')
     must be the one Keras runs on in this process, or Keras not loaded yet
     (None: the environment's choice, see `runtime.init_backend`).
     """
@@ -213,16 +214,42 @@ def _output_names(program: Program, names: list[str]) -> set[str]:
 # ------------------------------------------------------------------ training
 
 
-def _compile_training(model: Any, graph: Any) -> None:
+def unfreeze_epoch(model: Any) -> int | None:
+    """The epoch a built model's second fine-tuning phase starts at (`unfreeze_after`), or None."""
+    graph = _PHASES.get(model)
+    return graph.train.unfreeze_after if graph is not None else None
+
+
+def unfreeze(model: Any) -> None:
+    """Start the second phase: the frozen parts train again, at `unfreeze_learning_rate` (recompiled)."""
+    from netdsl.backend.fine_tuning import set_trainable
+
+    graph = _PHASES[model]
+    set_trainable(model, [p.text for p in graph.train.freeze], True)
+    _compile_training(model, graph, second_phase=True)
+
+
+def _compile_training(model: Any, graph: Any, second_phase: bool = False) -> None:
     from netdsl.backend.builder import reason
 
     spec = graph.train
     _FIT[model] = (dict(spec.fit), list(spec.callbacks))
+    if (spec.init or spec.freeze) and not second_phase:
+        from netdsl.backend.fine_tuning import apply_fine_tuning
+
+        apply_fine_tuning(model, graph)  # before compile: what is frozen is not trained
+    if spec.unfreeze_after is not None:
+        _PHASES[model] = graph
     if spec.loss is None and spec.optimizer is None and not spec.metrics:
         return
     names = graph.output_names
     try:
         optimizer = _object(spec.optimizer) if spec.optimizer is not None else "rmsprop"
+        if second_phase and spec.unfreeze_learning_rate is not None:
+            import keras
+
+            optimizer = keras.optimizers.get(optimizer)
+            optimizer.learning_rate = spec.unfreeze_learning_rate
         if spec.mixed_precision == "mixed_float16":
             # Keras would wrap it too, but only while the policy is global;
             # wrapped here, the saved compile config says so and reloads alike.
@@ -236,11 +263,22 @@ def _compile_training(model: Any, graph: Any) -> None:
         raise
     except Exception as exc:
         raise Fail(graph.span, f"the train section of '{graph.name}' cannot be built: {reason(exc)}") from None
+    _refuse_on_torch(graph)
     try:
         model.compile(optimizer=optimizer, loss=loss, metrics=metrics, loss_weights=weights,
                       jit_compile=spec.jit_compile, steps_per_execution=spec.steps_per_execution)
     except Exception as exc:
         raise Fail(graph.span, f"cannot compile '{graph.name}' for training: {reason(exc)}") from None
+
+
+def _refuse_on_torch(graph: Any) -> None:
+    """A train section the torch backend cannot run: an error at the model, before Keras fails inside fit."""
+    from netdsl.backend.runtime import current_backend
+    from netdsl.backend.torch_limits import train_problem
+
+    problem = train_problem(graph.train) if current_backend() == "torch" else None
+    if problem is not None:
+        raise Fail(graph.span, f"'{graph.name}' cannot train on the torch backend: {problem}")
 
 
 def _object(resolved: Any) -> Any:

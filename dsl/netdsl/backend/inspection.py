@@ -40,13 +40,20 @@ def load_saved(path: str) -> Any:
             from None
 
 
+# Weightless layers that stand for Keras operation nodes (which Keras does not list among a
+# model's layers): a spec's `h * 0.5` is a TensorOp and `a + b` an Add layer where the Keras
+# code wrote operations; weights, parameters and outputs still prove the round trip.
+_ARITHMETIC = ("TensorOp", "Add")
+
+
 def layer_classes(model: Any) -> list[str]:
-    """Class names in layer order, nested models opened (`Model[...]`), inputs left out."""
+    """Class names in layer order, nested models opened (`Model[...]`), inputs and weightless
+    arithmetic left out."""
     names = []
     for layer in model.layers:
         if isinstance(layer, keras.Model):
             names.append("Model[" + ",".join(layer_classes(layer)) + "]")
-        elif type(layer).__name__ != "InputLayer":
+        elif type(layer).__name__ != "InputLayer" and not (type(layer).__name__ in _ARITHMETIC and not layer.weights):
             names.append(type(layer).__name__)
     return names
 

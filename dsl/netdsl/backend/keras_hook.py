@@ -42,6 +42,9 @@ _lock = threading.Lock()
 def _register() -> None:
     try:
         from netdsl import custom  # noqa: F401  (importing it registers the classes with Keras)
+        from netdsl.backend import torch_names
+
+        torch_names.install()  # on the torch backend only: layer names with a dot
     except Exception as exc:  # Keras itself must not fail to import because of us
         warnings.warn(f"netdsl: could not register its Keras objects ({exc}); "
                       "import netdsl.custom before loading a model", RuntimeWarning, stacklevel=2)

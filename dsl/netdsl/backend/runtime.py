@@ -1,5 +1,5 @@
-"""Keras' runtime set-up: the backend chosen (TensorFlow or JAX) and imported quietly, and the
-dtype policy of one build."""
+"""Keras' runtime set-up: the backend chosen (TensorFlow, JAX or PyTorch) and imported quietly, and
+the dtype policy of one build."""
 
 from __future__ import annotations
 
@@ -11,15 +11,18 @@ from contextlib import contextmanager
 
 from netdsl.errors import BackendError
 
-__all__ = ["BACKENDS", "init_backend", "quiet_tensorflow", "current_backend", "muted_stderr", "dtype_policy"]
+__all__ = ["BACKENDS", "init_backend", "require_tensorflow_data", "quiet_tensorflow", "current_backend",
+           "muted_stderr", "dtype_policy"]
 
-BACKENDS = ("tensorflow", "jax")
+BACKENDS = ("tensorflow", "jax", "torch")
+# Keras installs no backend; netdsl neither (beyond its default, TensorFlow): each one is an extra.
 _INSTALL_HINT = {"jax": "install it with `pip install 'netdsl[jax]'`",
-                 "tensorflow": "install it with `pip install netdsl` (it depends on TensorFlow)"}
+                 "torch": "install it with `pip install 'netdsl[torch]'`",
+                 "tensorflow": "install it with `pip install 'netdsl[tensorflow]'`"}
 
 
 def init_backend(name: str | None = None, mute_stderr: bool = True) -> str:
-    """Import Keras on the backend `name` ('tensorflow' or 'jax') without start-up chatter.
+    """Import Keras on the backend `name` ('tensorflow', 'jax' or 'torch') without start-up chatter.
 
     Keras reads `KERAS_BACKEND` once, when it is first imported, so this must
     run before anything imports Keras; `None` keeps what the environment says
@@ -32,13 +35,13 @@ def init_backend(name: str | None = None, mute_stderr: bool = True) -> str:
     /dev/null while the runtime loads and runs its first op, since its C++
     side prints a few lines (oneDNN, absl, XLA) whatever the log level.
     """
-    if name is None and "keras" in sys.modules:
+    if name is None and _keras_loaded():
         name = current_backend()  # loaded already, as the user chose: keep it
     name = name or os.environ.get("KERAS_BACKEND") or "tensorflow"
     if name not in BACKENDS:
-        raise BackendError(f"unknown backend '{name}': netdsl runs on {' or '.join(BACKENDS)}")
+        raise BackendError(f"unknown backend '{name}': netdsl runs on {', '.join(BACKENDS[:-1])} or {BACKENDS[-1]}")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if "keras" in sys.modules:
+    if _keras_loaded():
         loaded = current_backend()
         if loaded != name:
             raise BackendError(f"Keras is already loaded with the '{loaded}' backend in this process and picks its "
@@ -62,9 +65,20 @@ def init_backend(name: str | None = None, mute_stderr: bool = True) -> str:
     return name
 
 
+def require_tensorflow_data(command: str) -> None:
+    """`BackendError` (one line) when TensorFlow, which reads every run's data (tf.data), is not installed."""
+    if importlib.util.find_spec("tensorflow") is None:
+        raise BackendError(f"netdsl {command} reads its data with TensorFlow's tf.data, on every backend, and "
+                           f"TensorFlow is not installed: {_INSTALL_HINT['tensorflow']}")
+
+
 def quiet_tensorflow(mute_stderr: bool = True) -> None:
     """Import Keras on the environment's backend (TensorFlow unless KERAS_BACKEND says otherwise)."""
     init_backend(None, mute_stderr)
+
+
+def _keras_loaded() -> bool:
+    return sys.modules.get("keras") is not None  # (None: an import of it was blocked)
 
 
 def current_backend() -> str:

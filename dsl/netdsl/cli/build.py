@@ -1,8 +1,8 @@
 """`netdsl build` and `netdsl summary`.
 
     netdsl build SPEC.net [-o DIR] [--model NAME] [--plugin MODULE] [--no-diagram] [--param-limit N]
-                          [--backend tensorflow|jax]
-    netdsl summary SPEC.net [--model NAME] [--json] [--plugin MODULE] [--backend tensorflow|jax]
+                          [--backend tensorflow|jax|torch]
+    netdsl summary SPEC.net [--model NAME] [--json] [--plugin MODULE] [--backend tensorflow|jax|torch]
 
 `build` builds every model (or `--model`), then writes `DIR/<model>.keras`
 atomically (a temporary file in the same folder, then `os.replace`: a failed

@@ -139,8 +139,9 @@ def load_spec(path: str, args: argparse.Namespace) -> Any:
 
 def add_backend(parser: argparse.ArgumentParser) -> None:
     # The names are repeated here (not read from backend.runtime): the parser must not load the backend room.
-    parser.add_argument("--backend", choices=("tensorflow", "jax"), default=None,
-                        help="the Keras backend (default: KERAS_BACKEND, else tensorflow); jax needs netdsl[jax]")
+    parser.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default=None,
+                        help="the Keras backend (default: KERAS_BACKEND, else tensorflow); jax needs netdsl[jax], "
+                             "torch netdsl[torch]")
 
 
 def add_plugin(parser: argparse.ArgumentParser) -> None:

@@ -14,7 +14,7 @@ import sys
 
 from netdsl.atomic import write_bytes
 from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_alias, add_command, add_plugin, load_plugins
-from netdsl.errors import Diagnostic, SpecError
+from netdsl.errors import Diagnostic, SpecError, printable
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -64,7 +64,7 @@ def _verify(args: argparse.Namespace, text: str, report) -> int:
     result, _ = verify_round_trip(original, text, flat=args.flat, filename=args.out or "<decompile>")
     print(f"verify {args.model}:", file=report)
     for line in result.lines():
-        print(f"  {line}", file=report)
+        print(f"  {printable(line)}", file=report)  # layer names come from the model file
     if not result.ok:
         print(f"netdsl: the decompiled spec of {args.model} does not rebuild the same model", file=sys.stderr)
         return EXIT_SPEC

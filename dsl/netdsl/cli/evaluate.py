@@ -18,6 +18,7 @@ from typing import Any
 from netdsl.cli import scaling
 from netdsl.cli.common import add_backend, add_command, add_json, add_plugin, load_plugins
 from netdsl.cli.train import add_targets, parse_targets
+from netdsl.errors import printable
 from netdsl.training.errors import UsageError
 
 
@@ -68,5 +69,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         width = max(len(k) for k in values)
         for key, value in values.items():
-            print(f"{key:<{width}}  {value:.6g}")
+            print(f"{printable(key):<{width}}  {value:.6g}")  # metric names come from the model file
     return 0

@@ -12,6 +12,7 @@ import argparse
 
 from netdsl.cli.common import add_alias, add_command
 from netdsl.cli.evaluate import add_trained_model_arguments, set_up
+from netdsl.errors import printable
 from netdsl.training.errors import TrainingError, UsageError
 
 
@@ -40,6 +41,6 @@ def run(args: argparse.Namespace) -> int:
         target = write_predictions(predictions, args.out)
     except OSError as exc:
         raise TrainingError(f"cannot write: {exc.strerror or exc}", file=args.out) from None
-    shapes = ", ".join(f"{name} {tuple(array.shape)}" for name, array in predictions.items())
+    shapes = ", ".join(f"{printable(name)} {tuple(array.shape)}" for name, array in predictions.items())
     print(f"wrote {target} ({shapes})")
     return 0

@@ -18,7 +18,7 @@ from typing import Any
 
 from netdsl.cli.common import add_backend
 from netdsl.training.errors import UsageError
-from netdsl.training.topology import PROCESS_FIELD, TF_MULTI_PROCESS, Topology, resolve_topology
+from netdsl.training.topology import PROCESS_FIELD, Topology, multi_process_refusal, resolve_topology
 
 __all__ = [
     "add_device_flags", "add_job_flags", "topology_of", "launch_job", "own_file", "own_roles", "is_launcher",
@@ -84,7 +84,7 @@ def launch_job(args: argparse.Namespace, argv: list[str]) -> int:
                          "and --process-id")
     backend = args.backend or os.environ.get("KERAS_BACKEND") or "tensorflow"
     if args.processes > 1 and backend != "jax":
-        raise UsageError(TF_MULTI_PROCESS)
+        raise UsageError(multi_process_refusal(backend))
     command = _without_processes(argv)
     if args.backend is None:
         command += ["--backend", backend]

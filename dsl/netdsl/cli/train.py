@@ -3,7 +3,7 @@
     netdsl train SPEC [--model NAME] (--data SRC [--split 0.8,0.1,0.1] | --train SRC [--val SRC] [--test SRC])
                  [--targets OUT=COLUMN] [--epochs N] [--batch-size N] [--seed S] [-o DIR]
                  [--resume auto|RUN_DIR] [--progress auto|bar|line|none] [--tensorboard]
-                 [--backend tensorflow|jax] [--devices N]
+                 [--backend tensorflow|jax|torch] [--devices N]
                  [--processes N | --coordinator HOST:PORT --num-processes N --process-id I]
 
 Exit codes: 0 a finished (or early-stopped) run, 1 a spec or data error or

@@ -13,6 +13,7 @@ from netdsl.custom import (
     declared_layers,
     expr,
     layers,
+    tensor_ops,
 )
 from netdsl.custom.activations import ACTIVATIONS
 from netdsl.custom.configured import ConfiguredActivation
@@ -23,11 +24,13 @@ from netdsl.custom.declared_layers import (
 )
 from netdsl.custom.expr import FUNCTIONS, evaluate, validate_tree
 from netdsl.custom.layers import LAYERS
+from netdsl.custom.tensor_ops import TensorOp
 
 __all__ = [
     "ACTIVATIONS",
     "FUNCTIONS",
     "LAYERS",
+    "TensorOp",
     "ActivationLayer",
     "ConfiguredActivation",
     "DeclaredActivation",
@@ -38,5 +41,6 @@ __all__ = [
     "evaluate",
     "expr",
     "layers",
+    "tensor_ops",
     "validate_tree",
 ]

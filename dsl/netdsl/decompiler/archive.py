@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+import zlib
 from pathlib import Path
 
 from netdsl.errors import Diagnostic, SpecError
@@ -72,7 +73,7 @@ def _config_bytes(path: Path, display: str) -> bytes:
         _refuse_a_bomb(display, info.file_size, packed)
         try:
             data = _read_member(archive, info, display, packed)
-        except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError, EOFError) as exc:
+        except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError, EOFError, zlib.error) as exc:
             raise _error(display, f"cannot read config.json ({exc})") from None
     if len(data) > MAX_CONFIG_BYTES:
         raise _error(display, f"config.json is too large (more than {MAX_CONFIG_BYTES:,} bytes)")

@@ -11,6 +11,7 @@ from netdsl import registry
 from netdsl.decompiler import spec_ir as S
 from netdsl.decompiler.graph import Ref
 from netdsl.decompiler.naming import Namer, identifier
+from netdsl.decompiler.op_steps import op_expr
 from netdsl.decompiler.units import Block, Leaf, Merge, ModelProgram, Op, Statement, Use
 from netdsl.decompiler.values import same
 from netdsl.syntax import ir
@@ -29,11 +30,21 @@ class FlowWriter:
         for unit in units:
             if isinstance(unit, Merge):
                 items = self.merge(self.settle(items), unit)
+            elif isinstance(unit, Leaf) and unit.step.kind == "op":
+                items = self.operation(items, unit)
             elif isinstance(unit, Leaf):
                 items.append(S.repeated(S.step(unit.step), unit.count))
             else:
                 items.append(S.repeated(use_expr(unit), unit.count))
         return flow(items)
+
+    def operation(self, items: list, unit: Leaf) -> list:
+        """`h + 3.0` after the flow so far (bound to a name first when it is a flow)."""
+        if not isinstance(unit.count, int):
+            raise ValueError("an operation repeated by a block parameter")  # never: counts are of steps
+        for _ in range(unit.count):
+            items = [op_expr(unit.step, [self.settle(items) if len(items) > 1 else items[0]])]
+        return items
 
     def settle(self, items: list):
         """The flow so far as a name (bound to `h` unless it already is one)."""
@@ -63,6 +74,8 @@ def merge_items(step, sources: list) -> list:
     """`a + b` for an add of two tensors, else `(a, b) -> step`."""
     if step.kind == "layer" and step.name == "add" and len(sources) == 2:
         return [S.binop("+", sources[0], sources[1])]
+    if step.kind == "op":
+        return [op_expr(step, sources)]
     return [S.node(ir.Tuple, kind="tuple", items=sources), S.step(step)]
 
 

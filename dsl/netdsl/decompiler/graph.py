@@ -53,6 +53,7 @@ class Call:
     style: str  # "single" (one tensor), "list" (a list of tensors) or "args" (tensors as arguments)
     kwargs: dict  # constant call keywords (e.g. use_causal_mask)
     n_outputs: int = 1
+    arguments: list = field(default_factory=list)  # an operation's arguments: None for each tensor, else the number
 
 
 @dataclass
@@ -228,11 +229,16 @@ class _Reader:
             style, items = "single", args
         else:
             items = args
+        arguments = []
         for item in items:
             if not _is_tensor(item):
+                if _is_operation(layer) and isinstance(item, (int, float)) and not isinstance(item, bool):
+                    arguments.append(item)  # `x + 3.0`: a tensor expression writes the number
+                    continue
                 self.problems.layer(layer, f"is called with a constant argument ({_short(item)}), "
                                            "which a spec cannot pass")
                 return None
+            arguments.append(None)
             tensors.append(item)
         for key in _IGNORED_CALL_KWARGS:
             if kwargs.get(key) in (None, False):
@@ -250,7 +256,7 @@ class _Reader:
                 return None
             refs.append(ref)
         shapes = [_shape(item["config"].get("shape")) for item in tensors]
-        return Call(layer, refs, shapes, style, kwargs)
+        return Call(layer, refs, shapes, style, kwargs, arguments=arguments)
 
     def ref(self, history, by_name: dict, outputs: bool = False) -> Ref | None:
         if not (isinstance(history, list) and len(history) == 3 and isinstance(history[0], str)
@@ -317,6 +323,11 @@ class _Reader:
 
 def _list(value) -> list:
     return list(value) if isinstance(value, list) else []
+
+
+def _is_operation(layer: Layer) -> bool:
+    """A Keras operation node (`x + 3.0`, `keras.ops.sigmoid(x)` on symbolic tensors)."""
+    return layer.module.startswith("keras.src.ops")
 
 
 def _is_tensor(value) -> bool:

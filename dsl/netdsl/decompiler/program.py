@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from netdsl.decompiler.graph import KModel, Ref
 from netdsl.decompiler.layer_steps import Step, layer_step
+from netdsl.decompiler.op_steps import is_operation, op_step
 from netdsl.decompiler.problems import Problems
 from netdsl.decompiler.units import Leaf, Merge, ModelProgram, Op, Statement
 from netdsl.limits import MAX_REGION_OPS
@@ -70,6 +71,10 @@ def _ops(model: KModel, model_names: dict[int, str], shared_names: dict[str, str
             continue
         if layer.model is not None:
             step = Step("model", model_names[id(layer.model)])
+        elif is_operation(layer):
+            step = op_step(layer, call, problems)
+            if step is None:
+                continue
         else:
             made = layer_step(layer, call, problems)
             if made is None:
@@ -149,7 +154,7 @@ def _region(graph: _Graph, fork: Ref, start: int) -> list[_Node] | None:
 def _merge(graph: _Graph, fork: Ref, region: list[_Node]) -> Merge | None:
     """The region as a Merge: its last op combining one chain per input, each from `fork`."""
     last = region[-1]
-    if last.op is None or len(last.inputs) < 2 or last.op.step.kind not in ("layer", "activation"):
+    if last.op is None or len(last.inputs) < 2 or last.op.step.kind not in ("layer", "activation", "op"):
         return None
     producer = {ref: node for node in region for ref in node.outputs}
     covered: set[int] = {id(last)}

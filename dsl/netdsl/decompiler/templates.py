@@ -91,7 +91,7 @@ class _Builder:
 
     def step(self, units: list) -> Step:
         first = units[0].step
-        if first.kind in ("model", "shared", "activation"):
+        if first.kind in ("model", "shared", "activation", "op"):
             return first  # no arguments: the skeleton already says it all
         entry = first.entry
         given = [dict(u.step.kwargs) for u in units]

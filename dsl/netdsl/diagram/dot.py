@@ -30,6 +30,8 @@ _STYLE = {
     "layer": {"shape": "box", "style": "filled", "fillcolor": "#e7effb", "color": "#4c6e9e"},
     "activation": {"shape": "box", "style": "rounded,filled", "fillcolor": "#f1f3f5", "color": "#868e96"},
     "model": {"shape": "component", "style": "filled", "fillcolor": "#fff3bf", "color": "#b08900"},
+    "op": {"shape": "ellipse", "style": "filled", "fillcolor": "#f8f9fa", "color": "#adb5bd", "fontsize": "9",
+           "margin": "0.04,0.02", "height": "0.22"},
     "block": {"shape": "tab", "style": "filled", "fillcolor": "#ece2fb", "color": "#6741d9", "penwidth": "1.3"},
 }
 _CLUSTER_FILL = ("#f6f8fc", "#edf1f8")
@@ -120,6 +122,9 @@ def _node_style(item: Item) -> dict[str, str]:
 
 
 def _node_label(item: Item, cluster: tuple, shapes: bool) -> str:
+    if item.role == "op":  # an operator of a tensor expression: small, its symbol and its shape
+        shown = f"<B>{_esc(item.title)}</B>"
+        return f"<{shown}  {_esc(_shapes_text(item.out_shapes))}>" if shapes else f"<{shown}>"
     head, width = f"<B>{_esc(item.title)}</B>", len(item.title)
     if item.count > 1:
         head += f" \u00d7{item.count}"

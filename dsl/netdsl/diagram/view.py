@@ -30,7 +30,7 @@ MAX_ARGS = 6  # arguments shown on a node whose kind has no key-argument list
 @dataclass
 class Item:
     key: str  # the DOT node id: n<node id>, b<k> (a folded block), out<k> (an output)
-    role: str  # input | output | layer | activation | model | block
+    role: str  # input | output | layer | activation | model | block | op (an operator of a tensor expression)
     title: str  # what it is: conv2d, bottleneck, input, output
     name: str  # the full name of its (first) layer, block instance or tensor
     cluster: tuple[str, ...]  # the open cluster it is drawn in
@@ -89,7 +89,7 @@ class Params:
         graph = graph or self.graph
         if node.params is not None:
             return node.params
-        if node.op in ("input", "activation", "declared_activation"):
+        if node.op in ("input", "activation", "declared_activation", "tensor_op"):
             return 0
         if node.op == "model" and isinstance(node.decl, Graph):
             total, complete = self.of_graph(node.decl)
@@ -329,10 +329,11 @@ def _item(graph: Graph, params: Params, key: str, unit: _Unit, unit_of: dict[int
             item.last_name = ".".join(graph.nodes[unit.copies[-1][0]].cluster[:len(unit.fold)])
     else:
         role = {"input": "input", "model": "model", "activation": "activation",
-                "declared_activation": "activation"}.get(first.op, "layer")
+                "declared_activation": "activation", "tensor_op": "op"}.get(first.op, "layer")
         count = params.node(first)
         last = graph.nodes[unit.copies[-1][-1]] if unit.copies else first
-        item = Item(key, role, first.kind, first.name, unit.cluster, list(unit.members), _shown_args(first),
+        title = first.decl.label if first.op == "tensor_op" else first.kind
+        item = Item(key, role, title, first.name, unit.cluster, list(unit.members), _shown_args(first),
                     params=count, params_complete=count is not None,
                     in_shapes=[_shape_of(graph, r) for r in first.inputs], out_shapes=list(last.output_shapes),
                     dtype=first.dtype)
@@ -357,7 +358,7 @@ def _shown_args(node: Node) -> list[tuple[str, Any]]:
         entry = registry.lookup("layer", node.kind)
         if entry is not None:
             return [(k, node.args[k]) for k in entry.key_args if k in node.args]
-    if node.op in ("input", "model"):
+    if node.op in ("input", "model", "tensor_op"):
         return []
     return list(node.args.items())[:MAX_ARGS]
 

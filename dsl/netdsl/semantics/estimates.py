@@ -22,7 +22,7 @@ from netdsl.semantics.values import UNKNOWN
 
 __all__ = ["fill_estimates", "shape_known"]
 
-_WEIGHTLESS = ("input", "activation", "declared_activation")
+_WEIGHTLESS = ("input", "activation", "declared_activation", "tensor_op")
 
 
 def fill_estimates(graph: Graph) -> bool:

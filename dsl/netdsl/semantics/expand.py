@@ -21,6 +21,7 @@ from netdsl.limits import BYTES_PER_EXPANSION_STEP, CONST_WORK_PER_BYTE, MAX_CON
 from netdsl.semantics.args import DTYPES, Arguments
 from netdsl.semantics.consts import Consts
 from netdsl.semantics.declared import Declared
+from netdsl.semantics.fine_tuning import check_parts
 from netdsl.semantics.graph import Graph, Node, TensorRef
 from netdsl.semantics.scope import Closure, Env, FileScope
 from netdsl.semantics.steps import (
@@ -33,11 +34,12 @@ from netdsl.semantics.steps import (
     block_inputs,
     walk_inputs,
 )
+from netdsl.semantics.tensor_exprs import TensorExpressions
 from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
 from netdsl.syntax import ir
 
 
-class Expander(Steps):
+class Expander(Steps, TensorExpressions):
     def __init__(self, scopes: dict[str, FileScope], backend: Backend, diagnostics: list[Diagnostic],
                  train_checker: Any = None):
         self.scopes = scopes
@@ -82,6 +84,8 @@ class Expander(Steps):
             self._model_inputs(decl, env)
             self._run(decl.body, env, where="model")
             graph.outputs = [(name, t.ref) for name, t in self.build.outputs if not t.poisoned]
+            if graph.train is not None:
+                self.diagnostics.extend(check_parts(graph, graph.train))
             if not self.build.outputs:
                 self.error(_name_span(decl, "model"), f"model '{decl.name}' has no output",
                             "add one: output probs = x -> dense(10)")
@@ -332,7 +336,8 @@ class Expander(Steps):
                     exc.more = exc.more + tuple(self._check_rest(steps[i + 1:], env))
                     raise
             return tensors
-        if isinstance(expr, ir.BinOp) and expr.op == "+":
+        if isinstance(expr, ir.BinOp) and expr.op == "+" and all(
+                self.mentions_tensor(term, env) for term in _sum_terms(expr)):
             terms = _sum_terms(expr)
             inputs: list[Tensor] = []
             for term in terms:
@@ -345,10 +350,11 @@ class Expander(Steps):
                 return self._emit_registry(add, "add", {}, inputs, expr.span, final)
             except Fail as exc:
                 raise _add_mismatch(terms, inputs, expr.span) or exc from None
-        if isinstance(expr, ir.BinOp) and expr.op in ("-", "*", "/", "@", "//", "%", "**"):
-            merge = {"-": "subtract", "*": "multiply"}.get(expr.op)
-            raise Fail(expr.span, f"'{expr.op}' does not apply to tensors; only '+' does",
-                       f"use (a, b) -> {merge}" if merge else "merge tensors with a step such as (a, b) -> multiply")
+        if self.is_tensor_expression(expr, env):
+            return self.tensor_expression(expr, env, final)
+        if isinstance(expr, ir.BinOp) and expr.op in ("//", "%"):
+            raise Fail(expr.span, f"'{expr.op}' does not apply to tensors",
+                       "tensors take + - * / ** @ and the functions of docs/language.md")
         if isinstance(expr, ir.IfExp):
             cond = self.consts.fold(expr.cond, env)
             if cond is UNKNOWN:
@@ -362,6 +368,8 @@ class Expander(Steps):
         hint = None
         if isinstance(expr, (ir.Call, ir.Name)):
             hint = "a flow starts from a tensor: x -> dense(10)"
+        elif isinstance(expr, (ir.Number, ir.UnaryOp, ir.BinOp)):
+            hint = "'->' binds tighter than '+' and '-': (x + 3) -> relu applies a step to a sum"
         raise Fail(expr.span, "expected a tensor here", hint)
 
     def _tensor_named(self, name: str, env: Env, span: Span) -> Tensor:

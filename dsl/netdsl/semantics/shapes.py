@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from netdsl import registry
+from netdsl.semantics import tensor_ops
 from netdsl.semantics.graph import Graph, Node
 from netdsl.semantics.shapes_declared import declared_output_shapes
 from netdsl.semantics.values import UNKNOWN
@@ -46,6 +47,8 @@ def infer(node: Node, inputs: list[Any]) -> list[Any]:
         return [sub.node_of(ref).output_shapes[ref.index] for _, ref in sub.outputs]
     if node.op in ("activation", "declared_activation"):
         return [inputs[0]]
+    if node.op == "tensor_op":
+        return [tensor_ops.output_shape(node.decl, inputs)]
     if any(s is UNKNOWN for s in inputs):
         return [UNKNOWN] * node.n_outputs
     if node.op == "declared_layer":

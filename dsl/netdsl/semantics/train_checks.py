@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl.errors import Fail, Span, did_you_mean
+from netdsl.semantics import fine_tuning
+from netdsl.semantics.fine_tuning import InitFrom, Pattern
 from netdsl.semantics.scope import Env
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, type_name
 from netdsl.syntax import ir
@@ -27,10 +29,17 @@ class TrainSpec:
     steps_per_execution: int = 1
     fit: dict[str, Any] = field(default_factory=dict)  # batch_size, epochs, validation_split, shuffle
     callbacks: list[Resolved] = field(default_factory=list)
+    # Fine-tuning (see `fine_tuning.py`): parts' initial weights from files, frozen parts.
+    init: list[InitFrom] = field(default_factory=list)
+    init_strict: bool = True
+    freeze: list[Pattern] = field(default_factory=list)
+    unfreeze_after: int | None = None  # epochs of the first phase; then every part trains
+    unfreeze_learning_rate: float | None = None  # the second phase's learning rate
 
 
 _SETTINGS = ("optimizer", "loss", "metrics", "loss_weights", "batch_size", "epochs", "validation_split",
-             "shuffle", "mixed_precision", "jit_compile", "steps_per_execution", "callbacks")
+             "shuffle", "mixed_precision", "jit_compile", "steps_per_execution", "callbacks",
+             "init", "init_strict", "freeze", "unfreeze_after", "unfreeze_learning_rate")
 
 
 class TrainChecker:
@@ -93,6 +102,8 @@ class TrainChecker:
             spec.jit_compile = value
         elif name == "callbacks":
             spec.callbacks = [resolve(_named(c, span, "callback"), ("callback",), span) for c in _as_list(value)]
+        elif name in ("init", "init_strict", "freeze", "unfreeze_after", "unfreeze_learning_rate"):
+            fine_tuning.setting(spec, item, value)
 
     def _per_output(
         self, item: ir.Kwarg, value: Any, span: Span, outputs: list[str], convert: Callable[[Any], Any],

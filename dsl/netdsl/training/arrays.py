@@ -10,6 +10,7 @@ names the input, the expected and the found shape.
 from __future__ import annotations
 
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -122,7 +123,7 @@ class _LazyArchive:
                 raise DataError(f"array '{key}' holds Python objects; netdsl reads numeric arrays only",
                                 file=self._path) from None
             raise DataError(f"array '{key}' cannot be read ({_reason(exc)})", file=self._path) from None
-        except (OSError, zipfile.BadZipFile, EOFError) as exc:
+        except (OSError, zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as exc:
             raise DataError(f"array '{key}' cannot be read ({_reason(exc)})", file=self._path) from None
 
 

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +180,7 @@ class _open:
 
 
 _UNREADABLE = (KeyError, ValueError, TypeError, OSError, zipfile.BadZipFile, EOFError, UnicodeDecodeError,
-               RecursionError, AttributeError)
+               RecursionError, AttributeError, zlib.error, NotImplementedError)
 
 
 class _Checked:

@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from netdsl.backend.runtime import init_backend, muted_stderr
+from netdsl.backend.runtime import init_backend, muted_stderr, require_tensorflow_data
 from netdsl.training import faults
 from netdsl.training.errors import DataError, UsageError
 from netdsl.training.topology import Topology
@@ -116,6 +116,7 @@ def set_up(topology: Topology) -> Distribution | None:
     are read once, at import). Raises `UsageError` for devices that are not there.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    require_tensorflow_data("train, evaluate and predict")
     if "keras" not in sys.modules:
         os.environ["KERAS_BACKEND"] = topology.backend  # importing TensorFlow may import Keras
     if topology.backend == "jax" and "keras" not in sys.modules:

@@ -193,10 +193,13 @@ class Session:
 
     def _fit(self) -> bool:
         """Train; True when a spec callback stopped training before the last epoch."""
-        from netdsl.backend.compiler import fit_kwargs
+        from netdsl.backend.compiler import fit_kwargs, unfreeze, unfreeze_epoch
 
         config, plan, model = self.config, self.plan, self.model
         spec_callbacks = fit_kwargs(model).get("callbacks", [])
+        second_phase = unfreeze_epoch(model)  # fine-tuning: frozen parts train from this epoch on
+        if second_phase is not None and self.state["epoch"] >= second_phase:
+            unfreeze(model)  # resumed in the second phase: its optimizer's variables, then the checkpoint
         order = EpochOrder(config.seed) if config.shuffle else None
         keeper = RunKeeper(self.writer, self.signals, spec_callbacks, order, self.state,
                            lambda: self._report("running"), plan.train.n)
@@ -218,10 +221,20 @@ class Session:
         callbacks.extend(config.callbacks)
         callbacks.extend(self.placement.callbacks())
         place = self.placement
-        model.fit(place.dataset(plan.train, config.batch_size, order),
-                  validation_data=place.dataset(plan.val, config.batch_size) if plan.val is not None else None,
-                  epochs=config.epochs, initial_epoch=min(first, config.epochs), callbacks=callbacks, verbose=0,
-                  shuffle=False)  # the pipeline shuffles, by seed and epoch
+
+        def fit(start: int, until: int) -> None:
+            model.fit(place.dataset(plan.train, config.batch_size, order),
+                      validation_data=place.dataset(plan.val, config.batch_size) if plan.val is not None else None,
+                      epochs=until, initial_epoch=min(start, until), callbacks=callbacks, verbose=0,
+                      shuffle=False)  # the pipeline shuffles, by seed and epoch
+
+        if second_phase is not None and first < second_phase < config.epochs:
+            fit(first, second_phase)
+            if model.stop_training:
+                return self.state["epoch"] < config.epochs
+            unfreeze(model)
+            first = second_phase
+        fit(first, config.epochs)
         return bool(model.stop_training) and self.state["epoch"] < config.epochs
 
     def _early_status(self) -> str:

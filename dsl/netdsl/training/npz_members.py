@@ -10,6 +10,7 @@ bytes the member holds, and the member's size with what it takes in the file.
 from __future__ import annotations
 
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -39,7 +40,8 @@ def check_member(archive: zipfile.ZipFile, key: str, path: str) -> None:
                            else np.lib.format.read_array_header_2_0)
             shape, _, dtype = read_header(member, max_header_size=10_000)
             header = member.tell()
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, SyntaxError, TypeError):
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, SyntaxError, TypeError, zlib.error,
+            NotImplementedError):
         return  # not an array header: NumPy's own message names what is wrong
     needed = int(np.prod(shape, dtype=object)) * dtype.itemsize if dtype.kind != "O" else 0
     if needed > info.file_size - header:

@@ -24,13 +24,24 @@ from dataclasses import dataclass
 
 from netdsl.training.errors import UsageError
 
-__all__ = ["Topology", "resolve_topology", "TF_MULTI_PROCESS", "PROCESS_FIELD"]
+__all__ = ["Topology", "resolve_topology", "TF_MULTI_PROCESS", "TORCH_DISTRIBUTED", "multi_process_refusal",
+           "PROCESS_FIELD"]
 
 PROCESS_FIELD = "{process}"  # in a data path: each process reads its own file
 
 TF_MULTI_PROCESS = ("several processes need --backend jax: Keras 3's fit does not run under TensorFlow's "
                     "MultiWorkerMirroredStrategy (keras-team/keras#20585); --devices N trains on N devices "
                     "of one process with TensorFlow")
+
+# Keras' torch trainer runs on one device of one process (no keras.distribution on torch); Lightning has the engine.
+TORCH_DISTRIBUTED = ("Keras' torch backend trains on one device of one process: train with --backend jax for "
+                     "several devices or processes, or in PyTorch Lightning (netdsl.lightning.SpecModule with "
+                     "strategy='ddp'; docs/lightning.md)")
+
+
+def multi_process_refusal(backend: str) -> str:
+    """Why `backend` cannot train as several processes, and what can."""
+    return TORCH_DISTRIBUTED if backend == "torch" else TF_MULTI_PROCESS
 
 
 @dataclass(frozen=True)
@@ -85,9 +96,11 @@ def resolve_topology(backend: str | None, devices: int | None, coordinator: str 
     if not 0 <= process_id < num_processes:
         raise UsageError(f"--process-id must be from 0 to {num_processes - 1} for {num_processes} processes; "
                          f"received {process_id}")
+    if backend == "torch" and (devices or 1) > 1:
+        raise UsageError(TORCH_DISTRIBUTED)
     if num_processes > 1:
         if backend != "jax":
-            raise UsageError(TF_MULTI_PROCESS)
+            raise UsageError(multi_process_refusal(backend))
         if coordinator is None:
             raise UsageError("several processes need --coordinator HOST:PORT (process 0's address and a free port)")
         _check_address(coordinator)

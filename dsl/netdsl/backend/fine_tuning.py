@@ -1,0 +1,254 @@
+"""A train section's fine-tuning at build time: initial weights from files, frozen parts.
+
+A weights file is read as arrays and nothing else: a `.keras` file is a zip
+whose `config.json` is read as JSON (the layer names) and whose
+`model.weights.h5` is read with h5py (datasets only); a `.weights.h5` file is
+read the same way. No Keras object is deserialised from the file and no code
+in it can run (a `.keras` holding a Lambda layer gives its weights, or
+nothing). See `semantics/fine_tuning.py` for the settings and their checks.
+
+Keras saves a model's weights under `layers/<key>/vars/<i>`, where `<key>` is
+the layer's class name in snake case, numbered in layer order (`dense`,
+`dense_1`, ...); a nested model's under `layers/<key>/layers/...`. The
+layer names are in `config.json`, in the same order, so a `.keras` file is
+matched by layer NAME; a `.weights.h5` file has no names and is matched by
+that structure. Every weighted layer of a part must find arrays of its
+shapes, or the build fails naming it (unless `init_strict = false`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import json
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+
+from netdsl.errors import Fail
+from netdsl.limits import MAX_CONFIG_BYTES
+from netdsl.semantics.fine_tuning import InitFrom
+
+__all__ = ["apply_fine_tuning", "set_trainable", "frozen_layers"]
+
+_WEIGHTS_ENTRY = "model.weights.h5"
+
+
+@dataclass
+class WeightsFile:
+    """Arrays by layer path: `by_name` (a `.keras`: from config.json) and `by_key` (Keras' h5 keys)."""
+
+    path: str
+    by_key: dict[tuple, list[np.ndarray]] = field(default_factory=dict)
+    by_name: dict[tuple, tuple] = field(default_factory=dict)  # name path -> key path
+    nested: set[tuple] = field(default_factory=set)  # key paths whose weights sit in sub-layers
+
+    def arrays(self, names: tuple, keys: tuple) -> list[np.ndarray] | None:
+        key = self.by_name.get(names) if self.by_name else keys
+        return self.by_key.get(key) if key is not None else None
+
+
+def apply_fine_tuning(model: Any, graph: Any) -> list[str]:
+    """Load the train section's `init` parts into `model` and freeze its `freeze` parts.
+
+    Returns one line per part loaded (what matched); raises `Fail` at the
+    setting's span for a file that cannot be read or a layer that does not match."""
+    spec = graph.train
+    report = []
+    folder = _spec_folder(graph.span.file)
+    for init in spec.init:
+        weights = _read(folder, init)
+        report.append(_load_part(model, init, weights, spec.init_strict))
+    set_trainable(model, [p.text for p in spec.freeze], False)
+    return report
+
+
+def set_trainable(model: Any, patterns: list[str], trainable: bool) -> None:
+    """Freeze (or unfreeze) every layer, nested model and block instance a pattern names."""
+    for layer in frozen_layers(model, patterns):
+        layer.trainable = trainable
+
+
+def frozen_layers(model: Any, patterns: list[str]) -> list[Any]:
+    """The model's top-level layers that `patterns` name, or that lie in a block instance they name."""
+    chosen = []
+    for layer in model.layers:
+        if any(_names(layer.name, p) for p in patterns):
+            chosen.append(layer)
+    return chosen
+
+
+def _names(layer_name: str, pattern: str) -> bool:
+    """A layer named by the pattern itself, or inside a block instance it names (`h.res` -> `h.res.y`)."""
+    if fnmatch.fnmatchcase(layer_name, pattern):
+        return True
+    parts = layer_name.split(".")
+    return any(fnmatch.fnmatchcase(".".join(parts[:i]), pattern) for i in range(1, len(parts)))
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _spec_folder(file: str) -> Path:
+    path = Path(file)
+    return path.resolve().parent if path.is_file() else Path.cwd().resolve()
+
+
+def _read(folder: Path, init: InitFrom) -> WeightsFile:
+    target = (folder / init.path).resolve()
+    try:
+        target.relative_to(folder)
+    except ValueError:
+        raise Fail(init.span, f"weights file '{init.path}' leaves the spec's folder") from None
+    if not target.is_file():
+        raise Fail(init.span, f"weights file '{init.path}' does not exist (relative to {folder.name or folder}/)")
+    try:
+        if init.path.endswith(".keras"):
+            return _read_keras(target, init.path)
+        return _read_h5(target.read_bytes(), init.path, names=None)
+    except Fail:
+        raise
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+        raise Fail(init.span, f"cannot read weights file '{init.path}': {exc}") from None
+
+
+def _read_keras(path: Path, shown: str) -> WeightsFile:
+    with zipfile.ZipFile(path) as archive:
+        infos = {i.filename: i for i in archive.infolist()}
+        for entry in ("config.json", _WEIGHTS_ENTRY):
+            if entry not in infos:
+                raise ValueError(f"it has no {entry} (not a Keras 3 .keras file)")
+        if infos["config.json"].file_size > MAX_CONFIG_BYTES:
+            raise ValueError(f"its config.json is over {MAX_CONFIG_BYTES // 2**20} MiB")
+        config = json.loads(archive.read("config.json"))
+        data = archive.read(_WEIGHTS_ENTRY)
+    names: dict[tuple, tuple] = {}
+    _layer_keys(config, (), (), names)
+    return _read_h5(data, shown, names)
+
+
+def _layer_keys(config: Any, name_path: tuple, key_path: tuple, out: dict) -> None:
+    """Each layer's name path -> its key path in the h5 file, from a model's config (data only)."""
+    inner = config.get("config") if isinstance(config, dict) else None
+    layers = inner.get("layers") if isinstance(inner, dict) else None
+    if not isinstance(layers, list):
+        return
+    used: dict[str, int] = {}
+    for layer in layers:
+        if not isinstance(layer, dict) or str(layer.get("module", "")).startswith("keras.src.ops"):
+            continue  # operation nodes hold no weights and are not saved
+        class_name = str(layer.get("class_name", ""))
+        name = str(layer.get("name") or (layer.get("config") or {}).get("name") or "")
+        key = _unique_key(_snake_case(class_name), used)
+        out[name_path + (name,)] = key_path + ("layers", key)
+        if class_name in ("Functional", "Sequential"):
+            _layer_keys(layer, name_path + (name,), key_path + ("layers", key), out)
+
+
+def _read_h5(data: bytes, shown: str, names: dict | None) -> WeightsFile:
+    import h5py
+
+    found = WeightsFile(shown, by_name=names or {})
+    with h5py.File(io.BytesIO(data), "r") as h5:
+        def visit(group: Any, path: tuple) -> None:
+            for child in sorted(group.keys()):
+                item = group[child]
+                if not isinstance(item, h5py.Group):
+                    continue
+                if child == "vars":
+                    arrays = [np.asarray(item[k][()]) for k in sorted(item.keys(), key=_index)
+                              if isinstance(item[k], h5py.Dataset)]
+                    found.by_key[path] = arrays
+                elif child == "layers" or path[-1:] == ("layers",):
+                    visit(item, path + (child,))
+                else:
+                    found.nested.add(path)  # weights of a sub-layer (a wrapper's, an attention's)
+        visit(h5, ())
+    return found
+
+
+def _index(key: str) -> int:
+    return int(key) if key.isdigit() else 1 << 30
+
+
+def _unique_key(key: str, used: dict[str, int]) -> str:
+    """Keras' numbering of saved layers: dense, dense_1, dense_2, ..."""
+    count = used.get(key, 0)
+    used[key] = count + 1
+    return key if count == 0 else f"{key}_{count}"
+
+
+def _snake_case(name: str) -> str:
+    from keras.src.utils.naming import to_snake_case
+
+    return to_snake_case(name)
+
+
+# ---------------------------------------------------------------- matching
+
+
+def _model_keys(model: Any, name_path: tuple = (), key_path: tuple = ()) -> list[tuple[tuple, tuple, Any]]:
+    """(name path, key path, layer) of every layer of `model`, nested models opened."""
+    found = []
+    used: dict[str, int] = {}
+    for layer in model.layers:
+        key = key_path + ("layers", _unique_key(_snake_case(type(layer).__name__), used))
+        names = name_path + (layer.name,)
+        found.append((names, key, layer))
+        if isinstance(layer, keras.Model):
+            found.extend(_model_keys(layer, names, key))
+    return found
+
+
+def _load_part(model: Any, init: InitFrom, weights: WeightsFile, strict: bool) -> str:
+    layers = [(n, k, layer) for n, k, layer in _model_keys(model)
+              if layer.weights and not isinstance(layer, keras.Model)]
+    pattern = init.part.text
+    if pattern:
+        nested = [layer for layer in model.layers if isinstance(layer, keras.Model) and _names(layer.name, pattern)]
+        if nested and len(nested) == 1 and not _holds(weights, nested[0].name):
+            # A nested model's own file: its layers at the top level of the file.
+            inner = nested[0]
+            layers = [(n, k, layer) for n, k, layer in _model_keys(inner) if layer.weights
+                      and not isinstance(layer, keras.Model)]
+        else:
+            layers = [(n, k, layer) for n, k, layer in layers if any(_names(part, pattern) for part in n)]
+    loaded, missing = 0, []
+    for names, keys, layer in layers:
+        arrays = weights.arrays(names, keys)
+        shown = ".".join(names)
+        if arrays is None or (not arrays and keys in weights.nested):
+            missing.append(shown)
+            continue
+        want = [tuple(w.shape) for w in layer.weights]
+        got = [tuple(a.shape) for a in arrays]
+        if want != got:
+            raise Fail(init.span, f"layer '{shown}' has weights of shapes {_shapes(want)}; "
+                                  f"'{weights.path}' holds {_shapes(got)} for it")
+        layer.set_weights(arrays)
+        loaded += 1
+    if missing and strict:
+        more = f" (and {len(missing) - 3} more)" if len(missing) > 3 else ""
+        raise Fail(init.span, f"'{weights.path}' has no weights for layer '{missing[0]}'"
+                              + (f", {', '.join(repr(m) for m in missing[1:3])}" if len(missing) > 1 else "") + more,
+                   "its layers are matched by name (a .weights.h5 file: by structure); "
+                   "init_strict = false loads what matches")
+    if not loaded:
+        raise Fail(init.span, f"no layer of {'the model' if not pattern else repr(pattern)} "
+                              f"matched a weight of '{weights.path}'")
+    part = f"'{pattern}'" if pattern else "the model"
+    return f"init: {loaded} layer{'s' if loaded != 1 else ''} of {part} from {weights.path}" + (
+        f" ({len(missing)} without weights there)" if missing else "")
+
+
+def _holds(weights: WeightsFile, name: str) -> bool:
+    """Whether a `.keras` file has a layer `name` at its top level (a model containing the part)."""
+    return (name,) in weights.by_name
+
+
+def _shapes(shapes: list[tuple]) -> str:
+    return ", ".join("(" + ", ".join(str(d) for d in s) + ("," if len(s) == 1 else "") + ")" for s in shapes) or "none"

@@ -1,0 +1,163 @@
+"""Keras operations on tensors (`x + 3.0`, `ops.sigmoid(x)`) as a spec's tensor expressions.
+
+A functional model built with arithmetic or `keras.ops` on symbolic tensors
+holds *operation nodes* (module `keras.src.ops.*`, class `Add`, `TrueDivide`,
+`Sigmoid`, ...) whose calls may pass constants (`add(x, 3.0)`); a model netdsl
+built holds its `TensorOp` layers. Each becomes a `Step` of kind `"op"` whose
+`kwargs` hold ONE expression template over the call's tensors, in the tree
+language of `netdsl.custom.expr` (as tuples): `("bin", "+", ("var", "x0"),
+("num", 3.0))`. `op_expr` writes it as IR with the tensors filled in: `h + 3.0`,
+`sigmoid(h)`, `mean(h, axis=1)`. Steps with equal templates are equal, so
+repeated structures with them become blocks like any other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from netdsl.decompiler import spec_ir as S
+from netdsl.decompiler.graph import Call, Layer
+from netdsl.decompiler.layer_steps import Step
+from netdsl.decompiler.problems import Problems
+from netdsl.semantics.declared import OP_FUNCTIONS
+from netdsl.syntax import ir
+
+_BINARY = {"Add": "+", "Subtract": "-", "Multiply": "*", "TrueDivide": "/", "Divide": "/", "Power": "**",
+           "Matmul": "@"}
+_UNARY_NAMES = {"Relu6": "relu6", "HardSigmoid": "hard_sigmoid", "LeakyRelu": "leaky_relu", "Log1p": "log1p",
+                "Silu": "silu", "Swish": "silu"}
+_REDUCTIONS = {"Mean": "mean", "Sum": "sum", "Max": "max", "Min": "min"}
+_KEYWORDS = {"gelu": ("approximate",), "elu": ("alpha",), "leaky_relu": ("negative_slope",), "softmax": ("axis",)}
+_OPERATOR_KINDS = {"+": "+", "-": "-", "*": "*", "/": "/", "**": "**", "@": "@"}
+
+
+def is_operation(layer: Layer) -> bool:
+    """A Keras operation node, or netdsl's TensorOp: calls that may pass constants."""
+    return layer.module.startswith("keras.src.ops") or (
+        layer.class_name == "TensorOp" and layer.module.startswith("netdsl."))
+
+
+def op_step(layer: Layer, call: Call, problems: Problems) -> Step | None:
+    """The op step of an operation node's call, or None (the reason in `problems`)."""
+    template = _template(layer, call)
+    if template is None:
+        problems.layer(layer, f"is the Keras operation {layer.class_name} (module {layer.module}) with arguments "
+                              "a spec's tensor expressions do not write",
+                       "in the Keras code, use a layer for it, or +, -, *, /, @ and the functions of "
+                       "docs/language.md")
+        return None
+    return Step("op", _label(template), (("expression", template),))
+
+
+def _template(layer: Layer, call: Call) -> tuple | None:
+    if layer.class_name == "TensorOp":
+        expression = layer.config.get("expression")
+        return _frozen(expression) if isinstance(expression, list) else None
+    operands = _operands(call)
+    name, config = layer.class_name, layer.config
+    if name in _BINARY and len(operands) == 2:
+        if name == "Matmul" and any(o[0] != "var" for o in operands):
+            return None
+        return ("bin", _BINARY[name], operands[0], operands[1])
+    if name == "Negative" and len(operands) == 1:
+        return ("neg", operands[0])
+    if len(operands) != 1 or operands[0][0] != "var":
+        return _pairwise(name, operands)
+    if name in _REDUCTIONS:
+        axis = config.get("axis")
+        if axis is None or axis == 0 or (isinstance(axis, list) and (0 in axis or not axis)):
+            return None  # over the batch axis: not a spec's
+        axis_value = tuple(axis) if isinstance(axis, list) else axis
+        keyword = (("axis", ("const", axis_value)),)
+        if config.get("keepdims"):
+            keyword += (("keepdims", ("const", True)),)
+        return ("call", _REDUCTIONS[name], (operands[0],), keyword)
+    if name == "Transpose":
+        axes = config.get("axes")
+        if not isinstance(axes, list) or not axes or axes[0] != 0:
+            return None
+        return ("call", "transpose", (operands[0], ("const", tuple(axes))), ())
+    function = _UNARY_NAMES.get(name, _snake(name))
+    if function not in OP_FUNCTIONS or OP_FUNCTIONS[function][0] != 1 or function in ("transpose", "reshape"):
+        return None
+    keywords = tuple((k, ("const", config[k])) for k in _KEYWORDS.get(function, ()) if k in config)
+    if any(not isinstance(v[1], (int, float, bool)) for _, v in keywords):
+        return None
+    return ("call", function, (operands[0],), keywords)
+
+
+def _pairwise(name: str, operands: list) -> tuple | None:
+    """`minimum(x, 0.0)` and `maximum(a, b)`: two operands, one at least a tensor."""
+    function = {"Minimum": "minimum", "Maximum": "maximum"}.get(name)
+    if function is None or len(operands) != 2 or not any(o[0] == "var" for o in operands):
+        return None
+    return ("call", function, tuple(operands), ())
+
+
+def _operands(call: Call) -> list[tuple]:
+    """The call's arguments as template leaves: its tensors x0, x1, ... and its numbers."""
+    found, tensor = [], 0
+    for item in call.arguments:
+        if item is None:
+            found.append(("var", f"x{tensor}"))
+            tensor += 1
+        elif isinstance(item, (int, float)) and not isinstance(item, bool):
+            found.append(("num", item))
+        else:
+            found.append(("bad",))
+    return found
+
+
+def _frozen(tree: Any) -> Any:
+    """A JSON tree as tuples (hashable), dicts as sorted pairs."""
+    if isinstance(tree, list):
+        return tuple(_frozen(t) for t in tree)
+    if isinstance(tree, dict):
+        return tuple((k, _frozen(v)) for k, v in sorted(tree.items()))
+    return tree
+
+
+def _snake(name: str) -> str:
+    out = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i:
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+def _label(template: tuple) -> str:
+    """A canonical text of the template: equal templates, equal steps (and motifs)."""
+    return "op" + repr(template)
+
+
+# ---------------------------------------------------------------- writing
+
+
+def template_of(step: Step) -> tuple:
+    return dict(step.kwargs)["expression"]
+
+
+def op_expr(step: Step, sources: list) -> Any:
+    """The step's expression with its tensors `x0, x1, ...` replaced by `sources` (IR)."""
+    return _expr(template_of(step), sources)
+
+
+def _expr(tree: Any, sources: list) -> Any:
+    kind = tree[0]
+    if kind == "var":
+        return sources[int(tree[1][1:])]
+    if kind in ("num", "const"):
+        return S.value(tree[1])
+    if kind == "neg":
+        return S.node(ir.UnaryOp, kind="unaryop", op="-", operand=_expr(tree[1], sources))
+    if kind == "bin":
+        return S.binop(tree[1], _expr(tree[2], sources), _expr(tree[3], sources))
+    name, args = tree[1], tree[2]
+    if name == "transpose":  # the full perm; a spec leaves the batch axis (0, first) out
+        args = (args[0], ("const", tuple(args[1][1])[1:]))
+    keywords = tree[3] if len(tree) > 3 else ()
+    keywords = keywords.items() if isinstance(keywords, dict) else keywords
+    kwargs = [S.node(ir.Kwarg, kind="kwarg", name=k, value=_expr(v, sources)) for k, v in keywords
+              if not (name in ("mean", "sum", "max", "min") and k == "keepdims" and v[1] is False)]
+    return S.node(ir.Call, kind="call", func=S.name(name), args=[_expr(a, sources) for a in args], kwargs=kwargs)

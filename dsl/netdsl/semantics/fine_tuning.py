@@ -1,0 +1,134 @@
+"""Fine-tuning in a train section: parts' initial weights from files, frozen parts, two phases.
+
+    train {
+      init = {"backbone": "backbone.keras"}   # or init = "model.keras": the whole model
+      init_strict = true                     # every layer of the part matched (the default)
+      freeze = ["backbone", "h.res*"]        # layers, block instances, nested models; * patterns
+      unfreeze_after = 3                     # epochs; then everything trains ...
+      unfreeze_learning_rate = 1e-5          # ... at this learning rate
+    }
+
+A part is named as the model's layers and block instances are (`backbone`, a
+nested model used as a step; `h.res_block_2`, a block instance; `probs`, a
+layer), `*` matching any run of characters. Here, in pure Python: the values'
+forms, file paths that stay inside the spec's folder (the rules of imports),
+and every pattern matching something in the expanded graph (`check_parts`).
+The weights themselves are read and applied by `backend/fine_tuning.py`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from netdsl.errors import Diagnostic, Fail, did_you_mean
+from netdsl.semantics.graph import Graph
+from netdsl.semantics.values import describe_value, type_name
+
+WEIGHT_FILES = (".keras", ".weights.h5")
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A part of the model by name: a layer, a block instance or a nested model, `*` allowed."""
+
+    text: str
+    span: Any
+
+
+@dataclass(frozen=True)
+class InitFrom:
+    """`init = {"PART": "FILE"}`: the part's initial weights from FILE (part "": the whole model)."""
+
+    part: Pattern
+    path: str  # relative to the spec's folder
+    span: Any
+
+
+def setting(spec: Any, item: Any, value: Any) -> None:
+    """Check one fine-tuning setting of a train section into `spec` (a TrainSpec)."""
+    span = item.value.span
+    name = item.name
+    if name == "init":
+        if isinstance(value, str):
+            spec.init = [InitFrom(Pattern("", span), weights_path(value, span), span)]
+        elif isinstance(value, dict) and value:
+            spans = _written_spans(item.value, len(value), keys=True)
+            spec.init = [InitFrom(Pattern(_part(k, at), at), weights_path(v, at), at)
+                         for (k, v), at in zip(value.items(), spans)]
+        else:
+            raise Fail(span, f'init is a weights file or {{"PART": "FILE", ...}}, received {type_name(value)}',
+                       'init = "backbone.keras", or init = {"backbone": "backbone.keras"}')
+    elif name == "init_strict":
+        if not isinstance(value, bool):
+            raise Fail(span, f"init_strict is true or false, received {describe_value(value)}")
+        spec.init_strict = value
+    elif name == "freeze":
+        items = value if isinstance(value, (list, tuple)) else [value]
+        if not items:
+            raise Fail(span, "freeze names at least one part")
+        spec.freeze = [Pattern(_part(v, at), at) for v, at in zip(items, _written_spans(item.value, len(items)))]
+    elif name == "unfreeze_after":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise Fail(span, f"unfreeze_after is a number of epochs (1 or more), received {describe_value(value)}")
+        spec.unfreeze_after = value
+    elif name == "unfreeze_learning_rate":
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+            raise Fail(span, f"unfreeze_learning_rate is a positive number, received {describe_value(value)}")
+        spec.unfreeze_learning_rate = float(value)
+
+
+def _written_spans(expr: Any, count: int, keys: bool = False) -> list:
+    """The span of each item of a list (or key of a dict) literal; the whole value's otherwise."""
+    items = getattr(expr, "items", None)
+    if isinstance(items, list) and len(items) == count:
+        return [getattr(i, "key", i).span if keys else i.span for i in items]
+    return [expr.span] * count
+
+
+def _part(value: Any, span: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise Fail(span, f"a part is named by a string (a layer, block instance or nested model), "
+                         f"received {describe_value(value)}")
+    return value
+
+
+def weights_path(value: Any, span: Any) -> str:
+    """A weights file's path, relative to the spec's folder and staying inside it."""
+    if not isinstance(value, str) or not value.endswith(WEIGHT_FILES):
+        raise Fail(span, f"a weights file is a .keras or .weights.h5 path, received {describe_value(value)}")
+    if "\x00" in value or os.path.isabs(value) or value.startswith(("/", "\\", "~")) or value[1:2] == ":":
+        raise Fail(span, f"weights file '{value}' is an absolute path; it is relative to the spec's folder")
+    if ".." in value.replace("\\", "/").split("/"):
+        raise Fail(span, f"weights file '{value}' leaves the spec's folder")
+    return value
+
+
+def check_parts(graph: Graph, spec: Any) -> list[Diagnostic]:
+    """A diagnostic for each part pattern that names nothing in the model."""
+    found = []
+    if spec.unfreeze_learning_rate is not None and spec.unfreeze_after is None:
+        found.append(Diagnostic.at(spec.freeze[0].span if spec.freeze else graph.span,
+                                   "unfreeze_learning_rate needs unfreeze_after (the epochs of the first phase)"))
+    if spec.unfreeze_after is not None and not spec.freeze:
+        found.append(Diagnostic.at(graph.span, "unfreeze_after needs freeze: the parts frozen for the first phase"))
+    names = part_names(graph)
+    for pattern in [p.part for p in spec.init if p.part.text] + list(spec.freeze):
+        if not any(fnmatch.fnmatchcase(name, pattern.text) for name in names):
+            found.append(Diagnostic.at(pattern.span, f"'{pattern.text}' names no layer, block instance or "
+                                                     f"nested model of '{graph.name}'",
+                                       _nearest(pattern.text, names)))
+    return found
+
+
+def part_names(graph: Graph) -> list[str]:
+    """What a pattern may name: layer names, nested models' names, block instance paths."""
+    names = [node.name for node in graph.nodes if node.op != "input"]
+    names += [node.kind for node in graph.nodes if node.op == "model"]  # Keras names the layer after the model
+    return list(dict.fromkeys(names + [".".join(p) for p in graph.clusters]))
+
+
+def _nearest(text: str, names: list[str]) -> str | None:
+    return did_you_mean(text, names) if "*" not in text else None

@@ -1,0 +1,282 @@
+"""Tensor expressions in model and block bodies: `x + 0.17 * branch`, `a * sigmoid(b)`, `q @ k`.
+
+The part of the expander (see `expand.py`) that turns an expression of
+tensors, numbers, operators (`+ - * / **`, unary `-`, `@`) and calls of the
+fixed function table (`sigmoid(x)`, `mean(x, axis=1)`, ...) into graph nodes,
+one per operator, with the usual precedence (the parser's):
+
+- a sum whose terms are all tensors, `a + b + c`, stays what it always was:
+  one `add` layer of all its terms;
+- every other operator is a `tensor_op` node (`semantics.tensor_ops.OpSpec`,
+  built as netdsl's weightless `TensorOp`, as Keras code's `a * b` is an
+  operation node): `a * b`, `x + 3`, `/`, `**`, `@` and the functions;
+- `transpose(x, perm)` takes a perm of the sample's axes counting the batch
+  axis as 0, as Permute does: `transpose(x, (2, 1))` swaps a sample's two axes;
+- `reshape(x, shape)` and `concat(a, b, axis=-1)` are the Keras layers
+  `reshape` and `concatenate` (a shape without the batch axis; an axis counting
+  the batch axis as 0);
+- a declared activation called on a tensor, `hswish(x)`, is `x -> hswish`.
+
+Nodes are named like the layers of a flow: the statement's binding names the
+last one (`h = a * sigmoid(b)`: `h.sigmoid`, then `h`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from netdsl import registry
+from netdsl.errors import Fail, Span
+from netdsl.semantics.declared import OP_FUNCTIONS
+from netdsl.semantics.scope import Env
+from netdsl.semantics.steps import Step, Tensor
+from netdsl.semantics.tensor_ops import OPERATORS, REDUCTIONS, OpSpec
+from netdsl.semantics.values import UNKNOWN, describe_value, type_name
+from netdsl.syntax import ir
+
+# Functions that are Keras layers in tensor position: name -> registry layer.
+LAYER_FUNCTIONS = {"reshape": "reshape", "concat": "concatenate", "concatenate": "concatenate"}
+_TENSOR_OPERATORS = frozenset(OPERATORS)
+# Functions of the table folded on numbers (`/ sqrt(8.0)`), as the runtime folds them.
+_MATH = {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log1p": math.log1p, "tanh": math.tanh,
+         "sin": math.sin, "cos": math.cos, "erf": math.erf, "square": lambda v: v * v}
+_KEYWORD_POSITIONS = {name: ("axis", "keepdims") for name in REDUCTIONS} | {"softmax": ("axis",)}
+
+
+class TensorExpressions:
+    """Mixin of `expand.Expander`: operators and functions on tensors (state: the Expander's)."""
+
+    # ------------------------------------------------------------ what is a tensor
+    def mentions_tensor(self, expr: Any, env: Env) -> bool:
+        """Whether an expression stands for a tensor (names one, or a flow) rather than a constant."""
+        if isinstance(expr, ir.Name):
+            if env.has(expr.id):
+                return isinstance(env.get(expr.id), Tensor)
+            return env.scope.find(expr.id) is None  # undefined: `_tensor_named` says so, with suggestions
+        if isinstance(expr, ir.Flow):
+            return True
+        if isinstance(expr, ir.Tuple):
+            return any(self.mentions_tensor(item, env) for item in expr.items)
+        if isinstance(expr, ir.BinOp):
+            return expr.op in _TENSOR_OPERATORS and (self.mentions_tensor(expr.left, env)
+                                                     or self.mentions_tensor(expr.right, env))
+        if isinstance(expr, ir.UnaryOp):
+            return expr.op in ("-", "+") and self.mentions_tensor(expr.operand, env)
+        if isinstance(expr, ir.Call):
+            return any(self.mentions_tensor(a, env) for a in expr.args)
+        if isinstance(expr, ir.IfExp):
+            return self.mentions_tensor(expr.then, env) or self.mentions_tensor(expr.orelse, env)
+        return False
+
+    def is_tensor_expression(self, expr: Any, env: Env) -> bool:
+        """An operator or call that `tensor_expression` makes nodes of."""
+        if isinstance(expr, ir.BinOp) and expr.op in _TENSOR_OPERATORS:
+            return self.mentions_tensor(expr, env)
+        if isinstance(expr, ir.UnaryOp) and expr.op in ("-", "+"):
+            return self.mentions_tensor(expr.operand, env)
+        if isinstance(expr, ir.Call) and isinstance(expr.func, ir.Name):
+            return self.mentions_tensor(expr, env)
+        return False
+
+    # ------------------------------------------------------------ expressions
+    def tensor_expression(self, expr: Any, env: Env, final: str | None) -> list[Tensor]:
+        if isinstance(expr, ir.UnaryOp):
+            operand = self._tensor_operand(expr.operand, env, expr.op)
+            if expr.op == "+":
+                return [operand]
+            return self._op_node(["neg", ["var", "x0"]], [operand], "negative", "\u2212x", expr.span, final)
+        if isinstance(expr, ir.Call):
+            return self._function(expr, env, final)
+        return self._binary(expr, env, final)
+
+    def _binary(self, expr: ir.BinOp, env: Env, final: str | None) -> list[Tensor]:
+        left = self._operand(expr.left, env, expr.op)
+        right = self._operand(expr.right, env, expr.op)
+        at = operator_span(expr)
+        kind, _, symbol = OPERATORS[expr.op]
+        tensors = [v for v in (left, right) if isinstance(v, Tensor)]
+        if expr.op == "@" and len(tensors) != 2:
+            raise Fail(at, "'@' multiplies two tensors, not a tensor and a number", "scale with '*'")
+        if len(tensors) == 2:
+            return self._op_node(["bin", expr.op, ["var", "x0"], ["var", "x1"]], tensors, kind, symbol, at, final)
+        tree, label = [], ""
+        for value in (left, right):
+            tree.append(["var", "x0"] if isinstance(value, Tensor) else ["num", value])
+        constant = right if isinstance(left, Tensor) else left
+        shown = "?" if constant is UNKNOWN else describe_value(constant)
+        label = f"{symbol} {shown}" if isinstance(left, Tensor) else f"{shown} {symbol}"
+        return self._op_node(["bin", expr.op, *tree], tensors, kind, label, at, final)
+
+    def _operand(self, expr: Any, env: Env, op: str) -> Any:
+        """A tensor, or a number (UNKNOWN while `check` runs a block alone)."""
+        if self.mentions_tensor(expr, env):
+            return self._tensor_operand(expr, env, op)
+        value = self._math(expr, env)
+        if value is None:
+            value = self.consts.fold(expr, env)
+        if value is UNKNOWN or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            return value
+        raise Fail(expr.span, f"'{op}' combines tensors and numbers, received {type_name(value)}",
+                   "a tensor is a name bound to one, a flow or a tensor expression")
+
+    def _math(self, expr: Any, env: Env) -> Any:
+        """`sqrt(8.0)`: a function of the table on numbers, folded (None: not such a call)."""
+        if not (isinstance(expr, ir.Call) and isinstance(expr.func, ir.Name) and expr.func.id in _MATH
+                and not expr.kwargs and len(expr.args) == 1 and not env.has(expr.func.id)
+                and env.scope.find(expr.func.id) is None):
+            return None
+        value = self._operand(expr.args[0], env, expr.func.id)
+        if value is UNKNOWN:
+            return UNKNOWN
+        try:
+            return float(_MATH[expr.func.id](value))
+        except (ValueError, OverflowError):
+            raise Fail(expr.span, f"'{expr.func.id}' cannot take {describe_value(value)}") from None
+
+    def _tensor_operand(self, expr: Any, env: Env, op: str) -> Tensor:
+        got = self._tensors(expr, env, final=None)
+        if len(got) != 1:
+            raise Fail(expr.span, f"'{op}' takes single tensors; this one is {len(got)} tensors")
+        return got[0]
+
+    # ------------------------------------------------------------ functions
+    def _function(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
+        name = expr.func.id
+        found = env.scope.find(name)
+        if env.has(name) or found is not None:
+            if found is not None and isinstance(found[0], ir.ActivationDecl) and not env.has(name):
+                return self._declared_activation_call(expr, env, final)
+            raise Fail(expr.func.span, f"'{name}' is not a function of tensors",
+                       "a step applies with an arrow: x -> " + name)
+        if name in LAYER_FUNCTIONS:
+            return self._layer_function(expr, env, final)
+        if name == "transpose":
+            return self._transpose(expr, env, final)
+        if name not in OP_FUNCTIONS and (registry.lookup("layer", name) or registry.lookup("activation", name)):
+            raise Fail(expr.func.span, f"'{name}' is a step, not a function of tensors",
+                       f"apply it with an arrow: x -> {name}")
+        if name not in OP_FUNCTIONS:
+            raise Fail(expr.func.span, f"unknown function '{name}'",
+                       _near_function(name) or "tensor expressions call the functions of docs/language.md")
+        lo, hi, keywords, _ = OP_FUNCTIONS[name]
+        positional, kwargs = list(expr.args), {k.name: k for k in expr.kwargs}
+        for key in _KEYWORD_POSITIONS.get(name, ()):  # mean(x, 1) is mean(x, axis=1)
+            if len(positional) > 1 and key not in kwargs:
+                kwargs[key] = positional.pop(1)
+        if len(positional) < lo or (hi is not None and len(positional) > hi):
+            wanted = f"{lo}" if lo == hi else (f"{lo} or more" if hi is None else f"{lo} to {hi}")
+            raise Fail(expr.span, f"'{name}' takes {wanted} argument{'s' if hi != 1 else ''}, "
+                                  f"received {len(expr.args)}")
+        tensors: list[Tensor] = []
+        args = []
+        for arg in positional:
+            value = self._operand(arg, env, name)
+            if isinstance(value, Tensor):
+                tensors.append(value)
+                args.append(["var", f"x{len(tensors) - 1}"])
+            else:
+                args.append(["num", value])
+        if not tensors:
+            raise Fail(expr.span, f"'{name}' needs a tensor argument")
+        tree_kwargs = {key: ["const", self._keyword(name, key, kw, keywords, env)] for key, kw in kwargs.items()}
+        if name in REDUCTIONS:
+            tree_kwargs.setdefault("keepdims", ["const", False])
+            if "axis" not in tree_kwargs:
+                raise Fail(expr.span, f"'{name}' of a tensor needs an axis: {name}(x, axis=-1)",
+                           "axes count the batch axis as 0; a model cannot reduce over it")
+        label = name + "".join(f" {k}={describe_value(v[1])}" for k, v in tree_kwargs.items()
+                               if not (k == "keepdims" and v[1] is False))
+        return self._op_node(["call", name, args, tree_kwargs], tensors, name, label, expr.span, final)
+
+    def _keyword(self, name: str, key: str, kw: Any, keywords: frozenset, env: Env) -> Any:
+        if key not in keywords:
+            span = kw.span if isinstance(kw, ir.Kwarg) else kw.span
+            raise Fail(span, f"'{name}' has no parameter '{key}'",
+                       ("its parameters: " + ", ".join(sorted(keywords))) if keywords else f"'{name}' takes none")
+        value_expr = kw.value if isinstance(kw, ir.Kwarg) else kw
+        if self.mentions_tensor(value_expr, env):
+            raise Fail(value_expr.span, f"'{key}' of '{name}' must be a constant, not a tensor")
+        value = self.consts.fold(value_expr, env)
+        if key == "axis" and _names_batch_axis(value):
+            raise Fail(value_expr.span, "a tensor expression cannot reduce over the batch axis (axis 0)",
+                       "axes count the batch axis as 0: the first axis of a sample is 1 (or -1 for the last)")
+        if isinstance(value, list):
+            value = tuple(value)
+        return value
+
+    def _transpose(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
+        if len(expr.args) != 2 or expr.kwargs:
+            raise Fail(expr.span, "'transpose' takes a tensor and a perm: transpose(x, (2, 1))")
+        tensor = self._tensor_operand(expr.args[0], env, "transpose")
+        perm = self.consts.fold(expr.args[1], env)
+        rank = len(tensor.shape) if isinstance(tensor.shape, tuple) else None
+        if perm is UNKNOWN:
+            raise Fail(expr.args[1].span, "the perm of 'transpose' must be known when the model is checked")
+        if not (isinstance(perm, (tuple, list)) and all(isinstance(p, int) and not isinstance(p, bool) for p in perm)
+                and sorted(perm) == list(range(1, len(perm) + 1)) and (rank is None or len(perm) == rank)):
+            wanted = f"of 1 to {rank}" if rank is not None else "of 1 to the rank"
+            raise Fail(expr.args[1].span, f"the perm of 'transpose' orders the sample's axes {wanted} "
+                                          f"(the batch axis is 0 and stays), received {describe_value(perm)}")
+        tree = ["call", "transpose", [["var", "x0"], ["const", [0, *perm]]], {}]
+        label = "transpose " + describe_value(tuple(perm))
+        return self._op_node(tree, [tensor], "transpose", label, expr.span, final)
+
+    def _layer_function(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
+        """`reshape(x, (4, 8))`, `concat(a, b, axis=-1)`: Keras layers."""
+        name = expr.func.id
+        layer = LAYER_FUNCTIONS[name]
+        if layer == "concatenate":
+            inputs = [self._tensor_operand(a, env, name) for a in expr.args]
+            if len(inputs) < 2:
+                raise Fail(expr.span, f"'{name}' joins two or more tensors")
+            step = Step("layer", layer, expr.func.span, entry=registry.lookup("layer", layer),
+                        kwargs=[(k.name, self._argument(k.value, env), k.span) for k in expr.kwargs])
+        else:
+            if len(expr.args) != 2 or expr.kwargs:
+                raise Fail(expr.span, f"'{name}' takes a tensor and a shape: reshape(x, (4, 8))")
+            inputs = [self._tensor_operand(expr.args[0], env, name)]
+            value = self._argument(expr.args[1], env)
+            step = Step("layer", layer, expr.func.span, entry=registry.lookup("layer", layer),
+                        args=[(value, expr.args[1].span)])
+        kwargs = self.arguments.bind(step.entry, step.args, step.kwargs, step.span)
+        return self._emit_registry(step.entry, layer, kwargs, inputs, expr.span, final)
+
+    def _declared_activation_call(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
+        """`hswish(x)`: the declared activation applied to a tensor (`x -> hswish`)."""
+        if not expr.args:
+            raise Fail(expr.span, f"'{expr.func.id}' needs its input tensor: {expr.func.id}(x)")
+        tensor = self._tensor_operand(expr.args[0], env, expr.func.id)
+        step = self._step_target(expr.func, env)
+        step.args = [(self._argument(a, env), a.span) for a in expr.args[1:]]
+        step.kwargs = [(k.name, self._argument(k.value, env), k.span) for k in expr.kwargs]
+        return self._apply_step(step, [tensor], final)
+
+    # ------------------------------------------------------------ nodes
+    def _op_node(self, tree: list, inputs: list[Tensor], kind: str, label: str, span: Span,
+                 final: str | None) -> list[Tensor]:
+        return self._emit("tensor_op", kind, {}, inputs, 1, span, kind, final, decl=OpSpec(tree, len(inputs), label))
+
+
+def operator_span(expr: ir.BinOp) -> Span:
+    """Where a binary operator stands: between its operands (the source text is not at hand here)."""
+    left, right = expr.left.span, expr.right.span
+    if left.end_line != right.line or left.end_col >= right.col:
+        return expr.span
+    gap = right.col - left.end_col
+    if gap == len(expr.op) + 2:  # `a * b`: one space either side
+        return Span.at(expr.span.file, right.line, left.end_col + 1, len(expr.op))
+    if gap == len(expr.op):  # `a*b`
+        return Span.at(expr.span.file, right.line, left.end_col, len(expr.op))
+    return Span.at(expr.span.file, right.line, left.end_col, gap)  # parentheses or more spaces between
+
+
+def _names_batch_axis(value: Any) -> bool:
+    axes = value if isinstance(value, (tuple, list)) else (value,)
+    return any(a == 0 and isinstance(a, int) and not isinstance(a, bool) for a in axes) or value is None
+
+
+def _near_function(name: str) -> str | None:
+    from netdsl.errors import did_you_mean
+
+    return did_you_mean(name, list(OP_FUNCTIONS) + list(LAYER_FUNCTIONS))

@@ -1,0 +1,211 @@
+"""Issue 19, part 3: a part's initial weights from a file, frozen parts (a train section's fine-tuning).
+
+A backbone is built, trained a step and saved; a second spec takes it as a nested
+model with `init` and `freeze`, adds a new head and trains: the backbone's weights
+stay bitwise those of the file, the head's change. Files are matched by layer name
+(a `.keras`) or structure (a `.weights.h5`); a mismatch names the layer; a `.keras`
+holding a Lambda layer gives its weights and runs nothing.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+import netdsl
+
+BACKBONE = """
+model backbone {
+  input image: (8, 8, 3)
+  output features = image -> conv2d(4, 3, name="conv") -> batch_norm -> tanh -> global_avg_pool2d
+}
+"""
+
+HEAD = """
+block head(n) {
+  input x
+  output y = x -> dense(8) -> dense(n)
+}
+"""
+
+
+def spec_file(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def data(n: int = 16):
+    rng = np.random.default_rng(7)
+    return rng.normal(size=(n, 8, 8, 3)).astype("float32"), rng.integers(0, 3, size=(n,))
+
+
+@pytest.fixture(scope="module")
+def trained_backbone(tmp_path_factory) -> Path:
+    """The backbone with a trained classifier on top, saved: its weights are not the initializer's."""
+    folder = tmp_path_factory.mktemp("backbone")
+    spec = spec_file(folder, "pretrain.net", BACKBONE + HEAD + """
+        model pretrain {
+          input image: (8, 8, 3)
+          f = image -> backbone
+          output probs = f -> head(3)
+          train {
+            optimizer = adam(0.01)
+            loss = sparse_categorical_crossentropy
+          }
+        }
+    """)
+    keras.utils.set_random_seed(1)
+    model = netdsl.build(spec, model="pretrain")
+    model.fit(*data(), epochs=1, batch_size=8, verbose=0)
+    model.save(folder / "pretrain.keras")
+    model.get_layer("backbone").save(folder / "backbone.keras")
+    return folder
+
+
+def finetune_spec(folder: Path, train: str) -> Path:
+    return spec_file(folder, "finetune.net", BACKBONE + HEAD + f"""
+        model finetune {{
+          input image: (8, 8, 3)
+          f = image -> backbone
+          output probs = f -> head(3)
+          train {{
+            optimizer = adam(0.05)
+            loss = sparse_categorical_crossentropy
+            {train}
+          }}
+        }}
+    """)
+
+
+def weights_of(layer) -> list[np.ndarray]:
+    return [np.array(w) for w in layer.get_weights()]
+
+
+def test_a_frozen_backbone_from_a_file_stays_bitwise_equal_while_the_new_head_trains(trained_backbone):
+    saved = keras.saving.load_model(trained_backbone / "backbone.keras")
+    spec = finetune_spec(trained_backbone, 'init = {"backbone": "backbone.keras"}\nfreeze = ["backbone"]')
+    model = netdsl.build(spec, model="finetune")
+    backbone = model.get_layer("backbone")
+    assert all(np.array_equal(a, b) for a, b in zip(weights_of(backbone), weights_of(saved)))
+    head_before = weights_of(model.get_layer("probs.head.y.dense"))
+    assert not backbone.trainable and len(model.trainable_weights) == 4
+    model.fit(*data(), epochs=2, batch_size=8, verbose=0)
+    assert all(np.array_equal(a, b) for a, b in zip(weights_of(backbone), weights_of(saved)))
+    assert not any(np.array_equal(a, b) for a, b in zip(weights_of(model.get_layer("probs.head.y.dense")), head_before))
+
+
+def test_a_whole_model_and_a_block_instance_load_by_name_from_a_keras_file(trained_backbone):
+    pretrained = keras.saving.load_model(trained_backbone / "pretrain.keras")
+    whole = netdsl.build(finetune_spec(trained_backbone, 'init = "pretrain.keras"'), model="finetune")
+    for name in ("backbone", "probs.head.y.dense", "probs.head.y"):
+        got, want = weights_of(whole.get_layer(name)), weights_of(pretrained.get_layer(name))
+        assert all(np.array_equal(a, b) for a, b in zip(got, want)), name
+    head_only = netdsl.build(finetune_spec(trained_backbone, 'init = {"probs.head": "pretrain.keras"}'), model="finetune")
+    assert np.array_equal(weights_of(head_only.get_layer("probs.head.y"))[0],
+                          weights_of(pretrained.get_layer("probs.head.y"))[0])
+    assert not np.array_equal(weights_of(head_only.get_layer("backbone"))[0],
+                              weights_of(pretrained.get_layer("backbone"))[0])
+
+
+def test_a_weights_h5_file_loads_by_structure(trained_backbone):
+    pretrained = keras.saving.load_model(trained_backbone / "pretrain.keras")
+    pretrained.save_weights(trained_backbone / "pretrain.weights.h5")
+    model = netdsl.build(finetune_spec(trained_backbone, 'init = "pretrain.weights.h5"'), model="finetune")
+    x = data(4)[0]
+    np.testing.assert_array_equal(np.asarray(model(x)), np.asarray(pretrained(x)))
+
+
+def test_a_mismatched_or_missing_layer_is_an_error_naming_it(trained_backbone, tmp_path):
+    other = spec_file(tmp_path, "other.net", BACKBONE.replace("conv2d(4, 3", "conv2d(5, 3"))
+    netdsl.build(other, model="backbone").save(trained_backbone / "wide.keras")
+    spec = finetune_spec(trained_backbone, 'init = {"backbone": "wide.keras"}')
+    with pytest.raises(netdsl.SpecError, match=r"layer 'conv' has weights of shapes \(3, 3, 3, 4\), \(4,\); "
+                                               r"'wide.keras' holds \(3, 3, 3, 5\), \(5,\) for it"):
+        netdsl.build(spec, model="finetune")
+    spec = finetune_spec(trained_backbone, 'init = "backbone.keras"')
+    with pytest.raises(netdsl.SpecError, match=r"'backbone.keras' has no weights for layer 'backbone.conv', "
+                                               r"'backbone.features.batch_norm', 'probs.head.y.dense' \(and 1 more\)"):
+        netdsl.build(spec, model="finetune")
+    longer = finetune_spec(trained_backbone, 'init = "pretrain.keras"').read_text()
+    longer = longer.replace("output probs = f -> head(3)", "output probs = f -> head(3) -> dense(2)")
+    spec = spec_file(trained_backbone, "longer.net", longer)
+    with pytest.raises(netdsl.SpecError, match="'pretrain.keras' has no weights for layer 'probs'.*init_strict"):
+        netdsl.build(spec, model="finetune")
+    spec.write_text(longer.replace('init = "pretrain.keras"', 'init = "pretrain.keras"\ninit_strict = false'))
+    lenient = netdsl.build(spec, model="finetune")
+    pretrained = keras.saving.load_model(trained_backbone / "pretrain.keras")
+    assert np.array_equal(weights_of(lenient.get_layer("probs.head.y"))[0],
+                          weights_of(pretrained.get_layer("probs.head.y"))[0])
+
+
+def test_a_keras_file_with_a_lambda_layer_gives_its_weights_and_runs_nothing(tmp_path):
+    ran = tmp_path / "ran"
+    marker = str(ran)
+
+    def touch(x):  # would leave a file behind if anything called it
+        Path(marker).write_text("ran")
+        return x
+
+    inputs = keras.Input((4,), name="x")
+    dense = keras.layers.Dense(3, name="out")
+    keras.Model(inputs, dense(keras.layers.Lambda(touch)(inputs))).save(tmp_path / "lambda.keras")
+    ran.unlink(missing_ok=True)
+    spec = spec_file(tmp_path, "m.net", """
+        model m {
+          input x: (4,)
+          output out = x -> dense(3)
+          train {
+            init = "lambda.keras"
+          }
+        }
+    """)
+    model = netdsl.build(spec, model="m")
+    np.testing.assert_array_equal(model.get_layer("out").get_weights()[0], dense.get_weights()[0])
+    assert not ran.exists()
+
+
+def test_check_names_the_part_a_pattern_misses_and_refuses_paths_outside_the_folder():
+    text = textwrap.dedent(BACKBONE + HEAD + """
+        model finetune {
+          input image: (8, 8, 3)
+          f = image -> backbone
+          output probs = f -> head(3)
+          train {
+            init = {"backbon": "../backbone.keras"}
+            freeze = ["probs.head*", "nothing*"]
+          }
+        }
+    """)
+    found = [(d.line, d.col, d.text) for d in netdsl.check(netdsl.parse(text, filename="ft.net"))]
+    assert found == [
+        (17, 21, "weights file '../backbone.keras' leaves the spec's folder"),
+        (18, 38, "'nothing*' names no layer, block instance or nested model of 'finetune'"),
+    ]
+
+
+def test_two_phase_fine_tuning_unfreezes_on_schedule_as_the_hand_written_recipe(trained_backbone, tmp_path):
+    """keras.io's transfer-learning recipe: the head with the backbone frozen, then all of it at a lower rate."""
+    spec = finetune_spec(trained_backbone, 'init = {"backbone": "backbone.keras"}\nfreeze = ["backbone"]\n'
+                                           "unfreeze_after = 2\nunfreeze_learning_rate = 0.001\n"
+                                           "batch_size = 8\nepochs = 3\nshuffle = false")
+    x, y = data()
+    run = netdsl.train(spec, model="finetune", train=(x, y), seed=4, out=tmp_path / "runs")
+    assert run.status == "finished" and len(run.history["loss"]) == 3
+
+    keras.utils.set_random_seed(4)
+    model = netdsl.build(spec, model="finetune")
+    model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    model.get_layer("backbone").trainable = True
+    model.compile(optimizer=keras.optimizers.Adam(0.001), loss="sparse_categorical_crossentropy")
+    model.fit(x, y, batch_size=8, epochs=3, initial_epoch=2, shuffle=False, verbose=0)
+    assert all(np.array_equal(a, b) for a, b in zip(run.model.get_weights(), model.get_weights()))
+    saved = keras.saving.load_model(trained_backbone / "backbone.keras")
+    after = weights_of(run.model.get_layer("backbone"))
+    assert run.model.get_layer("backbone").trainable and len(run.model.trainable_weights) == 8
+    assert not np.array_equal(after[-1], weights_of(saved)[-1]), "the second phase ran the backbone in training mode"
+    assert float(run.model.optimizer.learning_rate) == pytest.approx(0.001)

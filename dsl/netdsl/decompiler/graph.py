@@ -229,7 +229,7 @@ class _Reader:
             style, items = "single", args
         else:
             items = args
-        arguments = []
+        arguments: list[int | float | None] = []  # a number, or None for the next tensor
         for item in items:
             if not _is_tensor(item):
                 if _is_operation(layer) and isinstance(item, (int, float)) and not isinstance(item, bool):

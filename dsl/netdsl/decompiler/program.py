@@ -72,9 +72,10 @@ def _ops(model: KModel, model_names: dict[int, str], shared_names: dict[str, str
         if layer.model is not None:
             step = Step("model", model_names[id(layer.model)])
         elif is_operation(layer):
-            step = op_step(layer, call, problems)
-            if step is None:
+            operation = op_step(layer, call, problems)
+            if operation is None:
                 continue
+            step = operation
         else:
             made = layer_step(layer, call, problems)
             if made is None:

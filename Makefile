@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint bench graphviz editors chromium postgresql clean
+.PHONY: demo test test-fast lint regen regen-check bench graphviz editors chromium postgresql clean
 
 # torch, pinned, before the extras: this build is the CPU one (on this project's machines, from local disk);
 # left to `.[dev]` alone, pip would take the package index's torch and gigabytes of CUDA libraries with it.
@@ -90,6 +90,14 @@ test: $(STAMP) graphviz editors chromium postgresql
 lint: $(STAMP)
 	$(VENV)/bin/python -m ruff check dsl tests bench scripts
 	$(VENV)/bin/python -m mypy
+
+# Every generated file, regenerated in dependency order (scripts/regen.py lists them; review the diff),
+# or only checked: exit 1 naming every stale output, writing nothing.
+regen: $(STAMP) graphviz
+	$(VENV)/bin/python scripts/regen.py
+
+regen-check: $(STAMP)
+	$(VENV)/bin/python scripts/regen.py --check
 
 test-fast: $(STAMP) editors
 	$(VENV)/bin/python -m pytest -m "not slow"

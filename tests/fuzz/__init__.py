@@ -10,6 +10,13 @@ token-level mutations of every spec and fixture of the repository
 runs under a memory limit; the runner (`runner.py`) kills and restarts it
 when an input takes too long, and records every failure, the slowest inputs
 and the peak memory. tests/test_fuzz.py runs a seeded few hundred in CI.
+
+`--target keras` and `--target data` (`targets.py`, issue 22) feed generated and mutated
+`.keras` files to the Keras -> .net reader and npz, CSV, TFRecord and PNG files to the
+training data readers, in the same kind of worker; tests/test_fuzz_targets.py runs a few.
+Time bounds are compared with the worker's CPU time; on a loaded machine a worker may
+also pass its wall-clock limit (3x the bound): re-run such an input alone (`--only I`)
+before calling it a finding.
 """
 
 from .runner import Bounds, Finding, Report, run  # noqa: F401

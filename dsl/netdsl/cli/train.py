@@ -40,7 +40,7 @@ from netdsl.cli.common import (
     load_plugins,
 )
 from netdsl.semantics.defines import parse_defines
-from netdsl.training.errors import UsageError
+from netdsl.training.errors import DataError, UsageError
 from netdsl.training.settings import PROGRESS, DataRequest, TrainRequest, parse_split, resolve
 
 
@@ -104,7 +104,14 @@ def run(args: argparse.Namespace) -> int:
         return scaling.launch_job(args, args.argv)
     topology = scaling.topology_of(args)
     # Spec errors and bad flags before TensorFlow loads; with --plugin, after the backend (a plugin imports Keras).
-    config = None if args.plugin else _checked(args, topology.process_id)
+    try:
+        config = None if args.plugin else _checked(args, topology.process_id)
+    except DataError as exc:
+        if not topology.multi_process:
+            raise
+        # Its own data (a shard), refused before joining: name this process, as errors after joining are.
+        print(f"process {topology.process_id}: {exc}", file=sys.stderr, flush=True)
+        return exc.exit_code
     if topology.multi_process:
         from netdsl.cli.job import run_in_job
 

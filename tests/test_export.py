@@ -68,7 +68,7 @@ def run_onnx(path: Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]
                                              (ROOT / "specs" / "declared.net", "declared_mlp")],
                          ids=["mish_gelu_mlp", "two_in_two_out", "vit_tiny", "declared_mish"])
 def test_onnx_runs_in_onnxruntime_with_the_specs_names_and_any_batch(spec, model, tmp_path, capsys):
-    built = netdsl.build(spec, model)
+    built = netdsl.build(spec, model=model)
     built.save(tmp_path / "weights.keras")
     out = tmp_path / "model.onnx"
     args = [str(spec), "--format", "onnx", "-o", str(out), "--weights", str(tmp_path / "weights.keras")]
@@ -100,7 +100,7 @@ def test_without_the_rules_tf2onnx_writes_a_graph_onnxruntime_refuses(monkeypatc
 
     from netdsl.deploy import onnx_format
 
-    model = netdsl.build(SMALL, "mlp")
+    model = netdsl.build(SMALL, model="mlp")
     monkeypatch.setattr(onnx_format, "OP_RULES", {})
     onnx_format._patch_tf2onnx()
     proto, _ = tf2onnx.convert.from_function(onnx_format.serving_function(model), onnx_format.input_specs(model),
@@ -127,9 +127,9 @@ def test_constants_a_layer_holds_are_folded_into_the_onnx_graph(tmp_path):
 
 
 def test_verify_names_the_output_that_differs(tmp_path):
-    spec_model = netdsl.build(SMALL, "two_way")
+    spec_model = netdsl.build(SMALL, model="two_way")
     out = netdsl.export(spec_model, format="onnx", out=tmp_path / "two_way.onnx")
-    other = netdsl.build(SMALL, "two_way")  # the same architecture, other fresh weights
+    other = netdsl.build(SMALL, model="two_way")  # the same architecture, other fresh weights
     result = deploy_verify.check_file(other, FORMATS["onnx"], out)
     assert not result.ok
     assert result.failure().startswith("the onnx file differs from the Keras model on output 'first' by ")
@@ -137,7 +137,7 @@ def test_verify_names_the_output_that_differs(tmp_path):
 
 
 def test_a_run_folder_exports_its_best_model_with_the_runs_spec_hash(tmp_path, capsys):
-    model = netdsl.build(SMALL, "convnet")
+    model = netdsl.build(SMALL, model="convnet")
     run = tmp_path / "convnet-1"
     run.mkdir()
     (run / "config.json").write_text(json.dumps({"spec": {"path": str(SMALL), "sha256": "ab" * 32,
@@ -246,7 +246,7 @@ RUNTIME_CASES = [("saved_model", SMALL, "mlp"), ("saved_model", SMALL, "two_way"
 @pytest.mark.slow
 @pytest.mark.parametrize(("fmt", "spec", "model"), RUNTIME_CASES, ids=lambda v: getattr(v, "stem", v))
 def test_saved_model_and_litert_run_in_their_runtimes(fmt, spec, model, tmp_path):
-    built = netdsl.build(spec, model)
+    built = netdsl.build(spec, model=model)
     out = netdsl.export(built, format=fmt, out=tmp_path / f"m{FORMATS[fmt].suffix}")
     inputs = deploy_verify.sample_inputs(built, batch=5, seed=11)
     got = (run_saved_model if fmt == "saved_model" else run_litert)(out, inputs)

@@ -78,7 +78,7 @@ def test_optuna_distributions_and_the_trial_defines():
     defines = study.trial_defines(space(), {"width": 32, "lr": 1e-3, "act": "gelu"})
     assert isinstance(defines["act"], SpecName) and defines["width"] == 32
     program = netdsl.parse(SPEC.replace("sampler = random", "sampler = grid").replace(
-        "  lr = log_uniform(1e-4, 1e-2)\n", ""), "g.net")
+        "  lr = log_uniform(1e-4, 1e-2)\n", ""), filename="g.net")
     assert study.grid_size(analyze(program).sweeps["mlp"]) == 4 * 2
     assert study.shown_url("postgresql://me:pw@db:5432/s") == "postgresql://me:***@db:5432/s"
     assert study.storage_url("postgres://me@db/s") == "postgresql+psycopg://me@db/s"

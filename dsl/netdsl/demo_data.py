@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,9 @@ def write(target: str | os.PathLike, samples: int = 5000, image_key: str = "imag
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp.npz")
-    np.savez(tmp, **{image_key: images, label_key: labels})
+    # Any: numpy's stub reads `**` keys as possibly its own `allow_pickle: bool`
+    arrays: dict[str, Any] = {image_key: images, label_key: labels}
+    np.savez(tmp, **arrays)
     os.replace(tmp, target)
     return target
 

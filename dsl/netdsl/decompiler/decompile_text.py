@@ -9,6 +9,7 @@ from netdsl.decompiler.naming import Namer
 from netdsl.decompiler.problems import Problems
 from netdsl.decompiler.program import build_program
 from netdsl.errors import Diagnostic, SpecError
+from netdsl.syntax import ir
 from netdsl.syntax.formatter import format_ir
 
 
@@ -24,6 +25,7 @@ def _decompile(config: dict, file: str, flat: bool) -> str:
     problems = Problems(file)
     model = read_model(config, problems)
     problems.raise_if_any()
+    assert model is not None, "read_model gave no model and recorded no problem"
     models = _models_inner_first(model)
     file_names = Namer()
     model_names = {id(m): file_names.take(m.name) for m in models}
@@ -39,7 +41,7 @@ def _decompile(config: dict, file: str, flat: bool) -> str:
 
         blocks = recover_blocks([p for p, _ in programs], file_names)
     lets = factor_lets(blocks, [p for p, _ in programs], file_names)
-    decls = [let_decl(name, value) for name, value in lets]
+    decls: list[ir.Let | ir.BlockDecl | ir.ModelDecl] = [let_decl(name, value) for name, value in lets]
     decls += [block_decl(b) for b in blocks]
     decls += [model_decl(p, file_names.taken | shared) for p, shared in programs]
     return format_ir(decls)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from netdsl import registry
 from netdsl.decompiler import spec_ir as S
+from netdsl.decompiler.graph import Ref
 from netdsl.decompiler.naming import Namer, identifier
 from netdsl.decompiler.op_steps import op_expr
 from netdsl.decompiler.units import Block, Leaf, Merge, ModelProgram, Op, Statement, Use
@@ -128,7 +129,7 @@ def model_decl(program: ModelProgram, reserved: set[str]) -> ir.ModelDecl:
         stmts.append(S.node(ir.Input, kind="input", items=[_input_item(names[item.ref], item)]))
     for shared_name, step in program.shared:
         stmts.append(S.node(ir.Shared, kind="shared", name=shared_name, value=S.step(step)))
-    output_names = {}
+    output_names: dict[Ref, str] = {}  # each output tensor's first name
     for output_name, ref in program.outputs:
         output_names.setdefault(ref, output_name)
     inline = _inline_outputs(program)

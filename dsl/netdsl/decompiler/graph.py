@@ -16,6 +16,7 @@ Sequential model) are read recursively.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from netdsl.decompiler.problems import Problems, origin
 from netdsl.limits import MAX_LAYERS, MAX_NESTED_MODELS
@@ -103,8 +104,8 @@ class _Reader:
         name = str(config.get("name") or "model")
         if not self.few_enough(name, config):
             return None
-        layers = [self.layer(d) for d in _list(config.get("layers"))]
-        layers = [layer for layer in layers if layer is not None]
+        read = [self.layer(d) for d in _list(config.get("layers"))]
+        layers = [layer for layer in read if layer is not None]
         by_name = {layer.name: layer for layer in layers}
         if len(by_name) != len(layers):
             self.problems.add(f"model '{name}' has two layers of the same name")
@@ -228,7 +229,7 @@ class _Reader:
             style, items = "single", args
         else:
             items = args
-        arguments = []
+        arguments: list[int | float | None] = []  # a number, or None for the next tensor
         for item in items:
             if not _is_tensor(item):
                 if _is_operation(layer) and isinstance(item, (int, float)) and not isinstance(item, bool):
@@ -302,7 +303,8 @@ class _Reader:
         source = Layer(input_name, "InputLayer", "keras.layers", None, {"batch_shape": shape, "dtype": dtype})
         self.input_layer(model, source)
         model.layers.append(source)
-        current, current_shape = Ref(0, 0), tuple(shape[1:])
+        current = Ref(0, 0)
+        current_shape: tuple[Any, ...] | None = tuple(shape[1:])  # known for the input only
         for data in datas:
             layer = self.layer(data)
             if layer is None:

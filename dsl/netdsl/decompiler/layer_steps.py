@@ -89,10 +89,17 @@ def _by_class() -> dict[str, list]:
     if _BY_CLASS[0] != len(names):
         found: dict[str, list] = {}
         for name in names:
-            entry = registry.lookup("layer", name)
+            entry = _known("layer", name)
             found.setdefault(entry.keras_name.rsplit(".", 1)[-1], []).append(entry)
         _BY_CLASS = (len(names), found)
     return _BY_CLASS[1]
+
+
+def _known(kind: str, name: str) -> registry.Entry:
+    """An entry the decompiler names itself: a built-in, or one the registry listed or gave before."""
+    entry = registry.lookup(kind, name)
+    assert entry is not None, f"the registry has no {kind} '{name}'"
+    return entry
 
 
 def _same_class(entry: registry.Entry, layer: Layer) -> bool:
@@ -110,13 +117,13 @@ def _keras_layer_module(module: str) -> bool:
 
 def _activation_step(layer: Layer) -> Step:
     value = activation_value(layer.config.get("activation"), "its activation")
-    extra = _kwargs(registry.lookup("layer", "activation"),
+    extra = _kwargs(_known("layer", "activation"),
                     {k: v for k, v in layer.config.items() if k != "activation"}, None, "its")
     if isinstance(value, Named) and not value.kwargs and not extra:
         return Step("activation", value.name, (), registry.lookup("activation", value.name))
     # `-> leaky_relu(0.2)` would be the LeakyReLU layer: an Activation layer says so.
     value = value if value is not None else Named("activation", "linear")
-    entry = registry.lookup("layer", "activation")
+    entry = _known("layer", "activation")
     return Step("layer", "activation", (("activation", value),) + extra, entry)
 
 
@@ -156,8 +163,11 @@ def _is_default(entry: registry.Entry, param: registry.Param, value: Any, config
     if same(value, default_of(entry, param)):
         return True
     # Pooling stores `strides=None` as the pool size.
-    return param.name == "strides" and param.default is None and "pool_size" in config \
-        and same(value, normal_form(entry, entry.param("pool_size"), plain(config["pool_size"], ""), None))
+    if param.name != "strides" or param.default is not None or "pool_size" not in config:
+        return False
+    pool_size = entry.param("pool_size")
+    assert pool_size is not None, f"{entry.name} stores a pool_size it does not take"
+    return same(value, normal_form(entry, pool_size, plain(config["pool_size"], ""), None))
 
 
 def _resolved_defaults(entry: registry.Entry, kwargs: tuple, rank: int | None) -> tuple:
@@ -174,7 +184,7 @@ def _resolved_defaults(entry: registry.Entry, kwargs: tuple, rank: int | None) -
             drop.add("attention_axes")
     if entry.name == "bidirectional" and isinstance(given.get("layer"), Named):
         forward = given["layer"]
-        backward = Named("layer", forward.name, _ordered(registry.lookup("layer", forward.name),
+        backward = Named("layer", forward.name, _ordered(_known("layer", forward.name),
                                                          forward.kwargs + (("go_backwards", True),)))
         if given.get("backward_layer") == backward:
             drop.add("backward_layer")

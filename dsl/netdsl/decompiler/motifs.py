@@ -78,7 +78,8 @@ class Skeletons:
         return ("use", unit.block.name)
 
 
-def find_motifs(chains: list[list], skeletons: Skeletons, pinned: set[int] = frozenset()) -> list[Motif]:
+def find_motifs(chains: list[list], skeletons: Skeletons,
+                pinned: frozenset[int] | set[int] = frozenset()) -> list[Motif]:
     """Every run of units that repeats, with its non-overlapping places, best bound first
     (never over a `pinned` unit)."""
     groups: dict[tuple[int, int], list[tuple[int, int]]] = {}

@@ -68,7 +68,7 @@ def _template(layer: Layer, call: Call) -> tuple | None:
         if axis is None or axis == 0 or (isinstance(axis, list) and (0 in axis or not axis)):
             return None  # over the batch axis: not a spec's
         axis_value = tuple(axis) if isinstance(axis, list) else axis
-        keyword = (("axis", ("const", axis_value)),)
+        keyword: tuple[tuple[str, Any], ...] = (("axis", ("const", axis_value)),)
         if config.get("keepdims"):
             keyword += (("keepdims", ("const", True)),)
         return ("call", _REDUCTIONS[name], (operands[0],), keyword)
@@ -96,7 +96,8 @@ def _pairwise(name: str, operands: list) -> tuple | None:
 
 def _operands(call: Call) -> list[tuple]:
     """The call's arguments as template leaves: its tensors x0, x1, ... and its numbers."""
-    found, tensor = [], 0
+    found: list[tuple[Any, ...]] = []
+    tensor = 0
     for item in call.arguments:
         if item is None:
             found.append(("var", f"x{tensor}"))

@@ -72,13 +72,15 @@ def _ops(model: KModel, model_names: dict[int, str], shared_names: dict[str, str
         if layer.model is not None:
             step = Step("model", model_names[id(layer.model)])
         elif is_operation(layer):
-            step = op_step(layer, call, problems)
-            if step is None:
+            operation = op_step(layer, call, problems)
+            if operation is None:
                 continue
+            step = operation
         else:
-            step = layer_step(layer, call, problems)
-            if step is None:
+            made = layer_step(layer, call, problems)
+            if made is None:
                 continue
+            step = made
             if layer.name in shared_names:
                 name = shared_names[layer.name]
                 shared.setdefault(name, step)

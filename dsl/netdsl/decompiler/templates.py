@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from netdsl import registry
 from netdsl.decompiler.layer_steps import Step, written_name
@@ -76,7 +76,7 @@ class _Builder:
     # ------------------------------------------------------------ units
 
     def units(self, occurrences: list[list]) -> list:
-        body = []
+        body: list[Leaf | Merge | Use] = []
         for position in range(len(occurrences[0])):
             same_place = [units[position] for units in occurrences]
             first = same_place[0]
@@ -96,15 +96,15 @@ class _Builder:
         entry = first.entry
         given = [dict(u.step.kwargs) for u in units]
         keys = [p.name for p in entry.params + entry.call_params if any(p.name in g for g in given)]
-        kwargs = []
+        pairs: list[tuple[str, Any]] = []
         for key in keys:
             param = entry.param(key)
             default = default_of(entry, param)
             values = [g.get(key, default) for g in given]
             value = self.hole(key, values, default)
             if isinstance(value, (ParamRef, Scaled, InputDim)) or not same(value, default):
-                kwargs.append((key, value))
-        kwargs = tuple(kwargs)
+                pairs.append((key, value))
+        kwargs = tuple(pairs)
         return Step(first.kind, written_name(entry, kwargs), kwargs, entry)
 
     def count(self, units: list) -> Any:
@@ -199,7 +199,7 @@ def _typed(value: Any) -> Any:
     return ("bool", value) if isinstance(value, bool) else value
 
 
-def _ints(values: list) -> bool:
+def _ints(values: list[Any]) -> TypeGuard[list[int]]:
     return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
 
 

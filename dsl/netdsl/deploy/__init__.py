@@ -11,6 +11,7 @@ Formats and tolerances are in `formats.py`; docs/export.md tells the user's side
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ def default_out(resolved: Resolved, fmt: Format) -> Path:
 
 def export_model(source: Any, *, format: str, out: str | os.PathLike | None = None,  # noqa: A002 - the CLI flag
                  model: str | None = None, weights: str | os.PathLike | None = None, last: bool = False,
-                 check: bool = True, include: list = (), quiet: bool = False) -> Exported:
+                 check: bool = True, include: Sequence[str | os.PathLike[str]] = (), quiet: bool = False) -> Exported:
     """Export `source` (see `source.resolve`) to `format`; with `check`, run it in its runtime and compare.
 
     Raises ExportError (a source or output problem, a layer the format cannot hold),

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import re
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,7 +60,7 @@ def _erfc(ctx: Any, node: Any, name: str, args: Any) -> None:
     node.type = "Sub"
 
 
-OP_RULES = {"Log1p": (_log1p, []), "Erfc": (_erfc, [])}
+OP_RULES: dict[str, tuple[Callable[..., None], list[Any]]] = {"Log1p": (_log1p, []), "Erfc": (_erfc, [])}
 
 
 def onnx_bytes(model: keras.Model, metadata: dict[str, str]) -> bytes:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,7 +60,7 @@ def in_float32(resolved: Resolved) -> Resolved:
 
 
 def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike | None = None,
-            last: bool = False, include: list = (), quiet: bool = False) -> Resolved:
+            last: bool = False, include: Sequence[str | os.PathLike[str]] = (), quiet: bool = False) -> Resolved:
     """The Keras model `source` means, loaded or built (see the module's docstring), in float32.
 
     Everything that can be checked without TensorFlow is checked before it is imported.
@@ -91,8 +92,8 @@ def _tensorflow(quiet: bool) -> None:
     init_backend("tensorflow", mute_stderr=quiet)
 
 
-def _from_spec(program: Program, label: str, model: str | None, weights: Any, include: list,
-               quiet: bool) -> Resolved:
+def _from_spec(program: Program, label: str, model: str | None, weights: Any,
+               include: Sequence[str | os.PathLike[str]], quiet: bool) -> Resolved:
     from netdsl.backend.compiler import build_model
     from netdsl.training.settings import spec_sha256
 
@@ -100,7 +101,7 @@ def _from_spec(program: Program, label: str, model: str | None, weights: Any, in
     if weights is not None and not Path(weights).is_file():
         raise ExportError("no such weights file", file=str(weights))
     _tensorflow(quiet)
-    built = build_model(program, name, include=include)
+    built = build_model(program, name, include=list(include))
     if weights is not None:
         _load_weights(built, Path(weights))
     metadata = {"netdsl_version": __version__, "netdsl_model": name, "netdsl_spec_sha256": spec_sha256(program)}

@@ -135,7 +135,7 @@ _RUNNERS = {"onnx": _run_onnx, "saved_model": _run_saved_model, "litert": _run_l
 def compare(fmt: Format, expected: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> Verification:
     if sorted(got) != sorted(expected):
         return Verification(fmt, (), f"outputs {sorted(got)} where the model has {sorted(expected)}")
-    checks = []
+    checks: list[OutputCheck] = []
     for name, want in expected.items():
         have = got[name]
         if have.shape != want.shape:

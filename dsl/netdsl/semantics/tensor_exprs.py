@@ -24,7 +24,8 @@ last one (`h = a * sigmoid(b)`: `h.sigmoid`, then `h`).
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from netdsl import registry
 from netdsl.errors import Fail, Span
@@ -35,17 +36,35 @@ from netdsl.semantics.tensor_ops import OPERATORS, REDUCTIONS, OpSpec
 from netdsl.semantics.values import UNKNOWN, describe_value, type_name
 from netdsl.syntax import ir
 
+if TYPE_CHECKING:
+    from netdsl.semantics.args import Arguments
+    from netdsl.semantics.consts import Consts
+
 # Functions that are Keras layers in tensor position: name -> registry layer.
 LAYER_FUNCTIONS = {"reshape": "reshape", "concat": "concatenate", "concatenate": "concatenate"}
 _TENSOR_OPERATORS = frozenset(OPERATORS)
 # Functions of the table folded on numbers (`/ sqrt(8.0)`), as the runtime folds them.
-_MATH = {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log1p": math.log1p, "tanh": math.tanh,
-         "sin": math.sin, "cos": math.cos, "erf": math.erf, "square": lambda v: v * v}
+_MATH: dict[str, Callable[[float], float]] = {
+    "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log1p": math.log1p, "tanh": math.tanh,
+    "sin": math.sin, "cos": math.cos, "erf": math.erf, "square": lambda v: v * v}
 _KEYWORD_POSITIONS = {name: ("axis", "keepdims") for name in REDUCTIONS} | {"softmax": ("axis",)}
 
 
 class TensorExpressions:
     """Mixin of `expand.Expander`: operators and functions on tensors (state: the Expander's)."""
+
+    if TYPE_CHECKING:  # what Expander and Steps provide, for the type checker
+        consts: Consts
+        arguments: Arguments
+
+        def _tensors(self, expr: Any, env: Env, final: str | None) -> list[Tensor]: ...
+        def _argument(self, expr: Any, env: Env) -> Any: ...
+        def _step_target(self, func: Any, env: Env) -> Step: ...
+        def _apply_step(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]: ...
+        def _emit_registry(self, entry: registry.Entry, base: str, kwargs: dict[str, Any], inputs: list[Tensor],
+                           span: Span, final: str | None, shared: str | None = None) -> list[Tensor]: ...
+        def _emit(self, op: str, kind: str, args: dict[str, Any], inputs: list[Tensor], n_outputs: int, span: Span,
+                  base: str, final: str | None, shared: str | None = None, decl: Any = None) -> list[Tensor]: ...
 
     # ------------------------------------------------------------ what is a tensor
     def mentions_tensor(self, expr: Any, env: Env) -> bool:
@@ -142,7 +161,7 @@ class TensorExpressions:
 
     # ------------------------------------------------------------ functions
     def _function(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
-        name = expr.func.id
+        name = _called(expr).id
         found = env.scope.find(name)
         if env.has(name) or found is not None:
             if found is not None and isinstance(found[0], ir.ActivationDecl) and not env.has(name):
@@ -160,7 +179,8 @@ class TensorExpressions:
             raise Fail(expr.func.span, f"unknown function '{name}'",
                        _near_function(name) or "tensor expressions call the functions of docs/language.md")
         lo, hi, keywords, _ = OP_FUNCTIONS[name]
-        positional, kwargs = list(expr.args), {k.name: k for k in expr.kwargs}
+        positional = list(expr.args)
+        kwargs: dict[str, ir.Kwarg | ir.Expr] = {k.name: k for k in expr.kwargs}  # or a positional keyword
         for key in _KEYWORD_POSITIONS.get(name, ()):  # mean(x, 1) is mean(x, axis=1)
             if len(positional) > 1 and key not in kwargs:
                 kwargs[key] = positional.pop(1)
@@ -189,7 +209,7 @@ class TensorExpressions:
                                if not (k == "keepdims" and v[1] is False))
         return self._op_node(["call", name, args, tree_kwargs], tensors, name, label, expr.span, final)
 
-    def _keyword(self, name: str, key: str, kw: Any, keywords: frozenset, env: Env) -> Any:
+    def _keyword(self, name: str, key: str, kw: Any, keywords: frozenset[str], env: Env) -> Any:
         if key not in keywords:
             span = kw.span if isinstance(kw, ir.Kwarg) else kw.span
             raise Fail(span, f"'{name}' has no parameter '{key}'",
@@ -224,7 +244,7 @@ class TensorExpressions:
 
     def _layer_function(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
         """`reshape(x, (4, 8))`, `concat(a, b, axis=-1)`: Keras layers."""
-        name = expr.func.id
+        name = _called(expr).id
         layer = LAYER_FUNCTIONS[name]
         if layer == "concatenate":
             inputs = [self._tensor_operand(a, env, name) for a in expr.args]
@@ -244,16 +264,17 @@ class TensorExpressions:
 
     def _declared_activation_call(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
         """`hswish(x)`: the declared activation applied to a tensor (`x -> hswish`)."""
+        name = _called(expr).id
         if not expr.args:
-            raise Fail(expr.span, f"'{expr.func.id}' needs its input tensor: {expr.func.id}(x)")
-        tensor = self._tensor_operand(expr.args[0], env, expr.func.id)
+            raise Fail(expr.span, f"'{name}' needs its input tensor: {name}(x)")
+        tensor = self._tensor_operand(expr.args[0], env, name)
         step = self._step_target(expr.func, env)
         step.args = [(self._argument(a, env), a.span) for a in expr.args[1:]]
         step.kwargs = [(k.name, self._argument(k.value, env), k.span) for k in expr.kwargs]
         return self._apply_step(step, [tensor], final)
 
     # ------------------------------------------------------------ nodes
-    def _op_node(self, tree: list, inputs: list[Tensor], kind: str, label: str, span: Span,
+    def _op_node(self, tree: list[Any], inputs: list[Tensor], kind: str, label: str, span: Span,
                  final: str | None) -> list[Tensor]:
         return self._emit("tensor_op", kind, {}, inputs, 1, span, kind, final, decl=OpSpec(tree, len(inputs), label))
 
@@ -274,6 +295,12 @@ def operator_span(expr: ir.BinOp) -> Span:
 def _names_batch_axis(value: Any) -> bool:
     axes = value if isinstance(value, (tuple, list)) else (value,)
     return any(a == 0 and isinstance(a, int) and not isinstance(a, bool) for a in axes) or value is None
+
+
+def _called(expr: ir.Call) -> ir.Name:
+    """The function a tensor call names (`is_tensor_expression` takes calls of a plain name only)."""
+    assert isinstance(expr.func, ir.Name), "a tensor expression calls something other than a name"
+    return expr.func
 
 
 def _near_function(name: str) -> str | None:

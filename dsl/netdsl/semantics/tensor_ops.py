@@ -13,6 +13,7 @@ Keras layers' `axis` arguments do.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +54,7 @@ def output_shape(spec: OpSpec, shapes: list[Any]) -> Any:
     return _shape(spec.expression, shapes)
 
 
-def _shape(tree: Any, shapes: list[tuple]) -> Any:
+def _shape(tree: Any, shapes: list[tuple[Any, ...]]) -> Any:
     kind = tree[0]
     if kind == "var":
         return shapes[int(tree[1][1:])]
@@ -69,7 +70,7 @@ def _shape(tree: Any, shapes: list[tuple]) -> Any:
     return _call_shape(tree, shapes)
 
 
-def _call_shape(tree: Any, shapes: list[tuple]) -> Any:
+def _call_shape(tree: Any, shapes: list[tuple[Any, ...]]) -> Any:
     name, args, kwargs = tree[1], tree[2], tree[3] if len(tree) > 3 else {}
     operands = [_shape(a, shapes) for a in args]
     if name in REDUCTIONS:
@@ -111,7 +112,7 @@ def broadcast(left: Any, right: Any, verb: str) -> Any:
     return tuple(out)
 
 
-def _matmul(left: Any, right: Any) -> tuple:
+def _matmul(left: Any, right: Any) -> tuple[Any, ...]:
     if left is None or right is None:
         raise BuildError("'@' multiplies two tensors, not a tensor and a number; scale with '*'")
     if len(left) < 2 or len(right) < 2:
@@ -125,7 +126,7 @@ def _matmul(left: Any, right: Any) -> tuple:
     return lead + (left[-2], right[-1])
 
 
-def reduced(shape: tuple, axes: tuple, keepdims: bool) -> tuple:
+def reduced(shape: tuple[Any, ...], axes: Sequence[Any], keepdims: bool) -> tuple[Any, ...]:
     """The shape after reducing `axes` (which count the batch axis as 0)."""
     rank = len(shape) + 1
     dropped = set()

@@ -51,17 +51,22 @@ class SweepResult:
 
     @property
     def best(self) -> TrialRecord | None:
-        scored = [t for t in self.trials if t.state == "complete" and t.value is not None]
+        scored = [(t, value) for t, value in scored_trials(self.trials) if t.state == "complete"]
         if not scored:
             return None
         pick = min if self.direction == "minimize" else max
-        return pick(scored, key=lambda t: t.value)  # the first of equals: the earliest trial
+        return pick(scored, key=lambda pair: pair[1])[0]  # the first of equals: the earliest trial
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for t in self.trials:
             out[t.state] = out.get(t.state, 0) + 1
         return out
+
+
+def scored_trials(trials: list[TrialRecord]) -> list[tuple[TrialRecord, float]]:
+    """The trials that have an objective value, each with it (in their order)."""
+    return [(t, t.value) for t in trials if t.value is not None]
 
 
 def records(study: Any, total: int | None) -> list[TrialRecord]:
@@ -157,19 +162,22 @@ def write_plots(result: SweepResult) -> list[Path]:
     from matplotlib.ticker import MaxNLocator
 
     written = []
-    scored = [t for t in result.trials if t.value is not None]
+    scored = scored_trials(result.trials)
     history = Figure(figsize=(6.4, 4.0))
     axes = history.add_subplot()
     for state, marker in (("complete", "o"), ("pruned", "x")):
-        shown = [t for t in scored if t.state == state]
+        shown = [(t, value) for t, value in scored if t.state == state]
         if shown:
-            axes.plot([t.number for t in shown], [t.value for t in shown], marker, linestyle="none", label=state)
-    complete = [t for t in scored if t.state == "complete"]
+            axes.plot([t.number for t, _ in shown], [value for _, value in shown], marker, linestyle="none",
+                      label=state)
+    complete = [(t, value) for t, value in scored if t.state == "complete"]
     if complete:
         pick = min if result.direction == "minimize" else max
-        best, xs, ys = None, [], []
-        for t in complete:
-            best = t.value if best is None else pick(best, t.value)
+        best: float | None = None
+        xs: list[int] = []
+        ys: list[float] = []
+        for t, value in complete:
+            best = value if best is None else pick(best, value)
             xs.append(t.number)
             ys.append(best)
         axes.step(xs, ys, where="post", label="best so far")
@@ -190,7 +198,7 @@ def write_plots(result: SweepResult) -> list[Path]:
     params.suptitle(f"{result.metric} against each parameter")
     for i, name in enumerate(names):
         axes = params.add_subplot(rows, columns, i + 1)
-        points = [(t.params[name], t.value, t.state) for t in scored if name in t.params]
+        points = [(t.params[name], value, t.state) for t, value in scored if name in t.params]
         numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v, _, _ in points)
         labels = sorted({str(v) for v, _, _ in points}) if not numeric else []
         for state, marker in (("complete", "o"), ("pruned", "x")):

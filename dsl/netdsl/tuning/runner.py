@@ -66,7 +66,7 @@ def _worker_seed(config: SweepConfig) -> int:
 
 def _result(config: SweepConfig, study: Any) -> SweepResult:
     return SweepResult(dir=config.folder.path, study=config.study, storage=studies.shown_url(config.storage),
-                       metric=config.space.metric, direction=config.space.direction,
+                       metric=config.metric, direction=config.space.direction,
                        trials=records(study, config.trials),
                        log_scale=tuple(p.name for p in config.space.params if p.kind == "log_uniform"))
 
@@ -149,7 +149,7 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
     from netdsl.training.settings import resolve
 
     request, space = config.request, config.space
-    metric, states = space.metric, _states()
+    metric, states = config.metric, _states()
     run_dir = config.folder.trial_dir(trial.number)
     trial.set_user_attr("run", str(run_dir.resolve()))
     seen: dict[str, list[float]] = {}

@@ -60,6 +60,11 @@ class SweepConfig:
     folder: SweepFolder
     identity: dict[str, Any]
 
+    @property
+    def metric(self) -> str:
+        """The objective's metric (`resolve_sweep` refuses a sweep without one)."""
+        return _objective_metric(self.space)
+
 
 DEFAULT_TRIALS = 10
 
@@ -82,7 +87,7 @@ def resolve_sweep(request: SweepRequest) -> SweepConfig:
     saved = folder.read() if folder is not None else {}
     _settings_from(saved, request)
     _check_flags(request)
-    _check_validation(space, request.data, analysis.graphs[name].train.fit.get("validation_split"))
+    _check_validation(_objective_metric(space), request.data, analysis.graphs[name].train.fit.get("validation_split"))
     grid = studies.grid_size(space) if space.sampler == "grid" else None
     trials = request.trials or saved.get("trials") or space.trials or grid or DEFAULT_TRIALS
     if not 1 <= trials <= MAX_SWEEP_TRIALS:
@@ -144,13 +149,19 @@ def _check_flags(request: SweepRequest) -> None:
         raise UsageError("no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]")
 
 
-def _check_validation(space: SweepSpace, data: DataRequest, validation_split: float | None) -> None:
+def _objective_metric(space: SweepSpace) -> str:
+    """The sweep's objective metric: analysis reports a sweep whose objective is missing or unknown as an error."""
+    assert space.metric is not None, f"the sweep of '{space.model}' has no objective, and analysis passed it"
+    return space.metric
+
+
+def _check_validation(metric: str, data: DataRequest, validation_split: float | None) -> None:
     """A `val_` objective needs validation data: said before anything trains."""
-    if not space.metric.startswith("val_") or validation_split:
+    if not metric.startswith("val_") or validation_split:
         return
     split = data.split or DEFAULT_SPLIT
     if (data.data is not None and (len(split) < 2 or split[1] <= 0)) or (data.train is not None and data.val is None):
-        raise UsageError(f"the objective {space.metric} needs validation data, and this sweep has none",
+        raise UsageError(f"the objective {metric} needs validation data, and this sweep has none",
                          hint="give --val SRC (with --train), a --split with a validation part, or minimize "
                               "a training metric such as loss")
 

@@ -47,7 +47,14 @@ def distributions(space: SweepSpace) -> dict[str, Any]:
 
 def _int_top(p: Param) -> int:
     """int_range's high end is included when the steps reach it (Optuna's rule); else the last step below."""
-    return p.low + (p.high - p.low) // p.step * p.step
+    low, high = _int_ends(p)
+    return low + (high - low) // p.step * p.step
+
+
+def _int_ends(p: Param) -> tuple[int, int]:
+    """An int_range's two ends: whole numbers (check_sweeps refuses any other)."""
+    assert isinstance(p.low, int) and isinstance(p.high, int), f"int_range {p.name} has ends that are not whole"
+    return p.low, p.high
 
 
 def grid_size(space: SweepSpace) -> int:
@@ -57,9 +64,13 @@ def grid_size(space: SweepSpace) -> int:
     return size
 
 
-def _grid(space: SweepSpace) -> dict[str, list]:
-    return {p.name: list(p.choices) if p.kind == "choice" else list(range(p.low, _int_top(p) + 1, p.step))
-            for p in space.params}
+def _grid(space: SweepSpace) -> dict[str, list[Any]]:
+    return {p.name: list(p.choices) if p.kind == "choice" else _int_values(p) for p in space.params}
+
+
+def _int_values(p: Param) -> list[int]:
+    """Every value of an int_range, its high end included when the steps reach it."""
+    return list(range(_int_ends(p)[0], _int_top(p) + 1, p.step))
 
 
 def sampler(space: SweepSpace, seed: int) -> Any:

@@ -22,7 +22,7 @@ def run_workers(config: SweepConfig) -> int:
     """Start `--workers K` processes of `netdsl sweep --join FOLDER` and wait for them; 130 when stopped."""
     argv = _worker_argv(config)
     children: list[subprocess.Popen] = []
-    stop = {"signal": None}
+    stop: dict[str, int | None] = {"signal": None}  # the signal that stopped the workers, if one did
 
     def forward(signum: int, _frame: Any) -> None:
         stop["signal"] = signum

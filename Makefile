@@ -111,6 +111,7 @@ bench: $(STAMP) graphviz chromium
 	$(VENV)/bin/python bench/bench_export.py
 	$(VENV)/bin/python bench/bench_lsp.py
 	$(VENV)/bin/python bench/bench_train.py
+	$(VENV)/bin/python bench/bench_backends.py
 	$(VENV)/bin/python bench/bench_distribute.py
 	$(VENV)/bin/python bench/bench_sweep.py
 

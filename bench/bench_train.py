@@ -59,32 +59,39 @@ print(json.dumps(times))
 """
 
 
-def bench_spec(folder: Path, shuffle: bool, steps: int) -> Path:
+def bench_spec(folder: Path, shuffle: bool, steps: int, spec: Path = SPEC) -> Path:
+    """A copy of `spec` (its train block says `epochs = 1`) with `shuffle` and `steps_per_execution` set."""
     flag = "true" if shuffle else "false"
-    text = SPEC.read_text().replace("    epochs = 1\n", f"    epochs = 1\n    shuffle = {flag}\n"
-                                                       f"    steps_per_execution = {steps}\n")
-    path = folder / "lightning_mlp.net"
+    text = spec.read_text().replace("    epochs = 1\n", f"    epochs = 1\n    shuffle = {flag}\n"
+                                                        f"    steps_per_execution = {steps}\n")
+    path = folder / spec.name
     path.write_text(text)
     return path
 
 
-def env() -> dict:
-    return {**os.environ, "PYTHONPATH": str(ROOT / "dsl"), "TF_CPP_MIN_LOG_LEVEL": "3"}
+def env(backend: str | None = None) -> dict:
+    """The environment of a benchmarked process: this checkout's netdsl, TensorFlow quiet, Keras on `backend`."""
+    extra = {"KERAS_BACKEND": backend} if backend else {}
+    return {**os.environ, "PYTHONPATH": str(ROOT / "dsl"), "TF_CPP_MIN_LOG_LEVEL": "3", **extra}
 
 
-def run_netdsl(spec: Path, data: Path, out: Path, args: argparse.Namespace) -> tuple[list[float], list[float]]:
+def run_netdsl(spec: Path, data: Path, out: Path, args: argparse.Namespace,
+               backend: str | None = None) -> tuple[list[float], list[float]]:
+    """`netdsl train` in a fresh process: its epoch times and its per-epoch write times, from report.json."""
+    chosen = ["--backend", backend] if backend else []
     subprocess.run([sys.executable, "-m", "netdsl.cli", "train", str(spec), "--train", str(data), "--epochs",
                     str(args.epochs), "--batch-size", str(args.batch_size), "--seed", "0", "--progress", "none",
-                    "-o", str(out)], env=env(), check=True, capture_output=True, timeout=900)
+                    *chosen, "-o", str(out)], env=env(backend), check=True, capture_output=True, timeout=900)
     newest = max(out.iterdir(), key=lambda p: int(p.name.rsplit("-", 1)[1]))
     report = json.loads((newest / "report.json").read_text())
     return report["epoch_seconds"], report["write_seconds"]
 
 
-def run_hand(spec: Path, data: Path, args: argparse.Namespace) -> list[float]:
+def run_hand(spec: Path, data: Path, args: argparse.Namespace, backend: str | None = None) -> list[float]:
+    """The hand-written `model.fit` of the spec's model in a fresh process: its epoch times."""
     done = subprocess.run([sys.executable, "-c", HAND, str(spec), str(data), "0", str(args.batch_size),
                            str(args.epochs), "1" if args.shuffle else "0"],
-                          env=env(), check=True, capture_output=True, text=True, timeout=900)
+                          env=env(backend), check=True, capture_output=True, text=True, timeout=900)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

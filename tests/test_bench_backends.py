@@ -1,0 +1,42 @@
+"""bench/bench_backends.py's pure parts: which sides it times and the table it prints (no timing here)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import netdsl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from bench_backends import Side, epoch_time, sides, table  # noqa: E402
+
+
+def test_torch_gets_no_steps_per_execution_side():
+    order = sides(["lightning_mlp"], ["tensorflow", "torch"], 32)
+    assert [side.label for side in order] == [
+        "lightning_mlp netdsl tensorflow spe 1", "lightning_mlp hand tensorflow spe 1",
+        "lightning_mlp netdsl tensorflow spe 32", "lightning_mlp netdsl torch spe 1", "lightning_mlp hand torch spe 1"]
+
+
+def test_the_first_epoch_is_left_out():
+    assert epoch_time([9.0, 1.0, 3.0, 2.0]) == 2.0
+
+
+def test_table_prints_seconds_and_ratios():
+    medians = {Side("m", "netdsl", "tensorflow"): 1.0, Side("m", "hand", "tensorflow"): 0.8,
+               Side("m", "netdsl", "tensorflow", 32): 0.25,
+               Side("m", "netdsl", "torch"): 3.0, Side("m", "hand", "torch"): 2.0}
+    assert table(medians, ["m"], ["tensorflow", "jax", "torch"], 32) == [
+        "m (s/epoch, median)",
+        "backend       netdsl     hand  netdsl/hand  vs netdsl TF   spe 32   spe 32/1",
+        "tensorflow     1.000    0.800         1.25          1.00    0.250       0.25",
+        "jax                -        -            -             -        -          -",
+        "torch          3.000    2.000         1.50          3.00  refused          -",
+        "",
+    ]
+
+
+def test_the_cnn_spec_has_the_torch_loops_parameter_count():
+    # nn.Conv2d(1, 16, 3) + nn.Conv2d(16, 32, 3) + nn.Linear(800, 10) of the bench's PyTorch loop
+    summary = netdsl.summary(Path(__file__).resolve().parents[1] / "bench" / "small_cnn.net")
+    assert summary["small_cnn"]["params"] == (9 * 16 + 16) + (9 * 16 * 32 + 32) + (800 * 10 + 10)

@@ -76,6 +76,12 @@ SHAPE_CASES = [
     ("time_distributed", {"layer": _pair("conv2d", filters=4, kernel_size=3)}, [(5, 9, 9, 2)]),
     ("time_distributed", {"layer": _pair("flatten")}, [(5, 3, 2)]),
     ("spectral_normalization", {"layer": _pair("dense", units=3)}, [(6,)]),
+    *[("bidirectional", {"layer": _pair(rnn, units=5, **flags), "merge_mode": mode}, [(7, 3)])
+      for rnn, flags, mode in [
+          ("lstm", {}, "concat"), ("lstm", {"return_sequences": True}, "concat"), ("gru", {}, "sum"),
+          ("simple_rnn", {"return_sequences": True}, "mul"), ("lstm", {}, None),
+          ("lstm", {"return_state": True}, "concat"), ("gru", {"return_sequences": True, "return_state": True}, None),
+      ]],
 ]
 
 
@@ -103,6 +109,14 @@ def test_shape_rules_match_keras(name, kwargs, shapes):
         outputs = layer(inputs if len(inputs) > 1 else inputs[0])
     outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
     assert mine == [tuple(o.shape[1:]) for o in outputs]
+
+
+@pytest.mark.parametrize("kwargs", [case[1] for case in SHAPE_CASES if case[0] == "bidirectional"])
+def test_bidirectional_counts_both_directions_as_keras(kwargs):
+    keras = pytest.importorskip("keras")
+    layer = _keras_layer(keras, "bidirectional", kwargs)
+    layer(keras.Input((7, 3)))
+    assert registry.estimate_params(registry.lookup("layer", "bidirectional"), kwargs, [(7, 3)]) == layer.count_params()
 
 
 def test_time_distributed_counts_the_layer_it_wraps_once():

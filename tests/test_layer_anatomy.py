@@ -137,3 +137,12 @@ def test_every_layer_returns_one_tensor_by_default_except_wrappers_of_a_layer_it
     counts = {name: registry.output_count(registry.lookup("layer", name), {}) for name in LAYERS}
     assert {name for name, count in counts.items() if count != 1} == {"bidirectional", "time_distributed"}
     assert {counts["bidirectional"], counts["time_distributed"]} == {None}
+
+
+def test_check_sees_through_bidirectional_and_refuses_a_too_large_layer_after_it():
+    import netdsl
+
+    text = ("model m {\n  input x: (10, 16)\n"
+            "  output y = x -> bidirectional(lstm(8, return_sequences=true)) -> dense(40000) -> dense(40000)\n}\n")
+    found = [(d.line, d.col, d.message) for d in netdsl.check(text=text, filename="bi.net")]
+    assert found == [(3, 84, "'dense' would have about 1,600,040,000 parameters; the limit is 1,000,000,000")]

@@ -80,11 +80,11 @@ def setting(spec: Any, item: Any, value: Any) -> None:
         spec.unfreeze_learning_rate = float(value)
 
 
-def _written_spans(expr: Any, count: int, keys: bool = False) -> list:
+def _written_spans(expr: Any, count: int, keys: bool = False) -> list[Any]:
     """The span of each item of a list (or key of a dict) literal; the whole value's otherwise."""
     items = getattr(expr, "items", None)
     if isinstance(items, list) and len(items) == count:
-        return [getattr(i, "key", i).span if keys else i.span for i in items]
+        return [(getattr(i, "key", None) or i).span if keys else i.span for i in items]
     return [expr.span] * count
 
 

@@ -53,7 +53,7 @@ def output_shape(spec: OpSpec, shapes: list[Any]) -> Any:
     return _shape(spec.expression, shapes)
 
 
-def _shape(tree: Any, shapes: list[tuple]) -> Any:
+def _shape(tree: Any, shapes: list[tuple[Any, ...]]) -> Any:
     kind = tree[0]
     if kind == "var":
         return shapes[int(tree[1][1:])]
@@ -69,13 +69,13 @@ def _shape(tree: Any, shapes: list[tuple]) -> Any:
     return _call_shape(tree, shapes)
 
 
-def _call_shape(tree: Any, shapes: list[tuple]) -> Any:
+def _call_shape(tree: Any, shapes: list[tuple[Any, ...]]) -> Any:
     name, args, kwargs = tree[1], tree[2], tree[3] if len(tree) > 3 else {}
     operands = [_shape(a, shapes) for a in args]
     if name in REDUCTIONS:
         axes = kwargs["axis"][1]
         keep = bool(kwargs.get("keepdims", ["const", False])[1])
-        return reduced(operands[0], axes if isinstance(axes, (list, tuple)) else (axes,), keep)
+        return reduced(operands[0], tuple(axes) if isinstance(axes, (list, tuple)) else (axes,), keep)
     if name == "matmul":
         return _matmul(operands[0], operands[1])
     if name == "transpose":  # the perm counts the batch axis as 0 (checked where it was written)
@@ -111,7 +111,7 @@ def broadcast(left: Any, right: Any, verb: str) -> Any:
     return tuple(out)
 
 
-def _matmul(left: Any, right: Any) -> tuple:
+def _matmul(left: Any, right: Any) -> tuple[Any, ...]:
     if left is None or right is None:
         raise BuildError("'@' multiplies two tensors, not a tensor and a number; scale with '*'")
     if len(left) < 2 or len(right) < 2:
@@ -125,7 +125,7 @@ def _matmul(left: Any, right: Any) -> tuple:
     return lead + (left[-2], right[-1])
 
 
-def reduced(shape: tuple, axes: tuple, keepdims: bool) -> tuple:
+def reduced(shape: tuple[Any, ...], axes: tuple[Any, ...], keepdims: bool) -> tuple[Any, ...]:
     """The shape after reducing `axes` (which count the batch axis as 0)."""
     rank = len(shape) + 1
     dropped = set()

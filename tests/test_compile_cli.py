@@ -236,7 +236,7 @@ def test_summary_json(tmp_path, capsys):
     spec = write(tmp_path, SIAMESE)
     code, out, _ = run(["summary", str(spec), "--json"], capsys)
     assert code == 0
-    assert json.loads(out) == {"siamese": {"params": 41, "trainable_params": 41, "layers": 3,
+    assert json.loads(out) == {"siamese": {"params": 41, "trainable_params": 41, "non_trainable_params": 0, "layers": 3,
                                            "outputs": {"d": [1]}}}
     assert list(tmp_path.iterdir()) == [spec]
 
@@ -248,6 +248,7 @@ def test_summary_json_of_several_models(capsys):
     assert list(data) == ["linear_mlp", "multiply", "activations", "attention_example", "residual_net"]
     assert data["attention_example"]["outputs"] == {"score": [1], "weights": [4, 8, 16]}
     assert data["residual_net"]["params"] == 78_666 and data["residual_net"]["trainable_params"] == 78_026
+    assert data["residual_net"]["non_trainable_params"] == 640  # batch norms' moving statistics
 
 
 def test_summary_table(tmp_path, capsys):

@@ -9,6 +9,7 @@ holding a Lambda layer gives its weights and runs nothing.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -209,3 +210,68 @@ def test_two_phase_fine_tuning_unfreezes_on_schedule_as_the_hand_written_recipe(
     assert run.model.get_layer("backbone").trainable and len(run.model.trainable_weights) == 8
     assert not np.array_equal(after[-1], weights_of(saved)[-1]), "the second phase ran the backbone in training mode"
     assert float(run.model.optimizer.learning_rate) == pytest.approx(0.001)
+
+
+# ------------------------------------------------ weights from outside the spec (build --weights, train --init-from)
+
+
+def test_build_weights_loads_the_whole_model_as_init_does_and_names_a_mismatch(trained_backbone, tmp_path):
+    pretrained = keras.saving.load_model(trained_backbone / "pretrain.keras")
+    spec = finetune_spec(trained_backbone, "")
+    model = netdsl.build(spec, model="finetune", weights=trained_backbone / "pretrain.keras")
+    x = data(4)[0]
+    np.testing.assert_array_equal(np.asarray(model(x)), np.asarray(pretrained(x)))
+    (summary,) = netdsl.summary(spec, model="finetune", weights=trained_backbone / "pretrain.keras").values()
+    assert summary["params"] == pretrained.count_params()
+    wide = spec_file(tmp_path, "wide.net", BACKBONE.replace("conv2d(4, 3", "conv2d(5, 3"))
+    with pytest.raises(netdsl.UsageError) as error:
+        netdsl.build(wide, model="backbone", weights=trained_backbone / "backbone.keras")
+    assert str(error.value) == (f"layer 'conv' has weights of shapes (3, 3, 3, 5), (5,); "
+                                f"'{trained_backbone / 'backbone.keras'}' holds (3, 3, 3, 4), (4,) for it")
+    with pytest.raises(netdsl.UsageError, match=r"^weights file 'nowhere.keras' does not exist$"):
+        netdsl.build(wide, model="backbone", weights="nowhere.keras")
+    with pytest.raises(netdsl.UsageError, match=r"^a weights file is a .keras or .weights.h5 path, received 'w.h5'$"):
+        netdsl.build(wide, model="backbone", weights="w.h5")
+
+
+def test_the_cli_prints_what_init_and_weights_loaded_and_summary_shows_the_frozen_part(trained_backbone, tmp_path,
+                                                                                       capsys, monkeypatch):
+    from netdsl.cli import main
+
+    monkeypatch.chdir(trained_backbone)
+    spec = finetune_spec(trained_backbone, 'init = {"backbone": "backbone.keras"}\nfreeze = ["backbone"]')
+    assert main(["build", str(spec), "-o", str(tmp_path), "--no-diagram", "--model", "finetune"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "init: 2 layers of 'backbone' from backbone.keras" in lines
+    assert main(["build", "finetune.net", "-o", str(tmp_path), "--no-diagram", "--model", "finetune",
+                 "--weights", "pretrain.keras"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[lines.index("frozen: backbone") + 1:][:4] == [
+        "outputs: probs (3,)",
+        "init: 2 layers of 'backbone' from backbone.keras",
+        "init: 4 layers of the model from pretrain.keras",
+        f"wrote {tmp_path / 'finetune.keras'}"]
+    assert main(["summary", "finetune.net", "--model", "finetune", "--json"]) == 0
+    numbers = json.loads(capsys.readouterr().out)["finetune"]
+    # by hand: the frozen backbone conv 3*3*3*4+4 = 112 and batch norm 4*4 = 16; the head 4*8+8 + 8*3+3 = 67
+    assert (numbers["params"], numbers["trainable_params"], numbers["non_trainable_params"]) == (195, 67, 128)
+    assert main(["summary", "finetune.net", "--model", "finetune"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[-3:] == ["params: 195 (trainable 67, non-trainable 128)", "frozen: backbone",
+                          "outputs: probs (3,)"]
+
+
+def test_train_init_from_starts_from_the_file_and_records_it(trained_backbone, tmp_path, capsys):
+    spec = finetune_spec(trained_backbone, 'freeze = ["backbone"]\nbatch_size = 8\nepochs = 1')
+    x, y = data()
+    weights = trained_backbone / "pretrain.keras"
+    run = netdsl.train(spec, model="finetune", train=(x, y), seed=4, out=tmp_path / "runs", progress="line",
+                       init_from=weights)
+    assert run.status == "finished"
+    assert f"init: 4 layers of the model from {weights}" in capsys.readouterr().err.splitlines()
+    assert json.loads((run.dir / "config.json").read_text())["settings"]["init_from"] == str(weights)
+    pretrained = keras.saving.load_model(weights)  # the frozen backbone: still the file's, bitwise
+    assert all(np.array_equal(a, b) for a, b in zip(weights_of(run.model.get_layer("backbone")),
+                                                    weights_of(pretrained.get_layer("backbone"))))
+    with pytest.raises(netdsl.UsageError, match=r"--init-from: weights file 'nowhere.keras' does not exist$"):
+        netdsl.train(spec, model="finetune", train=(x, y), out=tmp_path / "runs", init_from="nowhere.keras")

@@ -76,6 +76,12 @@ SHAPE_CASES = [
     ("time_distributed", {"layer": _pair("conv2d", filters=4, kernel_size=3)}, [(5, 9, 9, 2)]),
     ("time_distributed", {"layer": _pair("flatten")}, [(5, 3, 2)]),
     ("spectral_normalization", {"layer": _pair("dense", units=3)}, [(6,)]),
+    *[("bidirectional", {"layer": _pair(rnn, units=5, **flags), "merge_mode": mode}, [(7, 3)])
+      for rnn, flags, mode in [
+          ("lstm", {}, "concat"), ("lstm", {"return_sequences": True}, "concat"), ("gru", {}, "sum"),
+          ("simple_rnn", {"return_sequences": True}, "mul"), ("lstm", {}, None),
+          ("lstm", {"return_state": True}, "concat"), ("gru", {"return_sequences": True, "return_state": True}, None),
+      ]],
 ]
 
 
@@ -105,6 +111,14 @@ def test_shape_rules_match_keras(name, kwargs, shapes):
     assert mine == [tuple(o.shape[1:]) for o in outputs]
 
 
+@pytest.mark.parametrize("kwargs", [case[1] for case in SHAPE_CASES if case[0] == "bidirectional"])
+def test_bidirectional_counts_both_directions_as_keras(kwargs):
+    keras = pytest.importorskip("keras")
+    layer = _keras_layer(keras, "bidirectional", kwargs)
+    layer(keras.Input((7, 3)))
+    assert registry.estimate_params(registry.lookup("layer", "bidirectional"), kwargs, [(7, 3)]) == layer.count_params()
+
+
 def test_time_distributed_counts_the_layer_it_wraps_once():
     td = registry.lookup("layer", "time_distributed")
     kwargs = {"layer": _pair("dense", units=300000)}
@@ -123,3 +137,12 @@ def test_every_layer_returns_one_tensor_by_default_except_wrappers_of_a_layer_it
     counts = {name: registry.output_count(registry.lookup("layer", name), {}) for name in LAYERS}
     assert {name for name, count in counts.items() if count != 1} == {"bidirectional", "time_distributed"}
     assert {counts["bidirectional"], counts["time_distributed"]} == {None}
+
+
+def test_check_sees_through_bidirectional_and_refuses_a_too_large_layer_after_it():
+    import netdsl
+
+    text = ("model m {\n  input x: (10, 16)\n"
+            "  output y = x -> bidirectional(lstm(8, return_sequences=true)) -> dense(40000) -> dense(40000)\n}\n")
+    found = [(d.line, d.col, d.message) for d in netdsl.check(text=text, filename="bi.net")]
+    assert found == [(3, 84, "'dense' would have about 1,600,040,000 parameters; the limit is 1,000,000,000")]

@@ -136,7 +136,8 @@ def _legacy_text(spec: Spec | None, text: str | bytes | None, filename: str | No
 
 def build(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
           model: str | None = None, include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
-          backend: str | None = None, defines: Defines | None = None) -> keras.Model:
+          backend: str | None = None, defines: Defines | None = None,
+          weights: str | os.PathLike[str] | None = None) -> keras.Model:
     """One model of a spec as a `keras.Model`, compiled when the spec has a `train` section.
 
     `model`: the model's name (may be left out when the file declares one).
@@ -144,30 +145,38 @@ def build(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     `netdsl.limits.MAX_PARAMS`). `backend`: "tensorflow", "jax" or "torch", Keras'
     backend for this process; it must be chosen before Keras is first
     imported (else `BackendError`). Raises `SpecError` with every error,
-    Keras' refusals included, at the spec's line and column.
+    Keras' refusals included, at the spec's line and column. `weights`: a
+    `.keras` or `.weights.h5` file the whole model's weights are loaded from,
+    as the train section's `init = "FILE"` loads them (read as arrays only;
+    `UsageError` naming a layer the file has no weights, or other shapes, for).
     """
     program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
     name = pipeline.pick_model(program, model)
-    return pipeline.compile_models(program, [name], param_limit=param_limit, backend=backend)[1][name]
+    return pipeline.compile_models(program, [name], param_limit=param_limit, backend=backend,
+                                   weights=weights)[1][name]
 
 
 def build_all(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
               include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
-              backend: str | None = None, defines: Defines | None = None) -> dict[str, keras.Model]:
-    """Every model of a spec: `{name: keras.Model}` in file order (keywords as for `build`)."""
+              backend: str | None = None, defines: Defines | None = None,
+              weights: str | os.PathLike[str] | None = None) -> dict[str, keras.Model]:
+    """Every model of a spec: `{name: keras.Model}` in file order (keywords as for `build`;
+    `weights` is loaded into every model)."""
     program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
     return pipeline.compile_models(program, pipeline.pick_models(program, None), param_limit=param_limit,
-                                   backend=backend)[1]
+                                   backend=backend, weights=weights)[1]
 
 
 def summary(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
             model: str | None = None, include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
-            backend: str | None = None, defines: Defines | None = None) -> dict[str, ModelSummary]:
+            backend: str | None = None, defines: Defines | None = None,
+            weights: str | os.PathLike[str] | None = None) -> dict[str, ModelSummary]:
     """What `netdsl summary --json` prints: per model (every model, or the one `model` names)
-    its parameters, trainable parameters, number of layers and output shapes (batch axis left out)."""
+    its parameters, trainable and frozen (non-trainable) parameters, number of layers and output
+    shapes (batch axis left out). `weights` as for `build`."""
     program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
     analysis, models = pipeline.compile_models(program, pipeline.pick_models(program, model),
-                                               param_limit=param_limit, backend=backend)
+                                               param_limit=param_limit, backend=backend, weights=weights)
     return {name: pipeline.model_summary(analysis.graphs[name], built) for name, built in models.items()}
 
 
@@ -254,7 +263,8 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
           targets: Mapping[str, str] | None = None, epochs: int | None = None, batch_size: int | None = None,
           seed: int | None = None, out: str | os.PathLike = "runs", resume: str | os.PathLike | None = None,
           progress: Progress = "none", tensorboard: bool = False, callbacks: Sequence[keras.callbacks.Callback] = (),
-          include: Sequence[str | os.PathLike] = (), backend: str | None = None, defines: Defines | None = None) -> Run:
+          include: Sequence[str | os.PathLike] = (), backend: str | None = None, defines: Defines | None = None,
+          init_from: str | os.PathLike[str] | None = None) -> Run:
     """Train one model of a spec in a new run folder `out/<model>-N/`; the engine of `netdsl train`.
 
     `data` (cut by `split`, default 0.8/0.1/0.1) or `train` [+ `val`,
@@ -267,6 +277,8 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     {metric: per epoch}, `.report`). Raises `SpecError`, `DataError` (bad
     data), `RunError` (a run folder that cannot be made or resumed) or `UsageError`.
     `defines`: {constant: value} replacing file-level `let`s (`-D`), recorded in config.json.
+    `init_from`: a `.keras`/`.weights.h5` file the whole model starts from (`--init-from`, loaded as
+    `build`'s `weights`), recorded in config.json's settings.
     """
     from netdsl.training.settings import DataRequest, TrainRequest, resolve
 
@@ -274,7 +286,7 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     request = TrainRequest(
         spec=program, model=model, epochs=epochs, batch_size=batch_size, seed=seed, out=out, resume=resume,
         progress=progress, tensorboard=tensorboard, include=list(include), callbacks=list(callbacks),
-        defines=dict(defines or {}),
+        defines=dict(defines or {}), init_from=init_from,
         data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train, val=val,
                          test=test, targets=dict(targets or {})))
     config = resolve(request)  # the spec and the settings checked before TensorFlow loads

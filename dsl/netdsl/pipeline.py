@@ -191,13 +191,27 @@ def start_backend(backend: str | None, *, mute_stderr: bool = True) -> str:
 
 
 def compile_models(program: Program, names: list[str] | None = None, *, param_limit: int | None = None,
-                   backend: str | None = None) -> tuple[Analysis, dict[str, keras.Model]]:
+                   backend: str | None = None, weights: str | os.PathLike[str] | None = None,
+                   ) -> tuple[Analysis, dict[str, keras.Model]]:
     """Check and build `names` (default: every model of the file) with Keras on `backend`:
-    the analysis (graphs with shapes and parameter counts) and `{name: keras.Model}`."""
-    from netdsl.backend.compiler import compile_program
+    the analysis (graphs with shapes and parameter counts) and `{name: keras.Model}`.
+    `weights`: a `.keras` or `.weights.h5` file each model's weights are loaded from, as
+    a train section's `init = "FILE"` loads them (`UsageError` when a layer does not match)."""
+    from netdsl.backend.compiler import compile_program, load_weights
 
     start_backend(backend, mute_stderr=False)
-    return compile_program(program, pick_models(program, None) if names is None else names, param_limit)
+    analysis, models = compile_program(program, pick_models(program, None) if names is None else names, param_limit)
+    if weights is not None:
+        for model in models.values():
+            load_weights(model, weights)
+    return analysis, models
+
+
+def init_report(model: keras.Model) -> list[str]:
+    """What was loaded into a model built in this process (`init`, `weights`): "init: N layers of ... from FILE"."""
+    from netdsl.backend.compiler import init_report as report
+
+    return report(model)
 
 
 class ModelSummary(TypedDict):
@@ -205,6 +219,7 @@ class ModelSummary(TypedDict):
 
     params: int
     trainable_params: int
+    non_trainable_params: int  # frozen (a train section's `freeze`, `trainable=false`) and statistics (batch norm)
     layers: int  # the layers the spec makes: inputs left out, a shared instance or a nested model once
     outputs: dict[str, list[int | None] | None]  # output name -> shape (None: not known)
 
@@ -217,7 +232,13 @@ def model_summary(graph: Graph, model: keras.Model) -> ModelSummary:
     for name, ref in graph.outputs:
         shape = graph.node_of(ref).output_shapes[ref.index]
         outputs[name] = list(shape) if isinstance(shape, tuple) else None
-    return {"params": total, "trainable_params": trainable, "layers": len(layers), "outputs": outputs}
+    return {"params": total, "trainable_params": trainable, "non_trainable_params": total - trainable,
+            "layers": len(layers), "outputs": outputs}
+
+
+def frozen_layers(model: keras.Model) -> list[str]:
+    """The names of a built model's layers (nested models as one) that hold weights and are frozen."""
+    return [layer.name for layer in model.layers if layer.weights and not layer.trainable]
 
 
 def param_counts(model: keras.Model) -> tuple[int, int]:

@@ -31,6 +31,7 @@ file has its compile settings but not these).
 
 from __future__ import annotations
 
+import os
 import weakref
 from typing import Any
 
@@ -44,6 +45,7 @@ from netdsl.syntax.loader import Program, Source, as_program, pick_model, pick_m
 __all__ = ["compile_program", "build_model", "build_models", "fit_kwargs", "unfreeze_epoch", "unfreeze"]
 
 _FIT: weakref.WeakKeyDictionary[Any, tuple[dict, list]] = weakref.WeakKeyDictionary()
+_INIT_REPORTS: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()  # what `init` loaded
 _PHASES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # model -> graph, two-phase fine-tuning
 
 
@@ -214,6 +216,18 @@ def _output_names(program: Program, names: list[str]) -> set[str]:
 # ------------------------------------------------------------------ training
 
 
+def init_report(model: Any) -> list[str]:
+    """What the spec's `init` loaded into a model built in this process, one line a part ("init: N layers of ...")."""
+    return list(_INIT_REPORTS.get(model, []))
+
+
+def load_weights(model: Any, path: str | os.PathLike[str]) -> None:
+    """The whole model's weights from a file named outside the spec (`--weights`, `--init-from`), reported as `init`."""
+    from netdsl.backend.fine_tuning import load_weights_file
+
+    _INIT_REPORTS.setdefault(model, []).append(load_weights_file(model, path))
+
+
 def unfreeze_epoch(model: Any) -> int | None:
     """The epoch a built model's second fine-tuning phase starts at (`unfreeze_after`), or None."""
     graph = _PHASES.get(model)
@@ -237,7 +251,7 @@ def _compile_training(model: Any, graph: Any, second_phase: bool = False) -> Non
     if (spec.init or spec.freeze) and not second_phase:
         from netdsl.backend.fine_tuning import apply_fine_tuning
 
-        apply_fine_tuning(model, graph)  # before compile: what is frozen is not trained
+        _INIT_REPORTS[model] = apply_fine_tuning(model, graph)  # before compile: what is frozen is not trained
     if spec.unfreeze_after is not None:
         _PHASES[model] = graph
     if spec.loss is None and spec.optimizer is None and not spec.metrics:

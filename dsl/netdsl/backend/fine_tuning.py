@@ -21,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import io
 import json
+import os
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,11 +30,11 @@ from typing import Any
 import keras
 import numpy as np
 
-from netdsl.errors import Fail
+from netdsl.errors import Fail, Span, UsageError
 from netdsl.limits import MAX_CONFIG_BYTES
-from netdsl.semantics.fine_tuning import InitFrom
+from netdsl.semantics.fine_tuning import WEIGHT_FILES, InitFrom, Pattern
 
-__all__ = ["apply_fine_tuning", "set_trainable", "frozen_layers"]
+__all__ = ["apply_fine_tuning", "load_weights_file", "set_trainable", "frozen_layers"]
 
 _WEIGHTS_ENTRY = "model.weights.h5"
 
@@ -65,6 +66,25 @@ def apply_fine_tuning(model: Any, graph: Any) -> list[str]:
         report.append(_load_part(model, init, weights, spec.init_strict))
     set_trainable(model, [p.text for p in spec.freeze], False)
     return report
+
+
+def load_weights_file(model: Any, path: str | os.PathLike[str]) -> str:
+    """The whole model's weights from FILE given outside the spec (`build --weights`,
+    `train --init-from`): read and matched as a spec's `init = "FILE"` (strictly).
+
+    Returns the line saying what matched; raises `UsageError` with the spec's
+    messages for a file that cannot be read or a layer that does not match."""
+    shown = os.fspath(path)
+    init = InitFrom(Pattern("", None), shown, Span.at(shown, 1, 1))
+    try:
+        target = Path(shown)
+        if not shown.endswith(WEIGHT_FILES):
+            raise Fail(init.span, f"a weights file is a .keras or .weights.h5 path, received '{shown}'")
+        if not target.is_file():
+            raise Fail(init.span, f"weights file '{shown}' does not exist")
+        return _load_part(model, init, _read_file(target, init), strict=True)
+    except Fail as fail:
+        raise UsageError(fail.diagnostic.message) from None  # (its hint is about init_strict: a spec setting)
 
 
 def set_trainable(model: Any, patterns: list[str], trainable: bool) -> None:
@@ -106,6 +126,10 @@ def _read(folder: Path, init: InitFrom) -> WeightsFile:
         raise Fail(init.span, f"weights file '{init.path}' leaves the spec's folder") from None
     if not target.is_file():
         raise Fail(init.span, f"weights file '{init.path}' does not exist (relative to {folder.name or folder}/)")
+    return _read_file(target, init)
+
+
+def _read_file(target: Path, init: InitFrom) -> WeightsFile:
     try:
         if init.path.endswith(".keras"):
             return _read_keras(target, init.path)

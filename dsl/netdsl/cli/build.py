@@ -1,15 +1,16 @@
 """`netdsl build` and `netdsl summary`.
 
     netdsl build SPEC.net [-o DIR] [--model NAME] [--plugin MODULE] [--no-diagram] [--param-limit N]
-                          [--backend tensorflow|jax|torch]
-    netdsl summary SPEC.net [--model NAME] [--json] [--plugin MODULE] [--backend tensorflow|jax|torch]
+                          [--weights FILE] [--backend tensorflow|jax|torch]
+    netdsl summary SPEC.net [--model NAME] [--json] [--plugin MODULE] [--weights FILE]
+                            [--backend tensorflow|jax|torch]
 
 `build` builds every model (or `--model`), then writes `DIR/<model>.keras`
 atomically (a temporary file in the same folder, then `os.replace`: a failed
 build writes nothing and leaves earlier outputs untouched) and
 `DIR/<model>.svg` unless `--no-diagram`, and prints a summary table per
 model. `summary` prints the tables only; with `--json`, per model:
-`{"params", "trainable_params", "layers", "outputs": {name: shape}}` where
+`{"params", "trainable_params", "non_trainable_params", "layers", "outputs": {name: shape}}` where
 `layers` is the number of layers the spec makes (inputs excluded; a shared
 instance or a nested model counts once) and shapes leave out the batch axis (`null`: unknown size).
 `--backend` picks the Keras backend (default: KERAS_BACKEND, else TensorFlow);
@@ -60,6 +61,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     build.add_argument("--param-limit", type=int, default=None, metavar="N",
                        help="refuse a layer with more than N parameters (default: 1,000,000,000)")
     add_alias(build, "--max-params", dest="param_limit", type=int, metavar="N")
+    add_weights(build)
     add_backend(build)
     add_include(build)
     add_define(build)
@@ -74,10 +76,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_model(summary)
     add_json(summary, "per model: params, trainable_params, layers, outputs")
     add_plugin(summary)
+    add_weights(summary)
     add_backend(summary)
     add_include(summary)
     add_define(summary)
     summary.set_defaults(run=run_summary)
+
+
+def add_weights(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--weights", default=None, metavar="FILE",
+                        help="load every model's weights from FILE (.keras or .weights.h5), matched by layer "
+                             "name as a train section's init = \"FILE\" (read as arrays only)")
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -103,6 +112,8 @@ def run_build(args: argparse.Namespace) -> int:
             raise SpecError(Diagnostic.for_file(analysis.program.root,
                                                 f"cannot save model '{name}' as {target}: {reason(exc)}")) from None
         print(summary_table(analysis.graphs[name], model))
+        for line in pipeline.init_report(model):
+            print(line)
         print(f"wrote {target}")
         if not args.no_diagram:
             _diagram(analysis.graphs[name], out_dir / name)
@@ -125,7 +136,8 @@ def _compile(args: argparse.Namespace, param_limit: int | None) -> tuple[Any, di
     names = pipeline.pick_models(program, args.model)
     pipeline.start_backend(args.backend)
     load_plugins(args.plugin, program.root)  # after Keras: a plugin importing it stays quiet too
-    return pipeline.compile_models(program, names, param_limit=param_limit, backend=args.backend)
+    return pipeline.compile_models(program, names, param_limit=param_limit, backend=args.backend,
+                                   weights=args.weights)
 
 
 # ------------------------------------------------------------------ files
@@ -192,6 +204,9 @@ def summary_table(graph: Any, model: Any) -> str:
     rule = "-" * len(line(tuple("-" * w for w in widths)))
     out = [f"model {graph.name}", rule, line(header), rule, *(line(r) for r in rows), rule,
            f"params: {total:,} (trainable {trainable:,}, non-trainable {total - trainable:,})"]
+    frozen = pipeline.frozen_layers(model)
+    if frozen:
+        out.append(f"frozen: {_fit(', '.join(frozen), 100)}")
     outputs = ", ".join(f"{name} {shape_text(graph.node_of(ref).output_shapes[ref.index])}"
                         for name, ref in graph.outputs)
     out.append(f"outputs: {outputs}")

@@ -3,6 +3,7 @@
     netdsl train SPEC [--model NAME] (--data SRC [--split 0.8,0.1,0.1] | --train SRC [--val SRC] [--test SRC])
                  [--targets OUT=COLUMN] [--epochs N] [--batch-size N] [--seed S] [-o DIR]
                  [--resume auto|RUN_DIR] [--progress auto|bar|line|none] [--tensorboard]
+                 [--init-from FILE.keras]
                  [--backend tensorflow|jax|torch] [--devices N]
                  [--processes N | --coordinator HOST:PORT --num-processes N --process-id I]
 
@@ -78,6 +79,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="on stderr: bar (redrawn), line (one per epoch), none, or auto (a bar on a "
                             "terminal, else lines)")
     train.add_argument("--tensorboard", action="store_true", help="TensorBoard logs in the run folder")
+    train.add_argument("--init-from", default=None, metavar="FILE",
+                       help="the whole model's initial weights from FILE (.keras or .weights.h5), matched by "
+                            "layer name as a train section's init = \"FILE\" (read as arrays only)")
     scaling.add_device_flags(train)
     scaling.add_job_flags(train)
     add_plugin(train)
@@ -137,7 +141,7 @@ def _request(args: argparse.Namespace, process_id: int) -> TrainRequest:
     return TrainRequest(spec=args.spec, model=args.model, data=data, epochs=args.epochs,
                         batch_size=args.batch_size, seed=args.seed, out=args.out, resume=args.resume,
                         progress=progress, tensorboard=args.tensorboard, include=args.include,
-                        defines=parse_defines(args.define, args.spec))
+                        defines=parse_defines(args.define, args.spec), init_from=args.init_from)
 
 
 def _checked(args: argparse.Namespace, process_id: int) -> Any:

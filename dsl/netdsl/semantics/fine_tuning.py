@@ -84,7 +84,7 @@ def _written_spans(expr: Any, count: int, keys: bool = False) -> list[Any]:
     """The span of each item of a list (or key of a dict) literal; the whole value's otherwise."""
     items = getattr(expr, "items", None)
     if isinstance(items, list) and len(items) == count:
-        written: list[Any] = [getattr(i, "key", i) for i in items] if keys else items
+        written: list[Any] = [getattr(i, "key", None) or i for i in items] if keys else list(items)
         return [i.span for i in written]
     return [expr.span] * count
 

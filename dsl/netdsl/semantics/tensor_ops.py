@@ -76,7 +76,7 @@ def _call_shape(tree: Any, shapes: list[tuple[Any, ...]]) -> Any:
     if name in REDUCTIONS:
         axes = kwargs["axis"][1]
         keep = bool(kwargs.get("keepdims", ["const", False])[1])
-        return reduced(operands[0], axes if isinstance(axes, (list, tuple)) else (axes,), keep)
+        return reduced(operands[0], tuple(axes) if isinstance(axes, (list, tuple)) else (axes,), keep)
     if name == "matmul":
         return _matmul(operands[0], operands[1])
     if name == "transpose":  # the perm counts the batch axis as 0 (checked where it was written)

@@ -27,6 +27,7 @@ import contextlib
 import math
 import os
 import platform
+import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -185,11 +186,16 @@ class Session:
     def _build(self) -> None:
         import keras
 
-        from netdsl.backend.compiler import build_model
+        from netdsl.backend.compiler import build_model, init_report, load_weights
 
         keras.utils.set_random_seed(self.config.seed)  # right before building, as the hand-written program does
         with self.placement.scope():
             self.model = build_model(self.config.program, self.config.model)
+            if self.config.init_from is not None:
+                load_weights(self.model, self.config.init_from)
+        if self.config.progress != "none":  # what `init` / --init-from loaded, one line each
+            for line in init_report(self.model):
+                print(line, file=sys.stderr)
 
     def _fit(self) -> bool:
         """Train; True when a spec callback stopped training before the last epoch."""

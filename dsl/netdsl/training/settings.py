@@ -111,6 +111,7 @@ class TrainRequest:
     callbacks: list = field(default_factory=list)  # further Keras callbacks (library only)
     defines: dict[str, Any] = field(default_factory=dict)  # -D overrides of the spec's constants
     run_dir: str | os.PathLike | None = None  # this exact new run folder instead of OUT/<model>-N (sweeps)
+    init_from: str | os.PathLike | None = None  # the whole model's initial weights from this file (--init-from)
     extra: dict[str, Any] = field(default_factory=dict)  # further sections of config.json (a sweep's trial)
 
 
@@ -138,12 +139,14 @@ class TrainConfig:
     defines: dict[str, Any] = field(default_factory=dict)  # -D overrides applied to `program`
     run_dir: Path | None = None  # this exact new run folder instead of OUT/<model>-N (a sweep's trial)
     extra: dict[str, Any] = field(default_factory=dict)  # further sections of config.json
+    init_from: str | None = None  # the whole model's initial weights from this file (absolute)
 
     def settings(self) -> dict[str, Any]:
-        """The resolved settings as config.json keeps them."""
-        return {"epochs": self.epochs, "batch_size": self.batch_size, "shuffle": self.shuffle,
-                "validation_split": self.validation_split, "seed": self.seed,
-                "steps_per_execution": self.steps_per_execution}
+        """The resolved settings as config.json keeps them (`init_from` only when given)."""
+        found = {"epochs": self.epochs, "batch_size": self.batch_size, "shuffle": self.shuffle,
+                 "validation_split": self.validation_split, "seed": self.seed,
+                 "steps_per_execution": self.steps_per_execution}
+        return found | ({"init_from": self.init_from} if self.init_from is not None else {})
 
 
 def resolve(request: TrainRequest) -> TrainConfig:
@@ -160,7 +163,8 @@ def resolve(request: TrainRequest) -> TrainConfig:
         seed=request.seed if request.seed is not None else _fresh_seed(), out=Path(request.out),
         progress=request.progress, tensorboard=request.tensorboard, callbacks=list(request.callbacks),
         steps_per_execution=train.steps_per_execution, defines=dict(request.defines),
-        run_dir=Path(request.run_dir) if request.run_dir is not None else None, extra=dict(request.extra))
+        run_dir=Path(request.run_dir) if request.run_dir is not None else None, extra=dict(request.extra),
+        init_from=_init_from(request.init_from))
     if request.resume is not None:
         _resume_settings(config, request)
     if _no_data(config.data):
@@ -173,6 +177,18 @@ def resolve(request: TrainRequest) -> TrainConfig:
         config.data.split = check_split(config.data.split)
     check_data(config.data, signature_of_graph(graph), config.validation_split)  # before TensorFlow, any run folder
     return config
+
+
+def _init_from(path: str | os.PathLike | None) -> str | None:
+    """`--init-from FILE`: a .keras or .weights.h5 file that exists, made absolute (checked before TensorFlow)."""
+    if path is None:
+        return None
+    shown = os.fspath(path)
+    if not shown.endswith((".keras", ".weights.h5")):
+        raise UsageError(f"--init-from takes a .keras or .weights.h5 file; received '{shown}'")
+    if not os.path.isfile(shown):
+        raise UsageError(f"--init-from: weights file '{shown}' does not exist")
+    return os.path.abspath(shown)
 
 
 def _check_paths(data: DataRequest) -> None:

@@ -68,6 +68,34 @@ def _bidirectional_outputs(args: Args) -> int | None:
     return merged + 2 * (count - 1)  # each direction's states
 
 
+def _bidirectional_shapes(args: Args, shapes: list[Shape]) -> Any:
+    """As Keras' `Bidirectional`: the sequence output merged (concat: last axes side by side;
+    sum, ave, mul: as is; None: the two apart), then each direction's states."""
+    forward = _direction_shapes(_wrapped(args), shapes)
+    backward = _direction_shapes(nested(args["backward_layer"]) or _wrapped(args), shapes)
+    (out, *states), (back, *back_states) = forward, backward
+    mode = args["merge_mode"]
+    if mode is None:
+        merged = [out, back]
+    elif mode == "concat":
+        if out[:-1] != back[:-1]:
+            raise ValueError("the two directions' outputs differ before the last axis")
+        merged = [out[:-1] + (None if out[-1] is None or back[-1] is None else out[-1] + back[-1],)]
+    elif mode in ("sum", "ave", "mul"):
+        if out != back:
+            raise ValueError("the two directions' outputs differ")
+        merged = [out]
+    else:
+        raise ValueError(f"merge_mode {mode!r}")  # Keras refuses it
+    found = merged + states + back_states
+    return found if len(found) > 1 else found[0]
+
+
+def _direction_shapes(inner: Args, shapes: list[Shape]) -> list[Shape]:
+    out = shapes_of(inner, shapes)
+    return list(out) if isinstance(out, list) else [out]
+
+
 def _bidirectional_params(args: Args, shapes: list[Shape]) -> int:
     forward = _wrapped(args)
     backward = nested(args["backward_layer"]) or forward
@@ -101,10 +129,8 @@ def _spectral_shapes(args: Args, shapes: list[Shape]) -> Any:
 
 LAYERS: dict[str, Anatomy] = {
     "time_distributed": Anatomy(_time_distributed_shapes, _time_distributed_params, _time_distributed_outputs),
-    "bidirectional": Anatomy(None, _bidirectional_params, _bidirectional_outputs),
+    "bidirectional": Anatomy(_bidirectional_shapes, _bidirectional_params, _bidirectional_outputs),
     "spectral_normalization": Anatomy(_spectral_shapes, _spectral_params),
 }
 
-UNKNOWN: dict[str, str] = {
-    "bidirectional": "shape: no shape rule written yet (its merge of two recurrent outputs)",
-}
+UNKNOWN: dict[str, str] = {}

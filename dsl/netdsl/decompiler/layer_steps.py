@@ -236,13 +236,15 @@ def activation_value(raw: Any, where: str) -> Named | None:
     if isinstance(raw, str):
         return _named("activation", raw, {}, where)
     if isinstance(raw, dict):
-        _keras_module(raw, where)
         config = raw.get("config")
-        if raw.get("class_name") == "function" and isinstance(config, str):
+        if raw.get("class_name") == "function" and isinstance(config, str) and raw.get("module") in (None, "builtins"):
+            # a registered function: Keras writes module 'builtins' and the registered name "package>name";
+            # only netdsl's own package (or a bare Keras name) is matched, by name, against the registry
             package, _, name = config.rpartition(">")
             if package not in ("", "netdsl"):
                 raise Unexpressible(f"{where} is the custom function '{config}'")
             return _named("activation", name, {}, where)
+        _keras_module(raw, where)
         if raw.get("class_name") == "ConfiguredActivation" and isinstance(config, dict):
             return _named("activation", str(config.get("name")), config.get("kwargs") or {}, where)
         if raw.get("class_name") == "DeclaredActivation" and isinstance(config, dict):

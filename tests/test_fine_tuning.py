@@ -189,6 +189,7 @@ def test_check_names_the_part_a_pattern_misses_and_refuses_paths_outside_the_fol
     ]
 
 
+@pytest.mark.slow
 def test_two_phase_fine_tuning_unfreezes_on_schedule_as_the_hand_written_recipe(trained_backbone, tmp_path):
     """keras.io's transfer-learning recipe: the head with the backbone frozen, then all of it at a lower rate."""
     spec = finetune_spec(trained_backbone, 'init = {"backbone": "backbone.keras"}\nfreeze = ["backbone"]\n'

@@ -368,7 +368,7 @@ class Expander(Steps, TensorExpressions):
         hint = None
         if isinstance(expr, (ir.Call, ir.Name)):
             hint = "a flow starts from a tensor: x -> dense(10)"
-        elif isinstance(expr, (ir.Number, ir.UnaryOp, ir.BinOp)):
+        elif isinstance(expr, ir.Number):  # `x + 3 -> relu` reads as `x + (3 -> relu)`
             hint = "'->' binds tighter than '+' and '-': (x + 3) -> relu applies a step to a sum"
         raise Fail(expr.span, "expected a tensor here", hint)
 

@@ -80,7 +80,6 @@ SHAPE_CASES = [
       for rnn, flags, mode in [
           ("lstm", {}, "concat"), ("lstm", {"return_sequences": True}, "concat"), ("gru", {}, "sum"),
           ("simple_rnn", {"return_sequences": True}, "mul"), ("lstm", {}, None),
-          ("lstm", {"return_state": True}, "concat"), ("gru", {"return_sequences": True, "return_state": True}, None),
       ]],
 ]
 

@@ -74,6 +74,8 @@ def _bidirectional_shapes(args: Args, shapes: list[Shape]) -> Any:
     forward = _direction_shapes(_wrapped(args), shapes)
     backward = _direction_shapes(nested(args["backward_layer"]) or _wrapped(args), shapes)
     (out, *states), (back, *back_states) = forward, backward
+    if states or back_states:  # return_state: the checker counts a wrapper's outputs as Keras gives them
+        raise ValueError("a wrapped layer's states are left to Keras")
     mode = args["merge_mode"]
     if mode is None:
         merged = [out, back]

@@ -366,12 +366,14 @@ def test_the_step_clock_names_the_process_that_lags(monkeypatch: pytest.MonkeyPa
     from netdsl.training import faults
     from netdsl.training.topology import Topology
 
-    store = _FakeStore({"netdsl/progress/1": "12|epoch 3, step 5", "netdsl/progress/2": "40|epoch 3, step 18"})
+    # store messages are sealed with the job's secret (an unsealed one is another account's: ignored)
+    store = _FakeStore({key: faults.seal(key, value) for key, value in
+                        {"netdsl/progress/1": "12|epoch 3, step 5", "netdsl/progress/2": "40|epoch 3, step 18"}.items()})
     monkeypatch.setitem(faults._state, "topology", Topology("jax", None, 3, 0, "127.0.0.1:1"))
     monkeypatch.setitem(faults._state, "client", store)
     monkeypatch.setitem(faults._state, "steps", 0)
     faults._mark("epoch 3, step 18", armed=True)
-    assert store.values["netdsl/progress/0"] == "1|epoch 3, step 18"
+    assert faults.opened("netdsl/progress/0", store.values["netdsl/progress/0"]) == "1|epoch 3, step 18"
     assert faults._stalled() is None
     monkeypatch.setitem(faults._state, "last", time.monotonic() - faults.STEP_TIMEOUT_S - 1)
     assert faults._stalled() > faults.STEP_TIMEOUT_S

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from netdsl.files import Refused, open_regular
 from netdsl.training import arrays, csv_table, images, tfrecords
+from netdsl.training.data_check import require_data_file
 from netdsl.training.errors import DataError, UsageError
 from netdsl.training.pipeline import EpochOrder
 from netdsl.training.settings import DEFAULT_SPLIT, DataRequest, check_split
@@ -96,13 +96,7 @@ def open_source(src: Any, signature: Signature, targets: dict[str, str] | None =
     path = str(src)
     if os.path.isdir(path):
         return images.ImageFolderSource(path, signature, need_targets)
-    if not os.path.exists(path):
-        raise DataError("no such file or folder", file=path)
-    try:  # a FIFO, a device, a socket: refused before any reader opens it (and blocks, or reads forever)
-        with open_regular(path, "data file"):
-            pass
-    except Refused as exc:
-        raise DataError(str(exc), file=path) from None
+    require_data_file(path)
     suffix = Path(path).suffix.lower()
     if suffix == ".npz":
         return arrays.from_npz(path, signature, need_targets)

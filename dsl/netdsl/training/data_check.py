@@ -56,6 +56,18 @@ def _known(shape: Any) -> tuple:
     return tuple(d if isinstance(d, int) and not isinstance(d, bool) else None for d in shape)
 
 
+def require_data_file(path: str) -> None:
+    """A path given as data names an existing regular file: a FIFO, a device or a socket is refused
+    before any reader opens it (and blocks, or reads forever). DataError otherwise."""
+    if not os.path.exists(path):
+        raise DataError("no such file or folder", file=path)
+    try:
+        with open_regular(path, "data file"):
+            pass
+    except Refused as exc:
+        raise DataError(str(exc), file=path) from None
+
+
 def check_data(request: Any, signature: Signature, validation_split: float | None = None) -> None:
     """Every source of a `settings.DataRequest` checked against the signature, and the parts it is
     cut into (where the number of samples is known from the headers) not empty; DataError on the
@@ -104,13 +116,7 @@ def check_source(src: Any, signature: Signature, targets: dict[str, str], need_t
     if os.path.isdir(path):
         check_image_folder(path, signature, need_targets)
         return None
-    if not os.path.exists(path):
-        raise DataError("no such file or folder", file=path)
-    try:  # a FIFO, a device, a socket: refused before any reader opens it (and blocks, or reads forever)
-        with open_regular(path, "data file"):
-            pass
-    except Refused as exc:
-        raise DataError(str(exc), file=path) from None
+    require_data_file(path)
     suffix = Path(path).suffix.lower()
     if suffix == NPZ_SUFFIX:
         return _check_mapping(path, signature, npz_headers(path), need_targets)

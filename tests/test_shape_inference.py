@@ -28,10 +28,14 @@ CASES = [(p.stem, p.read_text(encoding="utf-8")) for p in SPECS] + [(f"guide{i}"
 
 @pytest.mark.slow
 @pytest.mark.parametrize("text", [t for _, t in CASES], ids=[i for i, _ in CASES])
-def test_inferred_shapes_equal_keras_shapes(text):
+def test_inferred_shapes_equal_keras_shapes(text, tmp_path):
     from netdsl.backend.compiler import compile_program
 
-    program = netdsl.parse(text, filename=str(ROOT / "specs" / "case.net"))  # imports resolve in specs/
+    weights = re.findall(r'"(\w+)": "(\w+\.keras)"', text)  # a train section's `init`: parts from files
+    folder = tmp_path if weights else ROOT / "specs"  # imports resolve in specs/
+    program = netdsl.parse(text, filename=str(folder / "case.net"))
+    for model, file in weights:
+        netdsl.build(program, model=model).save(tmp_path / file)
     inferred = analyze(program).graphs
     built, _ = compile_program(program)
     compared = 0

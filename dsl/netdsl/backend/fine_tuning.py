@@ -114,8 +114,9 @@ def _names(layer_name: str, pattern: str) -> bool:
 
 
 def _spec_folder(file: str) -> Path:
-    path = Path(file)
-    return path.resolve().parent if path.is_file() else Path.cwd().resolve()
+    """Where a spec's relative paths start: its file's folder, as for imports (the
+    current folder for text given without a filename)."""
+    return Path.cwd().resolve() if file == "<string>" else Path(file).resolve().parent
 
 
 def _read(folder: Path, init: InitFrom) -> WeightsFile:

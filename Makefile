@@ -80,8 +80,12 @@ demo: $(STAMP) graphviz
 SIGNAL_TESTS = tests/test_preview.py::test_cli_prints_the_url_and_serves_until_stopped \
                tests/test_train.py::test_ctrl_c_stops_cleanly_and_the_run_resumes
 
+# Test files are spread over TEST_WORKERS processes (pytest-xdist), each file whole in one of
+# them (module fixtures are built once); `make test TEST_WORKERS=0` runs them in this process.
+TEST_WORKERS ?= 2
+
 test: $(STAMP) graphviz editors chromium postgresql
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 	cd /tmp && trap '' INT && $(abspath $(VENV))/bin/python -m pytest -q -p no:cacheprovider \
 	    $(addprefix $(CURDIR)/,$(SIGNAL_TESTS)) </dev/null
 

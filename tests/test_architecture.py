@@ -167,3 +167,27 @@ def test_the_version_is_written_once() -> None:
     hits = [str(p.relative_to(root)) for p in [root / "pyproject.toml", *PACKAGE.rglob("*.py")]
             if f'"{netdsl.__version__}"' in p.read_text(encoding="utf-8")]
     assert hits == ["dsl/netdsl/version.py"]
+
+
+# The tests mirror the rooms: tests/<room>/ for dsl/netdsl/<room>/, whole-project checks and the
+# tests of level-0 modules at the top, and beside them only these folders.
+TESTS = Path(__file__).resolve().parent
+NOT_ROOMS = {
+    "support": "helpers the tests import as tests.support.NAME, and fixture generators",
+    "fixtures": "data files: specs, expected outputs, goldens, saved models",
+    "fuzz": "the fuzzing harness (`python -m tests.fuzz`)",
+    "editors": "the editor extensions of the repository's editors/ folder",
+}
+
+
+def test_the_tests_mirror_the_rooms() -> None:
+    rooms = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert not folders - rooms - set(NOT_ROOMS), "a tests/ folder that names no room of dsl/netdsl"
+    for folder in folders - {"fixtures"}:
+        # a package each, so that two rooms may both have a test_hardening.py
+        assert (TESTS / folder / "__init__.py").is_file(), f"tests/{folder}/ is not a package"
+    helpers = [str(p.relative_to(TESTS)) for p in TESTS.rglob("*.py")
+               if p.parts[len(TESTS.parts)] not in {"support", "fixtures", "fuzz"}
+               and not p.name.startswith("test_") and p.name not in {"__init__.py", "conftest.py"}]
+    assert not helpers, f"helpers belong in tests/support/: {helpers}"

@@ -2,7 +2,7 @@
 
 The blow-ups themselves (constants sharing references, repeats multiplied
 through nesting, functions calling each other twice per level, ...) are
-fixtures in tests/errors/ with their exact output; these tests cover what a
+fixtures in tests/fixtures/errors/ with their exact output; these tests cover what a
 fixture file cannot: special files, import chains, the last-resort guard,
 and that the largest spec the limits allow still checks clean.
 """

@@ -29,6 +29,10 @@ LEVELS = {
     "cli": 9,
     "netdsl": 10,  # the package's __init__: the public names
 }
+# Inside a room split into sub-rooms, the same rule one level down ("": the room's __init__).
+SUB_LEVELS = {
+    "training": {"errors": 0, "data": 1, "run": 2, "scale": 3, "": 4},
+}
 HEAVY = ("keras", "tensorflow", "jax", "torch", "lightning")
 MAY_IMPORT_HEAVY = {"backend", "custom", "training", "deploy", "lightning"}
 API_NAMES = {"parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
@@ -103,6 +107,22 @@ def test_imports_only_point_down() -> None:
             if LEVELS[_room(target)] >= LEVELS[_room(module)]:
                 upward.append(f"{MODULES[module].relative_to(PACKAGE.parent)}:{line}: {module} imports {target}")
     assert not upward, "imports that do not point down:\n" + "\n".join(upward)
+
+
+def _sub_room(module: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else ""
+
+
+def test_inside_a_room_split_in_sub_rooms_imports_only_point_down() -> None:
+    for room, levels in SUB_LEVELS.items():
+        inside = [m for m in MODULES if _room(m) == room]
+        assert {_sub_room(m) for m in inside} == set(levels), f"{room}/: sub-rooms without a level in SUB_LEVELS"
+        upward = [f"{MODULES[m].relative_to(PACKAGE.parent)}:{line}: {m} imports {target}"
+                  for m in inside for target, line in EDGES[m]
+                  if target in MODULES and _room(target) == room and _sub_room(target) != _sub_room(m)
+                  and levels[_sub_room(target)] >= levels[_sub_room(m)]]
+        assert not upward, "imports that do not point down:\n" + "\n".join(upward)
 
 
 def test_no_import_circles() -> None:

@@ -26,7 +26,7 @@ from netdsl.deploy import verify as deploy_verify
 from netdsl.deploy.formats import FORMATS
 from netdsl.deploy.litert_format import read_metadata
 from netdsl.syntax.loader import pick_models
-from netdsl.training.settings import spec_sha256
+from netdsl.training.run.settings import spec_sha256
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "tests" / "fixtures" / "deploy"

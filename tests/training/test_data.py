@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from netdsl.training.data import open_source, plan_data, split_rows
+from netdsl.training.data.pipeline import EpochOrder
+from netdsl.training.data.plan import plan_data, split_rows
+from netdsl.training.data.request import DataRequest
+from netdsl.training.data.signature import Signature, TensorSpec
+from netdsl.training.data.source import open_source
 from netdsl.training.errors import DataError
-from netdsl.training.pipeline import EpochOrder
-from netdsl.training.settings import DataRequest
-from netdsl.training.signature import Signature, TensorSpec
 
 RNG = np.random.default_rng(7)
 IMAGE = Signature((TensorSpec("image", (4, 4, 1), "float32"),), (TensorSpec("probs", (3,), "float32"),))

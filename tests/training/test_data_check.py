@@ -1,4 +1,4 @@
-"""Data checked before TensorFlow loads (training/data_check.py), and `evaluate` on a run's own split."""
+"""Data checked before TensorFlow loads (training/data/data_check.py), and `evaluate` on a run's own split."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from netdsl.cli import main
-from netdsl.training.data import split_rows
+from netdsl.training.data.plan import split_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = """\

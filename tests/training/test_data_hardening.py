@@ -56,8 +56,8 @@ def test_a_deflated_npz_member_that_expands_past_the_bound_is_refused_before_it_
 
 def test_a_tfrecord_walk_counts_records_and_refuses_a_bad_header_crc(tmp_path):
     tf = pytest.importorskip("tensorflow")
+    from netdsl.training.data.tfrecords import count_records
     from netdsl.training.errors import DataError
-    from netdsl.training.tfrecords import count_records
 
     path = tmp_path / "d.tfrecord"
     with tf.io.TFRecordWriter(str(path)) as writer:
@@ -213,8 +213,8 @@ def test_a_damaged_setting_in_config_json_is_one_line(run_copy):
 def test_a_checkpoint_sets_only_the_callback_fields_netdsl_saves():
     import keras
 
-    from netdsl.training import checkpoint
     from netdsl.training.errors import RunError
+    from netdsl.training.run import checkpoint
 
     callback = keras.callbacks.EarlyStopping()
     with pytest.raises(RunError) as caught:

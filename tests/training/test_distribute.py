@@ -20,8 +20,8 @@ import pytest
 
 from netdsl.cli import main
 from netdsl.training.errors import UsageError
-from netdsl.training.launch import free_port
-from netdsl.training.topology import TF_MULTI_PROCESS, first_host, resolve_topology
+from netdsl.training.scale.launch import free_port
+from netdsl.training.scale.topology import TF_MULTI_PROCESS, first_host, resolve_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = str(ROOT / "specs" / "lightning_mlp.net")
@@ -363,8 +363,8 @@ class _FakeStore:
 
 
 def test_the_step_clock_names_the_process_that_lags(monkeypatch: pytest.MonkeyPatch) -> None:
-    from netdsl.training import faults
-    from netdsl.training.topology import Topology
+    from netdsl.training.scale import faults
+    from netdsl.training.scale.topology import Topology
 
     # store messages are sealed with the job's secret (an unsealed one is another account's: ignored)
     store = _FakeStore({key: faults.seal(key, value) for key, value in

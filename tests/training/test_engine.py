@@ -15,7 +15,7 @@ import pytest
 
 import netdsl
 from netdsl.training.errors import RunError, UsageError
-from netdsl.training.runs import RunFolder
+from netdsl.training.run.runs import RunFolder
 
 RNG = np.random.default_rng(11)
 X = RNG.random((60, 6, 6)).astype("float32")

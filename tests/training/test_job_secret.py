@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from netdsl.training import faults
-from netdsl.training.launch import free_port
+from netdsl.training.scale import faults
+from netdsl.training.scale.launch import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,9 +10,9 @@ import textwrap
 from typing import Any, NoReturn
 
 from netdsl.errors import Diagnostic, Sources, SpecError, did_you_mean, render_all
+from netdsl.training.run.signals import EXIT_STOPPED as EXIT_STOPPED  # 130: a run stopped, resumable
 
 EXIT_OK, EXIT_SPEC, EXIT_USAGE = 0, 1, 2
-EXIT_STOPPED = 130  # a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
 
 
 def print_diagnostics(diagnostics: list[Diagnostic], sources: Sources | None, stream: Any = None) -> None:
@@ -142,6 +142,22 @@ def add_backend(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default=None,
                         help="the Keras backend (default: KERAS_BACKEND, else tensorflow); jax needs netdsl[jax], "
                              "torch netdsl[torch]")
+
+
+def add_device_flags(parser: argparse.ArgumentParser) -> None:
+    """Where a command runs in this process: --backend, --devices (training/scale/processes.py reads them)."""
+    add_backend(parser)
+    parser.add_argument("--devices", type=int, metavar="N",
+                        help="train on N devices of this process (GPUs, or the CPU split in N)")
+
+
+def add_job_flags(parser: argparse.ArgumentParser) -> None:
+    """The processes of a job: --processes, or --coordinator/--num-processes/--process-id."""
+    job = parser.add_argument_group("several processes (JAX)")
+    job.add_argument("--processes", type=int, metavar="N", help="start N processes of one job on this machine")
+    job.add_argument("--coordinator", metavar="HOST:PORT", help="process 0's address and a free port")
+    job.add_argument("--num-processes", type=int, metavar="N", help="the number of processes of the job")
+    job.add_argument("--process-id", type=int, metavar="I", help="this process's number, 0 to N-1")
 
 
 def add_plugin(parser: argparse.ArgumentParser) -> None:

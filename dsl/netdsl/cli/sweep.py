@@ -15,8 +15,8 @@ import sys
 from netdsl.cli.common import add_command, add_define, add_include, add_model, add_plugin, load_plugins
 from netdsl.cli.train import add_targets, parse_targets
 from netdsl.semantics.defines import parse_defines
+from netdsl.training.data.request import DataRequest, parse_split
 from netdsl.training.errors import UsageError
-from netdsl.training.settings import DataRequest, parse_split
 from netdsl.tuning.records import show_table
 from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
 from netdsl.tuning.show import read_sweep as show_sweep

@@ -13,7 +13,7 @@ a failed run, 2 a usage error, 130 a run stopped by Ctrl-C or SIGTERM
 Progress goes to stderr; the summary (status, train loss, val_loss,
 test_loss, the run folder) to stdout.
 
-Several devices and processes (issue 11, cli/scaling.py): `--devices N`
+Several devices and processes (issue 11, training/scale/processes.py): `--devices N`
 trains on N devices of this process; `--processes N` starts N local
 processes of one job; `--coordinator/--num-processes/--process-id` (or
 SLURM / Open MPI variables) make this process one of a job. Only process 0
@@ -28,21 +28,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from netdsl.cli import scaling
 from netdsl.cli.common import (
     EXIT_STOPPED,
     add_alias,
     add_command,
     add_define,
+    add_device_flags,
     add_include,
+    add_job_flags,
     add_model,
     add_plugin,
     add_spec,
     load_plugins,
 )
 from netdsl.semantics.defines import parse_defines
+from netdsl.training.data.request import DataRequest, parse_split
 from netdsl.training.errors import DataError, UsageError
-from netdsl.training.settings import PROGRESS, DataRequest, TrainRequest, parse_split, resolve
+from netdsl.training.run.settings import PROGRESS, TrainRequest, resolve
+from netdsl.training.scale import processes
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -82,8 +85,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--init-from", default=None, metavar="FILE",
                        help="the whole model's initial weights from FILE (.keras or .weights.h5), matched by "
                             "layer name as a train section's init = \"FILE\" (read as arrays only)")
-    scaling.add_device_flags(train)
-    scaling.add_job_flags(train)
+    add_device_flags(train)
+    add_job_flags(train)
     add_plugin(train)
     add_include(train)
     add_define(train)
@@ -102,11 +105,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--split cuts --data; with --train, give --val and --test")
     if not (args.data or args.train or args.resume):
         raise UsageError("no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]")
-    if scaling.is_launcher(args):
+    if args.processes is not None:  # --processes N: this process launches the job's N processes
         if not args.plugin:  # (plugins load Keras: each process checks the spec after loading them)
             _checked(args, 0)  # spec errors and bad flags once, before any process starts
-        return scaling.launch_job(args, args.argv)
-    topology = scaling.topology_of(args)
+        joins = bool(args.coordinator) or args.num_processes is not None or args.process_id is not None
+        return processes.launch_job(args.argv, args.processes, args.backend, joins)
+    topology = processes.topology_of(args.backend, args.devices, args.coordinator, args.num_processes,
+                                     args.process_id)
     # Spec errors and bad flags before TensorFlow loads; with --plugin, after the backend (a plugin imports Keras).
     try:
         config = None if args.plugin else _checked(args, topology.process_id)
@@ -117,15 +122,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"process {topology.process_id}: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
     if topology.multi_process:
-        from netdsl.cli.job import run_in_job
+        from netdsl.training.scale.job import run_in_job
 
         check = lambda: _checked(args, topology.process_id)  # noqa: E731
-        return run_in_job(config, topology, args, check, _announce, _print_summary)
-    from netdsl.training.distribute import set_up
+        own_files = processes.own_roles(args.data, {"train": args.train, "val": args.val, "test": args.test})
+        summarize = lambda result: _print_summary(result, args.spec)  # noqa: E731
+        return run_in_job(config, topology, own_files, check, _announce, summarize)
+    from netdsl.training.scale.distribute import set_up
 
     distribution = set_up(topology)
     config = config or _checked(args, topology.process_id)
-    from netdsl.training.engine import run_training
+    from netdsl.training.run.engine import run_training
 
     config.on_start = _announce
     result = run_training(config, distribution)
@@ -134,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _request(args: argparse.Namespace, process_id: int) -> TrainRequest:
-    own = lambda path: scaling.own_file(path, process_id)  # noqa: E731 - `{process}` in a data path
+    own = lambda path: processes.own_file(path, process_id)  # noqa: E731 - `{process}` in a data path
     data = DataRequest(data=own(args.data), train=own(args.train), val=own(args.val), test=own(args.test),
                        split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets))
     progress = args.progress if process_id == 0 else "none"

@@ -24,8 +24,8 @@ from typing import Any
 
 from netdsl.errors import SpecError
 from netdsl.training.errors import DataError, TrainingError, UsageError
-from netdsl.training.runs import RunFolder
-from netdsl.training.settings import MAX_SEED, TrainRequest
+from netdsl.training.run.runs import RunFolder
+from netdsl.training.run.settings import MAX_SEED, TrainRequest
 from netdsl.tuning import study as studies
 from netdsl.tuning.records import SweepResult, records, write_records
 from netdsl.tuning.settings import SweepConfig, SweepRequest, resolve_sweep
@@ -144,9 +144,9 @@ def _remove_empty(path: Path) -> None:
 
 def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resume: Path | None) -> bool:
     """Train one trial and tell the study; False when Ctrl-C / SIGTERM stopped it (left RUNNING)."""
-    from netdsl.training.engine import run_training
-    from netdsl.training.epoch_hook import epoch_hook
-    from netdsl.training.settings import resolve
+    from netdsl.training.run.engine import run_training
+    from netdsl.training.run.epoch_hook import epoch_hook
+    from netdsl.training.run.settings import resolve
 
     request, space = config.request, config.space
     metric, states = config.metric, _states()

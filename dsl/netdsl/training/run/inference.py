@@ -18,12 +18,14 @@ import numpy as np
 
 from netdsl.atomic import write_bytes
 from netdsl.files import Refused, open_regular
-from netdsl.training.data import open_source, split_rows
+from netdsl.training.data.plan import split_rows
+from netdsl.training.data.request import DEFAULT_SPLIT
+from netdsl.training.data.signature import Signature
+from netdsl.training.data.source import open_source
 from netdsl.training.errors import RunError, TrainingError, UsageError
-from netdsl.training.report import loss_first
-from netdsl.training.runs import CONFIG, RunFolder
-from netdsl.training.settings import DEFAULT_SPLIT, saved_data
-from netdsl.training.signature import Signature
+from netdsl.training.run.report import loss_first
+from netdsl.training.run.runs import CONFIG, RunFolder
+from netdsl.training.run.settings import saved_data
 
 DEFAULT_BATCH = 32
 

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from netdsl.files import Refused, open_regular
+from netdsl.training.data.npz_members import check_member
 from netdsl.training.errors import DataError, RunError
-from netdsl.training.npz_members import check_member
 
 # The state Keras callbacks keep between epochs (EarlyStopping, ReduceLROnPlateau).
 CALLBACK_FIELDS = ("wait", "stopped_epoch", "best", "best_epoch", "cooldown_counter")

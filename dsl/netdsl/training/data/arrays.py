@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from netdsl.training.data_check import (
+from netdsl.training.data.data_check import (
     NUMERIC_KINDS,
     as_mapping,
     check_input_header,
@@ -26,10 +26,10 @@ from netdsl.training.data_check import (
     find_key,
     key_for,
 )
+from netdsl.training.data.npz_members import check_member
+from netdsl.training.data.pipeline import EpochOrder, finish, index_batches, model_structure
+from netdsl.training.data.signature import Signature, TensorSpec
 from netdsl.training.errors import DataError
-from netdsl.training.npz_members import check_member
-from netdsl.training.pipeline import EpochOrder, finish, index_batches, model_structure
-from netdsl.training.signature import Signature, TensorSpec
 
 __all__ = ["NUMERIC_KINDS", "ArraySource", "check_input", "check_target", "describe_dtype", "from_mapping",
            "from_memory", "from_npz"]

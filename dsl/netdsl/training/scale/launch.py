@@ -31,13 +31,13 @@ import sys
 import time
 from collections.abc import Sequence
 
-from netdsl.training.faults import SECRET_ENV  # (faults imports nothing heavy until a job joins)
+from netdsl.training.run.signals import EXIT_STOPPED
+from netdsl.training.scale.faults import SECRET_ENV  # (faults imports nothing heavy until a job joins)
 
 __all__ = ["launch", "free_port", "GRACE_S"]
 
 GRACE_S = 10.0
 POLL_S = 0.1
-EXIT_STOPPED = 130
 
 
 def free_port() -> int:

@@ -1,6 +1,6 @@
 """The data checked against the model before TensorFlow loads and before a run folder is made.
 
-    check_data(config.data, signature_of_graph(graph))   # DataError, in pure Python and NumPy
+    check_mapping(path, signature, npz_headers(path), need_targets)   # DataError, in pure Python and NumPy
 
 A typo in an `.npz` key or a CSV column used to cost the TensorFlow import
 (seconds) and leave a failed run folder behind. What can be known from the
@@ -10,29 +10,25 @@ and each array's shape and dtype (read from the `.npy` headers, no array is
 loaded), a CSV file's header and its first row, an image folder's fit to
 the model's input. The model's signature comes from the checked graph
 (`signature_of_graph`): input names, shapes and dtypes, output names.
-Nothing here imports TensorFlow.
+Nothing here imports TensorFlow. `source.check_data` runs these checks on
+every source of a request, by format.
 """
 
 from __future__ import annotations
 
 import csv
-import math
 import os
 import zipfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from netdsl.files import Refused, open_regular
+from netdsl.training.data.npz_members import check_member
+from netdsl.training.data.signature import Signature, TensorSpec, shape_text
 from netdsl.training.errors import DataError
-from netdsl.training.npz_members import check_member
-from netdsl.training.signature import Signature, TensorSpec, shape_text
-from netdsl.training.split import DEFAULT_SPLIT
 
 NUMERIC_KINDS = "biuf"
-NPZ_SUFFIX, CSV_SUFFIX = ".npz", ".csv"
-TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec")
 
 
 def signature_of_graph(graph: Any) -> Signature:
@@ -66,66 +62,6 @@ def require_data_file(path: str) -> None:
             pass
     except Refused as exc:
         raise DataError(str(exc), file=path) from None
-
-
-def check_data(request: Any, signature: Signature, validation_split: float | None = None) -> None:
-    """Every source of a `settings.DataRequest` checked against the signature, and the parts it is
-    cut into (where the number of samples is known from the headers) not empty; DataError on the
-    first problem. Sources that only TensorFlow can read (TFRecord files) are left to the reader."""
-    samples = {}
-    for key in ("data", "train", "val", "test"):
-        source = getattr(request, key)
-        if source is not None:
-            samples[key] = check_source(source, signature, dict(request.targets or {}))
-    if request.data is not None:
-        _check_split(request.data, samples["data"], tuple(request.split or DEFAULT_SPLIT))
-    for key, what in (("train", "training"), ("val", "validation"), ("test", "test")):
-        n = samples.get(key)
-        if n == 0:
-            raise DataError(f"the {what} data is empty (no samples)", file=_origin(getattr(request, key)))
-        if key == "train" and n and request.val is None and validation_split:
-            at = int(math.floor(n * (1.0 - validation_split)))  # Keras' own split point, as data.plan_data
-            for part, size in (("training", at), ("validation", n - at)):
-                if size == 0:
-                    raise DataError(f"the {part} split is empty: validation_split = {validation_split:g} of "
-                                    f"{n} samples gives it no sample", file=_origin(request.train))
-
-
-def _check_split(source: Any, n: int | None, fractions: tuple[float, ...]) -> None:
-    """`--split a,b,c` of `n` samples gives each asked-for part a sample (sizes as data.split_rows cuts)."""
-    if n is None:
-        return
-    counts = [round(f * n) for f in fractions[1:]]
-    sizes = [n - sum(counts), *counts]
-    for fraction, size, what in zip(fractions, sizes, ("training", "validation", "test")):
-        if fraction > 0 and size == 0:
-            text = ",".join(f"{f:g}" for f in fractions)
-            raise DataError(f"the {what} split is empty: --split {text} of {n} samples gives it no sample",
-                            file=_origin(source))
-
-
-def _origin(source: Any) -> str:
-    return str(source) if isinstance(source, (str, os.PathLike)) else "<arrays>"
-
-
-def check_source(src: Any, signature: Signature, targets: dict[str, str], need_targets: bool = True) -> int | None:
-    """Check one source; the number of its samples when the headers tell it, else None."""
-    if not isinstance(src, (str, os.PathLike)):
-        return _check_mapping("<arrays>", signature, _memory_headers(src), need_targets)
-    path = str(src)
-    if os.path.isdir(path):
-        check_image_folder(path, signature, need_targets)
-        return None
-    require_data_file(path)
-    suffix = Path(path).suffix.lower()
-    if suffix == NPZ_SUFFIX:
-        return _check_mapping(path, signature, npz_headers(path), need_targets)
-    if suffix == CSV_SUFFIX:
-        _check_csv_head(path, signature, targets, need_targets)
-    elif suffix not in TFRECORD_SUFFIXES:
-        raise DataError(f"unknown data format '{suffix or Path(path).name}'",
-                        file=path, hint="netdsl reads .npz, .csv and .tfrecord files and folders of images")
-    return None
 
 
 # ------------------------------------------------------------------ arrays by name
@@ -175,11 +111,7 @@ def check_zip(path: str) -> None:
         raise DataError("not an .npz archive (np.savez writes one: a zip of named arrays)", file=path)
 
 
-def _memory_headers(data: Any) -> dict[str, tuple[tuple, np.dtype]]:
-    return {key: (a.shape, a.dtype) for key, a in as_mapping(data).items()}
-
-
-def _check_mapping(origin: str, signature: Signature, headers: dict[str, tuple[tuple, np.dtype]],
+def check_mapping(origin: str, signature: Signature, headers: dict[str, tuple[tuple, np.dtype]],
                    need_targets: bool) -> int | None:
     """The arrays that feed the model checked; their number of samples."""
     keys = sorted(headers)
@@ -271,7 +203,7 @@ def _reason(exc: BaseException) -> str:
 # ------------------------------------------------------------------ CSV
 
 
-def _check_csv_head(path: str, signature: Signature, targets: dict[str, str], need_targets: bool) -> None:
+def check_csv_head(path: str, signature: Signature, targets: dict[str, str], need_targets: bool) -> None:
     """A CSV file's header and first row: one input, the target columns there, the numeric columns
     as many as the input takes. (The reader checks every row.)"""
     if len(signature.inputs) != 1:

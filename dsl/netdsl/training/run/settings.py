@@ -1,7 +1,7 @@
 """From what a user asked (flags or library arguments) to the settings a run trains with.
 
     config = resolve(TrainRequest(spec="mlp.net", data=DataRequest(data="digits.npz"), epochs=3))
-    run = run_training(config)                       # netdsl.training.engine
+    run = run_training(config)                       # netdsl.training.run.engine
 
 Flags override the spec's `train { }` section; without `--epochs` /
 `--batch-size` the spec's values hold (then Keras' defaults, 1 and 32).
@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,65 +31,13 @@ from netdsl.errors import Diagnostic, SpecError
 from netdsl.semantics.analysis import analyze
 from netdsl.semantics.defines import apply_defines
 from netdsl.syntax.loader import Program, as_program, pick_model
+from netdsl.training.data.request import DataRequest, check_split
 from netdsl.training.errors import DataError, RunError, TrainingError, UsageError
-from netdsl.training.runs import CONFIG, RunFolder
-from netdsl.training.split import DEFAULT_SPLIT
+from netdsl.training.run.runs import CONFIG, RunFolder
 
 PROGRESS = ("auto", "bar", "line", "none")
 KERAS_DEFAULTS = {"epochs": 1, "batch_size": 32, "shuffle": True}
 MAX_SEED = 2**32 - 1
-
-
-@dataclass
-class DataRequest:
-    """Where the data comes from, as the user said it (flags or library arguments)."""
-
-    data: Any = None
-    split: tuple[float, ...] | None = None  # None: DEFAULT_SPLIT
-    train: Any = None
-    val: Any = None
-    test: Any = None
-    targets: dict[str, str] = field(default_factory=dict)
-
-    def describe(self) -> dict[str, Any]:
-        """For config.json: paths as given and absolute; arrays by name and shape."""
-        out: dict[str, Any] = {}
-        for key in ("data", "train", "val", "test"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = describe_source(value)
-        if self.data is not None:
-            out["split"] = list(self.split or DEFAULT_SPLIT)
-        if self.targets:
-            out["targets"] = dict(self.targets)
-        return out
-
-
-
-def check_split(fractions: Any) -> tuple[float, ...]:
-    values = tuple(float(f) for f in fractions)
-    if not 1 <= len(values) <= 3 or any(not math.isfinite(f) or f < 0 for f in values) \
-            or abs(sum(values) - 1.0) > 1e-6 or values[0] <= 0:
-        text = ",".join(f"{f:g}" for f in values)
-        raise UsageError(f"--split takes up to 3 fractions (train, validation, test) that add up to 1, "
-                         f"like 0.8,0.1,0.1; received {text}")
-    return values
-
-
-def parse_split(text: str) -> tuple[float, ...]:
-    try:
-        return check_split(float(part) for part in text.split(","))
-    except ValueError:
-        raise UsageError(f"--split takes fractions like 0.8,0.1,0.1; received {text!r}") from None
-
-
-def describe_source(src: Any) -> Any:
-    if isinstance(src, (str, os.PathLike)):
-        return {"path": str(src), "absolute": os.path.abspath(src)}
-    mapping = src if isinstance(src, dict) else {"x": src[0], "y": src[1]} if isinstance(src, (tuple, list)) \
-        else {"x": src}
-    return {"arrays": {k: list(getattr(v, "shape", ())) for k, v in mapping.items()}}
-
 
 
 @dataclass
@@ -171,7 +118,8 @@ def resolve(request: TrainRequest) -> TrainConfig:
         resumable = f" (and no unfinished run of '{name}' in {config.out} to resume)" if request.resume else ""
         raise UsageError(f"no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]{resumable}")
     _check_paths(config.data)
-    from netdsl.training.data_check import check_data, signature_of_graph  # NumPy only: still no TensorFlow
+    from netdsl.training.data.data_check import signature_of_graph  # NumPy only: still no TensorFlow
+    from netdsl.training.data.source import check_data
 
     if config.data.split is not None:
         config.data.split = check_split(config.data.split)
@@ -330,7 +278,7 @@ def _split_ok(split: Any) -> bool:
 def _epochs_done(folder: RunFolder) -> int:
     if not folder.checkpoint.is_file():
         return 0
-    from netdsl.training.checkpoint import read_meta  # NumPy only: still no TensorFlow
+    from netdsl.training.run.checkpoint import read_meta  # NumPy only: still no TensorFlow
 
     return int(read_meta(folder.checkpoint).get("epoch", 0))
 

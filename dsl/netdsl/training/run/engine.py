@@ -36,17 +36,17 @@ from pathlib import Path
 from typing import Any
 
 from netdsl.errors import SpecError
-from netdsl.training import checkpoint
-from netdsl.training.data import DataPlan, plan_data
+from netdsl.training.data.pipeline import EpochOrder
+from netdsl.training.data.plan import DataPlan, plan_data
+from netdsl.training.data.signature import Signature
 from netdsl.training.errors import DataError, TrainingError, tensorflow_message
-from netdsl.training.keeper import RunKeeper
-from netdsl.training.pipeline import EpochOrder
-from netdsl.training.progress import progress_callback
-from netdsl.training.report import RunWriter, loss_first
-from netdsl.training.runs import RunFolder
-from netdsl.training.settings import TrainConfig, json_defines
-from netdsl.training.signals import Stopped, StopSignals
-from netdsl.training.signature import Signature
+from netdsl.training.run import checkpoint
+from netdsl.training.run.keeper import RunKeeper
+from netdsl.training.run.progress import progress_callback
+from netdsl.training.run.report import RunWriter, loss_first
+from netdsl.training.run.runs import RunFolder
+from netdsl.training.run.settings import TrainConfig, json_defines
+from netdsl.training.run.signals import Stopped, StopSignals
 
 
 @dataclass

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from netdsl.atomic import write_bytes
-from netdsl.training.runs import CHECKPOINT, CONFIG, HISTORY, REPORT, RunFolder
+from netdsl.training.run.runs import CHECKPOINT, CONFIG, HISTORY, REPORT, RunFolder
 
 
 class RunWriter:
@@ -56,7 +56,7 @@ class RunWriter:
     def curves(self, rows: list[dict], title: str) -> None:
         if self.folder is None or not rows:
             return
-        from netdsl.training.curves import write_curves
+        from netdsl.training.run.curves import write_curves
 
         columns = history_columns(rows)[1:]
         history = {key: [row.get(key, math.nan) for row in rows] for key in columns}

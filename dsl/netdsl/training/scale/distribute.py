@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl.backend.runtime import init_backend, muted_stderr, require_tensorflow_data
-from netdsl.training import faults
 from netdsl.training.errors import DataError, UsageError
-from netdsl.training.topology import Topology
+from netdsl.training.scale import faults
+from netdsl.training.scale.topology import Topology
 
 __all__ = ["Distribution", "set_up"]
 

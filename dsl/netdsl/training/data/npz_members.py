@@ -15,8 +15,8 @@ import zlib
 import numpy as np
 
 from netdsl.limits import MAX_NPZ_MEMBER_BYTES, MAX_NPZ_PLAIN_EXPANSION, MAX_NPZ_RATIO
+from netdsl.training.data.signature import shape_text
 from netdsl.training.errors import DataError
-from netdsl.training.signature import shape_text
 
 
 def check_member(archive: zipfile.ZipFile, key: str, path: str) -> None:

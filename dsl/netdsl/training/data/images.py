@@ -24,10 +24,10 @@ import tensorflow as tf
 
 from netdsl.files import Refused, open_regular
 from netdsl.limits import MAX_IMAGE_PIXELS
-from netdsl.training.data_check import check_image_folder
+from netdsl.training.data.data_check import check_image_folder
+from netdsl.training.data.pipeline import EpochOrder, finish, index_batches, model_structure
+from netdsl.training.data.signature import Signature
 from netdsl.training.errors import DataError
-from netdsl.training.pipeline import EpochOrder, finish, index_batches, model_structure
-from netdsl.training.signature import Signature
 
 SUFFIXES = (".png", ".jpg", ".jpeg")
 _MAGIC = {".png": (b"\x89PNG\r\n\x1a\n",), ".jpg": (b"\xff\xd8\xff",), ".jpeg": (b"\xff\xd8\xff",)}

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 import keras
 
-from netdsl.training.report import loss_first
+from netdsl.training.run.report import loss_first
 
 
 def resolve_mode(mode: str, stream: TextIO | None = None) -> str:

@@ -11,10 +11,10 @@ from typing import Any
 
 import keras
 
-from netdsl.training import checkpoint
-from netdsl.training.pipeline import EpochOrder
-from netdsl.training.report import RunWriter
-from netdsl.training.signals import StopSignals
+from netdsl.training.data.pipeline import EpochOrder
+from netdsl.training.run import checkpoint
+from netdsl.training.run.report import RunWriter
+from netdsl.training.run.signals import StopSignals
 
 
 class RunKeeper(keras.callbacks.Callback):

@@ -3,10 +3,10 @@
     plan = plan_data(DataRequest(data="digits.npz", split=(0.8, 0.1, 0.1)), signature, seed=7)
     plan.train.dataset(batch_size=32, order=EpochOrder(7))   # a tf.data pipeline, prefetched
 
-A source is chosen by what the path is: `.npz`, `.csv`, `.tfrecord` (also
-`.tfrecords`, `.tfrec`), or a folder of class sub-folders of images; the
-library also takes arrays. Each source is opened once; a part is the
-source plus the indices of its rows, so splitting never copies the data.
+A source is chosen by what the path is (`source.FORMATS`: `.npz`, `.csv`,
+`.tfrecord`, or a folder of class sub-folders of images); the library also
+takes arrays. Each source is opened once; a part is the source plus the
+indices of its rows, so splitting never copies the data.
 
 Splits: `--split a,b[,c]` of one source uses a permutation drawn from the
 seed (the same seed, the same split); separate `--train/--val/--test`
@@ -17,19 +17,16 @@ takes the last fraction of the training data, as Keras' `fit` does.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from netdsl.training import arrays, csv_table, images, tfrecords
-from netdsl.training.data_check import require_data_file
+from netdsl.training.data.pipeline import EpochOrder
+from netdsl.training.data.request import DEFAULT_SPLIT, DataRequest, check_split
+from netdsl.training.data.signature import Signature
+from netdsl.training.data.source import DataSource, open_source
 from netdsl.training.errors import DataError, UsageError
-from netdsl.training.pipeline import EpochOrder
-from netdsl.training.settings import DEFAULT_SPLIT, DataRequest, check_split
-from netdsl.training.signature import Signature
 
 ROLES = {"train": "training", "val": "validation", "test": "test"}
 
@@ -39,7 +36,7 @@ class Part:
     """Some rows of a source."""
 
     role: str
-    source: Any
+    source: DataSource
     rows: np.ndarray
 
     @property
@@ -85,27 +82,6 @@ def plan_data(request: DataRequest, signature: Signature, seed: int, validation_
         if part is not None and part.n == 0:
             raise DataError(_empty_message(part, request, validation_split), file=part.source.origin)
     return plan
-
-
-def open_source(src: Any, signature: Signature, targets: dict[str, str] | None = None,
-                need_targets: bool = True) -> Any:
-    """The source `src` names (a path) or holds (arrays), checked against the model."""
-    targets = dict(targets or {})
-    if not isinstance(src, (str, os.PathLike)):
-        return arrays.from_memory(src, signature, need_targets)
-    path = str(src)
-    if os.path.isdir(path):
-        return images.ImageFolderSource(path, signature, need_targets)
-    require_data_file(path)
-    suffix = Path(path).suffix.lower()
-    if suffix == ".npz":
-        return arrays.from_npz(path, signature, need_targets)
-    if suffix == ".csv":
-        return csv_table.from_csv(path, signature, targets, need_targets)
-    if suffix in tfrecords.SUFFIXES:
-        return tfrecords.TFRecordSource(path, signature, need_targets)
-    raise DataError(f"unknown data format '{suffix or Path(path).name}'",
-                    file=path, hint="netdsl reads .npz, .csv and .tfrecord files and folders of images")
 
 
 def split_rows(n: int, fractions: tuple[float, ...], seed: int) -> list[np.ndarray | None]:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from netdsl.training.signature import Signature
+from netdsl.training.data.signature import Signature
 
 AUTOTUNE = tf.data.AUTOTUNE
 

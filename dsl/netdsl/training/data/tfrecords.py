@@ -20,11 +20,10 @@ import numpy as np
 import tensorflow as tf
 
 from netdsl.files import Refused, open_regular
+from netdsl.training.data.pipeline import EpochOrder, finish, model_structure
+from netdsl.training.data.signature import Signature, TensorSpec
 from netdsl.training.errors import DataError, tensorflow_message
-from netdsl.training.pipeline import EpochOrder, finish, model_structure
-from netdsl.training.signature import Signature, TensorSpec
 
-SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec")
 SHUFFLE_BUFFER = 10_000
 
 

@@ -19,10 +19,10 @@ import numpy as np
 
 from netdsl.files import Refused, read_regular
 from netdsl.limits import MAX_CSV_BYTES, MAX_CSV_FIELD
-from netdsl.training.arrays import ArraySource, check_input, check_target
-from netdsl.training.data_check import is_number, target_columns
+from netdsl.training.data.arrays import ArraySource, check_input, check_target
+from netdsl.training.data.data_check import is_number, target_columns
+from netdsl.training.data.signature import Signature
 from netdsl.training.errors import DataError
-from netdsl.training.signature import Signature
 
 
 def from_csv(path: str, signature: Signature, targets: dict[str, str], need_targets: bool) -> ArraySource:

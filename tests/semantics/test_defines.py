@@ -14,7 +14,8 @@ from netdsl.cli import main
 from netdsl.errors import SpecError
 from netdsl.pipeline import model_graphs
 from netdsl.preview.snapshot import make_snapshot
-from netdsl.semantics.defines import SpecName, apply_defines, parse_defines
+from netdsl.semantics.defines import apply_defines, parse_defines
+from netdsl.semantics.values import SpecName, describe_value
 from netdsl.training.errors import RunError
 
 SPEC = """\
@@ -69,6 +70,14 @@ def test_cli_values_are_spec_literals(spec):
     assert (lets["act"].kind, lets["act"].id) == ("name", "gelu")
     assert (lets["tag"].kind, lets["tag"].value) == ("string", "other")
     assert lets["lr"].value == 1.0 and isinstance(lets["lr"].value, float)  # an integer where a number is
+
+
+@pytest.mark.parametrize("value", [32, -3e-4, 1e-12, 'a "b" \\ c', SpecName("gelu"), [1, [2.5, "x"]], (2,), (2, 3),
+                                   True, False, None])
+def test_a_value_written_as_spec_text_reads_back_the_same(value):
+    # how `netdsl sweep --workers K` hands each worker a trial's values: `-D NAME=TEXT`
+    (back,) = parse_defines([f"v={describe_value(value, limit=None)}"]).values()
+    assert back == value and type(back) is type(value)
 
 
 def check(capsys, *argv: str) -> tuple[int, str]:

@@ -69,7 +69,7 @@ def test_optuna_distributions_and_the_trial_defines():
     pytest.importorskip("optuna", reason="netdsl[sweep] (Optuna) is not installed")
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-    from netdsl.semantics.defines import SpecName
+    from netdsl.semantics.values import SpecName
     from netdsl.tuning import study
 
     dists = study.distributions(space())

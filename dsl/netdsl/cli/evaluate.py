@@ -15,8 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from netdsl.cli.common import add_backend, add_command, add_json, add_plugin, load_plugins
-from netdsl.cli.train import add_targets, parse_targets
+from netdsl.cli.common import add_backend, add_command, add_json, add_plugin, add_targets, load_plugins, parse_targets
 from netdsl.errors import printable
 from netdsl.training.errors import UsageError
 from netdsl.training.scale import processes

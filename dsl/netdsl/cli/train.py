@@ -32,6 +32,7 @@ from netdsl.cli.common import (
     EXIT_STOPPED,
     add_alias,
     add_command,
+    add_data_flags,
     add_define,
     add_device_flags,
     add_include,
@@ -39,10 +40,11 @@ from netdsl.cli.common import (
     add_model,
     add_plugin,
     add_spec,
+    check_data_flags,
+    data_request,
     load_plugins,
 )
 from netdsl.semantics.defines import parse_defines
-from netdsl.training.data.request import DataRequest, parse_split
 from netdsl.training.errors import DataError, UsageError
 from netdsl.training.run.settings import PROGRESS, TrainRequest, resolve
 from netdsl.training.scale import processes
@@ -58,15 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                   "netdsl train specs/lightning_mlp.net --data digits.npz --resume auto"])
     add_spec(train)
     add_model(train, "the spec's only model")
-    source = train.add_mutually_exclusive_group()
-    source.add_argument("--data", metavar="SRC", help="one source (.npz, .csv, .tfrecord, image folder), "
-                                                     "split by --split")
-    source.add_argument("--train", metavar="SRC", help="the training source (with --val, --test)")
-    train.add_argument("--split", metavar="A,B[,C]",
-                       help="train,validation[,test] fractions of --data (default: 0.8,0.1,0.1)")
-    train.add_argument("--val", metavar="SRC", help="the validation source (with --train)")
-    train.add_argument("--test", metavar="SRC", help="the test source, scored once at the end (with --train)")
-    add_targets(train)
+    add_data_flags(train)
     train.add_argument("--epochs", type=int, metavar="N", help="epochs to train (default: the spec's, else 1)")
     train.add_argument("--batch-size", type=int, metavar="N",
                        help="samples per step (default: the spec's, else 32)")
@@ -93,16 +87,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     train.set_defaults(run=run)
 
 
-def add_targets(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--targets", action="append", default=[], metavar="OUT=COLUMN",
-                        help="the CSV column holding an output's targets (repeatable)")
-
-
 def run(args: argparse.Namespace) -> int:
-    if (args.val or args.test) and not args.train:
-        raise UsageError("--val and --test go with --train (with --data, --split cuts the data)")
-    if args.split and not args.data:
-        raise UsageError("--split cuts --data; with --train, give --val and --test")
+    check_data_flags(args)
     if not (args.data or args.train or args.resume):
         raise UsageError("no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]")
     if args.processes is not None:  # --processes N: this process launches the job's N processes
@@ -142,8 +128,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _request(args: argparse.Namespace, process_id: int) -> TrainRequest:
     own = lambda path: processes.own_file(path, process_id)  # noqa: E731 - `{process}` in a data path
-    data = DataRequest(data=own(args.data), train=own(args.train), val=own(args.val), test=own(args.test),
-                       split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets))
+    data = data_request(args, own)
     progress = args.progress if process_id == 0 else "none"
     return TrainRequest(spec=args.spec, model=args.model, data=data, epochs=args.epochs,
                         batch_size=args.batch_size, seed=args.seed, out=args.out, resume=args.resume,
@@ -156,18 +141,6 @@ def _checked(args: argparse.Namespace, process_id: int) -> Any:
     the spec and the flags: the spec may name the plugins' layers."""
     load_plugins(args.plugin, args.spec)
     return resolve(_request(args, process_id))
-
-
-def parse_targets(items: list[str]) -> dict[str, str]:
-    """`--targets probs=label` (repeatable, or comma-separated) as {output: column}."""
-    targets = {}
-    for item in items:
-        for pair in item.split(","):
-            output, sep, column = pair.partition("=")
-            if not sep or not output.strip() or not column.strip():
-                raise UsageError(f"--targets takes OUTPUT=COLUMN pairs, like probs=label; received {pair!r}")
-            targets[output.strip()] = column.strip()
-    return targets
 
 
 def _announce(folder: Path, first_epoch: int) -> None:

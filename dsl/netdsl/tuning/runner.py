@@ -26,6 +26,7 @@ from netdsl.errors import SpecError
 from netdsl.training.errors import DataError, TrainingError, UsageError
 from netdsl.training.run.runs import RunFolder
 from netdsl.training.run.settings import MAX_SEED, TrainRequest
+from netdsl.training.run.signals import EXIT_STOPPED
 from netdsl.tuning import study as studies
 from netdsl.tuning.records import SweepResult, records, write_records
 from netdsl.tuning.settings import SweepConfig, SweepRequest, resolve_sweep
@@ -44,7 +45,7 @@ def run_sweep(config: SweepConfig) -> SweepResult:
         return _result(config, study)
     if request.workers > 1:
         code = run_workers(config)
-        if code == 130:
+        if code == EXIT_STOPPED:
             config.folder.set_status("stopped")
             raise KeyboardInterrupt
     _repair(config, study)  # trials of this folder whose worker died: from their checkpoint

@@ -46,7 +46,7 @@ $(EDITOR_MODULES): editors/vscode/package.json editors/vscode/package-lock.json
 editors: $(EDITOR_MODULES)
 
 # Debian's Chromium and ChromeDriver: the browser tests of `netdsl preview` drive them
-# (tests/test_preview_browser.py; skipped, with the reason, where they are missing).
+# (tests/preview/test_browser.py; skipped, with the reason, where they are missing).
 chromium:
 	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
@@ -55,7 +55,7 @@ chromium:
 	  else echo "netdsl: chromium/chromedriver not found; the preview's browser tests will be skipped" \
 	    "(apt-get install chromium chromium-driver)"; fi; }
 
-# Debian's PostgreSQL server: the multi-worker sweep test (tests/test_sweep_processes.py) starts
+# Debian's PostgreSQL server: the multi-worker sweep test (tests/tuning/test_sweep_processes.py) starts
 # a throw-away cluster with its initdb and pg_ctl (skipped, with the reason, where they are missing).
 postgresql:
 	@{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || { \
@@ -77,8 +77,8 @@ demo: $(STAMP) graphviz
 
 # The tests that stop a process with Ctrl-C run again as a script's background job runs them
 # (SIGINT ignored, no terminal, from another folder): the suite must pass however it is started.
-SIGNAL_TESTS = tests/test_preview.py::test_cli_prints_the_url_and_serves_until_stopped \
-               tests/test_train.py::test_ctrl_c_stops_cleanly_and_the_run_resumes
+SIGNAL_TESTS = tests/preview/test_server.py::test_cli_prints_the_url_and_serves_until_stopped \
+               tests/training/test_engine.py::test_ctrl_c_stops_cleanly_and_the_run_resumes
 
 # Test files are spread over TEST_WORKERS processes (pytest-xdist), each file whole in one of
 # them (module fixtures are built once); `make test TEST_WORKERS=0` runs them in this process.

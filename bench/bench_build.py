@@ -6,7 +6,7 @@ machine; the median is printed too — of
 
   spec   `netdsl.build(path)`: read, parse, check, expand, build every Keras layer
   hand   the same architecture written as hand-written functional Keras
-         (tests/keras_reference.py: `resnet50_handwritten`, `mobilenet_v2_handwritten`)
+         (tests/support/keras_reference.py: `resnet50_handwritten`, `mobilenet_v2_handwritten`)
   json   `keras.models.model_from_json` of the spec-built model's JSON
 
 as ratios spec/hand (target: at most 1.05) and json/hand, and the front end's
@@ -38,7 +38,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "dsl"))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 CASES = [
     ("resnet50", ROOT / "specs" / "resnet50.net", "resnet50_handwritten"),
@@ -129,8 +129,8 @@ def main() -> int:
     args = parser.parse_args()
 
     import keras
-
     import keras_reference as ref
+
     import netdsl
 
     netdsl.build(CASES[0][1])  # warm: first Keras use, custom objects, grammar tables

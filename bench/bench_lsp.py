@@ -20,11 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "dsl"))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from lsprotocol import types  # noqa: E402
-
-import netdsl  # noqa: E402
 from lsp_harness import (  # noqa: E402
     SERVER,
     assert_same_as_check,
@@ -36,6 +33,9 @@ from lsp_harness import (  # noqa: E402
     pos,
     replace_all,
 )
+from lsprotocol import types  # noqa: E402
+
+import netdsl  # noqa: E402
 
 BURSTS, KEYS, KEY_GAP = 5, 10, 0.05
 TYPED = " -> relu6x"  # ten keys; the final text has one error: unknown step 'relu6x'

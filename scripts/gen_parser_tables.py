@@ -7,7 +7,7 @@ Run by a developer after editing the grammar:
 
 The parser reads the committed file (package data, plain JSON: nothing is
 cached or unpickled at run time); see dsl/netdsl/syntax/tables.py. The output
-does not depend on hashing or on the machine, so tests/test_parser_tables.py
+does not depend on hashing or on the machine, so tests/syntax/test_parser_tables.py
 regenerates it in memory and compares it with the committed bytes.
 """
 

@@ -7,7 +7,7 @@ Writes `editors/textmate/netdsl.tmLanguage.json` (for any TextMate-grammar
 editor) and the identical `editors/vscode/syntaxes/netdsl.tmLanguage.json`
 (the VS Code extension must carry its own copy: an installed extension folder
 cannot reach outside itself). Run it after changing grammar/netdsl.lark or the
-registry; tests/test_editors.py fails until you do.
+registry; tests/highlight/test_textmate.py fails until you do.
 """
 
 from __future__ import annotations

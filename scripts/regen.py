@@ -15,18 +15,19 @@ from the repository root with this interpreter and `dsl/` first on the path.
 nothing): the parser tables, the registry, the TextMate grammar and the gallery page.
 The others write their outputs and have no check mode; their outputs are checked
 byte for byte by the tests named in their `checked_by` instead (for example
-tests/test_diagnostics.py for tests/errors/*.expected).
+tests/test_diagnostics.py for tests/fixtures/errors/*.expected).
 
 Which generators need Keras/TensorFlow (`heavy`, skipped by `--cheap`): gen_registry
 (reads the installed Keras' layer signatures), the data-error fixtures (they train),
 the decompile configs (they save Keras models) and the decompile outputs (a test run
 that imports Keras). Only gen_registry of these has a check mode: tests/test_regen.py
-runs `--check --cheap` (no Keras), and tests/test_registry.py's
+runs `--check --cheap` (no Keras), and tests/registry/test_registry.py's
 `test_regenerating_gives_the_committed_file` is the registry's check.
 
-Not regenerated here, on purpose: tests/golden/syntax_coverage.ir.json and tests/compat/*
-were written by netdsl 0.1.0 and pin that version's behaviour; the CSV/text fixtures of
-tests/data_errors and the spec fixtures (tests/errors/*.net, tests/fmt/*) are written by hand.
+Not regenerated here, on purpose: tests/fixtures/golden/syntax_coverage.ir.json and
+tests/fixtures/compat/* were written by netdsl 0.1.0 and pin that version's behaviour; the
+CSV/text fixtures of tests/fixtures/data_errors and the spec fixtures
+(tests/fixtures/errors/*.net, tests/fixtures/fmt/*) are written by hand.
 """
 
 from __future__ import annotations
@@ -63,20 +64,22 @@ GENERATORS: tuple[Generator, ...] = (
     Generator("registry", ("scripts/gen_registry.py",), "dsl/netdsl/registry/data.json", checks=True, heavy=True),
     Generator("textmate", ("scripts/gen_textmate.py",),
               "editors/textmate/netdsl.tmLanguage.json, editors/vscode/syntaxes/netdsl.tmLanguage.json", checks=True),
-    Generator("error-fixtures", ("tests/regen_error_fixtures.py",), "tests/errors/*.expected",
+    Generator("error-fixtures", ("tests/support/regen_error_fixtures.py",), "tests/fixtures/errors/*.expected",
               checked_by="compared by tests/test_diagnostics.py"),
-    Generator("data-error-data", ("tests/data_errors/make_data.py",), "tests/data_errors/*.npz, images_*/",
-              checked_by="read by tests/test_train_data_errors.py"),
-    Generator("data-error-fixtures", ("tests/regen_data_error_fixtures.py",), "tests/data_errors/*.expected",
-              heavy=True, checked_by="compared by tests/test_train_data_errors.py"),
-    Generator("decompile-configs", ("tests/decompile/make_fixtures.py",), "tests/decompile/*.json",
-              heavy=True, checked_by="no test: the inputs of tests/test_decompile*.py"),
-    Generator("decompile-outputs", (*PYTEST, "tests/test_decompile.py", "-k", "test_fixture_decompiles"),
-              "tests/decompile/*.net, tests/decompile/*.expected", heavy=True,
-              env={"REGEN_DECOMPILE": "1"}, checked_by="compared by tests/test_decompile.py"),
-    Generator("render-goldens", (*PYTEST, "tests/test_render.py", "-k", "test_golden_dot"),
-              "tests/golden/render_small*.dot", env={"NETDSL_UPDATE_GOLDEN": "1"},
-              checked_by="compared by tests/test_render.py"),
+    Generator("data-error-data", ("tests/fixtures/data_errors/make_data.py",),
+              "tests/fixtures/data_errors/*.npz, images_*/",
+              checked_by="read by tests/training/test_data_errors.py"),
+    Generator("data-error-fixtures", ("tests/support/regen_data_error_fixtures.py",),
+              "tests/fixtures/data_errors/*.expected",
+              heavy=True, checked_by="compared by tests/training/test_data_errors.py"),
+    Generator("decompile-configs", ("tests/fixtures/decompile/make_fixtures.py",), "tests/fixtures/decompile/*.json",
+              heavy=True, checked_by="no test: the inputs of tests/decompiler/test_*.py"),
+    Generator("decompile-outputs", (*PYTEST, "tests/decompiler/test_decompile.py", "-k", "test_fixture_decompiles"),
+              "tests/fixtures/decompile/*.net, tests/fixtures/decompile/*.expected", heavy=True,
+              env={"REGEN_DECOMPILE": "1"}, checked_by="compared by tests/decompiler/test_decompile.py"),
+    Generator("render-goldens", (*PYTEST, "tests/diagram/test_render.py", "-k", "test_golden_dot"),
+              "tests/fixtures/golden/render_small*.dot", env={"NETDSL_UPDATE_GOLDEN": "1"},
+              checked_by="compared by tests/diagram/test_render.py"),
     Generator("gallery", ("scripts/gen_gallery.py",), "docs/examples.md, docs/gallery/*.svg", checks=True),
 )
 

@@ -29,6 +29,10 @@ LEVELS = {
     "cli": 9,
     "netdsl": 10,  # the package's __init__: the public names
 }
+# Inside a room split into sub-rooms, the same rule one level down ("": the room's __init__).
+SUB_LEVELS = {
+    "training": {"errors": 0, "data": 1, "run": 2, "scale": 3, "": 4},
+}
 HEAVY = ("keras", "tensorflow", "jax", "torch", "lightning")
 MAY_IMPORT_HEAVY = {"backend", "custom", "training", "deploy", "lightning"}
 API_NAMES = {"parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
@@ -105,6 +109,22 @@ def test_imports_only_point_down() -> None:
     assert not upward, "imports that do not point down:\n" + "\n".join(upward)
 
 
+def _sub_room(module: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else ""
+
+
+def test_inside_a_room_split_in_sub_rooms_imports_only_point_down() -> None:
+    for room, levels in SUB_LEVELS.items():
+        inside = [m for m in MODULES if _room(m) == room]
+        assert {_sub_room(m) for m in inside} == set(levels), f"{room}/: sub-rooms without a level in SUB_LEVELS"
+        upward = [f"{MODULES[m].relative_to(PACKAGE.parent)}:{line}: {m} imports {target}"
+                  for m in inside for target, line in EDGES[m]
+                  if target in MODULES and _room(target) == room and _sub_room(target) != _sub_room(m)
+                  and levels[_sub_room(target)] >= levels[_sub_room(m)]]
+        assert not upward, "imports that do not point down:\n" + "\n".join(upward)
+
+
 def test_no_import_circles() -> None:
     graph = {m: {t for t, _ in EDGES[m] if t in MODULES and t != m} for m in MODULES}
     index: dict[str, int] = {}
@@ -167,3 +187,27 @@ def test_the_version_is_written_once() -> None:
     hits = [str(p.relative_to(root)) for p in [root / "pyproject.toml", *PACKAGE.rglob("*.py")]
             if f'"{netdsl.__version__}"' in p.read_text(encoding="utf-8")]
     assert hits == ["dsl/netdsl/version.py"]
+
+
+# The tests mirror the rooms: tests/<room>/ for dsl/netdsl/<room>/, whole-project checks and the
+# tests of level-0 modules at the top, and beside them only these folders.
+TESTS = Path(__file__).resolve().parent
+NOT_ROOMS = {
+    "support": "helpers the tests import as tests.support.NAME, and fixture generators",
+    "fixtures": "data files: specs, expected outputs, goldens, saved models",
+    "fuzz": "the fuzzing harness (`python -m tests.fuzz`)",
+    "editors": "the editor extensions of the repository's editors/ folder",
+}
+
+
+def test_the_tests_mirror_the_rooms() -> None:
+    rooms = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert not folders - rooms - set(NOT_ROOMS), "a tests/ folder that names no room of dsl/netdsl"
+    for folder in folders - {"fixtures"}:
+        # a package each, so that two rooms may both have a test_hardening.py
+        assert (TESTS / folder / "__init__.py").is_file(), f"tests/{folder}/ is not a package"
+    helpers = [str(p.relative_to(TESTS)) for p in TESTS.rglob("*.py")
+               if p.parts[len(TESTS.parts)] not in {"support", "fixtures", "fuzz"}
+               and not p.name.startswith("test_") and p.name not in {"__init__.py", "conftest.py"}]
+    assert not helpers, f"helpers belong in tests/support/: {helpers}"

@@ -1,7 +1,7 @@
 """Bad input gets a clear diagnostic at file:line:col, exit code 1, never a traceback.
 
-Each tests/errors/NAME.net has NAME.expected: the exit code and the exact
-text `netdsl check` prints (regenerate with tests/regen_error_fixtures.py and
+Each tests/fixtures/errors/NAME.net has NAME.expected: the exit code and the exact
+text `netdsl check` prints (regenerate with tests/support/regen_error_fixtures.py and
 review the diff by hand).
 """
 
@@ -18,7 +18,7 @@ import pytest
 from netdsl.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = sorted((ROOT / "tests" / "errors").glob("*.net"))
+FIXTURES = sorted((ROOT / "tests" / "fixtures" / "errors").glob("*.net"))
 
 
 def run_check(capsys, *args: str) -> tuple[int, str, str]:
@@ -47,7 +47,7 @@ def test_nothing_in_a_spec_is_executed(capsys, monkeypatch):
     calls = []
     monkeypatch.setattr(os, "system", lambda *a: calls.append(a))
     monkeypatch.chdir(ROOT)
-    code, _, err = run_check(capsys, "tests/errors/dotted_python.net")
+    code, _, err = run_check(capsys, "tests/fixtures/errors/dotted_python.net")
     assert code == 1 and calls == []
     assert "unknown step 'os.system'" in err
 
@@ -107,16 +107,16 @@ def test_missing_file_is_a_diagnostic(tmp_path, capsys):
 
 def test_all_errors_of_a_file_are_reported_in_one_run(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
-    code, _, err = run_check(capsys, "tests/errors/train_errors.net")
+    code, _, err = run_check(capsys, "tests/fixtures/errors/train_errors.net")
     assert code == 1 and err.count(": error: ") == 5 and err.endswith("5 errors\n")
 
 
 def test_json_format_for_editors(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
-    code, out, _ = run_check(capsys, "--format", "json", "tests/errors/unknown_layer.net")
+    code, out, _ = run_check(capsys, "--format", "json", "tests/fixtures/errors/unknown_layer.net")
     assert code == 1
     assert json.loads(out) == [{
-        "file": "tests/errors/unknown_layer.net", "line": 3, "col": 27, "end_line": 3, "end_col": 31,
+        "file": "tests/fixtures/errors/unknown_layer.net", "line": 3, "col": 27, "end_line": 3, "end_col": 31,
         "severity": "error", "message": "unknown layer 'dens'", "hint": "did you mean 'dense'?",
     }]
 
@@ -139,7 +139,7 @@ def test_usage_errors_exit_two(argv, capsys):
 def test_check_does_not_import_tensorflow_or_keras(monkeypatch):
     script = (
         "import sys; from netdsl.cli import main; "
-        "code = main(['check', 'tests/errors/shapes.net']); "
+        "code = main(['check', 'tests/fixtures/errors/shapes.net']); "
         "print(code, 'tensorflow' in sys.modules, 'keras' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True)

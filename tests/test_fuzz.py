@@ -16,9 +16,9 @@ import random
 import pytest
 
 import netdsl
-from fuzz import Bounds, run
-from fuzz.grammar_gen import GrammarGenerator
-from fuzz.mutate import Mutator, load_corpus
+from tests.fuzz import Bounds, run
+from tests.fuzz.grammar_gen import GrammarGenerator
+from tests.fuzz.mutate import Mutator, load_corpus
 
 HANG = Bounds(small_seconds=20.0, large_seconds=60.0, slack=1.5)
 

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from fuzz import Bounds, run
-from fuzz.targets import DATA_KINDS, make_data, make_keras
+from tests.fuzz import Bounds, run
+from tests.fuzz.targets import DATA_KINDS, make_data, make_keras
 
 HANG = Bounds(small_seconds=20.0, large_seconds=60.0, slack=1.5)
 

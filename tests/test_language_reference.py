@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import netdsl
-from reference_examples import examples, reference_path, write_example
+from tests.support.reference_examples import examples, reference_path, write_example
 
 CODE = [(i, code) for i, lang, code in examples() if lang != "text"]
 
@@ -15,7 +15,7 @@ def test_the_reference_has_examples():
 
 
 def test_docs_copy_of_the_reference_is_current():
-    from reference_examples import CANDIDATES
+    from tests.support.reference_examples import CANDIDATES
 
     shared, copy = CANDIDATES
     if shared.is_file():

@@ -2,7 +2,7 @@
 
 The blow-ups themselves (constants sharing references, repeats multiplied
 through nesting, functions calling each other twice per level, ...) are
-fixtures in tests/errors/ with their exact output; these tests cover what a
+fixtures in tests/fixtures/errors/ with their exact output; these tests cover what a
 fixture file cannot: special files, import chains, the last-resort guard,
 and that the largest spec the limits allow still checks clean.
 """
@@ -32,7 +32,7 @@ PACKAGE = ROOT / "dsl" / "netdsl"
 # may take before it is no easier to read.
 DISPLAY_ONLY = {("errors.py", "MAX_SHOWN"), ("diagram/dot.py", "MAX_VALUE"), ("diagram/view.py", "MAX_ARGS"),
                 ("lsp/diagnostics.py", "MAX_DELAY"), ("lsp/completion.py", "MAX_ITEMS"),
-                ("training/settings.py", "MAX_SEED"), ("decompiler/templates.py", "MAX_PARAMS"),
+                ("training/run/settings.py", "MAX_SEED"), ("decompiler/templates.py", "MAX_PARAMS"),
                 ("decompiler/spec_ir.py", "_MAX_DENOMINATOR"), ("preview/server.py", "MAX_STREAMS"),
                 ("preview/server.py", "MAX_CONNECTIONS"),
                 ("preview/watch.py", "MAX_HASHED_BYTES")}

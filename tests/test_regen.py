@@ -1,7 +1,7 @@
 """`scripts/regen.py --check`: every generated file with a check mode is up to date.
 
 Only the generators that import no Keras run here (`--cheap`); the registry's check is
-tests/test_registry.py's, and the outputs without a check mode are compared by the tests
+tests/registry/test_registry.py's, and the outputs without a check mode are compared by the tests
 that `scripts/regen.py --list` names.
 """
 
@@ -30,7 +30,7 @@ def test_the_cheap_generated_files_are_up_to_date():
 
 def test_a_stale_output_is_named_and_fails_the_check(tmp_path):
     # A generator whose check answers "stale" (exit 1): regen names its outputs and fails; the
-    # generators' own comparisons are tested with them (test_parser_tables, test_editors, test_way_in).
+    # generators' own comparisons are tested with them (syntax/test_parser_tables, highlight/test_textmate, test_way_in).
     script = tmp_path / "check_stale.py"
     script.write_text(
         "import sys\n"

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     import keras
     import numpy as np
 
-    from netdsl.training.engine import Run
+    from netdsl.training.run.engine import Run
 
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
            "decompile", "export", "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer",
@@ -280,7 +280,8 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     `init_from`: a `.keras`/`.weights.h5` file the whole model starts from (`--init-from`, loaded as
     `build`'s `weights`), recorded in config.json's settings.
     """
-    from netdsl.training.settings import DataRequest, TrainRequest, resolve
+    from netdsl.training.data.request import DataRequest
+    from netdsl.training.run.settings import TrainRequest, resolve
 
     program = pipeline.load(spec, text=text, filename=filename, include=include)
     request = TrainRequest(
@@ -291,7 +292,7 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
                          test=test, targets=dict(targets or {})))
     config = resolve(request)  # the spec and the settings checked before TensorFlow loads
     _backend(backend)
-    from netdsl.training.engine import run_training
+    from netdsl.training.run.engine import run_training
 
     return run_training(config)
 
@@ -305,7 +306,7 @@ def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: in
     as its training cut it. `batch_size`: default the run's (32 for a `.keras`
     file). `targets` as for `train`. Raises `DataError`, `RunError`, or
     `TrainingError` for a model without a loss."""
-    from netdsl.training.inference import evaluate as evaluate_trained
+    from netdsl.training.run.inference import evaluate as evaluate_trained
 
     _backend(backend)
     return evaluate_trained(trained, data, batch_size, dict(targets or {}), split)
@@ -314,7 +315,7 @@ def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: in
 def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None,
             targets: Mapping[str, str] | None = None, backend: str | None = None) -> dict[str, np.ndarray]:
     """The model's outputs on `data`'s inputs: {output name: array}. Keywords as for `evaluate`."""
-    from netdsl.training.inference import predict as predict_trained
+    from netdsl.training.run.inference import predict as predict_trained
 
     _backend(backend)
     return predict_trained(trained, data, batch_size, dict(targets or {}))
@@ -340,7 +341,7 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
     finish a sweep that was stopped or killed. Returns a `SweepResult` (`.dir`, `.trials`, `.best`).
     Raises `SpecError` (the spec or its sweep section) or `TrainingError` (data, flags, storage).
     """
-    from netdsl.training.settings import DataRequest
+    from netdsl.training.data.request import DataRequest
     from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
 
     request = SweepRequest(

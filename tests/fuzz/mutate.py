@@ -18,7 +18,7 @@ from netdsl.syntax.keywords import KEYWORDS as LANGUAGE_KEYWORDS
 from netdsl.syntax.keywords import OPERATOR_KEYWORDS
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS_GLOBS = ["specs/*.net", "specs/lib/*.net", "tests/fmt/*.net", "tests/errors/*.net", "tests/compat/*.net"]
+CORPUS_GLOBS = ["specs/*.net", "specs/lib/*.net", "tests/fixtures/fmt/*.net", "tests/fixtures/errors/*.net", "tests/fixtures/compat/*.net"]
 
 TOKEN = re.compile(r'"(?:[^"\\\n]|\\[^\n])*"?|#[^\n]*|\d+\.\d*(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?|'
                    r'[A-Za-z_][A-Za-z0-9_]*|->|\*\*|//|==|!=|<=|>=|\n|[ \t]+|.', re.S)

@@ -33,7 +33,7 @@ DATA_KINDS = (".npz", ".csv", ".tfrecord", ".png")
 def keras_corpus(root: Path = ROOT) -> list[tuple[str, dict]]:
     """(name, config) of every export fixture."""
     found = []
-    for path in sorted((root / "tests" / "export").glob("*.json")):
+    for path in sorted((root / "tests" / "fixtures" / "decompile").glob("*.json")):
         try:
             found.append((path.name, json.loads(path.read_text(encoding="utf-8"))))
         except (ValueError, OSError):
@@ -47,7 +47,7 @@ def make_keras(rng: random.Random, corpus: list[tuple[str, dict]]) -> tuple[str,
         source, config = "generated chain", _chain(rng)
     else:
         name, config = rng.choice(corpus)
-        source, config = f"mutation of tests/export/{name}", json.loads(json.dumps(config))
+        source, config = f"mutation of tests/fixtures/decompile/{name}", json.loads(json.dumps(config))
         for _ in range(rng.randint(1, 6)):
             config = _mutate_json(rng, config)
     text = json.dumps(config).encode()

@@ -99,9 +99,9 @@ def _read_data(path: str, suffix: str) -> None:
     import numpy as np
     import tensorflow as tf
 
-    from netdsl.training.data import open_source
+    from netdsl.training.data.signature import Signature, TensorSpec
+    from netdsl.training.data.source import open_source
     from netdsl.training.errors import DataError, tensorflow_message
-    from netdsl.training.signature import Signature, TensorSpec
 
     shape = (4, 4) if suffix == ".png" else (4,)
     signature = Signature((TensorSpec("x", shape, "float32"),), (TensorSpec("y", (3,), "float32"),))

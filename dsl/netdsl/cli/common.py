@@ -7,12 +7,15 @@ import argparse
 import re
 import sys
 import textwrap
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from netdsl.errors import Diagnostic, Sources, SpecError, did_you_mean, render_all
+from netdsl.training.data.request import DataRequest, parse_split
+from netdsl.training.errors import UsageError
+from netdsl.training.run.signals import EXIT_STOPPED as EXIT_STOPPED  # 130: a run stopped, resumable
 
 EXIT_OK, EXIT_SPEC, EXIT_USAGE = 0, 1, 2
-EXIT_STOPPED = 130  # a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
 
 
 def print_diagnostics(diagnostics: list[Diagnostic], sources: Sources | None, stream: Any = None) -> None:
@@ -142,6 +145,77 @@ def add_backend(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default=None,
                         help="the Keras backend (default: KERAS_BACKEND, else tensorflow); jax needs netdsl[jax], "
                              "torch netdsl[torch]")
+
+
+# ------------------------------------------------------------------ data flags (train, sweep)
+
+DATA_HELP = {
+    "--data": "one source (.npz, .csv, .tfrecord, image folder), split by --split",
+    "--train": "the training source (with --val, --test)",
+    "--split": "train,validation[,test] fractions of --data (default: 0.8,0.1,0.1)",
+    "--val": "the validation source (with --train)",
+    "--test": "the test source, scored once at the end (with --train)",
+}
+
+
+def add_data_flags(parser: argparse.ArgumentParser, helps: Mapping[str, str] | None = None) -> None:
+    """`--data SRC [--split A,B[,C]]` or `--train SRC [--val SRC] [--test SRC]`, and `--targets`;
+    `helps` words a flag's help for one command."""
+    text = {**DATA_HELP, **(helps or {})}
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--data", metavar="SRC", help=text["--data"])
+    source.add_argument("--train", metavar="SRC", help=text["--train"])
+    parser.add_argument("--split", metavar="A,B[,C]", help=text["--split"])
+    parser.add_argument("--val", metavar="SRC", help=text["--val"])
+    parser.add_argument("--test", metavar="SRC", help=text["--test"])
+    add_targets(parser)
+
+
+def check_data_flags(args: argparse.Namespace) -> None:
+    """The data flags that only go together; UsageError for a pair that does not."""
+    if (args.val or args.test) and not args.train:
+        raise UsageError("--val and --test go with --train (with --data, --split cuts the data)")
+    if args.split and not args.data:
+        raise UsageError("--split cuts --data; with --train, give --val and --test")
+
+
+def data_request(args: argparse.Namespace, own: Callable[[Any], Any] = lambda path: path) -> DataRequest:
+    """The data flags as a DataRequest; `own` turns each path into this process's own file."""
+    return DataRequest(data=own(args.data), train=own(args.train), val=own(args.val), test=own(args.test),
+                       split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets))
+
+
+def add_targets(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--targets", action="append", default=[], metavar="OUT=COLUMN",
+                        help="the CSV column holding an output's targets (repeatable)")
+
+
+def parse_targets(items: list[str]) -> dict[str, str]:
+    """`--targets probs=label` (repeatable, or comma-separated) as {output: column}."""
+    targets = {}
+    for item in items:
+        for pair in item.split(","):
+            output, sep, column = pair.partition("=")
+            if not sep or not output.strip() or not column.strip():
+                raise UsageError(f"--targets takes OUTPUT=COLUMN pairs, like probs=label; received {pair!r}")
+            targets[output.strip()] = column.strip()
+    return targets
+
+
+def add_device_flags(parser: argparse.ArgumentParser) -> None:
+    """Where a command runs in this process: --backend, --devices (training/scale/processes.py reads them)."""
+    add_backend(parser)
+    parser.add_argument("--devices", type=int, metavar="N",
+                        help="train on N devices of this process (GPUs, or the CPU split in N)")
+
+
+def add_job_flags(parser: argparse.ArgumentParser) -> None:
+    """The processes of a job: --processes, or --coordinator/--num-processes/--process-id."""
+    job = parser.add_argument_group("several processes (JAX)")
+    job.add_argument("--processes", type=int, metavar="N", help="start N processes of one job on this machine")
+    job.add_argument("--coordinator", metavar="HOST:PORT", help="process 0's address and a free port")
+    job.add_argument("--num-processes", type=int, metavar="N", help="the number of processes of the job")
+    job.add_argument("--process-id", type=int, metavar="I", help="this process's number, 0 to N-1")
 
 
 def add_plugin(parser: argparse.ArgumentParser) -> None:

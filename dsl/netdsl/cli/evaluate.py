@@ -15,11 +15,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from netdsl.cli import scaling
-from netdsl.cli.common import add_backend, add_command, add_json, add_plugin, load_plugins
-from netdsl.cli.train import add_targets, parse_targets
+from netdsl.cli.common import add_backend, add_command, add_json, add_plugin, add_targets, load_plugins, parse_targets
 from netdsl.errors import printable
 from netdsl.training.errors import UsageError
+from netdsl.training.scale import processes
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -51,7 +50,7 @@ def add_trained_model_arguments(cmd: argparse.ArgumentParser, data_required: boo
 def set_up(args: argparse.Namespace) -> tuple[dict, Any]:
     """The targets asked for and the scope to run in; the backend and plugins loaded."""
     targets = parse_targets(args.targets)
-    scope = scaling.set_up_one_process(args)
+    scope = processes.set_up_one_process(args.backend)
     load_plugins(args.plugin, args.trained)  # a saved model may hold plugin layers
     return targets, scope
 

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("the following arguments are required: -o/--out PREDS.npz")
     targets, scope = set_up(args)
     from netdsl.api import predict
-    from netdsl.training.inference import write_predictions
+    from netdsl.training.run.inference import write_predictions
 
     with scope():
         predictions = predict(args.trained, data=args.data, batch_size=args.batch_size, targets=targets)

@@ -12,16 +12,23 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netdsl.cli.common import add_command, add_define, add_include, add_model, add_plugin, load_plugins
-from netdsl.cli.train import add_targets, parse_targets
+from netdsl.cli.common import (
+    EXIT_STOPPED,
+    add_command,
+    add_data_flags,
+    add_define,
+    add_include,
+    add_model,
+    add_plugin,
+    check_data_flags,
+    data_request,
+    load_plugins,
+)
 from netdsl.semantics.defines import parse_defines
 from netdsl.training.errors import UsageError
-from netdsl.training.settings import DataRequest, parse_split
 from netdsl.tuning.records import show_table
 from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
 from netdsl.tuning.show import read_sweep as show_sweep
-
-EXIT_STOPPED = 130
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -35,13 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sweep.add_argument("spec", metavar="SPEC", nargs="?", help="the .net spec file with a sweep section")
     sweep.add_argument("--show", metavar="DIR", help="print a sweep folder's trials, best first, and stop")
     add_model(sweep, "the model the spec's one sweep section names")
-    source = sweep.add_mutually_exclusive_group()
-    source.add_argument("--data", metavar="SRC", help="one source, split by --split (as netdsl train)")
-    source.add_argument("--train", metavar="SRC", help="the training source (with --val, --test)")
-    sweep.add_argument("--split", metavar="A,B[,C]", help="train,validation[,test] fractions of --data")
-    sweep.add_argument("--val", metavar="SRC", help="the validation source (with --train)")
-    sweep.add_argument("--test", metavar="SRC", help="the test source (with --train)")
-    add_targets(sweep)
+    add_data_flags(sweep, {"--data": "one source, split by --split (as netdsl train)",
+                           "--split": "train,validation[,test] fractions of --data",
+                           "--test": "the test source (with --train)"})
     sweep.add_argument("--trials", type=int, metavar="N", help="the study's total (default: the spec's trials)")
     sweep.add_argument("--workers", type=int, default=1, metavar="K", help="processes sharing the study")
     sweep.add_argument("--storage", metavar="URL", help="the study's database (default: SQLite in the sweep "
@@ -66,13 +69,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.spec:
         raise UsageError("give a SPEC to sweep, or --show DIR")
-    if (args.val or args.test) and not args.train:
-        raise UsageError("--val and --test go with --train (with --data, --split cuts the data)")
-    if args.split and not args.data:
-        raise UsageError("--split cuts --data; with --train, give --val and --test")
+    check_data_flags(args)
     load_plugins(args.plugin, args.spec)
-    data = DataRequest(data=args.data, train=args.train, val=args.val, test=args.test,
-                       split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets))
+    data = data_request(args)
     defines = parse_defines(args.define, args.spec)
     request = SweepRequest(spec=args.spec, model=args.model, data=data, trials=args.trials, workers=args.workers,
                            storage=args.storage, study=args.study, seed=args.seed, out=args.out, resume=args.resume,

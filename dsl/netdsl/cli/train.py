@@ -13,7 +13,7 @@ a failed run, 2 a usage error, 130 a run stopped by Ctrl-C or SIGTERM
 Progress goes to stderr; the summary (status, train loss, val_loss,
 test_loss, the run folder) to stdout.
 
-Several devices and processes (issue 11, cli/scaling.py): `--devices N`
+Several devices and processes (issue 11, training/scale/processes.py): `--devices N`
 trains on N devices of this process; `--processes N` starts N local
 processes of one job; `--coordinator/--num-processes/--process-id` (or
 SLURM / Open MPI variables) make this process one of a job. Only process 0
@@ -28,21 +28,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from netdsl.cli import scaling
 from netdsl.cli.common import (
     EXIT_STOPPED,
     add_alias,
     add_command,
+    add_data_flags,
     add_define,
+    add_device_flags,
     add_include,
+    add_job_flags,
     add_model,
     add_plugin,
     add_spec,
+    check_data_flags,
+    data_request,
     load_plugins,
 )
 from netdsl.semantics.defines import parse_defines
 from netdsl.training.errors import DataError, UsageError
-from netdsl.training.settings import PROGRESS, DataRequest, TrainRequest, parse_split, resolve
+from netdsl.training.run.settings import PROGRESS, TrainRequest, resolve
+from netdsl.training.scale import processes
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -55,15 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                   "netdsl train specs/lightning_mlp.net --data digits.npz --resume auto"])
     add_spec(train)
     add_model(train, "the spec's only model")
-    source = train.add_mutually_exclusive_group()
-    source.add_argument("--data", metavar="SRC", help="one source (.npz, .csv, .tfrecord, image folder), "
-                                                     "split by --split")
-    source.add_argument("--train", metavar="SRC", help="the training source (with --val, --test)")
-    train.add_argument("--split", metavar="A,B[,C]",
-                       help="train,validation[,test] fractions of --data (default: 0.8,0.1,0.1)")
-    train.add_argument("--val", metavar="SRC", help="the validation source (with --train)")
-    train.add_argument("--test", metavar="SRC", help="the test source, scored once at the end (with --train)")
-    add_targets(train)
+    add_data_flags(train)
     train.add_argument("--epochs", type=int, metavar="N", help="epochs to train (default: the spec's, else 1)")
     train.add_argument("--batch-size", type=int, metavar="N",
                        help="samples per step (default: the spec's, else 32)")
@@ -82,31 +79,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--init-from", default=None, metavar="FILE",
                        help="the whole model's initial weights from FILE (.keras or .weights.h5), matched by "
                             "layer name as a train section's init = \"FILE\" (read as arrays only)")
-    scaling.add_device_flags(train)
-    scaling.add_job_flags(train)
+    add_device_flags(train)
+    add_job_flags(train)
     add_plugin(train)
     add_include(train)
     add_define(train)
     train.set_defaults(run=run)
 
 
-def add_targets(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--targets", action="append", default=[], metavar="OUT=COLUMN",
-                        help="the CSV column holding an output's targets (repeatable)")
-
-
 def run(args: argparse.Namespace) -> int:
-    if (args.val or args.test) and not args.train:
-        raise UsageError("--val and --test go with --train (with --data, --split cuts the data)")
-    if args.split and not args.data:
-        raise UsageError("--split cuts --data; with --train, give --val and --test")
+    check_data_flags(args)
     if not (args.data or args.train or args.resume):
         raise UsageError("no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]")
-    if scaling.is_launcher(args):
+    if args.processes is not None:  # --processes N: this process launches the job's N processes
         if not args.plugin:  # (plugins load Keras: each process checks the spec after loading them)
             _checked(args, 0)  # spec errors and bad flags once, before any process starts
-        return scaling.launch_job(args, args.argv)
-    topology = scaling.topology_of(args)
+        joins = bool(args.coordinator) or args.num_processes is not None or args.process_id is not None
+        return processes.launch_job(args.argv, args.processes, args.backend, joins)
+    topology = processes.topology_of(args.backend, args.devices, args.coordinator, args.num_processes,
+                                     args.process_id)
     # Spec errors and bad flags before TensorFlow loads; with --plugin, after the backend (a plugin imports Keras).
     try:
         config = None if args.plugin else _checked(args, topology.process_id)
@@ -117,15 +108,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"process {topology.process_id}: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
     if topology.multi_process:
-        from netdsl.cli.job import run_in_job
+        from netdsl.training.scale.job import run_in_job
 
         check = lambda: _checked(args, topology.process_id)  # noqa: E731
-        return run_in_job(config, topology, args, check, _announce, _print_summary)
-    from netdsl.training.distribute import set_up
+        own_files = processes.own_roles(args.data, {"train": args.train, "val": args.val, "test": args.test})
+        summarize = lambda result: _print_summary(result, args.spec)  # noqa: E731
+        return run_in_job(config, topology, own_files, check, _announce, summarize)
+    from netdsl.training.scale.distribute import set_up
 
     distribution = set_up(topology)
     config = config or _checked(args, topology.process_id)
-    from netdsl.training.engine import run_training
+    from netdsl.training.run.engine import run_training
 
     config.on_start = _announce
     result = run_training(config, distribution)
@@ -134,9 +127,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _request(args: argparse.Namespace, process_id: int) -> TrainRequest:
-    own = lambda path: scaling.own_file(path, process_id)  # noqa: E731 - `{process}` in a data path
-    data = DataRequest(data=own(args.data), train=own(args.train), val=own(args.val), test=own(args.test),
-                       split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets))
+    own = lambda path: processes.own_file(path, process_id)  # noqa: E731 - `{process}` in a data path
+    data = data_request(args, own)
     progress = args.progress if process_id == 0 else "none"
     return TrainRequest(spec=args.spec, model=args.model, data=data, epochs=args.epochs,
                         batch_size=args.batch_size, seed=args.seed, out=args.out, resume=args.resume,
@@ -149,18 +141,6 @@ def _checked(args: argparse.Namespace, process_id: int) -> Any:
     the spec and the flags: the spec may name the plugins' layers."""
     load_plugins(args.plugin, args.spec)
     return resolve(_request(args, process_id))
-
-
-def parse_targets(items: list[str]) -> dict[str, str]:
-    """`--targets probs=label` (repeatable, or comma-separated) as {output: column}."""
-    targets = {}
-    for item in items:
-        for pair in item.split(","):
-            output, sep, column = pair.partition("=")
-            if not sep or not output.strip() or not column.strip():
-                raise UsageError(f"--targets takes OUTPUT=COLUMN pairs, like probs=label; received {pair!r}")
-            targets[output.strip()] = column.strip()
-    return targets
 
 
 def _announce(folder: Path, first_epoch: int) -> None:

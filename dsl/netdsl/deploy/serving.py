@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from netdsl.training.signature import Signature
+from netdsl.training.data.signature import Signature
 
 if TYPE_CHECKING:
     import keras

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from netdsl.deploy.errors import ExportError
 from netdsl.syntax.loader import Program, as_program, pick_model
-from netdsl.training.runs import CONFIG, RunFolder
+from netdsl.training.run.runs import CONFIG, RunFolder
 from netdsl.version import __version__
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def _tensorflow(quiet: bool) -> None:
 def _from_spec(program: Program, label: str, model: str | None, weights: Any,
                include: Sequence[str | os.PathLike[str]], quiet: bool) -> Resolved:
     from netdsl.backend.compiler import build_model
-    from netdsl.training.settings import spec_sha256
+    from netdsl.training.run.settings import spec_sha256
 
     name = pick_model(program, model)
     if weights is not None and not Path(weights).is_file():

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netdsl.deploy.formats import Format
-from netdsl.training.signature import Signature
+from netdsl.training.data.signature import Signature
 
 if TYPE_CHECKING:
     import keras

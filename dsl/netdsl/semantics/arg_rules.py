@@ -4,7 +4,7 @@
 and combinations that Keras' constructors check (`dropout(1.5)`, `dense(-3)`,
 `conv2d(8, 0)`, `sgd(momentum=1.5)`, `adam(clipnorm=1.0, clipvalue=1.0)`), so a spec
 `check` passes is one `build` accepts and `render` draws. Each rule mirrors the
-constructor's own check (read from Keras' source and confirmed by `tests/test_arg_rules.py`, which makes every
+constructor's own check (read from Keras' source and confirmed by `tests/semantics/test_arg_rules.py`, which makes every
 registry entry with out-of-range values and fails where Keras refuses
 something this table lets through).
 

@@ -20,17 +20,12 @@ from typing import Any
 from netdsl.errors import Diagnostic, Fail, SpecError, did_you_mean
 from netdsl.semantics.consts import Consts
 from netdsl.semantics.scope import build_scopes
-from netdsl.semantics.values import UNKNOWN, Sym, type_name
+from netdsl.semantics.values import UNKNOWN, SpecName, Sym, type_name
 from netdsl.syntax import ir
 from netdsl.syntax.loader import Program
 from netdsl.syntax.transform import to_ir
 
 Defines = Mapping[str, Any]  # constant name -> a Python literal (int, float, str, bool, None, list, tuple)
-
-
-class SpecName(str):
-    """A define's value written as a bare name (`-D act=gelu`): a name for a constant that holds
-    one (`let act = relu`), else the string "gelu"."""
 
 
 def parse_defines(texts: Iterable[str], display: str = "-D") -> dict[str, Any]:

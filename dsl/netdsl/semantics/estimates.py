@@ -6,7 +6,7 @@ nested model's own nodes) and answers whether the graph now holds everything
 a Keras build would report: True only when the expansion guessed nowhere
 (`Graph.uncertain`), every output shape is fully inferred and every
 parameter count is known. A diagram drawn from such a graph is byte for byte
-the one drawn after building with Keras (tests/test_render_keras.py checks
+the one drawn after building with Keras (tests/diagram/test_render_keras.py checks
 it on every spec); when the answer is False the caller builds with Keras, or
 shows what is known.
 """

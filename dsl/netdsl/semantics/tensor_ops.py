@@ -5,7 +5,7 @@ graph node of op `"tensor_op"` whose `decl` is an `OpSpec`: the expression
 tree of that one operator over its inputs `x0, x1, ...` (the tree language of
 `netdsl.custom.expr`) and what the diagram shows; Keras builds it as netdsl's
 `TensorOp`. Pure Python: the shapes here are what `check`
-infers, and they equal what Keras computes (`tests/test_tensor_exprs.py`).
+infers, and they equal what Keras computes (`tests/semantics/test_tensor_exprs.py`).
 
 Shapes exclude the batch axis; axes given to a function count it as 0, as
 Keras layers' `axis` arguments do.

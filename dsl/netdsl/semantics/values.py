@@ -45,6 +45,11 @@ Value = Union[int, float, str, bool, None, tuple[Any, ...], list[Any], dict[Any,
 """Anything a spec's expression evaluates to at compile time (see the module docstring)."""
 
 
+class SpecName(str):
+    """A define's value written as a bare name (`-D act=gelu`): a name for a constant that holds
+    one (`let act = relu`), else the string "gelu". Written back bare by `describe_value`."""
+
+
 def is_number(value: object) -> bool:
     """An int or a float, not a bool (which Python counts as an int)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -104,8 +109,9 @@ class Resolved:
 
 
 def describe_value(value: Value, limit: int | None = MAX_SHOWN_VALUE) -> str:
-    """A value as the spec would write it, for diagnostics and diagrams; cut with
-    "..." after `limit` characters (None: whole), without walking the rest."""
+    """A value as the spec would write it, for diagnostics and diagrams, and (with `limit=None`)
+    for a `-D NAME=VALUE` that reads back the same value; cut with "..." after `limit`
+    characters (None: whole), without walking the rest."""
     out = _Text(limit)
     try:
         _describe(value, out)
@@ -157,6 +163,8 @@ def _scalar_text(value: Value) -> str:
         return "true" if value else "false"
     if value is None:
         return "none"
+    if isinstance(value, SpecName):
+        return str(value)
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, float):

@@ -4,7 +4,7 @@ Every reserved word of `grammar/netdsl.lark`, by what it starts. The parser
 reads the grammar itself; everything else that needs the words (the
 registry's name check, the editor's completion and rename, the exporter's
 names, the syntax errors' recovery, the fuzzer) imports them from here, and
-tests/test_keywords.py checks that this module and the grammar agree.
+tests/syntax/test_keywords.py checks that this module and the grammar agree.
 """
 
 from __future__ import annotations

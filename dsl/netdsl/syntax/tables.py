@@ -6,7 +6,7 @@ ships them: `netdsl_tables.json` next to this module, written by
     .venv/bin/python scripts/gen_parser_tables.py          # after editing the grammar
     .venv/bin/python scripts/gen_parser_tables.py --check  # exit 1 if it would change
 
-and checked by tests/test_parser_tables.py (regenerating it must give the same
+and checked by tests/syntax/test_parser_tables.py (regenerating it must give the same
 bytes). Nothing is cached at run time and nothing is unpickled: the file is
 package data read with `json`, and it records the SHA-256 of the grammar it was
 made from. When the grammar no longer matches (someone edited it and did not

@@ -6,7 +6,7 @@ builds the IR class of the same name from the rule's children (see
 `Part`s for lists). Nodes are built without validation (`nodes.py`): the
 builder makes them well-typed by construction, and validating a
 10,000-layer spec node by node would cost more than parsing it
-(tests/test_frontend.py validates the result independently).
+(tests/semantics/test_analysis.py validates the result independently).
 
 Errors found while building (a number too long, an unknown escape, an
 expression nested too deeply, ...) do not stop the parse: the first one is

@@ -21,7 +21,7 @@ from typing import Any
 
 from netdsl.atomic import write_bytes
 from netdsl.training.errors import RunError
-from netdsl.training.runs import RunFolder
+from netdsl.training.run.runs import RunFolder
 
 SWEEP = "sweep.json"
 STUDY_FILE = "study.db"  # the default storage: SQLite in the sweep folder

@@ -24,8 +24,9 @@ from typing import Any
 
 from netdsl.errors import SpecError
 from netdsl.training.errors import DataError, TrainingError, UsageError
-from netdsl.training.runs import RunFolder
-from netdsl.training.settings import MAX_SEED, TrainRequest
+from netdsl.training.run.runs import RunFolder
+from netdsl.training.run.settings import MAX_SEED, TrainRequest
+from netdsl.training.run.signals import EXIT_STOPPED
 from netdsl.tuning import study as studies
 from netdsl.tuning.records import SweepResult, records, write_records
 from netdsl.tuning.settings import SweepConfig, SweepRequest, resolve_sweep
@@ -44,7 +45,7 @@ def run_sweep(config: SweepConfig) -> SweepResult:
         return _result(config, study)
     if request.workers > 1:
         code = run_workers(config)
-        if code == 130:
+        if code == EXIT_STOPPED:
             config.folder.set_status("stopped")
             raise KeyboardInterrupt
     _repair(config, study)  # trials of this folder whose worker died: from their checkpoint
@@ -144,9 +145,9 @@ def _remove_empty(path: Path) -> None:
 
 def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resume: Path | None) -> bool:
     """Train one trial and tell the study; False when Ctrl-C / SIGTERM stopped it (left RUNNING)."""
-    from netdsl.training.engine import run_training
-    from netdsl.training.epoch_hook import epoch_hook
-    from netdsl.training.settings import resolve
+    from netdsl.training.run.engine import run_training
+    from netdsl.training.run.epoch_hook import epoch_hook
+    from netdsl.training.run.settings import resolve
 
     request, space = config.request, config.space
     metric, states = config.metric, _states()

@@ -18,8 +18,9 @@ from netdsl.semantics.analysis import analyze
 from netdsl.semantics.defines import apply_defines
 from netdsl.semantics.sweep_space import SweepSpace
 from netdsl.syntax.loader import Program, as_program, pick_model
+from netdsl.training.data.request import DEFAULT_SPLIT, DataRequest
 from netdsl.training.errors import RunError, UsageError
-from netdsl.training.settings import DEFAULT_SPLIT, MAX_SEED, DataRequest, json_defines, spec_sha256
+from netdsl.training.run.settings import MAX_SEED, json_defines, spec_sha256
 from netdsl.tuning import study as studies
 from netdsl.tuning.folder import STUDY_FILE, SweepFolder
 

@@ -11,8 +11,8 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from netdsl.semantics.defines import SpecName
 from netdsl.semantics.sweep_space import Param, SweepSpace
+from netdsl.semantics.values import SpecName
 from netdsl.training.errors import UsageError
 
 if TYPE_CHECKING:

@@ -13,8 +13,9 @@ import sys
 import threading
 from typing import Any
 
-from netdsl.semantics.defines import SpecName
+from netdsl.semantics.values import describe_value
 from netdsl.training.errors import UsageError
+from netdsl.training.run.signals import EXIT_STOPPED
 from netdsl.tuning.settings import STORAGE_ENV, SweepConfig
 
 
@@ -45,7 +46,7 @@ def run_workers(config: SweepConfig) -> int:
         for s, handler in previous.items():
             signal.signal(s, handler)
     if stop["signal"] is not None:
-        return 130
+        return EXIT_STOPPED
     bad = [c for c in codes if c not in (0, -signal.SIGKILL, 137)]
     if bad and all(c == bad[0] for c in codes):  # every worker refused the same way: say so once
         raise UsageError(f"the sweep's workers ended with exit code {bad[0]} (see their messages above)")
@@ -73,28 +74,12 @@ def _worker_argv(config: SweepConfig) -> list[str]:
         if value is not None:
             argv += [flag, str(value)]
     for name, value in request.defines.items():
-        argv += ["-D", f"{name}={_spec_literal(value)}"]
+        argv += ["-D", f"{name}={describe_value(value, limit=None)}"]  # read back by parse_defines
     for folder in request.include:
         argv += ["--include", str(folder)]
     for module in request.plugins:
         argv += ["--plugin", module]
     return argv
-
-
-def _spec_literal(value: Any) -> str:
-    if isinstance(value, SpecName):
-        return str(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "none"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, list):
-        return "[" + ", ".join(_spec_literal(v) for v in value) + "]"
-    if isinstance(value, tuple):
-        return "(" + "".join(_spec_literal(v) + ", " for v in value) + ")"
-    return repr(value)
 
 
 def _main_thread() -> bool:

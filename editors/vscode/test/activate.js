@@ -1,6 +1,6 @@
 // Drive extension.js outside VS Code: `vscode` and the language client are
 // stand-ins that record what the extension asks of them. Used by
-// tests/test_editors.py, which checks the command line, the document selector,
+// tests/highlight/test_textmate.py, which checks the command line, the document selector,
 // restarts on a settings change and the stop on deactivate.
 //
 //   node test/activate.js '{"server.path": "...", "server.args": [...]}' '/workspace'

@@ -1,5 +1,5 @@
 // Tokenize text with the TextMate grammar, using the engine VS Code uses
-// (vscode-textmate + vscode-oniguruma). Used by tests/test_editors.py.
+// (vscode-textmate + vscode-oniguruma). Used by tests/highlight/test_textmate.py.
 //
 //   node test/tokenize.js GRAMMAR.json < texts.json > tokens.json
 //

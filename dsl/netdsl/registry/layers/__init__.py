@@ -3,7 +3,7 @@
 Each family module (`core`, `conv`, `pooling`, `rnn`, `attention`, `merge`,
 `wrappers`, `netdsl`, `preprocessing`) maps canonical registry names to an
 `anatomy.Anatomy` of three rules, and lists in its `UNKNOWN` every rule it does
-not have, with the reason; tests/test_layer_anatomy.py checks that every layer
+not have, with the reason; tests/registry/test_layer_anatomy.py checks that every layer
 of the allow-list is covered one way or the other, and compares the rules with
 Keras. Adding a layer is one entry in its family's `LAYERS`.
 

@@ -1,0 +1,142 @@
+"""`evaluate` and `predict` on a trained model: a run folder (its model.keras) or a .keras file.
+
+    evaluate("runs/mlp-3", data="test.npz")  -> {"loss": 0.31, "sparse_categorical_accuracy": 0.91}
+    predict("runs/mlp-3", data="new.npz")    -> {"logits": array (N, 10)}   # keyed by output name
+
+Data is read exactly as `train` reads it (by the model's input and output
+names); `predict` needs only the inputs.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from netdsl.atomic import write_bytes
+from netdsl.files import Refused, open_regular
+from netdsl.training.data.plan import split_rows
+from netdsl.training.data.request import DEFAULT_SPLIT
+from netdsl.training.data.signature import Signature
+from netdsl.training.data.source import open_source
+from netdsl.training.errors import RunError, TrainingError, UsageError
+from netdsl.training.run.report import loss_first
+from netdsl.training.run.runs import CONFIG, RunFolder
+from netdsl.training.run.settings import saved_data
+
+DEFAULT_BATCH = 32
+
+
+def _refuse_other_formats(path: Path) -> None:
+    """Only a `.keras` zip reaches Keras: it is what netdsl writes, and the one format Keras loads with
+    `safe_mode` honoured (HDF5 files ignored it before Keras 3.11.3: CVE-2025-9905)."""
+    if path.suffix.lower() != ".keras":
+        raise RunError(f"not a .keras file ('{path.suffix or path.name}'); netdsl loads models saved as .keras",
+                       file=str(path), hint="load it in Keras and save it with model.save('model.keras')")
+    try:
+        with open_regular(path, ".keras file") as fd:
+            magic = os.pread(fd, 4, 0)
+    except Refused as exc:
+        raise RunError(str(exc), file=str(path)) from None
+    if magic != b"PK\x03\x04":
+        raise RunError("not a .keras file (not a zip archive)", file=str(path))
+
+
+def load_trained(where: Any) -> tuple[Any, int]:
+    """(keras.Model, batch size) from a model, a run folder or a .keras file."""
+    if not isinstance(where, (str, os.PathLike)):
+        return where, DEFAULT_BATCH
+    path = Path(where)
+    batch = DEFAULT_BATCH
+    if path.is_dir():
+        folder = RunFolder.existing(path)
+        batch = folder.read_json(CONFIG).get("settings", {}).get("batch_size", DEFAULT_BATCH)
+        model_file = path / "model.keras"
+        if not model_file.is_file():
+            raise RunError(f"no model.keras yet (status: {folder.status()})", file=str(path),
+                           hint="it is written when the run ends; best.keras holds the best epoch so far")
+        path = model_file
+    elif not path.is_file():
+        raise RunError("no such run folder or .keras file", file=str(path))
+    _refuse_other_formats(path)
+    import keras
+
+    from netdsl.backend.runtime import quiet_tensorflow
+
+    quiet_tensorflow(mute_stderr=False)
+    try:
+        return keras.saving.load_model(path, safe_mode=True), batch
+    except Exception as exc:
+        text = str(exc).strip().splitlines()
+        raise RunError(f"cannot load the model ({text[0] if text else type(exc).__name__})", file=str(path)) from None
+
+
+def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None,
+             split: str = "test") -> dict[str, float]:
+    """`data=None` with a run folder: the run's own `split` ("test", "val" or "train") of its data,
+    cut as training cut it (the same sources, fractions and seed, from its config.json)."""
+    if data is None and split not in SPLITS:
+        raise UsageError(f"split takes one of {', '.join(SPLITS)}; received {split!r}")
+    model, batch = load_trained(where)
+    if not model.compiled or model.loss is None:
+        raise TrainingError("the model has no loss to evaluate (its spec has no train section)",
+                            file=str(where) if isinstance(where, (str, os.PathLike)) else None)
+    if data is None:
+        source, rows = run_split(where, Signature.of(model), split)
+    else:
+        source = open_source(data, Signature.of(model), targets)
+        rows = np.arange(source.n)
+    logs = model.evaluate(source.dataset(rows, batch_size or batch), return_dict=True, verbose=0)
+    return {k: float(logs[k]) for k in loss_first(list(logs))}
+
+
+SPLITS = ("test", "val", "train")
+
+
+def run_split(where: Any, signature: Signature, split: str) -> tuple[Any, np.ndarray]:
+    """(source, rows) of a run's `split`, as its training cut them."""
+    if not isinstance(where, (str, os.PathLike)) or not Path(where).is_dir():
+        raise UsageError("evaluate needs --data, except for a run folder (which evaluates on its own test split)")
+    folder = RunFolder.existing(where)
+    saved = folder.read_json(CONFIG)
+    request = saved_data(saved.get("data", {}), str(folder.path))
+    settings = saved.get("settings", {})
+    what = {"test": "test", "val": "validation", "train": "training"}[split]
+    if request.data is not None:
+        source = open_source(request.data, signature, request.targets)
+        parts = split_rows(source.n, request.split or DEFAULT_SPLIT, int(settings.get("seed", 0)))
+        rows = parts[("train", "val", "test").index(split)]
+        if rows is None:
+            fractions = ",".join(f"{f:g}" for f in request.split or DEFAULT_SPLIT)
+            raise RunError(f"this run has no {what} split (--split {fractions})", file=str(folder.path),
+                           hint="give the data to evaluate on with --data")
+        return source, rows
+    given = {"train": request.train, "val": request.val, "test": request.test}[split]
+    if given is None:
+        raise RunError(f"this run was given no {what} data", file=str(folder.path),
+                       hint="give the data to evaluate on with --data")
+    source = open_source(given, signature, request.targets)
+    return source, np.arange(source.n)
+
+
+def predict(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None) -> dict[str, np.ndarray]:
+    model, batch = load_trained(where)
+    signature = Signature.of(model)
+    source = open_source(data, signature, targets, need_targets=False)
+    result = model.predict(source.dataset(np.arange(source.n), batch_size or batch, with_targets=False), verbose=0)
+    if isinstance(result, dict):
+        return {name: np.asarray(result[name]) for name in signature.output_names}
+    if not isinstance(result, (list, tuple)):
+        result = [result]
+    return {name: np.asarray(value) for name, value in zip(signature.output_names, result)}
+
+
+def write_predictions(predictions: dict[str, np.ndarray], target: str | os.PathLike) -> Path:
+    """An .npz with one array per output, written atomically."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **predictions)
+    write_bytes(target, buffer.getvalue())
+    return Path(target)

@@ -1,0 +1,54 @@
+"""A run as one process of a job: join it, train in step with the others, end together.
+
+Any error in this process (bad data, a failed collective, a bug) is
+reported to the other processes and printed as one line, and the process
+leaves at once with `os._exit`, without JAX's shutdown barrier that would
+hold it for minutes (training/scale/faults.py). A finished job leaves through
+that barrier, so no process ends while another still needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from netdsl.errors import SpecError
+from netdsl.training.errors import TrainingError
+from netdsl.training.run.signals import EXIT_STOPPED
+
+
+def run_in_job(config: Any, topology: Any, own_files: frozenset, check: Callable[[], Any],
+               announce: Callable, summarize: Callable[[Any], None]) -> int:
+    """Train `config` (None: checked here by `check()`, once the backend is loaded: the spec needs
+    --plugin) as this process of the job; `own_files`: the data parts this process reads from its own
+    file. Process 0 gets `announce(folder, first_epoch)` at the start and `summarize(result)` at the end."""
+    from netdsl.training.scale import faults
+    from netdsl.training.scale.distribute import set_up
+
+    distribution = set_up(topology)  # joins the job (UsageError when it cannot)
+    distribution.own_files = own_files
+    me = f"process {topology.process_id}"
+    try:
+        config = config or check()
+        from netdsl.training.run.engine import run_training
+
+        config.seed = distribution.agree_seed(config.seed)
+        if topology.writes:
+            config.on_start = announce
+        result = run_training(config, distribution)
+    except SpecError as exc:
+        faults.fail(f"{me}: {_first(str(exc))}")
+    except TrainingError as exc:
+        faults.fail(f"{me}: {exc}", exc.exit_code)
+    except Exception as exc:  # a collective that failed because another process died, or a bug
+        faults.fail_after(exc, me)
+    if topology.writes:
+        summarize(result)
+    if result.status == "stopped":
+        faults.fail(f"{me}: stopped; resume with --resume", EXIT_STOPPED)
+    faults.leave()
+    return 0
+
+
+def _first(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "error"

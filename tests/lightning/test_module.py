@@ -1,0 +1,174 @@
+"""netdsl.lightning.SpecModule inside PyTorch Lightning (issue 21, parts 2-4).
+
+Keras picks its backend once per process, and this test process runs on
+TensorFlow, so everything on torch runs in subprocesses (tests/support/lightning_probe.py):
+one process checks the module's steps, optimizer, schedule, clipping, errors and
+checkpoints, and writes what it found; the slow tests train with
+`Trainer(accelerator="cpu", devices=2, strategy="ddp")` in two real processes
+(gloo on loopback), and kill one of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch", reason="netdsl.lightning needs the extra: pip install 'netdsl[lightning]'")
+pytest.importorskip("lightning", reason="netdsl.lightning needs the extra: pip install 'netdsl[lightning]'")
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = ROOT / "tests" / "support" / "lightning_probe.py"
+GUIDE = ROOT / "docs" / "lightning.md"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore", KERAS_BACKEND="torch",
+               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), GLOO_SOCKET_IFNAME="lo")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "dsl"), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run(args: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+    """A probe in its own session; whatever it started is killed when it ends or times out."""
+    process = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, env=_env(), cwd=cwd, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, _ = process.communicate(timeout=timeout)
+    finally:
+        _kill_group(process)
+    return subprocess.CompletedProcess(args, process.returncode, out, "")
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+@pytest.fixture(scope="module")
+def found(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    tmp = tmp_path_factory.mktemp("lightning")
+    result = _run([str(PROBE), "checks", str(tmp / "found.json"), str(tmp)], cwd=tmp)
+    assert result.returncode == 0, result.stdout[-3000:]
+    return json.loads((tmp / "found.json").read_text())
+
+
+def test_the_spec_is_the_tutorials_module(found: dict) -> None:
+    assert found["params"] == [101_770, 101_770]  # SpecModule's parameters(), the hand-written LitModel's
+    assert found["names"] == [["image"], ["logits"]]
+    assert found["forward_difference"] <= 1e-5  # the tutorial's forward, with the spec's weights copied in
+    assert found["loss_difference"] <= 1e-5  # training_step: F.cross_entropy, as the tutorial's
+
+
+def test_adam_maps_onto_torch_adam(found: dict) -> None:
+    adam = found["adam"]
+    assert adam["class"] == "Adam"
+    assert adam["lr"] == pytest.approx(1e-3) and adam["betas"] == [0.9, 0.999] and adam["eps"] == 1e-7
+    assert adam["weight_decay"] == 0 and adam["amsgrad"] is False
+
+
+def test_two_outputs_from_dict_batches(found: dict) -> None:
+    heads = found["two_heads"]
+    computed, by_hand = heads["loss"]  # cross-entropy + 3 x mse + the l2 regularizer, computed by hand
+    assert computed == pytest.approx(by_hand, rel=1e-6)
+    assert heads["logged"] == ["train_label_loss", "train_label_sparse_categorical_accuracy", "train_loss",
+                               "train_size_loss", "train_size_mae", "val_label_loss",
+                               "val_label_sparse_categorical_accuracy", "val_loss", "val_size_loss", "val_size_mae"]
+    assert heads["tested"] == ["test_label_loss", "test_label_sparse_categorical_accuracy", "test_loss",
+                               "test_size_loss", "test_size_mae"]
+
+
+def test_schedule_override_and_clipping_map_onto_torch(found: dict) -> None:
+    heads = found["two_heads"]
+    assert heads["optimizer"]["class"] == "SGD" and heads["optimizer"]["momentum"] == 0.5  # momentum=0.5 overrides
+    assert heads["rates"] == pytest.approx(heads["keras_rates"], rel=1e-6)  # each step's rate: Keras' schedule
+    assert heads["rates"][0] > heads["rates"][2]
+    assert heads["largest_norm"] <= 0.5 + 1e-5  # global_clipnorm = 0.5, after the clipping
+
+
+def test_a_checkpoint_resumes_the_same_curve(found: dict) -> None:
+    resumed = found["resume"]
+    assert len(resumed["curve"]) == 3
+    assert resumed["resumed_curve"] == pytest.approx(resumed["curve"][1:], rel=1e-6, abs=1e-7)
+    assert resumed["difference"] <= 1e-6
+    assert resumed["loaded_hparams"] == {"spec": str(ROOT / "specs" / "lightning_mlp.net"), "model": "lightning_mlp"}
+
+
+def test_what_cannot_be_mapped_is_one_line(found: dict) -> None:
+    said = found["errors"]
+    assert said["lion"] == ("the optimizer Lion has no torch.optim equivalent: use one of adadelta, adagrad, adam, "
+                            "adamax, adamw, nadam, rmsprop, sgd in the spec, or override configure_optimizers")
+    assert said["override"].startswith("Adam has no argument 'momentum': its arguments are amsgrad, beta_1, ")
+    assert said["batch"] == ("a dict batch is missing 'image', 'logits': the spec's names are image, logits; "
+                             "received keys 'pixels'")
+    assert all("\n" not in line for line in said.values())
+
+
+def test_the_guide_runs(tmp_path: Path) -> None:
+    """docs/lightning.md's tutorial, as written, from a folder holding the repository's specs/ (where its
+    spec path points): Lightning writes its checkpoints/ into the current folder, never the repository."""
+    code = re.findall(r"```python\n(.*?)```", GUIDE.read_text(encoding="utf-8"), re.S)[0]
+    (tmp_path / "tutorial.py").write_text(code, encoding="utf-8")
+    shutil.copytree(ROOT / "specs", tmp_path / "specs")
+    result = _run([str(tmp_path / "tutorial.py")], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:]
+    loss = float(re.findall(r"^train_loss (\S+)$", result.stdout, re.M)[-1])
+    assert 0.0 < loss < 2.6  # ten classes at random: about ln(10) = 2.30
+
+
+# ------------------------------------------------------------------ Lightning's DDP, two real processes
+
+
+@pytest.mark.slow
+def test_two_processes_train_as_one(tmp_path: Path) -> None:
+    one, two = tmp_path / "one.npz", tmp_path / "two.npz"
+    result = _run([str(PROBE), "fit", str(one), "1", "32"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:]
+    result = _run([str(PROBE), "fit", str(two), "2", "16"], cwd=tmp_path)  # the same global batch of 32
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "MEMBER: 2/2" in result.stdout  # the second process, started by Lightning, joined
+    alone, together = np.load(one), np.load(two)
+    assert sorted(alone.files) == sorted(together.files) and len(alone.files) == 4
+    for name in alone.files:
+        np.testing.assert_allclose(together[name], alone[name], rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.slow
+def test_a_killed_process_ends_the_job(tmp_path: Path) -> None:
+    out = tmp_path / "w.npz"
+    killed = Path(f"{out}.killed")
+    process = subprocess.Popen([sys.executable, str(PROBE), "fit", str(out), "2", "16", "3"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(),
+                               cwd=tmp_path, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not killed.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert killed.exists(), "process 1 never reached step 3"
+        died = time.monotonic()
+        process.wait(timeout=60)  # Lightning's launcher checks its processes every 5 s
+        ended_after = time.monotonic() - died
+    finally:
+        _kill_group(process)
+    assert process.returncode != 0
+    assert ended_after < 60
+    assert not out.exists()  # the job did not go on to finish

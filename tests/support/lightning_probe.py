@@ -1,0 +1,248 @@
+"""Run in a subprocess on Keras' torch backend: netdsl.lightning.SpecModule inside PyTorch Lightning.
+
+    python tests/support/lightning_probe.py checks OUT.json TMPDIR   the module's steps, optimizer, checkpoints
+    python tests/support/lightning_probe.py fit OUT.npz DEVICES BATCH [KILL_AT]
+        lightning_mlp trained with Trainer(accelerator="cpu", devices=DEVICES, strategy="ddp") on
+        fixed data, BATCH samples per process and step; process 0 writes the final weights.
+        With KILL_AT, process 1 kills itself (SIGKILL) at that step, after writing OUT.killed.
+
+The tests (tests/lightning/test_module.py) assert on what this writes. Lightning's DDP launcher starts
+the other processes by running this same command again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+os.environ["KERAS_BACKEND"] = "torch"
+
+import lightning as L  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch.utils.data import DataLoader, Dataset, TensorDataset  # noqa: E402
+
+from netdsl.lightning import SpecModule  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+MLP = ROOT / "specs" / "lightning_mlp.net"
+QUIET = dict(logger=False, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu")
+
+TWO_HEADS = """
+model two_heads {
+  input image: (6,)
+  input extra: (3,)
+  joined = (image, extra) -> concatenate -> dense(8, activation=relu, kernel_regularizer=l2(0.01))
+  output label = joined -> dense(4)
+  output size = joined -> dense(1)
+  train {
+    optimizer = sgd(learning_rate=exponential_decay(0.1, decay_steps=2, decay_rate=0.5), momentum=0.9,
+                    global_clipnorm=0.5)
+    loss = {label: sparse_categorical_crossentropy(from_logits=true), size: mse}
+    loss_weights = {label: 1.0, size: 3.0}
+    metrics = {label: [sparse_categorical_accuracy], size: [mae]}
+  }
+}
+"""
+
+
+def digits(n: int, seed: int = 0) -> TensorDataset:
+    rng = np.random.default_rng(seed)
+    return TensorDataset(torch.tensor(rng.random((n, 28, 28), dtype=np.float32)),
+                         torch.tensor(rng.integers(0, 10, n)))
+
+
+class Named(Dataset):
+    """Samples as dicts keyed by the spec's input and output names."""
+
+    def __init__(self, n: int) -> None:
+        rng = np.random.default_rng(5)
+        self.rows = {"image": rng.normal(size=(n, 6)).astype("float32"), "extra": rng.normal(size=(n, 3)).astype(
+            "float32"), "label": rng.integers(0, 4, n), "size": rng.random((n, 1), dtype=np.float32)}
+
+    def __len__(self) -> int:
+        return len(self.rows["image"])
+
+    def __getitem__(self, i: int) -> dict:
+        return {k: torch.as_tensor(v[i]) for k, v in self.rows.items()}
+
+
+class LitModel(L.LightningModule):
+    """The Lightning tutorial's module, by hand (what lightning_mlp.net replaces)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l1 = torch.nn.Linear(28 * 28, 128)
+        self.l2 = torch.nn.Linear(128, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.l2(torch.relu(self.l1(x.view(x.size(0), -1))))
+
+
+def _norm(module: L.LightningModule) -> float:
+    grads = [p.grad for p in module.parameters() if p.grad is not None]
+    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])))
+
+
+def weights(module: L.LightningModule) -> dict[str, np.ndarray]:
+    return {name: p.detach().cpu().numpy().copy() for name, p in module.named_parameters()}
+
+
+# ------------------------------------------------------------------ checks (one process)
+
+
+def checks(out: Path, tmp: Path) -> None:
+    found: dict = {}
+    L.seed_everything(0, verbose=False)
+    spec = SpecModule(MLP)
+    spec.configure_model()
+    found["params"] = [sum(p.numel() for p in spec.parameters()), sum(p.numel() for p in LitModel().parameters())]
+    found["names"] = [spec.input_names, spec.output_names]
+    # the tutorial's forward and loss, with the spec's weights copied into the hand-written module
+    by_hand = LitModel()
+    kernel1, bias1, kernel2, bias2 = (spec.net.get_layer(n).weights[i].numpy() for n, i in
+                                      [("hidden", 0), ("hidden", 1), ("logits", 0), ("logits", 1)])
+    with torch.no_grad():
+        for layer, kernel, bias in [(by_hand.l1, kernel1, bias1), (by_hand.l2, kernel2, bias2)]:
+            layer.weight.copy_(torch.tensor(kernel.T))
+            layer.bias.copy_(torch.tensor(bias))
+    x, y = digits(16)[:]
+    spec.eval()
+    by_hand.eval()
+    found["forward_difference"] = float((spec(x) - by_hand(x)).abs().max())
+    loss = spec.training_step((x, y), 0)
+    found["loss_difference"] = float(abs(loss - torch.nn.functional.cross_entropy(by_hand(x), y)))
+    found["adam"] = _optimizer_of(spec)
+
+    found["two_heads"] = two_heads(tmp)
+    found["resume"] = resume(tmp)
+    found["errors"] = errors(tmp)
+    out.write_text(json.dumps(found, indent=1))
+
+
+def _optimizer_of(module: SpecModule) -> dict:
+    optimizer = module.configure_optimizers()
+    if isinstance(optimizer, dict):
+        optimizer = optimizer["optimizer"]
+    group = {k: v for k, v in optimizer.param_groups[0].items() if k != "params"}
+    return {"class": type(optimizer).__name__, **{k: v for k, v in group.items() if isinstance(v, (int, float, tuple))}}
+
+
+def two_heads(tmp: Path) -> dict:
+    """Two inputs, two outputs, dict batches: the weighted loss, the logged names, the schedule, clipping."""
+    (tmp / "two_heads.net").write_text(TWO_HEADS)
+    L.seed_everything(1, verbose=False)
+    module = SpecModule(tmp / "two_heads.net", momentum=0.5)
+    trainer = L.Trainer(max_epochs=1, **QUIET, enable_checkpointing=False)
+    loader = DataLoader(Named(24), batch_size=8)
+    module.configure_model()
+    batch = next(iter(loader))
+    predicted = module.net({"image": batch["image"], "extra": batch["extra"]}, training=False)
+    ce = torch.nn.functional.cross_entropy(predicted[0], batch["label"])
+    mse = torch.mean((predicted[1] - batch["size"]) ** 2)
+    l2 = sum(0.01 * torch.sum(w.value ** 2) for w in module.net.get_layer("joined").weights[:1])
+    module.eval()
+    with torch.no_grad():
+        by_hand = float(ce + 3.0 * mse + l2)
+        total, _ = module._loss([batch["label"], batch["size"]], list(predicted))
+    module.train()
+    rates = []
+
+    class Rates(L.Callback):
+        def on_train_batch_start(self, trainer: L.Trainer, *_: object) -> None:
+            rates.append(trainer.optimizers[0].param_groups[0]["lr"])
+
+        def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+            # after the step, the gradients it used (clipped) are still there
+            trainer.optimizers[0].register_step_post_hook(lambda *_: norms.append(_norm(pl_module)))
+
+    norms: list[float] = []
+    trainer.callbacks.append(Rates())
+    trainer.fit(module, loader, loader)
+    logged = sorted(trainer.callback_metrics)
+    trainer.test(module, loader, verbose=False)
+    import keras
+
+    schedule = keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=2, decay_rate=0.5)
+    return {"loss": [float(total), by_hand], "logged": logged, "tested": sorted(trainer.callback_metrics),
+            "optimizer": _optimizer_of(module), "rates": rates, "keras_rates": [float(schedule(s)) for s in range(3)],
+            "largest_norm": max(norms)}
+
+
+def resume(tmp: Path) -> dict:
+    """Three epochs straight, and one epoch then two more from Lightning's checkpoint: the same curve."""
+    data = DataLoader(digits(64, seed=2), batch_size=16)
+
+    def fit(epochs: int, folder: Path, ckpt: Path | None = None) -> tuple[SpecModule, list]:
+        L.seed_everything(3, verbose=False)
+        module = SpecModule(MLP)
+        losses: list = []
+
+        class Curve(L.Callback):
+            def on_train_epoch_end(self, trainer: L.Trainer, _: object) -> None:
+                losses.append(float(trainer.callback_metrics["val_loss"]))
+
+        checkpoints = L.pytorch.callbacks.ModelCheckpoint(dirpath=folder, save_top_k=-1, every_n_epochs=1)
+        trainer = L.Trainer(max_epochs=epochs, callbacks=[checkpoints, Curve()], **QUIET)
+        trainer.fit(module, data, data, ckpt_path=ckpt)
+        return module, losses
+
+    straight, curve = fit(3, tmp / "straight")
+    first = sorted((tmp / "straight").glob("epoch=0-*.ckpt"))[0]
+    resumed, rest = fit(3, tmp / "resumed", first)
+    difference = max(float(np.abs(a - b).max()) for a, b in zip(weights(straight).values(),
+                                                                 weights(resumed).values()))
+    loaded = SpecModule.load_from_checkpoint(first)
+    return {"curve": curve, "resumed_curve": rest, "difference": difference, "loaded_hparams": dict(loaded.hparams)}
+
+
+def errors(tmp: Path) -> dict:
+    from netdsl.errors import NetdslError
+
+    said = {}
+    (tmp / "lion.net").write_text(MLP.read_text().replace("adam(learning_rate=1e-3)", "lion(learning_rate=1e-4)"))
+    cases = {
+        "lion": lambda: SpecModule(tmp / "lion.net").configure_optimizers(),
+        "override": lambda: SpecModule(MLP, momentum=0.9).configure_optimizers(),
+        "batch": lambda: SpecModule(MLP).training_step({"pixels": torch.zeros(2, 28, 28)}, 0),
+    }
+    for name, case in cases.items():
+        try:
+            case()
+        except NetdslError as exc:
+            said[name] = str(exc)
+    return said
+
+
+# ------------------------------------------------------------------ fit (one or several processes)
+
+
+def fit(out: Path, devices: int, batch: int, kill_at: int | None) -> None:
+    L.seed_everything(0, verbose=False)
+    module = SpecModule(MLP)
+    callbacks = [Killer(out, kill_at)] if kill_at is not None else []
+    trainer = L.Trainer(max_epochs=2, devices=devices, strategy="ddp", callbacks=callbacks, **QUIET,
+                        enable_checkpointing=False)
+    trainer.fit(module, DataLoader(digits(128, seed=4), batch_size=batch))
+    if trainer.global_rank == 0:
+        np.savez(out, **weights(module))
+
+
+class Killer(L.Callback):
+    def __init__(self, out: Path, step: int) -> None:
+        self.out, self.step = out, step
+
+    def on_train_batch_end(self, trainer: L.Trainer, *_: object) -> None:
+        if trainer.global_rank == 1 and trainer.global_step == self.step:
+            Path(f"{self.out}.killed").write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "checks":
+        checks(Path(sys.argv[2]), Path(sys.argv[3]))
+    else:
+        fit(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]) if len(sys.argv) > 5 else None)

@@ -1,0 +1,206 @@
+"""`netdsl sweep` / `netdsl.sweep`: Optuna searches a spec's constants; one ordinary run folder per
+trial, summary.csv, best.json, plots, `--show`, the same results for the same seed, pruning,
+two workers sharing one study, and the mistakes said before anything trains.
+
+Tiny models on generated data, 1-2 epochs, 2-4 trials: the real engine and the real Optuna.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import netdsl
+from netdsl.cli import main
+
+optuna = pytest.importorskip("optuna", reason="netdsl[sweep] (Optuna) is not installed")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SPEC = """\
+let width = 8
+let lr = 0.01
+
+model tiny {
+  input x: (6,)
+  output y = x -> dense(width, activation=relu) -> dense(3)
+  train {
+    optimizer = adam(learning_rate=lr)
+    loss = sparse_categorical_crossentropy(from_logits=true)
+    metrics = [sparse_categorical_accuracy]
+    batch_size = 16
+    epochs = 2
+    shuffle = false
+  }
+}
+
+sweep tiny {
+  width = choice(4, 8, 16)
+  lr = log_uniform(1e-3, 1e-1)
+  objective = minimize(val_loss)
+  trials = 3
+}
+"""
+
+
+def write_data(folder: Path) -> Path:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(96, 6)).astype("float32")
+    y = (x[:, 0] > 0).astype("int64") + (x[:, 1] > 0.5).astype("int64")
+    np.savez(folder / "data.npz", x=x, y=y)
+    return folder / "data.npz"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("sweep")
+    (folder / "tiny.net").write_text(SPEC)
+    write_data(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def first(project):
+    return netdsl.sweep(project / "tiny.net", data=project / "data.npz", seed=5, out=project / "sweeps")
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_one_run_folder_per_trial_with_its_parameters(first):
+    assert first.dir.name == "tiny-sweep-1"
+    assert [t.number for t in first.trials] == [0, 1, 2]
+    assert sorted(p.name for p in (first.dir / "trials").iterdir()) == ["0", "1", "2"]
+    for trial in first.trials:
+        run = Path(trial.run_dir)
+        assert run == (first.dir / "trials" / str(trial.number)).resolve()
+        config = json.loads((run / "config.json").read_text())
+        report = json.loads((run / "report.json").read_text())
+        assert config["defines"] == trial.params
+        assert config["sweep"]["trial"] == trial.number and config["sweep"]["params"] == trial.params
+        assert config["settings"]["seed"] == 5 and report["status"] == "finished"
+        assert (run / "model.keras").is_file() and (run / "curves.png").is_file()
+        # the objective is the best epoch of the run's own history
+        history = read_csv(run / "history.csv")
+        assert trial.value == pytest.approx(min(float(row["val_loss"]) for row in history))
+        assert trial.state == "complete" and trial.epochs == 2
+        assert trial.params["width"] in (4, 8, 16) and 1e-3 <= trial.params["lr"] <= 1e-1
+
+
+def test_summary_best_and_plots(first):
+    rows = read_csv(first.dir / "summary.csv")
+    assert list(rows[0]) == ["trial", "width", "lr", "val_loss", "state", "epochs", "seconds", "resumed", "run"]
+    assert [r["resumed"] for r in rows] == ["0", "0", "0"]
+    assert [int(r["trial"]) for r in rows] == [0, 1, 2]
+    assert [float(r["val_loss"]) for r in rows] == pytest.approx([t.value for t in first.trials], rel=1e-5)
+    best = json.loads((first.dir / "best.json").read_text())
+    winner = min(first.trials, key=lambda t: t.value)
+    assert best["trial"] == winner.number == first.best.number
+    assert best["params"] == winner.params and best["objective"]["value"] == winner.value
+    assert best["run"] == winner.run_dir
+    for name in ("history", "params"):
+        assert (first.dir / f"{name}.png").read_bytes().startswith(b"\x89PNG")
+        assert b"<svg" in (first.dir / f"{name}.svg").read_bytes()
+    sweep = json.loads((first.dir / "sweep.json").read_text())
+    assert sweep["status"] == "finished" and sweep["storage"] == "study.db" and sweep["trials"] == 3
+    assert sweep["space"] == {"width": "choice(4, 8, 16)", "lr": "log_uniform(0.001, 0.1)"}
+
+
+def test_show_prints_the_trials_best_first(first, capsys):
+    assert main(["sweep", "--show", str(first.dir)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "tiny-sweep: 3 trials (3 complete); minimize val_loss"
+    assert lines[1].split() == ["trial", "width", "lr", "val_loss", "state", "epochs", "seconds"]
+    ordered = sorted(first.trials, key=lambda t: t.value)
+    assert [int(line.split()[0]) for line in lines[2:]] == [t.number for t in ordered]
+
+
+def test_the_same_seed_gives_the_same_parameters_and_results(first, project):
+    again = netdsl.sweep(project / "tiny.net", data=project / "data.npz", seed=5, out=project / "again")
+    assert [t.params for t in again.trials] == [t.params for t in first.trials]
+    assert [t.value for t in again.trials] == pytest.approx([t.value for t in first.trials], rel=1e-6)
+
+
+PRUNED = SPEC.replace("""sweep tiny {
+  width = choice(4, 8, 16)
+  lr = log_uniform(1e-3, 1e-1)
+  objective = minimize(val_loss)
+  trials = 3
+}""", """sweep tiny {
+  lr = choice(0.05, 1e-9)
+  objective = minimize(val_loss)
+  pruner = median(warmup=0, startup=1)
+  sampler = grid
+  trials = 2
+}""").replace("epochs = 2", "epochs = 3")
+
+
+def test_a_pruned_trial_stops_and_keeps_its_run_folder(tmp_path):
+    (tmp_path / "p.net").write_text(PRUNED)
+    # The grid's order comes from the seed: seed 1 tries the good rate first.
+    result = netdsl.sweep(tmp_path / "p.net", data=write_data(tmp_path), seed=1, out=tmp_path / "s")
+    first, second = result.trials
+    assert (first.params, first.state, first.epochs) == ({"lr": 0.05}, "complete", 3)
+    # a rate of 1e-9 learns nothing: worse than the median after its first epoch, so pruned there
+    assert (second.params, second.state, second.epochs) == ({"lr": 1e-9}, "pruned", 1)
+    report = json.loads((Path(second.run_dir) / "report.json").read_text())
+    assert report["status"] == "pruned" and report["epochs_run"] == 1
+    assert (Path(second.run_dir) / "checkpoint.npz").is_file()
+    assert read_csv(result.dir / "summary.csv")[1]["state"] == "pruned"
+    assert json.loads((result.dir / "best.json").read_text())["trial"] == 0
+
+
+def test_two_workers_share_one_study(project):
+    """`--workers 2`: two processes, one study (SQLite in the sweep folder), 4 trials in all."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "dsl"), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run([sys.executable, "-m", "netdsl.cli", "sweep", "tiny.net", "--data", "data.npz",
+                           "--trials", "4", "--workers", "2", "--epochs", "1", "--seed", "2", "-o", "two"],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    folder = project / "two" / "tiny-sweep-1"
+    assert sorted(int(p.name) for p in (folder / "trials").iterdir()) == [0, 1, 2, 3]
+    rows = read_csv(folder / "summary.csv")
+    assert [(int(r["trial"]), r["state"], r["epochs"]) for r in rows] == [(k, "complete", "1") for k in range(4)]
+    study = optuna.load_study(study_name="tiny-sweep", storage=f"sqlite:///{folder / 'study.db'}")
+    workers = {t.user_attrs["worker"]["pid"] for t in study.trials}
+    assert len(study.trials) == 4 and len(workers) == 2  # each worker trained trials of the one study
+    assert "sweep folder: two/tiny-sweep-1" in done.stdout
+    assert sum(line.startswith("trial ") and "->" in line for line in done.stdout.splitlines()) == 4
+
+
+def sweep_cli(capsys, *argv: str) -> tuple[int, str]:
+    code = main(["sweep", *argv])
+    return code, capsys.readouterr().err
+
+
+def test_mistakes_are_said_before_anything_trains(project, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(project)
+    plain = tmp_path / "plain.net"
+    plain.write_text(SPEC.split("sweep tiny")[0])
+    assert sweep_cli(capsys, str(plain), "--data", "data.npz") == (
+        2, "netdsl: error: the spec has no sweep section for model 'tiny'; add one: sweep tiny { width = "
+           "choice(32, 64)  objective = minimize(val_loss) }\n")
+    assert sweep_cli(capsys, "tiny.net", "--data", "data.npz", "-D", "width=4") == (
+        2, "netdsl: error: -D width fixes a constant this sweep searches; leave it out of the sweep or of -D\n")
+    assert sweep_cli(capsys, "tiny.net", "--train", "data.npz", "-o", str(tmp_path)) == (
+        2, "netdsl: error: the objective val_loss needs validation data, and this sweep has none; give --val SRC "
+           "(with --train), a --split with a validation part, or minimize a training metric such as loss\n")
+    assert sweep_cli(capsys, "tiny.net", "--data", "data.npz", "--workers", "0") == (
+        2, "netdsl: error: --workers takes a whole number from 1 to 64; received 0\n")
+    code, err = sweep_cli(capsys, "tiny.net", "--data", "data.npz", "-o", str(tmp_path),
+                          "--storage", "postgresql://someone:secret@127.0.0.1:9/none")
+    assert code == 2 and err.startswith("netdsl: error: cannot open the study's storage "
+                                        "postgresql://someone:***@127.0.0.1:9/none: ")
+    assert "secret" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.net", "tiny-sweep-1"]
+    assert not (tmp_path / "tiny-sweep-1" / "trials").exists()

@@ -18,18 +18,21 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netdsl.training import arrays, csv_table, images, tfrecords
+from netdsl.training import arrays, csv_table
 from netdsl.training.data_check import require_data_file
 from netdsl.training.errors import DataError, UsageError
-from netdsl.training.pipeline import EpochOrder
 from netdsl.training.settings import DEFAULT_SPLIT, DataRequest, check_split
 from netdsl.training.signature import Signature
+
+if TYPE_CHECKING:
+    from netdsl.training.pipeline import EpochOrder
 
 ROLES = {"train": "training", "val": "validation", "test": "test"}
 
@@ -89,12 +92,16 @@ def plan_data(request: DataRequest, signature: Signature, seed: int, validation_
 
 def open_source(src: Any, signature: Signature, targets: dict[str, str] | None = None,
                 need_targets: bool = True) -> Any:
-    """The source `src` names (a path) or holds (arrays), checked against the model."""
+    """The source `src` names (a path) or holds (arrays), checked against the model.
+
+    Arrays, .npz and .csv are read with NumPy alone; image folders and TFRecord files load TensorFlow."""
     targets = dict(targets or {})
     if not isinstance(src, (str, os.PathLike)):
         return arrays.from_memory(src, signature, need_targets)
     path = str(src)
     if os.path.isdir(path):
+        from netdsl.training import images
+
         return images.ImageFolderSource(path, signature, need_targets)
     require_data_file(path)
     suffix = Path(path).suffix.lower()
@@ -102,6 +109,8 @@ def open_source(src: Any, signature: Signature, targets: dict[str, str] | None =
         return arrays.from_npz(path, signature, need_targets)
     if suffix == ".csv":
         return csv_table.from_csv(path, signature, targets, need_targets)
+    from netdsl.training import tfrecords
+
     if suffix in tfrecords.SUFFIXES:
         return tfrecords.TFRecordSource(path, signature, need_targets)
     raise DataError(f"unknown data format '{suffix or Path(path).name}'",
@@ -130,3 +139,25 @@ def _empty_message(part: Part, request: DataRequest, validation_split: float | N
         return (f"the {what} split is empty: validation_split = {validation_split:g} of "
                 f"{part.source.n} samples gives it no sample")
     return f"the {what} data is empty (no samples)"
+
+
+Batch = tuple[dict[str, np.ndarray], "dict[str, np.ndarray] | None"]
+
+
+def numpy_batches(source: Any, rows: np.ndarray, batch_size: int, with_targets: bool = False) -> Iterator[Batch]:
+    """({input: array}, {output: array} or None) per batch, in row order, for a runtime that is not Keras.
+
+    Arrays, .npz and .csv are sliced with NumPy (no TensorFlow); image folders and TFRecord
+    files go through their tf.data pipeline."""
+    if isinstance(source, arrays.ArraySource):
+        yield from source.batches(rows, batch_size, with_targets)
+        return
+    signature = source.signature
+    for item in source.dataset(rows, batch_size, with_targets=with_targets).as_numpy_iterator():
+        x, y = item if with_targets else (item, None)
+        yield _named(signature.input_names, x), None if y is None else _named(signature.output_names, y)
+
+
+def _named(names: list[str], values: Any) -> dict[str, np.ndarray]:
+    """A batch as `model_structure` shaped it (one array, or a tuple in the model's order) -> {name: array}."""
+    return dict(zip(names, values if isinstance(values, tuple) else (values,)))

@@ -4,9 +4,10 @@
     saved_model   tf.saved_model.load(...).signatures["serving_default"]
     litert        ai_edge_litert's Interpreter, signature runner "serving_default"
 
-Inputs are seeded (or the first DATA_ROWS samples of the user's `--data`): floats from a standard normal, integers in [0, the smallest
-embedding vocabulary) so token ids stay valid, a batch of 3 (not 1: the batch axis
-must really be open), sizes a spec leaves open set to 32. An output passes when
+Inputs are seeded (or the first DATA_ROWS samples of the user's `--data`): floats
+from a standard normal, integers in [0, the smallest embedding vocabulary) so token
+ids stay valid, a batch of 3 (not 1: the batch axis must really be open), sizes a
+spec leaves open set to 32. An output passes when
 |exported - keras| <= tol + tol * |keras| everywhere (`numpy.allclose`); the report
 gives the largest absolute difference per output, and says when Keras' output was the
 same for every sample (deep nets with fresh weights can end in a constant softmax),

@@ -314,6 +314,7 @@ def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: in
     file records or the spec's only one); `data` is then required. Raises `DataError`,
     `RunError`, `ExportError`, or `TrainingError` for a model without a loss."""
     from netdsl.deploy.inference import evaluate_exported, is_exported
+    from netdsl.training.errors import UsageError
     from netdsl.training.inference import DEFAULT_BATCH
     from netdsl.training.inference import evaluate as evaluate_trained
 
@@ -333,6 +334,7 @@ def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None
     runtime; ONNX and LiteRT load neither Keras nor TensorFlow (data from
     `.npz`, `.csv` or arrays)."""
     from netdsl.deploy.inference import is_exported, predict_exported
+    from netdsl.training.errors import UsageError
     from netdsl.training.inference import DEFAULT_BATCH
     from netdsl.training.inference import predict as predict_trained
 

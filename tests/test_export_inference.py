@@ -166,7 +166,7 @@ def test_a_missing_runtime_is_an_install_hint(work, capsys, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
     code = main(["predict", str(work / FILES["onnx"]), "--data", str(work / "classifier.npz"), "-o", "p.npz"])
-    assert (code, capsys.readouterr().err) == (2, "netdsl: error: running a onnx file needs onnxruntime, which is "
+    assert (code, capsys.readouterr().err) == (2, "netdsl: error: running an onnx file needs onnxruntime, which is "
                                                   "not installed; pip install 'netdsl[export]'\n")
 
 

@@ -59,8 +59,9 @@ def open_exported(path: Path, fmt: Format | None = None) -> ExportedModel:
         raise ExportError("not an exported model (.onnx, .tflite or a SavedModel folder)", file=str(path))
     if importlib.util.find_spec(fmt.runtime_module) is None:
         article = "an" if fmt.name[0] in "aeiou" else "a"
-        raise MissingPackage(f"running {article} {fmt.name} file needs {fmt.runtime_module.replace('_', '-')}, which is "
-                             f"not installed", hint=INSTALL_HINT)
+        package = fmt.runtime_module.replace("_", "-")
+        raise MissingPackage(f"running {article} {fmt.name} file needs {package}, which is not installed",
+                             hint=INSTALL_HINT)
     if not (path.is_dir() if fmt.is_folder else path.is_file()):
         raise ExportError(f"no such {fmt.name} {'folder' if fmt.is_folder else 'file'}", file=str(path))
     try:

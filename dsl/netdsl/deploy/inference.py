@@ -79,6 +79,7 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int, targ
     scorer = _scorer(program, name, model, include)
     source = open_source(data, model.signature, targets)
     predicted, wanted = run_batches(model, source, batch_size, with_targets=True)
+    assert wanted is not None  # with_targets: open_source checked the data holds them
     names = scorer.output_names
     logs = scorer.evaluate([predicted[n] for n in names], [wanted[n] for n in names], batch_size=batch_size,
                            return_dict=True, verbose=0)

@@ -2,11 +2,13 @@
 
     python scripts/export_table.py                      # every model of every spec in specs/
     python scripts/export_table.py --applications       # keras.applications families (weights=None)
+    python scripts/export_table.py --applications --size 64 --formats saved_model litert
     python scripts/export_table.py specs/unet.net       # some specs only
 
 Each model is exported with fresh weights to onnx, saved_model and litert and checked
 in its runtime (`netdsl.export(..., verify=True)`), exactly as `netdsl export` does;
-a cell holds the largest difference over the outputs, or the one-line refusal.
+a cell holds the largest difference over the outputs, or the one-line refusal, and
+the seconds the export and its check took.
 Slow (minutes per ImageNet-sized model and format): run by hand after a change to
 netdsl/deploy/ or to the converters' versions, and paste the rows into the docs.
 """
@@ -17,6 +19,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,19 +33,23 @@ def cell(model, fmt: str, folder: Path) -> str:
     import netdsl
     from netdsl.deploy import export_model
 
+    start = time.perf_counter()
     try:
         exported = export_model(model, format=fmt, out=folder / f"m.{fmt}", quiet=True)
     except netdsl.NetdslError as exc:
         return f"refused: {exc}"
+    seconds = time.perf_counter() - start
     checks = exported.verification.outputs
     weak = "" if all(c.varies for c in checks) else " (constant output)"
-    return f"{max(c.largest for c in checks):.1e}{weak}"
+    return f"{max(c.largest for c in checks):.1e}{weak} ({seconds:.0f} s)"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("specs", nargs="*", type=Path)
     parser.add_argument("--applications", action="store_true")
+    parser.add_argument("--size", type=int, help="the applications' image size (default: their 224)")
+    parser.add_argument("--formats", nargs="+", choices=FORMATS, default=list(FORMATS))
     args = parser.parse_args()
     import keras
 
@@ -50,7 +57,9 @@ def main() -> None:
     from netdsl.syntax.loader import pick_models
 
     if args.applications:
-        models = [(f"keras.applications.{name}", lambda n=name: getattr(keras.applications, n)(weights=None))
+        shape = None if args.size is None else (args.size, args.size, 3)
+        models = [(f"keras.applications.{name}",
+                   lambda n=name: getattr(keras.applications, n)(weights=None, input_shape=shape))
                   for name in APPLICATIONS]
     else:
         specs = args.specs or sorted((ROOT / "specs").glob("*.net"))
@@ -59,7 +68,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="netdsl-export-table-") as tmp:
         for label, make in models:
             model = make()
-            cells = [cell(model, fmt, Path(tmp)) for fmt in FORMATS]
+            cells = [cell(model, fmt, Path(tmp)) for fmt in args.formats]
             print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
 
 

@@ -237,6 +237,7 @@ ExportFormat = Literal["onnx", "saved_model", "litert"]
 def export(source: Spec | Trained, *, format: ExportFormat,  # noqa: A002 - named like the CLI flag
            out: str | os.PathLike | None = None, model: str | None = None,
            weights: str | os.PathLike | None = None, last: bool = False, verify: bool = True,
+           data: DataSource | None = None, seed: int | None = None,
            include: Sequence[str | os.PathLike] = ()) -> Path:
     """Export a model to ONNX, SavedModel or LiteRT (`netdsl export`) and, with `verify`, run the
     file in that format's own runtime next to Keras.
@@ -249,12 +250,14 @@ def export(source: Spec | Trained, *, format: ExportFormat,  # noqa: A002 - name
     beside the .keras file, or in the current folder. Returns the path written.
     Raises `ExportError` (one line) for what cannot be exported and
     `VerifyFailed` when the file's outputs differ from Keras' beyond the
-    format's tolerance (1e-5; LiteRT 1e-4).
+    format's tolerance (1e-5; LiteRT 1e-4). `data`: verify on its first 32
+    samples instead of seeded inputs. `seed`: a spec's fresh weights are drawn
+    from it (the same seed, the same weights and outputs).
     """
     from netdsl.deploy import export_model
 
     return export_model(source, format=format, out=out, model=model, weights=weights, last=last, check=verify,
-                        include=list(include)).path
+                        include=list(include), data=data, seed=seed).path
 
 
 def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
@@ -299,24 +302,47 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
 
 def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: int | None = None,
              targets: Mapping[str, str] | None = None, backend: str | None = None,
-             split: Literal["test", "val", "train"] = "test") -> dict[str, float]:
+             split: Literal["test", "val", "train"] = "test", spec: Spec | None = None,
+             model: str | None = None) -> dict[str, float]:
     """The loss and metrics of a trained model on `data`: {"loss": ..., metric: ...}.
 
     Without `data`, a run folder's own `split` ("test", "val" or "train"), cut
     as its training cut it. `batch_size`: default the run's (32 for a `.keras`
-    file). `targets` as for `train`. Raises `DataError`, `RunError`, or
-    `TrainingError` for a model without a loss."""
+    file). `targets` as for `train`. `trained` may also be an exported file
+    (`.onnx`, `.tflite`, a SavedModel folder), run in its own runtime and scored
+    with the loss and metrics of `spec`'s train section (default: the spec of
+    the run folder the file is in; `model`: its model, by default the one the
+    file records or the spec's only one); `data` is then required. Raises `DataError`,
+    `RunError`, `ExportError`, or `TrainingError` for a model without a loss."""
+    from netdsl.deploy.inference import evaluate_exported, is_exported
+    from netdsl.training.errors import UsageError
+    from netdsl.training.run.inference import DEFAULT_BATCH
     from netdsl.training.run.inference import evaluate as evaluate_trained
 
+    if (spec is not None or model is not None) and not is_exported(trained):
+        raise UsageError("--spec and --model give an exported file its loss and metrics; a Keras model has its own")
     _backend(backend)
+    if is_exported(trained):
+        return evaluate_exported(trained, data, batch_size or DEFAULT_BATCH, dict(targets or {}), spec, model)
     return evaluate_trained(trained, data, batch_size, dict(targets or {}), split)
 
 
 def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None,
             targets: Mapping[str, str] | None = None, backend: str | None = None) -> dict[str, np.ndarray]:
-    """The model's outputs on `data`'s inputs: {output name: array}. Keywords as for `evaluate`."""
+    """The model's outputs on `data`'s inputs: {output name: array}. Keywords as for `evaluate`.
+
+    An exported file (`.onnx`, `.tflite`, a SavedModel folder) runs in its own
+    runtime; ONNX and LiteRT load neither Keras nor TensorFlow (data from
+    `.npz`, `.csv` or arrays)."""
+    from netdsl.deploy.inference import is_exported, predict_exported
+    from netdsl.training.errors import UsageError
+    from netdsl.training.run.inference import DEFAULT_BATCH
     from netdsl.training.run.inference import predict as predict_trained
 
+    if is_exported(trained):
+        if backend is not None:
+            raise UsageError("--backend does not apply to an exported file: it runs in its own runtime")
+        return predict_exported(trained, data, batch_size or DEFAULT_BATCH, dict(targets or {}))
     _backend(backend)
     return predict_trained(trained, data, batch_size, dict(targets or {}))
 

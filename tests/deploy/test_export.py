@@ -295,3 +295,23 @@ def test_the_docs_example_prints_what_the_command_prints(tmp_path, capsys, monke
     number = re.compile(r"\d\.\d\de[-+]\d\d")  # the differences depend on the fresh weights
     assert code == 0
     assert [number.sub("N", line) for line in out] == [number.sub("N", line) for line in expected]
+
+
+@pytest.mark.slow
+def test_a_keras_applications_family_runs_in_litert(tmp_path):
+    """keras.applications.MobileNetV2 (depthwise convolutions, ReLU6, inverted residuals) at 32x32, its
+    smallest input, features pooled: its fresh softmax says the same for every input, which proves little.
+    The one family the suite converts (about 30 s of CPU); LiteRT is the format that lowers every op anew.
+    scripts/export_table.py --applications measures all four families in every format (docs/export.md)."""
+    import keras
+
+    from netdsl.deploy import export_model
+
+    model = keras.applications.MobileNetV2(weights=None, input_shape=(32, 32, 3), include_top=False,
+                                           pooling="avg")
+    exported = export_model(model, format="litert", out=tmp_path / "mobilenet_v2.tflite", quiet=True)
+    [check] = exported.verification.outputs
+    assert check.ok and check.varies, check
+    inputs = deploy_verify.sample_inputs(model, batch=2, seed=4)
+    want = keras_outputs(model, inputs)
+    assert_close(run_litert(exported.path, inputs), want, FORMATS["litert"].tolerance)

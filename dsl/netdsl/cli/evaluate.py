@@ -1,6 +1,9 @@
-"""`netdsl evaluate RUN_DIR|MODEL.keras [--data SRC | --split test|val|train] [--json] [--batch-size N]`.
+"""`netdsl evaluate RUN_DIR|MODEL.keras|EXPORTED [--data SRC | --split test|val|train] [--spec SPEC.net] [--json]
+[--batch-size N]`.
 
 The loss and metrics on data. A run folder means its model.keras (and its batch size);
+an exported file (.onnx, .tflite, a SavedModel folder) runs in its own runtime, scored
+with the loss and metrics of --spec (or of the spec its run folder recorded);
 without `--data`, its own test split (or `--split val|train`), cut as training cut it. The data is read
 as `train` reads it, by the model's input and output names. `--json`
 prints the values as one JSON object instead of a table. `--backend` as for
@@ -23,20 +26,30 @@ from netdsl.training.scale import processes
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     cmd = add_command(sub, "evaluate", summary="the loss and metrics of a trained model on data",
-                      description="Print the loss and each metric of a trained model (a run folder or a .keras "
-                                  "file) on data read as train reads it.",
+                      description="Print the loss and each metric of a trained model (a run folder, a .keras "
+                                  "file, or a file of netdsl export run in its own runtime) on data read as "
+                                  "train reads it.",
                       examples=["netdsl evaluate runs/lightning_mlp-1 --data digits.npz",
+                                "netdsl evaluate mlp.onnx --data digits.npz --spec specs/lightning_mlp.net",
                                 "netdsl evaluate build/model.keras --data test.csv --targets probs=label --json"])
     add_trained_model_arguments(cmd, data_required=False)
     cmd.add_argument("--split", choices=("test", "val", "train"), default="test",
                      help="without --data: which part of a run folder's own data")
+    cmd.add_argument("--spec", metavar="SPEC.net",
+                     help="an exported file's loss and metrics: this spec's train section (default: the spec "
+                          "of the run folder the file is in)")
+    cmd.add_argument("--model", metavar="NAME",
+                     help="with --spec: the model whose train section scores the file (default: the one the file "
+                          "records, or the spec's only model)")
     add_json(cmd, "the values (one object)")
     cmd.set_defaults(run=run)
 
 
 def add_trained_model_arguments(cmd: argparse.ArgumentParser, data_required: bool = True) -> None:
     """What `evaluate` and `predict` share: the trained model, its data and how to run it."""
-    cmd.add_argument("trained", metavar="RUN_DIR|MODEL.keras", help="a run folder (its model.keras) or a .keras file")
+    cmd.add_argument("trained", metavar="RUN_DIR|MODEL.keras|EXPORTED",
+                     help="a run folder (its model.keras), a .keras file, or an exported .onnx, .tflite or "
+                          "SavedModel folder (run in its own runtime)")
     cmd.add_argument("--data", required=data_required, metavar="SRC",
                      help="the data (.npz, .csv, .tfrecord, image folder), found by the model's input names"
                           + ("" if data_required else " (default: a run folder's own --split)"))
@@ -48,21 +61,34 @@ def add_trained_model_arguments(cmd: argparse.ArgumentParser, data_required: boo
 
 
 def set_up(args: argparse.Namespace) -> tuple[dict, Any]:
-    """The targets asked for and the scope to run in; the backend and plugins loaded."""
+    """The targets asked for and the scope to run in; the backend and plugins loaded
+    (neither for an exported file, which runs in its own runtime)."""
+    import contextlib
+
+    from netdsl.deploy.inference import is_exported
+
     targets = parse_targets(args.targets)
+    if is_exported(args.trained):
+        return targets, contextlib.nullcontext
     scope = processes.set_up_one_process(args.backend)
     load_plugins(args.plugin, args.trained)  # a saved model may hold plugin layers
     return targets, scope
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.data is None and not Path(args.trained).is_dir():
+    from netdsl.deploy.inference import is_exported
+
+    exported = is_exported(args.trained)
+    if args.data is None and (exported or not Path(args.trained).is_dir()):
         raise UsageError("evaluate needs --data SRC, except for a run folder (its own test split by default)")
     targets, scope = set_up(args)
+    if exported:
+        load_plugins(args.plugin, args.trained)  # the spec scoring it may use plugin layers
     from netdsl.api import evaluate
 
     with scope():
-        values = evaluate(args.trained, data=args.data, batch_size=args.batch_size, targets=targets, split=args.split)
+        values = evaluate(args.trained, data=args.data, batch_size=args.batch_size, targets=targets, split=args.split,
+                          spec=args.spec, model=args.model, backend=args.backend if exported else None)
     if args.json:
         print(json.dumps(values, indent=2))
     else:

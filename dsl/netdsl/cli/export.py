@@ -1,10 +1,11 @@
-"""`netdsl export SRC --format onnx|saved_model|litert [-o OUT] [--no-verify] [--model NAME] [--weights FILE.keras]
-[--last]`.
+"""`netdsl export SRC --format onnx|saved_model|litert [-o OUT] [--no-verify] [--data SRC] [--model NAME]
+[--weights FILE.keras | --seed S] [--last]`.
 
-SRC is a spec (built with fresh weights, or those of --weights), a run folder (its
-best.keras; --last: model.keras) or a .keras file. The file is written atomically, then
-run in the format's own runtime on seeded inputs next to the Keras model; the largest
-difference per output is printed, and a difference beyond the format's tolerance exits 1.
+SRC is a spec (built with fresh weights, drawn from --seed, or those of --weights), a run folder
+(its best.keras; --last: model.keras) or a .keras file. The file is written atomically, then
+run in the format's own runtime on seeded inputs (or the first samples of --data) next to the
+Keras model; the largest difference per output is printed, and a difference beyond the
+format's tolerance exits 1.
 """
 
 from __future__ import annotations
@@ -33,9 +34,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_alias(parser, "--output", dest="out")
     parser.add_argument("--model", metavar="NAME", help="the model of a spec with several")
     parser.add_argument("--weights", metavar="FILE.keras", help="weights for the spec's model (default: fresh)")
+    parser.add_argument("--seed", type=int, metavar="S",
+                        help="draw a spec's fresh weights from this seed (the same seed, the same file)")
     parser.add_argument("--last", action="store_true", help="a run's model.keras (the last epoch), not best.keras")
     parser.add_argument("--verify", action=argparse.BooleanOptionalAction, default=True,
                         help="run the file in its runtime and compare with Keras (default: on)")
+    parser.add_argument("--data", metavar="SRC",
+                        help="verify on the first 32 samples of this data (.npz, .csv, .tfrecord, image folder), "
+                             "found by the model's input names (default: seeded inputs)")
     add_include(parser)
     add_plugin(parser)
     parser.set_defaults(run=run)
@@ -46,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
 
     load_plugins(args.plugin, args.source)
     exported = export_model(args.source, format=args.format, out=args.out, model=args.model, weights=args.weights,
-                            last=args.last, check=args.verify, include=args.include, quiet=True)
+                            last=args.last, check=args.verify, include=args.include, quiet=True,
+                            data=args.data, seed=args.seed)
     print(f"wrote {exported.path} ({exported.format.name})")
     for note in exported.notes:
         print(f"note: {note}")

@@ -1,4 +1,7 @@
-"""`netdsl predict RUN_DIR|MODEL.keras --data SRC -o PREDS.npz [--batch-size N] [--backend B]`.
+"""`netdsl predict RUN_DIR|MODEL.keras|EXPORTED --data SRC -o PREDS.npz [--batch-size N] [--backend B]`.
+
+An exported file (.onnx, .tflite, a SavedModel folder) runs in its own runtime:
+onnxruntime and LiteRT without Keras or TensorFlow.
 
 Writes one array per model output, keyed by the output's name, atomically.
 The data needs only the model's inputs (target columns or arrays, when
@@ -20,7 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cmd = add_command(sub, "predict", summary="a trained model's outputs on data, as .npz",
                       description="Write a trained model's outputs on the data's inputs as an .npz file, one "
                                   "array per output, keyed by the output's name.",
-                      examples=["netdsl predict runs/lightning_mlp-1 --data digits.npz -o preds.npz"])
+                      examples=["netdsl predict runs/lightning_mlp-1 --data digits.npz -o preds.npz",
+                                "netdsl predict mlp.onnx --data digits.npz -o preds.npz"])
     add_trained_model_arguments(cmd)
     # Required, checked in `run`: argparse's own check would refuse the old spelling --output.
     cmd.add_argument("-o", "--out", metavar="PREDS.npz", help="the .npz file to write (required)")
@@ -33,10 +37,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("the following arguments are required: -o/--out PREDS.npz")
     targets, scope = set_up(args)
     from netdsl.api import predict
+    from netdsl.deploy.inference import is_exported
     from netdsl.training.run.inference import write_predictions
 
     with scope():
-        predictions = predict(args.trained, data=args.data, batch_size=args.batch_size, targets=targets)
+        predictions = predict(args.trained, data=args.data, batch_size=args.batch_size, targets=targets,
+                              backend=args.backend if is_exported(args.trained) else None)
     try:
         target = write_predictions(predictions, args.out)
     except OSError as exc:

@@ -21,6 +21,7 @@ class Format:
     tolerance: float
     modules: tuple[str, ...]  # importable names the conversion and the check need
     runtime: str  # where the exported file is checked
+    runtime_module: str  # what running an exported file needs (predict, evaluate)
 
     @property
     def is_folder(self) -> bool:
@@ -28,9 +29,10 @@ class Format:
 
 
 FORMATS = {
-    "onnx": Format("onnx", ".onnx", 1e-5, ("onnx", "onnxruntime", "tf2onnx"), "onnxruntime"),
-    "saved_model": Format("saved_model", "_saved_model", 1e-5, (), "tf.saved_model.load"),
-    "litert": Format("litert", ".tflite", 1e-4, ("ai_edge_litert",), "the LiteRT interpreter"),
+    "onnx": Format("onnx", ".onnx", 1e-5, ("onnx", "onnxruntime", "tf2onnx"), "onnxruntime", "onnxruntime"),
+    "saved_model": Format("saved_model", "_saved_model", 1e-5, (), "tf.saved_model.load", "tensorflow"),
+    "litert": Format("litert", ".tflite", 1e-4, ("ai_edge_litert",), "the LiteRT interpreter",
+                     "ai_edge_litert"),
 }
 INSTALL_HINT = "pip install 'netdsl[export]'"
 # Other tools' names for the formats: suggested, never taken silently.

@@ -60,13 +60,20 @@ def in_float32(resolved: Resolved) -> Resolved:
 
 
 def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike | None = None,
-            last: bool = False, include: Sequence[str | os.PathLike[str]] = (), quiet: bool = False) -> Resolved:
+            last: bool = False, include: Sequence[str | os.PathLike[str]] = (), quiet: bool = False,
+            seed: int | None = None) -> Resolved:
     """The Keras model `source` means, loaded or built (see the module's docstring), in float32.
 
+    `seed`: a spec's fresh weights are drawn from it (the same seed, the same weights and the
+    same exported file's outputs), as `netdsl train --seed` draws them.
     Everything that can be checked without TensorFlow is checked before it is imported.
     """
+    if seed is not None and (weights is not None or not _is_spec(source)):
+        raise ExportError("--seed draws a spec's fresh weights; "
+                          + ("--weights gives them" if weights is not None else "this source has trained weights"),
+                          file=str(source) if isinstance(source, (str, os.PathLike)) else None)
     if isinstance(source, Program):
-        return in_float32(_from_spec(source, source.root, model, weights, include, quiet))
+        return in_float32(_from_spec(source, source.root, model, weights, include, quiet, seed))
     if not isinstance(source, (str, os.PathLike)):
         if weights is not None or model is not None:
             raise ExportError("model= and weights= choose a model of a spec; the source is a keras.Model already")
@@ -81,8 +88,13 @@ def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike
         loaded = _load_keras(path, quiet)
         return in_float32(Resolved(loaded, loaded.name, path.parent, str(path), {"netdsl_version": __version__}))
     if path.suffix in SPEC_SUFFIXES:
-        return in_float32(_from_spec(as_program(path, include), str(path), model, weights, include, quiet))
+        return in_float32(_from_spec(as_program(path, include), str(path), model, weights, include, quiet, seed))
     raise ExportError("not a spec (.net), a run folder or a .keras file", file=str(path))
+
+
+def _is_spec(source: Any) -> bool:
+    return isinstance(source, Program) or (isinstance(source, (str, os.PathLike))
+                                           and Path(source).suffix in SPEC_SUFFIXES)
 
 
 def _tensorflow(quiet: bool) -> None:
@@ -93,7 +105,7 @@ def _tensorflow(quiet: bool) -> None:
 
 
 def _from_spec(program: Program, label: str, model: str | None, weights: Any,
-               include: Sequence[str | os.PathLike[str]], quiet: bool) -> Resolved:
+               include: Sequence[str | os.PathLike[str]], quiet: bool, seed: int | None = None) -> Resolved:
     from netdsl.backend.compiler import build_model
     from netdsl.training.run.settings import spec_sha256
 
@@ -101,6 +113,10 @@ def _from_spec(program: Program, label: str, model: str | None, weights: Any,
     if weights is not None and not Path(weights).is_file():
         raise ExportError("no such weights file", file=str(weights))
     _tensorflow(quiet)
+    if seed is not None:
+        import keras
+
+        keras.utils.set_random_seed(seed)  # right before building, as `netdsl train --seed` does
     built = build_model(program, name, include=list(include))
     if weights is not None:
         _load_weights(built, Path(weights))

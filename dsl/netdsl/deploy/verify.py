@@ -4,9 +4,10 @@
     saved_model   tf.saved_model.load(...).signatures["serving_default"]
     litert        ai_edge_litert's Interpreter, signature runner "serving_default"
 
-Inputs are seeded: floats from a standard normal, integers in [0, the smallest
-embedding vocabulary) so token ids stay valid, a batch of 3 (not 1: the batch axis
-must really be open), sizes a spec leaves open set to 32. An output passes when
+Inputs are seeded (or the first DATA_ROWS samples of the user's `--data`): floats
+from a standard normal, integers in [0, the smallest embedding vocabulary) so token
+ids stay valid, a batch of 3 (not 1: the batch axis must really be open), sizes a
+spec leaves open set to 32. An output passes when
 |exported - keras| <= tol + tol * |keras| everywhere (`numpy.allclose`); the report
 gives the largest absolute difference per output, and says when Keras' output was the
 same for every sample (deep nets with fresh weights can end in a constant softmax),
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 BATCH = 3
 OPEN_SIZE = 32  # a size the spec leaves open (an image's height, say)
 SEED = 0
+DATA_ROWS = 32  # `--verify --data SRC`: the first batch of the user's data (fewer when it holds fewer)
 
 
 @dataclass(frozen=True)
@@ -102,34 +104,22 @@ def keras_outputs(model: keras.Model, inputs: dict[str, np.ndarray]) -> dict[str
 
 def run_exported(fmt: Format, path: Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The exported file's outputs on `inputs`, computed in the format's own runtime."""
-    return _RUNNERS[fmt.name](path, inputs)
+    from netdsl.deploy.runtime import load
+
+    return load(path, fmt).run(inputs)
 
 
-def _run_onnx(path: Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    import onnxruntime
+def data_inputs(model: keras.Model, data: Any, batch: int = DATA_ROWS) -> dict[str, np.ndarray]:
+    """The first `batch` samples of the user's data (read as `predict` reads it: by input name)."""
+    from netdsl.training.data.plan import numpy_batches
+    from netdsl.training.data.source import open_source
+    from netdsl.training.errors import DataError
 
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(names, inputs)))
-
-
-def _run_saved_model(path: Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    import tensorflow as tf
-
-    serve = tf.saved_model.load(str(path)).signatures["serving_default"]
-    return {name: value.numpy() for name, value in serve(**{k: tf.constant(v) for k, v in inputs.items()}).items()}
-
-
-def _run_litert(path: Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    from ai_edge_litert.interpreter import Interpreter
-
-    runner = Interpreter(model_path=str(path)).get_signature_runner("serving_default")
-    return {name: np.asarray(value) for name, value in runner(**inputs).items()}
-
-
-_RUNNERS = {"onnx": _run_onnx, "saved_model": _run_saved_model, "litert": _run_litert}
+    source = open_source(data, Signature.of(model), need_targets=False)
+    if source.n == 0:
+        raise DataError("no samples to verify with", file=getattr(source, "origin", None))
+    inputs, _ = next(numpy_batches(source, np.arange(min(source.n, batch)), batch))
+    return inputs
 
 
 def compare(fmt: Format, expected: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> Verification:
@@ -148,8 +138,9 @@ def compare(fmt: Format, expected: dict[str, np.ndarray], got: dict[str, np.ndar
     return Verification(fmt, tuple(checks))
 
 
-def check_file(model: keras.Model, fmt: Format, path: Path) -> Verification:
-    inputs = sample_inputs(model)
+def check_file(model: keras.Model, fmt: Format, path: Path, data: Any = None) -> Verification:
+    """Seeded inputs (or the first samples of `data`) through Keras and through the file."""
+    inputs = sample_inputs(model) if data is None else data_inputs(model, data)
     try:
         got = run_exported(fmt, path, inputs)
     except Exception as exc:  # the runtime refuses the file or the inputs: that is the finding

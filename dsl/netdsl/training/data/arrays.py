@@ -5,16 +5,19 @@ input and output; a one-input, one-output model also takes `x` and `y`.
 Every array is checked against the model before anything trains: a
 missing key names the input and the keys found, a wrong shape or dtype
 names the input, the expected and the found shape.
+
+Reading and checking need NumPy only; TensorFlow loads when a tf.data pipeline is made
+(`dataset`), so an exported ONNX or LiteRT file is fed from `batches` without it.
 """
 
 from __future__ import annotations
 
 import zipfile
 import zlib
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import tensorflow as tf
 
 from netdsl.training.data.data_check import (
     NUMERIC_KINDS,
@@ -27,9 +30,13 @@ from netdsl.training.data.data_check import (
     key_for,
 )
 from netdsl.training.data.npz_members import check_member
-from netdsl.training.data.pipeline import EpochOrder, finish, index_batches, model_structure
 from netdsl.training.data.signature import Signature, TensorSpec
 from netdsl.training.errors import DataError
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+    from netdsl.training.data.pipeline import EpochOrder
 
 __all__ = ["NUMERIC_KINDS", "ArraySource", "check_input", "check_target", "describe_dtype", "from_mapping",
            "from_memory", "from_npz"]
@@ -51,6 +58,10 @@ class ArraySource:
 
     def dataset(self, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None,
                 with_targets: bool = True) -> tf.data.Dataset:
+        import tensorflow as tf
+
+        from netdsl.training.data.pipeline import finish, index_batches, model_structure
+
         inputs, targets = self._as_tensors()
         signature = self.signature
         if not with_targets:
@@ -64,8 +75,22 @@ class ArraySource:
         batches = index_batches(rows, batch_size, order).map(gather, num_parallel_calls=tf.data.AUTOTUNE)
         return finish(batches, len(rows), batch_size)
 
+    def batches(self, rows: np.ndarray, batch_size: int,
+                with_targets: bool = True) -> Iterator[tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]]:
+        """({input: array}, {output: array} or None) per batch of `rows`, in order, as NumPy (no TensorFlow)."""
+        inputs, targets = self._arrays
+        if self._tensors is not None:  # a dataset was made first: the arrays live in the tensors now
+            inputs, targets = ({k: v.numpy() for k, v in part.items()} if part is not None else None
+                               for part in self._tensors)
+        for start in range(0, len(rows), batch_size):
+            index = rows[start:start + batch_size]
+            yield ({name: array[index] for name, array in inputs.items()},
+                   {name: array[index] for name, array in targets.items()} if with_targets and targets else None)
+
     def _as_tensors(self) -> tuple[dict, dict | None]:
         """The arrays as tensors, converted once (the NumPy copies are then let go)."""
+        import tensorflow as tf
+
         if self._tensors is None:
             inputs, targets = self._arrays
             self._tensors = ({k: tf.convert_to_tensor(v) for k, v in inputs.items()},

@@ -1,0 +1,139 @@
+"""`predict` and `evaluate` on an exported file (`.onnx`, `.tflite`, a SavedModel folder), run in its runtime.
+
+    predict("mlp.onnx", data="new.npz")                      -> {"logits": array (N, 10)}   (no Keras)
+    evaluate("mlp.tflite", data="test.npz", spec="mlp.net")  -> {"loss": 0.31, "accuracy": 0.91}
+
+The data is read by the file's input names (the spec's: export keeps them), with the
+readers `train` uses; the outputs come from the file's runtime, batch by batch.
+An exported file holds no train section, so `evaluate` takes the loss and metrics
+from the spec (`spec=`, or the spec recorded by the run folder the file sits in) and
+computes them with Keras' own loss and metric objects on the runtime's outputs, as
+`model.evaluate` does (a mean over batches weighted by their size). The layers'
+regularization penalties, which Keras adds to a trained model's loss, are not part
+of an exported file and so not of its loss.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from netdsl.deploy.errors import ExportError
+from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
+from netdsl.training.data.plan import numpy_batches
+from netdsl.training.data.source import open_source
+from netdsl.training.errors import TrainingError, UsageError
+from netdsl.training.run.runs import CONFIG
+
+if TYPE_CHECKING:
+    import keras
+
+    from netdsl.syntax.loader import Program
+
+
+def is_exported(where: Any) -> bool:
+    """A path whose name or content says exported file (a run folder or a .keras file does not)."""
+    return isinstance(where, (str, os.PathLike)) and exported_format(Path(where)) is not None
+
+
+def run_batches(model: ExportedModel, source: Any, batch_size: int,
+                with_targets: bool = False) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    """The file's outputs on every sample of `source` (and the targets read beside them), concatenated."""
+    outputs: dict[str, list[np.ndarray]] = {name: [] for name in model.signature.output_names}
+    targets: dict[str, list[np.ndarray]] = {name: [] for name in model.signature.output_names}
+    dtypes = {spec.name: spec.dtype for spec in model.signature.inputs}
+    for x, y in numpy_batches(source, np.arange(source.n), batch_size, with_targets):
+        try:
+            got = model.run({name: np.asarray(array, dtype=dtypes[name]) for name, array in x.items()})
+        except Exception as exc:  # the runtime's own type: a shape or type the file does not take
+            raise ExportError(f"{model.format.runtime} cannot run it on this data ({first_line(exc)})",
+                              file=str(model.path)) from None
+        for name in outputs:
+            outputs[name].append(got[name])
+            if y is not None:
+                targets[name].append(y[name])
+    joined = {name: np.concatenate(parts) for name, parts in outputs.items()}
+    return joined, ({name: np.concatenate(parts) for name, parts in targets.items()} if with_targets else None)
+
+
+def predict_exported(where: str | os.PathLike, data: Any, batch_size: int,
+                     targets: dict[str, str] | None = None) -> dict[str, np.ndarray]:
+    model = open_exported(Path(where))
+    source = open_source(data, model.signature, targets, need_targets=False)
+    return run_batches(model, source, batch_size)[0]
+
+
+def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int, targets: dict[str, str] | None = None,
+                      spec: Any = None, model_name: str | None = None,
+                      include: Sequence[str | os.PathLike[str]] = ()) -> dict[str, float]:
+    """`model_name`: the spec's model (default: the one the file records, else the spec's only one)."""
+    path = Path(where)
+    model = open_exported(path)
+    program, name = _train_spec(path, model, spec, include)
+    name = model_name or name
+    if data is None:
+        raise UsageError("evaluating an exported file needs --data SRC")
+    scorer = _scorer(program, name, model, include)
+    source = open_source(data, model.signature, targets)
+    predicted, wanted = run_batches(model, source, batch_size, with_targets=True)
+    assert wanted is not None  # with_targets: open_source checked the data holds them
+    names = scorer.output_names
+    logs = scorer.evaluate([predicted[n] for n in names], [wanted[n] for n in names], batch_size=batch_size,
+                           return_dict=True, verbose=0)
+    from netdsl.training.run.report import loss_first
+
+    return {key: float(logs[key]) for key in loss_first(list(logs))}
+
+
+def _train_spec(path: Path, model: ExportedModel, spec: Any,
+                include: Sequence[str | os.PathLike[str]]) -> tuple[Program, str | None]:
+    """The spec whose train section names the loss and metrics, and the model's name in it."""
+    from netdsl.syntax.loader import as_program
+
+    if spec is not None:
+        return as_program(spec, include), model.metadata.get("netdsl_model")
+    run = path.parent
+    if not (run / CONFIG).is_file():
+        raise UsageError("an exported file holds no loss or metrics; give the spec with --spec SPEC.net "
+                         "(or keep the file in its run folder, whose spec is used)")
+    from netdsl.training.run.runs import RunFolder
+    from netdsl.training.run.settings import spec_sha256
+
+    recorded = RunFolder.existing(run).read_json(CONFIG).get("spec", {})
+    where = recorded.get("path")
+    if not isinstance(where, str) or not Path(where).is_file():
+        raise TrainingError(f"the run's spec {where!r} is gone; give it with --spec SPEC.net", file=str(run))
+    program = as_program(where, include)
+    if spec_sha256(program) != recorded.get("sha256"):
+        raise TrainingError(f"the spec {where} changed since the run trained; give the one to score with "
+                            f"--spec SPEC.net", file=str(run))
+    return program, recorded.get("model")
+
+
+def _scorer(program: Program, name: str | None, model: ExportedModel,
+            include: Sequence[str | os.PathLike[str]]) -> keras.Model:
+    """A model that passes the file's outputs through, compiled with the spec's loss, weights and metrics,
+    so that `evaluate` computes them as Keras computes them for the trained model (names included).
+    Its inputs and outputs are in the spec's order (a LiteRT signature may list them in another)."""
+    from netdsl.backend.compiler import build_model
+
+    built = build_model(program, name, include=list(include))
+    if not built.compiled or built.loss is None:
+        raise TrainingError(f"the model '{built.name}' has no loss to evaluate (its spec has no train section)",
+                            file=program.root)
+    specs = {spec.name: spec for spec in model.signature.outputs}
+    if sorted(built.output_names) != sorted(specs):
+        raise TrainingError(f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "
+                            f"'{built.name}' ({', '.join(built.output_names)})", file=str(model.path))
+    import keras
+
+    ordered = [specs[name] for name in built.output_names]
+    inputs = [keras.Input(shape=spec.shape, dtype=spec.dtype, name=f"{spec.name}__exported") for spec in ordered]
+    outputs = [keras.layers.Identity(name=spec.name)(x) for spec, x in zip(ordered, inputs)]
+    scorer = keras.Model(inputs, outputs if len(outputs) > 1 else outputs[0])
+    scorer.compile_from_config(built.get_compile_config())
+    return scorer

@@ -1,0 +1,181 @@
+"""`predict` and `evaluate` on exported files, run in their own runtimes; `export --data` and `--seed`.
+
+The files are exported once per module from tests/fixtures/deploy/scored.net (models with a
+train section) with `seed=5` and `data=` (so the export itself exercises both), and
+compared with the Keras model built from the same seed: the outputs within the format's
+tolerance, the loss and metrics equal to Keras' own `evaluate` of the `.keras` file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import netdsl
+from netdsl.cli import main
+from netdsl.deploy import verify as deploy_verify
+from netdsl.deploy.formats import FORMATS
+
+ROOT = Path(__file__).resolve().parents[2]
+SCORED = ROOT / "tests" / "fixtures" / "deploy" / "scored.net"
+SEED = 5
+FILES = {"onnx": "classifier.onnx", "litert": "classifier.tflite", "saved_model": "classifier_saved_model"}
+
+
+def seeded_keras(model: str, seed: int = SEED):
+    import keras
+
+    keras.utils.set_random_seed(seed)  # as export(seed=...) does right before building
+    return netdsl.build(SCORED, model=model)
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("exported")
+    rng = np.random.default_rng(0)
+    np.savez(folder / "classifier.npz", features=rng.standard_normal((40, 12)).astype("float32"),
+             probs=rng.integers(0, 3, 40))
+    np.savez(folder / "two_heads.npz", a=rng.standard_normal((40, 6)).astype("float32"),
+             b=rng.standard_normal((40, 4)).astype("float32"), probs=rng.integers(0, 3, 40),
+             box=rng.standard_normal((40, 2)).astype("float32"))
+    for fmt, name in FILES.items():
+        netdsl.export(SCORED, model="classifier", format=fmt, out=folder / name, seed=SEED,
+                      data=folder / "classifier.npz")
+    # LiteRT's signature lists outputs in its own order, not the spec's: evaluate must pair them by name
+    netdsl.export(SCORED, model="two_heads", format="litert", out=folder / "two_heads.tflite", seed=SEED)
+    for model in ("classifier", "two_heads"):
+        seeded_keras(model).save(folder / f"{model}.keras")
+    return folder
+
+
+def close(got: dict, want: dict, tol: float) -> None:
+    assert sorted(got) == sorted(want)
+    for key in want:
+        np.testing.assert_allclose(got[key], want[key], rtol=tol, atol=tol, err_msg=key)
+
+
+@pytest.mark.parametrize("fmt", list(FILES))
+def test_predict_runs_the_file_in_its_runtime_and_equals_keras(fmt, work, capsys):
+    got = netdsl.predict(work / FILES[fmt], data=work / "classifier.npz", batch_size=16)  # 16, 16, 8: any batch
+    want = netdsl.predict(work / "classifier.keras", data=work / "classifier.npz")
+    assert got["probs"].shape == (40, 3)
+    close(got, want, FORMATS[fmt].tolerance)  # same seed, same weights: the export's --seed works
+    assert main(["predict", str(work / FILES[fmt]), "--data", str(work / "classifier.npz"), "--batch-size", "16",
+                 "-o", str(work / f"{fmt}.npz")]) == 0
+    assert capsys.readouterr().out == f"wrote {work / f'{fmt}.npz'} (probs (40, 3))\n"
+    np.testing.assert_array_equal(np.load(work / f"{fmt}.npz")["probs"], got["probs"])
+
+
+@pytest.mark.parametrize(("fmt", "model"), [*((fmt, "classifier") for fmt in FILES), ("litert", "two_heads")])
+def test_evaluate_scores_the_file_with_the_specs_loss_and_metrics(fmt, model, work):
+    file = work / (FILES[fmt] if model == "classifier" else "two_heads.tflite")
+    got = netdsl.evaluate(file, data=work / f"{model}.npz", spec=SCORED, model=model, batch_size=16)
+    want = netdsl.evaluate(work / f"{model}.keras", data=work / f"{model}.npz", batch_size=16)
+    assert list(got) == list(want)  # the same names, in the same order (loss first)
+    assert list(want)[:2] == ["loss", "box_loss" if model == "two_heads" else "sparse_categorical_accuracy"]
+    np.testing.assert_allclose(list(got.values()), list(want.values()), rtol=FORMATS[fmt].tolerance)
+
+
+def test_evaluate_takes_the_spec_of_the_run_folder_the_file_is_in(work, capsys):
+    from netdsl.training.run.settings import spec_sha256
+
+    run = work / "classifier-1"
+    run.mkdir()
+    sha = spec_sha256(netdsl.parse_file(SCORED))
+    (run / "config.json").write_text(f'{{"spec": {{"path": "{SCORED}", "sha256": "{sha}", "model": "classifier"}}}}')
+    (run / "classifier.onnx").write_bytes((work / FILES["onnx"]).read_bytes())
+    assert main(["evaluate", str(run / "classifier.onnx"), "--data", str(work / "classifier.npz"), "--json"]) == 0
+    assert list(__import__("json").loads(capsys.readouterr().out)) == ["loss", "sparse_categorical_accuracy"]
+
+
+def test_onnx_and_litert_run_without_keras_or_tensorflow(work):
+    script = ("import sys\nfrom netdsl.cli import main\n"
+              f"for name in {[FILES['onnx'], FILES['litert']]!r}:\n"
+              f"    assert main(['predict', {str(work)!r} + '/' + name, '--data', {str(work / 'classifier.npz')!r},"
+              f" '-o', {str(work)!r} + '/' + name + '.npz']) == 0\n"
+              "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_export_verifies_on_the_first_samples_of_the_users_data(work, capsys):
+    model = seeded_keras("classifier")
+    inputs = deploy_verify.data_inputs(model, work / "classifier.npz")
+    np.testing.assert_array_equal(inputs["features"], np.load(work / "classifier.npz")["features"][:32])
+    check = deploy_verify.check_file(model, FORMATS["onnx"], work / FILES["onnx"], data=work / "classifier.npz")
+    assert check.ok and check.outputs[0].varies
+
+
+def test_the_same_seed_gives_the_same_file_outputs_another_seed_other_ones(work):
+    first, other = seeded_keras("classifier"), seeded_keras("classifier", SEED + 1)
+    x = np.load(work / "classifier.npz")["features"]
+    assert not np.allclose(np.asarray(first(x)), np.asarray(other(x)))
+    again = netdsl.export(SCORED, model="classifier", format="onnx", out=work / "again.onnx", seed=SEED, verify=False)
+    same = netdsl.predict(again, data=work / "classifier.npz")
+    np.testing.assert_array_equal(same["probs"], netdsl.predict(work / FILES["onnx"], data=work / "classifier.npz")["probs"])
+
+
+# ------------------------------------------------------------------ errors: one line each
+
+
+def garbage(path: Path) -> Path:
+    path.write_bytes(b"this is no model")
+    return path
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["predict", "{tmp}/junk.onnx", "--data", "{work}/classifier.npz", "-o", "{tmp}/p.npz"],
+     (1, "{tmp}/junk.onnx: error: onnxruntime cannot load it ([ONNXRuntimeError] : 7 : INVALID_PROTOBUF : Load "
+         "model from {tmp}/junk.onnx failed:Protobuf parsing failed.)\n")),
+    (["predict", "{tmp}/junk.tflite", "--data", "{work}/classifier.npz", "-o", "{tmp}/p.npz"],
+     (1, "{tmp}/junk.tflite: error: the LiteRT interpreter cannot load it (The model is not a valid Flatbuffer "
+         "buffer)\n")),
+    (["predict", "{tmp}/notes.txt", "--data", "{work}/classifier.npz", "-o", "{tmp}/p.npz"],
+     (1, "{tmp}/notes.txt: error: not a .keras file ('.txt'); netdsl loads models saved as .keras; load it in "
+         "Keras and save it with model.save('model.keras')\n")),
+    (["predict", "{tmp}/missing.onnx", "--data", "{work}/classifier.npz", "-o", "{tmp}/p.npz"],
+     (1, "{tmp}/missing.onnx: error: no such onnx file\n")),
+    (["predict", "{work}/classifier.onnx", "--data", "{tmp}/narrow.npz", "-o", "{tmp}/p.npz"],
+     (1, "{tmp}/narrow.npz: error: input 'features' expects shape (N, 12), found (4, 7)\n")),
+    (["predict", "{work}/classifier.onnx", "--data", "{work}/classifier.npz", "-o", "{tmp}/p.npz", "--backend",
+      "jax"], (2, "netdsl: error: --backend does not apply to an exported file: it runs in its own runtime\n")),
+    (["evaluate", "{tmp}/alone.onnx", "--data", "{work}/classifier.npz"],
+     (2, "netdsl: error: an exported file holds no loss or metrics; give the spec with --spec SPEC.net (or keep "
+         "the file in its run folder, whose spec is used)\n")),
+    (["evaluate", "{work}/classifier.onnx", "--spec", str(SCORED)],
+     (2, "netdsl: error: evaluate needs --data SRC, except for a run folder (its own test split by default)\n")),
+])
+def test_bad_input_is_one_line(args, expected, work, tmp_path, capsys):
+    garbage(tmp_path / "junk.onnx")
+    garbage(tmp_path / "junk.tflite")
+    (tmp_path / "notes.txt").write_text("hello")
+    np.savez(tmp_path / "narrow.npz", features=np.zeros((4, 7), "float32"))
+    (tmp_path / "alone.onnx").write_bytes((work / FILES["onnx"]).read_bytes())
+    code = main([arg.format(tmp=tmp_path, work=work) for arg in args])
+    captured = capsys.readouterr()
+    assert (code, captured.out, captured.err) == (expected[0], "", expected[1].format(tmp=tmp_path, work=work))
+
+
+def test_a_missing_runtime_is_an_install_hint(work, capsys, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
+    code = main(["predict", str(work / FILES["onnx"]), "--data", str(work / "classifier.npz"), "-o", "p.npz"])
+    assert (code, capsys.readouterr().err) == (2, "netdsl: error: running an onnx file needs onnxruntime, which is "
+                                                  "not installed; pip install 'netdsl[export]'\n")
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), [
+    ({"weights": "w.keras"}, "--seed draws a spec's fresh weights; --weights gives them"),
+    ({"source": "m.keras"}, "m.keras: error: --seed draws a spec's fresh weights; this source has trained weights"),
+])
+def test_seed_is_for_fresh_weights_only(kwargs, expected):
+    source = kwargs.pop("source", SCORED)
+    with pytest.raises(netdsl.NetdslError) as caught:
+        netdsl.export(source, format="onnx", seed=1, **kwargs)
+    assert str(caught.value).endswith(expected)

@@ -17,7 +17,7 @@ import operator
 from collections.abc import Callable
 from typing import Any, cast
 
-from netdsl.errors import Exhausted, Fail, Span
+from netdsl.errors import CyclicDefinition, Exhausted, Fail, Span
 from netdsl.limits import (
     MAX_CALL_DEPTH,
     MAX_CONST_WORK,
@@ -30,18 +30,6 @@ from netdsl.limits import (
 from netdsl.semantics.scope import Closure, Env, FileScope, cycle_text
 from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_number, is_unknown, type_name
 from netdsl.syntax import ir
-
-
-class Failed(Fail):
-    """A constant whose own error was already reported: no further diagnostic."""
-
-    def __init__(self) -> None:
-        Exception.__init__(self, "failed")
-        self.diagnostic = None  # type: ignore[assignment]  # reported already: nothing to show
-
-
-class _Cycle(Fail):
-    """A constant defined in terms of itself."""
 
 
 class TensorValue:
@@ -95,15 +83,14 @@ class Consts:
     def file_let(self, scope: FileScope, name: str, span: Span) -> Any:
         """The folded value of a file-level `let`, evaluated once, in any order."""
         if name in scope.let_values:
-            value = scope.let_values[name]
-            if value is _FAILED:
-                raise Failed()  # reported where it was folded
-            return value
+            return scope.let_values[name]
+        if name in scope.failed_lets:
+            raise Fail.reported()  # reported where it was folded
         decl = scope.own[name]
         key = (scope.path, name)
         if key in self.lets:
             path = [n for _, n in self.lets[self.lets.index(key):]]
-            raise _Cycle(span, cycle_text("constant", name, path, "is defined in terms of itself"))
+            raise CyclicDefinition(span, cycle_text("constant", name, path, "is defined in terms of itself"))
         if len(self.lets) >= MAX_CALL_DEPTH:
             raise Fail(span, f"constant '{name}' is defined through more than {MAX_CALL_DEPTH} constants "
                              "declared after it", "declare a constant before the constants that use it")
@@ -111,8 +98,8 @@ class Consts:
         try:
             value = self.fold(decl.value, Env(scope))
         except Fail as exc:
-            if not isinstance(exc, _Cycle):  # each constant of a cycle reports it from its own side
-                scope.let_values[name] = _FAILED
+            if not isinstance(exc, CyclicDefinition):  # each constant of a cycle reports it from its own side
+                scope.failed_lets.add(name)
             raise
         finally:
             self.lets.pop()
@@ -208,7 +195,7 @@ class Consts:
         value = self.lookup(e.id, env, e.span)
         if isinstance(value, TensorValue):
             if value.poisoned:
-                raise Failed()  # a name whose statement failed: that error says why
+                raise Fail.reported()  # a name whose statement failed: that error says why
             raise Fail(e.span, f"'{e.id}' is a tensor; a constant is needed here",
                        f"use '{e.id}.shape' for its static shape")
         return value
@@ -441,7 +428,6 @@ class Consts:
 CALL_WORK = 10
 
 _MISSING = object()
-_FAILED = object()  # a file-level constant whose folding failed
 _DEFAULT = object()  # a parameter left to its default, evaluated in the callee's scope
 
 

@@ -19,6 +19,7 @@ class FileScope:
     imported: dict[str, tuple[Any, FileScope]] = field(default_factory=dict)
     aliases: dict[str, FileScope] = field(default_factory=dict)
     let_values: dict[str, Any] = field(default_factory=dict)  # folded file-level constants
+    failed_lets: set[str] = field(default_factory=set)  # file-level constants whose folding failed (reported)
 
     @property
     def path(self) -> str:

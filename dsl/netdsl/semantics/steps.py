@@ -101,14 +101,6 @@ class BuildState:
     repeat_once: bool = False  # a block checked on its own: each `* N` runs one pass
 
 
-class _Poisoned(Fail):
-    """A step whose definition already failed: no further diagnostic."""
-
-    def __init__(self) -> None:
-        Exception.__init__(self, "poisoned")
-        self.diagnostic = None  # type: ignore[assignment]  # reported already: nothing to show
-
-
 # ---------------------------------------------------------------- helpers
 
 
@@ -445,7 +437,7 @@ class Steps:
             self.block_stack.pop()
             self.build.outputs = saved_outputs
         if not outputs and len(self.diagnostics) > errors_before:
-            raise _Poisoned()  # its output failed, and said why: "no output" would only repeat it
+            raise Fail.reported()  # its output failed, and said why: "no output" would only repeat it
         if not outputs:
             raise Fail(span, f"block '{decl.name}' has no output")
         return outputs
@@ -475,7 +467,7 @@ class Steps:
                 graph.built = self.backend.finish(graph)
         built = self.models[decl.name]
         if built is None:
-            raise _Poisoned()
+            raise Fail.reported()
         graph = built
         return graph
 
@@ -523,7 +515,7 @@ class Steps:
         finally:
             self.build = outer
         if len(graph.outputs) != len(outputs):
-            raise _Poisoned()
+            raise Fail.reported()
         graph.built = self.backend.finish(graph)
         return graph
 

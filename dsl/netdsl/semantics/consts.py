@@ -83,7 +83,7 @@ class Consts:
     def file_let(self, scope: FileScope, name: str, span: Span) -> Value:
         """The folded value of a file-level `let`, evaluated once, in any order."""
         if name in scope.let_values:
-            return scope.let_values[name]
+            return cast(Value, scope.let_values[name])
         if name in scope.failed_lets:
             raise Fail.reported()  # reported where it was folded
         decl = scope.own[name]

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from netdsl.errors import Diagnostic
 from netdsl.syntax import ir
-
-if TYPE_CHECKING:
-    from netdsl.semantics.values import Value
 
 
 @dataclass
@@ -21,7 +18,7 @@ class FileScope:
     own: dict[str, Any] = field(default_factory=dict)  # name -> declaration
     imported: dict[str, tuple[Any, FileScope]] = field(default_factory=dict)
     aliases: dict[str, FileScope] = field(default_factory=dict)
-    let_values: dict[str, Value] = field(default_factory=dict)  # folded file-level constants
+    let_values: dict[str, Any] = field(default_factory=dict)  # folded file-level constants (values.Value)
     failed_lets: set[str] = field(default_factory=set)  # file-level constants whose folding failed (reported)
 
     @property

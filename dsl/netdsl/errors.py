@@ -6,6 +6,8 @@ of them so that all the errors of a file reach the user in one run.
     NetdslError            the root: `except NetdslError` catches anything netdsl raises on purpose
     ├── SpecError          what a user sees: diagnostics (+ the source text to show them)
     ├── Fail               inside a stage: one diagnostic, caught at the statement that caused it
+    │   │                  (`Fail.reported()`: none, the error was reported where it happened)
+    │   └── CyclicDefinition  a constant defined in terms of itself (each constant of the cycle reports it)
     ├── Exhausted          a check ran past one of its budgets (netdsl.limits): one diagnostic, the check stops
     ├── BuildError         a backend refused a layer's arguments or inputs (becomes a Fail)
     ├── LayoutError        the parser's bracket/newline layout refused a token
@@ -95,15 +97,29 @@ class SpecError(NetdslError):
 
 
 class Fail(NetdslError):
-    """A diagnostic raised inside a stage, caught at the statement that caused it."""
+    """A diagnostic raised inside a stage, caught at the statement that caused it.
+
+    `Fail.reported()` is the one without a diagnostic: what it stops (a use of a
+    constant, a block or a name whose own error was reported where it happened)
+    adds nothing, so one mistake is reported once."""
 
     # Independent errors found with the first (every unknown keyword of one call):
     # reported together, so one run shows them all. Replaced, never changed in place.
     more: tuple[Diagnostic, ...] = ()
+    # What to report; None for a `Fail.reported()`.
+    diagnostic: Diagnostic | None
 
     def __init__(self, span: Span, message: str, hint: str | None = None):
         super().__init__(message)
         self.diagnostic = Diagnostic.at(span, message, hint)
+
+    @classmethod
+    def reported(cls) -> Fail:
+        """A failure whose diagnostic was reported already: it stops what met it, and shows nothing."""
+        fail = cls.__new__(cls)
+        NetdslError.__init__(fail, "reported already")
+        fail.diagnostic = None
+        return fail
 
     @classmethod
     def of(cls, fails: list[Fail]) -> Fail:
@@ -115,6 +131,11 @@ class Fail(NetdslError):
     def all_diagnostics(self) -> list[Diagnostic]:
         """This Fail's diagnostic and those found with it (none for a silent, poisoned Fail)."""
         return ([self.diagnostic] if self.diagnostic is not None else []) + list(self.more)
+
+
+class CyclicDefinition(Fail):
+    """A constant defined in terms of itself. Unlike other failures it is not remembered
+    as the constant's value: each constant of the cycle reports it from its own side."""
 
 
 class Exhausted(NetdslError):

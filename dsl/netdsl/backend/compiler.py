@@ -144,7 +144,7 @@ def _compile_interleaved(program: Program, checked: Analysis, wanted: list[str],
                     if graph.train is not None:
                         _compile_training(graph.built, graph)
                 except Fail as exc:
-                    diagnostics.append(exc.diagnostic)
+                    diagnostics.extend(exc.all_diagnostics())
                     continue
                 result.graphs[name] = graph
                 built[name] = graph.built

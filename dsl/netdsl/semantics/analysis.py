@@ -9,15 +9,14 @@ expansion with its Keras backend.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from netdsl.errors import Diagnostic, Exhausted, Fail, SpecError, sort_diagnostics, suggestions_limited
-from netdsl.limits import MAX_DIAGNOSTICS, MAX_SUGGESTION_WORK
-from netdsl.semantics.expand import Expander
+from netdsl.limits import MAX_DIAGNOSTICS, MAX_PARAMS, MAX_SUGGESTION_WORK
+from netdsl.semantics.expand import FlowExpander
 from netdsl.semantics.graph import Graph
-from netdsl.semantics.scope import Env, build_scopes
+from netdsl.semantics.scope import Env, FileScope, build_scopes
 from netdsl.semantics.shapes import ShapeBackend
-from netdsl.semantics.steps import Backend
+from netdsl.semantics.state import Backend, ExpansionState
 from netdsl.semantics.sweep_space import SweepSpace, check_metric, check_sweeps
 from netdsl.semantics.train_checks import TrainChecker
 from netdsl.semantics.values import UNKNOWN
@@ -91,10 +90,10 @@ def _at_most(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 def _expand_all(program: Program, backend: Backend | None, models: list[str] | None, declarations: bool,
                 param_limit: int | None, analysis: Analysis, diagnostics: list[Diagnostic]) -> None:
     scopes = build_scopes(program.files, program.imports, diagnostics)
-    expander = Expander(scopes, backend or ShapeBackend(), diagnostics, TrainChecker())
-    expander.budget_for_text(sum(len(text) for text in program.texts.values()))
-    if param_limit is not None:
-        expander.param_limit = param_limit
+    state = ExpansionState(scopes, backend or ShapeBackend(), diagnostics, TrainChecker(),
+                           param_limit=MAX_PARAMS if param_limit is None else param_limit)
+    state.budget_for_text(sum(len(text) for text in program.texts.values()))
+    expander = FlowExpander(state)
     if declarations:
         for scope in scopes.values():
             _check_declarations(scope, expander)
@@ -103,15 +102,15 @@ def _expand_all(program: Program, backend: Backend | None, models: list[str] | N
     wanted = models if models is not None else program.model_names
     for decl in program.root_file.decls:
         if isinstance(decl, ir.ModelDecl) and decl.name in wanted:
-            known = expander.models.get(decl.name)
+            known = state.models.get(decl.name)
             if known is not None:
                 analysis.graphs[decl.name] = known
                 continue
             graph = expander.expand_model(decl, root)
-            expander.models.setdefault(decl.name, graph)
+            state.models.setdefault(decl.name, graph)
             analysis.graphs[decl.name] = graph
     if declarations:
-        analysis.sweeps = check_sweeps(root, expander.consts, diagnostics)
+        analysis.sweeps = check_sweeps(root, state.consts, diagnostics)
         _check_sweep_metrics(program, analysis, diagnostics)
 
 
@@ -133,9 +132,10 @@ def _check_sweep_metrics(program: Program, analysis: Analysis, diagnostics: list
             diagnostics.append(problem)
 
 
-def _check_declarations(scope: Any, expander: Expander) -> None:
+def _check_declarations(scope: FileScope, expander: FlowExpander) -> None:
     """Constants, functions, blocks and declared layers, each checked on its own."""
-    consts = expander.consts
+    state = expander.state
+    consts = state.consts
     for decl in scope.file.decls:
         try:
             if isinstance(decl, ir.Let):
@@ -151,8 +151,8 @@ def _check_declarations(scope: Any, expander: Expander) -> None:
             elif isinstance(decl, ir.BlockDecl):
                 expander.check_block(decl, scope)
             elif isinstance(decl, ir.ActivationDecl):
-                expander.declared.activation(decl, scope)
+                state.declared.activation(decl, scope)
             elif isinstance(decl, ir.LayerDecl):
-                expander.declared.check_layer(decl, scope)
+                state.declared.check_layer(decl, scope)
         except Fail as exc:
-            expander.diagnostics.extend(exc.all_diagnostics())
+            state.diagnostics.extend(exc.all_diagnostics())

@@ -17,7 +17,7 @@ import operator
 from collections.abc import Callable
 from typing import Any, cast
 
-from netdsl.errors import Exhausted, Fail, Span
+from netdsl.errors import CyclicDefinition, Exhausted, Fail, Span
 from netdsl.limits import (
     MAX_CALL_DEPTH,
     MAX_CONST_WORK,
@@ -28,26 +28,14 @@ from netdsl.limits import (
     MAX_VALUE_ITEMS,
 )
 from netdsl.semantics.scope import Closure, Env, FileScope, cycle_text
-from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_number, is_unknown, type_name
+from netdsl.semantics.values import UNKNOWN, Sym, SymCall, Value, describe_value, is_number, is_unknown, type_name
 from netdsl.syntax import ir
 
 
-class Failed(Fail):
-    """A constant whose own error was already reported: no further diagnostic."""
-
-    def __init__(self) -> None:
-        Exception.__init__(self, "failed")
-        self.diagnostic = None  # type: ignore[assignment]  # reported already: nothing to show
-
-
-class _Cycle(Fail):
-    """A constant defined in terms of itself."""
-
-
 class TensorValue:
-    """Marker base for tensors living in an Env (see steps.Tensor)."""
+    """Marker base for tensors living in an Env (see state.Tensor)."""
 
-    shape: Any
+    shape: Value  # without the batch axis: a tuple, or UNKNOWN
     poisoned: bool = False  # bound by a statement that failed
 
 
@@ -72,7 +60,7 @@ _ARITH: dict[str, Callable[..., Any]] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
     "//": operator.floordiv, "%": operator.mod, "**": operator.pow,
 }
-_COMPARE: dict[str, Callable[..., Any]] = {
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
 
@@ -92,18 +80,17 @@ class Consts:
         self._sizes: dict[int, tuple[Any, int, int]] = {}
 
     # ---------------------------------------------------------- names
-    def file_let(self, scope: FileScope, name: str, span: Span) -> Any:
+    def file_let(self, scope: FileScope, name: str, span: Span) -> Value:
         """The folded value of a file-level `let`, evaluated once, in any order."""
         if name in scope.let_values:
-            value = scope.let_values[name]
-            if value is _FAILED:
-                raise Failed()  # reported where it was folded
-            return value
+            return cast(Value, scope.let_values[name])
+        if name in scope.failed_lets:
+            raise Fail.reported()  # reported where it was folded
         decl = scope.own[name]
         key = (scope.path, name)
         if key in self.lets:
             path = [n for _, n in self.lets[self.lets.index(key):]]
-            raise _Cycle(span, cycle_text("constant", name, path, "is defined in terms of itself"))
+            raise CyclicDefinition(span, cycle_text("constant", name, path, "is defined in terms of itself"))
         if len(self.lets) >= MAX_CALL_DEPTH:
             raise Fail(span, f"constant '{name}' is defined through more than {MAX_CALL_DEPTH} constants "
                              "declared after it", "declare a constant before the constants that use it")
@@ -111,15 +98,15 @@ class Consts:
         try:
             value = self.fold(decl.value, Env(scope))
         except Fail as exc:
-            if not isinstance(exc, _Cycle):  # each constant of a cycle reports it from its own side
-                scope.let_values[name] = _FAILED
+            if not isinstance(exc, CyclicDefinition):  # each constant of a cycle reports it from its own side
+                scope.failed_lets.add(name)
             raise
         finally:
             self.lets.pop()
         scope.let_values[name] = value
         return value
 
-    def lookup(self, name: str, env: Env, span: Span) -> Any:
+    def lookup(self, name: str, env: Env, span: Span) -> Any:  # a Value, or an Env's tensor or shared instance
         value = env.get(name, _MISSING)
         if value is not _MISSING:
             return value
@@ -133,8 +120,8 @@ class Consts:
         return Sym(name, span)
 
     # ---------------------------------------------------------- evaluation
-    def fold(self, expr: Any, env: Env) -> Any:
-        method = getattr(self, "_" + expr.kind, None)
+    def fold(self, expr: Any, env: Env) -> Value:
+        method = _FOLDERS.get(type(expr))
         if method is None:
             raise Fail(expr.span, "expected a constant here", _const_hint(expr))
         self.work += 1
@@ -146,7 +133,7 @@ class Consts:
                        else "split it with let: let a = ...")
         self.depth += 1
         try:
-            return method(expr, env)
+            return method(self, expr, env)
         finally:
             self.depth -= 1
 
@@ -162,7 +149,8 @@ class Consts:
         """Spend the items of a value handed to a step (checking it walks them all)."""
         self.charge(self.size(value)[0] if isinstance(value, (list, tuple, dict)) else 1, span)
 
-    def made(self, value: Any, span: Span, size: tuple[int, int] | None = None) -> Any:
+    def made(self, value: tuple[Any, ...] | list[Any] | dict[Any, Any], span: Span,
+             size: tuple[int, int] | None = None) -> Value:
         """A list, tuple or dict just made (`size`: its (items, nesting) when known
         without walking it): charged, and refused when too large or too deep."""
         items, depth = size or self.size(value)
@@ -192,34 +180,34 @@ class Consts:
             self._sizes[id(value)] = (value, items, depth)
         return items, depth
 
-    def _number(self, e: ir.Number, env: Env) -> Any:
+    def _fold_number(self, e: ir.Number, env: Env) -> Value:
         return e.value
 
-    def _string(self, e: ir.String, env: Env) -> Any:
+    def _fold_string(self, e: ir.String, env: Env) -> Value:
         return e.value
 
-    def _bool(self, e: ir.Bool, env: Env) -> Any:
+    def _fold_bool(self, e: ir.Bool, env: Env) -> Value:
         return e.value
 
-    def _none(self, e: ir.NoneLit, env: Env) -> Any:
+    def _fold_none(self, e: ir.NoneLit, env: Env) -> Value:
         return None
 
-    def _name(self, e: ir.Name, env: Env) -> Any:
+    def _fold_name(self, e: ir.Name, env: Env) -> Value:
         value = self.lookup(e.id, env, e.span)
         if isinstance(value, TensorValue):
             if value.poisoned:
-                raise Failed()  # a name whose statement failed: that error says why
+                raise Fail.reported()  # a name whose statement failed: that error says why
             raise Fail(e.span, f"'{e.id}' is a tensor; a constant is needed here",
                        f"use '{e.id}.shape' for its static shape")
-        return value
+        return cast(Value, value)
 
-    def _tuple(self, e: ir.Tuple, env: Env) -> Any:
+    def _fold_tuple(self, e: ir.Tuple, env: Env) -> Value:
         return self.made(tuple(self.fold(item, env) for item in e.items), e.span)
 
-    def _list(self, e: ir.List, env: Env) -> Any:
+    def _fold_list(self, e: ir.List, env: Env) -> Value:
         return self.made([self.fold(item, env) for item in e.items], e.span)
 
-    def _dict(self, e: ir.Dict, env: Env) -> Any:
+    def _fold_dict(self, e: ir.Dict, env: Env) -> Value:
         out = {}
         for item in e.items:
             # A bare name as a key is the name itself, as in `loss = {probs: mse}`.
@@ -229,7 +217,7 @@ class Consts:
             out[key] = self.fold(item.value, env)
         return self.made(out, e.span)
 
-    def _attr(self, e: ir.Attr, env: Env) -> Any:
+    def _fold_attr(self, e: ir.Attr, env: Env) -> Value:
         if isinstance(e.value, ir.Name):
             base = env.get(e.value.id, _MISSING)
             if isinstance(base, TensorValue):
@@ -243,7 +231,7 @@ class Consts:
                    "a dotted name reaches an imported file's declarations (import \"f.net\" as lib) "
                    "or a tensor's shape (x.shape)")
 
-    def _alias_member(self, target: FileScope, e: ir.Attr) -> Any:
+    def _alias_member(self, target: FileScope, e: ir.Attr) -> Value:
         decl = target.own.get(e.attr)
         if decl is None or isinstance(decl, ir.ModelDecl):
             raise Fail(e.span, f"'{cast(ir.Name, e.value).id}' has no declaration '{e.attr}'",
@@ -254,7 +242,7 @@ class Consts:
             return Closure(decl, None, target)
         return Sym(e.attr, e.span, namespace=cast(ir.Name, e.value).id)
 
-    def _index(self, e: ir.Index, env: Env) -> Any:
+    def _fold_index(self, e: ir.Index, env: Env) -> Value:
         value = self.fold(e.value, env)
         if isinstance(e.index, ir.Slice):
             start = self.fold(e.index.start, env) if e.index.start is not None else None
@@ -266,7 +254,8 @@ class Consts:
             for bound, node in ((start, e.index.start), (stop, e.index.stop)):
                 if node is not None and bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)):
                     raise Fail(node.span, f"a slice bound must be an integer, received {type_name(bound)}")
-            return self.made(value[start:stop], e.span) if not isinstance(value, str) else value[start:stop]
+            cut = slice(cast("int | None", start), cast("int | None", stop))
+            return self.made(value[cut], e.span) if not isinstance(value, str) else value[cut]
         index = self.fold(e.index, env)
         if value is UNKNOWN or index is UNKNOWN:
             return UNKNOWN
@@ -275,16 +264,16 @@ class Consts:
                 raise Fail(e.index.span, f"a dict key is a name, string or number, received {type_name(index)}")
             if index not in value:
                 raise Fail(e.index.span, f"key {describe_value(index)} is not in the dict")
-            return value[index]
+            return cast(Value, value[index])
         if not isinstance(value, (tuple, list, str)):
             raise Fail(e.value.span, f"cannot index {type_name(value)}")
         if not isinstance(index, int) or isinstance(index, bool):
             raise Fail(e.index.span, f"an index must be an integer, received {type_name(index)}")
         if not -len(value) <= index < len(value):
             raise Fail(e.index.span, f"index {index} is out of range for {type_name(value)} of length {len(value)}")
-        return value[index]
+        return cast(Value, value[index])
 
-    def _unaryop(self, e: ir.UnaryOp, env: Env) -> Any:
+    def _fold_unaryop(self, e: ir.UnaryOp, env: Env) -> Value:
         value = self.fold(e.operand, env)
         if value is UNKNOWN:
             return UNKNOWN
@@ -294,7 +283,7 @@ class Consts:
             raise Fail(e.operand.span, f"'{e.op}' needs a number, received {type_name(value)}")
         return -value if e.op == "-" else +value
 
-    def _boolop(self, e: ir.BoolOp, env: Env) -> Any:
+    def _fold_boolop(self, e: ir.BoolOp, env: Env) -> Value:
         left = self.fold(e.left, env)
         if left is UNKNOWN:
             self.fold(e.right, env)
@@ -303,14 +292,14 @@ class Consts:
             return self.fold(e.right, env) if left else left
         return left if left else self.fold(e.right, env)
 
-    def _ifexp(self, e: ir.IfExp, env: Env) -> Any:
+    def _fold_ifexp(self, e: ir.IfExp, env: Env) -> Value:
         cond = self.fold(e.cond, env)
         if cond is UNKNOWN:
             then, orelse = self.fold(e.then, env), self.fold(e.orelse, env)
             return then if then == orelse else UNKNOWN
         return self.fold(e.then if cond else e.orelse, env)
 
-    def _binop(self, e: ir.BinOp, env: Env) -> Any:
+    def _fold_binop(self, e: ir.BinOp, env: Env) -> Value:
         left, right = self.fold(e.left, env), self.fold(e.right, env)
         for value, node in ((left, e.left), (right, e.right)):
             if isinstance(value, (Sym, SymCall)):
@@ -324,7 +313,7 @@ class Consts:
                        "it belongs in a declared layer's output expression")
         return self._arith(e, left, right)
 
-    def _compare(self, e: ir.BinOp, left: Any, right: Any) -> Any:
+    def _compare(self, e: ir.BinOp, left: Value, right: Value) -> bool:
         if e.op in ("==", "!="):
             return _COMPARE[e.op](left, right)
         try:
@@ -332,7 +321,7 @@ class Consts:
         except TypeError:
             raise Fail(e.span, f"cannot compare {type_name(left)} with {type_name(right)} using '{e.op}'") from None
 
-    def _arith(self, e: ir.BinOp, left: Any, right: Any) -> Any:
+    def _arith(self, e: ir.BinOp, left: Any, right: Any) -> Value:  # each operand's type checked below
         if e.op == "*" and (isinstance(left, (str, list, tuple)) or isinstance(right, (str, list, tuple))):
             seq, times = (left, right) if isinstance(left, (str, list, tuple)) else (right, left)
             if not isinstance(times, int) or isinstance(times, bool):
@@ -366,13 +355,13 @@ class Consts:
             raise Fail(span, f"value too large: more than {MAX_VALUE_ITEMS:,} items in all",
                        "nested lists count every item, each reference to a shared list again")
 
-    def _made_sequence(self, value: Any, span: Span, size: tuple[int, int]) -> Any:
+    def _made_sequence(self, value: str | tuple[Any, ...] | list[Any], span: Span, size: tuple[int, int]) -> Value:
         if isinstance(value, str):
             self.charge(len(value) // 64, span)  # copying text is cheap, but not free
             return value
         return self.made(value, span, size)
 
-    def _call(self, e: ir.Call, env: Env) -> Any:
+    def _fold_call(self, e: ir.Call, env: Env) -> Value:
         func = self._callee(e.func, env)
         args = [self.fold(a, env) for a in e.args]
         kwargs = [(k.name, self.fold(k.value, env)) for k in e.kwargs]
@@ -394,12 +383,12 @@ class Consts:
                 return value
             raise Fail(func.span, f"'{func.id}' is {type_name(value)}, not a function")
         if isinstance(func, ir.Attr):
-            value = self._attr(func, env)
+            value = self._fold_attr(func, env)
             if isinstance(value, (Closure, Sym)):
                 return value
         raise Fail(func.span, "expected a function name before '('")
 
-    def _builtin(self, name: str, args: list[Any], kwargs: list[Any], e: ir.Call) -> Any:
+    def _builtin(self, name: str, args: list[Value], kwargs: list[tuple[str, Value]], e: ir.Call) -> Value:
         fn, lo, hi = BUILTINS[name]
         if kwargs:
             raise Fail(e.kwargs[0].span, f"'{name}' takes no keyword arguments")
@@ -416,7 +405,7 @@ class Consts:
             described = ", ".join(type_name(a) for a in args)
             raise Fail(e.span, f"'{name}' cannot take {described}") from None
 
-    def call_closure(self, func: Closure, args: list[Any], kwargs: dict[str, Any], e: Any) -> Any:
+    def call_closure(self, func: Closure, args: list[Value], kwargs: dict[str, Value], e: Any) -> Value:
         decl = func.decl
         key = f"{func.scope.path}:{decl.name}"
         if key in self.calls:
@@ -436,12 +425,20 @@ class Consts:
             self.calls.pop()
 
 
+# How each kind of expression folds: one method per IR class (an IR class not here is not a constant).
+_FOLDERS: dict[type[ir.Node], Callable[[Consts, Any, Env], Value]] = {
+    ir.Number: Consts._fold_number, ir.String: Consts._fold_string, ir.Bool: Consts._fold_bool,
+    ir.NoneLit: Consts._fold_none, ir.Name: Consts._fold_name, ir.Tuple: Consts._fold_tuple,
+    ir.List: Consts._fold_list, ir.Dict: Consts._fold_dict, ir.Attr: Consts._fold_attr,
+    ir.Index: Consts._fold_index, ir.UnaryOp: Consts._fold_unaryop, ir.BoolOp: Consts._fold_boolop,
+    ir.IfExp: Consts._fold_ifexp, ir.BinOp: Consts._fold_binop, ir.Call: Consts._fold_call,
+}
+
 # What a let function's call costs of the constant budget besides its arguments and
 # body: binding and a new scope take about as long as ten operators.
 CALL_WORK = 10
 
 _MISSING = object()
-_FAILED = object()  # a file-level constant whose folding failed
 _DEFAULT = object()  # a parameter left to its default, evaluated in the callee's scope
 
 
@@ -483,14 +480,14 @@ def _check_power(e: ir.BinOp, base: Any, exponent: Any) -> None:
             raise Fail(e.span, "value too large")
 
 
-def _bounded(result: Any, e: Any) -> Any:
+def _bounded(result: Any, e: Any) -> Value:
     if isinstance(result, int) and not isinstance(result, bool) and abs(result) >= MAX_INT:
         raise Fail(e.span, "value too large")
     if isinstance(result, float) and (math.isinf(result) or math.isnan(result)):
         raise Fail(e.span, "value too large" if math.isinf(result) else "result is not a number")
     if isinstance(result, complex):
         raise Fail(e.span, "result is not a real number")
-    return result
+    return cast(Value, result)
 
 
 def arity(lo: int, hi: int, noun: str = "argument") -> str:

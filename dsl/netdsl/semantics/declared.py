@@ -113,7 +113,7 @@ class Declared:
         return self._activations[key]
 
     # ------------------------------------------------------------ instances
-    def instantiate(self, step: Any, inputs: list[Any], expander: Any) -> Instance:
+    def instantiate(self, step: Any, inputs: list[Any]) -> Instance:
         if step.kind == "declared_activation":
             act = self.activation(step.entry, step.scope)
             values = act.bind_constants([v for v, _ in step.args], {k: v for k, v, _ in step.kwargs}, step.span)

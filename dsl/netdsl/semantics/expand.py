@@ -1,4 +1,4 @@
-"""Expanding a model into a graph: statements, flows and naming (steps: `steps.py`).
+"""Expanding a model into a graph: statements, flows and naming.
 
 The expander walks a model's statements with constants folded, expands every
 block use in place (each use a new cluster of layers), and hands each layer
@@ -9,91 +9,65 @@ to a *backend* as soon as it is known:
 - `backend.builder.KerasBackend` builds the Keras layer and calls it, so
   `x.shape` inside a block is the real static shape.
 
+`FlowExpander` is the first of the expander's collaborators, which share one
+`state.ExpansionState`: it runs statements and flows, and makes the others
+(`steps.StepResolver`, `tensor_exprs.TensorExpressions`,
+`graph_writer.GraphWriter`).
+
 Errors are collected, not raised: a statement that fails binds its targets
 to a poisoned tensor, so one mistake does not cascade into many.
 """
 
+from collections.abc import Iterator
 from typing import Any, cast
 
 from netdsl import registry
-from netdsl.errors import BuildError, Diagnostic, Fail, Span, did_you_mean
-from netdsl.limits import BYTES_PER_EXPANSION_STEP, CONST_WORK_PER_BYTE, MAX_CONST_WORK, MAX_DIM, MAX_EXPANSION_STEPS
-from netdsl.semantics.args import DTYPES, Arguments
-from netdsl.semantics.consts import Consts
-from netdsl.semantics.declared import Declared
+from netdsl.errors import Diagnostic, Fail, Span, did_you_mean
+from netdsl.limits import MAX_DIM
+from netdsl.semantics.args import DTYPES
 from netdsl.semantics.fine_tuning import check_parts
-from netdsl.semantics.graph import Graph, Node, TensorRef
+from netdsl.semantics.graph import Graph, TensorRef
+from netdsl.semantics.graph_writer import GraphWriter
 from netdsl.semantics.scope import Closure, Env, FileScope
-from netdsl.semantics.steps import (
-    POISON,
-    Backend,
-    BuildState,
-    SharedInstance,
-    Steps,
-    Tensor,
-    block_inputs,
-    walk_inputs,
-)
+from netdsl.semantics.state import POISON, BuildState, ExpansionState, SharedInstance, Tensor
+from netdsl.semantics.steps import StepResolver, block_inputs, walk_inputs
 from netdsl.semantics.tensor_exprs import TensorExpressions
-from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, is_unknown, type_name
+from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, type_name
 from netdsl.syntax import ir
 
 
-class Expander(Steps, TensorExpressions):
-    def __init__(self, scopes: dict[str, FileScope], backend: Backend, diagnostics: list[Diagnostic],
-                 train_checker: Any = None):
-        self.scopes = scopes
-        self.backend = backend
-        self.diagnostics = diagnostics
-        self.consts = Consts()
-        self.declared = Declared(self.consts)  # checks spec-declared layers and activations
-        # Set when a model's expansion had to guess (an `if` or repeat count it
-        # could not decide, an argument or output count it could not know): its
-        # graph is then only an approximation of what Keras will build.
-        self.uncertain = False
-        self.arguments = Arguments(self._find_declared_activation)
-        self.train_checker = train_checker
-        self.block_stack: list[str] = []
-        self.models: dict[str, Graph | None] = {}  # nested models, built once
-        self.model_stack: list[str] = []
-        self.repeat_groups = 0
-        self.steps_spent = 0  # of `steps_limit`, in this check
-        self.steps_limit = MAX_EXPANSION_STEPS
-        self.step_hints: dict[tuple[Any, ...], str | None] = {}  # "did you mean" of an unknown step, by name and scope
-        self.build = cast(BuildState, None)  # set by expand_model before any statement runs
-        # The statement being expanded: its binding names the layers it makes,
-        # its file scope finds the declared activations an argument names.
-        self._current_binding: str | None = None
-        self._current_scope: FileScope | None = None
-        self._output_names: list[Any] = [None, 0, set()]  # see _is_output
-        self.block_alone: set[tuple[Any, ...]] = set()  # the errors each block gives checked on its own
+class FlowExpander:
+    """Expands models and blocks: statements, flows and outputs (state: the shared `ExpansionState`)."""
+
+    def __init__(self, state: ExpansionState):
+        self.state = state
+        self.writer = GraphWriter(state)
+        self.steps = StepResolver(state, self.writer, self)
+        self.tensor_exprs = TensorExpressions(state, self.writer, self.steps, self)
 
     # ============================================================ entry points
-    def budget_for_text(self, size: int) -> None:
-        """The budgets of a program of `size` bytes: a large file pays for what it writes out."""
-        self.steps_limit = max(MAX_EXPANSION_STEPS, size // BYTES_PER_EXPANSION_STEP)
-        self.consts.work_limit = max(MAX_CONST_WORK, size * CONST_WORK_PER_BYTE)
-
     def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph:
+        """A model's graph (a nested model's too: its own build, inside the one that uses it)."""
+        state = self.state
         graph = Graph(decl.name, decl.span)
-        outer, self.build = self.build, BuildState(graph, set())
-        outer_uncertain, self.uncertain = self.uncertain, False
-        self.model_stack.append(decl.name)
+        outer, state.build = state.build, BuildState(graph, set())
+        outer_uncertain, state.uncertain = state.uncertain, False
+        state.model_stack.append(decl.name)
         try:
             env = Env(scope)
             self._model_inputs(decl, env)
-            self._run(decl.body, env, where="model")
-            graph.outputs = [(name, t.ref) for name, t in self.build.outputs if not t.poisoned]
+            self.run(decl.body, env, where="model")
+            graph.outputs = [(name, t.ref) for name, t in state.build.outputs if t.ref is not None]  # not poisoned
             if graph.train is not None:
-                self.diagnostics.extend(check_parts(graph, graph.train))
-            if not self.build.outputs:
-                self.error(_name_span(decl, "model"), f"model '{decl.name}' has no output",
+                state.diagnostics.extend(check_parts(graph, graph.train))
+            if not state.build.outputs:
+                state.error(_name_span(decl, "model"), f"model '{decl.name}' has no output",
                             "add one: output probs = x -> dense(10)")
         finally:
-            graph.uncertain = self.uncertain
-            self.uncertain = self.uncertain or outer_uncertain
-            self.build = outer
-            self.model_stack.pop()
+            graph.uncertain = state.uncertain
+            state.uncertain = state.uncertain or outer_uncertain
+            state.build = outer
+            state.model_stack.pop()
         return graph
 
     def check_block(self, decl: ir.BlockDecl, scope: FileScope) -> None:
@@ -102,77 +76,88 @@ class Expander(Steps, TensorExpressions):
         Each repeat inside runs once: with shapes unknown the other passes
         would find nothing new, and a block used by a model is expanded in
         full there (where its size counts)."""
+        state = self.state
         graph = Graph(f"<block {decl.name}>", decl.span)
-        outer, self.build = self.build, BuildState(graph, set(), repeat_once=True)
-        found_before = len(self.diagnostics)
+        outer, state.build = state.build, BuildState(graph, set(), repeat_once=True)
+        found_before = len(state.diagnostics)
         try:
-            inputs = [self._emit_input(name, (UNKNOWN,), "float32", span) for name, span in block_inputs(decl)]
+            inputs = [self.writer.emit_input(name, (UNKNOWN,), "float32", span) for name, span in block_inputs(decl)]
             params = {p.name: UNKNOWN for p in decl.params}
-            self._expand_block_body(decl, scope, params, inputs, decl.span)
+            self.steps.expand_block_body(decl, scope, params, inputs, decl.span)
         except Fail as exc:
-            self.diagnostics.extend(exc.all_diagnostics())
+            state.diagnostics.extend(exc.all_diagnostics())
         finally:
-            self.build = outer
-            self.block_alone.update(_key(d) for d in self.diagnostics[found_before:])
+            state.build = outer
+            state.block_alone.update(_key(d) for d in state.diagnostics[found_before:])
 
     def _in_block_use(self, found: list[Diagnostic]) -> list[Diagnostic]:
         """Errors inside a block's body, each naming the use it came from (`res(32)`
         fails where `res(16)` did not). One the block gives on its own, whatever its
         arguments, was reported once at the body: it is not repeated per use."""
-        cluster = self.build.graph.clusters.get(self.build.path) if self.build.path else None
-        if cluster is None or self.build.repeat_once:  # no use: a block checked on its own
+        build = self.state.build
+        cluster = build.graph.clusters.get(build.path) if build.path else None
+        if cluster is None or build.repeat_once:  # no use: a block checked on its own
             return found
         args = ", ".join(f"{k}={describe_value(v)}" for k, v in cluster.args.items())
         where = f"{cluster.span.file}:{cluster.span.line}:{cluster.span.col}"
         use = f" (in {'.'.join(cluster.path)} = {cluster.block}({args}) at {where})"
-        return [d if _key(d) in self.block_alone else d.model_copy(update={"message": d.message + use})
-                for d in found]
+        alone = self.state.block_alone
+        return [d if _key(d) in alone else d.model_copy(update={"message": d.message + use}) for d in found]
 
     # ============================================================ statements
-    def _run(self, body: list[Any], env: Env, where: str) -> None:
-        saved = self._current_binding, self._current_scope
-        self._current_scope = env.scope
+    def run(self, body: list[ir.Stmt], env: Env, where: str) -> None:
+        """A model's or block's statements; one that fails is reported and binds its targets to POISON."""
+        state = self.state
+        saved = state.current_binding, state.current_scope
+        state.current_scope = env.scope
         try:
             for stmt in body:
-                self._current_binding = _binding(stmt)
+                state.current_binding = _binding(stmt)
                 try:
-                    self.charge_step(stmt.span)
+                    self.writer.charge_step(stmt.span)
                     self._stmt(stmt, env, where)
                 except Fail as exc:
                     found = exc.all_diagnostics()
                     if found:
-                        self.diagnostics.extend(self._in_block_use(found))
-                        self.charge_failure(stmt.span)
+                        state.diagnostics.extend(self._in_block_use(found))
+                        self.writer.charge_failure(stmt.span)
                     for name in _targets(stmt):
                         env.vars[name] = POISON
         finally:
-            self._current_binding, self._current_scope = saved
+            state.current_binding, state.current_scope = saved
 
-    def _stmt(self, stmt: Any, env: Env, where: str) -> None:
-        if isinstance(stmt, ir.Assign):
-            self._assign(stmt, env)
-        elif isinstance(stmt, ir.Output):
-            self._output(stmt, env, where)
-        elif isinstance(stmt, ir.Let):
-            env.vars[stmt.name] = self.consts.fold(stmt.value, env)
-        elif isinstance(stmt, ir.LetFunc):
-            env.vars[stmt.name] = Closure(stmt, env, env.scope)
-        elif isinstance(stmt, ir.Shared):
-            self._shared(stmt, env)
-        elif isinstance(stmt, ir.If):
-            self._if(stmt, env, where)
-        elif isinstance(stmt, ir.Input):
-            if where != "model":
-                return  # block inputs are bound before the body runs
-        elif isinstance(stmt, ir.Train):
-            if where != "model":
-                raise Fail(stmt.span, "a 'train' section belongs in a model")
-            if self.build.graph.train is not None:
-                raise Fail(stmt.span, "a model has one 'train' section")
-            if self.train_checker is not None:
-                self.build.graph.train = self.train_checker.check(stmt, env, self)
-        elif isinstance(stmt, ir.Weight):
-            raise Fail(stmt.span, "'weight' belongs in a declared layer", "layer my_layer(units) { ... }")
+    def _stmt(self, stmt: ir.Node, env: Env, where: str) -> None:
+        """One statement, by its IR class."""
+        match stmt:
+            case ir.Assign():
+                self._assign(stmt, env)
+            case ir.Output():
+                self._output(stmt, env, where)
+            case ir.Let():
+                env.vars[stmt.name] = self.state.consts.fold(stmt.value, env)
+            case ir.LetFunc():
+                env.vars[stmt.name] = Closure(stmt, env, env.scope)
+            case ir.Shared():
+                self._shared(stmt, env)
+            case ir.If():
+                self._if(stmt, env, where)
+            case ir.Train():
+                self._train(stmt, env, where)
+            case ir.Weight():
+                raise Fail(stmt.span, "'weight' belongs in a declared layer", "layer my_layer(units) { ... }")
+            case _:  # ir.Input: a model's are bound before its body runs, a block's by each use
+                pass
+
+    def _train(self, stmt: ir.Train, env: Env, where: str) -> None:
+        state = self.state
+        if where != "model":
+            raise Fail(stmt.span, "a 'train' section belongs in a model")
+        if state.build.graph.train is not None:
+            raise Fail(stmt.span, "a model has one 'train' section")
+        if state.train_checker is not None:
+            outputs = [name for name, _ in state.build.outputs]
+            state.build.graph.train = state.train_checker.check(stmt, env, outputs, state.consts, state.arguments,
+                                                                state.diagnostics)
 
     def _model_inputs(self, decl: ir.ModelDecl, env: Env) -> None:
         seen: dict[str, Span] = {}
@@ -185,19 +170,19 @@ class Expander(Steps, TensorExpressions):
                     seen[item.name] = item.span
                     shape = self._input_shape(item, env)
                     dtype = self._input_dtype(item)
-                    env.vars[item.name] = self._emit_input(item.name, shape, dtype, item.span)
+                    env.vars[item.name] = self.writer.emit_input(item.name, shape, dtype, item.span)
                 except Fail as exc:
-                    self.diagnostics.extend(exc.all_diagnostics())
+                    self.state.diagnostics.extend(exc.all_diagnostics())
                     env.vars[item.name] = POISON
         if not seen:
-            self.error(_name_span(decl, "model"), f"model '{decl.name}' has no input",
-                        "add one: input x: (28, 28, 1)")
+            self.state.error(_name_span(decl, "model"), f"model '{decl.name}' has no input",
+                             "add one: input x: (28, 28, 1)")
 
     def _input_shape(self, item: ir.InputItem, env: Env) -> tuple[Any, ...]:
         if item.shape is None:
             raise Fail(item.span, f"model input '{item.name}' needs a shape",
                        f"input {item.name}: (28, 28, 1) — the batch axis is left out")
-        shape = self.consts.fold(item.shape, env)
+        shape = self.state.consts.fold(item.shape, env)
         if isinstance(shape, int) and not isinstance(shape, bool):
             raise Fail(item.shape.span, "an input shape is a tuple", f"write ({shape},)")
         if not isinstance(shape, tuple):
@@ -218,7 +203,7 @@ class Expander(Steps, TensorExpressions):
         return item.dtype
 
     def _assign(self, stmt: ir.Assign, env: Env) -> None:
-        outputs = self._tensors(stmt.value, env, final=stmt.targets[0])
+        outputs = self.tensors(stmt.value, env, final=stmt.targets[0])
         if len(outputs) == 1 and outputs[0].variadic and len(stmt.targets) > 1:
             outputs = self._spread(outputs[0], len(stmt.targets))
         if len(outputs) != len(stmt.targets):
@@ -230,7 +215,7 @@ class Expander(Steps, TensorExpressions):
 
     def _spread(self, tensor: Tensor, count: int) -> list[Tensor]:
         """A layer whose output count check could not know, taken as `count` outputs."""
-        node = self.build.graph.node_of(cast(TensorRef, tensor.ref))  # a tensor just emitted
+        node = self.state.build.graph.node_of(cast(TensorRef, tensor.ref))  # a tensor just emitted
         node.n_outputs, node.output_shapes = count, [UNKNOWN] * count
         return [Tensor(TensorRef(node.id, i), UNKNOWN, UNKNOWN) for i in range(count)]
 
@@ -241,51 +226,39 @@ class Expander(Steps, TensorExpressions):
                     if item.name is None:
                         raise Fail(item.value.span, "an output needs a name",
                                    "output NAME or output NAME = FLOW")
-                    tensors = self._tensors(item.value, env, final=item.name)
+                    tensors = self.tensors(item.value, env, final=item.name)
                     if len(tensors) != 1:
                         raise Fail(item.value.span, f"output '{item.name}' is {len(tensors)} tensors; "
                                                     "bind them first: a, b = FLOW, then output a, b")
                     env.vars[item.name] = tensors[0]
                 name = cast(str, item.name)  # `output NAME`, or refused above
                 tensor = self._tensor_named(name, env, item.span)
-                if self._is_output(name):
+                if self.state.is_output(name):
                     raise Fail(item.span, f"'{item.name}' is already an output")
-                self.build.outputs.append((item.name, tensor))
+                self.state.build.outputs.append((name, tensor))
             except Fail as exc:
-                self.diagnostics.extend(self._in_block_use(exc.all_diagnostics()))
-                if item.name and not self._is_output(item.name):
-                    self.build.outputs.append((item.name, POISON))  # keeps the outputs' count right
-
-    def _is_output(self, name: str) -> bool:
-        """Whether the current build already has an output `name` (a set kept in step with
-        `build.outputs`, which is only ever appended to or replaced)."""
-        outputs = self.build.outputs
-        known = self._output_names
-        if known[0] is not outputs:
-            known = self._output_names = [outputs, 0, set()]
-        if known[1] < len(outputs):
-            known[2].update(name for name, _ in outputs[known[1]:])
-            known[1] = len(outputs)
-        return name in known[2]
+                self.state.diagnostics.extend(self._in_block_use(exc.all_diagnostics()))
+                if item.name and not self.state.is_output(item.name):
+                    self.state.build.outputs.append((item.name, POISON))  # keeps the outputs' count right
 
     def _shared(self, stmt: ir.Shared, env: Env) -> None:
-        step = self._resolve_step(stmt.value, env)
+        step = self.steps.resolve_step(stmt.value, env)
         if step.kind == "shared":
             raise Fail(stmt.value.span, f"'{step.name}' is already a shared instance; use it directly")
         env.vars[stmt.name] = SharedInstance(stmt.name, step)
 
     def _if(self, stmt: ir.If, env: Env, where: str) -> None:
-        cond = self.consts.fold(stmt.cond, env)
+        cond = self.state.consts.fold(stmt.cond, env)
         if isinstance(cond, (Sym, SymCall)):
             sym = cond.sym if isinstance(cond, SymCall) else cond
             raise Fail(sym.span, f"unknown name '{sym.name}'", self._near_constant(sym.name, env))
         if cond is UNKNOWN:
-            self.uncertain = True
+            self.state.uncertain = True
             self._if_unknown(stmt, env, where)
         elif cond:
-            self._run(stmt.then, env, where)
+            self.run(stmt.then, env, where)
         elif stmt.orelse is not None:
-            self._run(stmt.orelse, env, where)
+            self.run(stmt.orelse, env, where)
 
     def _if_unknown(self, stmt: ir.If, env: Env, where: str) -> None:
         """`check` cannot decide: check both branches; names bound in either stay usable.
@@ -294,19 +267,19 @@ class Expander(Steps, TensorExpressions):
         output declared in both branches (only one of which will run) is not
         a duplicate; the outputs of both are kept, the then-branch's first."""
         branches = []
-        before = list(self.build.outputs)
-        added: dict[str, Any] = {}
+        before = list(self.state.build.outputs)
+        added: dict[str, Tensor] = {}
         for body in (stmt.then, stmt.orelse or []):
             child = env.child()
-            self.build.outputs = list(before)
-            self._run(body, child, where)
+            self.state.build.outputs = list(before)
+            self.run(body, child, where)
             branches.append(child.vars)
-            for name, tensor in self.build.outputs[len(before):]:
+            for name, tensor in self.state.build.outputs[len(before):]:
                 earlier = added.setdefault(name, tensor)
                 if earlier is not tensor and isinstance(earlier, Tensor) and not earlier.poisoned \
                         and earlier.shape != tensor.shape:
                     added[name] = Tensor(earlier.ref, earlier.handle, UNKNOWN)
-        self.build.outputs = before + list(added.items())
+        self.state.build.outputs = before + list(added.items())
         for name in set(branches[0]) | set(branches[1]):
             values = [b[name] for b in branches if name in b]
             first = values[0]
@@ -317,52 +290,52 @@ class Expander(Steps, TensorExpressions):
                 env.vars[name] = first if all(v == first for v in values) else UNKNOWN
 
     # ============================================================ tensors
-    def _tensors(self, expr: Any, env: Env, final: str | None) -> list[Tensor]:
+    def tensors(self, expr: ir.Expr, env: Env, final: str | None) -> list[Tensor]:
         """The tensors an expression in tensor position stands for."""
         if isinstance(expr, ir.Name):
             return [self._tensor_named(expr.id, env, expr.span)]
         if isinstance(expr, ir.Tuple):
             out: list[Tensor] = []
             for item in expr.items:
-                out.extend(self._tensors(item, env, final=None))
+                out.extend(self.tensors(item, env, final=None))
             return out
         if isinstance(expr, ir.Flow):
-            tensors = self._tensors(expr.items[0], env, final=None)
+            tensors = self.tensors(expr.items[0], env, final=None)
             steps = expr.items[1:]
             for i, step in enumerate(steps):
                 try:
-                    tensors = self._apply(step, tensors, env, final if i == len(steps) - 1 else None)
+                    tensors = self.steps.apply(step, tensors, env, final if i == len(steps) - 1 else None)
                 except Fail as exc:
-                    exc.more = exc.more + tuple(self._check_rest(steps[i + 1:], env))
+                    exc.more = exc.more + tuple(self.steps.check_rest(steps[i + 1:], env))
                     raise
             return tensors
         if isinstance(expr, ir.BinOp) and expr.op == "+" and all(
-                self.mentions_tensor(term, env) for term in _sum_terms(expr)):
+                self.tensor_exprs.mentions_tensor(term, env) for term in _sum_terms(expr)):
             terms = _sum_terms(expr)
             inputs: list[Tensor] = []
             for term in terms:
-                got = self._tensors(term, env, final=None)
+                got = self.tensors(term, env, final=None)
                 if len(got) != 1:
                     raise Fail(term.span, f"'+' adds single tensors; this side is {len(got)} tensors")
                 inputs.extend(got)
             add = cast(registry.Entry, registry.lookup("layer", "add"))
             try:
-                return self._emit_registry(add, "add", {}, inputs, expr.span, final)
+                return self.steps.emit_registry(add, "add", {}, inputs, expr.span, final)
             except Fail as exc:
                 raise _add_mismatch(terms, inputs, expr.span) or exc from None
-        if self.is_tensor_expression(expr, env):
-            return self.tensor_expression(expr, env, final)
+        if self.tensor_exprs.is_tensor_expression(expr, env):
+            return self.tensor_exprs.tensor_expression(expr, env, final)
         if isinstance(expr, ir.BinOp) and expr.op in ("//", "%"):
             raise Fail(expr.span, f"'{expr.op}' does not apply to tensors",
                        "tensors take + - * / ** @ and the functions of docs/language.md")
         if isinstance(expr, ir.IfExp):
-            cond = self.consts.fold(expr.cond, env)
+            cond = self.state.consts.fold(expr.cond, env)
             if cond is UNKNOWN:
-                self.uncertain = True
-                then = self._tensors(expr.then, env, final)
-                self._tensors(expr.orelse, env, None)
+                self.state.uncertain = True
+                then = self.tensors(expr.then, env, final)
+                self.tensors(expr.orelse, env, None)
                 return then
-            return self._tensors(expr.then if cond else expr.orelse, env, final)
+            return self.tensors(expr.then if cond else expr.orelse, env, final)
         if isinstance(expr, ir.Attr) and isinstance(expr.value, ir.Name) and expr.attr == "shape":
             raise Fail(expr.span, "a shape is a constant, not a tensor")
         hint = None
@@ -383,94 +356,9 @@ class Expander(Steps, TensorExpressions):
             tensors = (n for n, v in env.bindings() if isinstance(v, Tensor))  # lazy: see did_you_mean
             raise Fail(span, f"undefined tensor '{name}'", did_you_mean(name, tensors))
         raise Fail(span, f"'{name}' is {type_name(value)}, not a tensor")
-    # ============================================================ nodes
-    def _emit_input(self, name: str, shape: tuple[Any, ...], dtype: str, span: Span) -> Tensor:
-        graph = self.build.graph
-        self.charge_layer(span)
-        self.build.used.add(name)
-        node = Node(len(graph.nodes), name, "input", "input", {"shape": shape}, [], 1, (), span, dtype=dtype)
-        graph.nodes.append(node)
-        graph.inputs.append(node.id)
-        try:
-            handle = self.backend.input(node, shape, dtype)
-        except BuildError as exc:
-            raise Fail(span, str(exc)) from None
-        node.output_shapes = [self.backend.shape(handle)]
-        return Tensor(TensorRef(node.id), handle, node.output_shapes[0])
-
-    def _emit(self, op: str, kind: str, args: dict[str, Any], inputs: list[Tensor], n_outputs: int, span: Span,
-              base: str, final: str | None, shared: str | None = None, decl: Any = None) -> list[Tensor]:
-        self.charge_layer(span)  # a path whose input failed counts what it would make
-        if any(t.poisoned for t in inputs):
-            return [POISON] * n_outputs
-        graph = self.build.graph
-        if is_unknown(args) or (decl is not None and is_unknown(getattr(decl, "config", None))):
-            self.uncertain = True
-        name = self._node_name(final, base)
-        refs = cast("list[TensorRef]", [t.ref for t in inputs])  # poisoned inputs returned above
-        node = Node(len(graph.nodes), name, op, kind, args, refs, n_outputs,
-                    self.build.path, span, shared=shared, repeat=self.build.repeat, decl=decl)
-        graph.nodes.append(node)
-        try:
-            handles = self.backend.apply(node, [t.handle for t in inputs])
-        except BuildError as exc:
-            graph.nodes.pop()
-            raise Fail(span, str(exc)) from None
-        node.n_outputs = len(handles)
-        node.output_shapes = [self.backend.shape(h) for h in handles]
-        return [Tensor(TensorRef(node.id, i), h, s) for i, (h, s) in enumerate(zip(handles, node.output_shapes))]
-
-    def _node_name(self, final: str | None, base: str) -> str:
-        if final is not None:
-            return self._unique_full(self._full(final))
-        return self._unique_full(self._full(self._scoped(base)))
-
-    def _scoped(self, base: str) -> str:
-        binding = self._current_binding
-        return f"{binding}.{base}" if binding else base
-
-
-    def _full(self, local: str) -> str:
-        return ".".join(self.build.path + (local,))
-
-    def _unique_full(self, name: str) -> str:
-        """`name`, or `name_2`, `name_3`, ... for the second and later uses."""
-        used = self.build.used
-        candidate = name
-        if candidate in used:
-            n = self.build.suffixes.get(name, 2)
-            while f"{name}_{n}" in used:
-                n += 1
-            self.build.suffixes[name] = n + 1
-            candidate = f"{name}_{n}"
-        used.add(candidate)
-        return candidate
-
-    def _unique_local(self, local: str) -> str:
-        full = self._unique_full(self._full(local))
-        return full[len(self._full("")):] if self.build.path else full
-
-    # ============================================================ helpers
-    def _find_declared_activation(self, sym: Sym) -> Any:
-        scope = self._current_scope
-        if scope is None:
-            return None
-        if sym.namespace is not None:
-            target = scope.aliases.get(sym.namespace)
-            decl = target.own.get(sym.name) if target else None
-            found = (decl, target) if decl is not None else None
-        else:
-            found = scope.find(sym.name)
-        if found is None or not isinstance(found[0], ir.ActivationDecl):
-            return None
-        return self.declared.activation(found[0], cast(FileScope, found[1]))
-
-
     def _near_constant(self, name: str, env: Env) -> str | None:
         return did_you_mean(name, _visible_names(env))
 
-    def error(self, span: Span, message: str, hint: str | None = None) -> None:
-        self.diagnostics.append(Diagnostic.at(span, message, hint))
 
 
 def _input_shape_hint(shape: tuple[Any, ...]) -> str | None:
@@ -483,11 +371,11 @@ def _input_shape_hint(shape: tuple[Any, ...]) -> str | None:
     return "names are lowercase in a spec: write none"
 
 
-def _add_mismatch(terms: list[Any], inputs: list[Tensor], span: Span) -> Fail | None:
+def _add_mismatch(terms: list[ir.Expr], inputs: list[Tensor], span: Span) -> Fail | None:
     """`y + x` of two shapes that do not add: both named with their shapes, and the usual
     fix (a projection of the odd one out to the first's channels), or None if the shapes add."""
-    shapes = [t.shape for t in inputs]
-    if not all(isinstance(s, tuple) for s in shapes):
+    shapes = [t.shape for t in inputs if isinstance(t.shape, tuple)]
+    if len(shapes) != len(inputs):
         return None
     first = shapes[0]
     odd = next((i for i, s in enumerate(shapes) if not _adds(first, s)), None)
@@ -514,21 +402,21 @@ def _adds(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return len(a) == len(b) and all(x is None or y is None or x == y or 1 in (x, y) for x, y in zip(a, b))
 
 
-def _term_text(term: Any) -> str:
+def _term_text(term: ir.Expr) -> str:
     return term.id if isinstance(term, ir.Name) else "a term"
 
 
-def _key(d: Diagnostic) -> tuple[Any, ...]:
+def _key(d: Diagnostic) -> tuple[str, int, int, str]:
     return d.file, d.line, d.col, d.message
 
 
-def _visible_names(env: Env) -> Any:
+def _visible_names(env: Env) -> Iterator[str]:
     """Local names, then the file's, lazily (for suggestions)."""
     yield from env.local_names()
     yield from env.scope.names()
 
 
-def _targets(stmt: Any) -> list[str]:
+def _targets(stmt: ir.Stmt) -> list[str]:
     if isinstance(stmt, ir.Assign):
         return list(stmt.targets)
     if isinstance(stmt, (ir.Let, ir.Shared)):
@@ -538,7 +426,7 @@ def _targets(stmt: Any) -> list[str]:
     return []
 
 
-def _binding(stmt: Any) -> str | None:
+def _binding(stmt: ir.Stmt) -> str | None:
     """The name a statement binds, which names the layers it makes."""
     if isinstance(stmt, ir.Assign):
         return stmt.targets[0]
@@ -547,13 +435,13 @@ def _binding(stmt: Any) -> str | None:
     return None
 
 
-def _sum_terms(expr: Any) -> list[Any]:
+def _sum_terms(expr: ir.Expr) -> list[ir.Expr]:
     if isinstance(expr, ir.BinOp) and expr.op == "+":
         return _sum_terms(expr.left) + _sum_terms(expr.right)
     return [expr]
 
 
-def _name_span(decl: Any, keyword: str) -> Span:
+def _name_span(decl: ir.ModelDecl, keyword: str) -> Span:
     """The span of a declaration's name (just after its keyword)."""
     col = decl.span.col + len(keyword) + 1
     return Span.at(decl.span.file, decl.span.line, col, len(decl.name))

@@ -58,7 +58,7 @@ class Graph:
     clusters: dict[tuple[str, ...], Cluster] = field(default_factory=dict)
     train: Any = None  # train.TrainSpec, when the model has a `train` section
     built: Any = None  # what the backend made of it (a keras.Model), for nested use
-    uncertain: bool = False  # check had to guess somewhere (see Expander.uncertain)
+    uncertain: bool = False  # check had to guess somewhere (see ExpansionState.uncertain)
 
     def node_of(self, ref: TensorRef) -> Node:
         return self.nodes[ref.node]

@@ -18,7 +18,8 @@ class FileScope:
     own: dict[str, Any] = field(default_factory=dict)  # name -> declaration
     imported: dict[str, tuple[Any, FileScope]] = field(default_factory=dict)
     aliases: dict[str, FileScope] = field(default_factory=dict)
-    let_values: dict[str, Any] = field(default_factory=dict)  # folded file-level constants
+    let_values: dict[str, Any] = field(default_factory=dict)  # folded file-level constants (values.Value)
+    failed_lets: set[str] = field(default_factory=set)  # file-level constants whose folding failed (reported)
 
     @property
     def path(self) -> str:

@@ -1,32 +1,27 @@
 """Steps: what `-> NAME(args)` names, and applying it to tensors.
 
-The part of the expander (see `expand.py`) that resolves a step expression —
+The expander's collaborator (see `state.py`) that resolves a step expression —
 a registry layer or activation, a block, a declared layer or activation, a
 nested model, a shared instance — checks its arguments and arity, and
 expands it: blocks in place as clusters, shared blocks and nested models as
-sub-graphs built once. Also the types both halves share: tensors, steps and
-the backend protocol.
+sub-graphs built once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from collections.abc import Iterator
+from typing import Any, Protocol, cast
 
 from netdsl import registry
 from netdsl.errors import Diagnostic, Exhausted, Fail, Span, did_you_mean
-from netdsl.limits import FAILED_STATEMENT_STEPS, MAX_BLOCK_DEPTH, MAX_LAYERS, MAX_PARAMS, MAX_REPEAT
-from netdsl.semantics.consts import TensorValue, bind_plain, dotted_name, is_default
-from netdsl.semantics.graph import Cluster, Graph, Node, TensorRef
+from netdsl.limits import MAX_BLOCK_DEPTH, MAX_REPEAT
+from netdsl.semantics.consts import bind_plain, dotted_name, is_default
+from netdsl.semantics.graph import Cluster, Graph
+from netdsl.semantics.graph_writer import GraphWriter
 from netdsl.semantics.scope import Env, FileScope, cycle_text
-from netdsl.semantics.values import UNKNOWN, describe_value, type_name
+from netdsl.semantics.state import POISON, BuildState, ExpansionState, SharedInstance, Step, Tensor
+from netdsl.semantics.values import UNKNOWN, Value, describe_value, type_name
 from netdsl.syntax import ir
-
-if TYPE_CHECKING:
-    from netdsl.errors import Diagnostic
-    from netdsl.semantics.args import Arguments
-    from netdsl.semantics.consts import Consts
-    from netdsl.semantics.declared import Declared
 
 # Keras layers left out of the allow-list on purpose, and why (for the diagnostic).
 REFUSED_LAYERS = {
@@ -38,142 +33,55 @@ REFUSED_LAYERS = {
 }
 
 
-class Backend(Protocol):
-    def input(self, node: Node, shape: tuple[Any, ...], dtype: str) -> Any: ...
+class BodyRunner(Protocol):
+    """What steps need of the flow expander: a block's body run, a nested model expanded."""
 
-    def apply(self, node: Node, inputs: list[Any]) -> list[Any]: ...
+    def run(self, body: list[ir.Stmt], env: Env, where: str) -> None: ...
 
-    def shape(self, handle: Any) -> Any: ...
-
-    def finish(self, graph: Graph) -> Any: ...
+    def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph: ...
 
 
-@dataclass(eq=False)
-class Tensor(TensorValue):
-    ref: TensorRef | None  # None: poisoned by an earlier error
-    handle: Any
-    shape: Any
-    # The only output check knows of a layer whose output count it cannot
-    # know (`bidirectional(gru(4, return_state=true))`): `a, b, c = ...` may
-    # take as many outputs from it as it names.
-    variadic: bool = False
+class StepResolver:
+    """Resolves step expressions and applies them to tensors (state: the shared `ExpansionState`)."""
 
-    @property
-    def poisoned(self) -> bool:  # type: ignore[override]  # TensorValue's plain field, computed here
-        return self.ref is None
+    def __init__(self, state: ExpansionState, writer: GraphWriter, bodies: BodyRunner):
+        self.state = state
+        self.writer = writer
+        self.bodies = bodies
 
-
-POISON = Tensor(None, None, UNKNOWN)
-
-
-@dataclass
-class Step:
-    """A resolved step: what `-> NAME(args)` names, with its arguments evaluated."""
-
-    kind: str  # layer | activation | block | declared_layer | declared_activation | model | shared
-    name: str
-    span: Span
-    entry: Any = None  # registry.Entry, or the declaration
-    scope: FileScope = cast("FileScope", None)  # set for every step that names a declaration
-    args: list[Any] = field(default_factory=list)  # [(value, span)]
-    kwargs: list[Any] = field(default_factory=list)  # [(name, value, span)]
-    shared: Any = None  # SharedInstance
-
-
-@dataclass
-class SharedInstance:
-    name: str
-    step: Step
-    built: Any = None  # the sub-graph of a shared block, once built
-
-
-@dataclass
-class BuildState:
-    """The graph being built and the naming state of the current block instance."""
-
-    graph: Graph
-    used: set[str]
-    suffixes: dict[str, int] = field(default_factory=dict)  # next suffix to try per name
-    path: tuple[str, ...] = ()
-    repeat: tuple[int, int, int] | None = None
-    outputs: list[Any] = field(default_factory=list)
-    layers: int = 0  # nodes made, and those a failed input skipped (MAX_LAYERS)
-    repeat_once: bool = False  # a block checked on its own: each `* N` runs one pass
-
-
-class _Poisoned(Fail):
-    """A step whose definition already failed: no further diagnostic."""
-
-    def __init__(self) -> None:
-        Exception.__init__(self, "poisoned")
-        self.diagnostic = None  # type: ignore[assignment]  # reported already: nothing to show
-
-
-# ---------------------------------------------------------------- helpers
-
-
-class Steps:
-    """Mixin of `expand.Expander`: step resolution and application.
-
-    It holds no state of its own: every attribute it uses (`build`, `backend`,
-    `consts`, `declared`, `uncertain`, ...) is declared in `Expander.__init__`."""
-
-    if TYPE_CHECKING:  # what Expander provides, for the type checker
-        backend: Backend
-        consts: Consts
-        declared: Declared
-        arguments: Arguments
-        diagnostics: list[Diagnostic]
-        build: BuildState
-        uncertain: bool
-        block_stack: list[str]
-        models: dict[str, Graph | None]
-        model_stack: list[str]
-        repeat_groups: int
-        steps_spent: int
-        steps_limit: int
-        step_hints: dict[tuple[Any, ...], str | None]
-
-        def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph: ...
-        def _run(self, body: list[Any], env: Env, where: str) -> None: ...
-        def _emit_input(self, name: str, shape: tuple[Any, ...], dtype: str, span: Span) -> Tensor: ...
-        def _emit(self, op: str, kind: str, args: dict[str, Any], inputs: list[Tensor], n_outputs: int, span: Span,
-                  base: str, final: str | None, shared: str | None = None, decl: Any = None) -> list[Tensor]: ...
-        def _scoped(self, base: str) -> str: ...
-        def _unique_local(self, local: str) -> str: ...
-
-    def _apply(self, expr: Any, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
+    def apply(self, expr: ir.Expr, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
+        """A step expression (a step, a group of steps, a repeat `* N`, an `if`) applied to `inputs`."""
         if isinstance(expr, ir.Flow):  # a group of steps
             for i, step in enumerate(expr.items):
-                inputs = self._apply(step, inputs, env, final if i == len(expr.items) - 1 else None)
+                inputs = self.apply(step, inputs, env, final if i == len(expr.items) - 1 else None)
             return inputs
         if isinstance(expr, ir.BinOp) and expr.op == "*":
             return self._repeat(expr, inputs, env, final)
         if isinstance(expr, ir.IfExp):
-            cond = self.consts.fold(expr.cond, env)
+            cond = self.state.consts.fold(expr.cond, env)
             if cond is UNKNOWN:
-                self.uncertain = True
-                self._apply(expr.orelse, inputs, env, None)
-                return self._apply(expr.then, inputs, env, final)
-            return self._apply(expr.then if cond else expr.orelse, inputs, env, final)
-        resolved = self._resolve_step(expr, env)
-        return self._apply_step(resolved, inputs, final)
+                self.state.uncertain = True
+                self.apply(expr.orelse, inputs, env, None)
+                return self.apply(expr.then, inputs, env, final)
+            return self.apply(expr.then if cond else expr.orelse, inputs, env, final)
+        resolved = self.resolve_step(expr, env)
+        return self.apply_step(resolved, inputs, final)
 
-    def _check_rest(self, exprs: list[Any], env: Env) -> list[Diagnostic]:
+    def check_rest(self, exprs: list[ir.Expr], env: Env) -> list[Diagnostic]:
         """The steps after a failed one, with no tensor to apply them to: their names and
         arguments checked all the same, so one run reports every independent error of a
         flow (`x -> maxpool2d(2) -> flaten`), and nothing that follows from the first."""
         found: list[Diagnostic] = []
         for expr in exprs:
             if isinstance(expr, ir.Flow):
-                found += self._check_rest(expr.items, env)
+                found += self.check_rest(expr.items, env)
             elif isinstance(expr, ir.BinOp) and expr.op == "*":
-                found += self._check_rest([expr.left], env)
+                found += self.check_rest([expr.left], env)
             elif isinstance(expr, ir.IfExp):
-                found += self._check_rest([expr.then, expr.orelse], env)
+                found += self.check_rest([expr.then, expr.orelse], env)
             else:
                 try:
-                    self._check_step_arguments(self._resolve_step(expr, env))
+                    self._check_step_arguments(self.resolve_step(expr, env))
                 except Fail as exc:
                     found += exc.all_diagnostics()
         return found
@@ -184,95 +92,62 @@ class Steps:
             layer, activation = step.entry
             step.entry = layer if step.args or step.kwargs else activation
         if step.kind in ("layer", "activation", "layer_or_activation"):
-            self.arguments.bind(step.entry, step.args, step.kwargs, step.span)
+            self.state.arguments.bind(step.entry, step.args, step.kwargs, step.span)
         elif step.kind == "block":
             bind_plain(step.entry.name, "block", step.entry.params, [v for v, _ in step.args],
                        {k: v for k, v, _ in step.kwargs}, step.span)
 
     def _repeat(self, expr: ir.BinOp, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
-        count = self.consts.fold(expr.right, env)
+        count = self.state.consts.fold(expr.right, env)
         if count is UNKNOWN:
-            self.uncertain = True
-            return self._apply(expr.left, inputs, env, final)
+            self.state.uncertain = True
+            return self.apply(expr.left, inputs, env, final)
         if not isinstance(count, int) or isinstance(count, bool):
             raise Fail(expr.right.span, f"a repeat count must be an integer, received {type_name(count)}")
         if not 1 <= count <= MAX_REPEAT:
             raise Fail(expr.right.span, f"a repeat count must be between 1 and {MAX_REPEAT:,}, received {count:,}")
-        if self.build.repeat_once:
-            return self._apply(expr.left, inputs, env, final)
-        outer = self.build.repeat
-        self.repeat_groups += 1
-        group = self.repeat_groups
-        before, errors_before = self._spent(), len(self.diagnostics)
+        if self.state.build.repeat_once:
+            return self.apply(expr.left, inputs, env, final)
+        outer = self.state.build.repeat
+        self.state.repeat_groups += 1
+        group = self.state.repeat_groups
+        before, errors_before = self.writer.spent(), len(self.state.diagnostics)
         try:
             for i in range(count):
                 if outer is None:
-                    self.build.repeat = (group, i, count)
-                inputs = self._apply(expr.left, inputs, env, final if i == count - 1 else None)
+                    self.state.build.repeat = (group, i, count)
+                inputs = self.apply(expr.left, inputs, env, final if i == count - 1 else None)
                 if i == 0 and count > 1:
-                    self._afford(before, count - 1, expr.span)
-                    if len(self.diagnostics) > errors_before:
+                    self.writer.afford(before, count - 1, expr.span)
+                    if len(self.state.diagnostics) > errors_before:
                         # The other passes would repeat the first one's errors (and
                         # their cost): its result stands for theirs, poisoned.
                         return [POISON] * len(inputs)
         finally:
-            self.build.repeat = outer
+            self.state.build.repeat = outer
         return inputs
 
-    # ============================================================ budgets
-    def _spent(self) -> tuple[int, int, int]:
-        return self.build.layers, self.steps_spent, self.consts.work
-
-    def _afford(self, before: tuple[int, int, int], times: int, span: Span) -> None:
-        """After one pass of a repeat, refuse the other `times` passes if they cannot fit."""
-        layers, steps, work = (now + (now - was) * times for now, was in zip(self._spent(), before))
-        if layers > MAX_LAYERS:
-            raise Fail(span, f"the model has more than {MAX_LAYERS:,} layers after expansion")
-        if steps > self.steps_limit:
-            raise _over_steps(span, self.steps_limit)
-        if work > self.consts.work_limit:
-            self.consts.charge(work - self.consts.work, span)
-
-    def charge_step(self, span: Span) -> None:
-        """One statement run, block instance or layer made: spent of `steps_limit`."""
-        self.steps_spent += 1
-        if self.steps_spent > self.steps_limit:
-            raise _over_steps(span, self.steps_limit)
-
-    def charge_failure(self, span: Span) -> None:
-        """A statement that failed: its diagnostic costs more than the statement."""
-        self.steps_spent += FAILED_STATEMENT_STEPS
-        if self.steps_spent > self.steps_limit:
-            raise _over_steps(span, self.steps_limit)
-
-    def charge_layer(self, span: Span) -> None:
-        """One layer of the current model, made or skipped after a failed input."""
-        self.charge_step(span)
-        self.build.layers += 1
-        if self.build.layers > MAX_LAYERS:
-            raise Fail(span, f"the model has more than {MAX_LAYERS:,} layers after expansion")
-
-    def _resolve_step(self, expr: Any, env: Env) -> Step:
+    def resolve_step(self, expr: ir.Expr, env: Env) -> Step:
         """What a step expression names, with its arguments evaluated (not yet checked)."""
         if isinstance(expr, ir.Call):
-            step = self._step_target(expr.func, env)
-            step.args = [(self._argument(a, env), a.span) for a in expr.args]
-            step.kwargs = [(k.name, self._argument(k.value, env), k.span) for k in expr.kwargs]
+            step = self.step_target(expr.func, env)
+            step.args = [(self.argument(a, env), a.span) for a in expr.args]
+            step.kwargs = [(k.name, self.argument(k.value, env), k.span) for k in expr.kwargs]
             if step.kind == "shared":
                 raise Fail(expr.span, f"shared instance '{step.name}' takes no arguments",
                            f"arguments go where it is made: shared {step.name} = ...")
             return step
         if isinstance(expr, (ir.Name, ir.Attr)):
-            return self._step_target(expr, env)
+            return self.step_target(expr, env)
         raise Fail(expr.span, "expected a step (a layer, block or activation)", _step_hint(expr))
 
-    def _argument(self, expr: Any, env: Env) -> Any:
+    def argument(self, expr: ir.Expr, env: Env) -> Value:
         """An argument's value, its items charged: checking and building walk them all."""
-        value = self.consts.fold(expr, env)
-        self.consts.charge_value(value, expr.span)
+        value = self.state.consts.fold(expr, env)
+        self.state.consts.charge_value(value, expr.span)
         return value
 
-    def _step_target(self, func: Any, env: Env) -> Step:
+    def step_target(self, func: ir.Expr, env: Env) -> Step:
         if isinstance(func, ir.Attr):
             return self._namespaced_step(func, env)
         if not isinstance(func, ir.Name):
@@ -304,8 +179,8 @@ class Steps:
         raise Fail(func.span, f"unknown step '{dotted}'",
                    "a dotted name reaches only a file imported with 'as' (lib.bottleneck); nothing reaches Python")
 
-    def _declared_step(self, decl: Any, scope: FileScope, func: Any) -> Step:
-        kinds: dict[type[Any], str] = {ir.BlockDecl: "block", ir.LayerDecl: "declared_layer",
+    def _declared_step(self, decl: Any, scope: FileScope, func: ir.Name | ir.Attr) -> Step:
+        kinds: dict[type[ir.Node], str] = {ir.BlockDecl: "block", ir.LayerDecl: "declared_layer",
                  ir.ActivationDecl: "declared_activation", ir.ModelDecl: "model"}
         kind = kinds.get(type(decl))
         if kind is None:
@@ -329,7 +204,7 @@ class Steps:
                        "declare it in the spec instead (activation NAME(x) = ..., layer NAME(...) { ... })")
         raise Fail(span, f"unknown layer '{name}'", self._near_step(name, env))
 
-    def _apply_step(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
+    def apply_step(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
         kind = step.kind
         if kind == "layer_or_activation":
             layer, activation = step.entry
@@ -337,35 +212,35 @@ class Steps:
             step.kind, step.entry = ("layer", layer) if with_args else ("activation", activation)
             kind = step.kind
         if kind == "layer":
-            kwargs = self.arguments.bind(step.entry, step.args, step.kwargs, step.span)
-            return self._emit_registry(step.entry, _base_name(step), kwargs, inputs, step.span, final)
+            kwargs = self.state.arguments.bind(step.entry, step.args, step.kwargs, step.span)
+            return self.emit_registry(step.entry, _base_name(step), kwargs, inputs, step.span, final)
         if kind == "activation":
-            kwargs = self.arguments.bind(step.entry, step.args, step.kwargs, step.span)
+            kwargs = self.state.arguments.bind(step.entry, step.args, step.kwargs, step.span)
             self._check_arity(step.name, (1, 1), inputs, step.span)
-            return self._emit("activation", step.entry.name, kwargs, inputs, 1, step.span,
+            return self.writer.emit("activation", step.entry.name, kwargs, inputs, 1, step.span,
                               _base_name(step), final)
         if kind == "block":
             return self._block(step, inputs, final)
         if kind in ("declared_layer", "declared_activation"):
-            checked = self.declared.instantiate(step, inputs, self)
+            checked = self.state.declared.instantiate(step, inputs)
             self._check_arity(step.name, (checked.n_inputs, checked.n_inputs), inputs, step.span)
-            return self._emit(kind, step.name, checked.arguments, inputs, checked.n_outputs, step.span,
+            return self.writer.emit(kind, step.name, checked.arguments, inputs, checked.n_outputs, step.span,
                               step.name, final, decl=checked)
         if kind == "model":
             return self._nested_model(step, inputs, final)
         if kind == "shared":
-            return self._apply_shared(step.shared, inputs, step.span)
+            return self._apply_shared(cast(SharedInstance, step.shared), inputs, step.span)  # set for kind shared
         raise Fail(step.span, f"internal: unknown step kind {kind}")
 
-    def _emit_registry(self, entry: registry.Entry, base: str, kwargs: dict[str, Any], inputs: list[Tensor],
+    def emit_registry(self, entry: registry.Entry, base: str, kwargs: dict[str, Any], inputs: list[Tensor],
                        span: Span, final: str | None, shared: str | None = None) -> list[Tensor]:
         self._check_arity(entry.name, entry.inputs, inputs, span)
         n_outputs = registry.output_count(entry, kwargs)
         self._check_size(entry, kwargs, inputs, span)
         if n_outputs is not None:
-            return self._emit("layer", entry.name, kwargs, inputs, n_outputs, span, base, final, shared=shared)
-        self.uncertain = True
-        outputs = self._emit("layer", entry.name, kwargs, inputs, 1, span, base, final, shared=shared)
+            return self.writer.emit("layer", entry.name, kwargs, inputs, n_outputs, span, base, final, shared=shared)
+        self.state.uncertain = True
+        outputs = self.writer.emit("layer", entry.name, kwargs, inputs, 1, span, base, final, shared=shared)
         if len(outputs) == 1 and not outputs[0].poisoned and outputs[0].shape is UNKNOWN:
             outputs[0].variadic = True  # check's guess; a Keras backend gives the real outputs
         return outputs
@@ -389,12 +264,11 @@ class Steps:
         if any(s is None for s in shapes):
             return
         estimate = registry.estimate_params(entry, kwargs, shapes)  # None where a rule cannot tell
-        limit = self.param_limit
+        limit = self.state.param_limit
         if estimate is not None and estimate > limit:
             raise Fail(span, f"'{entry.name}' would have about {estimate:,} parameters; "
                              f"the limit is {limit:,}", "use fewer units, or build with a higher --max-params")
 
-    param_limit = MAX_PARAMS
 
     # ============================================================ blocks
     def _block(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
@@ -403,28 +277,28 @@ class Steps:
                             {k: v for k, v, _ in step.kwargs}, step.span)
         # An instance is always BINDING.BLOCK (deduplicated), even as the last step:
         # the diagram clusters of `a -> blk * 3` read blk, blk_2, blk_3.
-        instance = self._unique_local(self._scoped(decl.name))
-        outer_path = self.build.path
-        self.build.path = outer_path + (instance,)
-        self.build.graph.clusters[self.build.path] = Cluster(
-            self.build.path, decl.name, step.span,
+        instance = self.writer.unique_local(self.writer.scoped(decl.name))
+        outer_path = self.state.build.path
+        self.state.build.path = outer_path + (instance,)
+        self.state.build.graph.clusters[self.state.build.path] = Cluster(
+            self.state.build.path, decl.name, step.span,
             {k: v for k, v in params.items() if not is_default(v)})
         try:
-            return self._expand_block_body(decl, step.scope, params, inputs, step.span)
+            return self.expand_block_body(decl, step.scope, params, inputs, step.span)
         except Exhausted as exc:  # shown at the outermost use: the one the user wrote here
             raise exc.moved(step.span) from None
         finally:
-            self.build.path = outer_path
+            self.state.build.path = outer_path
 
-    def _expand_block_body(self, decl: ir.BlockDecl, scope: FileScope, params: dict[str, Any], inputs: list[Tensor],
+    def expand_block_body(self, decl: ir.BlockDecl, scope: FileScope, params: dict[str, Any], inputs: list[Tensor],
                            span: Span) -> list[Tensor]:
         key = f"{scope.path}:{decl.name}"
-        if key in self.block_stack:
-            path = [k.split(":")[-1] for k in self.block_stack[self.block_stack.index(key):]]
+        if key in self.state.block_stack:
+            path = [k.split(":")[-1] for k in self.state.block_stack[self.state.block_stack.index(key):]]
             raise Fail(span, cycle_text("block", decl.name, path), "a block cannot be recursive")
-        self.charge_step(span)  # an instance: a scope, a cluster, its outputs
-        if self._nesting() >= MAX_BLOCK_DEPTH:
-            raise Fail(span, f"blocks nested more than {MAX_BLOCK_DEPTH} deep" if len(self.model_stack) <= 1
+        self.writer.charge_step(span)  # an instance: a scope, a cluster, its outputs
+        if self.state.nesting() >= MAX_BLOCK_DEPTH:
+            raise Fail(span, f"blocks nested more than {MAX_BLOCK_DEPTH} deep" if len(self.state.model_stack) <= 1
                        else f"blocks and models nested more than {MAX_BLOCK_DEPTH} deep")
         names = block_inputs(decl)
         if len(names) != len(inputs):
@@ -432,20 +306,20 @@ class Steps:
                              f"received {len(inputs)}")
         env = Env(scope)
         for name, value in params.items():
-            env.vars[name] = self.consts.fold(_param_default(decl, name), env) if is_default(value) else value
+            env.vars[name] = self.state.consts.fold(_param_default(decl, name), env) if is_default(value) else value
         for (name, _), tensor in zip(names, inputs):
             env.vars[name] = tensor
-        saved_outputs, self.build.outputs = self.build.outputs, []
-        self.block_stack.append(key)
-        errors_before = len(self.diagnostics)
+        saved_outputs, self.state.build.outputs = self.state.build.outputs, []
+        self.state.block_stack.append(key)
+        errors_before = len(self.state.diagnostics)
         try:
-            self._run(decl.body, env, where="block")
-            outputs = [t for _, t in self.build.outputs]
+            self.bodies.run(decl.body, env, where="block")
+            outputs = [t for _, t in self.state.build.outputs]
         finally:
-            self.block_stack.pop()
-            self.build.outputs = saved_outputs
-        if not outputs and len(self.diagnostics) > errors_before:
-            raise _Poisoned()  # its output failed, and said why: "no output" would only repeat it
+            self.state.block_stack.pop()
+            self.state.build.outputs = saved_outputs
+        if not outputs and len(self.state.diagnostics) > errors_before:
+            raise Fail.reported()  # its output failed, and said why: "no output" would only repeat it
         if not outputs:
             raise Fail(span, f"block '{decl.name}' has no output")
         return outputs
@@ -458,36 +332,33 @@ class Steps:
         sub = self._sub_model(decl, step.scope, step.span)
         return self._emit_sub(sub, inputs, step.span, decl.name, shared=f"model:{decl.name}", final=final)
 
-    def _nesting(self) -> int:
-        """Blocks and nested models being expanded, the outermost model not counted."""
-        return len(self.block_stack) + max(len(self.model_stack) - 1, 0)
-
     def _sub_model(self, decl: ir.ModelDecl, scope: FileScope, span: Span) -> Graph:
-        if decl.name in self.model_stack:
-            raise Fail(span, cycle_text("model", decl.name, self.model_stack[self.model_stack.index(decl.name):]))
-        if decl.name not in self.models and self._nesting() >= MAX_BLOCK_DEPTH:
+        if decl.name in self.state.model_stack:
+            stack = self.state.model_stack
+            raise Fail(span, cycle_text("model", decl.name, stack[stack.index(decl.name):]))
+        if decl.name not in self.state.models and self.state.nesting() >= MAX_BLOCK_DEPTH:
             raise Fail(span, f"blocks and models nested more than {MAX_BLOCK_DEPTH} deep")
-        if decl.name not in self.models:
-            errors_before = len(self.diagnostics)
-            graph = self.expand_model(decl, scope)
-            self.models[decl.name] = graph if len(self.diagnostics) == errors_before else None
-            if self.models[decl.name] is not None:
-                graph.built = self.backend.finish(graph)
-        built = self.models[decl.name]
+        if decl.name not in self.state.models:
+            errors_before = len(self.state.diagnostics)
+            graph = self.bodies.expand_model(decl, scope)
+            self.state.models[decl.name] = graph if len(self.state.diagnostics) == errors_before else None
+            if self.state.models[decl.name] is not None:
+                graph.built = self.state.backend.finish(graph)
+        built = self.state.models[decl.name]
         if built is None:
-            raise _Poisoned()
+            raise Fail.reported()
         graph = built
         return graph
 
     def _emit_sub(self, sub: Graph, inputs: list[Tensor], span: Span, base: str, shared: str,
                   final: str | None = None) -> list[Tensor]:
         self._check_arity(sub.name, (len(sub.inputs), len(sub.inputs)), inputs, span)
-        return self._emit("model", sub.name, {}, inputs, len(sub.outputs), span, base, final,
+        return self.writer.emit("model", sub.name, {}, inputs, len(sub.outputs), span, base, final,
                           shared=shared, decl=sub)
 
     def _apply_shared(self, instance: SharedInstance, inputs: list[Tensor], span: Span) -> list[Tensor]:
         step = instance.step
-        key = f"shared:{'.'.join(self.build.path + (instance.name,))}"
+        key = f"shared:{'.'.join(self.state.build.path + (instance.name,))}"
         if step.kind == "block":
             if instance.built is None:
                 instance.built = self._shared_block_graph(instance, inputs)
@@ -498,11 +369,11 @@ class Steps:
         if step.kind in ("layer", "layer_or_activation"):
             if step.kind == "layer_or_activation":
                 step.kind, step.entry = "layer", step.entry[0]
-            kwargs = self.arguments.bind(step.entry, step.args, step.kwargs, step.span)
-            return self._emit_registry(step.entry, instance.name, kwargs, inputs, span, None, shared=key)
+            kwargs = self.state.arguments.bind(step.entry, step.args, step.kwargs, step.span)
+            return self.emit_registry(step.entry, instance.name, kwargs, inputs, span, None, shared=key)
         if step.kind in ("declared_layer",):
-            checked = self.declared.instantiate(step, inputs, self)
-            return self._emit(step.kind, step.name, checked.arguments, inputs, checked.n_outputs, span,
+            checked = self.state.declared.instantiate(step, inputs)
+            return self.writer.emit(step.kind, step.name, checked.arguments, inputs, checked.n_outputs, span,
                               instance.name, None, shared=key, decl=checked)
         raise Fail(span, f"'{instance.name}' is {step.kind.replace('_', ' ')} '{step.name}'; "
                          "only layers, blocks and models can be shared")
@@ -511,35 +382,35 @@ class Steps:
         """A shared block becomes a sub-model: built once, called on every use."""
         step = instance.step
         graph = Graph(instance.name, step.span)
-        outer, self.build = self.build, BuildState(graph, set())
+        outer, self.state.build = self.state.build, BuildState(graph, set())
         try:
-            sub_inputs = [self._emit_input(f"{instance.name}_in{i}" if len(inputs) > 1 else f"{instance.name}_in",
+            sub_inputs = [self.writer.emit_input(f"{instance.name}_in{i}" if len(inputs) > 1 else f"{instance.name}_in",
                                            t.shape if isinstance(t.shape, tuple) else (UNKNOWN,), "float32", step.span)
                           for i, t in enumerate(inputs)]
             params = bind_plain(step.name, "block", step.entry.params, [v for v, _ in step.args],
                                 {k: v for k, v, _ in step.kwargs}, step.span)
-            outputs = self._expand_block_body(step.entry, step.scope, params, sub_inputs, step.span)
+            outputs = self.expand_block_body(step.entry, step.scope, params, sub_inputs, step.span)
             graph.outputs = [(f"out{i}", t.ref) for i, t in enumerate(outputs) if t.ref is not None]  # not poisoned
         finally:
-            self.build = outer
+            self.state.build = outer
         if len(graph.outputs) != len(outputs):
-            raise _Poisoned()
-        graph.built = self.backend.finish(graph)
+            raise Fail.reported()
+        graph.built = self.state.backend.finish(graph)
         return graph
 
     def _near_step(self, name: str, env: Env) -> str | None:
         shared = tuple(n for n, v in env.bindings() if isinstance(v, SharedInstance))
         key = (name, env.scope.path, shared)  # the same misspelling in every pass of a repeat
-        if key not in self.step_hints:
+        if key not in self.state.step_hints:
             same = registry.suggest(name, ("layer", "activation"))  # `maxpool2d`: the guide's `max_pool2d`
             if same is not None and _folded(same) == _folded(name):
-                self.step_hints[key] = f"did you mean '{same}'?"
+                self.state.step_hints[key] = f"did you mean '{same}'?"
             else:
-                self.step_hints[key] = did_you_mean(name, _step_names(env))
-        return self.step_hints[key]
+                self.state.step_hints[key] = did_you_mean(name, _step_names(env))
+        return self.state.step_hints[key]
 
 
-def _step_names(env: Env) -> Any:
+def _step_names(env: Env) -> Iterator[str]:
     """What a step may name here, lazily (for suggestions)."""
     yield from registry.all_keys("layer")
     yield from registry.all_keys("activation")
@@ -552,12 +423,7 @@ def _folded(name: str) -> str:
     return name.lower().replace("_", "")
 
 
-def _over_steps(span: Span, limit: int) -> Exhausted:
-    return Exhausted(span, f"the spec takes more than {limit:,} steps to expand",
-                     "a statement, block instance or layer counts each time a repeat or a block use runs it")
-
-
-def block_inputs(decl: Any) -> list[tuple[str, Span]]:
+def block_inputs(decl: ir.BlockDecl) -> list[tuple[str, Span]]:
     names = []
     for stmt in walk_inputs(decl.body):
         for item in stmt.items:
@@ -565,11 +431,11 @@ def block_inputs(decl: Any) -> list[tuple[str, Span]]:
     return names
 
 
-def walk_inputs(body: list[Any]) -> list[ir.Input]:
+def walk_inputs(body: list[ir.Stmt]) -> list[ir.Input]:
     return [stmt for stmt in body if isinstance(stmt, ir.Input)]
 
 
-def _param_default(decl: Any, name: str) -> Any:
+def _param_default(decl: ir.BlockDecl, name: str) -> ir.Expr | None:
     return next(p.default for p in decl.params if p.name == name)
 
 
@@ -579,7 +445,7 @@ def _base_name(step: Step) -> str:
     return step.name
 
 
-def _step_hint(expr: Any) -> str | None:
+def _step_hint(expr: ir.Expr) -> str | None:
     if isinstance(expr, (ir.Number, ir.String)):
         return "a step is a name such as dense(10), relu or a block"
     if isinstance(expr, ir.Tuple):

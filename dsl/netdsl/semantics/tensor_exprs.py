@@ -1,6 +1,6 @@
 """Tensor expressions in model and block bodies: `x + 0.17 * branch`, `a * sigmoid(b)`, `q @ k`.
 
-The part of the expander (see `expand.py`) that turns an expression of
+The expander's collaborator (see `state.py`) that turns an expression of
 tensors, numbers, operators (`+ - * / **`, unary `-`, `@`) and calls of the
 fixed function table (`sigmoid(x)`, `mean(x, axis=1)`, ...) into graph nodes,
 one per operator, with the usual precedence (the parser's):
@@ -25,20 +25,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, cast
 
 from netdsl import registry
 from netdsl.errors import Fail, Span
 from netdsl.semantics.declared import OP_FUNCTIONS
+from netdsl.semantics.graph_writer import GraphWriter
 from netdsl.semantics.scope import Env
-from netdsl.semantics.steps import Step, Tensor
+from netdsl.semantics.state import ExpansionState, Step, Tensor
+from netdsl.semantics.steps import StepResolver
 from netdsl.semantics.tensor_ops import OPERATORS, REDUCTIONS, OpSpec
-from netdsl.semantics.values import UNKNOWN, describe_value, type_name
+from netdsl.semantics.values import UNKNOWN, Unknown, Value, describe_value, is_number, type_name
 from netdsl.syntax import ir
-
-if TYPE_CHECKING:
-    from netdsl.semantics.args import Arguments
-    from netdsl.semantics.consts import Consts
 
 # Functions that are Keras layers in tensor position: name -> registry layer.
 LAYER_FUNCTIONS = {"reshape": "reshape", "concat": "concatenate", "concatenate": "concatenate"}
@@ -47,27 +45,28 @@ _TENSOR_OPERATORS = frozenset(OPERATORS)
 _MATH: dict[str, Callable[[float], float]] = {
     "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log1p": math.log1p, "tanh": math.tanh,
     "sin": math.sin, "cos": math.cos, "erf": math.erf, "square": lambda v: v * v}
+# A number operand of a tensor expression: UNKNOWN while `check` runs a block on its own.
+Number = int | float | Unknown
 _KEYWORD_POSITIONS = {name: ("axis", "keepdims") for name in REDUCTIONS} | {"softmax": ("axis",)}
 
 
+class TensorSource(Protocol):
+    """What tensor expressions need of the flow expander: the tensors an operand stands for."""
+
+    def tensors(self, expr: ir.Expr, env: Env, final: str | None) -> list[Tensor]: ...
+
+
 class TensorExpressions:
-    """Mixin of `expand.Expander`: operators and functions on tensors (state: the Expander's)."""
+    """Operators and functions on tensors (state: the shared `ExpansionState`)."""
 
-    if TYPE_CHECKING:  # what Expander and Steps provide, for the type checker
-        consts: Consts
-        arguments: Arguments
-
-        def _tensors(self, expr: Any, env: Env, final: str | None) -> list[Tensor]: ...
-        def _argument(self, expr: Any, env: Env) -> Any: ...
-        def _step_target(self, func: Any, env: Env) -> Step: ...
-        def _apply_step(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]: ...
-        def _emit_registry(self, entry: registry.Entry, base: str, kwargs: dict[str, Any], inputs: list[Tensor],
-                           span: Span, final: str | None, shared: str | None = None) -> list[Tensor]: ...
-        def _emit(self, op: str, kind: str, args: dict[str, Any], inputs: list[Tensor], n_outputs: int, span: Span,
-                  base: str, final: str | None, shared: str | None = None, decl: Any = None) -> list[Tensor]: ...
+    def __init__(self, state: ExpansionState, writer: GraphWriter, steps: StepResolver, flows: TensorSource):
+        self.state = state
+        self.writer = writer
+        self.steps = steps
+        self.flows = flows
 
     # ------------------------------------------------------------ what is a tensor
-    def mentions_tensor(self, expr: Any, env: Env) -> bool:
+    def mentions_tensor(self, expr: ir.Expr, env: Env) -> bool:
         """Whether an expression stands for a tensor (names one, or a flow) rather than a constant."""
         if isinstance(expr, ir.Name):
             if env.has(expr.id):
@@ -88,7 +87,7 @@ class TensorExpressions:
             return self.mentions_tensor(expr.then, env) or self.mentions_tensor(expr.orelse, env)
         return False
 
-    def is_tensor_expression(self, expr: Any, env: Env) -> bool:
+    def is_tensor_expression(self, expr: ir.Expr, env: Env) -> bool:
         """An operator or call that `tensor_expression` makes nodes of."""
         if isinstance(expr, ir.BinOp) and expr.op in _TENSOR_OPERATORS:
             return self.mentions_tensor(expr, env)
@@ -99,7 +98,7 @@ class TensorExpressions:
         return False
 
     # ------------------------------------------------------------ expressions
-    def tensor_expression(self, expr: Any, env: Env, final: str | None) -> list[Tensor]:
+    def tensor_expression(self, expr: ir.Expr, env: Env, final: str | None) -> list[Tensor]:
         if isinstance(expr, ir.UnaryOp):
             operand = self._tensor_operand(expr.operand, env, expr.op)
             if expr.op == "+":
@@ -107,7 +106,7 @@ class TensorExpressions:
             return self._op_node(["neg", ["var", "x0"]], [operand], "negative", "\u2212x", expr.span, final)
         if isinstance(expr, ir.Call):
             return self._function(expr, env, final)
-        return self._binary(expr, env, final)
+        return self._binary(cast(ir.BinOp, expr), env, final)  # is_tensor_expression: the rest are operators
 
     def _binary(self, expr: ir.BinOp, env: Env, final: str | None) -> list[Tensor]:
         left = self._operand(expr.left, env, expr.op)
@@ -122,30 +121,33 @@ class TensorExpressions:
         tree, label = [], ""
         for value in (left, right):
             tree.append(["var", "x0"] if isinstance(value, Tensor) else ["num", value])
-        constant = right if isinstance(left, Tensor) else left
+        constant = cast(Number, right if isinstance(left, Tensor) else left)  # one side is the tensor
         shown = "?" if constant is UNKNOWN else describe_value(constant)
         label = f"{symbol} {shown}" if isinstance(left, Tensor) else f"{shown} {symbol}"
         return self._op_node(["bin", expr.op, *tree], tensors, kind, label, at, final)
 
-    def _operand(self, expr: Any, env: Env, op: str) -> Any:
+    def _operand(self, expr: ir.Expr, env: Env, op: str) -> Tensor | Number:
         """A tensor, or a number (UNKNOWN while `check` runs a block alone)."""
         if self.mentions_tensor(expr, env):
             return self._tensor_operand(expr, env, op)
-        value = self._math(expr, env)
-        if value is None:
-            value = self.consts.fold(expr, env)
-        if value is UNKNOWN or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return self._number(expr, env, op)
+
+    def _number(self, expr: ir.Expr, env: Env, op: str) -> Number:
+        """An operand that names no tensor: a number, or UNKNOWN while `check` runs a block alone."""
+        folded = self._math(expr, env)
+        value = self.state.consts.fold(expr, env) if folded is None else folded
+        if value is UNKNOWN or is_number(value):
             return value
         raise Fail(expr.span, f"'{op}' combines tensors and numbers, received {type_name(value)}",
                    "a tensor is a name bound to one, a flow or a tensor expression")
 
-    def _math(self, expr: Any, env: Env) -> Any:
+    def _math(self, expr: ir.Expr, env: Env) -> Number | None:
         """`sqrt(8.0)`: a function of the table on numbers, folded (None: not such a call)."""
         if not (isinstance(expr, ir.Call) and isinstance(expr.func, ir.Name) and expr.func.id in _MATH
                 and not expr.kwargs and len(expr.args) == 1 and not env.has(expr.func.id)
                 and env.scope.find(expr.func.id) is None):
             return None
-        value = self._operand(expr.args[0], env, expr.func.id)
+        value = self._number(expr.args[0], env, expr.func.id)  # the call names no tensor: nor does its argument
         if value is UNKNOWN:
             return UNKNOWN
         try:
@@ -153,8 +155,8 @@ class TensorExpressions:
         except (ValueError, OverflowError):
             raise Fail(expr.span, f"'{expr.func.id}' cannot take {describe_value(value)}") from None
 
-    def _tensor_operand(self, expr: Any, env: Env, op: str) -> Tensor:
-        got = self._tensors(expr, env, final=None)
+    def _tensor_operand(self, expr: ir.Expr, env: Env, op: str) -> Tensor:
+        got = self.flows.tensors(expr, env, final=None)
         if len(got) != 1:
             raise Fail(expr.span, f"'{op}' takes single tensors; this one is {len(got)} tensors")
         return got[0]
@@ -189,7 +191,7 @@ class TensorExpressions:
             raise Fail(expr.span, f"'{name}' takes {wanted} argument{'s' if hi != 1 else ''}, "
                                   f"received {len(expr.args)}")
         tensors: list[Tensor] = []
-        args = []
+        args: list[list[Any]] = []  # expression trees (netdsl.custom.expr)
         for arg in positional:
             value = self._operand(arg, env, name)
             if isinstance(value, Tensor):
@@ -209,7 +211,7 @@ class TensorExpressions:
                                if not (k == "keepdims" and v[1] is False))
         return self._op_node(["call", name, args, tree_kwargs], tensors, name, label, expr.span, final)
 
-    def _keyword(self, name: str, key: str, kw: Any, keywords: frozenset[str], env: Env) -> Any:
+    def _keyword(self, name: str, key: str, kw: ir.Kwarg | ir.Expr, keywords: frozenset[str], env: Env) -> Value:
         if key not in keywords:
             span = kw.span if isinstance(kw, ir.Kwarg) else kw.span
             raise Fail(span, f"'{name}' has no parameter '{key}'",
@@ -217,7 +219,7 @@ class TensorExpressions:
         value_expr = kw.value if isinstance(kw, ir.Kwarg) else kw
         if self.mentions_tensor(value_expr, env):
             raise Fail(value_expr.span, f"'{key}' of '{name}' must be a constant, not a tensor")
-        value = self.consts.fold(value_expr, env)
+        value = self.state.consts.fold(value_expr, env)
         if key == "axis" and _names_batch_axis(value):
             raise Fail(value_expr.span, "a tensor expression cannot reduce over the batch axis (axis 0)",
                        "axes count the batch axis as 0: the first axis of a sample is 1 (or -1 for the last)")
@@ -229,7 +231,7 @@ class TensorExpressions:
         if len(expr.args) != 2 or expr.kwargs:
             raise Fail(expr.span, "'transpose' takes a tensor and a perm: transpose(x, (2, 1))")
         tensor = self._tensor_operand(expr.args[0], env, "transpose")
-        perm = self.consts.fold(expr.args[1], env)
+        perm = self.state.consts.fold(expr.args[1], env)
         rank = len(tensor.shape) if isinstance(tensor.shape, tuple) else None
         if perm is UNKNOWN:
             raise Fail(expr.args[1].span, "the perm of 'transpose' must be known when the model is checked")
@@ -251,16 +253,16 @@ class TensorExpressions:
             if len(inputs) < 2:
                 raise Fail(expr.span, f"'{name}' joins two or more tensors")
             step = Step("layer", layer, expr.func.span, entry=registry.lookup("layer", layer),
-                        kwargs=[(k.name, self._argument(k.value, env), k.span) for k in expr.kwargs])
+                        kwargs=[(k.name, self.steps.argument(k.value, env), k.span) for k in expr.kwargs])
         else:
             if len(expr.args) != 2 or expr.kwargs:
                 raise Fail(expr.span, f"'{name}' takes a tensor and a shape: reshape(x, (4, 8))")
             inputs = [self._tensor_operand(expr.args[0], env, name)]
-            value = self._argument(expr.args[1], env)
+            value = self.steps.argument(expr.args[1], env)
             step = Step("layer", layer, expr.func.span, entry=registry.lookup("layer", layer),
                         args=[(value, expr.args[1].span)])
-        kwargs = self.arguments.bind(step.entry, step.args, step.kwargs, step.span)
-        return self._emit_registry(step.entry, layer, kwargs, inputs, expr.span, final)
+        kwargs = self.state.arguments.bind(step.entry, step.args, step.kwargs, step.span)
+        return self.steps.emit_registry(step.entry, layer, kwargs, inputs, expr.span, final)
 
     def _declared_activation_call(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
         """`hswish(x)`: the declared activation applied to a tensor (`x -> hswish`)."""
@@ -268,15 +270,16 @@ class TensorExpressions:
         if not expr.args:
             raise Fail(expr.span, f"'{name}' needs its input tensor: {name}(x)")
         tensor = self._tensor_operand(expr.args[0], env, name)
-        step = self._step_target(expr.func, env)
-        step.args = [(self._argument(a, env), a.span) for a in expr.args[1:]]
-        step.kwargs = [(k.name, self._argument(k.value, env), k.span) for k in expr.kwargs]
-        return self._apply_step(step, [tensor], final)
+        step = self.steps.step_target(expr.func, env)
+        step.args = [(self.steps.argument(a, env), a.span) for a in expr.args[1:]]
+        step.kwargs = [(k.name, self.steps.argument(k.value, env), k.span) for k in expr.kwargs]
+        return self.steps.apply_step(step, [tensor], final)
 
     # ------------------------------------------------------------ nodes
     def _op_node(self, tree: list[Any], inputs: list[Tensor], kind: str, label: str, span: Span,
                  final: str | None) -> list[Tensor]:
-        return self._emit("tensor_op", kind, {}, inputs, 1, span, kind, final, decl=OpSpec(tree, len(inputs), label))
+        spec = OpSpec(tree, len(inputs), label)
+        return self.writer.emit("tensor_op", kind, {}, inputs, 1, span, kind, final, decl=spec)
 
 
 def operator_span(expr: ir.BinOp) -> Span:

@@ -43,7 +43,7 @@ class OpSpec:
 
     @property
     def config(self) -> Any:
-        """What `Expander._emit` looks at for unknown constants."""
+        """What `GraphWriter.emit` looks at for unknown constants."""
         return self.expression
 
 

@@ -6,8 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from netdsl.errors import Fail, Span, did_you_mean
+from netdsl.errors import Diagnostic, Fail, Span, did_you_mean
 from netdsl.semantics import fine_tuning
+from netdsl.semantics.args import Arguments
+from netdsl.semantics.consts import Consts
 from netdsl.semantics.fine_tuning import InitFrom, Pattern
 from netdsl.semantics.scope import Env
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, type_name
@@ -43,10 +45,11 @@ _SETTINGS = ("optimizer", "loss", "metrics", "loss_weights", "batch_size", "epoc
 
 
 class TrainChecker:
-    def check(self, stmt: ir.Train, env: Env, expander: Any) -> TrainSpec:
+    def check(self, stmt: ir.Train, env: Env, outputs: list[str], consts: Consts, arguments: Arguments,
+              diagnostics: list[Diagnostic]) -> TrainSpec:
+        """A model's train section (`outputs`: the model's output names so far); its errors go to `diagnostics`."""
         spec = TrainSpec()
         seen: set[str] = set()
-        outputs = [name for name, _ in expander.build.outputs]
         for item in stmt.items:
             try:
                 if item.name not in _SETTINGS:
@@ -55,17 +58,17 @@ class TrainChecker:
                 if item.name in seen:
                     raise Fail(item.span, f"'{item.name}' is set twice")
                 seen.add(item.name)
-                value = expander.consts.fold(item.value, env)
-                self._setting(spec, item, value, expander, outputs)
+                value = consts.fold(item.value, env)
+                self._setting(spec, item, value, arguments, outputs)
             except Fail as exc:
-                expander.diagnostics.extend(exc.all_diagnostics())
+                diagnostics.extend(exc.all_diagnostics())
         if spec.loss is None and spec.optimizer is not None and "loss" not in seen:
-            expander.error(stmt.span, "the train section sets an optimizer but no loss",
-                            "add one: loss = sparse_categorical_crossentropy")
+            diagnostics.append(Diagnostic.at(stmt.span, "the train section sets an optimizer but no loss",
+                                             "add one: loss = sparse_categorical_crossentropy"))
         return spec
 
-    def _setting(self, spec: TrainSpec, item: ir.Kwarg, value: Any, expander: Any, outputs: list[str]) -> None:
-        resolve = expander.arguments.resolve
+    def _setting(self, spec: TrainSpec, item: ir.Kwarg, value: Any, arguments: Arguments, outputs: list[str]) -> None:
+        resolve = arguments.resolve
         span = item.value.span
         name = item.name
         if value is UNKNOWN:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final, Union
+from typing import Any, Final, TypeGuard, Union
 
 from netdsl.errors import Span
 from netdsl.limits import MAX_SHOWN_VALUE
@@ -50,7 +50,7 @@ class SpecName(str):
     one (`let act = relu`), else the string "gelu". Written back bare by `describe_value`."""
 
 
-def is_number(value: object) -> bool:
+def is_number(value: object) -> TypeGuard[int | float]:
     """An int or a float, not a bool (which Python counts as an int)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -1,0 +1,202 @@
+"""What the expander's collaborators share: one declared state object, and the types they pass around.
+
+Expanding a model is the work of four collaborators, each holding the one
+`ExpansionState` of a check (no collaborator keeps state of its own):
+
+- `expand.FlowExpander`: statements and flows, the entry points;
+- `steps.StepResolver`: what `-> NAME(args)` names, applied to tensors
+  (layers, blocks, declared layers, nested models, shared instances);
+- `tensor_exprs.TensorExpressions`: operators and functions on tensors;
+- `graph_writer.GraphWriter`: each node added to the graph, named, handed to
+  the backend and charged to the budgets.
+
+Also here: the `Backend` protocol the expansion hands its nodes to, and the
+values of a model body besides constants (`Tensor`, `Step`, `SharedInstance`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
+
+from netdsl.errors import Diagnostic, Span
+from netdsl.limits import BYTES_PER_EXPANSION_STEP, CONST_WORK_PER_BYTE, MAX_CONST_WORK, MAX_EXPANSION_STEPS, MAX_PARAMS
+from netdsl.semantics.args import Arguments
+from netdsl.semantics.consts import Consts, TensorValue
+from netdsl.semantics.declared import CheckedActivation, Declared
+from netdsl.semantics.graph import Graph, Node, TensorRef
+from netdsl.semantics.scope import FileScope
+from netdsl.semantics.train_checks import TrainChecker
+from netdsl.semantics.values import UNKNOWN, Sym, Value
+from netdsl.syntax import ir
+
+# What a backend makes of a tensor: a Keras tensor (`backend.builder`), or its
+# inferred shape (`semantics.shapes`). The expansion only hands it back.
+Handle = Any
+
+
+class Backend(Protocol):
+    """What the expansion hands each node to, as soon as the node is known."""
+
+    def input(self, node: Node, shape: tuple[Any, ...], dtype: str) -> Handle: ...
+
+    def apply(self, node: Node, inputs: list[Handle]) -> list[Handle]: ...
+
+    def shape(self, handle: Handle) -> Value: ...
+
+    def finish(self, graph: Graph) -> Any: ...
+
+
+@dataclass(eq=False)
+class Tensor(TensorValue):
+    """A tensor bound in a model or block body."""
+
+    ref: TensorRef | None  # None: poisoned by an earlier error
+    handle: Handle
+    shape: Value  # without the batch axis: a tuple, or UNKNOWN
+    # The only output check knows of a layer whose output count it cannot
+    # know (`bidirectional(gru(4, return_state=true))`): `a, b, c = ...` may
+    # take as many outputs from it as it names.
+    variadic: bool = False
+
+    @property
+    def poisoned(self) -> bool:  # type: ignore[override]  # TensorValue's plain field, computed here
+        return self.ref is None
+
+
+POISON = Tensor(None, None, UNKNOWN)
+
+
+@dataclass
+class Step:
+    """A resolved step: what `-> NAME(args)` names, with its arguments evaluated."""
+
+    # layer | activation | layer_or_activation | block | declared_layer | declared_activation | model | shared
+    kind: str
+    name: str
+    span: Span
+    entry: Any = None  # registry.Entry, a pair of them (layer_or_activation), or the declaration
+    scope: FileScope = cast("FileScope", None)  # set for every step that names a declaration
+    args: list[tuple[Value, Span]] = field(default_factory=list)
+    kwargs: list[tuple[str, Value, Span]] = field(default_factory=list)
+    shared: SharedInstance | None = None  # for kind "shared"
+
+
+@dataclass
+class SharedInstance:
+    """`shared NAME = STEP`: one layer (or sub-graph) called on every use."""
+
+    name: str
+    step: Step
+    built: Graph | None = None  # the sub-graph of a shared block, once built
+
+
+@dataclass
+class BuildState:
+    """The graph being built and the naming state of the current block instance."""
+
+    graph: Graph
+    used: set[str]  # layer names taken in this graph
+    suffixes: dict[str, int] = field(default_factory=dict)  # next suffix to try per name
+    path: tuple[str, ...] = ()  # the block instances from the model down to here
+    repeat: tuple[int, int, int] | None = None  # (group, pass, passes) of the `* N` being expanded
+    outputs: list[tuple[str, Tensor]] = field(default_factory=list)  # only appended to, or replaced
+    layers: int = 0  # nodes made, and those a failed input skipped (MAX_LAYERS)
+    repeat_once: bool = False  # a block checked on its own: each `* N` runs one pass
+
+
+@dataclass
+class OutputIndex:
+    """The names in one `BuildState.outputs` list, kept in step with it (a speed cache:
+    `output a, b, ...` asks, for each name, whether it is an output already)."""
+
+    outputs: list[tuple[str, Tensor]] | None = None  # the list indexed (a new list starts over)
+    counted: int = 0  # of its items, those in `names`
+    names: set[str] = field(default_factory=set)
+
+    def has(self, outputs: list[tuple[str, Tensor]], name: str) -> bool:
+        if self.outputs is not outputs:
+            self.outputs, self.counted, self.names = outputs, 0, set()
+        if self.counted < len(outputs):
+            self.names.update(output for output, _ in outputs[self.counted:])
+            self.counted = len(outputs)
+        return name in self.names
+
+
+def _no_build() -> BuildState:
+    return BuildState(Graph("", Span.at("", 1, 1)), set())
+
+
+@dataclass(eq=False)
+class ExpansionState:
+    """Everything one check's expansion reads and writes, declared in one place."""
+
+    # ---- given
+    scopes: dict[str, FileScope]  # every file's names, by path
+    backend: Backend  # what each node is handed to
+    diagnostics: list[Diagnostic]  # found so far; the check's result
+    train_checker: TrainChecker | None = None  # checks a model's `train` section (None: not checked)
+    param_limit: int = MAX_PARAMS  # a layer estimated larger is refused (`--max-params`)
+    # ---- collaborators with state of their own
+    consts: Consts = field(default_factory=Consts)  # folds constants; its work budget
+    declared: Declared = field(init=False)  # checks spec-declared layers and activations
+    arguments: Arguments = field(init=False)  # checks a registry step's arguments
+    # ---- what is being built
+    build: BuildState = field(default_factory=_no_build)  # set by each model, block or shared block
+    models: dict[str, Graph | None] = field(default_factory=dict)  # nested models, built once (None: failed)
+    model_stack: list[str] = field(default_factory=list)  # models being expanded, outermost first
+    block_stack: list[str] = field(default_factory=list)  # "file:block" being expanded (cycles, nesting)
+    repeat_groups: int = 0  # `* N` groups expanded so far (each node's `repeat` names its group)
+    # Set when a model's expansion had to guess (an `if` or repeat count it could not
+    # decide, an argument or output count it could not know): its graph is then only
+    # an approximation of what Keras will build.
+    uncertain: bool = False
+    # ---- the statement being expanded: its binding names the layers it makes, its
+    # file scope finds the declared activations an argument names.
+    current_binding: str | None = None
+    current_scope: FileScope | None = None
+    output_index: OutputIndex = field(default_factory=OutputIndex)  # see OutputIndex
+    # ---- budgets (netdsl.limits)
+    steps_spent: int = 0  # of `steps_limit`: statements run, block instances and layers made
+    steps_limit: int = MAX_EXPANSION_STEPS
+    # ---- diagnostics' bookkeeping
+    step_hints: dict[tuple[str, str, tuple[str, ...]], str | None] = field(default_factory=dict)
+    """"did you mean" of an unknown step, by name, file and shared instances in scope (a repeat asks again)"""
+    block_alone: set[tuple[str, int, int, str]] = field(default_factory=set)
+    """the errors each block gives checked on its own: not repeated at each use"""
+
+    def __post_init__(self) -> None:
+        self.declared = Declared(self.consts)
+        self.arguments = Arguments(self.find_declared_activation)
+
+    def budget_for_text(self, size: int) -> None:
+        """The budgets of a program of `size` bytes: a large file pays for what it writes out."""
+        self.steps_limit = max(MAX_EXPANSION_STEPS, size // BYTES_PER_EXPANSION_STEP)
+        self.consts.work_limit = max(MAX_CONST_WORK, size * CONST_WORK_PER_BYTE)
+
+    def error(self, span: Span, message: str, hint: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic.at(span, message, hint))
+
+    def nesting(self) -> int:
+        """Blocks and nested models being expanded, the outermost model not counted."""
+        return len(self.block_stack) + max(len(self.model_stack) - 1, 0)
+
+    def is_output(self, name: str) -> bool:
+        """Whether the current build already has an output `name`."""
+        return self.output_index.has(self.build.outputs, name)
+
+    def find_declared_activation(self, sym: Sym) -> CheckedActivation | None:
+        """The declared activation an argument names (`activation=mish`), seen from the current statement."""
+        scope = self.current_scope
+        if scope is None:
+            return None
+        found: tuple[Any, FileScope] | None
+        if sym.namespace is not None:
+            target = scope.aliases.get(sym.namespace)
+            decl = target.own.get(sym.name) if target else None
+            found = (decl, target) if decl is not None and target is not None else None
+        else:
+            found = scope.find(sym.name)
+        if found is None or not isinstance(found[0], ir.ActivationDecl):
+            return None
+        return self.declared.activation(found[0], found[1])

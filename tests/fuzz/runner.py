@@ -14,9 +14,11 @@ import json
 import os
 import random
 import select
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -104,13 +106,15 @@ class Worker:
     def __init__(self, bounds: Bounds, target: str = "spec"):
         self.bounds, self.target = bounds, target
         self.proc: subprocess.Popen | None = None
+        self.folder: str | None = None  # the worker's scratch files, removed with it
 
     def start(self) -> None:
         package = __package__ or "fuzz"
         cwd = Path(__file__).resolve().parents[len(package.split("."))]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(cwd)] + sys.path))
+        self.folder = tempfile.mkdtemp(prefix="netdsl-fuzz-")
         self.proc = subprocess.Popen([sys.executable, "-m", f"{package}.worker", str(self.bounds.memory_bytes),
-                                      self.target],
+                                      self.target, self.folder],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      cwd=cwd, env=env)
         ready, _, _ = select.select([self.proc.stdout], [], [], STARTUP_S)
@@ -140,6 +144,9 @@ class Worker:
             self.proc.kill()
             self.proc.wait(timeout=30)
             self.proc = None
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
 
 
 def run(count: int, seed: int = 0, bounds: Bounds = Bounds(), start: int = 0, only: list[int] | None = None,

@@ -9,13 +9,12 @@ names the input, the expected and the found shape.
 
 from __future__ import annotations
 
-import zipfile
-import zlib
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
+from netdsl.files import ZIP_ERRORS
 from netdsl.training.data_check import (
     NUMERIC_KINDS,
     as_mapping,
@@ -81,7 +80,7 @@ def from_npz(path: str, signature: Signature, need_targets: bool) -> ArraySource
     check_zip(path)
     try:
         archive = np.load(path, allow_pickle=False)  # never unpickles: an .npz cannot run code
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+    except (ValueError, *ZIP_ERRORS) as exc:
         raise DataError(f"not a readable .npz file ({_reason(exc)})", file=path) from None
     with archive:
         return from_mapping(path, signature, _LazyArchive(archive, path), need_targets)
@@ -123,7 +122,7 @@ class _LazyArchive:
                 raise DataError(f"array '{key}' holds Python objects; netdsl reads numeric arrays only",
                                 file=self._path) from None
             raise DataError(f"array '{key}' cannot be read ({_reason(exc)})", file=self._path) from None
-        except (OSError, zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as exc:
+        except ZIP_ERRORS as exc:
             raise DataError(f"array '{key}' cannot be read ({_reason(exc)})", file=self._path) from None
 
 

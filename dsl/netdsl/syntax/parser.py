@@ -9,10 +9,6 @@ The pipeline (each step its own module): `lexer.lex` (text to tokens),
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 from netdsl.errors import Diagnostic, LayoutError, Span, SpecError
@@ -58,43 +54,16 @@ def parse(text: str, display: str, builder: Any, comments: list[Any] | None = No
     """
     tables = load_tables()
     parsed = 0  # the offset before which the text is known to be whole top-level declarations
-    with gc_paused():
-        try:
-            reductions = Reductions(tables, shaped_reducers(tables, builder))
-            return run(tables, layout(lex(text, tables, comments)), reductions, end_token)
-        except SyntaxFailure as exc:
-            parsed = _declarations_end(text, exc.value_stack)
-        except (LexFailure, LayoutError):
-            pass
-        from netdsl.syntax.syntax_errors import diagnose  # only a file with syntax errors needs it
-
-        raise SpecError(diagnose(text, display, parsed))
-
-
-_gc_lock = threading.Lock()
-_gc_pauses = 0  # parses running now (the language server parses in threads)
-_gc_was_enabled = True
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused while a parse runs. A parse allocates millions of
-    small objects that all stay alive until it ends (tokens, nodes), so each collection walks
-    them all for nothing: 15% of checking a 2 MiB spec (issue 22). Reference counting still
-    frees everything; cycles wait for the next collection after the parse."""
-    global _gc_pauses, _gc_was_enabled
-    with _gc_lock:
-        if _gc_pauses == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_pauses += 1
     try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pauses -= 1
-            if _gc_pauses == 0 and _gc_was_enabled:
-                gc.enable()
+        reductions = Reductions(tables, shaped_reducers(tables, builder))
+        return run(tables, layout(lex(text, tables, comments)), reductions, end_token)
+    except SyntaxFailure as exc:
+        parsed = _declarations_end(text, exc.value_stack)
+    except (LexFailure, LayoutError):
+        pass
+    from netdsl.syntax.syntax_errors import diagnose  # only a file with syntax errors needs it
+
+    raise SpecError(diagnose(text, display, parsed))
 
 
 def _declarations_end(text: str, value_stack: list[Any]) -> int:

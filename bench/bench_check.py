@@ -14,7 +14,10 @@ Prints:
      server re-checks): the parse and the check apart, the parse's share, the
      cost per statement (target: 1,000 statements within 100 ms);
   3. in-process time of generated specs of 100, 1,000 and 10,000 layers made
-     by a block used over and over (10,000 layers under 1 s, growing linearly).
+     by a block used over and over (10,000 layers under 1 s, growing linearly);
+  4. the CPU time of `netdsl check` on 2 MiB of `let` lines (the bound of
+     netdsl.limits: 10 s; issue 22's fuzz finding: one line repeated 130,739
+     times and a syntax error in the last line took 11.6 s).
 
 Processes run with bytecode caching on (as an installed netdsl has it), after
 one warm-up run. The machine is shared: the medians of interleaved runs are
@@ -49,6 +52,23 @@ def flat_spec(statements: int, models: int = 1) -> str:
         lines += [f"  h{i} = h{i - 1} -> dense(16)" for i in range(1, per_model + 1)]
         lines += [f"  output y = h{per_model}", "}", ""]
     return "\n".join(lines)
+
+
+def let_specs(size: int = 2 * 1024 * 1024 - 4096) -> dict[str, str]:
+    """2 MiB specs of `let` lines: distinct ones; one repeated (errors: it is declared again and
+    again) with a syntax error in the last line (issue 22, seed 22 input 2421 of the campaign)."""
+    distinct = "".join(f"let c{i} = {i} * 2 + 1\n" for i in range(size // 20))[:size]
+    repeated = "let a67 = [a66]\n" * (size // 16)
+    return {"distinct let lines": distinct[:distinct.rindex("\n") + 1],
+            "one let line repeated, then `let (`": repeated + "let (\n"}
+
+
+def process_cpu(cmd: list[str]) -> float:
+    """User + system CPU seconds of one process."""
+    process = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run_process(cmd: list[str]) -> tuple[float, int]:
@@ -182,6 +202,14 @@ def main() -> None:
         seconds, count = block_check_time(block_spec(layers))
         print(f"  {count:6,} layers   {seconds:7.3f} s   {seconds / count * 1e6:6.1f} us/layer")
     print("  (target: 10,000 layers under 1 s, growing linearly)")
+    print()
+    print(f"CPU time of `netdsl check` on 2 MiB of `let` lines, median of {args.repeat} (target <= 10 s):")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in let_specs().items():
+            path = Path(tmp) / "lets.net"
+            path.write_text(text, encoding="utf-8")
+            cpu = statistics.median(process_cpu(check + [str(path)]) for _ in range(args.repeat))
+            print(f"  {name:38s}  {cpu:6.2f} s")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ DISPLAY_ONLY = {("errors.py", "MAX_SHOWN"), ("diagram/dot.py", "MAX_VALUE"), ("d
                 ("lsp/diagnostics.py", "MAX_DELAY"), ("lsp/completion.py", "MAX_ITEMS"),
                 ("training/run/settings.py", "MAX_SEED"), ("decompiler/templates.py", "MAX_PARAMS"),
                 ("decompiler/spec_ir.py", "_MAX_DENOMINATOR"), ("preview/server.py", "MAX_STREAMS"),
-                ("preview/server.py", "MAX_CONNECTIONS"),
+                ("preview/server.py", "MAX_CONNECTIONS"), ("preview/server.py", "MAX_STREAMS_PER_ORIGIN"),
                 ("preview/watch.py", "MAX_HASHED_BYTES")}
 # The parser takes these from netdsl.limits (the test below checks it reads the same values).
 PARSER_OWN = {("syntax/parser.py", name) for name in

@@ -17,9 +17,17 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import zipfile
+import zlib
 from collections.abc import Iterator
 
-__all__ = ["Refused", "kind_refusal", "open_regular", "read_at_most", "read_regular"]
+__all__ = ["ZIP_ERRORS", "Refused", "kind_refusal", "open_regular", "read_at_most", "read_regular"]
+
+# Every way the standard zipfile module reports an archive (.npz, .keras) it cannot read:
+# BadZipFile for a damaged directory, NotImplementedError for a version or a compression it
+# lacks ("zip file version 13.5": found by the fuzzer, issue 22), RuntimeError for an encrypted
+# member, zlib.error and EOFError for a damaged stream, OSError for the file itself.
+ZIP_ERRORS = (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, zlib.error, OSError)
 
 _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
                | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))

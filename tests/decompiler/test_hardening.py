@@ -107,6 +107,18 @@ def test_a_corrupt_deflate_stream_is_one_line(tmp_path, capsys):
     assert len(err.splitlines()) == 1
 
 
+def test_a_zip_directory_of_an_unknown_version_is_one_line(tmp_path, capsys):
+    # found by the data fuzz target in an .npz (seed 98, input 202, tests/fixtures/data_errors/npz_zip_version.npz):
+    # zipfile raises NotImplementedError when a directory entry needs a newer version to extract
+    path = _chain(tmp_path / "m.keras", 2, reverse=False)
+    data = bytearray(path.read_bytes())
+    entry = data.index(b"PK\x01\x02")  # the central directory entry; its "version needed" at +6
+    data[entry + 6:entry + 8] = (135).to_bytes(2, "little")
+    path.write_bytes(bytes(data))
+    code, out, err = _export(capsys, path)
+    assert (code, out, err) == (1, "", f"{path}:1:1: error: not a readable .keras file (zip file version 13.5)\n")
+
+
 def test_a_nested_object_of_another_module_is_refused_before_keras_sees_it(tmp_path, capsys):
     # review finding 5: initializers were matched by class name alone; Keras < 3.9 imported the module named
     path = _chain(tmp_path / "m.keras", 1, reverse=False)

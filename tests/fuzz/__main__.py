@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generated", type=float, default=0.4, help="share of inputs derived from the grammar")
     parser.add_argument("--big", type=float, default=0.01, help="share of mutations grown to 64 KB .. 2 MiB")
     parser.add_argument("--report", type=Path, help="folder for summary.json and the findings' inputs")
+    parser.add_argument("--max-seconds", type=float, help="stop after this much wall time (a campaign on a shared "
+                        "machine: the figures say how many inputs ran)")
     parser.add_argument("--print", dest="show", action="store_true", help="print the inputs of --only and stop")
     args = parser.parse_args(argv)
     if args.show:
@@ -40,17 +42,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"# input {index} of seed {args.seed}: {source}\n{text}")
         return 0
     report = run(args.count, args.seed, Bounds(), start=args.start, only=args.only, generated_share=args.generated,
-                 big=args.big, save_dir=args.report, progress=_progress, target=args.target)
-    summary = report.summary()
-    text = json.dumps(summary, indent=2)
-    if args.report is not None:
-        args.report.mkdir(parents=True, exist_ok=True)
-        (args.report / "summary.json").write_text(text + "\n", encoding="utf-8")
-    print(text)
+                 big=args.big, save_dir=args.report, progress=lambda r: _progress(r, args.report),
+                 target=args.target, max_seconds=args.max_seconds)
+    print(_write_summary(report, args.report))
     return 1 if report.findings else 0
 
 
-def _progress(report: Report) -> None:
+def _write_summary(report: Report, folder: Path | None) -> str:
+    text = json.dumps(report.summary(), indent=2)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / "summary.json.part"
+        partial.write_text(text + "\n", encoding="utf-8")
+        partial.replace(folder / "summary.json")
+    return text
+
+
+def _progress(report: Report, folder: Path | None) -> None:
+    """A line of figures, and the summary so far (a campaign stopped early keeps its figures)."""
+    _write_summary(report, folder)
     slowest = report.slowest[0] if report.slowest else (0.0, 0, "", 0)
     print(f"{report.inputs:,} inputs, {len(report.findings)} findings, {dict(report.outcomes)}, "
           f"slowest {slowest[0]:.2f} s ({slowest[1]:,} bytes, input {slowest[3]}), "

@@ -14,9 +14,11 @@ import json
 import os
 import random
 import select
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -36,8 +38,8 @@ class Bounds:
     small_seconds: float = 2.0
     large_seconds: float = 10.0
     memory_bytes: int = 1 << 30
-    # A worker is killed after slack x the bound of wall time (the machine may be busy;
-    # CPU time, measured by the worker, is what is compared with the bound).
+    # A worker is killed after slack x the bound of CPU time (measured by the runner, so an
+    # input stuck in C code is caught too); the worker's own CPU time is compared with the bound.
     slack: float = 3.0
 
     def seconds(self, size: int) -> float:
@@ -95,6 +97,17 @@ def make_file(target: str, seed: int, index: int, corpus: list) -> tuple[str, st
     return make_data(rng)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process (Linux: /proc/PID/stat fields 14 and 15)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:  # it has died: the caller reads the end of its output
+        return float("inf")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+WALL_FACTOR = 20  # a worker blocked without running is stopped after this many times its CPU bound
 STARTUP_S = 600  # a worker's imports (TensorFlow for the data target) on a loaded machine
 
 
@@ -104,13 +117,16 @@ class Worker:
     def __init__(self, bounds: Bounds, target: str = "spec"):
         self.bounds, self.target = bounds, target
         self.proc: subprocess.Popen | None = None
+        self.folder: str | None = None  # the worker's scratch files, removed with it
+        self.failure = ""  # why the last check had no answer: "timeout" or "died"
 
     def start(self) -> None:
         package = __package__ or "fuzz"
         cwd = Path(__file__).resolve().parents[len(package.split("."))]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(cwd)] + sys.path))
+        self.folder = tempfile.mkdtemp(prefix="netdsl-fuzz-")
         self.proc = subprocess.Popen([sys.executable, "-m", f"{package}.worker", str(self.bounds.memory_bytes),
-                                      self.target],
+                                      self.target, self.folder],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      cwd=cwd, env=env)
         ready, _, _ = select.select([self.proc.stdout], [], [], STARTUP_S)
@@ -126,20 +142,39 @@ class Worker:
             self.proc.stdin.write(struct.pack(">I", len(payload)) + payload)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
+            self.failure = "died"
             self.stop()
             return None
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        line = self.proc.stdout.readline() if ready else b""
+        answered = self._answered_within(timeout)
+        line = self.proc.stdout.readline() if answered else b""
         if not line:
+            self.failure = "died" if answered else "timeout"  # an answer that is the end of the output: a death
             self.stop()
             return None
         return json.loads(line)
+
+    def _answered_within(self, timeout: float) -> bool:
+        """Whether an answer came before the worker spent `timeout` s of CPU on the input. The CPU
+        time, not the wall time, is what is bounded: on a shared machine a niced worker may wait
+        for a core far longer than it runs. A worker that waits without running (blocked on a
+        read) is stopped after WALL_FACTOR x `timeout` of wall time."""
+        began_wall, began_cpu = time.monotonic(), _cpu_seconds(self.proc.pid)
+        while True:
+            ready, _, _ = select.select([self.proc.stdout], [], [], min(timeout, 0.5))
+            if ready:
+                return True
+            if (_cpu_seconds(self.proc.pid) - began_cpu > timeout
+                    or time.monotonic() - began_wall > WALL_FACTOR * timeout):
+                return False
 
     def stop(self) -> None:
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait(timeout=30)
             self.proc = None
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
 
 
 def run(count: int, seed: int = 0, bounds: Bounds = Bounds(), start: int = 0, only: list[int] | None = None,
@@ -181,9 +216,9 @@ def _check(worker: Worker, report: Report, bounds: Bounds, index: int, source: s
     report.sources["grammar" if source.startswith(("grammar", "generated")) else "mutation"] += 1
     report.largest_input = max(report.largest_input, size)
     if answer is None:
-        kind = "timeout" if worker.proc is None else "died"
-        _finding(report, Finding(kind, index, source, size, limit * bounds.slack,
-                                 f"no answer within {limit * bounds.slack:.0f} s of wall time"), text, save_dir)
+        detail = (f"no answer within {limit * bounds.slack:.0f} s of CPU time" if worker.failure == "timeout"
+                  else "the worker died (the memory limit, or a crash of native code)")
+        _finding(report, Finding(worker.failure, index, source, size, limit * bounds.slack, detail), text, save_dir)
         return
     report.cpu_seconds += answer["cpu"]
     report.peak_rss_kb = max(report.peak_rss_kb, answer["rss_kb"])

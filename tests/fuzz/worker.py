@@ -18,6 +18,7 @@ import base64
 import json
 import os
 import resource
+import shutil
 import struct
 import sys
 import time
@@ -25,6 +26,8 @@ import traceback
 
 import netdsl
 from netdsl.errors import Sources, render_all
+
+from .targets import DATA_KINDS
 
 LAST_RESORT = "for netdsl to process it"  # errors.out_of_resources: no limit caught the input
 
@@ -131,10 +134,11 @@ def main() -> None:
 
     extra = int(sys.argv[1]) if len(sys.argv) > 1 else 1 << 30
     target = sys.argv[2] if len(sys.argv) > 2 else "spec"
-    folder = tempfile.mkdtemp(prefix="netdsl-fuzz-")
+    folder = sys.argv[3] if len(sys.argv) > 3 else tempfile.mkdtemp(prefix="netdsl-fuzz-")  # the runner removes it
     check_one("model m {\n  input x: (4,)\n  output y = x -> dense(2)\n}\n", "warm.net")  # imports done
     if target != "spec":  # the readers' imports (TensorFlow for data) before the limit
-        check_file(target, b"", ".npz" if target == "data" else ".keras", folder)
+        for suffix in (DATA_KINDS if target == "data" else (".keras",)):
+            check_file(target, b"", suffix, tempfile.mkdtemp(dir=folder))
     limit_memory(extra)
     sys.stdout.write("ready\n")  # the runner times inputs from here, not the imports (TensorFlow: tens of s)
     sys.stdout.flush()
@@ -148,8 +152,9 @@ def main() -> None:
         if request.get("target", "spec") == "spec":
             answer = check_one(request["text"], request["filename"])
         else:
-            answer = check_file(request["target"], base64.b64decode(request["payload"]), request["suffix"],
-                                tempfile.mkdtemp(dir=folder))
+            scratch = tempfile.mkdtemp(dir=folder)
+            answer = check_file(request["target"], base64.b64decode(request["payload"]), request["suffix"], scratch)
+            shutil.rmtree(scratch, ignore_errors=True)  # 100,000 inputs would leave 100,000 folders
         stdout.write(json.dumps(answer) + "\n")
         stdout.flush()
 

@@ -15,14 +15,16 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from netdsl.training.scale.launch import reserved_port
 
 pytest.importorskip("torch", reason="netdsl.lightning needs the extra: pip install 'netdsl[lightning]'")
 pytest.importorskip("lightning", reason="netdsl.lightning needs the extra: pip install 'netdsl[lightning]'")
@@ -32,27 +34,30 @@ PROBE = ROOT / "tests" / "support" / "lightning_probe.py"
 GUIDE = ROOT / "docs" / "lightning.md"
 
 
-def _env() -> dict[str, str]:
+def _env(port: int) -> dict[str, str]:
+    """The probes' environment; `port` is held by the caller (launch.reserved_port) until they end."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore", KERAS_BACKEND="torch",
-               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), GLOO_SOCKET_IFNAME="lo")
+               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "dsl"), *filter(None, [os.environ.get("PYTHONPATH")])])
     return env
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+@pytest.fixture
+def port() -> Iterator[int]:
+    with reserved_port() as number:
+        yield number
 
 
 def _run(args: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
     """A probe in its own session; whatever it started is killed when it ends or times out."""
-    process = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, env=_env(), cwd=cwd, stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
-        out, _ = process.communicate(timeout=timeout)
-    finally:
-        _kill_group(process)
+    with reserved_port() as port:
+        process = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, env=_env(port), cwd=cwd, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+        try:
+            out, _ = process.communicate(timeout=timeout)
+        finally:
+            _kill_group(process)
     return subprocess.CompletedProcess(args, process.returncode, out, "")
 
 
@@ -153,11 +158,11 @@ def test_two_processes_train_as_one(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_killed_process_ends_the_job(tmp_path: Path) -> None:
+def test_a_killed_process_ends_the_job(tmp_path: Path, port: int) -> None:
     out = tmp_path / "w.npz"
     killed = Path(f"{out}.killed")
     process = subprocess.Popen([sys.executable, str(PROBE), "fit", str(out), "2", "16", "3"],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(port),
                                cwd=tmp_path, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 600

@@ -58,23 +58,37 @@ def test_requests_a_browser_marks_cross_site_are_refused_and_cannot_hold_the_str
             sock.close()
 
 
+SAME_ORIGIN = "Sec-Fetch-Site: same-origin\r\n"  # what a browser sends with the page's own EventSource
+
+
 @needs_dot
-def test_a_closed_stream_frees_its_slot_within_seconds(preview):
-    streams = [_request(preview.port, "/events") for _ in range(server_module.MAX_STREAMS)]
-    assert all(head.startswith(b"HTTP/1.0 200 ") for _, head in streams)
-    sock, head = _request(preview.port, "/events")
-    sock.close()
-    assert head.startswith(b"HTTP/1.0 503 ")
-    for sock, _ in streams:
-        sock.close()
-    deadline = time.monotonic() + 5 * server_module.CLOSED_CHECK + 5
-    while time.monotonic() < deadline:
-        sock, head = _request(preview.port, "/events")
-        sock.close()
-        if head.startswith(b"HTTP/1.0 200 "):
-            break
-        time.sleep(0.2)
-    assert head.startswith(b"HTTP/1.0 200 ")  # (0.1.0: 15 s, the next keep-alive)
+def test_stream_slots_are_bounded_per_origin_and_freed_within_seconds_when_a_client_leaves(preview):
+    per_origin, total = server_module.MAX_STREAMS_PER_ORIGIN, server_module.MAX_STREAMS
+    programs = [_request(preview.port, "/events") for _ in range(per_origin)]  # no browser headers
+    pages = []
+    try:
+        assert all(head.startswith(b"HTTP/1.0 200 ") for _, head in programs)
+        response = _rest(*_request(preview.port, "/events"))
+        assert response.startswith(b"HTTP/1.0 503 ")
+        assert response.endswith(f"\r\n\r\ntoo many open previews from this origin (at most {per_origin})\n"
+                                 .encode())
+        pages = [_request(preview.port, "/events", SAME_ORIGIN) for _ in range(total - per_origin)]
+        assert all(head.startswith(b"HTTP/1.0 200 ") for _, head in pages)  # the pages still have theirs
+        response = _rest(*_request(preview.port, "/events", f"Origin: http://localhost:{preview.port}\r\n"))
+        assert response.endswith(f"\r\n\r\ntoo many open previews (at most {total})\n".encode())
+        for sock, _ in programs:
+            sock.close()
+        deadline = time.monotonic() + 5 * server_module.CLOSED_CHECK + 5
+        while time.monotonic() < deadline:
+            sock, head = _request(preview.port, "/events")
+            sock.close()
+            if head.startswith(b"HTTP/1.0 200 "):
+                break
+            time.sleep(0.2)
+        assert head.startswith(b"HTTP/1.0 200 ")  # (0.1.0: 15 s, the next keep-alive)
+    finally:
+        for sock, _ in programs + pages:
+            sock.close()
 
 
 def _rest(sock: socket.socket, received: bytes) -> bytes:

@@ -17,13 +17,14 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import urllib.error
 import urllib.request
 from typing import Any
+
+from netdsl.training.scale.launch import reserved_port
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -55,22 +56,17 @@ class Browser:
 
     @classmethod
     def start(cls, startup_timeout: float = 30.0) -> Browser:
-        port = _free_port()
         profile = tempfile.mkdtemp(prefix="netdsl-chromium-")
-        driver = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL, start_new_session=True)
-        browser = cls(driver, port, profile)
+        with reserved_port() as port:  # no other process takes it before chromedriver listens on it
+            driver = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, start_new_session=True)
+            browser = cls(driver, port, profile)
+            try:
+                browser._wait_until_ready(startup_timeout)
+            except BaseException:
+                browser.close()
+                raise
         try:
-            deadline = time.monotonic() + startup_timeout
-            while True:
-                try:
-                    if browser._call("GET", "/status", timeout=2).get("ready"):
-                        break
-                except (OSError, WebDriverError):
-                    pass
-                if time.monotonic() > deadline or driver.poll() is not None:
-                    raise WebDriverError("chromedriver did not start")
-                time.sleep(0.1)
             options = {"binary": CHROMIUM, "args": [*FLAGS, f"--user-data-dir={profile}"]}
             created = browser._call("POST", "/session", {"capabilities": {"alwaysMatch": {
                 "browserName": "chrome", "goog:chromeOptions": options, "pageLoadStrategy": "normal"}}})
@@ -79,6 +75,18 @@ class Browser:
             browser.close()
             raise
         return browser
+
+    def _wait_until_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if self._call("GET", "/status", timeout=2).get("ready"):
+                    return
+            except (OSError, WebDriverError):
+                pass
+            if time.monotonic() > deadline or self.driver.poll() is not None:
+                raise WebDriverError("chromedriver did not start")
+            time.sleep(0.1)
 
     def __enter__(self) -> Browser:
         return self
@@ -156,9 +164,3 @@ class Browser:
         except ProcessLookupError:
             pass
         shutil.rmtree(self.profile, ignore_errors=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -8,11 +8,14 @@ the same seed and global batch.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +23,7 @@ import pytest
 
 from netdsl.cli import main
 from netdsl.training.errors import UsageError
-from netdsl.training.scale.launch import free_port
+from netdsl.training.scale.launch import reserved_port
 from netdsl.training.scale.topology import TF_MULTI_PROCESS, first_host, resolve_topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,6 +98,24 @@ def test_processes_flag_leaves_the_job_flags_to_the_launcher(capsys: pytest.Capt
                                        "--coordinator, --num-processes and --process-id\n")
 
 
+def test_a_reserved_port_is_kept_from_others_and_given_to_its_server() -> None:
+    """The launcher's coordinator port: no other program binds it between its pick and the
+    coordination service's bind (a free port found and let go could be taken meanwhile)."""
+    with reserved_port() as port:
+        with socket.socket() as other, pytest.raises(OSError) as refused:  # another program, a plain bind
+            other.bind(("127.0.0.1", port))
+        assert refused.value.errno == errno.EADDRINUSE
+        with socket.socket() as server:  # the server it is meant for binds with SO_REUSEADDR, as gRPC does
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            server.bind(("127.0.0.1", port))
+            server.listen()
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+                accepted, _ = server.accept()
+                client.sendall(b"ping")
+                assert accepted.recv(4) == b"ping"
+                accepted.close()
+
+
 # ------------------------------------------------------------------ running jobs
 
 
@@ -161,6 +182,13 @@ def _history_epochs(run_dir: Path) -> list[int]:
     return [int(line.split(",")[0]) for line in lines]
 
 
+@pytest.fixture
+def port() -> Iterator[int]:
+    """A coordinator port, kept from other processes until the test ends (launch.reserved_port)."""
+    with reserved_port() as number:
+        yield number
+
+
 @pytest.fixture(scope="module")
 def small_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _data(tmp_path_factory.mktemp("data") / "d.npz", 256)
@@ -177,7 +205,7 @@ def test_two_devices_train_as_one(jobs, tmp_path: Path, small_data: Path, backen
 
 
 @pytest.mark.slow
-def test_two_processes_train_as_one_device(jobs, tmp_path: Path, small_data: Path) -> None:
+def test_two_processes_train_as_one_device(jobs, tmp_path: Path, small_data: Path, port: int) -> None:
     code, log, one = _train(jobs, tmp_path, "one", "--backend", "jax", data=small_data)
     assert code == 0, log
     reference = _weights(one)
@@ -189,7 +217,6 @@ def test_two_processes_train_as_one_device(jobs, tmp_path: Path, small_data: Pat
     assert len(list(launched.iterdir())) == 1  # one run folder
     assert _largest_difference(reference, _weights(launched)) <= 1e-6
 
-    port = free_port()
     commands = [jobs("train", SPEC, "--train", str(small_data), "--epochs", "2", "--seed", "3", "--progress",
                      "none", "-o", str(tmp_path / "by_hand"), "--backend", "jax", "--coordinator",
                      f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(i),
@@ -202,9 +229,9 @@ def test_two_processes_train_as_one_device(jobs, tmp_path: Path, small_data: Pat
     assert "status:" not in (tmp_path / "by_hand1.log").read_text()  # only process 0 reports
 
 
-def _two_by_hand(jobs, tmp_path: Path, data: Path, runs: Path, epochs: int) -> list[subprocess.Popen]:
+def _two_by_hand(jobs, tmp_path: Path, data: Path, runs: Path, epochs: int, port: int) -> list[subprocess.Popen]:
     flags = ["train", SPEC, "--train", str(data), "--epochs", str(epochs), "--seed", "3", "--progress", "none",
-             "-o", str(runs), "--backend", "jax", "--coordinator", f"127.0.0.1:{free_port()}", "--num-processes",
+             "-o", str(runs), "--backend", "jax", "--coordinator", f"127.0.0.1:{port}", "--num-processes",
              "2"]
     return [jobs(*flags, "--process-id", str(i), log=tmp_path / f"p{i}.log") for i in (0, 1)]
 
@@ -240,9 +267,9 @@ def test_each_process_reads_its_own_file(jobs, tmp_path: Path, small_data: Path)
 
 
 @pytest.mark.slow
-def test_a_killed_process_ends_the_job_and_the_run_resumes(jobs, tmp_path: Path) -> None:
+def test_a_killed_process_ends_the_job_and_the_run_resumes(jobs, tmp_path: Path, port: int) -> None:
     data, runs = _data(tmp_path / "big.npz", 1024, seed=1), tmp_path / "runs"
-    first, second = _two_by_hand(jobs, tmp_path, data, runs, epochs=6)
+    first, second = _two_by_hand(jobs, tmp_path, data, runs, epochs=6, port=port)
     _wait_for_epoch(first, runs, 3)
     os.killpg(second.pid, signal.SIGKILL)
     killed = time.monotonic()
@@ -264,9 +291,9 @@ def test_a_killed_process_ends_the_job_and_the_run_resumes(jobs, tmp_path: Path)
 
 
 @pytest.mark.slow
-def test_a_hanging_process_ends_the_job_and_is_named(jobs, tmp_path: Path) -> None:
+def test_a_hanging_process_ends_the_job_and_is_named(jobs, tmp_path: Path, port: int) -> None:
     data, runs = _data(tmp_path / "big.npz", 1024, seed=1), tmp_path / "runs"
-    first, second = _two_by_hand(jobs, tmp_path, data, runs, epochs=6)
+    first, second = _two_by_hand(jobs, tmp_path, data, runs, epochs=6, port=port)
     _wait_for_epoch(first, runs, 3)
     time.sleep(0.5)  # into the epoch's steps
     os.kill(second.pid, signal.SIGSTOP)  # frozen: alive to the kernel, silent to everyone else

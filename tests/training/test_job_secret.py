@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from netdsl.training.scale import faults
-from netdsl.training.scale.launch import free_port
+from netdsl.training.scale.launch import reserved_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -98,9 +98,13 @@ def test_the_reviews_intruder_cannot_take_a_processs_place(tmp_path):
     (tmp_path / "spec.net").write_text("model clf {\n  input x: (4,)\n  output y = x -> dense(3)\n  train {\n"
                                        "    optimizer = adam\n    loss = sparse_categorical_crossentropy(from_logits"
                                        "=true)\n    epochs = 1\n    batch_size = 8\n  }\n}\n")
-    port = free_port()
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1", NETDSL_JOB_SECRET="the job's own")
     env.pop("KERAS_BACKEND", None)
+    with reserved_port() as port:  # no other process takes it before process 0 binds it
+        _intrude(tmp_path, env, port)
+
+
+def _intrude(tmp_path, env: dict, port: int) -> None:
     started = []
     try:
         first = subprocess.Popen([sys.executable, "-m", "netdsl.cli", "train", "spec.net", "--data", "good.npz",

@@ -16,7 +16,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from netdsl.training.scale.launch import reserved_port
 from tests.tuning.test_sweep import SPEC, write_data
 
 optuna = pytest.importorskip("optuna", reason="netdsl[sweep] (Optuna) is not installed")
@@ -145,12 +145,6 @@ def postgres_binary(name: str) -> str | None:
     return versions[-1] if versions else None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def postgres_server() -> Iterator[str]:
     """A throw-away PostgreSQL cluster on 127.0.0.1, as an unprivileged user (the server refuses
@@ -166,21 +160,22 @@ def postgres_server() -> Iterator[str]:
         nobody = pwd.getpwnam("nobody")
         os.chown(base, nobody.pw_uid, nobody.pw_gid)
         as_user = ["runuser", "-u", "nobody", "--"]
-    data, port = base / "data", free_port()
-    quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE,
-             "timeout": 180, "cwd": base}
-    try:
-        subprocess.run([*as_user, initdb, "-D", str(data), "-U", "netdsl", "-A", "trust", "-E", "UTF8",
-                        "--no-sync"], check=True, **quiet)
-        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-l", str(base / "server.log"), "-w", "-t", "120",
-                        "-o", f"-p {port} -k {base} -h 127.0.0.1 -c fsync=off", "start"], check=True, **quiet)
-        yield f"postgresql://netdsl@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "-t", "60", "stop"],
-                       check=False, **quiet)
-        with contextlib.suppress(OSError, ValueError, IndexError):  # pg_ctl could not stop it: its pid
-            os.kill(int((data / "postmaster.pid").read_text().splitlines()[0]), signal.SIGKILL)
-        shutil.rmtree(base, ignore_errors=True)
+    data = base / "data"
+    with reserved_port() as port:  # kept from other processes until the server binds it
+        quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE,
+                 "timeout": 180, "cwd": base}
+        try:
+            subprocess.run([*as_user, initdb, "-D", str(data), "-U", "netdsl", "-A", "trust", "-E", "UTF8",
+                            "--no-sync"], check=True, **quiet)
+            subprocess.run([*as_user, pg_ctl, "-D", str(data), "-l", str(base / "server.log"), "-w", "-t", "120",
+                            "-o", f"-p {port} -k {base} -h 127.0.0.1 -c fsync=off", "start"], check=True, **quiet)
+            yield f"postgresql://netdsl@127.0.0.1:{port}/postgres"
+        finally:
+            subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "-t", "60", "stop"],
+                           check=False, **quiet)
+            with contextlib.suppress(OSError, ValueError, IndexError):  # pg_ctl could not stop it: its pid
+                os.kill(int((data / "postmaster.pid").read_text().splitlines()[0]), signal.SIGKILL)
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def test_two_machines_share_a_study_in_postgresql(project):

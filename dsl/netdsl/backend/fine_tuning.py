@@ -31,6 +31,7 @@ import keras
 import numpy as np
 
 from netdsl.errors import Fail, Span, UsageError
+from netdsl.files import ZIP_ERRORS
 from netdsl.limits import MAX_CONFIG_BYTES
 from netdsl.semantics.fine_tuning import WEIGHT_FILES, InitFrom, Pattern
 
@@ -137,7 +138,7 @@ def _read_file(target: Path, init: InitFrom) -> WeightsFile:
         return _read_h5(target.read_bytes(), init.path, names=None)
     except Fail:
         raise
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+    except (ValueError, KeyError, json.JSONDecodeError, *ZIP_ERRORS) as exc:
         raise Fail(init.span, f"cannot read weights file '{init.path}': {exc}") from None
 
 

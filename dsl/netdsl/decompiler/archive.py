@@ -13,11 +13,10 @@ from __future__ import annotations
 import json
 import os
 import zipfile
-import zlib
 from pathlib import Path
 
 from netdsl.errors import Diagnostic, SpecError
-from netdsl.files import Refused, open_regular
+from netdsl.files import ZIP_ERRORS, Refused, open_regular
 from netdsl.limits import MAX_CONFIG_BYTES, MAX_CONFIG_PLAIN_EXPANSION, MAX_CONFIG_RATIO
 
 CONFIG_MEMBER = "config.json"
@@ -61,6 +60,9 @@ def _config_bytes(path: Path, display: str) -> bytes:
     except OSError as exc:
         handle.close()
         raise _error(display, f"cannot read file: {exc.strerror or exc}") from None
+    except ZIP_ERRORS as exc:  # a zip directory Python cannot read ("zip file version 13.5")
+        handle.close()
+        raise _error(display, f"not a readable .keras file ({exc})") from None
     with handle, archive:
         try:
             info = archive.getinfo(CONFIG_MEMBER)
@@ -73,7 +75,7 @@ def _config_bytes(path: Path, display: str) -> bytes:
         _refuse_a_bomb(display, info.file_size, packed)
         try:
             data = _read_member(archive, info, display, packed)
-        except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError, EOFError, zlib.error) as exc:
+        except ZIP_ERRORS as exc:
             raise _error(display, f"cannot read config.json ({exc})") from None
     if len(data) > MAX_CONFIG_BYTES:
         raise _error(display, f"config.json is too large (more than {MAX_CONFIG_BYTES:,} bytes)")

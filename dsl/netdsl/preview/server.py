@@ -15,8 +15,10 @@ is 404 and nothing is ever served from the file system; every response
 forbids framing and sniffing, and the page's Content-Security-Policy allows
 only its own script (the diagram's SVG cannot run any), http.server's own
 error pages included. At most MAX_CONNECTIONS connections are served at once
-(more are closed unanswered), and a stream whose page went away frees its slot
-within a second. Other accounts of the machine can read the page (loopback is
+(more are closed unanswered), at most MAX_STREAMS event streams, of which at most
+MAX_STREAMS_PER_ORIGIN from one origin (`_origin_of`: a program that opens streams
+until it is refused leaves the pages theirs), and a stream whose page went away
+frees its slot within a second. Other accounts of the machine can read the page (loopback is
 theirs too; docs/preview.md says so). What a spec says
 reaches the page only as JSON strings the script puts in text nodes, and in
 the SVG Graphviz draws from labels netdsl has escaped.
@@ -40,6 +42,7 @@ __all__ = ["PreviewServer"]
 HOST = "127.0.0.1"
 KEEPALIVE = 15.0  # seconds between comments on an idle event stream (a closed page is noticed)
 MAX_STREAMS = 16  # open event streams at once; more get 503
+MAX_STREAMS_PER_ORIGIN = 8  # of them from one origin (_origin_of): programs cannot take the pages' streams
 MAX_CONNECTIONS = 64  # connections served at once (one thread each); more are closed at once
 CLOSED_CHECK = 1.0  # seconds between two looks at whether a stream's page went away
 SAME_SITE = (None, "same-origin", "none")  # Sec-Fetch-Site of the page itself, or of a client not a browser
@@ -73,7 +76,8 @@ class PreviewServer:
         self.port = self.httpd.server_address[1]
         self.allowed_hosts = {f"{HOST}:{self.port}", f"localhost:{self.port}"}
         self.allowed_origins = {f"http://{host}" for host in self.allowed_hosts}  # a page of another site: 403
-        self.streams = threading.BoundedSemaphore(MAX_STREAMS)
+        self._streams: dict[str, int] = {}  # open event streams by origin (_origin_of)
+        self._streams_lock = threading.Lock()
         self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2},
                                         name="netdsl-preview-http", daemon=True)
 
@@ -93,6 +97,22 @@ class PreviewServer:
             self.httpd.shutdown()
         self.httpd.server_close()
 
+    def open_stream(self, origin: str) -> str | None:
+        """Take an event stream's slot for `origin`; None, or why there is none."""
+        with self._streams_lock:
+            if self._streams.get(origin, 0) >= MAX_STREAMS_PER_ORIGIN:
+                return f"too many open previews from this origin (at most {MAX_STREAMS_PER_ORIGIN})"
+            if sum(self._streams.values()) >= MAX_STREAMS:
+                return f"too many open previews (at most {MAX_STREAMS})"
+            self._streams[origin] = self._streams.get(origin, 0) + 1
+            return None
+
+    def close_stream(self, origin: str) -> None:
+        with self._streams_lock:
+            self._streams[origin] -= 1
+            if not self._streams[origin]:
+                del self._streams[origin]
+
     def _rebuild(self, previous: Snapshot | None) -> Snapshot:
         try:
             return make_snapshot(self.spec, self.model, previous, include=self.include, depth=self.depth,
@@ -106,6 +126,15 @@ class PreviewServer:
                 return Snapshot(1, self.spec, None, [], message, 1, None, files=[self.spec])
             return replace(previous, version=previous.version + 1, diagnostics=message, errors=1,
                            stale=previous.svg is not None)
+
+
+def _origin_of(headers: Any) -> str:
+    """Where a request says it comes from: its Origin header (only this server's own get this
+    far), else what a browser's Sec-Fetch-Site says ("same-origin": a page of this preview,
+    which sends no Origin with a GET), else "" (no browser: a program). A program may say
+    anything, so this keeps well-behaved clients apart rather than stopping a local attacker
+    (loopback is every account's: docs/preview.md); MAX_STREAMS bounds them all."""
+    return headers.get("Origin") or headers.get("Sec-Fetch-Site") or ""
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -179,8 +208,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
 
     def _events(self, preview: PreviewServer) -> None:
-        if not preview.streams.acquire(blocking=False):
-            self._send(503, b"too many open previews\n", "text/plain; charset=utf-8")
+        origin = _origin_of(self.headers)
+        refusal = preview.open_stream(origin)
+        if refusal is not None:
+            self._send(503, f"{refusal}\n".encode("ascii"), "text/plain; charset=utf-8")
             return
         try:
             self.send_response(200)
@@ -199,7 +230,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError, TimeoutError, OSError):
             pass  # the page went away
         finally:
-            preview.streams.release()
+            preview.close_stream(origin)
 
     def _wait_newer(self, preview: PreviewServer, version: int) -> Snapshot | None:
         """The next snapshot, or None after KEEPALIVE seconds; looks every CLOSED_CHECK seconds

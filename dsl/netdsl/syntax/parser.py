@@ -13,7 +13,7 @@ from typing import Any
 
 from netdsl.errors import Diagnostic, LayoutError, Span, SpecError
 from netdsl.limits import MAX_EXPRESSION_DEPTH, MAX_FILE_BYTES, MAX_NESTING, MAX_NUMBER_DIGITS
-from netdsl.syntax.lalr import Reductions, SyntaxFailure, end_token, run, shaped_reducers
+from netdsl.syntax.lalr import Part, Reductions, SyntaxFailure, end_token, run, shaped_reducers
 from netdsl.syntax.lexer import LexFailure, layout, lex
 from netdsl.syntax.tables import load_tables
 
@@ -53,11 +53,34 @@ def parse(text: str, display: str, builder: Any, comments: list[Any] | None = No
     top-level declaration.
     """
     tables = load_tables()
+    parsed = 0  # the offset before which the text is known to be whole top-level declarations
+    lexed: LexFailure | None = None  # a character no token matches, reached with no error before it
     try:
         reductions = Reductions(tables, shaped_reducers(tables, builder))
         return run(tables, layout(lex(text, tables, comments)), reductions, end_token)
-    except (LexFailure, LayoutError, SyntaxFailure):
+    except SyntaxFailure as exc:
+        parsed = _declarations_end(text, exc.value_stack)
+    except LexFailure as exc:
+        lexed = exc
+    except LayoutError:
         pass
     from netdsl.syntax.syntax_errors import diagnose  # only a file with syntax errors needs it
 
-    raise SpecError(diagnose(text, display))
+    raise SpecError(diagnose(text, display, parsed, lexed))
+
+
+def _declarations_end(text: str, value_stack: list[Any]) -> int:
+    """Where the top-level declarations the parser completed before it failed end (0 if none).
+
+    `start: (_decl _NL)*` keeps the completed ones in one Part at the bottom of the stack,
+    its position running to the end of the last one's newline. Every declaration begins with
+    a keyword token, so a Part there is that list."""
+    if not value_stack or type(value_stack[0]) is not Part or value_stack[0].pos is None:
+        return 0
+    _, _, end_line, end_col = value_stack[0].pos
+    offset = 0
+    for _ in range(end_line - 1):
+        offset = text.find("\n", offset) + 1
+        if offset == 0:
+            return 0  # pragma: no cover - a position past the text
+    return offset + end_col - 1

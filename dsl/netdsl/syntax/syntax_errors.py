@@ -27,27 +27,37 @@ from netdsl.syntax.tables import Tables, load_tables
 _DECLARATION_START = re.compile(rf"^({'|'.join(DECLARATION_KEYWORDS)})\b", re.M)
 
 
-def diagnose(text: str, display: str) -> list[Diagnostic]:
-    """The syntax errors of a file that does not parse (at least one)."""
-    found = _errors_per_declaration(text, display)
+def diagnose(text: str, display: str, parsed: int = 0, lexed: LexFailure | None = None) -> list[Diagnostic]:
+    """The syntax errors of a file that does not parse (at least one).
+
+    `parsed`: the offset before which the whole-file parse already read complete top-level
+    declarations (`parser._declarations_end`); they are not parsed again, one by one (a 2 MiB
+    file of declarations with an error in its last line was parsed twice: 4 s more, issue 22).
+    `lexed`: the character no token matched that stopped that parse, the first error of the file."""
+    found = _errors_per_declaration(text, display, parsed)
     if found:
         return found
+    if lexed is not None:  # the file's parse reached it with no error before: it is the first
+        return [_unexpected_character(lexed, text, display)]  # (not parsed again: a 2 MiB model, 4 s)
     first = _describe_first_error(text, display, 1)
     if first is None:  # pragma: no cover - the IR parse failed, so this one fails too
         raise AssertionError(f"{display}: the parser failed but its diagnosis found no syntax error")
     return [first]
 
 
-def _errors_per_declaration(text: str, display: str) -> list[Diagnostic]:
-    """The first syntax error of each top-level declaration, in source order."""
+def _errors_per_declaration(text: str, display: str, parsed: int = 0) -> list[Diagnostic]:
+    """The first syntax error of each top-level declaration after `parsed`, in source order."""
     starts = [m.start() for m in _DECLARATION_START.finditer(text)]
     if len(starts) < 2:
         return []
     bounds = [0] + starts[1:] + [len(text)]
     found: list[Diagnostic] = []
-    line = 1
-    for previous, begin, end in zip([0] + bounds, bounds, bounds[1:]):
-        line += text.count("\n", previous, begin)
+    line, counted = 1, 0  # the line at offset `counted`
+    for begin, end in zip(bounds, bounds[1:]):
+        if end <= parsed:  # whole declarations the file's parse read without an error
+            continue
+        line += text.count("\n", counted, begin)
+        counted = begin
         error = first_syntax_error(text[begin:end], display, line)
         if error is not None:
             found.append(error)

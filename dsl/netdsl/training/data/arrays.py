@@ -12,13 +12,12 @@ Reading and checking need NumPy only; TensorFlow loads when a tf.data pipeline i
 
 from __future__ import annotations
 
-import zipfile
-import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netdsl.files import ZIP_ERRORS
 from netdsl.training.data.data_check import (
     NUMERIC_KINDS,
     as_mapping,
@@ -106,7 +105,7 @@ def from_npz(path: str, signature: Signature, need_targets: bool) -> ArraySource
     check_zip(path)
     try:
         archive = np.load(path, allow_pickle=False)  # never unpickles: an .npz cannot run code
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+    except (ValueError, *ZIP_ERRORS) as exc:
         raise DataError(f"not a readable .npz file ({_reason(exc)})", file=path) from None
     with archive:
         return from_mapping(path, signature, _LazyArchive(archive, path), need_targets)
@@ -148,7 +147,7 @@ class _LazyArchive:
                 raise DataError(f"array '{key}' holds Python objects; netdsl reads numeric arrays only",
                                 file=self._path) from None
             raise DataError(f"array '{key}' cannot be read ({_reason(exc)})", file=self._path) from None
-        except (OSError, zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as exc:
+        except ZIP_ERRORS as exc:
             raise DataError(f"array '{key}' cannot be read ({_reason(exc)})", file=self._path) from None
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from netdsl.files import Refused, open_regular
+from netdsl.files import ZIP_ERRORS, Refused, open_regular
 from netdsl.training.data.npz_members import check_member
 from netdsl.training.data.signature import Signature, TensorSpec, shape_text
 from netdsl.training.errors import DataError
@@ -82,7 +82,7 @@ def npz_headers(path: str) -> dict[str, tuple[tuple, np.dtype]]:
                         else np.lib.format.read_array_header_2_0
                     shape, _, dtype = read(fh)
                 headers[key] = (tuple(shape), np.dtype(dtype))
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+    except (ValueError, *ZIP_ERRORS) as exc:
         raise DataError(f"not a readable .npz file ({_reason(exc)})", file=path) from None
     return headers
 

@@ -18,13 +18,12 @@ import json
 import os
 import re
 import zipfile
-import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from netdsl.files import Refused, open_regular
+from netdsl.files import ZIP_ERRORS, Refused, open_regular
 from netdsl.training.data.npz_members import check_member
 from netdsl.training.errors import DataError, RunError
 
@@ -179,8 +178,7 @@ class _open:
         return False
 
 
-_UNREADABLE = (KeyError, ValueError, TypeError, OSError, zipfile.BadZipFile, EOFError, UnicodeDecodeError,
-               RecursionError, AttributeError, zlib.error, NotImplementedError)
+_UNREADABLE = (KeyError, ValueError, TypeError, UnicodeDecodeError, RecursionError, AttributeError, *ZIP_ERRORS)
 
 
 class _Checked:

@@ -22,6 +22,7 @@ No child outlives the launcher: every path out of `launch` ends them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -29,27 +30,42 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from netdsl.training.run.signals import EXIT_STOPPED
 from netdsl.training.scale.faults import SECRET_ENV  # (faults imports nothing heavy until a job joins)
 
-__all__ = ["launch", "free_port", "GRACE_S"]
+__all__ = ["launch", "reserved_port", "GRACE_S"]
 
 GRACE_S = 10.0
 POLL_S = 0.1
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (the kernel's pick)."""
+@contextlib.contextmanager
+def reserved_port(host: str = "127.0.0.1") -> Iterator[int]:
+    """A TCP port of `host` picked by the kernel and kept bound while the block runs.
+
+    A port found free and let go can be taken by another process before the server meant
+    for it binds it (a race). Here the socket stays bound, not listening, with SO_REUSEADDR
+    (and SO_REUSEPORT): a server that binds with SO_REUSEADDR, as gRPC (JAX's coordination
+    service), PostgreSQL, chromedriver and torch's TCPStore do, still binds and listens on
+    it, while the kernel gives it to no one else (no bind(0), no outgoing connection, no
+    plain bind). Give the port to the server inside the block."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if hasattr(socket, "SO_REUSEPORT"):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, 0))
+        yield sock.getsockname()[1]
 
 
 def launch(command: Sequence[str], processes: int, env: dict | None = None) -> int:
     """Run `netdsl <command>` as `processes` processes of one job; the job's exit code."""
-    coordinator = f"127.0.0.1:{free_port()}"
+    with reserved_port() as port:  # held until the job ends: no other process takes it meanwhile
+        return _launch(command, processes, env, f"127.0.0.1:{port}")
+
+
+def _launch(command: Sequence[str], processes: int, env: dict | None, coordinator: str) -> int:
     env = dict(os.environ if env is None else env)
     env[SECRET_ENV] = secrets.token_hex(32)  # readable by this user only (/proc/PID/environ is 0400)
     children: list[subprocess.Popen] = []

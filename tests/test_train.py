@@ -165,7 +165,10 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_weights_even_shuffled_with_d
 
 
 def test_ctrl_c_stops_cleanly_and_the_run_resumes(tmp_path):
-    path, runs = spec(tmp_path), tmp_path / "runs"
+    # one step per execution, so that the middle of an epoch is a step boundary Ctrl-C can land on
+    # (with TensorFlow's default of 32, an epoch of 6 batches is one execution)
+    path, runs = spec(tmp_path, PLAIN.replace("shuffle = false", "shuffle = false\n    steps_per_execution = 1")), \
+        tmp_path / "runs"
     before = signal.getsignal(signal.SIGINT)  # Python's own handler, or SIG_IGN when started in the background
     whole = netdsl.train(path, train=(X, Y), seed=2, out=runs, epochs=3)
     stopped = netdsl.train(path, train=(X, Y), seed=2, out=runs, epochs=3, callbacks=[_CtrlC(2)])

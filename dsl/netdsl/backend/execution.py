@@ -14,16 +14,33 @@ A value the spec's train section sets always wins.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BACKEND_DEFAULTS", "Execution", "execution_settings"]
+__all__ = ["BACKEND_DEFAULTS", "Execution", "execution_settings", "one_step_per_execution"]
 
 BACKEND_DEFAULTS: dict[str, dict[str, Any]] = {
     "tensorflow": {"steps_per_execution": 32, "jit_compile": "auto"},
     "jax": {"steps_per_execution": 32, "jit_compile": "auto"},
     "torch": {"steps_per_execution": 1, "jit_compile": "auto"},
 }
+
+
+_one_step = False  # set while a multi-process job builds its model (one_step_per_execution)
+
+
+@contextlib.contextmanager
+def one_step_per_execution() -> Iterator[None]:
+    """Models built inside default to one step per execution: a multi-process job's watchdog
+    (training/faults.py) marks progress after every step and times out a step that takes too long."""
+    global _one_step
+    before, _one_step = _one_step, True
+    try:
+        yield
+    finally:
+        _one_step = before
 
 
 @dataclass(frozen=True)
@@ -37,10 +54,14 @@ class Execution:
 
 def execution_settings(train: Any, backend: str) -> Execution:
     """`train` (a `TrainSpec`): its own values where it sets them, the backend's defaults elsewhere."""
-    defaults = BACKEND_DEFAULTS.get(backend, BACKEND_DEFAULTS["torch"])
+    defaults = dict(BACKEND_DEFAULTS.get(backend, BACKEND_DEFAULTS["torch"]))
+    if _one_step:
+        defaults["steps_per_execution"] = 1
     chosen, sources = {}, {}
     for key, default in defaults.items():
         given = getattr(train, key)
         chosen[key] = default if given is None else given
-        sources[key] = f"default for {backend}" if given is None else "spec"
+        where = f"default for {backend}" + (" in a multi-process job" if _one_step and key == "steps_per_execution"
+                                               else "")
+        sources[key] = where if given is None else "spec"
     return Execution(chosen["steps_per_execution"], chosen["jit_compile"], sources)

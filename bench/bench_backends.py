@@ -8,11 +8,11 @@ backend once per process), on generated digits (scripts/demo_data.py):
 
 Sides, per network and backend:
 
-  netdsl       `netdsl train SPEC --backend B` (bench_train.run_netdsl), default
-               settings (steps_per_execution 1, jit_compile "auto")
-  netdsl spe   the same with `steps_per_execution = N` in the spec (--spe, 32);
-               TensorFlow and JAX only: torch refuses more than one step per
-               execution
+  netdsl       `netdsl train SPEC --backend B` (bench_train.run_netdsl) with
+               `steps_per_execution = 1` in the spec, as the hand-written side
+  default      the same with the spec saying nothing: the backend's defaults
+               (backend/execution.py: 32 steps per execution on TensorFlow and
+               JAX, 1 on torch)
   hand         TF/JAX: Keras `model.fit` of the same model (bench_train.run_hand);
                torch: a plain PyTorch loop of the same architecture, written
                below (nn.Sequential, Adam, cross-entropy, batches sliced from
@@ -23,9 +23,9 @@ Shuffling is off on every side (same batches). Every process's first epoch
 rest; each figure is the median over runs, and the runs interleave every
 side so drift on a shared machine hits all alike. Printed per network:
 s/epoch of each side, netdsl/hand, netdsl on B / netdsl on TensorFlow, and
-spe N / spe 1.
+default / spe 1.
 
-    python bench/bench_backends.py [--runs 2] [--epochs 3] [--samples 2000] [--spe 32] [--backends tensorflow,jax,torch]
+    python bench/bench_backends.py [--runs 2] [--epochs 3] [--samples 2000] [--backends tensorflow,jax,torch]
 """
 
 from __future__ import annotations
@@ -81,27 +81,27 @@ print(json.dumps(times))
 
 @dataclass(frozen=True)
 class Side:
-    """One timed configuration of one network: who trains it, on which backend, with which steps_per_execution."""
+    """One timed configuration of one network: who trains it, on which backend, with which steps_per_execution
+    (None: the spec says nothing, the backend's default)."""
 
     network: str
     trainer: str  # "netdsl" or "hand"
     backend: str
-    steps: int = 1
+    steps: int | None = 1
 
     @property
     def label(self) -> str:
-        return f"{self.network} {self.trainer} {self.backend} spe {self.steps}"
+        return f"{self.network} {self.trainer} {self.backend} spe {self.steps or 'default'}"
 
 
-def sides(networks: list[str], backends: list[str], spe: int) -> list[Side]:
+def sides(networks: list[str], backends: list[str]) -> list[Side]:
     """Every side the bench times, in the order one run takes them."""
     out = []
     for network in networks:
         for backend in backends:
             out.append(Side(network, "netdsl", backend))
             out.append(Side(network, "hand", backend))
-            if backend != "torch" and spe > 1:
-                out.append(Side(network, "netdsl", backend, spe))
+            out.append(Side(network, "netdsl", backend, None))
     return out
 
 
@@ -137,10 +137,11 @@ def seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def table(medians: dict[Side, float], networks: list[str], backends: list[str], spe: int) -> list[str]:
-    """The printed figures: per network and backend, s/epoch of each side and the ratios between them."""
+def table(medians: dict[Side, float], networks: list[str], backends: list[str]) -> list[str]:
+    """The printed figures: per network and backend, s/epoch of each side and the ratios between them
+    (netdsl and hand: steps_per_execution 1; default: the backend's default)."""
     head = (f"{'backend':<11}{'netdsl':>9}{'hand':>9}{'netdsl/hand':>13}{'vs netdsl TF':>14}"
-            f"{f'spe {spe}':>9}{f'spe {spe}/1':>11}")
+            f"{'default':>9}{'default/1':>11}")
     lines = []
     for network in networks:
         lines += [f"{network} (s/epoch, median)", head]
@@ -148,11 +149,9 @@ def table(medians: dict[Side, float], networks: list[str], backends: list[str], 
         for backend in backends:
             ours = medians.get(Side(network, "netdsl", backend))
             hand = medians.get(Side(network, "hand", backend))
-            fast = medians.get(Side(network, "netdsl", backend, spe))
-            refused = backend == "torch" and spe > 1
+            default = medians.get(Side(network, "netdsl", backend, None))
             lines.append(f"{backend:<11}{seconds(ours):>9}{seconds(hand):>9}{ratio(ours, hand):>13}"
-                         f"{ratio(ours, tf):>14}{'refused' if refused else seconds(fast):>9}"
-                         f"{ratio(fast, ours):>11}")
+                         f"{ratio(ours, tf):>14}{seconds(default):>9}{ratio(default, ours):>11}")
         lines.append("")
     return lines
 
@@ -163,7 +162,6 @@ def main() -> int:
     parser.add_argument("--epochs", type=int, default=3, help="epochs per process; the first is left out")
     parser.add_argument("--samples", type=int, default=2000)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--spe", type=int, default=32, help="the steps_per_execution compared with 1 (TF, JAX)")
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--networks", default=",".join(SPECS))
     args = parser.parse_args()
@@ -187,11 +185,11 @@ def main() -> int:
         np.savez(data["small_cnn"], image=images[..., None], logits=labels)
         specs = {}
         for network in networks:
-            for steps in {1, args.spe}:
-                target = folder / f"spe{steps}"
+            for steps in (1, None):
+                target = folder / f"spe{steps or 'default'}"
                 target.mkdir(exist_ok=True)
                 specs[network, steps] = bench_spec(target, False, steps, SPECS[network])
-        order = sides(networks, backends, args.spe)
+        order = sides(networks, backends)
         print(f"{args.samples} samples, batch {args.batch_size}, {args.epochs} epochs per process (first left out), "
               f"shuffle off; {args.runs} interleaved runs of {len(order)} sides\n", flush=True)
         results: dict[Side, list[float]] = {side: [] for side in order}
@@ -201,7 +199,7 @@ def main() -> int:
                 print(f"run {run + 1}: {side.label}: {results[side][-1]:.3f} s/epoch", flush=True)
     medians = {side: statistics.median(times) for side, times in results.items()}
     print()
-    print("\n".join(table(medians, networks, backends, args.spe)))
+    print("\n".join(table(medians, networks, backends)))
     return 0
 
 

@@ -59,11 +59,12 @@ print(json.dumps(times))
 """
 
 
-def bench_spec(folder: Path, shuffle: bool, steps: int, spec: Path = SPEC) -> Path:
-    """A copy of `spec` (its train block says `epochs = 1`) with `shuffle` and `steps_per_execution` set."""
+def bench_spec(folder: Path, shuffle: bool, steps: int | None, spec: Path = SPEC) -> Path:
+    """A copy of `spec` (its train block says `epochs = 1`) with `shuffle` and `steps_per_execution` set
+    (`steps` None: left out, the backend's default)."""
     flag = "true" if shuffle else "false"
-    text = spec.read_text().replace("    epochs = 1\n", f"    epochs = 1\n    shuffle = {flag}\n"
-                                                        f"    steps_per_execution = {steps}\n")
+    steps_line = f"    steps_per_execution = {steps}\n" if steps is not None else ""
+    text = spec.read_text().replace("    epochs = 1\n", f"    epochs = 1\n    shuffle = {flag}\n{steps_line}")
     path = folder / spec.name
     path.write_text(text)
     return path

@@ -11,11 +11,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from bench_backends import Side, epoch_time, sides, table  # noqa: E402
 
 
-def test_torch_gets_no_steps_per_execution_side():
-    order = sides(["lightning_mlp"], ["tensorflow", "torch"], 32)
+def test_every_backend_gets_a_side_with_its_default_settings():
+    order = sides(["lightning_mlp"], ["tensorflow", "torch"])
     assert [side.label for side in order] == [
         "lightning_mlp netdsl tensorflow spe 1", "lightning_mlp hand tensorflow spe 1",
-        "lightning_mlp netdsl tensorflow spe 32", "lightning_mlp netdsl torch spe 1", "lightning_mlp hand torch spe 1"]
+        "lightning_mlp netdsl tensorflow spe default", "lightning_mlp netdsl torch spe 1",
+        "lightning_mlp hand torch spe 1", "lightning_mlp netdsl torch spe default"]
 
 
 def test_the_first_epoch_is_left_out():
@@ -24,14 +25,14 @@ def test_the_first_epoch_is_left_out():
 
 def test_table_prints_seconds_and_ratios():
     medians = {Side("m", "netdsl", "tensorflow"): 1.0, Side("m", "hand", "tensorflow"): 0.8,
-               Side("m", "netdsl", "tensorflow", 32): 0.25,
+               Side("m", "netdsl", "tensorflow", None): 0.25,
                Side("m", "netdsl", "torch"): 3.0, Side("m", "hand", "torch"): 2.0}
-    assert table(medians, ["m"], ["tensorflow", "jax", "torch"], 32) == [
+    assert table(medians, ["m"], ["tensorflow", "jax", "torch"]) == [
         "m (s/epoch, median)",
-        "backend       netdsl     hand  netdsl/hand  vs netdsl TF   spe 32   spe 32/1",
+        "backend       netdsl     hand  netdsl/hand  vs netdsl TF  default  default/1",
         "tensorflow     1.000    0.800         1.25          1.00    0.250       0.25",
         "jax                -        -            -             -        -          -",
-        "torch          3.000    2.000         1.50          3.00  refused          -",
+        "torch          3.000    2.000         1.50          3.00        -          -",
         "",
     ]
 

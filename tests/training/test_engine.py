@@ -87,7 +87,9 @@ def test_a_run_folder_holds_models_history_report_config_and_curves(tmp_path):
     config = json.loads((run.dir / "config.json").read_text())
     assert config["spec"]["model"] == "plain" and len(config["spec"]["sha256"]) == 64
     assert config["settings"] == {"epochs": 3, "batch_size": 8, "shuffle": False, "validation_split": None,
-                                  "seed": 3, "steps_per_execution": 1}
+                                  "seed": 3, "steps_per_execution": 32, "jit_compile": "auto"}
+    assert config["settings_from"] == {"steps_per_execution": "default for tensorflow",
+                                       "jit_compile": "default for tensorflow"}
     assert set(config["versions"]) == {"netdsl", "keras", "tensorflow", "python"}
     assert config["data"]["split"] == [0.8, 0.1, 0.1]
     assert (run.dir / "curves.svg").read_text().count("<g id=\"axes_") == 2  # loss, accuracy
@@ -108,6 +110,11 @@ def test_weights_equal_the_hand_written_fit_bitwise(tmp_path, extra, fit):
     history = model.fit(X, Y, batch_size=8, epochs=3, shuffle=False, verbose=0, **fit)
     assert same_weights(run.model, model)
     assert run.history == history.history  # every epoch's loss and metrics (and val_ ones), to the bit
+    # both compiled alike: the spec's steps_per_execution, else TensorFlow's default (32)
+    assert run.model.steps_per_execution == model.steps_per_execution == (3 if extra else 32)
+    config = json.loads((run.dir / "config.json").read_text())
+    assert (config["settings"]["steps_per_execution"], config["settings_from"]["steps_per_execution"]) == (
+        (3, "spec") if extra else (32, "default for tensorflow"))
 
 
 def test_the_same_seed_gives_the_same_weights_with_shuffling_and_dropout(tmp_path):
@@ -158,7 +165,10 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_weights_even_shuffled_with_d
 
 
 def test_ctrl_c_stops_cleanly_and_the_run_resumes(tmp_path):
-    path, runs = spec(tmp_path), tmp_path / "runs"
+    # one step per execution, so that the middle of an epoch is a step boundary Ctrl-C can land on
+    # (with TensorFlow's default of 32, an epoch of 6 batches is one execution)
+    path, runs = spec(tmp_path, PLAIN.replace("shuffle = false", "shuffle = false\n    steps_per_execution = 1")), \
+        tmp_path / "runs"
     before = signal.getsignal(signal.SIGINT)  # Python's own handler, or SIG_IGN when started in the background
     whole = netdsl.train(path, train=(X, Y), seed=2, out=runs, epochs=3)
     stopped = netdsl.train(path, train=(X, Y), seed=2, out=runs, epochs=3, callbacks=[_CtrlC(2)])

@@ -12,7 +12,8 @@ back as a `SpecError` whose diagnostics point at the spec's line and column.
 Training section. A model whose spec has `train { ... }` comes back compiled:
 optimizer (with clipping and learning-rate schedules), losses, metrics and
 loss weights per output (in output order, keyed by the spec's output names),
-`jit_compile` and `steps_per_execution`. `mixed_precision` sets the Keras
+`jit_compile` and `steps_per_execution` (where the spec says nothing, the backend's
+default: backend/execution.py; `execution_of(model)` says which). `mixed_precision` sets the Keras
 dtype policy while *that* model is built (the global policy is restored
 afterwards). Its outputs stay float32, as the Keras guide recommends: a
 model-level layer named like an output (`output probs = ... -> dense(10)`)
@@ -36,17 +37,20 @@ import weakref
 from typing import Any
 
 from netdsl import registry
-from netdsl.backend.runtime import dtype_policy, init_backend
+from netdsl.backend.execution import Execution, execution_settings
+from netdsl.backend.runtime import current_backend, dtype_policy, init_backend
 from netdsl.errors import Diagnostic, Fail, SpecError, sort_diagnostics
 from netdsl.semantics.analysis import Analysis, analyze
 from netdsl.syntax import ir
 from netdsl.syntax.loader import Program, Source, as_program, pick_model, pick_models
 
-__all__ = ["compile_program", "build_model", "build_models", "fit_kwargs", "unfreeze_epoch", "unfreeze"]
+__all__ = ["compile_program", "build_model", "build_models", "execution_of", "fit_kwargs", "unfreeze_epoch",
+           "unfreeze"]
 
 _FIT: weakref.WeakKeyDictionary[Any, tuple[dict, list]] = weakref.WeakKeyDictionary()
 _INIT_REPORTS: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()  # what `init` loaded
 _PHASES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # model -> graph, two-phase fine-tuning
+_EXECUTION: weakref.WeakKeyDictionary[Any, Execution] = weakref.WeakKeyDictionary()  # compiled with, and why
 
 
 # ------------------------------------------------------------------ entry points
@@ -195,6 +199,11 @@ def fit_kwargs(model: Any) -> dict[str, Any]:
     return kwargs
 
 
+def execution_of(model: Any) -> Execution | None:
+    """The steps_per_execution and jit_compile a built model was compiled with, and where each came from."""
+    return _EXECUTION.get(model)
+
+
 def _output_names(program: Program, names: list[str]) -> set[str]:
     """The output names the models `names` declare (from the source, before building)."""
     out: set[str] = set()
@@ -279,15 +288,16 @@ def _compile_training(model: Any, graph: Any, second_phase: bool = False) -> Non
         raise Fail(graph.span, f"the train section of '{graph.name}' cannot be built: {reason(exc)}") from None
     _refuse_on_torch(graph)
     try:
+        execution = execution_settings(spec, current_backend())
         model.compile(optimizer=optimizer, loss=loss, metrics=metrics, loss_weights=weights,
-                      jit_compile=spec.jit_compile, steps_per_execution=spec.steps_per_execution)
+                      jit_compile=execution.jit_compile, steps_per_execution=execution.steps_per_execution)
+        _EXECUTION[model] = execution
     except Exception as exc:
         raise Fail(graph.span, f"cannot compile '{graph.name}' for training: {reason(exc)}") from None
 
 
 def _refuse_on_torch(graph: Any) -> None:
     """A train section the torch backend cannot run: an error at the model, before Keras fails inside fit."""
-    from netdsl.backend.runtime import current_backend
     from netdsl.backend.torch_limits import train_problem
 
     problem = train_problem(graph.train) if current_backend() == "torch" else None

@@ -13,7 +13,7 @@ __all__ = ["train_problem"]
 
 def train_problem(spec: Any) -> str | None:
     """Why the train section `spec` (a `TrainSpec`) cannot run on the torch backend; None when it can."""
-    if spec.steps_per_execution > 1:
+    if (spec.steps_per_execution or 1) > 1:
         import keras
 
         return (f"steps_per_execution = {spec.steps_per_execution}: Keras {keras.__version__} on the torch backend "

@@ -27,8 +27,9 @@ class TrainSpec:
     metrics: Any = None  # [Resolved] or {output: [Resolved]}
     loss_weights: Any = None
     mixed_precision: str | None = None  # a Keras dtype policy name
-    jit_compile: Any = "auto"
-    steps_per_execution: int = 1
+    # None: the spec says nothing, and the backend's default applies (backend/execution.py)
+    jit_compile: Any = None
+    steps_per_execution: int | None = None
     fit: dict[str, Any] = field(default_factory=dict)  # batch_size, epochs, validation_split, shuffle
     callbacks: list[Resolved] = field(default_factory=list)
     # Fine-tuning (see `fine_tuning.py`): parts' initial weights from files, frozen parts.

@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from netdsl.files import Refused, open_regular
-from netdsl.training.data.pipeline import EpochOrder, finish, model_structure
+from netdsl.training.data.pipeline import EpochOrder, finish, model_structure, once_per_epoch
 from netdsl.training.data.signature import Signature, TensorSpec
 from netdsl.training.errors import DataError, tensorflow_message
 
@@ -54,8 +54,7 @@ class TFRecordSource:
             records = records.enumerate().filter(lambda i, _: tf.gather(keep, i)).map(lambda _, r: r)
         if order is not None:
             buffer = min(len(rows), SHUFFLE_BUFFER)
-            seeds = tf.data.Dataset.from_generator(lambda: iter((order.epoch_seed(),)),
-                                                   output_signature=tf.TensorSpec((), tf.int64))
+            seeds = once_per_epoch(order.epoch_seed, ())
             base = records
             records = seeds.flat_map(lambda seed: base.shuffle(buffer, seed=seed))
         wanted = {**self._inputs, **((self._targets or {}) if with_targets else {})}

@@ -297,6 +297,17 @@ class Session:
         })
         return report
 
+    def _settings(self) -> dict:
+        """config.json's settings, with the steps_per_execution and jit_compile the model was compiled
+        with, and `settings_from`: for each of those two, "spec" or "default for <backend>"."""
+        from netdsl.backend.compiler import execution_of
+
+        execution = execution_of(self.model) if self.model is not None else None
+        if execution is None:  # a model without a train section: nothing compiled
+            return {"settings": self.config.settings()}
+        compiled = {"steps_per_execution": execution.steps_per_execution, "jit_compile": execution.jit_compile}
+        return {"settings": self.config.settings() | compiled, "settings_from": dict(execution.sources)}
+
     def _config_json(self) -> dict:
         import keras
         import tensorflow as tf
@@ -311,7 +322,7 @@ class Session:
                 compile_config = self.model.get_compile_config()
         return {
             "spec": {"path": config.spec_path, "sha256": config.spec_sha256, "model": config.model},
-            "settings": config.settings(),
+            **self._settings(),
             "defines": json_defines(config.defines),
             **config.extra,
             "data": config.data.describe(),

@@ -81,7 +81,6 @@ class TrainConfig:
     progress: str = "none"
     tensorboard: bool = False
     callbacks: list = field(default_factory=list)
-    steps_per_execution: int = 1
     on_start: Callable[[Path, int], None] | None = None  # told the run folder and the first epoch
     defines: dict[str, Any] = field(default_factory=dict)  # -D overrides applied to `program`
     run_dir: Path | None = None  # this exact new run folder instead of OUT/<model>-N (a sweep's trial)
@@ -91,8 +90,7 @@ class TrainConfig:
     def settings(self) -> dict[str, Any]:
         """The resolved settings as config.json keeps them (`init_from` only when given)."""
         found = {"epochs": self.epochs, "batch_size": self.batch_size, "shuffle": self.shuffle,
-                 "validation_split": self.validation_split, "seed": self.seed,
-                 "steps_per_execution": self.steps_per_execution}
+                 "validation_split": self.validation_split, "seed": self.seed}
         return found | ({"init_from": self.init_from} if self.init_from is not None else {})
 
 
@@ -109,7 +107,7 @@ def resolve(request: TrainRequest) -> TrainConfig:
         shuffle=fit["shuffle"], validation_split=fit.get("validation_split") or None,
         seed=request.seed if request.seed is not None else _fresh_seed(), out=Path(request.out),
         progress=request.progress, tensorboard=request.tensorboard, callbacks=list(request.callbacks),
-        steps_per_execution=train.steps_per_execution, defines=dict(request.defines),
+        defines=dict(request.defines),
         run_dir=Path(request.run_dir) if request.run_dir is not None else None, extra=dict(request.extra),
         init_from=_init_from(request.init_from))
     if request.resume is not None:

@@ -28,6 +28,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from netdsl.backend.execution import one_step_per_execution
 from netdsl.backend.runtime import init_backend, muted_stderr, require_tensorflow_data
 from netdsl.training.errors import DataError, UsageError
 from netdsl.training.scale import faults
@@ -175,7 +176,9 @@ def _jax(topology: Topology) -> Distribution:
     devices = sorted((d for d in jax.devices() if _rank_in_process(d, jax.devices()) < wanted),
                      key=lambda d: (d.process_index, d.id))
     keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False))
-    return Distribution(writes=topology.writes, topology=topology, replicas=len(devices), local_replicas=wanted)
+    scope = one_step_per_execution if topology.multi_process else contextlib.nullcontext  # for the watchdog
+    return Distribution(scope=scope, writes=topology.writes, topology=topology, replicas=len(devices),
+                        local_replicas=wanted)
 
 
 def _join(topology: Topology) -> None:

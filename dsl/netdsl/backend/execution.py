@@ -1,0 +1,67 @@
+"""How many steps one execution runs and whether it is XLA-compiled: the spec's choice, else the backend's default.
+
+    chosen = execution_settings(graph.train, "jax")
+    chosen.steps_per_execution, chosen.jit_compile, chosen.sources   # 32, "auto", {...: "default for jax"}
+
+The defaults were measured with bench/bench_backends.py (docs/training.md,
+"Speed"): on TensorFlow and JAX, 32 steps per execution cut an epoch of the
+bench's CNN to a third (TensorFlow) and less (JAX) on CPU, since Keras then
+returns to Python once every 32 batches; Keras on torch runs one step per
+execution. `jit_compile = "auto"` is kept everywhere: it is already XLA on
+TensorFlow and JAX, and torch.compile's start-up cost outweighs a short run.
+A value the spec's train section sets always wins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BACKEND_DEFAULTS", "Execution", "execution_settings", "one_step_per_execution"]
+
+BACKEND_DEFAULTS: dict[str, dict[str, Any]] = {
+    "tensorflow": {"steps_per_execution": 32, "jit_compile": "auto"},
+    "jax": {"steps_per_execution": 32, "jit_compile": "auto"},
+    "torch": {"steps_per_execution": 1, "jit_compile": "auto"},
+}
+
+
+_one_step = False  # set while a multi-process job builds its model (one_step_per_execution)
+
+
+@contextlib.contextmanager
+def one_step_per_execution() -> Iterator[None]:
+    """Models built inside default to one step per execution: a multi-process job's watchdog
+    (training/faults.py) marks progress after every step and times out a step that takes too long."""
+    global _one_step
+    before, _one_step = _one_step, True
+    try:
+        yield
+    finally:
+        _one_step = before
+
+
+@dataclass(frozen=True)
+class Execution:
+    """The settings a model is compiled with and where each came from ("spec" or "default for <backend>")."""
+
+    steps_per_execution: int
+    jit_compile: Any
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def execution_settings(train: Any, backend: str) -> Execution:
+    """`train` (a `TrainSpec`): its own values where it sets them, the backend's defaults elsewhere."""
+    defaults = dict(BACKEND_DEFAULTS.get(backend, BACKEND_DEFAULTS["torch"]))
+    if _one_step:
+        defaults["steps_per_execution"] = 1
+    chosen, sources = {}, {}
+    for key, default in defaults.items():
+        given = getattr(train, key)
+        chosen[key] = default if given is None else given
+        where = f"default for {backend}" + (" in a multi-process job" if _one_step and key == "steps_per_execution"
+                                               else "")
+        sources[key] = where if given is None else "spec"
+    return Execution(chosen["steps_per_execution"], chosen["jit_compile"], sources)

@@ -82,10 +82,13 @@ SIGNAL_TESTS = tests/preview/test_server.py::test_cli_prints_the_url_and_serves_
 
 # Test files are spread over TEST_WORKERS processes (pytest-xdist), each file whole in one of
 # them (module fixtures are built once); `make test TEST_WORKERS=0` runs them in this process.
+# Tests marked `processes` start jobs of several training processes with bounded waits: they
+# run afterwards, alone, so that their processes do not share the cores with other tests.
 TEST_WORKERS ?= 2
 
 test: $(STAMP) graphviz editors chromium postgresql
-	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not processes"
+	$(VENV)/bin/python -m pytest -m processes
 	cd /tmp && trap '' INT && $(abspath $(VENV))/bin/python -m pytest -q -p no:cacheprovider \
 	    $(addprefix $(CURDIR)/,$(SIGNAL_TESTS)) </dev/null
 

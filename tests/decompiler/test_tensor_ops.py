@@ -18,6 +18,13 @@ import netdsl
 from netdsl.decompiler.verify import verify_round_trip
 
 
+@pytest.fixture(autouse=True)
+def fresh_keras_names():
+    """Keras numbers automatic op names (`softmax`, `softmax_15`) per process: the names a test
+    expects to read back must not depend on which tests ran before it in the same process."""
+    keras.backend.clear_session(free_memory=False)
+
+
 def assert_round_trip(model) -> str:
     text = netdsl.decompile(model)
     result, _ = verify_round_trip(model, text)

@@ -144,6 +144,7 @@ def test_the_guide_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.processes
 def test_two_processes_train_as_one(tmp_path: Path) -> None:
     one, two = tmp_path / "one.npz", tmp_path / "two.npz"
     result = _run([str(PROBE), "fit", str(one), "1", "32"], cwd=tmp_path)
@@ -158,6 +159,7 @@ def test_two_processes_train_as_one(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.processes
 def test_a_killed_process_ends_the_job(tmp_path: Path, port: int) -> None:
     out = tmp_path / "w.npz"
     killed = Path(f"{out}.killed")

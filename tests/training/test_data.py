@@ -124,6 +124,24 @@ def test_tfrecord_features_by_name_split_and_shuffled(tmp_path):
     assert sorted(other) == sorted(labels)
 
 
+def test_a_tfrecord_order_depends_on_the_epoch_seed_alone_whatever_the_global_seed(tmp_path):
+    """`--seed 0` sets TensorFlow's global seed to 0, with which TensorFlow refused to trace
+    the per-epoch shuffle (OperatorNotAllowedInGraphError); another global seed changed the order."""
+    import keras
+    import tensorflow as tf
+
+    _tfrecord(tmp_path / "d.tfrecord", 9)
+    source = open_source(str(tmp_path / "d.tfrecord"), IMAGE)
+    orders = []
+    for global_seed in (0, 5, 2**31 - 1):
+        keras.utils.set_random_seed(global_seed)
+        orders.append(stacked(batches(source, order=EpochOrder(seed=3, epoch=0)), 1))
+        after_shuffle = float(tf.random.uniform(()))
+        keras.utils.set_random_seed(global_seed)
+        assert float(tf.random.uniform(())) == after_shuffle  # the process's own random stream is untouched
+    assert all(np.array_equal(orders[0], order) for order in orders)
+
+
 def test_split_is_a_partition_given_by_the_seed():
     train, val, test = split_rows(100, (0.8, 0.1, 0.1), seed=5)
     assert (len(train), len(val), len(test)) == (80, 10, 10)

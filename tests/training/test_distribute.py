@@ -26,6 +26,9 @@ from netdsl.training.errors import UsageError
 from netdsl.training.scale.launch import reserved_port
 from netdsl.training.scale.topology import TF_MULTI_PROCESS, first_host, resolve_topology
 
+# Several training processes each: run alone, after the parallel part of `make test`.
+pytestmark = pytest.mark.processes
+
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = str(ROOT / "specs" / "lightning_mlp.net")
 LIMIT_S = 120  # any one command

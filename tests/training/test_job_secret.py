@@ -20,6 +20,9 @@ import pytest
 from netdsl.training.scale import faults
 from netdsl.training.scale.launch import reserved_port
 
+# Several training processes each: run alone, after the parallel part of `make test`.
+pytestmark = pytest.mark.processes
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -25,6 +26,22 @@ from netdsl.training.data.signature import Signature, TensorSpec
 from netdsl.training.errors import DataError, tensorflow_message
 
 SHUFFLE_BUFFER = 10_000
+GRAPH_SEED = 1  # the shuffle's graph-level seed: fixed, so that the epoch's seed alone decides the order
+
+
+def _shuffled_by(records: tf.data.Dataset, buffer: int) -> Callable[[tf.Tensor], tf.data.Dataset]:
+    """The records shuffled by a seed tensor (the epoch's), the same whatever the process's global seed.
+
+    TensorFlow mixes the global seed into every op seed; with a global seed of 0 (`--seed 0`)
+    it then compares the tensor seed as a Python bool and refuses to trace the function
+    (OperatorNotAllowedInGraphError). Setting the seed of the function's own graph, while
+    it is traced, leaves the process's seed alone."""
+
+    def shuffled(seed: tf.Tensor) -> tf.data.Dataset:
+        tf.random.set_seed(GRAPH_SEED)
+        return records.shuffle(buffer, seed=seed)
+
+    return shuffled
 
 
 class TFRecordSource:
@@ -55,8 +72,7 @@ class TFRecordSource:
         if order is not None:
             buffer = min(len(rows), SHUFFLE_BUFFER)
             seeds = once_per_epoch(order.epoch_seed, ())
-            base = records
-            records = seeds.flat_map(lambda seed: base.shuffle(buffer, seed=seed))
+            records = seeds.flat_map(_shuffled_by(records, buffer))
         wanted = {**self._inputs, **((self._targets or {}) if with_targets else {})}
         parse_spec = {name: tf.io.FixedLenFeature((size,), dtype) for name, (size, dtype, _, _) in wanted.items()}
         signature, inputs = self.signature, self._inputs

@@ -77,6 +77,8 @@ def _declarations_end(text: str, value_stack: list[Any]) -> int:
     a keyword token, so a Part there is that list."""
     if not value_stack or type(value_stack[0]) is not Part or value_stack[0].pos is None:
         return 0
+    end_line: int
+    end_col: int
     _, _, end_line, end_col = value_stack[0].pos
     offset = 0
     for _ in range(end_line - 1):

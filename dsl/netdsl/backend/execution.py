@@ -34,7 +34,8 @@ _one_step = False  # set while a multi-process job builds its model (one_step_pe
 @contextlib.contextmanager
 def one_step_per_execution() -> Iterator[None]:
     """Models built inside default to one step per execution: a multi-process job's watchdog
-    (training/faults.py) marks progress after every step and times out a step that takes too long."""
+    (training/scale/faults.py) marks progress after every step and times out a step that takes
+    too long, and TensorFlow's MirroredStrategy is not fed several steps at once."""
     global _one_step
     before, _one_step = _one_step, True
     try:
@@ -61,7 +62,7 @@ def execution_settings(train: Any, backend: str) -> Execution:
     for key, default in defaults.items():
         given = getattr(train, key)
         chosen[key] = default if given is None else given
-        where = f"default for {backend}" + (" in a multi-process job" if _one_step and key == "steps_per_execution"
+        where = f"default for {backend}" + (" in a distributed job" if _one_step and key == "steps_per_execution"
                                                else "")
         sources[key] = where if given is None else "spec"
     return Execution(chosen["steps_per_execution"], chosen["jit_compile"], sources)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,7 +152,14 @@ def _tensorflow(topology: Topology) -> Distribution:
     init_backend("tensorflow")
     with muted_stderr():
         strategy = tf.distribute.MirroredStrategy(names)
-    return Distribution(scope=strategy.scope, writes=True, topology=topology, replicas=wanted,
+    @contextlib.contextmanager
+    def scope() -> Iterator[None]:
+        # One step per execution: Keras on TensorFlow fails to feed a MirroredStrategy's
+        # replicas several steps at once ("2 root error(s) found" from the data).
+        with strategy.scope(), one_step_per_execution():
+            yield
+
+    return Distribution(scope=scope, writes=True, topology=topology, replicas=wanted,
                         local_replicas=wanted, strategy=strategy)
 
 

@@ -10,54 +10,66 @@
     run = netdsl.train("spec.net", data="digits.npz", epochs=3, seed=7)   # runs/<model>-N/
 
 Every public function is defined in `netdsl.api` and documented in docs/api.md.
+
+`import netdsl` itself loads none of them: each public name is imported the first time it is
+used (PEP 562's module `__getattr__`). So `import netdsl` takes milliseconds, and the command
+line (`netdsl.cli`, a submodule: Python runs this file first) has its own modules loaded inside
+`main`, where a Ctrl-C while they load ends in exit code 130 instead of a traceback.
 """
 
-from netdsl.api import (
-    DataSource,
-    Defines,
-    ExportFormat,
-    ModelSummary,
-    Spec,
-    SweepResult,
-    Trained,
-    TrialRecord,
-    build,
-    build_all,
-    check,
-    decompile,
-    evaluate,
-    export,
-    fit_kwargs,
-    format,
-    parse,
-    parse_file,
-    predict,
-    register_activation,
-    register_layer,
-    render,
-    show_sweep,
-    summary,
-    sweep,
-    train,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from netdsl.backend import keras_hook as _keras_hook
-from netdsl.deploy.errors import ExportError, VerifyFailed
-from netdsl.errors import (
-    BackendError,
-    BuildError,
-    Diagnostic,
-    DotFailed,
-    DotNotFound,
-    LayoutError,
-    NetdslError,
-    RenderError,
-    Span,
-    SpecError,
-    UsageError,
-)
-from netdsl.syntax.loader import Program
-from netdsl.training.errors import DataError, RunError, TrainingError
 from netdsl.version import __version__
+
+if TYPE_CHECKING:  # what type checkers and editors see; at run time `__getattr__` below
+    from netdsl.api import (
+        DataSource,
+        Defines,
+        ExportFormat,
+        ModelSummary,
+        Spec,
+        SweepResult,
+        Trained,
+        TrialRecord,
+        build,
+        build_all,
+        check,
+        decompile,
+        evaluate,
+        export,
+        fit_kwargs,
+        format,
+        parse,
+        parse_file,
+        predict,
+        register_activation,
+        register_layer,
+        render,
+        show_sweep,
+        summary,
+        sweep,
+        train,
+    )
+    from netdsl.deploy.errors import ExportError, VerifyFailed
+    from netdsl.errors import (
+        BackendError,
+        BuildError,
+        Diagnostic,
+        DotFailed,
+        DotNotFound,
+        LayoutError,
+        NetdslError,
+        RenderError,
+        Span,
+        SpecError,
+        UsageError,
+    )
+    from netdsl.syntax.loader import Program
+    from netdsl.training.errors import DataError, RunError, TrainingError
 
 # Registers netdsl's Keras objects (custom layers, declared layers and
 # activations) as soon as Keras is imported, so a saved model loads with
@@ -77,3 +89,24 @@ __all__ = [
     "DotNotFound", "DotFailed", "TrainingError", "DataError", "RunError", "ExportError", "VerifyFailed",
     "__version__",
 ]
+
+# Where each public name lives (a fixed table of this package's own modules; nothing from outside).
+_HOME = {
+    **dict.fromkeys(["ExportError", "VerifyFailed"], "netdsl.deploy.errors"),
+    **dict.fromkeys(["BackendError", "BuildError", "Diagnostic", "DotFailed", "DotNotFound", "LayoutError",
+                     "NetdslError", "RenderError", "Span", "SpecError", "UsageError"], "netdsl.errors"),
+    "Program": "netdsl.syntax.loader",
+    **dict.fromkeys(["DataError", "RunError", "TrainingError"], "netdsl.training.errors"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'netdsl' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME.get(name, "netdsl.api")), name)
+    globals()[name] = value  # once: later uses are plain lookups
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from netdsl.cli import _parser, about, main
+from netdsl.cli import about, main
+from netdsl.cli.app import _parser
 
 ROOT = Path(__file__).resolve().parents[2]
 PARSER = _parser()

@@ -65,6 +65,12 @@ def _rows(folder: Path) -> int:
         return 0
 
 
+def _written(path: Path) -> tuple[int, int]:
+    """Which version of a file is on disk (a run writes each file anew and renames it in place)."""
+    stat = path.stat()
+    return stat.st_ino, stat.st_mtime_ns
+
+
 def _finish(process: subprocess.Popen) -> tuple[int, str, str]:
     try:
         out, err = process.communicate(timeout=180)
@@ -100,10 +106,14 @@ def test_sigkill_anywhere_and_ctrl_c_then_resume_gives_the_uninterrupted_weights
         second.wait(timeout=30)
         assert _rows(folder) in (2, 3)
 
-        # 3. resumed, then Ctrl-C: a clean stop with a resumable state
+        # 3. resumed, then Ctrl-C: a clean stop with a resumable state. The moment is one the third
+        # process reached itself (its own report.json, written as training starts): when the second
+        # was killed after epoch 3, three rows are on disk before the third has even imported Python's
+        # modules, and a Ctrl-C there is not the stop of a training run this step is about.
+        before = _written(folder / "report.json")
         third = _start(tmp_path, "--resume", "auto")
         processes.append(third)
-        _wait_for(lambda: _rows(folder) >= 3, third)
+        _wait_for(lambda: _written(folder / "report.json") != before and _rows(folder) >= 3, third)
         time.sleep(0.1)
         third.send_signal(signal.SIGINT)
         code, out, err = _finish(third)

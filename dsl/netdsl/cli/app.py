@@ -1,0 +1,101 @@
+"""The parser of every command and the dispatch: what `netdsl.cli.main` runs once it has loaded."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from netdsl.cli import (
+    build,
+    check,
+    completion,
+    decompile,
+    evaluate,
+    examples,
+    export,
+    fmt,
+    init,
+    layers,
+    lsp,
+    predict,
+    preview,
+    render,
+    sweep,
+    train,
+)
+from netdsl.cli.about import VersionAction
+from netdsl.cli.common import (
+    EXIT_OK,
+    EXIT_SPEC,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+    HelpFormatter,
+    Parser,
+    print_diagnostics,
+    print_training_error,
+)
+from netdsl.errors import RESOURCE_ERRORS, BackendError, SpecError, UsageError, out_of_resources
+from netdsl.training.errors import TrainingError
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]  # `--processes` runs it again, N times
+    args.parser = parser  # `completion` writes its script from it
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.run(args)
+    except SpecError as exc:
+        print_diagnostics(exc.diagnostics, exc.sources)
+        return EXIT_SPEC
+    except TrainingError as exc:
+        return print_training_error(exc)
+    except (BackendError, UsageError) as exc:  # a backend that cannot load here, a request that cannot work
+        print(f"netdsl {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first
+        print_diagnostics([out_of_resources(exc, _spec_of(args))], None)
+        return EXIT_SPEC
+    except KeyboardInterrupt:
+        return EXIT_STOPPED
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def _spec_of(args: argparse.Namespace) -> str:
+    """The spec a command was working on, for a diagnostic that knows nothing more."""
+    current = getattr(args, "current_spec", None)
+    files = getattr(args, "files", None) or [getattr(args, "spec", None) or "netdsl"]
+    return current or files[0]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="netdsl", formatter_class=HelpFormatter,
+                    description="Declarative model-builder: .net specs to Keras models and Graphviz diagrams.",
+                    epilog="examples:\n  netdsl check specs/lightning_mlp.net\n  netdsl build specs/lightning_mlp.net\n"
+                           "  netdsl COMMAND --help      (each command's options and defaults)")
+    parser.add_argument("--version", action=VersionAction,
+                        help="print the versions of netdsl, Python, Keras, its backends and Graphviz, then exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    check.add_parser(sub)
+    fmt.add_parser(sub)
+    build.add_parsers(sub)
+    render.add_parser(sub)
+    layers.add_parser(sub)
+    preview.add_parser(sub)
+    decompile.add_parser(sub)
+    export.add_parser(sub)
+    lsp.add_parser(sub)
+    train.add_parser(sub)
+    sweep.add_parser(sub)
+    evaluate.add_parser(sub)
+    predict.add_parser(sub)
+    completion.add_parser(sub)
+    init.add_parser(sub)
+    examples.add_parser(sub)
+    return parser

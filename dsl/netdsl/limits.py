@@ -138,6 +138,11 @@ MAX_SUGGESTION_WORK = 100_000
 # Functional models nested in models in one .keras file (read recursively).
 MAX_NESTED_MODELS = 16
 
+# Outputs of one layer call that a tensor in a .keras file may name (keras_history's last index):
+# a layer's several outputs or a nested model's; the graph holds one entry per output up to the
+# highest index named, so a corrupt index (2**63, found by the .keras fuzz campaign) must not.
+MAX_CALL_OUTPUTS = 1_024
+
 # Layers one single-entry, single-exit region may hold when the decompiler folds it.
 MAX_REGION_OPS = 20_000
 

@@ -138,3 +138,22 @@ def test_printable_escapes_what_could_move_or_retitle_a_terminal():
 
     assert printable("plain é text") == "plain é text"
     assert printable("t\x1b]0;PWNED\x07\x1b[2J\n\r\t\u202e") == "t\\x1b]0;PWNED\\x07\\x1b[2J\\n\\r\\t\\u202e"
+
+
+def test_an_output_index_of_two_to_the_63_is_refused_without_building_that_many(tmp_path, capsys):
+    # found by the .keras fuzz target (seed 22, input 17503: a mutation of operation.json): the graph
+    # held one entry per output up to the index named, so 2**63 never finished
+    config = json.loads((Path(__file__).parents[1] / "fixtures" / "decompile" / "operation.json").read_text())
+    config["config"]["output_layers"][2] = 2**63
+    with zipfile.ZipFile(tmp_path / "m.keras", "w") as archive:
+        archive.writestr("config.json", json.dumps(config))
+    code, out, err = _export(capsys, tmp_path / "m.keras")
+    assert (code, out) == (1, "")
+    assert err == (f"{tmp_path}/m.keras:1:1: error: model 'operation' names an output it does not compute: "
+                   f"['add', 0, 9223372036854775808]\n")
+    config["config"]["output_layers"][2] = 0
+    config["config"]["layers"][2]["inbound_nodes"][0]["args"][0]["config"]["keras_history"][2] = 1024
+    with zipfile.ZipFile(tmp_path / "m.keras", "w") as archive:
+        archive.writestr("config.json", json.dumps(config))
+    code, out, err = _export(capsys, tmp_path / "m.keras")
+    assert (code, out) == (1, "") and "is called on a tensor the model does not compute" in err

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl.decompiler.problems import Problems, origin
-from netdsl.limits import MAX_LAYERS, MAX_NESTED_MODELS
+from netdsl.limits import MAX_CALL_OUTPUTS, MAX_LAYERS, MAX_NESTED_MODELS
 
 MODEL_CLASSES = ("Functional", "Sequential")
 _IGNORED_CALL_KWARGS = ("mask", "training")  # None/False: what the model's call passes anyway
@@ -268,7 +268,7 @@ class _Reader:
         node = history[1]
         if outputs and layer.class_name == "Functional":
             node -= 1  # output_layers count a nested functional model's calls from 1
-        if not 0 <= node < len(layer.calls) or history[2] < 0:
+        if not 0 <= node < len(layer.calls) or not 0 <= history[2] < MAX_CALL_OUTPUTS:
             return None
         return Ref(layer.calls[node], history[2])
 

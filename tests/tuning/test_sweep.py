@@ -160,22 +160,22 @@ def test_a_pruned_trial_stops_and_keeps_its_run_folder(tmp_path):
 
 
 def test_two_workers_share_one_study(project):
-    """`--workers 2`: two processes, one study (SQLite in the sweep folder), 4 trials in all."""
+    """`--workers 2`: two processes, one study (SQLite in the sweep folder), 6 trials in all (the issue's fast case)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "dsl"), "TF_CPP_MIN_LOG_LEVEL": "3"}
     done = subprocess.run([sys.executable, "-m", "netdsl.cli", "sweep", "tiny.net", "--data", "data.npz",
-                           "--trials", "4", "--workers", "2", "--epochs", "1", "--seed", "2", "-o", "two"],
+                           "--trials", "6", "--workers", "2", "--epochs", "1", "--seed", "2", "-o", "two"],
                           cwd=project, env=env, capture_output=True, text=True, timeout=600,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
     folder = project / "two" / "tiny-sweep-1"
-    assert sorted(int(p.name) for p in (folder / "trials").iterdir()) == [0, 1, 2, 3]
+    assert sorted(int(p.name) for p in (folder / "trials").iterdir()) == [0, 1, 2, 3, 4, 5]
     rows = read_csv(folder / "summary.csv")
-    assert [(int(r["trial"]), r["state"], r["epochs"]) for r in rows] == [(k, "complete", "1") for k in range(4)]
+    assert [(int(r["trial"]), r["state"], r["epochs"]) for r in rows] == [(k, "complete", "1") for k in range(6)]
     study = optuna.load_study(study_name="tiny-sweep", storage=f"sqlite:///{folder / 'study.db'}")
     workers = {t.user_attrs["worker"]["pid"] for t in study.trials}
-    assert len(study.trials) == 4 and len(workers) == 2  # each worker trained trials of the one study
+    assert len(study.trials) == 6 and len(workers) == 2  # each worker trained trials of the one study
     assert "sweep folder: two/tiny-sweep-1" in done.stdout
-    assert sum(line.startswith("trial ") and "->" in line for line in done.stdout.splitlines()) == 4
+    assert sum(line.startswith("trial ") and "->" in line for line in done.stdout.splitlines()) == 6
 
 
 def sweep_cli(capsys, *argv: str) -> tuple[int, str]:

@@ -41,6 +41,7 @@ from netdsl.cli.common import (
 )
 from netdsl.errors import Diagnostic, RenderError, SpecError
 from netdsl.registry import shape_text
+from netdsl.semantics.trainable import ParamSplit
 
 __all__ = ["run_build", "run_summary", "summary_table", "summary_json"]
 
@@ -111,7 +112,7 @@ def run_build(args: argparse.Namespace) -> int:
 
             raise SpecError(Diagnostic.for_file(analysis.program.root,
                                                 f"cannot save model '{name}' as {target}: {reason(exc)}")) from None
-        print(summary_table(analysis.graphs[name], model))
+        print(summary_table(analysis.graphs[name], pipeline.built_split(model)))
         for line in pipeline.init_report(model):
             print(line)
         print(f"wrote {target}")
@@ -122,17 +123,29 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_summary(args: argparse.Namespace) -> int:
-    analysis, models = _compile(args, None)
+    found = _summaries(args)
     if args.json:
-        print(json.dumps({name: summary_json(analysis.graphs[name], model) for name, model in models.items()},
-                         indent=2))
+        print(json.dumps({name: summary_json(graph, split) for name, (graph, split) in found.items()}, indent=2))
         return 0
-    print("\n\n".join(summary_table(analysis.graphs[name], model) for name, model in models.items()))
+    print("\n\n".join(summary_table(graph, split) for graph, split in found.values()))
     return 0
 
 
-def _compile(args: argparse.Namespace, param_limit: int | None) -> tuple[Any, dict[str, Any]]:
-    program = load_spec(args.spec, args)  # syntax errors before TensorFlow
+def _summaries(args: argparse.Namespace) -> dict[str, tuple[Any, ParamSplit]]:
+    """Each model's graph and parameters: from the pure-Python inference (no backend imported) unless
+    the spec needs Keras to say them, or a flag asks for Keras (`--backend`, `--weights`, `--plugin`)."""
+    program = load_spec(args.spec, args)
+    if args.backend is None and args.weights is None and not args.plugin:
+        inferred = pipeline.inferred_splits(program, pipeline.pick_models(program, args.model))
+        if inferred is not None:
+            return inferred
+    analysis, models = _compile(args, None, program)
+    return {name: (analysis.graphs[name], pipeline.built_split(model)) for name, model in models.items()}
+
+
+def _compile(args: argparse.Namespace, param_limit: int | None, program: Any = None) -> tuple[Any, dict[str, Any]]:
+    if program is None:
+        program = load_spec(args.spec, args)  # syntax errors before TensorFlow
     names = pipeline.pick_models(program, args.model)
     pipeline.start_backend(args.backend)
     load_plugins(args.plugin, program.root)  # after Keras: a plugin importing it stays quiet too
@@ -189,7 +202,7 @@ def _node_rows(graph: Any) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def summary_table(graph: Any, model: Any) -> str:
+def summary_table(graph: Any, split: ParamSplit) -> str:
     """The layers of one model: name, kind, output shape (batch axis left out), parameters."""
     header = ("Layer", "Kind", "Output shape", "Params")
     rows = _node_rows(graph)
@@ -200,11 +213,11 @@ def summary_table(graph: Any, model: Any) -> str:
         cells = [_fit(row[i], widths[i]).ljust(widths[i]) for i in range(3)]
         return "  ".join(cells + [row[3].rjust(widths[3])]).rstrip()
 
-    total, trainable = pipeline.param_counts(model)
+    total, trainable = split.total, split.trainable
     rule = "-" * len(line(tuple("-" * w for w in widths)))
     out = [f"model {graph.name}", rule, line(header), rule, *(line(r) for r in rows), rule,
            f"params: {total:,} (trainable {trainable:,}, non-trainable {total - trainable:,})"]
-    frozen = pipeline.frozen_layers(model)
+    frozen = split.frozen
     if frozen:
         out.append(f"frozen: {_fit(', '.join(frozen), 100)}")
     outputs = ", ".join(f"{name} {shape_text(graph.node_of(ref).output_shapes[ref.index])}"
@@ -213,9 +226,9 @@ def summary_table(graph: Any, model: Any) -> str:
     return "\n".join(out)
 
 
-def summary_json(graph: Any, model: Any) -> dict[str, Any]:
+def summary_json(graph: Any, split: ParamSplit) -> dict[str, Any]:
     """One model's numbers (`netdsl summary --json`, `netdsl.summary`)."""
-    return dict(pipeline.model_summary(graph, model))
+    return dict(pipeline.model_summary(graph, split))
 
 
 def _fit(text: str, width: int) -> str:

@@ -15,6 +15,13 @@ model. `summary` prints the tables only; with `--json`, per model:
 instance or a nested model counts once) and shapes leave out the batch axis (`null`: unknown size).
 `--backend` picks the Keras backend (default: KERAS_BACKEND, else TensorFlow);
 the same spec gives the same model, and a `.keras` file, on both.
+
+`summary` imports no backend when the pure-Python inference is sure of every
+model (`pipeline.inferred_splits`: render's decision, and the trainable split
+of `semantics/trainable.py`); the output is byte for byte the Keras build's.
+`--backend`, `--weights` and `--plugin` build with Keras (a plugin registers
+Keras objects; installed plugins' layers make the check fail without them, and
+the spec is then built with Keras, which loads them).
 """
 
 from __future__ import annotations
@@ -69,13 +76,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     build.set_defaults(run=run_build)
 
     summary = add_command(sub, "summary", summary="print each model's layers, shapes and parameters",
-                          description="Build each model (or --model) and print its layers, output shapes and "
-                                      "parameter counts, writing no file.",
+                          description="Print each model's (or --model's) layers, output shapes and parameter "
+                                      "counts (trainable and not), writing no file. Counted without "
+                                      "TensorFlow when the shape inference is sure of every layer; built "
+                                      "with Keras otherwise, and with --backend, --weights or --plugin.",
                           examples=["netdsl summary specs/lightning_mlp.net",
                                     "netdsl summary specs/siamese.net --json"])
     add_spec(summary)
     add_model(summary)
-    add_json(summary, "per model: params, trainable_params, layers, outputs")
+    add_json(summary, "per model: params, trainable_params, non_trainable_params, layers, outputs")
     add_plugin(summary)
     add_weights(summary)
     add_backend(summary)

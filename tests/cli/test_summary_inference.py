@@ -11,6 +11,7 @@ the JSON must be equal; the cases that must fall back to Keras say so.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from netdsl import pipeline, registry
 from netdsl.cli.build import summary_json, summary_table
 from netdsl.semantics.trainable import non_trainable_params
 from tests.registry.test_registry import _ESTIMATES, _count
+from tests.support.reference_examples import examples, write_example
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "specs").glob("*.net"))
@@ -220,3 +222,17 @@ def test_non_trainable_params_match_keras(name, kwargs, shapes):
     layer = factory.keras_object(entry)(**built)
     _count(keras, layer, shapes)
     assert counted == sum(int(np.prod(w.shape)) for w in layer.non_trainable_weights)
+
+
+_REFERENCE = [(case, code) for case, lang, code in examples() if lang != "text" and re.search(r"^model ", code, re.M)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case, code", _REFERENCE, ids=[c for c, _ in _REFERENCE])
+def test_language_reference_examples_are_summarised_as_keras_counts_them(tmp_path, case, code):
+    program = pipeline.load(write_example(tmp_path, code))
+    names = pipeline.pick_models(program, None)
+    inferred = _inferred_summaries(program, names)
+    if inferred is None:
+        pytest.skip("the inference is unsure of it (or it has errors): summary builds it with Keras, as before")
+    assert inferred == _keras_summaries(pipeline.load(write_example(tmp_path, code)), names)

@@ -236,3 +236,12 @@ def test_language_reference_examples_are_summarised_as_keras_counts_them(tmp_pat
     if inferred is None:
         pytest.skip("the inference is unsure of it (or it has errors): summary builds it with Keras, as before")
     assert inferred == _keras_summaries(pipeline.load(write_example(tmp_path, code)), names)
+
+
+def test_library_summary_imports_no_backend():
+    code = ("import sys, netdsl\nfound = netdsl.summary('specs/resnet50.net')['resnet50']\n"
+            "print(found['params'], found['trainable_params'], found['non_trainable_params'])\n"
+            "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == ["25636712 25583592 53120", "[]"]  # Keras' ResNet50: 25,583,592 trainable

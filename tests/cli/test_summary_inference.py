@@ -82,6 +82,26 @@ model twins {
   }
 }
 """, ["twins"], True),
+    # a step of the nested model that no output uses: Keras leaves its weights out of the nested row
+    ("dead_nested", """\
+model inner {
+  input x: (4,)
+  side = x -> dense(7)
+  output y = x -> dense(2) -> batch_norm
+}
+model outer {
+  input x: (4,)
+  output z = x -> inner -> dense(1)
+}
+""", ["outer"], False),
+    ("dead_step", """\
+model dead {
+  input x: (4,)
+  input unused: (3,)
+  side = x -> dense(7) -> batch_norm
+  output y = x -> dense(2)
+}
+""", ["dead"], True),
     ("wrappers", """\
 model wrapped {
   input x: (5, 6)

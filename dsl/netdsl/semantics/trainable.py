@@ -102,7 +102,9 @@ def _node_split(graph: Graph, node: Node) -> tuple[int, int] | None:
         return (node.params, fixed) if fixed is not None else None
     if node.op == "model" and isinstance(node.decl, Graph):
         inner = _split(node.decl, _keras_order(node.decl), [])
-        return (inner.total, inner.total - inner.trainable) if inner is not None else None
+        if inner is None or inner.total != node.params:  # a step no output of it uses: its row would differ
+            return None
+        return inner.total, inner.total - inner.trainable
     return None
 
 

@@ -17,8 +17,8 @@ The rules every function follows:
 - every error is a `netdsl.NetdslError` (`SpecError` for what a spec holds).
 
 Importing this module is cheap: Keras (and TensorFlow or JAX) load only
-inside `build`, `build_all`, `summary`, `fit_kwargs`, `train`, `evaluate`,
-`predict`, `render` with shapes the pure-Python inference is unsure of, and
+inside `build`, `build_all`, `fit_kwargs`, `train`, `evaluate`, `predict`,
+`summary` and `render` with shapes the pure-Python inference is unsure of, and
 `export` of a live model. The front ends (CLI, language server, preview)
 share the same steps through `netdsl.pipeline`.
 """
@@ -173,11 +173,15 @@ def summary(spec: Spec | None = None, *, text: str | bytes | None = None, filena
             weights: str | os.PathLike[str] | None = None) -> dict[str, ModelSummary]:
     """What `netdsl summary --json` prints: per model (every model, or the one `model` names)
     its parameters, trainable and frozen (non-trainable) parameters, number of layers and output
-    shapes (batch axis left out). `weights` as for `build`."""
+    shapes (batch axis left out). `weights` as for `build`.
+
+    Computed in pure Python, without importing Keras, when the shape inference is
+    sure of every layer (as `render` is); built with Keras otherwise, and whenever
+    `backend` or `weights` is given. The numbers are the same either way."""
     program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
-    analysis, models = pipeline.compile_models(program, pipeline.pick_models(program, model),
-                                               param_limit=param_limit, backend=backend, weights=weights)
-    return {name: pipeline.model_summary(analysis.graphs[name], built) for name, built in models.items()}
+    found = pipeline.summaries(program, pipeline.pick_models(program, model), param_limit=param_limit,
+                               backend=backend, weights=weights)
+    return {name: pipeline.model_summary(graph, split) for name, (graph, split) in found.items()}
 
 
 def fit_kwargs(trained: keras.Model) -> dict[str, object]:

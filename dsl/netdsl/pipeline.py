@@ -28,6 +28,7 @@ from netdsl.semantics.analysis import Analysis, analyze, checked_graphs
 from netdsl.semantics.defines import apply_defines
 from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph
+from netdsl.semantics.trainable import ParamSplit, split_params
 from netdsl.syntax.loader import Overlay, Program, load_file, load_text, pick_model, pick_models
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Spec", "TypedPath", "Checked", "load", "spec_path", "load_file", "check", "pick_model", "pick_models",
            "pick_model_or_first", "model_graphs", "start_backend", "compile_models", "ModelSummary", "model_summary",
-           "param_counts", "draw"]
+           "param_counts", "draw", "unsure_models", "summaries", "inferred_splits", "built_split", "ParamSplit"]
 
 # What a function taking a spec accepts as its first argument: the path of a
 # `.net` file, or a `Program` (from `parse`/`parse_file`). Spec text goes in `text=`.
@@ -168,7 +169,7 @@ def model_graphs(program: Program, names: list[str], shapes: bool, *, mute_tenso
     graphs = checked_graphs(program, names)
     if not shapes:
         return graphs
-    unsure = [name for name, graph in graphs.items() if not fill_estimates(graph)]
+    unsure = unsure_models(graphs)
     if unsure:
         from netdsl.backend.compiler import compile_program
         from netdsl.backend.runtime import quiet_tensorflow
@@ -180,6 +181,12 @@ def model_graphs(program: Program, names: list[str], shapes: bool, *, mute_tenso
             return graphs  # a value only Keras refuses: drawn as checked, what is unknown shown as ?
         graphs.update({name: analysis.graphs[name] for name in unsure})
     return graphs
+
+
+def unsure_models(graphs: Mapping[str, Graph]) -> list[str]:
+    """The models whose shapes and parameter counts the pure-Python inference cannot be sure of
+    (`semantics.estimates.fill_estimates`, which fills in the counts of the others)."""
+    return [name for name, graph in graphs.items() if not fill_estimates(graph)]
 
 
 def start_backend(backend: str | None, *, mute_stderr: bool = True) -> str:
@@ -224,9 +231,67 @@ class ModelSummary(TypedDict):
     outputs: dict[str, list[int | None] | None]  # output name -> shape (None: not known)
 
 
-def model_summary(graph: Graph, model: keras.Model) -> ModelSummary:
-    """The numbers of one built model and its graph."""
+def summaries(program: Program, names: list[str], *, param_limit: int | None = None,
+              backend: str | None = None, weights: str | os.PathLike[str] | None = None,
+              ) -> dict[str, tuple[Graph, ParamSplit]]:
+    """Each model's graph (shapes and counts filled in) and its parameters as Keras counts them.
+
+    From the pure-Python inference when it is sure of every model (no backend
+    is imported), else by building them with Keras (`compile_models`): when a
+    `backend` or `weights` is asked for, when the check finds an error (Keras
+    words it), and when `inferred_splits` is unsure."""
+    if backend is None and weights is None:
+        inferred = inferred_splits(program, names, param_limit=param_limit)
+        if inferred is not None:
+            return inferred
+    analysis, models = compile_models(program, names, param_limit=param_limit, backend=backend, weights=weights)
+    return {name: (analysis.graphs[name], built_split(model)) for name, model in models.items()}
+
+
+def inferred_splits(program: Program, names: list[str], *, param_limit: int | None = None
+                    ) -> dict[str, tuple[Graph, ParamSplit]] | None:
+    """What building `names` with Keras would count, from the pure-Python inference; None when it is unsure.
+
+    Unsure: a spec with errors; a model `unsure_models` names (the same decision
+    as `render`'s); a train section's `init` (weights read from files); several
+    models where one's `freeze` could reach another through a nested model or a
+    shared layer (Keras builds them as one object); a train section under
+    KERAS_BACKEND=torch (refused there); a layer `split_params` has no rule for."""
+    try:
+        graphs = checked_graphs(program, names, param_limit)
+    except SpecError:
+        return None
+    if unsure_models(graphs) or not _split_is_local(list(graphs.values())):
+        return None
+    found: dict[str, tuple[Graph, ParamSplit]] = {}
+    for name, graph in graphs.items():
+        split = split_params(graph, [p.text for p in graph.train.freeze] if graph.train is not None else [])
+        if split is None:
+            return None
+        found[name] = (graph, split)
+    return found
+
+
+def _split_is_local(graphs: list[Graph]) -> bool:
+    """Whether each model's trainable weights follow from its own graph and train section alone."""
+    trains = [graph.train for graph in graphs if graph.train is not None]
+    if any(train.init for train in trains):
+        return False
+    if trains and os.environ.get("KERAS_BACKEND", "").strip().lower() == "torch":
+        return False
+    shares = any(node.op == "model" or node.shared is not None for graph in graphs for node in graph.nodes)
+    return not (len(graphs) > 1 and shares and any(train.freeze for train in trains))
+
+
+def built_split(model: keras.Model) -> ParamSplit:
+    """A built model's parameters: all, trainable, and its frozen top-level layers."""
     total, trainable = param_counts(model)
+    return ParamSplit(total, trainable, tuple(frozen_layers(model)))
+
+
+def model_summary(graph: Graph, split: ParamSplit) -> ModelSummary:
+    """The numbers of one model: its graph and its parameters (`summaries`)."""
+    total, trainable = split.total, split.trainable
     layers = {node.shared or node.id for node in graph.nodes if node.op != "input"}
     outputs: dict[str, list[int | None] | None] = {}
     for name, ref in graph.outputs:

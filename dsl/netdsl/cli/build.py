@@ -15,6 +15,13 @@ model. `summary` prints the tables only; with `--json`, per model:
 instance or a nested model counts once) and shapes leave out the batch axis (`null`: unknown size).
 `--backend` picks the Keras backend (default: KERAS_BACKEND, else TensorFlow);
 the same spec gives the same model, and a `.keras` file, on both.
+
+`summary` imports no backend when the pure-Python inference is sure of every
+model (`pipeline.inferred_splits`: render's decision, and the trainable split
+of `semantics/trainable.py`); the output is byte for byte the Keras build's.
+`--backend`, `--weights` and `--plugin` build with Keras (a plugin registers
+Keras objects; installed plugins' layers make the check fail without them, and
+the spec is then built with Keras, which loads them).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from netdsl.cli.common import (
 )
 from netdsl.errors import Diagnostic, RenderError, SpecError
 from netdsl.registry import shape_text
+from netdsl.semantics.trainable import ParamSplit
 
 __all__ = ["run_build", "run_summary", "summary_table", "summary_json"]
 
@@ -68,13 +76,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     build.set_defaults(run=run_build)
 
     summary = add_command(sub, "summary", summary="print each model's layers, shapes and parameters",
-                          description="Build each model (or --model) and print its layers, output shapes and "
-                                      "parameter counts, writing no file.",
+                          description="Print each model's (or --model's) layers, output shapes and parameter "
+                                      "counts (trainable and not), writing no file. Counted without "
+                                      "TensorFlow when the shape inference is sure of every layer; built "
+                                      "with Keras otherwise, and with --backend, --weights or --plugin.",
                           examples=["netdsl summary specs/lightning_mlp.net",
                                     "netdsl summary specs/siamese.net --json"])
     add_spec(summary)
     add_model(summary)
-    add_json(summary, "per model: params, trainable_params, layers, outputs")
+    add_json(summary, "per model: params, trainable_params, non_trainable_params, layers, outputs")
     add_plugin(summary)
     add_weights(summary)
     add_backend(summary)
@@ -111,7 +121,7 @@ def run_build(args: argparse.Namespace) -> int:
 
             raise SpecError(Diagnostic.for_file(analysis.program.root,
                                                 f"cannot save model '{name}' as {target}: {reason(exc)}")) from None
-        print(summary_table(analysis.graphs[name], model))
+        print(summary_table(analysis.graphs[name], pipeline.built_split(model)))
         for line in pipeline.init_report(model):
             print(line)
         print(f"wrote {target}")
@@ -122,17 +132,29 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_summary(args: argparse.Namespace) -> int:
-    analysis, models = _compile(args, None)
+    found = _summaries(args)
     if args.json:
-        print(json.dumps({name: summary_json(analysis.graphs[name], model) for name, model in models.items()},
-                         indent=2))
+        print(json.dumps({name: summary_json(graph, split) for name, (graph, split) in found.items()}, indent=2))
         return 0
-    print("\n\n".join(summary_table(analysis.graphs[name], model) for name, model in models.items()))
+    print("\n\n".join(summary_table(graph, split) for graph, split in found.values()))
     return 0
 
 
-def _compile(args: argparse.Namespace, param_limit: int | None) -> tuple[Any, dict[str, Any]]:
-    program = load_spec(args.spec, args)  # syntax errors before TensorFlow
+def _summaries(args: argparse.Namespace) -> dict[str, tuple[Any, ParamSplit]]:
+    """Each model's graph and parameters: from the pure-Python inference (no backend imported) unless
+    the spec needs Keras to say them, or a flag asks for Keras (`--backend`, `--weights`, `--plugin`)."""
+    program = load_spec(args.spec, args)
+    if args.backend is None and args.weights is None and not args.plugin:
+        inferred = pipeline.inferred_splits(program, pipeline.pick_models(program, args.model))
+        if inferred is not None:
+            return inferred
+    analysis, models = _compile(args, None, program)
+    return {name: (analysis.graphs[name], pipeline.built_split(model)) for name, model in models.items()}
+
+
+def _compile(args: argparse.Namespace, param_limit: int | None, program: Any = None) -> tuple[Any, dict[str, Any]]:
+    if program is None:
+        program = load_spec(args.spec, args)  # syntax errors before TensorFlow
     names = pipeline.pick_models(program, args.model)
     pipeline.start_backend(args.backend)
     load_plugins(args.plugin, program.root)  # after Keras: a plugin importing it stays quiet too
@@ -189,7 +211,7 @@ def _node_rows(graph: Any) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def summary_table(graph: Any, model: Any) -> str:
+def summary_table(graph: Any, split: ParamSplit) -> str:
     """The layers of one model: name, kind, output shape (batch axis left out), parameters."""
     header = ("Layer", "Kind", "Output shape", "Params")
     rows = _node_rows(graph)
@@ -200,11 +222,11 @@ def summary_table(graph: Any, model: Any) -> str:
         cells = [_fit(row[i], widths[i]).ljust(widths[i]) for i in range(3)]
         return "  ".join(cells + [row[3].rjust(widths[3])]).rstrip()
 
-    total, trainable = pipeline.param_counts(model)
+    total, trainable = split.total, split.trainable
     rule = "-" * len(line(tuple("-" * w for w in widths)))
     out = [f"model {graph.name}", rule, line(header), rule, *(line(r) for r in rows), rule,
            f"params: {total:,} (trainable {trainable:,}, non-trainable {total - trainable:,})"]
-    frozen = pipeline.frozen_layers(model)
+    frozen = split.frozen
     if frozen:
         out.append(f"frozen: {_fit(', '.join(frozen), 100)}")
     outputs = ", ".join(f"{name} {shape_text(graph.node_of(ref).output_shapes[ref.index])}"
@@ -213,9 +235,9 @@ def summary_table(graph: Any, model: Any) -> str:
     return "\n".join(out)
 
 
-def summary_json(graph: Any, model: Any) -> dict[str, Any]:
+def summary_json(graph: Any, split: ParamSplit) -> dict[str, Any]:
     """One model's numbers (`netdsl summary --json`, `netdsl.summary`)."""
-    return dict(pipeline.model_summary(graph, model))
+    return dict(pipeline.model_summary(graph, split))
 
 
 def _fit(text: str, width: int) -> str:

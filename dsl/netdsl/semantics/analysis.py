@@ -53,9 +53,10 @@ def analyze(program: Program, backend: Backend | None = None, models: list[str] 
         return _analyze(program, backend, models, declarations, param_limit)
 
 
-def checked_graphs(program: Program, names: list[str]) -> dict[str, Graph]:
-    """The expanded graphs of the models `names`, in that order; SpecError with every error found."""
-    analysis = analyze(program, models=names)
+def checked_graphs(program: Program, names: list[str], param_limit: int | None = None) -> dict[str, Graph]:
+    """The expanded graphs of the models `names`, in that order; SpecError with every error found
+    (`param_limit`: as for `analyze`)."""
+    analysis = analyze(program, models=names, param_limit=param_limit)
     if analysis.errors:
         raise SpecError(analysis.errors, program.sources())
     return {name: analysis.graphs[name] for name in names}

@@ -43,14 +43,27 @@ def declared_output_shapes(config: dict[str, Any], input_shapes: list[tuple[Any,
 
 def declared_param_count(config: dict[str, Any], input_shapes: list[tuple[Any, ...]]) -> int | None:
     """The parameter count of a DeclaredLayer config (its weights' sizes); None when a size is unknown."""
+    sizes = _weight_sizes(config, input_shapes)
+    return None if sizes is None else sum(sizes)
+
+
+def declared_non_trainable_count(config: dict[str, Any], input_shapes: list[tuple[Any, ...]]) -> int | None:
+    """The size of a DeclaredLayer config's `trainable=false` weights; None when a size is unknown."""
+    sizes = _weight_sizes(config, input_shapes)
+    if sizes is None:
+        return None
+    return sum(n for n, weight in zip(sizes, config["weights"]) if weight.get("trainable", True) is False)
+
+
+def _weight_sizes(config: dict[str, Any], input_shapes: list[tuple[Any, ...]]) -> list[int] | None:
     inputs = dict(zip(config["inputs"], input_shapes))
     try:
-        sizes = [[_dim(d, config["params"], inputs) for d in weight["shape"]] for weight in config["weights"]]
+        dims = [[_dim(d, config["params"], inputs) for d in weight["shape"]] for weight in config["weights"]]
     except (TypeError, ValueError, IndexError, KeyError):
         return None
-    if any(not isinstance(d, int) or d <= 0 for dims in sizes for d in dims):
+    if any(not isinstance(d, int) or d <= 0 for shape in dims for d in shape):
         return None  # Keras refuses such a weight; let the build say so
-    return sum(math.prod(dims) for dims in sizes)
+    return [math.prod(shape) for shape in dims]
 
 
 def _dim(tree: list[Any], params: dict[str, Any], inputs: dict[str, Any]) -> int:

@@ -88,7 +88,7 @@ def test_several_tensorflow_processes_say_to_use_jax(capsys: pytest.CaptureFixtu
     code = main(["train", SPEC, "--train", str(data), "--processes", "2", "--backend", "tensorflow",
                  "-o", str(tmp_path / "runs")])
     assert code == 2
-    assert capsys.readouterr().err == f"netdsl: error: {TF_MULTI_PROCESS}\n"
+    assert capsys.readouterr().err == f"netdsl train: error: {TF_MULTI_PROCESS}\n"
     assert not (tmp_path / "runs").exists()
 
 
@@ -97,7 +97,7 @@ def test_processes_flag_leaves_the_job_flags_to_the_launcher(capsys: pytest.Capt
     code = main(["train", SPEC, "--train", str(data), "--processes", "2", "--backend", "jax",
                  "--coordinator", "127.0.0.1:29500"])
     assert code == 2
-    assert capsys.readouterr().err == ("netdsl: error: --processes starts the processes itself: leave out "
+    assert capsys.readouterr().err == ("netdsl train: error: --processes starts the processes itself: leave out "
                                        "--coordinator, --num-processes and --process-id\n")
 
 

@@ -24,9 +24,10 @@ import numpy as np
 
 from netdsl.deploy.errors import ExportError
 from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
+from netdsl.errors import UsageError
 from netdsl.training.data.plan import numpy_batches
 from netdsl.training.data.source import open_source
-from netdsl.training.errors import TrainingError, UsageError
+from netdsl.training.errors import TrainingError
 from netdsl.training.run.runs import CONFIG
 
 if TYPE_CHECKING:

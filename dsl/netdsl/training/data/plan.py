@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netdsl.errors import UsageError
 from netdsl.training.data.request import DEFAULT_SPLIT, DataRequest, check_split
 from netdsl.training.data.signature import Signature
 from netdsl.training.data.source import DataSource, open_source
-from netdsl.training.errors import DataError, UsageError
+from netdsl.training.errors import DataError
 
 if TYPE_CHECKING:
     from netdsl.training.data.pipeline import EpochOrder  # it loads TensorFlow

@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from netdsl.errors import SpecError
+from netdsl.errors import SpecError, UsageError
 from netdsl.training.data.pipeline import EpochOrder
 from netdsl.training.data.plan import DataPlan, plan_data
 from netdsl.training.data.signature import Signature
@@ -163,7 +163,7 @@ class Session:
         except Stopped as stop:
             with self.signals.critical(closing=True):
                 return self._close("stopped", f"{stop} received; resume with --resume")
-        except (TrainingError, SpecError) as exc:
+        except (TrainingError, UsageError, SpecError) as exc:
             self._close("failed", _one_line(exc))
             exc.run_dir = self._dir  # type: ignore[union-attr]
             raise

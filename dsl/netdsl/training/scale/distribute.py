@@ -31,7 +31,8 @@ from typing import Any
 
 from netdsl.backend.execution import one_step_per_execution
 from netdsl.backend.runtime import init_backend, muted_stderr, require_tensorflow_data
-from netdsl.training.errors import DataError, UsageError
+from netdsl.errors import UsageError
+from netdsl.training.errors import DataError
 from netdsl.training.scale import faults
 from netdsl.training.scale.topology import Topology
 

@@ -9,6 +9,7 @@ the same seed and global batch.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import socket
@@ -205,6 +206,11 @@ def test_two_devices_train_as_one(jobs, tmp_path: Path, small_data: Path, backen
     code, log, two = _train(jobs, tmp_path, "two", "--backend", backend, "--devices", "2", data=small_data)
     assert code == 0, log
     assert _largest_difference(_weights(one), _weights(two)) <= 1e-5
+    # A MirroredStrategy is fed one step per execution (its placement says so); JAX's DataParallel, the default.
+    (folder,) = [p for p in two.iterdir() if p.is_dir()]
+    config = json.loads((folder / "config.json").read_text())
+    assert (config["settings"]["steps_per_execution"], config["settings_from"]["steps_per_execution"]) == (
+        (1, "default for tensorflow in a distributed job") if backend == "tensorflow" else (32, "default for jax"))
 
 
 @pytest.mark.slow

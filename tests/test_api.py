@@ -73,9 +73,12 @@ def test_every_error_is_exported_and_a_netdsl_error():
                                      "DataError", "RunError", "ExportError"])
     assert all(issubclass(getattr(netdsl, name), netdsl.NetdslError) for name in errors)
     assert issubclass(netdsl.VerifyFailed, netdsl.ExportError)
-    from netdsl.training.errors import UsageError as TrainingUsageError
+    from netdsl.deploy import MissingPackage
+    from netdsl.training import UsageError as TrainingUsageError
 
-    assert issubclass(TrainingUsageError, netdsl.UsageError) and issubclass(TrainingUsageError, netdsl.TrainingError)
+    # One usage error for every room: training's name is the same class, the export's refusals are kinds of it.
+    assert TrainingUsageError is netdsl.UsageError and issubclass(MissingPackage, netdsl.UsageError)
+    assert str(netdsl.UsageError("--split takes \x1b[31m", hint="give 0.8,0.2")) == "--split takes \\x1b[31m; give 0.8,0.2"
 
 
 def test_the_package_is_typed():

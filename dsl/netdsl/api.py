@@ -319,7 +319,6 @@ def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: in
     file records or the spec's only one); `data` is then required. Raises `DataError`,
     `RunError`, `ExportError`, or `TrainingError` for a model without a loss."""
     from netdsl.deploy.inference import evaluate_exported, is_exported
-    from netdsl.training.errors import UsageError
     from netdsl.training.run.inference import DEFAULT_BATCH
     from netdsl.training.run.inference import evaluate as evaluate_trained
 
@@ -339,7 +338,6 @@ def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None
     runtime; ONNX and LiteRT load neither Keras nor TensorFlow (data from
     `.npz`, `.csv` or arrays)."""
     from netdsl.deploy.inference import is_exported, predict_exported
-    from netdsl.training.errors import UsageError
     from netdsl.training.run.inference import DEFAULT_BATCH
     from netdsl.training.run.inference import predict as predict_trained
 
@@ -369,7 +367,8 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
     database URL (`postgresql://...`, `sqlite:///...`; default SQLite in the sweep folder) that
     workers on many machines share under one `study` name; `resume`: "auto" or a sweep folder, to
     finish a sweep that was stopped or killed. Returns a `SweepResult` (`.dir`, `.trials`, `.best`).
-    Raises `SpecError` (the spec or its sweep section) or `TrainingError` (data, flags, storage).
+    Raises `SpecError` (the spec or its sweep section), `TrainingError` (data, storage) or
+    `UsageError` (a flag that cannot work).
     """
     from netdsl.training.data.request import DataRequest
     from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep

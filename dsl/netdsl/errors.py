@@ -165,7 +165,19 @@ class BackendError(NetdslError):
 
 class UsageError(NetdslError):
     """netdsl was asked for something that cannot work: spec text passed where a path goes, two
-    arguments that exclude each other, a bad flag (`training.errors.UsageError` is one too)."""
+    arguments that exclude each other, a bad flag, a missing optional package. The one usage error
+    of every room; the CLI prints it as argparse does (`netdsl train: error: ...`) and exits 2.
+
+    `str()` is the message and its hint, escaped (`printable`): one line."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, hint: str | None = None):
+        self.message, self.hint = message, hint
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return printable(self.message) + (f"; {printable(self.hint)}" if self.hint else "")
 
 
 class LightningError(NetdslError):

@@ -143,7 +143,7 @@ def test_several_devices_or_processes_on_torch_say_what_can(flags: list[str], tm
                  "--backend", "torch", *flags])
     assert code == 2
     assert capsys.readouterr().err == (
-        "netdsl: error: Keras' torch backend trains on one device of one process: train with --backend jax for several "
+        "netdsl train: error: Keras' torch backend trains on one device of one process: train with --backend jax for several "
         "devices or processes, or in PyTorch Lightning (netdsl.lightning.SpecModule with strategy='ddp'; "
         "docs/lightning.md)\n")
     assert not (tmp_path / "runs").exists()

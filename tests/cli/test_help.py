@@ -141,7 +141,7 @@ def test_did_you_mean(capsys, argv, last_line):
 
 def test_predict_still_needs_its_output(capsys):
     code, _, err = run(capsys, "predict", "runs/x-1", "--data", "d.npz")
-    assert (code, err) == (2, "netdsl: error: the following arguments are required: -o/--out PREDS.npz\n")
+    assert (code, err) == (2, "netdsl predict: error: the following arguments are required: -o/--out PREDS.npz\n")
 
 
 # ------------------------------------------------------------------ --version

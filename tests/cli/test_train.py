@@ -96,12 +96,12 @@ def test_an_image_folder_trains_end_to_end(work, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--val", "t.csv"], "netdsl: error: --val and --test go with --train (with --data, --split cuts the data)"),
-    (["--train", "t.csv", "--split", "0.5,0.5"], "netdsl: error: --split cuts --data; with --train, give --val and --test"),
-    ([], "netdsl: error: no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]"),
+    (["--val", "t.csv"], "netdsl train: error: --val and --test go with --train (with --data, --split cuts the data)"),
+    (["--train", "t.csv", "--split", "0.5,0.5"], "netdsl train: error: --split cuts --data; with --train, give --val and --test"),
+    ([], "netdsl train: error: no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]"),
     (["--data", "t.csv", "--targets", "probs"],
-     "netdsl: error: --targets takes OUTPUT=COLUMN pairs, like probs=label; received 'probs'"),
-    (["--data", "t.csv", "--epochs", "0"], "netdsl: error: --epochs takes a positive integer; received 0"),
+     "netdsl train: error: --targets takes OUTPUT=COLUMN pairs, like probs=label; received 'probs'"),
+    (["--data", "t.csv", "--epochs", "0"], "netdsl train: error: --epochs takes a positive integer; received 0"),
 ])
 def test_usage_errors_exit_2_before_anything_runs(work, capsys, args, message):
     code, out, err = run(capsys, "train", "tiny.net", *args)
@@ -126,7 +126,7 @@ def test_resume_auto_starts_a_new_run_when_none_is_unfinished(work, capsys):
                        "--progress", "none", "--resume", "auto")
     assert code == 0 and "run folder: runs/tiny-2" in out  # tiny-1 finished: a new run
     code, _, err = run(capsys, "train", "tiny.net", "--resume", "auto")
-    assert (code, err) == (2, "netdsl: error: no training data: give --data SRC, or --train SRC [--val SRC] "
+    assert (code, err) == (2, "netdsl train: error: no training data: give --data SRC, or --train SRC [--val SRC] "
                               "[--test SRC] (and no unfinished run of 'tiny' in runs to resume)\n")
     code, _, err = run(capsys, "evaluate", "runs/tiny-3", "--data", "t.csv")
     assert (code, err) == (1, "runs/tiny-3: error: no such run folder or .keras file\n")

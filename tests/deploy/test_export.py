@@ -165,9 +165,9 @@ def zip_free(path: Path) -> Path:
 
 @pytest.mark.parametrize(("case", "expected"), [
     ("not_a_zip", (1, "{tmp}/broken.keras: error: not a .keras file (not a zip archive)\n")),
-    ("unknown_format", (2, "netdsl: error: unknown format 'onx'; did you mean 'onnx'? "
+    ("unknown_format", (2, "netdsl export: error: unknown format 'onx'; did you mean 'onnx'? "
                            "(formats: onnx, saved_model, litert)\n")),
-    ("other_tools_name", (2, "netdsl: error: unknown format 'tflite'; did you mean 'litert'? "
+    ("other_tools_name", (2, "netdsl export: error: unknown format 'tflite'; did you mean 'litert'? "
                              "(formats: onnx, saved_model, litert)\n")),
     ("no_such_source", (1, "{tmp}/nothing.net: error: no such spec, run folder or .keras file\n")),
     ("not_a_source", (1, "{tmp}/notes.txt: error: not a spec (.net), a run folder or a .keras file\n")),
@@ -211,7 +211,7 @@ def test_a_missing_runtime_is_an_install_hint(capsys, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
     code, out, err = cli(capsys, str(SMALL), "--format", "onnx")
-    assert (code, out, err) == (2, "", "netdsl: error: --format onnx needs onnxruntime, which is not installed; "
+    assert (code, out, err) == (2, "", "netdsl export: error: --format onnx needs onnxruntime, which is not installed; "
                                        "pip install 'netdsl[export]'\n")
 
 

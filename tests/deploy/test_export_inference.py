@@ -144,12 +144,12 @@ def garbage(path: Path) -> Path:
     (["predict", "{work}/classifier.onnx", "--data", "{tmp}/narrow.npz", "-o", "{tmp}/p.npz"],
      (1, "{tmp}/narrow.npz: error: input 'features' expects shape (N, 12), found (4, 7)\n")),
     (["predict", "{work}/classifier.onnx", "--data", "{work}/classifier.npz", "-o", "{tmp}/p.npz", "--backend",
-      "jax"], (2, "netdsl: error: --backend does not apply to an exported file: it runs in its own runtime\n")),
+      "jax"], (2, "netdsl predict: error: --backend does not apply to an exported file: it runs in its own runtime\n")),
     (["evaluate", "{tmp}/alone.onnx", "--data", "{work}/classifier.npz"],
-     (2, "netdsl: error: an exported file holds no loss or metrics; give the spec with --spec SPEC.net (or keep "
+     (2, "netdsl evaluate: error: an exported file holds no loss or metrics; give the spec with --spec SPEC.net (or keep "
          "the file in its run folder, whose spec is used)\n")),
     (["evaluate", "{work}/classifier.onnx", "--spec", str(SCORED)],
-     (2, "netdsl: error: evaluate needs --data SRC, except for a run folder (its own test split by default)\n")),
+     (2, "netdsl evaluate: error: evaluate needs --data SRC, except for a run folder (its own test split by default)\n")),
 ])
 def test_bad_input_is_one_line(args, expected, work, tmp_path, capsys):
     garbage(tmp_path / "junk.onnx")
@@ -166,7 +166,7 @@ def test_a_missing_runtime_is_an_install_hint(work, capsys, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
     code = main(["predict", str(work / FILES["onnx"]), "--data", str(work / "classifier.npz"), "-o", "p.npz"])
-    assert (code, capsys.readouterr().err) == (2, "netdsl: error: running an onnx file needs onnxruntime, which is "
+    assert (code, capsys.readouterr().err) == (2, "netdsl predict: error: running an onnx file needs onnxruntime, which is "
                                                   "not installed; pip install 'netdsl[export]'\n")
 
 

@@ -9,7 +9,7 @@ are: generated (a chain of layers in a random order, arrays of random shapes and
 records, images) or mutated (JSON edits of the export fixtures' configs; bytes flipped,
 cut, repeated or lengths and headers forged in a valid file). The worker (`worker.py`)
 writes them to a file and hands it to the reader, under the same memory limit; a reader
-must answer with netdsl's own error (SpecError, TrainingError) or succeed.
+must answer with netdsl's own error (SpecError, TrainingError, UsageError) or succeed.
 """
 
 from __future__ import annotations

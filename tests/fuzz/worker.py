@@ -60,7 +60,7 @@ def check_one(text: str, filename: str) -> dict:
 
 def check_file(target: str, data: bytes, suffix: str, folder: str) -> dict:
     """Write `data` to a file of `suffix` in `folder` and hand it to the target's reader."""
-    from netdsl.errors import SpecError
+    from netdsl.errors import SpecError, UsageError
     from netdsl.training.errors import TrainingError
 
     path = os.path.join(folder, "input" + suffix)
@@ -84,7 +84,7 @@ def check_file(target: str, data: bytes, suffix: str, folder: str) -> dict:
             decompile_model(path)
         else:
             _read_data(path, suffix)
-    except (SpecError, TrainingError) as exc:  # what the CLI prints must be one escaped line per error
+    except (SpecError, TrainingError, UsageError) as exc:  # what the CLI prints must be one escaped line per error
         count = 1
         text = render_all(exc.diagnostics, exc.sources) if isinstance(exc, SpecError) else str(exc)
         if LAST_RESORT in text or "\x1b" in text:

@@ -142,6 +142,32 @@ def test_a_tfrecord_order_depends_on_the_epoch_seed_alone_whatever_the_global_se
     assert all(np.array_equal(orders[0], order) for order in orders)
 
 
+def _numpy(found):
+    return [({k: v.tolist() for k, v in x.items()}, None if y is None else {k: v.tolist() for k, v in y.items()})
+            for x, y in found]
+
+
+def test_every_format_gives_numpy_batches_by_name(tmp_path):
+    # `batches` (what an exported file's runtime is fed) is a member of every source: one place per format.
+    rows = np.array([0, 2, 3, 5])
+    a, b = RNG.random((6, 2)).astype("float32"), RNG.integers(0, 9, (6, 3)).astype("int32")
+    p, q = RNG.random((6, 4)).astype("float32"), RNG.random(6).astype("float32")
+    np.savez(tmp_path / "d.npz", a=a, b=b, p=p, q=q)
+    arrays = open_source(str(tmp_path / "d.npz"), TWO)
+    assert _numpy(arrays.batches(rows, 3)) == _numpy([({"a": a[[0, 2, 3]], "b": b[[0, 2, 3]]},
+                                                       {"p": p[[0, 2, 3]], "q": q[[0, 2, 3]]}),
+                                                      ({"a": a[[5]], "b": b[[5]]}, {"p": p[[5]], "q": q[[5]]})])
+    images, labels = _tfrecord(tmp_path / "d.tfrecord", 6)
+    records = open_source(str(tmp_path / "d.tfrecord"), IMAGE)
+    assert _numpy(records.batches(rows, 3)) == _numpy([({"image": images[[0, 2, 3]]}, {"probs": labels[[0, 2, 3]]}),
+                                                       ({"image": images[[5]]}, {"probs": labels[[5]]})])
+    assert _numpy(records.batches(rows[:2], 3, with_targets=False)) == _numpy([({"image": images[[0, 2]]}, None)])
+    pixels = _png_folder(tmp_path, ["a", "b"])
+    folder = open_source(str(tmp_path / "imgs"), IMAGE)
+    assert _numpy(folder.batches(np.array([1, 2]), 2)) == _numpy(
+        [({"image": np.stack([pixels[(0, 1)], pixels[(1, 0)]]).astype("float32")}, {"probs": np.array([0, 1])})])
+
+
 def test_split_is_a_partition_given_by_the_seed():
     train, val, test = split_rows(100, (0.8, 0.1, 0.1), seed=5)
     assert (len(train), len(val), len(test)) == (80, 10, 10)

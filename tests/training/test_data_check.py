@@ -98,4 +98,4 @@ def test_evaluate_without_data_needs_a_run_folder(work, capsys):
     Path("model.keras").write_bytes(b"")
     assert main(["evaluate", "model.keras"]) == 2
     assert capsys.readouterr().err == (
-        "netdsl: error: evaluate needs --data SRC, except for a run folder (its own test split by default)\n")
+        "netdsl evaluate: error: evaluate needs --data SRC, except for a run folder (its own test split by default)\n")

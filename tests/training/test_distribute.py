@@ -9,6 +9,7 @@ the same seed and global batch.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import socket
@@ -88,7 +89,7 @@ def test_several_tensorflow_processes_say_to_use_jax(capsys: pytest.CaptureFixtu
     code = main(["train", SPEC, "--train", str(data), "--processes", "2", "--backend", "tensorflow",
                  "-o", str(tmp_path / "runs")])
     assert code == 2
-    assert capsys.readouterr().err == f"netdsl: error: {TF_MULTI_PROCESS}\n"
+    assert capsys.readouterr().err == f"netdsl train: error: {TF_MULTI_PROCESS}\n"
     assert not (tmp_path / "runs").exists()
 
 
@@ -97,7 +98,7 @@ def test_processes_flag_leaves_the_job_flags_to_the_launcher(capsys: pytest.Capt
     code = main(["train", SPEC, "--train", str(data), "--processes", "2", "--backend", "jax",
                  "--coordinator", "127.0.0.1:29500"])
     assert code == 2
-    assert capsys.readouterr().err == ("netdsl: error: --processes starts the processes itself: leave out "
+    assert capsys.readouterr().err == ("netdsl train: error: --processes starts the processes itself: leave out "
                                        "--coordinator, --num-processes and --process-id\n")
 
 
@@ -205,6 +206,11 @@ def test_two_devices_train_as_one(jobs, tmp_path: Path, small_data: Path, backen
     code, log, two = _train(jobs, tmp_path, "two", "--backend", backend, "--devices", "2", data=small_data)
     assert code == 0, log
     assert _largest_difference(_weights(one), _weights(two)) <= 1e-5
+    # A MirroredStrategy is fed one step per execution (its placement says so); JAX's DataParallel, the default.
+    (folder,) = [p for p in two.iterdir() if p.is_dir()]
+    config = json.loads((folder / "config.json").read_text())
+    assert (config["settings"]["steps_per_execution"], config["settings_from"]["steps_per_execution"]) == (
+        (1, "default for tensorflow in a distributed job") if backend == "tensorflow" else (32, "default for jax"))
 
 
 @pytest.mark.slow

@@ -117,6 +117,26 @@ def test_weights_equal_the_hand_written_fit_bitwise(tmp_path, extra, fit):
         (3, "spec") if extra else (32, "default for tensorflow"))
 
 
+def test_a_job_placement_steps_once_and_the_next_build_has_the_backend_default(tmp_path):
+    # The placement says "one step per execution"; nothing a build leaves behind changes the next one.
+    from netdsl.training import DataRequest, TrainRequest, resolve
+    from netdsl.training.run.engine import Placement, run_training
+
+    path = spec(tmp_path, PLAIN)
+
+    def trained(placement: Placement | None) -> tuple[int, str]:
+        request = TrainRequest(spec=path, epochs=1, seed=2, out=tmp_path / "runs",
+                               data=DataRequest(train=(X, Y)))
+        run = run_training(resolve(request), placement)
+        config = json.loads((run.dir / "config.json").read_text())
+        assert config["settings"]["steps_per_execution"] == run.model.steps_per_execution
+        return run.model.steps_per_execution, config["settings_from"]["steps_per_execution"]
+
+    assert trained(Placement(one_step_per_execution=True)) == (1, "default for tensorflow in a distributed job")
+    assert trained(None) == (32, "default for tensorflow")
+    assert netdsl.build(path).steps_per_execution == 32
+
+
 def test_the_same_seed_gives_the_same_weights_with_shuffling_and_dropout(tmp_path):
     path = spec(tmp_path, NOISY)
     first = netdsl.train(path, train=(X, Y), seed=5, out=tmp_path / "runs", epochs=2)

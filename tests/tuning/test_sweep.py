@@ -188,18 +188,18 @@ def test_mistakes_are_said_before_anything_trains(project, tmp_path, capsys, mon
     plain = tmp_path / "plain.net"
     plain.write_text(SPEC.split("sweep tiny")[0])
     assert sweep_cli(capsys, str(plain), "--data", "data.npz") == (
-        2, "netdsl: error: the spec has no sweep section for model 'tiny'; add one: sweep tiny { width = "
+        2, "netdsl sweep: error: the spec has no sweep section for model 'tiny'; add one: sweep tiny { width = "
            "choice(32, 64)  objective = minimize(val_loss) }\n")
     assert sweep_cli(capsys, "tiny.net", "--data", "data.npz", "-D", "width=4") == (
-        2, "netdsl: error: -D width fixes a constant this sweep searches; leave it out of the sweep or of -D\n")
+        2, "netdsl sweep: error: -D width fixes a constant this sweep searches; leave it out of the sweep or of -D\n")
     assert sweep_cli(capsys, "tiny.net", "--train", "data.npz", "-o", str(tmp_path)) == (
-        2, "netdsl: error: the objective val_loss needs validation data, and this sweep has none; give --val SRC "
+        2, "netdsl sweep: error: the objective val_loss needs validation data, and this sweep has none; give --val SRC "
            "(with --train), a --split with a validation part, or minimize a training metric such as loss\n")
     assert sweep_cli(capsys, "tiny.net", "--data", "data.npz", "--workers", "0") == (
-        2, "netdsl: error: --workers takes a whole number from 1 to 64; received 0\n")
+        2, "netdsl sweep: error: --workers takes a whole number from 1 to 64; received 0\n")
     code, err = sweep_cli(capsys, "tiny.net", "--data", "data.npz", "-o", str(tmp_path),
                           "--storage", "postgresql://someone:secret@127.0.0.1:9/none")
-    assert code == 2 and err.startswith("netdsl: error: cannot open the study's storage "
+    assert code == 2 and err.startswith("netdsl sweep: error: cannot open the study's storage "
                                         "postgresql://someone:***@127.0.0.1:9/none: ")
     assert "secret" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.net", "tiny-sweep-1"]

@@ -13,7 +13,8 @@ Training section. A model whose spec has `train { ... }` comes back compiled:
 optimizer (with clipping and learning-rate schedules), losses, metrics and
 loss weights per output (in output order, keyed by the spec's output names),
 `jit_compile` and `steps_per_execution` (where the spec says nothing, the backend's
-default: backend/execution.py; `execution_of(model)` says which). `mixed_precision` sets the Keras
+default: backend/execution.py, or one step for a model built with `one_step_per_execution=True`,
+as a job of several processes builds its own; `execution_of(model)` says which). `mixed_precision` sets the Keras
 dtype policy while *that* model is built (the global policy is restored
 afterwards). Its outputs stay float32, as the Keras guide recommends: a
 model-level layer named like an output (`output probs = ... -> dense(10)`)
@@ -56,13 +57,14 @@ _EXECUTION: weakref.WeakKeyDictionary[Any, Execution] = weakref.WeakKeyDictionar
 # ------------------------------------------------------------------ entry points
 
 
-def compile_program(program: Program, models: list[str] | None = None,
-                    param_limit: int | None = None) -> tuple[Analysis, dict[str, Any]]:
+def compile_program(program: Program, models: list[str] | None = None, param_limit: int | None = None, *,
+                    one_step_per_execution: bool = False) -> tuple[Analysis, dict[str, Any]]:
     """Check and build `models` (default: every model of the root file).
 
     Returns the analysis (graphs with `built` set and parameter counts filled
     in) and `{name: keras.Model}` in the order asked. Raises `SpecError` with
-    every diagnostic when anything fails.
+    every diagnostic when anything fails. `one_step_per_execution`: a model with a
+    train section defaults to one step per execution (backend/execution.py says when).
 
     The models are checked and expanded in pure Python once; when that was
     certain and clean, their layers are then built back to back
@@ -78,13 +80,14 @@ def compile_program(program: Program, models: list[str] | None = None,
     if checked.exhausted:  # building it with Keras would only spend more
         raise SpecError(checked.errors, program.sources())
     if not checked.errors:
-        replayed = _replay_all(program, checked, wanted)
+        replayed = _replay_all(program, checked, wanted, one_step_per_execution)
         if replayed is not None:
             return replayed
-    return _compile_interleaved(program, checked, wanted, param_limit)
+    return _compile_interleaved(program, checked, wanted, param_limit, one_step_per_execution)
 
 
-def _replay_all(program: Program, checked: Analysis, wanted: list[str]) -> tuple[Analysis, dict[str, Any]] | None:
+def _replay_all(program: Program, checked: Analysis, wanted: list[str],
+                one_step_per_execution: bool) -> tuple[Analysis, dict[str, Any]] | None:
     """Build the checked graphs directly; None when one of them must be expanded with Keras."""
     from netdsl.backend.builder import KerasBackend, replay
 
@@ -98,7 +101,8 @@ def _replay_all(program: Program, checked: Analysis, wanted: list[str]) -> tuple
                     return None
                 try:
                     if graph.train is not None:
-                        _compile_training(graph.built, graph)
+                        _compile_training(graph.built, graph, execution_settings(
+                            graph.train, current_backend(), one_step_per_execution=one_step_per_execution))
                 except Fail:
                     return None  # reported, with every other error, by the interleaved build
                 built[name] = graph.built
@@ -117,8 +121,8 @@ def _policy_groups(wanted: list[str], policies: dict[str, str | None]) -> list[t
     return groups + [(policies[m], [m]) for m in wanted if policies.get(m)]
 
 
-def _compile_interleaved(program: Program, checked: Analysis, wanted: list[str],
-                         param_limit: int | None) -> tuple[Analysis, dict[str, Any]]:
+def _compile_interleaved(program: Program, checked: Analysis, wanted: list[str], param_limit: int | None,
+                         one_step_per_execution: bool) -> tuple[Analysis, dict[str, Any]]:
     """Expand with Keras building each layer as it goes: exact shapes, Keras' own errors."""
     from netdsl.backend.builder import KerasBackend
 
@@ -146,7 +150,8 @@ def _compile_interleaved(program: Program, checked: Analysis, wanted: list[str],
                     if graph.built is None:
                         graph.built = backend.finish(graph)
                     if graph.train is not None:
-                        _compile_training(graph.built, graph)
+                        _compile_training(graph.built, graph, execution_settings(
+                            graph.train, current_backend(), one_step_per_execution=one_step_per_execution))
                 except Fail as exc:
                     diagnostics.extend(exc.all_diagnostics())
                     continue
@@ -159,19 +164,21 @@ def _compile_interleaved(program: Program, checked: Analysis, wanted: list[str],
     return result, {name: built[name] for name in wanted}
 
 
-def build_model(source: Source, model: str | None = None, *, include: list = (),
-                param_limit: int | None = None, backend: str | None = None) -> Any:
+def build_model(source: Source, model: str | None = None, *, include: list = (), param_limit: int | None = None,
+                backend: str | None = None, one_step_per_execution: bool = False) -> Any:
     """One model of a spec as a `keras.Model` (compiled when it has a train section).
 
     `source`: a spec path (`str` / `os.PathLike`) or a `Program`; `model` may
     be omitted when the file has one model. `backend` ('tensorflow', 'jax' or 'torch')
     must be the one Keras runs on in this process, or Keras not loaded yet
-    (None: the environment's choice, see `runtime.init_backend`).
+    (None: the environment's choice, see `runtime.init_backend`). `one_step_per_execution`:
+    the model trains in a job of several processes or under a MirroredStrategy (its placement
+    says so), where steps_per_execution defaults to 1.
     """
     init_backend(backend, mute_stderr=False)
     program = as_program(source, include)
     name = pick_model(program, model)
-    _, models = compile_program(program, [name], param_limit)
+    _, models = compile_program(program, [name], param_limit, one_step_per_execution=one_step_per_execution)
     return models[name]
 
 
@@ -249,10 +256,13 @@ def unfreeze(model: Any) -> None:
 
     graph = _PHASES[model]
     set_trainable(model, [p.text for p in graph.train.freeze], True)
-    _compile_training(model, graph, second_phase=True)
+    # The first phase's steps and jit_compile (none when the section compiles nothing: nor does this phase).
+    execution = _EXECUTION.get(model) or execution_settings(graph.train, current_backend())
+    _compile_training(model, graph, execution, second_phase=True)
 
 
-def _compile_training(model: Any, graph: Any, second_phase: bool = False) -> None:
+def _compile_training(model: Any, graph: Any, execution: Execution, second_phase: bool = False) -> None:
+    """Compile `model` with its train section's optimizer, losses and metrics, and `execution`'s settings."""
     from netdsl.backend.builder import reason
 
     spec = graph.train
@@ -288,7 +298,6 @@ def _compile_training(model: Any, graph: Any, second_phase: bool = False) -> Non
         raise Fail(graph.span, f"the train section of '{graph.name}' cannot be built: {reason(exc)}") from None
     _refuse_on_torch(graph)
     try:
-        execution = execution_settings(spec, current_backend())
         model.compile(optimizer=optimizer, loss=loss, metrics=metrics, loss_weights=weights,
                       jit_compile=execution.jit_compile, steps_per_execution=execution.steps_per_execution)
         _EXECUTION[model] = execution

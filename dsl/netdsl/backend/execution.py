@@ -10,38 +10,24 @@ returns to Python once every 32 batches; Keras on torch runs one step per
 execution. `jit_compile = "auto"` is kept everywhere: it is already XLA on
 TensorFlow and JAX, and torch.compile's start-up cost outweighs a short run.
 A value the spec's train section sets always wins.
+
+A model built for a job of several processes, or for TensorFlow's MirroredStrategy, defaults
+to one step per execution: its placement says so (`one_step_per_execution=True`, passed down
+from `build_model` to here), so that nothing but the arguments of a build decides its settings.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BACKEND_DEFAULTS", "Execution", "execution_settings", "one_step_per_execution"]
+__all__ = ["BACKEND_DEFAULTS", "Execution", "execution_settings"]
 
 BACKEND_DEFAULTS: dict[str, dict[str, Any]] = {
     "tensorflow": {"steps_per_execution": 32, "jit_compile": "auto"},
     "jax": {"steps_per_execution": 32, "jit_compile": "auto"},
     "torch": {"steps_per_execution": 1, "jit_compile": "auto"},
 }
-
-
-_one_step = False  # set while a multi-process job builds its model (one_step_per_execution)
-
-
-@contextlib.contextmanager
-def one_step_per_execution() -> Iterator[None]:
-    """Models built inside default to one step per execution: a multi-process job's watchdog
-    (training/scale/faults.py) marks progress after every step and times out a step that takes
-    too long, and TensorFlow's MirroredStrategy is not fed several steps at once."""
-    global _one_step
-    before, _one_step = _one_step, True
-    try:
-        yield
-    finally:
-        _one_step = before
 
 
 @dataclass(frozen=True)
@@ -53,16 +39,21 @@ class Execution:
     sources: dict[str, str] = field(default_factory=dict)
 
 
-def execution_settings(train: Any, backend: str) -> Execution:
-    """`train` (a `TrainSpec`): its own values where it sets them, the backend's defaults elsewhere."""
+def execution_settings(train: Any, backend: str, *, one_step_per_execution: bool = False) -> Execution:
+    """`train` (a `TrainSpec`): its own values where it sets them, the backend's defaults elsewhere.
+
+    `one_step_per_execution`: the model trains in a job of several processes or under a
+    MirroredStrategy, where the default is one step: a job's watchdog (training/scale/faults.py)
+    marks progress after every step and times out a step that takes too long, and Keras on
+    TensorFlow cannot feed a MirroredStrategy several steps at once."""
     defaults = dict(BACKEND_DEFAULTS.get(backend, BACKEND_DEFAULTS["torch"]))
-    if _one_step:
+    if one_step_per_execution:
         defaults["steps_per_execution"] = 1
     chosen, sources = {}, {}
     for key, default in defaults.items():
         given = getattr(train, key)
         chosen[key] = default if given is None else given
-        where = f"default for {backend}" + (" in a distributed job" if _one_step and key == "steps_per_execution"
-                                               else "")
+        distributed = one_step_per_execution and key == "steps_per_execution"
+        where = f"default for {backend}" + (" in a distributed job" if distributed else "")
         sources[key] = where if given is None else "spec"
     return Execution(chosen["steps_per_execution"], chosen["jit_compile"], sources)

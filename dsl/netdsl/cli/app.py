@@ -32,7 +32,7 @@ from netdsl.cli.common import (
     HelpFormatter,
     Parser,
     print_diagnostics,
-    print_training_error,
+    print_error,
 )
 from netdsl.errors import RESOURCE_ERRORS, BackendError, SpecError, UsageError, out_of_resources
 from netdsl.training.errors import TrainingError
@@ -53,11 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         print_diagnostics(exc.diagnostics, exc.sources)
         return EXIT_SPEC
-    except TrainingError as exc:
-        return print_training_error(exc)
-    except (BackendError, UsageError) as exc:  # a backend that cannot load here, a request that cannot work
-        print(f"netdsl {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except (TrainingError, UsageError, BackendError) as exc:  # bad data, a request that cannot work, a backend
+        return print_error(exc, args.command)                  # that cannot load here: one line each
     except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first
         print_diagnostics([out_of_resources(exc, _spec_of(args))], None)
         return EXIT_SPEC

@@ -10,9 +10,18 @@ import textwrap
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from netdsl.errors import Diagnostic, Sources, SpecError, did_you_mean, render_all
+from netdsl.errors import (
+    BackendError,
+    Diagnostic,
+    Sources,
+    SpecError,
+    UsageError,
+    did_you_mean,
+    printable,
+    render_all,
+)
 from netdsl.training.data.request import DataRequest, parse_split
-from netdsl.training.errors import UsageError
+from netdsl.training.errors import TrainingError
 from netdsl.training.run.signals import EXIT_STOPPED as EXIT_STOPPED  # 130: a run stopped, resumable
 
 EXIT_OK, EXIT_SPEC, EXIT_USAGE = 0, 1, 2
@@ -27,16 +36,22 @@ def print_diagnostics(diagnostics: list[Diagnostic], sources: Sources | None, st
             print(f"{errors} errors", file=stream)
 
 
-def print_training_error(exc: Any) -> int:
-    """A training command's one-line error (`file:line:col: error: ...`); its exit code.
+def print_error(exc: TrainingError | UsageError | BackendError, command: str) -> int:
+    """A command's one-line error; its exit code. An error in a file names it
+    (`train.csv:7:3: error: ...`); any other starts as argparse's own do
+    (`netdsl train: error: ...`), so every command's errors have one shape.
 
     A run that failed after its folder was made says where that folder is.
     """
-    print(str(exc) if exc.file else f"netdsl: {exc}", file=sys.stderr)
+    if isinstance(exc, TrainingError):
+        line = exc.text if exc.file is not None else f"netdsl {command}: {exc.text}"
+    else:  # a usage error's str() is escaped already; a backend's message is netdsl's own
+        line = f"netdsl {command}: error: {printable(str(exc))}"
+    print(line, file=sys.stderr)
     run_dir = getattr(exc, "run_dir", None)
     if run_dir is not None:
         print(f"run folder: {run_dir} (status: failed)", file=sys.stderr)
-    return exc.exit_code
+    return exc.exit_code if isinstance(exc, (TrainingError, UsageError)) else EXIT_USAGE
 
 
 # ------------------------------------------------------------------ parsers

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from netdsl.cli.common import add_backend, add_command, add_json, add_plugin, add_targets, load_plugins, parse_targets
-from netdsl.errors import printable
-from netdsl.training.errors import UsageError
+from netdsl.errors import UsageError, printable
 from netdsl.training.scale import processes
 
 

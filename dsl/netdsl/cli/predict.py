@@ -15,8 +15,8 @@ import argparse
 
 from netdsl.cli.common import add_alias, add_command
 from netdsl.cli.evaluate import add_trained_model_arguments, set_up
-from netdsl.errors import printable
-from netdsl.training.errors import TrainingError, UsageError
+from netdsl.errors import UsageError, printable
+from netdsl.training.errors import TrainingError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -24,8 +24,8 @@ from netdsl.cli.common import (
     data_request,
     load_plugins,
 )
+from netdsl.errors import UsageError
 from netdsl.semantics.defines import parse_defines
-from netdsl.training.errors import UsageError
 from netdsl.tuning.records import show_table
 from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
 from netdsl.tuning.show import read_sweep as show_sweep

@@ -44,8 +44,9 @@ from netdsl.cli.common import (
     data_request,
     load_plugins,
 )
+from netdsl.errors import UsageError
 from netdsl.semantics.defines import parse_defines
-from netdsl.training.errors import DataError, UsageError
+from netdsl.training.errors import DataError
 from netdsl.training.run.settings import PROGRESS, TrainRequest, resolve
 from netdsl.training.scale import processes
 

@@ -1,17 +1,18 @@
 """What `netdsl export` reports as one line: a bad source, a format it does not know, a layer a format cannot hold.
 
     model.keras: error: not a .keras file (not a zip archive)
-    error: unknown format 'onx'; did you mean 'onnx'? (formats: onnx, saved_model, litert)
-    error: layer 'score.dense' (Dense) cannot be exported to onnx: TensorFlow op Log1p has no ONNX conversion
-    error: --format onnx needs onnxruntime, which is not installed; pip install 'netdsl[export]'
+    netdsl export: error: unknown format 'onx'; did you mean 'onnx'? (formats: onnx, saved_model, litert)
+    netdsl export: error: layer 'score.dense' cannot be exported to onnx: TensorFlow op Log1p has no ONNX conversion
+    netdsl export: error: --format onnx needs onnxruntime, which is not installed; pip install 'netdsl[export]'
 
-They are training errors (the same one-line form, the same printing in the CLI):
-exit 1, or 2 for an unknown format or a missing optional package, as `train --tensorboard` does.
+An export error is a training error (the same one-line form, the same printing in the CLI), exit 1;
+an unknown format or a missing optional package is a usage error, exit 2, as `train --tensorboard` is.
 """
 
 from __future__ import annotations
 
-from netdsl.training.errors import TrainingError, UsageError
+from netdsl.errors import UsageError
+from netdsl.training.errors import TrainingError
 
 
 class ExportError(TrainingError):

@@ -24,9 +24,9 @@ import numpy as np
 
 from netdsl.deploy.errors import ExportError
 from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
-from netdsl.training.data.plan import numpy_batches
-from netdsl.training.data.source import open_source
-from netdsl.training.errors import TrainingError, UsageError
+from netdsl.errors import UsageError
+from netdsl.training.data.source import DataSource, open_source
+from netdsl.training.errors import TrainingError
 from netdsl.training.run.runs import CONFIG
 
 if TYPE_CHECKING:
@@ -40,13 +40,13 @@ def is_exported(where: Any) -> bool:
     return isinstance(where, (str, os.PathLike)) and exported_format(Path(where)) is not None
 
 
-def run_batches(model: ExportedModel, source: Any, batch_size: int,
+def run_batches(model: ExportedModel, source: DataSource, batch_size: int,
                 with_targets: bool = False) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
     """The file's outputs on every sample of `source` (and the targets read beside them), concatenated."""
     outputs: dict[str, list[np.ndarray]] = {name: [] for name in model.signature.output_names}
     targets: dict[str, list[np.ndarray]] = {name: [] for name in model.signature.output_names}
     dtypes = {spec.name: spec.dtype for spec in model.signature.inputs}
-    for x, y in numpy_batches(source, np.arange(source.n), batch_size, with_targets):
+    for x, y in source.batches(np.arange(source.n), batch_size, with_targets):
         try:
             got = model.run({name: np.asarray(array, dtype=dtypes[name]) for name, array in x.items()})
         except Exception as exc:  # the runtime's own type: a shape or type the file does not take

@@ -111,14 +111,13 @@ def run_exported(fmt: Format, path: Path, inputs: dict[str, np.ndarray]) -> dict
 
 def data_inputs(model: keras.Model, data: Any, batch: int = DATA_ROWS) -> dict[str, np.ndarray]:
     """The first `batch` samples of the user's data (read as `predict` reads it: by input name)."""
-    from netdsl.training.data.plan import numpy_batches
     from netdsl.training.data.source import open_source
     from netdsl.training.errors import DataError
 
     source = open_source(data, Signature.of(model), need_targets=False)
     if source.n == 0:
         raise DataError("no samples to verify with", file=getattr(source, "origin", None))
-    inputs, _ = next(numpy_batches(source, np.arange(min(source.n, batch)), batch))
+    inputs, _ = next(source.batches(np.arange(min(source.n, batch)), batch, with_targets=False))
     return inputs
 
 

@@ -14,12 +14,12 @@ from netdsl.errors import Diagnostic, Exhausted, Fail, SpecError, sort_diagnosti
 from netdsl.limits import MAX_DIAGNOSTICS, MAX_PARAMS, MAX_SUGGESTION_WORK
 from netdsl.semantics.expand import FlowExpander
 from netdsl.semantics.graph import Graph
-from netdsl.semantics.scope import Env, FileScope, build_scopes
+from netdsl.semantics.scope import FileScope, build_scopes
 from netdsl.semantics.shapes import ShapeBackend
 from netdsl.semantics.state import Backend, ExpansionState
 from netdsl.semantics.sweep_space import SweepSpace, check_metric, check_sweeps
 from netdsl.semantics.train_checks import TrainChecker
-from netdsl.semantics.values import UNKNOWN
+from netdsl.semantics.values import UNKNOWN, Env
 from netdsl.syntax import ir
 from netdsl.syntax.loader import Program, paused_gc
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from typing import Any, cast
+from enum import Enum
+from typing import Any, Final, cast
 
 from netdsl.errors import CyclicDefinition, Exhausted, Fail, Span
 from netdsl.limits import (
@@ -27,16 +28,24 @@ from netdsl.limits import (
     MAX_VALUE_DEPTH,
     MAX_VALUE_ITEMS,
 )
-from netdsl.semantics.scope import Closure, Env, FileScope, cycle_text
-from netdsl.semantics.values import UNKNOWN, Sym, SymCall, Value, describe_value, is_number, is_unknown, type_name
+from netdsl.semantics.scope import FileScope, cycle_text
+from netdsl.semantics.values import (
+    UNKNOWN,
+    Binding,
+    Closure,
+    Env,
+    StepValue,
+    Sym,
+    SymCall,
+    TensorValue,
+    Value,
+    binding_name,
+    describe_value,
+    is_number,
+    is_unknown,
+    type_name,
+)
 from netdsl.syntax import ir
-
-
-class TensorValue:
-    """Marker base for tensors living in an Env (see state.Tensor)."""
-
-    shape: Value  # without the batch axis: a tuple, or UNKNOWN
-    poisoned: bool = False  # bound by a statement that failed
 
 
 def _round(x: Any, ndigits: Any = None) -> Any:
@@ -106,7 +115,9 @@ class Consts:
         scope.let_values[name] = value
         return value
 
-    def lookup(self, name: str, env: Env, span: Span) -> Any:  # a Value, or an Env's tensor or shared instance
+    def lookup(self, name: str, env: Env, span: Span) -> Binding:
+        """What `name` is here: an environment's binding (a value, a tensor, a shared instance), a
+        file's constant or function, or else a `Sym` (a registry name, or an unknown one)."""
         value = env.get(name, _MISSING)
         if value is not _MISSING:
             return value
@@ -199,7 +210,10 @@ class Consts:
                 raise Fail.reported()  # a name whose statement failed: that error says why
             raise Fail(e.span, f"'{e.id}' is a tensor; a constant is needed here",
                        f"use '{e.id}.shape' for its static shape")
-        return cast(Value, value)
+        if isinstance(value, StepValue):
+            raise Fail(e.span, f"'{e.id}' is a shared instance; a constant is needed here",
+                       f"apply it to a tensor: x -> {e.id}")
+        return value
 
     def _fold_tuple(self, e: ir.Tuple, env: Env) -> Value:
         return self.made(tuple(self.fold(item, env) for item in e.items), e.span)
@@ -381,7 +395,7 @@ class Consts:
                 return func.id
             if isinstance(value, Sym):
                 return value
-            raise Fail(func.span, f"'{func.id}' is {type_name(value)}, not a function")
+            raise Fail(func.span, f"'{func.id}' is {binding_name(value)}, not a function")
         if isinstance(func, ir.Attr):
             value = self._fold_attr(func, env)
             if isinstance(value, (Closure, Sym)):
@@ -438,7 +452,11 @@ _FOLDERS: dict[type[ir.Node], Callable[[Consts, Any, Env], Value]] = {
 # body: binding and a new scope take about as long as ten operators.
 CALL_WORK = 10
 
-_MISSING = object()
+class _Missing(Enum):
+    MISSING = "missing"
+
+
+_MISSING: Final = _Missing.MISSING  # no environment binds the name
 _DEFAULT = object()  # a parameter left to its default, evaluated in the callee's scope
 
 

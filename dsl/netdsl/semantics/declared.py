@@ -15,9 +15,19 @@ from typing import Any
 
 from netdsl.errors import Fail, Span, did_you_mean
 from netdsl.limits import MAX_EXPRESSION_DEPTH, MAX_INLINE_DEPTH
-from netdsl.semantics.consts import Consts, TensorValue, bind_plain, is_default
-from netdsl.semantics.scope import Env, FileScope, cycle_text
-from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_unknown, type_name
+from netdsl.semantics.consts import Consts, bind_plain, is_default
+from netdsl.semantics.scope import FileScope, cycle_text
+from netdsl.semantics.values import (
+    UNKNOWN,
+    Env,
+    Resolved,
+    Sym,
+    SymCall,
+    TensorValue,
+    describe_value,
+    is_unknown,
+    type_name,
+)
 from netdsl.syntax import ir
 
 # name: (min positional args, max positional args or None, allowed keywords,
@@ -113,12 +123,16 @@ class Declared:
         return self._activations[key]
 
     # ------------------------------------------------------------ instances
-    def instantiate(self, step: Any, inputs: list[Any]) -> Instance:
-        if step.kind == "declared_activation":
-            act = self.activation(step.entry, step.scope)
+    def instantiate(self, step: Any, inputs: list[Any]) -> Instance:  # a state.Step (state imports this module)
+        """A step naming a declared layer or activation, its arguments bound: one node's worth."""
+        entry = step.entry
+        if isinstance(entry, ir.ActivationDecl):
+            act = self.activation(entry, step.scope)
             values = act.bind_constants([v for v, _ in step.args], {k: v for k, v, _ in step.kwargs}, step.span)
             return Instance("declared_activation", act.name, 1, 1, values, act.config(values))
-        return self._layer(step.entry, step.scope, step, inputs)
+        if not isinstance(entry, ir.LayerDecl):
+            raise Fail(step.span, f"internal: '{step.name}' is {step.what}, not a declared layer or activation")
+        return self._layer(entry, step.scope, step, inputs)
 
     def _layer(self, decl: ir.LayerDecl, scope: FileScope, step: Any, inputs: list[Any]) -> Instance:
         args = [v for v, _ in step.args] if step else []

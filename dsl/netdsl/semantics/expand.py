@@ -28,11 +28,11 @@ from netdsl.semantics.args import DTYPES
 from netdsl.semantics.fine_tuning import check_parts
 from netdsl.semantics.graph import Graph, TensorRef
 from netdsl.semantics.graph_writer import GraphWriter
-from netdsl.semantics.scope import Closure, Env, FileScope
+from netdsl.semantics.scope import FileScope
 from netdsl.semantics.state import POISON, BuildState, ExpansionState, SharedInstance, Tensor
 from netdsl.semantics.steps import StepResolver, block_inputs, walk_inputs
 from netdsl.semantics.tensor_exprs import TensorExpressions
-from netdsl.semantics.values import UNKNOWN, Sym, SymCall, describe_value, type_name
+from netdsl.semantics.values import UNKNOWN, Closure, Env, Sym, SymCall, binding_name, describe_value, type_name
 from netdsl.syntax import ir
 
 
@@ -243,7 +243,7 @@ class FlowExpander:
 
     def _shared(self, stmt: ir.Shared, env: Env) -> None:
         step = self.steps.resolve_step(stmt.value, env)
-        if step.kind == "shared":
+        if isinstance(step.entry, SharedInstance):
             raise Fail(stmt.value.span, f"'{step.name}' is already a shared instance; use it directly")
         env.vars[stmt.name] = SharedInstance(stmt.name, step)
 
@@ -282,9 +282,9 @@ class FlowExpander:
         self.state.build.outputs = before + list(added.items())
         for name in set(branches[0]) | set(branches[1]):
             values = [b[name] for b in branches if name in b]
-            first = values[0]
-            if isinstance(first, Tensor) and all(isinstance(v, Tensor) for v in values):
-                same = all(v.shape == first.shape for v in values)
+            first, tensors = values[0], [v for v in values if isinstance(v, Tensor)]
+            if isinstance(first, Tensor) and len(tensors) == len(values):
+                same = all(t.shape == first.shape for t in tensors)
                 env.vars[name] = Tensor(first.ref, first.handle, first.shape if same else UNKNOWN)
             else:
                 env.vars[name] = first if all(v == first for v in values) else UNKNOWN
@@ -355,7 +355,7 @@ class FlowExpander:
                 raise Fail(span, f"'{name}' is a step, not a tensor", f"apply it to a tensor: x -> {name}")
             tensors = (n for n, v in env.bindings() if isinstance(v, Tensor))  # lazy: see did_you_mean
             raise Fail(span, f"undefined tensor '{name}'", did_you_mean(name, tensors))
-        raise Fail(span, f"'{name}' is {type_name(value)}, not a tensor")
+        raise Fail(span, f"'{name}' is {binding_name(value)}, not a tensor")
     def _near_constant(self, name: str, env: Env) -> str | None:
         return did_you_mean(name, _visible_names(env))
 

@@ -1,8 +1,7 @@
-"""Names: what each file declares, what its imports bring, and local environments."""
+"""Names: what each file declares and what its imports bring (a body's own names: `values.Env`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,64 +71,6 @@ def build_scopes(
                     continue
                 scope.imported[name] = (decl, target)
     return scopes
-
-
-class Env:
-    """A local environment: block parameters, local constants, tensors, shared instances."""
-
-    __slots__ = ("scope", "parent", "vars")
-
-    def __init__(self, scope: FileScope, parent: Env | None = None):
-        self.scope = scope
-        self.parent = parent
-        self.vars: dict[str, Any] = {}
-
-    def get(self, name: str, default: Any = None) -> Any:
-        env: Env | None = self
-        while env is not None:
-            if name in env.vars:
-                return env.vars[name]
-            env = env.parent
-        return default
-
-    def has(self, name: str) -> bool:
-        env: Env | None = self
-        while env is not None:
-            if name in env.vars:
-                return True
-            env = env.parent
-        return False
-
-    def bindings(self) -> Iterator[tuple[str, Any]]:
-        """Each name visible here with its innermost binding, lazily (for suggestions)."""
-        seen: set[str] = set()
-        env: Env | None = self
-        while env is not None:
-            for name, value in env.vars.items():
-                if name not in seen:
-                    seen.add(name)
-                    yield name, value
-            env = env.parent
-
-    def local_names(self) -> list[str]:
-        names: list[str] = []
-        env: Env | None = self
-        while env is not None:
-            names.extend(env.vars)
-            env = env.parent
-        return names
-
-    def child(self) -> Env:
-        return Env(self.scope, self)
-
-
-@dataclass(frozen=True)
-class Closure:
-    """A `let f(a, b=1) = ...` function with the environment it was declared in."""
-
-    decl: ir.LetFunc
-    env: Env | None
-    scope: FileScope
 
 
 def cycle_text(what: str, name: str, path: list[str], relation: str = "uses itself") -> str:

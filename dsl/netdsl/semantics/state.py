@@ -17,17 +17,18 @@ values of a model body besides constants (`Tensor`, `Step`, `SharedInstance`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, Union, cast
 
+from netdsl import registry
 from netdsl.errors import Diagnostic, Span
 from netdsl.limits import BYTES_PER_EXPANSION_STEP, CONST_WORK_PER_BYTE, MAX_CONST_WORK, MAX_EXPANSION_STEPS, MAX_PARAMS
 from netdsl.semantics.args import Arguments
-from netdsl.semantics.consts import Consts, TensorValue
+from netdsl.semantics.consts import Consts
 from netdsl.semantics.declared import CheckedActivation, Declared
 from netdsl.semantics.graph import Graph, Node, TensorRef
 from netdsl.semantics.scope import FileScope
 from netdsl.semantics.train_checks import TrainChecker
-from netdsl.semantics.values import UNKNOWN, Sym, Value
+from netdsl.semantics.values import UNKNOWN, StepValue, Sym, TensorValue, Value
 from netdsl.syntax import ir
 
 # What a backend makes of a tensor: a Keras tensor (`backend.builder`), or its
@@ -67,23 +68,51 @@ class Tensor(TensorValue):
 POISON = Tensor(None, None, UNKNOWN)
 
 
+@dataclass(frozen=True)
+class LayerOrActivation:
+    """A registry name that is both (`relu`): the activation, or the layer when called with arguments."""
+
+    layer: registry.Entry
+    activation: registry.Entry
+
+
+# What a step names, told apart by its class (as the IR is): a registry layer or activation
+# (`registry.Entry`; its `kind` is the registry's namespace), a declaration of the spec (block,
+# layer, activation, nested model), a shared instance, or a registry name that is both a layer
+# and an activation until its use decides (`LayerOrActivation`).
+ChosenEntry = Union[registry.Entry, ir.BlockDecl, ir.LayerDecl, ir.ActivationDecl, ir.ModelDecl, "SharedInstance"]
+StepEntry = ChosenEntry | LayerOrActivation
+
+
 @dataclass
 class Step:
     """A resolved step: what `-> NAME(args)` names, with its arguments evaluated."""
 
-    # layer | activation | layer_or_activation | block | declared_layer | declared_activation | model | shared
-    kind: str
     name: str
     span: Span
-    entry: Any = None  # registry.Entry, a pair of them (layer_or_activation), or the declaration
+    entry: StepEntry
     scope: FileScope = cast("FileScope", None)  # set for every step that names a declaration
     args: list[tuple[Value, Span]] = field(default_factory=list)
     kwargs: list[tuple[str, Value, Span]] = field(default_factory=list)
-    shared: SharedInstance | None = None  # for kind "shared"
+
+    @property
+    def what(self) -> str:
+        """What kind of step it is, in words ("declared activation"), for messages."""
+        entry = self.entry
+        if isinstance(entry, registry.Entry):
+            return entry.kind
+        if isinstance(entry, SharedInstance):
+            return "shared instance"
+        return _WHAT[type(entry)]
+
+
+_WHAT: dict[type, str] = {LayerOrActivation: "layer or activation", ir.BlockDecl: "block",
+                          ir.LayerDecl: "declared layer", ir.ActivationDecl: "declared activation",
+                          ir.ModelDecl: "model"}
 
 
 @dataclass
-class SharedInstance:
+class SharedInstance(StepValue):
     """`shared NAME = STEP`: one layer (or sub-graph) called on every use."""
 
     name: str

@@ -10,7 +10,7 @@ sub-graphs built once.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from netdsl import registry
 from netdsl.errors import Diagnostic, Exhausted, Fail, Span, did_you_mean
@@ -18,9 +18,18 @@ from netdsl.limits import MAX_BLOCK_DEPTH, MAX_REPEAT
 from netdsl.semantics.consts import bind_plain, dotted_name, is_default
 from netdsl.semantics.graph import Cluster, Graph
 from netdsl.semantics.graph_writer import GraphWriter
-from netdsl.semantics.scope import Env, FileScope, cycle_text
-from netdsl.semantics.state import POISON, BuildState, ExpansionState, SharedInstance, Step, Tensor
-from netdsl.semantics.values import UNKNOWN, Value, describe_value, type_name
+from netdsl.semantics.scope import FileScope, cycle_text
+from netdsl.semantics.state import (
+    POISON,
+    BuildState,
+    ChosenEntry,
+    ExpansionState,
+    LayerOrActivation,
+    SharedInstance,
+    Step,
+    Tensor,
+)
+from netdsl.semantics.values import UNKNOWN, Env, StepValue, TensorValue, Value, describe_value, type_name
 from netdsl.syntax import ir
 
 # Keras layers left out of the allow-list on purpose, and why (for the diagnostic).
@@ -87,14 +96,12 @@ class StepResolver:
         return found
 
     def _check_step_arguments(self, step: Step) -> None:
-        """A resolved step's arguments checked as `_apply_step` would, without inputs."""
-        if step.kind == "layer_or_activation":
-            layer, activation = step.entry
-            step.entry = layer if step.args or step.kwargs else activation
-        if step.kind in ("layer", "activation", "layer_or_activation"):
-            self.state.arguments.bind(step.entry, step.args, step.kwargs, step.span)
-        elif step.kind == "block":
-            bind_plain(step.entry.name, "block", step.entry.params, [v for v, _ in step.args],
+        """A resolved step's arguments checked as `apply_step` would, without inputs."""
+        entry = _chosen(step)
+        if isinstance(entry, registry.Entry):
+            self.state.arguments.bind(entry, step.args, step.kwargs, step.span)
+        elif isinstance(entry, ir.BlockDecl):
+            bind_plain(entry.name, "block", entry.params, [v for v, _ in step.args],
                        {k: v for k, v, _ in step.kwargs}, step.span)
 
     def _repeat(self, expr: ir.BinOp, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
@@ -133,7 +140,7 @@ class StepResolver:
             step = self.step_target(expr.func, env)
             step.args = [(self.argument(a, env), a.span) for a in expr.args]
             step.kwargs = [(k.name, self.argument(k.value, env), k.span) for k in expr.kwargs]
-            if step.kind == "shared":
+            if isinstance(step.entry, SharedInstance):
                 raise Fail(expr.span, f"shared instance '{step.name}' takes no arguments",
                            f"arguments go where it is made: shared {step.name} = ...")
             return step
@@ -155,11 +162,11 @@ class StepResolver:
         name = func.id
         local = env.get(name)
         if isinstance(local, SharedInstance):
-            return Step("shared", name, func.span, shared=local)
-        if isinstance(local, Tensor):
+            return Step(name, func.span, local)
+        if isinstance(local, TensorValue):
             raise Fail(func.span, f"'{name}' is a tensor, not a step",
                        "combine tensors with a tuple: (a, b) -> concatenate")
-        if env.has(name):
+        if env.has(name) and not isinstance(local, StepValue):  # (a body's only StepValue: a SharedInstance)
             raise Fail(func.span, f"'{name}' is a constant ({describe_value(local)}), not a step")
         found = env.scope.find(name)
         if found is not None:
@@ -179,25 +186,23 @@ class StepResolver:
         raise Fail(func.span, f"unknown step '{dotted}'",
                    "a dotted name reaches only a file imported with 'as' (lib.bottleneck); nothing reaches Python")
 
-    def _declared_step(self, decl: Any, scope: FileScope, func: ir.Name | ir.Attr) -> Step:
-        kinds: dict[type[ir.Node], str] = {ir.BlockDecl: "block", ir.LayerDecl: "declared_layer",
-                 ir.ActivationDecl: "declared_activation", ir.ModelDecl: "model"}
-        kind = kinds.get(type(decl))
-        if kind is None:
-            what = "a constant" if isinstance(decl, ir.Let) else "a function"
-            raise Fail(func.span, f"'{decl.name}' is {what}, not a step")
-        return Step(kind, decl.name, func.span, entry=decl, scope=scope)
+    def _declared_step(self, decl: ir.BlockDecl | ir.LayerDecl | ir.ActivationDecl | ir.ModelDecl | ir.Let | ir.LetFunc,
+                       scope: FileScope, func: ir.Name | ir.Attr) -> Step:
+        if isinstance(decl, (ir.BlockDecl, ir.LayerDecl, ir.ActivationDecl, ir.ModelDecl)):
+            return Step(decl.name, func.span, decl, scope=scope)
+        what = "a constant" if isinstance(decl, ir.Let) else "a function"
+        raise Fail(func.span, f"'{decl.name}' is {what}, not a step")
 
     def _registry_step(self, name: str, span: Span, env: Env) -> Step:
         layer = registry.lookup("layer", name)
         activation = registry.lookup("activation", name)
         if layer is not None and activation is not None:
             # `-> relu` is the activation; `-> relu(max_value=6.0)` is the layer.
-            return Step("layer_or_activation", name, span, entry=(layer, activation))
+            return Step(name, span, LayerOrActivation(layer, activation))
         if layer is not None:
-            return Step("layer", name, span, entry=layer)
+            return Step(name, span, layer)
         if activation is not None:
-            return Step("activation", name, span, entry=activation)
+            return Step(name, span, activation)
         refused = REFUSED_LAYERS.get(registry.snake_case(name))
         if refused:
             raise Fail(span, f"unknown layer '{name}': {refused}",
@@ -205,32 +210,25 @@ class StepResolver:
         raise Fail(span, f"unknown layer '{name}'", self._near_step(name, env))
 
     def apply_step(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
-        kind = step.kind
-        if kind == "layer_or_activation":
-            layer, activation = step.entry
-            with_args = bool(step.args or step.kwargs)
-            step.kind, step.entry = ("layer", layer) if with_args else ("activation", activation)
-            kind = step.kind
-        if kind == "layer":
-            kwargs = self.state.arguments.bind(step.entry, step.args, step.kwargs, step.span)
-            return self.emit_registry(step.entry, _base_name(step), kwargs, inputs, step.span, final)
-        if kind == "activation":
-            kwargs = self.state.arguments.bind(step.entry, step.args, step.kwargs, step.span)
+        """A resolved step applied to `inputs`, by the class of what it names."""
+        entry = _chosen(step)
+        if isinstance(entry, registry.Entry):
+            kwargs = self.state.arguments.bind(entry, step.args, step.kwargs, step.span)
+            if entry.kind == "layer":
+                return self.emit_registry(entry, _base_name(step, entry), kwargs, inputs, step.span, final)
             self._check_arity(step.name, (1, 1), inputs, step.span)
-            return self.writer.emit("activation", step.entry.name, kwargs, inputs, 1, step.span,
-                              _base_name(step), final)
-        if kind == "block":
-            return self._block(step, inputs, final)
-        if kind in ("declared_layer", "declared_activation"):
+            return self.writer.emit("activation", entry.name, kwargs, inputs, 1, step.span,
+                                    _base_name(step, entry), final)
+        if isinstance(entry, ir.BlockDecl):
+            return self._block(step, entry, inputs, final)
+        if isinstance(entry, (ir.LayerDecl, ir.ActivationDecl)):
             checked = self.state.declared.instantiate(step, inputs)
             self._check_arity(step.name, (checked.n_inputs, checked.n_inputs), inputs, step.span)
-            return self.writer.emit(kind, step.name, checked.arguments, inputs, checked.n_outputs, step.span,
-                              step.name, final, decl=checked)
-        if kind == "model":
-            return self._nested_model(step, inputs, final)
-        if kind == "shared":
-            return self._apply_shared(cast(SharedInstance, step.shared), inputs, step.span)  # set for kind shared
-        raise Fail(step.span, f"internal: unknown step kind {kind}")
+            return self.writer.emit(checked.kind, step.name, checked.arguments, inputs, checked.n_outputs, step.span,
+                                    step.name, final, decl=checked)
+        if isinstance(entry, ir.ModelDecl):
+            return self._nested_model(step, entry, inputs, final)
+        return self._apply_shared(entry, inputs, step.span)
 
     def emit_registry(self, entry: registry.Entry, base: str, kwargs: dict[str, Any], inputs: list[Tensor],
                        span: Span, final: str | None, shared: str | None = None) -> list[Tensor]:
@@ -271,8 +269,7 @@ class StepResolver:
 
 
     # ============================================================ blocks
-    def _block(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
-        decl: ir.BlockDecl = step.entry
+    def _block(self, step: Step, decl: ir.BlockDecl, inputs: list[Tensor], final: str | None) -> list[Tensor]:
         params = bind_plain(decl.name, "block", decl.params, [v for v, _ in step.args],
                             {k: v for k, v, _ in step.kwargs}, step.span)
         # An instance is always BINDING.BLOCK (deduplicated), even as the last step:
@@ -325,8 +322,7 @@ class StepResolver:
         return outputs
 
     # ============================================================ models and shared
-    def _nested_model(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
-        decl: ir.ModelDecl = step.entry
+    def _nested_model(self, step: Step, decl: ir.ModelDecl, inputs: list[Tensor], final: str | None) -> list[Tensor]:
         if step.args or step.kwargs:
             raise Fail(step.span, f"model '{decl.name}' takes no arguments")
         sub = self._sub_model(decl, step.scope, step.span)
@@ -359,26 +355,27 @@ class StepResolver:
     def _apply_shared(self, instance: SharedInstance, inputs: list[Tensor], span: Span) -> list[Tensor]:
         step = instance.step
         key = f"shared:{'.'.join(self.state.build.path + (instance.name,))}"
-        if step.kind == "block":
+        entry = step.entry
+        if isinstance(entry, ir.BlockDecl):
             if instance.built is None:
-                instance.built = self._shared_block_graph(instance, inputs)
+                instance.built = self._shared_block_graph(instance, entry, inputs)
             return self._emit_sub(instance.built, inputs, span, instance.name, shared=key)
-        if step.kind == "model":
-            sub = self._sub_model(step.entry, step.scope, step.span)
+        if isinstance(entry, ir.ModelDecl):
+            sub = self._sub_model(entry, step.scope, step.span)
             return self._emit_sub(sub, inputs, span, instance.name, shared=f"model:{sub.name}")
-        if step.kind in ("layer", "layer_or_activation"):
-            if step.kind == "layer_or_activation":
-                step.kind, step.entry = "layer", step.entry[0]
-            kwargs = self.state.arguments.bind(step.entry, step.args, step.kwargs, step.span)
-            return self.emit_registry(step.entry, instance.name, kwargs, inputs, span, None, shared=key)
-        if step.kind in ("declared_layer",):
+        if isinstance(entry, LayerOrActivation):  # shared: the layer, whatever its arguments
+            entry = step.entry = entry.layer
+        if isinstance(entry, registry.Entry) and entry.kind == "layer":
+            kwargs = self.state.arguments.bind(entry, step.args, step.kwargs, step.span)
+            return self.emit_registry(entry, instance.name, kwargs, inputs, span, None, shared=key)
+        if isinstance(entry, ir.LayerDecl):
             checked = self.state.declared.instantiate(step, inputs)
-            return self.writer.emit(step.kind, step.name, checked.arguments, inputs, checked.n_outputs, span,
-                              instance.name, None, shared=key, decl=checked)
-        raise Fail(span, f"'{instance.name}' is {step.kind.replace('_', ' ')} '{step.name}'; "
+            return self.writer.emit(checked.kind, step.name, checked.arguments, inputs, checked.n_outputs, span,
+                                    instance.name, None, shared=key, decl=checked)
+        raise Fail(span, f"'{instance.name}' is {step.what} '{step.name}'; "
                          "only layers, blocks and models can be shared")
 
-    def _shared_block_graph(self, instance: SharedInstance, inputs: list[Tensor]) -> Graph:
+    def _shared_block_graph(self, instance: SharedInstance, decl: ir.BlockDecl, inputs: list[Tensor]) -> Graph:
         """A shared block becomes a sub-model: built once, called on every use."""
         step = instance.step
         graph = Graph(instance.name, step.span)
@@ -387,9 +384,9 @@ class StepResolver:
             sub_inputs = [self.writer.emit_input(f"{instance.name}_in{i}" if len(inputs) > 1 else f"{instance.name}_in",
                                            t.shape if isinstance(t.shape, tuple) else (UNKNOWN,), "float32", step.span)
                           for i, t in enumerate(inputs)]
-            params = bind_plain(step.name, "block", step.entry.params, [v for v, _ in step.args],
+            params = bind_plain(step.name, "block", decl.params, [v for v, _ in step.args],
                                 {k: v for k, v, _ in step.kwargs}, step.span)
-            outputs = self.expand_block_body(step.entry, step.scope, params, sub_inputs, step.span)
+            outputs = self.expand_block_body(decl, step.scope, params, sub_inputs, step.span)
             graph.outputs = [(f"out{i}", t.ref) for i, t in enumerate(outputs) if t.ref is not None]  # not poisoned
         finally:
             self.state.build = outer
@@ -439,10 +436,18 @@ def _param_default(decl: ir.BlockDecl, name: str) -> ir.Expr | None:
     return next(p.default for p in decl.params if p.name == name)
 
 
-def _base_name(step: Step) -> str:
-    if isinstance(step.entry, registry.Entry) and step.name != step.name.lower():
-        return step.entry.name
-    return step.name
+def _chosen(step: Step) -> ChosenEntry:
+    """What the step names, a name that is both a layer and an activation decided (once, kept in
+    the step): `-> relu` is the activation, `-> relu(max_value=6.0)` the layer."""
+    entry = step.entry
+    if isinstance(entry, LayerOrActivation):
+        entry = step.entry = entry.layer if step.args or step.kwargs else entry.activation
+    return entry
+
+
+def _base_name(step: Step, entry: registry.Entry) -> str:
+    """A layer's base name: the registry's spelling for a name written with capitals (`Dense`)."""
+    return entry.name if step.name != step.name.lower() else step.name
 
 
 def _step_hint(expr: ir.Expr) -> str | None:

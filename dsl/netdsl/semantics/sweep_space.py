@@ -20,8 +20,8 @@ from typing import Any, cast
 
 from netdsl.errors import Diagnostic, Fail, Span, did_you_mean
 from netdsl.limits import MAX_SWEEP_CHOICES, MAX_SWEEP_TRIALS
-from netdsl.semantics.scope import Env, FileScope
-from netdsl.semantics.values import UNKNOWN, Resolved, Sym, describe_value, type_name
+from netdsl.semantics.scope import FileScope
+from netdsl.semantics.values import UNKNOWN, Env, Resolved, Sym, describe_value, type_name
 from netdsl.syntax import ir
 
 DISTRIBUTIONS = ("choice", "uniform", "log_uniform", "int_range")

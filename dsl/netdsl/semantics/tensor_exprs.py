@@ -31,11 +31,10 @@ from netdsl import registry
 from netdsl.errors import Fail, Span
 from netdsl.semantics.declared import OP_FUNCTIONS
 from netdsl.semantics.graph_writer import GraphWriter
-from netdsl.semantics.scope import Env
-from netdsl.semantics.state import ExpansionState, Step, Tensor
+from netdsl.semantics.state import ExpansionState, Tensor
 from netdsl.semantics.steps import StepResolver
 from netdsl.semantics.tensor_ops import OPERATORS, REDUCTIONS, OpSpec
-from netdsl.semantics.values import UNKNOWN, Unknown, Value, describe_value, is_number, type_name
+from netdsl.semantics.values import UNKNOWN, Env, Unknown, Value, describe_value, is_number, type_name
 from netdsl.syntax import ir
 
 # Functions that are Keras layers in tensor position: name -> registry layer.
@@ -248,21 +247,23 @@ class TensorExpressions:
         """`reshape(x, (4, 8))`, `concat(a, b, axis=-1)`: Keras layers."""
         name = _called(expr).id
         layer = LAYER_FUNCTIONS[name]
+        entry = registry.lookup("layer", layer)
+        if entry is None:  # LAYER_FUNCTIONS names layers of the table
+            raise Fail(expr.span, f"internal: no layer '{layer}' in the registry")
+        args: list[tuple[Value, Span]] = []
+        kwargs: list[tuple[str, Value, Span]] = []
         if layer == "concatenate":
             inputs = [self._tensor_operand(a, env, name) for a in expr.args]
             if len(inputs) < 2:
                 raise Fail(expr.span, f"'{name}' joins two or more tensors")
-            step = Step("layer", layer, expr.func.span, entry=registry.lookup("layer", layer),
-                        kwargs=[(k.name, self.steps.argument(k.value, env), k.span) for k in expr.kwargs])
+            kwargs = [(k.name, self.steps.argument(k.value, env), k.span) for k in expr.kwargs]
         else:
             if len(expr.args) != 2 or expr.kwargs:
                 raise Fail(expr.span, f"'{name}' takes a tensor and a shape: reshape(x, (4, 8))")
             inputs = [self._tensor_operand(expr.args[0], env, name)]
-            value = self.steps.argument(expr.args[1], env)
-            step = Step("layer", layer, expr.func.span, entry=registry.lookup("layer", layer),
-                        args=[(value, expr.args[1].span)])
-        kwargs = self.state.arguments.bind(step.entry, step.args, step.kwargs, step.span)
-        return self.steps.emit_registry(step.entry, layer, kwargs, inputs, expr.span, final)
+            args = [(self.steps.argument(expr.args[1], env), expr.args[1].span)]
+        checked = self.state.arguments.bind(entry, args, kwargs, expr.func.span)
+        return self.steps.emit_registry(entry, layer, checked, inputs, expr.span, final)
 
     def _declared_activation_call(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
         """`hswish(x)`: the declared activation applied to a tensor (`x -> hswish`)."""

@@ -11,8 +11,7 @@ from netdsl.semantics import fine_tuning
 from netdsl.semantics.args import Arguments
 from netdsl.semantics.consts import Consts
 from netdsl.semantics.fine_tuning import InitFrom, Pattern
-from netdsl.semantics.scope import Env
-from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, type_name
+from netdsl.semantics.values import UNKNOWN, Env, Resolved, Sym, SymCall, describe_value, type_name
 from netdsl.syntax import ir
 
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16", "float16", "bfloat16")

@@ -11,17 +11,24 @@ dict). Besides them:
   say which registry kind it names.
 - `Resolved`: a `Sym`/`SymCall` resolved to a registry entry or a declared
   activation; the compiler turns it into a Keras object.
+- `Closure`: a `let f(a) = ...` function with the environment it was declared in.
+
+`Env` is a body's environment: each name bound to a `Binding`, a value or one of the two
+things a body binds besides constants, a tensor (`TensorValue`, see `state.Tensor`) or a
+shared instance (`StepValue`, see `state.SharedInstance`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final, TypeGuard, Union
+from typing import Any, Final, TypeGuard, TypeVar, Union, overload
 
 from netdsl.errors import Span
 from netdsl.limits import MAX_SHOWN_VALUE
-from netdsl.semantics.scope import Closure
+from netdsl.semantics.scope import FileScope
+from netdsl.syntax import ir
 
 
 class Unknown(Enum):
@@ -41,8 +48,91 @@ class Unknown(Enum):
 UNKNOWN: Final = Unknown.UNKNOWN
 
 Value = Union[int, float, str, bool, None, tuple[Any, ...], list[Any], dict[Any, Any], Unknown, "Sym", "SymCall",
-              "Resolved", Closure]
+              "Resolved", "Closure"]
 """Anything a spec's expression evaluates to at compile time (see the module docstring)."""
+
+
+class TensorValue:
+    """Marker base for tensors living in an Env (see state.Tensor)."""
+
+    shape: Value  # without the batch axis: a tuple, or UNKNOWN
+    poisoned: bool = False  # bound by a statement that failed
+
+
+class StepValue:
+    """Marker base for a step bound in an Env (see state.SharedInstance): not a constant."""
+
+
+# What a name of a body is bound to: a constant's value (a block parameter, a local `let`, a
+# function), a tensor, or a shared instance (`shared s = dense(8)`).
+Binding = Value | TensorValue | StepValue
+
+_Default = TypeVar("_Default")
+
+
+class Env:
+    """A local environment: block parameters, local constants, tensors, shared instances."""
+
+    __slots__ = ("scope", "parent", "vars")
+
+    def __init__(self, scope: FileScope, parent: Env | None = None):
+        self.scope = scope
+        self.parent = parent
+        self.vars: dict[str, Binding] = {}
+
+    @overload
+    def get(self, name: str) -> Binding: ...
+
+    @overload
+    def get(self, name: str, default: _Default) -> Binding | _Default: ...
+
+    def get(self, name: str, default: object = None) -> object:
+        """The innermost binding of `name`, or `default` (None) where no environment binds it."""
+        env: Env | None = self
+        while env is not None:
+            if name in env.vars:
+                return env.vars[name]
+            env = env.parent
+        return default
+
+    def has(self, name: str) -> bool:
+        env: Env | None = self
+        while env is not None:
+            if name in env.vars:
+                return True
+            env = env.parent
+        return False
+
+    def bindings(self) -> Iterator[tuple[str, Binding]]:
+        """Each name visible here with its innermost binding, lazily (for suggestions)."""
+        seen: set[str] = set()
+        env: Env | None = self
+        while env is not None:
+            for name, value in env.vars.items():
+                if name not in seen:
+                    seen.add(name)
+                    yield name, value
+            env = env.parent
+
+    def local_names(self) -> list[str]:
+        names: list[str] = []
+        env: Env | None = self
+        while env is not None:
+            names.extend(env.vars)
+            env = env.parent
+        return names
+
+    def child(self) -> Env:
+        return Env(self.scope, self)
+
+
+@dataclass(frozen=True)
+class Closure:
+    """A `let f(a, b=1) = ...` function with the environment it was declared in."""
+
+    decl: ir.LetFunc
+    env: Env | None
+    scope: FileScope
 
 
 class SpecName(str):
@@ -178,6 +268,15 @@ def _scalar_text(value: Value) -> str:
     if isinstance(value, Closure):
         return f"'{value.decl.name}'"
     return repr(value)
+
+
+def binding_name(value: Binding) -> str:
+    """What a name is bound to, in the words of a diagnostic ("a tensor", "an integer")."""
+    if isinstance(value, TensorValue):
+        return "a tensor"
+    if isinstance(value, StepValue):
+        return "a shared instance"
+    return type_name(value)
 
 
 def type_name(value: Value) -> str:

@@ -4,16 +4,18 @@
     train.npz: error: missing input 'image'; keys found: labels, pixels
     error: the validation split is empty: --split 0.9,0.1 of 5 samples gives it no sample
 
-The CLI prints `str(error)` and exits with `exit_code` (1, or 2 for a usage
-error such as `--tensorboard` without the package).
+The CLI prints `str(error)` (after `netdsl CMD: ` when it names no file) and exits 1. A flag that cannot work (a
+malformed --split, `--tensorboard` without the package) is netdsl's one `UsageError`
+(`netdsl.errors`, exit 2), re-exported here for `netdsl.training`'s users.
 """
 
 from __future__ import annotations
 
 import re
 
-from netdsl import errors
-from netdsl.errors import NetdslError, printable
+from netdsl.errors import NetdslError, UsageError, printable
+
+__all__ = ["TrainingError", "DataError", "RunError", "UsageError", "tensorflow_message"]
 
 
 class TrainingError(NetdslError):
@@ -57,9 +59,3 @@ class DataError(TrainingError):
 
 class RunError(TrainingError):
     """A run folder that cannot be created, found, locked or resumed."""
-
-
-class UsageError(TrainingError, errors.UsageError):
-    """A flag that cannot work (a missing optional package, a malformed --split); exit 2."""
-
-    exit_code = 2

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from netdsl.errors import SpecError
-from netdsl.training.errors import DataError, TrainingError, UsageError
+from netdsl.errors import SpecError, UsageError
+from netdsl.training.errors import DataError, TrainingError
 from netdsl.training.run.runs import RunFolder
 from netdsl.training.run.settings import MAX_SEED, TrainRequest
 from netdsl.training.run.signals import EXIT_STOPPED

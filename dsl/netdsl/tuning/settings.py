@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from netdsl.errors import SpecError
+from netdsl.errors import SpecError, UsageError
 from netdsl.limits import MAX_SWEEP_TRIALS, MAX_SWEEP_WORKERS
 from netdsl.semantics.analysis import analyze
 from netdsl.semantics.defines import apply_defines
 from netdsl.semantics.sweep_space import SweepSpace
 from netdsl.syntax.loader import Program, as_program, pick_model
 from netdsl.training.data.request import DEFAULT_SPLIT, DataRequest
-from netdsl.training.errors import RunError, UsageError
+from netdsl.training.errors import RunError
 from netdsl.training.run.settings import MAX_SEED, json_defines, spec_sha256
 from netdsl.tuning import study as studies
 from netdsl.tuning.folder import STUDY_FILE, SweepFolder

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from netdsl.training.errors import UsageError
+from netdsl.errors import UsageError
 from netdsl.tuning import study as studies
 from netdsl.tuning.folder import SweepFolder
 from netdsl.tuning.records import SweepResult, records

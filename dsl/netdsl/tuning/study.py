@@ -11,9 +11,9 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
+from netdsl.errors import UsageError
 from netdsl.semantics.sweep_space import Param, SweepSpace
 from netdsl.semantics.values import SpecName
-from netdsl.training.errors import UsageError
 
 if TYPE_CHECKING:
     import optuna

@@ -13,8 +13,8 @@ import sys
 import threading
 from typing import Any
 
+from netdsl.errors import UsageError
 from netdsl.semantics.values import describe_value
-from netdsl.training.errors import UsageError
 from netdsl.training.run.signals import EXIT_STOPPED
 from netdsl.tuning.settings import STORAGE_ENV, SweepConfig
 

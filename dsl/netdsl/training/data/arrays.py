@@ -29,7 +29,7 @@ from netdsl.training.data.data_check import (
     key_for,
 )
 from netdsl.training.data.npz_members import check_member
-from netdsl.training.data.signature import Signature, TensorSpec
+from netdsl.training.data.signature import Batch, Signature, TensorSpec
 from netdsl.training.errors import DataError
 
 if TYPE_CHECKING:
@@ -74,8 +74,7 @@ class ArraySource:
         batches = index_batches(rows, batch_size, order).map(gather, num_parallel_calls=tf.data.AUTOTUNE)
         return finish(batches, len(rows), batch_size)
 
-    def batches(self, rows: np.ndarray, batch_size: int,
-                with_targets: bool = True) -> Iterator[tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]]:
+    def batches(self, rows: np.ndarray, batch_size: int, with_targets: bool = True) -> Iterator[Batch]:
         """({input: array}, {output: array} or None) per batch of `rows`, in order, as NumPy (no TensorFlow)."""
         inputs, targets = self._arrays
         if self._tensors is not None:  # a dataset was made first: the arrays live in the tensors now

@@ -17,6 +17,7 @@ elsewhere). FIFOs and devices are not images: they are skipped.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +26,8 @@ import tensorflow as tf
 from netdsl.files import Refused, open_regular
 from netdsl.limits import MAX_IMAGE_PIXELS
 from netdsl.training.data.data_check import check_image_folder
-from netdsl.training.data.pipeline import EpochOrder, finish, index_batches, model_structure
-from netdsl.training.data.signature import Signature
+from netdsl.training.data.pipeline import EpochOrder, finish, index_batches, model_structure, numpy_batches
+from netdsl.training.data.signature import Batch, Signature
 from netdsl.training.errors import DataError
 
 SUFFIXES = (".png", ".jpg", ".jpeg")
@@ -69,6 +70,10 @@ class ImageFolderSource:
 
         examples = index_batches(rows, batch_size, order).unbatch()
         return finish(examples.map(load, num_parallel_calls=tf.data.AUTOTUNE).batch(batch_size), len(rows), batch_size)
+
+    def batches(self, rows: np.ndarray, batch_size: int, with_targets: bool = True) -> Iterator[Batch]:
+        """The batches of `dataset`, as NumPy (read through tf.data: no NumPy reader of its own)."""
+        return numpy_batches(self.dataset(rows, batch_size, with_targets=with_targets), self.signature, with_targets)
 
 
 def _listing(folder: str) -> tuple[list[str], list[str], list[int]]:

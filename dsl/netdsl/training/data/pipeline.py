@@ -12,14 +12,14 @@ iterator).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from netdsl.training.data.signature import Signature
+from netdsl.training.data.signature import Batch, Signature
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -92,3 +92,16 @@ def finish(dataset: tf.data.Dataset, rows: int, batch_size: int) -> tf.data.Data
     batches = -(-rows // batch_size)
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
     return dataset.with_options(options).prefetch(AUTOTUNE)
+
+
+def numpy_batches(dataset: tf.data.Dataset, signature: Signature, with_targets: bool) -> Iterator[Batch]:
+    """A source's tf.data pipeline (`model_structure`'s batches) as NumPy batches by name: the
+    `batches` of a source that has no NumPy reader of its own (image folders, TFRecord files)."""
+    for item in dataset.as_numpy_iterator():
+        x, y = item if with_targets else (item, None)
+        yield _named(signature.input_names, x), None if y is None else _named(signature.output_names, y)
+
+
+def _named(names: list[str], values: Any) -> dict[str, np.ndarray]:
+    """A batch as `model_structure` shaped it (one array, or a tuple in the model's order) -> {name: array}."""
+    return dict(zip(names, values if isinstance(values, tuple) else (values,)))

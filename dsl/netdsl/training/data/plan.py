@@ -17,16 +17,16 @@ takes the last fraction of the training data, as Keras' `fit` does.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netdsl.errors import UsageError
 from netdsl.training.data.request import DEFAULT_SPLIT, DataRequest, check_split
 from netdsl.training.data.signature import Signature
 from netdsl.training.data.source import DataSource, open_source
-from netdsl.training.errors import DataError, UsageError
+from netdsl.training.errors import DataError
 
 if TYPE_CHECKING:
     from netdsl.training.data.pipeline import EpochOrder  # it loads TensorFlow
@@ -111,25 +111,3 @@ def _empty_message(part: Part, request: DataRequest, validation_split: float | N
     return f"the {what} data is empty (no samples)"
 
 
-Batch = tuple[dict[str, np.ndarray], "dict[str, np.ndarray] | None"]
-
-
-def numpy_batches(source: Any, rows: np.ndarray, batch_size: int, with_targets: bool = False) -> Iterator[Batch]:
-    """({input: array}, {output: array} or None) per batch, in row order, for a runtime that is not Keras.
-
-    Arrays, .npz and .csv are sliced with NumPy (no TensorFlow); image folders and TFRecord
-    files go through their tf.data pipeline."""
-    from netdsl.training.data import arrays
-
-    if isinstance(source, arrays.ArraySource):
-        yield from source.batches(rows, batch_size, with_targets)
-        return
-    signature = source.signature
-    for item in source.dataset(rows, batch_size, with_targets=with_targets).as_numpy_iterator():
-        x, y = item if with_targets else (item, None)
-        yield _named(signature.input_names, x), None if y is None else _named(signature.output_names, y)
-
-
-def _named(names: list[str], values: Any) -> dict[str, np.ndarray]:
-    """A batch as `model_structure` shaped it (one array, or a tuple in the model's order) -> {name: array}."""
-    return dict(zip(names, values if isinstance(values, tuple) else (values,)))

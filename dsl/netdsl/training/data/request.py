@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from netdsl.training.errors import UsageError
+from netdsl.errors import UsageError
 
 DEFAULT_SPLIT = (0.8, 0.1, 0.1)
 

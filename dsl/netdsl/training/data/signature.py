@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netdsl import registry
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# One batch as NumPy by the signature's names, for a runtime that is not Keras (`DataSource.batches`):
+# ({input: array}, {output: array} or None).
+Batch = tuple["dict[str, np.ndarray]", "dict[str, np.ndarray] | None"]
 
 
 @dataclass(frozen=True)

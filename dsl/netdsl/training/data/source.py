@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -33,7 +33,7 @@ from netdsl.training.data.data_check import (
     require_data_file,
 )
 from netdsl.training.data.request import DEFAULT_SPLIT
-from netdsl.training.data.signature import Signature
+from netdsl.training.data.signature import Batch, Signature
 from netdsl.training.errors import DataError
 
 if TYPE_CHECKING:
@@ -45,7 +45,8 @@ if TYPE_CHECKING:
 
 class DataSource(Protocol):
     """Rows of named arrays that feed a model, read by index (`arrays.ArraySource`,
-    `images.ImageFolderSource`, `tfrecords.TFRecordSource`)."""
+    `images.ImageFolderSource`, `tfrecords.TFRecordSource`): as a tf.data pipeline for
+    Keras (`dataset`), as NumPy batches for an exported file's runtime (`batches`)."""
 
     origin: str  # the file or folder read, or "<arrays>": named in every message about the data
     n: int  # the number of samples
@@ -58,6 +59,11 @@ class DataSource(Protocol):
     def dataset(self, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None,
                 with_targets: bool = True) -> tf.data.Dataset:
         """The rows `rows` (sorted indices) in batches, shuffled by `order` when given."""
+        ...
+
+    def batches(self, rows: np.ndarray, batch_size: int, with_targets: bool = True) -> Iterator[Batch]:
+        """The rows `rows` in batches of NumPy arrays by name, in row order (arrays, .npz and .csv
+        without TensorFlow; a source read by tf.data: `pipeline.numpy_batches` of its dataset)."""
         ...
 
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import tensorflow as tf
 
 from netdsl.files import Refused, open_regular
-from netdsl.training.data.pipeline import EpochOrder, finish, model_structure, once_per_epoch
-from netdsl.training.data.signature import Signature, TensorSpec
+from netdsl.training.data.pipeline import EpochOrder, finish, model_structure, numpy_batches, once_per_epoch
+from netdsl.training.data.signature import Batch, Signature, TensorSpec
 from netdsl.training.errors import DataError, tensorflow_message
 
 SHUFFLE_BUFFER = 10_000
@@ -90,6 +90,10 @@ class TFRecordSource:
             return model_structure(signature, x, y)
 
         return finish(records.batch(batch_size).map(parse, num_parallel_calls=tf.data.AUTOTUNE), len(rows), batch_size)
+
+    def batches(self, rows: np.ndarray, batch_size: int, with_targets: bool = True) -> Iterator[Batch]:
+        """The batches of `dataset`, as NumPy (read through tf.data: no NumPy reader of its own)."""
+        return numpy_batches(self.dataset(rows, batch_size, with_targets=with_targets), self.signature, with_targets)
 
 
 HEADER = struct.Struct("<QI")  # a record: length, masked CRC32C of the length, data, masked CRC32C of the data

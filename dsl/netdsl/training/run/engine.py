@@ -17,8 +17,9 @@ SIGTERM leaves `status: stopped` and the last finished epoch's checkpoint
 to resume from.
 
 `Placement` is where distribution plugs in (issue 11): the scope models
-are built in (a `tf.distribute` strategy's) and whether this process
-writes the run folder (only the first one does).
+are built in (a `tf.distribute` strategy's), whether they default to one
+step per execution (a job of several processes, a MirroredStrategy) and
+whether this process writes the run folder (only the first one does).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from netdsl.errors import SpecError
+from netdsl.errors import SpecError, UsageError
 from netdsl.training.data.pipeline import EpochOrder
 from netdsl.training.data.plan import DataPlan, plan_data
 from netdsl.training.data.signature import Signature
@@ -59,6 +60,7 @@ class Placement:
 
     scope: Callable[[], AbstractContextManager] = contextlib.nullcontext
     writes: bool = True
+    one_step_per_execution: bool = False  # the model's steps_per_execution defaults to 1 (backend/execution.py)
 
     def prepare(self, plan: DataPlan, batch_size: int) -> None:
         """Called once the data is planned, before training (distribution checks and trims it here)."""
@@ -163,7 +165,7 @@ class Session:
         except Stopped as stop:
             with self.signals.critical(closing=True):
                 return self._close("stopped", f"{stop} received; resume with --resume")
-        except (TrainingError, SpecError) as exc:
+        except (TrainingError, UsageError, SpecError) as exc:
             self._close("failed", _one_line(exc))
             exc.run_dir = self._dir  # type: ignore[union-attr]
             raise
@@ -190,7 +192,8 @@ class Session:
 
         keras.utils.set_random_seed(self.config.seed)  # right before building, as the hand-written program does
         with self.placement.scope():
-            self.model = build_model(self.config.program, self.config.model)
+            self.model = build_model(self.config.program, self.config.model,
+                                     one_step_per_execution=self.placement.one_step_per_execution)
             if self.config.init_from is not None:
                 load_weights(self.model, self.config.init_from)
         if self.config.progress != "none":  # what `init` / --init-from loaded, one line each

@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 
 from netdsl.atomic import write_bytes
+from netdsl.errors import UsageError
 from netdsl.files import Refused, open_regular
 from netdsl.training.data.plan import split_rows
 from netdsl.training.data.request import DEFAULT_SPLIT
 from netdsl.training.data.signature import Signature
 from netdsl.training.data.source import open_source
-from netdsl.training.errors import RunError, TrainingError, UsageError
+from netdsl.training.errors import RunError, TrainingError
 from netdsl.training.run.report import loss_first
 from netdsl.training.run.runs import CONFIG, RunFolder
 from netdsl.training.run.settings import saved_data

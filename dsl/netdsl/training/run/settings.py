@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netdsl.errors import Diagnostic, SpecError
+from netdsl.errors import Diagnostic, SpecError, UsageError
 from netdsl.semantics.analysis import analyze
 from netdsl.semantics.defines import apply_defines
 from netdsl.syntax.loader import Program, as_program, pick_model
 from netdsl.training.data.request import DataRequest, check_split
-from netdsl.training.errors import DataError, RunError, TrainingError, UsageError
+from netdsl.training.errors import DataError, RunError
 from netdsl.training.run.runs import CONFIG, RunFolder
 
 PROGRESS = ("auto", "bar", "line", "none")
@@ -268,7 +268,7 @@ def _split_ok(split: Any) -> bool:
         return False
     try:
         check_split(tuple(split))
-    except TrainingError:
+    except UsageError:
         return False
     return True
 

@@ -25,13 +25,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from netdsl.backend.execution import one_step_per_execution
 from netdsl.backend.runtime import init_backend, muted_stderr, require_tensorflow_data
-from netdsl.training.errors import DataError, UsageError
+from netdsl.errors import UsageError
+from netdsl.training.errors import DataError
 from netdsl.training.scale import faults
 from netdsl.training.scale.topology import Topology
 
@@ -45,6 +44,7 @@ class Distribution:
 
     scope: Any = contextlib.nullcontext
     writes: bool = True
+    one_step_per_execution: bool = False  # see _tensorflow and _jax
     topology: Topology = field(default_factory=Topology)
     replicas: int = 1          # model copies training in step (devices of every process)
     local_replicas: int = 1    # those of this process
@@ -152,15 +152,10 @@ def _tensorflow(topology: Topology) -> Distribution:
     init_backend("tensorflow")
     with muted_stderr():
         strategy = tf.distribute.MirroredStrategy(names)
-    @contextlib.contextmanager
-    def scope() -> Iterator[None]:
-        # One step per execution: Keras on TensorFlow fails to feed a MirroredStrategy's
-        # replicas several steps at once ("2 root error(s) found" from the data).
-        with strategy.scope(), one_step_per_execution():
-            yield
-
-    return Distribution(scope=scope, writes=True, topology=topology, replicas=wanted,
-                        local_replicas=wanted, strategy=strategy)
+    # One step per execution: Keras on TensorFlow fails to feed a MirroredStrategy's
+    # replicas several steps at once ("2 root error(s) found" from the data).
+    return Distribution(scope=strategy.scope, writes=True, one_step_per_execution=True, topology=topology,
+                        replicas=wanted, local_replicas=wanted, strategy=strategy)
 
 
 # ------------------------------------------------------------------ JAX: DataParallel, jax.distributed
@@ -184,9 +179,9 @@ def _jax(topology: Topology) -> Distribution:
     devices = sorted((d for d in jax.devices() if _rank_in_process(d, jax.devices()) < wanted),
                      key=lambda d: (d.process_index, d.id))
     keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False))
-    scope = one_step_per_execution if topology.multi_process else contextlib.nullcontext  # for the watchdog
-    return Distribution(scope=scope, writes=topology.writes, topology=topology, replicas=len(devices),
-                        local_replicas=wanted)
+    # A job of several processes steps once per execution: its watchdog marks progress after every step.
+    return Distribution(writes=topology.writes, one_step_per_execution=topology.multi_process, topology=topology,
+                        replicas=len(devices), local_replicas=wanted)
 
 
 def _join(topology: Topology) -> None:

@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Any
 
-from netdsl.training.errors import UsageError
+from netdsl.errors import UsageError
 from netdsl.training.scale.topology import PROCESS_FIELD, Topology, multi_process_refusal, resolve_topology
 
 __all__ = ["topology_of", "launch_job", "own_file", "own_roles", "set_up_one_process"]

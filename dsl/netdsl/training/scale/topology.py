@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from netdsl.training.errors import UsageError
+from netdsl.errors import UsageError
 
 __all__ = ["Topology", "resolve_topology", "TF_MULTI_PROCESS", "TORCH_DISTRIBUTED", "multi_process_refusal",
            "PROCESS_FIELD"]

@@ -33,7 +33,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from netdsl.errors import SpecError
 from netdsl.training.data.pipeline import EpochOrder
@@ -47,6 +47,27 @@ from netdsl.training.run.report import RunWriter, loss_first
 from netdsl.training.run.runs import RunFolder
 from netdsl.training.run.settings import TrainConfig, json_defines
 from netdsl.training.run.signals import Stopped, StopSignals
+
+
+class Placing(Protocol):
+    """What the engine asks of where a run trains: a `Placement`, or a `distribute.Distribution`
+    (the same members; it cannot subclass `Placement`, as it stays importable before Keras is)."""
+
+    @property
+    def scope(self) -> Callable[[], AbstractContextManager]: ...
+
+    @property
+    def writes(self) -> bool: ...
+
+    def prepare(self, plan: DataPlan, batch_size: int) -> None: ...
+
+    def dataset(self, part: Any, batch_size: int, order: EpochOrder | None = None) -> Any: ...
+
+    def callbacks(self) -> list: ...
+
+    def saving(self) -> AbstractContextManager: ...
+
+    def describe(self) -> dict | None: ...
 
 
 @dataclass
@@ -92,7 +113,7 @@ class Run:
         return self.report["status"]
 
 
-def run_training(config: TrainConfig, placement: Placement | None = None) -> Run:
+def run_training(config: TrainConfig, placement: Placing | None = None) -> Run:
     placement = placement or Placement()
     with StopSignals() as signals:
         session = Session(config, None, placement, signals)
@@ -115,7 +136,7 @@ def run_training(config: TrainConfig, placement: Placement | None = None) -> Run
 class Session:
     config: TrainConfig
     folder: RunFolder | None
-    placement: Placement
+    placement: Placing
     signals: StopSignals
     model: Any = None
     plan: DataPlan | None = None

@@ -222,7 +222,7 @@ class Session:
         """Train; True when a spec callback stopped training before the last epoch."""
         from netdsl.backend.compiler import fit_kwargs, unfreeze, unfreeze_epoch
 
-        config, plan, model = self.config, self.plan, self.model
+        config, plan, model = self.config, self._planned(), self.model
         spec_callbacks = fit_kwargs(model).get("callbacks", [])
         second_phase = unfreeze_epoch(model)  # fine-tuning: frozen parts train from this epoch on
         if second_phase is not None and self.state["epoch"] >= second_phase:
@@ -234,7 +234,7 @@ class Session:
             keeper.restored = checkpoint.restore(config.resume_from.checkpoint, model, spec_callbacks)
             self.writer.history(self.state["history"])  # the checkpoint's: an epoch recorded after it is redone
         first = self.state["epoch"]
-        if config.on_start is not None:
+        if config.on_start is not None and self._dir is not None:  # (a process that writes has its folder)
             config.on_start(self._dir, first)
         callbacks = [*spec_callbacks, keeper]
         steps = math.ceil(plan.train.n / config.batch_size)
@@ -270,8 +270,9 @@ class Session:
                     "stopped_early")
 
     def _test(self) -> None:
-        if self.plan.test is not None:
-            test = self.placement.dataset(self.plan.test, self.config.batch_size)
+        plan = self._planned()
+        if plan.test is not None:
+            test = self.placement.dataset(plan.test, self.config.batch_size)
             logs = self.model.evaluate(test, return_dict=True, verbose=0)
             self.test = {k: float(v) for k, v in logs.items()}
 
@@ -287,6 +288,11 @@ class Session:
                 if key != "epoch":
                     history.setdefault(key, []).append(value)
         return Run(self._dir, self.model, history, report)
+
+    def _planned(self) -> DataPlan:
+        """The data plan: `prepare` makes it, and `run_training` runs the session only once prepared."""
+        assert self.plan is not None, "Session.run() before prepare()"
+        return self.plan
 
     @property
     def _dir(self) -> Path | None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from netdsl import registry
@@ -115,7 +116,7 @@ def _policy_of(graph: Any) -> str | None:
     return policy if policy not in (None, "float32") else None
 
 
-def _policy_groups(wanted: list[str], policies: dict[str, str | None]) -> list[tuple[str | None, list[str]]]:
+def _policy_groups(wanted: list[str], policies: Mapping[str, str | None]) -> list[tuple[str | None, list[str]]]:
     """Models built under the global policy together, then one group per mixed-precision model."""
     groups = [(None, [m for m in wanted if not policies.get(m)])]
     return groups + [(policies[m], [m]) for m in wanted if policies.get(m)]
@@ -164,8 +165,9 @@ def _compile_interleaved(program: Program, checked: Analysis, wanted: list[str],
     return result, {name: built[name] for name in wanted}
 
 
-def build_model(source: Source, model: str | None = None, *, include: list = (), param_limit: int | None = None,
-                backend: str | None = None, one_step_per_execution: bool = False) -> Any:
+def build_model(source: Source, model: str | None = None, *, include: Sequence[str | os.PathLike] = (),
+                param_limit: int | None = None, backend: str | None = None,
+                one_step_per_execution: bool = False) -> Any:
     """One model of a spec as a `keras.Model` (compiled when it has a train section).
 
     `source`: a spec path (`str` / `os.PathLike`) or a `Program`; `model` may
@@ -182,7 +184,7 @@ def build_model(source: Source, model: str | None = None, *, include: list = (),
     return models[name]
 
 
-def build_models(source: Source, *, include: list = (), param_limit: int | None = None,
+def build_models(source: Source, *, include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
                  backend: str | None = None) -> dict[str, Any]:
     """Every model of a spec: `{name: keras.Model}` in file order (`backend` as for `build_model`)."""
     init_backend(backend, mute_stderr=False)
@@ -201,7 +203,7 @@ def fit_kwargs(model: Any) -> dict[str, Any]:
     fit, callbacks = _FIT.get(model, ({}, []))
     kwargs = dict(fit)
     if callbacks:
-        kwargs["callbacks"] = [factory.make(registry.lookup("callback", c.name),
+        kwargs["callbacks"] = [factory.make(_checked_entry("callback", c.name),
                                                    {k: keras_value(v) for k, v in c.kwargs}) for c in callbacks]
     return kwargs
 
@@ -314,12 +316,19 @@ def _refuse_on_torch(graph: Any) -> None:
         raise Fail(graph.span, f"'{graph.name}' cannot train on the torch backend: {problem}")
 
 
+def _checked_entry(kind: str, name: str) -> registry.Entry:
+    """The registry entry of a name the check resolved (an unknown name is a spec error before this)."""
+    entry = registry.lookup(kind, name)
+    assert entry is not None, (kind, name)
+    return entry
+
+
 def _object(resolved: Any) -> Any:
     """A Resolved optimizer / loss / metric as a fresh Keras object."""
     from netdsl.backend.builder import keras_value, reason
     from netdsl.custom import factory
 
-    entry = registry.lookup(resolved.kind, resolved.name)
+    entry = _checked_entry(resolved.kind, resolved.name)
     kwargs = {k: keras_value(v, entry.param(k), resolved.name) for k, v in resolved.kwargs}
     try:
         return factory.make(entry, kwargs, as_written=getattr(resolved, "written", None))

@@ -85,6 +85,7 @@ def load_weights_file(model: Any, path: str | os.PathLike[str]) -> str:
             raise Fail(init.span, f"weights file '{shown}' does not exist")
         return _load_part(model, init, _read_file(target, init), strict=True)
     except Fail as fail:
+        assert fail.diagnostic is not None  # every Fail raised above has its message (none is a Fail.reported())
         raise UsageError(fail.diagnostic.message) from None  # (its hint is about init_strict: a spec setting)
 
 

@@ -26,22 +26,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     kinds = [args.kind] if args.kind else ["layer", "activation"]
     if args.name:
-        entries = [registry.lookup(kind, args.name) for kind in registry.KINDS]
-        entries = [e for e in entries if e is not None]
+        found = [registry.lookup(kind, args.name) for kind in registry.KINDS]
+        entries = [e for e in found if e is not None]
         if not entries:
             pool = [k for kind in registry.KINDS for k in registry.all_keys(kind)]
             hint = did_you_mean(args.name, pool)
             print(f"netdsl: unknown name '{args.name}'" + (f"; {hint}" if hint else ""), file=sys.stderr)
             return EXIT_SPEC
-        for entry in entries:
-            if args.name != entry.name:
-                print(f"{args.name}: another name for {entry.name}")
-            print(_describe_entry(entry))
+        for match in entries:
+            if args.name != match.name:
+                print(f"{args.name}: another name for {match.name}")
+            print(_describe_entry(match))
         return EXIT_OK
     for kind in kinds:
         print(f"{_HEADINGS[kind]}:")
         for name in registry.names(kind):
             entry = registry.lookup(kind, name)
+            assert entry is not None, name  # names() lists canonical names, each a key lookup() knows
             short = _short_names(entry)
             print(f"  {_signature(entry)}" + (f"  also: {', '.join(short)}" if short else ""))
             print(f"      {entry.description}")

@@ -229,8 +229,8 @@ def _collapse_repeats(graph: Graph, unit_of: dict[int, tuple], units: dict[tuple
     for group, members in groups.items():
         uids = list(members)
         copies = [units[uid] for uid in uids]
-        tags = [_repeat_tag(graph, unit) for unit in copies]
-        if any(tag is None or tag[0] != group for tag in tags):
+        tags = [tag for tag in (_repeat_tag(graph, unit) for unit in copies) if tag is not None]
+        if len(tags) != len(copies) or any(tag[0] != group for tag in tags):
             continue
         n = tags[0][2]
         if n < 2 or [tag[1] for tag in tags] != list(range(n)):
@@ -254,6 +254,12 @@ def _collapse_repeats(graph: Graph, unit_of: dict[int, tuple], units: dict[tuple
             del units[uid]
 
 
+def _fold_path(unit: _Unit) -> tuple[str, ...]:
+    """The path of the block a "fold" unit draws (`_units` gives every fold unit its path)."""
+    assert unit.fold is not None, unit
+    return unit.fold
+
+
 def _repeat_tag(graph: Graph, unit: _Unit) -> tuple | None:
     tags = {graph.nodes[m].repeat for m in unit.members}
     return tags.pop() if len(tags) == 1 else None
@@ -261,12 +267,13 @@ def _repeat_tag(graph: Graph, unit: _Unit) -> tuple | None:
 
 def _signature(graph: Graph, unit: _Unit) -> tuple | None:
     if unit.kind == "fold":
-        info = graph.clusters.get(unit.fold)
+        fold = _fold_path(unit)
+        info = graph.clusters.get(fold)
         if info is None:
             return None
         nested = sorted({graph.nodes[m].cluster for m in unit.members})  # the same shape inside
         return ("block", info.block, _args_key(info.args), len(unit.members),
-                tuple(len(p) - len(unit.fold) for p in nested))
+                tuple(len(p) - len(fold) for p in nested))
     if unit.kind != "node":
         return None
     node = graph.nodes[unit.members[0]]
@@ -315,18 +322,19 @@ def _item(graph: Graph, params: Params, key: str, unit: _Unit, unit_of: dict[int
     inside = set(unit.members)
     external_in = _dedup(ref for n in members for ref in n.inputs if ref.node not in inside)
     if unit.kind == "fold":
-        info = graph.clusters.get(unit.fold) or Cluster(unit.fold, unit.fold[-1], graph.span, {})
+        fold = _fold_path(unit)
+        info = graph.clusters.get(fold) or Cluster(fold, fold[-1], graph.span, {})
         used = sorted(use for m in unit.members for use in uses.get(m, []) if unit_of[use[0]] != uid)
         used_outside = _dedup(ref for _, _, ref in used)
         used_outside += [ref for _, ref in graph.outputs if ref.node in inside and ref not in used_outside]
         total, complete = params.of_nodes(members)
-        item = Item(key, "block", info.block, ".".join(unit.fold), unit.cluster, list(unit.members),
+        item = Item(key, "block", info.block, ".".join(fold), unit.cluster, list(unit.members),
                     list(info.args.items()), params=total, params_complete=complete,
                     in_shapes=[_shape_of(graph, r) for r in external_in],
                     out_shapes=[_shape_of(graph, r) for r in used_outside])
         if unit.copies:
             item.count = len(unit.copies)
-            item.last_name = ".".join(graph.nodes[unit.copies[-1][0]].cluster[:len(unit.fold)])
+            item.last_name = ".".join(graph.nodes[unit.copies[-1][0]].cluster[:len(fold)])
     else:
         role = {"input": "input", "model": "model", "activation": "activation",
                 "declared_activation": "activation", "tensor_op": "op"}.get(first.op, "layer")

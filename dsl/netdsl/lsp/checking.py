@@ -11,7 +11,7 @@ import contextlib
 import gc
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,7 +74,7 @@ def built_then_frozen():
 
 
 def check_text(text: str, version: int, display: str, real: Path, overlay: Overlay,
-               include: list[str] = (), wanted: Callable[[], bool] = lambda: True) -> Snapshot:
+               include: Sequence[str] = (), wanted: Callable[[], bool] = lambda: True) -> Snapshot:
     """The diagnostics `netdsl check` prints for this text, with the program and graphs behind them.
 
     `wanted` is asked between stages; once it says no, `Abandoned` is raised."""
@@ -83,7 +83,7 @@ def check_text(text: str, version: int, display: str, real: Path, overlay: Overl
 
 
 def _check_text(text: str, version: int, display: str, real: Path, overlay: Overlay,
-                include: list[str], wanted: Callable[[], bool]) -> Snapshot:
+                include: Sequence[str], wanted: Callable[[], bool]) -> Snapshot:
     start = time.perf_counter()
     snapshot = Snapshot(version, text, display, [])
     source = text[1:] if text.startswith(BOM) else text  # read_source drops it too
@@ -109,17 +109,18 @@ def add_names(snapshot: Snapshot) -> Snapshot:
     """What navigation, hover and inlay hints read: the name index and each graph's facts.
 
     Built after the diagnostics are published (it is not needed for them)."""
-    if snapshot.program is not None and snapshot.index is None:
+    program, analysis = snapshot.program, snapshot.analysis  # set together, once the text is read and checked
+    if program is not None and analysis is not None and snapshot.index is None:
         with built_then_frozen():
-            _add_names(snapshot)
+            _add_names(snapshot, program, analysis)
     return snapshot
 
 
-def _add_names(snapshot: Snapshot) -> None:
-    snapshot.index = build_index(snapshot.program)
-    for graph in snapshot.analysis.graphs.values():
+def _add_names(snapshot: Snapshot, program: Program, analysis: Analysis) -> None:
+    snapshot.index = build_index(program)
+    for graph in analysis.graphs.values():
         fill_estimates(graph)  # parameter counts in pure Python, declared layers' included
-    snapshot.facts = {name: GraphFacts(graph) for name, graph in snapshot.analysis.graphs.items()}
+    snapshot.facts = {name: GraphFacts(graph) for name, graph in analysis.graphs.items()}
 
 
 def _still(wanted: Callable[[], bool]) -> None:

@@ -25,7 +25,9 @@ MAX_ITEMS = 200  # more is marked incomplete: the client asks again as more of t
 _PARTIAL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _CALLEE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\s*$")
 _PRINT = ExprPrinter()
-_STEP_KINDS = {ir.BlockDecl: "block", ir.LayerDecl: "layer", ir.ActivationDecl: "activation", ir.ModelDecl: "model"}
+_STEP_KINDS: dict[type, str] = {ir.BlockDecl: "block", ir.LayerDecl: "layer", ir.ActivationDecl: "activation",
+                                ir.ModelDecl: "model"}
+_VALUE_KINDS: dict[type, str] = {ir.Let: "constant", ir.LetFunc: "function"}
 
 
 @dataclass
@@ -171,7 +173,7 @@ def completions(
     if context.kind == "step":
         return _step_items(snapshot, file, line, col)
     if context.kind == "argument":
-        callee = find_callee(context.callee, snapshot, file)
+        callee = find_callee(context.callee, snapshot, file) if context.callee is not None else None
         items = []
         if callee is not None:
             for name, type_, default in callee.params:
@@ -188,9 +190,8 @@ def completions(
 
 
 def _step_items(snapshot, file, line, col) -> list[types.CompletionItem]:
-    items = [_entry_item(registry.lookup("layer", n), types.CompletionItemKind.Class) for n in registry.names("layer")]
-    items += [_entry_item(registry.lookup("activation", n), types.CompletionItemKind.Function)
-              for n in registry.names("activation")]
+    items = _registry_items("layer", types.CompletionItemKind.Class)
+    items += _registry_items("activation", types.CompletionItemKind.Function)
     for name, decl in _file_names(snapshot, file):
         if type(decl) in _STEP_KINDS:
             items.append(types.CompletionItem(label=name, kind=types.CompletionItemKind.Module,
@@ -203,12 +204,11 @@ def _step_items(snapshot, file, line, col) -> list[types.CompletionItem]:
 
 
 def _value_items(context: Context, snapshot, file, line, col) -> list[types.CompletionItem]:
-    callee = find_callee(context.callee, snapshot, file)
+    callee = find_callee(context.callee, snapshot, file) if context.callee is not None else None
     type_ = next((t for n, t, _ in (callee.params if callee else []) if n == context.keyword), "")
     items: list[types.CompletionItem] = []
     if type_ in ("activation", "initializer", "regularizer", "constraint"):
-        items += [_entry_item(registry.lookup(type_, n), types.CompletionItemKind.Function)
-                  for n in registry.names(type_)]
+        items += _registry_items(type_, types.CompletionItemKind.Function)
         if type_ == "activation":
             items += [types.CompletionItem(label=n, kind=types.CompletionItemKind.Function,
                                            detail="activation (this spec)")
@@ -220,6 +220,16 @@ def _value_items(context: Context, snapshot, file, line, col) -> list[types.Comp
     if param is not None and param.choices:
         items += [types.CompletionItem(label=f'"{c}"', kind=types.CompletionItemKind.EnumMember) for c in param.choices]
     return items + _scope_items(snapshot, file, line, col, tensors=False, typed=context.partial)
+
+
+def _registry_items(kind: str, item_kind: types.CompletionItemKind) -> list[types.CompletionItem]:
+    """Every name of `kind` in the registry, in the order names() lists them."""
+    items = []
+    for name in registry.names(kind):
+        entry = registry.lookup(kind, name)
+        assert entry is not None, name  # names() lists canonical names, each a key lookup() knows
+        items.append(_entry_item(entry, item_kind))
+    return items
 
 
 def _entry_item(entry: registry.Entry, kind) -> types.CompletionItem:
@@ -239,7 +249,7 @@ def resolve(item: types.CompletionItem) -> types.CompletionItem:
 
 def _scope_items(snapshot, file, line, col, tensors: bool, typed: str = "") -> list[types.CompletionItem]:
     """The body's names (the latest bound first), then the file's; only those matching what was typed."""
-    items = []
+    items: list[types.CompletionItem] = []
     for name, what in _locals(snapshot, file, line, col):
         if (what == "tensor" and not tensors) or not _fuzzy(name, typed):
             continue
@@ -248,7 +258,7 @@ def _scope_items(snapshot, file, line, col, tensors: bool, typed: str = "") -> l
         if len(items) > MAX_ITEMS:
             break
     for name, decl in _file_names(snapshot, file):
-        what = {ir.Let: "constant", ir.LetFunc: "function"}.get(type(decl)) or _STEP_KINDS.get(type(decl), "name")
+        what = _VALUE_KINDS.get(type(decl)) or _STEP_KINDS.get(type(decl), "name")
         kind = types.CompletionItemKind.Constant if what == "constant" else types.CompletionItemKind.Module
         items.append(types.CompletionItem(label=name, kind=kind, detail=f"{what} (this spec)", sort_text=f"1{name}"))
     return items

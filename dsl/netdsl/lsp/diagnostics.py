@@ -19,6 +19,7 @@ import gc
 import os
 import time
 import traceback
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from lsprotocol import types
@@ -39,7 +40,7 @@ _SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.Diagnosti
 class Checks:
     """The newest check of every open document, and the machinery that keeps it so."""
 
-    def __init__(self, server, documents: Documents, include: list[str] = ()):
+    def __init__(self, server, documents: Documents, include: Sequence[str] = ()):
         self.server = server
         self.documents = documents
         self.include = list(include)

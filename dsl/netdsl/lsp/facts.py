@@ -118,6 +118,6 @@ def binding_facts(facts: GraphFacts, stmt: Any, name: str) -> Produced | None:
             produced.shapes = [produced.shapes[stmt.targets.index(name)]]
         return produced
     if isinstance(stmt, ir.Output):
-        item = next((i for i in stmt.items if i.name == name and i.value is not None), None)
-        return facts.produced(item) if item is not None else None
+        out = next((i for i in stmt.items if i.name == name and i.value is not None), None)
+        return facts.produced(out) if out is not None else None
     return None

@@ -15,7 +15,7 @@ from netdsl.lsp.checking import Snapshot
 from netdsl.lsp.completion import context_at, find_callee
 from netdsl.lsp.describe import registry_hover
 from netdsl.lsp.facts import binding_facts, format_shape, statement_at
-from netdsl.lsp.names import Occurrence
+from netdsl.lsp.names import NameIndex, Occurrence
 from netdsl.syntax import ir
 from netdsl.syntax.format_expr import ExprPrinter
 
@@ -47,8 +47,8 @@ def hover_text(snapshot: Snapshot | None, before: str, line_text: str, file: str
             return text, start, end
     index = snapshot.index if snapshot is not None else None
     occ = index.at(file, line, col) if index is not None else None
-    if occ is not None and occ.symbol.name == word:
-        text = _symbol_hover(snapshot, occ)
+    if snapshot is not None and index is not None and occ is not None and occ.symbol.name == word:
+        text = _symbol_hover(snapshot, index, occ)
         if text:
             return text, start, end
     # `-> relu` is the activation, `-> relu(max_value=6.0)` the layer (where both exist)
@@ -63,7 +63,7 @@ def _keyword_hover(snapshot: Snapshot | None, before: str, word: str, file: str)
     context = context_at(before)
     callee = find_callee(context.callee, snapshot, file) if context.callee else None
     param = next((p for p in callee.params if p[0] == word), None) if callee else None
-    if param is None:
+    if callee is None or param is None:
         return None
     name, type_, default = param
     detail = ", ".join(x for x in (type_, f"default {default}" if default else "required" if type_ else "") if x)
@@ -87,8 +87,7 @@ def _value_kind(line: str, start: int) -> str | None:
 
 # ------------------------------------------------------------------ the spec's names
 
-def _symbol_hover(snapshot: Snapshot, occ: Occurrence) -> str | None:
-    index = snapshot.index
+def _symbol_hover(snapshot: Snapshot, index: NameIndex, occ: Occurrence) -> str | None:
     symbol = occ.symbol
     if symbol.kind == "decl":
         decl = index.decls.get(symbol)
@@ -97,7 +96,9 @@ def _symbol_hover(snapshot: Snapshot, occ: Occurrence) -> str | None:
         target = index.scopes[symbol.file].aliases.get(symbol.name)
         return f"```netdsl\nimport \"…\" as {symbol.name}\n```\nthe names of `{target.path}`" if target else None
     definition = index.definition(occ)
-    body = index.body_at(symbol.file, definition.span.line, definition.span.col) if definition else None
+    if definition is None:
+        return None
+    body = index.body_at(symbol.file, definition.span.line, definition.span.col)
     if body is None:
         return None
     what = body.locals.get(symbol.name, "name")
@@ -153,6 +154,9 @@ def decl_markdown(decl: Any, file: str) -> str:
     return f"```netdsl\n{head}\n```\n{keyword} declared in `{file}` line {decl.span.line}"
 
 
+_DECL_KEYWORDS: dict[type, str] = {ir.Let: "let", ir.LetFunc: "let", ir.ModelDecl: "model", ir.BlockDecl: "block",
+                                   ir.ActivationDecl: "activation", ir.LayerDecl: "layer"}
+
+
 def _decl_keyword(decl: Any) -> str:
-    return {ir.Let: "let", ir.LetFunc: "let", ir.ModelDecl: "model", ir.BlockDecl: "block",
-            ir.ActivationDecl: "activation", ir.LayerDecl: "layer"}.get(type(decl), "declaration")
+    return _DECL_KEYWORDS.get(type(decl), "declaration")

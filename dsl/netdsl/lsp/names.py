@@ -84,7 +84,9 @@ class NameIndex:
         defs = [o for o in self.references(occ.symbol) if o.definition]
         before = [o for o in defs if o.span.file == occ.span.file
                   and (o.span.line, o.span.col) <= (occ.span.line, occ.span.col)]
-        return (before or defs or [None])[-1 if before else 0]
+        if before:
+            return before[-1]
+        return defs[0] if defs else None
 
     def body_at(self, file: str, line: int, col: int) -> Body | None:
         """The innermost declaration body around a position."""
@@ -212,13 +214,13 @@ class _Walker:
                 if item.shape is not None:
                     self._expr(item.shape, stack)
         elif isinstance(stmt, ir.Output):
-            for item in stmt.items:
-                if item.name is not None and item.value is not None:
-                    self._define(frame[item.name], item)
-                if item.value is not None:
-                    self._expr(item.value, stack)
-                elif item.name is not None:
-                    self._name(item.name, Span.at(self.path, item.span.line, item.span.col, len(item.name)), stack)
+            for out in stmt.items:
+                if out.name is not None and out.value is not None:
+                    self._define(frame[out.name], out)
+                if out.value is not None:
+                    self._expr(out.value, stack)
+                elif out.name is not None:
+                    self._name(out.name, Span.at(self.path, out.span.line, out.span.col, len(out.name)), stack)
         elif isinstance(stmt, ir.Assign):
             for i, target in enumerate(stmt.targets):
                 self._define(frame[target], stmt, i)
@@ -238,8 +240,8 @@ class _Walker:
             self._statements(stmt.then, stack)
             self._statements(stmt.orelse or [], stack)
         elif isinstance(stmt, ir.Train):
-            for item in stmt.items:
-                self._expr(item.value, stack)
+            for setting in stmt.items:
+                self._expr(setting.value, stack)
 
     # -- expressions
     def _expr(self, expr: Any, stack: list[dict[str, Symbol]]) -> None:
@@ -328,9 +330,9 @@ def _bindings(statements: list) -> Iterator[tuple[str, str]]:
             for item in stmt.items:
                 yield item.name, "tensor"
         elif isinstance(stmt, ir.Output):
-            for item in stmt.items:
-                if item.name is not None and item.value is not None:
-                    yield item.name, "tensor"
+            for out in stmt.items:
+                if out.name is not None and out.value is not None:
+                    yield out.name, "tensor"
         elif isinstance(stmt, ir.Assign):
             for target in stmt.targets:
                 yield target, "tensor"

@@ -7,6 +7,7 @@ disk), and other open documents that read the same file are searched too.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from lsprotocol import types
@@ -49,12 +50,12 @@ def occurrence_at(snapshot: Snapshot | None, line: int, col: int) -> Occurrence 
 
 def definition(snapshot: Snapshot, root_real: Path, places: Places, line: int, col: int) -> list[types.Location]:
     occ = occurrence_at(snapshot, line, col)
-    target = snapshot.index.definition(occ) if occ is not None else None
+    target = snapshot.index.definition(occ) if occ is not None and snapshot.index is not None else None
     return [places.location(snapshot, root_real, target.span)] if target is not None else []
 
 
 def references(snapshot: Snapshot, root_real: Path, places: Places, line: int, col: int, include_declaration: bool,
-               others: list[tuple[Snapshot, Path]] = ()) -> list[types.Location]:
+               others: Sequence[tuple[Snapshot, Path]] = ()) -> list[types.Location]:
     occ = occurrence_at(snapshot, line, col)
     if occ is None:
         return []
@@ -76,7 +77,7 @@ def prepare_rename(snapshot: Snapshot | None, line: int, col: int) -> Span | Non
 
 
 def rename(snapshot: Snapshot, root_real: Path, places: Places, line: int, col: int, new_name: str,
-           others: list[tuple[Snapshot, Path]] = ()) -> types.WorkspaceEdit | None:
+           others: Sequence[tuple[Snapshot, Path]] = ()) -> types.WorkspaceEdit | None:
     """Every occurrence of the symbol at the cursor, renamed; ValueError for a name the language refuses."""
     if not NAME.match(new_name) or new_name in KEYWORDS:
         raise ValueError(f"'{new_name}' is not a name netdsl accepts (letters, digits and _, not a keyword)")
@@ -97,8 +98,9 @@ def rename(snapshot: Snapshot, root_real: Path, places: Places, line: int, col: 
 
 def _everywhere(snapshot: Snapshot, root_real: Path, symbol: Symbol, others):
     """(snapshot, its root's path, occurrence) for the symbol in this program and in other open documents'."""
-    for occurrence in snapshot.index.references(symbol):
-        yield snapshot, root_real, occurrence
+    if snapshot.index is not None:  # (it is: the symbol was found in it)
+        for occurrence in snapshot.index.references(symbol):
+            yield snapshot, root_real, occurrence
     if symbol.kind == "local" and symbol.file == snapshot.display:
         return  # a local of this file: no other file can name it
     defining = real_of(symbol.file, snapshot.display, root_real)

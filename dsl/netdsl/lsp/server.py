@@ -10,6 +10,8 @@ parsed, since typing goes on meanwhile.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
@@ -24,7 +26,7 @@ from netdsl.version import __version__
 
 
 class NetdslServer(LanguageServer):
-    def __init__(self, include: list[str] = ()):
+    def __init__(self, include: Sequence[str] = ()):
         super().__init__("netdsl", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.documents = Documents(lambda: self.workspace)
         self.checks = Checks(self, self.documents, include)
@@ -49,7 +51,7 @@ class NetdslServer(LanguageServer):
         return found
 
 
-def make_server(include: list[str] = ()) -> NetdslServer:
+def make_server(include: Sequence[str] = ()) -> NetdslServer:
     server = NetdslServer(include)
 
     @server.feature(types.INITIALIZED)
@@ -218,6 +220,6 @@ def _warm_up(ls: NetdslServer) -> None:
             converter.unstructure(sample)
 
 
-def serve(include: list[str] = ()) -> None:
+def serve(include: Sequence[str] = ()) -> None:
     """Serve one client over stdin/stdout until it says exit."""
     make_server(include).start_io()

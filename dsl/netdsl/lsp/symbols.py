@@ -9,11 +9,12 @@ from lsprotocol import types
 from netdsl.errors import Span
 from netdsl.lsp.checking import Snapshot
 from netdsl.lsp.facts import format_shape, statements
-from netdsl.lsp.names import Symbol
+from netdsl.lsp.names import NameIndex, Symbol
 from netdsl.lsp.positions import Lines
 from netdsl.syntax import ir
 
-_KINDS = {
+_NAMED_DECLS = (ir.ModelDecl, ir.BlockDecl, ir.LayerDecl, ir.ActivationDecl, ir.Let, ir.LetFunc)
+_KINDS: dict[type, tuple[types.SymbolKind, str]] = {
     ir.ModelDecl: (types.SymbolKind.Class, "model"),
     ir.BlockDecl: (types.SymbolKind.Function, "block"),
     ir.LayerDecl: (types.SymbolKind.Class, "layer"),
@@ -25,9 +26,11 @@ _KINDS = {
 
 def document_symbols(snapshot: Snapshot, lines: Lines) -> list[types.DocumentSymbol]:
     program, index = snapshot.program, snapshot.index
+    if program is None:  # (the server asks only of a text that parsed)
+        return []
     out = []
     for decl in program.root_file.decls:
-        if type(decl) not in _KINDS:
+        if not isinstance(decl, _NAMED_DECLS):  # the decls _KINDS has (no ir decl subclasses another)
             continue
         kind, detail = _KINDS[type(decl)]
         name_span = _name_span(index, Symbol("decl", snapshot.display, None, decl.name)) or decl.span
@@ -54,15 +57,19 @@ def _children(decl: Any, lines: Lines) -> list[types.DocumentSymbol]:
     return children
 
 
-def _name_span(index, symbol: Symbol) -> Span | None:
+def _name_span(index: NameIndex | None, symbol: Symbol) -> Span | None:
+    if index is None:
+        return None
     return next((o.span for o in index.references(symbol) if o.definition), None)
 
 
 def inlay_hints(snapshot: Snapshot, lines: Lines, first_line: int, last_line: int) -> list[types.InlayHint]:
     """`(None, 128) · 100,480 params` after each statement of each model that makes tensors."""
-    analysis = snapshot.analysis
+    program, analysis = snapshot.program, snapshot.analysis
+    if program is None or analysis is None:  # (the server asks only of a text that parsed)
+        return []
     hints = []
-    for decl in snapshot.program.root_file.decls:
+    for decl in program.root_file.decls:
         if not isinstance(decl, ir.ModelDecl) or decl.name not in analysis.graphs:
             continue
         facts = snapshot.facts[decl.name]

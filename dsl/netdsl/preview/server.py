@@ -26,10 +26,12 @@ the SVG Graphviz draws from labels netdsl has escaped.
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import sys
 import threading
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
@@ -63,13 +65,13 @@ _STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
 class PreviewServer:
     """`netdsl preview`: watch a spec, serve its page. `start()` returns the URL; `close()` ends everything."""
 
-    def __init__(self, spec: str, model: str | None = None, *, port: int = 0, include: list = (),
+    def __init__(self, spec: str, model: str | None = None, *, port: int = 0, include: Sequence[str | os.PathLike] = (),
                  depth: int | None = None, interval: float = 0.1, defines: dict | None = None):
         self.spec, self.model, self.include, self.depth = spec, model, list(include), depth
         self.defines = dict(defines or {})  # -D overrides, applied to every snapshot
         self.hub = Hub(self._rebuild(None))
         self.watcher = Watcher(self.hub, self._rebuild, interval)
-        self.static = {path: (resources.files(__package__).joinpath("static", name).read_bytes(), kind)
+        self.static = {path: (resources.files(__package__).joinpath("static").joinpath(name).read_bytes(), kind)
                        for path, (name, kind) in _STATIC.items()}
         self.httpd = _HTTPServer((HOST, port), _Handler)  # OSError when the port is taken
         self.httpd.preview = self

@@ -11,6 +11,8 @@ stale, so the page keeps showing the last good drawing beside the errors.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -55,7 +57,7 @@ def diagnostics_text(diagnostics: list[Diagnostic], sources: Sources | None) -> 
     return f"{text}\n{errors} errors" if errors > 1 else text
 
 
-def make_snapshot(spec: str, model: str | None, previous: Snapshot | None, *, include: list = (),
+def make_snapshot(spec: str, model: str | None, previous: Snapshot | None, *, include: Sequence[str | os.PathLike] = (),
                   depth: int | None = None, defines: dict | None = None) -> Snapshot:
     """Check `spec` and draw `model` (default: the spec's first model) unless it has errors."""
     version = previous.version + 1 if previous is not None else 1
@@ -125,7 +127,7 @@ def _details(graph: Graph, item: Item) -> dict[str, Any]:
     else:
         args = list(first.args.items())
     name = item.name if not item.last_name else f"{item.name} \u2026 {item.last_name}"
-    details = {
+    details: dict[str, Any] = {
         "kind": item.title, "role": item.role, "name": name,
         "args": [[key, describe_value(value)] for key, value in args],
         "inputs": [shape_text(s) for s in item.in_shapes],

@@ -78,8 +78,9 @@ class ArraySource:
         """({input: array}, {output: array} or None) per batch of `rows`, in order, as NumPy (no TensorFlow)."""
         inputs, targets = self._arrays
         if self._tensors is not None:  # a dataset was made first: the arrays live in the tensors now
-            inputs, targets = ({k: v.numpy() for k, v in part.items()} if part is not None else None
-                               for part in self._tensors)
+            input_tensors, target_tensors = self._tensors
+            inputs = {k: v.numpy() for k, v in input_tensors.items()}
+            targets = {k: v.numpy() for k, v in target_tensors.items()} if target_tensors is not None else None
         for start in range(0, len(rows), batch_size):
             index = rows[start:start + batch_size]
             yield ({name: array[index] for name, array in inputs.items()},
@@ -172,7 +173,7 @@ def check_target(origin: str, spec: TensorSpec, array: np.ndarray) -> np.ndarray
 def _common_length(origin: str, arrays: dict[str, np.ndarray]) -> int:
     lengths = {name: len(a) for name, a in arrays.items()}
     if len(set(lengths.values())) > 1:
-        longest, shortest = max(lengths, key=lengths.get), min(lengths, key=lengths.get)
+        longest, shortest = max(lengths, key=lengths.__getitem__), min(lengths, key=lengths.__getitem__)
         raise DataError(f"'{longest}' has {lengths[longest]} samples but '{shortest}' has {lengths[shortest]}",
                         file=origin)
     return next(iter(lengths.values()), 0)

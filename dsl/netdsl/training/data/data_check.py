@@ -128,7 +128,7 @@ def check_mapping(origin: str, signature: Signature, headers: dict[str, tuple[tu
             used[key] = headers[key][0]
     lengths = {key: shape[0] for key, shape in used.items() if shape}
     if len(set(lengths.values())) > 1:
-        longest, shortest = max(lengths, key=lengths.get), min(lengths, key=lengths.get)
+        longest, shortest = max(lengths, key=lengths.__getitem__), min(lengths, key=lengths.__getitem__)
         raise DataError(f"'{longest}' has {lengths[longest]} samples but '{shortest}' has {lengths[shortest]}",
                         file=origin)
     return next(iter(lengths.values()), None)

@@ -44,7 +44,7 @@ class ImageFolderSource:
         self.classes, paths, labels = _listing(folder)
         out = signature.outputs[0] if signature.outputs else None
         units = out.shape[-1] if out is not None and out.shape else None
-        if need_targets and units not in (None, 1) and len(self.classes) > units:
+        if need_targets and out is not None and units not in (None, 1) and len(self.classes) > units:
             raise DataError(f"{len(self.classes)} class folders, but output '{out.name}' has {units} units",
                             file=folder)
         self.n = len(paths)

@@ -39,7 +39,7 @@ class EpochOrder:
         return int(np.random.default_rng([self.seed, self.epoch]).integers(1, 2**62))
 
 
-def once_per_epoch(compute: Callable[[], np.ndarray], shape: tuple[int, ...]) -> tf.data.Dataset:
+def once_per_epoch(compute: Callable[[], np.ndarray | int], shape: tuple[int, ...]) -> tf.data.Dataset:
     """A dataset of one int64 tensor, `compute()`d each time an iterator opens it (once per epoch).
 
     Not `tf.data.Dataset.from_generator`: on JAX a stream holding one doubled the CPU time

@@ -65,8 +65,9 @@ def plan_data(request: DataRequest, signature: Signature, seed: int, validation_
     if request.data is not None:
         source = open_source(request.data, signature, request.targets)
         parts = split_rows(source.n, request.split or DEFAULT_SPLIT, seed)
-        plan = DataPlan(*(Part(role, source, rows) if rows is not None else None
-                          for role, rows in zip(ROLES, parts)))
+        first, *others = (Part(role, source, rows) if rows is not None else None for role, rows in zip(ROLES, parts))
+        assert first is not None  # the train part: check_split asks for a train fraction above 0
+        plan = DataPlan(first, *others)
     elif request.train is not None:
         train = open_source(request.train, signature, request.targets)
         plan = DataPlan(Part("train", train, np.arange(train.n)))

@@ -53,7 +53,8 @@ class TFRecordSource:
         self._inputs = {spec.name: _input_feature(path, spec, features) for spec in signature.inputs}
         present = [spec for spec in signature.outputs if spec.name in features]
         if need_targets or len(present) == len(signature.outputs):
-            self._targets = {spec.name: _target_feature(path, spec, features) for spec in signature.outputs}
+            self._targets: dict[str, tuple] | None = {spec.name: _target_feature(path, spec, features)
+                                                       for spec in signature.outputs}
         else:
             self._targets = None
 
@@ -115,7 +116,7 @@ def count_records(path: str) -> int:
 
 
 def _walk(data: mmap.mmap, size: int, path: str) -> int:
-    at, count, sound = 0, 0, set()  # sound: headers already checked (records of one size repeat them)
+    at, count, sound = 0, 0, set[bytes]()  # sound: headers already checked (records of one size repeat them)
     with data:
         while at < size:
             if size - at < HEADER.size:

@@ -18,8 +18,9 @@ import json
 import os
 import re
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -40,8 +41,17 @@ def capture(model: Any, callbacks: list, meta: dict) -> bytes:
     meta["optimizer_variables"] = _store(arrays, "optimizer", _optimizer_variables(model))
     meta["callbacks"] = [_callback_state(arrays, i, cb) for i, cb in enumerate(callbacks)]
     arrays[META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    return npz_bytes(arrays)
+
+
+def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    """An .npz of `arrays` by name, as `np.savez` writes it (one uncompressed NAME.npy each), for any
+    name: `np.savez(f, **arrays)` takes `file` and `allow_pickle` as its own parameters, not arrays."""
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
     return buffer.getvalue()
 
 
@@ -86,8 +96,8 @@ def _best_weights(callback: Any, stored: dict, index: int, count: Any, file: Any
     model = getattr(callback, "model", None)
     shapes = [tuple(w.shape) for w in model.weights] if model is not None else None
     names = [f"callback/{index}/best_weights/{j:04d}" for j in range(count if isinstance(count, int) else -1)]
-    weights = [stored.get(name) for name in names]
-    if not names or any(w is None for w in weights) or (
+    weights = [w for w in (stored.get(name) for name in names) if w is not None]
+    if not names or len(weights) != len(names) or (
             shapes is not None and [tuple(w.shape) for w in weights] != shapes):
         raise RunError("cannot read the checkpoint: its best weights do not fit the model", file=file)
     return weights
@@ -170,7 +180,7 @@ class _open:
             raise RunError(f"cannot read the checkpoint: {exc}", file=str(self.path)) from None
         return _Checked(self.archive, str(self.path))
 
-    def __exit__(self, kind: Any, exc: Any, trace: Any) -> bool:
+    def __exit__(self, kind: Any, exc: Any, trace: Any) -> Literal[False]:
         self.archive.close()
         self.handle.close()
         if kind is not None and issubclass(kind, _UNREADABLE):

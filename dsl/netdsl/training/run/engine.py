@@ -34,7 +34,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from netdsl.errors import SpecError, UsageError
 from netdsl.training.data.pipeline import EpochOrder
@@ -48,6 +48,27 @@ from netdsl.training.run.report import RunWriter, loss_first
 from netdsl.training.run.runs import RunFolder
 from netdsl.training.run.settings import TrainConfig, json_defines
 from netdsl.training.run.signals import Stopped, StopSignals
+
+
+class Placing(Protocol):
+    """What the engine asks of where a run trains: a `Placement`, or a `distribute.Distribution`
+    (the same members; it cannot subclass `Placement`, as it stays importable before Keras is)."""
+
+    @property
+    def scope(self) -> Callable[[], AbstractContextManager]: ...
+
+    @property
+    def writes(self) -> bool: ...
+
+    def prepare(self, plan: DataPlan, batch_size: int) -> None: ...
+
+    def dataset(self, part: Any, batch_size: int, order: EpochOrder | None = None) -> Any: ...
+
+    def callbacks(self) -> list: ...
+
+    def saving(self) -> AbstractContextManager: ...
+
+    def describe(self) -> dict | None: ...
 
 
 @dataclass
@@ -94,7 +115,7 @@ class Run:
         return self.report["status"]
 
 
-def run_training(config: TrainConfig, placement: Placement | None = None) -> Run:
+def run_training(config: TrainConfig, placement: Placing | None = None) -> Run:
     placement = placement or Placement()
     with StopSignals() as signals:
         session = Session(config, None, placement, signals)
@@ -117,7 +138,7 @@ def run_training(config: TrainConfig, placement: Placement | None = None) -> Run
 class Session:
     config: TrainConfig
     folder: RunFolder | None
-    placement: Placement
+    placement: Placing
     signals: StopSignals
     model: Any = None
     plan: DataPlan | None = None
@@ -204,7 +225,7 @@ class Session:
         """Train; True when a spec callback stopped training before the last epoch."""
         from netdsl.backend.compiler import fit_kwargs, unfreeze, unfreeze_epoch
 
-        config, plan, model = self.config, self.plan, self.model
+        config, plan, model = self.config, self._planned(), self.model
         spec_callbacks = fit_kwargs(model).get("callbacks", [])
         second_phase = unfreeze_epoch(model)  # fine-tuning: frozen parts train from this epoch on
         if second_phase is not None and self.state["epoch"] >= second_phase:
@@ -216,7 +237,7 @@ class Session:
             keeper.restored = checkpoint.restore(config.resume_from.checkpoint, model, spec_callbacks)
             self.writer.history(self.state["history"])  # the checkpoint's: an epoch recorded after it is redone
         first = self.state["epoch"]
-        if config.on_start is not None:
+        if config.on_start is not None and self._dir is not None:  # (a process that writes has its folder)
             config.on_start(self._dir, first)
         callbacks = [*spec_callbacks, keeper]
         steps = math.ceil(plan.train.n / config.batch_size)
@@ -252,8 +273,9 @@ class Session:
                     "stopped_early")
 
     def _test(self) -> None:
-        if self.plan.test is not None:
-            test = self.placement.dataset(self.plan.test, self.config.batch_size)
+        plan = self._planned()
+        if plan.test is not None:
+            test = self.placement.dataset(plan.test, self.config.batch_size)
             logs = self.model.evaluate(test, return_dict=True, verbose=0)
             self.test = {k: float(v) for k, v in logs.items()}
 
@@ -269,6 +291,11 @@ class Session:
                 if key != "epoch":
                     history.setdefault(key, []).append(value)
         return Run(self._dir, self.model, history, report)
+
+    def _planned(self) -> DataPlan:
+        """The data plan: `prepare` makes it, and `run_training` runs the session only once prepared."""
+        assert self.plan is not None, "Session.run() before prepare()"
+        return self.plan
 
     @property
     def _dir(self) -> Path | None:

@@ -9,7 +9,6 @@ names); `predict` needs only the inputs.
 
 from __future__ import annotations
 
-import io
 import os
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from netdsl.training.data.request import DEFAULT_SPLIT
 from netdsl.training.data.signature import Signature
 from netdsl.training.data.source import open_source
 from netdsl.training.errors import RunError, TrainingError
+from netdsl.training.run.checkpoint import npz_bytes
 from netdsl.training.run.report import loss_first
 from netdsl.training.run.runs import CONFIG, RunFolder
 from netdsl.training.run.settings import saved_data
@@ -137,7 +137,5 @@ def predict(where: Any, data: Any, batch_size: int | None = None, targets: dict 
 
 def write_predictions(predictions: dict[str, np.ndarray], target: str | os.PathLike) -> Path:
     """An .npz with one array per output, written atomically."""
-    buffer = io.BytesIO()
-    np.savez(buffer, **predictions)
-    write_bytes(target, buffer.getvalue())
+    write_bytes(target, npz_bytes(predictions))
     return Path(target)

@@ -182,12 +182,14 @@ def _check_flags(request: TrainRequest) -> None:
 
 
 def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
-    if str(request.resume) == "auto":
+    resume = request.resume
+    assert resume is not None  # (resolve calls this only for a request to resume)
+    if str(resume) == "auto":
         folder = RunFolder.newest_unfinished(config.out, config.model)
         if folder is None:
             return  # nothing to resume: a new run (so one command line serves the first and every later try)
     else:
-        folder = RunFolder.existing(request.resume)
+        folder = RunFolder.existing(resume)
     saved = folder.read_json(CONFIG)
     where = str(folder.path)
     if not isinstance(saved.get("spec"), dict):
@@ -248,6 +250,7 @@ def _saved_settings(saved: dict, where: str) -> dict:
     data = saved.get("data", {})
     if not isinstance(data, dict) or ("split" in data and not _split_ok(data["split"])):
         raise RunError("config.json's data entry is damaged", file=where, hint="start a new run (without --resume)")
+    assert isinstance(settings, dict)  # the loop over _SAVED (not empty) raised otherwise
     return settings
 
 

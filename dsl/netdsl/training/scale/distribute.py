@@ -189,6 +189,7 @@ def _join(topology: Topology) -> None:
     with muted_stderr():
         import jax
 
+    assert topology.coordinator is not None  # resolve_topology refuses several processes without one
     host, port = topology.coordinator.rsplit(":", 1)
     bind = f"{host}:{port}" if topology.loopback else None  # a loopback job listens on loopback only
     try:

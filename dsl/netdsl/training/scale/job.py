@@ -26,6 +26,7 @@ def run_in_job(config: Any, topology: Any, own_files: frozenset, check: Callable
     from netdsl.training.scale.distribute import set_up
 
     distribution = set_up(topology)  # joins the job (UsageError when it cannot)
+    assert distribution is not None  # set_up returns None only for one process, and a job has several
     distribution.own_files = own_files
     me = f"process {topology.process_id}"
     try:

@@ -127,15 +127,16 @@ def _from_environment(environ: Mapping[str, str]) -> tuple[str, dict]:
 
 def _slurm(environ: Mapping[str, str]) -> dict:
     nodes = environ.get("SLURM_STEP_NODELIST") or environ.get("SLURM_JOB_NODELIST") or ""
-    found = {"num_processes": int(environ["SLURM_NTASKS"]), "process_id": int(environ["SLURM_PROCID"])}
+    found: dict[str, int | str] = {"num_processes": int(environ["SLURM_NTASKS"]),
+                                   "process_id": int(environ["SLURM_PROCID"])}
     if nodes and "SLURM_JOB_ID" in environ:
         found["coordinator"] = f"{first_host(nodes)}:{_job_port(int(environ['SLURM_JOB_ID']))}"
     return found
 
 
 def _open_mpi(environ: Mapping[str, str]) -> dict:
-    found = {"num_processes": int(environ["OMPI_COMM_WORLD_SIZE"]),
-             "process_id": int(environ["OMPI_COMM_WORLD_RANK"])}
+    found: dict[str, int | str] = {"num_processes": int(environ["OMPI_COMM_WORLD_SIZE"]),
+                                   "process_id": int(environ["OMPI_COMM_WORLD_RANK"])}
     uri = environ.get("OMPI_MCA_orte_hnp_uri", "")
     match = re.search(r"tcp://(.+?)[,:]|tcp6://\[(.+?)[,\]]", uri)
     if match:

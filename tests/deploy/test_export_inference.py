@@ -9,6 +9,7 @@ tolerance, the loss and metrics equal to Keras' own `evaluate` of the `.keras` f
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -102,6 +103,46 @@ def test_onnx_and_litert_run_without_keras_or_tensorflow(work):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_evaluate_of_onnx_and_litert_imports_no_keras_tensorflow_jax_or_torch(work):
+    script = ("import sys, json\nfrom netdsl.cli import main\n"
+              f"for name in {[FILES['onnx'], FILES['litert']]!r}:\n"
+              f"    assert main(['evaluate', {str(work)!r} + '/' + name, '--data', {str(work / 'classifier.npz')!r},"
+              f" '--spec', {str(SCORED)!r}, '--model', 'classifier', '--batch-size', '16', '--json']) == 0\n"
+              "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+    want = netdsl.evaluate(work / "classifier.keras", data=work / "classifier.npz", batch_size=16)
+    printed = json.loads(done.stdout[:done.stdout.index("}") + 1])  # the .onnx file's
+    assert list(printed) == list(want)
+    np.testing.assert_allclose(list(printed.values()), list(want.values()), rtol=FORMATS["onnx"].tolerance)
+
+
+def test_a_file_in_a_run_folder_is_run_with_the_runs_batch_size(work, monkeypatch):
+    from netdsl.deploy import inference
+    from netdsl.training.run.settings import spec_sha256
+
+    run = work / "classifier-2"
+    run.mkdir()
+    sha = spec_sha256(netdsl.parse_file(SCORED))
+    (run / "config.json").write_text(json.dumps({"spec": {"path": str(SCORED), "sha256": sha, "model": "classifier"},
+                                                 "settings": {"batch_size": 7}}))
+    (run / "classifier.onnx").write_bytes((work / FILES["onnx"]).read_bytes())
+    seen: list[int] = []
+    real = inference.numpy_batches
+
+    def counted(source, rows, batch_size, with_targets):
+        seen.append(batch_size)
+        return real(source, rows, batch_size, with_targets)
+
+    monkeypatch.setattr(inference, "numpy_batches", counted)
+    netdsl.predict(run / "classifier.onnx", data=work / "classifier.npz")
+    netdsl.evaluate(run / "classifier.onnx", data=work / "classifier.npz")
+    netdsl.predict(run / "classifier.onnx", data=work / "classifier.npz", batch_size=5)
+    netdsl.predict(work / FILES["onnx"], data=work / "classifier.npz")  # not in a run folder: 32
+    assert seen == [7, 7, 5, 32]
 
 
 def test_export_verifies_on_the_first_samples_of_the_users_data(work, capsys):

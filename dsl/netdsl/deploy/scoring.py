@@ -16,7 +16,8 @@ probability is clipped where Keras clips it). The aggregation is Keras' too:
 - each `OUTPUT_loss` (several outputs): the mean of the batches' losses, unweighted
   (Keras weighs them by a batch size its TensorFlow graph does not know);
 - a mean metric (accuracy, mae, ...): the sum of its per-sample values over every
-  sample, over the number of samples (a masked sample counts 0);
+  sample, over the number of samples (an ignore_class sample counts, as 0: Keras' metric
+  does not read the loss function's mask);
 - a counting metric (true_positives, precision, recall): the counts over every sample.
 
 The names are Keras': a metric is named by its `name=` argument, else the spelling the
@@ -409,16 +410,8 @@ class MeanMetric(Metric):
     def update(self, y_true: Array, y_pred: Array) -> None:
         t, p = _floats(y_true, y_pred)
         got = self.fn(t, p, **self.kwargs)
-        values, mask = got if isinstance(got, tuple) else (got, None)
-        values = np.asarray(values, dtype=np.float64)
-        if mask is not None:  # apply_mask(reduction="sum"): the mask is the sample weight
-            weight = mask.astype(np.float64)
-            if values.ndim > weight.ndim:
-                values = values.mean(axis=tuple(range(weight.ndim, values.ndim)))
-            self.total += float((values * weight).sum())
-            self.count += float(weight.reshape(weight.shape[0], -1).mean(axis=1).sum() if weight.ndim > 1
-                                else weight.sum())
-            return
+        # A mask the function sets (ignore_class) is not the metric's: Keras' wrapper reads y_pred's
+        values = np.asarray(got[0] if isinstance(got, tuple) else got, dtype=np.float64)
         if values.ndim > 1:
             values = values.mean(axis=tuple(range(1, values.ndim)))
         self.total += float(values.sum())

@@ -97,6 +97,26 @@ CASES = [
     ("mean_squared_error(reduction=\"mean_with_sample_weight\")", "[mse]", "regression"),
     ("mean_squared_error(reduction=\"none\")", "[mse]", "regression"),
     ("sparse_categorical_crossentropy(ignore_class=1, reduction=\"sum\")", "[acc]", "sparse"),
+    # metrics with a state of their own
+    ("binary_crossentropy", "[auc, auc(curve=\"PR\"), auc(num_thresholds=50, summation_method=\"minoring\")]",
+     "binary"),
+    ("binary_crossentropy", "[auc(curve=\"PR\", summation_method=\"majoring\"), auc(thresholds=[0.2, 0.5, 0.9])]",
+     "binary"),
+    ("binary_crossentropy(from_logits=true)", "[auc(from_logits=true)]", "binary_logits"),
+    ("binary_crossentropy", "[precision_at_recall(0.5), recall_at_precision(0.6), "
+     "sensitivity_at_specificity(0.5, num_thresholds=1), specificity_at_sensitivity(0.4, num_thresholds=20)]",
+     "binary"),
+    ("binary_crossentropy", "[precision_at_recall(0.5, class_id=2), recall_at_precision(0.3, class_id=1)]",
+     "multilabel"),
+    ("sparse_categorical_crossentropy", "[iou(num_classes=4, target_class_ids=[0, 2], sparse_y_pred=false), "
+     "mean_iou(num_classes=4, sparse_y_pred=false, ignore_class=3)]", "sparse"),
+    ("categorical_crossentropy", "[one_hot_iou(num_classes=4, target_class_ids=[1]), one_hot_mean_iou(num_classes=4)]",
+     "onehot"),
+    ("binary_crossentropy", "[binary_iou, binary_iou(target_class_ids=[1], threshold=0.3)]", "multilabel"),
+    ("categorical_crossentropy", "[f1_score(average=\"macro\"), fbeta_score(average=\"weighted\", beta=2.0), "
+     "f1_score(average=\"micro\", threshold=0.3)]", "onehot"),
+    ("mean_squared_error", "[r2_score, r2_score(class_aggregation=\"variance_weighted_average\")]", "regression"),
+    ("mean_squared_error", "[pearson_correlation, concordance_correlation]", "regression"),
 ]
 
 
@@ -166,6 +186,19 @@ model two {
 """
 
 
+def test_adjusted_r2_equals_keras_r2score_run_eagerly():
+    """r2_score(num_regressors=N) fails inside Keras' graph (`if` on a tensor): compared eagerly."""
+    import keras
+
+    targets, predictions = arrays("regression", np.random.default_rng(9))
+    program = netdsl.parse(one_output_spec("mse", "[r2_score(num_regressors=2)]", 3))
+    got = numpy_evaluate(program, {"y": predictions}, {"y": targets})
+    metric = keras.metrics.R2Score(num_regressors=2)
+    for start in range(0, N, BATCH):
+        metric.update_state(targets[start:start + BATCH], predictions[start:start + BATCH])
+    np.testing.assert_allclose(got["r2_score"], float(metric.result()), rtol=RTOL)
+
+
 @pytest.mark.parametrize("weights", ["{probs: 1.0, box: 5.0, tags: 0.5}", None])
 def test_numpy_equals_keras_evaluate_on_several_outputs(weights):
     rng = np.random.default_rng(3)
@@ -201,8 +234,20 @@ def test_every_numpy_loss_and_metric_is_compared_with_keras():
                            for s in spellings), (kind, name)
 
 
-def test_a_train_section_with_a_metric_numpy_lacks_says_which():
-    program = netdsl.parse(one_output_spec("binary_crossentropy", "[auc]", 1))
+@pytest.mark.parametrize(("loss", "metrics", "reason"), [
+    ("ctc", "[]", "the loss 'ctc' (the CTC loss is a dynamic program over alignments)"),
+    ("mse", "[auc(multi_label=true)]", "the metric 'auc(multi_label=true)' (multi_label and label_weights)"),
+    ("mse", "[precision(thresholds=[0.3, 0.6])]", "the metric 'precision(thresholds=[0.3, 0.6])' (several thresholds)"),
+])
+def test_a_train_section_numpy_does_not_score_says_which(loss, metrics, reason):
+    program = netdsl.parse(one_output_spec(loss, metrics, 4))
     graph = checked_graphs(program, ["m"])["m"]
-    assert scoring.not_in_numpy(graph.train, graph.output_names) == \
-        "the metric 'auc' (its state is a curve over thresholds)"
+    assert scoring.not_in_numpy(graph.train, graph.output_names) == reason
+
+
+def test_a_metric_of_one_value_per_class_is_refused_with_the_way_around():
+    program = netdsl.parse(one_output_spec("mse", "[f1_score]", 4))
+    graph = checked_graphs(program, ["m"])["m"]
+    assert scoring.several_values(graph.train, graph.output_names) == (
+        "the metric 'f1_score' gives one value per class; evaluate reports one number per metric: give it "
+        "average=\"macro\" (or \"micro\", \"weighted\")")

@@ -106,9 +106,12 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
     graph = _scored_graph(program, name, model)
     source = open_source(data, model.signature, targets)
     size = run_batch_size(path, batch_size)
-    from netdsl.deploy.scoring import Scorer, not_in_numpy
+    from netdsl.deploy.scoring import Scorer, not_in_numpy, several_values
     from netdsl.training.run.report import loss_first
 
+    problem = several_values(graph.train, graph.output_names)
+    if problem is not None:
+        raise TrainingError(problem, file=program.root)
     if not_in_numpy(graph.train, graph.output_names) is not None:
         logs = _keras_scores(program, name, model, source, size, include)
     else:

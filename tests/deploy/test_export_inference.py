@@ -82,6 +82,17 @@ def test_evaluate_scores_the_file_with_the_specs_loss_and_metrics(fmt, model, wo
     np.testing.assert_allclose(list(got.values()), list(want.values()), rtol=FORMATS[fmt].tolerance)
 
 
+def test_what_numpy_does_not_score_is_scored_by_keras_alike(work, monkeypatch):
+    from netdsl.deploy import scoring
+
+    file = work / "two_heads.tflite"
+    in_numpy = netdsl.evaluate(file, data=work / "two_heads.npz", spec=SCORED, model="two_heads", batch_size=16)
+    monkeypatch.setattr(scoring, "not_in_numpy", lambda train, names: "the metric 'x' (a plugin's)")
+    by_keras = netdsl.evaluate(file, data=work / "two_heads.npz", spec=SCORED, model="two_heads", batch_size=16)
+    assert list(in_numpy) == list(by_keras)
+    np.testing.assert_allclose(list(in_numpy.values()), list(by_keras.values()), rtol=1e-6)
+
+
 def test_evaluate_takes_the_spec_of_the_run_folder_the_file_is_in(work, capsys):
     from netdsl.training.run.settings import spec_sha256
 
@@ -191,6 +202,9 @@ def garbage(path: Path) -> Path:
          "the file in its run folder, whose spec is used)\n")),
     (["evaluate", "{work}/classifier.onnx", "--spec", str(SCORED)],
      (2, "netdsl: error: evaluate needs --data SRC, except for a run folder (its own test split by default)\n")),
+    (["evaluate", "{work}/classifier.onnx", "--spec", "{tmp}/f1.net", "--data", "{work}/classifier.npz"],
+     (1, "{tmp}/f1.net: error: the metric 'f1_score' gives one value per class; evaluate reports one number per "
+         "metric: give it average=\"macro\" (or \"micro\", \"weighted\")\n")),
 ])
 def test_bad_input_is_one_line(args, expected, work, tmp_path, capsys):
     garbage(tmp_path / "junk.onnx")
@@ -198,6 +212,8 @@ def test_bad_input_is_one_line(args, expected, work, tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("hello")
     np.savez(tmp_path / "narrow.npz", features=np.zeros((4, 7), "float32"))
     (tmp_path / "alone.onnx").write_bytes((work / FILES["onnx"]).read_bytes())
+    (tmp_path / "f1.net").write_text(SCORED.read_text().replace("metrics = [sparse_categorical_accuracy]",
+                                                                "metrics = [f1_score]"))
     code = main([arg.format(tmp=tmp_path, work=work) for arg in args])
     captured = capsys.readouterr()
     assert (code, captured.out, captured.err) == (expected[0], "", expected[1].format(tmp=tmp_path, work=work))

@@ -46,6 +46,14 @@ def arrays(kind: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]
         return rng.integers(0, 2, (N, 1)).astype("float32"), logits[:, :1]
     if kind == "multilabel":
         return rng.integers(0, 2, (N, CLASSES)).astype("float32"), (1 / (1 + np.exp(-logits))).astype("float32")
+    if kind == "embeddings":  # circle: L2-normalized embeddings and their classes
+        unit = logits / np.linalg.norm(logits, axis=-1, keepdims=True)
+        return rng.integers(0, 3, N), unit.astype("float32")
+    if kind == "sequence":  # ctc: labels padded with the blank (0), logits per frame
+        labels = rng.integers(1, CLASSES, (N, 3))
+        labels[::3, 2] = 0
+        labels[::5, 1:] = 0
+        return labels, rng.standard_normal((N, 6, CLASSES)).astype("float32")
     if kind == "regression":
         return rng.random((N, 3)).astype("float32") * 3, (rng.random((N, 3)) * 3).astype("float32")
     raise AssertionError(kind)
@@ -117,11 +125,14 @@ CASES = [
      "f1_score(average=\"micro\", threshold=0.3)]", "onehot"),
     ("mean_squared_error", "[r2_score, r2_score(class_aggregation=\"variance_weighted_average\")]", "regression"),
     ("mean_squared_error", "[pearson_correlation, concordance_correlation]", "regression"),
+    ("circle", "[]", "embeddings"),
+    ("circle(gamma=10.0, margin=0.25, remove_diagonal=false)", "[]", "embeddings"),
+    ("ctc", "[]", "sequence"),
 ]
 
 
-def one_output_spec(loss: str, metrics: str, width: int) -> str:
-    return (f"model m {{\n  input x: ({width},)\n  output y = x -> dense({width})\n"
+def one_output_spec(loss: str, metrics: str, shape: tuple[int, ...]) -> str:
+    return (f"model m {{\n  input x: {shape}\n  output y = x -> dense({shape[-1]})\n"
             f"  train {{\n    optimizer = adam\n    loss = {loss}\n    metrics = {metrics}\n  }}\n}}\n")
 
 
@@ -164,7 +175,7 @@ def assert_same(got: dict[str, float], want: dict[str, float]) -> None:
 @pytest.mark.parametrize(("loss", "metrics", "kind"), CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
 def test_numpy_equals_keras_evaluate_on_one_output(loss, metrics, kind):
     targets, predictions = arrays(kind, np.random.default_rng(len(loss) + len(metrics)))
-    program = netdsl.parse(one_output_spec(loss, metrics, predictions.shape[1]))
+    program = netdsl.parse(one_output_spec(loss, metrics, predictions.shape[1:]))
     got = numpy_evaluate(program, {"y": predictions}, {"y": targets})
     assert_same(got, keras_evaluate(program, {"y": predictions}, {"y": targets}))
 
@@ -191,7 +202,7 @@ def test_adjusted_r2_equals_keras_r2score_run_eagerly():
     import keras
 
     targets, predictions = arrays("regression", np.random.default_rng(9))
-    program = netdsl.parse(one_output_spec("mse", "[r2_score(num_regressors=2)]", 3))
+    program = netdsl.parse(one_output_spec("mse", "[r2_score(num_regressors=2)]", (3,)))
     got = numpy_evaluate(program, {"y": predictions}, {"y": targets})
     metric = keras.metrics.R2Score(num_regressors=2)
     for start in range(0, N, BATCH):
@@ -235,18 +246,17 @@ def test_every_numpy_loss_and_metric_is_compared_with_keras():
 
 
 @pytest.mark.parametrize(("loss", "metrics", "reason"), [
-    ("ctc", "[]", "the loss 'ctc' (the CTC loss is a dynamic program over alignments)"),
     ("mse", "[auc(multi_label=true)]", "the metric 'auc(multi_label=true)' (multi_label and label_weights)"),
     ("mse", "[precision(thresholds=[0.3, 0.6])]", "the metric 'precision(thresholds=[0.3, 0.6])' (several thresholds)"),
 ])
 def test_a_train_section_numpy_does_not_score_says_which(loss, metrics, reason):
-    program = netdsl.parse(one_output_spec(loss, metrics, 4))
+    program = netdsl.parse(one_output_spec(loss, metrics, (4,)))
     graph = checked_graphs(program, ["m"])["m"]
     assert scoring.not_in_numpy(graph.train, graph.output_names) == reason
 
 
 def test_a_metric_of_one_value_per_class_is_refused_with_the_way_around():
-    program = netdsl.parse(one_output_spec("mse", "[f1_score]", 4))
+    program = netdsl.parse(one_output_spec("mse", "[f1_score]", (4,)))
     graph = checked_graphs(program, ["m"])["m"]
     assert scoring.several_values(graph.train, graph.output_names) == (
         "the metric 'f1_score' gives one value per class; evaluate reports one number per metric: give it "

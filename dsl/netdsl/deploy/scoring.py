@@ -18,13 +18,18 @@ probability is clipped where Keras clips it). The aggregation is Keras' too:
 - a mean metric (accuracy, mae, ...): the sum of its per-sample values over every
   sample, over the number of samples (an ignore_class sample counts, as 0: Keras' metric
   does not read the loss function's mask);
-- a counting metric (true_positives, precision, recall): the counts over every sample.
+- a counting metric (true_positives, precision, recall, AUC, the IoUs, F1, R2): its counts
+  or sums over every sample, the value computed from them at the end.
 
 The names are Keras': a metric is named by its `name=` argument, else the spelling the
 spec wrote (`mae`), else its class's name; several outputs prefix it with the output's
-name (`probs_accuracy`); the keys come sorted, as Keras hands them over. What is not
-here (`NOT_IN_NUMPY`: a metric whose state is a curve or a matrix, the ctc and circle
-losses, a plugin's) makes `numpy_scorer` say which, and evaluate scores with Keras.
+name (`probs_accuracy`); the keys come sorted, as Keras hands them over.
+
+Every loss and metric of the registry is here (a test keeps it so: one added to the
+registry goes here or into `NOT_IN_NUMPY` with why). `not_in_numpy` names what is not:
+a plugin's loss or metric, `auc(multi_label=true)` or `label_weights`, a counting metric
+given several thresholds; evaluate then scores with Keras. `several_values` names a metric
+of one value per class (f1_score without `average`), which evaluate refuses.
 """
 
 from __future__ import annotations
@@ -45,10 +50,7 @@ ONE_MINUS_EPSILON = float(FLOAT32(1.0) - FLOAT32(1e-7))
 NEG_INF = -1e10  # keras.src.metrics.metrics_utils.NEG_INF
 
 # Registry names Keras scores and NumPy here does not, with why: the one-line reason evaluate gives.
-NOT_IN_NUMPY: dict[tuple[str, str], str] = {
-    ("loss", "ctc"): "the CTC loss is a dynamic program over alignments",
-    ("loss", "circle"): "the circle loss masks pairs inside the batch",
-}
+NOT_IN_NUMPY: dict[tuple[str, str], str] = {}
 
 Array = np.ndarray
 Values = tuple[Array, "Array | None"]  # per-sample values and their mask (None: every value counts)
@@ -256,6 +258,55 @@ def tversky(t: Array, p: Array, alpha: float = 0.5, beta: float = 0.5, axis: Any
     return 1 - intersection / (intersection + fp * alpha + fn * beta + EPSILON)
 
 
+def _logsumexp(x: Array, axis: int) -> Array:
+    """log(sum(exp(x))) that is -inf where every term is -inf (keras.ops.logsumexp)."""
+    top = x.max(axis=axis, keepdims=True)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return (np.log(np.exp(x - shift).sum(axis=axis, keepdims=True)) + shift).squeeze(axis)
+
+
+def circle(t: Array, p: Array, gamma: float = 80.0, margin: float = 0.4, remove_diagonal: bool = True) -> Values:
+    """keras.losses.circle, each sample against the batch's others; the mask is the loss > 0."""
+    labels = t.astype(np.int64).reshape(-1, 1)
+    distances = np.maximum(1 - p @ p.T, 0.0)
+    positive = labels == labels.T
+    negative = ~positive
+    if remove_diagonal:
+        positive &= ~np.eye(len(labels), dtype=bool)
+    pos_weights = np.maximum((margin + distances) * positive, 0.0)
+    neg_weights = np.maximum((1 + margin - distances) * negative, 0.0)
+    pos = -gamma * pos_weights * (margin - distances)
+    neg = gamma * neg_weights * (1 - margin - distances)
+    p_loss = _logsumexp(np.where(positive, pos, -np.inf), axis=1)
+    n_loss = _logsumexp(np.where(negative, neg, -np.inf), axis=1)
+    loss = np.logaddexp(0.0, p_loss + n_loss)
+    return loss, loss > 0
+
+
+def ctc(t: Array, p: Array) -> Array:
+    """keras.losses.ctc: tf.nn.ctc_loss on logits (N, T, classes), labels (N, L) padded with the blank, 0."""
+    logp = _log_softmax(p)
+    losses = []
+    for labels, frames in zip(t.astype(np.int64), logp):
+        labels = labels[:int(np.count_nonzero(labels))]  # Keras: label_length = the labels that are not 0
+        extended = np.zeros(2 * len(labels) + 1, dtype=np.int64)
+        extended[1::2] = labels
+        skip = np.zeros(len(extended), dtype=bool)
+        skip[2:] = (extended[2:] != 0) & (extended[2:] != extended[:-2])
+        alpha = np.full(len(extended), -np.inf)
+        alpha[0] = frames[0, 0]
+        if len(extended) > 1:
+            alpha[1] = frames[0, extended[1]]
+        for frame in frames[1:]:
+            step = alpha.copy()
+            step[1:] = np.logaddexp(step[1:], alpha[:-1])
+            step[2:] = np.where(skip[2:], np.logaddexp(step[2:], alpha[:-2]), step[2:])
+            alpha = step + frame[extended]
+        losses.append(-(np.logaddexp(alpha[-1], alpha[-2]) if len(extended) > 1 else alpha[-1]))
+    return np.array(losses)
+
+
 def _axes(axis: Any) -> Any:
     return tuple(axis) if isinstance(axis, list) else axis
 
@@ -311,7 +362,9 @@ LOSS_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "categorical_focal_crossentropy": categorical_focal_crossentropy,
     "categorical_generalized_cross_entropy": categorical_generalized_cross_entropy,
     "categorical_hinge": categorical_hinge,
+    "circle": circle,
     "cosine_similarity": cosine_similarity_loss,
+    "ctc": ctc,
     "dice": dice,
     "hinge": hinge,
     "huber": huber,

@@ -117,18 +117,26 @@ def test_onnx_and_litert_run_without_keras_or_tensorflow(work):
 
 
 def test_evaluate_of_onnx_and_litert_imports_no_keras_tensorflow_jax_or_torch(work):
+    with np.load(work / "classifier.npz") as data:
+        rows = np.column_stack([data["features"], data["probs"]])
+    header = ",".join([f"f{i}" for i in range(12)] + ["label"])
+    np.savetxt(work / "classifier.csv", rows, delimiter=",", header=header, comments="", fmt="%.9g")
+    csv = ["--data", str(work / "classifier.csv"), "--targets", "probs=label"]
     script = ("import sys, json\nfrom netdsl.cli import main\n"
               f"for name in {[FILES['onnx'], FILES['litert']]!r}:\n"
-              f"    assert main(['evaluate', {str(work)!r} + '/' + name, '--data', {str(work / 'classifier.npz')!r},"
+              f"    for data in (['--data', {str(work / 'classifier.npz')!r}], {csv!r}):\n"
+              f"        assert main(['evaluate', {str(work)!r} + '/' + name, *data,"
               f" '--spec', {str(SCORED)!r}, '--model', 'classifier', '--batch-size', '16', '--json']) == 0\n"
               "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"
     want = netdsl.evaluate(work / "classifier.keras", data=work / "classifier.npz", batch_size=16)
-    printed = json.loads(done.stdout[:done.stdout.index("}") + 1])  # the .onnx file's
-    assert list(printed) == list(want)
-    np.testing.assert_allclose(list(printed.values()), list(want.values()), rtol=FORMATS["onnx"].tolerance)
+    printed = [json.loads(part + "}") for part in done.stdout.split("}")[:-1]]  # onnx: npz, csv; litert: ...
+    assert len(printed) == 4
+    for values in printed:
+        assert list(values) == list(want)
+        np.testing.assert_allclose(list(values.values()), list(want.values()), rtol=FORMATS["litert"].tolerance)
 
 
 def test_a_file_in_a_run_folder_is_run_with_the_runs_batch_size(work, monkeypatch):

@@ -210,17 +210,24 @@ def test_adjusted_r2_equals_keras_r2score_run_eagerly():
     np.testing.assert_allclose(got["r2_score"], float(metric.result()), rtol=RTOL)
 
 
-@pytest.mark.parametrize("weights", ["{probs: 1.0, box: 5.0, tags: 0.5}", None])
-def test_numpy_equals_keras_evaluate_on_several_outputs(weights):
+WEIGHTS = "    loss_weights = {probs: 1.0, box: 5.0, tags: 0.5}\n"
+LOSSES = "{probs: sparse_categorical_crossentropy, box: huber(delta=0.3), tags: binary_crossentropy}"
+
+
+@pytest.mark.parametrize("variant", ["weighted", "unweighted", "an output without a loss"])
+def test_numpy_equals_keras_evaluate_on_several_outputs(variant):
     rng = np.random.default_rng(3)
-    spec = TWO_OUTPUTS if weights else TWO_OUTPUTS.replace("    loss_weights = {probs: 1.0, box: 5.0, tags: 0.5}\n", "")
+    spec = TWO_OUTPUTS if variant == "weighted" else TWO_OUTPUTS.replace(WEIGHTS, "")
+    if variant == "an output without a loss":
+        spec = spec.replace(LOSSES, "{probs: sparse_categorical_crossentropy, tags: binary_crossentropy}")
     program = netdsl.parse(spec)
     targets, predictions = {}, {}
     for name, kind in (("probs", "sparse"), ("box", "regression"), ("tags", "multilabel")):
         targets[name], predictions[name] = arrays(kind, rng)
     got = numpy_evaluate(program, predictions, targets)
     want = keras_evaluate(program, predictions, targets)
-    assert list(want)[:4] == ["loss", "box_loss", "box_mae", "box_root_mean_squared_error"]
+    box = ["box_loss"] if variant != "an output without a loss" else []
+    assert list(want)[:4] == ["loss", *box, "box_mae", "box_root_mean_squared_error", "probs_accuracy"][:4]
     assert_same(got, want)
 
 

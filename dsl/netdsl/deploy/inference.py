@@ -6,9 +6,11 @@
 The data is read by the file's input names (the spec's: export keeps them), with the
 readers `train` uses; the outputs come from the file's runtime, batch by batch.
 An exported file holds no train section, so `evaluate` takes the loss and metrics
-from the spec (`spec=`, or the spec recorded by the run folder the file sits in) and
-computes them with Keras' own loss and metric objects on the runtime's outputs, as
-`model.evaluate` does (a mean over batches weighted by their size). The layers'
+from the spec (`spec=`, or the spec recorded by the run folder the file sits in), read
+from its checked train section (no Keras model is built), and computes them in NumPy
+on the runtime's outputs batch by batch, as `model.evaluate` does (deploy/scoring.py);
+what NumPy does not compute there (a plugin's loss or metric, ...) is scored by Keras'
+own objects. The batch size is the run folder's when the file sits in one. The layers'
 regularization penalties, which Keras adds to a trained model's loss, are not part
 of an exported file and so not of its loss.
 """

@@ -1,9 +1,10 @@
 """The loss and metrics of a spec's train section in NumPy, summed up over batches as Keras' `evaluate` does.
 
-    scorer = Scorer.of(graph.train, graph.output_names)   # None: a name NumPy cannot score here
-    for y_true, y_pred in batches:                         # {output: array}, one batch each
-        scorer.update(y_true, y_pred)
-    scorer.result()   # {"loss": ..., "probs_loss": ..., "probs_sparse_categorical_accuracy": ...}
+    if not_in_numpy(graph.train, graph.output_names) is None:   # else: Keras scores it
+        scorer = Scorer.of(graph.train, graph.output_names)
+        for y_true, y_pred in batches:                      # {output: array}, one batch each
+            scorer.update(y_true, y_pred)
+        scorer.result()   # {"loss": ..., "probs_loss": ..., "probs_sparse_categorical_accuracy": ...}
 
 What an exported file is scored with, so that `netdsl evaluate model.onnx` imports no
 Keras. Each function is Keras 3's own (`keras/src/losses/losses.py`,

@@ -161,7 +161,12 @@ def test_a_file_in_a_run_folder_is_run_with_the_runs_batch_size(work, monkeypatc
     netdsl.evaluate(run / "classifier.onnx", data=work / "classifier.npz")
     netdsl.predict(run / "classifier.onnx", data=work / "classifier.npz", batch_size=5)
     netdsl.predict(work / FILES["onnx"], data=work / "classifier.npz")  # not in a run folder: 32
-    assert seen == [7, 7, 5, 32]
+    other = work / "another-tool"
+    other.mkdir()
+    (other / "config.json").write_text('["not a run\'s config"]')
+    (other / "classifier.onnx").write_bytes((work / FILES["onnx"]).read_bytes())
+    netdsl.predict(other / "classifier.onnx", data=work / "classifier.npz")  # another config.json: 32
+    assert seen == [7, 7, 5, 32, 32]
 
 
 def test_export_verifies_on_the_first_samples_of_the_users_data(work, capsys):

@@ -28,7 +28,7 @@ from netdsl.deploy.errors import ExportError
 from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
 from netdsl.training.data.plan import numpy_batches
 from netdsl.training.data.source import open_source
-from netdsl.training.errors import TrainingError, UsageError
+from netdsl.training.errors import RunError, TrainingError, UsageError
 from netdsl.training.run.runs import CONFIG
 
 if TYPE_CHECKING:
@@ -80,7 +80,11 @@ def run_batch_size(path: Path, batch_size: int | None) -> int:
         return DEFAULT_BATCH
     from netdsl.training.run.runs import RunFolder
 
-    found = RunFolder.existing(path.parent).read_json(CONFIG).get("settings", {}).get("batch_size")
+    try:  # a config.json that is not a run's (another tool's, unreadable) leaves the default
+        settings = RunFolder.existing(path.parent).read_json(CONFIG).get("settings")
+    except RunError:
+        return DEFAULT_BATCH
+    found = settings.get("batch_size") if isinstance(settings, dict) else None
     return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else DEFAULT_BATCH
 
 

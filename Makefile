@@ -116,6 +116,7 @@ bench: $(STAMP) graphviz chromium
 	$(VENV)/bin/python bench/bench_preview.py
 	$(VENV)/bin/python bench/bench_decompile.py
 	$(VENV)/bin/python bench/bench_export.py
+	$(VENV)/bin/python bench/bench_evaluate_exported.py
 	$(VENV)/bin/python bench/bench_lsp.py
 	$(VENV)/bin/python bench/bench_train.py
 	$(VENV)/bin/python bench/bench_backends.py

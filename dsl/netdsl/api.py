@@ -312,21 +312,21 @@ def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: in
 
     Without `data`, a run folder's own `split` ("test", "val" or "train"), cut
     as its training cut it. `batch_size`: default the run's (32 for a `.keras`
-    file). `targets` as for `train`. `trained` may also be an exported file
+    file; for an exported file, that of the run folder it sits in). `targets` as for
+    `train`. `trained` may also be an exported file
     (`.onnx`, `.tflite`, a SavedModel folder), run in its own runtime and scored
     with the loss and metrics of `spec`'s train section (default: the spec of
     the run folder the file is in; `model`: its model, by default the one the
     file records or the spec's only one); `data` is then required. Raises `DataError`,
     `RunError`, `ExportError`, or `TrainingError` for a model without a loss."""
     from netdsl.deploy.inference import evaluate_exported, is_exported
-    from netdsl.training.run.inference import DEFAULT_BATCH
     from netdsl.training.run.inference import evaluate as evaluate_trained
 
     if (spec is not None or model is not None) and not is_exported(trained):
         raise UsageError("--spec and --model give an exported file its loss and metrics; a Keras model has its own")
     _backend(backend)
     if is_exported(trained):
-        return evaluate_exported(trained, data, batch_size or DEFAULT_BATCH, dict(targets or {}), spec, model)
+        return evaluate_exported(trained, data, batch_size, dict(targets or {}), spec, model)
     return evaluate_trained(trained, data, batch_size, dict(targets or {}), split)
 
 
@@ -338,13 +338,12 @@ def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None
     runtime; ONNX and LiteRT load neither Keras nor TensorFlow (data from
     `.npz`, `.csv` or arrays)."""
     from netdsl.deploy.inference import is_exported, predict_exported
-    from netdsl.training.run.inference import DEFAULT_BATCH
     from netdsl.training.run.inference import predict as predict_trained
 
     if is_exported(trained):
         if backend is not None:
             raise UsageError("--backend does not apply to an exported file: it runs in its own runtime")
-        return predict_exported(trained, data, batch_size or DEFAULT_BATCH, dict(targets or {}))
+        return predict_exported(trained, data, batch_size, dict(targets or {}))
     _backend(backend)
     return predict_trained(trained, data, batch_size, dict(targets or {}))
 

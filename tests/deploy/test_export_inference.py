@@ -9,6 +9,7 @@ tolerance, the loss and metrics equal to Keras' own `evaluate` of the `.keras` f
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +82,17 @@ def test_evaluate_scores_the_file_with_the_specs_loss_and_metrics(fmt, model, wo
     np.testing.assert_allclose(list(got.values()), list(want.values()), rtol=FORMATS[fmt].tolerance)
 
 
+def test_what_numpy_does_not_score_is_scored_by_keras_alike(work, monkeypatch):
+    from netdsl.deploy import scoring
+
+    file = work / "two_heads.tflite"
+    in_numpy = netdsl.evaluate(file, data=work / "two_heads.npz", spec=SCORED, model="two_heads", batch_size=16)
+    monkeypatch.setattr(scoring, "not_in_numpy", lambda train, names: "the metric 'x' (a plugin's)")
+    by_keras = netdsl.evaluate(file, data=work / "two_heads.npz", spec=SCORED, model="two_heads", batch_size=16)
+    assert list(in_numpy) == list(by_keras)
+    np.testing.assert_allclose(list(in_numpy.values()), list(by_keras.values()), rtol=1e-6)
+
+
 def test_evaluate_takes_the_spec_of_the_run_folder_the_file_is_in(work, capsys):
     from netdsl.training.run.settings import spec_sha256
 
@@ -102,6 +114,59 @@ def test_onnx_and_litert_run_without_keras_or_tensorflow(work):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_evaluate_of_onnx_and_litert_imports_no_keras_tensorflow_jax_or_torch(work):
+    with np.load(work / "classifier.npz") as data:
+        rows = np.column_stack([data["features"], data["probs"]])
+    header = ",".join([f"f{i}" for i in range(12)] + ["label"])
+    np.savetxt(work / "classifier.csv", rows, delimiter=",", header=header, comments="", fmt="%.9g")
+    csv = ["--data", str(work / "classifier.csv"), "--targets", "probs=label"]
+    script = ("import sys, json\nfrom netdsl.cli import main\n"
+              f"for name in {[FILES['onnx'], FILES['litert']]!r}:\n"
+              f"    for data in (['--data', {str(work / 'classifier.npz')!r}], {csv!r}):\n"
+              f"        assert main(['evaluate', {str(work)!r} + '/' + name, *data,"
+              f" '--spec', {str(SCORED)!r}, '--model', 'classifier', '--batch-size', '16', '--json']) == 0\n"
+              "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+    want = netdsl.evaluate(work / "classifier.keras", data=work / "classifier.npz", batch_size=16)
+    printed = [json.loads(part + "}") for part in done.stdout.split("}")[:-1]]  # onnx: npz, csv; litert: ...
+    assert len(printed) == 4
+    for values in printed:
+        assert list(values) == list(want)
+        np.testing.assert_allclose(list(values.values()), list(want.values()), rtol=FORMATS["litert"].tolerance)
+
+
+def test_a_file_in_a_run_folder_is_run_with_the_runs_batch_size(work, monkeypatch):
+    from netdsl.deploy import inference
+    from netdsl.training.run.settings import spec_sha256
+
+    run = work / "classifier-2"
+    run.mkdir()
+    sha = spec_sha256(netdsl.parse_file(SCORED))
+    (run / "config.json").write_text(json.dumps({"spec": {"path": str(SCORED), "sha256": sha, "model": "classifier"},
+                                                 "settings": {"batch_size": 7}}))
+    (run / "classifier.onnx").write_bytes((work / FILES["onnx"]).read_bytes())
+    seen: list[int] = []
+    real = inference.numpy_batches
+
+    def counted(source, rows, batch_size, with_targets):
+        seen.append(batch_size)
+        return real(source, rows, batch_size, with_targets)
+
+    monkeypatch.setattr(inference, "numpy_batches", counted)
+    netdsl.predict(run / "classifier.onnx", data=work / "classifier.npz")
+    netdsl.evaluate(run / "classifier.onnx", data=work / "classifier.npz")
+    netdsl.predict(run / "classifier.onnx", data=work / "classifier.npz", batch_size=5)
+    netdsl.predict(work / FILES["onnx"], data=work / "classifier.npz")  # not in a run folder: 32
+    other = work / "another-tool"
+    other.mkdir()
+    (other / "config.json").write_text('["not a run\'s config"]')
+    (other / "classifier.onnx").write_bytes((work / FILES["onnx"]).read_bytes())
+    netdsl.predict(other / "classifier.onnx", data=work / "classifier.npz")  # another config.json: 32
+    assert seen == [7, 7, 5, 32, 32]
 
 
 def test_export_verifies_on_the_first_samples_of_the_users_data(work, capsys):
@@ -150,6 +215,9 @@ def garbage(path: Path) -> Path:
          "the file in its run folder, whose spec is used)\n")),
     (["evaluate", "{work}/classifier.onnx", "--spec", str(SCORED)],
      (2, "netdsl evaluate: error: evaluate needs --data SRC, except for a run folder (its own test split by default)\n")),
+    (["evaluate", "{work}/classifier.onnx", "--spec", "{tmp}/f1.net", "--data", "{work}/classifier.npz"],
+     (1, "{tmp}/f1.net: error: the metric 'f1_score' gives one value per class; evaluate reports one number per "
+         "metric: give it average=\"macro\" (or \"micro\", \"weighted\")\n")),
 ])
 def test_bad_input_is_one_line(args, expected, work, tmp_path, capsys):
     garbage(tmp_path / "junk.onnx")
@@ -157,6 +225,8 @@ def test_bad_input_is_one_line(args, expected, work, tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("hello")
     np.savez(tmp_path / "narrow.npz", features=np.zeros((4, 7), "float32"))
     (tmp_path / "alone.onnx").write_bytes((work / FILES["onnx"]).read_bytes())
+    (tmp_path / "f1.net").write_text(SCORED.read_text().replace("metrics = [sparse_categorical_accuracy]",
+                                                                "metrics = [f1_score]"))
     code = main([arg.format(tmp=tmp_path, work=work) for arg in args])
     captured = capsys.readouterr()
     assert (code, captured.out, captured.err) == (expected[0], "", expected[1].format(tmp=tmp_path, work=work))

@@ -6,9 +6,11 @@
 The data is read by the file's input names (the spec's: export keeps them), with the
 readers `train` uses; the outputs come from the file's runtime, batch by batch.
 An exported file holds no train section, so `evaluate` takes the loss and metrics
-from the spec (`spec=`, or the spec recorded by the run folder the file sits in) and
-computes them with Keras' own loss and metric objects on the runtime's outputs, as
-`model.evaluate` does (a mean over batches weighted by their size). The layers'
+from the spec (`spec=`, or the spec recorded by the run folder the file sits in), read
+from its checked train section (no Keras model is built), and computes them in NumPy
+on the runtime's outputs batch by batch, as `model.evaluate` does (deploy/scoring.py);
+what NumPy does not compute there (a plugin's loss or metric, ...) is scored by Keras'
+own objects. The batch size is the run folder's when the file sits in one. The layers'
 regularization penalties, which Keras adds to a trained model's loss, are not part
 of an exported file and so not of its loss.
 """
@@ -16,7 +18,7 @@ of an exported file and so not of its loss.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +28,7 @@ from netdsl.deploy.errors import ExportError
 from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
 from netdsl.errors import UsageError
 from netdsl.training.data.source import DataSource, open_source
-from netdsl.training.errors import TrainingError
+from netdsl.training.errors import RunError, TrainingError
 from netdsl.training.run.runs import CONFIG
 
 if TYPE_CHECKING:
@@ -40,11 +42,9 @@ def is_exported(where: Any) -> bool:
     return isinstance(where, (str, os.PathLike)) and exported_format(Path(where)) is not None
 
 
-def run_batches(model: ExportedModel, source: DataSource, batch_size: int,
-                with_targets: bool = False) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
-    """The file's outputs on every sample of `source` (and the targets read beside them), concatenated."""
-    outputs: dict[str, list[np.ndarray]] = {name: [] for name in model.signature.output_names}
-    targets: dict[str, list[np.ndarray]] = {name: [] for name in model.signature.output_names}
+def output_batches(model: ExportedModel, source: DataSource, batch_size: int, with_targets: bool = False
+                   ) -> Iterator[tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]]:
+    """The file's outputs batch by batch (and the targets read beside them), as the runtime gives them."""
     dtypes = {spec.name: spec.dtype for spec in model.signature.inputs}
     for x, y in source.batches(np.arange(source.n), batch_size, with_targets):
         try:
@@ -52,6 +52,15 @@ def run_batches(model: ExportedModel, source: DataSource, batch_size: int,
         except Exception as exc:  # the runtime's own type: a shape or type the file does not take
             raise ExportError(f"{model.format.runtime} cannot run it on this data ({first_line(exc)})",
                               file=str(model.path)) from None
+        yield got, y
+
+
+def run_batches(model: ExportedModel, source: DataSource, batch_size: int,
+                with_targets: bool = False) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    """The file's outputs on every sample of `source` (and the targets read beside them), concatenated."""
+    outputs: dict[str, list[np.ndarray]] = {name: [] for name in model.signature.output_names}
+    targets: dict[str, list[np.ndarray]] = {name: [] for name in model.signature.output_names}
+    for got, y in output_batches(model, source, batch_size, with_targets):
         for name in outputs:
             outputs[name].append(got[name])
             if y is not None:
@@ -60,33 +69,92 @@ def run_batches(model: ExportedModel, source: DataSource, batch_size: int,
     return joined, ({name: np.concatenate(parts) for name, parts in targets.items()} if with_targets else None)
 
 
-def predict_exported(where: str | os.PathLike, data: Any, batch_size: int,
+def run_batch_size(path: Path, batch_size: int | None) -> int:
+    """`batch_size`, else the batch size of the run folder the file sits in, else 32 (as for a .keras file)."""
+    if batch_size is not None:
+        return batch_size
+    from netdsl.training.run.inference import DEFAULT_BATCH
+
+    config = path.parent / CONFIG
+    if not config.is_file():
+        return DEFAULT_BATCH
+    from netdsl.training.run.runs import RunFolder
+
+    try:  # a config.json that is not a run's (another tool's, unreadable) leaves the default
+        settings = RunFolder.existing(path.parent).read_json(CONFIG).get("settings")
+    except RunError:
+        return DEFAULT_BATCH
+    found = settings.get("batch_size") if isinstance(settings, dict) else None
+    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else DEFAULT_BATCH
+
+
+def predict_exported(where: str | os.PathLike, data: Any, batch_size: int | None,
                      targets: dict[str, str] | None = None) -> dict[str, np.ndarray]:
-    model = open_exported(Path(where))
+    """`batch_size` None: the run folder's (see `run_batch_size`)."""
+    path = Path(where)
+    model = open_exported(path)
     source = open_source(data, model.signature, targets, need_targets=False)
-    return run_batches(model, source, batch_size)[0]
+    return run_batches(model, source, run_batch_size(path, batch_size))[0]
 
 
-def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int, targets: dict[str, str] | None = None,
-                      spec: Any = None, model_name: str | None = None,
+def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | None,
+                      targets: dict[str, str] | None = None, spec: Any = None, model_name: str | None = None,
                       include: Sequence[str | os.PathLike[str]] = ()) -> dict[str, float]:
-    """`model_name`: the spec's model (default: the one the file records, else the spec's only one)."""
+    """`model_name`: the spec's model (default: the one the file records, else the spec's only one).
+    Scored in NumPy (deploy/scoring.py); a train section with a loss or metric NumPy does not
+    compute (`scoring.not_in_numpy`) is scored by Keras, which then loads."""
     path = Path(where)
     model = open_exported(path)
     program, name = _train_spec(path, model, spec, include)
     name = model_name or name
     if data is None:
         raise UsageError("evaluating an exported file needs --data SRC")
-    scorer = _scorer(program, name, model, include)
+    graph = _scored_graph(program, name, model)
     source = open_source(data, model.signature, targets)
+    size = run_batch_size(path, batch_size)
+    from netdsl.deploy.scoring import Scorer, not_in_numpy, several_values
+    from netdsl.training.run.report import loss_first
+
+    problem = several_values(graph.train, graph.output_names)
+    if problem is not None:
+        raise TrainingError(problem, file=program.root)
+    if not_in_numpy(graph.train, graph.output_names) is not None:
+        logs = _keras_scores(program, name, model, source, size, include)
+    else:
+        scorer = Scorer.of(graph.train, graph.output_names)
+        for got, wanted in output_batches(model, source, size, with_targets=True):
+            assert wanted is not None  # with_targets: open_source checked the data holds them
+            scorer.update(wanted, got)
+        logs = scorer.result()
+    return {key: float(logs[key]) for key in loss_first(list(logs))}
+
+
+def _scored_graph(program: Program, name: str | None, model: ExportedModel) -> Any:
+    """The spec model's checked graph (no Keras), with a loss, whose outputs are the file's."""
+    from netdsl.semantics.analysis import checked_graphs
+    from netdsl.syntax.loader import pick_model
+
+    picked = pick_model(program, name)
+    graph = checked_graphs(program, [picked])[picked]
+    if graph.train is None or graph.train.loss is None:
+        raise TrainingError(f"the model '{picked}' has no loss to evaluate (its spec has no train section)",
+                            file=program.root)
+    specs = [spec.name for spec in model.signature.outputs]
+    if sorted(graph.output_names) != sorted(specs):
+        raise TrainingError(f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "
+                            f"'{picked}' ({', '.join(graph.output_names)})", file=str(model.path))
+    return graph
+
+
+def _keras_scores(program: Program, name: str | None, model: ExportedModel, source: Any, batch_size: int,
+                  include: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
+    """Keras' own `evaluate` on the file's outputs, for a loss or metric NumPy does not compute here."""
+    scorer = _scorer(program, name, model, include)
     predicted, wanted = run_batches(model, source, batch_size, with_targets=True)
     assert wanted is not None  # with_targets: open_source checked the data holds them
     names = scorer.output_names
-    logs = scorer.evaluate([predicted[n] for n in names], [wanted[n] for n in names], batch_size=batch_size,
+    return scorer.evaluate([predicted[n] for n in names], [wanted[n] for n in names], batch_size=batch_size,
                            return_dict=True, verbose=0)
-    from netdsl.training.run.report import loss_first
-
-    return {key: float(logs[key]) for key in loss_first(list(logs))}
 
 
 def _train_spec(path: Path, model: ExportedModel, spec: Any,

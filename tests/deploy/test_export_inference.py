@@ -150,13 +150,13 @@ def test_a_file_in_a_run_folder_is_run_with_the_runs_batch_size(work, monkeypatc
                                                  "settings": {"batch_size": 7}}))
     (run / "classifier.onnx").write_bytes((work / FILES["onnx"]).read_bytes())
     seen: list[int] = []
-    real = inference.numpy_batches
+    real = inference.output_batches
 
-    def counted(source, rows, batch_size, with_targets):
+    def counted(model, source, batch_size, with_targets=False):
         seen.append(batch_size)
-        return real(source, rows, batch_size, with_targets)
+        return real(model, source, batch_size, with_targets)
 
-    monkeypatch.setattr(inference, "numpy_batches", counted)
+    monkeypatch.setattr(inference, "output_batches", counted)
     netdsl.predict(run / "classifier.onnx", data=work / "classifier.npz")
     netdsl.evaluate(run / "classifier.onnx", data=work / "classifier.npz")
     netdsl.predict(run / "classifier.onnx", data=work / "classifier.npz", batch_size=5)

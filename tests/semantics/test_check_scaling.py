@@ -95,3 +95,20 @@ def test_a_stray_character_in_one_long_model_is_not_parsed_again(monkeypatch):
     diagnostics = netdsl.check(text=text, filename="x.net")
     assert [(d.line, d.col, d.message) for d in diagnostics] == [(303, 6, "unexpected character '$'")]
     assert described == []
+
+
+def test_one_let_line_declared_thousands_of_times():
+    """Issue 22's fuzz campaign, made small: one `let` line repeated over 2 MiB (seed 22, inputs
+    34778, 57371, 71668). Each repeat is reported once, its value still checked alone; a check
+    shows the first MAX_DIAGNOSTICS, then how many more (bench/bench_check.py times the 2 MiB one)."""
+    repeats = 3000
+    text = "let a0 = 1\nlet a1 = [a0]\nlet a1 = b + 1\n" + "let a1 = [a0]\n" * repeats
+    text += "model m {\n  input x: (4,)\n  output y = x -> dense(a0)\n}\n"
+    diagnostics = netdsl.check(text=text, filename="x.net")
+    seen = [(d.line, d.col, d.message) for d in diagnostics]
+    assert seen[:2] == [(3, 1, "'a1' is already defined at line 2"), (3, 10, "unknown name 'b'")]
+    assert seen[2:MAX_DIAGNOSTICS] == [(line, 1, "'a1' is already defined at line 2")
+                                       for line in range(4, MAX_DIAGNOSTICS + 2)]
+    more = repeats + 2 - MAX_DIAGNOSTICS
+    assert seen[MAX_DIAGNOSTICS:] == [(MAX_DIAGNOSTICS + 2, 1, f"{more:,} more diagnostics from here on are not shown")]
+    assert all(d.severity == "error" for d in diagnostics)

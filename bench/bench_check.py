@@ -18,7 +18,8 @@ Prints:
   4. the CPU time of `netdsl check` on 2 MiB of `let` lines (the bound of
      netdsl.limits: 10 s; issue 22's fuzz finding: one line repeated 130,739
      times and a syntax error in the last line took 11.6 s; one line repeated
-     130,730 times, each a second declaration of its name, 5-7 s);
+     130,730 times, each a second declaration of its name, 5-7 s; a model of one
+     line repeated with a syntax error in its last lines, 9.3 s);
   5. the CPU time of `netdsl check` on small files that spend the budgets of
      `let` functions (the bound: 2 s for a file up to 64 KB; issue 22's fuzz
      findings took 2.06-2.09 s): the margin asked is 70% of each bound.
@@ -68,7 +69,10 @@ def let_specs(size: int = 2 * 1024 * 1024 - 4096) -> dict[str, str]:
     return {"distinct let lines": distinct[:distinct.rindex("\n") + 1],
             "one let line repeated, then `let (`": repeated + "let (\n",
             # seed 22 input 71668: every repeat a second declaration of a67, reported and checked
-            "one let line declared again and again": "let a0 = [1]\n" + chain + repeated[:size - 4096] + use}
+            "one let line declared again and again": "let a0 = [1]\n" + chain + repeated[:size - 4096] + use,
+            # seed 22 input 20411: one model's line repeated, a syntax error in its last lines
+            "one model line repeated, an error last": "model m {\n" + "  input x: (10, 8)\n" * (size // 19)
+            + "  y = (-> x\n  output y = x\n}\n"}
 
 
 def budget_specs() -> dict[str, str]:

@@ -71,9 +71,13 @@ MAX_CALL_DEPTH = 64
 
 # Work of the constant folder in one check: every operator evaluated, every
 # item of a list or tuple made, every item of a value given to a step as an
-# argument. Functions that call each other twice per level, or large constants
-# passed to many layers, multiply work without making the file longer.
-MAX_CONST_WORK = 1_000_000
+# argument, every item two values compare or `min`/`max` read, a 64th of each
+# character of text copied or read. Functions that call each other twice per
+# level, or large constants passed to many layers, multiply work without making
+# the file longer. A step of it takes about 1 us, and a check may also spend all
+# of MAX_EXPANSION_STEPS (about 0.7 s): 1,000,000 let a 1 KB file of both take
+# 2.1-2.8 s on a loaded machine (issue 22's fuzz campaign), 500,000 about 1.1 s.
+MAX_CONST_WORK = 500_000
 
 # A large file pays for what it writes out: its budget of constant work is at
 # least this much per byte of its text (a 2 MiB list literal is folded whole).

@@ -64,14 +64,20 @@ def test_a_syntax_error_after_many_declarations_parses_them_once(monkeypatch):
     to look for more errors (a 2 MiB file of `let` lines with an error in its last line: 4 s)."""
     from netdsl.syntax import syntax_errors
 
-    parsed_alone = []
-    real = syntax_errors.first_syntax_error
+    parsed_alone = []  # the first line of each declaration parsed alone, to find out or to describe
+    real = syntax_errors.first_syntax_error, syntax_errors._describe_first_error
 
     def counting(text, display, first_line=1):
         parsed_alone.append(first_line)
-        return real(text, display, first_line)
+        return real[0](text, display, first_line)
+
+    def describing(text, display, first_line=1):
+        if first_line not in parsed_alone:  # first_syntax_error describes what it could not parse
+            parsed_alone.append(first_line)
+        return real[1](text, display, first_line)
 
     monkeypatch.setattr(syntax_errors, "first_syntax_error", counting)
+    monkeypatch.setattr(syntax_errors, "_describe_first_error", describing)
     lets = "".join(f"let a{i} = [{i}]\n" for i in range(500))
     diagnostics = netdsl.check(text=lets + "let = 1\nlet b = (\n", filename="x.net")
     assert [(d.line, d.col, d.message) for d in diagnostics] == [
@@ -95,3 +101,42 @@ def test_a_stray_character_in_one_long_model_is_not_parsed_again(monkeypatch):
     diagnostics = netdsl.check(text=text, filename="x.net")
     assert [(d.line, d.col, d.message) for d in diagnostics] == [(303, 6, "unexpected character '$'")]
     assert described == []
+
+
+def test_one_let_line_declared_thousands_of_times():
+    """Issue 22's fuzz campaign, made small: one `let` line repeated over 2 MiB (seed 22, inputs
+    34778, 57371, 71668). Each repeat is reported once, its value still checked alone; a check
+    shows the first MAX_DIAGNOSTICS, then how many more (bench/bench_check.py times the 2 MiB one)."""
+    repeats = 3000
+    text = "let a0 = 1\nlet a1 = [a0]\nlet a1 = b + 1\n" + "let a1 = [a0]\n" * repeats
+    text += "model m {\n  input x: (4,)\n  output y = x -> dense(a0)\n}\n"
+    diagnostics = netdsl.check(text=text, filename="x.net")
+    seen = [(d.line, d.col, d.message) for d in diagnostics]
+    assert seen[:2] == [(3, 1, "'a1' is already defined at line 2"), (3, 10, "unknown name 'b'")]
+    assert seen[2:MAX_DIAGNOSTICS] == [(line, 1, "'a1' is already defined at line 2")
+                                       for line in range(4, MAX_DIAGNOSTICS + 2)]
+    more = repeats + 2 - MAX_DIAGNOSTICS
+    assert seen[MAX_DIAGNOSTICS:] == [(MAX_DIAGNOSTICS + 2, 1, f"{more:,} more diagnostics from here on are not shown")]
+    assert all(d.severity == "error" for d in diagnostics)
+
+
+def test_a_syntax_error_at_the_end_of_one_long_model_is_described_without_a_recognizing_parse(monkeypatch):
+    """The fuzz campaign's 2 MiB model of one `input` line repeated 110,138 times and an error in
+    its last lines (seed 22, input 20411: 9.3 s CPU): the file's parse failed in that model, so it
+    is described at once, not first parsed again only to find out that it does not parse."""
+    from netdsl.syntax import syntax_errors
+
+    recognized = []
+    real = syntax_errors.first_syntax_error
+
+    def counting(text, display, first_line=1):
+        recognized.append(first_line)
+        return real(text, display, first_line)
+
+    monkeypatch.setattr(syntax_errors, "first_syntax_error", counting)
+    body = "  input x: (10, 8)\n" * 300
+    text = f"let a = 1\nmodel m {{\n{body}  y = (-> x\n  output y = x\n}}\nlet b = (\n"
+    diagnostics = netdsl.check(text=text, filename="x.net")
+    assert [(d.line, d.col, d.message) for d in diagnostics] == [
+        (303, 8, "unexpected '->'; expected a value or ')'"), (306, 9, "missing ')'")]
+    assert recognized == [306]  # the declaration after the model's, which the file's parse never reached

@@ -191,6 +191,15 @@ class Consts:
             self._sizes[id(value)] = (value, items, depth)
         return items, depth
 
+    def walk_cost(self, value: Any) -> int:
+        """The work of reading a value whole (comparing it, finding its minimum, parsing its text):
+        its items counted in full for a list, tuple or dict, a 64th of its length for a string."""
+        if isinstance(value, (list, tuple, dict)):
+            return self.size(value)[0]
+        if isinstance(value, str):
+            return len(value) // 64
+        return 0
+
     def _fold_number(self, e: ir.Number, env: Env) -> Value:
         return e.value
 
@@ -204,7 +213,7 @@ class Consts:
         return None
 
     def _fold_name(self, e: ir.Name, env: Env) -> Value:
-        value = self.lookup(e.id, env, e.span)
+        value: Value = self.lookup(e.id, env, e.span)  # typed here, not cast: this runs once per name read
         if isinstance(value, TensorValue):
             if value.poisoned:
                 raise Fail.reported()  # a name whose statement failed: that error says why
@@ -269,7 +278,11 @@ class Consts:
                 if node is not None and bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)):
                     raise Fail(node.span, f"a slice bound must be an integer, received {type_name(bound)}")
             cut = slice(cast("int | None", start), cast("int | None", stop))
-            return self.made(value[cut], e.span) if not isinstance(value, str) else value[cut]
+            if isinstance(value, str):
+                text = value[cut]
+                self.charge(len(text) // 64, e.span)  # copying text is cheap, but not free
+                return text
+            return self.made(value[cut], e.span)
         index = self.fold(e.index, env)
         if value is UNKNOWN or index is UNKNOWN:
             return UNKNOWN
@@ -310,14 +323,19 @@ class Consts:
         cond = self.fold(e.cond, env)
         if cond is UNKNOWN:
             then, orelse = self.fold(e.then, env), self.fold(e.orelse, env)
+            self.charge(min(self.walk_cost(then), self.walk_cost(orelse)), e.span)  # `==` reads both
             return then if then == orelse else UNKNOWN
         return self.fold(e.then if cond else e.orelse, env)
 
     def _fold_binop(self, e: ir.BinOp, env: Env) -> Value:
         left, right = self.fold(e.left, env), self.fold(e.right, env)
-        for value, node in ((left, e.left), (right, e.right)):
-            if isinstance(value, (Sym, SymCall)):
-                raise Fail(node.span, *_unknown_name_message(value))
+        if type(left) in _NUMBERS and type(right) in _NUMBERS and e.op in _ARITH:
+            # The common case first: the constant budget's worst case is millions of these.
+            return self._arith_numbers(e, left, right)
+        if isinstance(left, (Sym, SymCall)):
+            raise Fail(e.left.span, *_unknown_name_message(left))
+        if isinstance(right, (Sym, SymCall)):
+            raise Fail(e.right.span, *_unknown_name_message(right))
         if left is UNKNOWN or right is UNKNOWN:
             return UNKNOWN
         if e.op in _COMPARE:
@@ -328,6 +346,9 @@ class Consts:
         return self._arith(e, left, right)
 
     def _compare(self, e: ir.BinOp, left: Value, right: Value) -> bool:
+        # Two lists are compared item by item: as much work as the shorter holds (a function
+        # comparing a 100,000-item list twice per level took 5 s within the budget's steps).
+        self.charge(min(self.walk_cost(left), self.walk_cost(right)), e.span)
         if e.op in ("==", "!="):
             return _COMPARE[e.op](left, right)
         try:
@@ -353,6 +374,10 @@ class Consts:
             return self._made_sequence(left + right, e.span, (left_items + right_items, max(left_depth, right_depth)))
         if not (is_number(left) and is_number(right)):
             raise Fail(e.span, f"cannot apply '{e.op}' to {type_name(left)} and {type_name(right)}")
+        return self._arith_numbers(e, left, right)
+
+    def _arith_numbers(self, e: ir.BinOp, left: Any, right: Any) -> Value:
+        """An arithmetic operator on two numbers (ints or floats, not bools: the callers checked)."""
         if e.op in ("/", "//", "%") and right == 0:
             raise Fail(e.right.span, "division by zero")
         if e.op == "**":
@@ -410,6 +435,8 @@ class Consts:
             raise Fail(e.span, f"'{name}' takes {arity(lo, hi)}, received {len(args)}")
         if any(is_unknown(a) for a in args):
             return UNKNOWN
+        if name != "len":  # `min`/`max` read every item, `int`/`float` every character (`len` reads none)
+            self.charge(sum(self.walk_cost(a) for a in args), e.span)
         if name in ("min", "max") and len(args) == 1:
             if not isinstance(args[0], (tuple, list)) or not args[0]:
                 raise Fail(e.args[0].span, f"'{name}' of one value needs a non-empty tuple or list")
@@ -451,6 +478,9 @@ _FOLDERS: dict[type[ir.Node], Callable[[Consts, Any, Env], Value]] = {
 # What a let function's call costs of the constant budget besides its arguments and
 # body: binding and a new scope take about as long as ten operators.
 CALL_WORK = 10
+
+_NUMBERS = frozenset({int, float})  # the types of numbers (`type(True)` is bool, not int)
+
 
 class _Missing(Enum):
     MISSING = "missing"
@@ -499,6 +529,9 @@ def _check_power(e: ir.BinOp, base: Any, exponent: Any) -> None:
 
 
 def _bounded(result: Any, e: Any) -> Value:
+    kind = type(result)
+    if (kind is int and -MAX_INT < result < MAX_INT) or (kind is float and math.isfinite(result)):
+        return cast(Value, result)  # the common case, before the checks that name what is wrong
     if isinstance(result, int) and not isinstance(result, bool) and abs(result) >= MAX_INT:
         raise Fail(e.span, "value too large")
     if isinstance(result, float) and (math.isinf(result) or math.isnan(result)):

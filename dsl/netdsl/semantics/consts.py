@@ -213,7 +213,7 @@ class Consts:
         return None
 
     def _fold_name(self, e: ir.Name, env: Env) -> Value:
-        value: Value = self.lookup(e.id, env, e.span)  # typed here, not cast: this runs once per name read
+        value: Binding = self.lookup(e.id, env, e.span)
         if isinstance(value, TensorValue):
             if value.poisoned:
                 raise Fail.reported()  # a name whose statement failed: that error says why

@@ -37,7 +37,7 @@ import weakref
 from typing import Any
 
 from netdsl import registry
-from netdsl.backend.execution import Execution, execution_settings
+from netdsl.backend.execution import Execution, execution_settings, several_devices_problem
 from netdsl.backend.runtime import current_backend, dtype_policy, init_backend
 from netdsl.errors import Diagnostic, Fail, SpecError, sort_diagnostics
 from netdsl.semantics.analysis import Analysis, analyze
@@ -287,6 +287,7 @@ def _compile_training(model: Any, graph: Any, second_phase: bool = False) -> Non
     except Exception as exc:
         raise Fail(graph.span, f"the train section of '{graph.name}' cannot be built: {reason(exc)}") from None
     _refuse_on_torch(graph)
+    _refuse_on_several_tensorflow_devices(graph)
     try:
         execution = execution_settings(spec, current_backend())
         model.compile(optimizer=optimizer, loss=loss, metrics=metrics, loss_weights=weights,
@@ -303,6 +304,14 @@ def _refuse_on_torch(graph: Any) -> None:
     problem = train_problem(graph.train) if current_backend() == "torch" else None
     if problem is not None:
         raise Fail(graph.span, f"'{graph.name}' cannot train on the torch backend: {problem}")
+
+
+def _refuse_on_several_tensorflow_devices(graph: Any) -> None:
+    """A train section TensorFlow cannot run on several devices: an error at the model, before Keras fails
+    inside fit (with an error about the data)."""
+    problem = several_devices_problem(graph.train, current_backend())
+    if problem is not None:
+        raise Fail(graph.span, f"'{graph.name}' cannot train on several TensorFlow devices: {problem}")
 
 
 def _object(resolved: Any) -> Any:

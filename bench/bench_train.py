@@ -80,11 +80,15 @@ def run_netdsl(spec: Path, data: Path, out: Path, args: argparse.Namespace,
                backend: str | None = None) -> tuple[list[float], list[float]]:
     """`netdsl train` in a fresh process: its epoch times and its per-epoch write times, from report.json."""
     chosen = ["--backend", backend] if backend else []
+    out.mkdir(parents=True, exist_ok=True)
+    # A folder of this call's own: run folders are numbered per model (small_cnn-1 after lightning_mlp-6),
+    # so "the highest number" in a shared folder can be another network's older run.
+    own = Path(tempfile.mkdtemp(dir=out))
     subprocess.run([sys.executable, "-m", "netdsl.cli", "train", str(spec), "--train", str(data), "--epochs",
                     str(args.epochs), "--batch-size", str(args.batch_size), "--seed", "0", "--progress", "none",
-                    *chosen, "-o", str(out)], env=env(backend), check=True, capture_output=True, timeout=900)
-    newest = max(out.iterdir(), key=lambda p: int(p.name.rsplit("-", 1)[1]))
-    report = json.loads((newest / "report.json").read_text())
+                    *chosen, "-o", str(own)], env=env(backend), check=True, capture_output=True, timeout=900)
+    (folder,) = own.iterdir()
+    report = json.loads((folder / "report.json").read_text())
     return report["epoch_seconds"], report["write_seconds"]
 
 

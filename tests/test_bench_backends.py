@@ -41,3 +41,26 @@ def test_the_cnn_spec_has_the_torch_loops_parameter_count():
     # nn.Conv2d(1, 16, 3) + nn.Conv2d(16, 32, 3) + nn.Linear(800, 10) of the bench's PyTorch loop
     summary = netdsl.summary(Path(__file__).resolve().parents[1] / "bench" / "small_cnn.net")
     assert summary["small_cnn"]["params"] == (9 * 16 + 16) + (9 * 16 * 32 + 32) + (800 * 10 + 10)
+
+
+def test_netdsl_side_reads_the_run_it_just_made(tmp_path: Path, monkeypatch) -> None:
+    """Run folders are numbered per model: a small_cnn run after six lightning_mlp runs is small_cnn-1,
+    and the bench once read lightning_mlp-6's report for it."""
+    import argparse
+    import json
+
+    import bench_train
+
+    older = tmp_path / "runs" / "lightning_mlp-6"
+    older.mkdir(parents=True)
+    (older / "report.json").write_text(json.dumps({"epoch_seconds": [9.0, 9.0], "write_seconds": [0.0, 0.0]}))
+
+    def fake_train(command: list[str], **kwargs: object) -> None:
+        run = Path(command[command.index("-o") + 1]) / "small_cnn-1"
+        run.mkdir(parents=True)
+        (run / "report.json").write_text(json.dumps({"epoch_seconds": [2.0, 0.5], "write_seconds": [0.1, 0.1]}))
+
+    monkeypatch.setattr(bench_train.subprocess, "run", fake_train)
+    args = argparse.Namespace(epochs=2, batch_size=32)
+    times, writes = bench_train.run_netdsl(Path("small_cnn.net"), Path("d.npz"), tmp_path / "runs", args, "jax")
+    assert (times, writes) == ([2.0, 0.5], [0.1, 0.1])

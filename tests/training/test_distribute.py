@@ -213,6 +213,26 @@ def test_two_devices_train_as_one(jobs, tmp_path: Path, small_data: Path, backen
         (1, "default for tensorflow in a distributed job") if backend == "tensorflow" else (32, "default for jax"))
 
 
+def test_steps_per_execution_on_two_tensorflow_devices_is_one_line(jobs, tmp_path: Path, small_data: Path) -> None:
+    """Keras fails inside fit ("2 root error(s) found", blamed on the data); netdsl says it at the model,
+    before a run folder is made."""
+    text = Path(SPEC).read_text().replace("epochs = 1", "epochs = 1\n    steps_per_execution = 4")
+    spec = tmp_path / "mlp.net"
+    spec.write_text(text)
+    log = tmp_path / "two.log"
+    process = jobs("train", str(spec), "--train", str(small_data), "--progress", "none", "-o",
+                   str(tmp_path / "runs"), "--backend", "tensorflow", "--devices", "2", log=log)
+    assert process.wait(timeout=LIMIT_S) == 1
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.startswith("model lightning_mlp"))
+    import keras
+
+    assert log.read_text().splitlines()[0] == (
+        f"{spec}:{line}:1: error: 'lightning_mlp' cannot train on several TensorFlow devices: "
+        f"steps_per_execution = 4: Keras {keras.__version__} feeds TensorFlow's MirroredStrategy one step per "
+        f"execution; set steps_per_execution = 1, or train with --backend jax --devices 2")
+    assert not (tmp_path / "runs").exists()
+
+
 @pytest.mark.slow
 def test_two_processes_train_as_one_device(jobs, tmp_path: Path, small_data: Path, port: int) -> None:
     code, log, one = _train(jobs, tmp_path, "one", "--backend", "jax", data=small_data)

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from netdsl import registry
-from netdsl.backend.execution import Execution, execution_settings
+from netdsl.backend.execution import Execution, execution_settings, several_devices_problem
 from netdsl.backend.runtime import current_backend, dtype_policy, init_backend
 from netdsl.errors import Diagnostic, Fail, SpecError, sort_diagnostics
 from netdsl.semantics.analysis import Analysis, analyze
@@ -299,6 +299,7 @@ def _compile_training(model: Any, graph: Any, execution: Execution, second_phase
     except Exception as exc:
         raise Fail(graph.span, f"the train section of '{graph.name}' cannot be built: {reason(exc)}") from None
     _refuse_on_torch(graph)
+    _refuse_on_several_tensorflow_devices(graph)
     try:
         model.compile(optimizer=optimizer, loss=loss, metrics=metrics, loss_weights=weights,
                       jit_compile=execution.jit_compile, steps_per_execution=execution.steps_per_execution)
@@ -321,6 +322,14 @@ def _checked_entry(kind: str, name: str) -> registry.Entry:
     entry = registry.lookup(kind, name)
     assert entry is not None, (kind, name)
     return entry
+
+
+def _refuse_on_several_tensorflow_devices(graph: Any) -> None:
+    """A train section TensorFlow cannot run on several devices: an error at the model, before Keras fails
+    inside fit (with an error about the data)."""
+    problem = several_devices_problem(graph.train, current_backend())
+    if problem is not None:
+        raise Fail(graph.span, f"'{graph.name}' cannot train on several TensorFlow devices: {problem}")
 
 
 def _object(resolved: Any) -> Any:

@@ -276,3 +276,20 @@ def test_resume_cannot_shrink_a_run_below_the_epochs_it_has_trained(tmp_path):
     report = json.loads((runs / "plain-1" / "report.json").read_text())
     assert (report["status"], report["epochs_run"]) == ("failed", 2)
     assert report["reason"] == "RuntimeError: power cut"
+
+
+def test_a_stop_is_not_swallowed_by_code_that_catches_exception():
+    # A Ctrl-C lands wherever Python is; TensorFlow's AutoGraph catches Exception while it converts
+    # the data pipeline's functions, and a Stopped that was an Exception ended there (the run went
+    # on and exited 0: test_checkpoint_kill saw it).
+    from netdsl.training.run.signals import Stopped, StopSignals
+
+    caught = []
+    with pytest.raises(Stopped), StopSignals():
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler runs between two bytecodes
+                pass
+        except Exception as exc:  # what a library does around user code
+            caught.append(exc)
+    assert caught == []

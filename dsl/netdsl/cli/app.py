@@ -36,6 +36,7 @@ from netdsl.cli.common import (
 )
 from netdsl.errors import RESOURCE_ERRORS, BackendError, SpecError, UsageError, out_of_resources
 from netdsl.training.errors import TrainingError
+from netdsl.training.run.signals import Stopped
 
 __all__ = ["main"]
 
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first
         print_diagnostics([out_of_resources(exc, _spec_of(args))], None)
         return EXIT_SPEC
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Stopped):  # a Ctrl-C between the places a run handles it itself
         return EXIT_STOPPED
     except BrokenPipeError:
         return EXIT_OK

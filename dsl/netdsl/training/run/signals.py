@@ -19,8 +19,12 @@ EXIT_STOPPED = 130  # a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shell
 SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s is not None)
 
 
-class Stopped(Exception):
-    """Training was asked to stop (Ctrl-C or SIGTERM)."""
+class Stopped(BaseException):
+    """Training was asked to stop (Ctrl-C or SIGTERM).
+
+    A BaseException, as KeyboardInterrupt is: the signal lands wherever Python is, and code there
+    that catches `Exception` must not swallow it (TensorFlow's AutoGraph does, while it converts
+    the data pipeline's functions: the run went on to its end and exited 0)."""
 
     def __init__(self, signum: int):
         self.signum = signum

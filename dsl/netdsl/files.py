@@ -26,8 +26,10 @@ __all__ = ["ZIP_ERRORS", "Refused", "kind_refusal", "open_regular", "read_at_mos
 # Every way the standard zipfile module reports an archive (.npz, .keras) it cannot read:
 # BadZipFile for a damaged directory, NotImplementedError for a version or a compression it
 # lacks ("zip file version 13.5": found by the fuzzer, issue 22), RuntimeError for an encrypted
-# member, zlib.error and EOFError for a damaged stream, OSError for the file itself.
-ZIP_ERRORS = (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, zlib.error, OSError)
+# member, zlib.error and EOFError for a damaged stream, OSError for the file itself,
+# UnicodeDecodeError for a member name flagged UTF-8 that is not (the .keras fuzz campaign, seed 22).
+ZIP_ERRORS = (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, zlib.error, OSError,
+              UnicodeDecodeError)
 
 _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
                | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))

@@ -157,3 +157,32 @@ def test_an_output_index_of_two_to_the_63_is_refused_without_building_that_many(
         archive.writestr("config.json", json.dumps(config))
     code, out, err = _export(capsys, tmp_path / "m.keras")
     assert (code, out) == (1, "") and "is called on a tensor the model does not compute" in err
+
+
+def test_a_call_without_its_arguments_is_one_line(tmp_path, capsys):
+    # found by the .keras fuzz campaign (seed 22, input 77836: "args" mutated to "ar{s"), an IndexError before
+    config = json.loads((Path(__file__).parents[1] / "fixtures" / "decompile" / "operation.json").read_text())
+    node = config["config"]["layers"][1]["inbound_nodes"][0]
+    node["ar{s"] = node.pop("args")
+    with zipfile.ZipFile(tmp_path / "m.keras", "w") as archive:
+        archive.writestr("config.json", json.dumps(config))
+    code, out, err = _export(capsys, tmp_path / "m.keras")
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0] == f"{tmp_path}/m.keras:1:1: error: layer 'dense' (Dense) is called on no tensor"
+
+
+def test_a_member_name_flagged_utf8_that_is_not_is_one_line(tmp_path, capsys):
+    # found by the .keras fuzz campaign (seed 22, input 98689): zipfile raised UnicodeDecodeError
+    path = tmp_path / "m.keras"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("config.json", "{}")
+    data = bytearray(path.read_bytes())
+    central = data.rindex(b"PK\x01\x02")
+    data[central + 8:central + 10] = (0x0800).to_bytes(2, "little")  # flag bit 11: the name is UTF-8
+    name = central + 46
+    data[name:name + 2] = b"\xc5\x28"  # not UTF-8
+    path.write_bytes(bytes(data))
+    code, out, err = _export(capsys, path)
+    assert (code, out) == (1, "")
+    assert err == (f"{path}:1:1: error: not a readable .keras file ('utf-8' codec can't decode byte 0xc5 in "
+                   f"position 0: invalid continuation byte)\n")

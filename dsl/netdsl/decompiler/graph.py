@@ -240,6 +240,9 @@ class _Reader:
                 return None
             arguments.append(None)
             tensors.append(item)
+        if not tensors:  # a call node without its "args" (found by the .keras fuzz campaign, seed 22)
+            self.problems.layer(layer, "is called on no tensor")
+            return None
         for key in _IGNORED_CALL_KWARGS:
             if kwargs.get(key) in (None, False):
                 kwargs.pop(key, None)

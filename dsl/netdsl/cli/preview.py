@@ -67,13 +67,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"netdsl preview: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}; "
               "pick another port with --port, or --port 0 for any free one", file=sys.stderr)
         return EXIT_SPEC
-    url = server.start()
-    print(f"netdsl preview: {url}  (Ctrl-C to stop)", flush=True)
     stop = threading.Event()
     # Ctrl-C and SIGTERM stop the server. SIGINT is set explicitly: a shell that starts a command in the
-    # background leaves it ignored, and Python then installs no handler of its own.
+    # background leaves it ignored, and Python then installs no handler of its own. Set before the URL
+    # is printed: a program that reads it and stops the server at once must not find SIGINT ignored.
     previous = {signum: signal.signal(signum, lambda *_: stop.set()) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
+        url = server.start()
+        print(f"netdsl preview: {url}  (Ctrl-C to stop)", flush=True)
         while not stop.wait(1.0):  # the server's threads do the work
             pass
     finally:

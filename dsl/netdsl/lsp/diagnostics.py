@@ -110,6 +110,15 @@ class Checks:
         """The newest check that parsed, maybe of an older text (typing goes on meanwhile)."""
         return self.parsed.get(uri) or self.snapshots.get(uri)
 
+    async def latest_or_first(self, uri: str, timeout: float = 5.0) -> Snapshot | None:
+        """`latest`, except for a document opened and not checked yet: its first check, waited for
+        (its diagnostics are published before its names are indexed, so a request sent on the
+        publication found nothing and completed keywords only)."""
+        snapshot = self.latest(uri)
+        if snapshot is None and self.documents.is_open(uri):
+            return await self.current(uri, timeout)
+        return snapshot
+
     # ------------------------------------------------------------ scheduling
     def _delay(self, uri: str) -> float:
         now = time.monotonic()

@@ -80,12 +80,13 @@ def make_server(include: Sequence[str] = ()) -> NetdslServer:
         ls.checks.shutdown()
 
     # -------------------------------------------------------------- at once, from the newest parse
+    # (a document not checked yet: its first check, waited for)
     @server.feature(types.TEXT_DOCUMENT_HOVER)
-    def on_hover(ls: NetdslServer, params: types.HoverParams) -> types.Hover | None:
+    async def on_hover(ls: NetdslServer, params: types.HoverParams) -> types.Hover | None:
         uri = params.text_document.uri
+        snapshot = await ls.checks.latest_or_first(uri)
         lines = ls.lines(uri)
         line, col = lines.point(params.position)
-        snapshot = ls.checks.latest(uri)
         before = "\n".join(lines.lines[max(0, line - 40):line - 1] + [""])
         found = hover.hover_text(snapshot, before, lines.line(line), ls.documents.display(uri), line, col)
         if found is None:
@@ -96,20 +97,22 @@ def make_server(include: Sequence[str] = ()) -> NetdslServer:
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION,
                     types.CompletionOptions(trigger_characters=[">", "(", ",", "=", "."], resolve_provider=True))
-    def on_completion(ls: NetdslServer, params: types.CompletionParams) -> types.CompletionList:
+    async def on_completion(ls: NetdslServer, params: types.CompletionParams) -> types.CompletionList:
         uri = params.text_document.uri
+        snapshot = await ls.checks.latest_or_first(uri)
         line, col, context = _context(ls, uri, params.position)
-        return completion.completion_list(context, ls.checks.latest(uri), ls.documents.display(uri), line, col)
+        return completion.completion_list(context, snapshot, ls.documents.display(uri), line, col)
 
     @server.feature(types.COMPLETION_ITEM_RESOLVE)
     def on_completion_resolve(ls: NetdslServer, item: types.CompletionItem) -> types.CompletionItem:
         return completion.resolve(item)
 
     @server.feature(types.TEXT_DOCUMENT_SIGNATURE_HELP, types.SignatureHelpOptions(trigger_characters=["(", ","]))
-    def on_signature_help(ls: NetdslServer, params: types.SignatureHelpParams) -> types.SignatureHelp | None:
+    async def on_signature_help(ls: NetdslServer, params: types.SignatureHelpParams) -> types.SignatureHelp | None:
         uri = params.text_document.uri
+        snapshot = await ls.checks.latest_or_first(uri)
         _, _, context = _context(ls, uri, params.position)
-        return completion.signature_help(context, ls.checks.latest(uri), ls.documents.display(uri))
+        return completion.signature_help(context, snapshot, ls.documents.display(uri))
 
     @server.feature(types.TEXT_DOCUMENT_FORMATTING)
     def on_formatting(ls: NetdslServer, params: types.DocumentFormattingParams) -> list[types.TextEdit] | None:

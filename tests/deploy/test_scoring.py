@@ -1,6 +1,6 @@
 """The NumPy loss and metrics `evaluate` scores an exported file with equal Keras' own `evaluate`.
 
-Each case is a train section; its scorer (deploy/scoring.py) and a Keras model that passes
+Each case is a train section; its scorer (deploy/scoring/) and a Keras model that passes
 the same predictions through, compiled as the compiler compiles that train section, see
 the same 37 samples in batches of 16 (16, 16 and a last 5): same names, same order, values
 within 1e-6 (relative).

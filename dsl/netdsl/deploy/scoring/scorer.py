@@ -1,0 +1,139 @@
+"""A train section, scored: `Scorer` adds up each batch's loss and metrics as Keras' `evaluate` does;
+`not_in_numpy` and `several_values` say what it does not score, and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from netdsl.deploy.scoring.common import Array, Metric
+from netdsl.deploy.scoring.losses import Loss, loss_of
+from netdsl.deploy.scoring.metrics import in_numpy, make_metric
+
+# Registry names Keras scores and NumPy here does not, with why: the one-line reason evaluate gives.
+NOT_IN_NUMPY: dict[tuple[str, str], str] = {}
+
+
+def _per_output(value: Any, names: list[str]) -> dict[str, Any]:
+    """One value per output name, as the compiler spreads it (a dict may leave an output out)."""
+    if isinstance(value, dict):
+        return {n: value[n] for n in names if n in value}
+    if isinstance(value, list):
+        return dict(zip(names, value))
+    return dict.fromkeys(names, value)
+
+
+def _metrics_per_output(value: Any, names: list[str]) -> dict[str, list[Any]]:
+    """Each output's metrics (a list: the same metrics for every output), as the compiler spreads them."""
+    if isinstance(value, dict):
+        return {n: list(value.get(n, [])) for n in names}
+    return {n: list(value or []) for n in names}
+
+
+def not_in_numpy(train: Any, names: list[str]) -> str | None:
+    """The first loss or metric of the train section NumPy cannot score, with why; None: all can."""
+    resolved = [*_per_output(train.loss, names).values()]
+    for metrics in _metrics_per_output(train.metrics, names).values():
+        resolved.extend(metrics)
+    for item in resolved:
+        if item.kind == "metric" and item.name in ("precision", "recall", "true_positives", "false_positives",
+                                                   "true_negatives", "false_negatives"):
+            thresholds = dict(item.kwargs).get("thresholds")
+            if isinstance(thresholds, (list, tuple)):
+                return f"the metric '{item.describe()}' (several thresholds)"
+        refused = _refused_arguments(item)
+        if refused is not None:
+            return refused
+        if not in_numpy(item.kind, item.name):
+            why = NOT_IN_NUMPY.get((item.kind, item.name), "a plugin's")
+            return f"the {item.kind} '{item.name}' ({why})"
+    return None
+
+
+def _refused_arguments(item: Any) -> str | None:
+    """A metric whose arguments NumPy does not follow here, with why."""
+    kwargs = dict(item.kwargs)
+    if item.kind != "metric":
+        return None
+    if item.name == "auc" and (kwargs.get("multi_label") or kwargs.get("label_weights") is not None):
+        return f"the metric '{item.describe()}' (multi_label and label_weights)"
+    return None
+
+
+def several_values(train: Any, names: list[str]) -> str | None:
+    """A metric whose value is one number per class (which `evaluate` does not report), said with the way
+    around; None: every metric gives one number."""
+    for metrics in _metrics_per_output(train.metrics, names).values():
+        for item in metrics:
+            kwargs = dict(item.kwargs)
+            if item.name in ("f1_score", "fbeta_score") and kwargs.get("average") is None:
+                return (f"the metric '{item.describe()}' gives one value per class; evaluate reports one number "
+                        f"per metric: give it average=\"macro\" (or \"micro\", \"weighted\")")
+            if item.name == "r2_score" and kwargs.get("class_aggregation", "uniform_average") is None:
+                return (f"the metric '{item.describe()}' gives one value per column; evaluate reports one number "
+                        f"per metric: give it class_aggregation=\"uniform_average\"")
+    return None
+
+
+@dataclass
+class Scorer:
+    """The train section's loss (each output's and the weighted total) and metrics over batches."""
+
+    outputs: list[str]
+    losses: dict[str, Loss]
+    weights: dict[str, float | None]
+    metric_specs: dict[str, list[Any]]
+    metrics: dict[str, list[Metric]] | None = None
+    loss_total: float = 0.0
+    output_totals: dict[str, float] = field(default_factory=dict)
+    samples: int = 0
+    batches: int = 0
+
+    @classmethod
+    def of(cls, train: Any, names: list[str]) -> Scorer:
+        """The train section's scorer (check `not_in_numpy` first)."""
+        losses = {n: loss_of(r) for n, r in _per_output(train.loss, names).items()}
+        given = _per_output(train.loss_weights, names) if train.loss_weights is not None else {}
+        weights: dict[str, float | None] = {
+            n: (float(given.get(n, 1.0)) if train.loss_weights is not None else None) for n in losses}
+        return cls(list(names), losses, weights, _metrics_per_output(train.metrics, names))
+
+    def update(self, y_true: dict[str, Array], y_pred: dict[str, Array]) -> None:
+        """One batch: {output: targets}, {output: the file's outputs}."""
+        if self.metrics is None:  # `accuracy` is picked by the first batch's shapes, as Keras builds it
+            self.metrics = {n: [make_metric(r, y_true[n], y_pred[n]) for r in self.metric_specs[n]]
+                            for n in self.outputs}
+        size = len(next(iter(y_pred.values())))
+        total = 0.0
+        for name, loss in self.losses.items():
+            value = loss(y_true[name], y_pred[name])
+            self.output_totals[name] = self.output_totals.get(name, 0.0) + value
+            weight = self.weights[name]
+            total += value * weight if weight is not None else value
+        self.loss_total += total * size
+        self.samples += size
+        self.batches += 1
+        for name, metrics in self.metrics.items():
+            for metric in metrics:
+                metric.update(y_true[name], y_pred[name])
+
+    def result(self) -> dict[str, float]:
+        """The values by Keras' names, sorted as Keras hands them over."""
+        n = self.samples or 1
+        logs = {"loss": self.loss_total / n}
+        if len(self.outputs) > 1:
+            # Keras weighs these by `y_pred.shape[0]`, unknown (None) inside TensorFlow's graph: a plain mean
+            logs.update({f"{name}_loss": self.output_totals.get(name, 0.0) / (self.batches or 1)
+                         for name in self.losses})
+        taken: dict[str, int] = {}
+        for output, metrics in (self.metrics or {}).items():
+            for metric in metrics:
+                key = f"{output}_{metric.name}" if len(self.outputs) > 1 else metric.name
+                if key in taken:  # Keras: a second metric of the same name gets `_1`
+                    taken[key] += 1
+                    key = f"{key}_{taken[key] - 1}"
+                else:
+                    taken[key] = 1
+                logs[key] = metric.result()
+        return dict(sorted(logs.items()))

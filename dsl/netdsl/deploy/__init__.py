@@ -2,10 +2,11 @@
 
     source --source.resolve--> keras.Model (+ metadata)
         --serving--> tf.function: named inputs, open batch axis -> {output name: tensor}
-        --onnx_format | saved_model_format | litert_format--> the file, written atomically
-        --verify--> seeded inputs through Keras and through the file's runtime, compared
+        --<format>_format.write--> the file, written atomically
+        --verify--> seeded inputs through Keras and through the file's runtime (<format>_format.load), compared
 
-Formats and tolerances are in `formats.py`; docs/export.md tells the user's side.
+Formats, tolerances and the module of each are in `formats.FORMATS` (adding a format: its docstring);
+docs/export.md tells the user's side.
 """
 
 from __future__ import annotations
@@ -74,14 +75,8 @@ def export_model(source: Any, *, format: str, out: str | os.PathLike | None = No
 
 
 def _write(fmt: Format, resolved: Resolved, target: Path) -> None:
-    if fmt.name == "onnx":
-        from netdsl.deploy.onnx_format import write_onnx as write
-    elif fmt.name == "saved_model":
-        from netdsl.deploy.saved_model_format import write_saved_model as write
-    else:
-        from netdsl.deploy.litert_format import write_litert as write
     try:
-        write(resolved.model, target, resolved.metadata)
+        fmt.implementation().write(resolved.model, target, resolved.metadata)
     except OSError as exc:
         raise ExportError(f"cannot write the {fmt.name} file: {exc.strerror or exc}", file=str(target)) from None
     except NetdslError:

@@ -1,39 +1,72 @@
-"""The formats `netdsl export` writes: their file names, tolerances and the packages they need.
+"""The formats `netdsl export` writes: one line each in `FORMATS`, one module each that writes and loads it.
 
 Tolerances are those of the issue that asked for the formats: ONNX and SavedModel run the
 same float32 kernels in another order (1e-5); LiteRT fuses and reorders more (1e-4).
 A value passes when |exported - keras| <= tol + tol * |keras| (numpy's `allclose`).
+
+Adding a format is a module `deploy/<name>_format.py` with the two functions of
+`FormatModule` and one `Format(...)` line in `FORMATS` naming it. The module is imported
+only when a file of its format is written or run, so that `check`, `fmt` ... import no
+backend and running an `.onnx` or `.tflite` file imports neither Keras nor TensorFlow:
+keep its top-level imports to NumPy and netdsl's backend-free modules.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
 
 from netdsl.deploy.errors import MissingPackage, UnknownFormat
+from netdsl.deploy.folders import MARKER
+
+if TYPE_CHECKING:
+    import keras
+
+    from netdsl.deploy.runtime import ExportedModel
+
+
+class FormatModule(Protocol):
+    """What a format's module holds."""
+
+    def write(self, model: keras.Model, out: Path, metadata: dict[str, str]) -> None:
+        """Write `model` to `out` with `metadata` recorded in it, atomically, never through a link."""
+
+    def load(self, path: Path, fmt: Format) -> ExportedModel:
+        """The file in its runtime; the runtime's own exception when it refuses it (`open_exported` makes
+        that one line)."""
 
 
 @dataclass(frozen=True)
 class Format:
     name: str
-    suffix: str  # the file's suffix, or the folder's name ending for SavedModel
+    suffix: str  # the file's suffix, or the folder's name ending for a folder format (`default_out`)
     tolerance: float
     modules: tuple[str, ...]  # importable names the conversion and the check need
-    runtime: str  # where the exported file is checked
+    runtime: str  # where the exported file is checked, as the messages name it
     runtime_module: str  # what running an exported file needs (predict, evaluate)
+    module: str  # the `FormatModule` that writes and loads it, imported when first used
+    marker: str | None = None  # a folder format: the file inside that makes a folder one of its exports
 
     @property
     def is_folder(self) -> bool:
-        return self.name == "saved_model"
+        return self.marker is not None
+
+    def implementation(self) -> FormatModule:
+        return cast("FormatModule", importlib.import_module(self.module))
 
 
-FORMATS = {
-    "onnx": Format("onnx", ".onnx", 1e-5, ("onnx", "onnxruntime", "tf2onnx"), "onnxruntime", "onnxruntime"),
-    "saved_model": Format("saved_model", "_saved_model", 1e-5, (), "tf.saved_model.load", "tensorflow"),
-    "litert": Format("litert", ".tflite", 1e-4, ("ai_edge_litert",), "the LiteRT interpreter",
-                     "ai_edge_litert"),
-}
+FORMATS = {fmt.name: fmt for fmt in (
+    Format("onnx", ".onnx", 1e-5, ("onnx", "onnxruntime", "tf2onnx"), "onnxruntime", "onnxruntime",
+           "netdsl.deploy.onnx_format"),
+    Format("saved_model", "_saved_model", 1e-5, (), "tf.saved_model.load", "tensorflow",
+           "netdsl.deploy.saved_model_format", marker=MARKER),
+    Format("litert", ".tflite", 1e-4, ("ai_edge_litert",), "the LiteRT interpreter", "ai_edge_litert",
+           "netdsl.deploy.litert_format"),
+)}
 INSTALL_HINT = "pip install 'netdsl[export]'"
 # Other tools' names for the formats: suggested, never taken silently.
 OTHER_NAMES = {"tflite": "litert", "tf_lite": "litert", "lite": "litert", "savedmodel": "saved_model",
@@ -49,6 +82,13 @@ def get_format(name: str) -> Format:
     close = [OTHER_NAMES[key]] if key in OTHER_NAMES else close
     guess = f"; did you mean '{close[0]}'?" if close else ""
     raise UnknownFormat(f"unknown format {name!r}{guess} (formats: {', '.join(FORMATS)})")
+
+
+def format_of(path: Path) -> Format | None:
+    """The format of an exported file by what it is: its suffix, or a folder holding a folder format's marker."""
+    if path.is_dir():
+        return next((f for f in FORMATS.values() if f.marker is not None and (path / f.marker).is_file()), None)
+    return next((f for f in FORMATS.values() if not f.is_folder and path.suffix.lower() == f.suffix), None)
 
 
 def require_packages(fmt: Format) -> None:

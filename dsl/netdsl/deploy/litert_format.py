@@ -5,6 +5,7 @@ Only LiteRT's built-in ops are allowed: a model that would need TensorFlow ops
 so it is refused with the op's name instead. The signature `serving_default` keeps
 the spec's input and output names; the batch axis stays open (-1 in the signature).
 netdsl's version and the spec's hash go in the model's metadata table, entry `netdsl`.
+`load` runs a file in ai_edge_litert's interpreter, which needs neither Keras nor TensorFlow.
 """
 
 from __future__ import annotations
@@ -20,9 +21,13 @@ import numpy as np
 from netdsl.atomic import write_bytes
 from netdsl.deploy.errors import ExportError
 from netdsl.deploy.saved_model_format import write_saved_model_to
+from netdsl.training.data.signature import Signature, TensorSpec
 
 if TYPE_CHECKING:
     import keras
+
+    from netdsl.deploy.formats import Format
+    from netdsl.deploy.runtime import ExportedModel
 
 METADATA_NAME = "netdsl"
 
@@ -73,8 +78,35 @@ def read_metadata(flatbuffer: bytes) -> dict[str, str]:
     return {}
 
 
-def write_litert(model: keras.Model, out: Path, metadata: dict[str, str]) -> None:
+def write(model: keras.Model, out: Path, metadata: dict[str, str]) -> None:
     write_bytes(out, litert_bytes(model, metadata), links="refuse")
+
+
+def load(path: Path, fmt: Format) -> ExportedModel:
+    """The file's `serving_default` signature runner in the LiteRT interpreter."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from netdsl.deploy.runtime import SIGNATURE_KEY, ExportedModel
+
+    interpreter = Interpreter(model_path=str(path))
+    listed = interpreter.get_signature_list()
+    if SIGNATURE_KEY not in listed:
+        raise ExportError(f"no signature '{SIGNATURE_KEY}' (netdsl export writes one; found: "
+                          f"{', '.join(listed) or 'none'})", file=str(path))
+    runner = interpreter.get_signature_runner(SIGNATURE_KEY)
+    details = {**runner.get_input_details(), **runner.get_output_details()}
+
+    def spec(name: str) -> TensorSpec:
+        shape = tuple(int(d) if d >= 0 else None for d in details[name]["shape_signature"][1:])
+        return TensorSpec(name, shape, np.dtype(details[name]["dtype"]).name)
+
+    signature = Signature(tuple(map(spec, listed[SIGNATURE_KEY]["inputs"])),
+                          tuple(map(spec, listed[SIGNATURE_KEY]["outputs"])))
+
+    def run(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {name: np.asarray(value) for name, value in runner(**inputs).items()}  # resizes to the batch
+
+    return ExportedModel(path, fmt, signature, run)
 
 
 def _refusal(model: keras.Model, text: str) -> str:

@@ -12,7 +12,8 @@ ONNX Runtime then refuses as invalid:
 `erfc(x) = 1 - erf(x)`), within float32 rounding of TensorFlow's kernels. Any
 op still left without a rule is refused by name (`unconverted_ops`), never written.
 Constants a layer holds as tensors, which tf2onnx leaves as graph inputs, are folded
-back in as initializers (`captured_constants`).
+back in as initializers (`captured_constants`). `load` runs a file in onnxruntime, which
+needs neither Keras nor TensorFlow.
 """
 
 from __future__ import annotations
@@ -29,12 +30,19 @@ import numpy as np
 from netdsl.atomic import write_bytes
 from netdsl.deploy.errors import ExportError
 from netdsl.deploy.serving import input_specs, serving_function
+from netdsl.training.data.signature import Signature, TensorSpec
 
 if TYPE_CHECKING:
     import keras
 
+    from netdsl.deploy.formats import Format
+    from netdsl.deploy.runtime import ExportedModel
+
 OPSET = 17  # LayerNormalization is an ONNX op from 17; onnxruntime >= 1.14 runs it
 BATCH = "batch"  # the name of the open batch axis of every input and output
+# ONNX's element types (as onnxruntime spells them) -> NumPy's names.
+ONNX_TYPES = {"float": "float32", "double": "float64", "float16": "float16", "int8": "int8", "int16": "int16",
+              "int32": "int32", "int64": "int64", "uint8": "uint8", "bool": "bool"}
 
 
 def _constant_one(ctx: Any, node: Any, like: str) -> str:
@@ -86,8 +94,32 @@ def onnx_bytes(model: keras.Model, metadata: dict[str, str]) -> bytes:
     return proto.SerializeToString()
 
 
-def write_onnx(model: keras.Model, out: Path, metadata: dict[str, str]) -> None:
+def write(model: keras.Model, out: Path, metadata: dict[str, str]) -> None:
     write_bytes(out, onnx_bytes(model, metadata), links="refuse")
+
+
+def load(path: Path, fmt: Format) -> ExportedModel:
+    """The file in an onnxruntime CPU session, its `metadata_props` as the metadata."""
+    import onnxruntime
+
+    from netdsl.deploy.runtime import ExportedModel
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def spec(arg: Any) -> TensorSpec:
+        shape = tuple(d if isinstance(d, int) else None for d in arg.shape[1:])
+        return TensorSpec(arg.name, shape, ONNX_TYPES.get(arg.type[len("tensor("):-1], arg.type))
+
+    signature = Signature(tuple(map(spec, session.get_inputs())), tuple(map(spec, session.get_outputs())))
+    names = signature.output_names
+
+    def run(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return dict(zip(names, session.run(names, inputs)))
+
+    metadata = dict(session.get_modelmeta().custom_metadata_map)
+    return ExportedModel(path, fmt, signature, run, metadata)
 
 
 def unconverted_ops(proto: Any) -> list[tuple[str, str]]:

@@ -105,15 +105,23 @@ def test_evaluate_takes_the_spec_of_the_run_folder_the_file_is_in(work, capsys):
     assert list(__import__("json").loads(capsys.readouterr().out)) == ["loss", "sparse_categorical_accuracy"]
 
 
-def test_onnx_and_litert_run_without_keras_or_tensorflow(work):
+def commands_without_a_backend(commands: list[list[str]]) -> str:
+    """Run the CLI `commands` in a fresh process, each to exit 0, and assert that none of them imported
+    Keras, TensorFlow, JAX or torch; what they printed."""
     script = ("import sys\nfrom netdsl.cli import main\n"
-              f"for name in {[FILES['onnx'], FILES['litert']]!r}:\n"
-              f"    assert main(['predict', {str(work)!r} + '/' + name, '--data', {str(work / 'classifier.npz')!r},"
-              f" '-o', {str(work)!r} + '/' + name + '.npz']) == 0\n"
+              f"for args in {commands!r}:\n"
+              "    assert main(args) == 0, args\n"
               "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "[]"
+    *printed, imported = done.stdout.splitlines()
+    assert imported == "[]"
+    return "\n".join(printed)
+
+
+def test_onnx_and_litert_run_without_keras_or_tensorflow(work):
+    commands_without_a_backend([["predict", str(work / name), "--data", str(work / "classifier.npz"),
+                                 "-o", str(work / f"{name}.npz")] for name in (FILES["onnx"], FILES["litert"])])
 
 
 def test_evaluate_of_onnx_and_litert_imports_no_keras_tensorflow_jax_or_torch(work):
@@ -121,18 +129,14 @@ def test_evaluate_of_onnx_and_litert_imports_no_keras_tensorflow_jax_or_torch(wo
         rows = np.column_stack([data["features"], data["probs"]])
     header = ",".join([f"f{i}" for i in range(12)] + ["label"])
     np.savetxt(work / "classifier.csv", rows, delimiter=",", header=header, comments="", fmt="%.9g")
+    npz = ["--data", str(work / "classifier.npz")]
     csv = ["--data", str(work / "classifier.csv"), "--targets", "probs=label"]
-    script = ("import sys, json\nfrom netdsl.cli import main\n"
-              f"for name in {[FILES['onnx'], FILES['litert']]!r}:\n"
-              f"    for data in (['--data', {str(work / 'classifier.npz')!r}], {csv!r}):\n"
-              f"        assert main(['evaluate', {str(work)!r} + '/' + name, *data,"
-              f" '--spec', {str(SCORED)!r}, '--model', 'classifier', '--batch-size', '16', '--json']) == 0\n"
-              "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "[]"
+    model = ["--model", "classifier"]
+    out = commands_without_a_backend([["evaluate", str(work / name), *data, "--spec", str(SCORED), *model,
+                                       "--batch-size", "16", "--json"]
+                                      for name in (FILES["onnx"], FILES["litert"]) for data in (npz, csv)])
     want = netdsl.evaluate(work / "classifier.keras", data=work / "classifier.npz", batch_size=16)
-    printed = [json.loads(part + "}") for part in done.stdout.split("}")[:-1]]  # onnx: npz, csv; litert: ...
+    printed = [json.loads(part + "}") for part in out.split("}")[:-1]]  # onnx: npz, csv; litert: ...
     assert len(printed) == 4
     for values in printed:
         assert list(values) == list(want)

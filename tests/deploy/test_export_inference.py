@@ -93,6 +93,27 @@ def test_what_numpy_does_not_score_is_scored_by_keras_alike(work, monkeypatch):
     np.testing.assert_allclose(list(in_numpy.values()), list(by_keras.values()), rtol=1e-6)
 
 
+def test_a_litert_file_records_its_model_so_evaluate_picks_it_without_model(work, tmp_path, capsys):
+    from netdsl.deploy.litert_format import read_metadata
+    from netdsl.deploy.runtime import open_exported
+    from netdsl.training.run.settings import spec_sha256
+
+    file = work / "two_heads.tflite"
+    assert open_exported(file).metadata == {"netdsl_model": "two_heads", "netdsl_version": netdsl.__version__,
+                                            "netdsl_spec_sha256": spec_sha256(netdsl.parse_file(SCORED))}
+    picked = netdsl.evaluate(file, data=work / "two_heads.npz", spec=SCORED, batch_size=16)
+    assert picked == netdsl.evaluate(file, data=work / "two_heads.npz", spec=SCORED, model="two_heads", batch_size=16)
+    # a .tflite another tool wrote (no `netdsl` metadata entry) still needs --model for a spec of several
+    foreign = tmp_path / "foreign.tflite"
+    foreign.write_bytes(file.read_bytes().replace(b"netdsl", b"nxtdsl"))
+    assert open_exported(foreign).metadata == {}
+    damaged = file.read_bytes().replace(b'{"netdsl_model"', b"#" * 15)  # the entry is there, its JSON is not
+    assert read_metadata(damaged) == {}
+    assert main(["evaluate", str(foreign), "--data", str(work / "two_heads.npz"), "--spec", str(SCORED)]) == 1
+    assert capsys.readouterr().err == (f"{SCORED}:1:1: error: the spec declares 2 models; pick one; models: "
+                                       "classifier, two_heads\n")
+
+
 def test_evaluate_takes_the_spec_of_the_run_folder_the_file_is_in(work, capsys):
     from netdsl.training.run.settings import spec_sha256
 
@@ -131,8 +152,8 @@ def test_evaluate_of_onnx_and_litert_imports_no_keras_tensorflow_jax_or_torch(wo
     np.savetxt(work / "classifier.csv", rows, delimiter=",", header=header, comments="", fmt="%.9g")
     npz = ["--data", str(work / "classifier.npz")]
     csv = ["--data", str(work / "classifier.csv"), "--targets", "probs=label"]
-    model = ["--model", "classifier"]
-    out = commands_without_a_backend([["evaluate", str(work / name), *data, "--spec", str(SCORED), *model,
+    # no --model: the files' metadata names it (LiteRT's read without TensorFlow too)
+    out = commands_without_a_backend([["evaluate", str(work / name), *data, "--spec", str(SCORED),
                                        "--batch-size", "16", "--json"]
                                       for name in (FILES["onnx"], FILES["litert"]) for data in (npz, csv)])
     want = netdsl.evaluate(work / "classifier.keras", data=work / "classifier.npz", batch_size=16)

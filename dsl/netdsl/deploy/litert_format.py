@@ -4,7 +4,8 @@ Only LiteRT's built-in ops are allowed: a model that would need TensorFlow ops
 ("select TF ops", the Flex delegate) does not run in the plain LiteRT interpreter,
 so it is refused with the op's name instead. The signature `serving_default` keeps
 the spec's input and output names; the batch axis stays open (-1 in the signature).
-netdsl's version and the spec's hash go in the model's metadata table, entry `netdsl`.
+netdsl's version, the model's name and the spec's hash go in the model's metadata table,
+entry `netdsl` (a buffer holding JSON), read back without TensorFlow (`read_metadata`).
 `load` runs a file in ai_edge_litert's interpreter, which needs neither Keras nor TensorFlow.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -67,15 +69,29 @@ def with_metadata(flatbuffer: bytes, metadata: dict[str, str]) -> bytes:
 
 
 def read_metadata(flatbuffer: bytes) -> dict[str, str]:
-    """What `with_metadata` recorded ({} when nothing)."""
-    from tensorflow.lite.python import schema_py_generated as schema
+    """What `with_metadata` recorded ({} when nothing, or nothing netdsl can read: a file another tool wrote).
 
-    model = schema.Model.GetRootAsModel(flatbuffer, 0)
-    for i in range(model.MetadataLength()):
-        entry = model.Metadata(i)
-        if entry.Name() == METADATA_NAME.encode():
-            return json.loads(model.Buffers(entry.Buffer()).DataAsNumpy().tobytes())
-    return {}
+    Read with the schema `ai_edge_litert` ships (it needs the pure-Python `flatbuffers`), so that
+    running a file needs no TensorFlow. A buffer may hold its bytes inline or, in a model over
+    2 GB, at an offset in the file."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    try:
+        model = schema.Model.GetRootAsModel(flatbuffer, 0)
+        entries = [model.Metadata(i) for i in range(model.MetadataLength())]
+        entry = next((e for e in entries if e.Name() == METADATA_NAME.encode()), None)
+        if entry is None:
+            return {}
+        buffer = model.Buffers(entry.Buffer())
+        offset = buffer.Offset()
+        data = (bytes(flatbuffer[offset:offset + buffer.Size()]) if offset > 1
+                else buffer.DataAsNumpy().tobytes() if buffer.DataLength() else b"")
+        recorded = json.loads(data)
+    except (ValueError, IndexError, AttributeError, struct.error):  # not JSON, a damaged table: no metadata
+        return {}
+    if not isinstance(recorded, dict):
+        return {}
+    return {key: value for key, value in recorded.items() if isinstance(key, str) and isinstance(value, str)}
 
 
 def write(model: keras.Model, out: Path, metadata: dict[str, str]) -> None:
@@ -83,7 +99,8 @@ def write(model: keras.Model, out: Path, metadata: dict[str, str]) -> None:
 
 
 def load(path: Path, fmt: Format) -> ExportedModel:
-    """The file's `serving_default` signature runner in the LiteRT interpreter."""
+    """The file's `serving_default` signature runner in the LiteRT interpreter, the `netdsl` entry of its
+    metadata table as the metadata (the model's name: `evaluate` needs no --model)."""
     from ai_edge_litert.interpreter import Interpreter
 
     from netdsl.deploy.runtime import SIGNATURE_KEY, ExportedModel
@@ -106,7 +123,7 @@ def load(path: Path, fmt: Format) -> ExportedModel:
     def run(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         return {name: np.asarray(value) for name, value in runner(**inputs).items()}  # resizes to the batch
 
-    return ExportedModel(path, fmt, signature, run)
+    return ExportedModel(path, fmt, signature, run, read_metadata(path.read_bytes()))
 
 
 def _refusal(model: keras.Model, text: str) -> str:

@@ -16,17 +16,19 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
+import numpy as np
+
 from netdsl.deploy.errors import MissingPackage, UnknownFormat
 from netdsl.deploy.folders import MARKER
+from netdsl.training.data.signature import Signature
 
 if TYPE_CHECKING:
     import keras
-
-    from netdsl.deploy.runtime import ExportedModel
 
 
 class FormatModule(Protocol):
@@ -71,6 +73,17 @@ INSTALL_HINT = "pip install 'netdsl[export]'"
 # Other tools' names for the formats: suggested, never taken silently.
 OTHER_NAMES = {"tflite": "litert", "tf_lite": "litert", "lite": "litert", "savedmodel": "saved_model",
                "tf_saved_model": "saved_model", "tf": "saved_model", "tensorflow": "saved_model"}
+
+
+@dataclass
+class ExportedModel:
+    """An exported file, loaded in its runtime: `run` maps {input name: batch} to {output name: batch}."""
+
+    path: Path
+    format: Format
+    signature: Signature
+    run: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
+    metadata: dict[str, str] = field(default_factory=dict)  # what export recorded (netdsl_model, ...)
 
 
 def get_format(name: str) -> Format:

@@ -22,14 +22,12 @@ import numpy as np
 
 from netdsl.atomic import write_bytes
 from netdsl.deploy.errors import ExportError
+from netdsl.deploy.formats import ExportedModel, Format
 from netdsl.deploy.saved_model_format import write_saved_model_to
 from netdsl.training.data.signature import Signature, TensorSpec
 
 if TYPE_CHECKING:
     import keras
-
-    from netdsl.deploy.formats import Format
-    from netdsl.deploy.runtime import ExportedModel
 
 METADATA_NAME = "netdsl"
 
@@ -103,7 +101,7 @@ def load(path: Path, fmt: Format) -> ExportedModel:
     metadata table as the metadata (the model's name: `evaluate` needs no --model)."""
     from ai_edge_litert.interpreter import Interpreter
 
-    from netdsl.deploy.runtime import SIGNATURE_KEY, ExportedModel
+    from netdsl.deploy.runtime import SIGNATURE_KEY
 
     interpreter = Interpreter(model_path=str(path))
     listed = interpreter.get_signature_list()

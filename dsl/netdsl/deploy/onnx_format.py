@@ -29,14 +29,12 @@ import numpy as np
 
 from netdsl.atomic import write_bytes
 from netdsl.deploy.errors import ExportError
+from netdsl.deploy.formats import ExportedModel, Format
 from netdsl.deploy.serving import input_specs, serving_function
 from netdsl.training.data.signature import Signature, TensorSpec
 
 if TYPE_CHECKING:
     import keras
-
-    from netdsl.deploy.formats import Format
-    from netdsl.deploy.runtime import ExportedModel
 
 OPSET = 17  # LayerNormalization is an ONNX op from 17; onnxruntime >= 1.14 runs it
 BATCH = "batch"  # the name of the open batch axis of every input and output
@@ -101,8 +99,6 @@ def write(model: keras.Model, out: Path, metadata: dict[str, str]) -> None:
 def load(path: Path, fmt: Format) -> ExportedModel:
     """The file in an onnxruntime CPU session, its `metadata_props` as the metadata."""
     import onnxruntime
-
-    from netdsl.deploy.runtime import ExportedModel
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3

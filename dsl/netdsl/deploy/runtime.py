@@ -17,28 +17,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from netdsl.deploy.errors import ExportError, MissingPackage
-from netdsl.deploy.formats import INSTALL_HINT, Format, format_of
-from netdsl.training.data.signature import Signature
+from netdsl.deploy.formats import INSTALL_HINT, ExportedModel, Format, format_of
 
 SIGNATURE_KEY = "serving_default"  # the signature SavedModel and LiteRT exports are run by
 
-
-@dataclass
-class ExportedModel:
-    """An exported file, loaded in its runtime: `run` maps {input name: batch} to {output name: batch}."""
-
-    path: Path
-    format: Format
-    signature: Signature
-    run: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
-    metadata: dict[str, str] = field(default_factory=dict)  # what export recorded (netdsl_model, ...)
+__all__ = ["SIGNATURE_KEY", "ExportedModel", "exported_format", "first_line", "load", "open_exported"]
 
 
 def exported_format(path: Path) -> Format | None:

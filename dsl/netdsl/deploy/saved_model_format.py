@@ -16,14 +16,12 @@ import numpy as np
 
 from netdsl.deploy.errors import ExportError
 from netdsl.deploy.folders import replace_folder
+from netdsl.deploy.formats import ExportedModel, Format
 from netdsl.deploy.serving import forward, input_specs
 from netdsl.training.data.signature import Signature, TensorSpec
 
 if TYPE_CHECKING:
     import keras
-
-    from netdsl.deploy.formats import Format
-    from netdsl.deploy.runtime import ExportedModel
 
 METADATA = Path("assets.extra") / "netdsl.json"
 
@@ -48,7 +46,7 @@ def load(path: Path, fmt: Format) -> ExportedModel:
     """The folder's `serving_default` signature in TensorFlow, `assets.extra/netdsl.json` as the metadata."""
     import tensorflow as tf
 
-    from netdsl.deploy.runtime import SIGNATURE_KEY, ExportedModel
+    from netdsl.deploy.runtime import SIGNATURE_KEY
 
     loaded = tf.saved_model.load(str(path))
     if SIGNATURE_KEY not in loaded.signatures:

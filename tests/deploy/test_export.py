@@ -283,6 +283,17 @@ def test_the_extras_name_the_packages():
     assert all(importlib.util.find_spec(m) for fmt in FORMATS.values() for m in fmt.modules)
 
 
+def test_the_format_names_kept_outside_the_deploy_room_are_the_tables():
+    """The CLI's parser and the API's types name the formats without importing deploy/ (startup, typing):
+    a format added to FORMATS is added there too, or this fails."""
+    from typing import get_args
+
+    from netdsl.api import ExportFormat
+    from netdsl.cli.export import FORMAT_NAMES
+
+    assert list(FORMAT_NAMES) == list(get_args(ExportFormat)) == list(FORMATS)
+
+
 def test_the_docs_example_prints_what_the_command_prints(tmp_path, capsys, monkeypatch):
     doc = (ROOT / "docs" / "export.md").read_text(encoding="utf-8")
     shown = doc.split("<!-- export example -->\n```\n", 1)[1].split("```", 1)[0].splitlines()

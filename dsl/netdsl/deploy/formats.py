@@ -8,7 +8,9 @@ Adding a format is a module `deploy/<name>_format.py` with the two functions of
 `FormatModule` and one `Format(...)` line in `FORMATS` naming it. The module is imported
 only when a file of its format is written or run, so that `check`, `fmt` ... import no
 backend and running an `.onnx` or `.tflite` file imports neither Keras nor TensorFlow:
-keep its top-level imports to NumPy and netdsl's backend-free modules.
+keep its top-level imports to NumPy and netdsl's backend-free modules. The name is repeated
+in `cli/export.py`'s FORMAT_NAMES and `api.py`'s ExportFormat (they import no deploy code;
+a test holds them to this table). docs/export.md, "Adding a format", tells the rest.
 """
 
 from __future__ import annotations

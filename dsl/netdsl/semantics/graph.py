@@ -66,3 +66,17 @@ class Graph:
     @property
     def output_names(self) -> list[str]:
         return [name for name, _ in self.outputs]
+
+    def kept_nodes(self) -> list[Node]:
+        """The nodes a Keras model of this graph holds, in graph order: its inputs and every step an
+        output depends on. Keras' functional model leaves out a step no output uses (an unused step)
+        and its weights, so a model's parameter count is the sum over these."""
+        kept = set(self.inputs)
+        waiting = [ref.node for _, ref in self.outputs if isinstance(ref, TensorRef)]
+        while waiting:
+            index = waiting.pop()
+            if index in kept or not 0 <= index < len(self.nodes):
+                continue
+            kept.add(index)
+            waiting.extend(ref.node for ref in self.nodes[index].inputs)
+        return [node for index, node in enumerate(self.nodes) if index in kept]

@@ -102,7 +102,7 @@ def _node_split(graph: Graph, node: Node) -> tuple[int, int] | None:
         return (node.params, fixed) if fixed is not None else None
     if node.op == "model" and isinstance(node.decl, Graph):
         inner = _split(node.decl, _keras_order(node.decl), [])
-        if inner is None or inner.total != node.params:  # a step no output of it uses: its row would differ
+        if inner is None or inner.total != node.params:  # a count of another origin (a Keras build) that differs
             return None
         return inner.total, inner.total - inner.trainable
     return None

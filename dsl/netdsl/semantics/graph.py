@@ -80,3 +80,13 @@ class Graph:
             kept.add(index)
             waiting.extend(ref.node for ref in self.nodes[index].inputs)
         return [node for index, node in enumerate(self.nodes) if index in kept]
+
+
+def keras_layer_name(node: Node) -> str:
+    """The name of the Keras layer a node becomes (`backend/builder.py`): a nested model's name,
+    a shared instance's (`shared proj = dense(8)`: every use is the one layer "proj"), else the node's."""
+    if node.op == "model" and isinstance(node.decl, Graph):
+        return node.decl.name
+    if node.op in ("layer", "declared_layer") and node.shared is not None and node.shared.startswith("shared:"):
+        return node.shared[len("shared:"):]
+    return node.name

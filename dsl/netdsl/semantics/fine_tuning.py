@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netdsl.errors import Diagnostic, Fail, did_you_mean
-from netdsl.semantics.graph import Graph, Node, keras_layer_name
+from netdsl.semantics.graph import Graph, keras_layer_name
 from netdsl.semantics.values import describe_value, type_name
 
 WEIGHT_FILES = (".keras", ".weights.h5")
@@ -129,10 +129,11 @@ def check_parts(graph: Graph, spec: Any) -> list[Diagnostic]:
     for pattern in [p.part for p in spec.init if p.part.text]:
         if not any(fnmatch.fnmatchcase(name, pattern.text) for name in names):
             found.append(_names_nothing(graph, pattern, names, None))
-    freezable = list(dict.fromkeys(name for node in graph.nodes if node.op != "input" for name in _names_of(node)))
+    layers_by_name = _layers_by_name(graph)
     for pattern in spec.freeze:
-        if not frozen_layer_names(graph, [pattern.text]):
-            found.append(_names_nothing(graph, pattern, freezable, _inside_nested_model(graph, pattern.text)))
+        if not _matching(layers_by_name, [pattern.text]):
+            found.append(_names_nothing(graph, pattern, list(layers_by_name),
+                                        _inside_nested_model(graph, pattern.text)))
     return found
 
 
@@ -146,16 +147,36 @@ def frozen_layer_names(graph: Graph, patterns: Sequence[str]) -> list[str]:
 
     The one rule of `check`, `summary` (`semantics/trainable.py`) and the build
     (`backend/fine_tuning.set_trainable`), so that the three cannot disagree."""
-    frozen = [keras_layer_name(node) for node in graph.nodes if node.op != "input"
-              and any(fnmatch.fnmatchcase(name, pattern) for name in _names_of(node) for pattern in patterns)]
-    return list(dict.fromkeys(frozen))
+    frozen = _matching(_layers_by_name(graph), patterns)
+    order = dict.fromkeys(keras_layer_name(node) for node in graph.nodes if node.op != "input")
+    return [name for name in order if name in frozen]
 
 
-def _names_of(node: Node) -> list[str]:
-    """The names a pattern may give a node's layer: the node's own (`summary`, `render`), its Keras
-    layer's (a shared instance's, a nested model's) and every block instance it lies in."""
-    paths = [".".join(node.cluster[:depth]) for depth in range(1, len(node.cluster) + 1)]
-    return list(dict.fromkeys([node.name, keras_layer_name(node), *paths]))
+def _layers_by_name(graph: Graph) -> dict[str, set[str]]:
+    """Every name a pattern may use -> the Keras layers it names. A layer answers to its node's name
+    (`summary`, `render`), its Keras layer's (a shared instance's, a nested model's) and to every
+    block instance it lies in."""
+    table: dict[str, set[str]] = {}
+    for node in graph.nodes:
+        if node.op == "input":
+            continue
+        layer = keras_layer_name(node)
+        paths = [".".join(node.cluster[:depth]) for depth in range(1, len(node.cluster) + 1)]
+        for name in (node.name, layer, *paths):
+            table.setdefault(name, set()).add(layer)
+    return table
+
+
+def _matching(layers_by_name: dict[str, set[str]], patterns: Sequence[str]) -> set[str]:
+    found: set[str] = set()
+    for pattern in patterns:
+        if not any(c in pattern for c in "*?["):  # a plain name: looked up, not matched against every name
+            found |= layers_by_name.get(pattern, set())
+            continue
+        for name, layers in layers_by_name.items():
+            if fnmatch.fnmatchcase(name, pattern):
+                found |= layers
+    return found
 
 
 def _inside_nested_model(graph: Graph, text: str) -> str | None:

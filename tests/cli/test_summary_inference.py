@@ -93,7 +93,7 @@ model outer {
   input x: (4,)
   output z = x -> inner -> dense(1)
 }
-""", ["outer"], False),
+""", ["outer"], True),
     ("dead_step", """\
 model dead {
   input x: (4,)

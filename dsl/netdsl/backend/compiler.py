@@ -257,7 +257,7 @@ def unfreeze(model: Any) -> None:
     from netdsl.backend.fine_tuning import set_trainable
 
     graph = _PHASES[model]
-    set_trainable(model, [p.text for p in graph.train.freeze], True)
+    set_trainable(model, graph, True)
     # The first phase's steps and jit_compile (none when the section compiles nothing: nor does this phase).
     execution = _EXECUTION.get(model) or execution_settings(graph.train, current_backend())
     _compile_training(model, graph, execution, second_phase=True)

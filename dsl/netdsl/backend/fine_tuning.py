@@ -33,9 +33,9 @@ import numpy as np
 from netdsl.errors import Fail, Span, UsageError
 from netdsl.files import ZIP_ERRORS
 from netdsl.limits import MAX_CONFIG_BYTES
-from netdsl.semantics.fine_tuning import WEIGHT_FILES, InitFrom, Pattern
+from netdsl.semantics.fine_tuning import WEIGHT_FILES, InitFrom, Pattern, frozen_layer_names
 
-__all__ = ["apply_fine_tuning", "load_weights_file", "set_trainable", "frozen_layers"]
+__all__ = ["apply_fine_tuning", "load_weights_file", "set_trainable"]
 
 _WEIGHTS_ENTRY = "model.weights.h5"
 
@@ -65,7 +65,7 @@ def apply_fine_tuning(model: Any, graph: Any) -> list[str]:
     for init in spec.init:
         weights = _read(folder, init)
         report.append(_load_part(model, init, weights, spec.init_strict))
-    set_trainable(model, [p.text for p in spec.freeze], False)
+    set_trainable(model, graph, False)
     return report
 
 
@@ -89,23 +89,18 @@ def load_weights_file(model: Any, path: str | os.PathLike[str]) -> str:
         raise UsageError(fail.diagnostic.message) from None  # (its hint is about init_strict: a spec setting)
 
 
-def set_trainable(model: Any, patterns: list[str], trainable: bool) -> None:
-    """Freeze (or unfreeze) every layer, nested model and block instance a pattern names."""
-    for layer in frozen_layers(model, patterns):
-        layer.trainable = trainable
-
-
-def frozen_layers(model: Any, patterns: list[str]) -> list[Any]:
-    """The model's top-level layers that `patterns` name, or that lie in a block instance they name."""
-    chosen = []
+def set_trainable(model: Any, graph: Any, trainable: bool) -> None:
+    """Freeze (or unfreeze) the layers the train section's `freeze` names: those
+    `semantics.fine_tuning.frozen_layer_names` finds in the graph (what `check`
+    accepted and `summary` counted), by their Keras names among `model.layers`."""
+    names = set(frozen_layer_names(graph, [p.text for p in graph.train.freeze]))
     for layer in model.layers:
-        if any(_names(layer.name, p) for p in patterns):
-            chosen.append(layer)
-    return chosen
+        if layer.name in names:
+            layer.trainable = trainable
 
 
 def _names(layer_name: str, pattern: str) -> bool:
-    """A layer named by the pattern itself, or inside a block instance it names (`h.res` -> `h.res.y`)."""
+    """An `init` part: a layer the pattern names, or one inside a block instance it names (`h.res` -> `h.res.y`)."""
     if fnmatch.fnmatchcase(layer_name, pattern):
         return True
     parts = layer_name.split(".")

@@ -120,7 +120,7 @@ class Params:
         key = id(graph)  # a cache key only; never shown
         if key not in self._sub:
             self._sub[key] = (0, False)  # guards against a cycle
-            self._sub[key] = self.of_nodes(graph.nodes, graph)
+            self._sub[key] = self.of_nodes(graph.kept_nodes(), graph)
         return self._sub[key]
 
 
@@ -175,7 +175,7 @@ def build_view(graph: Graph, *, depth: int | None = None, collapse_repeats: bool
         info = graph.clusters.get(path) or Cluster(path, path[-1], graph.span, {})
         total, complete = params.of_nodes(inside.get(path, []))
         clusters.append(ClusterView(path, info.block, dict(info.args), total, complete))
-    total, complete = params.of_nodes(graph.nodes)
+    total, complete = params.of_nodes(graph.kept_nodes())  # the model's count, as Keras': unused steps left out
     return View(graph.name, items + outputs, edges, clusters, total, complete)
 
 

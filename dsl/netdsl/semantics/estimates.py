@@ -61,9 +61,10 @@ def _estimate(graph: Graph, node: Node, seen: set[int]) -> int | None:
 
 
 def _distinct_total(graph: Graph) -> int:
-    """A model's parameters, each shared layer counted once (as Keras' count_params does)."""
+    """A model's parameters as Keras' count_params counts them: each shared layer once, an unused step
+    (one no output depends on, which Keras leaves out of the model) not at all."""
     total, shared = 0, set()
-    for node in graph.nodes:
+    for node in graph.kept_nodes():
         if node.shared is not None:
             if node.shared in shared:
                 continue

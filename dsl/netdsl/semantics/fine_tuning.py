@@ -14,17 +14,27 @@ layer), `*` matching any run of characters. Here, in pure Python: the values'
 forms, file paths that stay inside the spec's folder (the rules of imports),
 and every pattern matching something in the expanded graph (`check_parts`).
 The weights themselves are read and applied by `backend/fine_tuning.py`.
+
+Which layers a `freeze` pattern names is decided once, here
+(`frozen_layer_names`), from the graph: `check` refuses a pattern that names
+none, `summary` counts those layers as frozen, and the build freezes the Keras
+layers of exactly those names. A layer answers to the name `summary` and
+`render` show (`e.enc.y.proj`), to its Keras layer's (a shared instance's
+`e.enc.proj`, a nested model's `backbone`: the `frozen:` line's names) and to
+the block instances it lies in (`e.enc`). A shared layer or nested model is
+one set of weights: naming one of its uses freezes it everywhere.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from netdsl.errors import Diagnostic, Fail, did_you_mean
-from netdsl.semantics.graph import Graph
+from netdsl.semantics.graph import Graph, keras_layer_name
 from netdsl.semantics.values import describe_value, type_name
 
 WEIGHT_FILES = (".keras", ".weights.h5")
@@ -116,16 +126,71 @@ def check_parts(graph: Graph, spec: Any) -> list[Diagnostic]:
     if spec.unfreeze_after is not None and not spec.freeze:
         found.append(Diagnostic.at(graph.span, "unfreeze_after needs freeze: the parts frozen for the first phase"))
     names = part_names(graph)
-    for pattern in [p.part for p in spec.init if p.part.text] + list(spec.freeze):
+    for pattern in [p.part for p in spec.init if p.part.text]:
         if not any(fnmatch.fnmatchcase(name, pattern.text) for name in names):
-            found.append(Diagnostic.at(pattern.span, f"'{pattern.text}' names no layer, block instance or "
-                                                     f"nested model of '{graph.name}'",
-                                       _nearest(pattern.text, names)))
+            found.append(_names_nothing(graph, pattern, names, None))
+    layers_by_name = _layers_by_name(graph)
+    for pattern in spec.freeze:
+        if not _matching(layers_by_name, [pattern.text]):
+            found.append(_names_nothing(graph, pattern, list(layers_by_name),
+                                        _inside_nested_model(graph, pattern.text)))
     return found
 
 
+def _names_nothing(graph: Graph, pattern: Pattern, names: list[str], hint: str | None) -> Diagnostic:
+    return Diagnostic.at(pattern.span, f"'{pattern.text}' names no layer, block instance or nested model of "
+                                       f"'{graph.name}'", hint or _nearest(pattern.text, names))
+
+
+def frozen_layer_names(graph: Graph, patterns: Sequence[str]) -> list[str]:
+    """The Keras names of the layers `patterns` freeze, in graph order: those with a name a pattern matches.
+
+    The one rule of `check`, `summary` (`semantics/trainable.py`) and the build
+    (`backend/fine_tuning.set_trainable`), so that the three cannot disagree."""
+    frozen = _matching(_layers_by_name(graph), patterns)
+    order = dict.fromkeys(keras_layer_name(node) for node in graph.nodes if node.op != "input")
+    return [name for name in order if name in frozen]
+
+
+def _layers_by_name(graph: Graph) -> dict[str, set[str]]:
+    """Every name a pattern may use -> the Keras layers it names. A layer answers to its node's name
+    (`summary`, `render`), its Keras layer's (a shared instance's, a nested model's) and to every
+    block instance it lies in."""
+    table: dict[str, set[str]] = {}
+    for node in graph.nodes:
+        if node.op == "input":
+            continue
+        layer = keras_layer_name(node)
+        paths = [".".join(node.cluster[:depth]) for depth in range(1, len(node.cluster) + 1)]
+        for name in (node.name, layer, *paths):
+            table.setdefault(name, set()).add(layer)
+    return table
+
+
+def _matching(layers_by_name: dict[str, set[str]], patterns: Sequence[str]) -> set[str]:
+    found: set[str] = set()
+    for pattern in patterns:
+        if not any(c in pattern for c in "*?["):  # a plain name: looked up, not matched against every name
+            found |= layers_by_name.get(pattern, set())
+            continue
+        for name, layers in layers_by_name.items():
+            if fnmatch.fnmatchcase(name, pattern):
+                found |= layers
+    return found
+
+
+def _inside_nested_model(graph: Graph, text: str) -> str | None:
+    """The hint for a pattern reaching into a nested model (`e.proj`, `e` a shared block): it freezes whole."""
+    for node in graph.nodes:
+        if node.op == "model":
+            for name in (node.name, keras_layer_name(node)):
+                if text.startswith(name + "."):
+                    return f"'{name}' is a nested model, frozen whole: freeze = [\"{name}\"]"
+    return None
+
+
 def part_names(graph: Graph) -> list[str]:
-    """What a pattern may name: layer names, nested models' names, block instance paths."""
+    """What an `init` pattern may name: layer names, nested models' names, block instance paths."""
     names = [node.name for node in graph.nodes if node.op != "input"]
     names += [node.kind for node in graph.nodes if node.op == "model"]  # Keras names the layer after the model
     return list(dict.fromkeys(names + [".".join(p) for p in graph.clusters]))

@@ -66,3 +66,27 @@ class Graph:
     @property
     def output_names(self) -> list[str]:
         return [name for name, _ in self.outputs]
+
+    def kept_nodes(self) -> list[Node]:
+        """The nodes a Keras model of this graph holds, in graph order: its inputs and every step an
+        output depends on. Keras' functional model leaves out a step no output uses (an unused step)
+        and its weights, so a model's parameter count is the sum over these."""
+        kept = set(self.inputs)
+        waiting = [ref.node for _, ref in self.outputs if isinstance(ref, TensorRef)]
+        while waiting:
+            index = waiting.pop()
+            if index in kept or not 0 <= index < len(self.nodes):
+                continue
+            kept.add(index)
+            waiting.extend(ref.node for ref in self.nodes[index].inputs)
+        return [node for index, node in enumerate(self.nodes) if index in kept]
+
+
+def keras_layer_name(node: Node) -> str:
+    """The name of the Keras layer a node becomes (`backend/builder.py`): a nested model's name,
+    a shared instance's (`shared proj = dense(8)`: every use is the one layer "proj"), else the node's."""
+    if node.op == "model" and isinstance(node.decl, Graph):
+        return node.decl.name
+    if node.op in ("layer", "declared_layer") and node.shared is not None and node.shared.startswith("shared:"):
+        return node.shared[len("shared:"):]
+    return node.name

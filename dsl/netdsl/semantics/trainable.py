@@ -8,7 +8,8 @@ would say, for a graph whose every count `fill_estimates` knows:
   normalization's `vector_u`, are non-trainable weights of a trainable layer;
 - a step given `trainable=false`, a declared layer's `weight ... trainable=false`,
   and every layer, nested model or block instance a train section's `freeze`
-  names (`backend/fine_tuning.py`'s rule) are frozen: all their weights;
+  names (`semantics/fine_tuning.frozen_layer_names`, the build's rule too) are
+  frozen: all their weights;
 - a shared layer or a nested model counts once, and steps no output depends
   on are not in the model (Keras leaves them out of `model.weights`).
 
@@ -19,7 +20,6 @@ tests/cli/test_summary_inference.py compares the answers with Keras on every spe
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +27,8 @@ from typing import Any
 from netdsl import registry
 from netdsl.registry.layers.anatomy import Args, axis_size, params_of, size
 from netdsl.registry.layers.wrappers import nested
-from netdsl.semantics.graph import Graph, Node
+from netdsl.semantics.fine_tuning import frozen_layer_names
+from netdsl.semantics.graph import Graph, Node, keras_layer_name
 from netdsl.semantics.shapes_declared import declared_non_trainable_count
 
 __all__ = ["ParamSplit", "split_params", "keras_layer_name", "non_trainable_params"]
@@ -49,7 +50,7 @@ class ParamSplit:
 def split_params(graph: Graph, freeze: Sequence[str] = ()) -> ParamSplit | None:
     """The split of a graph `fill_estimates` completed, with the layers `freeze` names frozen; None when unsure."""
     try:
-        split = _split(graph, _keras_order(graph), list(freeze))
+        split = _split(graph, _keras_order(graph), set(frozen_layer_names(graph, freeze)))
     except _CANNOT_TELL:
         return None
     if split is not None and len(split.frozen) > 1 and _mixed_precision(graph):
@@ -57,16 +58,7 @@ def split_params(graph: Graph, freeze: Sequence[str] = ()) -> ParamSplit | None:
     return split
 
 
-def keras_layer_name(node: Node) -> str:
-    """The name of the Keras layer a node becomes (`backend/builder.py`)."""
-    if node.op == "model" and isinstance(node.decl, Graph):
-        return node.decl.name
-    if node.op in ("layer", "declared_layer") and node.shared is not None and node.shared.startswith("shared:"):
-        return node.shared[len("shared:"):]
-    return node.name
-
-
-def _split(graph: Graph, order: list[Node], freeze: list[str]) -> ParamSplit | None:
+def _split(graph: Graph, order: list[Node], frozen_names: set[str]) -> ParamSplit | None:
     total = non_trainable = 0
     frozen: list[str] = []
     for node in order:  # one node per Keras layer, in model.layers order
@@ -75,8 +67,7 @@ def _split(graph: Graph, order: list[Node], freeze: list[str]) -> ParamSplit | N
             return None
         params, fixed = counts
         name = keras_layer_name(node)
-        named = any(_names(name, pattern) for pattern in freeze)
-        if named or _frozen_step(node):
+        if name in frozen_names or _frozen_step(node):
             fixed = params
             if params:
                 frozen.append(name)
@@ -101,8 +92,8 @@ def _node_split(graph: Graph, node: Node) -> tuple[int, int] | None:
         fixed = declared_non_trainable_count(node.decl.config, _input_shapes(graph, node))
         return (node.params, fixed) if fixed is not None else None
     if node.op == "model" and isinstance(node.decl, Graph):
-        inner = _split(node.decl, _keras_order(node.decl), [])
-        if inner is None or inner.total != node.params:  # a step no output of it uses: its row would differ
+        inner = _split(node.decl, _keras_order(node.decl), set())
+        if inner is None or inner.total != node.params:  # a count of another origin (a Keras build) that differs
             return None
         return inner.total, inner.total - inner.trainable
     return None
@@ -161,14 +152,6 @@ def _input_shapes(graph: Graph, node: Node) -> list[Any]:
 def _mixed_precision(graph: Graph) -> bool:
     policy = graph.train.mixed_precision if graph.train is not None else None
     return policy not in (None, "float32")
-
-
-def _names(layer_name: str, pattern: str) -> bool:
-    """`backend/fine_tuning._names`: a layer named by the pattern, or inside a block instance it names."""
-    if fnmatch.fnmatchcase(layer_name, pattern):
-        return True
-    parts = layer_name.split(".")
-    return any(fnmatch.fnmatchcase(".".join(parts[:i]), pattern) for i in range(1, len(parts)))
 
 
 # ---------------------------------------------------------------- Keras' order of a model's layers

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -93,6 +94,10 @@ _DIAGNOSTIC_FIELDS = set(Diagnostic.model_fields)
 
 class NetdslError(Exception):
     """The root of every error netdsl raises on purpose."""
+
+    # The folder of the training run this error ended (status: failed), where one was made:
+    # set as the error leaves the run (training/run/engine.py), printed by the CLI after the error.
+    run_dir: Path | None = None
 
 
 class SpecError(NetdslError):

@@ -140,3 +140,74 @@ def test_a_syntax_error_at_the_end_of_one_long_model_is_described_without_a_reco
     assert [(d.line, d.col, d.message) for d in diagnostics] == [
         (303, 8, "unexpected '->'; expected a value or ')'"), (306, 9, "missing ')'")]
     assert recognized == [306]  # the declaration after the model's, which the file's parse never reached
+
+
+def test_a_syntax_error_at_the_end_of_one_long_model_is_described_without_parsing_it_again(monkeypatch):
+    """The 2 MiB model of one line repeated with an error in its last lines (seed 22, input 20411)
+    was parsed twice: by the file's parse, then from its start again to describe the error. The
+    description now resumes from the file's parse after the last statement it read, alone in the
+    file or after other declarations (`_describe_first_error` parses text from its start)."""
+    from netdsl.syntax import syntax_errors
+
+    described = []
+    real = syntax_errors._describe_first_error
+
+    def describing(text, display, first_line=1):
+        described.append(first_line)
+        return real(text, display, first_line)
+
+    monkeypatch.setattr(syntax_errors, "_describe_first_error", describing)
+    body = "  input x: (10, 8)\n" * 300
+    model = f"model m {{\n{body}  y = (-> x\n  output y = x\n}}\n"
+    diagnostics = netdsl.check(text=model, filename="x.net")
+    assert [(d.line, d.col, d.message) for d in diagnostics] == [(302, 8, "unexpected '->'; expected a value or ')'")]
+    assert described == []
+    diagnostics = netdsl.check(text=f"let a = 1\n{model}let b = (\n", filename="x.net")
+    assert [(d.line, d.col, d.message) for d in diagnostics] == [
+        (303, 8, "unexpected '->'; expected a value or ')'"), (306, 9, "missing ')'")]
+    assert described == [306]  # the declaration after the model's, which the file's parse never reached
+
+
+BROKEN_STATEMENTS = ["  y = (-> x\n", "  h = x -> dense(4, a=[1, (3\n", "  h = x -> dense(4) dense(3)\n",
+                     "  h = x ->\n", "  if a {\n    h = x -> dense(4) ->\n  }\n", "  h = {1: (2\n", "  h = x => y\n",
+                     "  output\n", "  z = f(x,, y)\n", "}\n}\n", "  let = 3\n", "  h = [1, 2\n  ]]\n"]
+
+
+def test_an_error_described_from_the_files_parse_reads_as_described_from_its_start(monkeypatch):
+    """The description resumed from the file's parse (`_describe_resumed`) equals the one of a
+    parse from the start of the text, for broken statements put after every line of the example
+    specs (the fuzz campaign compared 9,000 mutated specs the same way)."""
+    from pathlib import Path
+
+    from netdsl.errors import SpecError
+    from netdsl.syntax import syntax_errors
+    from netdsl.syntax.transform import to_ir
+
+    def diagnostics(text):
+        try:
+            to_ir(text, "x.net")
+        except SpecError as exc:
+            return [(d.line, d.col, d.message, d.hint) for d in exc.diagnostics]
+        return []
+
+    resumed = syntax_errors._describe_resumed
+    taken = 0
+
+    def counting(*args, **kwargs):
+        nonlocal taken
+        found = resumed(*args, **kwargs)
+        taken += found is not None
+        return found
+
+    compared = 0
+    for spec in sorted((Path(__file__).resolve().parents[2] / "specs").glob("*.net")):
+        lines = spec.read_text(encoding="utf-8").splitlines(keepends=True)
+        for cut in range(1, len(lines), 7):
+            for broken in BROKEN_STATEMENTS:
+                text = "".join(lines[:cut]) + broken + "".join(lines[cut:])
+                monkeypatch.setattr(syntax_errors, "_describe_resumed", counting)
+                from_the_files_parse = diagnostics(text)
+                monkeypatch.setattr(syntax_errors, "_describe_resumed", lambda *args, **kwargs: None)
+                assert from_the_files_parse == diagnostics(text), text
+                compared += bool(from_the_files_parse)
+    assert compared > 500 and taken > compared // 4  # most errors are in a statement after others

@@ -48,9 +48,8 @@ def print_error(exc: TrainingError | UsageError | BackendError, command: str) ->
     else:  # a usage error's str() is escaped already; a backend's message is netdsl's own
         line = f"netdsl {command}: error: {printable(str(exc))}"
     print(line, file=sys.stderr)
-    run_dir = getattr(exc, "run_dir", None)
-    if run_dir is not None:
-        print(f"run folder: {run_dir} (status: failed)", file=sys.stderr)
+    if exc.run_dir is not None:
+        print(f"run folder: {exc.run_dir} (status: failed)", file=sys.stderr)
     return exc.exit_code if isinstance(exc, (TrainingError, UsageError)) else EXIT_USAGE
 
 

@@ -96,6 +96,8 @@ class Consts:
         if name in scope.failed_lets:
             raise Fail.reported()  # reported where it was folded
         decl = scope.own[name]
+        if not isinstance(decl, ir.Let):  # every caller found a `let` of this name in this scope
+            raise Fail(span, f"internal: '{name}' is not a constant of {scope.path}")
         key = (scope.path, name)
         if key in self.lets:
             path = [n for _, n in self.lets[self.lets.index(key):]]

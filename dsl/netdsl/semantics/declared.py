@@ -9,9 +9,9 @@ runtime's table.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import SimpleNamespace
-from typing import Any
+from typing import Any, Protocol
 
 from netdsl.errors import Fail, Span, did_you_mean
 from netdsl.limits import MAX_EXPRESSION_DEPTH, MAX_INLINE_DEPTH
@@ -19,11 +19,14 @@ from netdsl.semantics.consts import Consts, bind_plain, is_default
 from netdsl.semantics.scope import FileScope, cycle_text
 from netdsl.semantics.values import (
     UNKNOWN,
+    Binding,
     Env,
     Resolved,
     Sym,
     SymCall,
     TensorValue,
+    Value,
+    binding_name,
     describe_value,
     is_unknown,
     type_name,
@@ -32,7 +35,7 @@ from netdsl.syntax import ir
 
 # name: (min positional args, max positional args or None, allowed keywords,
 #        indices of positional args that must be constants)
-OP_FUNCTIONS: dict[str, tuple[int, int | None, frozenset[Any], tuple[Any, ...]]] = {}
+OP_FUNCTIONS: dict[str, tuple[int, int | None, frozenset[str], tuple[int, ...]]] = {}
 for _n in ("sin cos tanh sigmoid exp log log1p sqrt abs relu softplus square erf sine smooth_relu "
            "sigmoid_tanh silu swish selu softsign linear hard_sigmoid relu6 mish").split():
     OP_FUNCTIONS[_n] = (1, 1, frozenset(), ())
@@ -62,18 +65,18 @@ _DIM_BINARY = {"+", "-", "*", "//"}
 class CheckedActivation:
     name: str
     params: list[str]  # the first is the input tensor
-    defaults: dict[str, Any]
+    defaults: dict[str, Value]
     body: Any  # tree
     decl: ir.ActivationDecl
     scope: FileScope
 
-    def bind_constants(self, args: list[Any], kwargs: dict[str, Any], span: Span) -> dict[str, Any]:
+    def bind_constants(self, args: list[Value], kwargs: dict[str, Value], span: Span) -> dict[str, Value]:
         """Values of the constant parameters (all but the first) for `activation=name(...)`."""
         params = self.decl.params[1:]
         bound = bind_plain(self.name, "activation", params, args, kwargs, span)
         return {k: self.defaults[k] if is_default(v) else _number(v, span, k) for k, v in bound.items()}
 
-    def config(self, values: dict[str, Any]) -> dict[str, Any]:
+    def config(self, values: dict[str, Value]) -> dict[str, Any]:
         return {"name": self.name, "params": self.params, "values": dict(values), "body": self.body}
 
 
@@ -85,8 +88,34 @@ class Instance:
     name: str
     n_inputs: int
     n_outputs: int
-    arguments: dict[str, Any]
+    arguments: dict[str, Value]
     config: dict[str, Any] = field(default_factory=dict)
+
+
+class NamingStep(Protocol):
+    """What `Declared.instantiate` reads of the step that names a declaration: a `state.Step`
+    (state imports this module, so the class is named here by what it has)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def span(self) -> Span: ...
+
+    @property
+    def entry(self) -> object: ...  # a `state.StepEntry`
+
+    @property
+    def scope(self) -> FileScope: ...
+
+    @property
+    def args(self) -> list[tuple[Value, Span]]: ...
+
+    @property
+    def kwargs(self) -> list[tuple[str, Value, Span]]: ...
+
+    @property
+    def what(self) -> str: ...
 
 
 class Declared:
@@ -107,7 +136,7 @@ class Declared:
             self.busy.append(decl.name)
             try:
                 env = Env(scope)
-                defaults = {}
+                defaults: dict[str, Value] = {}
                 for p in decl.params[1:]:
                     if p.default is None:
                         defaults[p.name] = UNKNOWN
@@ -123,24 +152,25 @@ class Declared:
         return self._activations[key]
 
     # ------------------------------------------------------------ instances
-    def instantiate(self, step: Any, inputs: list[Any]) -> Instance:  # a state.Step (state imports this module)
+    def instantiate(self, step: NamingStep, inputs: Sequence[TensorValue]) -> Instance:
         """A step naming a declared layer or activation, its arguments bound: one node's worth."""
         entry = step.entry
+        args = [v for v, _ in step.args]
+        kwargs = {k: v for k, v, _ in step.kwargs}
         if isinstance(entry, ir.ActivationDecl):
             act = self.activation(entry, step.scope)
-            values = act.bind_constants([v for v, _ in step.args], {k: v for k, v, _ in step.kwargs}, step.span)
+            values = act.bind_constants(args, kwargs, step.span)
             return Instance("declared_activation", act.name, 1, 1, values, act.config(values))
         if not isinstance(entry, ir.LayerDecl):
             raise Fail(step.span, f"internal: '{step.name}' is {step.what}, not a declared layer or activation")
-        return self._layer(entry, step.scope, step, inputs)
+        return self._layer(entry, step.scope, args, kwargs, step.span, inputs)
 
-    def _layer(self, decl: ir.LayerDecl, scope: FileScope, step: Any, inputs: list[Any]) -> Instance:
-        args = [v for v, _ in step.args] if step else []
-        kwargs = {k: v for k, v, _ in step.kwargs} if step else {}
-        span = step.span if step else decl.span
+    def _layer(self, decl: ir.LayerDecl, scope: FileScope, args: list[Value], kwargs: dict[str, Value], span: Span,
+               inputs: Sequence[TensorValue]) -> Instance:
+        """`decl` called with `args` and `kwargs` at `span` on `inputs` (none: their shapes unknown)."""
         bound = bind_plain(decl.name, "layer", decl.params, args, kwargs, span)
         env = Env(scope)
-        values: dict[str, Any] = {}
+        values: dict[str, Value] = {}
         for p in decl.params:
             value = bound[p.name]
             if is_default(value):
@@ -150,7 +180,7 @@ class Declared:
         input_names = [item.name for stmt in decl.body if isinstance(stmt, ir.Input) for item in stmt.items]
         if not input_names:
             raise Fail(decl.span, f"layer '{decl.name}' has no input", "layer name(...) { input x ... }")
-        shapes = {name: getattr(t, "shape", UNKNOWN) for name, t in zip(input_names, inputs)} if inputs else {}
+        shapes = {name: t.shape for name, t in zip(input_names, inputs)}
         for name in input_names:
             env.vars[name] = _ShapeOnly(shapes.get(name, UNKNOWN))
         weights, outputs = [], []
@@ -184,8 +214,8 @@ class Declared:
         }
         return Instance("declared_layer", decl.name, len(input_names), len(outputs), values, config)
 
-    def _weight(self, stmt: ir.Weight, env: Env, values: dict[str, Any], inputs: list[str],
-                tensors: set[Any]) -> dict[str, Any]:
+    def _weight(self, stmt: ir.Weight, env: Env, values: dict[str, Value], inputs: list[str],
+                tensors: set[str]) -> dict[str, Any]:
         if stmt.name in tensors or stmt.name in values:
             raise Fail(stmt.span, f"'{stmt.name}' is already defined in this layer")
         if not isinstance(stmt.shape, ir.Tuple):
@@ -211,22 +241,21 @@ class Declared:
 
     def check_layer(self, decl: ir.LayerDecl, scope: FileScope) -> None:
         """Check a declared layer on its own (parameters unknown)."""
-        unknown = SimpleNamespace(span=decl.span, args=[], kwargs=[(p.name, UNKNOWN, p.span) for p in decl.params])
-        self._layer(decl, scope, unknown, [])
+        self._layer(decl, scope, [], {p.name: UNKNOWN for p in decl.params}, decl.span, [])
 
 
 class _ShapeOnly(TensorValue):
     """An input of a declared layer while its weights are checked: only `.shape` is known."""
 
-    def __init__(self, shape: Any):
+    def __init__(self, shape: Value):
         self.shape = shape
 
 
 class _Trees:
     """IR op expressions to runtime trees, checking names, functions and arity."""
 
-    def __init__(self, declared: Declared, scope: FileScope, tensors: set[Any], variables: set[Any], env: Env,
-                 inputs: set[Any] | None = None, depth: int = 0):
+    def __init__(self, declared: Declared, scope: FileScope, tensors: set[str], variables: set[str], env: Env,
+                 inputs: set[str] | None = None, depth: int = 0):
         self.declared = declared
         self.scope = scope
         self.tensors = tensors
@@ -390,7 +419,7 @@ def _shape_input(e: Any) -> str:
     return str(e.value.id)
 
 
-def _dim_tree(e: Any, env: Env, params: set[Any], inputs: set[Any], consts: Consts) -> Any:
+def _dim_tree(e: Any, env: Env, params: set[str], inputs: set[str], consts: Consts) -> Any:
     if isinstance(e, ir.Number):
         return ["num", e.value]
     if isinstance(e, ir.Name) and e.id in params:
@@ -418,13 +447,13 @@ def _dim_tree(e: Any, env: Env, params: set[Any], inputs: set[Any], consts: Cons
     raise Fail(e.span, f"a weight dimension must be an integer, received {type_name(value)}")
 
 
-def _number(value: Any, span: Span, name: str) -> Any:
+def _number(value: Value, span: Span, name: str) -> Value:
     if value is UNKNOWN or (isinstance(value, (int, float)) and not isinstance(value, bool)):
         return value
     raise Fail(span, f"activation parameter '{name}' must be a number, received {type_name(value)}")
 
 
-def _initializer(value: Any, span: Span) -> Any:
+def _initializer(value: Value, span: Span) -> Any:
     """A weight's `init=`: an initializer name (`zeros`), or a call with constant
     arguments (`random_uniform(minval=-0.05, maxval=0.05)`) checked against
     the registry; the runtime config form of `netdsl.custom.declared_layers`."""
@@ -441,16 +470,16 @@ def _initializer(value: Any, span: Span) -> Any:
     return {"name": resolved.name, "args": args} if args else resolved.name
 
 
-def _jsonable(value: Any, span: Span) -> Any:
+def _jsonable(value: Binding, span: Span) -> Any:
     if value is UNKNOWN or value is None or isinstance(value, (bool, int, float, str)):
         return None if value is UNKNOWN else value
     if isinstance(value, (tuple, list)):
         return [_jsonable(v, span) for v in value]
     if isinstance(value, (Sym, SymCall, Resolved)):
         raise Fail(span, f"unknown name '{describe_value(value)}'")
-    raise Fail(span, f"{type_name(value)} cannot stand in an op expression")
+    raise Fail(span, f"{binding_name(value)} cannot stand in an op expression")
 
 
-def _json_params(values: dict[str, Any]) -> dict[str, Any]:
+def _json_params(values: dict[str, Value]) -> dict[str, Any]:
     return {k: (None if v is UNKNOWN else v) for k, v in values.items()
             if v is UNKNOWN or isinstance(v, (bool, int, float, str, type(None), list, tuple))}

@@ -14,8 +14,10 @@ from typing import Any, cast
 
 from netdsl.errors import BuildError, Exhausted, Fail, Span
 from netdsl.limits import FAILED_STATEMENT_STEPS, MAX_LAYERS
-from netdsl.semantics.graph import Node, TensorRef
+from netdsl.semantics.declared import Instance
+from netdsl.semantics.graph import Graph, Node, TensorRef
 from netdsl.semantics.state import POISON, ExpansionState, Tensor
+from netdsl.semantics.tensor_ops import OpSpec
 from netdsl.semantics.values import is_unknown
 
 
@@ -43,7 +45,8 @@ class GraphWriter:
         return Tensor(TensorRef(node.id), handle, node.output_shapes[0])
 
     def emit(self, op: str, kind: str, args: dict[str, Any], inputs: list[Tensor], n_outputs: int, span: Span,
-             base: str, final: str | None, shared: str | None = None, decl: Any = None) -> list[Tensor]:
+             base: str, final: str | None, shared: str | None = None,
+             decl: Instance | OpSpec | Graph | None = None) -> list[Tensor]:
         """A node of `n_outputs` outputs applied to `inputs` (poisoned outputs if an input is)."""
         self.charge_layer(span)  # a path whose input failed counts what it would make
         if any(t.poisoned for t in inputs):

@@ -7,6 +7,10 @@ from typing import Any
 
 from netdsl.errors import Diagnostic
 from netdsl.syntax import ir
+from netdsl.syntax.loader import ImportLink
+
+# What a file-level name is declared as: every declaration but `import` and `sweep`, which name nothing.
+Declaration = ir.Let | ir.LetFunc | ir.ModelDecl | ir.BlockDecl | ir.ActivationDecl | ir.LayerDecl
 
 
 @dataclass
@@ -14,17 +18,18 @@ class FileScope:
     """The names one file can see: its own declarations first, then its imports."""
 
     file: ir.File
-    own: dict[str, Any] = field(default_factory=dict)  # name -> declaration
-    imported: dict[str, tuple[Any, FileScope]] = field(default_factory=dict)
+    own: dict[str, Declaration] = field(default_factory=dict)
+    imported: dict[str, tuple[Declaration, FileScope]] = field(default_factory=dict)
     aliases: dict[str, FileScope] = field(default_factory=dict)
-    let_values: dict[str, Any] = field(default_factory=dict)  # folded file-level constants (values.Value)
+    # Folded file-level constants: `values.Value`s, which values.py defines in terms of this module.
+    let_values: dict[str, Any] = field(default_factory=dict)
     failed_lets: set[str] = field(default_factory=set)  # file-level constants whose folding failed (reported)
 
     @property
     def path(self) -> str:
         return self.file.path
 
-    def find(self, name: str) -> tuple[Any, FileScope] | None:
+    def find(self, name: str) -> tuple[Declaration, FileScope] | None:
         """The declaration a name means here, with the scope it was declared in."""
         if name in self.own:
             return self.own[name], self
@@ -35,7 +40,7 @@ class FileScope:
 
 
 def build_scopes(
-    files: dict[str, ir.File], imports: dict[str, list[Any]], diagnostics: list[Diagnostic]
+    files: dict[str, ir.File], imports: dict[str, list[ImportLink]], diagnostics: list[Diagnostic]
 ) -> dict[str, FileScope]:
     """One FileScope per file, with duplicate declarations reported."""
     scopes = {path: FileScope(file) for path, file in files.items()}

@@ -26,7 +26,7 @@ from netdsl.semantics.args import Arguments
 from netdsl.semantics.consts import Consts
 from netdsl.semantics.declared import CheckedActivation, Declared
 from netdsl.semantics.graph import Graph, Node, TensorRef
-from netdsl.semantics.scope import FileScope
+from netdsl.semantics.scope import Declaration, FileScope
 from netdsl.semantics.train_checks import TrainChecker
 from netdsl.semantics.values import UNKNOWN, StepValue, Sym, TensorValue, Value
 from netdsl.syntax import ir
@@ -219,7 +219,7 @@ class ExpansionState:
         scope = self.current_scope
         if scope is None:
             return None
-        found: tuple[Any, FileScope] | None
+        found: tuple[Declaration, FileScope] | None
         if sym.namespace is not None:
             target = scope.aliases.get(sym.namespace)
             decl = target.own.get(sym.name) if target else None

@@ -28,11 +28,13 @@ Reducer = Callable[[list[Any]], Any]
 
 
 class SyntaxFailure(Exception):
-    """The parser has no action for `token` in its current state."""
+    """The parser has no action for `token` in its current state (the top of `state_stack`)."""
 
-    def __init__(self, token: tuple[Any, ...], expected: set[str], value_stack: list[Any]):
+    def __init__(self, token: tuple[Any, ...], expected: set[str], value_stack: list[Any],
+                 state_stack: list[int]):
         super().__init__(f"unexpected {token[0]}")
         self.token, self.expected, self.value_stack = token, expected, value_stack
+        self.state_stack = state_stack
 
 
 class Reductions:
@@ -50,18 +52,18 @@ class Reductions:
 
 
 def run(tables: Tables, tokens: Iterable[tuple[Any, ...]], reductions: Reductions, end: Callable[..., Any],
-        shift: Callable[..., Any] | None = None) -> Any:
+        shift: Callable[..., Any] | None = None, resume: tuple[list[int], list[Any]] | None = None) -> Any:
     """Parse `tokens`; the value of the start rule. Raises SyntaxFailure.
 
     `end(last)` makes the end-of-input token from the last token (None when
     there was none); `shift(token)`, when given, is what a token becomes on
-    the stack."""
+    the stack. `resume`: the (state, value) stacks to start from, those of a
+    parse that read the text before `tokens` (the syntax-error path's)."""
     states = tables.states
     rules = reductions.rules
     climbs = reductions.climbs
     end_state = tables.end_state
-    state_stack = [tables.start_state]
-    value_stack: list[Any] = []
+    state_stack, value_stack = resume if resume is not None else ([tables.start_state], [])
     token = None
     for token in tokens:
         kind = token[0]
@@ -69,7 +71,7 @@ def run(tables: Tables, tokens: Iterable[tuple[Any, ...]], reductions: Reduction
             top = state_stack[-1]
             action = states[top].get(kind)
             if action is None:
-                raise SyntaxFailure(token, tables.expected(top), value_stack)
+                raise SyntaxFailure(token, tables.expected(top), value_stack, state_stack)
             if action >= 0:
                 state_stack.append(action)
                 value_stack.append(token if shift is None else shift(token))
@@ -94,7 +96,7 @@ def run(tables: Tables, tokens: Iterable[tuple[Any, ...]], reductions: Reduction
     while True:
         action = states[state_stack[-1]].get(END)
         if action is None:
-            raise SyntaxFailure(last, tables.expected(state_stack[-1]), value_stack)
+            raise SyntaxFailure(last, tables.expected(state_stack[-1]), value_stack, state_stack)
         assert action < 0, "the end of input is never shifted"
         size, origin, reduce = rules[~action]
         if size:

@@ -13,7 +13,7 @@ syntax-error path turns them into lark `Token`s (see `syntax_errors.py`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from netdsl.errors import LayoutError
@@ -77,7 +77,8 @@ def lex(text: str, tables: Tables, comments: list[Any] | None = None, line: int 
         yield token
 
 
-def layout(stream: Iterator[TokenTuple]) -> Iterator[TokenTuple]:
+def layout(stream: Iterator[TokenTuple], after_newline: TokenTuple | None = None,
+           open_brackets: list[str] | None = None) -> Iterator[TokenTuple]:
     """The token stream the grammar reads (see the grammar's header):
 
     - newlines inside ( ), [ ] and dict { } are dropped;
@@ -85,9 +86,11 @@ def layout(stream: Iterator[TokenTuple]) -> Iterator[TokenTuple]:
     - `;` is a newline; runs of newlines become one;
     - a `{` that starts a dict becomes DICT_LBRACE (its `}` DICT_RBRACE);
     - a newline is ensured before a block's `}` and at the end of the file.
-    """
-    stack: list[str] = []  # the types of the open brackets
-    prev: TokenTuple | None = None  # the last token passed on
+
+    `after_newline` and `open_brackets` resume the layout of a file from a line start: the
+    newline token it passed on last, and the brackets open there (`open_brackets`)."""
+    stack: list[str] = list(open_brackets or ())  # the types of the open brackets
+    prev: TokenTuple | None = after_newline  # the last token passed on
     before_prev: TokenTuple | None = None
     pending_nl: TokenTuple | None = None
     for tok in stream:
@@ -130,6 +133,20 @@ def layout(stream: Iterator[TokenTuple]) -> Iterator[TokenTuple]:
         yield tok
     if prev is not None and prev[0] != "_NL":
         yield pending_nl or ("_NL", "\n") + prev[2:]
+
+
+def open_brackets(tokens: Iterable[Any]) -> list[str]:
+    """The types of the brackets `tokens` (what `layout` passed on, in order) leave open;
+    what is not a token tuple is skipped."""
+    stack: list[str] = []
+    for tok in tokens:
+        if type(tok) is not tuple:
+            continue
+        if tok[0] in _OPENERS:
+            stack.append(tok[0])
+        elif stack and _OPENERS[stack[-1]] == tok[0]:
+            stack.pop()
+    return stack
 
 
 def _opens_dict(prev: TokenTuple, before_prev: TokenTuple | None) -> bool:

@@ -55,20 +55,20 @@ def parse(text: str, display: str, builder: Any, comments: list[Any] | None = No
     tables = load_tables()
     parsed = 0  # the offset before which the text is known to be whole top-level declarations
     lexed: LexFailure | None = None  # a character no token matches, reached with no error before it
-    failed_line: int | None = None  # the line of the token the parser had no action for
+    failure: SyntaxFailure | None = None  # the parser had no action for a token
     try:
         reductions = Reductions(tables, shaped_reducers(tables, builder))
         return run(tables, layout(lex(text, tables, comments)), reductions, end_token)
     except SyntaxFailure as exc:
         parsed = _declarations_end(text, exc.value_stack)
-        failed_line = exc.token[2]
+        failure = exc
     except LexFailure as exc:
         lexed = exc
     except LayoutError:
         pass
     from netdsl.syntax.syntax_errors import diagnose  # only a file with syntax errors needs it
 
-    raise SpecError(diagnose(text, display, parsed, lexed, failed_line))
+    raise SpecError(diagnose(text, display, parsed, lexed, failure))
 
 
 def _declarations_end(text: str, value_stack: list[Any]) -> int:

@@ -9,6 +9,11 @@ own, so that the first syntax error of every declaration is reported, not
 only the first of the file: each from its own text with its line numbers
 kept, first only to find out whether it parses. The whole costs a pass or two
 over the file however many declarations it has.
+
+The declaration the file's parse failed in is not parsed again from its start: that parse's
+stacks are those of the parse that describes it up to the last newline below their top item,
+so the describing parse resumes there (`_describe_resumed`), reading only the statement the
+error is in (a 2 MiB model with an error in its last line was parsed twice, issue 22).
 """
 
 from __future__ import annotations
@@ -21,35 +26,37 @@ from netdsl.errors import Diagnostic, LayoutError, Span
 from netdsl.limits import MAX_SYNTAX_ERRORS
 from netdsl.syntax.keywords import DECLARATION_KEYWORDS
 from netdsl.syntax.lalr import Part, Reductions, SyntaxFailure, end_token, recognizer, run, shaped_reducers
-from netdsl.syntax.lexer import LexFailure, layout, lex
+from netdsl.syntax.lexer import LexFailure, layout, lex, open_brackets
 from netdsl.syntax.tables import Tables, load_tables
 
 _DECLARATION_START = re.compile(rf"^({'|'.join(DECLARATION_KEYWORDS)})\b", re.M)
 
 
 def diagnose(text: str, display: str, parsed: int = 0, lexed: LexFailure | None = None,
-             failed_line: int | None = None) -> list[Diagnostic]:
+             failure: SyntaxFailure | None = None) -> list[Diagnostic]:
     """The syntax errors of a file that does not parse (at least one).
 
     `parsed`: the offset before which the whole-file parse already read complete top-level
     declarations (`parser._declarations_end`); they are not parsed again, one by one (a 2 MiB
     file of declarations with an error in its last line was parsed twice: 4 s more, issue 22).
     `lexed`: the character no token matched that stopped that parse, the first error of the file.
-    `failed_line`: the line of the token that stopped that parse: the declaration holding it is
-    not first parsed only to find out whether it parses."""
-    found = _errors_per_declaration(text, display, parsed, failed_line)
+    `failure`: the token that stopped that parse, with its stacks: the declaration holding it is
+    not first parsed only to find out whether it parses, and is described from those stacks."""
+    found = _errors_per_declaration(text, display, parsed, failure)
     if found:
         return found
     if lexed is not None:  # the file's parse reached it with no error before: it is the first
         return [_unexpected_character(lexed, text, display)]  # (not parsed again: a 2 MiB model, 4 s)
-    first = _describe_first_error(text, display, 1)
+    first = _describe_resumed(failure, text, display, 1, whole=True) if failure is not None else None
+    if first is None:
+        first = _describe_first_error(text, display, 1)
     if first is None:  # pragma: no cover - the IR parse failed, so this one fails too
         raise AssertionError(f"{display}: the parser failed but its diagnosis found no syntax error")
     return [first]
 
 
 def _errors_per_declaration(text: str, display: str, parsed: int = 0,
-                            failed_line: int | None = None) -> list[Diagnostic]:
+                            failure: SyntaxFailure | None = None) -> list[Diagnostic]:
     """The first syntax error of each top-level declaration after `parsed`, in source order."""
     starts = [m.start() for m in _DECLARATION_START.finditer(text)]
     if len(starts) < 2:
@@ -62,10 +69,13 @@ def _errors_per_declaration(text: str, display: str, parsed: int = 0,
             continue
         line += text.count("\n", counted, begin)
         counted = begin
-        if failed_line is not None and line <= failed_line <= line + text.count("\n", begin, end):
+        if failure is not None and line <= failure.token[2] <= line + text.count("\n", begin, end):
             # The file's parse failed in this declaration (a model of 110,000 lines with an error
-            # in its last: 2 s of a 7 s check): described at once, as it most likely does not parse.
-            error = _describe_first_error(text[begin:end], display, line)
+            # in its last: 2 s of a 7 s check): described at once, as it most likely does not parse,
+            # from the file's parse where it can be.
+            error = _describe_resumed(failure, text[begin:end], display, line, whole=False)
+            if error is None:
+                error = _describe_first_error(text[begin:end], display, line)
         else:
             error = first_syntax_error(text[begin:end], display, line)
         if error is not None:
@@ -95,6 +105,82 @@ def _describe_first_error(text: str, display: str, first_line: int) -> Diagnosti
         return _unexpected_character(exc, text, display)
     except SyntaxFailure as exc:
         return describe_syntax_error(exc, text, display, first_line)
+    return None
+
+
+def _describe_resumed(failure: SyntaxFailure, text: str, display: str, first_line: int,
+                      whole: bool) -> Diagnostic | None:
+    """`_describe_first_error(text, display, first_line)`, from the stacks of the file's parse that
+    failed in `text` (all of it when `whole`, else one declaration of it) instead of from its start.
+
+    The parse that describes makes the same moves on the same tokens, only its values differ
+    (each rule's last token, not IR), and the message reads the value of the top item only, and
+    the brackets still open (tokens, the same in both). So it resumes from the file's stacks cut
+    after the last item below the top that ends with a newline (the statements read so far), at
+    the start of the next line, its layout after that newline inside the brackets open there.
+    None, and the caller parses `text` from its start, where the resumed parse does not end as
+    the file's did: at the same token, with the same states."""
+    tables = load_tables()
+    reductions = _last_tokens(tables)
+    states, values = failure.state_stack, failure.value_stack
+    if whole:
+        base_states: list[int] = [states[0]]
+        base_values: list[Any] = []
+        common = 0  # the file's items from here on are the describing parse's (in their moves)
+    else:
+        alone = _declaration_alone(failure, first_line, reductions)
+        if alone is None:
+            return None
+        base_states, base_values, common = alone
+    for cut in range(len(values) - 2, common - 1, -1):
+        resume_line = _line_after(values[cut])
+        if resume_line is not None:
+            break
+    else:
+        return None
+    start_values = base_values + values[common:cut + 1]
+    offset = 0
+    for _ in range(resume_line - first_line):
+        offset = text.index("\n", offset) + 1
+    tokens = layout(lex(text[offset:], tables, None, resume_line), ("_NL", "\n"), open_brackets(start_values))
+    try:
+        run(tables, tokens, reductions, end_token, resume=(base_states + states[common + 1:cut + 2], start_values))
+    except SyntaxFailure as again:
+        if again.token == failure.token and again.state_stack == base_states + states[common + 1:]:
+            return describe_syntax_error(again, text, display, first_line)
+    except (LayoutError, LexFailure):  # pragma: no cover - the file's parse read these tokens
+        pass
+    return None
+
+
+def _declaration_alone(failure: SyntaxFailure, first_line: int,
+                       reductions: Reductions) -> tuple[list[int], list[Any], int] | None:
+    """Where a declaration's parse alone (its text from the keyword at `first_line`, column 1) meets
+    the file's failed parse: its stacks once it has read that keyword, and the index of the file's
+    item after it; None when the keyword is not on the file's stack or reaches another state there."""
+    values = failure.value_stack
+    index = next((i for i, value in enumerate(values)
+                  if type(value) is tuple and value[2] == first_line and value[3] == 1), None)
+    if index is None:
+        return None
+    try:
+        run(load_tables(), [values[index]], reductions, end_token)
+    except SyntaxFailure as alone:  # a keyword alone never parses: the end of input stops it
+        if alone.state_stack[-1] == failure.state_stack[index + 1]:
+            return alone.state_stack, alone.value_stack, index + 1
+    return None
+
+
+def _line_after(value: Any) -> int | None:
+    """The line after the newline that ends a stack item (None: it does not end with one). A
+    newline token is the only token that ends in column 1; a Part's position is its raw tokens'."""
+    line: int
+    if type(value) is tuple and value[0] == "_NL" and value[1] == "\n":
+        line = value[4]
+        return line
+    if type(value) is Part and value.pos is not None and value.pos[3] == 1:
+        line = value.pos[2]
+        return line
     return None
 
 

@@ -191,13 +191,13 @@ class Session:
                 return self._close("stopped", f"{stop} received; resume with --resume")
         except (TrainingError, UsageError, SpecError) as exc:
             self._close("failed", _one_line(exc))
-            exc.run_dir = self._dir  # type: ignore[union-attr]
+            exc.run_dir = self._dir
             raise
         except Exception as exc:
             if _is_tf_error(exc):
                 error = self._data_error(exc)
                 self._close("failed", str(error))
-                error.run_dir = self._dir  # type: ignore[attr-defined]
+                error.run_dir = self._dir
                 raise error from None
             self._close("failed", f"{type(exc).__name__}: {_one_line(exc)}")
             raise

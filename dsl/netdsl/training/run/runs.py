@@ -26,6 +26,7 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,10 +37,10 @@ from netdsl.training.errors import RunError
 UNFINISHED = ("running", "stopped", "failed")
 CONFIG, REPORT, HISTORY, CHECKPOINT = "config.json", "report.json", "history.csv", "checkpoint.npz"
 
-try:
+# Windows has no advisory locks (no fcntl): runs are still never reused. A platform test, not a caught
+# ImportError, so that type checkers know `fcntl` exists wherever it is used.
+if sys.platform != "win32":
     import fcntl
-except ImportError:  # Windows: no advisory locks; runs are still never reused
-    fcntl = None  # type: ignore[assignment]
 
 
 class RunFolder:
@@ -145,7 +146,7 @@ class RunFolder:
 
     def in_use(self) -> bool:
         """Whether a live process holds the run's lock now (a killed one holds nothing)."""
-        if fcntl is None or not (self.path / ".lock").is_file():
+        if sys.platform == "win32" or not (self.path / ".lock").is_file():
             return False
         try:
             fd = os.open(self.path / ".lock", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
@@ -162,7 +163,7 @@ class RunFolder:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the run's lock; RunError when another live process holds it."""
-        if fcntl is None:
+        if sys.platform == "win32":
             yield
             return
         try:

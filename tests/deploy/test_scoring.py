@@ -197,19 +197,6 @@ model two {
 """
 
 
-def test_adjusted_r2_equals_keras_r2score_run_eagerly():
-    """r2_score(num_regressors=N) fails inside Keras' graph (`if` on a tensor): compared eagerly."""
-    import keras
-
-    targets, predictions = arrays("regression", np.random.default_rng(9))
-    program = netdsl.parse(one_output_spec("mse", "[r2_score(num_regressors=2)]", (3,)))
-    got = numpy_evaluate(program, {"y": predictions}, {"y": targets})
-    metric = keras.metrics.R2Score(num_regressors=2)
-    for start in range(0, N, BATCH):
-        metric.update_state(targets[start:start + BATCH], predictions[start:start + BATCH])
-    np.testing.assert_allclose(got["r2_score"], float(metric.result()), rtol=RTOL)
-
-
 WEIGHTS = "    loss_weights = {probs: 1.0, box: 5.0, tags: 0.5}\n"
 LOSSES = "{probs: sparse_categorical_crossentropy, box: huber(delta=0.3), tags: binary_crossentropy}"
 

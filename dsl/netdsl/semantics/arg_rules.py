@@ -175,7 +175,7 @@ def _combinations(entry: registry.Entry, checked: dict[str, Any], spans: dict[st
             and not checked.get("multi_label"):
         return [Fail(spans.get("num_labels", span), "'auc' takes num_labels only with multi_label=true")]
     regressors = checked.get("num_regressors")
-    if entry.kind == "metric" and entry.name == "r2_score" and _number(regressors) and regressors > 0:
+    if entry.kind == "metric" and entry.name == "r2_score" and isinstance(regressors, int) and regressors > 0:
         return [Fail(spans.get("num_regressors", span), _ADJUSTED_R2.format(p=describe_value(regressors)))]
     if entry.name == "group_query_attention":
         heads, groups = checked.get("num_query_heads"), checked.get("num_key_value_heads")

@@ -99,7 +99,7 @@ def predict_exported(where: str | os.PathLike, data: Any, batch_size: int | None
 
 def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | None,
                       targets: dict[str, str] | None = None, spec: Any = None, model_name: str | None = None,
-                      include: Sequence[str | os.PathLike[str]] = ()) -> dict[str, float]:
+                      include: Sequence[str | os.PathLike[str]] = ()) -> dict[str, float | list[float]]:
     """`model_name`: the spec's model (default: the one the file records, else the spec's only one).
     Scored in NumPy (deploy/scoring.py); a train section with a loss or metric NumPy does not
     compute (`scoring.not_in_numpy`) is scored by Keras, which then loads."""

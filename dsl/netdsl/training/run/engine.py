@@ -44,7 +44,7 @@ from netdsl.training.errors import DataError, TrainingError, tensorflow_message
 from netdsl.training.run import checkpoint
 from netdsl.training.run.keeper import RunKeeper
 from netdsl.training.run.progress import progress_callback
-from netdsl.training.run.report import RunWriter, loss_first
+from netdsl.training.run.report import RunWriter, logged_value, loss_first
 from netdsl.training.run.runs import RunFolder
 from netdsl.training.run.settings import TrainConfig, json_defines
 from netdsl.training.run.signals import Stopped, StopSignals
@@ -280,7 +280,7 @@ class Session:
         if plan.test is not None:
             test = self.placement.dataset(plan.test, self.config.batch_size)
             logs = self.model.evaluate(test, return_dict=True, verbose=0)
-            self.test = {k: float(v) for k, v in logs.items()}
+            self.test = {k: logged_value(v) for k, v in logs.items()}
 
     def _close(self, status: str, reason: str | None = None) -> Run:
         report = self._report(status, reason)

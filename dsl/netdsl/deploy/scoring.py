@@ -29,8 +29,8 @@ name (`probs_accuracy`); the keys come sorted, as Keras hands them over.
 Every loss and metric of the registry is here (a test keeps it so: one added to the
 registry goes here or into `NOT_IN_NUMPY` with why). `not_in_numpy` names what is not:
 a plugin's loss or metric, `auc(multi_label=true)` or `label_weights`, a counting metric
-given several thresholds; evaluate then scores with Keras. `several_values` names a metric
-of one value per class (f1_score without `average`), which evaluate refuses.
+given several thresholds; evaluate then scores with Keras. A metric of one value per class
+(f1_score or fbeta_score without `average`) gives a list, one value per class.
 """
 
 from __future__ import annotations
@@ -54,6 +54,10 @@ NEG_INF = -1e10  # keras.src.metrics.metrics_utils.NEG_INF
 NOT_IN_NUMPY: dict[tuple[str, str], str] = {}
 
 Array = np.ndarray
+
+
+class ScoringError(ValueError):
+    """Targets a metric cannot be computed on (their shape); the message says which and why."""
 Values = tuple[Array, "Array | None"]  # per-sample values and their mask (None: every value counts)
 
 
@@ -431,7 +435,8 @@ class Metric:
     def update(self, y_true: Array, y_pred: Array) -> None:
         raise NotImplementedError
 
-    def result(self) -> float:
+    def result(self) -> float | list[float]:
+        """One number; a list of them for a metric of one value per class (f1_score without `average`)."""
         raise NotImplementedError
 
 
@@ -667,10 +672,11 @@ class ConfusionMatrix(Metric):
 
 @dataclass
 class FBeta(Metric):
-    """keras.metrics FBetaScore and F1Score, averaged to one number (micro, macro or weighted)."""
+    """keras.metrics FBetaScore and F1Score: averaged to one number (micro, macro or weighted), or one value
+    per class (`average` None)."""
 
     name: str
-    average: str
+    average: str | None
     beta: float = 1.0
     threshold: float | None = None
     tp: Any = 0.0
@@ -680,6 +686,9 @@ class FBeta(Metric):
 
     def update(self, y_true: Array, y_pred: Array) -> None:
         t, p = np.asarray(y_true, dtype=np.float32), np.asarray(y_pred, dtype=np.float32)
+        if t.shape != p.shape:  # Keras' F1Score refuses it too (NumPy would broadcast, or fail, on class labels)
+            raise ScoringError(f"the metric '{self.name}' needs one-hot targets shaped as the predictions "
+                               f"({_per_sample(p)} per sample); the data's are {_per_sample(t)}")
         if self.threshold is None:
             chosen = (p >= p.max(axis=-1, keepdims=True)) & (np.abs(p) > FLOAT32(1e-9))
         else:
@@ -691,14 +700,20 @@ class FBeta(Metric):
         self.fn = self.fn + ((1 - chosen_f) * t64).sum(axis=axis)
         self.weights = self.weights + t64.sum(axis=axis)
 
-    def result(self) -> float:
+    def result(self) -> float | list[float]:
         precision = self.tp / (self.tp + self.fp + EPSILON)
         recall = self.tp / (self.tp + self.fn + EPSILON)
         beta2 = self.beta ** 2
         score = precision * recall / (beta2 * precision + recall + EPSILON) * (1 + beta2)
+        if self.average is None:
+            return [float(v) for v in score]
         if self.average == "weighted":
             return float((score * self.weights / (np.sum(self.weights) + EPSILON)).sum())
         return float(np.mean(score))
+
+
+def _per_sample(array: Array) -> str:
+    return str(tuple(array.shape[1:])) if array.ndim > 1 else "one number"
 
 
 @dataclass
@@ -807,7 +822,7 @@ def make_metric(resolved: Any, y_true: Array, y_pred: Array) -> Metric:
     if name in IOU_METRICS:
         return _iou(shown, name, kwargs)
     if name in ("f1_score", "fbeta_score"):
-        return FBeta(shown, kwargs["average"], float(kwargs.get("beta", 1.0)), kwargs.get("threshold"))
+        return FBeta(shown, kwargs.get("average"), float(kwargs.get("beta", 1.0)), kwargs.get("threshold"))
     if name == "r2_score":
         return R2(shown, kwargs.get("class_aggregation", "uniform_average"))
     return MeanMetric(shown, MEAN_METRICS[name], kwargs)
@@ -901,21 +916,6 @@ def _refused_arguments(item: Any) -> str | None:
     return None
 
 
-def several_values(train: Any, names: list[str]) -> str | None:
-    """A metric whose value is one number per class (which `evaluate` does not report), said with the way
-    around; None: every metric gives one number."""
-    for metrics in _metrics_per_output(train.metrics, names).values():
-        for item in metrics:
-            kwargs = dict(item.kwargs)
-            if item.name in ("f1_score", "fbeta_score") and kwargs.get("average") is None:
-                return (f"the metric '{item.describe()}' gives one value per class; evaluate reports one number "
-                        f"per metric: give it average=\"macro\" (or \"micro\", \"weighted\")")
-            if item.name == "r2_score" and kwargs.get("class_aggregation", "uniform_average") is None:
-                return (f"the metric '{item.describe()}' gives one value per column; evaluate reports one number "
-                        f"per metric: give it class_aggregation=\"uniform_average\"")
-    return None
-
-
 @dataclass
 class Scorer:
     """The train section's loss (each output's and the weighted total) and metrics over batches."""
@@ -958,7 +958,7 @@ class Scorer:
             for metric in metrics:
                 metric.update(y_true[name], y_pred[name])
 
-    def result(self) -> dict[str, float]:
+    def result(self) -> dict[str, float | list[float]]:
         """The values by Keras' names, sorted as Keras hands them over."""
         n = self.samples or 1
         logs = {"loss": self.loss_total / n}

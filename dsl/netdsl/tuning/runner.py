@@ -160,9 +160,8 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
             raise DataError(f"the objective '{metric}' is not in this run's history (it reports: "
                             f"{', '.join(logs)}); give validation data or pick another metric")
         if not isinstance(logs[metric], (int, float)):  # a list: one value per class (f1_score without average)
-            raise DataError(f"the objective '{metric}' gives one value per class; an objective is one number "
-                            f"(give f1_score and fbeta_score average=\"macro\", r2_score "
-                            f"class_aggregation=\"uniform_average\")")
+            raise DataError(f"the objective '{metric}' gives one value per class; an objective is one number: "
+                            f"give the metric average=\"macro\" (or \"micro\", \"weighted\")")
         seen.setdefault(metric, []).append(logs[metric])
         if math.isfinite(logs[metric]):
             trial.report(logs[metric], epoch)

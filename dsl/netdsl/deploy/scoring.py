@@ -961,7 +961,7 @@ class Scorer:
     def result(self) -> dict[str, float | list[float]]:
         """The values by Keras' names, sorted as Keras hands them over."""
         n = self.samples or 1
-        logs = {"loss": self.loss_total / n}
+        logs: dict[str, float | list[float]] = {"loss": self.loss_total / n}
         if len(self.outputs) > 1:
             # Keras weighs these by `y_pred.shape[0]`, unknown (None) inside TensorFlow's graph: a plain mean
             logs.update({f"{name}_loss": self.output_totals.get(name, 0.0) / (self.batches or 1)

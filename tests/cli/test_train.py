@@ -258,3 +258,26 @@ def test_a_run_folder_evaluates_with_its_specs_huber_delta(work, capsys):
         assert (code, err) == (0, "")
         values = json.loads(out)
         assert abs(values["loss"] - wanted["loss"]) <= 1e-6 and abs(values["mae"] - wanted["mae"]) <= 1e-6
+
+
+def test_adjusted_r2_trains_and_evaluates_as_keras_computes_it_eagerly(work, capsys):
+    """r2_score(num_regressors=2): Keras' own R2Score fails inside a compiled step (TensorFlow: a "data"
+    error; JAX: TracerBoolConversionError); netdsl's AdjustedR2Score trains, and evaluate equals Keras'
+    own R2Score run eagerly over the same batches."""
+    import keras
+
+    Path("adjusted.net").write_text(HUBER.replace("robust", "adjusted").replace("metrics = [mae]",
+                                                                               "metrics = [r2_score(num_regressors=2)]"))
+    x = RNG.random((40, 3)).astype("float32")
+    y = (3 * x[:, :1] - 1 + 0.1 * RNG.standard_normal((40, 1))).astype("float32")
+    np.savez("adj.npz", x=x, y=y)
+    code, out, err = run(capsys, "train", "adjusted.net", "--data", "adj.npz", "--seed", "4", "--progress", "none")
+    assert code == 0, err
+    assert " r2_score " in out.splitlines()[1]
+    code, out, err = run(capsys, "evaluate", "runs/adjusted-1", "--data", "adj.npz", "--json")
+    assert (code, err) == (0, "")
+    model = keras.saving.load_model("runs/adjusted-1/model.keras")
+    keras_own = keras.metrics.R2Score(num_regressors=2)
+    for start in range(0, 40, 5):
+        keras_own.update_state(y[start:start + 5], model(x[start:start + 5]))
+    assert abs(json.loads(out)["r2_score"] - float(keras_own.result())) <= 1e-6

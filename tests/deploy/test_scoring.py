@@ -8,6 +8,7 @@ within 1e-6 (relative).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -126,6 +127,9 @@ CASES = [
     ("categorical_crossentropy", "[f1_score(average=\"macro\"), fbeta_score(average=\"weighted\", beta=2.0), "
      "f1_score(average=\"micro\", threshold=0.3)]", "onehot"),
     ("mean_squared_error", "[r2_score, r2_score(class_aggregation=\"variance_weighted_average\")]", "regression"),
+    # netdsl's AdjustedR2Score (compiled: Keras' own R2Score fails there); 200 regressors: the plain score
+    ("mean_squared_error", "[r2_score(num_regressors=2), r2_score(num_regressors=200, name=\"plain\")]",
+     "regression"),
     # one value per class: a list
     ("categorical_crossentropy", "[f1_score, fbeta_score(beta=2.0, threshold=0.3)]", "onehot"),
     ("mean_squared_error", "[pearson_correlation, concordance_correlation]", "regression"),
@@ -201,6 +205,28 @@ model two {
   }
 }
 """
+
+
+def test_adjusted_r2_equals_keras_own_r2score_run_eagerly():
+    """netdsl's AdjustedR2Score (what a spec's r2_score(num_regressors=N) compiles to) equals Keras' own
+    R2Score, which runs only eagerly; so does the NumPy scorer."""
+    import keras
+
+    from netdsl.custom.metrics import AdjustedR2Score
+
+    targets, predictions = arrays("regression", np.random.default_rng(9))
+    program = netdsl.parse(one_output_spec("mse", "[r2_score(num_regressors=2)]", (3,)))
+    got = numpy_evaluate(program, {"y": predictions}, {"y": targets})
+    for regressors in (2, 200):  # 200: more than the samples, Keras falls back to the plain score (warning)
+        keras_own, netdsl_own = keras.metrics.R2Score(num_regressors=regressors), AdjustedR2Score(num_regressors=regressors)
+        for start in range(0, N, BATCH):
+            for metric in (keras_own, netdsl_own):
+                metric.update_state(targets[start:start + BATCH], predictions[start:start + BATCH])
+        with pytest.warns(UserWarning) if regressors == 200 else contextlib.nullcontext():
+            want = float(keras_own.result())
+        np.testing.assert_allclose(float(netdsl_own.result()), want, rtol=RTOL)
+        if regressors == 2:
+            np.testing.assert_allclose(got["r2_score"], want, rtol=RTOL)
 
 
 WEIGHTS = "    loss_weights = {probs: 1.0, box: 5.0, tags: 0.5}\n"

@@ -721,14 +721,17 @@ class R2(Metric):
     """keras.metrics.R2Score: per-column sums over every sample."""
 
     name: str
-    aggregation: str = "uniform_average"  # num_regressors > 0 is refused by check (arg_rules: Keras fails on it)
+    aggregation: str = "uniform_average"
+    regressors: int = 0
     sums: Array | None = None  # rows: sum, squared sum, squared residual, count
+    samples: int = 0
 
     def update(self, y_true: Array, y_pred: Array) -> None:
         t, p = same_rank(*_floats(y_true, y_pred))
         rows = np.stack([t.sum(axis=0), (t * t).sum(axis=0), ((t - p) ** 2).sum(axis=0),
                          np.full(t.shape[1], float(t.shape[0]))])
         self.sums = rows if self.sums is None else self.sums + rows
+        self.samples += t.size
 
     def result(self) -> float:
         assert self.sums is not None
@@ -737,7 +740,11 @@ class R2(Metric):
         with np.errstate(divide="ignore", invalid="ignore"):
             raw = 1 - residual / total
         raw = np.where(np.isinf(raw), 0.0, raw)
-        return float(raw.mean()) if self.aggregation == "uniform_average" else float((total * raw).sum() / total.sum())
+        score = float(raw.mean()) if self.aggregation == "uniform_average" else float((total * raw).sum() / total.sum())
+        n = self.samples
+        if self.regressors and self.regressors < n - 1:  # netdsl's AdjustedR2Score, as Keras' R2Score computes it
+            score = 1.0 - (1.0 - score) * (n - 1.0) / (n - self.regressors - 1.0)
+        return score
 
 
 MEAN_METRICS: dict[str, Callable[..., Any]] = {
@@ -824,7 +831,7 @@ def make_metric(resolved: Any, y_true: Array, y_pred: Array) -> Metric:
     if name in ("f1_score", "fbeta_score"):
         return FBeta(shown, kwargs.get("average"), float(kwargs.get("beta", 1.0)), kwargs.get("threshold"))
     if name == "r2_score":
-        return R2(shown, kwargs.get("class_aggregation", "uniform_average"))
+        return R2(shown, kwargs.get("class_aggregation", "uniform_average"), kwargs.get("num_regressors", 0))
     return MeanMetric(shown, MEAN_METRICS[name], kwargs)
 
 

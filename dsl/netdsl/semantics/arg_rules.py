@@ -158,13 +158,6 @@ def _plural(rule: Rule, value: Any) -> str:
         "an odd integer", "odd integers")
 
 
-# Keras' R2Score(num_regressors=p > 0) compares its sample count (a variable) with a Python `if`: TensorFlow's
-# graph and JAX's jit refuse that inside every train and evaluate step (a traceback mid-run, or a "data" error).
-_ADJUSTED_R2 = ("'r2_score' cannot take num_regressors={p}: Keras' adjusted R2 fails inside a compiled train or "
-                "evaluate step (a Python if on a tensor); leave it out and adjust the score after: "
-                "1 - (1 - r2) * (n - 1) / (n - {p} - 1)")
-
-
 def _combinations(entry: registry.Entry, checked: dict[str, Any], spans: dict[str, Any], span: Any) -> list[Fail]:
     if entry.kind == "optimizer":
         clips = [name for name in _CLIPS if checked.get(name) is not None]
@@ -174,9 +167,6 @@ def _combinations(entry: registry.Entry, checked: dict[str, Any], spans: dict[st
     if entry.kind == "metric" and entry.name == "auc" and checked.get("num_labels") \
             and not checked.get("multi_label"):
         return [Fail(spans.get("num_labels", span), "'auc' takes num_labels only with multi_label=true")]
-    regressors = checked.get("num_regressors")
-    if entry.kind == "metric" and entry.name == "r2_score" and isinstance(regressors, int) and regressors > 0:
-        return [Fail(spans.get("num_regressors", span), _ADJUSTED_R2.format(p=describe_value(regressors)))]
     if entry.name == "group_query_attention":
         heads, groups = checked.get("num_query_heads"), checked.get("num_key_value_heads")
         if isinstance(heads, int) and isinstance(groups, int) and heads > 0 and groups > 0 and heads % groups:

@@ -132,7 +132,7 @@ class TrainChecker:
 _PER_CLASS = ("f1_score", "fbeta_score")  # without `average`: one value per class
 
 
-def _per_class_metric_names(metrics: Any, outputs: list[str]) -> set[str]:
+def per_class_metric_names(metrics: Any, outputs: list[str]) -> set[str]:
     """The names Keras logs a metric of one value per class under (`probs_f1_score` with several outputs)."""
     per_output = metrics if isinstance(metrics, dict) else dict.fromkeys(outputs, metrics or [])
     names = set()
@@ -150,7 +150,7 @@ def _per_class_metric_names(metrics: Any, outputs: list[str]) -> set[str]:
 def _monitoring_per_class(spec: TrainSpec, outputs: list[str], span: Span) -> list[Diagnostic]:
     """A callback that monitors a metric of one value per class: Keras' callbacks compare one number
     (a traceback mid-run, "The truth value of an array ... is ambiguous")."""
-    names = _per_class_metric_names(spec.metrics, outputs)
+    names = per_class_metric_names(spec.metrics, outputs)
     found = []
     for callback in spec.callbacks:
         monitor = dict(callback.kwargs).get("monitor")

@@ -195,7 +195,7 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
     trial.set_user_attr("seconds", run.report.get("seconds"))
     if run.status == "stopped":
         return False  # Ctrl-C or SIGTERM: the trial stays RUNNING; --resume takes it up
-    finite = [v for v in history if math.isfinite(v)]
+    finite = [v for v in history if isinstance(v, float) and math.isfinite(v)]  # (settings refuse a list)
     pick = min if space.direction == "minimize" else max
     value = pick(finite) if finite else None
     if run.status == "pruned":

@@ -258,6 +258,10 @@ def test_a_run_folder_evaluates_with_its_specs_huber_delta(work, capsys):
         assert (code, err) == (0, "")
         values = json.loads(out)
         assert abs(values["loss"] - wanted["loss"]) <= 1e-6 and abs(values["mae"] - wanted["mae"]) <= 1e-6
+    # The spec edited since: its train section may not be the run's, so the file's own compile scores (delta 1.0).
+    Path("robust.net").write_text(HUBER + "# edited\n")
+    code, out, _ = run(capsys, "evaluate", "runs/robust-1", "--data", "reg.npz", "--batch-size", "5", "--json")
+    assert code == 0 and abs(json.loads(out)["loss"] - saved_delta) <= 1e-6
 
 
 def test_adjusted_r2_trains_and_evaluates_as_keras_computes_it_eagerly(work, capsys):

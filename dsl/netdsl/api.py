@@ -307,8 +307,11 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
 def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: int | None = None,
              targets: Mapping[str, str] | None = None, backend: str | None = None,
              split: Literal["test", "val", "train"] = "test", spec: Spec | None = None,
-             model: str | None = None) -> dict[str, float]:
-    """The loss and metrics of a trained model on `data`: {"loss": ..., metric: ...}.
+             model: str | None = None) -> dict[str, float | list[float]]:
+    """The loss and metrics of a trained model on `data`: {"loss": ..., metric: ...}; a metric of one
+    value per class (f1_score without `average`) is a list. A run folder (or a .keras file in one) is
+    scored with the loss and metrics of the spec it recorded, when that spec is unchanged (Keras saves
+    some losses without their arguments: Huber's `delta`).
 
     Without `data`, a run folder's own `split` ("test", "val" or "train"), cut
     as its training cut it. `batch_size`: default the run's (32 for a `.keras`

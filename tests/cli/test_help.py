@@ -199,3 +199,10 @@ def test_bash_completion(capsys, line, completions):
     done = subprocess.run(["bash", "--norc", "--noprofile"], input=program, capture_output=True, text=True,
                           timeout=60)
     assert (code, done.returncode, done.stderr, done.stdout) == (0, 0, "", completions + "\n")
+
+
+def test_a_bad_render_depth_is_a_usage_error_in_the_shape_of_every_command(tmp_path, capsys):
+    spec = tmp_path / "m.net"
+    spec.write_text("model m {\n  input x: (3,)\n  output y = x -> dense(2)\n}\n")
+    assert main(["render", str(spec), "--depth", "-1"]) == 2
+    assert capsys.readouterr().err == "netdsl render: error: --depth must be 0 or more, received -1\n"

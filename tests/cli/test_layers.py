@@ -38,3 +38,16 @@ def test_an_alias_says_what_it_names(capsys):
         "batch_normalization (layer, keras): Layer that normalizes its inputs.",
         "  also written: BatchNormalization, batch_norm",
     ]
+
+
+def test_an_unknown_name_is_a_usage_error_in_the_shape_of_every_command(capsys):
+    code = main(["layers", "conv2x"])
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (2, "")
+    assert captured.err == "netdsl layers: error: unknown name 'conv2x'; did you mean 'conv2d'?\n"
+
+
+def test_an_unknown_name_is_printed_escaped(capsys):
+    code = main(["layers", "nothing\x1b[31m"])
+    assert code == 2
+    assert capsys.readouterr().err == "netdsl layers: error: unknown name 'nothing\\x1b[31m'\n"

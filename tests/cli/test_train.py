@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -166,3 +167,121 @@ def test_a_plugin_layer_trains_and_its_run_evaluates(work, capsys, monkeypatch):
     finally:
         registry.reset_plugins()
         sys.modules.pop("halve_plugin", None)
+
+
+PER_CLASS = """\
+model per_class {
+  input x: (3,)
+  output probs = x -> dense(2, activation=softmax)
+  train {
+    optimizer = sgd(learning_rate=0.1)
+    loss = categorical_crossentropy
+    metrics = [f1_score, accuracy]
+    batch_size = 5
+    epochs = 2
+  }
+}
+"""
+
+
+def test_a_metric_of_one_value_per_class_is_a_list_everywhere(work, capsys):
+    """f1_score without `average`: a list in report.json, history.csv and --json, `[a, b]` in the
+    CLI's lines, one curve per class; equal to Keras' own F1Score on the run's model."""
+    import keras
+
+    Path("per_class.net").write_text(PER_CLASS)
+    x = RNG.random((40, 3)).astype("float32")
+    labels = (x[:, 0] > x[:, 1]).astype(int)
+    np.savez("pc.npz", x=x, probs=np.eye(2, dtype="float32")[labels])
+    code, out, err = run(capsys, "train", "per_class.net", "--data", "pc.npz", "--seed", "2", "--progress", "line")
+    assert code == 0 and "Traceback" not in err
+    report = json.loads(Path("runs/per_class-1/report.json").read_text())
+    for group in ("train", "val", "test"):
+        assert isinstance(report[group]["f1_score"], list) and len(report[group]["f1_score"]) == 2
+    train = report["train"]["f1_score"]
+    lines = out.splitlines()
+    assert lines[1] == (f"train: loss {report['train']['loss']:.4f}  accuracy {report['train']['accuracy']:.4f}  "
+                        f"f1_score [{train[0]:.4f}, {train[1]:.4f}]")
+    epoch_line = err.splitlines()[2]
+    assert epoch_line.startswith("epoch 2/2  loss ") and f"  f1_score [{train[0]:.4g}, {train[1]:.4g}]  " in epoch_line
+    history = Path("runs/per_class-1/history.csv").read_text().splitlines()
+    assert history[0] == "epoch,loss,accuracy,f1_score,val_loss,val_accuracy,val_f1_score"
+    assert json.loads(next(csv.reader([history[2]]))[3]) == train
+    assert "train [0]" in Path("runs/per_class-1/curves.svg").read_text()
+
+    code, out, err = run(capsys, "evaluate", "runs/per_class-1", "--data", "pc.npz", "--json")
+    assert (code, err) == (0, "")
+    values = json.loads(out)
+    model = keras.saving.load_model("runs/per_class-1/model.keras")
+    metric = keras.metrics.F1Score()
+    for start in range(0, 40, 5):  # the run's batch size: Keras sums its counts batch by batch
+        metric.update_state(np.eye(2, dtype="float32")[labels[start:start + 5]], model(x[start:start + 5]))
+    np.testing.assert_allclose(values["f1_score"], np.asarray(metric.result()), atol=1e-6)
+    code, out, _ = run(capsys, "evaluate", "runs/per_class-1", "--data", "pc.npz")
+    f1 = values["f1_score"]
+    assert code == 0 and out.splitlines()[2] == f"f1_score  [{f1[0]:.6g}, {f1[1]:.6g}]"
+
+
+HUBER = """\
+model robust {
+  input x: (3,)
+  output y = x -> dense(1)
+  train {
+    optimizer = sgd(learning_rate=0.1)
+    loss = huber(delta=0.5)
+    metrics = [mae]
+    batch_size = 5
+    epochs = 2
+  }
+}
+"""
+
+
+def test_a_run_folder_evaluates_with_its_specs_huber_delta(work, capsys):
+    """Keras saves Huber without `delta`: the reloaded model.keras alone scores with delta 1.0. A run
+    folder is scored with its spec's loss, equal to a hand-written Keras evaluate with Huber(delta=0.5)."""
+    import keras
+
+    Path("robust.net").write_text(HUBER)
+    x = RNG.random((40, 3)).astype("float32")
+    y = (3 * x[:, :1] - 1).astype("float32")
+    np.savez("reg.npz", x=x, y=y)
+    assert run(capsys, "train", "robust.net", "--data", "reg.npz", "--seed", "3", "--progress", "none")[0] == 0
+    model = keras.saving.load_model("runs/robust-1/model.keras")
+    model.compile(loss=keras.losses.Huber(delta=0.5), metrics=["mae"])
+    wanted = model.evaluate(x, y, batch_size=5, return_dict=True, verbose=0)
+    model.compile(loss=keras.losses.Huber(delta=1.0), metrics=["mae"])
+    saved_delta = model.evaluate(x, y, batch_size=5, return_dict=True, verbose=0)["loss"]
+    assert abs(saved_delta - wanted["loss"]) > 1e-3  # the two deltas score apart on this data
+    for trained in ("runs/robust-1", "runs/robust-1/model.keras"):
+        code, out, err = run(capsys, "evaluate", trained, "--data", "reg.npz", "--batch-size", "5", "--json")
+        assert (code, err) == (0, "")
+        values = json.loads(out)
+        assert abs(values["loss"] - wanted["loss"]) <= 1e-6 and abs(values["mae"] - wanted["mae"]) <= 1e-6
+    # The spec edited since: its train section may not be the run's, so the file's own compile scores (delta 1.0).
+    Path("robust.net").write_text(HUBER + "# edited\n")
+    code, out, _ = run(capsys, "evaluate", "runs/robust-1", "--data", "reg.npz", "--batch-size", "5", "--json")
+    assert code == 0 and abs(json.loads(out)["loss"] - saved_delta) <= 1e-6
+
+
+def test_adjusted_r2_trains_and_evaluates_as_keras_computes_it_eagerly(work, capsys):
+    """r2_score(num_regressors=2): Keras' own R2Score fails inside a compiled step (TensorFlow: a "data"
+    error; JAX: TracerBoolConversionError); netdsl's AdjustedR2Score trains, and evaluate equals Keras'
+    own R2Score run eagerly over the same batches."""
+    import keras
+
+    Path("adjusted.net").write_text(HUBER.replace("robust", "adjusted").replace("metrics = [mae]",
+                                                                               "metrics = [r2_score(num_regressors=2)]"))
+    x = RNG.random((40, 3)).astype("float32")
+    y = (3 * x[:, :1] - 1 + 0.1 * RNG.standard_normal((40, 1))).astype("float32")
+    np.savez("adj.npz", x=x, y=y)
+    code, out, err = run(capsys, "train", "adjusted.net", "--data", "adj.npz", "--seed", "4", "--progress", "none")
+    assert code == 0, err
+    assert " r2_score " in out.splitlines()[1]
+    code, out, err = run(capsys, "evaluate", "runs/adjusted-1", "--data", "adj.npz", "--json")
+    assert (code, err) == (0, "")
+    model = keras.saving.load_model("runs/adjusted-1/model.keras")
+    keras_own = keras.metrics.R2Score(num_regressors=2)
+    for start in range(0, 40, 5):
+        keras_own.update_state(y[start:start + 5], model(x[start:start + 5]))
+    assert abs(json.loads(out)["r2_score"] - float(keras_own.result())) <= 1e-6

@@ -147,6 +147,28 @@ def test_cli_verify_proves_the_round_trip_of_a_saved_file(tmp_path, capsys):
     assert (tmp_path / "unet.net").read_text(encoding="utf-8") == netdsl.decompile(path)
 
 
+def test_cli_verify_that_fails_says_so_in_the_shape_of_every_command(tmp_path, capsys, monkeypatch):
+    """A round trip that does not hold (here: one the real check found, plus a problem added to it)
+    is one `netdsl decompile: error:` line and exit 1, after the report of each point."""
+    import netdsl.decompiler.verify as verify
+
+    real = verify.verify_round_trip
+
+    def failing(*args, **kwargs):
+        result, rebuilt = real(*args, **kwargs)
+        result.problems.append("a difference this test added")
+        return result, rebuilt
+
+    monkeypatch.setattr(verify, "verify_round_trip", failing)
+    path = tmp_path / "unet.keras"
+    unet().save(path)
+    code = main(["decompile", str(path), "-o", str(tmp_path / "unet.net"), "--verify"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.out.splitlines()[-1] == "  problem: a difference this test added"
+    assert captured.err == f"netdsl decompile: error: the decompiled spec of {path} does not rebuild the same model\n"
+
+
 # ---------------------------------------------------------------- keras.applications
 
 _APPLICATIONS: dict[str, object] = {}

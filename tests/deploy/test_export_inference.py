@@ -126,6 +126,29 @@ def test_evaluate_takes_the_spec_of_the_run_folder_the_file_is_in(work, capsys):
     assert list(__import__("json").loads(capsys.readouterr().out)) == ["loss", "sparse_categorical_accuracy"]
 
 
+def test_a_metric_of_one_value_per_class_is_a_list_equal_to_keras(work, tmp_path, capsys):
+    """f1_score without `average` on an exported file: one value per class, as Keras' F1Score gives them."""
+    import keras
+
+    spec = tmp_path / "per_class.net"
+    spec.write_text(SCORED.read_text().replace("loss = sparse_categorical_crossentropy\n    metrics = "
+                                               "[sparse_categorical_accuracy]",
+                                               "loss = categorical_crossentropy\n    metrics = [f1_score]"))
+    with np.load(work / "classifier.npz") as data:
+        features, labels = data["features"], data["probs"]
+    np.savez(tmp_path / "onehot.npz", features=features, probs=np.eye(3, dtype="float32")[labels])
+    code = main(["evaluate", str(work / FILES["onnx"]), "--data", str(tmp_path / "onehot.npz"), "--spec", str(spec),
+                 "--model", "classifier", "--batch-size", "16", "--json"])
+    captured = capsys.readouterr()
+    assert (code, captured.err) == (0, "")
+    got = json.loads(captured.out)
+    model = keras.saving.load_model(work / "classifier.keras")
+    model.compile(loss=keras.losses.CategoricalCrossentropy(), metrics=[keras.metrics.F1Score()])
+    want = model.evaluate(features, np.eye(3, dtype="float32")[labels], batch_size=16, return_dict=True, verbose=0)
+    assert list(got) == ["loss", "f1_score"] and isinstance(got["f1_score"], list) and len(got["f1_score"]) == 3
+    close(got, {k: np.asarray(v).tolist() for k, v in want.items()}, FORMATS["onnx"].tolerance)
+
+
 def commands_without_a_backend(commands: list[list[str]]) -> str:
     """Run the CLI `commands` in a fresh process, each to exit 0, and assert that none of them imported
     Keras, TensorFlow, JAX or torch; what they printed."""
@@ -241,8 +264,8 @@ def garbage(path: Path) -> Path:
     (["evaluate", "{work}/classifier.onnx", "--spec", str(SCORED)],
      (2, "netdsl evaluate: error: evaluate needs --data SRC, except for a run folder (its own test split by default)\n")),
     (["evaluate", "{work}/classifier.onnx", "--spec", "{tmp}/f1.net", "--data", "{work}/classifier.npz"],
-     (1, "{tmp}/f1.net: error: the metric 'f1_score' gives one value per class; evaluate reports one number per "
-         "metric: give it average=\"macro\" (or \"micro\", \"weighted\")\n")),
+     (1, "{tmp}/f1.net: error: the metric 'f1_score' needs one-hot targets shaped as the predictions ((3,) per "
+         "sample); the data's are one number\n")),
 ])
 def test_bad_input_is_one_line(args, expected, work, tmp_path, capsys):
     garbage(tmp_path / "junk.onnx")

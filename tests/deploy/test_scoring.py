@@ -8,6 +8,9 @@ within 1e-6 (relative).
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -124,6 +127,11 @@ CASES = [
     ("categorical_crossentropy", "[f1_score(average=\"macro\"), fbeta_score(average=\"weighted\", beta=2.0), "
      "f1_score(average=\"micro\", threshold=0.3)]", "onehot"),
     ("mean_squared_error", "[r2_score, r2_score(class_aggregation=\"variance_weighted_average\")]", "regression"),
+    # netdsl's AdjustedR2Score (compiled: Keras' own R2Score fails there); 200 regressors: the plain score
+    ("mean_squared_error", "[r2_score(num_regressors=2), r2_score(num_regressors=200, name=\"plain\")]",
+     "regression"),
+    # one value per class: a list
+    ("categorical_crossentropy", "[f1_score, fbeta_score(beta=2.0, threshold=0.3)]", "onehot"),
     ("mean_squared_error", "[pearson_correlation, concordance_correlation]", "regression"),
     ("circle", "[]", "embeddings"),
     ("circle(gamma=10.0, margin=0.25, remove_diagonal=false)", "[]", "embeddings"),
@@ -152,7 +160,7 @@ def keras_evaluate(program, predictions: dict[str, np.ndarray], targets: dict[st
     model.compile(loss=given["loss"], metrics=given["metrics"], loss_weights=given["loss_weights"])
     logs = model.evaluate([predictions[n] for n in names], [targets[n] for n in names], batch_size=BATCH,
                           return_dict=True, verbose=0)
-    return {key: float(logs[key]) for key in loss_first(list(logs))}
+    return {key: np.asarray(logs[key], dtype=np.float64).tolist() for key in loss_first(list(logs))}  # a list per class
 
 
 def numpy_evaluate(program, predictions: dict[str, np.ndarray], targets: dict[str, np.ndarray]) -> dict[str, float]:
@@ -167,9 +175,11 @@ def numpy_evaluate(program, predictions: dict[str, np.ndarray], targets: dict[st
     return {key: logs[key] for key in loss_first(list(logs))}
 
 
-def assert_same(got: dict[str, float], want: dict[str, float]) -> None:
+def assert_same(got: dict[str, Any], want: dict[str, Any]) -> None:
     assert list(got) == list(want)  # the same names, in the same order
-    np.testing.assert_allclose(list(got.values()), list(want.values()), rtol=RTOL, atol=1e-7)
+    for key, value in want.items():
+        assert isinstance(got[key], list) == isinstance(value, list), key  # one value per class: a list
+        np.testing.assert_allclose(got[key], value, rtol=RTOL, atol=1e-7, err_msg=key)
 
 
 @pytest.mark.parametrize(("loss", "metrics", "kind"), CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
@@ -197,17 +207,26 @@ model two {
 """
 
 
-def test_adjusted_r2_equals_keras_r2score_run_eagerly():
-    """r2_score(num_regressors=N) fails inside Keras' graph (`if` on a tensor): compared eagerly."""
+def test_adjusted_r2_equals_keras_own_r2score_run_eagerly():
+    """netdsl's AdjustedR2Score (what a spec's r2_score(num_regressors=N) compiles to) equals Keras' own
+    R2Score, which runs only eagerly; so does the NumPy scorer."""
     import keras
+
+    from netdsl.custom.metrics import AdjustedR2Score
 
     targets, predictions = arrays("regression", np.random.default_rng(9))
     program = netdsl.parse(one_output_spec("mse", "[r2_score(num_regressors=2)]", (3,)))
     got = numpy_evaluate(program, {"y": predictions}, {"y": targets})
-    metric = keras.metrics.R2Score(num_regressors=2)
-    for start in range(0, N, BATCH):
-        metric.update_state(targets[start:start + BATCH], predictions[start:start + BATCH])
-    np.testing.assert_allclose(got["r2_score"], float(metric.result()), rtol=RTOL)
+    for regressors in (2, 200):  # 200: more than the samples, Keras falls back to the plain score (warning)
+        keras_own, netdsl_own = keras.metrics.R2Score(num_regressors=regressors), AdjustedR2Score(num_regressors=regressors)
+        for start in range(0, N, BATCH):
+            for metric in (keras_own, netdsl_own):
+                metric.update_state(targets[start:start + BATCH], predictions[start:start + BATCH])
+        with pytest.warns(UserWarning) if regressors == 200 else contextlib.nullcontext():
+            want = float(keras_own.result())
+        np.testing.assert_allclose(float(netdsl_own.result()), want, rtol=RTOL)
+        if regressors == 2:
+            np.testing.assert_allclose(got["r2_score"], want, rtol=RTOL)
 
 
 WEIGHTS = "    loss_weights = {probs: 1.0, box: 5.0, tags: 0.5}\n"
@@ -260,11 +279,3 @@ def test_a_train_section_numpy_does_not_score_says_which(loss, metrics, reason):
     program = netdsl.parse(one_output_spec(loss, metrics, (4,)))
     graph = checked_graphs(program, ["m"])["m"]
     assert scoring.not_in_numpy(graph.train, graph.output_names) == reason
-
-
-def test_a_metric_of_one_value_per_class_is_refused_with_the_way_around():
-    program = netdsl.parse(one_output_spec("mse", "[f1_score]", (4,)))
-    graph = checked_graphs(program, ["m"])["m"]
-    assert scoring.several_values(graph.train, graph.output_names) == (
-        "the metric 'f1_score' gives one value per class; evaluate reports one number per metric: give it "
-        "average=\"macro\" (or \"micro\", \"weighted\")")

@@ -423,6 +423,7 @@ def test_cli_without_dot_writes_dot_source_and_one_line_hint(tmp_path):
                            str(tmp_path / "small.png")], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("netdsl render: error: ")  # the shape of every command's errors
     assert "'dot' program was not found" in done.stderr and "apt-get install graphviz" in done.stderr
     assert (tmp_path / "small.dot").read_text().startswith("digraph small {")
     assert not (tmp_path / "small.png").exists()

@@ -157,4 +157,4 @@ def test_a_fifo_given_as_the_spec_is_refused_at_once(tmp_path):
     if shutil.which("dot") is None:
         pytest.skip("Graphviz's dot is not installed")
     assert (result.returncode, result.stdout) == (1, "")
-    assert result.stderr == "netdsl preview: cannot read p.net: is a named pipe (FIFO), not a spec file\n"
+    assert result.stderr == "netdsl preview: error: cannot read p.net: is a named pipe (FIFO), not a spec file\n"

@@ -280,12 +280,12 @@ def _next_event(response) -> dict:
 def test_cli_refuses_a_missing_spec(tmp_path, capsys):
     assert main(["preview", str(tmp_path / "nope.net"), "--port", "0"]) == 1
     err = capsys.readouterr().err
-    assert err == f"netdsl preview: cannot read {tmp_path / 'nope.net'}: no such file\n"  # as `netdsl check` says it
+    assert err == f"netdsl preview: error: cannot read {tmp_path / 'nope.net'}: no such file\n"  # as `netdsl check` says it
 
 
 def test_cli_refuses_a_bad_port(tmp_path, capsys):
     assert main(["preview", str(tmp_path / "x.net"), "--port", "70000"]) == 2
-    assert capsys.readouterr().err == "netdsl preview: --port must be 0 to 65535 and --depth 0 or more\n"
+    assert capsys.readouterr().err == "netdsl preview: error: --port must be 0 to 65535 and --depth 0 or more\n"
 
 
 @needs_dot
@@ -297,7 +297,7 @@ def test_cli_says_when_the_port_is_taken(tmp_path, capsys):
         taken.listen()
         port = taken.getsockname()[1]
         assert main(["preview", str(spec), "--port", str(port)]) == 1
-    assert capsys.readouterr().err == (f"netdsl preview: cannot listen on 127.0.0.1:{port}: Address already in use; "
+    assert capsys.readouterr().err == (f"netdsl preview: error: cannot listen on 127.0.0.1:{port}: Address already in use; "
                                        "pick another port with --port, or --port 0 for any free one\n")
 
 

@@ -204,3 +204,16 @@ def test_mistakes_are_said_before_anything_trains(project, tmp_path, capsys, mon
     assert "secret" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.net", "tiny-sweep-1"]
     assert not (tmp_path / "tiny-sweep-1" / "trials").exists()
+
+
+def test_an_objective_of_one_value_per_class_is_said_before_anything_trains(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_data(tmp_path)
+    Path("f1.net").write_text(SPEC.replace("loss = sparse_categorical_crossentropy(from_logits=true)",
+                                           "loss = categorical_crossentropy(from_logits=true)")
+                              .replace("metrics = [sparse_categorical_accuracy]", "metrics = [f1_score]")
+                              .replace("objective = minimize(val_loss)", "objective = maximize(val_f1_score)"))
+    assert sweep_cli(capsys, "f1.net", "--data", "data.npz") == (
+        2, "netdsl sweep: error: the objective val_f1_score gives one value per class; an objective is one number; "
+           "give the metric average=\"macro\" (or \"micro\", \"weighted\")\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.npz", "f1.net"]

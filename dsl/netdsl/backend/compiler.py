@@ -308,6 +308,29 @@ def _compile_training(model: Any, graph: Any, execution: Execution, second_phase
         raise Fail(graph.span, f"cannot compile '{graph.name}' for training: {reason(exc)}") from None
 
 
+def compile_for_scoring(model: Any, source: Source, name: str | None = None) -> bool:
+    """Compile a loaded `model` with the losses, loss weights and metrics of its spec's train section, for
+    `evaluate`; False when the model has no train section with a loss (the model is left as it was).
+
+    A `.keras` file's compile config is what Keras' `get_config` writes, and some of Keras' losses leave
+    their arguments out of it (Huber's `delta`; CosineSimilarity's and SparseCategoricalCrossentropy's
+    `axis`): reloaded, they score with their defaults. The spec has them. Its optimizer and execution
+    settings are the loaded model's (evaluate runs no optimizer step)."""
+    from netdsl.semantics.analysis import checked_graphs
+
+    program = as_program(source)
+    picked = pick_model(program, name)
+    graph = checked_graphs(program, [picked])[picked]
+    spec, names = graph.train, graph.output_names
+    if spec is None or spec.loss is None:
+        return False
+    model.compile(optimizer=model.optimizer, loss=_per_output(spec.loss, names, _object),
+                  metrics=_metrics(spec.metrics, names),
+                  loss_weights=_per_output(spec.loss_weights, names, float, missing=1.0),
+                  jit_compile=model.jit_compile, steps_per_execution=model.steps_per_execution)
+    return True
+
+
 def _refuse_on_torch(graph: Any) -> None:
     """A train section the torch backend cannot run: an error at the model, before Keras fails inside fit."""
     from netdsl.backend.torch_limits import train_problem

@@ -46,11 +46,23 @@ def print_error(exc: TrainingError | UsageError | BackendError, command: str) ->
     if isinstance(exc, TrainingError):
         line = exc.text if exc.file is not None else f"netdsl {command}: {exc.text}"
     else:  # a usage error's str() is escaped already; a backend's message is netdsl's own
-        line = f"netdsl {command}: error: {printable(str(exc))}"
+        line = error_line(command, str(exc))
     print(line, file=sys.stderr)
     if exc.run_dir is not None:
         print(f"run folder: {exc.run_dir} (status: failed)", file=sys.stderr)
     return exc.exit_code if isinstance(exc, (TrainingError, UsageError)) else EXIT_USAGE
+
+
+def error_line(command: str, message: str) -> str:
+    """`netdsl COMMAND: error: MESSAGE`, the message escaped: the shape of every command's one-line error."""
+    return f"netdsl {command}: error: {printable(message)}"
+
+
+def print_failure(command: str, message: str) -> int:
+    """A command that ran and found the user's input wanting (not a usage error): its one line on
+    stderr, in the shape of every other error; exit 1."""
+    print(error_line(command, message), file=sys.stderr)
+    return EXIT_SPEC
 
 
 # ------------------------------------------------------------------ parsers

@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from netdsl.atomic import write_bytes
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_alias, add_command, add_plugin, load_plugins
+from netdsl.cli.common import EXIT_OK, add_alias, add_command, add_plugin, load_plugins, print_failure
 from netdsl.errors import Diagnostic, SpecError, printable
 
 
@@ -66,6 +66,5 @@ def _verify(args: argparse.Namespace, text: str, report) -> int:
     for line in result.lines():
         print(f"  {printable(line)}", file=report)  # layer names come from the model file
     if not result.ok:
-        print(f"netdsl: the decompiled spec of {args.model} does not rebuild the same model", file=sys.stderr)
-        return EXIT_SPEC
+        return print_failure("decompile", f"the decompiled spec of {args.model} does not rebuild the same model")
     return EXIT_OK

@@ -88,10 +88,12 @@ def run(args: argparse.Namespace) -> int:
     with scope():
         values = evaluate(args.trained, data=args.data, batch_size=args.batch_size, targets=targets, split=args.split,
                           spec=args.spec, model=args.model, backend=args.backend if exported else None)
+    from netdsl.training.run.report import shown_value
+
     if args.json:
         print(json.dumps(values, indent=2))
     else:
         width = max(len(k) for k in values)
         for key, value in values.items():
-            print(f"{printable(key):<{width}}  {value:.6g}")  # metric names come from the model file
+            print(f"{printable(key):<{width}}  {shown_value(value, '.6g')}")  # metric names come from the model file
     return 0

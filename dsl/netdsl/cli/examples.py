@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_alias, add_command
+from netdsl.cli.common import EXIT_OK, add_alias, add_command, print_failure
 from netdsl.starter import StarterError, copy_example, examples
 
 
@@ -31,6 +30,5 @@ def run(args: argparse.Namespace) -> int:
         for path in copy_example(args.name, args.out):
             print(f"wrote {path}")
     except (StarterError, OSError) as exc:
-        print(f"netdsl examples: error: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
-        return EXIT_SPEC
+        return print_failure("examples", str(getattr(exc, "strerror", None) or exc))
     return EXIT_OK

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
 
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_command
+from netdsl.cli.common import EXIT_OK, add_command, print_failure
 from netdsl.starter import StarterError, write_starter
 
 
@@ -25,8 +24,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         written = write_starter(args.folder)
     except (StarterError, OSError) as exc:
-        print(f"netdsl init: error: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
-        return EXIT_SPEC
+        return print_failure("init", str(getattr(exc, "strerror", None) or exc))
     for path in written:
         print(f"wrote {path}")
     print("next:")

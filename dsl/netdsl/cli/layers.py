@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from netdsl import registry
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_command
-from netdsl.errors import did_you_mean
+from netdsl.cli.common import EXIT_OK, add_command
+from netdsl.errors import UsageError, did_you_mean
 from netdsl.semantics.values import describe_value
 
 
@@ -31,8 +30,7 @@ def run(args: argparse.Namespace) -> int:
         if not entries:
             pool = [k for kind in registry.KINDS for k in registry.all_keys(kind)]
             hint = did_you_mean(args.name, pool)
-            print(f"netdsl: unknown name '{args.name}'" + (f"; {hint}" if hint else ""), file=sys.stderr)
-            return EXIT_SPEC
+            raise UsageError(f"unknown name '{args.name}'", hint)  # a NAME no kind knows: as argparse's bad choice
         for match in entries:
             if args.name != match.name:
                 print(f"{args.name}: another name for {match.name}")

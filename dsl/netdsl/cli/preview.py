@@ -5,13 +5,10 @@ from __future__ import annotations
 import argparse
 import shutil
 import signal
-import sys
 import threading
 
 from netdsl.cli.common import (
     EXIT_OK,
-    EXIT_SPEC,
-    EXIT_USAGE,
     add_command,
     add_define,
     add_include,
@@ -19,9 +16,10 @@ from netdsl.cli.common import (
     add_plugin,
     add_spec,
     load_plugins,
+    print_failure,
 )
 from netdsl.diagram.render import INSTALL_HINT
-from netdsl.errors import printable
+from netdsl.errors import UsageError
 from netdsl.files import Refused, open_regular
 from netdsl.preview import PreviewServer
 from netdsl.semantics.defines import parse_defines
@@ -47,26 +45,22 @@ def run(args: argparse.Namespace) -> int:
     """Serve until Ctrl-C. Exit status 0; 1 when the spec cannot be read, the port is
     taken or Graphviz is missing; 2 for a bad option. A spec with errors is served, its errors shown."""
     if not 0 <= args.port <= 65535 or (args.depth is not None and args.depth < 0):
-        print("netdsl preview: --port must be 0 to 65535 and --depth 0 or more", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError("--port must be 0 to 65535 and --depth 0 or more")
     if shutil.which("dot") is None:
-        print(f"netdsl preview: Graphviz's 'dot' program was not found; {INSTALL_HINT}", file=sys.stderr)
-        return EXIT_SPEC
+        return print_failure("preview", f"Graphviz's 'dot' program was not found; {INSTALL_HINT}")
     try:  # a regular file, opened without blocking: a FIFO named as the spec must not hang the start
         with open_regular(args.spec, "spec file"):
             pass
     except Refused as exc:
-        print(f"netdsl preview: cannot read {printable(args.spec)}: {exc}", file=sys.stderr)
-        return EXIT_SPEC
+        return print_failure("preview", f"cannot read {args.spec}: {exc}")
     load_plugins(args.plugin, args.spec)
     try:
         defines = parse_defines(args.define, args.spec)
         server = PreviewServer(args.spec, args.model, port=args.port, include=args.include, depth=args.depth,
                                defines=defines)
     except OSError as exc:
-        print(f"netdsl preview: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}; "
-              "pick another port with --port, or --port 0 for any free one", file=sys.stderr)
-        return EXIT_SPEC
+        return print_failure("preview", f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}; "
+                                        "pick another port with --port, or --port 0 for any free one")
     stop = threading.Event()
     # Ctrl-C and SIGTERM stop the server. SIGINT is set explicitly: a shell that starts a command in the
     # background leaves it ignored, and Python then installs no handler of its own. Set before the URL

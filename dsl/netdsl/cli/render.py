@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from netdsl import pipeline
@@ -18,9 +17,10 @@ from netdsl.cli.common import (
     add_spec,
     load_plugins,
     load_spec,
+    print_failure,
 )
 from netdsl.diagram import FORMATS
-from netdsl.errors import Diagnostic, RenderError, SpecError
+from netdsl.errors import Diagnostic, RenderError, SpecError, UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -66,15 +66,13 @@ def run(args: argparse.Namespace) -> int:
 
     depth = args.depth
     if depth is not None and depth < 0:
-        print(f"netdsl render: --depth must be 0 or more, received {depth}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--depth must be 0 or more, received {depth}")
     program = load_spec(args.spec, args)
     names = pipeline.pick_models(program, args.model)
     try:
         fmt, bases = _outputs(args.out, args.image_format, names)
     except ValueError as exc:
-        print(f"netdsl render: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     shapes = not args.no_shapes
     load_plugins(args.plugin, program.root)
     # The CLI's stderr is for diagnostics, not TensorFlow's start-up notices (when it is needed at all).
@@ -85,8 +83,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             path = write_diagram(digraph, bases[name], fmt)
         except RenderError as exc:
-            print(f"netdsl render: {exc}", file=sys.stderr)
-            status = 1
+            status = print_failure("render", str(exc))
             continue
         except OSError as exc:
             raise SpecError(Diagnostic.for_file(program.root, f"cannot write the diagram of '{name}': "

@@ -150,6 +150,8 @@ def _announce(folder: Path, first_epoch: int) -> None:
 
 
 def _print_summary(result: Any, spec: str) -> None:
+    from netdsl.training.run.report import shown_value
+
     report = result.report
     seconds, speed = report.get("seconds") or 0.0, report.get("samples_per_second")
     rate = f", {speed:,.0f} samples/s" if speed else ""
@@ -157,7 +159,7 @@ def _print_summary(result: Any, spec: str) -> None:
     for group, prefix in (("train", ""), ("val", "val_"), ("test", "test_")):
         values = report.get(group) or {}
         if values:
-            print(f"{group + ':':<6} " + "  ".join(f"{prefix}{k} {v:.4f}" for k, v in values.items()))
+            print(f"{group + ':':<6} " + "  ".join(f"{prefix}{k} {shown_value(v, '.4f')}" for k, v in values.items()))
     if result.dir is None:  # stopped before the data was checked: nothing was written
         print("run folder: none (nothing was written)")
         return

@@ -13,6 +13,7 @@ from netdsl.custom import (
     declared_layers,
     expr,
     layers,
+    metrics,
     tensor_ops,
 )
 from netdsl.custom.activations import ACTIVATIONS
@@ -41,6 +42,7 @@ __all__ = [
     "evaluate",
     "expr",
     "layers",
+    "metrics",
     "tensor_ops",
     "validate_tree",
 ]

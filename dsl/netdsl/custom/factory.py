@@ -104,6 +104,10 @@ def make(entry: Entry, kwargs: dict | None = None, *, as_written: str | None = N
         raise ValueError("make() is for non-layer entries; use keras_object()")
     if entry.kind == "activation":
         return functools.partial(obj, **kwargs) if kwargs else obj
+    if entry.kind == "metric" and entry.keras_name == "R2Score" and kwargs.get("num_regressors"):
+        from netdsl.custom.metrics import AdjustedR2Score  # Keras' own fails in a compiled step
+
+        obj = AdjustedR2Score
     if entry.kind == "metric":
         alias = (as_written if as_written and as_written != entry.name
                  and as_written in entry.aliases and as_written.islower() else None)

@@ -99,7 +99,7 @@ def predict_exported(where: str | os.PathLike, data: Any, batch_size: int | None
 
 def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | None,
                       targets: dict[str, str] | None = None, spec: Any = None, model_name: str | None = None,
-                      include: Sequence[str | os.PathLike[str]] = ()) -> dict[str, float]:
+                      include: Sequence[str | os.PathLike[str]] = ()) -> dict[str, float | list[float]]:
     """`model_name`: the spec's model (default: the one the file records, else the spec's only one).
     Scored in NumPy (deploy/scoring/); a train section with a loss or metric NumPy does not
     compute (`scoring.not_in_numpy`) is scored by Keras, which then loads."""
@@ -112,21 +112,21 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
     graph = _scored_graph(program, name, model)
     source = open_source(data, model.signature, targets)
     size = run_batch_size(path, batch_size)
-    from netdsl.deploy.scoring import Scorer, not_in_numpy, several_values
-    from netdsl.training.run.report import loss_first
+    from netdsl.deploy.scoring import Scorer, ScoringError, not_in_numpy
+    from netdsl.training.run.report import logged_value, loss_first
 
-    problem = several_values(graph.train, graph.output_names)
-    if problem is not None:
-        raise TrainingError(problem, file=program.root)
     if not_in_numpy(graph.train, graph.output_names) is not None:
         logs = _keras_scores(program, name, model, source, size, include)
     else:
         scorer = Scorer.of(graph.train, graph.output_names)
-        for got, wanted in output_batches(model, source, size, with_targets=True):
-            assert wanted is not None  # with_targets: open_source checked the data holds them
-            scorer.update(wanted, got)
+        try:
+            for got, wanted in output_batches(model, source, size, with_targets=True):
+                assert wanted is not None  # with_targets: open_source checked the data holds them
+                scorer.update(wanted, got)
+        except ScoringError as exc:
+            raise TrainingError(str(exc), file=program.root) from None
         logs = scorer.result()
-    return {key: float(logs[key]) for key in loss_first(list(logs))}
+    return {key: logged_value(logs[key]) for key in loss_first(list(logs))}
 
 
 def _scored_graph(program: Program, name: str | None, model: ExportedModel) -> Any:

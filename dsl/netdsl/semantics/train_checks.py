@@ -65,6 +65,7 @@ class TrainChecker:
         if spec.loss is None and spec.optimizer is not None and "loss" not in seen:
             diagnostics.append(Diagnostic.at(stmt.span, "the train section sets an optimizer but no loss",
                                              "add one: loss = sparse_categorical_crossentropy"))
+        diagnostics.extend(_monitoring_per_class(spec, outputs, stmt.span))
         return spec
 
     def _setting(self, spec: TrainSpec, item: ir.Kwarg, value: Any, arguments: Arguments, outputs: list[str]) -> None:
@@ -126,6 +127,38 @@ class TrainChecker:
                                  f"received {len(value)}")
             return [convert(v) for v in value]
         return convert(value)
+
+
+_PER_CLASS = ("f1_score", "fbeta_score")  # without `average`: one value per class
+
+
+def per_class_metric_names(metrics: Any, outputs: list[str]) -> set[str]:
+    """The names Keras logs a metric of one value per class under (`probs_f1_score` with several outputs)."""
+    per_output = metrics if isinstance(metrics, dict) else dict.fromkeys(outputs, metrics or [])
+    names = set()
+    for output, listed in per_output.items():
+        for metric in listed:
+            kwargs = dict(metric.kwargs)
+            if metric.name not in _PER_CLASS or kwargs.get("average") is not None:
+                continue
+            written = metric.written if metric.written and metric.written.islower() else metric.name
+            name = str(kwargs.get("name") or written)
+            names.add(f"{output}_{name}" if len(outputs) > 1 else name)
+    return names
+
+
+def _monitoring_per_class(spec: TrainSpec, outputs: list[str], span: Span) -> list[Diagnostic]:
+    """A callback that monitors a metric of one value per class: Keras' callbacks compare one number
+    (a traceback mid-run, "The truth value of an array ... is ambiguous")."""
+    names = per_class_metric_names(spec.metrics, outputs)
+    found = []
+    for callback in spec.callbacks:
+        monitor = dict(callback.kwargs).get("monitor")
+        if isinstance(monitor, str) and monitor.removeprefix("val_") in names:
+            found.append(Diagnostic.at(callback.span or span, f"'{callback.name}' cannot monitor '{monitor}': the "
+                                       f"metric gives one value per class; give it average=\"macro\" (or "
+                                       f"\"micro\", \"weighted\")"))
+    return found
 
 
 def _key_span(item: ir.Kwarg, key: Any) -> Span:

@@ -155,10 +155,13 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
     trial.set_user_attr("run", str(run_dir.resolve()))
     seen: dict[str, list[float]] = {}
 
-    def report(epoch: int, logs: dict[str, float]) -> str | None:
+    def report(epoch: int, logs: dict[str, Any]) -> str | None:
         if metric not in logs:
             raise DataError(f"the objective '{metric}' is not in this run's history (it reports: "
                             f"{', '.join(logs)}); give validation data or pick another metric")
+        if not isinstance(logs[metric], (int, float)):  # a list: one value per class (f1_score without average)
+            raise DataError(f"the objective '{metric}' gives one value per class; an objective is one number: "
+                            f"give the metric average=\"macro\" (or \"micro\", \"weighted\")")
         seen.setdefault(metric, []).append(logs[metric])
         if math.isfinite(logs[metric]):
             trial.report(logs[metric], epoch)
@@ -192,7 +195,7 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
     trial.set_user_attr("seconds", run.report.get("seconds"))
     if run.status == "stopped":
         return False  # Ctrl-C or SIGTERM: the trial stays RUNNING; --resume takes it up
-    finite = [v for v in history if math.isfinite(v)]
+    finite = [v for v in history if isinstance(v, float) and math.isfinite(v)]  # (settings refuse a list)
     pick = min if space.direction == "minimize" else max
     value = pick(finite) if finite else None
     if run.status == "pruned":

@@ -88,7 +88,9 @@ def resolve_sweep(request: SweepRequest) -> SweepConfig:
     saved = folder.read() if folder is not None else {}
     _settings_from(saved, request)
     _check_flags(request)
-    _check_validation(_objective_metric(space), request.data, analysis.graphs[name].train.fit.get("validation_split"))
+    graph = analysis.graphs[name]
+    _check_validation(_objective_metric(space), request.data, graph.train.fit.get("validation_split"))
+    _check_one_number(_objective_metric(space), graph)
     grid = studies.grid_size(space) if space.sampler == "grid" else None
     trials = request.trials or saved.get("trials") or space.trials or grid or DEFAULT_TRIALS
     if not 1 <= trials <= MAX_SWEEP_TRIALS:
@@ -165,6 +167,15 @@ def _check_validation(metric: str, data: DataRequest, validation_split: float | 
         raise UsageError(f"the objective {metric} needs validation data, and this sweep has none",
                          hint="give --val SRC (with --train), a --split with a validation part, or minimize "
                               "a training metric such as loss")
+
+
+def _check_one_number(metric: str, graph: Any) -> None:
+    """An objective is one number: a metric of one value per class (f1_score without `average`) is not."""
+    from netdsl.semantics.train_checks import per_class_metric_names
+
+    if metric.removeprefix("val_") in per_class_metric_names(graph.train.metrics, graph.output_names):
+        raise UsageError(f"the objective {metric} gives one value per class; an objective is one number",
+                         hint="give the metric average=\"macro\" (or \"micro\", \"weighted\")")
 
 
 def _existing_folder(request: SweepRequest, model: str) -> SweepFolder | None:

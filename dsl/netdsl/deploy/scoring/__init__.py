@@ -28,7 +28,7 @@ Where each piece lives:
 - `losses.py`: each loss per sample, and `Loss`, an output's loss reduced per batch;
 - `metrics.py`: the mean metrics, Keras' metric names, `make_metric`;
 - `counting.py`: the counting metrics (counts, curves and thresholds, IoU, F-beta, R2);
-- `scorer.py`: `Scorer`, a train section over batches; `not_in_numpy`, `several_values`.
+- `scorer.py`: `Scorer`, a train section over batches; `not_in_numpy`.
 
 Adding a loss: its per-sample function in `losses.py` and a line in `LOSS_FUNCTIONS`; a mean
 metric: a line in `metrics.MEAN_METRICS`. `tests/deploy/test_scoring.py` compares each
@@ -41,18 +41,18 @@ name (`probs_accuracy`); the keys come sorted, as Keras hands them over.
 Every loss and metric of the registry is here (a test keeps it so: one added to the
 registry goes here or into `NOT_IN_NUMPY` with why). `not_in_numpy` names what is not:
 a plugin's loss or metric, `auc(multi_label=true)` or `label_weights`, a counting metric
-given several thresholds; evaluate then scores with Keras. `several_values` names a metric
-of one value per class (f1_score without `average`), which evaluate refuses.
+given several thresholds; evaluate then scores with Keras. A metric of one value per class
+(f1_score or fbeta_score without `average`) gives a list, one value per class.
 """
 
 from __future__ import annotations
 
-from netdsl.deploy.scoring.common import Metric
+from netdsl.deploy.scoring.common import Metric, ScoringError
 from netdsl.deploy.scoring.losses import LOSS_FUNCTIONS, Loss, reduce_loss
 from netdsl.deploy.scoring.metrics import MEAN_METRICS, in_numpy, make_metric, metric_name
-from netdsl.deploy.scoring.scorer import NOT_IN_NUMPY, Scorer, not_in_numpy, several_values
+from netdsl.deploy.scoring.scorer import NOT_IN_NUMPY, Scorer, not_in_numpy
 
 __all__ = [
-    "LOSS_FUNCTIONS", "MEAN_METRICS", "NOT_IN_NUMPY", "Loss", "Metric", "Scorer", "in_numpy", "make_metric",
-    "metric_name", "not_in_numpy", "reduce_loss", "several_values",
+    "LOSS_FUNCTIONS", "MEAN_METRICS", "NOT_IN_NUMPY", "Loss", "Metric", "Scorer", "ScoringError", "in_numpy",
+    "make_metric", "metric_name", "not_in_numpy", "reduce_loss",
 ]

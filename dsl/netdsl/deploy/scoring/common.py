@@ -15,6 +15,12 @@ ONE_MINUS_EPSILON = float(FLOAT32(1.0) - FLOAT32(1e-7))
 NEG_INF = -1e10  # keras.src.metrics.metrics_utils.NEG_INF
 
 Array = np.ndarray
+
+
+class ScoringError(ValueError):
+    """Targets a metric cannot be computed on (their shape); the message says which and why."""
+
+
 Values = tuple[Array, "Array | None"]  # per-sample values and their mask (None: every value counts)
 
 
@@ -102,5 +108,6 @@ class Metric:
     def update(self, y_true: Array, y_pred: Array) -> None:
         raise NotImplementedError
 
-    def result(self) -> float:
+    def result(self) -> float | list[float]:
+        """One number; a list of them for a metric of one value per class (f1_score without `average`)."""
         raise NotImplementedError

@@ -13,7 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from netdsl.deploy.scoring.common import EPSILON, FLOAT32, NEG_INF, Array, Metric, divide_no_nan, floats, same_rank
+from netdsl.deploy.scoring.common import (
+    EPSILON,
+    FLOAT32,
+    NEG_INF,
+    Array,
+    Metric,
+    ScoringError,
+    divide_no_nan,
+    floats,
+    same_rank,
+)
 
 
 @dataclass
@@ -194,10 +204,11 @@ class ConfusionMatrix(Metric):
 
 @dataclass
 class FBeta(Metric):
-    """keras.metrics FBetaScore and F1Score, averaged to one number (micro, macro or weighted)."""
+    """keras.metrics FBetaScore and F1Score: averaged to one number (micro, macro or weighted), or one value
+    per class (`average` None)."""
 
     name: str
-    average: str
+    average: str | None
     beta: float = 1.0
     threshold: float | None = None
     tp: Any = 0.0
@@ -207,6 +218,9 @@ class FBeta(Metric):
 
     def update(self, y_true: Array, y_pred: Array) -> None:
         t, p = np.asarray(y_true, dtype=np.float32), np.asarray(y_pred, dtype=np.float32)
+        if t.shape != p.shape:  # Keras' F1Score refuses it too (NumPy would broadcast, or fail, on class labels)
+            raise ScoringError(f"the metric '{self.name}' needs one-hot targets shaped as the predictions "
+                               f"({_per_sample(p)} per sample); the data's are {_per_sample(t)}")
         if self.threshold is None:
             chosen = (p >= p.max(axis=-1, keepdims=True)) & (np.abs(p) > FLOAT32(1e-9))
         else:
@@ -218,14 +232,20 @@ class FBeta(Metric):
         self.fn = self.fn + ((1 - chosen_f) * t64).sum(axis=axis)
         self.weights = self.weights + t64.sum(axis=axis)
 
-    def result(self) -> float:
+    def result(self) -> float | list[float]:
         precision = self.tp / (self.tp + self.fp + EPSILON)
         recall = self.tp / (self.tp + self.fn + EPSILON)
         beta2 = self.beta ** 2
         score = precision * recall / (beta2 * precision + recall + EPSILON) * (1 + beta2)
+        if self.average is None:
+            return [float(v) for v in score]
         if self.average == "weighted":
             return float((score * self.weights / (np.sum(self.weights) + EPSILON)).sum())
         return float(np.mean(score))
+
+
+def _per_sample(array: Array) -> str:
+    return str(tuple(array.shape[1:])) if array.ndim > 1 else "one number"
 
 
 @dataclass
@@ -254,7 +274,7 @@ class R2(Metric):
         raw = np.where(np.isinf(raw), 0.0, raw)
         score = float(raw.mean()) if self.aggregation == "uniform_average" else float((total * raw).sum() / total.sum())
         n = self.samples
-        if self.regressors and self.regressors < n - 1:
+        if self.regressors and self.regressors < n - 1:  # netdsl's AdjustedR2Score, as Keras' R2Score computes it
             score = 1.0 - (1.0 - score) * (n - 1.0) / (n - self.regressors - 1.0)
         return score
 

@@ -207,7 +207,7 @@ def make_metric(resolved: Any, y_true: Array, y_pred: Array) -> Metric:
     if name in IOU_METRICS:
         return iou_metric(shown, name, kwargs)
     if name in ("f1_score", "fbeta_score"):
-        return FBeta(shown, kwargs["average"], float(kwargs.get("beta", 1.0)), kwargs.get("threshold"))
+        return FBeta(shown, kwargs.get("average"), float(kwargs.get("beta", 1.0)), kwargs.get("threshold"))
     if name == "r2_score":
         return R2(shown, kwargs.get("class_aggregation", "uniform_average"), kwargs.get("num_regressors", 0))
     return MeanMetric(shown, MEAN_METRICS[name], kwargs)

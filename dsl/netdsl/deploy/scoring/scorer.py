@@ -1,5 +1,5 @@
 """A train section, scored: `Scorer` adds up each batch's loss and metrics as Keras' `evaluate` does;
-`not_in_numpy` and `several_values` say what it does not score, and why.
+`not_in_numpy` says what it does not score, and why.
 """
 
 from __future__ import annotations
@@ -61,21 +61,6 @@ def _refused_arguments(item: Any) -> str | None:
     return None
 
 
-def several_values(train: Any, names: list[str]) -> str | None:
-    """A metric whose value is one number per class (which `evaluate` does not report), said with the way
-    around; None: every metric gives one number."""
-    for metrics in _metrics_per_output(train.metrics, names).values():
-        for item in metrics:
-            kwargs = dict(item.kwargs)
-            if item.name in ("f1_score", "fbeta_score") and kwargs.get("average") is None:
-                return (f"the metric '{item.describe()}' gives one value per class; evaluate reports one number "
-                        f"per metric: give it average=\"macro\" (or \"micro\", \"weighted\")")
-            if item.name == "r2_score" and kwargs.get("class_aggregation", "uniform_average") is None:
-                return (f"the metric '{item.describe()}' gives one value per column; evaluate reports one number "
-                        f"per metric: give it class_aggregation=\"uniform_average\"")
-    return None
-
-
 @dataclass
 class Scorer:
     """The train section's loss (each output's and the weighted total) and metrics over batches."""
@@ -118,10 +103,10 @@ class Scorer:
             for metric in metrics:
                 metric.update(y_true[name], y_pred[name])
 
-    def result(self) -> dict[str, float]:
+    def result(self) -> dict[str, float | list[float]]:
         """The values by Keras' names, sorted as Keras hands them over."""
         n = self.samples or 1
-        logs = {"loss": self.loss_total / n}
+        logs: dict[str, float | list[float]] = {"loss": self.loss_total / n}
         if len(self.outputs) > 1:
             # Keras weighs these by `y_pred.shape[0]`, unknown (None) inside TensorFlow's graph: a plain mean
             logs.update({f"{name}_loss": self.output_totals.get(name, 0.0) / (self.batches or 1)

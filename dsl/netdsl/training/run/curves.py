@@ -23,6 +23,18 @@ def panels(history: dict[str, list[float]]) -> list[str]:
     return sorted(names, key=lambda n: (n != "loss", names.index(n)))
 
 
+def _lines(values: list | None, label: str) -> list[tuple[list, str]]:
+    """The lines of one history column: itself, or one per class for a metric of one value per class
+    (each epoch's value a list: `train [0]`, `train [1]`, ...)."""
+    if not values:
+        return []
+    first = next((v for v in values if isinstance(v, list)), None)
+    if first is None:
+        return [(values, label)]
+    return [([v[i] if isinstance(v, list) and i < len(v) else math.nan for v in values], f"{label} [{i}]")
+            for i in range(len(first))]
+
+
 def write_curves(history: dict[str, list[float]], epochs: list[int], folder: Path, title: str) -> list[Path]:
     """Write curves.svg and curves.png into `folder`; the paths written (none without history)."""
     names = panels(history)
@@ -40,8 +52,8 @@ def write_curves(history: dict[str, list[float]], epochs: list[int], folder: Pat
     for i, name in enumerate(names):
         axes = figure.add_subplot(rows, columns, i + 1)
         for key, label, style in ((name, "train", "-"), (f"val_{name}", "validation", "--")):
-            if key in history:
-                axes.plot(epochs, history[key], style, marker="o", markersize=3, label=label)
+            for values, line_label in _lines(history.get(key), label):
+                axes.plot(epochs, values, style, marker="o", markersize=3, label=line_label)
         axes.set_title(name)
         axes.set_xlabel("epoch")
         axes.grid(True, alpha=0.3)

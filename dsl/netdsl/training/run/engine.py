@@ -44,7 +44,7 @@ from netdsl.training.errors import DataError, TrainingError, tensorflow_message
 from netdsl.training.run import checkpoint
 from netdsl.training.run.keeper import RunKeeper
 from netdsl.training.run.progress import progress_callback
-from netdsl.training.run.report import RunWriter, loss_first
+from netdsl.training.run.report import LoggedValue, RunWriter, logged_value, loss_first
 from netdsl.training.run.runs import RunFolder
 from netdsl.training.run.settings import TrainConfig, json_defines
 from netdsl.training.run.signals import Stopped, StopSignals
@@ -106,11 +106,12 @@ class Placement:
 
 @dataclass
 class Run:
-    """A run's outcome: its folder, the trained model, the history per metric, the report."""
+    """A run's outcome: its folder, the trained model, the history per metric (a metric of one value per
+    class: a list each epoch), the report."""
 
     dir: Path | None
     model: Any
-    history: dict[str, list[float]]
+    history: dict[str, list[LoggedValue]]
     report: dict
 
     @property
@@ -280,7 +281,7 @@ class Session:
         if plan.test is not None:
             test = self.placement.dataset(plan.test, self.config.batch_size)
             logs = self.model.evaluate(test, return_dict=True, verbose=0)
-            self.test = {k: float(v) for k, v in logs.items()}
+            self.test = {k: logged_value(v) for k, v in logs.items()}
 
     def _close(self, status: str, reason: str | None = None) -> Run:
         report = self._report(status, reason)
@@ -288,7 +289,7 @@ class Session:
         self.writer.report(report)
         with contextlib.suppress(Exception):  # a picture must not turn a finished run into a failed one
             self.writer.curves(self.state["history"], f"{self.config.model}: {status}")
-        history: dict[str, list[float]] = {}
+        history: dict[str, list[LoggedValue]] = {}
         for row in self.state["history"]:
             for key, value in row.items():
                 if key != "epoch":

@@ -12,18 +12,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-Listener = Callable[[int, dict[str, float]], "str | None"]  # (epoch from 1, logs) -> a status that stops the run
+# (epoch from 1, logs: floats, a list for a metric of one value per class) -> a status that stops the run
+Listener = Callable[[int, dict[str, Any]], "str | None"]
 
 
 def epoch_hook(listener: Listener) -> Any:
     """A `keras.callbacks.Callback` calling `listener` after each epoch (imports Keras)."""
     import keras
 
+    from netdsl.training.run.report import logged_value
+
     class EpochHook(keras.callbacks.Callback):
         stopped_as: str | None = None
 
         def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
-            status = listener(epoch + 1, {k: float(v) for k, v in (logs or {}).items()})
+            status = listener(epoch + 1, {k: logged_value(v) for k, v in (logs or {}).items()})
             if status:
                 self.stopped_as = status
                 self.model.stop_training = True

@@ -24,7 +24,7 @@ from netdsl.training.data.signature import Signature
 from netdsl.training.data.source import open_source
 from netdsl.training.errors import RunError, TrainingError
 from netdsl.training.run.checkpoint import npz_bytes
-from netdsl.training.run.report import loss_first
+from netdsl.training.run.report import LoggedValue, logged_value, loss_first
 from netdsl.training.run.runs import CONFIG, RunFolder
 from netdsl.training.run.settings import saved_data
 
@@ -76,7 +76,7 @@ def load_trained(where: Any) -> tuple[Any, int]:
 
 
 def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None,
-             split: str = "test") -> dict[str, float]:
+             split: str = "test") -> dict[str, LoggedValue]:
     """`data=None` with a run folder: the run's own `split` ("test", "val" or "train") of its data,
     cut as training cut it (the same sources, fractions and seed, from its config.json)."""
     if data is None and split not in SPLITS:
@@ -85,16 +85,48 @@ def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict
     if not model.compiled or model.loss is None:
         raise TrainingError("the model has no loss to evaluate (its spec has no train section)",
                             file=str(where) if isinstance(where, (str, os.PathLike)) else None)
+    compile_with_run_spec(model, where)
     if data is None:
         source, rows = run_split(where, Signature.of(model), split)
     else:
         source = open_source(data, Signature.of(model), targets)
         rows = np.arange(source.n)
     logs = model.evaluate(source.dataset(rows, batch_size or batch), return_dict=True, verbose=0)
-    return {k: float(logs[k]) for k in loss_first(list(logs))}
+    return {k: logged_value(logs[k]) for k in loss_first(list(logs))}
 
 
 SPLITS = ("test", "val", "train")
+
+
+def compile_with_run_spec(model: Any, where: Any) -> bool:
+    """Score a run folder's model (or a .keras file in one) with the loss and metrics of the spec the run
+    recorded, when that spec is still where it was and unchanged (its sha256, with the run's -D
+    overrides); True when it did. Keras saves some losses without their arguments (Huber's `delta`):
+    the reloaded file alone would score `huber(delta=0.5)` with delta 1.0."""
+    if not isinstance(where, (str, os.PathLike)):
+        return False
+    path = Path(where)
+    folder = path if path.is_dir() else path.parent
+    if not (folder / CONFIG).is_file():
+        return False
+    from netdsl.backend.compiler import compile_for_scoring
+    from netdsl.errors import SpecError
+    from netdsl.semantics.defines import apply_defines
+    from netdsl.syntax.loader import as_program
+    from netdsl.training.run.settings import spec_sha256
+
+    saved = RunFolder.existing(folder).read_json(CONFIG)
+    recorded = saved.get("spec") or {}
+    spec_path = recorded.get("path")
+    if not isinstance(spec_path, str) or not Path(spec_path).is_file():
+        return False  # the spec is gone: the file's own compile (its loss arguments as Keras saved them)
+    try:
+        program = apply_defines(as_program(spec_path), saved.get("defines") or {})
+        if spec_sha256(program) != recorded.get("sha256"):
+            return False  # edited since: its train section may not be the one this model trained with
+        return compile_for_scoring(model, program, recorded.get("model"))
+    except SpecError:
+        return False  # no longer loads here (an import from an -I folder): the file's own compile
 
 
 def run_split(where: Any, signature: Signature, split: str) -> tuple[Any, np.ndarray]:

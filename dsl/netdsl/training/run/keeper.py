@@ -13,7 +13,7 @@ import keras
 
 from netdsl.training.data.pipeline import EpochOrder
 from netdsl.training.run import checkpoint
-from netdsl.training.run.report import RunWriter
+from netdsl.training.run.report import RunWriter, logged_value
 from netdsl.training.run.signals import StopSignals
 
 
@@ -40,7 +40,7 @@ class RunKeeper(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         state = self.state
-        row = {"epoch": epoch + 1, **{k: _number(v) for k, v in (logs or {}).items()}}
+        row = {"epoch": epoch + 1, **{k: logged_value(v) for k, v in (logs or {}).items()}}
         with self.signals.critical():
             state["history"].append(row)
             state["epoch"] = epoch + 1
@@ -62,9 +62,3 @@ class RunKeeper(keras.callbacks.Callback):
         state["epoch_seconds"][-1] = total
         state["write_seconds"].append(total - before_writes)
 
-
-def _number(value: Any) -> Any:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return value

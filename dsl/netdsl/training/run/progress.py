@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 import keras
 
-from netdsl.training.run.report import loss_first
+from netdsl.training.run.report import logged_value, loss_first, shown_value
 
 
 def resolve_mode(mode: str, stream: TextIO | None = None) -> str:
@@ -32,10 +32,11 @@ def progress_callback(mode: str, epochs: int, steps: int, stream: TextIO | None 
     return cls(epochs, steps, stream or sys.stderr)
 
 
-def format_logs(logs: dict[str, float]) -> str:
+def format_logs(logs: dict[str, Any]) -> str:
     train = loss_first([k for k in logs if not k.startswith("val_")])
     keys = train + [f"val_{k}" for k in train if f"val_{k}" in logs]
-    return "  ".join(f"{k} {logs[k]:.4g}" for k in keys if k in logs and isinstance(logs[k], (int, float)))
+    values = {k: logged_value(logs[k]) for k in keys if k in logs}
+    return "  ".join(f"{k} {shown_value(v, '.4g')}" for k, v in values.items() if isinstance(v, (int, float, list)))
 
 
 class EpochLines(keras.callbacks.Callback):

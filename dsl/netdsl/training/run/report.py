@@ -67,6 +67,29 @@ class RunWriter:
             write_bytes(self.folder.path / name, (json.dumps(data, indent=2, default=_plain) + "\n").encode())
 
 
+# A logged value: a number, or the list a metric of one value per class gives (f1_score without `average`).
+LoggedValue = float | list[float]
+
+
+def logged_value(value: Any) -> Any:
+    """A value of Keras' logs as netdsl records it: a float, or a list of floats (nested for a matrix) for a
+    metric of one value per class; anything else as it is."""
+    import numpy as np
+
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return value
+    return float(array) if array.ndim == 0 else array.tolist()
+
+
+def shown_value(value: Any, spec: str) -> str:
+    """A logged value as the CLI prints it: `0.8125`, or `[0.7500, 0.8571]` for one value per class."""
+    if isinstance(value, list):
+        return "[" + ", ".join(shown_value(v, spec) for v in value) + "]"
+    return format(value, spec)
+
+
 def history_columns(rows: list[dict]) -> list[str]:
     """epoch, loss, the other training values, then their val_ forms in the same order."""
     seen: list[str] = []
@@ -97,13 +120,15 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, float):
         return repr(value)  # every digit: the CSV gives back the exact float
+    if isinstance(value, list):  # one value per class: a JSON list, every digit
+        return json.dumps(value)
     return str(value)
 
 
 def _plain(value: Any) -> Any:
     """JSON for what json cannot write itself (NumPy numbers, paths, Keras objects)."""
-    if hasattr(value, "item"):
-        return value.item()
+    if hasattr(value, "tolist"):  # a NumPy number or array (a metric of one value per class)
+        return value.tolist()
     if isinstance(value, Path):
         return str(value)
     return str(value)

@@ -26,6 +26,7 @@ s/epoch of each side, netdsl/hand, netdsl on B / netdsl on TensorFlow, and
 default / spe 1.
 
     python bench/bench_backends.py [--runs 2] [--epochs 3] [--samples 2000] [--backends tensorflow,jax,torch]
+                                   [--threads N]
 """
 
 from __future__ import annotations
@@ -112,8 +113,8 @@ def epoch_time(times: list[float]) -> float:
 
 def run_torch_hand(network: str, data: Path, args: argparse.Namespace) -> list[float]:
     done = subprocess.run([sys.executable, "-c", TORCH_HAND, network, str(data), "0", str(args.batch_size),
-                           str(args.epochs)], env=env("torch"), check=True, capture_output=True, text=True,
-                          timeout=900)
+                           str(args.epochs)], env=env("torch", args.threads), check=True, capture_output=True,
+                          text=True, timeout=900)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -164,6 +165,8 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--networks", default=",".join(SPECS))
+    parser.add_argument("--threads", type=int, default=None,
+                        help="size every backend's CPU thread pools (bench_train.thread_env); default: each its own")
     args = parser.parse_args()
     args.shuffle = False
     backends = [b for b in args.backends.split(",") if b]
@@ -190,8 +193,9 @@ def main() -> int:
                 target.mkdir(exist_ok=True)
                 specs[network, steps] = bench_spec(target, False, steps, SPECS[network])
         order = sides(networks, backends)
+        threads = f"{args.threads} CPU thread(s) per pool" if args.threads else "each backend's own thread pools"
         print(f"{args.samples} samples, batch {args.batch_size}, {args.epochs} epochs per process (first left out), "
-              f"shuffle off; {args.runs} interleaved runs of {len(order)} sides\n", flush=True)
+              f"shuffle off, {threads}; {args.runs} interleaved runs of {len(order)} sides\n", flush=True)
         results: dict[Side, list[float]] = {side: [] for side in order}
         for run in range(args.runs):
             for side in order if run % 2 == 0 else reversed(order):

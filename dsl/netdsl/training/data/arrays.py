@@ -76,15 +76,22 @@ class ArraySource:
 
     def batches(self, rows: np.ndarray, batch_size: int, with_targets: bool = True) -> Iterator[Batch]:
         """({input: array}, {output: array} or None) per batch of `rows`, in order, as NumPy (no TensorFlow)."""
-        inputs, targets = self._arrays
-        if self._tensors is not None:  # a dataset was made first: the arrays live in the tensors now
-            input_tensors, target_tensors = self._tensors
-            inputs = {k: v.numpy() for k, v in input_tensors.items()}
-            targets = {k: v.numpy() for k, v in target_tensors.items()} if target_tensors is not None else None
         for start in range(0, len(rows), batch_size):
-            index = rows[start:start + batch_size]
-            yield ({name: array[index] for name, array in inputs.items()},
-                   {name: array[index] for name, array in targets.items()} if with_targets and targets else None)
+            yield self.take(rows[start:start + batch_size], with_targets)
+
+    def take(self, index: np.ndarray, with_targets: bool = True) -> Batch:
+        """The rows `index` (in that order) as ({input: array}, {output: array} or None), in NumPy."""
+        inputs, targets = self._numpy()
+        return ({name: array[index] for name, array in inputs.items()},
+                {name: array[index] for name, array in targets.items()} if with_targets and targets else None)
+
+    def _numpy(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+        """The arrays as NumPy (a dataset made first moved them into tensors: read back once from those)."""
+        if self._tensors is not None and self._arrays[0] == {}:
+            input_tensors, target_tensors = self._tensors
+            self._arrays = ({k: v.numpy() for k, v in input_tensors.items()},
+                            None if target_tensors is None else {k: v.numpy() for k, v in target_tensors.items()})
+        return self._arrays
 
     def _as_tensors(self) -> tuple[dict, dict | None]:
         """The arrays as tensors, converted once (the NumPy copies are then let go)."""

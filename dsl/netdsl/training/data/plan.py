@@ -47,7 +47,14 @@ class Part:
         return len(self.rows)
 
     def dataset(self, batch_size: int, order: EpochOrder | None = None, with_targets: bool = True) -> Any:
+        """The part as a tf.data pipeline (a distributed job shards it)."""
         return self.source.dataset(self.rows, batch_size, order, with_targets)
+
+    def feed(self, batch_size: int, order: EpochOrder | None = None, with_targets: bool = True) -> Any:
+        """The part as the running backend is best fed it (`feed.feed`)."""
+        from netdsl.training.data.feed import feed
+
+        return feed(self.source, self.rows, batch_size, order, with_targets)
 
 
 @dataclass

@@ -42,7 +42,7 @@ from netdsl.training.data.plan import DataPlan, plan_data
 from netdsl.training.data.signature import Signature
 from netdsl.training.errors import DataError, TrainingError, tensorflow_message
 from netdsl.training.run import checkpoint
-from netdsl.training.run.keeper import RunKeeper
+from netdsl.training.run.keeper import RunKeeper, TorchEpochSeed
 from netdsl.training.run.progress import progress_callback
 from netdsl.training.run.report import LoggedValue, RunWriter, logged_value, loss_first
 from netdsl.training.run.runs import RunFolder
@@ -91,7 +91,7 @@ class Placement:
 
     def dataset(self, part: Any, batch_size: int, order: EpochOrder | None = None) -> Any:
         """The batches of `part` this process feeds to Keras (`batch_size` is the global batch)."""
-        return part.dataset(batch_size, order)
+        return part.feed(batch_size, order)
 
     def callbacks(self) -> list:
         return []
@@ -227,6 +227,8 @@ class Session:
 
     def _fit(self) -> bool:
         """Train; True when a spec callback stopped training before the last epoch."""
+        import keras
+
         from netdsl.backend.compiler import fit_kwargs, unfreeze, unfreeze_epoch
 
         config, plan, model = self.config, self._planned(), self.model
@@ -244,13 +246,13 @@ class Session:
         if config.on_start is not None and self._dir is not None:  # (a process that writes has its folder)
             config.on_start(self._dir, first)
         callbacks = [*spec_callbacks, keeper]
+        if keras.backend.backend() == "torch":
+            callbacks.insert(0, TorchEpochSeed(config.seed))
         steps = math.ceil(plan.train.n / config.batch_size)
         progress = progress_callback(config.progress, config.epochs, steps)
         if progress is not None:
             callbacks.append(progress)
         if config.tensorboard and self.writer.folder is not None:
-            import keras
-
             callbacks.append(keras.callbacks.TensorBoard(log_dir=str(self.writer.folder.subfolder("tensorboard"))))
         callbacks.extend(config.callbacks)
         callbacks.extend(self.placement.callbacks())

@@ -91,7 +91,9 @@ def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict
     else:
         source = open_source(data, Signature.of(model), targets)
         rows = np.arange(source.n)
-    logs = model.evaluate(source.dataset(rows, batch_size or batch), return_dict=True, verbose=0)
+    from netdsl.training.data.feed import feed  # Keras is loaded by now (load_trained)
+
+    logs = model.evaluate(feed(source, rows, batch_size or batch), return_dict=True, verbose=0)
     return {k: logged_value(logs[k]) for k in loss_first(list(logs))}
 
 
@@ -159,7 +161,9 @@ def predict(where: Any, data: Any, batch_size: int | None = None, targets: dict 
     model, batch = load_trained(where)
     signature = Signature.of(model)
     source = open_source(data, signature, targets, need_targets=False)
-    result = model.predict(source.dataset(np.arange(source.n), batch_size or batch, with_targets=False), verbose=0)
+    from netdsl.training.data.feed import feed
+
+    result = model.predict(feed(source, np.arange(source.n), batch_size or batch, with_targets=False), verbose=0)
     if isinstance(result, dict):
         return {name: np.asarray(result[name]) for name in signature.output_names}
     if not isinstance(result, (list, tuple)):

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import keras
+import numpy as np
 
 from netdsl.training.data.pipeline import EpochOrder
 from netdsl.training.run import checkpoint
@@ -62,3 +63,18 @@ class RunKeeper(keras.callbacks.Callback):
         state["epoch_seconds"][-1] = total
         state["write_seconds"].append(total - before_writes)
 
+
+class TorchEpochSeed(keras.callbacks.Callback):
+    """Keras' dropout on torch draws from torch's global generator when the layer has no seed of its
+    own (on TensorFlow and JAX it draws from the layer's seed state, a model variable the checkpoint
+    holds). Seeding that generator from (the run's seed, the epoch) as each epoch starts gives an epoch
+    the same masks in a resumed run as in an uninterrupted one, as `EpochOrder` does for the order."""
+
+    def __init__(self, seed: int):
+        super().__init__()
+        self.seed = seed
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        import torch
+
+        torch.manual_seed(int(np.random.default_rng([self.seed, epoch, 1]).integers(1, 2**62)))

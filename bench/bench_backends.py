@@ -17,13 +17,16 @@ Sides, per network and backend:
                torch: a plain PyTorch loop of the same architecture, written
                below (nn.Sequential, Adam, cross-entropy, batches sliced from
                tensors, accuracy counted as the spec's metric is)
+  keras fit    torch only: Keras `model.fit` of the same model on torch, so that
+               netdsl/hand splits into netdsl/keras (what netdsl adds) and
+               keras/hand (what Keras' torch backend adds to plain PyTorch)
 
 Shuffling is off on every side (same batches). Every process's first epoch
 (tracing, compiling) is left out and its epoch time is the median of the
 rest; each figure is the median over runs, and the runs interleave every
 side so drift on a shared machine hits all alike. Printed per network:
-s/epoch of each side, netdsl/hand, netdsl on B / netdsl on TensorFlow, and
-default / spe 1.
+s/epoch of each side, netdsl/hand, netdsl/keras fit, netdsl on B / netdsl on
+TensorFlow, and default / spe 1.
 
     python bench/bench_backends.py [--runs 2] [--epochs 3] [--samples 2000] [--backends tensorflow,jax,torch]
                                    [--threads N]
@@ -86,7 +89,7 @@ class Side:
     (None: the spec says nothing, the backend's default)."""
 
     network: str
-    trainer: str  # "netdsl" or "hand"
+    trainer: str  # "netdsl", "hand" or "keras" (Keras `fit` on torch, where "hand" is plain PyTorch)
     backend: str
     steps: int | None = 1
 
@@ -102,6 +105,8 @@ def sides(networks: list[str], backends: list[str]) -> list[Side]:
         for backend in backends:
             out.append(Side(network, "netdsl", backend))
             out.append(Side(network, "hand", backend))
+            if backend == "torch":
+                out.append(Side(network, "keras", backend))
             out.append(Side(network, "netdsl", backend, None))
     return out
 
@@ -123,7 +128,7 @@ def time_side(side: Side, specs: dict[tuple[str, int], Path], data: dict[str, Pa
     spec = specs[side.network, side.steps]
     if side.trainer == "netdsl":
         times, _ = run_netdsl(spec, data[side.network], folder / "runs", args, side.backend)
-    elif side.backend == "torch":
+    elif side.backend == "torch" and side.trainer == "hand":
         times = run_torch_hand(side.network, data[side.network], args)
     else:
         times = run_hand(spec, data[side.network], args, side.backend)
@@ -141,8 +146,8 @@ def seconds(value: float | None) -> str:
 def table(medians: dict[Side, float], networks: list[str], backends: list[str]) -> list[str]:
     """The printed figures: per network and backend, s/epoch of each side and the ratios between them
     (netdsl and hand: steps_per_execution 1; default: the backend's default)."""
-    head = (f"{'backend':<11}{'netdsl':>9}{'hand':>9}{'netdsl/hand':>13}{'vs netdsl TF':>14}"
-            f"{'default':>9}{'default/1':>11}")
+    head = (f"{'backend':<11}{'netdsl':>9}{'hand':>9}{'netdsl/hand':>13}{'keras fit':>11}{'netdsl/keras':>14}"
+            f"{'vs netdsl TF':>14}{'default':>9}{'default/1':>11}")
     lines = []
     for network in networks:
         lines += [f"{network} (s/epoch, median)", head]
@@ -151,7 +156,9 @@ def table(medians: dict[Side, float], networks: list[str], backends: list[str]) 
             ours = medians.get(Side(network, "netdsl", backend))
             hand = medians.get(Side(network, "hand", backend))
             default = medians.get(Side(network, "netdsl", backend, None))
+            keras_fit = medians.get(Side(network, "keras" if backend == "torch" else "hand", backend))
             lines.append(f"{backend:<11}{seconds(ours):>9}{seconds(hand):>9}{ratio(ours, hand):>13}"
+                         f"{seconds(keras_fit):>11}{ratio(ours, keras_fit):>14}"
                          f"{ratio(ours, tf):>14}{seconds(default):>9}{ratio(default, ours):>11}")
         lines.append("")
     return lines

@@ -59,6 +59,16 @@ def test_train_prints_the_tutorials_numbers_and_the_run_folder(work, capsys):
     assert code == 0 and err == "run folder: runs/tiny-2\n" and "test:" not in out
 
 
+def test_a_run_folder_named_with_control_characters_is_printed_escaped(work, capsys):
+    # a folder name is text from outside: an ESC or a newline in it cannot recolour the terminal or fake a line
+    code, out, err = run(capsys, "train", "tiny.net", "--data", "t.csv", "--targets", "probs=label",
+                         "--progress", "none", "--epochs", "1", "-o", "runs\x1b[31m\nfake")
+    assert code == 0
+    assert err == "run folder: runs\\x1b[31m\\nfake/tiny-1\n"
+    assert out.splitlines()[-1] == "run folder: runs\\x1b[31m\\nfake/tiny-1"
+    assert Path("runs\x1b[31m\nfake", "tiny-1", "report.json").is_file()
+
+
 def test_a_progress_bar_redraws_in_place(work, capsys):
     code, _, err = run(capsys, "train", "tiny.net", "--data", "t.csv", "--targets", "probs=label",
                        "--progress", "bar", "--epochs", "1")

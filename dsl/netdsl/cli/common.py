@@ -49,7 +49,7 @@ def print_error(exc: TrainingError | UsageError | BackendError, command: str) ->
         line = error_line(command, str(exc))
     print(line, file=sys.stderr)
     if exc.run_dir is not None:
-        print(f"run folder: {exc.run_dir} (status: failed)", file=sys.stderr)
+        print(f"run folder: {printable(exc.run_dir)} (status: failed)", file=sys.stderr)
     return exc.exit_code if isinstance(exc, (TrainingError, UsageError)) else EXIT_USAGE
 
 

@@ -44,7 +44,7 @@ from netdsl.cli.common import (
     data_request,
     load_plugins,
 )
-from netdsl.errors import UsageError
+from netdsl.errors import UsageError, printable
 from netdsl.semantics.defines import parse_defines
 from netdsl.training.errors import DataError
 from netdsl.training.run.settings import PROGRESS, TrainRequest, resolve
@@ -146,7 +146,7 @@ def _checked(args: argparse.Namespace, process_id: int) -> Any:
 
 def _announce(folder: Path, first_epoch: int) -> None:
     resumed = f" (resuming after epoch {first_epoch})" if first_epoch else ""
-    print(f"run folder: {folder}{resumed}", file=sys.stderr, flush=True)
+    print(f"run folder: {printable(folder)}{resumed}", file=sys.stderr, flush=True)
 
 
 def _print_summary(result: Any, spec: str) -> None:
@@ -164,5 +164,5 @@ def _print_summary(result: Any, spec: str) -> None:
         print("run folder: none (nothing was written)")
         return
     if report["status"] == "stopped":
-        print(f"resume with: netdsl train {spec} --resume {result.dir}")
-    print(f"run folder: {result.dir}")
+        print(f"resume with: netdsl train {printable(spec)} --resume {printable(result.dir)}")
+    print(f"run folder: {printable(result.dir)}")

@@ -1,6 +1,6 @@
 """A `freeze` pattern freezes exactly the layers it names, by the names `summary`, `render` and the `frozen:` line show.
 
-`check`, `summary` and the build share one rule (`semantics.fine_tuning.frozen_layer_names`):
+`check`, `summary` and the build share one rule (`semantics.fine_tuning.part_layer_names`):
 a layer answers to its name in `summary`/`render` (`e.enc.y.proj`), to its Keras
 layer's (a shared instance's `e.enc.proj`, a nested model's `sub`) and to the block
 instances it lies in (`e.enc`). Each pattern below is checked, counted and built;

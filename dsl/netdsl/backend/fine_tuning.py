@@ -18,7 +18,6 @@ shapes, or the build fails naming it (unless `init_strict = false`).
 
 from __future__ import annotations
 
-import fnmatch
 import io
 import json
 import os
@@ -33,7 +32,7 @@ import numpy as np
 from netdsl.errors import Fail, Span, UsageError
 from netdsl.files import ZIP_ERRORS
 from netdsl.limits import MAX_CONFIG_BYTES
-from netdsl.semantics.fine_tuning import WEIGHT_FILES, InitFrom, Pattern, frozen_layer_names
+from netdsl.semantics.fine_tuning import WEIGHT_FILES, InitFrom, Pattern, part_layer_names
 
 __all__ = ["apply_fine_tuning", "load_weights_file", "set_trainable"]
 
@@ -64,7 +63,8 @@ def apply_fine_tuning(model: Any, graph: Any) -> list[str]:
     folder = _spec_folder(graph.span.file)
     for init in spec.init:
         weights = _read(folder, init)
-        report.append(_load_part(model, init, weights, spec.init_strict))
+        part = set(part_layer_names(graph, [init.part.text])) if init.part.text else None
+        report.append(_load_part(model, init, weights, spec.init_strict, part))
     set_trainable(model, graph, False)
     return report
 
@@ -83,7 +83,7 @@ def load_weights_file(model: Any, path: str | os.PathLike[str]) -> str:
             raise Fail(init.span, f"a weights file is a .keras or .weights.h5 path, received '{shown}'")
         if not target.is_file():
             raise Fail(init.span, f"weights file '{shown}' does not exist")
-        return _load_part(model, init, _read_file(target, init), strict=True)
+        return _load_part(model, init, _read_file(target, init), strict=True, part=None)
     except Fail as fail:
         assert fail.diagnostic is not None  # every Fail raised above has its message (none is a Fail.reported())
         raise UsageError(fail.diagnostic.message) from None  # (its hint is about init_strict: a spec setting)
@@ -91,20 +91,12 @@ def load_weights_file(model: Any, path: str | os.PathLike[str]) -> str:
 
 def set_trainable(model: Any, graph: Any, trainable: bool) -> None:
     """Freeze (or unfreeze) the layers the train section's `freeze` names: those
-    `semantics.fine_tuning.frozen_layer_names` finds in the graph (what `check`
+    `semantics.fine_tuning.part_layer_names` finds in the graph (what `check`
     accepted and `summary` counted), by their Keras names among `model.layers`."""
-    names = set(frozen_layer_names(graph, [p.text for p in graph.train.freeze]))
+    names = set(part_layer_names(graph, [p.text for p in graph.train.freeze]))
     for layer in model.layers:
         if layer.name in names:
             layer.trainable = trainable
-
-
-def _names(layer_name: str, pattern: str) -> bool:
-    """An `init` part: a layer the pattern names, or one inside a block instance it names (`h.res` -> `h.res.y`)."""
-    if fnmatch.fnmatchcase(layer_name, pattern):
-        return True
-    parts = layer_name.split(".")
-    return any(fnmatch.fnmatchcase(".".join(parts[:i]), pattern) for i in range(1, len(parts)))
 
 
 # ---------------------------------------------------------------- reading
@@ -226,19 +218,20 @@ def _model_keys(model: Any, name_path: tuple = (), key_path: tuple = ()) -> list
     return found
 
 
-def _load_part(model: Any, init: InitFrom, weights: WeightsFile, strict: bool) -> str:
+def _load_part(model: Any, init: InitFrom, weights: WeightsFile, strict: bool, part: set[str] | None) -> str:
+    """Load the layers of `part` (the Keras names of the model's layers the part's pattern
+    names, by `part_layer_names`: what `check` accepted; None: the whole model) from `weights`."""
     layers = [(n, k, layer) for n, k, layer in _model_keys(model)
               if layer.weights and not isinstance(layer, keras.Model)]
     pattern = init.part.text
-    if pattern:
-        nested = [layer for layer in model.layers if isinstance(layer, keras.Model) and _names(layer.name, pattern)]
-        if nested and len(nested) == 1 and not _holds(weights, nested[0].name):
+    if part is not None:
+        named = [layer for layer in model.layers if layer.name in part]
+        if len(named) == 1 and isinstance(named[0], keras.Model) and not _holds(weights, named[0].name):
             # A nested model's own file: its layers at the top level of the file.
-            inner = nested[0]
-            layers = [(n, k, layer) for n, k, layer in _model_keys(inner) if layer.weights
+            layers = [(n, k, layer) for n, k, layer in _model_keys(named[0]) if layer.weights
                       and not isinstance(layer, keras.Model)]
         else:
-            layers = [(n, k, layer) for n, k, layer in layers if any(_names(part, pattern) for part in n)]
+            layers = [(n, k, layer) for n, k, layer in layers if n[0] in part]
     loaded, missing = 0, []
     for names, keys, layer in layers:
         arrays = weights.arrays(names, keys)
@@ -262,8 +255,8 @@ def _load_part(model: Any, init: InitFrom, weights: WeightsFile, strict: bool) -
     if not loaded:
         raise Fail(init.span, f"no layer of {'the model' if not pattern else repr(pattern)} "
                               f"matched a weight of '{weights.path}'")
-    part = f"'{pattern}'" if pattern else "the model"
-    return f"init: {loaded} layer{'s' if loaded != 1 else ''} of {part} from {weights.path}" + (
+    shown_part = f"'{pattern}'" if pattern else "the model"
+    return f"init: {loaded} layer{'s' if loaded != 1 else ''} of {shown_part} from {weights.path}" + (
         f" ({len(missing)} without weights there)" if missing else "")
 
 

@@ -10,27 +10,30 @@
 
 A part is named as the model's layers and block instances are (`backbone`, a
 nested model used as a step; `h.res_block_2`, a block instance; `probs`, a
-layer), `*` matching any run of characters. Here, in pure Python: the values'
-forms, file paths that stay inside the spec's folder (the rules of imports),
-and every pattern matching something in the expanded graph (`check_parts`).
-The weights themselves are read and applied by `backend/fine_tuning.py`.
+layer), `*` matching any run of characters (and only `*`: a `?` or `[` is
+itself). Here, in pure Python: the values' forms, file paths that stay inside
+the spec's folder (the rules of imports), and every pattern matching something
+in the expanded graph (`check_parts`). The weights themselves are read and
+applied by `backend/fine_tuning.py`.
 
-Which layers a `freeze` pattern names is decided once, here
-(`frozen_layer_names`), from the graph: `check` refuses a pattern that names
-none, `summary` counts those layers as frozen, and the build freezes the Keras
-layers of exactly those names. A layer answers to the name `summary` and
-`render` show (`e.enc.y.proj`), to its Keras layer's (a shared instance's
-`e.enc.proj`, a nested model's `backbone`: the `frozen:` line's names) and to
-the block instances it lies in (`e.enc`). A shared layer or nested model is
-one set of weights: naming one of its uses freezes it everywhere.
+Which layers a pattern names, in `freeze` and in `init` alike, is decided
+once, here (`part_layer_names`), from the graph: `check` refuses a pattern
+that names none, `summary` counts the frozen layers, and the build freezes, or
+loads weights into, the Keras layers of exactly those names. A layer answers
+to the name `summary` and `render` show (`e.enc.y.proj`), to its Keras
+layer's (a shared instance's `e.enc.proj`, a nested model's `backbone`: the
+`frozen:` line's names) and to the block instances it lies in (`e.enc`). A
+shared layer or nested model is one set of weights: naming one of its uses
+freezes (or loads) it everywhere.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from netdsl.errors import Diagnostic, Fail, did_you_mean
@@ -125,15 +128,14 @@ def check_parts(graph: Graph, spec: Any) -> list[Diagnostic]:
                                    "unfreeze_learning_rate needs unfreeze_after (the epochs of the first phase)"))
     if spec.unfreeze_after is not None and not spec.freeze:
         found.append(Diagnostic.at(graph.span, "unfreeze_after needs freeze: the parts frozen for the first phase"))
-    names = part_names(graph)
-    for pattern in [p.part for p in spec.init if p.part.text]:
-        if not any(fnmatch.fnmatchcase(name, pattern.text) for name in names):
-            found.append(_names_nothing(graph, pattern, names, None))
     layers_by_name = _layers_by_name(graph)
-    for pattern in spec.freeze:
+    named: list[tuple[Pattern, Callable[[str], str]]] = [(p.part, partial(_init_whole, p.path))
+                                                          for p in spec.init if p.part.text]
+    named += [(p, _freeze_whole) for p in spec.freeze]
+    for pattern, whole in named:
         if not _matching(layers_by_name, [pattern.text]):
             found.append(_names_nothing(graph, pattern, list(layers_by_name),
-                                        _inside_nested_model(graph, pattern.text)))
+                                        _inside_nested_model(graph, pattern.text, whole)))
     return found
 
 
@@ -142,14 +144,15 @@ def _names_nothing(graph: Graph, pattern: Pattern, names: list[str], hint: str |
                                        f"'{graph.name}'", hint or _nearest(pattern.text, names))
 
 
-def frozen_layer_names(graph: Graph, patterns: Sequence[str]) -> list[str]:
-    """The Keras names of the layers `patterns` freeze, in graph order: those with a name a pattern matches.
+def part_layer_names(graph: Graph, patterns: Sequence[str]) -> list[str]:
+    """The Keras names of the layers `patterns` name, in graph order: those with a name a pattern matches.
 
-    The one rule of `check`, `summary` (`semantics/trainable.py`) and the build
-    (`backend/fine_tuning.set_trainable`), so that the three cannot disagree."""
-    frozen = _matching(_layers_by_name(graph), patterns)
+    The one rule of `check` (`check_parts`), `summary` (`semantics/trainable.py`)
+    and the build (`backend/fine_tuning`: the layers `freeze` freezes and those
+    an `init` part loads), so that they cannot disagree."""
+    named = _matching(_layers_by_name(graph), patterns)
     order = dict.fromkeys(keras_layer_name(node) for node in graph.nodes if node.op != "input")
-    return [name for name in order if name in frozen]
+    return [name for name in order if name in named]
 
 
 def _layers_by_name(graph: Graph) -> dict[str, set[str]]:
@@ -170,30 +173,39 @@ def _layers_by_name(graph: Graph) -> dict[str, set[str]]:
 def _matching(layers_by_name: dict[str, set[str]], patterns: Sequence[str]) -> set[str]:
     found: set[str] = set()
     for pattern in patterns:
-        if not any(c in pattern for c in "*?["):  # a plain name: looked up, not matched against every name
+        if "*" not in pattern:  # a plain name: looked up, not matched against every name
             found |= layers_by_name.get(pattern, set())
             continue
+        matches = _wildcard(pattern)
         for name, layers in layers_by_name.items():
-            if fnmatch.fnmatchcase(name, pattern):
+            if matches(name):
                 found |= layers
     return found
 
 
-def _inside_nested_model(graph: Graph, text: str) -> str | None:
-    """The hint for a pattern reaching into a nested model (`e.proj`, `e` a shared block): it freezes whole."""
+def _wildcard(pattern: str) -> Callable[[str], re.Match[str] | None]:
+    """A pattern whose only special character is `*` (any run of characters): unlike fnmatch's,
+    a `?` or `[...]` is itself, as the docs say."""
+    return re.compile(".*".join(re.escape(piece) for piece in pattern.split("*")), re.DOTALL).fullmatch
+
+
+def _inside_nested_model(graph: Graph, text: str, whole: Callable[[str], str]) -> str | None:
+    """The hint for a pattern reaching into a nested model (`e.proj`, `e` a shared block): it is
+    frozen or loaded whole, as `whole(name)` says."""
     for node in graph.nodes:
         if node.op == "model":
             for name in (node.name, keras_layer_name(node)):
                 if text.startswith(name + "."):
-                    return f"'{name}' is a nested model, frozen whole: freeze = [\"{name}\"]"
+                    return f"'{name}' is a nested model, {whole(name)}"
     return None
 
 
-def part_names(graph: Graph) -> list[str]:
-    """What an `init` pattern may name: layer names, nested models' names, block instance paths."""
-    names = [node.name for node in graph.nodes if node.op != "input"]
-    names += [node.kind for node in graph.nodes if node.op == "model"]  # Keras names the layer after the model
-    return list(dict.fromkeys(names + [".".join(p) for p in graph.clusters]))
+def _freeze_whole(name: str) -> str:
+    return f'frozen whole: freeze = ["{name}"]'
+
+
+def _init_whole(path: str, name: str) -> str:
+    return f'loaded whole: init = {{"{name}": "{path}"}}'
 
 
 def _nearest(text: str, names: list[str]) -> str | None:

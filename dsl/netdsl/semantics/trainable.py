@@ -8,7 +8,7 @@ would say, for a graph whose every count `fill_estimates` knows:
   normalization's `vector_u`, are non-trainable weights of a trainable layer;
 - a step given `trainable=false`, a declared layer's `weight ... trainable=false`,
   and every layer, nested model or block instance a train section's `freeze`
-  names (`semantics/fine_tuning.frozen_layer_names`, the build's rule too) are
+  names (`semantics/fine_tuning.part_layer_names`, the build's rule too) are
   frozen: all their weights;
 - a shared layer or a nested model counts once, and steps no output depends
   on are not in the model (Keras leaves them out of `model.weights`).
@@ -27,7 +27,7 @@ from typing import Any
 from netdsl import registry
 from netdsl.registry.layers.anatomy import Args, axis_size, params_of, size
 from netdsl.registry.layers.wrappers import nested
-from netdsl.semantics.fine_tuning import frozen_layer_names
+from netdsl.semantics.fine_tuning import part_layer_names
 from netdsl.semantics.graph import Graph, Node, keras_layer_name
 from netdsl.semantics.shapes_declared import declared_non_trainable_count
 
@@ -50,7 +50,7 @@ class ParamSplit:
 def split_params(graph: Graph, freeze: Sequence[str] = ()) -> ParamSplit | None:
     """The split of a graph `fill_estimates` completed, with the layers `freeze` names frozen; None when unsure."""
     try:
-        split = _split(graph, _keras_order(graph), set(frozen_layer_names(graph, freeze)))
+        split = _split(graph, _keras_order(graph), set(part_layer_names(graph, freeze)))
     except _CANNOT_TELL:
         return None
     if split is not None and len(split.frozen) > 1 and _mixed_precision(graph):

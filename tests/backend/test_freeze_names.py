@@ -121,3 +121,31 @@ def test_a_pattern_that_names_nothing_is_an_error_at_the_pattern(tmp_path, patte
     found = [(d.line, d.col, d.text) for d in netdsl.check(path)]
     assert [(line, col) for line, col, _ in found] == [(31, 15)]
     assert found[0][2] == message
+
+
+NAMED = """\
+model w {
+  input x: (4,)
+  h = x -> dense(4, name="hid")
+  output y = h -> dense(1)
+  train {
+    optimizer = adam
+    loss = mse
+    SETTING
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("pattern", ["h", "hid"])
+def test_a_layer_given_a_name_answers_to_it_and_to_its_binding(tmp_path, pattern):
+    # dense(4, name="hid") is Keras layer "hid": check accepted "h" and summary counted it
+    # frozen, but the build looked for a Keras layer "h" and froze nothing.
+    path = tmp_path / "named.net"
+    path.write_text(NAMED.replace("SETTING", f'freeze = ["{pattern}"]'), encoding="utf-8")
+    assert netdsl.check(path) == []
+    (graph, split), = pipeline.inferred_splits(pipeline.load(path), ["w"]).values()
+    assert list(split.frozen) == ["hid"]
+    model = netdsl.build(path, model="w")
+    assert [(layer.name, layer.trainable) for layer in model.layers] == [("x", True), ("hid", False), ("y", True)]
+    assert pipeline.built_split(model) == split

@@ -90,3 +90,21 @@ def test_a_part_loads_exactly_the_layers_it_names(saved, part, file, loaded):
 def test_a_part_that_names_nothing_is_an_error_at_the_part(tmp_path, part, message):
     found = [(d.line, d.col, d.text) for d in netdsl.check(_spec(tmp_path, part))]
     assert found == [(31, 13, message)]
+
+
+@pytest.mark.parametrize("part", ["h", "hid"])
+def test_a_layer_given_a_name_loads_by_it_and_by_its_binding(tmp_path, part):
+    from tests.backend.test_freeze_names import NAMED
+
+    source = tmp_path / "source.net"
+    source.write_text(NAMED.replace("SETTING", ""), encoding="utf-8")
+    keras.utils.set_random_seed(1)
+    netdsl.build(source, model="w").save(tmp_path / "w.keras")
+    path = tmp_path / "named.net"
+    path.write_text(NAMED.replace("SETTING", f'init = {{"{part}": "w.keras"}}'), encoding="utf-8")
+    assert netdsl.check(path) == []
+    keras.utils.set_random_seed(2)
+    got = _weights(netdsl.build(path, model="w"))
+    want = _weights(keras.saving.load_model(tmp_path / "w.keras"))
+    assert all(np.array_equal(g, w) for g, w in zip(got["hid"], want["hid"], strict=True))
+    assert not np.array_equal(got["y"][0], want["y"][0])

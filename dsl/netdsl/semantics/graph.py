@@ -84,9 +84,12 @@ class Graph:
 
 def keras_layer_name(node: Node) -> str:
     """The name of the Keras layer a node becomes (`backend/builder.py`): a nested model's name,
-    a shared instance's (`shared proj = dense(8)`: every use is the one layer "proj"), else the node's."""
+    the one a layer is given (`dense(8, name="hid")`), a shared instance's (`shared proj = dense(8)`:
+    every use is the one layer "proj"), else the node's."""
     if node.op == "model" and isinstance(node.decl, Graph):
         return node.decl.name
+    if node.op == "layer" and isinstance(node.args.get("name"), str):
+        return str(node.args["name"])  # the builder passes it to the layer as written
     if node.op in ("layer", "declared_layer") and node.shared is not None and node.shared.startswith("shared:"):
         return node.shared[len("shared:"):]
     return node.name

@@ -277,6 +277,7 @@ CHOICES_BY_PARAM = {
     ("variance_scaling", "distribution"):
         ("truncated_normal", "untruncated_normal", "uniform", "normal"),
     ("orthogonal_regularizer", "mode"): ("rows", "columns"),
+    ("r2_score", "class_aggregation"): ("uniform_average", "variance_weighted_average"),
 }
 
 UNTYPED: list[str] = []   # (entry, param) typed "any" by fallback: reviewed

@@ -110,7 +110,8 @@ def test_a_litert_file_records_its_model_so_evaluate_picks_it_without_model(work
     damaged = file.read_bytes().replace(b'{"netdsl_model"', b"#" * 15)  # the entry is there, its JSON is not
     assert read_metadata(damaged) == {}
     assert main(["evaluate", str(foreign), "--data", str(work / "two_heads.npz"), "--spec", str(SCORED)]) == 1
-    assert capsys.readouterr().err == (f"{SCORED}:1:1: error: the spec declares 2 models; pick one; models: "
+    assert capsys.readouterr().err == (f"{SCORED}:1:1: error: the spec declares 2 models; pick one with "
+                                       "--model NAME (model=NAME in the library); models: "
                                        "classifier, two_heads\n")
 
 

@@ -14,7 +14,7 @@ from netdsl import registry
 from netdsl.errors import Fail, Span, did_you_mean, habit_hint, parameter_hint
 from netdsl.semantics.arg_rules import check_ranges
 from netdsl.semantics.consts import arity
-from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_number, type_name
+from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_number, typed_value
 
 DTYPES = (
     "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
@@ -140,7 +140,7 @@ class Arguments:
             raise Fail(span, f"parameter '{param.name}' of '{owner}' is one of {choices}, received "
                              f"{describe_value(value)}", near.replace("'", '"') if near else None)
         raise Fail(span, f"parameter '{param.name}' of '{owner}' expects {_TYPE_WORDS.get(kind, kind)}, "
-                         f"received {type_name(value)} {describe_value(value)}",
+                         f"received {typed_value(value)}",
                    _choices_hint(param))
 
     def resolve(self, value: Sym | SymCall | str, kinds: tuple[str, ...], span: Span) -> Resolved:

@@ -274,6 +274,37 @@ def test_a_run_folder_evaluates_with_its_specs_huber_delta(work, capsys):
     assert code == 0 and abs(json.loads(out)["loss"] - saved_delta) <= 1e-6
 
 
+def test_a_run_folder_reads_its_spec_from_the_include_folders_it_trained_with(work, capsys):
+    """A spec importing from an -I folder: config.json records the folder, and evaluate of the run folder
+    re-reads the spec from it, so the spec's huber(delta=0.5) scores, not the saved file's delta 1.0
+    (the spec did not load without the folder, and the file's own compile scored silently)."""
+    import keras
+
+    Path("shared").mkdir()
+    Path("shared/blocks.net").write_text("let huber_delta = 0.5\n\nblock regressor(units) {\n  input x\n"
+                                         "  output y = x -> dense(units)\n}\n")
+    Path("project").mkdir()
+    Path("project/robust.net").write_text('import "../shared/blocks.net"\n\n' + HUBER.replace(
+        "x -> dense(1)", "x -> regressor(1)").replace("huber(delta=0.5)", "huber(delta=huber_delta)"))
+    x = RNG.random((40, 3)).astype("float32")
+    y = (3 * x[:, :1] - 1).astype("float32")
+    np.savez("reg.npz", x=x, y=y)
+    code, _, err = run(capsys, "train", "project/robust.net", "-I", "shared", "--data", "reg.npz", "--seed", "3",
+                       "--progress", "none")
+    assert code == 0, err
+    config = json.loads(Path("runs/robust-1/config.json").read_text())
+    assert config["spec"]["include"] == [str(work / "shared")]  # absolute: evaluate may run from elsewhere
+    model = keras.saving.load_model("runs/robust-1/model.keras")
+    model.compile(loss=keras.losses.Huber(delta=0.5), metrics=["mae"])
+    wanted = model.evaluate(x, y, batch_size=5, return_dict=True, verbose=0)
+    model.compile(loss=keras.losses.Huber(delta=1.0), metrics=["mae"])
+    assert abs(model.evaluate(x, y, batch_size=5, return_dict=True, verbose=0)["loss"] - wanted["loss"]) > 1e-3
+    code, out, err = run(capsys, "evaluate", "runs/robust-1", "--data", "reg.npz", "--batch-size", "5", "--json")
+    assert (code, err) == (0, "")
+    values = json.loads(out)
+    assert abs(values["loss"] - wanted["loss"]) <= 1e-6 and abs(values["mae"] - wanted["mae"]) <= 1e-6
+
+
 def test_adjusted_r2_trains_and_evaluates_as_keras_computes_it_eagerly(work, capsys):
     """r2_score(num_regressors=2): Keras' own R2Score fails inside a compiled step (TensorFlow: a "data"
     error; JAX: TracerBoolConversionError); netdsl's AdjustedR2Score trains, and evaluate equals Keras'

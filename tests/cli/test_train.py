@@ -232,6 +232,27 @@ def test_a_metric_of_one_value_per_class_is_a_list_everywhere(work, capsys):
     assert code == 0 and out.splitlines()[2] == f"f1_score  [{f1[0]:.6g}, {f1[1]:.6g}]"
 
 
+def test_r2_score_of_one_value_per_output_column_trains_and_evaluates_as_keras(work, capsys):
+    """r2_score(class_aggregation=none) is Keras' R2Score(class_aggregation=None): a list, one R2 per column."""
+    import keras
+
+    Path("columns.net").write_text(HUBER.replace("robust", "columns").replace("dense(1)", "dense(2)")
+                                   .replace("metrics = [mae]", "metrics = [r2_score(class_aggregation=none)]"))
+    x = RNG.random((40, 3)).astype("float32")
+    y = np.stack([3 * x[:, 0] - 1, x[:, 1] + x[:, 2]], axis=1).astype("float32")
+    np.savez("cols.npz", x=x, y=y)
+    code, out, err = run(capsys, "train", "columns.net", "--data", "cols.npz", "--seed", "3", "--progress", "none")
+    assert code == 0, err
+    assert out.splitlines()[1].startswith("train: loss ") and " r2_score [" in out.splitlines()[1]
+    code, out, err = run(capsys, "evaluate", "runs/columns-1", "--data", "cols.npz", "--json")
+    assert (code, err) == (0, "")
+    values = json.loads(out)
+    metric = keras.metrics.R2Score(class_aggregation=None)
+    metric.update_state(y, keras.saving.load_model("runs/columns-1/model.keras")(x))
+    assert isinstance(values["r2_score"], list) and len(values["r2_score"]) == 2
+    np.testing.assert_allclose(values["r2_score"], np.asarray(metric.result()), atol=1e-5)
+
+
 HUBER = """\
 model robust {
   input x: (3,)

@@ -120,7 +120,8 @@ class Arguments:
         """The value if it fits the parameter's type (names resolved), else a Fail."""
         if value is UNKNOWN:
             return value
-        if value is None and (param.default is None or param.type not in ("int", "float", "bool", "str")):
+        if value is None and (param.default is None or param.nullable
+                              or param.type not in ("int", "float", "bool", "str")):
             return None
         kind = param.type
         if kind == "dtype" and isinstance(value, Sym) and value.namespace is None and value.name in DTYPES:
@@ -135,7 +136,7 @@ class Arguments:
             sym = value.sym if isinstance(value, SymCall) else value
             raise Fail(span, f"unknown name '{sym.name}'", habit_hint(sym.name) or _quote_hint(sym.name, param))
         if kind == "str" and isinstance(value, str) and param.choices:
-            choices = ", ".join(f'"{c}"' for c in param.choices)
+            choices = ", ".join(f'"{c}"' for c in param.choices) + (" or none" if param.nullable else "")
             near = did_you_mean(value, param.choices)
             raise Fail(span, f"parameter '{param.name}' of '{owner}' is one of {choices}, received "
                              f"{describe_value(value)}", near.replace("'", '"') if near else None)
@@ -214,7 +215,7 @@ def _quote_hint(name: str, param: registry.Param) -> str | None:
 
 def _choices_hint(param: registry.Param) -> str | None:
     if param.choices:
-        return "one of: " + ", ".join(f'"{c}"' for c in param.choices)
+        return "one of: " + ", ".join(f'"{c}"' for c in param.choices) + (", none" if param.nullable else "")
     return None
 
 

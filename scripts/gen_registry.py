@@ -277,6 +277,12 @@ CHOICES_BY_PARAM = {
     ("variance_scaling", "distribution"):
         ("truncated_normal", "untruncated_normal", "uniform", "normal"),
     ("orthogonal_regularizer", "mode"): ("rows", "columns"),
+    ("r2_score", "class_aggregation"): ("uniform_average", "variance_weighted_average"),
+}
+
+# (entry, param) whose None Keras takes though its default is not None.
+NULLABLE = {
+    ("r2_score", "class_aggregation"),  # None: one R2 per output column
 }
 
 UNTYPED: list[str] = []   # (entry, param) typed "any" by fallback: reviewed
@@ -336,6 +342,8 @@ def make_param(entry, pname, default, positional):
     choices = param_choices(entry, pname, ptype)
     if choices is not None:
         d["choices"] = choices
+    if (entry, pname) in NULLABLE:
+        d["nullable"] = True
     return d
 
 

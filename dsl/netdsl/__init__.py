@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time `__getattr_
         sweep,
         train,
     )
-    from netdsl.deploy.errors import ExportError, VerifyFailed
+    from netdsl.deploy.errors import ExportError, SpecChangedWarning, VerifyFailed
     from netdsl.errors import (
         BackendError,
         BuildError,
@@ -87,12 +87,14 @@ __all__ = [
     # errors (every one a NetdslError)
     "NetdslError", "SpecError", "UsageError", "BackendError", "BuildError", "LayoutError", "RenderError",
     "DotNotFound", "DotFailed", "TrainingError", "DataError", "RunError", "ExportError", "VerifyFailed",
+    # warnings
+    "SpecChangedWarning",
     "__version__",
 ]
 
 # Where each public name lives (a fixed table of this package's own modules; nothing from outside).
 _HOME = {
-    **dict.fromkeys(["ExportError", "VerifyFailed"], "netdsl.deploy.errors"),
+    **dict.fromkeys(["ExportError", "VerifyFailed", "SpecChangedWarning"], "netdsl.deploy.errors"),
     **dict.fromkeys(["BackendError", "BuildError", "Diagnostic", "DotFailed", "DotNotFound", "LayoutError",
                      "NetdslError", "RenderError", "Span", "SpecError", "UsageError"], "netdsl.errors"),
     "Program": "netdsl.syntax.loader",

@@ -405,8 +405,12 @@ def test_build_from_a_path_and_pick_the_only_model(tmp_path):
 
 
 def test_build_needs_a_model_name_when_there_are_several():
-    with pytest.raises(netdsl.SpecError, match="declares 2 models; pick one"):
+    with pytest.raises(netdsl.SpecError) as caught:
         build(NESTED)
+    (diagnostic,) = caught.value.diagnostics
+    assert (diagnostic.message, diagnostic.hint) == (
+        "the spec declares 2 models; pick one with --model NAME (model=NAME in the library)",
+        "models: encoder, classifier")
     with pytest.raises(netdsl.SpecError, match="no model named 'encodr'; did you mean 'encoder'"):
         build(NESTED, "encodr")
 

@@ -232,6 +232,27 @@ def test_a_metric_of_one_value_per_class_is_a_list_everywhere(work, capsys):
     assert code == 0 and out.splitlines()[2] == f"f1_score  [{f1[0]:.6g}, {f1[1]:.6g}]"
 
 
+def test_r2_score_of_one_value_per_output_column_trains_and_evaluates_as_keras(work, capsys):
+    """r2_score(class_aggregation=none) is Keras' R2Score(class_aggregation=None): a list, one R2 per column."""
+    import keras
+
+    Path("columns.net").write_text(HUBER.replace("robust", "columns").replace("dense(1)", "dense(2)")
+                                   .replace("metrics = [mae]", "metrics = [r2_score(class_aggregation=none)]"))
+    x = RNG.random((40, 3)).astype("float32")
+    y = np.stack([3 * x[:, 0] - 1, x[:, 1] + x[:, 2]], axis=1).astype("float32")
+    np.savez("cols.npz", x=x, y=y)
+    code, out, err = run(capsys, "train", "columns.net", "--data", "cols.npz", "--seed", "3", "--progress", "none")
+    assert code == 0, err
+    assert out.splitlines()[1].startswith("train: loss ") and " r2_score [" in out.splitlines()[1]
+    code, out, err = run(capsys, "evaluate", "runs/columns-1", "--data", "cols.npz", "--json")
+    assert (code, err) == (0, "")
+    values = json.loads(out)
+    metric = keras.metrics.R2Score(class_aggregation=None)
+    metric.update_state(y, keras.saving.load_model("runs/columns-1/model.keras")(x))
+    assert isinstance(values["r2_score"], list) and len(values["r2_score"]) == 2
+    np.testing.assert_allclose(values["r2_score"], np.asarray(metric.result()), atol=1e-5)
+
+
 HUBER = """\
 model robust {
   input x: (3,)
@@ -272,6 +293,37 @@ def test_a_run_folder_evaluates_with_its_specs_huber_delta(work, capsys):
     Path("robust.net").write_text(HUBER + "# edited\n")
     code, out, _ = run(capsys, "evaluate", "runs/robust-1", "--data", "reg.npz", "--batch-size", "5", "--json")
     assert code == 0 and abs(json.loads(out)["loss"] - saved_delta) <= 1e-6
+
+
+def test_a_run_folder_reads_its_spec_from_the_include_folders_it_trained_with(work, capsys):
+    """A spec importing from an -I folder: config.json records the folder, and evaluate of the run folder
+    re-reads the spec from it, so the spec's huber(delta=0.5) scores, not the saved file's delta 1.0
+    (the spec did not load without the folder, and the file's own compile scored silently)."""
+    import keras
+
+    Path("shared").mkdir()
+    Path("shared/blocks.net").write_text("let huber_delta = 0.5\n\nblock regressor(units) {\n  input x\n"
+                                         "  output y = x -> dense(units)\n}\n")
+    Path("project").mkdir()
+    Path("project/robust.net").write_text('import "../shared/blocks.net"\n\n' + HUBER.replace(
+        "x -> dense(1)", "x -> regressor(1)").replace("huber(delta=0.5)", "huber(delta=huber_delta)"))
+    x = RNG.random((40, 3)).astype("float32")
+    y = (3 * x[:, :1] - 1).astype("float32")
+    np.savez("reg.npz", x=x, y=y)
+    code, _, err = run(capsys, "train", "project/robust.net", "-I", "shared", "--data", "reg.npz", "--seed", "3",
+                       "--progress", "none")
+    assert code == 0, err
+    config = json.loads(Path("runs/robust-1/config.json").read_text())
+    assert config["spec"]["include"] == [str(work / "shared")]  # absolute: evaluate may run from elsewhere
+    model = keras.saving.load_model("runs/robust-1/model.keras")
+    model.compile(loss=keras.losses.Huber(delta=0.5), metrics=["mae"])
+    wanted = model.evaluate(x, y, batch_size=5, return_dict=True, verbose=0)
+    model.compile(loss=keras.losses.Huber(delta=1.0), metrics=["mae"])
+    assert abs(model.evaluate(x, y, batch_size=5, return_dict=True, verbose=0)["loss"] - wanted["loss"]) > 1e-3
+    code, out, err = run(capsys, "evaluate", "runs/robust-1", "--data", "reg.npz", "--batch-size", "5", "--json")
+    assert (code, err) == (0, "")
+    values = json.loads(out)
+    assert abs(values["loss"] - wanted["loss"]) <= 1e-6 and abs(values["mae"] - wanted["mae"]) <= 1e-6
 
 
 def test_adjusted_r2_trains_and_evaluates_as_keras_computes_it_eagerly(work, capsys):

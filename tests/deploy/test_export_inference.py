@@ -110,7 +110,8 @@ def test_a_litert_file_records_its_model_so_evaluate_picks_it_without_model(work
     damaged = file.read_bytes().replace(b'{"netdsl_model"', b"#" * 15)  # the entry is there, its JSON is not
     assert read_metadata(damaged) == {}
     assert main(["evaluate", str(foreign), "--data", str(work / "two_heads.npz"), "--spec", str(SCORED)]) == 1
-    assert capsys.readouterr().err == (f"{SCORED}:1:1: error: the spec declares 2 models; pick one; models: "
+    assert capsys.readouterr().err == (f"{SCORED}:1:1: error: the spec declares 2 models; pick one with "
+                                       "--model NAME (model=NAME in the library); models: "
                                        "classifier, two_heads\n")
 
 
@@ -124,6 +125,25 @@ def test_evaluate_takes_the_spec_of_the_run_folder_the_file_is_in(work, capsys):
     (run / "classifier.onnx").write_bytes((work / FILES["onnx"]).read_bytes())
     assert main(["evaluate", str(run / "classifier.onnx"), "--data", str(work / "classifier.npz"), "--json"]) == 0
     assert list(__import__("json").loads(capsys.readouterr().out)) == ["loss", "sparse_categorical_accuracy"]
+
+
+def test_a_file_in_a_run_folder_is_scored_with_the_runs_defines(work, tmp_path, capsys):
+    """The run's -D overrides apply to the spec it recorded, as they do for the run's own model.keras."""
+    from netdsl.training.run.settings import spec_sha256
+
+    spec = tmp_path / "top.net"
+    spec.write_text("let top = 1\n" + SCORED.read_text().replace("metrics = [sparse_categorical_accuracy]",
+                                                                  "metrics = [sparse_top_k_categorical_accuracy(k=top)]"))
+    run = tmp_path / "classifier-1"
+    run.mkdir()
+    (run / "classifier.onnx").write_bytes((work / FILES["onnx"]).read_bytes())
+    recorded = {"path": str(spec), "sha256": spec_sha256(netdsl.parse_file(spec)), "model": "classifier"}
+    scores = {}
+    for top in (1, 3):
+        (run / "config.json").write_text(json.dumps({"spec": recorded, "defines": {"top": top}}))
+        assert main(["evaluate", str(run / "classifier.onnx"), "--data", str(work / "classifier.npz"), "--json"]) == 0
+        scores[top] = json.loads(capsys.readouterr().out)["sparse_top_k_categorical_accuracy"]
+    assert scores[1] < 1.0 and scores[3] == 1.0  # 3 classes: the true one is always among the top 3
 
 
 def test_a_metric_of_one_value_per_class_is_a_list_equal_to_keras(work, tmp_path, capsys):
@@ -140,13 +160,35 @@ def test_a_metric_of_one_value_per_class_is_a_list_equal_to_keras(work, tmp_path
     code = main(["evaluate", str(work / FILES["onnx"]), "--data", str(tmp_path / "onehot.npz"), "--spec", str(spec),
                  "--model", "classifier", "--batch-size", "16", "--json"])
     captured = capsys.readouterr()
-    assert (code, captured.err) == (0, "")
+    assert (code, captured.err) == (0, f"netdsl evaluate: warning: {work / FILES['onnx']}: the spec changed since "
+                                       f"export ({spec}'s sha256 differs from the one the file records); scored "
+                                       "with the spec as it is now\n")  # another spec than the exported one
     got = json.loads(captured.out)
     model = keras.saving.load_model(work / "classifier.keras")
     model.compile(loss=keras.losses.CategoricalCrossentropy(), metrics=[keras.metrics.F1Score()])
     want = model.evaluate(features, np.eye(3, dtype="float32")[labels], batch_size=16, return_dict=True, verbose=0)
     assert list(got) == ["loss", "f1_score"] and isinstance(got["f1_score"], list) and len(got["f1_score"]) == 3
     close(got, {k: np.asarray(v).tolist() for k, v in want.items()}, FORMATS["onnx"].tolerance)
+
+
+def test_a_spec_changed_since_export_is_one_warning_line_and_the_file_is_still_scored(work, tmp_path, capsys):
+    file = work / FILES["onnx"]
+    args = ["evaluate", str(file), "--data", str(work / "classifier.npz"), "--model", "classifier",
+            "--batch-size", "16", "--json"]
+    assert main([*args, "--spec", str(SCORED)]) == 0
+    same = capsys.readouterr()
+    assert same.err == ""  # the spec it was exported from: nothing to say
+    edited = tmp_path / "edited\x1b[31m" / "scored.net"  # a folder named with ESC: printed escaped
+    edited.parent.mkdir()
+    edited.write_text(SCORED.read_text() + "# edited after export\n")
+    assert main([*args, "--spec", str(edited)]) == 0
+    changed = capsys.readouterr()
+    shown = f"{tmp_path}/edited\\x1b[31m/scored.net"
+    assert changed.err == (f"netdsl evaluate: warning: {file}: the spec changed since export ({shown}'s sha256 "
+                           "differs from the one the file records); scored with the spec as it is now\n")
+    assert json.loads(changed.out) == json.loads(same.out)  # a comment changes the hash, not the scores
+    with pytest.warns(netdsl.SpecChangedWarning, match="the spec changed since export"):
+        netdsl.evaluate(file, data=work / "classifier.npz", spec=edited, model="classifier", batch_size=16)
 
 
 def commands_without_a_backend(commands: list[list[str]]) -> str:

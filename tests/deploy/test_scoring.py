@@ -132,6 +132,8 @@ CASES = [
      "regression"),
     # one value per class: a list
     ("categorical_crossentropy", "[f1_score, fbeta_score(beta=2.0, threshold=0.3)]", "onehot"),
+    ("mean_squared_error", "[r2_score(class_aggregation=none), r2_score(class_aggregation=none, num_regressors=2, "
+     "name=\"adjusted\")]", "regression"),  # one R2 per output column (Keras' class_aggregation=None)
     ("mean_squared_error", "[pearson_correlation, concordance_correlation]", "regression"),
     ("circle", "[]", "embeddings"),
     ("circle(gamma=10.0, margin=0.25, remove_diagonal=false)", "[]", "embeddings"),

@@ -396,7 +396,7 @@ def test_cli_format_from_the_output_suffix(tmp_path, two_models):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["-o", "one.dot"], "pick one with --model"),
+    (["-o", "one.dot"], "pick one with --model NAME, or give a folder: -o DIR/"),
     (["--model", "first", "-o", "x.png", "--format", "svg"], "ends in .png but --image-format is svg"),
     (["--model", "first", "-o", "x.jpg"], "cannot tell the format"),
     (["--depth", "-2"], "--depth must be 0 or more"),

@@ -120,6 +120,8 @@ def test_library_check_render_and_preview_take_defines(spec):
     assert netdsl.check(spec, defines={"width": 8}) == []
     [diagnostic] = netdsl.check(spec, defines={"width": "x"})
     assert diagnostic.message == "-D width: the constant is an integer, received a string 'x'"
+    [diagnostic] = netdsl.check(spec, defines={"width": None})
+    assert diagnostic.message == "-D width: the constant is an integer, received none"  # once, not "none None"
     assert "units=12, activation=relu" in netdsl.render(spec, shapes=False, defines={"width": 12}).source
     snapshot = make_snapshot(spec, None, None, defines={"widht": 1})
     assert "the spec has no constant 'widht'" in snapshot.diagnostics

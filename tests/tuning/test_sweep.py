@@ -217,3 +217,10 @@ def test_an_objective_of_one_value_per_class_is_said_before_anything_trains(tmp_
         2, "netdsl sweep: error: the objective val_f1_score gives one value per class; an objective is one number; "
            "give the metric average=\"macro\" (or \"micro\", \"weighted\")\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.npz", "f1.net"]
+    # r2_score(class_aggregation=none): one R2 per output column
+    Path("r2.net").write_text(SPEC.replace("metrics = [sparse_categorical_accuracy]",
+                                           "metrics = [r2_score(class_aggregation=none)]")
+                              .replace("objective = minimize(val_loss)", "objective = maximize(val_r2_score)"))
+    assert sweep_cli(capsys, "r2.net", "--data", "data.npz") == (
+        2, "netdsl sweep: error: the objective val_r2_score gives one value per class; an objective is one number; "
+           "give the metric class_aggregation=\"uniform_average\" (or \"variance_weighted_average\")\n")

@@ -58,6 +58,11 @@ def error_line(command: str, message: str) -> str:
     return f"netdsl {command}: error: {printable(message)}"
 
 
+def warning_line(command: str, message: str) -> str:
+    """`netdsl COMMAND: warning: MESSAGE`, escaped: what a command found wanting and went on despite."""
+    return f"netdsl {command}: warning: {printable(message)}"
+
+
 def print_failure(command: str, message: str) -> int:
     """A command that ran and found the user's input wanting (not a usage error): its one line on
     stderr, in the shape of every other error; exit 1."""

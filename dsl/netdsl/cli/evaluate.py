@@ -15,10 +15,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
-from netdsl.cli.common import add_backend, add_command, add_json, add_plugin, add_targets, load_plugins, parse_targets
+from netdsl.cli.common import (
+    add_backend,
+    add_command,
+    add_json,
+    add_plugin,
+    add_targets,
+    load_plugins,
+    parse_targets,
+    warning_line,
+)
+from netdsl.deploy.errors import SpecChangedWarning
 from netdsl.errors import UsageError, printable
 from netdsl.training.scale import processes
 
@@ -85,9 +97,15 @@ def run(args: argparse.Namespace) -> int:
         load_plugins(args.plugin, args.trained)  # the spec scoring it may use plugin layers
     from netdsl.api import evaluate
 
-    with scope():
+    with scope(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SpecChangedWarning)
         values = evaluate(args.trained, data=args.data, batch_size=args.batch_size, targets=targets, split=args.split,
                           spec=args.spec, model=args.model, backend=args.backend if exported else None)
+    for warned in caught:  # netdsl's own as one line; anyone else's (a runtime's) as Python shows it
+        if issubclass(warned.category, SpecChangedWarning):
+            print(warning_line("evaluate", str(warned.message)), file=sys.stderr)
+        else:
+            warnings.showwarning(warned.message, warned.category, warned.filename, warned.lineno)
     from netdsl.training.run.report import shown_value
 
     if args.json:

@@ -78,6 +78,6 @@ def _describe_entry(entry: Any) -> str:
     for p in entry.params:
         default = "required" if p.default is registry.REQUIRED else f"default {describe_value(p.default)}"
         where = "positional or keyword" if p.positional else "keyword"
-        choices = f"; one of {', '.join(p.choices)}" if p.choices else ""
+        choices = f"; one of {', '.join(p.choices)}{', none' if p.nullable else ''}" if p.choices else ""
         lines.append(f"  {p.name}: {p.type}, {default}, {where}{choices}")
     return "\n".join(lines)

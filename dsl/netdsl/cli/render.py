@@ -110,7 +110,7 @@ def _outputs(output: str | None, fmt: str | None, names: list[str]) -> tuple[str
         raise ValueError(f"the output '{output}' ends in .{suffix} but --image-format is {fmt}")
     if len(names) > 1:
         raise ValueError(f"the spec has {len(names)} models ({', '.join(names)}) and -o names one file; "
-                         "pick one with --model, or give a folder: -o DIR/")
+                         "pick one with --model NAME, or give a folder: -o DIR/")
     fmt = fmt or suffix or "svg"
     base = str(path.with_suffix("")) if suffix else output
     return fmt, {names[0]: base}

@@ -7,6 +7,9 @@
 
 An export error is a training error (the same one-line form, the same printing in the CLI), exit 1;
 an unknown format or a missing optional package is a usage error, exit 2, as `train --tensorboard` is.
+
+`SpecChangedWarning` is not an error: `evaluate` of an exported file still scores it, and the CLI
+prints it as one line (`netdsl evaluate: warning: ...`).
 """
 
 from __future__ import annotations
@@ -29,3 +32,8 @@ class UnknownFormat(UsageError):
 
 class VerifyFailed(ExportError):
     """The exported file computes something else than the Keras model (beyond the format's tolerance)."""
+
+
+class SpecChangedWarning(UserWarning):
+    """`evaluate` of an exported file was given a spec other than the one it was exported from (the
+    file records the spec's sha256): the file is still scored, with the given spec's loss and metrics."""

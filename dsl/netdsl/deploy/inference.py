@@ -18,13 +18,14 @@ of an exported file and so not of its loss.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netdsl.deploy.errors import ExportError
+from netdsl.deploy.errors import ExportError, SpecChangedWarning
 from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
 from netdsl.errors import UsageError
 from netdsl.training.data.source import DataSource, open_source
@@ -106,6 +107,8 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
     path = Path(where)
     model = open_exported(path)
     program, name = _train_spec(path, model, spec, include)
+    if spec is not None:
+        _warn_if_another_spec(path, model, program)
     name = model_name or name
     if data is None:
         raise UsageError("evaluating an exported file needs --data SRC")
@@ -168,18 +171,25 @@ def _train_spec(path: Path, model: ExportedModel, spec: Any,
     if not (run / CONFIG).is_file():
         raise UsageError("an exported file holds no loss or metrics; give the spec with --spec SPEC.net "
                          "(or keep the file in its run folder, whose spec is used)")
+    from netdsl.training.run.inference import run_spec
     from netdsl.training.run.runs import RunFolder
+
+    return run_spec(run, RunFolder.existing(run).read_json(CONFIG))
+
+
+def _warn_if_another_spec(path: Path, model: ExportedModel, program: Program) -> None:
+    """A `SpecChangedWarning` when the file records the sha256 of the spec it was exported from and the
+    spec given to score it hashes otherwise: its loss and metrics may not be those the model trained with.
+    (A file another tool wrote records none: nothing to compare.)"""
+    recorded = model.metadata.get("netdsl_spec_sha256")
+    if recorded is None:
+        return
     from netdsl.training.run.settings import spec_sha256
 
-    recorded = RunFolder.existing(run).read_json(CONFIG).get("spec", {})
-    where = recorded.get("path")
-    if not isinstance(where, str) or not Path(where).is_file():
-        raise TrainingError(f"the run's spec {where!r} is gone; give it with --spec SPEC.net", file=str(run))
-    program = as_program(where, include)
-    if spec_sha256(program) != recorded.get("sha256"):
-        raise TrainingError(f"the spec {where} changed since the run trained; give the one to score with "
-                            f"--spec SPEC.net", file=str(run))
-    return program, recorded.get("model")
+    if spec_sha256(program) != recorded:
+        message = (f"{path}: the spec changed since export ({program.root}'s sha256 differs from the one the "
+                   "file records); scored with the spec as it is now")
+        warnings.warn(SpecChangedWarning(message), stacklevel=4)  # at the caller of netdsl.evaluate
 
 
 def _scorer(program: Program, name: str | None, model: ExportedModel,

@@ -107,6 +107,7 @@ class Param:
     default: object
     positional: bool
     choices: tuple[str, ...] | None = None
+    nullable: bool = False  # `none` is one of its values, though its default is not (Keras' None)
 
     @property
     def required(self) -> bool:
@@ -221,6 +222,7 @@ def _param_from_json(d: dict) -> Param:
         default=REQUIRED if d.get("required") else _to_tuple(d.get("default")),
         positional=bool(d["positional"]),
         choices=tuple(choices) if choices is not None else None,
+        nullable=bool(d.get("nullable", False)),
     )
 
 

@@ -14,7 +14,7 @@ from netdsl import registry
 from netdsl.errors import Fail, Span, did_you_mean, habit_hint, parameter_hint
 from netdsl.semantics.arg_rules import check_ranges
 from netdsl.semantics.consts import arity
-from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_number, type_name
+from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_number, typed_value
 
 DTYPES = (
     "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
@@ -120,7 +120,8 @@ class Arguments:
         """The value if it fits the parameter's type (names resolved), else a Fail."""
         if value is UNKNOWN:
             return value
-        if value is None and (param.default is None or param.type not in ("int", "float", "bool", "str")):
+        if value is None and (param.default is None or param.nullable
+                              or param.type not in ("int", "float", "bool", "str")):
             return None
         kind = param.type
         if kind == "dtype" and isinstance(value, Sym) and value.namespace is None and value.name in DTYPES:
@@ -135,12 +136,12 @@ class Arguments:
             sym = value.sym if isinstance(value, SymCall) else value
             raise Fail(span, f"unknown name '{sym.name}'", habit_hint(sym.name) or _quote_hint(sym.name, param))
         if kind == "str" and isinstance(value, str) and param.choices:
-            choices = ", ".join(f'"{c}"' for c in param.choices)
+            choices = ", ".join(f'"{c}"' for c in param.choices) + (" or none" if param.nullable else "")
             near = did_you_mean(value, param.choices)
             raise Fail(span, f"parameter '{param.name}' of '{owner}' is one of {choices}, received "
                              f"{describe_value(value)}", near.replace("'", '"') if near else None)
         raise Fail(span, f"parameter '{param.name}' of '{owner}' expects {_TYPE_WORDS.get(kind, kind)}, "
-                         f"received {type_name(value)} {describe_value(value)}",
+                         f"received {typed_value(value)}",
                    _choices_hint(param))
 
     def resolve(self, value: Sym | SymCall | str, kinds: tuple[str, ...], span: Span) -> Resolved:
@@ -214,7 +215,7 @@ def _quote_hint(name: str, param: registry.Param) -> str | None:
 
 def _choices_hint(param: registry.Param) -> str | None:
     if param.choices:
-        return "one of: " + ", ".join(f'"{c}"' for c in param.choices)
+        return "one of: " + ", ".join(f'"{c}"' for c in param.choices) + (", none" if param.nullable else "")
     return None
 
 

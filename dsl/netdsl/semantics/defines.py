@@ -121,7 +121,7 @@ def literal_node(value: Any, original: Any, span: Any) -> Any:
             return _node(str(value), span)  # `-D act=gelu` for `let act = "relu"`
         raise TypeError(f"the constant is {type_name(original)}, received the name {value}")
     if original is not UNKNOWN and not _same_type(original, value):
-        raise TypeError(f"the constant is {type_name(original)}, received {type_name(value)} {_shown(value)}")
+        raise TypeError(f"the constant is {type_name(original)}, received {_typed(value)}")
     if isinstance(original, float) and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     return _node(value, span)
@@ -131,6 +131,11 @@ def _same_type(original: Any, value: Any) -> bool:
     if isinstance(original, float) and isinstance(value, int) and not isinstance(value, bool):
         return True  # an integer where a number is expected
     return type_name(original) == type_name(value)
+
+
+def _typed(value: Any) -> str:
+    """A -D value with what it is ("an integer 3"); none once (its type and value are one word)."""
+    return "none" if value is None else f"{type_name(value)} {_shown(value)}"
 
 
 def _shown(value: Any) -> str:

@@ -129,21 +129,33 @@ class TrainChecker:
         return convert(value)
 
 
-_PER_CLASS = ("f1_score", "fbeta_score")  # without `average`: one value per class
+_AVERAGED = 'average="macro" (or "micro", "weighted")'
+# metric -> (the argument whose none gives one value per class (per output column for R2), its default,
+# what to give it instead for one number)
+_PER_CLASS = {
+    "f1_score": ("average", None, _AVERAGED),
+    "fbeta_score": ("average", None, _AVERAGED),
+    "r2_score": ("class_aggregation", "uniform_average",
+                 'class_aggregation="uniform_average" (or "variance_weighted_average")'),
+}
 
 
-def per_class_metric_names(metrics: Any, outputs: list[str]) -> set[str]:
-    """The names Keras logs a metric of one value per class under (`probs_f1_score` with several outputs)."""
+def per_class_metric_names(metrics: Any, outputs: list[str]) -> dict[str, str]:
+    """The names Keras logs a metric of one value per class under (`probs_f1_score` with several outputs),
+    each with the argument that makes it one number."""
     per_output = metrics if isinstance(metrics, dict) else dict.fromkeys(outputs, metrics or [])
-    names = set()
+    names = {}
     for output, listed in per_output.items():
         for metric in listed:
             kwargs = dict(metric.kwargs)
-            if metric.name not in _PER_CLASS or kwargs.get("average") is not None:
+            if metric.name not in _PER_CLASS:
+                continue
+            argument, default, one_number = _PER_CLASS[metric.name]
+            if kwargs.get(argument, default) is not None:
                 continue
             written = metric.written if metric.written and metric.written.islower() else metric.name
             name = str(kwargs.get("name") or written)
-            names.add(f"{output}_{name}" if len(outputs) > 1 else name)
+            names[f"{output}_{name}" if len(outputs) > 1 else name] = one_number
     return names
 
 
@@ -154,10 +166,10 @@ def _monitoring_per_class(spec: TrainSpec, outputs: list[str], span: Span) -> li
     found = []
     for callback in spec.callbacks:
         monitor = dict(callback.kwargs).get("monitor")
-        if isinstance(monitor, str) and monitor.removeprefix("val_") in names:
+        one_number = names.get(monitor.removeprefix("val_")) if isinstance(monitor, str) else None
+        if one_number is not None:
             found.append(Diagnostic.at(callback.span or span, f"'{callback.name}' cannot monitor '{monitor}': the "
-                                       f"metric gives one value per class; give it average=\"macro\" (or "
-                                       f"\"micro\", \"weighted\")"))
+                                       f"metric gives one value per class; give it {one_number}"))
     return found
 
 

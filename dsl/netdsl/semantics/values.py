@@ -279,6 +279,12 @@ def binding_name(value: Binding) -> str:
     return type_name(value)
 
 
+def typed_value(value: Value) -> str:
+    """A value with what it is, for "received ..." ("an integer 3", "a string \"x\""); none is
+    both its type and its value, so it is named once."""
+    return "none" if value is None else f"{type_name(value)} {describe_value(value)}"
+
+
 def type_name(value: Value) -> str:
     """What a value is, in the words of a diagnostic."""
     if value is UNKNOWN:

@@ -122,7 +122,8 @@ def pick_model(program: Program, model: str | None) -> str:
         return names[0]
     if not names:
         raise SpecError(Diagnostic.for_file(program.root, "the spec declares no model"))
-    raise SpecError(Diagnostic.for_file(program.root, f"the spec declares {len(names)} models; pick one",
+    raise SpecError(Diagnostic.for_file(program.root, f"the spec declares {len(names)} models; pick one with "
+                                        "--model NAME (model=NAME in the library)",
                                         f"models: {', '.join(names)}"))
 
 

@@ -170,12 +170,14 @@ def _check_validation(metric: str, data: DataRequest, validation_split: float | 
 
 
 def _check_one_number(metric: str, graph: Any) -> None:
-    """An objective is one number: a metric of one value per class (f1_score without `average`) is not."""
+    """An objective is one number: a metric of one value per class (f1_score without `average`,
+    r2_score(class_aggregation=none)) is not."""
     from netdsl.semantics.train_checks import per_class_metric_names
 
-    if metric.removeprefix("val_") in per_class_metric_names(graph.train.metrics, graph.output_names):
+    one_number = per_class_metric_names(graph.train.metrics, graph.output_names).get(metric.removeprefix("val_"))
+    if one_number is not None:
         raise UsageError(f"the objective {metric} gives one value per class; an objective is one number",
-                         hint="give the metric average=\"macro\" (or \"micro\", \"weighted\")")
+                         hint=f"give the metric {one_number}")
 
 
 def _existing_folder(request: SweepRequest, model: str) -> SweepFolder | None:

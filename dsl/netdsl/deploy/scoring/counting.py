@@ -253,7 +253,7 @@ class R2(Metric):
     """keras.metrics.R2Score: per-column sums over every sample."""
 
     name: str
-    aggregation: str = "uniform_average"
+    aggregation: str | None = "uniform_average"  # None: one score per output column
     regressors: int = 0
     sums: Array | None = None  # rows: sum, squared sum, squared residual, count
     samples: int = 0
@@ -265,18 +265,23 @@ class R2(Metric):
         self.sums = rows if self.sums is None else self.sums + rows
         self.samples += t.size
 
-    def result(self) -> float:
+    def result(self) -> float | list[float]:
         assert self.sums is not None
         total_sum, squared, residual, count = self.sums
         total = squared - total_sum * (total_sum / count)
         with np.errstate(divide="ignore", invalid="ignore"):
             raw = 1 - residual / total
         raw = np.where(np.isinf(raw), 0.0, raw)
-        score = float(raw.mean()) if self.aggregation == "uniform_average" else float((total * raw).sum() / total.sum())
+        if self.aggregation is None:  # one score per output column
+            score = raw
+        elif self.aggregation == "uniform_average":
+            score = raw.mean()
+        else:
+            score = (total * raw).sum() / total.sum()
         n = self.samples
         if self.regressors and self.regressors < n - 1:  # netdsl's AdjustedR2Score, as Keras' R2Score computes it
             score = 1.0 - (1.0 - score) * (n - 1.0) / (n - self.regressors - 1.0)
-        return score
+        return [float(v) for v in score] if self.aggregation is None else float(score)
 
 
 def curve_metric(shown: str, name: str, kwargs: dict[str, Any]) -> Curve:

@@ -357,7 +357,7 @@ class Session:
             with contextlib.suppress(Exception):
                 compile_config = self.model.get_compile_config()
         return {
-            "spec": {"path": config.spec_path, "sha256": config.spec_sha256, "model": config.model},
+            "spec": config.spec_entry(),
             **self._settings(),
             "defines": json_defines(config.defines),
             **config.extra,

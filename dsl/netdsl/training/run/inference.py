@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from netdsl.training.run.checkpoint import npz_bytes
 from netdsl.training.run.report import LoggedValue, logged_value, loss_first
 from netdsl.training.run.runs import CONFIG, RunFolder
 from netdsl.training.run.settings import saved_data
+
+if TYPE_CHECKING:
+    from netdsl.syntax.loader import Program
 
 DEFAULT_BATCH = 32
 
@@ -102,8 +105,8 @@ SPLITS = ("test", "val", "train")
 
 def compile_with_run_spec(model: Any, where: Any) -> bool:
     """Score a run folder's model (or a .keras file in one) with the loss and metrics of the spec the run
-    recorded, when that spec is still where it was and unchanged (its sha256, with the run's -D
-    overrides); True when it did. Keras saves some losses without their arguments (Huber's `delta`):
+    recorded, when that spec is still where it was and unchanged (its sha256), read as the run read it
+    (`run_spec`); True when it did. Keras saves some losses without their arguments (Huber's `delta`):
     the reloaded file alone would score `huber(delta=0.5)` with delta 1.0."""
     if not isinstance(where, (str, os.PathLike)):
         return False
@@ -113,22 +116,34 @@ def compile_with_run_spec(model: Any, where: Any) -> bool:
         return False
     from netdsl.backend.compiler import compile_for_scoring
     from netdsl.errors import SpecError
-    from netdsl.semantics.defines import apply_defines
-    from netdsl.syntax.loader import as_program
-    from netdsl.training.run.settings import spec_sha256
 
     saved = RunFolder.existing(folder).read_json(CONFIG)
-    recorded = saved.get("spec") or {}
-    spec_path = recorded.get("path")
-    if not isinstance(spec_path, str) or not Path(spec_path).is_file():
-        return False  # the spec is gone: the file's own compile (its loss arguments as Keras saved them)
     try:
-        program = apply_defines(as_program(spec_path), saved.get("defines") or {})
-        if spec_sha256(program) != recorded.get("sha256"):
-            return False  # edited since: its train section may not be the one this model trained with
-        return compile_for_scoring(model, program, recorded.get("model"))
+        program, name = run_spec(folder, saved)
+        return compile_for_scoring(model, program, name)
+    except RunError:
+        return False  # gone, or edited since: the file's own compile (its loss arguments as Keras saved them)
     except SpecError:
-        return False  # no longer loads here (an import from an -I folder): the file's own compile
+        return False  # no longer loads here (an imported file gone): the file's own compile
+
+
+def run_spec(folder: Path, saved: dict) -> tuple[Program, str | None]:
+    """The spec a run trained with (its config.json `saved`) and its model, read as the run read it:
+    imports from its include folders (-I), its -D overrides applied. RunError when the spec is
+    gone or changed since (its sha256 differs); SpecError when it no longer loads."""
+    from netdsl.semantics.defines import apply_defines
+    from netdsl.syntax.loader import as_program
+    from netdsl.training.run.settings import saved_include, spec_sha256
+
+    recorded = saved.get("spec") or {}
+    where = recorded.get("path")
+    if not isinstance(where, str) or not Path(where).is_file():
+        raise RunError(f"the run's spec {where!r} is gone; give it with --spec SPEC.net", file=str(folder))
+    program = as_program(where, saved_include(saved))
+    if spec_sha256(program) != recorded.get("sha256"):
+        raise RunError(f"the spec {where} changed since the run trained; give the one to score with "
+                       "--spec SPEC.net", file=str(folder))
+    return apply_defines(program, saved.get("defines") or {}), recorded.get("model")
 
 
 def run_split(where: Any, signature: Signature, split: str) -> tuple[Any, np.ndarray]:

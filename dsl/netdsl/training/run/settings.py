@@ -86,6 +86,11 @@ class TrainConfig:
     run_dir: Path | None = None  # this exact new run folder instead of OUT/<model>-N (a sweep's trial)
     extra: dict[str, Any] = field(default_factory=dict)  # further sections of config.json
     init_from: str | None = None  # the whole model's initial weights from this file (absolute)
+    include: list[str] = field(default_factory=list)  # the folders imports were read from (-I), absolute
+
+    def spec_entry(self) -> dict[str, Any]:
+        """config.json's `spec`: what re-reads the spec as this run read it (see `run_spec`)."""
+        return {"path": self.spec_path, "sha256": self.spec_sha256, "model": self.model, "include": self.include}
 
     def settings(self) -> dict[str, Any]:
         """The resolved settings as config.json keeps them (`init_from` only when given)."""
@@ -109,7 +114,7 @@ def resolve(request: TrainRequest) -> TrainConfig:
         progress=request.progress, tensorboard=request.tensorboard, callbacks=list(request.callbacks),
         defines=dict(request.defines),
         run_dir=Path(request.run_dir) if request.run_dir is not None else None, extra=dict(request.extra),
-        init_from=_init_from(request.init_from))
+        init_from=_init_from(request.init_from), include=[os.path.abspath(p) for p in request.include])
     if request.resume is not None:
         _resume_settings(config, request)
     if _no_data(config.data):
@@ -286,6 +291,12 @@ def _epochs_done(folder: RunFolder) -> int:
 
 def _no_data(data: DataRequest) -> bool:
     return data.data is None and data.train is None
+
+
+def saved_include(saved: dict) -> list[str]:
+    """The include folders (-I) a run read its spec's imports from (none in a run of an older netdsl)."""
+    found = (saved.get("spec") or {}).get("include")
+    return [p for p in found if isinstance(p, str)] if isinstance(found, list) else []
 
 
 def saved_data(saved: dict, where: str) -> DataRequest:

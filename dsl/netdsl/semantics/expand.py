@@ -26,7 +26,7 @@ from netdsl.errors import Diagnostic, Fail, Span, did_you_mean
 from netdsl.limits import MAX_DIM
 from netdsl.semantics.args import DTYPES
 from netdsl.semantics.fine_tuning import check_parts
-from netdsl.semantics.graph import Graph, TensorRef
+from netdsl.semantics.graph import Graph, TensorRef, repeated_layer_names
 from netdsl.semantics.graph_writer import GraphWriter
 from netdsl.semantics.scope import FileScope
 from netdsl.semantics.state import POISON, BuildState, ExpansionState, SharedInstance, Tensor
@@ -58,6 +58,7 @@ class FlowExpander:
             self._model_inputs(decl, env)
             self.run(decl.body, env, where="model")
             graph.outputs = [(name, t.ref) for name, t in state.build.outputs if t.ref is not None]  # not poisoned
+            state.diagnostics.extend(repeated_layer_names(graph))
             if graph.train is not None:
                 state.diagnostics.extend(check_parts(graph, graph.train))
             if not state.build.outputs:

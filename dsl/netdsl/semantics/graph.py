@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from netdsl.errors import Span
+from netdsl.errors import Diagnostic, Span
 
 
 @dataclass(frozen=True)
@@ -93,3 +93,29 @@ def keras_layer_name(node: Node) -> str:
     if node.op in ("layer", "declared_layer") and node.shared is not None and node.shared.startswith("shared:"):
         return node.shared[len("shared:"):]
     return node.name
+
+
+def repeated_layer_names(graph: Graph) -> list[Diagnostic]:
+    """One error per layer of the model whose Keras name another layer already has: Keras refuses to
+    assemble such a model ("The name ... is used 2 times"). It happens with a `name=` inside a block
+    used more than once, or in a repeat, or naming another step. The uses of one shared instance,
+    and of one nested model, are one layer."""
+    first: dict[str, Node] = {}
+    found = []
+    for node in graph.kept_nodes():
+        name = keras_layer_name(node)
+        other = first.setdefault(name, node)
+        if other is node or _same_layer(other, node):
+            continue
+        in_one_block = node.cluster and node.span == other.span
+        hint = ("a name= inside a block used twice names every use alike: leave it out, or make it a block "
+                "parameter" if in_one_block else f"give one of them another name= than '{name}'")
+        found.append(Diagnostic.at(node.span, f"the layer name '{name}' is given to two layers, '{other.name}' and "
+                                              f"'{node.name}'; Keras needs each name once", hint))
+    return found
+
+
+def _same_layer(a: Node, b: Node) -> bool:
+    if a.shared is not None and a.shared == b.shared:
+        return True
+    return a.op == b.op == "model" and a.decl is b.decl

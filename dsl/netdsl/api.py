@@ -307,7 +307,7 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
 def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: int | None = None,
              targets: Mapping[str, str] | None = None, backend: str | None = None,
              split: Literal["test", "val", "train"] = "test", spec: Spec | None = None,
-             model: str | None = None) -> dict[str, float | list[float]]:
+             model: str | None = None, include: Sequence[str | os.PathLike] = ()) -> dict[str, float | list[float]]:
     """The loss and metrics of a trained model on `data`: {"loss": ..., metric: ...}; a metric of one
     value per class (f1_score without `average`) is a list. A run folder (or a .keras file in one) is
     scored with the loss and metrics of the spec it recorded, when that spec is unchanged (Keras saves
@@ -320,16 +320,18 @@ def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: in
     (`.onnx`, `.tflite`, a SavedModel folder), run in its own runtime and scored
     with the loss and metrics of `spec`'s train section (default: the spec of
     the run folder the file is in; `model`: its model, by default the one the
-    file records or the spec's only one); `data` is then required. Raises `DataError`,
+    file records or the spec's only one; `include`: further folders its imports read from);
+    `data` is then required. Raises `DataError`,
     `RunError`, `ExportError`, or `TrainingError` for a model without a loss."""
     from netdsl.deploy.inference import evaluate_exported, is_exported
     from netdsl.training.run.inference import evaluate as evaluate_trained
 
-    if (spec is not None or model is not None) and not is_exported(trained):
-        raise UsageError("--spec and --model give an exported file its loss and metrics; a Keras model has its own")
+    if (spec is not None or model is not None or include) and not is_exported(trained):
+        raise UsageError("--spec, --model and --include give an exported file its loss and metrics; a Keras "
+                         "model has its own")
     _backend(backend)
     if is_exported(trained):
-        return evaluate_exported(trained, data, batch_size, dict(targets or {}), spec, model)
+        return evaluate_exported(trained, data, batch_size, dict(targets or {}), spec, model, include)
     return evaluate_trained(trained, data, batch_size, dict(targets or {}), split)
 
 

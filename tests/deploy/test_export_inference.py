@@ -191,6 +191,34 @@ def test_a_spec_changed_since_export_is_one_warning_line_and_the_file_is_still_s
         netdsl.evaluate(file, data=work / "classifier.npz", spec=edited, model="classifier", batch_size=16)
 
 
+def test_evaluate_reads_a_spec_importing_from_an_include_folder(work, tmp_path, capsys):
+    """`--spec` importing from a folder outside its own is read with `-I` (library: `include=`), as train
+    reads it; without the folder the import is refused, one line."""
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "defs.net").write_text("let hidden_units = 16\n")
+    (tmp_path / "project").mkdir()
+    spec = tmp_path / "project" / "scored.net"
+    spec.write_text('import "../shared/defs.net"\n' + SCORED.read_text())
+    common = ["evaluate", str(work / FILES["onnx"]), "--data", str(work / "classifier.npz"), "--spec", str(spec),
+              "--model", "classifier", "--batch-size", "16", "--json"]
+    assert main(common) == 1
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"{spec}:1:1: error: import '../shared/defs.net' leaves the spec's folder; imports must stay inside the "
+        "root spec's folder or a folder given with --include")
+    assert main([*common, "-I", str(tmp_path / "shared")]) == 0
+    captured = capsys.readouterr()
+    # (the spec with its import is not the one the file was exported from: said, and scored)
+    assert captured.err == (f"netdsl evaluate: warning: {work / FILES['onnx']}: the spec changed since export "
+                            f"({spec}'s sha256 differs from the one the file records); scored with the spec as it "
+                            "is now\n")
+    want = netdsl.evaluate(work / FILES["onnx"], data=work / "classifier.npz", spec=SCORED, model="classifier",
+                           batch_size=16)
+    assert json.loads(captured.out) == want
+    with pytest.warns(netdsl.SpecChangedWarning):
+        assert netdsl.evaluate(work / FILES["onnx"], data=work / "classifier.npz", spec=spec, model="classifier",
+                               batch_size=16, include=[tmp_path / "shared"]) == want
+
+
 def commands_without_a_backend(commands: list[list[str]]) -> str:
     """Run the CLI `commands` in a fresh process, each to exit 0, and assert that none of them imported
     Keras, TensorFlow, JAX or torch; what they printed."""

@@ -1,5 +1,5 @@
-"""`netdsl evaluate RUN_DIR|MODEL.keras|EXPORTED [--data SRC | --split test|val|train] [--spec SPEC.net] [--json]
-[--batch-size N]`.
+"""`netdsl evaluate RUN_DIR|MODEL.keras|EXPORTED [--data SRC | --split test|val|train] [--spec SPEC.net]
+[-I DIR] [--json] [--batch-size N]`.
 
 The loss and metrics on data. A run folder means its model.keras (and its batch size);
 an exported file (.onnx, .tflite, a SavedModel folder) runs in its own runtime, scored
@@ -23,6 +23,7 @@ from typing import Any
 from netdsl.cli.common import (
     add_backend,
     add_command,
+    add_include,
     add_json,
     add_plugin,
     add_targets,
@@ -52,6 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cmd.add_argument("--model", metavar="NAME",
                      help="with --spec: the model whose train section scores the file (default: the one the file "
                           "records, or the spec's only model)")
+    add_include(cmd)
     add_json(cmd, "the values (one object)")
     cmd.set_defaults(run=run)
 
@@ -100,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     with scope(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SpecChangedWarning)
         values = evaluate(args.trained, data=args.data, batch_size=args.batch_size, targets=targets, split=args.split,
-                          spec=args.spec, model=args.model, backend=args.backend if exported else None)
+                          spec=args.spec, model=args.model, include=args.include,
+                          backend=args.backend if exported else None)
     for warned in caught:  # netdsl's own as one line; anyone else's (a runtime's) as Python shows it
         if issubclass(warned.category, SpecChangedWarning):
             print(warning_line("evaluate", str(warned.message)), file=sys.stderr)

@@ -94,7 +94,7 @@ def test_what_numpy_does_not_score_is_scored_by_keras_alike(work, monkeypatch):
 
 
 def test_a_litert_file_records_its_model_so_evaluate_picks_it_without_model(work, tmp_path, capsys):
-    from netdsl.deploy.litert_format import read_metadata
+    from netdsl.deploy.litert_format import read_metadata, with_entry
     from netdsl.deploy.runtime import open_exported
     from netdsl.training.run.settings import spec_sha256
 
@@ -109,6 +109,11 @@ def test_a_litert_file_records_its_model_so_evaluate_picks_it_without_model(work
     assert open_exported(foreign).metadata == {}
     damaged = file.read_bytes().replace(b'{"netdsl_model"', b"#" * 15)  # the entry is there, its JSON is not
     assert read_metadata(damaged) == {}
+    # an entry nested deeper than the JSON parser recurses, or too large to be netdsl's: no metadata, no traceback
+    plain = foreign.read_bytes()
+    assert read_metadata(with_entry(plain, b"[" * 60_000)) == {}
+    assert read_metadata(with_entry(plain, b'{"netdsl_model": "' + b"m" * 70_000 + b'"}')) == {}
+    assert read_metadata(with_entry(plain, b'{"netdsl_model": "m"}')) == {"netdsl_model": "m"}
     assert main(["evaluate", str(foreign), "--data", str(work / "two_heads.npz"), "--spec", str(SCORED)]) == 1
     assert capsys.readouterr().err == (f"{SCORED}:1:1: error: the spec declares 2 models; pick one with "
                                        "--model NAME (model=NAME in the library); models: "

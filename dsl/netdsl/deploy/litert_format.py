@@ -50,12 +50,17 @@ def litert_bytes(model: keras.Model, metadata: dict[str, str]) -> bytes:
 def with_metadata(flatbuffer: bytes, metadata: dict[str, str]) -> bytes:
     """The model with a metadata entry `netdsl` (a buffer holding `metadata` as JSON), the model format's
     own place for what tools record about a model (`read_metadata` reads it back)."""
+    return with_entry(flatbuffer, json.dumps(metadata, sort_keys=True).encode())
+
+
+def with_entry(flatbuffer: bytes, data: bytes) -> bytes:
+    """The model with a metadata entry `netdsl` holding `data` (`with_metadata`'s JSON; a test's damaged bytes)."""
     import flatbuffers
     from tensorflow.lite.python import schema_py_generated as schema
 
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(flatbuffer, 0))
     buffer = schema.BufferT()
-    buffer.data = np.frombuffer(json.dumps(metadata, sort_keys=True).encode(), dtype=np.uint8)
+    buffer.data = np.frombuffer(data, dtype=np.uint8)
     model.buffers = [*(model.buffers or []), buffer]
     entry = schema.MetadataT()
     entry.name = METADATA_NAME
@@ -64,6 +69,9 @@ def with_metadata(flatbuffer: bytes, metadata: dict[str, str]) -> bytes:
     builder = flatbuffers.Builder(len(flatbuffer) + 1024)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
+
+
+MAX_METADATA_BYTES = 64 * 1024  # read back at most this much of netdsl's entry
 
 
 def read_metadata(flatbuffer: bytes) -> dict[str, str]:
@@ -84,9 +92,11 @@ def read_metadata(flatbuffer: bytes) -> dict[str, str]:
         offset = buffer.Offset()
         data = (bytes(flatbuffer[offset:offset + buffer.Size()]) if offset > 1
                 else buffer.DataAsNumpy().tobytes() if buffer.DataLength() else b"")
+        if len(data) > MAX_METADATA_BYTES:  # netdsl's entry is a few hundred bytes
+            return {}
         recorded = json.loads(data)
-    except (ValueError, IndexError, AttributeError, struct.error):  # not JSON, a damaged table: no metadata
-        return {}
+    except (ValueError, IndexError, AttributeError, struct.error, RecursionError):  # not JSON (or nested deeper
+        return {}  # than the parser recurses), a damaged table: no metadata
     if not isinstance(recorded, dict):
         return {}
     return {key: value for key, value in recorded.items() if isinstance(key, str) and isinstance(value, str)}

@@ -224,6 +224,25 @@ def test_evaluate_reads_a_spec_importing_from_an_include_folder(work, tmp_path, 
                                batch_size=16, include=[tmp_path / "shared"]) == want
 
 
+def test_a_saved_model_folders_record_is_read_bounded_and_never_through_a_link(work, tmp_path):
+    import shutil
+
+    from netdsl.deploy.runtime import open_exported
+    from netdsl.deploy.saved_model_format import METADATA
+
+    folder = tmp_path / "sm"
+    shutil.copytree(work / FILES["saved_model"], folder)
+    assert open_exported(folder).metadata["netdsl_model"] == "classifier"
+    record = folder / METADATA
+    for planted in (b"[" * 60_000, b'{"netdsl_model": "' + b"m" * 70_000 + b'"}', b"[1, 2]"):
+        record.write_bytes(planted)  # nested deeper than json recurses, oversized, not an object
+        assert open_exported(folder).metadata == {}
+    record.unlink()
+    (tmp_path / "elsewhere.json").write_text('{"netdsl_model": "classifier"}')
+    record.symlink_to(tmp_path / "elsewhere.json")
+    assert open_exported(folder).metadata == {}
+
+
 def commands_without_a_backend(commands: list[list[str]]) -> str:
     """Run the CLI `commands` in a fresh process, each to exit 0, and assert that none of them imported
     Keras, TensorFlow, JAX or torch; what they printed."""

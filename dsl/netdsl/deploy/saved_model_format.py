@@ -18,6 +18,7 @@ from netdsl.deploy.errors import ExportError
 from netdsl.deploy.folders import replace_folder
 from netdsl.deploy.formats import ExportedModel, Format
 from netdsl.deploy.serving import forward, input_specs
+from netdsl.files import Refused, read_regular
 from netdsl.training.data.signature import Signature, TensorSpec
 
 if TYPE_CHECKING:
@@ -65,6 +66,19 @@ def load(path: Path, fmt: Format) -> ExportedModel:
         result = serve(**{name: tf.constant(value) for name, value in batch.items()})
         return {name: value.numpy() for name, value in result.items()}
 
-    recorded = path / METADATA
-    metadata = json.loads(recorded.read_text(encoding="utf-8")) if recorded.is_file() else {}
-    return ExportedModel(path, fmt, signature, run, metadata)
+    return ExportedModel(path, fmt, signature, run, _recorded(path / METADATA))
+
+
+MAX_METADATA_BYTES = 64 * 1024  # netdsl's record is a few hundred bytes
+
+
+def _recorded(file: Path) -> dict[str, str]:
+    """What the export recorded in the folder ({} when nothing netdsl can read: another tool's folder, a
+    damaged or oversized record, a link)."""
+    try:
+        recorded = json.loads(read_regular(file, MAX_METADATA_BYTES, "metadata", follow_links=False))
+    except (Refused, ValueError, RecursionError):
+        return {}
+    if not isinstance(recorded, dict):
+        return {}
+    return {key: value for key, value in recorded.items() if isinstance(key, str) and isinstance(value, str)}

@@ -203,3 +203,7 @@ MAX_IMAGE_PIXELS = 1 << 28
 # A run folder's JSON files (config.json, report.json, meta.json): a few KB,
 # read whenever runs are listed or resumed, perhaps planted by someone else.
 MAX_RUN_JSON_BYTES = 16 * 1024**2
+
+# What an exported file records of its spec (a .tflite's metadata entry, a SavedModel folder's
+# assets.extra/netdsl.json): a few hundred bytes netdsl wrote, in a file from anywhere.
+MAX_EXPORT_METADATA_BYTES = 64 * 1024

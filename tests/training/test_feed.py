@@ -113,6 +113,20 @@ def test_on_tensorflow_the_feed_is_the_pipeline() -> None:
     assert isinstance(feed(_source(), np.arange(23), 4), tf.data.Dataset)
 
 
+IMAGES = """\
+model images {
+  input x: (8, 8, 3)
+  output probs = x -> rescaling(1.0 / 255) -> flatten -> dropout(0.2) -> dense(2, activation=softmax)
+  train {
+    optimizer = sgd(learning_rate=0.1)
+    loss = sparse_categorical_crossentropy
+    metrics = [accuracy]
+    batch_size = 4
+    epochs = 2
+  }
+}
+"""
+
 # Run in a fresh process per backend (Keras picks its backend once per process).
 PROBE = r"""
 import json, sys
@@ -149,6 +163,21 @@ out["resumed_weights"] = same(resumed.model, whole.model)
 out["resumed_history"] = resumed.history == whole.history
 again = netdsl.train(noisy, train=(x, y), seed=8, out=runs, epochs=4)
 out["seeded"] = same(again.model, whole.model)
+# an image folder (read through its tf.data pipeline, in order, let go each epoch), shuffled: the same
+# seed gives the same weights, and the run's test split scores as evaluate scores it afterwards
+import pathlib, tensorflow as tf
+pics = pathlib.Path(runs) / "pics"
+for label in ("cats", "dogs"):
+    (pics / label).mkdir(parents=True)
+    for i in range(9):
+        image = rng.integers(0, 256, (10, 12, 3), dtype=np.uint8)
+        (pics / label / f"{i}.jpg").write_bytes(tf.io.encode_jpeg(image).numpy())
+images = spec.replace("plain.net", "images.net")
+first = netdsl.train(images, data=str(pics), split=(0.6, 0.2, 0.2), seed=4, out=runs)
+second = netdsl.train(images, data=str(pics), split=(0.6, 0.2, 0.2), seed=4, out=runs)
+out["images_seeded"] = same(first.model, second.model) and first.status == "finished"
+scored = netdsl.evaluate(first.dir)
+out["images_test"] = abs(scored["loss"] - first.report["test"]["loss"]) <= 1e-6
 print(json.dumps(out))
 """
 
@@ -161,10 +190,11 @@ def test_training_on_a_backend_fed_by_netdsl_keeps_fit_parity_and_resumes(tmp_pa
 
     (tmp_path / "plain.net").write_text(PLAIN.replace("shuffle = false", "shuffle = false\n    steps_per_execution = 1"))
     (tmp_path / "noisy.net").write_text(NOISY.replace("steps_per_execution = 2", "steps_per_execution = 1"))
+    (tmp_path / "images.net").write_text(IMAGES)
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT / "dsl"))
     done = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "plain.net"), str(tmp_path / "runs")],
                           capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
         "fit_weights": True, "fit_history": True, "feed": "RowBatches",
-        "resumed_weights": True, "resumed_history": True, "seeded": True}
+        "resumed_weights": True, "resumed_history": True, "seeded": True, "images_seeded": True, "images_test": True}

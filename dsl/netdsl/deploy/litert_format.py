@@ -24,6 +24,7 @@ from netdsl.atomic import write_bytes
 from netdsl.deploy.errors import ExportError
 from netdsl.deploy.formats import ExportedModel, Format
 from netdsl.deploy.saved_model_format import write_saved_model_to
+from netdsl.limits import MAX_EXPORT_METADATA_BYTES
 from netdsl.training.data.signature import Signature, TensorSpec
 
 if TYPE_CHECKING:
@@ -71,8 +72,6 @@ def with_entry(flatbuffer: bytes, data: bytes) -> bytes:
     return bytes(builder.Output())
 
 
-MAX_METADATA_BYTES = 64 * 1024  # read back at most this much of netdsl's entry
-
 
 def read_metadata(flatbuffer: bytes) -> dict[str, str]:
     """What `with_metadata` recorded ({} when nothing, or nothing netdsl can read: a file another tool wrote).
@@ -92,7 +91,7 @@ def read_metadata(flatbuffer: bytes) -> dict[str, str]:
         offset = buffer.Offset()
         data = (bytes(flatbuffer[offset:offset + buffer.Size()]) if offset > 1
                 else buffer.DataAsNumpy().tobytes() if buffer.DataLength() else b"")
-        if len(data) > MAX_METADATA_BYTES:  # netdsl's entry is a few hundred bytes
+        if len(data) > MAX_EXPORT_METADATA_BYTES:  # netdsl's entry is a few hundred bytes
             return {}
         recorded = json.loads(data)
     except (ValueError, IndexError, AttributeError, struct.error, RecursionError):  # not JSON (or nested deeper

@@ -19,6 +19,7 @@ from netdsl.deploy.folders import replace_folder
 from netdsl.deploy.formats import ExportedModel, Format
 from netdsl.deploy.serving import forward, input_specs
 from netdsl.files import Refused, read_regular
+from netdsl.limits import MAX_EXPORT_METADATA_BYTES
 from netdsl.training.data.signature import Signature, TensorSpec
 
 if TYPE_CHECKING:
@@ -69,14 +70,11 @@ def load(path: Path, fmt: Format) -> ExportedModel:
     return ExportedModel(path, fmt, signature, run, _recorded(path / METADATA))
 
 
-MAX_METADATA_BYTES = 64 * 1024  # netdsl's record is a few hundred bytes
-
-
 def _recorded(file: Path) -> dict[str, str]:
     """What the export recorded in the folder ({} when nothing netdsl can read: another tool's folder, a
     damaged or oversized record, a link)."""
     try:
-        recorded = json.loads(read_regular(file, MAX_METADATA_BYTES, "metadata", follow_links=False))
+        recorded = json.loads(read_regular(file, MAX_EXPORT_METADATA_BYTES, "metadata", follow_links=False))
     except (Refused, ValueError, RecursionError):
         return {}
     if not isinstance(recorded, dict):

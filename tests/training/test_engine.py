@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 import keras
@@ -293,3 +294,46 @@ def test_a_stop_is_not_swallowed_by_code_that_catches_exception():
         except Exception as exc:  # what a library does around user code
             caught.append(exc)
     assert caught == []
+
+
+class _Finalized:
+    """Presses Ctrl-C while Python runs its finalizer: an exception raised there is swallowed
+    (reported to sys.unraisablehook), as in the garbage-collector callback JAX registers, where
+    test_checkpoint_kill once saw a Ctrl-C vanish (the run went on to its end and exited 0)."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the handler runs here, inside the finalizer
+            pass
+
+
+def test_a_stop_raised_where_python_swallows_exceptions_lands_after_it(capsys):
+    from netdsl.training.run.signals import Stopped, StopSignals
+
+    reached = []
+    with pytest.raises(Stopped), StopSignals():
+        finalized = _Finalized()
+        del finalized  # the stop raised in __del__ is swallowed there, then sent again
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # training goes on meanwhile
+            pass
+        reached.append("after")
+    assert reached == []
+    assert "Exception ignored" not in capsys.readouterr().err
+
+
+def test_a_stop_that_never_landed_ends_the_run_after_its_epoch(tmp_path, monkeypatch):
+    # the backstop: a stop asked for whose exception vanished on every way ends the run after the epoch
+    # it came in (recorded, resumable), not at the run's end
+    from netdsl.training.run import keeper
+
+    real = keeper.RunKeeper.on_epoch_begin
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == 1:
+            self.signals._requested = signal.SIGINT  # what the handler records before it raises
+        real(self, epoch, logs)
+
+    monkeypatch.setattr(keeper.RunKeeper, "on_epoch_begin", on_epoch_begin)
+    run = netdsl.train(spec(tmp_path), train=(X, Y), seed=2, out=tmp_path / "runs")
+    assert run.status == "stopped" and run.report["epochs_run"] == 2 and "SIGINT" in run.report["reason"]

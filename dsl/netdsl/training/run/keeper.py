@@ -62,6 +62,8 @@ class RunKeeper(keras.callbacks.Callback):
         state["seconds"] += total - before_writes
         state["epoch_seconds"][-1] = total
         state["write_seconds"].append(total - before_writes)
+        if epoch + 1 < (self.params or {}).get("epochs", 0):
+            self.signals.check()  # a stop asked for in this epoch and swallowed on its way (signals.py)
 
 
 class TorchEpochSeed(keras.callbacks.Callback):

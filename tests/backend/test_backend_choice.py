@@ -20,6 +20,7 @@ for name in ("keras", "tensorflow", "jax", "torch", "lightning"):
     sys.modules[name] = None  # `import` fails and importlib finds nothing: as if not installed
 from netdsl.cli import main
 codes = [main(args) for args in {commands!r}]
+print(sorted(m for m in sys.modules if m.startswith("netdsl.deploy")))  # the export room: not on this path
 print(codes)
 """
 
@@ -37,7 +38,7 @@ def test_the_language_side_needs_no_backend(tmp_path: Path) -> None:
     result = _without_backends([["check", spec], ["fmt", "--check", str(ROOT / "specs" / "unet.net")],
                                 ["layers", "dense"], ["render", spec, "--image-format", "dot", "-o", "r.dot"],
                                 ["render", spec, "--no-shapes", "--image-format", "dot", "-o", "t.dot"]], tmp_path)
-    assert result.stdout.splitlines()[-1] == "[0, 0, 0, 0, 0]", result.stderr
+    assert result.stdout.splitlines()[-2:] == ["[]", "[0, 0, 0, 0, 0]"], result.stderr
     assert (tmp_path / "r.dot").read_text().startswith("digraph")
     assert "25,636,712" in (tmp_path / "r.dot").read_text()  # shapes and counts, inferred without Keras
 

@@ -31,7 +31,6 @@ from netdsl.cli.common import (
     parse_targets,
     warning_line,
 )
-from netdsl.deploy.errors import SpecChangedWarning
 from netdsl.errors import UsageError, printable
 from netdsl.training.scale import processes
 
@@ -98,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if exported:
         load_plugins(args.plugin, args.trained)  # the spec scoring it may use plugin layers
     from netdsl.api import evaluate
+    from netdsl.deploy.errors import SpecChangedWarning  # here: the parser of every command imports this module
 
     with scope(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SpecChangedWarning)

@@ -178,6 +178,8 @@ def zip_free(path: Path) -> Path:
                       "started\n")),
     ("in_the_way", (1, "{tmp}/taken: error: a folder that is not a SavedModel is in the way; remove it or "
                        "choose another -o\n")),
+    ("foreign_saved_model", (1, "{tmp}/foreign: error: a SavedModel that netdsl did not write for you is in the "
+                                "way; netdsl replaces only its own: remove it or choose another -o\n")),
 ])
 def test_bad_input_is_one_line(case, expected, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -188,6 +190,8 @@ def test_bad_input_is_one_line(case, expected, tmp_path, capsys, monkeypatch):
     (tmp_path / "folder").mkdir()
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "mine.txt").write_text("mine")
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "saved_model.pb").write_bytes(b"another tool's")
     (tmp_path / "notes.txt").write_text("hello")
     zip_free(tmp_path / "broken.keras")
     args = {
@@ -200,11 +204,13 @@ def test_bad_input_is_one_line(case, expected, tmp_path, capsys, monkeypatch):
         "empty_run": [f"{tmp_path}/run", "--format", "onnx"],
         "not_a_run": [f"{tmp_path}/folder", "--format", "onnx"],
         "in_the_way": [str(SMALL), "--model", "mlp", "--format", "saved_model", "-o", f"{tmp_path}/taken"],
+        "foreign_saved_model": [str(SMALL), "--model", "mlp", "--format", "saved_model", "-o", f"{tmp_path}/foreign"],
     }[case]
     code, out, err = cli(capsys, *args)
     assert (code, out, err) == (expected[0], "", expected[1].format(tmp=tmp_path))
     assert (tmp_path / "victim").read_text() == "keep me"
     assert (tmp_path / "taken" / "mine.txt").read_text() == "mine"
+    assert (tmp_path / "foreign" / "saved_model.pb").read_bytes() == b"another tool's"
 
 
 def test_a_missing_runtime_is_an_install_hint(capsys, monkeypatch):

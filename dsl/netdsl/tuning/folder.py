@@ -10,20 +10,34 @@
       params.png/.svg       the objective against each parameter
 
 Statuses in sweep.json: running, finished, stopped (Ctrl-C; `--resume` goes on).
+
+A sweep folder is trusted as a run folder is (`runs.untrusted`): this user owns it, no other account
+may write into it, it is no link; `--resume auto` passes over any other, `--resume DIR`, `--join DIR`
+and `--show DIR` refuse it. `sweep.json` is read as run files are: a regular file, never through a
+link, at most `MAX_RUN_JSON_BYTES`. The only thing a sweep ever deletes is a trial's folder that
+`clear_unstarted` proves is netdsl's own and holds nothing a run wrote (a worker killed between
+making it and writing config.json).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import stat
 from pathlib import Path
 from typing import Any
 
 from netdsl.atomic import write_bytes
+from netdsl.files import Refused, read_regular
+from netdsl.limits import MAX_RUN_JSON_BYTES
 from netdsl.training.errors import RunError
-from netdsl.training.run.runs import RunFolder
+from netdsl.training.run.runs import RunFolder, untrusted
 
 SWEEP = "sweep.json"
+# What a trial's run writes into its folder before config.json: the lock, config.json's temporary file.
+_BEFORE_CONFIG = re.compile(r"\.lock|\.config\.json\.[0-9a-f]{12}\.tmp")
 STUDY_FILE = "study.db"  # the default storage: SQLite in the sweep folder
 
 
@@ -39,6 +53,12 @@ class SweepFolder:
     @classmethod
     def existing(cls, path: str | os.PathLike) -> SweepFolder:
         folder = cls(path)
+        if not folder.path.is_dir():
+            raise RunError("no such sweep folder", file=str(path))
+        distrust = untrusted(folder.path, "sweep folder")
+        if distrust is not None:
+            raise RunError(distrust, file=str(path),
+                           hint="netdsl resumes, joins and shows only sweep folders you made")
         if not (folder.path / SWEEP).is_file():
             raise RunError(f"not a sweep folder (no {SWEEP})", file=str(path))
         return folder
@@ -55,17 +75,24 @@ class SweepFolder:
                     numbered.append((int(entry.name[len(prefix):]), entry))
         for _, path in sorted(numbered, reverse=True):
             folder = cls(path)
-            if (path / SWEEP).is_file() and folder.read().get("status") != "finished":
+            if untrusted(path, "sweep folder") is not None or not (path / SWEEP).is_file():
+                continue  # another account's (or a world-writable) folder is never adopted
+            if folder.read().get("status") != "finished":
                 return folder
         return None
 
     def read(self) -> dict[str, Any]:
         try:
-            return json.loads((self.path / SWEEP).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
+            data = json.loads(read_regular(self.path / SWEEP, MAX_RUN_JSON_BYTES, "sweep file", follow_links=False))
+        except Refused as exc:
+            if str(exc) == "no such file":
+                return {}
             raise RunError(f"cannot read {SWEEP}: {exc}", file=str(self.path)) from None
+        except (ValueError, RecursionError) as exc:
+            raise RunError(f"cannot read {SWEEP}: {exc}", file=str(self.path)) from None
+        if not isinstance(data, dict):
+            raise RunError(f"cannot read {SWEEP}: not a JSON object", file=str(self.path))
+        return data
 
     def write(self, record: dict[str, Any]) -> None:
         write_json(self.path / SWEEP, record)
@@ -85,17 +112,53 @@ class SweepFolder:
         return self.path / "trials"
 
     def trial_dir(self, number: int) -> Path:
-        return self.trials / str(number)
+        """`trials/<number>`, with `trials/` made now when missing; a link or anything but this user's
+        own folder there is refused (trials would be written, and cleared, wherever it points)."""
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(self.trials)
+        distrust = untrusted(self.trials, "sweep's trials folder")
+        if distrust is not None:
+            raise RunError(f"trials: {distrust}", file=str(self.path),
+                           hint="netdsl writes trials only into a folder of its own")
+        if not self.trials.is_dir():
+            raise RunError("trials/ is not a folder", file=str(self.path))
+        return self.trials / str(int(number))
 
-    def owns(self, run_dir: str | None) -> bool:
-        """Whether a trial's run folder lies in this sweep folder."""
-        if not run_dir:
+    def clear_unstarted(self, run_dir: Path) -> bool:
+        """Make way for a trial whose worker died before its run wrote config.json: remove `run_dir` when
+        it is this sweep's own `trials/<k>` folder, of this user, holding nothing but what a run writes
+        before config.json (its `.lock`, config.json's temporary file). True when `run_dir` is gone
+        now; False leaves it as it is (the caller says so). Never recursive, never through a link."""
+        if run_dir.parent != self.trials or not run_dir.name.isdigit():
             return False
         try:
-            Path(run_dir).resolve().relative_to(self.trials.resolve())
+            info = os.lstat(run_dir)
+        except FileNotFoundError:
             return True
-        except ValueError:
+        except OSError:
             return False
+        if not stat.S_ISDIR(info.st_mode) or untrusted(run_dir) is not None:
+            return False
+        flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(run_dir, flags)
+        except OSError:
+            return False
+        try:
+            names = os.listdir(fd)
+            for name in names:
+                entry = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                if not (_BEFORE_CONFIG.fullmatch(name) and stat.S_ISREG(entry.st_mode)
+                        and entry.st_uid == info.st_uid):
+                    return False
+            for name in names:
+                os.unlink(name, dir_fd=fd)
+            os.rmdir(run_dir)  # fails, and leaves the folder, when anything appeared meanwhile
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
 
 
 def write_json(target: Path, data: Any) -> None:

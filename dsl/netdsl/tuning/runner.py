@@ -89,7 +89,10 @@ def _work(config: SweepConfig, study: Any) -> bool:
 
 
 def _repair(config: SweepConfig, study: Any) -> None:
-    """Resume this folder's trials left RUNNING by a worker that died."""
+    """Resume this folder's trials left RUNNING by a worker that died.
+
+    A trial's run folder is `trials/<number>` of this sweep folder, by netdsl's own rule; never a path
+    read from the study, which whoever can write the study chooses (security review N1)."""
     mine = str(config.folder.path.resolve())
     # The folder's own SQLite study has no other sweep's trials: one killed before it was marked is ours too.
     own = config.storage == config.folder.own_storage
@@ -98,15 +101,20 @@ def _repair(config: SweepConfig, study: Any) -> None:
         if frozen.number >= config.trials or attrs.get("sweep", mine if own else None) != mine \
                 or _alive(attrs.get("worker")):
             continue
-        run_dir = Path(attrs["run"]) if attrs.get("run") else config.folder.trial_dir(frozen.number)
+        run_dir = config.folder.trial_dir(frozen.number)
         if run_dir.exists() and RunFolder(run_dir).in_use():
             continue
         trial = _optuna().trial.Trial(study, frozen._trial_id)
         trial.set_user_attr("worker", studies.worker_id())
         trial.set_user_attr("resumed", attrs.get("resumed", 0) + 1)  # said in summary.csv
         resume = run_dir if (run_dir / "config.json").is_file() else None
-        if run_dir.exists() and resume is None:  # killed before the run wrote anything
-            _remove_empty(run_dir)
+        if resume is None and not config.folder.clear_unstarted(run_dir):
+            reason = (f"its run folder {run_dir} holds files netdsl did not write before a run starts; "
+                      "netdsl left it as it is")
+            trial.set_user_attr("reason", reason)
+            study.tell(trial, state=_states().FAIL)
+            _echo(config, frozen.number, dict(frozen.params), None, "failed", None, reason)
+            continue
         if not _train_trial(config, study, trial, dict(frozen.params), resume=resume):
             raise KeyboardInterrupt
 
@@ -135,12 +143,6 @@ def _is_sweep_process(pid: int) -> bool:
     except OSError:
         return True
     return b"sweep" in command
-
-
-def _remove_empty(path: Path) -> None:
-    for child in sorted(path.rglob("*"), reverse=True):
-        child.unlink() if not child.is_dir() else child.rmdir()
-    path.rmdir()
 
 
 def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resume: Path | None) -> bool:

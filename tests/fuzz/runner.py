@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .grammar_gen import GrammarGenerator
 from .mutate import ROOT, Mutator, load_corpus
-from .targets import keras_corpus, make_data, make_keras
+from .targets import keras_corpus, make_data, make_keras, make_sweep
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,9 @@ def make_file(target: str, seed: int, index: int, corpus: list) -> tuple[str, st
     if target == "keras":
         source, data = make_keras(rng, corpus)
         return source, ".keras", data
+    if target == "sweep":
+        source, data = make_sweep(rng)
+        return source, ".sweep", data
     return make_data(rng)
 
 

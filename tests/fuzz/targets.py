@@ -3,6 +3,12 @@ files (npz, CSV, TFRecord, PNG folders) for the training data readers.
 
     python -m tests.fuzz --target keras --count 10000 --seed 1 --report /tmp/fuzz-keras
     python -m tests.fuzz --target data --count 10000 --seed 1 --report /tmp/fuzz-data
+    python -m tests.fuzz --target sweep --count 10000 --seed 1 --report /tmp/fuzz-sweep
+
+A sweep folder (`--target sweep`, issue 27) is two files, `sweep.json` and its `study.db`: the
+JSON is edited as the `.keras` configs are, the study (a real Optuna SQLite study of five trials,
+one of each state) by SQL (odd values in user attributes, parameters, distributions, states,
+numbers and names) or by flipping its bytes; `netdsl sweep --show` reads it.
 
 Each input is bytes made from its own `random.Random` (seed, index), as the spec inputs
 are: generated (a chain of layers in a random order, arrays of random shapes and dtypes,
@@ -14,16 +20,19 @@ must answer with netdsl's own error (SpecError, TrainingError, UsageError) or su
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import random
+import sqlite3
 import struct
+import tempfile
 import zipfile
 import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TARGETS = ("spec", "keras", "data")
+TARGETS = ("spec", "keras", "data", "sweep")
 DATA_KINDS = (".npz", ".csv", ".tfrecord", ".png")
 
 
@@ -240,3 +249,103 @@ def _png(rng: random.Random) -> bytes:
     def chunk(kind: bytes, payload: bytes) -> bytes:
         return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+# ------------------------------------------------------------------ sweep folders
+
+SWEEP_RECORD = {
+    "spec": {"path": "/nowhere/mlp.net", "sha256": "0" * 64, "model": "mlp"},
+    "objective": {"direction": "minimize", "metric": "val_loss"},
+    "space": {"width": "choice(4, 8)", "lr": "log_uniform(0.001, 0.1)", "act": "choice(\"relu\", \"tanh\")"},
+    "sampler": "tpe", "pruner": "none", "trials": 5, "seed": 1, "study": "mlp-sweep", "storage": "study.db",
+    "data": {}, "defines": {}, "epochs": 1, "batch_size": 32, "status": "finished",
+    "created": "2026-12-07T00:00:00+00:00",
+}
+_STUDY_EDITS = (  # (table, column) a mutation sets to an odd value
+    ("trial_user_attributes", "value_json"), ("trial_user_attributes", "key"),
+    ("trial_params", "param_value"), ("trial_params", "distribution_json"), ("trial_params", "param_name"),
+    ("trial_values", "value"), ("trials", "state"), ("trials", "number"), ("studies", "study_name"),
+    ("study_directions", "direction"), ("trial_intermediate_values", "intermediate_value"),
+)
+_base_study: list[bytes] = []  # built once per process: Optuna's SQLite schema with five trials
+
+
+def base_study() -> bytes:
+    """A real study.db: trials complete, pruned, failed, running (its worker, run and reason recorded)."""
+    if not _base_study:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "study.db"
+            study = optuna.create_study(study_name="mlp-sweep", storage=f"sqlite:///{path}")
+            space = {"width": optuna.distributions.CategoricalDistribution([4, 8]),
+                     "lr": optuna.distributions.FloatDistribution(1e-3, 0.1, log=True),
+                     "act": optuna.distributions.CategoricalDistribution(["relu", "tanh"])}
+            states = optuna.trial.TrialState
+            for number, state in enumerate(("complete", "pruned", "failed", "running", "complete")):
+                trial = study.ask(space)
+                trial.set_user_attr("run", f"/sweeps/mlp-sweep-1/trials/{number}")
+                trial.set_user_attr("epochs", 2)
+                trial.set_user_attr("seconds", 1.5)
+                trial.set_user_attr("worker", {"host": "node", "pid": 1})
+                trial.report(0.5, 0)
+                if state == "complete":
+                    study.tell(trial, 0.25 + number)
+                elif state == "pruned":
+                    trial.set_user_attr("objective", 0.75)
+                    study.tell(trial, state=states.PRUNED)
+                elif state == "failed":
+                    trial.set_user_attr("reason", "no finite value of val_loss")
+                    study.tell(trial, state=states.FAIL)
+            study._storage.remove_session()  # the file is complete and closed before it is read
+            _base_study.append(path.read_bytes())
+    return _base_study[0]
+
+
+def make_sweep(rng: random.Random) -> tuple[str, bytes]:
+    """(where it came from, the folder packed: 4-byte length, sweep.json, study.db)."""
+    record = json.loads(json.dumps(SWEEP_RECORD))
+    sources = []
+    if rng.random() < 0.5:
+        for _ in range(rng.randint(1, 4)):
+            record = _mutate_json(rng, record)
+        sources.append("sweep.json edited")
+    if isinstance(record, dict):
+        record.pop("storage_url", None)  # the fuzzer never opens a storage outside the folder
+        record["storage"] = "study.db"
+    text = json.dumps(record).encode()
+    if rng.random() < 0.1:
+        text, sources = _mutate_bytes(rng, text), [*sources, "sweep.json bytes"]
+    study = base_study()
+    if rng.random() < 0.7:
+        study, sources = _edit_study(rng, study), [*sources, "study edited by SQL"]
+    if rng.random() < 0.1:
+        study, sources = _mutate_bytes(rng, study), [*sources, "study bytes"]
+    return ", ".join(sources) or "the base folder", struct.pack(">I", len(text)) + text + study
+
+
+def _edit_study(rng: random.Random, study: bytes) -> bytes:
+    connection = sqlite3.connect(":memory:")
+    try:
+        connection.deserialize(study)
+        for _ in range(rng.randint(1, 4)):
+            table, column = rng.choice(_STUDY_EDITS)
+            odd = rng.choice([None, -1, 2**63 - 1, 1e308, float("nan"), "", "x" * rng.choice([1, 300, 70_000]),
+                              "\x1b]0;PWNED\x07\x1b[31m", "$\\notacommand$", "{", "[]", "{}", '"text"', "1e999",
+                              json.dumps({"name": "CategoricalDistribution", "attributes": {"choices": []}}),
+                              json.dumps({"name": "FloatDistribution", "attributes": {"low": 1, "high": 0}}),
+                              "[" * 5000 + "]" * 5000, "RUNNING", "COMPLETE", "WAITING", "MINIMIZE", "NOT_SET", 7])
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?",  # noqa: S608 - fixed names
+                                   (odd, rng.randint(1, 6)))
+        connection.commit()
+        return connection.serialize()
+    finally:
+        connection.close()
+
+
+def unpack_sweep(data: bytes) -> tuple[bytes, bytes]:
+    """(sweep.json, study.db) of a packed sweep folder."""
+    (size,) = struct.unpack(">I", data[:4]) if len(data) >= 4 else (0,)
+    return data[4:4 + size], data[4 + size:]

@@ -27,7 +27,7 @@ import traceback
 import netdsl
 from netdsl.errors import Sources, render_all
 
-from .targets import DATA_KINDS
+from .targets import DATA_KINDS, unpack_sweep
 
 LAST_RESORT = "for netdsl to process it"  # errors.out_of_resources: no limit caught the input
 
@@ -64,7 +64,13 @@ def check_file(target: str, data: bytes, suffix: str, folder: str) -> dict:
     from netdsl.training.errors import TrainingError
 
     path = os.path.join(folder, "input" + suffix)
-    if suffix == ".png":  # an image folder: two classes, the input among them
+    if suffix == ".sweep":  # a sweep folder: sweep.json and its study.db
+        path = os.path.join(folder, "mlp-sweep-1")
+        os.makedirs(path)
+        for name, content in zip(("sweep.json", "study.db"), unpack_sweep(data)):
+            with open(os.path.join(path, name), "wb") as fh:
+                fh.write(content)
+    elif suffix == ".png":  # an image folder: two classes, the input among them
         path = os.path.join(folder, "imgs")
         for name in ("a", "b"):
             os.makedirs(os.path.join(path, name), exist_ok=True)
@@ -82,6 +88,8 @@ def check_file(target: str, data: bytes, suffix: str, folder: str) -> dict:
             from netdsl.decompiler import decompile_model
 
             decompile_model(path)
+        elif target == "sweep":
+            _show_sweep(path)
         else:
             _read_data(path, suffix)
     except (SpecError, TrainingError, UsageError) as exc:  # what the CLI prints must be one escaped line per error
@@ -94,6 +102,16 @@ def check_file(target: str, data: bytes, suffix: str, folder: str) -> dict:
     return {"status": status, "diagnostics": count, "cpu": time.process_time() - start_cpu,
             "wall": time.perf_counter() - start_wall,
             "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "detail": detail}
+
+
+def _show_sweep(path: str) -> None:
+    """What `netdsl sweep --show DIR` prints: the table must be escaped text."""
+    from netdsl.tuning.records import show_table
+    from netdsl.tuning.show import read_sweep
+
+    table = show_table(read_sweep(path))
+    if "\x1b" in table or "\x07" in table:
+        raise AssertionError(f"a raw terminal escape in the table: {table[:300]!r}")
 
 
 def _read_data(path: str, suffix: str) -> None:
@@ -137,7 +155,7 @@ def main() -> None:
     folder = sys.argv[3] if len(sys.argv) > 3 else tempfile.mkdtemp(prefix="netdsl-fuzz-")  # the runner removes it
     check_one("model m {\n  input x: (4,)\n  output y = x -> dense(2)\n}\n", "warm.net")  # imports done
     if target != "spec":  # the readers' imports (TensorFlow for data) before the limit
-        for suffix in (DATA_KINDS if target == "data" else (".keras",)):
+        for suffix in {"data": DATA_KINDS, "sweep": (".sweep",)}.get(target, (".keras",)):
             check_file(target, b"", suffix, tempfile.mkdtemp(dir=folder))
     limit_memory(extra)
     sys.stdout.write("ready\n")  # the runner times inputs from here, not the imports (TensorFlow: tens of s)

@@ -31,7 +31,7 @@ from typing import Any
 
 from netdsl.atomic import write_bytes
 from netdsl.files import Refused, read_regular
-from netdsl.limits import MAX_RUN_JSON_BYTES
+from netdsl.limits import MAX_RUN_JSON_BYTES, MAX_SWEEP_TRIALS
 from netdsl.training.errors import RunError
 from netdsl.training.run.runs import RunFolder, untrusted
 
@@ -92,6 +92,9 @@ class SweepFolder:
             raise RunError(f"cannot read {SWEEP}: {exc}", file=str(self.path)) from None
         if not isinstance(data, dict):
             raise RunError(f"cannot read {SWEEP}: not a JSON object", file=str(self.path))
+        problem = record_problem(data)
+        if problem is not None:
+            raise RunError(f"cannot read {SWEEP}: {problem}", file=str(self.path))
         return data
 
     def write(self, record: dict[str, Any]) -> None:
@@ -159,6 +162,39 @@ class SweepFolder:
             return False
         finally:
             os.close(fd)
+
+
+# What netdsl writes into sweep.json, by key: the type each value must have where it is given (a damaged
+# or edited file is one line, not a KeyError deep in a reader).
+_RECORD_TYPES: dict[str, tuple[type, ...]] = {
+    "spec": (dict,), "objective": (dict,), "space": (dict,), "data": (dict,), "defines": (dict,),
+    "sampler": (str,), "pruner": (str,), "study": (str,), "storage": (str,), "storage_url": (str,),
+    "status": (str,), "created": (str,), "trials": (int,), "seed": (int,), "epochs": (int, type(None)),
+    "batch_size": (int, type(None)),
+}
+_NESTED_TYPES: dict[tuple[str, str], tuple[type, ...]] = {
+    ("spec", "model"): (str,), ("spec", "path"): (str,), ("spec", "sha256"): (str,),
+    ("objective", "metric"): (str,), ("objective", "direction"): (str,),
+}
+
+
+def record_problem(record: dict[str, Any]) -> str | None:
+    """What is wrong with a sweep.json record, or None."""
+    for key, kinds in _RECORD_TYPES.items():
+        value = record.get(key)
+        if key in record and (not isinstance(value, kinds) or isinstance(value, bool)):
+            return f"'{key}' holds {type(value).__name__}, not {' or '.join(k.__name__ for k in kinds)}"
+    for (outer, key), kinds in _NESTED_TYPES.items():
+        value = record.get(outer, {}).get(key)
+        if key in record.get(outer, {}) and not isinstance(value, kinds):
+            return f"'{outer}.{key}' holds {type(value).__name__}, not {' or '.join(k.__name__ for k in kinds)}"
+    if record.get("objective", {}).get("direction", "minimize") not in ("minimize", "maximize"):
+        return "'objective.direction' is neither minimize nor maximize"
+    if not all(isinstance(text, str) for text in record.get("space", {}).values()):
+        return "'space' holds a parameter that is not described by a string"
+    if not 1 <= record.get("trials", 1) <= MAX_SWEEP_TRIALS:
+        return f"'trials' is not a number from 1 to {MAX_SWEEP_TRIALS:,}"
+    return None
 
 
 def write_json(target: Path, data: Any) -> None:

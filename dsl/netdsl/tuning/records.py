@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from netdsl.atomic import replacing, write_bytes
+from netdsl.errors import NetdslError, printable
 from netdsl.semantics.values import describe_value
+from netdsl.training.errors import RunError
 from netdsl.tuning.folder import write_json
 
 STATES = {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed", "RUNNING": "running", "WAITING": "waiting"}
@@ -69,23 +71,50 @@ def scored_trials(trials: list[TrialRecord]) -> list[tuple[TrialRecord, float]]:
     return [(t, t.value) for t in trials if t.value is not None]
 
 
-def records(study: Any, total: int | None) -> list[TrialRecord]:
-    """The study's trials below `total` (None: all), by number."""
-    out = []
-    for trial in study.get_trials(deepcopy=False):
-        if total is not None and trial.number >= total:
-            continue
-        attrs = trial.user_attrs
-        value = trial.value if trial.state.name == "COMPLETE" else attrs.get("objective")
-        out.append(TrialRecord(number=trial.number, params=dict(trial.params), value=_finite(value),
-                               state=STATES.get(trial.state.name, trial.state.name.lower()),
-                               epochs=attrs.get("epochs"), seconds=attrs.get("seconds"), run_dir=attrs.get("run"),
-                               reason=attrs.get("reason"), resumed=attrs.get("resumed", 0)))
-    return sorted(out, key=lambda t: t.number)
+def records(study: Any, total: int | None, where: Path | None = None) -> list[TrialRecord]:
+    """The study's trials below `total` (None: all), by number. A study is data others may have
+    written (a shared storage, a received folder): a value of the wrong kind is left out, and a
+    study Optuna cannot read is one line (about the sweep folder `where`)."""
+    try:
+        trials = study.get_trials(deepcopy=False)
+        out = [_record(trial) for trial in trials if total is None or trial.number < total]
+        return sorted(out, key=lambda t: t.number)
+    except NetdslError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Optuna and SQLAlchemy raise whatever a damaged study's bytes cause
+        raise RunError(f"cannot read the study: {one_line(exc)}", file=None if where is None else str(where)) from None
+
+
+def _record(trial: Any) -> TrialRecord:
+    attrs = trial.user_attrs
+    if not isinstance(trial.number, int):
+        raise RunError(f"cannot read the study: a trial numbered {describe_value(trial.number)}")
+    value = trial.value if trial.state.name == "COMPLETE" else attrs.get("objective")
+    params = {name: v for name, v in trial.params.items() if isinstance(name, str)}
+    return TrialRecord(number=trial.number, params=params, value=_finite(value),
+                       state=STATES.get(trial.state.name, trial.state.name.lower()),
+                       epochs=_whole(attrs.get("epochs")), seconds=_finite(attrs.get("seconds")),
+                       run_dir=_text(attrs.get("run")), reason=_text(attrs.get("reason")),
+                       resumed=_whole(attrs.get("resumed")) or 0)
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception from a library as one escaped line: its type, and the first line of its text."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return printable(f"{type(exc).__name__}: {text}"[:300])
 
 
 def _finite(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if number and math.isfinite(value) else None
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def param_names(result: SweepResult) -> list[str]:

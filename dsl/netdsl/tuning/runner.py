@@ -68,7 +68,7 @@ def _worker_seed(config: SweepConfig) -> int:
 def _result(config: SweepConfig, study: Any) -> SweepResult:
     return SweepResult(dir=config.folder.path, study=config.study, storage=studies.shown_url(config.storage),
                        metric=config.metric, direction=config.space.direction,
-                       trials=records(study, config.trials),
+                       trials=records(study, config.trials, config.folder.path),
                        log_scale=tuple(p.name for p in config.space.params if p.kind == "log_uniform"))
 
 

@@ -17,9 +17,10 @@ folder's group (`--resume auto` passes over any other; `--resume DIR`
 refuses it, saying why), and its files are read as `syntax/source.py` reads
 specs: never through a link, only regular files, at most
 `MAX_RUN_JSON_BYTES` (a FIFO or `/dev/zero` planted as report.json is
-refused at once), and only files this user owns. netdsl makes its run
-folders 0o755 (less what the umask takes), so a umask of 002 (a shared
-project's setting) never makes its own runs group-writable.
+refused at once), and only files this user owns and no one else may write
+to. netdsl makes its run folders 0o755 and their files 0o644 (less what the
+umask takes), so a umask of 002 (a shared project's setting) never makes its
+own runs group-writable.
 """
 
 from __future__ import annotations

@@ -16,10 +16,9 @@ PACKAGE = Path(netdsl.__file__).resolve().parent
 # A room may import only rooms of a lower level (and itself); rooms of one level
 # are siblings that know nothing of each other. docs/architecture.md draws this.
 LEVELS = {
-    "version": 0, "errors": 0, "atomic": 0, "grammar": 0, "limits": 0, "demo_data": 0, "files": 0,
-    "starter": 1,
-    "syntax": 1, "highlight": 1,
-    "registry": 2,
+    "version": 0, "errors": 0, "atomic": 0, "grammar": 0, "limits": 0, "files": 0,
+    "syntax": 1, "highlight": 1, "demo_data": 1,  # demo_data writes through atomic
+    "registry": 2, "starter": 2,
     "semantics": 3,
     "custom": 4,
     "backend": 5, "diagram": 5,

@@ -93,6 +93,72 @@ def test_examples_are_listed_and_copied_with_their_imports(tmp_path, monkeypatch
     assert capsys.readouterr().err == "netdsl examples: error: no example named 'resnet'; did you mean 'resnet50'?\n"
 
 
+VICTIM = b"the user's own file\n"
+
+
+def test_init_in_a_folder_with_planted_links_writes_through_none(tmp_path, monkeypatch, capsys):
+    """Security review 2026-12b N11: the demo data went through the fixed name .digits.npz.tmp.npz,
+    which a link planted in a folder another account made turned into a write to the user's file."""
+    monkeypatch.chdir(tmp_path)
+    victim = tmp_path / "precious.txt"
+    victim.write_bytes(VICTIM)
+    (tmp_path / "demo").mkdir()
+    for name in (".digits.npz.tmp.npz", ".digits.net.tmp", "digits.npz.tmp", ".tmp.npz"):
+        os.symlink(victim, tmp_path / "demo" / name)
+    assert main(["init", "demo"]) == 0
+    assert capsys.readouterr().out.startswith("wrote demo/digits.net\nwrote demo/digits.npz\n")
+    assert victim.read_bytes() == VICTIM
+    assert not os.path.islink("demo/digits.npz") and not os.path.islink("demo/digits.net")
+    import numpy as np
+
+    with np.load("demo/digits.npz") as data:
+        assert data["image"].shape == (2000, 28, 28)
+    planted = {".digits.npz.tmp.npz", ".digits.net.tmp", "digits.npz.tmp", ".tmp.npz"}
+    assert sorted(os.listdir("demo")) == sorted(planted | {"digits.net", "digits.npz"})  # no temporary file left
+
+
+def test_a_link_planted_at_the_data_file_after_the_check_is_replaced_not_written_through(tmp_path):
+    from netdsl.demo_data import write
+
+    victim = tmp_path / "precious.txt"
+    victim.write_bytes(VICTIM)
+    os.symlink(victim, tmp_path / "digits.npz")  # as if planted between init's check and its write
+    write(tmp_path / "digits.npz", samples=10)
+    assert victim.read_bytes() == VICTIM
+    assert not os.path.islink(tmp_path / "digits.npz") and zipfile.is_zipfile(tmp_path / "digits.npz")
+
+
+def test_init_refuses_links_at_its_own_names(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    victim = tmp_path / "precious.txt"
+    victim.write_bytes(VICTIM)
+    (tmp_path / "demo").mkdir()
+    os.symlink(victim, tmp_path / "demo" / "digits.npz")
+    assert main(["init", "demo"]) == 1
+    assert capsys.readouterr().err == (
+        "netdsl init: error: demo/digits.npz already exists; netdsl does not overwrite it (choose another folder)\n")
+    assert victim.read_bytes() == VICTIM
+
+
+def test_examples_write_through_no_link_planted_in_the_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "mine").mkdir()
+    os.symlink(elsewhere, tmp_path / "mine" / "lib")  # unet.net imports lib/conv.net
+    assert main(["examples", "unet", "-o", "mine"]) == 1
+    assert capsys.readouterr().err == (
+        "netdsl examples: error: mine/lib is a symbolic link; netdsl does not write through links\n")
+    assert list(elsewhere.iterdir()) == [] and os.listdir("mine") == ["lib"]  # nothing written
+    os.remove(tmp_path / "mine" / "lib")
+    victim = tmp_path / "precious.txt"
+    victim.write_bytes(VICTIM)
+    os.symlink(victim, tmp_path / "mine" / ".unet.net.tmp")
+    assert main(["examples", "unet", "-o", "mine"]) == 0
+    assert victim.read_bytes() == VICTIM
+    assert not os.path.islink("mine/unet.net") and not os.path.islink("mine/lib/conv.net")
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     builders = pytest.importorskip("hatchling.builders.wheel")

@@ -8,7 +8,9 @@ No download: each of the 10 classes is a fixed drawing of three strokes
 shifted by up to four pixels, with noise. Keys `image` (float32 in [0, 1],
 shape (N, 28, 28)) and `logits` (int64 labels), the spec's input and output
 names, so `netdsl train specs/lightning_mlp.net --data digits.npz` finds
-them. The same file every time.
+them. The same file every time, written through `atomic.replacing`: a
+folder someone else can write to (`netdsl init DIR`) cannot redirect it
+through a link planted at the temporary name or at the file's own.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from netdsl.atomic import replacing
 
 SIZE, CLASSES = 28, 10
 
@@ -48,13 +52,16 @@ def write(target: str | os.PathLike, samples: int = 5000, image_key: str = "imag
     """The digits as an .npz keyed by the spec's input and output names, written atomically."""
     images, labels = generate(samples)
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp.npz")
     # Any: numpy's stub reads `**` keys as possibly its own `allow_pickle: bool`
     arrays: dict[str, Any] = {image_key: images, label_key: labels}
-    np.savez(tmp, **arrays)
-    os.replace(tmp, target)
+    with replacing(target, suffix=".tmp.npz") as tmp:
+        # reopened without following a link: the temporary file itself, not one swapped in for it
+        with os.fdopen(os.open(tmp, _REOPEN), "wb") as fh:
+            np.savez(fh, **arrays)
     return target
+
+
+_REOPEN = os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 def main(argv: list[str] | None = None) -> None:

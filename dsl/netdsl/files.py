@@ -58,9 +58,11 @@ def kind_refusal(mode: int, what: str) -> str | None:
 
 
 @contextlib.contextmanager
-def open_regular(path: str | os.PathLike, what: str, follow_links: bool = True) -> Iterator[int]:
+def open_regular(path: str | os.PathLike, what: str, follow_links: bool = True,
+                 own: bool = False) -> Iterator[int]:
     """A descriptor of the regular file at `path` (read-only, blocking reads restored), or `Refused`.
-    With `follow_links=False` a link at `path` itself is refused (O_NOFOLLOW)."""
+    With `follow_links=False` a link at `path` itself is refused (O_NOFOLLOW); with `own=True` a
+    file another account owns or may write to is refused (read from the open descriptor: a run's files)."""
     flags = _OPEN_FLAGS | (0 if follow_links else _NOFOLLOW)
     try:
         fd = os.open(path, flags)
@@ -73,7 +75,10 @@ def open_regular(path: str | os.PathLike, what: str, follow_links: bool = True) 
             raise Refused(f"is a symbolic link, not a {what}; netdsl does not read through links here") from None
         raise Refused(f"cannot read file: {exc.strerror or exc}") from None
     try:
-        reason = kind_refusal(os.fstat(fd).st_mode, what)
+        info = os.fstat(fd)
+        reason = kind_refusal(info.st_mode, what)
+        if reason is None and own:
+            reason = _not_own(info, what)
         if reason is not None:
             raise Refused(reason)
         if hasattr(os, "set_blocking"):
@@ -83,9 +88,20 @@ def open_regular(path: str | os.PathLike, what: str, follow_links: bool = True) 
         os.close(fd)
 
 
-def read_regular(path: str | os.PathLike, limit: int, what: str, follow_links: bool = True) -> bytes:
+def _not_own(info: os.stat_result, what: str) -> str | None:
+    """Why a file is not this user's alone: another account owns it, or may write to it."""
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return f"belongs to another account (uid {info.st_uid}); netdsl reads only {what}s you made"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        who = "its group" if not info.st_mode & stat.S_IWOTH else "every account"
+        return f"{who} may write to it (mode {stat.S_IMODE(info.st_mode):o}); `chmod go-w` it if you trust its content"
+    return None
+
+
+def read_regular(path: str | os.PathLike, limit: int, what: str, follow_links: bool = True,
+                 own: bool = False) -> bytes:
     """The bytes of a regular file of at most `limit` bytes, or `Refused` saying why not."""
-    with open_regular(path, what, follow_links) as fd:
+    with open_regular(path, what, follow_links, own) as fd:
         try:
             size = os.fstat(fd).st_size
             data = read_at_most(fd, limit + 1)

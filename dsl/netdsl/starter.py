@@ -7,10 +7,11 @@ starter trains in seconds: a small MLP on 2,000 generated 28x28 "digits" (`demo_
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
-import shutil
+import stat
 from pathlib import Path
 
 from netdsl.atomic import write_bytes
@@ -88,9 +89,10 @@ def copy_example(name: str, folder: str | os.PathLike) -> list[Path]:
     for imported in re.findall(r'^import "([^"]+)"', text, re.M):
         wanted.append((example_specs() / imported, folder / imported))
     _refuse_existing([target for _, target in wanted])
+    for _, target in wanted:  # every folder first: nothing is written when one is refused
+        _inner_folder(folder, target.parent)
     for origin, target in wanted:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(origin, target)
+        write_bytes(target, origin.read_bytes())  # a link planted at the name is replaced, never written through
     return [target for _, target in wanted]
 
 
@@ -103,6 +105,22 @@ def write_starter(folder: str | os.PathLike) -> list[Path]:
     write_bytes(spec, STARTER_SPEC.encode())
     write_digits(data, STARTER_SAMPLES, image_key="image", label_key="label")
     return [spec, data]
+
+
+def _inner_folder(folder: Path, inner: Path) -> None:
+    """Make `inner` (`folder` or a folder under it, `lib/` of an import) without going through a
+    link planted inside `folder`; the folder the user named may itself be a link."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder
+    for name in inner.relative_to(folder).parts:
+        path = path / name
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path)
+        mode = os.lstat(path).st_mode
+        if stat.S_ISLNK(mode):
+            raise StarterError(f"{path} is a symbolic link; netdsl does not write through links")
+        if not stat.S_ISDIR(mode):
+            raise StarterError(f"{path} is not a folder")
 
 
 def _refuse_existing(paths: list[Path]) -> None:

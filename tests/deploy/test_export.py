@@ -283,7 +283,7 @@ def test_every_example_spec_exports_to_onnx(spec, tmp_path):
 def test_the_extras_name_the_packages():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
     # the converters and runtimes, and TensorFlow, which tf2onnx and the LiteRT converter run on
-    assert extras["export"] == ["netdsl[tensorflow]", "onnx>=1.16", "onnxruntime>=1.18", "tf2onnx>=1.17",
+    assert extras["export"] == ["netdsl[tensorflow]", "onnx>=1.16", "onnxruntime>=1.24", "tf2onnx>=1.17",
                                 "ai-edge-litert>=1.2"]
     assert "netdsl[export]" in extras["dev"]  # the tests run every format
     assert all(importlib.util.find_spec(m) for fmt in FORMATS.values() for m in fmt.modules)

@@ -1,7 +1,7 @@
 """A fuzzing harness for netdsl's front end: `netdsl.check` must answer every input with
 diagnostics or success — never another exception — within the bounds of netdsl.limits.
 
-    python -m tests.fuzz --count 100000 --seed 1 --report /tmp/fuzz   # from the repo root
+    python -m tests.fuzz --count 100000 --seed 1 --report "$(mktemp -d)"   # from the repo root
 
 Inputs come from two sources, mixed: programs derived at random from the
 grammar itself (`grammar_gen.py`, reading grammar/netdsl.lark), and

@@ -3,7 +3,10 @@
 Prints a line of figures every 1,000 inputs and a JSON summary at the end
 (also written to DIR/summary.json with every finding's input as DIR/*.net).
 Exit status 1 when anything was found. Run it niced on a shared machine:
-`nice -n 10 python -m tests.fuzz --count 100000 --seed 1 --report /tmp/fuzz`.
+`nice -n 10 python -m tests.fuzz --count 100000 --seed 1 --report "$(mktemp -d)"`.
+DIR is made if missing; one that is there must be a folder of yours that no
+other account may write to (not a fixed name in /tmp that anyone could have
+made first), and every file goes in atomically (`netdsl.atomic`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ import json
 import sys
 from pathlib import Path
 
-from .runner import Bounds, Report, run
+from netdsl.atomic import write_bytes
+from netdsl.errors import printable
+
+from .runner import Bounds, Report, report_folder, run
 from .targets import TARGETS
 
 
@@ -41,6 +47,10 @@ def main(argv: list[str] | None = None) -> int:
             source, text = make_input(args.seed, index, corpus, args.generated, args.big)
             print(f"# input {index} of seed {args.seed}: {source}\n{text}")
         return 0
+    refusal = report_folder(args.report) if args.report is not None else None
+    if refusal is not None:
+        print(f"{printable(str(args.report))}: error: {refusal}", file=sys.stderr)
+        return 1
     report = run(args.count, args.seed, Bounds(), start=args.start, only=args.only, generated_share=args.generated,
                  big=args.big, save_dir=args.report, progress=lambda r: _progress(r, args.report),
                  target=args.target, max_seconds=args.max_seconds)
@@ -51,10 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 def _write_summary(report: Report, folder: Path | None) -> str:
     text = json.dumps(report.summary(), indent=2)
     if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / "summary.json.part"
-        partial.write_text(text + "\n", encoding="utf-8")
-        partial.replace(folder / "summary.json")
+        write_bytes(folder / "summary.json", (text + "\n").encode("utf-8"))
     return text
 
 

@@ -15,6 +15,7 @@ import os
 import random
 import select
 import shutil
+import stat
 import struct
 import subprocess
 import sys
@@ -24,6 +25,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from netdsl.atomic import write_bytes
 
 from .grammar_gen import GrammarGenerator
 from .mutate import ROOT, Mutator, load_corpus
@@ -184,7 +187,12 @@ def run(count: int, seed: int = 0, bounds: Bounds = Bounds(), start: int = 0, on
         generated_share: float = 0.4, big: float = 0.01, save_dir: Path | None = None, keep_slowest: int = 10,
         progress: Callable[[Report], None] | None = None, max_seconds: float | None = None,
         target: str = "spec") -> Report:
-    """Check `count` inputs (or the `only` ones) of `seed`; findings saved to `save_dir` if given."""
+    """Check `count` inputs (or the `only` ones) of `seed`; findings saved to `save_dir` if given
+    (made, or checked by `report_folder`: ValueError saying why it is refused)."""
+    if save_dir is not None:
+        refusal = report_folder(save_dir)
+        if refusal is not None:
+            raise ValueError(refusal)
     corpus = load_corpus() if target == "spec" else keras_corpus()
     report = Report(seed)
     worker = Worker(bounds, target)
@@ -240,11 +248,33 @@ def _check(worker: Worker, report: Report, bounds: Bounds, index: int, source: s
 def _finding(report: Report, finding: Finding, text: str | bytes, save_dir: Path | None) -> None:
     report.outcomes[finding.kind] += 1
     report.findings.append(finding)
-    if save_dir is not None:
-        save_dir.mkdir(parents=True, exist_ok=True)
+    if save_dir is not None:  # checked by run(); written atomically, never through a planted link
         stem = f"seed{report.seed}_{finding.index}_{finding.kind}"
         if isinstance(text, bytes):
-            (save_dir / f"{stem}.bin").write_bytes(text)
+            write_bytes(save_dir / f"{stem}.bin", text)
         else:
-            (save_dir / f"{stem}.net").write_text(text, encoding="utf-8")
-        (save_dir / f"{stem}.txt").write_text(f"{finding.source}\n{finding.detail}\n", encoding="utf-8")
+            write_bytes(save_dir / f"{stem}.net", text.encode("utf-8"))
+        write_bytes(save_dir / f"{stem}.txt", f"{finding.source}\n{finding.detail}\n".encode())
+
+
+def report_folder(folder: Path) -> str | None:
+    """Make the report folder (0755, less the umask), or say why the one there is refused: a link,
+    not a folder, another account's, or one others may write to (`/tmp/fuzz` made by someone else
+    could hold a link named like the next file). None: ready."""
+    try:
+        os.makedirs(folder, 0o755)
+        return None
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return f"cannot create the report folder: {exc.strerror or exc}"
+    info = os.lstat(folder)
+    if stat.S_ISLNK(info.st_mode):
+        return "the report folder is a symbolic link; give a folder of your own (mktemp -d)"
+    if not stat.S_ISDIR(info.st_mode):
+        return "the report folder is not a folder"
+    if info.st_uid != os.getuid():
+        return f"the report folder belongs to another account (uid {info.st_uid}); give your own (mktemp -d)"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "other accounts may write into the report folder; give one only you can write to (mktemp -d)"
+    return None

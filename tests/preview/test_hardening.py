@@ -122,6 +122,59 @@ def test_idle_connections_are_capped(preview):
             sock.close()
 
 
+def _closed_by_server(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(4096) == b""
+    except ConnectionResetError:  # closed with bytes it had not read yet
+        return True
+
+
+@needs_dot
+def test_slow_senders_lose_their_slots_at_the_request_deadline(tmp_path, monkeypatch):
+    """Security review 2026-12b N15: another account held every connection slot with requests that
+    never end (a header line every few seconds), and the user's own page got no answer."""
+    monkeypatch.setattr(server_module, "MAX_CONNECTIONS", 4)
+    monkeypatch.setattr(server_module, "REQUEST_DEADLINE", 1.0)  # 10 s in use
+    (tmp_path / "spec.net").write_text(SPEC)
+    server = PreviewServer(str(tmp_path / "spec.net"), port=0)
+    server.start()
+    stop = threading.Event()
+    slow = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(4)]
+
+    def trickle(sock: socket.socket) -> None:
+        try:
+            sock.sendall(f"GET /state HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nX-Slow: ".encode())
+            while not stop.wait(0.1):
+                sock.sendall(b"a")  # a header that never ends, one byte at a time
+        except OSError:
+            pass  # the server closed it
+
+    senders = [threading.Thread(target=trickle, args=(sock,), daemon=True) for sock in slow]
+    for sender in senders:
+        sender.start()
+    try:
+        head = b""
+        for _ in range(100):  # every slot is a slow sender's until the deadline frees it
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            try:
+                sock.sendall(f"GET /state HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
+                head = sock.recv(4096)
+            except ConnectionResetError:
+                head = b""
+            finally:
+                sock.close()
+            if head.startswith(b"HTTP/1.0 200 "):
+                break
+            time.sleep(0.2)
+        assert head.startswith(b"HTTP/1.0 200 ")  # answered while the slow senders are still connected
+        assert all(_closed_by_server(sock) for sock in slow)
+    finally:
+        stop.set()
+        for sock in slow:
+            sock.close()
+        server.close()
+
+
 @needs_dot
 def test_a_spec_importing_a_fifo_is_served_and_its_error_shown(tmp_path):
     os.mkfifo(tmp_path / "p.net")

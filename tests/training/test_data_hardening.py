@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import stat
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -146,6 +148,83 @@ def test_resume_auto_passes_over_a_world_writable_run_folder(run_copy):
     base, folder = run_copy
     folder.chmod(0o777)
     assert _resume(base).dir == base / "runs" / "plain-2"
+
+
+GROUP_WRITABLE = ("the members of its group may write into this run folder (it is group-writable), so the run "
+                  "could be changed under you; `chmod -R g-w` it to resume it; netdsl resumes and reads only run "
+                  "folders you made")
+
+
+def test_a_group_writable_run_folder_is_passed_over_by_auto_and_refused_by_name(run_copy):
+    """Security review 2026-12b N12: with umask 002 and a shared group, a group member rewrote
+    config.json (planted data, 50 epochs) and `--resume auto` adopted it."""
+    from netdsl.training.errors import RunError
+
+    base, folder = run_copy
+    folder.chmod(0o775)
+    assert _resume(base).dir == base / "runs" / "plain-2"  # a new run, not the group's
+    with pytest.raises(RunError) as caught:
+        _resume(base, str(folder))
+    assert str(caught.value) == f"{folder}: error: {GROUP_WRITABLE}"
+    subprocess.run(["chmod", "-R", "g-w", str(folder)], check=True)  # what the message says to do
+    assert _resume(base, str(folder)).dir == folder
+
+
+def test_a_run_made_under_umask_002_is_its_owners_alone_and_resumable(tmp_path):
+    import keras
+
+    import netdsl
+
+    class StopAfterFirstEpoch(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 0:
+                raise RuntimeError("power cut")
+
+    (tmp_path / "plain.net").write_text(PLAIN)
+    before = os.umask(0o002)
+    try:
+        with pytest.raises(RuntimeError):
+            netdsl.train(str(tmp_path / "plain.net"), train=(X, Y), seed=1, out=tmp_path / "runs",
+                         callbacks=[StopAfterFirstEpoch()])
+        folder = tmp_path / "runs" / "plain-1"
+        modes = {path.name: stat.S_IMODE(path.stat().st_mode)
+                 for path in [folder, *(folder / name for name in ("config.json", "report.json", "checkpoint.npz"))]}
+        assert modes == {"plain-1": 0o755, "config.json": 0o644, "report.json": 0o644, "checkpoint.npz": 0o644}
+        run = _resume(tmp_path)
+    finally:
+        os.umask(before)
+    assert (run.dir, run.status) == (folder, "finished")
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="giving a file to another account needs root")
+@pytest.mark.parametrize("name, resume, message", [
+    ("config.json", "DIR", "{folder}: error: cannot read config.json: belongs to another account (uid {uid}); netdsl reads "
+                    "only run files you made"),
+    ("report.json", "auto", "{folder}: error: cannot read report.json: belongs to another account (uid {uid}); netdsl reads "
+                    "only run files you made"),
+    ("checkpoint.npz", "DIR", "{folder}/checkpoint.npz: error: cannot read the checkpoint: belongs to another account "
+                       "(uid {uid}); netdsl reads only checkpoints you made"),
+])
+def test_a_run_file_of_another_account_inside_the_users_folder_is_refused(run_copy, name, resume, message):
+    from netdsl.training.errors import RunError
+
+    base, folder = run_copy
+    other = os.getuid() + 4242
+    os.chown(folder / name, other, -1)
+    with pytest.raises(RunError) as caught:
+        _resume(base, str(folder) if resume == "DIR" else "auto")  # --resume DIR reads no report.json
+    assert str(caught.value) == message.format(folder=folder, uid=other)
+
+
+def test_a_group_writable_run_file_is_refused(run_copy):
+    from netdsl.training.errors import RunError
+
+    base, folder = run_copy
+    (folder / "report.json").chmod(0o664)
+    with pytest.raises(RunError) as caught:
+        _resume(base)
+    assert str(caught.value) == (f"{folder}: error: cannot read report.json: its group may write to it (mode 664); "
+                                 f"`chmod go-w` it if you trust its content")
 
 
 @pytest.mark.parametrize("plant, message", [

@@ -15,22 +15,26 @@ is 404 and nothing is ever served from the file system; every response
 forbids framing and sniffing, and the page's Content-Security-Policy allows
 only its own script (the diagram's SVG cannot run any), http.server's own
 error pages included. At most MAX_CONNECTIONS connections are served at once
-(more are closed unanswered), at most MAX_STREAMS event streams, of which at most
+(more are closed unanswered), a connection whose request line and headers have
+not all arrived within REQUEST_DEADLINE seconds is closed (a slow sender, one
+header byte at a time, cannot hold a slot longer), and at most MAX_STREAMS event streams are open, of which at most
 MAX_STREAMS_PER_ORIGIN from one origin (`_origin_of`: a program that opens streams
 until it is refused leaves the pages theirs), and a stream whose page went away
-frees its slot within a second. Other accounts of the machine can read the page (loopback is
-theirs too; docs/preview.md says so). What a spec says
+frees its slot within a second. Other accounts of the machine can read the page, and reach the
+port (loopback is theirs too; docs/preview.md says so). What a spec says
 reaches the page only as JSON strings the script puts in text nodes, and in
 the SVG Graphviz draws from labels netdsl has escaped.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import select
 import socket
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -46,6 +50,7 @@ KEEPALIVE = 15.0  # seconds between comments on an idle event stream (a closed p
 MAX_STREAMS = 16  # open event streams at once; more get 503
 MAX_STREAMS_PER_ORIGIN = 8  # of them from one origin (_origin_of): programs cannot take the pages' streams
 MAX_CONNECTIONS = 64  # connections served at once (one thread each); more are closed at once
+REQUEST_DEADLINE = 10.0  # seconds for a request line and all its headers to arrive, however slowly they trickle
 CLOSED_CHECK = 1.0  # seconds between two looks at whether a stream's page went away
 SAME_SITE = (None, "same-origin", "none")  # Sec-Fetch-Site of the page itself, or of a client not a browser
 
@@ -165,11 +170,39 @@ class _HTTPServer(ThreadingHTTPServer):
             self.slots.release()
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A connection's incoming bytes, until a deadline: each read waits at most the time left,
+    so a client that sends a byte now and then still runs out of time (TimeoutError)."""
+
+    def __init__(self, connection: socket.socket, deadline: float):
+        self.connection, self.deadline = connection, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        self.connection.settimeout(left)
+        return self.connection.recv_into(buffer)
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
     server_version = "netdsl-preview"
     sys_version = ""
-    timeout = 30  # seconds a client may take to send its request or read a response
+    timeout = 30  # seconds a client may take to read a response (its request: REQUEST_DEADLINE)
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the request is read under the deadline instead (http.server closes on TimeoutError)
+        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, time.monotonic() + REQUEST_DEADLINE))
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()  # reads the headers
+        self.connection.settimeout(self.timeout)  # the request is in: writes get the usual timeout
+        return parsed
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         preview = self.server.preview

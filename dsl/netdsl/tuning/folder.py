@@ -33,7 +33,7 @@ from netdsl.atomic import write_bytes
 from netdsl.files import Refused, read_regular
 from netdsl.limits import MAX_RUN_JSON_BYTES, MAX_SWEEP_TRIALS
 from netdsl.training.errors import RunError
-from netdsl.training.run.runs import RunFolder, untrusted
+from netdsl.training.run.runs import RUN_FOLDER_MODE, RunFolder, untrusted
 
 SWEEP = "sweep.json"
 # What a trial's run writes into its folder before config.json: the lock, config.json's temporary file.
@@ -118,7 +118,7 @@ class SweepFolder:
         """`trials/<number>`, with `trials/` made now when missing; a link or anything but this user's
         own folder there is refused (trials would be written, and cleared, wherever it points)."""
         with contextlib.suppress(FileExistsError):
-            os.mkdir(self.trials)
+            os.mkdir(self.trials, RUN_FOLDER_MODE)
         distrust = untrusted(self.trials, "sweep's trials folder")
         if distrust is not None:
             raise RunError(f"trials: {distrust}", file=str(self.path),

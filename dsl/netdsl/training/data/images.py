@@ -11,7 +11,11 @@ JPEG signature, its header's width x height at most `MAX_IMAGE_PIXELS` (a
 tiny PNG may declare 2**31 pixels that TensorFlow would then allocate), and
 a class folder or an image that is a link leading out of the image folder
 is refused (a folder others can write to must not make netdsl read files
-elsewhere). FIFOs and devices are not images: they are skipped.
+elsewhere). FIFOs and devices are not images: they are skipped. These checks
+cover the folder as listed when the run starts: TensorFlow reads each image
+again by its path every epoch, and a file swapped afterwards is read as it
+then is (docs/training.md says so; reading through descriptors would take a
+`tf.py_function` per image, security review 2026-12b N13).
 """
 
 from __future__ import annotations

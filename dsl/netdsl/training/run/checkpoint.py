@@ -169,7 +169,7 @@ class _open:
 
     def __enter__(self) -> Any:
         try:
-            with open_regular(self.path, "checkpoint", follow_links=False) as fd:
+            with open_regular(self.path, "checkpoint", follow_links=False, own=True) as fd:
                 self.handle = os.fdopen(os.dup(fd), "rb")
         except Refused as exc:
             raise RunError(f"cannot read the checkpoint: {exc}", file=str(self.path)) from None

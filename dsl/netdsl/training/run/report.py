@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from netdsl.atomic import write_bytes
-from netdsl.training.run.runs import CHECKPOINT, CONFIG, HISTORY, REPORT, RunFolder
+from netdsl.training.run.runs import CHECKPOINT, CONFIG, HISTORY, REPORT, RUN_FILE_MODE, RunFolder
 
 
 class RunWriter:
@@ -39,11 +39,11 @@ class RunWriter:
 
     def history(self, rows: list[dict]) -> None:
         if self.folder is not None:
-            write_bytes(self.folder.path / HISTORY, history_csv(rows).encode())
+            write_bytes(self.folder.path / HISTORY, history_csv(rows).encode(), new_mode=RUN_FILE_MODE)
 
     def checkpoint(self, data: bytes) -> None:
         if self.folder is not None:
-            write_bytes(self.folder.path / CHECKPOINT, data)
+            write_bytes(self.folder.path / CHECKPOINT, data, new_mode=RUN_FILE_MODE)
 
     def model(self, model: Any, name: str) -> Path | None:
         if self.folder is None:
@@ -64,7 +64,8 @@ class RunWriter:
 
     def _json(self, name: str, data: dict) -> None:
         if self.folder is not None:
-            write_bytes(self.folder.path / name, (json.dumps(data, indent=2, default=_plain) + "\n").encode())
+            write_bytes(self.folder.path / name, (json.dumps(data, indent=2, default=_plain) + "\n").encode(),
+                        new_mode=RUN_FILE_MODE)
 
 
 # A logged value: a number, or the list a metric of one value per class gives (f1_score without `average`).

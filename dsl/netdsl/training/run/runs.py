@@ -12,11 +12,15 @@ or SIGTERM; resumable), failed (with the reason). `--resume auto` picks the
 newest run of the model that did not end: running, stopped or failed.
 
 A runs folder may be shared, so a run folder is only trusted when this user
-owns it and no other account may write to it (`--resume auto` passes over
-any other; `--resume DIR` refuses it), and its files are read as
-`syntax/source.py` reads specs: never through a link, only regular files,
-at most `MAX_RUN_JSON_BYTES` (a FIFO or `/dev/zero` planted as report.json
-is refused at once).
+owns it and no other account may write to it, neither the world nor the
+folder's group (`--resume auto` passes over any other; `--resume DIR`
+refuses it, saying why), and its files are read as `syntax/source.py` reads
+specs: never through a link, only regular files, at most
+`MAX_RUN_JSON_BYTES` (a FIFO or `/dev/zero` planted as report.json is
+refused at once), and only files this user owns and no one else may write
+to. netdsl makes its run folders 0o755 and their files 0o644 (less what the
+umask takes), so a umask of 002 (a shared project's setting) never makes its
+own runs group-writable.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ from netdsl.limits import MAX_RUN_JSON_BYTES
 from netdsl.training.errors import RunError
 
 UNFINISHED = ("running", "stopped", "failed")
+# The modes of a run folder and of the files a resume reads back (the umask may take more, never add):
+# no other account writes into a run, whatever the umask (002 on many shared project folders).
+RUN_FOLDER_MODE, RUN_FILE_MODE = 0o755, 0o644
 CONFIG, REPORT, HISTORY, CHECKPOINT = "config.json", "report.json", "history.csv", "checkpoint.npz"
 
 # Windows has no advisory locks (no fcntl): runs are still never reused. A platform test, not a caught
@@ -64,7 +71,7 @@ class RunFolder:
         while True:
             path = out / f"{model}-{number}"
             try:
-                os.mkdir(path)
+                os.mkdir(path, RUN_FOLDER_MODE)
                 return cls(path)
             except FileExistsError:
                 number += 1  # another run took it a moment ago
@@ -77,7 +84,7 @@ class RunFolder:
         path = Path(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            os.mkdir(path)
+            os.mkdir(path, RUN_FOLDER_MODE)
         except FileExistsError:
             raise RunError("this run folder exists already; a run never reuses a folder", file=str(path)) from None
         except OSError as exc:
@@ -111,7 +118,8 @@ class RunFolder:
     def read_json(self, name: str) -> dict:
         """A JSON object the run wrote ({} when the file is not there yet); RunError when it is not one."""
         try:
-            data = json.loads(read_regular(self.path / name, MAX_RUN_JSON_BYTES, "run file", follow_links=False))
+            data = json.loads(read_regular(self.path / name, MAX_RUN_JSON_BYTES, "run file", follow_links=False,
+                                           own=True))
         except Refused as exc:
             if str(exc) == "no such file":
                 return {}
@@ -135,7 +143,7 @@ class RunFolder:
         (TensorBoard would write wherever a planted link points)."""
         path = self.path / name
         with contextlib.suppress(FileExistsError):
-            os.mkdir(path)
+            os.mkdir(path, RUN_FOLDER_MODE)
         info = os.lstat(path)
         if not stat.S_ISDIR(info.st_mode):
             what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
@@ -197,6 +205,9 @@ def untrusted(path: Path, what: str = "run folder") -> str | None:
         return f"this {what} belongs to another account (uid {info.st_uid})"
     if info.st_mode & stat.S_IWOTH:
         return f"other accounts may write into this {what} (it is world-writable)"
+    if info.st_mode & stat.S_IWGRP:
+        return (f"the members of its group may write into this {what} (it is group-writable), so the run "
+                "could be changed under you; `chmod -R g-w` it to resume it")
     return None
 
 

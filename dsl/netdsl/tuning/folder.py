@@ -168,7 +168,8 @@ class SweepFolder:
 # or edited file is one line, not a KeyError deep in a reader).
 _RECORD_TYPES: dict[str, tuple[type, ...]] = {
     "spec": (dict,), "objective": (dict,), "space": (dict,), "data": (dict,), "defines": (dict,),
-    "sampler": (str,), "pruner": (str,), "study": (str,), "storage": (str,), "storage_url": (str,),
+    "sampler": (str, type(None)), "pruner": (str, type(None)), "study": (str,), "storage": (str,),
+    "storage_url": (str,),
     "status": (str,), "created": (str,), "trials": (int,), "seed": (int,), "epochs": (int, type(None)),
     "batch_size": (int, type(None)),
 }

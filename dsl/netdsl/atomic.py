@@ -40,16 +40,20 @@ class LinkRefused(OSError):
 
 @contextlib.contextmanager
 def replacing(target: str | os.PathLike, suffix: str = ".tmp",
-              links: Literal["replace", "refuse"] = "replace") -> Iterator[Path]:
+              links: Literal["replace", "refuse"] = "replace", mode: int | None = None) -> Iterator[Path]:
     """Yield a temporary path beside `target`; when the block succeeds it becomes `target`.
 
     The result keeps the mode of the regular file it replaces; a new file (or
-    one that replaces a link) gets the mode the umask gives new files.
+    one that replaces a link) gets the mode the umask gives new files. `mode`
+    (0o600: a file that names a secret) is the result's mode whatever was there,
+    and the temporary file is never readable by others while it is written.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    mode = _mode_to_keep(target, links)
-    fd, tmp = _create_beside(target, suffix)
+    kept = _mode_to_keep(target, links)
+    if mode is None:
+        mode = kept
+    fd, tmp = _create_beside(target, suffix, 0o666 if mode is None else 0o600)
     try:
         try:
             if mode is not None:
@@ -67,8 +71,8 @@ def replacing(target: str | os.PathLike, suffix: str = ".tmp",
 
 
 def write_bytes(target: str | os.PathLike, data: bytes,
-                links: Literal["replace", "refuse"] = "replace") -> None:
-    with replacing(target, links=links) as tmp:
+                links: Literal["replace", "refuse"] = "replace", mode: int | None = None) -> None:
+    with replacing(target, links=links, mode=mode) as tmp:
         with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -88,12 +92,12 @@ def _mode_to_keep(target: Path, links: str) -> int | None:
     return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
 
 
-def _create_beside(target: Path, suffix: str) -> tuple[int, Path]:
+def _create_beside(target: Path, suffix: str, mode: int = 0o666) -> tuple[int, Path]:
     """A new, empty file in the target's folder, never one that was there before."""
     for _ in range(100):
         tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}{suffix}"
         try:
-            return os.open(tmp, _CREATE, 0o666), tmp
+            return os.open(tmp, _CREATE, mode), tmp
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "could not create a temporary file", str(target.parent))

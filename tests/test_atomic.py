@@ -73,6 +73,25 @@ def test_a_new_file_gets_the_umask_mode_and_a_replaced_file_keeps_its_mode(tmp_p
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600 and kept.read_bytes() == b"new"
 
 
+def test_a_private_file_is_its_owners_alone_whatever_it_replaces(tmp_path):
+    """`mode=0o600` (a sweep.json naming a database): a new file, a 0644 file and a planted link
+    all end as a 0600 regular file, the link's target untouched; the temporary file is never wider."""
+    victim = _planted_link(tmp_path, "linked.json", tmp_path)
+    wide = tmp_path / "wide.json"
+    wide.write_bytes(b"old")
+    os.chmod(wide, 0o644)
+    seen: list[int] = []
+    for name in ("new.json", "wide.json", "linked.json"):
+        with atomic.replacing(tmp_path / name, mode=0o600) as tmp:
+            seen.append(stat.S_IMODE(tmp.stat().st_mode))
+            tmp.write_bytes(b"secret")
+        written = (tmp_path / name).lstat()
+        assert stat.S_ISREG(written.st_mode) and stat.S_IMODE(written.st_mode) == 0o600
+    assert seen == [0o600] * 3 and victim.read_text() == "precious"
+    atomic.write_bytes(wide, b"again", mode=0o600)
+    assert stat.S_IMODE(wide.stat().st_mode) == 0o600 and wide.read_bytes() == b"again"
+
+
 def test_writing_never_changes_the_umask(tmp_path, monkeypatch):
     def no_umask(_mask):
         raise AssertionError("os.umask changes the mask of every thread")

@@ -368,8 +368,9 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
     Each trial is an ordinary run in `<out>/<model>-sweep-N/trials/<k>/` trained with the trial's
     parameters as defines. `trials`: the study's total (default: the spec's `trials`, else 10);
     `workers`: processes sharing the study (the spec and data must then be paths); `storage`: a
-    database URL (`postgresql://...`, `sqlite:///...`; default SQLite in the sweep folder) that
-    workers on many machines share under one `study` name; `resume`: "auto" or a sweep folder, to
+    database URL (`postgresql://...`, `sqlite:///...`; default: the environment's NETDSL_SWEEP_STORAGE,
+    else SQLite in the sweep folder) that workers on many machines share under one `study` name (a
+    password in it is never written: docs/sweeps.md); `resume`: "auto" or a sweep folder, to
     finish a sweep that was stopped or killed. Returns a `SweepResult` (`.dir`, `.trials`, `.best`).
     Raises `SpecError` (the spec or its sweep section), `TrainingError` (data, storage) or
     `UsageError` (a flag that cannot work).

@@ -40,17 +40,22 @@ class LinkRefused(OSError):
 
 @contextlib.contextmanager
 def replacing(target: str | os.PathLike, suffix: str = ".tmp",
-              links: Literal["replace", "refuse"] = "replace", new_mode: int = 0o666) -> Iterator[Path]:
+              links: Literal["replace", "refuse"] = "replace", new_mode: int = 0o666,
+              mode: int | None = None) -> Iterator[Path]:
     """Yield a temporary path beside `target`; when the block succeeds it becomes `target`.
 
     The result keeps the mode of the regular file it replaces; a new file (or
     one that replaces a link) gets `new_mode` less what the umask takes (a run's
     files: 0o644, so that a umask of 002 leaves no other account able to change them).
+    `mode` (0o600: a file that names a secret) is the result's mode whatever was there,
+    and the temporary file is then never readable by others while it is written.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    mode = _mode_to_keep(target, links)
-    fd, tmp = _create_beside(target, suffix, new_mode)
+    kept = _mode_to_keep(target, links)
+    if mode is None:
+        mode = kept
+    fd, tmp = _create_beside(target, suffix, new_mode if mode is None else 0o600)
     try:
         try:
             if mode is not None:
@@ -68,8 +73,9 @@ def replacing(target: str | os.PathLike, suffix: str = ".tmp",
 
 
 def write_bytes(target: str | os.PathLike, data: bytes,
-                links: Literal["replace", "refuse"] = "replace", new_mode: int = 0o666) -> None:
-    with replacing(target, links=links, new_mode=new_mode) as tmp:
+                links: Literal["replace", "refuse"] = "replace", new_mode: int = 0o666,
+                mode: int | None = None) -> None:
+    with replacing(target, links=links, new_mode=new_mode, mode=mode) as tmp:
         with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -165,7 +165,9 @@ MAX_CANDIDATES = 96
 # ------------------------------------------------------------------ sweeps
 
 # Trials of one sweep (`trials = N`, `--trials N`): each trains a model and keeps a run
-# folder; a study of more is a mistake, and the summary and plots stay readable.
+# folder; a study of more is a mistake, and the summary and plots stay readable. A grid
+# (`sampler = grid`) of more points is refused at `check`: its size is counted, since
+# Optuna's grid sampler lists every point in memory.
 MAX_SWEEP_TRIALS = 10_000
 
 # Values of one `choice(...)`: Optuna stores every choice in each trial's distribution.

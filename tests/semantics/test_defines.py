@@ -80,6 +80,19 @@ def test_a_value_written_as_spec_text_reads_back_the_same(value):
     assert back == value and type(back) is type(value)
 
 
+@pytest.mark.parametrize("value", ["x\x1b]0:PWNED\x07\x1b[31mred", "two\nlines\tand a tab", ["\x1b[2J", "\u202e"]])
+def test_control_characters_are_escaped_when_shown_and_kept_for_a_worker(value):
+    shown = describe_value(value)
+    assert shown.isprintable() and "\x1b" not in shown  # quoted in a diagnostic or a table
+    # `--workers K` hands a worker its -D values as text: read back the same, newline and tab included
+    (back,) = parse_defines([f"v={describe_value(value, limit=None, raw_controls=True)}"]).values()
+    assert back == value
+
+
+def test_a_string_value_is_shown_escaped():
+    assert describe_value("x\x1b]0;T\x07\\ \"q\"\n") == '"x\\x1b]0;T\\x07\\\\ \\"q\\"\\n"'
+
+
 def check(capsys, *argv: str) -> tuple[int, str]:
     code = main(["check", *argv])
     return code, capsys.readouterr().err

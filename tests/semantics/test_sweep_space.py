@@ -8,7 +8,7 @@ import pytest
 import netdsl
 from netdsl.lsp.names import build_index
 from netdsl.semantics.analysis import analyze
-from netdsl.semantics.sweep_space import Param, reported_metrics
+from netdsl.semantics.sweep_space import Param, grid_size, reported_metrics
 
 SPEC = """\
 let width = 64
@@ -82,3 +82,30 @@ def test_optuna_distributions_and_the_trial_defines():
     assert study.grid_size(analyze(program).sweeps["mlp"]) == 4 * 2
     assert study.shown_url("postgresql://me:pw@db:5432/s") == "postgresql://me:***@db:5432/s"
     assert study.storage_url("postgres://me@db/s") == "postgresql+psycopg://me@db/s"
+
+
+def test_a_grid_is_counted_never_listed():
+    assert grid_size([Param("width", "int_range", low=16, high=70, step=16)]) == 4  # 16, 32, 48, 64
+    assert grid_size([Param("w", "int_range", low=1, high=10**12), Param("a", "choice", choices=("x", "y"))]) == \
+        2 * 10**12
+    assert grid_size([Param("w", "int_range", low=0, high=999, step=1)] * 4) == 10**12
+
+
+@pytest.mark.parametrize("url, shown, secret", [
+    ("postgresql://me:pw@db:5432/s", "postgresql://me:***@db:5432/s", True),
+    ("postgresql://sweeper:s3cr/et@db.cluster/sweeps", "postgresql://sweeper:***@db.cluster/sweeps", True),
+    ("postgresql://me@db/s?password=a/b&application_name=x", "postgresql://me@db/s?application_name=x&password=***",
+     True),
+    ("postgresql://me@db/s?passfile=/home/me/pg&sslkey=/k&sslpassword=z",
+     "postgresql://me@db/s?passfile=***&sslkey=***&sslpassword=***", True),
+    ("postgresql://me:p@ss@db/s", "postgresql://me:***@***@db/s", True),  # SQLAlchemy: password 'p', host 'ss@db'
+    ("postgresql://me@db:5432/s", "postgresql://me@db:5432/s", False),
+    ("sqlite:////shared/sweeps/study.db", "sqlite:////shared/sweeps/study.db", False),
+    ("no url at all", "***", True),  # unreadable: nothing shown, nothing kept
+    ("postgresql://me:pw@db:port/s", "postgresql://***", True),
+])
+def test_a_storage_url_is_shown_without_its_secrets(url, shown, secret):
+    pytest.importorskip("sqlalchemy", reason="netdsl[sweep] (Optuna, SQLAlchemy) is not installed")
+    from netdsl.tuning import study
+
+    assert (study.shown_url(url), study.holds_secret(url)) == (shown, secret)

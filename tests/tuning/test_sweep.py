@@ -224,3 +224,117 @@ def test_an_objective_of_one_value_per_class_is_said_before_anything_trains(tmp_
     assert sweep_cli(capsys, "r2.net", "--data", "data.npz") == (
         2, "netdsl sweep: error: the objective val_r2_score gives one value per class; an objective is one number; "
            "give the metric class_aggregation=\"uniform_average\" (or \"variance_weighted_average\")\n")
+
+
+# ------------------------------------------------------------------ bounds, secrets, escapes (review 12b)
+
+
+@pytest.mark.parametrize("searched, at, said", [
+    ("width = int_range(1, 1000000000000)", "21:11",
+     "the grid has 1,000,000,000,000 points, more than a sweep's 10,000 trials: 'width' alone takes "
+     "1,000,000,000,000 values"),
+    ("width = int_range(1, 1000)\n  lr = choice(0.001, 0.01)\n  a = int_range(1, 1000)\n  b = int_range(0, 999)\n"
+     "  c = int_range(2, 2000, 2)", "23:7",
+     "the grid has 2,000,000,000,000 points, more than a sweep's 10,000 trials: 'a' takes 1,000 values, "
+     "times 2,000 from the parameters before it"),
+])
+def test_a_grid_too_large_is_refused_before_any_folder(project, tmp_path, capsys, monkeypatch, searched, at, said):
+    """Counted at `check`, never listed: one diagnostic at the parameter that takes the grid past the bound."""
+    monkeypatch.chdir(tmp_path)
+    Path("grid.net").write_text(SPEC.replace("let lr = 0.01", "let lr = 0.01\nlet a = 1\nlet b = 1\nlet c = 1").replace(
+        "  width = choice(4, 8, 16)\n  lr = log_uniform(1e-3, 1e-1)", f"  {searched}").replace(
+        "trials = 3", "sampler = grid"))
+    first = (f"grid.net:{at}: error: {said}; narrow the ranges, give int_range a STEP, or use sampler = tpe "
+             "with trials = N")
+    assert main(["check", "grid.net"]) == 1
+    checked = capsys.readouterr().err.splitlines()
+    assert checked[0] == first and len(checked) == 3  # the line, the source line, its caret
+    code, err = sweep_cli(capsys, "grid.net", "--data", str(project / "data.npz"), "-o", "out")
+    assert code == 1 and err.splitlines() == checked
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grid.net"]  # no sweep folder
+
+
+SECRET_URLS = [  # (the URL, its secret, how it is shown)
+    ("postgresql://sweeper:s3cr/et@127.0.0.1:1/sweeps", "s3cr/et", "postgresql://sweeper:***@127.0.0.1:1/sweeps"),
+    ("postgresql://sweeper:p%40ss%2Fw0rd@127.0.0.1:1/sweeps", "p@ss/w0rd",
+     "postgresql://sweeper:***@127.0.0.1:1/sweeps"),
+    ("postgresql://sweeper@127.0.0.1:1/sweeps?password=s3cr/et&connect_timeout=5", "s3cr/et",
+     "postgresql://sweeper@127.0.0.1:1/sweeps?connect_timeout=5&password=***"),
+    ("postgresql://sweeper@127.0.0.1:1/sweeps?sslpassword=k3y-s3cret", "k3y-s3cret",
+     "postgresql://sweeper@127.0.0.1:1/sweeps?sslpassword=***"),
+]
+
+
+@pytest.mark.parametrize("url, secret, shown", SECRET_URLS)
+@pytest.mark.parametrize("given", ["flag", "environment"])
+def test_a_storage_password_is_never_written_nor_printed(project, tmp_path, capsys, monkeypatch, url, secret, shown,
+                                                         given):
+    """Port 1 on 127.0.0.1: the connection fails at once, after sweep.json was written."""
+    pytest.importorskip("psycopg", reason="psycopg (netdsl[sweep]) is not installed")
+    monkeypatch.chdir(project)
+    argv = ["tiny.net", "--data", "data.npz", "-o", str(tmp_path)]
+    if given == "flag":
+        argv += ["--storage", url]
+    else:
+        monkeypatch.setenv("NETDSL_SWEEP_STORAGE", url)
+    code = main(["sweep", *argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.startswith(f"netdsl sweep: error: cannot open the study's storage {shown}: ")
+    assert len(err.splitlines()) == 1 and out == ""
+    record = tmp_path / "tiny-sweep-1" / "sweep.json"
+    saved = json.loads(record.read_text())
+    assert saved["storage"] == shown and "storage_url" not in saved
+    for text in (out, err, record.read_text()):
+        assert secret not in text and secret.replace("/", "%2F") not in text
+    assert record.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_password_with_an_at_sign_written_plain_is_refused_masked(project, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(project)
+    code, err = sweep_cli(capsys, "tiny.net", "--data", "data.npz", "-o", str(tmp_path),
+                          "--storage", "postgresql://sweeper:s3cr@t99@127.0.0.1:1/sweeps")
+    assert (code, err) == (2, "netdsl sweep: error: cannot open the study's storage "
+                              "postgresql://sweeper:***@***@127.0.0.1:1/sweeps: its host holds '@'; write an '@' of "
+                              "the user name or password as %40\n")
+    assert "s3cr" not in (tmp_path / "tiny-sweep-1" / "sweep.json").read_text()
+
+
+ESCAPED = SPEC.replace("let lr = 0.01", "let lr = 0.01\nlet act = \"relu\"").replace(
+    "dense(width, activation=relu)", "dense(width, activation=act)").replace(
+    "  width = choice(4, 8, 16)\n  lr = log_uniform(1e-3, 1e-1)",
+    "  act = choice(\"relu\", \"x$\\\\alpha$\x1b]0;PWNED\x07\x1b[31mred\")\n  sampler = grid").replace(
+    "trials = 3", "trials = 2").replace("epochs = 2", "epochs = 1")
+
+
+def test_outside_text_is_escaped_in_the_output_and_drawn_as_it_is(tmp_path, capsys, monkeypatch):
+    """A choice value and a study name with ESC, BEL and `$...$`: the trial lines, the table and
+    `--show` print escapes; the plots draw the text as it is (no mathtext), and the sweep finishes."""
+    monkeypatch.chdir(tmp_path)
+    write_data(tmp_path)
+    Path("esc.net").write_text(ESCAPED)
+    study = "m$\\notacommand$\x1b]0;PWNED\x07\x1b[2J"
+    assert main(["sweep", "esc.net", "--data", "data.npz", "--seed", "0", "--study", study]) == 0
+    out, err = capsys.readouterr()
+    folder = tmp_path / "sweeps" / "tiny-sweep-1"
+    assert main(["sweep", "--show", str(folder)]) == 0
+    shown = capsys.readouterr().out
+    for text in (out, err, shown):  # matplotlib's warnings included: the plots draw the escapes too
+        assert "\x1b" not in text and "\x07" not in text
+    value = '"x$\\\\alpha$\\x1b]0;PWNED\\x07\\x1b[31mred"'  # describe_value: the spec's text, escaped
+    failed = next(line for line in out.splitlines() if line.startswith("trial ") and "(failed)" in line)
+    assert failed.startswith("trial ") and "act=x$\\alpha$\\x1b]0;PWNED\\x07\\x1b[31mred -> " in failed
+    assert "unknown activation" in failed
+    title = shown.splitlines()[0]  # the counts in the order of the trials' numbers
+    assert title in (f"m$\\notacommand$\\x1b]0;PWNED\\x07\\x1b[2J: 2 trials ({counts}); minimize val_loss"
+                     for counts in ("1 complete, 1 failed", "1 failed, 1 complete"))
+    rows = {next(w for w in line.split() if w in ("complete", "failed")): line.split()[1]  # state: act
+            for line in shown.splitlines()[2:]}
+    assert rows == {"complete": '"relu"', "failed": value}
+    assert out.splitlines()[-1] == "sweep folder: sweeps/tiny-sweep-1"
+    record = json.loads((folder / "sweep.json").read_text())
+    assert record["status"] == "finished" and record["study"] == study
+    assert sorted(r["state"] for r in read_csv(folder / "summary.csv")) == ["complete", "failed"]
+    assert json.loads((folder / "best.json").read_text())["study"] == study
+    for name in ("history", "params"):
+        assert (folder / f"{name}.png").read_bytes().startswith(b"\x89PNG")
+        assert b"<svg" in (folder / f"{name}.svg").read_bytes()

@@ -203,3 +203,34 @@ def test_two_machines_share_a_study_in_postgresql(project):
         assert shown.stdout.splitlines()[0] == "tiny-sweep: 4 trials (4 complete); minimize val_loss"
         assert sorted(int(line.split()[0]) for line in shown.stdout.splitlines()[2:]) == [0, 1, 2, 3]
         assert json.loads((folders[0] / "sweep.json").read_text())["storage"] == url
+
+
+def test_a_password_for_a_real_server_is_written_nowhere_and_reaches_the_workers(project):
+    """Its password in the URL (with a `/`, as SQLAlchemy reads it) and a key's password in the query:
+    masked in sweep.json and best.json (both 0600), in every line printed; the workers of `--workers 2`
+    get the URL from the environment, and `--show` asks for it again (flag or NETDSL_SWEEP_STORAGE)."""
+    with postgres_server() as plain:  # trust authentication: the server takes any password
+        url = plain.replace("netdsl@", "netdsl:s3cr/et@") + "?sslpassword=k3y-s3cret"
+        shown = plain.replace("netdsl@", "netdsl:***@") + "?sslpassword=***"
+        code, out, err = finish(start(project, "tiny.net", "--data", "data.npz", "--trials", "2", "--epochs", "1",
+                                      "--workers", "2", "--seed", "3", "--storage", url, "-o", "pw"))
+        assert code == 0, err
+        folder = project / "pw" / "tiny-sweep-1"
+        texts = [out, err]
+        for name in ("sweep.json", "best.json"):
+            assert (folder / name).stat().st_mode & 0o777 == 0o600
+            record = json.loads((folder / name).read_text())
+            assert record["storage"] == shown and "storage_url" not in record
+            texts.append((folder / name).read_text())
+        assert [r["state"] for r in rows(folder / "summary.csv")] == ["complete", "complete"]
+        show = [sys.executable, "-m", "netdsl.cli", "sweep", "--show", str(folder)]
+        asked = subprocess.run(show, env=ENV, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert (asked.returncode, asked.stderr) == (2, f"netdsl sweep: error: this sweep's study is in {shown}; give "
+                                                       "the URL again with --storage URL (or in NETDSL_SWEEP_STORAGE)\n")
+        given = subprocess.run(show, env={**ENV, "NETDSL_SWEEP_STORAGE": url}, capture_output=True, text=True,
+                               timeout=120, stdin=subprocess.DEVNULL)
+        assert given.returncode == 0, given.stderr
+        assert given.stdout.splitlines()[0] == "tiny-sweep: 2 trials (2 complete); minimize val_loss"
+        texts += [asked.stdout, asked.stderr, given.stdout, given.stderr]
+        for text in texts:
+            assert "s3cr" not in text and "k3y" not in text

@@ -24,7 +24,7 @@ from netdsl.cli.common import (
     data_request,
     load_plugins,
 )
-from netdsl.errors import UsageError
+from netdsl.errors import UsageError, printable
 from netdsl.semantics.defines import parse_defines
 from netdsl.tuning.records import show_table
 from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
@@ -48,7 +48,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sweep.add_argument("--trials", type=int, metavar="N", help="the study's total (default: the spec's trials)")
     sweep.add_argument("--workers", type=int, default=1, metavar="K", help="processes sharing the study")
     sweep.add_argument("--storage", metavar="URL", help="the study's database (default: SQLite in the sweep "
-                                                       "folder); postgresql://... for many machines")
+                                                       "folder); postgresql://... for many machines; or in "
+                                                       "NETDSL_SWEEP_STORAGE (a password stays out of ps)")
     sweep.add_argument("--study", metavar="NAME", help="the study's name in --storage (default: MODEL-sweep)")
     sweep.add_argument("--seed", type=int, metavar="S", help="the sampler's seed and every trial's")
     sweep.add_argument("--epochs", type=int, metavar="N", help="epochs per trial (default: the spec's train section)")
@@ -85,5 +86,5 @@ def run(args: argparse.Namespace) -> int:
     if args.join:  # one of the processes of --workers K: the starting process sums up
         return 0
     print(show_table(result))
-    print(f"sweep folder: {result.dir}")
+    print(f"sweep folder: {printable(result.dir)}")
     return 0

@@ -116,6 +116,8 @@ class _SweepChecker:
                                                   f"{', '.join(endless)} draw{'s' if len(endless) == 1 else ''} "
                                                   "from a range", "use choice(...) or int_range(LO, HI), or "
                                                   "sampler = tpe"))
+        elif space.sampler == "grid":
+            self._bound_grid(space, decl)
         if "objective" not in seen:
             self.diagnostics.append(Diagnostic.at(_name_span(decl), "this sweep has no objective",
                                                   "add: objective = minimize(val_loss)"))
@@ -123,6 +125,26 @@ class _SweepChecker:
             self.diagnostics.append(Diagnostic.at(_name_span(decl), "this sweep searches no constant",
                                                   "add one: width = choice(32, 64, 128)"))
         return space
+
+    def _bound_grid(self, space: SweepSpace, decl: ir.SweepDecl) -> None:
+        """A grid of more points than a sweep has trials, said at the parameter that takes it past the
+        bound: counted, never listed (Optuna's grid sampler lists every point)."""
+        size = grid_size(space.params)
+        if size <= MAX_SWEEP_TRIALS:
+            return
+        before = 1
+        for param in space.params:
+            count = grid_values(param)
+            if before * count > MAX_SWEEP_TRIALS:
+                item = next(i for i in decl.items if i.name == param.name)
+                which = (f"'{param.name}' alone takes {count:,} values" if before == 1 else
+                         f"'{param.name}' takes {count:,} values, times {before:,} from the parameters before it")
+                self.diagnostics.append(Diagnostic.at(
+                    item.value.span, f"the grid has {size:,} points, more than a sweep's {MAX_SWEEP_TRIALS:,} "
+                                     f"trials: {which}",
+                    "narrow the ranges, give int_range a STEP, or use sampler = tpe with trials = N"))
+                return
+            before *= count
 
     # ------------------------------------------------------------ settings
 
@@ -262,6 +284,23 @@ class _SweepChecker:
         if value is UNKNOWN:
             raise Fail(expr.span, "expected a constant value here")
         return value
+
+
+def grid_values(param: Param) -> int:
+    """How many values a grid takes from a choice or an int_range (its high end when the steps reach it)."""
+    if param.kind == "choice":
+        return len(param.choices)
+    assert param.kind == "int_range" and isinstance(param.low, int) and isinstance(param.high, int), \
+        f"{param.name} draws from a continuous range: a grid refuses it"
+    return (param.high - param.low) // param.step + 1
+
+
+def grid_size(params: list[Param]) -> int:
+    """The points of a grid over `params`: the product of their counts, computed, never listed."""
+    size = 1
+    for param in params:
+        size *= grid_values(param)
+    return size
 
 
 def _objective(value: Any) -> tuple[str, str]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final, TypeGuard, TypeVar, Union, overload
 
-from netdsl.errors import Span
+from netdsl.errors import Span, printable
 from netdsl.limits import MAX_SHOWN_VALUE
 from netdsl.semantics.scope import FileScope
 from netdsl.syntax import ir
@@ -198,11 +198,14 @@ class Resolved:
         return f"{self.name}({args})"
 
 
-def describe_value(value: Value, limit: int | None = MAX_SHOWN_VALUE) -> str:
+def describe_value(value: Value, limit: int | None = MAX_SHOWN_VALUE, *, raw_controls: bool = False) -> str:
     """A value as the spec would write it, for diagnostics and diagrams, and (with `limit=None`)
     for a `-D NAME=VALUE` that reads back the same value; cut with "..." after `limit`
-    characters (None: whole), without walking the rest."""
-    out = _Text(limit)
+    characters (None: whole), without walking the rest. A string's control characters (ESC,
+    BEL, bidi controls) are written as escapes (`\\x1b`: `printable`), so that a value quoted in a
+    message or a table cannot drive the terminal; `raw_controls` keeps them (a `-D` value handed to
+    another process, which the spec's strings take as they are)."""
+    out = _Text(limit, raw_controls)
     try:
         _describe(value, out)
     except _Full:
@@ -215,9 +218,10 @@ class _Full(Exception):
 
 
 class _Text:
-    def __init__(self, limit: int | None):
+    def __init__(self, limit: int | None, raw_controls: bool = False):
         self.parts: list[str] = []
         self.left = limit
+        self.raw_controls = raw_controls
 
     def add(self, text: str) -> None:
         self.parts.append(text)
@@ -245,10 +249,19 @@ def _describe(value: Value, out: _Text) -> None:
             _describe(item, out)
         out.add("}")
     else:
-        out.add(_scalar_text(value))
+        out.add(_scalar_text(value, out.raw_controls))
 
 
-def _scalar_text(value: Value) -> str:
+def _string_text(text: str, raw_controls: bool = False) -> str:
+    """A string in quotes, escaped as the spec reads it back (`\\" \\\\ \\n \\t`); its other control
+    characters as `printable` writes them, unless `raw_controls`."""
+    body = text.replace("\\", "\\\\").replace('"', '\\"')
+    if raw_controls:
+        return '"' + body.replace("\n", "\\n").replace("\t", "\\t") + '"'
+    return '"' + printable(body) + '"'
+
+
+def _scalar_text(value: Value, raw_controls: bool = False) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -256,7 +269,7 @@ def _scalar_text(value: Value) -> str:
     if isinstance(value, SpecName):
         return str(value)
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return _string_text(value, raw_controls)
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, Resolved):

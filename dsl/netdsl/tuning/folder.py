@@ -98,7 +98,8 @@ class SweepFolder:
         return data
 
     def write(self, record: dict[str, Any]) -> None:
-        write_json(self.path / SWEEP, record)
+        # a record that names a database (its URL masked) is its owner's alone: 0600
+        write_json(self.path / SWEEP, record, private=record.get("storage", STUDY_FILE) != STUDY_FILE)
 
     def set_status(self, status: str) -> None:
         record = self.read()
@@ -198,5 +199,7 @@ def record_problem(record: dict[str, Any]) -> str | None:
     return None
 
 
-def write_json(target: Path, data: Any) -> None:
-    write_bytes(target, (json.dumps(data, indent=2, allow_nan=False, default=str) + "\n").encode())
+def write_json(target: Path, data: Any, private: bool = False) -> None:
+    """`data` as JSON, atomically; `private`: mode 0600 (a file that names a storage database)."""
+    write_bytes(target, (json.dumps(data, indent=2, allow_nan=False, default=str) + "\n").encode(),
+                mode=0o600 if private else None)

@@ -8,6 +8,7 @@ The plots are drawn with matplotlib's object API, as curves.py draws a run's cur
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import math
@@ -19,7 +20,7 @@ from netdsl.atomic import replacing, write_bytes
 from netdsl.errors import NetdslError, printable
 from netdsl.semantics.values import describe_value
 from netdsl.training.errors import RunError
-from netdsl.tuning.folder import write_json
+from netdsl.tuning.folder import SweepFolder, write_json
 
 STATES = {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed", "RUNNING": "running", "WAITING": "waiting"}
 
@@ -135,8 +136,10 @@ def write_records(result: SweepResult) -> None:
         "trial": best.number, "params": best.params,
         "objective": {"metric": result.metric, "direction": result.direction, "value": best.value},
         "epochs": best.epochs, "seconds": best.seconds, "run": best.run_dir,
-        "trials": result.counts(), "study": result.study, "storage": result.storage})
-    write_plots(result)
+        "trials": result.counts(), "study": result.study, "storage": result.storage},
+        private=result.storage != SweepFolder(result.dir).own_storage)
+    with contextlib.suppress(Exception):  # a picture must not leave a sweep unfinished (as a run's curves)
+        write_plots(result)
 
 
 def summary_csv(result: SweepResult) -> str:
@@ -168,11 +171,12 @@ def show_table(result: SweepResult) -> str:
     header = ["trial", *names, result.metric, "state", "epochs", "seconds"]
     lines = [header] + [[str(t.number), *(_shown(t.params.get(n)) for n in names), _cell(t.value), t.state,
                          _cell(t.epochs), _cell(t.seconds)] for t in rows]
+    lines = [[printable(cell) for cell in row] for row in lines]  # names and values from a study: escaped
     widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
     text = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in lines]
-    counts = ", ".join(f"{n} {state}" for state, n in result.counts().items())
+    counts = ", ".join(f"{n} {printable(state)}" for state, n in result.counts().items())
     title = f"{result.study}: {len(result.trials)} trials ({counts}); {result.direction} {result.metric}"
-    return "\n".join([title, *text])
+    return "\n".join([printable(title), *text])
 
 
 def _shown(value: Any) -> str:
@@ -180,6 +184,11 @@ def _shown(value: Any) -> str:
 
 
 # ------------------------------------------------------------------ plots
+
+# Text from a spec or a study (study name, metric, parameter names, choice labels) is drawn as
+# it is written, its control characters escaped (`printable`): matplotlib would parse `$...$` as
+# mathtext (or run TeX with text.usetex), and warn about a missing glyph with the raw character.
+PLAIN: dict[str, Any] = {"parse_math": False, "usetex": False}
 
 
 def write_plots(result: SweepResult) -> list[Path]:
@@ -212,8 +221,8 @@ def write_plots(result: SweepResult) -> list[Path]:
         axes.step(xs, ys, where="post", label="best so far")
     axes.set_xlabel("trial")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes.set_ylabel(result.metric)
-    axes.set_title(f"{result.study}: {result.direction} {result.metric}")
+    axes.set_ylabel(printable(result.metric), **PLAIN)
+    axes.set_title(printable(f"{result.study}: {result.direction} {result.metric}"), **PLAIN)
     axes.grid(True, alpha=0.3)
     if scored:
         axes.legend()
@@ -224,23 +233,23 @@ def write_plots(result: SweepResult) -> list[Path]:
     columns = max(1, min(3, len(names)))
     rows = max(1, math.ceil(len(names) / columns))
     params = Figure(figsize=(4.2 * columns, 3.2 * rows))
-    params.suptitle(f"{result.metric} against each parameter")
+    params.suptitle(printable(f"{result.metric} against each parameter"), **PLAIN)
     for i, name in enumerate(names):
         axes = params.add_subplot(rows, columns, i + 1)
         points = [(t.params[name], value, t.state) for t, value in scored if name in t.params]
         numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v, _, _ in points)
-        labels = sorted({str(v) for v, _, _ in points}) if not numeric else []
+        labels = sorted({printable(v) for v, _, _ in points}) if not numeric else []
         for state, marker in (("complete", "o"), ("pruned", "x")):
             mine = [(v, y) for v, y, s in points if s == state]
             if mine:
-                xs = [v if numeric else labels.index(str(v)) for v, _ in mine]
+                xs = [v if numeric else labels.index(printable(v)) for v, _ in mine]
                 axes.plot(xs, [y for _, y in mine], marker, linestyle="none", label=state)
         if not numeric:
-            axes.set_xticks(range(len(labels)), labels)
+            axes.set_xticks(range(len(labels)), labels, **PLAIN)
         elif name in result.log_scale:
             axes.set_xscale("log")
-        axes.set_xlabel(name)
-        axes.set_ylabel(result.metric)
+        axes.set_xlabel(printable(name), **PLAIN)
+        axes.set_ylabel(printable(result.metric), **PLAIN)
         axes.grid(True, alpha=0.3)
     # Fixed margins: matplotlib's constrained layout took most of the drawing time.
     params.subplots_adjust(left=0.08 if columns > 1 else 0.14, right=0.98, bottom=0.12 / rows + 0.04,

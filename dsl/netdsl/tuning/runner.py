@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from netdsl.errors import SpecError, UsageError
+from netdsl.errors import SpecError, UsageError, printable
 from netdsl.training.errors import DataError, TrainingError
 from netdsl.training.run.runs import RunFolder
 from netdsl.training.run.settings import MAX_SEED, TrainRequest
@@ -217,8 +217,9 @@ def _echo(config: SweepConfig, number: int, params: dict, value: float | None, s
           reason: str | None) -> None:
     if not config.request.echo:
         return
-    shown = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
-    outcome = f"{config.space.metric} {value:.6g}" if value is not None else reason or "no value"
+    # values and reasons come from the spec and the study: escaped (printable), as every printer's
+    shown = printable(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items()))
+    outcome = f"{config.space.metric} {value:.6g}" if value is not None else printable(reason or "no value")
     counted = f", {epochs} epoch{'s' if epochs != 1 else ''}" if epochs else ""
     print(f"trial {number}: {shown} -> {outcome} ({state}{counted})", flush=True)
 

@@ -97,8 +97,8 @@ def resolve_sweep(request: SweepRequest) -> SweepConfig:
         raise UsageError(f"--trials takes a number from 1 to {MAX_SWEEP_TRIALS:,}; received {trials}")
     folder = folder or SweepFolder.create(request.out, name)  # only once everything was checked
     seed = saved.get("seed", request.seed if request.seed is not None else int.from_bytes(os.urandom(4), "little"))
-    joined = os.environ.get(STORAGE_ENV) if request.join else None
-    storage = request.storage or joined or saved_storage(folder, saved)
+    storage = request.storage or (saved_storage(folder, saved) if saved
+                                  else os.environ.get(STORAGE_ENV) or folder.own_storage)
     identity = {"spec": spec_sha256(program), "model": name, "metric": space.metric, "direction": space.direction,
                 "defines": json_defines(request.defines)}
     config = SweepConfig(request=request, program=program, model=name, space=space, trials=trials, seed=seed,
@@ -109,16 +109,22 @@ def resolve_sweep(request: SweepRequest) -> SweepConfig:
     return config
 
 
-STORAGE_ENV = "NETDSL_SWEEP_STORAGE"  # how --workers K hands its storage URL to the workers (not in argv)
+# --storage's value when the flag is not given: a URL with a password stays out of `ps` (argv)
+# and shell history; --workers K hands its storage to the workers the same way.
+STORAGE_ENV = "NETDSL_SWEEP_STORAGE"
 
 
 def saved_storage(folder: SweepFolder, saved: dict) -> str:
-    """The storage of a sweep folder: its own SQLite file, or the URL it recorded."""
+    """The storage of a sweep folder: its own SQLite file, the URL it recorded, or (a URL with a
+    secret is never recorded) the one in NETDSL_SWEEP_STORAGE."""
     if saved.get("storage", STUDY_FILE) == STUDY_FILE:
         return folder.own_storage
     if saved.get("storage_url"):
         return saved["storage_url"]
-    raise UsageError(f"this sweep's study is in {saved['storage']}; give the URL again with --storage URL")
+    if os.environ.get(STORAGE_ENV):
+        return os.environ[STORAGE_ENV]
+    raise UsageError(f"this sweep's study is in {saved['storage']}; give the URL again with --storage URL "
+                     f"(or in {STORAGE_ENV})")
 
 
 def _settings_from(saved: dict, request: SweepRequest) -> None:
@@ -207,8 +213,8 @@ def _record(config: SweepConfig, saved: dict) -> None:
         "sampler": config.space.sampler, "pruner": config.space.pruner,
         "trials": config.trials, "seed": config.seed, "study": config.study,
         "storage": STUDY_FILE if here else shown,
-        # the URL itself only where it holds no password (`--resume` and `--show` then need no --storage)
-        **({"storage_url": config.storage} if not here and ":***@" not in shown else {}),
+        # the URL itself only where it holds no secret (`--resume` and `--show` then need no --storage)
+        **({"storage_url": config.storage} if not here and not studies.holds_secret(config.storage) else {}),
         "data": request.data.describe(), "defines": json_defines(request.defines),
         "epochs": request.epochs, "batch_size": request.batch_size,
         "status": "running",

@@ -10,8 +10,10 @@ import os
 import re
 import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, quote_plus
 
 from netdsl.errors import UsageError
+from netdsl.semantics import sweep_space
 from netdsl.semantics.sweep_space import Param, SweepSpace
 from netdsl.semantics.values import SpecName
 
@@ -58,10 +60,8 @@ def _int_ends(p: Param) -> tuple[int, int]:
 
 
 def grid_size(space: SweepSpace) -> int:
-    size = 1
-    for values in _grid(space).values():
-        size *= len(values)
-    return size
+    """The grid's points, counted (check_sweeps refuses a grid of more than MAX_SWEEP_TRIALS)."""
+    return sweep_space.grid_size(space.params)
 
 
 def _grid(space: SweepSpace) -> dict[str, list[Any]]:
@@ -105,13 +105,83 @@ def storage_url(url: str) -> str:
     return re.sub(r"^postgres(ql)?://", "postgresql+psycopg://", url)
 
 
+# Query parameters of a URL that libpq and psycopg take as secrets (or as the way to one).
+SECRET_QUERY = ("password", "passfile", "sslpassword", "sslkey")
+MASK = "***"
+
+
+def holds_secret(url: str) -> bool:
+    """Whether a storage URL names a secret: a password (`user:PASSWORD@`, `?password=`) or a key;
+    a URL SQLAlchemy cannot read is taken to hold one."""
+    parsed = _parsed(url)
+    return parsed is None or parsed.password is not None or bool(_secret_keys(parsed))
+
+
 def shown_url(url: str) -> str:
-    """A storage URL without its password, for files and messages."""
-    return re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", url)
+    """A storage URL without its secrets, for files and messages: its password and SECRET_QUERY
+    values as `***` (read as SQLAlchemy reads the URL: a password may hold `/`); a URL that holds
+    none as it was given."""
+    parsed = _parsed(url)
+    if parsed is None:
+        return f"{url.partition(':')[0]}://{MASK}" if "://" in url else MASK
+    if not holds_secret(url):
+        return url
+    masked = parsed.update_query_dict({key: MASK for key in _secret_keys(parsed)})
+    if parsed.host and "@" in parsed.host:  # `user:p@ss@host`: SQLAlchemy takes `ss@host` as the host
+        masked = masked.set(host=f"{MASK}@{parsed.host.rpartition('@')[2]}")
+    # render_as_string writes a query value with %-escapes: the mask is shown as it is written here
+    return masked.render_as_string(hide_password=True).replace("=%2A%2A%2A", f"={MASK}")
+
+
+def _parsed(url: str) -> Any:
+    """The URL as SQLAlchemy (Optuna's storage) reads it; None when it cannot."""
+    try:
+        from sqlalchemy.engine import make_url
+    except ImportError:  # Optuna's extra is not installed: nothing can open the URL either
+        return None
+    try:
+        return make_url(url)
+    except Exception:  # an ArgumentError, a port that is not a number: a URL nobody can open
+        return None
+
+
+def _secret_keys(parsed: Any) -> list[str]:
+    return [key for key in parsed.query if key.lower() in SECRET_QUERY]
+
+
+def _secrets(url: str) -> list[str]:
+    """The secret texts of a URL, as written and as read, for scrubbing a driver's message."""
+    parsed = _parsed(url)
+    if parsed is None:
+        return [url]
+    values = [parsed.password or ""]
+    for key in _secret_keys(parsed):
+        found = parsed.query[key]
+        values += [found] if isinstance(found, str) else list(found)
+    if parsed.host and "@" in parsed.host:
+        values.append(parsed.host.rpartition("@")[0])
+    return sorted({v for text in values if len(text) >= MIN_SCRUBBED
+                   for v in (text, quote(text, safe=""), quote_plus(text))}, key=len, reverse=True)
+
+
+# Shorter secrets are not looked for in a driver's message: masking them would mask ordinary words.
+MIN_SCRUBBED = 4
+
+
+def _scrubbed(text: str, url: str) -> str:
+    """A driver's message with the URL's secrets masked (libpq does not echo a password; this
+    makes sure of it for every driver)."""
+    for secret in _secrets(url):
+        text = text.replace(secret, MASK)
+    return text
 
 
 def open_storage(url: str) -> Any:
     optuna = optuna_module()
+    parsed = _parsed(url)
+    if parsed is not None and parsed.host and "@" in parsed.host:  # the driver would look the rest up as a host
+        raise UsageError(f"cannot open the study's storage {shown_url(url)}: its host holds '@'",
+                         hint="write an '@' of the user name or password as %40")
     engine: dict[str, Any] = {}
     if url.startswith("sqlite"):
         engine = {"connect_args": {"timeout": 60}}  # several workers on one file wait for each other
@@ -122,7 +192,8 @@ def open_storage(url: str) -> Any:
             if attempt + 1 < SCHEMA_ATTEMPTS and _schema_race(exc):
                 time.sleep(0.5 * (attempt + 1))
                 continue
-            raise UsageError(f"cannot open the study's storage {shown_url(url)}: {_first_line(exc)}") from None
+            raise UsageError(f"cannot open the study's storage {shown_url(url)}: "
+                             f"{_scrubbed(_first_line(exc), url)}") from None
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -74,7 +74,7 @@ def _worker_argv(config: SweepConfig) -> list[str]:
         if value is not None:
             argv += [flag, str(value)]
     for name, value in request.defines.items():
-        argv += ["-D", f"{name}={describe_value(value, limit=None)}"]  # read back by parse_defines
+        argv += ["-D", f"{name}={describe_value(value, limit=None, raw_controls=True)}"]  # read back by parse_defines
     for folder in request.include:
         argv += ["--include", str(folder)]
     for module in request.plugins:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from netdsl.backend.torch_names import torch_key
 from netdsl.errors import LightningError
 from netdsl.limits import MAX_FILE_BYTES, MAX_IMPORTED_FILES
 from netdsl.syntax.loader import Program, as_program, load_text, spec_sha256
@@ -81,16 +82,69 @@ def _from_record(record: SpecRecord, include: Sequence[str]) -> Program:
 
 
 def stable_names(model: Any) -> dict[str, str]:
-    """{variable path: its name in a checkpoint} for the names that depend on the process: each
-    seed generator's state, named by the path of the layers holding it."""
+    """{a variable's torch key: its name in a checkpoint} for the names that depend on the process:
+    each seed generator's state, named by the layers holding it. (Torch keys are variable paths with
+    the dots written as `:`, `backend.torch_names`; the same on every backend here.)"""
     names: dict[str, str] = {}
 
     def walk(layer: Any, prefix: str) -> None:
         for index, generator in enumerate(getattr(layer, "_seed_generators", [])):
             suffix = f"_{index}" if index else ""
-            names[generator.state.path] = f"{prefix}{layer.name}/seed_generator_state{suffix}"
+            names[torch_key(generator.state.path)] = torch_key(f"{prefix}{layer.name}/seed_generator_state{suffix}")
         for child in layer._flatten_layers(include_self=False, recursive=False):
             walk(child, f"{prefix}{layer.name}/" if layer is not model else "")
 
     walk(model, "")
     return names
+
+
+class Checkpointed:
+    """What a `SpecModule` checkpoint holds for an export: its spec and model, and its weights by state name."""
+
+    def __init__(self, program: Program, model: str, sha256: str, weights: dict[str, Any]) -> None:
+        self.program, self.model, self.sha256, self.weights = program, model, sha256, weights
+
+    def assign(self, model: Any) -> None:
+        """Each variable of `model` (built from the same spec, on any backend) set from the checkpoint
+        (a dropout's seed state aside: it only draws training's randomness)."""
+        stable = stable_names(model)
+        missing = []
+        for variable in model.variables:
+            key = torch_key(variable.path)
+            if key in stable:
+                continue
+            value = self.weights.get(stable.get(key, key))
+            if value is None or tuple(value.shape) != tuple(variable.shape):
+                missing.append(variable.path)
+                continue
+            variable.assign(value)
+        if missing:
+            raise LightningError(f"the checkpoint's weights do not fit the model '{self.model}' (no or another "
+                                 f"shape for {', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
+
+
+def read_checkpoint(path: str | os.PathLike) -> Checkpointed:
+    """A Lightning `.ckpt` of a `SpecModule`, read with torch's weights-only loader (no code runs)."""
+    import numpy as np
+    import torch
+
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 (torch raises many types for a damaged or foreign file)
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise LightningError(f"cannot read the checkpoint ({first[:200]})") from None
+    hparams = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None
+    state = checkpoint.get("state_dict") if isinstance(checkpoint, dict) else None
+    if not isinstance(hparams, dict) or not isinstance(hparams.get("recorded"), dict) or not isinstance(state, dict):
+        raise LightningError("not a checkpoint of netdsl.lightning.SpecModule (it records no spec)")
+    include = [str(folder) for folder in hparams.get("include") or []]
+    program = _from_record(hparams["recorded"], include)
+    defines = hparams.get("defines")
+    if defines:
+        from netdsl.semantics.defines import apply_defines
+
+        program = apply_defines(program, dict(defines))
+    prefix = "net._torch_params."
+    weights = {key[len(prefix):]: np.asarray(value.float().numpy() if value.is_floating_point() else value.numpy())
+               for key, value in state.items() if key.startswith(prefix) and isinstance(value, torch.Tensor)}
+    return Checkpointed(program, str(hparams.get("model")), str(hparams["recorded"].get("sha256")), weights)

@@ -96,7 +96,7 @@ def test_two_outputs_from_dict_batches(found: dict) -> None:
     computed, by_hand = heads["loss"]  # cross-entropy + 3 x mse + the l2 regularizer, computed by hand
     assert computed == pytest.approx(by_hand, rel=1e-6)
     assert heads["logged"] == ["train_label_loss", "train_label_sparse_categorical_accuracy", "train_loss",
-                               "train_size_loss", "train_size_mae", "val_label_loss",
+                               "train_loss_step", "train_size_loss", "train_size_mae", "val_label_loss",
                                "val_label_sparse_categorical_accuracy", "val_loss", "val_size_loss", "val_size_mae"]
     assert heads["tested"] == ["test_label_loss", "test_label_sparse_categorical_accuracy", "test_loss",
                                "test_size_loss", "test_size_mae"]
@@ -115,7 +115,11 @@ def test_a_checkpoint_resumes_the_same_curve(found: dict) -> None:
     assert len(resumed["curve"]) == 3
     assert resumed["resumed_curve"] == pytest.approx(resumed["curve"][1:], rel=1e-6, abs=1e-7)
     assert resumed["difference"] <= 1e-6
-    assert resumed["loaded_hparams"] == {"spec": str(ROOT / "specs" / "lightning_mlp.net"), "model": "lightning_mlp"}
+    loaded = resumed["loaded_hparams"]
+    assert {k: v for k, v in loaded.items() if k != "recorded"} == {
+        "spec": str(ROOT / "specs" / "lightning_mlp.net"), "model": "lightning_mlp", "defines": {}, "include": [],
+        "channels_first": False}
+    assert loaded["recorded"]["texts"] == {loaded["spec"]: (ROOT / "specs" / "lightning_mlp.net").read_text()}
 
 
 def test_what_cannot_be_mapped_is_one_line(found: dict) -> None:

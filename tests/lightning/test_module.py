@@ -91,6 +91,14 @@ def test_adam_maps_onto_torch_adam(found: dict) -> None:
     assert adam["weight_decay"] == 0 and adam["amsgrad"] is False
 
 
+def test_metrics_are_resolved_as_keras_compile_resolves_them(found: dict) -> None:
+    """multi_output.net's `metrics = {probs: [accuracy], box: [mae]}`: `accuracy` is sparse categorical
+    accuracy by the shapes (it crashed as Keras' exact-match Accuracy); the values are Keras' own."""
+    lightning, keras = found["as_keras"]["lightning"], found["as_keras"]["keras"]
+    assert sorted(lightning) == ["val_box_loss", "val_box_mae", "val_loss", "val_probs_accuracy", "val_probs_loss"]
+    assert {name[len("val_"):]: value for name, value in lightning.items()} == pytest.approx(keras, rel=1e-5)
+
+
 def test_two_outputs_from_dict_batches(found: dict) -> None:
     heads = found["two_heads"]
     computed, by_hand = heads["loss"]  # cross-entropy + 3 x mse + the l2 regularizer, computed by hand

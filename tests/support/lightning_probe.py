@@ -119,6 +119,7 @@ def checks(out: Path, tmp: Path) -> None:
     found["loss_difference"] = float(abs(loss - torch.nn.functional.cross_entropy(by_hand(x), y)))
     found["adam"] = _optimizer_of(spec)
 
+    found["as_keras"] = as_keras()
     found["two_heads"] = two_heads(tmp)
     found["resume"] = resume(tmp)
     found["errors"] = errors(tmp)
@@ -131,6 +132,25 @@ def _optimizer_of(module: SpecModule) -> dict:
         optimizer = optimizer["optimizer"]
     group = {k: v for k, v in optimizer.param_groups[0].items() if k != "params"}
     return {"class": type(optimizer).__name__, **{k: v for k, v in group.items() if isinstance(v, (int, float, tuple))}}
+
+
+def as_keras() -> dict:
+    """specs/multi_output.net (metrics = {probs: [accuracy], box: [mae]}) validated by Lightning, and
+    evaluated by Keras' own `evaluate` with the same weights on the same batch."""
+    L.seed_everything(4, verbose=False)
+    module = SpecModule(ROOT / "specs" / "multi_output.net")
+    rng = np.random.default_rng(4)
+    image = torch.tensor(rng.random((8, 64, 64, 3), dtype=np.float32) * 255)
+    probs, box = torch.tensor(rng.integers(0, 10, 8)), torch.tensor(rng.random((8, 4), dtype=np.float32))
+    trainer = L.Trainer(**QUIET, enable_checkpointing=False)
+    logged = trainer.validate(module, DataLoader(TensorDataset(image, probs, box), batch_size=8,
+                                                 collate_fn=lambda rows: (torch.stack([r[0] for r in rows]), {
+                                                     "probs": torch.stack([r[1] for r in rows]),
+                                                     "box": torch.stack([r[2] for r in rows])})),
+                              verbose=False)[0]
+    by_keras = module.net.evaluate(image.numpy(), {"probs": probs.numpy(), "box": box.numpy()}, batch_size=8,
+                                   verbose=0, return_dict=True)
+    return {"lightning": {k: float(v) for k, v in logged.items()}, "keras": {k: float(v) for k, v in by_keras.items()}}
 
 
 def two_heads(tmp: Path) -> dict:

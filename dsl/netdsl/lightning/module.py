@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import lightning as L
 from lightning.pytorch.utilities import rank_zero_warn
+from lightning.pytorch.utilities.warnings import PossibleUserWarning
 
 from netdsl.backend.runtime import init_backend
 from netdsl.errors import LightningError, SpecError
@@ -36,6 +38,10 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = ["SpecModule"]
+
+# A SpecModule has a validation_step for whoever passes validation data: training without any is no mistake.
+warnings.filterwarnings("ignore", message="You defined a `validation_step` but have no `val_dataloader`",
+                        category=PossibleUserWarning)
 
 
 class SpecModule(L.LightningModule):

@@ -190,15 +190,13 @@ class SpecModule(L.LightningModule):
         size, sync = int(targets[0].shape[0]), stage != "train"
         # Keras reports epoch means; in training Lightning logs steps only unless asked: both, the
         # epoch mean under the name Keras gives it (train_loss), the steps' beside it (train_loss_step).
-        epoch = {"on_step": False, "on_epoch": True, "batch_size": size, "sync_dist": sync}
         if stage == "train":
             self.log("train_loss_step", total, on_step=True, on_epoch=False, batch_size=size, prog_bar=True)
-        self.log(f"{stage}_loss", total, prog_bar=stage != "train", **epoch)
-        if len(per_output) > 1:
-            for name, value in per_output.items():
-                self.log(f"{stage}_{name}_loss", value, **epoch)
-        for name, value in self._metric_values(targets, predictions):
-            self.log(f"{stage}_{name}", value, **epoch)
+        self.log(f"{stage}_loss", total, on_step=False, on_epoch=True, batch_size=size, sync_dist=sync,
+                 prog_bar=stage != "train")
+        values = [(f"{name}_loss", value) for name, value in per_output.items()] if len(per_output) > 1 else []
+        for name, value in values + list(self._metric_values(targets, predictions)):
+            self.log(f"{stage}_{name}", value, on_step=False, on_epoch=True, batch_size=size, sync_dist=sync)
         return total
 
     def _loss(self, targets: list[Any], predictions: list[Any]) -> tuple[Any, dict[str, Any]]:

@@ -152,6 +152,49 @@ def test_the_guide_runs(tmp_path: Path) -> None:
     assert 0.0 < loss < 2.6  # ten classes at random: about ln(10) = 2.30
 
 
+def _torch_save(path: Path, checkpoint: str) -> None:
+    """A file torch.save writes, in a process of its own (this one runs Keras on TensorFlow)."""
+    code = f"import fractions, torch; torch.save({checkpoint}, {str(path)!r})"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def test_what_export_cannot_read_from_a_checkpoint_is_one_line(tmp_path: Path) -> None:
+    """`netdsl export X.ckpt`: a file that is no checkpoint, one of a LightningModule written by hand, and one
+    holding objects the weights-only loader refuses (it never unpickles them)."""
+    (tmp_path / "notes.ckpt").write_text("not a checkpoint")
+    _torch_save(tmp_path / "hand.ckpt", "{'state_dict': {'l.weight': torch.zeros(2)}, 'hyper_parameters': {'lr': 0.1}}")
+    _torch_save(tmp_path / "odd.ckpt", "{'state_dict': {}, 'hyper_parameters': {'x': fractions.Fraction(1, 3)}}")
+    said = {}
+    for name in ("notes", "hand", "odd"):
+        result = subprocess.run([sys.executable, "-m", "netdsl.cli", "export", f"{name}.ckpt", "--format", "onnx"],
+                                capture_output=True, text=True, cwd=tmp_path, timeout=300, env=_env(0))
+        said[name] = (result.returncode, result.stderr)
+    assert said == {
+        "notes": (1, "notes.ckpt: error: not a Lightning checkpoint (not a torch zip archive)\n"),
+        "hand": (1, "hand.ckpt: error: not a checkpoint of netdsl.lightning.SpecModule (it records no spec)\n"),
+        "odd": (1, "odd.ckpt: error: cannot read the checkpoint with torch's weights-only loader: it holds objects "
+                   "other than tensors and plain values\n"),
+    }
+    assert not list(tmp_path.glob("*.onnx"))
+
+
+def test_every_netdsl_name_the_guide_gives_exists() -> None:
+    """docs/lightning.md names `netdsl.X` and `netdsl.lightning.X`: each one is there (read without
+    importing Lightning into this process: netdsl.lightning names SpecModule lazily)."""
+    import netdsl
+    import netdsl.lightning
+
+    text = GUIDE.read_text(encoding="utf-8")
+    named = set(re.findall(r"\bnetdsl\.(lightning\.)?([A-Za-z_]\w*)", text))
+    assert ("", "LightningError") in named and ("lightning.", "SpecModule") in named
+    for inner, name in sorted(named):
+        if inner:
+            assert name in netdsl.lightning.__all__, f"docs/lightning.md names netdsl.lightning.{name}"
+        elif name != "lightning":
+            assert name in netdsl.__all__ and getattr(netdsl, name), f"docs/lightning.md names netdsl.{name}"
+    assert issubclass(netdsl.LightningError, netdsl.NetdslError)
+
+
 # ------------------------------------------------------------------ Lightning's DDP, two real processes
 
 

@@ -14,6 +14,7 @@ Nothing here imports Lightning: `netdsl export` reads a `.ckpt` on TensorFlow wi
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -128,9 +129,14 @@ def read_checkpoint(path: str | os.PathLike) -> Checkpointed:
     import numpy as np
     import torch
 
+    if not zipfile.is_zipfile(path):
+        raise LightningError("not a Lightning checkpoint (not a torch zip archive)")
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 (torch raises many types for a damaged or foreign file)
+    except Exception as exc:  # noqa: BLE001 (torch raises many types for a damaged file)
+        if type(exc).__name__ == "UnpicklingError":  # the weights-only loader refused an object
+            raise LightningError("cannot read the checkpoint with torch's weights-only loader: it holds objects "
+                                 "other than tensors and plain values") from None
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise LightningError(f"cannot read the checkpoint ({first[:200]})") from None
     hparams = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None

@@ -74,7 +74,9 @@ class SpecModule(L.LightningModule):
         if checked.errors:
             raise SpecError(checked.errors, self.program.sources())
         self.overrides = dict(overrides)
-        self.channels_first = channels_first if isinstance(channels_first, bool) else list(channels_first)
+        self.channels_first: bool | list[str] = (channels_first if isinstance(channels_first, bool) else
+                                                 [channels_first] if isinstance(channels_first, str)
+                                                 else list(channels_first))
         self.net: Any = None
         self.input_names: list[str] = []
         self.output_names: list[str] = []

@@ -316,7 +316,7 @@ def reload(out: Path, checkpoint: Path) -> None:
     import warnings
 
     x, _ = pictures(48, 2)[:]
-    loaded = [SpecModule.load_from_checkpoint(checkpoint).eval() for _ in range(2)]
+    loaded = [SpecModule.load_from_checkpoint(checkpoint, weights_only=True).eval() for _ in range(2)]
     outputs = [m(x).detach().numpy() for m in loaded]
     found: dict = {"difference": float(np.abs(outputs[0] - outputs[1]).max()), "root": loaded[0].program.root,
                    "tensorflow_imported": "tensorflow" in sys.modules}

@@ -70,7 +70,7 @@ def test_every_error_is_exported_and_a_netdsl_error():
     errors = [name for name in netdsl.__all__ if name.endswith("Error") or name.startswith("Dot")]
     assert sorted(errors) == sorted(["NetdslError", "SpecError", "UsageError", "BackendError", "BuildError",
                                      "LayoutError", "RenderError", "DotNotFound", "DotFailed", "TrainingError",
-                                     "DataError", "RunError", "ExportError"])
+                                     "DataError", "RunError", "ExportError", "LightningError"])
     assert all(issubclass(getattr(netdsl, name), netdsl.NetdslError) for name in errors)
     assert issubclass(netdsl.VerifyFailed, netdsl.ExportError)
     from netdsl.deploy import MissingPackage

@@ -196,6 +196,7 @@ NOT_ROOMS = {
     "fixtures": "data files: specs, expected outputs, goldens, saved models",
     "fuzz": "the fuzzing harness (`python -m tests.fuzz`)",
     "editors": "the editor extensions of the repository's editors/ folder",
+    "journeys": "end-to-end journeys across commands and rooms (issue 28), one test file each",
 }
 
 

@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time `__getattr_
         DotFailed,
         DotNotFound,
         LayoutError,
+        LightningError,
         NetdslError,
         RenderError,
         Span,
@@ -87,6 +88,7 @@ __all__ = [
     # errors (every one a NetdslError)
     "NetdslError", "SpecError", "UsageError", "BackendError", "BuildError", "LayoutError", "RenderError",
     "DotNotFound", "DotFailed", "TrainingError", "DataError", "RunError", "ExportError", "VerifyFailed",
+    "LightningError",
     # warnings
     "SpecChangedWarning",
     "__version__",
@@ -96,7 +98,8 @@ __all__ = [
 _HOME = {
     **dict.fromkeys(["ExportError", "VerifyFailed", "SpecChangedWarning"], "netdsl.deploy.errors"),
     **dict.fromkeys(["BackendError", "BuildError", "Diagnostic", "DotFailed", "DotNotFound", "LayoutError",
-                     "NetdslError", "RenderError", "Span", "SpecError", "UsageError"], "netdsl.errors"),
+                     "LightningError", "NetdslError", "RenderError", "Span", "SpecError", "UsageError"],
+                    "netdsl.errors"),
     "Program": "netdsl.syntax.loader",
     **dict.fromkeys(["DataError", "RunError", "TrainingError"], "netdsl.training.errors"),
 }

@@ -248,8 +248,9 @@ def export(source: Spec | Trained, *, format: ExportFormat,  # noqa: A002 - name
 
     `source`: a spec (a path or `Program`, built with fresh weights or those of
     `weights=FILE.keras`; `model` picks one of its models), a run folder (its
-    best.keras, or model.keras with `last=True`), a `.keras` file, or a live
-    `keras.Model`. `out`: the file (a folder for saved_model); by default
+    best.keras, or model.keras with `last=True`), a `.keras` file, a Lightning
+    checkpoint of `netdsl.lightning.SpecModule` (`.ckpt`: the spec it holds, its
+    weights), or a live `keras.Model`. `out`: the file (a folder for saved_model); by default
     `<model>.onnx`, `<model>_saved_model` or `<model>.tflite` in the run folder,
     beside the .keras file, or in the current folder. Returns the path written.
     Raises `ExportError` (one line) for what cannot be exported and

@@ -91,12 +91,20 @@ def test_adam_maps_onto_torch_adam(found: dict) -> None:
     assert adam["weight_decay"] == 0 and adam["amsgrad"] is False
 
 
+def test_metrics_are_resolved_as_keras_compile_resolves_them(found: dict) -> None:
+    """multi_output.net's `metrics = {probs: [accuracy], box: [mae]}`: `accuracy` is sparse categorical
+    accuracy by the shapes (it crashed as Keras' exact-match Accuracy); the values are Keras' own."""
+    lightning, keras = found["as_keras"]["lightning"], found["as_keras"]["keras"]
+    assert sorted(lightning) == ["val_box_loss", "val_box_mae", "val_loss", "val_probs_accuracy", "val_probs_loss"]
+    assert {name[len("val_"):]: value for name, value in lightning.items()} == pytest.approx(keras, rel=1e-5)
+
+
 def test_two_outputs_from_dict_batches(found: dict) -> None:
     heads = found["two_heads"]
     computed, by_hand = heads["loss"]  # cross-entropy + 3 x mse + the l2 regularizer, computed by hand
     assert computed == pytest.approx(by_hand, rel=1e-6)
     assert heads["logged"] == ["train_label_loss", "train_label_sparse_categorical_accuracy", "train_loss",
-                               "train_size_loss", "train_size_mae", "val_label_loss",
+                               "train_loss_step", "train_size_loss", "train_size_mae", "val_label_loss",
                                "val_label_sparse_categorical_accuracy", "val_loss", "val_size_loss", "val_size_mae"]
     assert heads["tested"] == ["test_label_loss", "test_label_sparse_categorical_accuracy", "test_loss",
                                "test_size_loss", "test_size_mae"]
@@ -115,7 +123,11 @@ def test_a_checkpoint_resumes_the_same_curve(found: dict) -> None:
     assert len(resumed["curve"]) == 3
     assert resumed["resumed_curve"] == pytest.approx(resumed["curve"][1:], rel=1e-6, abs=1e-7)
     assert resumed["difference"] <= 1e-6
-    assert resumed["loaded_hparams"] == {"spec": str(ROOT / "specs" / "lightning_mlp.net"), "model": "lightning_mlp"}
+    loaded = resumed["loaded_hparams"]
+    assert {k: v for k, v in loaded.items() if k != "recorded"} == {
+        "spec": str(ROOT / "specs" / "lightning_mlp.net"), "model": "lightning_mlp", "defines": {}, "include": [],
+        "channels_first": False}
+    assert loaded["recorded"]["texts"] == {loaded["spec"]: (ROOT / "specs" / "lightning_mlp.net").read_text()}
 
 
 def test_what_cannot_be_mapped_is_one_line(found: dict) -> None:
@@ -138,6 +150,49 @@ def test_the_guide_runs(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout[-3000:]
     loss = float(re.findall(r"^train_loss (\S+)$", result.stdout, re.M)[-1])
     assert 0.0 < loss < 2.6  # ten classes at random: about ln(10) = 2.30
+
+
+def _torch_save(path: Path, checkpoint: str) -> None:
+    """A file torch.save writes, in a process of its own (this one runs Keras on TensorFlow)."""
+    code = f"import fractions, torch; torch.save({checkpoint}, {str(path)!r})"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def test_what_export_cannot_read_from_a_checkpoint_is_one_line(tmp_path: Path) -> None:
+    """`netdsl export X.ckpt`: a file that is no checkpoint, one of a LightningModule written by hand, and one
+    holding objects the weights-only loader refuses (it never unpickles them)."""
+    (tmp_path / "notes.ckpt").write_text("not a checkpoint")
+    _torch_save(tmp_path / "hand.ckpt", "{'state_dict': {'l.weight': torch.zeros(2)}, 'hyper_parameters': {'lr': 0.1}}")
+    _torch_save(tmp_path / "odd.ckpt", "{'state_dict': {}, 'hyper_parameters': {'x': fractions.Fraction(1, 3)}}")
+    said = {}
+    for name in ("notes", "hand", "odd"):
+        result = subprocess.run([sys.executable, "-m", "netdsl.cli", "export", f"{name}.ckpt", "--format", "onnx"],
+                                capture_output=True, text=True, cwd=tmp_path, timeout=300, env=_env(0))
+        said[name] = (result.returncode, result.stderr)
+    assert said == {
+        "notes": (1, "notes.ckpt: error: not a Lightning checkpoint (not a torch zip archive)\n"),
+        "hand": (1, "hand.ckpt: error: not a checkpoint of netdsl.lightning.SpecModule (it records no spec)\n"),
+        "odd": (1, "odd.ckpt: error: cannot read the checkpoint with torch's weights-only loader: it holds objects "
+                   "other than tensors and plain values\n"),
+    }
+    assert not list(tmp_path.glob("*.onnx"))
+
+
+def test_every_netdsl_name_the_guide_gives_exists() -> None:
+    """docs/lightning.md names `netdsl.X` and `netdsl.lightning.X`: each one is there (read without
+    importing Lightning into this process: netdsl.lightning names SpecModule lazily)."""
+    import netdsl
+    import netdsl.lightning
+
+    text = GUIDE.read_text(encoding="utf-8")
+    named = set(re.findall(r"\bnetdsl\.(lightning\.)?([A-Za-z_]\w*)", text))
+    assert ("", "LightningError") in named and ("lightning.", "SpecModule") in named
+    for inner, name in sorted(named):
+        if inner:
+            assert name in netdsl.lightning.__all__, f"docs/lightning.md names netdsl.lightning.{name}"
+        elif name != "lightning":
+            assert name in netdsl.__all__ and getattr(netdsl, name), f"docs/lightning.md names netdsl.{name}"
+    assert issubclass(netdsl.LightningError, netdsl.NetdslError)
 
 
 # ------------------------------------------------------------------ Lightning's DDP, two real processes

@@ -1,6 +1,8 @@
 """Run in a subprocess on Keras' torch backend: netdsl.lightning.SpecModule inside PyTorch Lightning.
 
     python tests/support/lightning_probe.py checks OUT.json TMPDIR   the module's steps, optimizer, checkpoints
+    python tests/support/lightning_probe.py journey OUT.json TMPDIR   issue 28's journey (c), first process
+    python tests/support/lightning_probe.py reload OUT.json CKPT      the same checkpoint in a fresh process
     python tests/support/lightning_probe.py fit OUT.npz DEVICES BATCH [KILL_AT]
         lightning_mlp trained with Trainer(accelerator="cpu", devices=DEVICES, strategy="ddp") on
         fixed data, BATCH samples per process and step; process 0 writes the final weights.
@@ -117,6 +119,7 @@ def checks(out: Path, tmp: Path) -> None:
     found["loss_difference"] = float(abs(loss - torch.nn.functional.cross_entropy(by_hand(x), y)))
     found["adam"] = _optimizer_of(spec)
 
+    found["as_keras"] = as_keras()
     found["two_heads"] = two_heads(tmp)
     found["resume"] = resume(tmp)
     found["errors"] = errors(tmp)
@@ -129,6 +132,25 @@ def _optimizer_of(module: SpecModule) -> dict:
         optimizer = optimizer["optimizer"]
     group = {k: v for k, v in optimizer.param_groups[0].items() if k != "params"}
     return {"class": type(optimizer).__name__, **{k: v for k, v in group.items() if isinstance(v, (int, float, tuple))}}
+
+
+def as_keras() -> dict:
+    """specs/multi_output.net (metrics = {probs: [accuracy], box: [mae]}) validated by Lightning, and
+    evaluated by Keras' own `evaluate` with the same weights on the same batch."""
+    L.seed_everything(4, verbose=False)
+    module = SpecModule(ROOT / "specs" / "multi_output.net")
+    rng = np.random.default_rng(4)
+    image = torch.tensor(rng.random((8, 64, 64, 3), dtype=np.float32) * 255)
+    probs, box = torch.tensor(rng.integers(0, 10, 8)), torch.tensor(rng.random((8, 4), dtype=np.float32))
+    trainer = L.Trainer(**QUIET, enable_checkpointing=False)
+    logged = trainer.validate(module, DataLoader(TensorDataset(image, probs, box), batch_size=8,
+                                                 collate_fn=lambda rows: (torch.stack([r[0] for r in rows]), {
+                                                     "probs": torch.stack([r[1] for r in rows]),
+                                                     "box": torch.stack([r[2] for r in rows])})),
+                              verbose=False)[0]
+    by_keras = module.net.evaluate(image.numpy(), {"probs": probs.numpy(), "box": box.numpy()}, batch_size=8,
+                                   verbose=0, return_dict=True)
+    return {"lightning": {k: float(v) for k, v in logged.items()}, "keras": {k: float(v) for k, v in by_keras.items()}}
 
 
 def two_heads(tmp: Path) -> dict:
@@ -217,6 +239,105 @@ def errors(tmp: Path) -> dict:
     return said
 
 
+# ------------------------------------------------------------------ the journey (tests/journeys)
+
+JOURNEY = """
+model digits {
+  input image: (12, 12, 1)
+  h = image -> conv2d(4, 3, activation=relu) -> max_pool2d(2) -> flatten -> dropout(0.25)
+  output probs = h -> dense(3, activation=softmax)
+  train {
+    optimizer = adam(learning_rate=1e-2)
+    loss = sparse_categorical_crossentropy
+    metrics = [accuracy]
+  }
+}
+"""
+
+
+def pictures(n: int, seed: int) -> TensorDataset:
+    """Three classes of 12x12 images, told apart by which third of the picture is bright."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, n)
+    images = rng.random((n, 12, 12, 1), dtype=np.float32) * 0.3
+    for i, label in enumerate(labels):
+        images[i, 4 * label:4 * label + 4] += 0.7
+    return TensorDataset(torch.tensor(images), torch.tensor(labels))
+
+
+def journey(out: Path, tmp: Path) -> None:
+    """Fit with CSVLogger and ModelCheckpoint, load the best twice in this process, test, and compare
+    the logged accuracy with Keras' own evaluate on the same weights and batch."""
+    import sys
+
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from lightning.pytorch.loggers import CSVLogger
+
+    found: dict = {}
+    spec = tmp / "specs" / "digits.net"
+    spec.parent.mkdir()
+    spec.write_text(JOURNEY)
+    L.seed_everything(0, verbose=False)
+    train, val = DataLoader(pictures(96, 1), batch_size=32, shuffle=True), DataLoader(pictures(48, 2), batch_size=48)
+    module = SpecModule(spec)
+    best = ModelCheckpoint(dirpath=tmp / "ckpts", monitor="val_loss", save_last=True)
+    trainer = L.Trainer(max_epochs=3, accelerator="cpu", enable_progress_bar=False, enable_model_summary=False,
+                        logger=CSVLogger(tmp / "logs", name="digits"), callbacks=[best])
+    trainer.fit(module, train, val)
+    found["best"] = best.best_model_path
+    loaded = [SpecModule.load_from_checkpoint(best.best_model_path) for _ in range(2)]  # after a fit: twice
+    x, y = pictures(48, 2)[:]
+    outputs = [m.eval()(x).detach().numpy() for m in loaded]
+    found["loaded_difference"] = float(np.abs(outputs[0] - outputs[1]).max())
+    np.save(tmp / "outputs.npy", outputs[0])
+    np.save(tmp / "inputs.npy", x.numpy())
+    tested = trainer.test(loaded[0], val, verbose=False)[0]
+    found["tested"] = {k: round(float(v), 6) for k, v in tested.items()}
+    keras_model = loaded[0].net
+    keras_model.compile(loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    by_keras = keras_model.evaluate(x.numpy(), y.numpy(), batch_size=48, verbose=0, return_dict=True)
+    found["keras"] = {k: round(float(v), 6) for k, v in by_keras.items()}
+    found["tensorflow_imported"] = "tensorflow" in sys.modules
+    try:
+        loaded[0](x.permute(0, 3, 1, 2))
+    except Exception as exc:  # noqa: BLE001 (the test asserts on its type and message)
+        found["nchw"] = f"{type(exc).__name__}: {exc}"
+    first = SpecModule.load_from_checkpoint(best.best_model_path, channels_first=True).eval()
+    found["channels_first_difference"] = float(np.abs(first(x.permute(0, 3, 1, 2)).detach().numpy()
+                                                      - outputs[0]).max())
+    found["hparams"] = sorted(loaded[0].hparams)
+    out.write_text(json.dumps(found, indent=1))
+
+
+def reload(out: Path, checkpoint: Path) -> None:
+    """The checkpoint in a fresh process, its spec moved away: twice, the same outputs; then the spec
+    edited where it was (loads the checkpoint's copy, with a warning), and an edited spec passed."""
+    import sys
+    import warnings
+
+    x, _ = pictures(48, 2)[:]
+    loaded = [SpecModule.load_from_checkpoint(checkpoint, weights_only=True).eval() for _ in range(2)]
+    outputs = [m(x).detach().numpy() for m in loaded]
+    found: dict = {"difference": float(np.abs(outputs[0] - outputs[1]).max()), "root": loaded[0].program.root,
+                   "tensorflow_imported": "tensorflow" in sys.modules}
+    np.save(out.with_suffix(".npy"), outputs[0])
+    edited = JOURNEY.replace("conv2d(4, 3", "conv2d(6, 3")
+    (out.parent / "edited.net").write_text(edited)
+    try:
+        SpecModule.load_from_checkpoint(checkpoint, spec=str(out.parent / "edited.net"))
+    except Exception as exc:  # noqa: BLE001 (the test asserts on its type and message)
+        found["explicit_edited"] = f"{type(exc).__name__}: {exc}"
+    where = Path(loaded[0].hparams["spec"])
+    where.parent.mkdir(parents=True, exist_ok=True)
+    where.write_text(edited)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        again = SpecModule.load_from_checkpoint(checkpoint).eval()
+    found["warned"] = [str(w.message) for w in warned if "spec" in str(w.message)]
+    found["edited_difference"] = float(np.abs(again(x).detach().numpy() - outputs[0]).max())
+    out.write_text(json.dumps(found, indent=1))
+
+
 # ------------------------------------------------------------------ fit (one or several processes)
 
 
@@ -244,5 +365,9 @@ class Killer(L.Callback):
 if __name__ == "__main__":
     if sys.argv[1] == "checks":
         checks(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif sys.argv[1] == "journey":
+        journey(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif sys.argv[1] == "reload":
+        reload(Path(sys.argv[2]), Path(sys.argv[3]))
     else:
         fit(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]) if len(sys.argv) > 5 else None)

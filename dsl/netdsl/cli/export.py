@@ -26,7 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          examples=["netdsl export runs/lightning_mlp-1 --format onnx",
                                    "netdsl export specs/lightning_mlp.net --format litert -o mlp.tflite",
                                    "netdsl export model.keras --format saved_model --no-verify"])
-    parser.add_argument("source", metavar="SRC", help="a spec (.net), a run folder or a .keras file")
+    parser.add_argument("source", metavar="SRC", help="a spec (.net), a run folder, a .keras file or a Lightning "
+                        "checkpoint of netdsl.lightning.SpecModule (.ckpt)")
     parser.add_argument("--format", required=True, metavar="FORMAT", help=f"one of: {', '.join(FORMAT_NAMES)}")
     parser.add_argument("-o", "--out", metavar="OUT",
                         help="the file (a folder for saved_model); default: <model>.onnx, <model>_saved_model "

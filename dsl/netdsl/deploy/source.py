@@ -3,6 +3,8 @@
     spec.net (or a Program)   built with fresh weights, or the weights of `weights=FILE.keras`
     runs/mlp-3/               its best.keras (the best epoch), or model.keras with `last=True`
     model.keras               loaded in safe mode
+    epoch=3.ckpt              a Lightning checkpoint of netdsl.lightning.SpecModule: the spec it records,
+                              built on TensorFlow, with the checkpoint's weights (read weights-only)
     a keras.Model             as it is (for a library user holding one)
 
 Each comes with what the exported file records about it (netdsl's version, the spec's
@@ -87,6 +89,9 @@ def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike
         _refuse_options(path, model, weights, last)
         loaded = _load_keras(path, quiet)
         return in_float32(Resolved(loaded, loaded.name, path.parent, str(path), {"netdsl_version": __version__}))
+    if path.suffix == ".ckpt":
+        _refuse_options(path, model, weights, last)
+        return in_float32(_from_lightning(path, quiet))
     if path.suffix in SPEC_SUFFIXES:
         return in_float32(_from_spec(as_program(path, include), str(path), model, weights, include, quiet, seed))
     raise ExportError("not a spec (.net), a run folder or a .keras file", file=str(path))
@@ -140,10 +145,28 @@ def _from_run(path: Path, last: bool, quiet: bool) -> Resolved:
     return Resolved(loaded, metadata.get("netdsl_model", loaded.name), path, str(file), metadata)
 
 
+def _from_lightning(path: Path, quiet: bool) -> Resolved:
+    """A `SpecModule` checkpoint: its recorded spec built on TensorFlow, its weights assigned by state name."""
+    from netdsl.backend.compiler import build_model
+    from netdsl.errors import LightningError
+    from netdsl.lightning.checkpoint import read_checkpoint
+
+    try:
+        checkpointed = read_checkpoint(path)
+        name = pick_model(checkpointed.program, checkpointed.model)
+        _tensorflow(quiet)
+        built = build_model(checkpointed.program, name)
+        checkpointed.assign(built)
+    except LightningError as exc:
+        raise ExportError(str(exc), file=str(path)) from None
+    metadata = {"netdsl_version": __version__, "netdsl_model": name, "netdsl_spec_sha256": checkpointed.sha256}
+    return Resolved(built, name, path.parent, str(path), metadata)
+
+
 def _refuse_options(path: Path, model: str | None, weights: Any, last: bool) -> None:
     if model is not None or weights is not None or last:
         flag = "--model" if model is not None else "--weights" if weights is not None else "--last"
-        raise ExportError(f"{flag} does not apply to a .keras file", file=str(path))
+        raise ExportError(f"{flag} does not apply to a {path.suffix} file", file=str(path))
 
 
 def _load_keras(path: Path, quiet: bool) -> keras.Model:

@@ -17,50 +17,80 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import lightning as L
+from lightning.pytorch.utilities import rank_zero_warn
+from lightning.pytorch.utilities.warnings import PossibleUserWarning
 
 from netdsl.backend.runtime import init_backend
 from netdsl.errors import LightningError, SpecError
 from netdsl.lightning.batches import as_inputs, as_list, split_batch
+from netdsl.lightning.checkpoint import CHANGED, SpecRecord, changed_on_disk, program_of, record_of, stable_names
 from netdsl.lightning.optim import clip_gradients, plan_optimizer
 from netdsl.semantics.analysis import analyze
-from netdsl.syntax.loader import Program, as_program, pick_model
+from netdsl.semantics.defines import apply_defines
+from netdsl.syntax.loader import Program, pick_model
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["SpecModule"]
 
+# A SpecModule has a validation_step for whoever passes validation data: training without any is no mistake.
+warnings.filterwarnings("ignore", message="You defined a `validation_step` but have no `val_dataloader`",
+                        category=PossibleUserWarning)
+
 
 class SpecModule(L.LightningModule):
     """The model `model` of `spec` (a `.net` path or a parsed `Program`), trained by Lightning.
 
-    `overrides` are keyword arguments of the spec's optimizer (`learning_rate=3e-4`), saved with
-    the other hyperparameters so that `SpecModule.load_from_checkpoint(path)` rebuilds the same
-    module. Keras must run on the torch backend in this process (a `BackendError` otherwise).
+    `defines`: file-level constants replaced before the check (`-D NAME=VALUE`); `include`: folders
+    imports may come from (`-I`). `channels_first`: image batches come in PyTorch's layout
+    (N, C, H, W) and are moved to Keras' (N, H, W, C) before the network (True: every input of
+    three or more axes; or the names of the inputs to move). `overrides` are keyword arguments of
+    the spec's optimizer (`learning_rate=3e-4`). All of them, and the spec's text, are saved with
+    the hyperparameters, so `SpecModule.load_from_checkpoint(path)` rebuilds the same module in
+    any process, wherever the spec is now (`recorded` is that text, given back by the checkpoint).
+    Keras must run on the torch backend in this process (a `BackendError` otherwise).
     """
 
-    def __init__(self, spec: str | os.PathLike | Program, model: str | None = None, **overrides: Any) -> None:
+    def __init__(self, spec: str | os.PathLike | Program, model: str | None = None, *,
+                 defines: Mapping[str, Any] | None = None, include: Sequence[str | os.PathLike] = (),
+                 channels_first: bool | Sequence[str] = False, recorded: SpecRecord | None = None,
+                 **overrides: Any) -> None:
         super().__init__()
         init_backend("torch", mute_stderr=False)
-        self.program = as_program(spec)
+        folders = [os.path.abspath(folder) for folder in include]
+        if recorded is not None and changed_on_disk(recorded, folders) and not isinstance(spec, Program) \
+                and os.path.abspath(spec) == recorded.get("path"):
+            rank_zero_warn(f"{spec}: {CHANGED}; loaded with the checkpoint's own copy of it")
+        source = program_of(spec, folders, recorded)
+        self.program = apply_defines(source, dict(defines)) if defines else source
         self.model_name = pick_model(self.program, model)
         checked = analyze(self.program, models=[self.model_name])  # spec errors now, not once training starts
         if checked.errors:
             raise SpecError(checked.errors, self.program.sources())
         self.overrides = dict(overrides)
+        self.channels_first: bool | list[str] = (channels_first if isinstance(channels_first, bool) else
+                                                 [channels_first] if isinstance(channels_first, str)
+                                                 else list(channels_first))
         self.net: Any = None
         self.input_names: list[str] = []
         self.output_names: list[str] = []
+        self._input_shapes: list[tuple[int | None, ...]] = []
+        self._moved: list[bool] = []  # per input: moved from channels-first
         self._losses: list[Any] = []
         self._weights: list[float] = []
-        self._metrics: list[tuple[int, str, Any]] = []  # (output index, logged name, Keras metric)
+        self._keras_losses: Any = None  # (the compiled model's loss identifiers, resolved at the first batch)
+        self._metrics: Any = None  # Keras' CompileMetrics: `accuracy` resolved by the shapes, as `fit` does
         self._clipping: dict[str, float] = {}
-        if not isinstance(spec, Program):
-            self.save_hyperparameters({"spec": os.path.abspath(spec), "model": self.model_name, **self.overrides})
+        hparams = {"spec": record_of(source)["path"], "model": self.model_name,
+                   "defines": dict(defines or {}), "include": folders, "channels_first": self.channels_first,
+                   "recorded": recorded if recorded is not None else record_of(source), **self.overrides}
+        self.save_hyperparameters(hparams)
 
     # ------------------------------------------------------------ the network
 
@@ -76,31 +106,52 @@ class SpecModule(L.LightningModule):
         self.input_names = [graph.nodes[i].name for i in graph.inputs]
         self.output_names = graph.output_names
         self.net = models[self.model_name]
+        self._input_shapes = [tuple(tensor.shape) for tensor in self.net.inputs]
+        wanted = self.channels_first
+        self._moved = [len(shape) >= 4 and (wanted is True or (isinstance(wanted, list) and name in wanted))
+                       for name, shape in zip(self.input_names, self._input_shapes)]
+        unknown = sorted(set(wanted) - set(self.input_names)) if isinstance(wanted, list) else []
+        if unknown:
+            raise LightningError(f"channels_first names {', '.join(map(repr, unknown))}, not an input of the model "
+                                 f"'{self.model_name}' (its inputs: {', '.join(self.input_names)})")
+        self._register_state_dict_hook(_save_stable_names)
+        self._register_load_state_dict_pre_hook(_load_stable_names, with_module=True)
         if getattr(self.net, "optimizer", None) is not None:
             self._compiled_objects()
 
     def _compiled_objects(self) -> None:
-        """The loss, weight and metrics of each output, from the compiled model (as Keras' fit uses them)."""
-        import keras
+        """What Keras' `compile` was given (losses, their weights, metrics), resolved at the first batch
+        by the shapes of its targets and outputs as Keras' `fit` resolves them (`accuracy`, `crossentropy`)."""
+        from keras.src.trainers.compile_utils import CompileMetrics
 
-        config = self.net.get_compile_config()
         outputs = len(self.output_names)
-        losses = self.net.loss if outputs > 1 else [self.net.loss]
-        self._losses = [keras.losses.get(loss) if isinstance(loss, (str, dict)) else loss for loss in losses]
-        weights = config.get("loss_weights")
+        compiled_loss = self.net._compile_loss
+        losses = compiled_loss._user_loss if compiled_loss is not None else None
+        self._keras_losses = (losses if outputs > 1 else [losses]) if losses is not None else None
+        weights = compiled_loss._user_loss_weights if compiled_loss is not None else None
         self._weights = [float(w) for w in (weights if outputs > 1 else [weights])] if weights else [1.0] * outputs
-        metrics = config.get("metrics") or []
-        per_output = metrics if outputs > 1 else [metrics]
-        for index, wanted in enumerate(per_output):
-            for serialized in wanted or []:
-                metric = keras.metrics.get(serialized)
-                prefix = f"{self.output_names[index]}_" if outputs > 1 else ""
-                self._metrics.append((index, prefix + metric.name, metric))
+        compiled = self.net._compile_metrics
+        if compiled is not None:
+            self._metrics = CompileMetrics(compiled._user_metrics, compiled._user_weighted_metrics,
+                                           output_names=self.output_names if outputs > 1 else None)
 
     def forward(self, x: Any) -> Any:
         """The network's output(s) for `x`: a tensor, or a list/dict of them by input name."""
         with self._on_device():
-            return self.net(as_inputs(x, self.input_names), training=self.training)
+            return self.net(self._laid_out(as_inputs(x, self.input_names)), training=self.training)
+
+    def _laid_out(self, x: Any) -> Any:
+        """The inputs in Keras' channels-last layout: moved from channels-first where asked, else checked."""
+        given = x if isinstance(x, dict) else {self.input_names[0]: x}
+        laid = {}
+        for (name, tensor), shape, moved in zip(given.items(), self._input_shapes, self._moved):
+            if moved and tensor.ndim == len(shape):
+                tensor = tensor.movedim(1, -1)
+            elif tensor.ndim == len(shape) >= 4 and tuple(tensor.shape[1:]) != shape[1:] \
+                    and tuple(tensor.shape[2:]) + tuple(tensor.shape[1:2]) == shape[1:]:
+                raise LightningError(_channels_first_message(name, shape, tuple(tensor.shape)))
+            laid[name] = tensor
+        return laid if isinstance(x, dict) else laid[self.input_names[0]]
 
     @contextlib.contextmanager
     def _on_device(self) -> Iterator[None]:
@@ -131,24 +182,32 @@ class SpecModule(L.LightningModule):
 
     def _step(self, batch: Any, stage: str) -> torch.Tensor:
         self.configure_model()  # (a step called outside a Trainer)
-        if not self._losses:
+        if self._keras_losses is None:
             raise LightningError(f"the model '{self.model_name}' has no loss to train with: add a train section "
                                  f"with one (train {{ loss = ... }})")
         x, targets = split_batch(batch, self.input_names, self.output_names)
         with self._on_device():
-            predictions = as_list(self.net(x, training=stage == "train"))
+            predictions = as_list(self.net(self._laid_out(x), training=stage == "train"))
             total, per_output = self._loss(targets, predictions)
         size, sync = int(targets[0].shape[0]), stage != "train"
-        self.log(f"{stage}_loss", total, batch_size=size, sync_dist=sync, prog_bar=True)
-        if len(per_output) > 1:
-            for name, value in per_output.items():
-                self.log(f"{stage}_{name}_loss", value, batch_size=size, sync_dist=sync)
-        for name, value in self._metric_values(targets, predictions):
-            self.log(f"{stage}_{name}", value, batch_size=size, sync_dist=sync)
+        # Keras reports epoch means; in training Lightning logs steps only unless asked: both, the
+        # epoch mean under the name Keras gives it (train_loss), the steps' beside it (train_loss_step).
+        if stage == "train":
+            self.log("train_loss_step", total, on_step=True, on_epoch=False, batch_size=size, prog_bar=True)
+        self.log(f"{stage}_loss", total, on_step=False, on_epoch=True, batch_size=size, sync_dist=sync,
+                 prog_bar=stage != "train")
+        values = [(f"{name}_loss", value) for name, value in per_output.items()] if len(per_output) > 1 else []
+        for name, value in values + list(self._metric_values(targets, predictions)):
+            self.log(f"{stage}_{name}", value, on_step=False, on_epoch=True, batch_size=size, sync_dist=sync)
         return total
 
     def _loss(self, targets: list[Any], predictions: list[Any]) -> tuple[Any, dict[str, Any]]:
         """Keras' total: each output's loss times its weight, plus the layers' own (regularization) losses."""
+        if not self._losses:
+            from keras.src.trainers.compile_utils import get_loss
+
+            self._losses = [get_loss(identifier, target, prediction) for identifier, target, prediction
+                            in zip(self._keras_losses, targets, predictions)]
         per_output, total = {}, 0.0
         for name, loss, weight, target, prediction in zip(self.output_names, self._losses, self._weights,
                                                           targets, predictions):
@@ -162,10 +221,14 @@ class SpecModule(L.LightningModule):
         return total, per_output
 
     def _metric_values(self, targets: list[Any], predictions: list[Any]) -> Iterator[tuple[str, Any]]:
-        for index, name, metric in self._metrics:
-            metric.reset_state()
-            metric.update_state(targets[index], predictions[index].detach())
-            yield name, metric.result()
+        """Each metric of this batch alone, named as Keras' `fit` names it (Lightning averages the epoch)."""
+        if self._metrics is None:
+            return
+        detached = [prediction.detach() for prediction in predictions]
+        one = len(self.output_names) == 1
+        self._metrics.reset_state()
+        self._metrics.update_state(targets[0] if one else targets, detached[0] if one else detached)
+        yield from self._metrics.result().items()
 
     # ------------------------------------------------------------ the optimizer
 
@@ -189,3 +252,28 @@ class SpecModule(L.LightningModule):
         if self._clipping:
             clip_gradients(list(self.parameters()), self._clipping)
 
+
+
+def _channels_first_message(name: str, expected: tuple[int | None, ...], given: tuple[int, ...]) -> str:
+    shown = ", ".join("N" if size is None else str(size) for size in expected)
+    return (f"input '{name}' takes batches of shape ({shown}), channels last (Keras' layout); this batch is "
+            f"{given}, channels first (PyTorch's): pass SpecModule(..., channels_first=True)")
+
+
+_PARAMS = "net._torch_params."  # where Keras' torch backend keeps a model's variables, by path
+
+
+def _save_stable_names(module: SpecModule, state: dict[str, Any], prefix: str, _: Any) -> None:
+    """state_dict hook: the process-dependent variable names (seed generators) as stable ones."""
+    for path, stable in stable_names(module.net).items():
+        key = f"{prefix}{_PARAMS}{path}"
+        if key in state and path != stable:
+            state[f"{prefix}{_PARAMS}{stable}"] = state.pop(key)
+
+
+def _load_stable_names(module: SpecModule, state: dict[str, Any], prefix: str, *_: Any) -> None:
+    """load_state_dict pre-hook: a checkpoint's stable names back to this process' variable names."""
+    for path, stable in stable_names(module.net).items():
+        key = f"{prefix}{_PARAMS}{stable}"
+        if key in state and path != stable:
+            state[f"{prefix}{_PARAMS}{path}"] = state.pop(key)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -108,6 +109,15 @@ def as_program(source: Source, include: Sequence[str | os.PathLike[str]] = ()) -
     if isinstance(source, Program):
         return source
     return load_file(source, list(include))
+
+
+def spec_sha256(program: Program) -> str:
+    """One hash over the spec and every file it imports (path-independent: by import order)."""
+    digest = hashlib.sha256()
+    for file in [program.root, *sorted(f for f in program.texts if f != program.root)]:
+        digest.update(program.texts[file].encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
 
 
 def pick_model(program: Program, model: str | None) -> str:

@@ -18,7 +18,6 @@ error (the run would no longer be the run it was).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -30,7 +29,7 @@ from typing import Any
 from netdsl.errors import Diagnostic, SpecError, UsageError
 from netdsl.semantics.analysis import analyze
 from netdsl.semantics.defines import apply_defines
-from netdsl.syntax.loader import Program, as_program, pick_model
+from netdsl.syntax.loader import Program, as_program, pick_model, spec_sha256
 from netdsl.training.data.request import DataRequest, check_split
 from netdsl.training.errors import DataError, RunError
 from netdsl.training.run.runs import CONFIG, RunFolder
@@ -148,15 +147,6 @@ def _check_paths(data: DataRequest) -> None:
         value = getattr(data, key)
         if isinstance(value, (str, os.PathLike)) and not os.path.exists(value):
             raise DataError("no such file or folder", file=str(value))
-
-
-def spec_sha256(program: Program) -> str:
-    """One hash over the spec and every file it imports (path-independent: by import order)."""
-    digest = hashlib.sha256()
-    for file in [program.root, *sorted(f for f in program.texts if f != program.root)]:
-        digest.update(program.texts[file].encode())
-        digest.update(b"\0")
-    return digest.hexdigest()
 
 
 def _trainable_graph(program: Program, name: str) -> Any:

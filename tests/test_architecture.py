@@ -197,6 +197,7 @@ NOT_ROOMS = {
     "fixtures": "data files: specs, expected outputs, goldens, saved models",
     "fuzz": "the fuzzing harness (`python -m tests.fuzz`)",
     "editors": "the editor extensions of the repository's editors/ folder",
+    "journeys": "users' journeys across commands, end to end (issue 28)",
 }
 
 

@@ -68,7 +68,7 @@ def test_predict_runs_the_file_in_its_runtime_and_equals_keras(fmt, work, capsys
     close(got, want, FORMATS[fmt].tolerance)  # same seed, same weights: the export's --seed works
     assert main(["predict", str(work / FILES[fmt]), "--data", str(work / "classifier.npz"), "--batch-size", "16",
                  "-o", str(work / f"{fmt}.npz")]) == 0
-    assert capsys.readouterr().out == f"wrote {work / f'{fmt}.npz'} (probs (40, 3))\n"
+    assert capsys.readouterr().out == f"wrote {work / f'{fmt}.npz'} (40 samples; probs (40, 3))\n"
     np.testing.assert_array_equal(np.load(work / f"{fmt}.npz")["probs"], got["probs"])
 
 

@@ -17,7 +17,6 @@ of an exported file and so not of its loss.
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from collections.abc import Iterator, Sequence
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netdsl.deploy.errors import ExportError, SpecChangedWarning
+from netdsl.deploy.formats import recorded_names
 from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
 from netdsl.errors import UsageError
 from netdsl.training.data.request import DataNames
@@ -108,23 +108,7 @@ def predict_exported(where: str | os.PathLike, data: Any, batch_size: int | None
 def exported_names(model: ExportedModel) -> DataNames:
     """What the file records of its run's data (`source.data_names_metadata`): the class names of its
     classifier outputs and the CSV columns of its input; a record that is not netdsl's is left out."""
-    classes: dict[str, tuple[str, ...]] = {}
-    outputs = set(model.signature.output_names)
-    for name, names in _json_entry(model, "netdsl_classes").items():
-        if name in outputs and isinstance(names, list) and names and all(isinstance(n, str) for n in names):
-            classes[name] = tuple(names)
-    columns = _json_entry(model, "netdsl_columns")
-    found = next(iter(columns.values())) if len(columns) == 1 else None
-    features = tuple(found) if isinstance(found, list) and all(isinstance(c, str) for c in found) else None
-    return DataNames(features, (), classes)
-
-
-def _json_entry(model: ExportedModel, key: str) -> dict:
-    try:
-        value = json.loads(model.metadata.get(key, "{}"))
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
+    return recorded_names(model.metadata, model.signature.output_names)
 
 
 def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | None,

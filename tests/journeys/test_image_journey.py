@@ -158,11 +158,13 @@ def test_pictures_to_predictions_to_a_tflite_file_and_the_same_classes(journey):
     assert exported.stdout.splitlines()[0] == "wrote runs/shapes-1/shapes.tflite (litert)"
     from_file = netdsl(work, "predict", "runs/shapes-1/shapes.tflite", "--data", "new", "-o", "lite.npz")
     assert from_file.returncode == 0, from_file.stderr
+    best = netdsl(work, "predict", "runs/shapes-1/best.keras", "--data", "new", "-o", "best.csv")
+    assert best.returncode == 0, best.stderr  # the file holds the run's best epoch: its probabilities
     with np.load(work / "lite.npz") as lite:
         assert lite["classes"].tolist() == list(CLASSES)
         assert dict(zip(lite["source"].tolist(), lite["class"].tolist())) == truth
-        np.testing.assert_allclose(lite["probs"], [[float(row[name]) for name in CLASSES] for row in table],
-                                   atol=1e-4)
+        np.testing.assert_allclose(lite["probs"], [[float(row[name]) for name in CLASSES]
+                                                   for row in rows(work / "best.csv")], atol=1e-4)
 
 
 def test_pictures_a_command_cannot_use_are_one_line_before_tensorflow_loads(journey):

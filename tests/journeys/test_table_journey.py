@@ -106,8 +106,11 @@ def test_a_table_with_class_names_and_an_id_to_predictions_and_an_onnx_file(jour
     assert onnx.returncode == 0, onnx.stderr
     from_file = rows(work / "onnx.csv")
     assert [(row["source"], row["class"]) for row in from_file] == [(row["source"], row["class"]) for row in table]
+    # the file holds the run's best epoch (best.keras): its probabilities are that model's
+    best = netdsl(work, "predict", "runs/customers-1/best.keras", "--data", "new.csv", "-o", "best.csv")
+    assert best.returncode == 0, best.stderr
     np.testing.assert_allclose([[float(row[s]) for s in SEGMENTS] for row in from_file],
-                               [[float(row[s]) for s in SEGMENTS] for row in table], atol=1e-5)
+                               [[float(row[s]) for s in SEGMENTS] for row in rows(work / "best.csv")], atol=1e-5)
     scored = netdsl(work, "evaluate", "runs/customers-1/customers.onnx", "--data", "customers.csv")
     assert scored.returncode == 0, scored.stderr
     assert scored.stdout.splitlines()[-1] == "classes: high, low, mid"
@@ -153,5 +156,5 @@ def test_a_label_the_run_never_saw_is_named_at_its_line(journey):
     assert trained.returncode == 0, trained.stderr
     (work / "other.csv").write_text("id,f0,f1,f2,f3,segment\n1,0.1,0.2,0.3,0.4,low\n2,0.1,0.2,0.3,0.4,huge\n")
     done = netdsl(work, "evaluate", "label_runs/customers-1", "--data", "other.csv")
-    assert (done.returncode, done.stderr) == (1, "other.csv:3:27: error: 'huge' is not one of the classes the model "
+    assert (done.returncode, done.stderr) == (1, "other.csv:3:19: error: 'huge' is not one of the classes the model "
                                                  "was trained on (high, low, mid) (column 'segment')\n")

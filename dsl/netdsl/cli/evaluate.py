@@ -84,6 +84,10 @@ def set_up(args: argparse.Namespace, need_targets: bool = True) -> tuple[dict, A
     targets = parse_targets(args.targets)
     if args.data is not None:
         check_layout(args.data, need_targets)
+        if not is_exported(args.trained):
+            from netdsl.training.run.inference import check_run_data
+
+            check_run_data(args.trained, args.data, targets, need_targets)
     if is_exported(args.trained):
         return targets, contextlib.nullcontext
     scope = processes.set_up_one_process(args.backend)

@@ -90,6 +90,7 @@ def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict
         raise UsageError(f"split takes one of {', '.join(SPLITS)}; received {split!r}")
     if data is not None:
         check_layout(data, need_targets=True)
+        check_run_data(where, data, targets, need_targets=True)
     elif isinstance(where, (str, os.PathLike)) and not Path(where).is_dir():
         raise UsageError("evaluate needs --data, except for a run folder (which evaluates on its own test split)")
     model, batch = load_trained(where)
@@ -183,6 +184,7 @@ def run_split(where: Any, signature: Signature, split: str) -> tuple[Any, np.nda
 
 def predict(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None) -> Predictions:
     check_layout(data, need_targets=False)  # before the model file loads TensorFlow
+    check_run_data(where, data, targets, need_targets=False)
     model, batch = load_trained(where)
     signature = Signature.of(model)
     names = run_names(where)
@@ -199,6 +201,34 @@ def predict(where: Any, data: Any, batch_size: int | None = None, targets: dict 
     units = {spec.name: (spec.shape[-1] if spec.shape else 1) for spec in signature.outputs}
     classes = class_names(units, keras_loss_names(model), names.classes)
     return Predictions(outputs, source.row_names(np.arange(source.n)), classes)
+
+
+def check_run_data(where: Any, data: Any, targets: dict | None, need_targets: bool) -> None:
+    """The data checked against a run's model before TensorFlow loads, as `train` checks it: a run folder
+    (or a .keras file in one) whose spec is still there and unchanged gives the model's inputs and
+    outputs from its checked graph (pure Python), and the run's columns and class names read the data
+    (a CSV file whole: a label name the run never saw is one line at once). Anything else: its reader
+    checks it, after the model is loaded."""
+    if data is None or not isinstance(where, (str, os.PathLike)):
+        return
+    path = Path(where)
+    folder = path if path.is_dir() else path.parent
+    if not (folder / CONFIG).is_file():
+        return
+    from netdsl.errors import SpecError
+    from netdsl.semantics.analysis import checked_graphs
+    from netdsl.syntax.loader import pick_model
+    from netdsl.training.data.data_check import signature_of_graph
+    from netdsl.training.data.source import check_source
+
+    try:
+        saved = RunFolder.existing(folder).read_json(CONFIG)
+        program, name = run_spec(folder, saved)
+        picked = pick_model(program, name)
+        graph = checked_graphs(program, [picked])[picked]
+    except (RunError, SpecError):
+        return  # the spec is gone or changed: the loaded model's own signature checks the data
+    check_source(data, signature_of_graph(graph), dict(targets or {}), need_targets, names=saved_names(saved))
 
 
 def run_names(where: Any) -> DataNames:

@@ -185,3 +185,22 @@ def test_one_classifier_output_gives_class_and_a_column_per_class_and_a_printabl
     assert lines[0].split() == ["source", "class", "bad", "good"]
     assert lines[1].split() == ["x\\x1b0.png", "good", "0.2", "0.8"]  # a file name from outside, escaped
     assert lines[-1] == "... (2 more rows in the file)" and len(lines) == 12
+
+
+def test_the_early_checks_reading_of_a_csv_is_the_readers(tmp_path, monkeypatch):
+    from netdsl.training.data import csv_table
+    from netdsl.training.data.plan import plan_data
+
+    reads = []
+    real = csv_table._from_csv
+    monkeypatch.setattr(csv_table, "_from_csv", lambda *args: reads.append(args[0]) or real(*args))
+    train = table(tmp_path / "train.csv", ["a,b,kind", "1,2,mid", "3,4,low", "5,6,high", "7,8,low"])
+    val = table(tmp_path / "val.csv", ["a,b,kind", "1,2,mid", "3,4,low"])
+    request = DataRequest(train=train, val=val)
+    check_data(request, TABLE)
+    plan = plan_data(request, TABLE, seed=0)
+    assert reads == [train, val]  # once each: the check's readings, taken by the reader
+    assert plan.val is not None and labels(plan.val.source) == [2, 1]  # named as the training file names them
+    table(tmp_path / "train.csv", ["a,b,kind", "1,2,mid", "3,4,low", "5,6,high", "7,8,low", "9,9,mid"])
+    check_data(request, TABLE)  # the file changed since: read again
+    assert reads[2:] == [train, val]

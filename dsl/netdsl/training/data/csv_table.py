@@ -15,7 +15,7 @@ file read again cell by cell, to say exactly where. A column of the input
 with a different integer on every row looks like an identifier: a warning
 names it (`DataWarning`). Nothing here imports TensorFlow: the whole file is
 read before it loads (`source.check_source`), and that reading is kept for
-the reader (`read_csv`).
+the reader (`from_csv(keep=True)`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import csv
 import io
 import os
 import warnings
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -42,25 +41,33 @@ from netdsl.training.errors import DataError, DataWarning
 MIN_IDENTIFIER_ROWS = 20
 
 
+# The early check's reading of a file, until the reader takes it (a few at most: train, val, test).
+KEPT_READINGS = 4
+_READINGS: dict[tuple, tuple[Signature, ArraySource]] = {}
+
+
 def from_csv(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-             names: DataNames | None = None) -> ArraySource:
-    """The file as arrays by the model's names; read once per file version (the early check's reading is
-    the reader's: `read_csv` keeps the last few)."""
+             names: DataNames | None = None, keep: bool = False) -> ArraySource:
+    """The file as arrays by the model's names. `keep` (the check before TensorFlow loads): the reading is
+    kept for the reader, which takes it when the file, the request and the model's inputs are the same."""
     try:
         stat = os.stat(path)
     except OSError as exc:
         raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
-    version = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-    return read_csv(path, version, signature, tuple(sorted(targets.items())), need_targets,
-                    (names or DataNames()).key())
-
-
-@lru_cache(maxsize=4)
-def read_csv(path: str, version: tuple, signature: Signature, targets: tuple, need_targets: bool,
-             names_key: tuple) -> ArraySource:
-    """`from_csv`'s reading, by file version and request (a file changed since is read again)."""
-    features, drop, classes = names_key
-    return _from_csv(path, signature, dict(targets), need_targets, DataNames(features, drop, dict(classes)))
+    names = names or DataNames()
+    key = (path, stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, tuple(sorted(targets.items())),
+           need_targets, names.key())
+    kept = _READINGS.pop(key, None)
+    if kept is not None and kept[0].inputs == signature.inputs and kept[0].output_names == signature.output_names:
+        source = kept[1]
+        source.signature = signature
+    else:
+        source = _from_csv(path, signature, targets, need_targets, names)
+    if keep:
+        _READINGS[key] = (signature, source)
+        while len(_READINGS) > KEPT_READINGS:
+            del _READINGS[next(iter(_READINGS))]
+    return source
 
 
 def _from_csv(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,

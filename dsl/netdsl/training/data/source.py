@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 class DataSource(Protocol):
     """Rows of named arrays that feed a model, read by index (`arrays.ArraySource`,
-    `images.ImageFolderSource`, `tfrecords.TFRecordSource`): as a tf.data pipeline for
+    `images.ImageSource`, `tfrecords.TFRecordSource`): as a tf.data pipeline for
     Keras (`dataset`), as NumPy batches for an exported file's runtime (`batches`)."""
 
     origin: str  # the file or folder read, or "<arrays>": named in every message about the data
@@ -107,7 +107,7 @@ def _check_csv(path: str, signature: Signature, targets: dict[str, str], need_ta
         return None                                                    # shapes, reads the rest
     from netdsl.training.data import csv_table  # NumPy only: the whole file, read once for the reader too
 
-    return csv_table.from_csv(path, signature, targets, need_targets, names).n
+    return csv_table.from_csv(path, signature, targets, need_targets, names, keep=True).n
 
 
 def _check_images(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
@@ -252,7 +252,8 @@ def check_data(request: Any, signature: Signature, validation_split: float | Non
 def _with_csv_classes(path: str, signature: Signature, request: Any, names: DataNames) -> DataNames:
     from netdsl.training.data import csv_table
 
-    return names.with_classes(csv_table.from_csv(path, signature, dict(request.targets or {}), True, names).classes)
+    source = csv_table.from_csv(path, signature, dict(request.targets or {}), True, names, keep=True)
+    return names.with_classes(source.classes)
 
 
 def _check_split(source: Any, n: int | None, fractions: tuple[float, ...]) -> None:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time `__getattr_
         Defines,
         ExportFormat,
         ModelSummary,
+        Predictions,
         Spec,
         SweepResult,
         Trained,
@@ -70,7 +71,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time `__getattr_
         UsageError,
     )
     from netdsl.syntax.loader import Program
-    from netdsl.training.errors import DataError, RunError, TrainingError
+    from netdsl.training.errors import DataError, DataWarning, RunError, TrainingError
 
 # Registers netdsl's Keras objects (custom layers, declared layers and
 # activations) as soon as Keras is imported, so a saved model loads with
@@ -84,19 +85,20 @@ __all__ = [
     "export", "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer", "register_activation",
     # types
     "Program", "Diagnostic", "Span", "Spec", "Trained", "DataSource", "ModelSummary", "Defines", "SweepResult",
-    "TrialRecord", "ExportFormat",
+    "TrialRecord", "ExportFormat", "Predictions",
     # errors (every one a NetdslError)
     "NetdslError", "SpecError", "UsageError", "BackendError", "BuildError", "LayoutError", "RenderError",
     "DotNotFound", "DotFailed", "TrainingError", "DataError", "RunError", "ExportError", "VerifyFailed",
     "LightningError",
     # warnings
-    "SpecChangedWarning",
+    "SpecChangedWarning", "DataWarning",
     "__version__",
 ]
 
 # Where each public name lives (a fixed table of this package's own modules; nothing from outside).
 _HOME = {
     **dict.fromkeys(["ExportError", "VerifyFailed", "SpecChangedWarning"], "netdsl.deploy.errors"),
+    "DataWarning": "netdsl.training.errors",
     **dict.fromkeys(["BackendError", "BuildError", "Diagnostic", "DotFailed", "DotNotFound", "LayoutError",
                      "LightningError", "NetdslError", "RenderError", "Span", "SpecError", "UsageError"],
                     "netdsl.errors"),

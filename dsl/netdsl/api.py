@@ -36,6 +36,7 @@ from netdsl.errors import Diagnostic, UsageError
 from netdsl.pipeline import ModelSummary, Spec
 from netdsl.registry import plugins
 from netdsl.syntax.loader import Program, load_file, load_text
+from netdsl.training.run.predictions import Predictions  # NumPy only
 from netdsl.tuning import SweepResult, TrialRecord  # cheap: Optuna loads when a sweep starts
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
            "decompile", "export", "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer",
            "register_activation", "Spec", "Trained", "DataSource", "ModelSummary", "SweepResult", "TrialRecord",
-           "Defines", "ExportFormat"]
+           "Defines", "ExportFormat", "Predictions"]
 
 # A trained model: a run folder (its model.keras), a `.keras` file, or a live `keras.Model`.
 Trained = Union[str, os.PathLike, "keras.Model"]
@@ -272,7 +273,8 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
           seed: int | None = None, out: str | os.PathLike = "runs", resume: str | os.PathLike | None = None,
           progress: Progress = "none", tensorboard: bool = False, callbacks: Sequence[keras.callbacks.Callback] = (),
           include: Sequence[str | os.PathLike] = (), backend: str | None = None, defines: Defines | None = None,
-          init_from: str | os.PathLike[str] | None = None) -> Run:
+          init_from: str | os.PathLike[str] | None = None, features: Sequence[str] | None = None,
+          drop: Sequence[str] | None = None) -> Run:
     """Train one model of a spec in a new run folder `out/<model>-N/`; the engine of `netdsl train`.
 
     `data` (cut by `split`, default 0.8/0.1/0.1) or `train` [+ `val`,
@@ -287,8 +289,11 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     `defines`: {constant: value} replacing file-level `let`s (`-D`), recorded in config.json.
     `init_from`: a `.keras`/`.weights.h5` file the whole model starts from (`--init-from`, loaded as
     `build`'s `weights`), recorded in config.json's settings.
+    `features`: the CSV columns that form the input, in that order (`--features`); `drop`: CSV columns
+    left out of it (`--drop`). A CSV label column of names trains on their sorted order; the columns used
+    and the class names are recorded in config.json, and evaluate, predict and export read them.
     """
-    from netdsl.training.data.request import DataRequest
+    from netdsl.training.data.request import DataRequest, check_columns
     from netdsl.training.run.settings import TrainRequest, resolve
 
     program = pipeline.load(spec, text=text, filename=filename, include=include)
@@ -298,6 +303,7 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
         defines=dict(defines or {}), init_from=init_from,
         data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train, val=val,
                          test=test, targets=dict(targets or {})))
+    request.data.features, request.data.drop = check_columns(features, drop)
     config = resolve(request)  # the spec and the settings checked before TensorFlow loads
     _backend(backend)
     from netdsl.training.run.engine import run_training
@@ -337,9 +343,16 @@ def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: in
 
 
 def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None,
-            targets: Mapping[str, str] | None = None, backend: str | None = None) -> dict[str, np.ndarray]:
-    """The model's outputs on `data`'s inputs: {output name: array}. Keywords as for `evaluate`.
+            targets: Mapping[str, str] | None = None, backend: str | None = None) -> Predictions:
+    """The model's outputs on `data`'s inputs, named: a `Predictions`, a mapping {output name: array} with
+    `.sources` (each sample's name: an image's path relative to the folder given, a CSV row's line, an
+    array index), `.classes` ({output: class names} of the classifier outputs), `.labels` (the predicted
+    class names), `.predicted(output)`, `.columns()` and `.write(path)` (.csv, .npz or .json).
+    Keywords as for `evaluate`.
 
+    `data`: an image folder (class sub-folders or not, searched recursively), one image file, a CSV
+    file or an `.npz` (no label columns needed), or arrays. A run's CSV columns and class names are
+    those its config.json records; an exported file's, those its metadata records.
     An exported file (`.onnx`, `.tflite`, a SavedModel folder) runs in its own
     runtime; ONNX and LiteRT load neither Keras nor TensorFlow (data from
     `.npz`, `.csv` or arrays)."""
@@ -363,7 +376,8 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
           workers: int = 1, storage: str | None = None, study: str | None = None, seed: int | None = None,
           out: str | os.PathLike = "sweeps", resume: str | os.PathLike | None = None, epochs: int | None = None,
           batch_size: int | None = None, defines: Defines | None = None,
-          include: Sequence[str | os.PathLike] = (), echo: bool = False) -> SweepResult:
+          include: Sequence[str | os.PathLike] = (), echo: bool = False, features: Sequence[str] | None = None,
+          drop: Sequence[str] | None = None) -> SweepResult:
     """Search the constants of a spec's `sweep MODEL { ... }` section with Optuna; the same as `netdsl sweep`.
 
     Each trial is an ordinary run in `<out>/<model>-sweep-N/trials/<k>/` trained with the trial's
@@ -374,9 +388,9 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
     password in it is never written: docs/sweeps.md); `resume`: "auto" or a sweep folder, to
     finish a sweep that was stopped or killed. Returns a `SweepResult` (`.dir`, `.trials`, `.best`).
     Raises `SpecError` (the spec or its sweep section), `TrainingError` (data, storage) or
-    `UsageError` (a flag that cannot work).
+    `UsageError` (a flag that cannot work). `features`, `drop`: a CSV's input columns, as for `train`.
     """
-    from netdsl.training.data.request import DataRequest
+    from netdsl.training.data.request import DataRequest, check_columns
     from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
 
     request = SweepRequest(
@@ -384,6 +398,7 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
         resume=resume, epochs=epochs, batch_size=batch_size, defines=dict(defines or {}), include=list(include),
         echo=echo, data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train,
                                     val=val, test=test, targets=dict(targets or {})))
+    request.data.features, request.data.drop = check_columns(features, drop)
     return run_sweep(resolve_sweep(request))
 
 

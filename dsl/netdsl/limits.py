@@ -202,6 +202,10 @@ MAX_CSV_FIELD = 131_072
 # is decoded: 4 bytes x 2**28 pixels = 1 GiB per image, decoded once per epoch.
 MAX_IMAGE_PIXELS = 1 << 28
 
+# Folders within folders `predict` looks through for images (a folder of class
+# sub-folders is 1 deep; a nest of links or a hostile tree may be any depth).
+MAX_IMAGE_FOLDER_DEPTH = 32
+
 # A run folder's JSON files (config.json, report.json, meta.json): a few KB,
 # read whenever runs are listed or resumed, perhaps planted by someone else.
 MAX_RUN_JSON_BYTES = 16 * 1024**2

@@ -86,14 +86,33 @@ def test_evaluate_and_predict_a_run_folder(work, capsys):
     code, out, _ = run(capsys, "evaluate", "runs/tiny-1/model.keras", "--data", "t.csv", "--targets", "probs=label",
                        "--batch-size", "5")
     assert out.splitlines()[0].split() == ["loss", f"{values['loss']:.6g}"]
-    code, _, err = run(capsys, "predict", "runs/tiny-1", "--data", "t.csv", "-o", "preds.npz")
-    assert (code, err) == (1, "t.csv:1:1: error: input 'x' expects 3 values per row (shape (3,)), "
-                              "found 4 numeric columns\n")  # the label column: name it with --targets
     code, out, _ = run(capsys, "predict", "runs/tiny-1", "--data", "t.csv", "--targets", "probs=label",
                        "-o", "preds.npz")
-    assert code == 0 and out == "wrote preds.npz (probs (40, 2))\n"
+    assert code == 0 and out == "wrote preds.npz (40 samples; probs (40, 2))\n"
     with np.load("preds.npz") as preds:
-        assert preds.files == ["probs"] and np.allclose(preds["probs"].sum(axis=1), 1.0, atol=1e-5)
+        assert preds.files == ["source", "probs", "class", "classes"]
+        assert np.allclose(preds["probs"].sum(axis=1), 1.0, atol=1e-5)
+        assert preds["source"].tolist() == [str(line) for line in range(2, 42)]  # each row's line in t.csv
+        assert preds["classes"].tolist() == ["0", "1"]  # integer labels: the classes by number
+        assert preds["class"].tolist() == [str(i) for i in preds["probs"].argmax(axis=1)]
+        first = preds["probs"]
+    # the run recorded the columns its input is made of (config.json): the label column is left aside
+    # by name, without --targets
+    config = json.loads(Path("runs/tiny-1/config.json").read_text())
+    assert config["columns"] == {"x": ["f1", "f2", "f3"]} and config["classes"] == {"probs": ["0", "1"]}
+    code, out, err = run(capsys, "predict", "runs/tiny-1", "--data", "t.csv", "-o", "preds.csv")
+    assert (code, err) == (0, "")
+    rows = list(csv.DictReader(Path("preds.csv").open(newline="")))
+    assert list(rows[0]) == ["source", "class", "0", "1"]
+    np.testing.assert_allclose([[float(r["0"]), float(r["1"])] for r in rows], first, atol=1e-6)
+    code, _, err = run(capsys, "predict", "runs/tiny-1", "--data", "t.csv", "-o", "preds.txt")
+    assert (code, err) == (2, "netdsl predict: error: -o takes a .csv, .npz or .json file; received 'preds.txt'\n")
+    # a .keras file outside a run folder records no columns: the label column must be named
+    Path("elsewhere").mkdir()
+    Path("elsewhere/tiny.keras").write_bytes(Path("runs/tiny-1/model.keras").read_bytes())
+    code, _, err = run(capsys, "predict", "elsewhere/tiny.keras", "--data", "t.csv", "-o", "preds.npz")
+    assert (code, err) == (1, "t.csv:1:1: error: input 'x' expects 3 values per row (shape (3,)), "
+                              "found 4 numeric columns\n")  # the label column: name it with --targets
 
 
 def test_an_image_folder_trains_end_to_end(work, capsys):

@@ -68,7 +68,7 @@ def test_predict_runs_the_file_in_its_runtime_and_equals_keras(fmt, work, capsys
     close(got, want, FORMATS[fmt].tolerance)  # same seed, same weights: the export's --seed works
     assert main(["predict", str(work / FILES[fmt]), "--data", str(work / "classifier.npz"), "--batch-size", "16",
                  "-o", str(work / f"{fmt}.npz")]) == 0
-    assert capsys.readouterr().out == f"wrote {work / f'{fmt}.npz'} (probs (40, 3))\n"
+    assert capsys.readouterr().out == f"wrote {work / f'{fmt}.npz'} (40 samples; probs (40, 3))\n"
     np.testing.assert_array_equal(np.load(work / f"{fmt}.npz")["probs"], got["probs"])
 
 
@@ -100,14 +100,15 @@ def test_a_litert_file_records_its_model_so_evaluate_picks_it_without_model(work
 
     file = work / "two_heads.tflite"
     assert open_exported(file).metadata == {"netdsl_model": "two_heads", "netdsl_version": netdsl.__version__,
-                                            "netdsl_spec_sha256": spec_sha256(netdsl.parse_file(SCORED))}
+                                            "netdsl_spec_sha256": spec_sha256(netdsl.parse_file(SCORED)),
+                                            "netdsl_classes": '{"probs": ["0", "1", "2"]}'}  # its class loss's
     picked = netdsl.evaluate(file, data=work / "two_heads.npz", spec=SCORED, batch_size=16)
     assert picked == netdsl.evaluate(file, data=work / "two_heads.npz", spec=SCORED, model="two_heads", batch_size=16)
     # a .tflite another tool wrote (no `netdsl` metadata entry) still needs --model for a spec of several
     foreign = tmp_path / "foreign.tflite"
     foreign.write_bytes(file.read_bytes().replace(b"netdsl", b"nxtdsl"))
     assert open_exported(foreign).metadata == {}
-    damaged = file.read_bytes().replace(b'{"netdsl_model"', b"#" * 15)  # the entry is there, its JSON is not
+    damaged = file.read_bytes().replace(b'{"netdsl_classes"', b"#" * 17)  # the entry is there, its JSON is not
     assert read_metadata(damaged) == {}
     # an entry nested deeper than the JSON parser recurses, or too large to be netdsl's: no metadata, no traceback
     plain = foreign.read_bytes()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
+from typing import Any
 
 from netdsl.cli import (
     build,
@@ -33,9 +35,10 @@ from netdsl.cli.common import (
     Parser,
     print_diagnostics,
     print_error,
+    warning_line,
 )
 from netdsl.errors import RESOURCE_ERRORS, BackendError, SpecError, UsageError, out_of_resources
-from netdsl.training.errors import TrainingError
+from netdsl.training.errors import DataWarning, TrainingError
 from netdsl.training.run.signals import Stopped
 
 __all__ = ["main"]
@@ -50,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        return args.run(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warnings(args.command, warnings.showwarning)
+            return args.run(args)
     except SpecError as exc:
         print_diagnostics(exc.diagnostics, exc.sources)
         return EXIT_SPEC
@@ -63,6 +68,18 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_STOPPED
     except BrokenPipeError:
         return EXIT_OK
+
+
+def _one_line_warnings(command: str, show: Any) -> Any:
+    """netdsl's warnings about the user's data as `netdsl COMMAND: warning: ...` (one line); anyone else's
+    as Python shows them."""
+    def shown(message: Any, category: type, *rest: Any, **kwargs: Any) -> None:
+        if issubclass(category, DataWarning):
+            print(warning_line(command, str(message)), file=sys.stderr, flush=True)
+        else:
+            show(message, category, *rest, **kwargs)
+
+    return shown
 
 
 def _spec_of(args: argparse.Namespace) -> str:

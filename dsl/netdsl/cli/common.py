@@ -20,7 +20,7 @@ from netdsl.errors import (
     printable,
     render_all,
 )
-from netdsl.training.data.request import DataRequest, parse_split
+from netdsl.training.data.request import DataRequest, check_columns, parse_split
 from netdsl.training.errors import TrainingError
 from netdsl.training.run.signals import EXIT_STOPPED as EXIT_STOPPED  # 130: a run stopped, resumable
 
@@ -200,6 +200,10 @@ def add_data_flags(parser: argparse.ArgumentParser, helps: Mapping[str, str] | N
     parser.add_argument("--val", metavar="SRC", help=text["--val"])
     parser.add_argument("--test", metavar="SRC", help=text["--test"])
     add_targets(parser)
+    parser.add_argument("--features", metavar="COL,...",
+                        help="a CSV file's columns that form the input, in this order (default: every numeric "
+                             "column that holds no targets); recorded in the run folder")
+    parser.add_argument("--drop", metavar="COL,...", help="CSV columns left out of the input (an id, a row number)")
 
 
 def check_data_flags(args: argparse.Namespace) -> None:
@@ -212,8 +216,10 @@ def check_data_flags(args: argparse.Namespace) -> None:
 
 def data_request(args: argparse.Namespace, own: Callable[[Any], Any] = lambda path: path) -> DataRequest:
     """The data flags as a DataRequest; `own` turns each path into this process's own file."""
+    features, drop = check_columns(args.features, args.drop, ("--features", "--drop"))
     return DataRequest(data=own(args.data), train=own(args.train), val=own(args.val), test=own(args.test),
-                       split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets))
+                       split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets),
+                       features=features, drop=drop)
 
 
 def add_targets(parser: argparse.ArgumentParser) -> None:

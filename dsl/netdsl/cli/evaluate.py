@@ -72,14 +72,22 @@ def add_trained_model_arguments(cmd: argparse.ArgumentParser, data_required: boo
     add_backend(cmd)
 
 
-def set_up(args: argparse.Namespace) -> tuple[dict, Any]:
+def set_up(args: argparse.Namespace, need_targets: bool = True) -> tuple[dict, Any]:
     """The targets asked for and the scope to run in; the backend and plugins loaded
-    (neither for an exported file, which runs in its own runtime)."""
+    (neither for an exported file, which runs in its own runtime). What can be told of the data
+    without the model (its path, its format, an image folder's class sub-folders) is checked first."""
     import contextlib
 
     from netdsl.deploy.inference import is_exported
+    from netdsl.training.data.source import check_layout
 
     targets = parse_targets(args.targets)
+    if args.data is not None:
+        check_layout(args.data, need_targets)
+        if not is_exported(args.trained):
+            from netdsl.training.run.inference import check_run_data
+
+            check_run_data(args.trained, args.data, targets, need_targets)
     if is_exported(args.trained):
         return targets, contextlib.nullcontext
     scope = processes.set_up_one_process(args.backend)
@@ -117,4 +125,22 @@ def run(args: argparse.Namespace) -> int:
         width = max(len(k) for k in values)
         for key, value in values.items():
             print(f"{printable(key):<{width}}  {shown_value(value, '.6g')}")  # metric names come from the model file
+        for line in _class_lines(args.trained, exported):
+            print(line)
     return 0
+
+
+def _class_lines(trained: str, exported: bool) -> list[str]:
+    """`classes: a, b, c` (per output when several): the names the run or the file records."""
+    if exported:
+        from netdsl.deploy.inference import exported_names
+        from netdsl.deploy.runtime import open_exported
+
+        classes = exported_names(open_exported(Path(trained))).classes
+    else:
+        from netdsl.training.run.inference import run_names
+
+        classes = run_names(trained).classes
+    single = len(classes) == 1
+    return [f"classes{'' if single else ' of ' + printable(name)}: {printable(', '.join(names))}"
+            for name, names in classes.items()]

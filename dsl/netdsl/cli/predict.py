@@ -1,33 +1,44 @@
-"""`netdsl predict RUN_DIR|MODEL.keras|EXPORTED --data SRC -o PREDS.npz [--batch-size N] [--backend B]`.
+"""`netdsl predict RUN_DIR|MODEL.keras|EXPORTED --data SRC -o PREDS.csv|.npz|.json [--batch-size N] [--backend B]`.
 
 An exported file (.onnx, .tflite, a SavedModel folder) runs in its own runtime:
 onnxruntime and LiteRT without Keras or TensorFlow.
 
-Writes one array per model output, keyed by the output's name, atomically.
-The data needs only the model's inputs (target columns or arrays, when
-present, are left aside). It runs in one process on one device (Keras'
-predict does not run across processes; see docs/scaling.md); `--backend` as for `train`.
+The data needs only the model's inputs: an image folder (class sub-folders or
+not, searched recursively), one image, a CSV file or an .npz (label columns or
+arrays, when present, are left aside). The output, by its suffix: .csv (one row
+per sample: `source`, then a classifier's predicted `class` and one probability
+column per class, or an output's values), .npz (the same arrays, `source` and
+`class` as text), .json; on a terminal the first rows are printed as a table. It runs in one
+process on one device (Keras' predict does not run across processes; see
+docs/scaling.md); `--backend` as for `train`.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from netdsl.cli.common import add_alias, add_command
 from netdsl.cli.evaluate import add_trained_model_arguments, set_up
 from netdsl.errors import UsageError, printable
 from netdsl.training.errors import TrainingError
 
+WRITTEN = (".csv", ".npz", ".json")
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    cmd = add_command(sub, "predict", summary="a trained model's outputs on data, as .npz",
-                      description="Write a trained model's outputs on the data's inputs as an .npz file, one "
-                                  "array per output, keyed by the output's name.",
-                      examples=["netdsl predict runs/lightning_mlp-1 --data digits.npz -o preds.npz",
-                                "netdsl predict mlp.onnx --data digits.npz -o preds.npz"])
+    cmd = add_command(sub, "predict", summary="a trained model's predictions on new data, as .csv, .npz or .json",
+                      description="Write a trained model's predictions on the data's inputs, one row per sample "
+                                  "named by its file (an image's path in the folder) or CSV line: a classifier's "
+                                  "predicted class name and each class's probability, or an output's values.",
+                      examples=["netdsl predict runs/shapes-1 --data new_pictures/ -o preds.csv",
+                                "netdsl predict runs/lightning_mlp-1 --data digits.npz -o preds.npz",
+                                "netdsl predict mlp.onnx --data new_rows.csv -o preds.json"])
     add_trained_model_arguments(cmd)
     # Required, checked in `run`: argparse's own check would refuse the old spelling --output.
-    cmd.add_argument("-o", "--out", metavar="PREDS.npz", help="the .npz file to write (required)")
+    cmd.add_argument("-o", "--out", metavar="PREDS.npz",
+                     help="the file to write (required): .csv, .npz or .json, by its suffix")
     add_alias(cmd, "--output", dest="out")
     cmd.set_defaults(run=run)
 
@@ -35,18 +46,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if not args.out:
         raise UsageError("the following arguments are required: -o/--out PREDS.npz")
-    targets, scope = set_up(args)
+    if Path(args.out).suffix.lower() not in WRITTEN:
+        raise UsageError(f"-o takes a .csv, .npz or .json file; received {printable(repr(args.out))}")
+    targets, scope = set_up(args, need_targets=False)
     from netdsl.api import predict
     from netdsl.deploy.inference import is_exported
-    from netdsl.training.run.inference import write_predictions
 
     with scope():
         predictions = predict(args.trained, data=args.data, batch_size=args.batch_size, targets=targets,
                               backend=args.backend if is_exported(args.trained) else None)
     try:
-        target = write_predictions(predictions, args.out)
+        target = predictions.write(args.out)
     except OSError as exc:
         raise TrainingError(f"cannot write: {exc.strerror or exc}", file=args.out) from None
+    if sys.stdout.isatty():  # the first rows, for a person; a pipe or a script gets the summary line alone
+        print(predictions.table())
     shapes = ", ".join(f"{printable(name)} {tuple(array.shape)}" for name, array in predictions.items())
-    print(f"wrote {target} ({shapes})")
+    print(f"wrote {printable(target)} ({len(predictions.sources)} samples; {shapes})")
     return 0

@@ -68,7 +68,7 @@ def export_model(source: Any, *, format: str, out: str | os.PathLike | None = No
     target = target if target is not None else default_out(resolved, fmt)
     with muted_stderr(quiet):
         _write(fmt, resolved, target)
-        result = check_file(resolved.model, fmt, target, data) if check else None
+        result = check_file(resolved.model, fmt, target, data, resolved.metadata) if check else None
     if result is not None and not result.ok:
         raise VerifyFailed(result.failure(), file=str(target))
     return Exported(target, fmt, result, tuple(resolved.notes))

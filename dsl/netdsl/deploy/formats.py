@@ -18,7 +18,8 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
@@ -27,6 +28,7 @@ import numpy as np
 
 from netdsl.deploy.errors import MissingPackage, UnknownFormat
 from netdsl.deploy.folders import MARKER
+from netdsl.training.data.request import DataNames
 from netdsl.training.data.signature import Signature
 
 if TYPE_CHECKING:
@@ -86,6 +88,27 @@ class ExportedModel:
     signature: Signature
     run: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
     metadata: dict[str, str] = field(default_factory=dict)  # what export recorded (netdsl_model, ...)
+
+
+def recorded_names(metadata: Mapping[str, str], outputs: Sequence[str]) -> DataNames:
+    """The class names (`netdsl_classes`) and CSV columns (`netdsl_columns`) an export recorded, as the data
+    readers take them; an entry that is not what netdsl writes (another tool's file) is left out."""
+    classes: dict[str, tuple[str, ...]] = {}
+    for name, names in _json_entry(metadata, "netdsl_classes").items():
+        if name in outputs and isinstance(names, list) and names and all(isinstance(n, str) for n in names):
+            classes[name] = tuple(names)
+    columns = _json_entry(metadata, "netdsl_columns")
+    found = next(iter(columns.values())) if len(columns) == 1 else None
+    features = tuple(found) if isinstance(found, list) and all(isinstance(c, str) for c in found) else None
+    return DataNames(features, (), classes)
+
+
+def _json_entry(metadata: Mapping[str, str], key: str) -> dict:
+    try:
+        value = json.loads(metadata.get(key, "{}"))
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def get_format(name: str) -> Format:

@@ -26,10 +26,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netdsl.deploy.errors import ExportError, SpecChangedWarning
+from netdsl.deploy.formats import recorded_names
 from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
 from netdsl.errors import UsageError
-from netdsl.training.data.source import DataSource, open_source
+from netdsl.training.data.request import DataNames
+from netdsl.training.data.source import DataSource, check_layout, open_source
 from netdsl.training.errors import RunError, TrainingError
+from netdsl.training.run.predictions import Predictions
 from netdsl.training.run.runs import CONFIG
 
 if TYPE_CHECKING:
@@ -90,12 +93,22 @@ def run_batch_size(path: Path, batch_size: int | None) -> int:
 
 
 def predict_exported(where: str | os.PathLike, data: Any, batch_size: int | None,
-                     targets: dict[str, str] | None = None) -> dict[str, np.ndarray]:
-    """`batch_size` None: the run folder's (see `run_batch_size`)."""
+                     targets: dict[str, str] | None = None) -> Predictions:
+    """`batch_size` None: the run folder's (see `run_batch_size`). Class names and CSV columns: those the
+    file records (`exported_names`)."""
+    check_layout(data, need_targets=False)  # before a runtime loads the file
     path = Path(where)
     model = open_exported(path)
-    source = open_source(data, model.signature, targets, need_targets=False)
-    return run_batches(model, source, run_batch_size(path, batch_size))[0]
+    names = exported_names(model)
+    source = open_source(data, model.signature, targets, need_targets=False, names=names)
+    outputs = run_batches(model, source, run_batch_size(path, batch_size))[0]
+    return Predictions(outputs, source.row_names(np.arange(source.n)), dict(names.classes))
+
+
+def exported_names(model: ExportedModel) -> DataNames:
+    """What the file records of its run's data (`source.data_names_metadata`): the class names of its
+    classifier outputs and the CSV columns of its input; a record that is not netdsl's is left out."""
+    return recorded_names(model.metadata, model.signature.output_names)
 
 
 def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | None,
@@ -113,7 +126,8 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
     if data is None:
         raise UsageError("evaluating an exported file needs --data SRC")
     graph = _scored_graph(program, name, model)
-    source = open_source(data, model.signature, targets)
+    check_layout(data, need_targets=True)
+    source = open_source(data, model.signature, targets, names=exported_names(model))
     size = run_batch_size(path, batch_size)
     from netdsl.deploy.scoring import Scorer, ScoringError, not_in_numpy
     from netdsl.training.run.report import logged_value, loss_first

@@ -8,7 +8,9 @@
     a keras.Model             as it is (for a library user holding one)
 
 Each comes with what the exported file records about it (netdsl's version, the spec's
-hash when there is a spec) and the name the output takes by default.
+hash when there is a spec, the class names of its classifier outputs and the CSV
+columns its input is made of, so that `predict FILE` names classes and reads a table
+as the run did) and the name the output takes by default.
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from netdsl.deploy.errors import ExportError
 from netdsl.syntax.loader import Program, as_program, pick_model
+from netdsl.training.data.request import DataNames
+from netdsl.training.run.inference import run_names
+from netdsl.training.run.predictions import class_names, keras_loss_names
 from netdsl.training.run.runs import CONFIG, RunFolder
+from netdsl.training.run.settings import saved_names
 from netdsl.version import __version__
 
 if TYPE_CHECKING:
@@ -88,7 +94,8 @@ def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike
     if path.suffix == ".keras":
         _refuse_options(path, model, weights, last)
         loaded = _load_keras(path, quiet)
-        return in_float32(Resolved(loaded, loaded.name, path.parent, str(path), {"netdsl_version": __version__}))
+        metadata = {"netdsl_version": __version__, **data_names_metadata(loaded, run_names(path))}
+        return in_float32(Resolved(loaded, loaded.name, path.parent, str(path), metadata))
     if path.suffix == ".ckpt":
         _refuse_options(path, model, weights, last)
         return in_float32(_from_lightning(path, quiet))
@@ -126,7 +133,7 @@ def _from_spec(program: Program, label: str, model: str | None, weights: Any,
     if weights is not None:
         _load_weights(built, Path(weights))
     metadata = {"netdsl_version": __version__, "netdsl_model": name, "netdsl_spec_sha256": spec_sha256(program)}
-    return Resolved(built, name, None, label, metadata)
+    return Resolved(built, name, None, label, metadata | data_names_metadata(built, DataNames()))
 
 
 def _from_run(path: Path, last: bool, quiet: bool) -> Resolved:
@@ -135,9 +142,10 @@ def _from_run(path: Path, last: bool, quiet: bool) -> Resolved:
     if not file.is_file():
         other = "" if last else "; --last exports model.keras, written when the run ends"
         raise ExportError(f"the run has no {file.name} (status: {folder.status()}){other}", file=str(path))
-    spec = folder.read_json(CONFIG).get("spec", {})
+    saved = folder.read_json(CONFIG)
+    spec = saved.get("spec", {})
     loaded = _load_keras(file, quiet)
-    metadata = {"netdsl_version": __version__}
+    metadata = {"netdsl_version": __version__, **data_names_metadata(loaded, saved_names(saved))}
     if isinstance(spec.get("model"), str):
         metadata["netdsl_model"] = spec["model"]
     if isinstance(spec.get("sha256"), str):
@@ -161,6 +169,24 @@ def _from_lightning(path: Path, quiet: bool) -> Resolved:
         raise ExportError(str(exc), file=str(path)) from None
     metadata = {"netdsl_version": __version__, "netdsl_model": name, "netdsl_spec_sha256": checkpointed.sha256}
     return Resolved(built, name, path.parent, str(path), metadata)
+
+
+def data_names_metadata(model: keras.Model, names: DataNames) -> dict[str, str]:
+    """`netdsl_classes` ({output: class names}, JSON) for a model with classifier outputs (the names its run
+    recorded, else "0", "1", ... by its loss) and `netdsl_columns` ({input: CSV columns}, JSON) for a run
+    trained on a CSV file."""
+    units = {name: (t.shape[-1] if len(t.shape) > 1 else 1) for name, t in zip(model.output_names, model.outputs)}
+    classes = class_names(units, keras_loss_names(model), names.classes)
+    found = {}
+    if classes:
+        found["netdsl_classes"] = json.dumps({k: list(v) for k, v in classes.items()})
+    if names.features is not None and len(model.inputs) == 1:
+        found["netdsl_columns"] = json.dumps({_input_name(model): list(names.features)})
+    return found
+
+
+def _input_name(model: keras.Model) -> str:
+    return str(getattr(model.inputs[0], "name", "input")).split(":")[0]
 
 
 def _refuse_options(path: Path, model: str | None, weights: Any, last: bool) -> None:

@@ -16,6 +16,7 @@ where equal outputs prove little.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -109,12 +110,17 @@ def run_exported(fmt: Format, path: Path, inputs: dict[str, np.ndarray]) -> dict
     return load(path, fmt).run(inputs)
 
 
-def data_inputs(model: keras.Model, data: Any, batch: int = DATA_ROWS) -> dict[str, np.ndarray]:
-    """The first `batch` samples of the user's data (read as `predict` reads it: by input name)."""
+def data_inputs(model: keras.Model, data: Any, batch: int = DATA_ROWS,
+                metadata: Mapping[str, str] | None = None) -> dict[str, np.ndarray]:
+    """The first `batch` samples of the user's data (read as `predict` reads it: by input name, a CSV
+    by the columns the export records, `metadata`)."""
+    from netdsl.deploy.formats import recorded_names
     from netdsl.training.data.source import open_source
     from netdsl.training.errors import DataError
 
-    source = open_source(data, Signature.of(model), need_targets=False)
+    signature = Signature.of(model)
+    names = recorded_names(metadata or {}, signature.output_names)
+    source = open_source(data, signature, need_targets=False, names=names)
     if source.n == 0:
         raise DataError("no samples to verify with", file=getattr(source, "origin", None))
     inputs, _ = next(source.batches(np.arange(min(source.n, batch)), batch, with_targets=False))
@@ -137,9 +143,11 @@ def compare(fmt: Format, expected: dict[str, np.ndarray], got: dict[str, np.ndar
     return Verification(fmt, tuple(checks))
 
 
-def check_file(model: keras.Model, fmt: Format, path: Path, data: Any = None) -> Verification:
-    """Seeded inputs (or the first samples of `data`) through Keras and through the file."""
-    inputs = sample_inputs(model) if data is None else data_inputs(model, data)
+def check_file(model: keras.Model, fmt: Format, path: Path, data: Any = None,
+               metadata: Mapping[str, str] | None = None) -> Verification:
+    """Seeded inputs (or the first samples of `data`, read by the columns `metadata` records) through Keras
+    and through the file."""
+    inputs = sample_inputs(model) if data is None else data_inputs(model, data, metadata=metadata)
     try:
         got = run_exported(fmt, path, inputs)
     except Exception as exc:  # the runtime refuses the file or the inputs: that is the finding

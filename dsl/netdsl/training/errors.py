@@ -59,3 +59,8 @@ class DataError(TrainingError):
 
 class RunError(TrainingError):
     """A run folder that cannot be created, found, locked or resumed."""
+
+
+class DataWarning(UserWarning):
+    """Data netdsl reads as asked but that looks wrong (an identifier column in the input): one line,
+    `netdsl COMMAND: warning: FILE: ...` on the command line."""

@@ -142,6 +142,10 @@ def _settings_from(saved: dict, request: SweepRequest) -> None:
             setattr(request.data, key, entry["absolute"] if entry else None)
         request.data.split = tuple(data["split"]) if "split" in data else None
         request.data.targets = dict(data.get("targets", {}))
+        features, drop = data.get("features"), data.get("drop", [])
+        names = lambda value: isinstance(value, list) and all(isinstance(v, str) for v in value)  # noqa: E731
+        request.data.features = tuple(features) if names(features) else None
+        request.data.drop = tuple(drop) if names(drop) else ()
 
 
 def _check_flags(request: SweepRequest) -> None:

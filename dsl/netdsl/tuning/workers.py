@@ -70,6 +70,10 @@ def _worker_argv(config: SweepConfig) -> list[str]:
         argv += ["--split", ",".join(str(f) for f in request.data.split)]
     for out, column in request.data.targets.items():
         argv += ["--targets", f"{out}={column}"]
+    if request.data.features is not None:
+        argv += ["--features", ",".join(request.data.features)]
+    if request.data.drop:
+        argv += ["--drop", ",".join(request.data.drop)]
     for flag, value in (("--epochs", request.epochs), ("--batch-size", request.batch_size)):
         if value is not None:
             argv += [flag, str(value)]

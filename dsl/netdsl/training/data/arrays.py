@@ -45,11 +45,19 @@ class ArraySource:
     """Named arrays of one length, checked against the model; batches by gathering rows."""
 
     def __init__(self, origin: str, signature: Signature, inputs: dict[str, np.ndarray],
-                 targets: dict[str, np.ndarray] | None):
+                 targets: dict[str, np.ndarray] | None, classes: dict[str, tuple[str, ...]] | None = None,
+                 columns: dict[str, tuple[str, ...]] | None = None, lines: np.ndarray | None = None):
         self.origin, self.signature = origin, signature
         self.n = _common_length(origin, {**inputs, **(targets or {})})
         self._arrays = (inputs, targets)
         self._tensors: tuple[dict, dict | None] | None = None
+        self.classes = dict(classes or {})  # {output: class names} the labels named (a CSV's text labels)
+        self.columns = dict(columns or {})  # {input: the CSV columns it is made of}
+        self._lines = lines  # a CSV sample's line in the file (None: samples by index)
+
+    def row_names(self, rows: np.ndarray) -> list[str]:
+        """What names each of `rows` to a user: a CSV sample's line in its file, else its index."""
+        return [str(i) for i in (self._lines[rows] if self._lines is not None else rows)]
 
     @property
     def has_targets(self) -> bool:

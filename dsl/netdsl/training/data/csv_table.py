@@ -1,35 +1,81 @@
 """CSV files with a header: target columns named after the outputs, the other numeric columns the input.
 
     x0,x1,x2,label          # `--targets logits=label` when the output is called logits
-    0.1,0.5,0.3,2
+    0.1,0.5,0.3,mid
 
 Columns whose first value is not a number (an id, a name) are left out of
-the input. Every other cell must be a number; one that is not is reported
-at its file, line and column. NumPy's C parser reads the file; only when it
-fails is the file read again cell by cell, to say exactly where.
+the input; `--features a,b,c` names the input's columns instead (in that
+order), `--drop id` leaves more out (`DataNames`). A target column whose
+first value is not a number holds class names: each becomes the index of its
+name among the classes (the names sorted, as an image folder's sub-folders
+are; or the classes a run recorded, when it evaluates or predicts). Every
+other cell must be a number; one that is not is reported at its file, line
+and column. NumPy's C parser reads the numbers; only when it fails is the
+file read again cell by cell, to say exactly where. A column of the input
+with a different integer on every row looks like an identifier: a warning
+names it (`DataWarning`). Nothing here imports TensorFlow: the whole file is
+read before it loads (`source.check_source`), and that reading is kept for
+the reader (`from_csv(keep=True)`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import os
+import warnings
 from typing import Any
 
 import numpy as np
 
+from netdsl.errors import printable
 from netdsl.files import Refused, read_regular
 from netdsl.limits import MAX_CSV_BYTES, MAX_CSV_FIELD
 from netdsl.training.data.arrays import ArraySource, check_input, check_target
-from netdsl.training.data.data_check import is_number, target_columns
+from netdsl.training.data.data_check import check_width, feature_columns, is_number, target_columns
+from netdsl.training.data.request import DataNames
 from netdsl.training.data.signature import Signature
-from netdsl.training.errors import DataError
+from netdsl.training.errors import DataError, DataWarning
+
+# Fewer rows than this can hold distinct integers by chance (ages, counts): no identifier warning.
+MIN_IDENTIFIER_ROWS = 20
 
 
-def from_csv(path: str, signature: Signature, targets: dict[str, str], need_targets: bool) -> ArraySource:
+# The early check's reading of a file, until the reader takes it (a few at most: train, val, test).
+KEPT_READINGS = 4
+_READINGS: dict[tuple, tuple[Signature, ArraySource]] = {}
+
+
+def from_csv(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
+             names: DataNames | None = None, keep: bool = False) -> ArraySource:
+    """The file as arrays by the model's names. `keep` (the check before TensorFlow loads): the reading is
+    kept for the reader, which takes it when the file, the request and the model's inputs are the same."""
+    try:
+        stat = os.stat(path)
+    except OSError as exc:
+        raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    names = names or DataNames()
+    key = (path, stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, tuple(sorted(targets.items())),
+           need_targets, names.key())
+    kept = _READINGS.pop(key, None)
+    if kept is not None and kept[0].inputs == signature.inputs and kept[0].output_names == signature.output_names:
+        source = kept[1]
+        source.signature = signature
+    else:
+        source = _from_csv(path, signature, targets, need_targets, names)
+    if keep:
+        _READINGS[key] = (signature, source)
+        while len(_READINGS) > KEPT_READINGS:
+            del _READINGS[next(iter(_READINGS))]
+    return source
+
+
+def _from_csv(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
+              names: DataNames) -> ArraySource:
     if len(signature.inputs) != 1:
-        names = ", ".join(signature.input_names)
+        input_names = ", ".join(signature.input_names)
         raise DataError(f"a CSV file feeds a model with one input; this model has {len(signature.inputs)} "
-                        f"({names})", file=path)
+                        f"({input_names})", file=path)
     spec = signature.inputs[0]
     text = _read_text(path)
     lines = text.splitlines()
@@ -41,28 +87,89 @@ def from_csv(path: str, signature: Signature, targets: dict[str, str], need_targ
     if first is None:
         raise DataError("no rows after the header", file=path)
     first_cells = _fields(first[1], path, first[0])
-    skipped = [c for c in range(len(header)) if c not in target_cols.values()
-               and (c >= len(first_cells) or not is_number(first_cells[c]))]
-    feature_cols = [c for c in range(len(header)) if c not in target_cols.values() and c not in skipped]
-    used = feature_cols + sorted(target_cols.values())
+    feature_cols, skipped = feature_columns(path, header, first_cells, target_cols, names)
+    named = {name: c for name, c in target_cols.items()
+             if c >= len(first_cells) or not is_number(first_cells[c])}  # labels that are class names
+    numeric_targets = sorted(c for name, c in target_cols.items() if name not in named)
+    if [c for c in feature_cols if c in skipped]:
+        check_width(path, spec, header, feature_cols, skipped)  # --features named a text column
+    used = feature_cols + numeric_targets
     table = _parse(path, text, lines, header, used)
     features = table[:, : len(feature_cols)]
-    if spec.size is None or spec.size != len(feature_cols):
-        left_out = f"; left out as not numeric: {', '.join(repr(header[c]) for c in skipped)}" if skipped else ""
-        raise DataError(f"input '{spec.name}' expects {spec.size} values per row (shape {spec.shape_text()}), "
-                        f"found {len(feature_cols)} numeric columns{left_out}", file=path, line=1, col=1)
+    if spec.size is not None and spec.size != len(feature_cols):
+        ids = [header[c] for at, c in enumerate(feature_cols) if _is_identifier(features[:, at])]
+        try:
+            check_width(path, spec, header, feature_cols, skipped)
+        except DataError as exc:
+            if ids and names.features is None:
+                exc.message += (f"; {', '.join(repr(i) for i in ids)} holds a different integer on every row, like an "
+                                f"identifier: leave it out with --drop {','.join(ids)}")
+            raise
     if spec.is_integer and not np.array_equal(features, np.round(features)):
         row = int(np.argwhere(features != np.round(features))[0][0])
         raise DataError(f"input '{spec.name}' expects {spec.dtype} integers, found {features.flat[row]!r} "
                         f"on a data row", file=path)
+    if names.features is None:
+        _warn_of_identifiers(path, spec.name, header, feature_cols, features)
     inputs = {spec.name: check_input(path, spec, features.reshape((len(table), *spec.shape)))}
-    order = {c: len(feature_cols) + i for i, c in enumerate(sorted(target_cols.values()))}
-    out = None
+    order = {c: len(feature_cols) + i for i, c in enumerate(numeric_targets)}
+    out, classes = None, {}
     if target_cols:
-        out = {
-            name: check_target(path, _output(signature, name), table[:, order[c]]) for name, c in target_cols.items()
-        }
-    return ArraySource(path, signature, inputs, out)
+        out = {}
+        for name, c in target_cols.items():
+            if name in named:
+                labels, classes[name] = _class_indices(path, lines, header, c, names.classes.get(name))
+                out[name] = check_target(path, _output(signature, name), labels)
+            else:
+                out[name] = check_target(path, _output(signature, name), table[:, order[c]])
+    rows = np.array([i for i, line in enumerate(lines[1:], 2) if line.strip()], dtype=np.int64)
+    return ArraySource(path, signature, inputs, out, classes=classes,
+                       columns={spec.name: tuple(header[c] for c in feature_cols)}, lines=rows)
+
+
+def _class_indices(path: str, lines: list[str], header: list[str], column: int,
+                   known: tuple[str, ...] | None) -> tuple[np.ndarray, tuple[str, ...]]:
+    """A column of class names as indices into the classes: `known` (a run's), else the names found, sorted."""
+    cells = []
+    for number, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        fields = _fields(line, path, number)
+        if len(fields) != len(header):
+            raise DataError(f"{len(fields)} cells on this line, the header has {len(header)}", file=path,
+                            line=number, col=1)
+        name = fields[column].strip()
+        if not name:
+            raise DataError(f"an empty cell where a class name belongs (column '{header[column]}')", file=path,
+                            line=number, col=_column_of(line, column))
+        cells.append((number, line, name))
+    classes = known if known is not None else tuple(sorted({name for _, _, name in cells}))
+    index = {name: i for i, name in enumerate(classes)}
+    for number, line, name in cells:
+        if name not in index:
+            shown = ", ".join(classes[:20]) + (", ..." if len(classes) > 20 else "")
+            raise DataError(f"{printable(repr(name))} is not one of the classes the model was trained on "
+                            f"({shown}) (column '{header[column]}')", file=path, line=number,
+                            col=_column_of(line, column))
+    return np.array([index[name] for _, _, name in cells], dtype=np.int64), tuple(classes)
+
+
+def _is_identifier(values: np.ndarray) -> bool:
+    """A different integer on every row (of at least MIN_IDENTIFIER_ROWS)."""
+    return (len(values) >= MIN_IDENTIFIER_ROWS and np.array_equal(values, np.round(values))
+            and len(np.unique(values)) == len(values))
+
+
+def _warn_of_identifiers(path: str, input_name: str, header: list[str], columns: list[int],
+                         features: np.ndarray) -> None:
+    """One warning line per input column with a different integer on every row: a row number or an id,
+    which a model learns nothing from but the rows it saw (the review's `row_id`: accuracy 0.35 for 0.91)."""
+    for at, c in enumerate(columns):
+        if _is_identifier(features[:, at]):
+            warnings.warn(DataWarning(
+                f"{path}: column '{header[c]}' holds a different integer on every row, like an identifier, "
+                f"and is part of input '{input_name}'; leave it out with --drop {header[c]} (or name the "
+                "input's columns with --features)"), stacklevel=2)
 
 
 def _read_text(path: str) -> str:

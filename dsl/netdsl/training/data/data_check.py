@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 
 from netdsl.files import ZIP_ERRORS, Refused, open_regular
+from netdsl.training.data.image_files import check_class_layout
 from netdsl.training.data.npz_members import check_member
+from netdsl.training.data.request import DataNames
 from netdsl.training.data.signature import Signature, TensorSpec, shape_text
 from netdsl.training.errors import DataError
 
@@ -203,13 +205,14 @@ def _reason(exc: BaseException) -> str:
 # ------------------------------------------------------------------ CSV
 
 
-def check_csv_head(path: str, signature: Signature, targets: dict[str, str], need_targets: bool) -> None:
-    """A CSV file's header and first row: one input, the target columns there, the numeric columns
-    as many as the input takes. (The reader checks every row.)"""
+def check_csv_head(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
+                   names: DataNames | None = None) -> None:
+    """A CSV file's header and first row: one input, the target columns there, the columns --features and
+    --drop name there, the input's columns as many as it takes. (The reader checks every row.)"""
     if len(signature.inputs) != 1:
-        names = ", ".join(signature.input_names)
+        names_text = ", ".join(signature.input_names)
         raise DataError(f"a CSV file feeds a model with one input; this model has {len(signature.inputs)} "
-                        f"({names})", file=path)
+                        f"({names_text})", file=path)
     head = _head(path)
     if head is None:
         return  # a bad byte or an oversized cell: the reader names its line and column
@@ -219,14 +222,45 @@ def check_csv_head(path: str, signature: Signature, targets: dict[str, str], nee
     target_cols = target_columns(path, signature, header, targets, need_targets)
     if first is None:
         raise DataError("no rows after the header", file=path)
-    spec = signature.inputs[0]
-    skipped = [c for c in range(len(header)) if c not in target_cols.values()
-               and (c >= len(first) or not is_number(first[c]))]
-    features = len(header) - len(target_cols) - len(skipped)
-    if spec.size is not None and spec.size != features:
+    features, skipped = feature_columns(path, header, first, target_cols, names or DataNames())
+    check_width(path, signature.inputs[0], header, features, skipped)
+
+
+def feature_columns(path: str, header: list[str], first: list[str], target_cols: dict[str, int],
+                    names: DataNames) -> tuple[list[int], list[int]]:
+    """(the columns that form the input, in order; the columns left out as not numeric). `names.features`:
+    exactly those; `names.drop`: those left out too. A column either names that the header lacks, or a
+    target column named as a feature, is a DataError at the header."""
+    targets = set(target_cols.values())
+    flag = "--features" if names.features is not None else "--drop"
+    for column in (names.features or ()) + names.drop:
+        if column not in header:
+            raise DataError(f"no column '{column}' (named by {flag}); columns: {', '.join(header)}",
+                            file=path, line=1, col=1)
+    numeric = [c for c in range(len(header)) if c < len(first) and is_number(first[c])]
+    if names.features is not None:
+        chosen = [header.index(column) for column in names.features]
+        for c in chosen:
+            if c in targets:
+                output = next(name for name, at in target_cols.items() if at == c)
+                raise DataError(f"column '{header[c]}' holds the targets of output '{output}'; it cannot be a "
+                                "feature too", file=path, line=1, col=1)
+        return chosen, [c for c in chosen if c not in numeric]
+    dropped = {header.index(column) for column in names.drop}
+    candidates = [c for c in range(len(header)) if c not in targets and c not in dropped]
+    return [c for c in candidates if c in numeric], [c for c in candidates if c not in numeric]
+
+
+def check_width(path: str, spec: TensorSpec, header: list[str], features: list[int], skipped: list[int]) -> None:
+    """The input's columns: numbers, as many as the input takes per sample."""
+    named = [c for c in features if c in skipped]
+    if named:  # --features named a column whose first value is no number
+        raise DataError(f"column '{header[named[0]]}' (named by --features) holds text, not numbers; the "
+                        f"input '{spec.name}' takes numbers", file=path, line=1, col=1)
+    if spec.size is not None and spec.size != len(features):
         left_out = f"; left out as not numeric: {', '.join(repr(header[c]) for c in skipped)}" if skipped else ""
         raise DataError(f"input '{spec.name}' expects {spec.size} values per row (shape {spec.shape_text()}), "
-                        f"found {features} numeric columns{left_out}", file=path, line=1, col=1)
+                        f"found {len(features)} numeric columns{left_out}", file=path, line=1, col=1)
 
 
 def _head(path: str) -> tuple[list[str] | None, list[str] | None] | None:
@@ -276,14 +310,29 @@ def is_number(cell: str) -> bool:
 
 
 def check_image_folder(folder: str, signature: Signature, need_targets: bool) -> None:
-    """An image folder feeds one image input and labels one output."""
+    """An image folder feeds one image input; labelled (train, evaluate), it labels one output from its
+    class sub-folders."""
+    _check_image_input(folder, signature)
+    if need_targets and len(signature.outputs) != 1:
+        raise DataError(f"an image folder labels one output; this model has {len(signature.outputs)} "
+                        f"({', '.join(signature.output_names)})", file=folder)
+    if need_targets:
+        check_class_layout(folder)
+
+
+def check_single_image(path: str, signature: Signature, need_targets: bool) -> None:
+    """One image file is something to predict on: it has no label to train or evaluate with."""
+    if need_targets:
+        raise DataError("one image holds no label; train and evaluate on a folder with one sub-folder per class "
+                        "(predict takes a single image)", file=path)
+    _check_image_input(path, signature, "an image feeds")
+
+
+def _check_image_input(origin: str, signature: Signature, what_feeds: str = "an image folder feeds") -> None:
     spec = signature.inputs[0] if len(signature.inputs) == 1 else None
     if spec is None or len(spec.shape) not in (2, 3) or None in spec.shape[:2] \
             or (len(spec.shape) == 3 and spec.shape[2] not in (1, 3, 4)):
         what = (f"input '{spec.name}' has shape {spec.shape_text()}" if spec is not None
                 else f"this model has {len(signature.inputs)} inputs")
-        raise DataError("an image folder feeds one image input of shape (height, width) or "
-                        f"(height, width, channels) with 1, 3 or 4 channels; {what}", file=folder)
-    if need_targets and len(signature.outputs) != 1:
-        raise DataError(f"an image folder labels one output; this model has {len(signature.outputs)} "
-                        f"({', '.join(signature.output_names)})", file=folder)
+        raise DataError(f"{what_feeds} one image input of shape (height, width) or "
+                        f"(height, width, channels) with 1, 3 or 4 channels; {what}", file=origin)

@@ -69,23 +69,25 @@ class DataPlan:
 
 def plan_data(request: DataRequest, signature: Signature, seed: int, validation_split: float | None = None) -> DataPlan:
     """Open the sources and cut them into parts; DataError / UsageError on bad data or flags."""
+    names = request.names()
     if request.data is not None:
-        source = open_source(request.data, signature, request.targets)
+        source = open_source(request.data, signature, request.targets, names=names)
         parts = split_rows(source.n, request.split or DEFAULT_SPLIT, seed)
         first, *others = (Part(role, source, rows) if rows is not None else None for role, rows in zip(ROLES, parts))
         assert first is not None  # the train part: check_split asks for a train fraction above 0
         plan = DataPlan(first, *others)
     elif request.train is not None:
-        train = open_source(request.train, signature, request.targets)
+        train = open_source(request.train, signature, request.targets, names=names)
+        names = names.with_classes(train.classes)  # the validation and test labels named as the training ones
         plan = DataPlan(Part("train", train, np.arange(train.n)))
         if request.val is not None:
-            val = open_source(request.val, signature, request.targets)
+            val = open_source(request.val, signature, request.targets, names=names)
             plan.val = Part("val", val, np.arange(val.n))
         elif validation_split:
             at = int(math.floor(train.n * (1.0 - validation_split)))  # Keras' own split point
             plan.train.rows, plan.val = np.arange(at), Part("val", train, np.arange(at, train.n))
         if request.test is not None:
-            test = open_source(request.test, signature, request.targets)
+            test = open_source(request.test, signature, request.targets, names=names)
             plan.test = Part("test", test, np.arange(test.n))
     else:
         raise UsageError("no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,12 @@ class DataRequest:
     val: Any = None
     test: Any = None
     targets: dict[str, str] = field(default_factory=dict)
+    features: tuple[str, ...] | None = None  # --features: the CSV columns that form the input, in this order
+    drop: tuple[str, ...] = ()  # --drop: CSV columns left out of the input
+
+    def names(self) -> DataNames:
+        """The column choice as the readers take it (no classes yet: the training data gives them)."""
+        return DataNames(self.features, self.drop)
 
     def describe(self) -> dict[str, Any]:
         """For config.json: paths as given and absolute; arrays by name and shape."""
@@ -36,7 +43,59 @@ class DataRequest:
             out["split"] = list(self.split or DEFAULT_SPLIT)
         if self.targets:
             out["targets"] = dict(self.targets)
+        if self.features is not None:
+            out["features"] = list(self.features)
+        if self.drop:
+            out["drop"] = list(self.drop)
         return out
+
+
+@dataclass(frozen=True)
+class DataNames:
+    """How a table's columns and a label's names are read: `features` (exactly these CSV columns form the
+    input, in this order; None: every numeric column that is no target), `drop` (CSV columns left out), and
+    `classes` ({output: class names}: a label that is a name is the index of that name; empty: the training
+    data's own names, sorted). A run records what it trained with, so evaluate and predict read alike."""
+
+    features: tuple[str, ...] | None = None
+    drop: tuple[str, ...] = ()
+    classes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def with_classes(self, classes: Mapping[str, tuple[str, ...]]) -> DataNames:
+        return DataNames(self.features, self.drop, {**self.classes, **classes})
+
+    def key(self) -> tuple:
+        """Hashable: the same names, the same key."""
+        return (self.features, self.drop, tuple(sorted((k, tuple(v)) for k, v in self.classes.items())))
+
+
+def parse_columns(text: str, flag: str) -> tuple[str, ...]:
+    """`--features a,b,c` / `--drop id` as column names (each named once, none empty)."""
+    names = tuple(part.strip() for part in text.split(","))
+    if not names or any(not name for name in names):
+        raise UsageError(f"{flag} takes column names separated by commas, like f0,f1,f2; received {text!r}")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise UsageError(f"{flag} names the column {repeated[0]!r} twice")
+    return names
+
+
+def check_columns(features: Any, drop: Any, flags: tuple[str, str] = ("features=", "drop=")
+                  ) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """`features` and `drop` (column names: a sequence, a comma-separated string, or None) checked; `flags`:
+    how messages name them (the library's keywords, or the CLI's --features and --drop)."""
+    def names(value: Any, flag: str) -> tuple[str, ...]:
+        if isinstance(value, str):
+            return parse_columns(value, flag)
+        if not all(isinstance(v, str) for v in value):
+            raise UsageError(f"{flag} takes column names (strings); received {value!r}")
+        return parse_columns(",".join(value), flag) if value else ()
+
+    chosen = None if features is None else names(features, flags[0])
+    dropped = () if drop is None else names(drop, flags[1])
+    if chosen is not None and dropped:
+        raise UsageError(f"give the input's columns with {flags[0]} or leave some out with {flags[1]}, not both")
+    return chosen, dropped
 
 
 

@@ -57,10 +57,16 @@ class TFRecordSource:
                                                        for spec in signature.outputs}
         else:
             self._targets = None
+        self.classes: dict[str, tuple[str, ...]] = {}  # labels are numbers in a TFRecord file
+        self.columns: dict[str, tuple[str, ...]] = {}
 
     @property
     def has_targets(self) -> bool:
         return self._targets is not None
+
+    def row_names(self, rows: np.ndarray) -> list[str]:
+        """A record by its index in the file."""
+        return [str(i) for i in rows]
 
     def dataset(self, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None,
                 with_targets: bool = True) -> tf.data.Dataset:

@@ -344,6 +344,22 @@ class Session:
         compiled = {"steps_per_execution": execution.steps_per_execution, "jit_compile": execution.jit_compile}
         return {"settings": self.config.settings() | compiled, "settings_from": dict(execution.sources)}
 
+    def _data_names(self) -> dict:
+        """config.json's `classes` ({output: class names}: the training data's, else "0", "1", ... for an
+        output a class loss trains) and `columns` ({input: the CSV columns it is made of}): what evaluate,
+        predict and export read the run's data and outputs by."""
+        if self.plan is None or self.model is None:
+            return {}
+        from netdsl.training.run.predictions import class_names, keras_loss_names
+
+        source = self.plan.train.source
+        units = {spec.name: (spec.shape[-1] if spec.shape else 1) for spec in Signature.of(self.model).outputs}
+        classes = class_names(units, keras_loss_names(self.model), source.classes)
+        found: dict = {"classes": {name: list(names) for name, names in classes.items()}}
+        if source.columns:
+            found["columns"] = {name: list(columns) for name, columns in source.columns.items()}
+        return found
+
     def _config_json(self) -> dict:
         import keras
         import tensorflow as tf
@@ -362,6 +378,7 @@ class Session:
             "defines": json_defines(config.defines),
             **config.extra,
             "data": config.data.describe(),
+            **self._data_names(),
             "samples": self.plan.sizes() if self.plan is not None else None,
             "compile": compile_config,
             "backend": keras.backend.backend(),

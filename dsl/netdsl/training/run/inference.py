@@ -1,10 +1,13 @@
 """`evaluate` and `predict` on a trained model: a run folder (its model.keras) or a .keras file.
 
     evaluate("runs/mlp-3", data="test.npz")  -> {"loss": 0.31, "sparse_categorical_accuracy": 0.91}
-    predict("runs/mlp-3", data="new.npz")    -> {"logits": array (N, 10)}   # keyed by output name
+    predict("runs/mlp-3", data="new.npz")    -> Predictions: {"logits": array (N, 10)}, .sources, .classes
 
 Data is read exactly as `train` reads it (by the model's input and output
-names); `predict` needs only the inputs.
+names, a run's CSV columns and class names as its config.json records them);
+`predict` needs only the inputs. What can be told of the data without the
+model (a path, its format, an image folder's class sub-folders) is checked
+before the model file loads TensorFlow.
 """
 
 from __future__ import annotations
@@ -19,14 +22,15 @@ from netdsl.atomic import write_bytes
 from netdsl.errors import UsageError
 from netdsl.files import Refused, open_regular
 from netdsl.training.data.plan import split_rows
-from netdsl.training.data.request import DEFAULT_SPLIT
+from netdsl.training.data.request import DEFAULT_SPLIT, DataNames
 from netdsl.training.data.signature import Signature
-from netdsl.training.data.source import open_source
+from netdsl.training.data.source import check_layout, open_source
 from netdsl.training.errors import RunError, TrainingError
 from netdsl.training.run.checkpoint import npz_bytes
+from netdsl.training.run.predictions import Predictions, class_names, keras_loss_names
 from netdsl.training.run.report import LoggedValue, logged_value, loss_first
 from netdsl.training.run.runs import CONFIG, RunFolder
-from netdsl.training.run.settings import saved_data
+from netdsl.training.run.settings import saved_data, saved_names
 
 if TYPE_CHECKING:
     from netdsl.syntax.loader import Program
@@ -84,6 +88,11 @@ def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict
     cut as training cut it (the same sources, fractions and seed, from its config.json)."""
     if data is None and split not in SPLITS:
         raise UsageError(f"split takes one of {', '.join(SPLITS)}; received {split!r}")
+    if data is not None:
+        check_layout(data, need_targets=True)
+        check_run_data(where, data, targets, need_targets=True)
+    elif isinstance(where, (str, os.PathLike)) and not Path(where).is_dir():
+        raise UsageError("evaluate needs --data, except for a run folder (which evaluates on its own test split)")
     model, batch = load_trained(where)
     if not model.compiled or model.loss is None:
         raise TrainingError("the model has no loss to evaluate (its spec has no train section)",
@@ -92,7 +101,7 @@ def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict
     if data is None:
         source, rows = run_split(where, Signature.of(model), split)
     else:
-        source = open_source(data, Signature.of(model), targets)
+        source = open_source(data, Signature.of(model), targets, names=run_names(where))
         rows = np.arange(source.n)
     from netdsl.training.data.feed import feed  # Keras is loaded by now (load_trained)
 
@@ -155,8 +164,9 @@ def run_split(where: Any, signature: Signature, split: str) -> tuple[Any, np.nda
     request = saved_data(saved.get("data", {}), str(folder.path))
     settings = saved.get("settings", {})
     what = {"test": "test", "val": "validation", "train": "training"}[split]
+    names = saved_names(saved)
     if request.data is not None:
-        source = open_source(request.data, signature, request.targets)
+        source = open_source(request.data, signature, request.targets, names=names)
         parts = split_rows(source.n, request.split or DEFAULT_SPLIT, int(settings.get("seed", 0)))
         rows = parts[("train", "val", "test").index(split)]
         if rows is None:
@@ -168,25 +178,75 @@ def run_split(where: Any, signature: Signature, split: str) -> tuple[Any, np.nda
     if given is None:
         raise RunError(f"this run was given no {what} data", file=str(folder.path),
                        hint="give the data to evaluate on with --data")
-    source = open_source(given, signature, request.targets)
+    source = open_source(given, signature, request.targets, names=names)
     return source, np.arange(source.n)
 
 
-def predict(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None) -> dict[str, np.ndarray]:
+def predict(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None) -> Predictions:
+    check_layout(data, need_targets=False)  # before the model file loads TensorFlow
+    check_run_data(where, data, targets, need_targets=False)
     model, batch = load_trained(where)
     signature = Signature.of(model)
-    source = open_source(data, signature, targets, need_targets=False)
+    names = run_names(where)
+    source = open_source(data, signature, targets, need_targets=False, names=names)
     from netdsl.training.data.feed import feed
 
     result = model.predict(feed(source, np.arange(source.n), batch_size or batch, with_targets=False), verbose=0)
     if isinstance(result, dict):
-        return {name: np.asarray(result[name]) for name in signature.output_names}
-    if not isinstance(result, (list, tuple)):
-        result = [result]
-    return {name: np.asarray(value) for name, value in zip(signature.output_names, result)}
+        outputs = {name: np.asarray(result[name]) for name in signature.output_names}
+    else:
+        if not isinstance(result, (list, tuple)):
+            result = [result]
+        outputs = {name: np.asarray(value) for name, value in zip(signature.output_names, result)}
+    units = {spec.name: (spec.shape[-1] if spec.shape else 1) for spec in signature.outputs}
+    classes = class_names(units, keras_loss_names(model), names.classes)
+    return Predictions(outputs, source.row_names(np.arange(source.n)), classes)
+
+
+def check_run_data(where: Any, data: Any, targets: dict | None, need_targets: bool) -> None:
+    """The data checked against a run's model before TensorFlow loads, as `train` checks it: a run folder
+    (or a .keras file in one) whose spec is still there and unchanged gives the model's inputs and
+    outputs from its checked graph (pure Python), and the run's columns and class names read the data
+    (a CSV file whole: a label name the run never saw is one line at once). Anything else: its reader
+    checks it, after the model is loaded."""
+    if data is None or not isinstance(where, (str, os.PathLike)):
+        return
+    path = Path(where)
+    folder = path if path.is_dir() else path.parent
+    if not (folder / CONFIG).is_file():
+        return
+    from netdsl.errors import SpecError
+    from netdsl.semantics.analysis import checked_graphs
+    from netdsl.syntax.loader import pick_model
+    from netdsl.training.data.data_check import signature_of_graph
+    from netdsl.training.data.source import check_source
+
+    try:
+        saved = RunFolder.existing(folder).read_json(CONFIG)
+        program, name = run_spec(folder, saved)
+        picked = pick_model(program, name)
+        graph = checked_graphs(program, [picked])[picked]
+    except (RunError, SpecError):
+        return  # the spec is gone or changed: the loaded model's own signature checks the data
+    check_source(data, signature_of_graph(graph), dict(targets or {}), need_targets, names=saved_names(saved))
+
+
+def run_names(where: Any) -> DataNames:
+    """The CSV columns and class names the run recorded (a run folder, or a .keras file in one); none
+    for a model from elsewhere."""
+    if not isinstance(where, (str, os.PathLike)):
+        return DataNames()
+    path = Path(where)
+    folder = path if path.is_dir() else path.parent
+    if not (folder / CONFIG).is_file():
+        return DataNames()
+    try:
+        return saved_names(RunFolder.existing(folder).read_json(CONFIG))
+    except RunError:
+        return DataNames()  # a config.json that is not a run's: nothing recorded
 
 
 def write_predictions(predictions: dict[str, np.ndarray], target: str | os.PathLike) -> Path:
-    """An .npz with one array per output, written atomically."""
+    """An .npz with one array per output, written atomically (`Predictions.write` writes names too)."""
     write_bytes(target, npz_bytes(predictions))
     return Path(target)

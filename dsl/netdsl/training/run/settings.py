@@ -30,7 +30,7 @@ from netdsl.errors import Diagnostic, SpecError, UsageError
 from netdsl.semantics.analysis import analyze
 from netdsl.semantics.defines import apply_defines
 from netdsl.syntax.loader import Program, as_program, pick_model, spec_sha256
-from netdsl.training.data.request import DataRequest, check_split
+from netdsl.training.data.request import DataNames, DataRequest, check_split
 from netdsl.training.errors import DataError, RunError
 from netdsl.training.run.runs import CONFIG, RunFolder
 
@@ -306,7 +306,28 @@ def saved_data(saved: dict, where: str) -> DataRequest:
         setattr(request, key, entry["absolute"])
     if "split" in saved:
         request.split = tuple(saved["split"])
+    features, drop = saved.get("features"), saved.get("drop", [])
+    if not (features is None or _names(features)) or not _names(drop):
+        raise RunError("config.json's data columns are damaged", file=where)
+    request.features, request.drop = (tuple(features) if features is not None else None), tuple(drop)
     return request
+
+
+def saved_names(saved: dict) -> DataNames:
+    """How a run read its data's columns and named its classes (config.json's `columns` and `classes`), for
+    evaluate and predict to read alike; an entry that is not what netdsl writes is left out."""
+    columns, classes = saved.get("columns"), saved.get("classes")
+    features = None
+    if isinstance(columns, dict) and len(columns) == 1 and _names(next(iter(columns.values()))):
+        features = tuple(next(iter(columns.values())))
+    found = {}
+    if isinstance(classes, dict):
+        found = {k: tuple(v) for k, v in classes.items() if isinstance(k, str) and _names(v) and v}
+    return DataNames(features, (), found)
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def _fresh_seed() -> int:

@@ -28,6 +28,7 @@ import numpy as np
 from netdsl.deploy.errors import ExportError, SpecChangedWarning
 from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
 from netdsl.errors import UsageError
+from netdsl.training.data.labels import check_source_labels, output_losses
 from netdsl.training.data.source import DataSource, open_source
 from netdsl.training.errors import RunError, TrainingError
 from netdsl.training.run.runs import CONFIG
@@ -114,6 +115,7 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
         raise UsageError("evaluating an exported file needs --data SRC")
     graph = _scored_graph(program, name, model)
     source = open_source(data, model.signature, targets)
+    check_source_labels(output_losses(graph), source, dict(targets or {}), program.sources())
     size = run_batch_size(path, batch_size)
     from netdsl.deploy.scoring import Scorer, ScoringError, not_in_numpy
     from netdsl.training.run.report import logged_value, loss_first

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from netdsl.errors import SpecError, UsageError
+from netdsl.training.data.labels import check_source_labels
 from netdsl.training.data.pipeline import EpochOrder
 from netdsl.training.data.plan import DataPlan, plan_data
 from netdsl.training.data.signature import Signature
@@ -161,6 +162,10 @@ class Session:
             self._build()
             self.plan = plan_data(self.config.data, Signature.of(self.model), self.config.seed,
                                   self.config.validation_split)
+            for part in {id(p.source): p for p in (self.plan.train, self.plan.val, self.plan.test) if p}.values():
+                # the labels read with the data (a CSV's), against the losses: before any run folder
+                check_source_labels(self.config.losses, part.source, dict(self.config.data.targets or {}),
+                                    self.config.program.sources())
             self.placement.prepare(self.plan, self.config.batch_size)
         except Stopped as stop:
             return Run(None, self.model, {}, self._report("stopped", f"{stop} received before training started"))

@@ -87,6 +87,7 @@ class TrainConfig:
     extra: dict[str, Any] = field(default_factory=dict)  # further sections of config.json
     init_from: str | None = None  # the whole model's initial weights from this file (absolute)
     include: list[str] = field(default_factory=list)  # the folders imports were read from (-I), absolute
+    losses: list = field(default_factory=list)  # labels.OutputLoss per output: the data read is checked against them
 
     def spec_entry(self) -> dict[str, Any]:
         """config.json's `spec`: what re-reads the spec as this run read it (see `run_spec`)."""
@@ -122,11 +123,14 @@ def resolve(request: TrainRequest) -> TrainConfig:
         raise UsageError(f"no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]{resumable}")
     _check_paths(config.data)
     from netdsl.training.data.data_check import signature_of_graph  # NumPy only: still no TensorFlow
+    from netdsl.training.data.labels import check_request_labels, output_losses
     from netdsl.training.data.source import check_data
 
     if config.data.split is not None:
         config.data.split = check_split(config.data.split)
     check_data(config.data, signature_of_graph(graph), config.validation_split)  # before TensorFlow, any run folder
+    check_request_labels(graph, config.data, program.sources())  # labels against losses, at the spec's loss
+    config.losses = output_losses(graph)
     return config
 
 

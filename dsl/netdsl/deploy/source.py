@@ -1,7 +1,8 @@
 """What `netdsl export` exports: a spec, a run folder or a `.keras` file, resolved to one Keras model.
 
     spec.net (or a Program)   built with fresh weights, or the weights of `weights=FILE.keras`
-    runs/mlp-3/               its best.keras (the best epoch), or model.keras with `last=True`
+    runs/mlp-3/               its weights as every command reading a run picks them (`RunFolder.weights`):
+                              best.keras when it had validation data, else model.keras (`checkpoint=`)
     model.keras               loaded in safe mode
     a keras.Model             as it is (for a library user holding one)
 
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from netdsl.deploy.errors import ExportError
 from netdsl.syntax.loader import Program, as_program, pick_model
-from netdsl.training.run.runs import CONFIG, RunFolder
+from netdsl.training.run.runs import CONFIG, RunFolder, refuse_checkpoint
 from netdsl.version import __version__
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def in_float32(resolved: Resolved) -> Resolved:
 
 
 def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike | None = None,
-            last: bool = False, include: Sequence[str | os.PathLike[str]] = (), quiet: bool = False,
+            checkpoint: str | None = None, include: Sequence[str | os.PathLike[str]] = (), quiet: bool = False,
             seed: int | None = None) -> Resolved:
     """The Keras model `source` means, loaded or built (see the module's docstring), in float32.
 
@@ -72,6 +73,8 @@ def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike
         raise ExportError("--seed draws a spec's fresh weights; "
                           + ("--weights gives them" if weights is not None else "this source has trained weights"),
                           file=str(source) if isinstance(source, (str, os.PathLike)) else None)
+    if not (isinstance(source, (str, os.PathLike)) and Path(source).is_dir()):
+        refuse_checkpoint(checkpoint, "a spec, a .keras file or a keras.Model")
     if isinstance(source, Program):
         return in_float32(_from_spec(source, source.root, model, weights, include, quiet, seed))
     if not isinstance(source, (str, os.PathLike)):
@@ -80,11 +83,11 @@ def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike
         return in_float32(Resolved(source, source.name, None, source.name, {"netdsl_version": __version__}))
     path = Path(source)
     if path.is_dir():
-        return in_float32(_from_run(path, last, quiet))
+        return in_float32(_from_run(path, checkpoint, quiet))
     if not path.exists():
         raise ExportError("no such spec, run folder or .keras file", file=str(path))
     if path.suffix == ".keras":
-        _refuse_options(path, model, weights, last)
+        _refuse_options(path, model, weights)
         loaded = _load_keras(path, quiet)
         return in_float32(Resolved(loaded, loaded.name, path.parent, str(path), {"netdsl_version": __version__}))
     if path.suffix in SPEC_SUFFIXES:
@@ -124,12 +127,9 @@ def _from_spec(program: Program, label: str, model: str | None, weights: Any,
     return Resolved(built, name, None, label, metadata)
 
 
-def _from_run(path: Path, last: bool, quiet: bool) -> Resolved:
+def _from_run(path: Path, checkpoint: str | None, quiet: bool) -> Resolved:
     folder = RunFolder.existing(path)
-    file = path / ("model.keras" if last else "best.keras")
-    if not file.is_file():
-        other = "" if last else "; --last exports model.keras, written when the run ends"
-        raise ExportError(f"the run has no {file.name} (status: {folder.status()}){other}", file=str(path))
+    file = folder.weights(checkpoint).path
     spec = folder.read_json(CONFIG).get("spec", {})
     loaded = _load_keras(file, quiet)
     metadata = {"netdsl_version": __version__}
@@ -140,9 +140,9 @@ def _from_run(path: Path, last: bool, quiet: bool) -> Resolved:
     return Resolved(loaded, metadata.get("netdsl_model", loaded.name), path, str(file), metadata)
 
 
-def _refuse_options(path: Path, model: str | None, weights: Any, last: bool) -> None:
-    if model is not None or weights is not None or last:
-        flag = "--model" if model is not None else "--weights" if weights is not None else "--last"
+def _refuse_options(path: Path, model: str | None, weights: Any) -> None:
+    if model is not None or weights is not None:
+        flag = "--model" if model is not None else "--weights"
         raise ExportError(f"{flag} does not apply to a .keras file", file=str(path))
 
 

@@ -303,8 +303,9 @@ def saved_include(saved: dict) -> list[str]:
     return [p for p in found if isinstance(p, str)] if isinstance(found, list) else []
 
 
-def saved_data(saved: dict, where: str) -> DataRequest:
-    """The DataRequest a run's config.json recorded (absolute paths, split, targets)."""
+def saved_data(saved: dict, where: str, purpose: str = "resume") -> DataRequest:
+    """The DataRequest a run's config.json recorded (absolute paths, split, targets), read to `purpose`
+    ("resume" or "evaluate": what a run trained on arrays asks for is said in its terms)."""
     targets = saved.get("targets", {})
     if not (isinstance(targets, dict) and all(isinstance(v, str) for v in targets.values())):
         raise RunError("config.json's data targets are damaged", file=where)
@@ -314,6 +315,9 @@ def saved_data(saved: dict, where: str) -> DataRequest:
         if entry is None:
             continue
         if isinstance(entry, dict) and "arrays" in entry:
+            if purpose == "evaluate":
+                raise RunError("this run trained on arrays passed in memory, which its folder does not keep; "
+                               "give the data to evaluate on", file=where, hint="evaluate(run, data=...) (--data SRC)")
             raise RunError("this run trained on arrays passed in memory; pass them again to resume", file=where)
         if not (isinstance(entry, dict) and isinstance(entry.get("absolute"), str)):
             raise RunError(f"config.json's data entry '{key}' is damaged", file=where)

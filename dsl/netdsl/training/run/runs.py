@@ -191,8 +191,8 @@ class RunFolder:
             found = report.get("best")
             best: dict = found if isinstance(found, dict) else {}
             return Weights(path, chosen, weights_line(chosen, best.get("epoch"), epochs, best.get("val_loss")))
-        why: str | None = "no validation data, so no best epoch" if checkpoint is None else None
-        return Weights(path, chosen, weights_line(chosen, epochs, epochs, why=why))
+        reason = "no validation data, so no best epoch" if checkpoint is None else None
+        return Weights(path, chosen, weights_line(chosen, epochs, epochs, why=reason))
 
     def status(self) -> str:
         """The status report.json gives; `running` when it has none yet (killed at the start)."""

@@ -148,6 +148,22 @@ def test_evaluate_checks_the_labels_against_the_runs_spec(trained):
             "use categorical_crossentropy for one-hot labels, or give the class indices (each row's argmax)")
 
 
+def test_evaluate_of_a_keras_file_on_its_own_checks_them_against_its_compiled_loss(trained, tmp_path):
+    """No spec to point at: the line names the file (was Keras' traceback)."""
+    import shutil
+
+    from netdsl.training.errors import DataError
+
+    alone = Path(shutil.copy(trained / "model.keras", tmp_path / "clf.keras"))
+    onehot = trained.parent.parent / "onehot.npz"
+    with pytest.raises(DataError) as raised:
+        netdsl.evaluate(alone, data=onehot)
+    assert str(raised.value) == (
+        f"{alone}: error: sparse_categorical_crossentropy takes one class label per sample, shape (N,), for output "
+        f"'y'; 'y' in {onehot} holds one-hot rows of 3 values, shape (N, 3); use categorical_crossentropy for one-hot "
+        "labels, or give the class indices (each row's argmax)")
+
+
 def test_evaluate_of_an_exported_file_checks_them_too(trained, tmp_path):
     onnx = netdsl.export(trained, format="onnx", out=tmp_path / "clf.onnx", verify=False)
     with pytest.raises(SpecError) as raised:

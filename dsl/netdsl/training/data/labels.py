@@ -33,6 +33,7 @@ from netdsl.training.data.data_check import (
     signature_of_graph,
 )
 from netdsl.training.data.signature import Signature, shape_text
+from netdsl.training.errors import DataError
 
 ONE_HOT = ("categorical_crossentropy", "categorical_focal_crossentropy")
 SPARSE = ("sparse_categorical_crossentropy",)
@@ -126,17 +127,19 @@ def _activation(node: Any) -> str | None:
 # ------------------------------------------------------------------ the check
 
 
-def check_labels(losses: list[OutputLoss], labels: dict[str, Labels], sources: Sources | None) -> None:
+def check_labels(losses: list[OutputLoss], labels: dict[str, Labels], sources: Sources | None,
+                 model_file: str | None = None) -> None:
     """SpecError at the first output's loss that does not fit its output or its labels (`labels`: by
-    output name, for the outputs whose data is known)."""
+    output name, for the outputs whose data is known); a loss no spec writes (a `.keras` file's own
+    compile): a DataError naming `model_file`."""
     for loss in losses:
         problem = _problem(loss, labels.get(loss.output))
-        if problem is not None:
-            message, hint = problem
-            span = loss.span
-            diagnostic = (Diagnostic.at(span, message, hint) if span is not None
-                          else Diagnostic.for_file("<spec>", message, hint))
-            raise SpecError(diagnostic, sources)
+        if problem is None:
+            continue
+        message, hint = problem
+        if loss.span is None:
+            raise DataError(message, file=model_file, hint=hint)
+        raise SpecError(Diagnostic.at(loss.span, message, hint), sources)
 
 
 def _problem(loss: OutputLoss, labels: Labels | None) -> tuple[str, str] | None:
@@ -255,11 +258,11 @@ def check_request_labels(graph: Any, request: Any, sources: Sources | None) -> N
 
 
 def check_source_labels(losses: list[OutputLoss], source: Any, columns: dict[str, str],
-                        sources: Sources | None) -> None:
+                        sources: Sources | None, model_file: str | None = None) -> None:
     """An opened source's targets in memory (a CSV's labels once read; the data `evaluate` scores on)
     against the model's losses (`columns`: --targets, the column an output's labels were read from);
     a source that streams its targets (images, TFRecord): the spec's side only."""
     targets = getattr(source, "targets_in_memory", None)
     found = callable(targets) and targets() or {}
     check_labels(losses, {name: _labels_of(source.origin, columns.get(name, name), np.asarray(array))
-                          for name, array in found.items()}, sources)
+                          for name, array in found.items()}, sources, model_file)

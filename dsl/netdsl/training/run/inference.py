@@ -100,6 +100,9 @@ def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict
         rows, columns = np.arange(source.n), dict(targets or {})
     if losses is not None:  # the labels against the spec's losses: one line at its loss, not Keras' traceback
         check_source_labels(losses[0], source, columns, losses[1])
+    else:  # a .keras file on its own: against the losses it was compiled with
+        check_source_labels(model_losses(model), source, columns, None,
+                            str(where) if isinstance(where, (str, os.PathLike)) else None)
     from netdsl.training.data.feed import feed  # Keras is loaded by now (load_trained)
 
     logs = model.evaluate(feed(source, rows, batch_size or batch), return_dict=True, verbose=0)
@@ -114,6 +117,37 @@ def _run_targets(where: Any) -> dict[str, str]:
 
 
 SPLITS = ("test", "val", "train")
+
+
+def model_losses(model: Any) -> list[OutputLoss]:
+    """Each output of a loaded model with the loss it was compiled with (no spec says where: the
+    check's errors then name the model file), as `labels.output_losses` reads them from a spec."""
+    names = list(model.output_names)
+    loss = model.loss
+    per_output = (loss if isinstance(loss, dict) else dict(zip(names, loss)) if isinstance(loss, (list, tuple))
+                  else dict.fromkeys(names, loss))
+    found = []
+    for name, tensor in zip(names, model.outputs):
+        named = _loss_name(per_output.get(name))
+        if named is None:
+            continue
+        layer = getattr(getattr(tensor, "_keras_history", None), "operation", None)
+        activation = getattr(getattr(layer, "activation", None), "__name__", None)
+        if type(layer).__name__ == "Softmax":
+            activation = "softmax"
+        shape = tuple(d if isinstance(d, int) else None for d in tensor.shape[1:])
+        found.append(OutputLoss(name, shape, activation, named[0], named[1], None))
+    return found
+
+
+def _loss_name(loss: Any) -> tuple[str, bool] | None:
+    """(registry name, from_logits) of a compiled loss: a name, a Keras loss object or function."""
+    if isinstance(loss, str):
+        return loss, False
+    config = loss.get_config() if hasattr(loss, "get_config") else {}
+    name = config.get("name") if isinstance(config, dict) else None
+    name = name if isinstance(name, str) else getattr(loss, "__name__", None)
+    return (name, config.get("from_logits") is True) if isinstance(name, str) else None
 
 
 def compile_with_run_spec(model: Any, where: Any) -> tuple[list[OutputLoss], Sources] | None:

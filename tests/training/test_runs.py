@@ -173,3 +173,18 @@ def test_evaluating_a_run_trained_on_arrays_asks_for_the_data(tmp_path):
     assert str(raised.value) == (f"{run.dir}: error: this run trained on arrays passed in memory, which its folder "
                                  "does not keep; give the data to evaluate on; evaluate(run, data=...) (--data SRC)")
     assert set(netdsl.evaluate(run.dir, data=_arrays(4))) == {"loss", "accuracy"}
+
+
+def test_decompile_of_a_run_folder_loads_no_backend(run, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    probe = ("import sys; from netdsl.cli import main; code = main(['decompile', sys.argv[1], '-o', sys.argv[2]]); "
+             "print(code, [m for m in ('tensorflow', 'keras', 'jax', 'torch') if m in sys.modules])")
+    dsl = str(Path(__file__).resolve().parents[2] / "dsl")
+    done = subprocess.run([sys.executable, "-c", probe, str(run), str(tmp_path / "flip.net")], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": dsl})
+    assert (done.stdout, done.stderr.splitlines()[-1]) == (
+        "0 []\n", f"weights: best (epoch 1 of 4, val_loss {_report(run)['best']['val_loss']:.4f})")
+    assert (tmp_path / "flip.net").read_text() == netdsl.decompile(run)

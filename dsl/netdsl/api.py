@@ -51,7 +51,8 @@ __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summ
            "register_activation", "Spec", "Trained", "DataSource", "ModelSummary", "SweepResult", "TrialRecord",
            "Defines", "ExportFormat", "Predictions"]
 
-# A trained model: a run folder (its model.keras), a `.keras` file, or a live `keras.Model`.
+# A trained model: a run folder (its best.keras or model.keras: `checkpoint=`), a `.keras` file, or a live
+# `keras.Model`.
 Trained = Union[str, os.PathLike, "keras.Model"]
 # Data by name: a path (.npz, .csv, .tfrecord, an image folder), {input/output name: array},
 # or (x, y) for a model with one input and one output.
@@ -59,6 +60,9 @@ DataSource = Union[str, os.PathLike, Mapping[str, "np.ndarray"], tuple["np.ndarr
 Progress = Literal["auto", "bar", "line", "none"]
 # -D NAME=VALUE as a mapping: file-level constants of the spec replaced before it is checked.
 Defines = Mapping[str, object]
+# Which of a run folder's two sets of weights: its best epoch by val_loss (best.keras, kept when the run
+# had validation data) or its last (model.keras). None: best when there is one, else last.
+Checkpoint = Literal["best", "last"]
 T = TypeVar("T")
 
 
@@ -221,19 +225,28 @@ def render(spec: Spec | None = None, *, text: str | bytes | None = None, filenam
 # ------------------------------------------------------------------ trained models
 
 
-def decompile(trained: Trained, *, flat: bool = False) -> str:
+def decompile(trained: Trained, *, flat: bool = False, checkpoint: Checkpoint | None = None) -> str:
     """The spec of a Keras model, in `netdsl fmt` form (`netdsl decompile`). `trained`: a `.keras`
-    file (read as data, without importing TensorFlow), a run folder (its model.keras) or a live
-    `keras.Model`.
+    file (read as data, without importing TensorFlow), a run folder (its weights as `evaluate` picks
+    them: see `checkpoint`) or a live `keras.Model`.
 
     Repeated structure comes back as blocks and `* N` repeats unless `flat`.
     Raises `SpecError` naming every layer a spec cannot express.
     """
     from netdsl.decompiler import decompile_model
 
-    if isinstance(trained, (str, os.PathLike)) and os.path.isdir(trained):
-        trained = os.path.join(trained, "model.keras")
-    return decompile_model(trained, flat=flat)
+    return decompile_model(_run_weights(trained, checkpoint), flat=flat)
+
+
+
+def _run_weights(trained: Trained, checkpoint: str | None) -> Trained:
+    """A run folder as the .keras file of its weights (`RunFolder.weights`); anything else as it is."""
+    from netdsl.training.run.runs import RunFolder, is_run_folder, refuse_checkpoint
+
+    if is_run_folder(trained):
+        return RunFolder.existing(trained).weights(checkpoint).path
+    refuse_checkpoint(checkpoint, "a .keras file" if isinstance(trained, (str, os.PathLike)) else "a keras.Model")
+    return trained
 
 
 ExportFormat = Literal["onnx", "saved_model", "litert"]
@@ -243,15 +256,16 @@ def export(source: Spec | Trained, *, format: ExportFormat,  # noqa: A002 - name
            out: str | os.PathLike | None = None, model: str | None = None,
            weights: str | os.PathLike | None = None, last: bool = False, verify: bool = True,
            data: DataSource | None = None, seed: int | None = None,
-           include: Sequence[str | os.PathLike] = ()) -> Path:
+           include: Sequence[str | os.PathLike] = (), checkpoint: Checkpoint | None = None) -> Path:
     """Export a model to ONNX, SavedModel or LiteRT (`netdsl export`) and, with `verify`, run the
     file in that format's own runtime next to Keras.
 
     `source`: a spec (a path or `Program`, built with fresh weights or those of
     `weights=FILE.keras`; `model` picks one of its models), a run folder (its
-    best.keras, or model.keras with `last=True`), a `.keras` file, a Lightning
-    checkpoint of `netdsl.lightning.SpecModule` (`.ckpt`: the spec it holds, its
-    weights), or a live `keras.Model`. `out`: the file (a folder for saved_model); by default
+    weights as `evaluate` picks them: `checkpoint` "best" or "last", by default best when
+    the run had validation data; `last=True` is `checkpoint="last"`), a `.keras` file, a Lightning
+    checkpoint of `netdsl.lightning.SpecModule` (`.ckpt`: the spec it holds, its weights), or a
+    live `keras.Model`. `out`: the file (a folder for saved_model); by default
     `<model>.onnx`, `<model>_saved_model` or `<model>.tflite` in the run folder,
     beside the .keras file, or in the current folder. Returns the path written.
     Raises `ExportError` (one line) for what cannot be exported and
@@ -262,8 +276,11 @@ def export(source: Spec | Trained, *, format: ExportFormat,  # noqa: A002 - name
     """
     from netdsl.deploy import export_model
 
-    return export_model(source, format=format, out=out, model=model, weights=weights, last=last, check=verify,
-                        include=list(include), data=data, seed=seed).path
+    if last and checkpoint not in (None, "last"):
+        raise UsageError("last=True is checkpoint='last'; give one of them")
+    return export_model(source, format=format, out=out, model=model, weights=weights,
+                        checkpoint="last" if last else checkpoint, check=verify, include=list(include), data=data,
+                        seed=seed).path
 
 
 def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
@@ -314,11 +331,16 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
 def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: int | None = None,
              targets: Mapping[str, str] | None = None, backend: str | None = None,
              split: Literal["test", "val", "train"] = "test", spec: Spec | None = None,
-             model: str | None = None, include: Sequence[str | os.PathLike] = ()) -> dict[str, float | list[float]]:
+             model: str | None = None, include: Sequence[str | os.PathLike] = (),
+             checkpoint: Checkpoint | None = None) -> dict[str, float | list[float]]:
     """The loss and metrics of a trained model on `data`: {"loss": ..., metric: ...}; a metric of one
     value per class (f1_score without `average`) is a list. A run folder (or a .keras file in one) is
     scored with the loss and metrics of the spec it recorded, when that spec is unchanged (Keras saves
     some losses without their arguments: Huber's `delta`).
+
+    A run folder's weights: `checkpoint` "best" (best.keras, its best epoch by val_loss) or "last"
+    (model.keras); by default best when the run had validation data, else last: the weights
+    `export`, `predict`, `decompile` and train's test scores use too.
 
     Without `data`, a run folder's own `split` ("test", "val" or "train"), cut
     as its training cut it. `batch_size`: default the run's (32 for a `.keras`
@@ -338,12 +360,16 @@ def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: in
                          "model has its own")
     _backend(backend)
     if is_exported(trained):
+        from netdsl.training.run.runs import refuse_checkpoint
+
+        refuse_checkpoint(checkpoint, "an exported file")
         return evaluate_exported(trained, data, batch_size, dict(targets or {}), spec, model, include)
-    return evaluate_trained(trained, data, batch_size, dict(targets or {}), split)
+    return evaluate_trained(trained, data, batch_size, dict(targets or {}), split, checkpoint)
 
 
 def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None,
-            targets: Mapping[str, str] | None = None, backend: str | None = None) -> Predictions:
+            targets: Mapping[str, str] | None = None, backend: str | None = None,
+            checkpoint: Checkpoint | None = None) -> Predictions:
     """The model's outputs on `data`'s inputs, named: a `Predictions`, a mapping {output name: array} with
     `.sources` (each sample's name: an image's path relative to the folder given, a CSV row's line, an
     array index), `.classes` ({output: class names} of the classifier outputs), `.labels` (the predicted
@@ -362,9 +388,12 @@ def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None
     if is_exported(trained):
         if backend is not None:
             raise UsageError("--backend does not apply to an exported file: it runs in its own runtime")
+        from netdsl.training.run.runs import refuse_checkpoint
+
+        refuse_checkpoint(checkpoint, "an exported file")
         return predict_exported(trained, data, batch_size, dict(targets or {}))
     _backend(backend)
-    return predict_trained(trained, data, batch_size, dict(targets or {}))
+    return predict_trained(trained, data, batch_size, dict(targets or {}), checkpoint)
 
 
 # ------------------------------------------------------------------ sweeps

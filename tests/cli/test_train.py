@@ -43,6 +43,13 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
+def best_weights(run_dir: str) -> str:
+    """The line every command reading the run prints on stderr for its default weights (its best epoch)."""
+    report = json.loads(Path(run_dir, "report.json").read_text())
+    best = report["best"]
+    return f"weights: best (epoch {best['epoch']} of {report['epochs_run']}, val_loss {best['val_loss']:.4f})"
+
+
 def test_train_prints_the_tutorials_numbers_and_the_run_folder(work, capsys):
     code, out, err = run(capsys, "train", "tiny.net", "--data", "t.csv", "--targets", "probs=label", "--seed", "1")
     assert code == 0
@@ -53,7 +60,8 @@ def test_train_prints_the_tutorials_numbers_and_the_run_folder(work, capsys):
     assert lines[4] == "run folder: runs/tiny-1"
     # stderr is not a terminal here: one line per epoch
     assert err.splitlines()[0] == "run folder: runs/tiny-1"
-    assert [line.split("  ")[0] for line in err.splitlines()[1:]] == ["epoch 1/2", "epoch 2/2"]
+    assert [line.split("  ")[0] for line in err.splitlines()[1:3]] == ["epoch 1/2", "epoch 2/2"]
+    assert err.splitlines()[3:] == [best_weights("runs/tiny-1")]  # the weights the test: line scored
     code, out, err = run(capsys, "train", "tiny.net", "--data", "t.csv", "--targets", "probs=label",
                          "--progress", "none", "--epochs", "1", "--split", "0.5,0.5")
     assert code == 0 and err == "run folder: runs/tiny-2\n" and "test:" not in out
@@ -64,7 +72,7 @@ def test_a_run_folder_named_with_control_characters_is_printed_escaped(work, cap
     code, out, err = run(capsys, "train", "tiny.net", "--data", "t.csv", "--targets", "probs=label",
                          "--progress", "none", "--epochs", "1", "-o", "runs\x1b[31m\nfake")
     assert code == 0
-    assert err == "run folder: runs\\x1b[31m\\nfake/tiny-1\n"
+    assert err == "run folder: runs\\x1b[31m\\nfake/tiny-1\n" + best_weights("runs\x1b[31m\nfake/tiny-1") + "\n"
     assert out.splitlines()[-1] == "run folder: runs\\x1b[31m\\nfake/tiny-1"
     assert Path("runs\x1b[31m\nfake", "tiny-1", "report.json").is_file()
 
@@ -78,9 +86,10 @@ def test_a_progress_bar_redraws_in_place(work, capsys):
 
 def test_evaluate_and_predict_a_run_folder(work, capsys):
     assert run(capsys, "train", "tiny.net", "--data", "t.csv", "--targets", "probs=label", "--progress", "none")[0] == 0
-    code, out, _ = run(capsys, "evaluate", "runs/tiny-1", "--data", "t.csv", "--targets", "probs=label", "--json")
+    code, out, err = run(capsys, "evaluate", "runs/tiny-1", "--data", "t.csv", "--targets", "probs=label", "--json",
+                         "--checkpoint", "last")
     values = json.loads(out)
-    assert code == 0 and set(values) == {"loss", "accuracy"}
+    assert code == 0 and set(values) == {"loss", "accuracy"} and err == "weights: last (epoch 2 of 2)\n"
     # the folder's model.keras at the run's batch size (5): the same sums, so the same printed digits
     # (at the default 32 the batches' float32 sums differ in the last bits, and .6g can round apart)
     code, out, _ = run(capsys, "evaluate", "runs/tiny-1/model.keras", "--data", "t.csv", "--targets", "probs=label",
@@ -101,7 +110,7 @@ def test_evaluate_and_predict_a_run_folder(work, capsys):
     config = json.loads(Path("runs/tiny-1/config.json").read_text())
     assert config["columns"] == {"x": ["f1", "f2", "f3"]} and config["classes"] == {"probs": ["0", "1"]}
     code, out, err = run(capsys, "predict", "runs/tiny-1", "--data", "t.csv", "-o", "preds.csv")
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, best_weights("runs/tiny-1") + "\n")
     rows = list(csv.DictReader(Path("preds.csv").open(newline="")))
     assert list(rows[0]) == ["source", "class", "0", "1"]
     np.testing.assert_allclose([[float(r["0"]), float(r["1"])] for r in rows], first, atol=1e-6)
@@ -162,7 +171,7 @@ def test_resume_auto_starts_a_new_run_when_none_is_unfinished(work, capsys):
     assert (code, err) == (2, "netdsl train: error: no training data: give --data SRC, or --train SRC [--val SRC] "
                               "[--test SRC] (and no unfinished run of 'tiny' in runs to resume)\n")
     code, _, err = run(capsys, "evaluate", "runs/tiny-3", "--data", "t.csv")
-    assert (code, err) == (1, "runs/tiny-3: error: no such run folder or .keras file\n")
+    assert (code, err) == (1, "runs/tiny-3: error: no such file or folder\n")
 
 
 def test_a_plugin_layer_trains_and_its_run_evaluates(work, capsys, monkeypatch):
@@ -238,15 +247,15 @@ def test_a_metric_of_one_value_per_class_is_a_list_everywhere(work, capsys):
     assert json.loads(next(csv.reader([history[2]]))[3]) == train
     assert "train [0]" in Path("runs/per_class-1/curves.svg").read_text()
 
-    code, out, err = run(capsys, "evaluate", "runs/per_class-1", "--data", "pc.npz", "--json")
-    assert (code, err) == (0, "")
+    code, out, err = run(capsys, "evaluate", "runs/per_class-1", "--data", "pc.npz", "--json", "--checkpoint", "last")
+    assert (code, err) == (0, "weights: last (epoch 2 of 2)\n")
     values = json.loads(out)
     model = keras.saving.load_model("runs/per_class-1/model.keras")
     metric = keras.metrics.F1Score()
     for start in range(0, 40, 5):  # the run's batch size: Keras sums its counts batch by batch
         metric.update_state(np.eye(2, dtype="float32")[labels[start:start + 5]], model(x[start:start + 5]))
     np.testing.assert_allclose(values["f1_score"], np.asarray(metric.result()), atol=1e-6)
-    code, out, _ = run(capsys, "evaluate", "runs/per_class-1", "--data", "pc.npz")
+    code, out, _ = run(capsys, "evaluate", "runs/per_class-1", "--data", "pc.npz", "--checkpoint", "last")
     f1 = values["f1_score"]
     assert code == 0 and out.splitlines()[2] == f"f1_score  [{f1[0]:.6g}, {f1[1]:.6g}]"
 
@@ -263,8 +272,8 @@ def test_r2_score_of_one_value_per_output_column_trains_and_evaluates_as_keras(w
     code, out, err = run(capsys, "train", "columns.net", "--data", "cols.npz", "--seed", "3", "--progress", "none")
     assert code == 0, err
     assert out.splitlines()[1].startswith("train: loss ") and " r2_score [" in out.splitlines()[1]
-    code, out, err = run(capsys, "evaluate", "runs/columns-1", "--data", "cols.npz", "--json")
-    assert (code, err) == (0, "")
+    code, out, err = run(capsys, "evaluate", "runs/columns-1", "--data", "cols.npz", "--json", "--checkpoint", "last")
+    assert (code, err) == (0, "weights: last (epoch 2 of 2)\n")
     values = json.loads(out)
     metric = keras.metrics.R2Score(class_aggregation=None)
     metric.update_state(y, keras.saving.load_model("runs/columns-1/model.keras")(x))
@@ -303,14 +312,16 @@ def test_a_run_folder_evaluates_with_its_specs_huber_delta(work, capsys):
     model.compile(loss=keras.losses.Huber(delta=1.0), metrics=["mae"])
     saved_delta = model.evaluate(x, y, batch_size=5, return_dict=True, verbose=0)["loss"]
     assert abs(saved_delta - wanted["loss"]) > 1e-3  # the two deltas score apart on this data
-    for trained in ("runs/robust-1", "runs/robust-1/model.keras"):
-        code, out, err = run(capsys, "evaluate", trained, "--data", "reg.npz", "--batch-size", "5", "--json")
-        assert (code, err) == (0, "")
+    for trained, which, weights in (("runs/robust-1", ["--checkpoint", "last"], "weights: last (epoch 2 of 2)\n"),
+                                    ("runs/robust-1/model.keras", [], "")):
+        code, out, err = run(capsys, "evaluate", trained, "--data", "reg.npz", "--batch-size", "5", "--json", *which)
+        assert (code, err) == (0, weights)
         values = json.loads(out)
         assert abs(values["loss"] - wanted["loss"]) <= 1e-6 and abs(values["mae"] - wanted["mae"]) <= 1e-6
     # The spec edited since: its train section may not be the run's, so the file's own compile scores (delta 1.0).
     Path("robust.net").write_text(HUBER + "# edited\n")
-    code, out, _ = run(capsys, "evaluate", "runs/robust-1", "--data", "reg.npz", "--batch-size", "5", "--json")
+    code, out, _ = run(capsys, "evaluate", "runs/robust-1", "--data", "reg.npz", "--batch-size", "5", "--json",
+                       "--checkpoint", "last")
     assert code == 0 and abs(json.loads(out)["loss"] - saved_delta) <= 1e-6
 
 
@@ -339,8 +350,9 @@ def test_a_run_folder_reads_its_spec_from_the_include_folders_it_trained_with(wo
     wanted = model.evaluate(x, y, batch_size=5, return_dict=True, verbose=0)
     model.compile(loss=keras.losses.Huber(delta=1.0), metrics=["mae"])
     assert abs(model.evaluate(x, y, batch_size=5, return_dict=True, verbose=0)["loss"] - wanted["loss"]) > 1e-3
-    code, out, err = run(capsys, "evaluate", "runs/robust-1", "--data", "reg.npz", "--batch-size", "5", "--json")
-    assert (code, err) == (0, "")
+    code, out, err = run(capsys, "evaluate", "runs/robust-1", "--data", "reg.npz", "--batch-size", "5", "--json",
+                         "--checkpoint", "last")
+    assert (code, err) == (0, "weights: last (epoch 2 of 2)\n")
     values = json.loads(out)
     assert abs(values["loss"] - wanted["loss"]) <= 1e-6 and abs(values["mae"] - wanted["mae"]) <= 1e-6
 
@@ -359,8 +371,8 @@ def test_adjusted_r2_trains_and_evaluates_as_keras_computes_it_eagerly(work, cap
     code, out, err = run(capsys, "train", "adjusted.net", "--data", "adj.npz", "--seed", "4", "--progress", "none")
     assert code == 0, err
     assert " r2_score " in out.splitlines()[1]
-    code, out, err = run(capsys, "evaluate", "runs/adjusted-1", "--data", "adj.npz", "--json")
-    assert (code, err) == (0, "")
+    code, out, err = run(capsys, "evaluate", "runs/adjusted-1", "--data", "adj.npz", "--json", "--checkpoint", "last")
+    assert (code, err) == (0, "weights: last (epoch 2 of 2)\n")
     model = keras.saving.load_model("runs/adjusted-1/model.keras")
     keras_own = keras.metrics.R2Score(num_regressors=2)
     for start in range(0, 40, 5):

@@ -145,14 +145,15 @@ def test_a_run_folder_exports_its_best_model_with_the_runs_spec_hash(tmp_path, c
                                                           "model": "convnet"}}))
     model.save(run / "best.keras")
     code, stdout, err = cli(capsys, str(run), "--format", "onnx")
-    assert (code, err) == (0, ""), err
+    assert (code, err) == (0, "weights: best\n"), err  # which weights, on stderr (no report.json: no epoch to tell)
     assert stdout.splitlines()[0] == f"wrote {run / 'convnet.onnx'} (onnx)"
     import onnx
 
     meta = {p.key: p.value for p in onnx.load(str(run / "convnet.onnx")).metadata_props}
     assert meta == {"netdsl_version": netdsl.__version__, "netdsl_model": "convnet", "netdsl_spec_sha256": "ab" * 32}
     code, _, err = cli(capsys, str(run), "--format", "onnx", "--last")
-    assert (code, err) == (1, f"{run}: error: the run has no model.keras (status: running)\n")
+    assert (code, err) == (1, f"{run}: error: no model.keras yet (status: running); it is written when the run ends; "
+                              "--checkpoint best reads best.keras, the best epoch so far\n")
 
 
 # ------------------------------------------------------------------ errors: one line each
@@ -172,8 +173,7 @@ def zip_free(path: Path) -> Path:
     ("no_such_source", (1, "{tmp}/nothing.net: error: no such spec, run folder or .keras file\n")),
     ("not_a_source", (1, "{tmp}/notes.txt: error: not a spec (.net), a run folder or a .keras file\n")),
     ("planted_link", (1, "{tmp}/out.onnx: error: it is a symbolic link; netdsl does not write through links\n")),
-    ("empty_run", (1, "{tmp}/run: error: the run has no best.keras (status: running); --last exports "
-                      "model.keras, written when the run ends\n")),
+    ("empty_run", (1, "{tmp}/run: error: no model.keras yet (status: running); it is written when the run ends\n")),
     ("not_a_run", (1, "{tmp}/folder: error: not a run folder (no config.json), or a run killed before it "
                       "started\n")),
     ("in_the_way", (1, "{tmp}/taken: error: a folder that is not a SavedModel is in the way; remove it or "

@@ -140,6 +140,23 @@ def add_alias(parser: argparse.ArgumentParser, *flags: str, dest: str, **kwargs:
     parser.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
 
 
+def add_checkpoint(parser: argparse.ArgumentParser) -> None:
+    """`--checkpoint best|last`: which of a run folder's two sets of weights (training/run/runs.CHECKPOINTS)."""
+    parser.add_argument("--checkpoint", choices=("best", "last"), default=None,
+                        help="a run folder's best epoch (best.keras) or its last (model.keras); default: best "
+                             "when the run had validation data, else last")
+
+
+def print_weights(trained: Any, checkpoint: str | None) -> None:
+    """Which weights of a run folder the command uses, one line on stderr (nothing for a file): the line
+    and the file are `RunFolder.weights`', the one choice every command reading a run makes."""
+    from netdsl.training.run.runs import RunFolder, is_run_folder
+
+    if not is_run_folder(trained):
+        return
+    print(printable(RunFolder.existing(trained).weights(checkpoint).line), file=sys.stderr, flush=True)
+
+
 def add_spec(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="the .net spec file")
 

@@ -1,6 +1,7 @@
-"""`netdsl decompile MODEL.keras [-o OUT.net] [--flat] [--verify] [--plugin MODULE]`.
+"""`netdsl decompile MODEL.keras|RUN_DIR [--checkpoint best|last] [-o OUT.net] [--flat] [--verify] [--plugin MODULE]`.
 
-Prints the spec of a saved Keras model (or writes it to OUT.net, atomically). The
+Prints the spec of a saved Keras model (or writes it to OUT.net, atomically); a run folder
+means the weights every command reading a run uses (`weights: ...` on stderr says which). The
 file is read as data: no Keras object is made from it and TensorFlow is not
 imported, unless `--verify` asks for the round-trip proof, which loads the model
 with Keras (safe mode, and only once every layer has passed the registry) and
@@ -13,7 +14,16 @@ import argparse
 import sys
 
 from netdsl.atomic import write_bytes
-from netdsl.cli.common import EXIT_OK, add_alias, add_command, add_plugin, load_plugins, print_failure
+from netdsl.cli.common import (
+    EXIT_OK,
+    add_alias,
+    add_checkpoint,
+    add_command,
+    add_plugin,
+    load_plugins,
+    print_failure,
+    print_weights,
+)
 from netdsl.errors import Diagnostic, SpecError, printable
 
 
@@ -23,7 +33,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                      "`* N` repeats; the file is read as data (no TensorFlow).",
                          examples=["netdsl decompile build/lightning_mlp.keras",
                                    "netdsl decompile resnet50.keras -o resnet50.net --verify"])
-    parser.add_argument("model", metavar="MODEL.keras", help="the saved model (a .keras file)")
+    parser.add_argument("model", metavar="MODEL.keras|RUN_DIR",
+                        help="the saved model: a .keras file, or a run folder (its best.keras or model.keras)")
+    add_checkpoint(parser)
     parser.add_argument("-o", "--out", metavar="OUT.net", help="write the spec here instead of printing it")
     add_alias(parser, "--output", dest="out")
     parser.add_argument("--flat", action="store_true", help="no blocks or repeats: every layer where it is used")
@@ -34,10 +46,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from netdsl.decompiler import decompile_model
+    from netdsl.api import decompile
 
     load_plugins(args.plugin, args.model)
-    text = decompile_model(args.model, flat=args.flat)
+    print_weights(args.model, args.checkpoint)
+    args.model = _model_file(args.model, args.checkpoint)  # a run folder: the file of the weights it uses
+    text = decompile(args.model, flat=args.flat)
     if args.out:
         try:
             write_bytes(args.out, text.encode("utf-8"))
@@ -51,6 +65,16 @@ def run(args: argparse.Namespace) -> int:
     if args.verify:
         return _verify(args, text, report)
     return EXIT_OK
+
+
+def _model_file(model: str, checkpoint: str | None) -> str:
+    """A run folder as the .keras file of the weights it uses (`RunFolder.weights`); a file as it is."""
+    from netdsl.training.run.runs import RunFolder, is_run_folder, refuse_checkpoint
+
+    if is_run_folder(model):
+        return str(RunFolder.existing(model).weights(checkpoint).path)
+    refuse_checkpoint(checkpoint, "a .keras file")
+    return model
 
 
 def _verify(args: argparse.Namespace, text: str, report) -> int:

@@ -1,7 +1,9 @@
 """`netdsl evaluate RUN_DIR|MODEL.keras|EXPORTED [--data SRC | --split test|val|train] [--spec SPEC.net]
 [-I DIR] [--json] [--batch-size N]`.
 
-The loss and metrics on data. A run folder means its model.keras (and its batch size);
+The loss and metrics on data. A run folder means its best.keras when it had validation data, else its
+model.keras (`--checkpoint best|last` chooses; the line `weights: ...` on stderr says which), and its
+batch size;
 an exported file (.onnx, .tflite, a SavedModel folder) runs in its own runtime, scored
 with the loss and metrics of --spec (or of the spec its run folder recorded);
 without `--data`, its own test split (or `--split val|train`), cut as training cut it. The data is read
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -22,6 +25,7 @@ from typing import Any
 
 from netdsl.cli.common import (
     add_backend,
+    add_checkpoint,
     add_command,
     add_include,
     add_json,
@@ -29,9 +33,11 @@ from netdsl.cli.common import (
     add_targets,
     load_plugins,
     parse_targets,
+    print_weights,
     warning_line,
 )
 from netdsl.errors import UsageError, printable
+from netdsl.training.errors import RunError
 from netdsl.training.scale import processes
 
 
@@ -60,8 +66,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def add_trained_model_arguments(cmd: argparse.ArgumentParser, data_required: bool = True) -> None:
     """What `evaluate` and `predict` share: the trained model, its data and how to run it."""
     cmd.add_argument("trained", metavar="RUN_DIR|MODEL.keras|EXPORTED",
-                     help="a run folder (its model.keras), a .keras file, or an exported .onnx, .tflite or "
-                          "SavedModel folder (run in its own runtime)")
+                     help="a run folder (its best.keras or model.keras: see --checkpoint), a .keras file, or an "
+                          "exported .onnx, .tflite or SavedModel folder (run in its own runtime)")
+    add_checkpoint(cmd)
     cmd.add_argument("--data", required=data_required, metavar="SRC",
                      help="the data (.npz, .csv, .tfrecord, image folder), found by the model's input names"
                           + ("" if data_required else " (default: a run folder's own --split)"))
@@ -99,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
     from netdsl.deploy.inference import is_exported
 
     exported = is_exported(args.trained)
+    if not os.path.exists(args.trained):  # a typo: say so, not what evaluate needs without --data
+        raise RunError("no such file or folder", file=args.trained)
     if args.data is None and (exported or not Path(args.trained).is_dir()):
         raise UsageError("evaluate needs --data SRC, except for a run folder (its own test split by default)")
     targets, scope = set_up(args)
@@ -109,9 +118,10 @@ def run(args: argparse.Namespace) -> int:
 
     with scope(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SpecChangedWarning)
+        print_weights(args.trained, args.checkpoint)
         values = evaluate(args.trained, data=args.data, batch_size=args.batch_size, targets=targets, split=args.split,
                           spec=args.spec, model=args.model, include=args.include,
-                          backend=args.backend if exported else None)
+                          backend=args.backend if exported else None, checkpoint=args.checkpoint)
     for warned in caught:  # netdsl's own as one line; anyone else's (a runtime's) as Python shows it
         if issubclass(warned.category, SpecChangedWarning):
             print(warning_line("evaluate", str(warned.message)), file=sys.stderr)

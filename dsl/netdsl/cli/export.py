@@ -1,10 +1,11 @@
 """`netdsl export SRC --format onnx|saved_model|litert [-o OUT] [--no-verify] [--data SRC] [--model NAME]
-[--weights FILE.keras | --seed S] [--last]`.
+[--weights FILE.keras | --seed S] [--checkpoint best|last]`.
 
 SRC is a spec (built with fresh weights, drawn from --seed, or those of --weights), a run folder
-(its best.keras; --last: model.keras) or a .keras file. The file is written atomically, then
-run in the format's own runtime on seeded inputs (or the first samples of --data) next to the
-Keras model; the largest difference per output is printed, and a difference beyond the
+(its weights as evaluate picks them: best.keras when the run had validation data, else model.keras;
+`--checkpoint` chooses, and the line `weights: ...` on stderr says which) or a .keras file. The file
+is written atomically, then run in the format's own runtime on seeded inputs (or the first samples
+of --data) next to the Keras model; the largest difference per output is printed, and a difference beyond the
 format's tolerance exits 1.
 """
 
@@ -12,7 +13,16 @@ from __future__ import annotations
 
 import argparse
 
-from netdsl.cli.common import EXIT_OK, add_alias, add_command, add_include, add_plugin, load_plugins
+from netdsl.cli.common import (
+    EXIT_OK,
+    add_alias,
+    add_checkpoint,
+    add_command,
+    add_include,
+    add_plugin,
+    load_plugins,
+    print_weights,
+)
 
 FORMAT_NAMES = ("onnx", "saved_model", "litert")  # repeated from deploy.formats: the parser loads no room
 
@@ -37,7 +47,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--weights", metavar="FILE.keras", help="weights for the spec's model (default: fresh)")
     parser.add_argument("--seed", type=int, metavar="S",
                         help="draw a spec's fresh weights from this seed (the same seed, the same file)")
-    parser.add_argument("--last", action="store_true", help="a run's model.keras (the last epoch), not best.keras")
+    add_checkpoint(parser)
+    add_alias(parser, "--last", dest="checkpoint", action="store_const", const="last")
     parser.add_argument("--verify", action=argparse.BooleanOptionalAction, default=True,
                         help="run the file in its runtime and compare with Keras (default: on)")
     parser.add_argument("--data", metavar="SRC",
@@ -52,8 +63,9 @@ def run(args: argparse.Namespace) -> int:
     from netdsl.deploy import export_model
 
     load_plugins(args.plugin, args.source)
+    print_weights(args.source, args.checkpoint)
     exported = export_model(args.source, format=args.format, out=args.out, model=args.model, weights=args.weights,
-                            last=args.last, check=args.verify, include=args.include, quiet=True,
+                            checkpoint=args.checkpoint, check=args.verify, include=args.include, quiet=True,
                             data=args.data, seed=args.seed)
     print(f"wrote {exported.path} ({exported.format.name})")
     for note in exported.notes:

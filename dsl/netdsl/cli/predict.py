@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from netdsl.cli.common import add_alias, add_command
+from netdsl.cli.common import add_alias, add_command, print_weights
 from netdsl.cli.evaluate import add_trained_model_arguments, set_up
 from netdsl.errors import UsageError, printable
 from netdsl.training.errors import TrainingError
@@ -53,8 +53,9 @@ def run(args: argparse.Namespace) -> int:
     from netdsl.deploy.inference import is_exported
 
     with scope():
+        print_weights(args.trained, args.checkpoint)
         predictions = predict(args.trained, data=args.data, batch_size=args.batch_size, targets=targets,
-                              backend=args.backend if is_exported(args.trained) else None)
+                              backend=args.backend if is_exported(args.trained) else None, checkpoint=args.checkpoint)
     try:
         target = predictions.write(args.out)
     except OSError as exc:

@@ -149,6 +149,15 @@ def _announce(folder: Path, first_epoch: int) -> None:
     print(f"run folder: {printable(folder)}{resumed}", file=sys.stderr, flush=True)
 
 
+def _weights_line(report: dict) -> str:
+    from netdsl.training.run.runs import weights_line
+
+    used = report.get("test_weights") or {}
+    why = "no validation data, so no best epoch" if used.get("checkpoint") == "last" else None
+    return weights_line(str(used.get("checkpoint", "last")), used.get("epoch"), report.get("epochs_run"),
+                        used.get("val_loss"), why)
+
+
 def _print_summary(result: Any, spec: str) -> None:
     from netdsl.training.run.report import shown_value
 
@@ -158,6 +167,8 @@ def _print_summary(result: Any, spec: str) -> None:
     print(f"status: {report['status']} ({report['epochs_run']} of {report['epochs']} epochs, {seconds:.1f} s{rate})")
     for group, prefix in (("train", ""), ("val", "val_"), ("test", "test_")):
         values = report.get(group) or {}
+        if values and group == "test":  # scored with the weights evaluate RUN uses; stderr, as every command's
+            print(_weights_line(report), file=sys.stderr, flush=True)
         if values:
             print(f"{group + ':':<6} " + "  ".join(f"{prefix}{k} {shown_value(v, '.4f')}" for k, v in values.items()))
     if result.dir is None:  # stopped before the data was checked: nothing was written

@@ -46,8 +46,9 @@ def default_out(resolved: Resolved, fmt: Format) -> Path:
 
 
 def export_model(source: Any, *, format: str, out: str | os.PathLike | None = None,  # noqa: A002 - the CLI flag
-                 model: str | None = None, weights: str | os.PathLike | None = None, last: bool = False,
-                 check: bool = True, include: Sequence[str | os.PathLike[str]] = (), quiet: bool = False,
+                 model: str | None = None, weights: str | os.PathLike | None = None,
+                 checkpoint: str | None = None, check: bool = True,
+                 include: Sequence[str | os.PathLike[str]] = (), quiet: bool = False,
                  data: Any = None, seed: int | None = None) -> Exported:
     """Export `source` (see `source.resolve`) to `format`; with `check`, run it in its runtime and compare,
     on seeded inputs or on the first samples of `data`. `seed`: a spec's fresh weights drawn from it.
@@ -64,7 +65,8 @@ def export_model(source: Any, *, format: str, out: str | os.PathLike | None = No
     target = Path(out) if out is not None else None
     if target is not None:
         _check_writable(target, fmt)
-    resolved = resolve(source, model=model, weights=weights, last=last, include=include, quiet=quiet, seed=seed)
+    resolved = resolve(source, model=model, weights=weights, checkpoint=checkpoint, include=include, quiet=quiet,
+                       seed=seed)
     target = target if target is not None else default_out(resolved, fmt)
     with muted_stderr(quiet):
         _write(fmt, resolved, target)

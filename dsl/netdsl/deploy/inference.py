@@ -29,6 +29,7 @@ from netdsl.deploy.errors import ExportError, SpecChangedWarning
 from netdsl.deploy.formats import recorded_names
 from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
 from netdsl.errors import UsageError
+from netdsl.training.data.labels import check_source_labels, output_losses
 from netdsl.training.data.request import DataNames
 from netdsl.training.data.source import DataSource, check_layout, open_source
 from netdsl.training.errors import RunError, TrainingError
@@ -128,6 +129,7 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
     graph = _scored_graph(program, name, model)
     check_layout(data, need_targets=True)
     source = open_source(data, model.signature, targets, names=exported_names(model))
+    check_source_labels(output_losses(graph), source, dict(targets or {}), program.sources())
     size = run_batch_size(path, batch_size)
     from netdsl.deploy.scoring import Scorer, ScoringError, not_in_numpy
     from netdsl.training.run.report import logged_value, loss_first

@@ -1,7 +1,8 @@
 """What `netdsl export` exports: a spec, a run folder or a `.keras` file, resolved to one Keras model.
 
     spec.net (or a Program)   built with fresh weights, or the weights of `weights=FILE.keras`
-    runs/mlp-3/               its best.keras (the best epoch), or model.keras with `last=True`
+    runs/mlp-3/               its weights as every command reading a run picks them (`RunFolder.weights`):
+                              best.keras when it had validation data, else model.keras (`checkpoint=`)
     model.keras               loaded in safe mode
     epoch=3.ckpt              a Lightning checkpoint of netdsl.lightning.SpecModule: the spec it records,
                               built on TensorFlow, with the checkpoint's weights (read weights-only)
@@ -28,7 +29,7 @@ from netdsl.syntax.loader import Program, as_program, pick_model
 from netdsl.training.data.request import DataNames
 from netdsl.training.run.inference import run_names
 from netdsl.training.run.predictions import class_names, keras_loss_names
-from netdsl.training.run.runs import CONFIG, RunFolder
+from netdsl.training.run.runs import CONFIG, RunFolder, refuse_checkpoint
 from netdsl.training.run.settings import saved_names
 from netdsl.version import __version__
 
@@ -68,7 +69,7 @@ def in_float32(resolved: Resolved) -> Resolved:
 
 
 def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike | None = None,
-            last: bool = False, include: Sequence[str | os.PathLike[str]] = (), quiet: bool = False,
+            checkpoint: str | None = None, include: Sequence[str | os.PathLike[str]] = (), quiet: bool = False,
             seed: int | None = None) -> Resolved:
     """The Keras model `source` means, loaded or built (see the module's docstring), in float32.
 
@@ -80,6 +81,8 @@ def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike
         raise ExportError("--seed draws a spec's fresh weights; "
                           + ("--weights gives them" if weights is not None else "this source has trained weights"),
                           file=str(source) if isinstance(source, (str, os.PathLike)) else None)
+    if not (isinstance(source, (str, os.PathLike)) and Path(source).is_dir()):
+        refuse_checkpoint(checkpoint, "a spec, a .keras file or a keras.Model")
     if isinstance(source, Program):
         return in_float32(_from_spec(source, source.root, model, weights, include, quiet, seed))
     if not isinstance(source, (str, os.PathLike)):
@@ -88,16 +91,16 @@ def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike
         return in_float32(Resolved(source, source.name, None, source.name, {"netdsl_version": __version__}))
     path = Path(source)
     if path.is_dir():
-        return in_float32(_from_run(path, last, quiet))
+        return in_float32(_from_run(path, checkpoint, quiet))
     if not path.exists():
         raise ExportError("no such spec, run folder or .keras file", file=str(path))
     if path.suffix == ".keras":
-        _refuse_options(path, model, weights, last)
+        _refuse_options(path, model, weights)
         loaded = _load_keras(path, quiet)
         metadata = {"netdsl_version": __version__, **data_names_metadata(loaded, run_names(path))}
         return in_float32(Resolved(loaded, loaded.name, path.parent, str(path), metadata))
     if path.suffix == ".ckpt":
-        _refuse_options(path, model, weights, last)
+        _refuse_options(path, model, weights)
         return in_float32(_from_lightning(path, quiet))
     if path.suffix in SPEC_SUFFIXES:
         return in_float32(_from_spec(as_program(path, include), str(path), model, weights, include, quiet, seed))
@@ -136,12 +139,9 @@ def _from_spec(program: Program, label: str, model: str | None, weights: Any,
     return Resolved(built, name, None, label, metadata | data_names_metadata(built, DataNames()))
 
 
-def _from_run(path: Path, last: bool, quiet: bool) -> Resolved:
+def _from_run(path: Path, checkpoint: str | None, quiet: bool) -> Resolved:
     folder = RunFolder.existing(path)
-    file = path / ("model.keras" if last else "best.keras")
-    if not file.is_file():
-        other = "" if last else "; --last exports model.keras, written when the run ends"
-        raise ExportError(f"the run has no {file.name} (status: {folder.status()}){other}", file=str(path))
+    file = folder.weights(checkpoint).path
     saved = folder.read_json(CONFIG)
     spec = saved.get("spec", {})
     loaded = _load_keras(file, quiet)
@@ -189,9 +189,9 @@ def _input_name(model: keras.Model) -> str:
     return str(getattr(model.inputs[0], "name", "input")).split(":")[0]
 
 
-def _refuse_options(path: Path, model: str | None, weights: Any, last: bool) -> None:
-    if model is not None or weights is not None or last:
-        flag = "--model" if model is not None else "--weights" if weights is not None else "--last"
+def _refuse_options(path: Path, model: str | None, weights: Any) -> None:
+    if model is not None or weights is not None:
+        flag = "--model" if model is not None else "--weights"
         raise ExportError(f"{flag} does not apply to a {path.suffix} file", file=str(path))
 
 

@@ -87,6 +87,10 @@ class ArraySource:
         for start in range(0, len(rows), batch_size):
             yield self.take(rows[start:start + batch_size], with_targets)
 
+    def targets_in_memory(self) -> dict[str, np.ndarray]:
+        """{output: array} of the targets (none when the source holds none): `labels.check_source_labels`."""
+        return dict(self._numpy()[1] or {})
+
     def take(self, index: np.ndarray, with_targets: bool = True) -> Batch:
         """The rows `index` (in that order) as ({input: array}, {output: array} or None), in NumPy."""
         inputs, targets = self._numpy()

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from netdsl.errors import SpecError, UsageError
+from netdsl.training.data.labels import check_source_labels
 from netdsl.training.data.pipeline import EpochOrder
 from netdsl.training.data.plan import DataPlan, plan_data
 from netdsl.training.data.signature import Signature
@@ -147,6 +148,8 @@ class Session:
     model: Any = None
     plan: DataPlan | None = None
     test: dict = field(default_factory=dict)
+    test_weights: dict | None = None  # which weights scored `test`: {"checkpoint": "best"|"last", "epoch": ...}
+    keeper: RunKeeper | None = None
     state: dict = field(default_factory=lambda: {"epoch": 0, "history": [], "best_val_loss": math.inf,
                                                  "best_epoch": None, "seconds": 0.0, "samples": 0,
                                                  "epoch_seconds": [], "write_seconds": []})
@@ -161,6 +164,10 @@ class Session:
             self._build()
             self.plan = plan_data(self.config.data, Signature.of(self.model), self.config.seed,
                                   self.config.validation_split)
+            for part in {id(p.source): p for p in (self.plan.train, self.plan.val, self.plan.test) if p}.values():
+                # the labels read with the data (a CSV's), against the losses: before any run folder
+                check_source_labels(self.config.losses, part.source, dict(self.config.data.targets or {}),
+                                    self.config.program.sources())
             self.placement.prepare(self.plan, self.config.batch_size)
         except Stopped as stop:
             return Run(None, self.model, {}, self._report("stopped", f"{stop} received before training started"))
@@ -239,6 +246,7 @@ class Session:
         order = EpochOrder(config.seed) if config.shuffle else None
         keeper = RunKeeper(self.writer, self.signals, spec_callbacks, order, self.state,
                            lambda: self._report("running"), plan.train.n)
+        self.keeper = keeper
         if config.resume_from is not None and config.resume_from.checkpoint.is_file():
             keeper.restored = checkpoint.restore(config.resume_from.checkpoint, model, spec_callbacks)
             self.writer.history(self.state["history"])  # the checkpoint's: an epoch recorded after it is redone
@@ -279,11 +287,42 @@ class Session:
                     "stopped_early")
 
     def _test(self) -> None:
+        """The test part scored with the weights `evaluate RUN` uses (`RunFolder.weights`): the best epoch's
+        when the run kept one (it had validation data), else the last; the model keeps its last weights."""
         plan = self._planned()
-        if plan.test is not None:
-            test = self.placement.dataset(plan.test, self.config.batch_size)
+        if plan.test is None:
+            return
+        test = self.placement.dataset(plan.test, self.config.batch_size)
+        best = self._best_weights()
+        last = self.model.get_weights() if best is not None else None
+        try:
+            if best is not None:
+                self.model.set_weights(best)
             logs = self.model.evaluate(test, return_dict=True, verbose=0)
-            self.test = {k: logged_value(v) for k, v in logs.items()}
+        finally:
+            if last is not None:
+                self.model.set_weights(last)
+        self.test = {k: logged_value(v) for k, v in logs.items()}
+        best_epoch = self.state["best_epoch"]
+        self.test_weights = ({"checkpoint": "best", "epoch": best_epoch, "val_loss": self.state["best_val_loss"]}
+                             if best_epoch is not None else {"checkpoint": "last", "epoch": self.state["epoch"]})
+
+    def _best_weights(self) -> list | None:
+        """The best epoch's weights when they are not the last epoch's: kept in memory by this run's keeper,
+        or (a resumed run whose best epoch came before) read from the run's best.keras; None otherwise."""
+        best_epoch = self.state["best_epoch"]
+        if best_epoch is None or best_epoch == self.state["epoch"]:
+            return None
+        kept = getattr(self.keeper, "best_weights", None) if self.keeper is not None else None
+        if kept is not None:
+            return kept
+        folder = self.config.resume_from or self.folder
+        best_file = folder.path / "best.keras" if folder is not None else None
+        if best_file is None or not best_file.is_file():
+            return None
+        import keras
+
+        return keras.saving.load_model(best_file, safe_mode=True, compile=False).get_weights()
 
     def _close(self, status: str, reason: str | None = None) -> Run:
         report = self._report(status, reason)
@@ -322,6 +361,7 @@ class Session:
             "train": {k: last[k] for k in loss_first([k for k in last if k != "epoch" and not k.startswith("val_")])},
             "val": {k: last[f"val_{k}"] for k in loss_first([k[4:] for k in last if k.startswith("val_")])},
             "test": {k: self.test[k] for k in loss_first(list(self.test))},
+            **({"test_weights": self.test_weights} if self.test_weights is not None else {}),
             "best": ({"epoch": state["best_epoch"], "val_loss": state["best_val_loss"]}
                      if state["best_epoch"] is not None else None),
             "seconds": round(state["seconds"], 3),

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netdsl.atomic import write_bytes
-from netdsl.errors import UsageError
+from netdsl.errors import Sources, UsageError
 from netdsl.files import Refused, open_regular
+from netdsl.training.data.labels import OutputLoss, check_source_labels, output_losses
 from netdsl.training.data.plan import split_rows
 from netdsl.training.data.request import DEFAULT_SPLIT, DataNames
 from netdsl.training.data.signature import Signature
@@ -29,7 +30,7 @@ from netdsl.training.errors import RunError, TrainingError
 from netdsl.training.run.checkpoint import npz_bytes
 from netdsl.training.run.predictions import Predictions, class_names, keras_loss_names
 from netdsl.training.run.report import LoggedValue, logged_value, loss_first
-from netdsl.training.run.runs import CONFIG, RunFolder
+from netdsl.training.run.runs import CONFIG, RunFolder, refuse_checkpoint
 from netdsl.training.run.settings import saved_data, saved_names
 
 if TYPE_CHECKING:
@@ -53,22 +54,24 @@ def _refuse_other_formats(path: Path) -> None:
         raise RunError("not a .keras file (not a zip archive)", file=str(path))
 
 
-def load_trained(where: Any) -> tuple[Any, int]:
-    """(keras.Model, batch size) from a model, a run folder or a .keras file."""
+def load_trained(where: Any, checkpoint: str | None = None) -> tuple[Any, int]:
+    """(keras.Model, batch size) from a model, a run folder (the weights `RunFolder.weights` picks:
+    `checkpoint` "best" or "last", by default best when the run had validation data) or a .keras file."""
     if not isinstance(where, (str, os.PathLike)):
+        refuse_checkpoint(checkpoint, "a keras.Model")
         return where, DEFAULT_BATCH
     path = Path(where)
     batch = DEFAULT_BATCH
     if path.is_dir():
         folder = RunFolder.existing(path)
         batch = folder.read_json(CONFIG).get("settings", {}).get("batch_size", DEFAULT_BATCH)
-        model_file = path / "model.keras"
-        if not model_file.is_file():
-            raise RunError(f"no model.keras yet (status: {folder.status()})", file=str(path),
-                           hint="it is written when the run ends; best.keras holds the best epoch so far")
-        path = model_file
+        path = folder.weights(checkpoint).path
+    elif not path.exists():
+        raise RunError("no such file or folder", file=str(path))
     elif not path.is_file():
-        raise RunError("no such run folder or .keras file", file=str(path))
+        raise RunError("not a run folder or a .keras file", file=str(path))
+    else:
+        refuse_checkpoint(checkpoint, "a .keras file")
     _refuse_other_formats(path)
     import keras
 
@@ -83,7 +86,7 @@ def load_trained(where: Any) -> tuple[Any, int]:
 
 
 def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None,
-             split: str = "test") -> dict[str, LoggedValue]:
+             split: str = "test", checkpoint: str | None = None) -> dict[str, LoggedValue]:
     """`data=None` with a run folder: the run's own `split` ("test", "val" or "train") of its data,
     cut as training cut it (the same sources, fractions and seed, from its config.json)."""
     if data is None and split not in SPLITS:
@@ -91,49 +94,99 @@ def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict
     if data is not None:
         check_layout(data, need_targets=True)
         check_run_data(where, data, targets, need_targets=True)
-    elif isinstance(where, (str, os.PathLike)) and not Path(where).is_dir():
+    elif isinstance(where, (str, os.PathLike)) and Path(where).exists() and not Path(where).is_dir():
         raise UsageError("evaluate needs --data, except for a run folder (which evaluates on its own test split)")
-    model, batch = load_trained(where)
+    model, batch = load_trained(where, checkpoint)
     if not model.compiled or model.loss is None:
         raise TrainingError("the model has no loss to evaluate (its spec has no train section)",
                             file=str(where) if isinstance(where, (str, os.PathLike)) else None)
-    compile_with_run_spec(model, where)
+    losses = compile_with_run_spec(model, where)
     if data is None:
         source, rows = run_split(where, Signature.of(model), split)
+        columns = _run_targets(where)
     else:
         source = open_source(data, Signature.of(model), targets, names=run_names(where))
-        rows = np.arange(source.n)
+        rows, columns = np.arange(source.n), dict(targets or {})
+    if losses is not None:  # the labels against the spec's losses: one line at its loss, not Keras' traceback
+        check_source_labels(losses[0], source, columns, losses[1])
+    else:  # a .keras file on its own: against the losses it was compiled with
+        check_source_labels(model_losses(model), source, columns, None,
+                            str(where) if isinstance(where, (str, os.PathLike)) else None)
     from netdsl.training.data.feed import feed  # Keras is loaded by now (load_trained)
 
     logs = model.evaluate(feed(source, rows, batch_size or batch), return_dict=True, verbose=0)
     return {k: logged_value(logs[k]) for k in loss_first(list(logs))}
 
 
+def _run_targets(where: Any) -> dict[str, str]:
+    """The --targets a run folder trained with (output: CSV column)."""
+    saved = RunFolder.existing(where).read_json(CONFIG).get("data", {})
+    found = saved.get("targets") if isinstance(saved, dict) else None
+    return {k: v for k, v in found.items() if isinstance(v, str)} if isinstance(found, dict) else {}
+
+
 SPLITS = ("test", "val", "train")
 
 
-def compile_with_run_spec(model: Any, where: Any) -> bool:
+def model_losses(model: Any) -> list[OutputLoss]:
+    """Each output of a loaded model with the loss it was compiled with (no spec says where: the
+    check's errors then name the model file), as `labels.output_losses` reads them from a spec."""
+    names = list(model.output_names)
+    loss = model.loss
+    per_output = (loss if isinstance(loss, dict) else dict(zip(names, loss)) if isinstance(loss, (list, tuple))
+                  else dict.fromkeys(names, loss))
+    found = []
+    for name, tensor in zip(names, model.outputs):
+        named = _loss_name(per_output.get(name))
+        if named is None:
+            continue
+        layer = getattr(getattr(tensor, "_keras_history", None), "operation", None)
+        activation = getattr(getattr(layer, "activation", None), "__name__", None)
+        if type(layer).__name__ == "Softmax":
+            activation = "softmax"
+        shape = tuple(d if isinstance(d, int) else None for d in tensor.shape[1:])
+        found.append(OutputLoss(name, shape, activation, named[0], named[1], None))
+    return found
+
+
+def _loss_name(loss: Any) -> tuple[str, bool] | None:
+    """(registry name, from_logits) of a compiled loss: a name, a Keras loss object or function."""
+    if isinstance(loss, str):
+        return loss, False
+    config = loss.get_config() if hasattr(loss, "get_config") else {}
+    name = config.get("name") if isinstance(config, dict) else None
+    name = name if isinstance(name, str) else getattr(loss, "__name__", None)
+    return (name, config.get("from_logits") is True) if isinstance(name, str) else None
+
+
+def compile_with_run_spec(model: Any, where: Any) -> tuple[list[OutputLoss], Sources] | None:
     """Score a run folder's model (or a .keras file in one) with the loss and metrics of the spec the run
     recorded, when that spec is still where it was and unchanged (its sha256), read as the run read it
-    (`run_spec`); True when it did. Keras saves some losses without their arguments (Huber's `delta`):
-    the reloaded file alone would score `huber(delta=0.5)` with delta 1.0."""
+    (`run_spec`); then the spec's losses per output (and its text, to show them), else None. Keras saves
+    some losses without their arguments (Huber's `delta`): the reloaded file alone would score
+    `huber(delta=0.5)` with delta 1.0."""
     if not isinstance(where, (str, os.PathLike)):
-        return False
+        return None
     path = Path(where)
     folder = path if path.is_dir() else path.parent
     if not (folder / CONFIG).is_file():
-        return False
+        return None
     from netdsl.backend.compiler import compile_for_scoring
     from netdsl.errors import SpecError
+    from netdsl.semantics.analysis import checked_graphs
+    from netdsl.syntax.loader import pick_model
 
     saved = RunFolder.existing(folder).read_json(CONFIG)
     try:
         program, name = run_spec(folder, saved)
-        return compile_for_scoring(model, program, name)
+        picked = pick_model(program, name)
+        if not compile_for_scoring(model, program, picked):
+            return None
+        return output_losses(checked_graphs(program, [picked])[picked]), program.sources()
     except RunError:
-        return False  # gone, or edited since: the file's own compile (its loss arguments as Keras saved them)
+        return None  # gone, or edited since: the file's own compile (its loss arguments as Keras saved them)
     except SpecError:
-        return False  # no longer loads here (an imported file gone): the file's own compile
+        return None  # no longer loads here (an imported file gone): the file's own compile
 
 
 def run_spec(folder: Path, saved: dict) -> tuple[Program, str | None]:
@@ -161,7 +214,7 @@ def run_split(where: Any, signature: Signature, split: str) -> tuple[Any, np.nda
         raise UsageError("evaluate needs --data, except for a run folder (which evaluates on its own test split)")
     folder = RunFolder.existing(where)
     saved = folder.read_json(CONFIG)
-    request = saved_data(saved.get("data", {}), str(folder.path))
+    request = saved_data(saved.get("data", {}), str(folder.path), "evaluate")
     settings = saved.get("settings", {})
     what = {"test": "test", "val": "validation", "train": "training"}[split]
     names = saved_names(saved)
@@ -182,10 +235,11 @@ def run_split(where: Any, signature: Signature, split: str) -> tuple[Any, np.nda
     return source, np.arange(source.n)
 
 
-def predict(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None) -> Predictions:
+def predict(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None,
+            checkpoint: str | None = None) -> Predictions:
     check_layout(data, need_targets=False)  # before the model file loads TensorFlow
     check_run_data(where, data, targets, need_targets=False)
-    model, batch = load_trained(where)
+    model, batch = load_trained(where, checkpoint)
     signature = Signature.of(model)
     names = run_names(where)
     source = open_source(data, signature, targets, need_targets=False, names=names)

@@ -28,6 +28,7 @@ class RunKeeper(keras.callbacks.Callback):
         self.state = state  # epoch, history, best_val_loss, best_epoch, seconds, samples, epoch/write_seconds
         self.report, self.samples_per_epoch = report, samples_per_epoch
         self.restored: dict | None = None
+        self.best_weights: list | None = None  # the best epoch's, for the test score (engine `_test`)
         self._started = 0.0
 
     def on_train_begin(self, logs: Any = None) -> None:
@@ -50,6 +51,7 @@ class RunKeeper(keras.callbacks.Callback):
             if isinstance(val_loss, float) and not math.isnan(val_loss) and val_loss < state["best_val_loss"]:
                 state["best_val_loss"], state["best_epoch"] = val_loss, epoch + 1
                 self.writer.model(self.model, "best.keras")
+                self.best_weights = self.model.get_weights()
             before_writes = time.perf_counter() - self._started
             state["seconds"] += before_writes
             state["epoch_seconds"].append(before_writes)

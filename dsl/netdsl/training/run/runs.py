@@ -32,8 +32,10 @@ import re
 import stat
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+from netdsl.errors import UsageError
 from netdsl.files import Refused, read_regular
 from netdsl.limits import MAX_RUN_JSON_BYTES
 from netdsl.training.errors import RunError
@@ -43,6 +45,48 @@ UNFINISHED = ("running", "stopped", "failed")
 # no other account writes into a run, whatever the umask (002 on many shared project folders).
 RUN_FOLDER_MODE, RUN_FILE_MODE = 0o755, 0o644
 CONFIG, REPORT, HISTORY, CHECKPOINT = "config.json", "report.json", "history.csv", "checkpoint.npz"
+# The two sets of weights a run keeps: its best epoch by val_loss (written only when it has validation
+# data) and its last (written when it ends). Every command reading a run uses `RunFolder.weights`.
+CHECKPOINTS = {"best": "best.keras", "last": "model.keras"}
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The weights of a run a command uses: the file, which of the two, and the line that says so."""
+
+    path: Path
+    checkpoint: str  # "best" or "last"
+    line: str  # "weights: best (epoch 7 of 10, val_loss 0.1234)", printed on stderr by every command
+
+
+def check_checkpoint(checkpoint: str | None) -> None:
+    """`--checkpoint` / `checkpoint=`: "best", "last" or None (the run's default); UsageError otherwise."""
+    if checkpoint is not None and checkpoint not in CHECKPOINTS:
+        raise UsageError(f"checkpoint takes 'best' or 'last'; received {checkpoint!r}")
+
+
+def is_run_folder(path: object) -> bool:
+    """Whether `path` names a folder with a run's config.json (what `RunFolder.existing` then checks)."""
+    return isinstance(path, (str, os.PathLike)) and os.path.isfile(os.path.join(path, CONFIG))
+
+
+def refuse_checkpoint(checkpoint: str | None, what: str) -> None:
+    """`--checkpoint` chooses between a run folder's two sets of weights: anything else has one."""
+    if checkpoint is not None:
+        raise UsageError(f"--checkpoint chooses a run folder's weights (best or last); {what} has one set")
+
+
+def weights_line(checkpoint: str, epoch: int | None, epochs: int | None, val_loss: float | None = None,
+                 why: str | None = None) -> str:
+    """What `weights` says: which weights, of which epoch, and why when it is not the one asked for."""
+    details = []
+    if isinstance(epoch, int):
+        details.append(f"epoch {epoch} of {epochs}" if isinstance(epochs, int) else f"epoch {epoch}")
+    if isinstance(val_loss, (int, float)) and not isinstance(val_loss, bool):
+        details.append(f"val_loss {val_loss:.4f}")
+    if why:
+        details.append(why)
+    return f"weights: {checkpoint}" + (f" ({', '.join(details)})" if details else "")
 
 # Windows has no advisory locks (no fcntl): runs are still never reused. A platform test, not a caught
 # ImportError, so that type checkers know `fcntl` exists wherever it is used.
@@ -129,6 +173,34 @@ class RunFolder:
         if not isinstance(data, dict):
             raise RunError(f"cannot read {name}: not a JSON object", file=str(self.path))
         return data
+
+    def weights(self, checkpoint: str | None = None) -> Weights:
+        """The weights `evaluate`, `predict`, `export`, `decompile` (and train's test scores) use:
+        `checkpoint` "best" (best.keras, written at each epoch that lowers val_loss: only a run with
+        validation data has one) or "last" (model.keras, written when the run ends); None: best when
+        the run has one, else last. RunError when that file is not there (yet)."""
+        check_checkpoint(checkpoint)
+        report = self.read_json(REPORT)
+        status = report.get("status", "running")
+        has_best = (self.path / CHECKPOINTS["best"]).is_file()
+        chosen = checkpoint or ("best" if has_best else "last")
+        path = self.path / CHECKPOINTS[chosen]
+        if chosen == "best" and not has_best:
+            why = "no epoch has ended yet" if status == "running" and not report.get("epochs_run") \
+                else "the run had no validation data"
+            raise RunError(f"no best.keras ({why}; status: {status})", file=str(self.path),
+                           hint="--checkpoint last reads model.keras, written when the run ends")
+        if not path.is_file():
+            raise RunError(f"no model.keras yet (status: {status})", file=str(self.path),
+                           hint="it is written when the run ends" + ("; --checkpoint best reads best.keras, the "
+                                                                     "best epoch so far" if has_best else ""))
+        epochs = report.get("epochs_run")
+        if chosen == "best":
+            found = report.get("best")
+            best: dict = found if isinstance(found, dict) else {}
+            return Weights(path, chosen, weights_line(chosen, best.get("epoch"), epochs, best.get("val_loss")))
+        reason = "no validation data, so no best epoch" if checkpoint is None else None
+        return Weights(path, chosen, weights_line(chosen, epochs, epochs, why=reason))
 
     def status(self) -> str:
         """The status report.json gives; `running` when it has none yet (killed at the start)."""

@@ -86,6 +86,7 @@ class TrainConfig:
     extra: dict[str, Any] = field(default_factory=dict)  # further sections of config.json
     init_from: str | None = None  # the whole model's initial weights from this file (absolute)
     include: list[str] = field(default_factory=list)  # the folders imports were read from (-I), absolute
+    losses: list = field(default_factory=list)  # labels.OutputLoss per output: the data read is checked against them
 
     def spec_entry(self) -> dict[str, Any]:
         """config.json's `spec`: what re-reads the spec as this run read it (see `run_spec`)."""
@@ -121,11 +122,14 @@ def resolve(request: TrainRequest) -> TrainConfig:
         raise UsageError(f"no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]{resumable}")
     _check_paths(config.data)
     from netdsl.training.data.data_check import signature_of_graph  # NumPy only: still no TensorFlow
+    from netdsl.training.data.labels import check_request_labels, output_losses
     from netdsl.training.data.source import check_data
 
     if config.data.split is not None:
         config.data.split = check_split(config.data.split)
     check_data(config.data, signature_of_graph(graph), config.validation_split)  # before TensorFlow, any run folder
+    check_request_labels(graph, config.data, program.sources())  # labels against losses, at the spec's loss
+    config.losses = output_losses(graph)
     return config
 
 
@@ -289,8 +293,9 @@ def saved_include(saved: dict) -> list[str]:
     return [p for p in found if isinstance(p, str)] if isinstance(found, list) else []
 
 
-def saved_data(saved: dict, where: str) -> DataRequest:
-    """The DataRequest a run's config.json recorded (absolute paths, split, targets)."""
+def saved_data(saved: dict, where: str, purpose: str = "resume") -> DataRequest:
+    """The DataRequest a run's config.json recorded (absolute paths, split, targets), read to `purpose`
+    ("resume" or "evaluate": what a run trained on arrays asks for is said in its terms)."""
     targets = saved.get("targets", {})
     if not (isinstance(targets, dict) and all(isinstance(v, str) for v in targets.values())):
         raise RunError("config.json's data targets are damaged", file=where)
@@ -300,6 +305,9 @@ def saved_data(saved: dict, where: str) -> DataRequest:
         if entry is None:
             continue
         if isinstance(entry, dict) and "arrays" in entry:
+            if purpose == "evaluate":
+                raise RunError("this run trained on arrays passed in memory, which its folder does not keep; "
+                               "give the data to evaluate on", file=where, hint="evaluate(run, data=...) (--data SRC)")
             raise RunError("this run trained on arrays passed in memory; pass them again to resume", file=where)
         if not (isinstance(entry, dict) and isinstance(entry.get("absolute"), str)):
             raise RunError(f"config.json's data entry '{key}' is damaged", file=where)

@@ -37,6 +37,8 @@ def command_lines() -> list[tuple[str, str]]:
                 continue
             joined = re.sub(r"\\\n\s*", " ", block)
             for line in joined.splitlines():
+                if lang == "console" and not line.startswith("$ "):
+                    continue  # what a command printed
                 line = line.strip().removeprefix("$ ")
                 line = re.sub(r"^(\w+=\S+\s+)+", "", line)  # OMP_NUM_THREADS=1 netdsl train ...
                 for command in re.split(r"\s&&\s|;\s", line.split(" #")[0]):  # init demo && cd demo

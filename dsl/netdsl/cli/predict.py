@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     with scope():
         predictions = predict(args.trained, data=args.data, batch_size=args.batch_size, targets=targets,
-                              backend=args.backend if is_exported(args.trained) else None)
+                              backend=args.backend if is_exported(args.trained) else None, trust=args.trust)
     try:
         target = write_predictions(predictions, args.out)
     except OSError as exc:

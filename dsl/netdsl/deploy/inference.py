@@ -90,22 +90,24 @@ def run_batch_size(path: Path, batch_size: int | None) -> int:
 
 
 def predict_exported(where: str | os.PathLike, data: Any, batch_size: int | None,
-                     targets: dict[str, str] | None = None) -> dict[str, np.ndarray]:
-    """`batch_size` None: the run folder's (see `run_batch_size`)."""
+                     targets: dict[str, str] | None = None, trust: bool = False) -> dict[str, np.ndarray]:
+    """`batch_size` None: the run folder's (see `run_batch_size`). `trust`: run a SavedModel whose graph
+    holds ops outside the allow-list (`runtime.refuse_untrusted`)."""
     path = Path(where)
-    model = open_exported(path)
+    model = open_exported(path, trust=trust)
     source = open_source(data, model.signature, targets, need_targets=False)
     return run_batches(model, source, run_batch_size(path, batch_size))[0]
 
 
 def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | None,
                       targets: dict[str, str] | None = None, spec: Any = None, model_name: str | None = None,
-                      include: Sequence[str | os.PathLike[str]] = ()) -> dict[str, float | list[float]]:
+                      include: Sequence[str | os.PathLike[str]] = (), trust: bool = False
+                      ) -> dict[str, float | list[float]]:
     """`model_name`: the spec's model (default: the one the file records, else the spec's only one).
     Scored in NumPy (deploy/scoring/); a train section with a loss or metric NumPy does not
-    compute (`scoring.not_in_numpy`) is scored by Keras, which then loads."""
+    compute (`scoring.not_in_numpy`) is scored by Keras, which then loads. `trust` as for `predict_exported`."""
     path = Path(where)
-    model = open_exported(path)
+    model = open_exported(path, trust=trust)
     program, name = _train_spec(path, model, spec, include)
     if spec is not None:
         _warn_if_another_spec(path, model, program)

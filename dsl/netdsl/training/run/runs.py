@@ -183,19 +183,20 @@ class RunFolder:
             os.close(fd)  # also releases the lock
 
 
-def untrusted(path: Path) -> str | None:
-    """Why a run folder is not this user's own to resume, or None: another account owns it, or
-    may write into it (its files could change under the run), or it is a link."""
+def untrusted(path: Path, what: str = "run folder") -> str | None:
+    """Why a run folder (or another folder netdsl reads as its own: `what`, a SavedModel folder) is not
+    this user's own to resume or run, or None: another account owns it, or may write into it (its
+    files could change under the run), or it is a link."""
     try:
         info = os.lstat(path)
     except OSError as exc:
-        return f"cannot read the run folder: {exc.strerror or exc}"
+        return f"cannot read the {what}: {exc.strerror or exc}"
     if stat.S_ISLNK(info.st_mode):
-        return "is a symbolic link, not a run folder"
+        return f"is a symbolic link, not a {what}"
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
-        return f"this run folder belongs to another account (uid {info.st_uid})"
+        return f"this {what} belongs to another account (uid {info.st_uid})"
     if info.st_mode & stat.S_IWOTH:
-        return "other accounts may write into this run folder (it is world-writable)"
+        return f"other accounts may write into this {what} (it is world-writable)"
     return None
 
 

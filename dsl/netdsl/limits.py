@@ -212,5 +212,5 @@ MAX_EXPORT_METADATA_BYTES = 64 * 1024
 MAX_EXPORT_METADATA_ENTRIES = 1024
 
 # A SavedModel's saved_model.pb, read whole to list its ops before TensorFlow runs it: the graph
-# and its functions, not the weights (those are in variables/); resnet50.net's is under 2 MiB.
+# and its functions, not the weights (those are in variables/); resnet50.net's is 2.2 MB.
 MAX_SAVED_MODEL_GRAPH_BYTES = 256 * 1024**2

@@ -97,7 +97,7 @@ def _edited_saved_model(rng: random.Random, data: bytes) -> bytes:
         _edit_meta_graph(rng, meta_graph)
     if rng.random() < 0.05:
         saved.meta_graphs.add().CopyFrom(saved.meta_graphs[0])
-    return saved.SerializeToString()
+    return saved.SerializeToString(deterministic=True)
 
 
 def _edit_meta_graph(rng: random.Random, meta_graph) -> None:
@@ -179,7 +179,7 @@ def _edited_onnx(rng: random.Random, data: bytes) -> bytes:
         else:  # the output names no longer those of the graph's values
             for value in model.graph.output:
                 value.name = rng.choice(["", "probs", "x" * 1000])
-    return model.SerializeToString()
+    return model.SerializeToString(deterministic=True)
 
 
 # ------------------------------------------------------------------ in the worker

@@ -14,6 +14,18 @@ ROOT = Path(__file__).resolve().parents[2]
 EXPORTED = ROOT / "tests" / "fixtures" / "exported"
 
 
+def test_a_saved_model_naming_two_functions_alike_has_the_ops_of_both_refused(tmp_path):
+    """Seed 1, input 8989 of the saved_model campaign: the scanner kept one function per name, so the
+    ops of a second function of the same name (MatchingFiles, ReadFile) went unseen."""
+    from netdsl.deploy.saved_model_ops import read_graph_ops
+
+    folder = tmp_path / "sm"
+    folder.mkdir()
+    (folder / "saved_model.pb").write_bytes(
+        (EXPORTED / "findings" / "saved_model_seed1_8989_two_functions_one_name.pb").read_bytes())
+    assert {"MatchingFiles", "ReadFile"} <= set(read_graph_ops(folder).refused())
+
+
 def test_a_damaged_tflite_metadata_table_is_no_metadata():
     """Seed 1, input 16 of the .tflite campaign: a flipped byte made an offset flatbuffers refuses with
     TypeError ('bad number ... for type uint32'), which escaped `read_metadata`."""

@@ -336,8 +336,11 @@ SAVE = ["DisableCopyOnRead", "MergeV2Checkpoints", "SaveV2", "Select", "ShardedF
     (lambda mg: mg.graph_def.node.add(name="p", op="PrintV2"), ["PrintV2"]),
     # the saver's own nodes doing something else
     (lambda mg: setattr(mg.graph_def.node[-1], "op", "MatchingFiles"), ["MatchingFiles"]),
+    # two functions of one name (the saved_model fuzz campaign, seed 1, input 8989): both are read
+    (lambda mg: mg.graph_def.library.function.add().CopyFrom(function(mg, "inference_serve"))
+     or function(mg, "inference_serve").node_def.add(name="p", op="ReadFile"), ["ReadFile"]),
 ], ids=["as-exported", "save-from-signature", "restore-from-case", "op-by-name", "op-in-loop-body",
-        "no-object-graph", "uncalled-function", "graph-node", "saver-node-op"])
+        "no-object-graph", "uncalled-function", "graph-node", "saver-node-op", "two-functions-one-name"])
 def test_the_saver_exemption_holds_only_where_tensorflow_2_never_runs_it(edit, refused, own_graph):
     assert graph_ops(edited(own_graph, edit)).refused() == sorted(refused)
 

@@ -140,8 +140,10 @@ def graph_ops(data: bytes, folder: Path | str = GRAPH) -> GraphOps:
 
 def _meta_graph_ops(meta_graph: Any) -> GraphOps:
     graph = meta_graph.graph_def
-    functions = {function.signature.name: function for function in graph.library.function}
-    calls = {name: set(_called(node for node in function.node_def)) for name, function in functions.items()}
+    functions: dict[str, list[Any]] = {}  # by name: a library may name two functions alike (the fuzzer's find)
+    for function in graph.library.function:
+        functions.setdefault(function.signature.name, []).append(function)
+    calls = {name: set(_called(node for f in alike for node in f.node_def)) for name, alike in functions.items()}
     saver_nodes = _saver_nodes(meta_graph) if meta_graph.HasField("object_graph_def") else set()
     # Entry points: every node but the saver's, every function the object graph names, every gradient
     # (run when a function is differentiated), and every function the saver's nodes do not reach (one
@@ -154,10 +156,14 @@ def _meta_graph_ops(meta_graph: Any) -> GraphOps:
     run = _reach(entries, calls)
     ops = {node.op for node in graph.node}  # the saver's nodes too: calls, which the allow-list holds
     ops |= {name for name in run if name not in functions}  # an op called by name
-    ops |= {node.op for name in run if name in functions for node in functions[name].node_def}
-    saver_ops = {node.op for name in by_saver - run if name in functions for node in functions[name].node_def}
-    saver_ops |= {name for name in by_saver - run if name not in functions}
+    ops |= _function_ops(run, functions)
+    saver_ops = _function_ops(by_saver - run, functions) | {name for name in by_saver - run if name not in functions}
     return GraphOps(frozenset(ops), frozenset(saver_ops))
+
+
+def _function_ops(names: set[str], functions: dict[str, list[Any]]) -> set[str]:
+    """The ops of the nodes of the library functions called `names`."""
+    return {node.op for name in names for function in functions.get(name, ()) for node in function.node_def}
 
 
 def _saver_nodes(meta_graph: Any) -> set[str]:

@@ -332,7 +332,7 @@ def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: in
              targets: Mapping[str, str] | None = None, backend: str | None = None,
              split: Literal["test", "val", "train"] = "test", spec: Spec | None = None,
              model: str | None = None, include: Sequence[str | os.PathLike] = (),
-             checkpoint: Checkpoint | None = None) -> dict[str, float | list[float]]:
+             checkpoint: Checkpoint | None = None, trust: bool = False) -> dict[str, float | list[float]]:
     """The loss and metrics of a trained model on `data`: {"loss": ..., metric: ...}; a metric of one
     value per class (f1_score without `average`) is a list. A run folder (or a .keras file in one) is
     scored with the loss and metrics of the spec it recorded, when that spec is unchanged (Keras saves
@@ -350,26 +350,29 @@ def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: in
     with the loss and metrics of `spec`'s train section (default: the spec of
     the run folder the file is in; `model`: its model, by default the one the
     file records or the spec's only one; `include`: further folders its imports read from);
-    `data` is then required. Raises `DataError`,
-    `RunError`, `ExportError`, or `TrainingError` for a model without a loss."""
+    `data` is then required. A SavedModel folder is a program: netdsl runs it only when it is
+    this user's own and its graph holds only the compute ops Keras models export to, or with
+    `trust=True` (an exported file's run folder must be this user's own too; docs/export.md).
+    Raises `DataError`, `RunError`, `ExportError`, or `TrainingError` for a model without a loss."""
     from netdsl.deploy.inference import evaluate_exported, is_exported
     from netdsl.training.run.inference import evaluate as evaluate_trained
 
     if (spec is not None or model is not None or include) and not is_exported(trained):
         raise UsageError("--spec, --model and --include give an exported file its loss and metrics; a Keras "
                          "model has its own")
+    _refuse_trust(trained, trust)
     _backend(backend)
     if is_exported(trained):
         from netdsl.training.run.runs import refuse_checkpoint
 
         refuse_checkpoint(checkpoint, "an exported file")
-        return evaluate_exported(trained, data, batch_size, dict(targets or {}), spec, model, include)
+        return evaluate_exported(trained, data, batch_size, dict(targets or {}), spec, model, include, trust)
     return evaluate_trained(trained, data, batch_size, dict(targets or {}), split, checkpoint)
 
 
 def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None,
             targets: Mapping[str, str] | None = None, backend: str | None = None,
-            checkpoint: Checkpoint | None = None) -> Predictions:
+            checkpoint: Checkpoint | None = None, trust: bool = False) -> Predictions:
     """The model's outputs on `data`'s inputs, named: a `Predictions`, a mapping {output name: array} with
     `.sources` (each sample's name: an image's path relative to the folder given, a CSV row's line, an
     array index), `.classes` ({output: class names} of the classifier outputs), `.labels` (the predicted
@@ -381,19 +384,30 @@ def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None
     those its config.json records; an exported file's, those its metadata records.
     An exported file (`.onnx`, `.tflite`, a SavedModel folder) runs in its own
     runtime; ONNX and LiteRT load neither Keras nor TensorFlow (data from
-    `.npz`, `.csv` or arrays)."""
+    `.npz`, `.csv` or arrays). `trust=True`: run a SavedModel whose graph holds
+    ops outside netdsl's allow-list (see `evaluate`)."""
     from netdsl.deploy.inference import is_exported, predict_exported
     from netdsl.training.run.inference import predict as predict_trained
 
+    _refuse_trust(trained, trust)
     if is_exported(trained):
         if backend is not None:
             raise UsageError("--backend does not apply to an exported file: it runs in its own runtime")
         from netdsl.training.run.runs import refuse_checkpoint
 
         refuse_checkpoint(checkpoint, "an exported file")
-        return predict_exported(trained, data, batch_size, dict(targets or {}))
+        return predict_exported(trained, data, batch_size, dict(targets or {}), trust)
     _backend(backend)
     return predict_trained(trained, data, batch_size, dict(targets or {}), checkpoint)
+
+
+def _refuse_trust(trained: Trained, trust: bool) -> None:
+    """`trust` is for an exported file (a SavedModel is a program); a Keras model loads in safe mode."""
+    from netdsl.deploy.inference import is_exported
+
+    if trust and not is_exported(trained):
+        raise UsageError("--trust runs an exported SavedModel whose graph holds ops outside netdsl's allow-list; a "
+                         "run folder or .keras file is loaded in Keras' safe mode, with nothing to trust")
 
 
 # ------------------------------------------------------------------ sweeps

@@ -213,3 +213,10 @@ MAX_RUN_JSON_BYTES = 16 * 1024**2
 # What an exported file records of its spec (a .tflite's metadata entry, a SavedModel folder's
 # assets.extra/netdsl.json): a few hundred bytes netdsl wrote, in a file from anywhere.
 MAX_EXPORT_METADATA_BYTES = 64 * 1024
+# Entries of a .tflite's metadata table looked through for netdsl's: the converter writes two and
+# netdsl one more, but a crafted table may declare millions, each walked in Python.
+MAX_EXPORT_METADATA_ENTRIES = 1024
+
+# A SavedModel's saved_model.pb, read whole to list its ops before TensorFlow runs it: the graph
+# and its functions, not the weights (those are in variables/); resnet50.net's is 2.2 MB.
+MAX_SAVED_MODEL_GRAPH_BYTES = 256 * 1024**2

@@ -19,14 +19,16 @@ from pathlib import Path
 from netdsl.atomic import write_bytes
 from netdsl.errors import printable
 
+from .exported import EXPORTED_TARGETS
 from .runner import Bounds, Report, report_folder, run
 from .targets import TARGETS
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.splitlines()[0])
-    parser.add_argument("--target", choices=TARGETS, default="spec",
-                        help="spec: netdsl.check; keras: the Keras -> .net reader; data: the training data readers")
+    parser.add_argument("--target", choices=(*TARGETS, *EXPORTED_TARGETS), default="spec",
+                        help="spec: netdsl.check; keras: the Keras -> .net reader; data: the training data readers; "
+                             "saved_model, onnx, tflite: what netdsl reads of an exported file (tests/fuzz/exported.py)")
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--start", type=int, default=0, help="index of the first input")

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from netdsl.atomic import write_bytes
 
+from .exported import EXPORTED_TARGETS, make_exported
 from .grammar_gen import GrammarGenerator
 from .mutate import ROOT, Mutator, load_corpus
 from .targets import keras_corpus, make_data, make_keras, make_sweep
@@ -92,8 +93,10 @@ def make_input(seed: int, index: int, corpus: list, generated_share: float = 0.4
 
 
 def make_file(target: str, seed: int, index: int, corpus: list) -> tuple[str, str, bytes]:
-    """(where it came from, suffix, bytes) of input `index` of `seed` for the `keras` or `data` target."""
+    """(where it came from, suffix, bytes) of input `index` of `seed` for a target other than `spec`."""
     rng = random.Random(seed * 1_000_003 + index)
+    if target in EXPORTED_TARGETS:
+        return make_exported(target, rng)
     if target == "keras":
         source, data = make_keras(rng, corpus)
         return source, ".keras", data

@@ -2,8 +2,9 @@
 
 Protocol (binary stdin, text stdout): each input is a 4-byte big-endian
 length and that many bytes of JSON `{"text", "filename"}` (a spec), or
-`{"target": "keras" | "data", "payload": base64, "suffix"}` (a file for the
-Keras -> .net reader or the data readers, `targets.py`); each answer is
+`{"target": "keras" | "data" | "saved_model" | "onnx" | "tflite", "payload": base64, "suffix"}` (a file
+for the Keras -> .net reader, the data readers, `targets.py`, or an exported file's readers,
+`exported.py`); each answer is
 one JSON line `{"status", "diagnostics", "cpu", "wall", "rss_kb", "detail"}`.
 `status` is "ok" (diagnostics or success, all well formed), "bad" (a
 diagnostic that is malformed, or the last-resort answer to a RecursionError
@@ -23,10 +24,12 @@ import struct
 import sys
 import time
 import traceback
+from pathlib import Path
 
 import netdsl
 from netdsl.errors import Sources, render_all
 
+from . import exported
 from .targets import DATA_KINDS, unpack_sweep
 
 LAST_RESORT = "for netdsl to process it"  # errors.out_of_resources: no limit caught the input
@@ -64,7 +67,9 @@ def check_file(target: str, data: bytes, suffix: str, folder: str) -> dict:
     from netdsl.training.errors import TrainingError
 
     path = os.path.join(folder, "input" + suffix)
-    if suffix == ".sweep":  # a sweep folder: sweep.json and its study.db
+    if target in exported.EXPORTED_TARGETS:
+        path = str(exported.place(target, data, suffix, folder))
+    elif suffix == ".sweep":  # a sweep folder: sweep.json and its study.db
         path = os.path.join(folder, "mlp-sweep-1")
         os.makedirs(path)
         for name, content in zip(("sweep.json", "study.db"), unpack_sweep(data)):
@@ -84,7 +89,9 @@ def check_file(target: str, data: bytes, suffix: str, folder: str) -> dict:
     start_wall, start_cpu = time.perf_counter(), time.process_time()
     status, count, detail = "ok", 0, ""
     try:
-        if target == "keras":
+        if target in exported.EXPORTED_TARGETS:
+            exported.check(target, Path(path))
+        elif target == "keras":
             from netdsl.decompiler import decompile_model
 
             decompile_model(path)
@@ -155,7 +162,8 @@ def main() -> None:
     folder = sys.argv[3] if len(sys.argv) > 3 else tempfile.mkdtemp(prefix="netdsl-fuzz-")  # the runner removes it
     check_one("model m {\n  input x: (4,)\n  output y = x -> dense(2)\n}\n", "warm.net")  # imports done
     if target != "spec":  # the readers' imports (TensorFlow for data) before the limit
-        for suffix in {"data": DATA_KINDS, "sweep": (".sweep",)}.get(target, (".keras",)):
+        warm = {"data": DATA_KINDS, "keras": (".keras",), "sweep": (".sweep",), **exported.SUFFIXES}[target]
+        for suffix in warm:
             check_file(target, b"", suffix, tempfile.mkdtemp(dir=folder))
     limit_memory(extra)
     sys.stdout.write("ready\n")  # the runner times inputs from here, not the imports (TensorFlow: tens of s)

@@ -74,6 +74,9 @@ def add_trained_model_arguments(cmd: argparse.ArgumentParser, data_required: boo
                           + ("" if data_required else " (default: a run folder's own --split)"))
     cmd.add_argument("--batch-size", type=int, metavar="N",
                      help="samples per step (default: the run's batch size, else 32)")
+    cmd.add_argument("--trust", action="store_true",
+                     help="run a SavedModel folder whose graph holds TensorFlow ops outside netdsl's allow-list "
+                          "(a SavedModel is a program: only one from someone you trust)")
     add_targets(cmd)
     add_plugin(cmd)
     add_backend(cmd)
@@ -121,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
         print_weights(args.trained, args.checkpoint)
         values = evaluate(args.trained, data=args.data, batch_size=args.batch_size, targets=targets, split=args.split,
                           spec=args.spec, model=args.model, include=args.include,
-                          backend=args.backend if exported else None, checkpoint=args.checkpoint)
+                          backend=args.backend if exported else None, checkpoint=args.checkpoint,
+                          trust=args.trust)
     for warned in caught:  # netdsl's own as one line; anyone else's (a runtime's) as Python shows it
         if issubclass(warned.category, SpecChangedWarning):
             print(warning_line("evaluate", str(warned.message)), file=sys.stderr)

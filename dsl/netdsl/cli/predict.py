@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     with scope():
         print_weights(args.trained, args.checkpoint)
         predictions = predict(args.trained, data=args.data, batch_size=args.batch_size, targets=targets,
-                              backend=args.backend if is_exported(args.trained) else None, checkpoint=args.checkpoint)
+                              backend=args.backend if is_exported(args.trained) else None, checkpoint=args.checkpoint,
+                              trust=args.trust)
     try:
         target = predictions.write(args.out)
     except OSError as exc:

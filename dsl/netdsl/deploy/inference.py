@@ -94,12 +94,13 @@ def run_batch_size(path: Path, batch_size: int | None) -> int:
 
 
 def predict_exported(where: str | os.PathLike, data: Any, batch_size: int | None,
-                     targets: dict[str, str] | None = None) -> Predictions:
+                     targets: dict[str, str] | None = None, trust: bool = False) -> Predictions:
     """`batch_size` None: the run folder's (see `run_batch_size`). Class names and CSV columns: those the
-    file records (`exported_names`)."""
+    file records (`exported_names`). `trust`: run a SavedModel whose graph holds ops outside the
+    allow-list (`runtime.refuse_untrusted`)."""
     check_layout(data, need_targets=False)  # before a runtime loads the file
     path = Path(where)
-    model = open_exported(path)
+    model = open_exported(path, trust=trust)
     names = exported_names(model)
     source = open_source(data, model.signature, targets, need_targets=False, names=names)
     outputs = run_batches(model, source, run_batch_size(path, batch_size))[0]
@@ -114,12 +115,13 @@ def exported_names(model: ExportedModel) -> DataNames:
 
 def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | None,
                       targets: dict[str, str] | None = None, spec: Any = None, model_name: str | None = None,
-                      include: Sequence[str | os.PathLike[str]] = ()) -> dict[str, float | list[float]]:
+                      include: Sequence[str | os.PathLike[str]] = (), trust: bool = False
+                      ) -> dict[str, float | list[float]]:
     """`model_name`: the spec's model (default: the one the file records, else the spec's only one).
     Scored in NumPy (deploy/scoring/); a train section with a loss or metric NumPy does not
-    compute (`scoring.not_in_numpy`) is scored by Keras, which then loads."""
+    compute (`scoring.not_in_numpy`) is scored by Keras, which then loads. `trust` as for `predict_exported`."""
     path = Path(where)
-    model = open_exported(path)
+    model = open_exported(path, trust=trust)
     program, name = _train_spec(path, model, spec, include)
     if spec is not None:
         _warn_if_another_spec(path, model, program)

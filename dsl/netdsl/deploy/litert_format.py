@@ -24,7 +24,7 @@ from netdsl.atomic import write_bytes
 from netdsl.deploy.errors import ExportError
 from netdsl.deploy.formats import ExportedModel, Format
 from netdsl.deploy.saved_model_format import write_saved_model_to
-from netdsl.limits import MAX_EXPORT_METADATA_BYTES
+from netdsl.limits import MAX_EXPORT_METADATA_BYTES, MAX_EXPORT_METADATA_ENTRIES
 from netdsl.training.data.signature import Signature, TensorSpec
 
 if TYPE_CHECKING:
@@ -83,7 +83,8 @@ def read_metadata(flatbuffer: bytes) -> dict[str, str]:
 
     try:
         model = schema.Model.GetRootAsModel(flatbuffer, 0)
-        entries = [model.Metadata(i) for i in range(model.MetadataLength())]
+        count = min(model.MetadataLength(), MAX_EXPORT_METADATA_ENTRIES)  # a table may declare millions
+        entries = (model.Metadata(i) for i in range(count))
         entry = next((e for e in entries if e.Name() == METADATA_NAME.encode()), None)
         if entry is None:
             return {}
@@ -94,8 +95,10 @@ def read_metadata(flatbuffer: bytes) -> dict[str, str]:
         if len(data) > MAX_EXPORT_METADATA_BYTES:  # netdsl's entry is a few hundred bytes
             return {}
         recorded = json.loads(data)
-    except (ValueError, IndexError, AttributeError, struct.error, RecursionError):  # not JSON (or nested deeper
-        return {}  # than the parser recurses), a damaged table: no metadata
+    # Not JSON (or nested deeper than the parser recurses), a damaged table (an offset flatbuffers refuses
+    # with TypeError: the .tflite fuzz campaign): no metadata.
+    except (ValueError, IndexError, AttributeError, TypeError, OverflowError, struct.error, RecursionError):
+        return {}
     if not isinstance(recorded, dict):
         return {}
     return {key: value for key, value in recorded.items() if isinstance(key, str) and isinstance(value, str)}

@@ -18,6 +18,8 @@ needs neither Keras nor TensorFlow.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import re
 import warnings
@@ -102,7 +104,10 @@ def load(path: Path, fmt: Format) -> ExportedModel:
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    # onnxruntime prints four lines ("*** EP Error ***", "Falling back ...") to stdout before it loads a file
+    # again whose error it cannot decode (bytes that are not UTF-8: the ONNX fuzz campaign); ours is one line.
+    with contextlib.redirect_stdout(io.StringIO()):
+        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def spec(arg: Any) -> TensorSpec:
         shape = tuple(d if isinstance(d, int) else None for d in arg.shape[1:])

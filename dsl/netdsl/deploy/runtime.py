@@ -32,9 +32,9 @@ def exported_format(path: Path) -> Format | None:
     return format_of(path)
 
 
-def open_exported(path: Path, fmt: Format | None = None) -> ExportedModel:
-    """Load `path` in its format's runtime; ExportError (one line) when the runtime refuses the file,
-    MissingPackage (exit 2) when the runtime is not installed."""
+def open_exported(path: Path, fmt: Format | None = None, trust: bool = False) -> ExportedModel:
+    """Load `path` in its format's runtime; ExportError (one line) when the runtime refuses the file or
+    netdsl does not run it (`refuse_untrusted`), MissingPackage (exit 2) when the runtime is not installed."""
     fmt = fmt or exported_format(path)
     if fmt is None:
         raise ExportError("not an exported model (.onnx, .tflite or a SavedModel folder)", file=str(path))
@@ -45,12 +45,34 @@ def open_exported(path: Path, fmt: Format | None = None) -> ExportedModel:
                              hint=INSTALL_HINT)
     if not (path.is_dir() if fmt.is_folder else path.is_file()):
         raise ExportError(f"no such {fmt.name} {'folder' if fmt.is_folder else 'file'}", file=str(path))
+    refuse_untrusted(path, fmt, trust)
     try:
         return load(path, fmt)
     except (ExportError, MissingPackage):
         raise
     except Exception as exc:  # each runtime raises its own types for a file it cannot read
         raise ExportError(f"{fmt.runtime} cannot load it ({first_line(exc)})", file=str(path)) from None
+
+
+def refuse_untrusted(path: Path, fmt: Format, trust: bool = False) -> None:
+    """RunError or ExportError (one line) unless `path` may run: the run folder it sits in (or a SavedModel
+    folder that is itself one) is this user's own, as `--resume` requires (`runs.untrusted`); so is a
+    SavedModel folder, a program; and its graph holds only the ops of `saved_model_ops.ALLOWED_OPS`,
+    unless `trust`. An .onnx or .tflite file is data, run by its interpreter: only its run folder counts."""
+    from netdsl.training.run.runs import CONFIG, RunFolder, untrusted
+
+    for folder in (path, path.parent) if fmt.is_folder else (path.parent,):
+        if (folder / CONFIG).is_file():
+            RunFolder.existing(folder)  # RunError: another account's, world-writable, a link
+    if not fmt.is_folder:
+        return
+    distrust = untrusted(path, f"{fmt.name} folder")
+    if distrust is not None:
+        raise ExportError(distrust, file=str(path), hint=f"netdsl runs only {fmt.name} folders you made")
+    if fmt.name == "saved_model" and not trust:
+        from netdsl.deploy.saved_model_ops import check_saved_model
+
+        check_saved_model(path)
 
 
 def load(path: Path, fmt: Format) -> ExportedModel:

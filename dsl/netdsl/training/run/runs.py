@@ -264,9 +264,9 @@ class RunFolder:
 
 
 def untrusted(path: Path, what: str = "run folder") -> str | None:
-    """Why a run folder (or a sweep folder, or its trials/: `what`) is not this user's own to resume,
-    or None: another account owns it, or may write into it (its files could change under the run),
-    or it is a link."""
+    """Why a run folder (or another folder netdsl reads as its own: `what`, a sweep folder, its trials/,
+    a SavedModel folder) is not this user's own to resume or run, or None: another account owns it, or
+    may write into it (its files could change under the run), or it is a link."""
     try:
         info = os.lstat(path)
     except OSError as exc:

@@ -78,7 +78,7 @@ def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, file_size: int,
                 total += len(chunk)
                 _refuse_a_bomb(name, total, packed, bound)
     except ZIP_ERRORS as exc:
-        raise Refused(f"cannot read {name} ({exc})") from None
+        raise Refused(f"cannot read {name} ({exc or type(exc).__name__})") from None
     if total > bound.limit:
         raise Refused(f"{name} is too large (more than {bound.limit:,} bytes)")
     return b"".join(chunks)

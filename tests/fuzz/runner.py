@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .grammar_gen import GrammarGenerator
 from .mutate import ROOT, Mutator, load_corpus
-from .targets import keras_corpus, make_data, make_keras
+from .targets import keras_corpus, make_data, make_keras, make_weights, weights_corpus
 
 
 @dataclass(frozen=True)
@@ -89,11 +89,13 @@ def make_input(seed: int, index: int, corpus: list, generated_share: float = 0.4
 
 
 def make_file(target: str, seed: int, index: int, corpus: list) -> tuple[str, str, bytes]:
-    """(where it came from, suffix, bytes) of input `index` of `seed` for the `keras` or `data` target."""
+    """(where it came from, suffix, bytes) of input `index` of `seed` for the `keras`, `data` or `weights` target."""
     rng = random.Random(seed * 1_000_003 + index)
     if target == "keras":
         source, data = make_keras(rng, corpus)
         return source, ".keras", data
+    if target == "weights":
+        return make_weights(rng, corpus)
     return make_data(rng)
 
 
@@ -182,7 +184,7 @@ def run(count: int, seed: int = 0, bounds: Bounds = Bounds(), start: int = 0, on
         progress: Callable[[Report], None] | None = None, max_seconds: float | None = None,
         target: str = "spec") -> Report:
     """Check `count` inputs (or the `only` ones) of `seed`; findings saved to `save_dir` if given."""
-    corpus = load_corpus() if target == "spec" else keras_corpus()
+    corpus = {"spec": load_corpus, "weights": weights_corpus}.get(target, keras_corpus)()
     report = Report(seed)
     worker = Worker(bounds, target)
     filename = str(ROOT / "specs" / "fuzz.net")  # relative imports reach specs/ and specs/lib/

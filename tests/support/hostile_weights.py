@@ -9,6 +9,7 @@ Used by tests/backend/test_weights_files.py and as seeds of the fuzzing target `
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -30,42 +31,56 @@ def bias() -> np.ndarray:
     return np.full((4,), 0.5, dtype="float32")
 
 
+def dataset(group: h5py.Group, name: str, **options) -> h5py.Dataset:
+    """`group.create_dataset` without creation times: the same file, byte for byte, every time."""
+    return group.create_dataset(name, track_times=False, **options)
+
+
+def virtual(group: h5py.Group, name: str, source: str, shape: tuple, dtype: str = "float32") -> None:
+    """A virtual dataset `name` mapping `source`'s kernel (h5py's own steps, without creation times)."""
+    layout = h5py.VirtualLayout(shape, dtype)
+    layout[:] = h5py.VirtualSource(source, KERNEL, shape=shape)
+    dcpl = layout._get_dcpl(group.file.filename)
+    dcpl.set_obj_track_times(False)
+    space = h5py.h5s.create_simple(shape)
+    h5py.h5d.create(group.id, name.encode(), h5py.h5t.py_create(np.dtype(dtype), logical=1), space, dcpl=dcpl)
+
+
+def layout(h5: h5py.File, write_kernel: Callable[[h5py.Group], None]) -> None:
+    """MODEL's weights laid out as Keras lays them out, the kernel written by `write_kernel`."""
+    h5.create_group("vars")
+    h5.create_group("layers/input_layer/vars")
+    group = h5.create_group("layers/dense/vars")
+    write_kernel(group)
+    dataset(group, "1", data=bias())
+
+
 def _weights_file(path: Path, write_kernel: Callable[[h5py.Group], None]) -> Path:
-    """A `.weights.h5` laid out as Keras lays out MODEL's, its kernel written by `write_kernel`."""
     with h5py.File(path, "w") as h5:
-        h5.create_group("vars")
-        h5.create_group("layers/input_layer/vars")
-        group = h5.create_group("layers/dense/vars")
-        write_kernel(group)
-        group.create_dataset("1", data=bias())
+        layout(h5, write_kernel)
     return path
 
 
 def good(folder: Path, name: str = "good.weights.h5") -> Path:
-    return _weights_file(folder / name, lambda g: g.create_dataset("0", data=kernel()))
+    return _weights_file(folder / name, lambda g: dataset(g, "0", data=kernel()))
 
 
-def external_storage(folder: Path, secret: Path) -> Path:
+def external_storage(folder: Path, secret: Path | str) -> Path:
     """N2: the kernel's bytes kept in `secret`, a file outside the weights file."""
-    return _weights_file(folder / "external.weights.h5", lambda g: g.create_dataset(
-        "0", shape=(4, 4), dtype="float32", external=[(str(secret), 0, 64)]))
+    return _weights_file(folder / "external.weights.h5", lambda g: dataset(
+        g, "0", shape=(4, 4), dtype="float32", external=[(str(secret), 0, 64)]))
 
 
 def virtual_dataset(folder: Path) -> Path:
     """N3.1: the kernel mapped from another HDF5 file (read from memory, HDF5 crashes)."""
     other = good(folder, "other.weights.h5")
-
-    def write(group: h5py.Group) -> None:
-        layout = h5py.VirtualLayout((4, 4), "float32")
-        layout[:] = h5py.VirtualSource(str(other), KERNEL, shape=(4, 4))
-        group.create_virtual_dataset("0", layout)
-    return _weights_file(folder / "virtual.weights.h5", write)
+    return _weights_file(folder / "virtual.weights.h5", lambda g: virtual(g, "0", other.name, (4, 4)))
 
 
 def external_link(folder: Path) -> Path:
     """The kernel as a link to a dataset of another file."""
     other = good(folder, "linked.weights.h5")
-    return _weights_file(folder / "extlink.weights.h5", lambda g: g.__setitem__("0", h5py.ExternalLink(str(other),
+    return _weights_file(folder / "extlink.weights.h5", lambda g: g.__setitem__("0", h5py.ExternalLink(other.name,
                                                                                                        KERNEL)))
 
 
@@ -75,7 +90,7 @@ def external_link_group(folder: Path) -> Path:
     path = folder / "extgroup.weights.h5"
     with h5py.File(path, "w") as h5:
         h5.create_group("vars")
-        h5["layers/dense"] = h5py.ExternalLink(str(other), "layers/dense")
+        h5["layers/dense"] = h5py.ExternalLink(other.name, "layers/dense")
     return path
 
 
@@ -83,34 +98,34 @@ def soft_link(folder: Path) -> Path:
     """The kernel as a soft link to a dataset elsewhere in the same file."""
     path = folder / "softlink.weights.h5"
     with h5py.File(path, "w") as h5:
-        h5.create_dataset("stash/kernel", data=kernel())
+        dataset(h5, "stash/kernel", data=kernel())
         group = h5.create_group("layers/dense/vars")
         group["0"] = h5py.SoftLink("/stash/kernel")
-        group.create_dataset("1", data=bias())
+        dataset(group, "1", data=bias())
     return path
 
 
 def shape_bomb(folder: Path) -> Path:
     """N3.2: a 4.7 KB file whose kernel declares (65536, 32768) float32, 8 GiB never written."""
     return _weights_file(folder / "bomb.weights.h5",
-                         lambda g: g.create_dataset("0", shape=(65536, 32768), dtype="float32"))
+                         lambda g: dataset(g, "0", shape=(65536, 32768), dtype="float32"))
 
 
 def fill_bomb(folder: Path) -> Path:
     """A kernel of the model's own shape, chunked and compressed, never written: only its fill value."""
-    return _weights_file(folder / "fill.weights.h5", lambda g: g.create_dataset(
-        "0", shape=(8192, 8192), dtype="float32", chunks=(1024, 1024), compression="gzip", fillvalue=1.0))
+    return _weights_file(folder / "fill.weights.h5", lambda g: dataset(
+        g, "0", shape=(8192, 8192), dtype="float32", chunks=(1024, 1024), compression="gzip", fillvalue=1.0))
 
 
 def dtype_mismatch(folder: Path) -> Path:
     """A kernel of the right shape holding int64."""
-    return _weights_file(folder / "ints.weights.h5", lambda g: g.create_dataset("0", data=np.ones((4, 4), "int64")))
+    return _weights_file(folder / "ints.weights.h5", lambda g: dataset(g, "0", data=np.ones((4, 4), "int64")))
 
 
 def strings(folder: Path) -> Path:
     """A kernel of the right shape holding strings."""
-    return _weights_file(folder / "strings.weights.h5", lambda g: g.create_dataset(
-        "0", data=np.array([["abcd"] * 4] * 4, dtype=h5py.string_dtype())))
+    return _weights_file(folder / "strings.weights.h5", lambda g: dataset(
+        g, "0", data=np.array([["abcd"] * 4] * 4, dtype=h5py.string_dtype())))
 
 
 def hard_link_loop(folder: Path) -> Path:
@@ -118,32 +133,53 @@ def hard_link_loop(folder: Path) -> Path:
     path = folder / "loop.weights.h5"
     with h5py.File(path, "w") as h5:
         group = h5.create_group("layers/dense/vars")
-        group.create_dataset("0", data=kernel())
-        group.create_dataset("1", data=bias())
+        dataset(group, "0", data=kernel())
+        dataset(group, "1", data=bias())
         h5["layers/dense/layers"] = h5
     return path
 
 
-def config_bomb(folder: Path) -> Path:
-    """N3.3: a 65 KB `.keras` file whose config.json is 64 MiB of `[{},{},...]`."""
-    path = folder / "bomb_config.keras"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("metadata.json", '{"keras_version": "3.15.1"}')
-        archive.writestr("config.json", b"[" + b"{}," * (64 * 1024**2 // 3 - 1) + b"{}]")
-        archive.writestr("model.weights.h5", good(folder).read_bytes())
+# A config.json of MODEL as Keras writes it, cut to what the weights reader reads (class names, names).
+CONFIG = {"module": "keras", "class_name": "Functional", "config": {"name": "m", "layers": [
+    {"module": "keras.layers", "class_name": "InputLayer", "name": "x", "config": {"name": "x"}},
+    {"module": "keras.layers", "class_name": "Dense", "name": "y", "config": {"name": "y", "units": 4}}]}}
+
+
+def member(name: str) -> zipfile.ZipInfo:
+    """A deflated zip member of a fixed date: the same archive, byte for byte, every time."""
+    info = zipfile.ZipInfo(name, date_time=(2026, 12, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    return info
+
+
+def keras_file(path: Path, config: bytes, weights: bytes) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(member("metadata.json"), '{"keras_version": "3.15.1"}')
+        archive.writestr(member("config.json"), config)
+        archive.writestr(member("model.weights.h5"), weights)
     return path
 
 
-def weights_bomb(folder: Path, config: bytes) -> Path:
+def good_keras(folder: Path) -> Path:
+    return keras_file(folder / "good.keras", json.dumps(CONFIG).encode(), good(folder).read_bytes())
+
+
+def config_bomb(folder: Path) -> Path:
+    """N3.3: a 65 KB `.keras` file whose config.json is 64 MiB of `[{},{},...]`."""
+    return keras_file(folder / "bomb_config.keras", b"[" + b"{}," * (64 * 1024**2 // 3 - 1) + b"{}]",
+                      good(folder).read_bytes())
+
+
+def weights_bomb(folder: Path, config: bytes, gib: float = 1) -> Path:
     """N3.3: a 1 MB `.keras` file whose model.weights.h5 is 1 GiB of zeros (`config`: a real model's)."""
     path = folder / "bomb_weights.keras"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("metadata.json", '{"keras_version": "3.15.1"}')
-        archive.writestr("config.json", config)
-        with archive.open("model.weights.h5", "w", force_zip64=True) as member:
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(member("metadata.json"), '{"keras_version": "3.15.1"}')
+        archive.writestr(member("config.json"), config)
+        with archive.open(member("model.weights.h5"), "w", force_zip64=True) as weights:
             zeros = bytes(1 << 24)
-            for _ in range(64):
-                member.write(zeros)
+            for _ in range(int(64 * gib)):
+                weights.write(zeros)
     return path
 
 
@@ -153,3 +189,13 @@ def h5_bytes(write: Callable[[h5py.File], None]) -> bytes:
     with h5py.File(buffer, "w") as h5:
         write(h5)
     return buffer.getvalue()
+
+
+def seeds(folder: Path) -> list[Path]:
+    """Every file above (but the 1 GiB bomb: a 256 MiB one), made in `folder`: the fuzzing target's seeds.
+    External storage names `secret.txt`, a file of the folder the reader runs in."""
+    made = [good(folder), good_keras(folder), virtual_dataset(folder), external_link(folder),
+            external_link_group(folder), soft_link(folder), shape_bomb(folder), fill_bomb(folder),
+            dtype_mismatch(folder), strings(folder), hard_link_loop(folder), external_storage(folder, "secret.txt"),
+            config_bomb(folder), weights_bomb(folder, json.dumps(CONFIG).encode(), gib=0.25)]
+    return sorted(made)

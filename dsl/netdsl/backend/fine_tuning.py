@@ -184,7 +184,7 @@ def _opened(target: Path, init: InitFrom) -> Iterator[WeightsFile]:
         except RESOURCE_ERRORS:  # the last resort: the file's, never the spec's
             raise _out_of_memory(init) from None
         except (ValueError, KeyError, TypeError, *ZIP_ERRORS) as exc:  # h5py/HDF5 on a damaged file
-            raise Unreadable(init, f"cannot read it ({_first_line(exc)})") from None
+            raise Unreadable(init, f"not a readable HDF5 file ({_first_line(exc)})") from None
         try:
             yield found  # the arrays matched and read
         except RESOURCE_ERRORS:
@@ -210,7 +210,7 @@ def _keras_members(path: Path) -> tuple[dict[tuple, tuple], bytes]:
         try:
             info = archive.getinfo(_WEIGHTS_ENTRY)
         except KeyError:
-            raise Refused(f"it has no {_WEIGHTS_ENTRY} (not a Keras 3 .keras file)") from None
+            raise Refused(f"not a .keras file (it has no {_WEIGHTS_ENTRY})") from None
         data = read_member(archive, info, file_size, _MEMBER_BOUND)
     try:
         config = json.loads(text)
@@ -249,7 +249,11 @@ def _walk(h5: Any, found: WeightsFile, file_size: int) -> None:
     array checked (`_checked`) and not read."""
     import h5py
 
-    seen: set = {h5.id}
+    def identity(item: Any) -> tuple[int, int]:
+        info = h5py.h5o.get_info(item.id)  # (file, address): an object reached by two links is one
+        return info.fileno, info.addr
+
+    seen: set[tuple[int, int]] = {identity(h5)}
 
     def child(group: Any, name: str, where: str) -> Any:
         link = group.get(name, getlink=True)
@@ -259,9 +263,9 @@ def _walk(h5: Any, found: WeightsFile, file_size: int) -> None:
         if not isinstance(link, h5py.HardLink):
             raise Refused(f"{where} is an HDF5 soft link; netdsl follows no links in a weights file, as Keras does")
         item = group[name]
-        if item.id in seen:
+        if identity(item) in seen:
             raise Refused(f"{where} is a second link to a group or array already read (a loop?)")
-        seen.add(item.id)
+        seen.add(identity(item))
         if len(seen) > MAX_WEIGHTS_OBJECTS:
             raise Refused(f"it holds more than {MAX_WEIGHTS_OBJECTS:,} groups and arrays; a model holds at most "
                           f"{MAX_LAYERS:,} layers")
@@ -270,14 +274,15 @@ def _walk(h5: Any, found: WeightsFile, file_size: int) -> None:
     def visit(group: Any, path: tuple) -> None:
         if len(path) > 2 * (MAX_BLOCK_DEPTH + 1):
             raise Refused(f"/{'/'.join(path)} nests layers more than {MAX_BLOCK_DEPTH} models deep")
-        for name in sorted(group.keys()):
+        for name in sorted(n for n in group.keys() if isinstance(n, str)):  # (h5py gives bytes for a name
+            # that is not UTF-8: no layer of Keras' is named so, and it is never opened)
             where = "/".join(path + (name,))
             item = child(group, name, where)
             if not isinstance(item, h5py.Group):
                 continue
             if name == "vars":
                 arrays = []
-                for key in sorted(item.keys(), key=_index):
+                for key in sorted((k for k in item.keys() if isinstance(k, str)), key=_index):
                     array = child(item, key, f"{where}/{key}")
                     if isinstance(array, h5py.Dataset):
                         arrays.append(_checked(array, f"{where}/{key}", file_size))
@@ -334,7 +339,7 @@ def _read_stored(stored: Stored, init: InitFrom) -> np.ndarray:
     """The array, read once its shape and type have been compared with the model's weight."""
     try:
         return np.asarray(stored.dataset[()])
-    except (ValueError, TypeError, OSError) as exc:  # a damaged chunk, a checksum that fails
+    except (ValueError, TypeError, KeyError, *ZIP_ERRORS) as exc:  # a damaged chunk, a checksum that fails
         raise Unreadable(init, f"cannot read {stored.where} ({_first_line(exc)})") from None
 
 

@@ -182,6 +182,23 @@ def _reason(files: Path, name: str) -> str:
             f"less (a zip bomb?)")
 
 
+# ------------------------------------------------ export --weights: the same reader (not Keras' legacy .h5 loader)
+
+
+def test_export_weights_reads_through_the_same_reader(files, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(files)
+    out = tmp_path / "m.onnx"
+    for name in ("external.weights.h5", "virtual.weights.h5"):
+        assert main(["export", "plain.net", "--format", "onnx", "-o", str(out), "--weights", name, "--no-verify"]) == 1
+        assert capsys.readouterr().err == f"{name}: error: {REFUSED[name]}\n"
+    assert main(["export", "plain.net", "--format", "onnx", "-o", str(out), "--weights", "ints.weights.h5",
+                 "--no-verify"]) == 1
+    assert capsys.readouterr().err == (
+        "ints.weights.h5: error: cannot load these weights into the model (layer 'y' has weights of types "
+        "float32, float32; 'ints.weights.h5' holds int64, float32 for it)\n")
+    assert not out.exists()
+
+
 # ------------------------------------------------ legit files: what Keras saved still loads, bitwise
 
 

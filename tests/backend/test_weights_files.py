@@ -259,3 +259,29 @@ def test_every_hostile_file_is_refused_within_a_memory_bound(files, tmp_path):
     assert answers["bomb_2.weights.h5"][0] == "FileRefused"
     assert answers["good.weights.h5"][0] == answers["other.weights.h5"][0] == "loaded"
     assert {kind for kind, _ in answers.values()} <= {"FileRefused", "UsageError", "loaded"}
+
+
+SHORT_OF_MEMORY = """
+import os, resource, sys
+import netdsl
+from netdsl.backend.fine_tuning import load_weights_file
+model = netdsl.build(sys.argv[1])
+model.save_weights(sys.argv[2])
+with open("/proc/self/statm") as fh:
+    held = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+resource.setrlimit(resource.RLIMIT_AS, (held + (16 << 20), resource.RLIM_INFINITY))
+try:
+    load_weights_file(model, sys.argv[2])
+except netdsl.UsageError as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+def test_a_memory_error_reading_weights_is_the_files_never_the_specs(tmp_path):
+    """A genuine shortage (64 MiB of kernel with 16 MiB to spare): one line about the file."""
+    spec = tmp_path / "big.net"
+    spec.write_text("model big {\n  input x: (4096,)\n  output y = x -> dense(4096)\n}\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, "-c", SHORT_OF_MEMORY, str(spec), str(tmp_path / "big.weights.h5")],
+                            capture_output=True, text=True, timeout=600, cwd=ROOT,
+                            env={"PYTHONPATH": str(ROOT / "dsl"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert result.stdout.splitlines()[-1:] == ["FileRefused reading it needs more memory than there is"], result.stderr

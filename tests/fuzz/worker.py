@@ -30,7 +30,7 @@ from netdsl.errors import Sources, render_all
 from .targets import DATA_KINDS
 
 LAST_RESORT = "for netdsl to process it"  # errors.out_of_resources: no limit caught the input
-LAST_RESORT_FILE = "limits should have refused it first"  # the same for a weights file
+LAST_RESORT_FILE = "needs more memory than there is"  # the same for a weights file
 
 
 def limit_memory(extra_bytes: int) -> None:

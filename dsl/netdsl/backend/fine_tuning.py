@@ -192,8 +192,7 @@ def _opened(target: Path, init: InitFrom) -> Iterator[WeightsFile]:
 
 
 def _out_of_memory(init: InitFrom) -> Unreadable:
-    return Unreadable(init, "it needs more memory than there is to read; netdsl's limits should have refused it "
-                            "first: please report this file")
+    return Unreadable(init, "reading it needs more memory than there is")
 
 
 def h5py_file(source: Any) -> Any:

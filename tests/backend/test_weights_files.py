@@ -182,6 +182,27 @@ def _reason(files: Path, name: str) -> str:
             f"less (a zip bomb?)")
 
 
+# ------------------------------------------------ the fuzzing campaign's findings (python -m tests.fuzz --target weights)
+
+FIXTURES = ROOT / "tests" / "fixtures" / "weights"
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    # seed 1, input 1042: a root group whose header is damaged; hashing it raised TypeError ("Objects of
+    # class FileID cannot be hashed"), printed as the reason
+    ("damaged_root.weights.h5", "not a readable HDF5 file (Can't get deprecated info for object (unable to "
+                                "determine object type))"),
+    # seed 1, input 226: a name that is not UTF-8 (h5py gives it as bytes); sorting it with the others
+    # raised "'<' not supported between instances of 'bytes' and 'str'"
+    ("name_not_utf8.weights.h5", "not a readable HDF5 file (Unable to synchronously open object (bad object "
+                                 "header version number))"),
+])
+def test_the_fuzzers_findings_are_one_line_about_the_file(files, name, message):
+    with pytest.raises(FileRefused) as refused:
+        netdsl.build(files / "plain.net", weights=FIXTURES / name)
+    assert str(refused.value) == message
+
+
 # ------------------------------------------------ export --weights: the same reader (not Keras' legacy .h5 loader)
 
 

@@ -359,7 +359,8 @@ def _shape_text(shape: tuple) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)  # (a KeyError's str() quotes)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
 
 

@@ -170,13 +170,13 @@ def _opened(target: Path, init: InitFrom) -> Iterator[WeightsFile]:
         try:
             if init.path.endswith(".keras"):
                 names, data = _keras_members(target)
-                h5, size = stack.enter_context(h5py_file(io.BytesIO(data))), len(data)
+                h5, size = stack.enter_context(_h5py_file(io.BytesIO(data))), len(data)
             else:
                 names = None
                 with open_regular(target, "weights file") as fd:
                     handle = stack.enter_context(os.fdopen(os.dup(fd), "rb"))
                 size = os.fstat(handle.fileno()).st_size
-                h5 = stack.enter_context(h5py_file(handle))
+                h5 = stack.enter_context(_h5py_file(handle))
             found = WeightsFile(init.path, by_name=names or {})
             _walk(h5, found, size)
         except Refused as exc:
@@ -195,7 +195,7 @@ def _out_of_memory(init: InitFrom) -> Unreadable:
     return Unreadable(init, "reading it needs more memory than there is")
 
 
-def h5py_file(source: Any) -> Any:
+def _h5py_file(source: Any) -> Any:
     import h5py
 
     return h5py.File(source, "r")

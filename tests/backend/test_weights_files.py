@@ -190,12 +190,19 @@ FIXTURES = ROOT / "tests" / "fixtures" / "weights"
 @pytest.mark.parametrize(("name", "message"), [
     # seed 1, input 1042: a root group whose header is damaged; hashing it raised TypeError ("Objects of
     # class FileID cannot be hashed"), printed as the reason
-    ("damaged_root.weights.h5", "not a readable HDF5 file (Can't get deprecated info for object (unable to "
+    ("damaged_root.weights.h5", "not a readable HDF5 file (Can't get info for object: '.' (unable to "
                                 "determine object type))"),
     # seed 1, input 226: a name that is not UTF-8 (h5py gives it as bytes); sorting it with the others
     # raised "'<' not supported between instances of 'bytes' and 'str'"
     ("name_not_utf8.weights.h5", "not a readable HDF5 file (Unable to synchronously open object (bad object "
                                  "header version number))"),
+    # seed 1, inputs 31397 and 81073: a damaged root header on which HDF5's H5Oget_info (h5py's
+    # h5o.get_info, its hash of an object) looped for good; the walk reads objects' identity with
+    # H5Gget_objinfo, the header's basics only
+    ("header_loop.weights.h5", "not a readable HDF5 file (Unable to get group info (addr overflow, "
+                               "addr = 281476138881620, size = 328, eoa = 9256))"),
+    ("header_loop_2.weights.h5", "not a readable HDF5 file (Unable to get group info (addr overflow, "
+                                 "addr = 281476138881620, size = 328, eoa = 13352))"),
 ])
 def test_the_fuzzers_findings_are_one_line_about_the_file(files, name, message):
     with pytest.raises(FileRefused) as refused:

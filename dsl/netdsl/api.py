@@ -153,7 +153,9 @@ def build(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     Keras' refusals included, at the spec's line and column. `weights`: a
     `.keras` or `.weights.h5` file the whole model's weights are loaded from,
     as the train section's `init = "FILE"` loads them (read as arrays only;
-    `UsageError` naming a layer the file has no weights, or other shapes, for).
+    `UsageError` naming a layer the file has no weights, or other shapes, for;
+    `netdsl.errors.FileRefused`, a UsageError, for a file refused for what it holds:
+    links, external storage, a virtual dataset, a shape or zip bomb).
     """
     program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
     name = pipeline.pick_model(program, model)

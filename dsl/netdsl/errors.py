@@ -193,6 +193,18 @@ class UsageError(NetdslError):
         return printable(self.message) + (f"; {printable(self.hint)}" if self.hint else "")
 
 
+class FileRefused(UsageError):
+    """A file given by path (`--weights`, `--init-from`) that netdsl refuses for what it holds: a
+    weights file that reads outside itself, declares more than it stores, or cannot be read. The
+    CLI prints it as `PATH: error: MESSAGE` and exits 1, as for a spec's errors; a UsageError still."""
+
+    exit_code = 1
+
+    def __init__(self, file: str, message: str, hint: str | None = None):
+        super().__init__(message, hint)
+        self.file = file
+
+
 class LightningError(NetdslError):
     """What `netdsl.lightning` cannot do with a spec or a batch (an optimizer without a torch
     equivalent, a batch without the spec's inputs); `str()` is one line saying why."""

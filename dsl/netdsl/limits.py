@@ -220,3 +220,22 @@ MAX_EXPORT_METADATA_ENTRIES = 1024
 # A SavedModel's saved_model.pb, read whole to list its ops before TensorFlow runs it: the graph
 # and its functions, not the weights (those are in variables/); resnet50.net's is 2.2 MB.
 MAX_SAVED_MODEL_GRAPH_BYTES = 256 * 1024**2
+
+# ------------------------------------------------------------------ weights files (review 2026-12b, N2 and N3)
+
+# An array of a weights file (`init = FILE`, `--weights`, `--init-from`) is compared with the model's
+# weight before it is read; before that, what it declares is bounded by what the file stores for it.
+# Keras writes arrays uncompressed (1x); gzip of real weights stays near 1x, of zeros near 1000x,
+# and a dataset never written stores nothing: a 4.7 KB file declared 8 GiB (security review 2026-12b, N3).
+# Above 64 MiB an array may declare at most 200x what the file stores for it (as MAX_NPZ_RATIO).
+MAX_WEIGHTS_RATIO = 200
+MAX_WEIGHTS_PLAIN_EXPANSION = 64 * 1024**2
+
+# A .keras file's model.weights.h5 is read into memory whole before h5py opens it: 1e9 parameters
+# (MAX_PARAMS) of float64 and their groups fit; it expands by MAX_WEIGHTS_RATIO at most (a 1 MB file
+# held a 1 GiB member of zeros).
+MAX_WEIGHTS_MEMBER_BYTES = 16 * 1024**3
+
+# Groups and arrays of one weights file walked to find the model's (each layer keeps a group, its
+# `vars` and an array per weight): a model has at most MAX_LAYERS layers.
+MAX_WEIGHTS_OBJECTS = 8 * MAX_LAYERS

@@ -31,7 +31,7 @@ from netdsl.atomic import write_bytes
 from .exported import EXPORTED_TARGETS, make_exported
 from .grammar_gen import GrammarGenerator
 from .mutate import ROOT, Mutator, load_corpus
-from .targets import keras_corpus, make_data, make_keras, make_sweep
+from .targets import keras_corpus, make_data, make_keras, make_sweep, make_weights, weights_corpus
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,8 @@ def make_file(target: str, seed: int, index: int, corpus: list) -> tuple[str, st
     if target == "sweep":
         source, data = make_sweep(rng)
         return source, ".sweep", data
+    if target == "weights":
+        return make_weights(rng, corpus)
     return make_data(rng)
 
 
@@ -196,7 +198,7 @@ def run(count: int, seed: int = 0, bounds: Bounds = Bounds(), start: int = 0, on
         refusal = report_folder(save_dir)
         if refusal is not None:
             raise ValueError(refusal)
-    corpus = load_corpus() if target == "spec" else keras_corpus()
+    corpus = {"spec": load_corpus, "weights": weights_corpus}.get(target, keras_corpus)()
     report = Report(seed)
     worker = Worker(bounds, target)
     filename = str(ROOT / "specs" / "fuzz.net")  # relative imports reach specs/ and specs/lib/

@@ -1,8 +1,10 @@
-"""Fuzzing beyond the spec text (issue 22): `.keras` files for the Keras -> .net reader, and data
-files (npz, CSV, TFRecord, PNG folders) for the training data readers.
+"""Fuzzing beyond the spec text (issue 22): `.keras` files for the Keras -> .net reader, data
+files (npz, CSV, TFRecord, PNG folders) for the training data readers, and weights files
+(`.weights.h5`, `.keras`; issue 27) for the HDF5 weights reader of `init`/`--weights`/`--init-from`.
 
     python -m tests.fuzz --target keras --count 10000 --seed 1 --report /tmp/fuzz-keras
     python -m tests.fuzz --target data --count 10000 --seed 1 --report /tmp/fuzz-data
+    python -m tests.fuzz --target weights --count 100000 --seed 1 --report /tmp/fuzz-weights
     python -m tests.fuzz --target sweep --count 10000 --seed 1 --report /tmp/fuzz-sweep
 
 A sweep folder (`--target sweep`, issue 27) is two files, `sweep.json` and its `study.db`: the
@@ -32,7 +34,7 @@ import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TARGETS = ("spec", "keras", "data", "sweep")
+TARGETS = ("spec", "keras", "data", "sweep", "weights")
 DATA_KINDS = (".npz", ".csv", ".tfrecord", ".png")
 
 
@@ -349,3 +351,128 @@ def unpack_sweep(data: bytes) -> tuple[bytes, bytes]:
     """(sweep.json, study.db) of a packed sweep folder."""
     (size,) = struct.unpack(">I", data[:4]) if len(data) >= 4 else (0,)
     return data[4:4 + size], data[4 + size:]
+
+
+# ------------------------------------------------------------------ weights files (issue 27)
+
+# The model the weights reader loads into: tests/support/hostile_weights.MODEL, one Dense(4) on (4,).
+
+
+def weights_corpus() -> list[tuple[str, bytes]]:
+    """(name, bytes) of the seeds: valid weights files of the model and the review's hostile ones."""
+    import tempfile
+
+    from tests.support.hostile_weights import seeds
+
+    with tempfile.TemporaryDirectory() as folder:
+        return [(path.name, path.read_bytes()) for path in seeds(Path(folder))]
+
+
+def make_weights(rng: random.Random, corpus: list[tuple[str, bytes]]) -> tuple[str, str, bytes]:
+    """(where it came from, suffix, bytes) of a weights file: an HDF5 file laid out as Keras' with
+    random arrays, links and storage, inside a `.keras` zip or not, or a seed's bytes mutated."""
+    from tests.support.hostile_weights import CONFIG, h5_bytes, keras_file, layout
+
+    roll = rng.random()
+    if roll < 0.55 or not corpus:
+        data = h5_bytes(lambda h5: layout(h5, lambda group: _kernel(rng, group)))
+        source, suffix = "generated .weights.h5", ".weights.h5"
+        if rng.random() < 0.3:
+            config = json.loads(json.dumps(CONFIG))
+            for _ in range(rng.randint(0, 3)):
+                config = _mutate_json(rng, config)
+            with tempfile_path(".keras") as path:
+                data = keras_file(path, json.dumps(config).encode(), data).read_bytes()
+            source, suffix = "generated .keras", ".keras"
+        if rng.random() < 0.25:
+            data, source = _mutate_bytes(rng, data), source.replace("generated", "mutated")
+        return source, suffix, data
+    name, data = rng.choice(corpus)
+    suffix = ".keras" if name.endswith(".keras") else ".weights.h5"
+    return f"mutation of {name}", suffix, _mutate_bytes(rng, data)
+
+
+_SHAPES = [(4, 4)] * 6 + [(4,), (), (0, 4), (4, 4, 1), (16,), (65536, 32768), (1 << 40,), (3, 5)]
+_DTYPES = ["float32"] * 6 + ["float64", "float16", ">f4", "int32", "uint8", "bool", "complex64", "S4", "string",
+                             "compound", "vlen"]
+_KINDS = ["written"] * 6 + ["unwritten", "chunked", "compact", "filtered", "big chunks", "external", "virtual",
+                            "external link", "soft link", "loop", "named type", "group", "nested", "extra layers"]
+
+
+def _kernel(rng: random.Random, group) -> None:
+    """The kernel `0` of `layers/dense/vars`, of a random shape, type, storage and link (a combination
+    h5py cannot make: the kernel declared and never written)."""
+    from tests.support.hostile_weights import dataset
+
+    try:
+        _make_kernel(rng, group)
+    except (ValueError, TypeError, OSError, KeyError):
+        if "0" not in group:
+            dataset(group, "0", shape=(4, 4), dtype="float32")
+
+
+def _make_kernel(rng: random.Random, group) -> None:
+    import h5py
+    import numpy as np
+
+    from tests.support.hostile_weights import dataset, virtual
+
+    shape, kind, name = rng.choice(_SHAPES), rng.choice(_KINDS), rng.choice(_DTYPES)
+    dtype = {"string": h5py.string_dtype(), "compound": np.dtype([("a", "f4"), ("b", "i4")]),
+             "vlen": h5py.vlen_dtype("f4")}.get(name, name)
+    small = int(np.prod(shape)) <= 4096
+    data = np.zeros(shape, dtype=dtype) if small and name not in ("string", "vlen") else None
+    if kind == "written" and data is not None:
+        dataset(group, "0", data=data)
+    elif kind in ("chunked", "filtered", "big chunks") and shape and 0 not in shape:
+        side = 1 << (26 // len(shape))  # big chunks: 2**26 values each, far beyond the array
+        chunks = tuple(min(d, 1 << 12) for d in shape) if kind != "big chunks" else tuple(side for _ in shape)
+        options = {"compression": rng.choice(["gzip", "lzf", None]), "shuffle": rng.random() < 0.3,
+                   "fletcher32": rng.random() < 0.3} if kind == "filtered" else {}
+        if kind == "filtered" and rng.random() < 0.3 and name in ("float32", "int32"):
+            options = {"scaleoffset": 2}
+        made = dataset(group, "0", shape=shape, dtype=dtype, chunks=chunks,
+                       maxshape=tuple(None for _ in shape) if kind == "big chunks" else None, **options)
+        if data is not None and kind != "big chunks" and rng.random() < 0.7:
+            made[()] = data
+    elif kind == "compact" and data is not None and data.nbytes < 32_000:
+        space = h5py.h5s.create_simple(shape) if shape else h5py.h5s.create(h5py.h5s.SCALAR)
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.COMPACT)
+        dcpl.set_obj_track_times(False)
+        h5py.h5d.create(group.id, b"0", h5py.h5t.py_create(np.dtype(dtype), logical=1), space, dcpl=dcpl)
+    elif kind == "external":
+        dataset(group, "0", shape=shape, dtype=dtype, external=[("secret.txt", 0, h5py.h5f.UNLIMITED)])
+    elif kind == "virtual" and shape:
+        virtual(group, "0", "other.weights.h5", shape, "float32")
+    elif kind == "external link":
+        group["0"] = h5py.ExternalLink(rng.choice(["other.weights.h5", "/etc/passwd", "input.weights.h5"]),
+                                       "layers/dense/vars/0")
+    elif kind == "soft link":
+        group["0"] = h5py.SoftLink(rng.choice(["/layers/dense/vars/1", "/nowhere", "/layers"]))
+    elif kind == "loop":
+        group["0"] = group.file["layers"]
+    elif kind == "named type":
+        group["0"] = np.dtype("float32")
+    elif kind == "group":
+        group.create_group("0/0")
+    elif kind == "nested":
+        inner = group.file.create_group(f"layers/dense/layers/{rng.choice(['dense', 'functional'])}/vars")
+        dataset(inner, "0", data=np.zeros((4, 4), "float32"))
+        dataset(group, "0", data=np.zeros((4, 4), "float32"))
+    elif kind == "extra layers":
+        for k in range(rng.choice([1, 10, 200])):
+            dataset(group.file.create_group(f"layers/dense_{k + 1}/vars"), "0", data=np.zeros((2,), "float32"))
+        dataset(group, "0", data=np.zeros((4, 4), "float32"))
+    else:
+        dataset(group, "0", shape=shape, dtype=dtype)  # declared, never written
+    if rng.random() < 0.1:
+        group.attrs["note"] = "x" * rng.choice([1, 1000, 60_000])
+
+
+@contextlib.contextmanager
+def tempfile_path(suffix: str):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        yield Path(folder) / f"file{suffix}"

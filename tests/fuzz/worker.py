@@ -2,9 +2,9 @@
 
 Protocol (binary stdin, text stdout): each input is a 4-byte big-endian
 length and that many bytes of JSON `{"text", "filename"}` (a spec), or
-`{"target": "keras" | "data" | "saved_model" | "onnx" | "tflite", "payload": base64, "suffix"}` (a file
-for the Keras -> .net reader, the data readers, `targets.py`, or an exported file's readers,
-`exported.py`); each answer is
+`{"target": "keras" | "data" | "sweep" | "weights" | "saved_model" | "onnx" | "tflite", "payload": base64,
+"suffix"}` (a file for the Keras -> .net reader, the data readers, a sweep folder's readers, the weights
+reader, `targets.py`, or an exported file's readers, `exported.py`); each answer is
 one JSON line `{"status", "diagnostics", "cpu", "wall", "rss_kb", "detail"}`.
 `status` is "ok" (diagnostics or success, all well formed), "bad" (a
 diagnostic that is malformed, or the last-resort answer to a RecursionError
@@ -33,6 +33,7 @@ from . import exported
 from .targets import DATA_KINDS, unpack_sweep
 
 LAST_RESORT = "for netdsl to process it"  # errors.out_of_resources: no limit caught the input
+LAST_RESORT_FILE = "needs more memory than there is"  # the same for a weights file
 
 
 def limit_memory(extra_bytes: int) -> None:
@@ -97,13 +98,19 @@ def check_file(target: str, data: bytes, suffix: str, folder: str) -> dict:
             decompile_model(path)
         elif target == "sweep":
             _show_sweep(path)
+        elif target == "weights":
+            from netdsl.backend.fine_tuning import load_weights_file
+
+            load_weights_file(_weights_model(), path)
         else:
             _read_data(path, suffix)
     except (SpecError, TrainingError, UsageError) as exc:  # what the CLI prints must be one escaped line per error
         count = 1
         text = render_all(exc.diagnostics, exc.sources) if isinstance(exc, SpecError) else str(exc)
-        if LAST_RESORT in text or "\x1b" in text:
-            status, detail = "bad", f"a message no limit shaped: {text[:300]!r}"
+        several = not isinstance(exc, SpecError) and "\n" in text  # a file's error: one line
+        if LAST_RESORT in text or LAST_RESORT_FILE in text or "\x1b" in text or several:
+            what = "a message of several lines" if several else "a message no limit shaped"
+            status, detail = "bad", f"{what}: {text[:300]!r}"
     except BaseException:  # noqa: BLE001 - exactly what the fuzzer looks for
         status, detail = "exception", traceback.format_exc(limit=-12)
     return {"status": status, "diagnostics": count, "cpu": time.process_time() - start_cpu,
@@ -119,6 +126,18 @@ def _show_sweep(path: str) -> None:
     table = show_table(read_sweep(path))
     if "\x1b" in table or "\x07" in table:
         raise AssertionError(f"a raw terminal escape in the table: {table[:300]!r}")
+
+
+_MODEL: list = []
+
+
+def _weights_model():
+    """The model weights files are loaded into (tests/support/hostile_weights.MODEL), built once."""
+    if not _MODEL:
+        from tests.support.hostile_weights import MODEL
+
+        _MODEL.append(netdsl.build(text=MODEL, filename="weights.net"))
+    return _MODEL[0]
 
 
 def _read_data(path: str, suffix: str) -> None:
@@ -162,7 +181,8 @@ def main() -> None:
     folder = sys.argv[3] if len(sys.argv) > 3 else tempfile.mkdtemp(prefix="netdsl-fuzz-")  # the runner removes it
     check_one("model m {\n  input x: (4,)\n  output y = x -> dense(2)\n}\n", "warm.net")  # imports done
     if target != "spec":  # the readers' imports (TensorFlow for data) before the limit
-        warm = {"data": DATA_KINDS, "keras": (".keras",), "sweep": (".sweep",), **exported.SUFFIXES}[target]
+        warm = {"data": DATA_KINDS, "keras": (".keras",), "sweep": (".sweep",), "weights": (".weights.h5", ".keras"),
+                **exported.SUFFIXES}[target]
         for suffix in warm:
             check_file(target, b"", suffix, tempfile.mkdtemp(dir=folder))
     limit_memory(extra)

@@ -7,6 +7,15 @@ read the same way. No Keras object is deserialised from the file and no code
 in it can run (a `.keras` holding a Lambda layer gives its weights, or
 nothing). See `semantics/fine_tuning.py` for the settings and their checks.
 
+The reader is as strict as Keras' own (`safe_get_h5_dataset`), stricter in its bounds
+(security review 2026-12b, N2 and N3): it walks the file through hard links only (an
+external or soft link is refused, naming its path in the file), refuses an array kept in
+another file (external storage) or mapped from others (a virtual dataset: h5py reading
+one from memory crashes) before reading a byte of it, refuses an array that declares far
+more than the file stores for it, and reads an array only once its declared shape and
+type have been compared with the model's weight. A `.keras` file's members are read
+through `netdsl.archives`, bounded by size and by expansion before they are expanded.
+
 Keras saves a model's weights under `layers/<key>/vars/<i>`, where `<key>` is
 the layer's class name in snake case, numbered in layer order (`dense`,
 `dense_1`, ...); a nested model's under `layers/<key>/layers/...`. The
@@ -18,10 +27,12 @@ shapes, or the build fails naming it (unless `init_strict = false`).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import math
 import os
-import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,9 +40,18 @@ from typing import Any
 import keras
 import numpy as np
 
-from netdsl.errors import Fail, Span, UsageError
-from netdsl.files import ZIP_ERRORS
-from netdsl.limits import MAX_CONFIG_BYTES
+from netdsl.archives import Bound, open_zip, read_config_json, read_member
+from netdsl.errors import RESOURCE_ERRORS, Fail, FileRefused, Span, UsageError
+from netdsl.files import ZIP_ERRORS, Refused, open_regular
+from netdsl.limits import (
+    MAX_BLOCK_DEPTH,
+    MAX_LAYERS,
+    MAX_PARAMS,
+    MAX_WEIGHTS_MEMBER_BYTES,
+    MAX_WEIGHTS_OBJECTS,
+    MAX_WEIGHTS_PLAIN_EXPANSION,
+    MAX_WEIGHTS_RATIO,
+)
 from netdsl.semantics.fine_tuning import WEIGHT_FILES, InitFrom, Pattern, part_layer_names
 
 __all__ = ["apply_fine_tuning", "load_weights_file", "set_trainable"]
@@ -39,16 +59,27 @@ __all__ = ["apply_fine_tuning", "load_weights_file", "set_trainable"]
 _WEIGHTS_ENTRY = "model.weights.h5"
 
 
+@dataclass(frozen=True)
+class Stored:
+    """An array of a weights file, checked and not read yet: its path in the file, what it
+    declares, and the h5py dataset, read only once the model's weight is compared with it."""
+
+    where: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    dataset: Any
+
+
 @dataclass
 class WeightsFile:
     """Arrays by layer path: `by_name` (a `.keras`: from config.json) and `by_key` (Keras' h5 keys)."""
 
     path: str
-    by_key: dict[tuple, list[np.ndarray]] = field(default_factory=dict)
+    by_key: dict[tuple, list[Stored]] = field(default_factory=dict)
     by_name: dict[tuple, tuple] = field(default_factory=dict)  # name path -> key path
     nested: set[tuple] = field(default_factory=set)  # key paths whose weights sit in sub-layers
 
-    def arrays(self, names: tuple, keys: tuple) -> list[np.ndarray] | None:
+    def arrays(self, names: tuple, keys: tuple) -> list[Stored] | None:
         key = self.by_name.get(names) if self.by_name else keys
         return self.by_key.get(key) if key is not None else None
 
@@ -62,9 +93,9 @@ def apply_fine_tuning(model: Any, graph: Any) -> list[str]:
     report = []
     folder = _spec_folder(graph.span.file)
     for init in spec.init:
-        weights = _read(folder, init)
         part = set(part_layer_names(graph, [init.part.text])) if init.part.text else None
-        report.append(_load_part(model, init, weights, spec.init_strict, part))
+        with _opened(_inside(folder, init), init) as weights:
+            report.append(_load_part(model, init, weights, spec.init_strict, part))
     set_trainable(model, graph, False)
     return report
 
@@ -74,16 +105,20 @@ def load_weights_file(model: Any, path: str | os.PathLike[str]) -> str:
     `train --init-from`): read and matched as a spec's `init = "FILE"` (strictly).
 
     Returns the line saying what matched; raises `UsageError` with the spec's
-    messages for a file that cannot be read or a layer that does not match."""
+    messages for a layer that does not match, and `FileRefused` (`PATH: error: ...`, exit 1)
+    for a file that cannot be read or is refused for what it holds."""
     shown = os.fspath(path)
     init = InitFrom(Pattern("", None), shown, Span.at(shown, 1, 1))
+    target = Path(shown)
+    if not shown.endswith(WEIGHT_FILES):
+        raise UsageError(f"a weights file is a .keras or .weights.h5 path, received '{shown}'")
+    if not target.is_file():
+        raise UsageError(f"weights file '{shown}' does not exist")
     try:
-        target = Path(shown)
-        if not shown.endswith(WEIGHT_FILES):
-            raise Fail(init.span, f"a weights file is a .keras or .weights.h5 path, received '{shown}'")
-        if not target.is_file():
-            raise Fail(init.span, f"weights file '{shown}' does not exist")
-        return _load_part(model, init, _read_file(target, init), strict=True, part=None)
+        with _opened(target, init) as weights:
+            return _load_part(model, init, weights, strict=True, part=None)
+    except Unreadable as refused:
+        raise FileRefused(shown, refused.reason) from None
     except Fail as fail:
         assert fail.diagnostic is not None  # every Fail raised above has its message (none is a Fail.reported())
         raise UsageError(fail.diagnostic.message) from None  # (its hint is about init_strict: a spec setting)
@@ -108,7 +143,7 @@ def _spec_folder(file: str) -> Path:
     return Path.cwd().resolve() if file == "<string>" else Path(file).resolve().parent
 
 
-def _read(folder: Path, init: InitFrom) -> WeightsFile:
+def _inside(folder: Path, init: InitFrom) -> Path:
     target = (folder / init.path).resolve()
     try:
         target.relative_to(folder)
@@ -116,33 +151,78 @@ def _read(folder: Path, init: InitFrom) -> WeightsFile:
         raise Fail(init.span, f"weights file '{init.path}' leaves the spec's folder") from None
     if not target.is_file():
         raise Fail(init.span, f"weights file '{init.path}' does not exist (relative to {folder.name or folder}/)")
-    return _read_file(target, init)
+    return target
 
 
-def _read_file(target: Path, init: InitFrom) -> WeightsFile:
+class Unreadable(Fail):
+    """A weights file refused for what it holds (or unreadable): `reason` is one line without the
+    file's name. A spec's `init` shows it at the setting; `--weights` as `PATH: error: REASON`."""
+
+    def __init__(self, init: InitFrom, reason: str):
+        super().__init__(init.span, f"weights file '{init.path}': {reason}")
+        self.reason = reason
+
+
+@contextlib.contextmanager
+def _opened(target: Path, init: InitFrom) -> Iterator[WeightsFile]:
+    """The file's arrays, checked and not read (the file stays open while the model's are loaded)."""
+    with contextlib.ExitStack() as stack:
+        try:
+            if init.path.endswith(".keras"):
+                names, data = _keras_members(target)
+                h5, size = stack.enter_context(_h5py_file(io.BytesIO(data))), len(data)
+            else:
+                names = None
+                with open_regular(target, "weights file") as fd:
+                    handle = stack.enter_context(os.fdopen(os.dup(fd), "rb"))
+                size = os.fstat(handle.fileno()).st_size
+                h5 = stack.enter_context(_h5py_file(handle))
+            found = WeightsFile(init.path, by_name=names or {})
+            _walk(h5, found, size)
+        except Refused as exc:
+            raise Unreadable(init, str(exc)) from None
+        except RESOURCE_ERRORS:  # the last resort: the file's, never the spec's
+            raise _out_of_memory(init) from None
+        except (ValueError, KeyError, TypeError, *ZIP_ERRORS) as exc:  # h5py/HDF5 on a damaged file
+            raise Unreadable(init, f"not a readable HDF5 file ({_first_line(exc)})") from None
+        try:
+            yield found  # the arrays matched and read
+        except RESOURCE_ERRORS:
+            raise _out_of_memory(init) from None
+
+
+def _out_of_memory(init: InitFrom) -> Unreadable:
+    return Unreadable(init, "reading it needs more memory than there is")
+
+
+def _h5py_file(source: Any) -> Any:
+    import h5py
+
+    return h5py.File(source, "r")
+
+
+def _keras_members(path: Path) -> tuple[dict[tuple, tuple], bytes]:
+    """A `.keras` file's layer names (config.json, as JSON) and model.weights.h5's bytes, each
+    bounded by size and by expansion before it is expanded (`netdsl.archives`)."""
+    with open_zip(path, ".keras file") as (archive, file_size):
+        text = read_config_json(archive, file_size)
+        try:
+            info = archive.getinfo(_WEIGHTS_ENTRY)
+        except KeyError:
+            raise Refused(f"not a .keras file (it has no {_WEIGHTS_ENTRY})") from None
+        data = read_member(archive, info, file_size, _MEMBER_BOUND)
     try:
-        if init.path.endswith(".keras"):
-            return _read_keras(target, init.path)
-        return _read_h5(target.read_bytes(), init.path, names=None)
-    except Fail:
-        raise
-    except (ValueError, KeyError, json.JSONDecodeError, *ZIP_ERRORS) as exc:
-        raise Fail(init.span, f"cannot read weights file '{init.path}': {exc}") from None
-
-
-def _read_keras(path: Path, shown: str) -> WeightsFile:
-    with zipfile.ZipFile(path) as archive:
-        infos = {i.filename: i for i in archive.infolist()}
-        for entry in ("config.json", _WEIGHTS_ENTRY):
-            if entry not in infos:
-                raise ValueError(f"it has no {entry} (not a Keras 3 .keras file)")
-        if infos["config.json"].file_size > MAX_CONFIG_BYTES:
-            raise ValueError(f"its config.json is over {MAX_CONFIG_BYTES // 2**20} MiB")
-        config = json.loads(archive.read("config.json"))
-        data = archive.read(_WEIGHTS_ENTRY)
+        config = json.loads(text)
+    except RecursionError:
+        raise Refused("its config.json is nested too deeply") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise Refused(f"its config.json is not valid JSON ({exc})") from None
     names: dict[tuple, tuple] = {}
     _layer_keys(config, (), (), names)
-    return _read_h5(data, shown, names)
+    return names, data
+
+
+_MEMBER_BOUND = Bound(MAX_WEIGHTS_MEMBER_BYTES, MAX_WEIGHTS_RATIO, MAX_WEIGHTS_PLAIN_EXPANSION)
 
 
 def _layer_keys(config: Any, name_path: tuple, key_path: tuple, out: dict) -> None:
@@ -163,26 +243,128 @@ def _layer_keys(config: Any, name_path: tuple, key_path: tuple, out: dict) -> No
             _layer_keys(layer, name_path + (name,), key_path + ("layers", key), out)
 
 
-def _read_h5(data: bytes, shown: str, names: dict | None) -> WeightsFile:
+def _walk(h5: Any, found: WeightsFile, file_size: int) -> None:
+    """Find Keras' `layers/<key>/vars/<i>` arrays through hard links only, each group once, each
+    array checked (`_checked`) and not read."""
     import h5py
 
-    found = WeightsFile(shown, by_name=names or {})
-    with h5py.File(io.BytesIO(data), "r") as h5:
-        def visit(group: Any, path: tuple) -> None:
-            for child in sorted(group.keys()):
-                item = group[child]
-                if not isinstance(item, h5py.Group):
-                    continue
-                if child == "vars":
-                    arrays = [np.asarray(item[k][()]) for k in sorted(item.keys(), key=_index)
-                              if isinstance(item[k], h5py.Dataset)]
-                    found.by_key[path] = arrays
-                elif child == "layers" or path[-1:] == ("layers",):
-                    visit(item, path + (child,))
-                else:
-                    found.nested.add(path)  # weights of a sub-layer (a wrapper's, an attention's)
-        visit(h5, ())
-    return found
+    def identity(item: Any) -> tuple:
+        # (file, address): an object reached by two links is one. H5Gget_objinfo reads the header's
+        # basics only; H5Oget_info (h5py's hash of an object, h5o.get_info) counts its messages and
+        # looped for good on a damaged one (the fuzzing campaign, seed 1, inputs 31397 and 81073)
+        info = h5py.h5g.get_objinfo(item.id)
+        return tuple(info.fileno), tuple(info.objno)
+
+    seen: set[tuple] = {identity(h5)}
+
+    def child(group: Any, name: str, where: str) -> Any:
+        link = group.get(name, getlink=True)
+        if isinstance(link, h5py.ExternalLink):
+            raise Refused(f"{where} is an HDF5 external link (to another file); netdsl follows no links in a "
+                          "weights file, as Keras does")
+        if not isinstance(link, h5py.HardLink):
+            raise Refused(f"{where} is an HDF5 soft link; netdsl follows no links in a weights file, as Keras does")
+        item = group[name]
+        if identity(item) in seen:
+            raise Refused(f"{where} is a second link to a group or array already read (a loop?)")
+        seen.add(identity(item))
+        if len(seen) > MAX_WEIGHTS_OBJECTS:
+            raise Refused(f"it holds more than {MAX_WEIGHTS_OBJECTS:,} groups and arrays; a model holds at most "
+                          f"{MAX_LAYERS:,} layers")
+        return item
+
+    def visit(group: Any, path: tuple) -> None:
+        if len(path) > 2 * (MAX_BLOCK_DEPTH + 1):
+            raise Refused(f"/{'/'.join(path)} nests layers more than {MAX_BLOCK_DEPTH} models deep")
+        for name in sorted(n for n in group.keys() if isinstance(n, str)):  # (h5py gives bytes for a name
+            # that is not UTF-8: no layer of Keras' is named so, and it is never opened)
+            where = "/".join(path + (name,))
+            item = child(group, name, where)
+            if not isinstance(item, h5py.Group):
+                continue
+            if name == "vars":
+                arrays = []
+                for key in sorted((k for k in item.keys() if isinstance(k, str)), key=_index):
+                    array = child(item, key, f"{where}/{key}")
+                    if isinstance(array, h5py.Dataset):
+                        arrays.append(_checked(array, f"{where}/{key}", file_size))
+                found.by_key[path] = arrays
+            elif name == "layers" or path[-1:] == ("layers",):
+                visit(item, path + (name,))
+            else:
+                found.nested.add(path)  # weights of a sub-layer (a wrapper's, an attention's)
+    visit(h5, ())
+
+
+_NUMBERS = "fiub"  # float, signed and unsigned integer, bool: what a weight holds
+_FILTERS = {1: "gzip", 2: "shuffle", 3: "fletcher32", 32000: "lzf"}  # HDF5's and h5py's own, no plugin loaded
+
+
+def _checked(dataset: Any, where: str, file_size: int) -> Stored:
+    """An array's declarations, refused before it is read when it reads outside the file (external
+    storage, a virtual dataset), holds no numbers, or declares more than the file stores for it."""
+    if dataset.external:
+        raise Refused(f"{where} keeps its data in another file (HDF5 external storage); netdsl reads only the "
+                      "weights file's own bytes, as Keras does")
+    if dataset.is_virtual:
+        raise Refused(f"{where} is an HDF5 virtual dataset (its data mapped from other files); netdsl reads only "
+                      "the weights file's own bytes, as Keras does")
+    try:
+        dtype = np.dtype(dataset.dtype)
+    except TypeError:  # an HDF5 type NumPy has no name for (a bitfield, a reference)
+        raise Refused(f"{where} holds values of an HDF5 type that is not numbers") from None
+    if dtype.kind not in _NUMBERS or dtype.itemsize > 8 or dtype.fields is not None:
+        raise Refused(f"{where} holds {_held(dtype)}, not numbers")
+    shape = dataset.shape
+    if shape is None:
+        raise Refused(f"{where} holds no array (an empty HDF5 dataspace)")
+    plist = dataset.id.get_create_plist()
+    for index in range(plist.get_nfilters()):
+        code = plist.get_filter(index)[0]
+        if code not in _FILTERS:
+            raise Refused(f"{where} is compressed with HDF5 filter {code}, which netdsl does not read "
+                          f"(it reads {', '.join(_FILTERS.values())})")
+    declared = math.prod(shape) * dtype.itemsize
+    stored = min(dataset.id.get_storage_size(), file_size)  # the file's word, never more than the file
+    if declared > MAX_WEIGHTS_PLAIN_EXPANSION and declared > MAX_WEIGHTS_RATIO * stored:
+        raise Refused(f"{where} declares {_shape_text(shape)} {dtype.name} ({declared:,} bytes) but the "
+                      f"file stores {stored:,} bytes of it")
+    if math.prod(shape) > MAX_PARAMS:
+        raise Refused(f"{where} declares {math.prod(shape):,} values; a layer holds at most {MAX_PARAMS:,}")
+    chunks = dataset.chunks
+    if chunks is not None and math.prod(chunks) * dtype.itemsize > max(declared, MAX_WEIGHTS_PLAIN_EXPANSION):
+        raise Refused(f"{where} is stored in chunks of {_shape_text(chunks)}, larger than the array")
+    return Stored(where, tuple(shape), dtype, dataset)
+
+
+def _read_stored(stored: Stored, init: InitFrom) -> np.ndarray:
+    """The array, read once its shape and type have been compared with the model's weight."""
+    try:
+        return np.asarray(stored.dataset[()])
+    except (ValueError, TypeError, KeyError, *ZIP_ERRORS) as exc:  # a damaged chunk, a checksum that fails
+        raise Unreadable(init, f"cannot read {stored.where} ({_first_line(exc)})") from None
+
+
+def _held(dtype: np.dtype) -> str:
+    """What an array of `dtype` that is not numbers holds, in words."""
+    import h5py
+
+    if dtype.kind in "SU" or h5py.check_string_dtype(dtype) is not None:
+        return "strings"
+    if h5py.check_vlen_dtype(dtype) is not None:
+        return "arrays of varying length"
+    named = {"c": "complex numbers", "V": "records or opaque bytes", "O": "objects", "M": "dates", "m": "durations"}
+    return named.get(dtype.kind, f"values of {dtype.itemsize} bytes")
+
+
+def _shape_text(shape: tuple) -> str:
+    return _shapes([tuple(shape)])
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)  # (a KeyError's str() quotes)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 def _index(key: str) -> int:
@@ -240,11 +422,16 @@ def _load_part(model: Any, init: InitFrom, weights: WeightsFile, strict: bool, p
             missing.append(shown)
             continue
         want = [tuple(w.shape) for w in layer.weights]
-        got = [tuple(a.shape) for a in arrays]
+        got = [a.shape for a in arrays]
         if want != got:
             raise Fail(init.span, f"layer '{shown}' has weights of shapes {_shapes(want)}; "
                                   f"'{weights.path}' holds {_shapes(got)} for it")
-        layer.set_weights(arrays)
+        kinds = [np.dtype(w.dtype).kind for w in layer.weights]
+        if any(_kind(k) != _kind(a.dtype.kind) for k, a in zip(kinds, arrays)):
+            raise Fail(init.span, f"layer '{shown}' has weights of types "
+                                  f"{', '.join(np.dtype(w.dtype).name for w in layer.weights)}; "
+                                  f"'{weights.path}' holds {', '.join(a.dtype.name for a in arrays)} for it")
+        layer.set_weights([_read_stored(a, init) for a in arrays])
         loaded += 1
     if missing and strict:
         more = f" (and {len(missing) - 3} more)" if len(missing) > 3 else ""
@@ -258,6 +445,11 @@ def _load_part(model: Any, init: InitFrom, weights: WeightsFile, strict: bool, p
     shown_part = f"'{pattern}'" if pattern else "the model"
     return f"init: {loaded} layer{'s' if loaded != 1 else ''} of {shown_part} from {weights.path}" + (
         f" ({len(missing)} without weights there)" if missing else "")
+
+
+def _kind(kind: str) -> str:
+    """Floats take floats, integers integers (signed or not), booleans booleans: what a cast keeps."""
+    return "i" if kind == "u" else kind
 
 
 def _holds(weights: WeightsFile, name: str) -> bool:

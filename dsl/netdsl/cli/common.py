@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 from netdsl.errors import (
     BackendError,
     Diagnostic,
+    FileRefused,
     Sources,
     SpecError,
     UsageError,
@@ -45,6 +46,8 @@ def print_error(exc: TrainingError | UsageError | BackendError, command: str) ->
     """
     if isinstance(exc, TrainingError):
         line = exc.text if exc.file is not None else f"netdsl {command}: {exc.text}"
+    elif isinstance(exc, FileRefused):  # a file's own error names the file, as a data file's does
+        line = f"{printable(exc.file)}: error: {exc}"
     else:  # a usage error's str() is escaped already; a backend's message is netdsl's own
         line = error_line(command, str(exc))
     print(line, file=sys.stderr)

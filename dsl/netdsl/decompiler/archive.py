@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from pathlib import Path
 
+from netdsl.archives import CONFIG_MEMBER, NotAZip, open_zip, read_config_json
 from netdsl.errors import Diagnostic, SpecError
-from netdsl.files import ZIP_ERRORS, Refused, open_regular
-from netdsl.limits import MAX_CONFIG_BYTES, MAX_CONFIG_PLAIN_EXPANSION, MAX_CONFIG_RATIO
+from netdsl.files import Refused
+from netdsl.limits import MAX_CONFIG_BYTES
 
-CONFIG_MEMBER = "config.json"
+__all__ = ["CONFIG_MEMBER", "read_model_config"]
 
 
 def read_model_config(path: str | os.PathLike) -> dict:
@@ -46,64 +46,13 @@ def _config_bytes(path: Path, display: str) -> bytes:
     if path.suffix.lower() in (".h5", ".hdf5"):
         raise _error(display, "HDF5 (.h5) models are not supported",
                      "load it in Keras and save it as .keras (model.save('model.keras'))")
-    try:
-        with open_regular(path, ".keras file") as fd:  # a FIFO or a device: refused, never opened blocking
-            handle = os.fdopen(os.dup(fd), "rb")
+    try:  # bounded by size and by ratio as it is read (netdsl.archives: the weights reader's rules too)
+        with open_zip(path, ".keras file") as (archive, file_size):
+            return read_config_json(archive, file_size, limit=MAX_CONFIG_BYTES)
+    except NotAZip as exc:
+        raise _error(display, str(exc), "decompile reads models saved with model.save('model.keras')") from None
     except Refused as exc:
         raise _error(display, str(exc)) from None
-    try:
-        archive = zipfile.ZipFile(handle)
-    except zipfile.BadZipFile:
-        handle.close()
-        raise _error(display, "not a .keras file (not a zip archive)",
-                     "decompile reads models saved with model.save('model.keras')") from None
-    except OSError as exc:
-        handle.close()
-        raise _error(display, f"cannot read file: {exc.strerror or exc}") from None
-    except ZIP_ERRORS as exc:  # a zip directory Python cannot read ("zip file version 13.5")
-        handle.close()
-        raise _error(display, f"not a readable .keras file ({exc})") from None
-    with handle, archive:
-        try:
-            info = archive.getinfo(CONFIG_MEMBER)
-        except KeyError:
-            raise _error(display, "not a .keras file (it has no config.json)") from None
-        if info.file_size > MAX_CONFIG_BYTES:
-            raise _error(display, f"config.json is too large ({info.file_size:,} bytes; "
-                                  f"at most {MAX_CONFIG_BYTES:,})")
-        packed = min(info.compress_size, os.fstat(handle.fileno()).st_size)
-        _refuse_a_bomb(display, info.file_size, packed)
-        try:
-            data = _read_member(archive, info, display, packed)
-        except ZIP_ERRORS as exc:
-            raise _error(display, f"cannot read config.json ({exc})") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise _error(display, f"config.json is too large (more than {MAX_CONFIG_BYTES:,} bytes)")
-    if len(data) > MAX_CONFIG_PLAIN_EXPANSION and not data.lstrip(b" \t\r\n").startswith(b"{"):
-        # refused before parsing: 64 MiB of `[{},{},...]` parses into 22 million dicts
-        raise _error(display, "config.json does not describe a model (expected a JSON object)")
-    return data
-
-
-def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, display: str, packed: int) -> bytes:
-    """config.json's bytes, at most one past the limit (the header's sizes can lie), the expansion
-    checked as it grows."""
-    chunks, total = [], 0
-    with archive.open(info) as member:
-        while total <= MAX_CONFIG_BYTES:
-            chunk = member.read(min(1 << 20, MAX_CONFIG_BYTES + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            _refuse_a_bomb(display, total, packed)
-    return b"".join(chunks)
-
-
-def _refuse_a_bomb(display: str, size: int, packed: int) -> None:
-    if size > MAX_CONFIG_PLAIN_EXPANSION and size > MAX_CONFIG_RATIO * max(packed, 1):
-        raise _error(display, f"config.json expands from {packed:,} bytes to more than {MAX_CONFIG_RATIO}x "
-                              f"that; a model's config expands less (a zip bomb?)")
 
 
 def _error(file: str, message: str, hint: str | None = None) -> SpecError:

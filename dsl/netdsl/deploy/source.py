@@ -208,12 +208,17 @@ def _load_keras(path: Path, quiet: bool) -> keras.Model:
 
 
 def _load_weights(model: keras.Model, path: Path) -> None:
-    if path.suffix == ".keras" and not zipfile.is_zipfile(path):
-        raise ExportError("not a .keras file (not a zip archive)", file=str(path))
+    """`--weights FILE`: read by netdsl's own weights reader, as `build --weights` reads it (arrays
+    only, nothing outside the file: Keras' legacy `.h5` loader has none of its checks)."""
+    from netdsl.backend.fine_tuning import load_weights_file
+    from netdsl.errors import FileRefused, UsageError
+
     try:
-        model.load_weights(path)
-    except Exception as exc:  # a file of another model: Keras names the mismatch
-        raise ExportError(f"cannot load these weights into the model ({_first_line(exc)})", file=str(path)) from None
+        load_weights_file(model, path)
+    except FileRefused as exc:  # the file's own error, escaped once where it is printed
+        raise ExportError(exc.message, file=str(path)) from None
+    except UsageError as exc:  # a file of another model, or not a weights file: the mismatch named
+        raise ExportError(f"cannot load these weights into the model ({exc.message})", file=str(path)) from None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -124,7 +124,7 @@ def test_trust_runs_it_and_it_does_what_the_review_showed(command, evil, tmp_pat
     assert code == 0, err
     assert (base / "WRITTEN_BY_MODEL").read_text() == "written by the model"
     if command == "predict":
-        assert out == f"wrote {tmp_path / 'p.npz'} (y (2, 64))\n"
+        assert out == f"wrote {tmp_path / 'p.npz'} (2 samples; y (2, 64))\n"
         with np.load(tmp_path / "p.npz") as got:
             assert got["y"][0].astype(np.uint8).tobytes() == SECRET
     else:
@@ -156,6 +156,8 @@ def test_file_ops_are_found_wherever_the_graph_calls_them(layout, tmp_path, caps
 
 
 def test_trust_is_for_exported_files(tmp_path, capsys):
+    (tmp_path / "m.keras").write_bytes(b"")  # never opened: the flag is refused first
+    np.savez(tmp_path / "x.npz", x=np.zeros((2, 4), "float32"))
     code, out, err = run_cli(["predict", tmp_path / "m.keras", "--data", tmp_path / "x.npz", "-o",
                               tmp_path / "p.npz", "--trust"], capsys)
     assert (code, out, err) == (2, "", "netdsl predict: error: --trust runs an exported SavedModel whose graph holds "

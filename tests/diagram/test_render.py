@@ -97,7 +97,8 @@ def test_dot_is_identical_across_processes():
 
 # A string with every troublesome character, as spec text; a label shows it as the spec wrote it.
 # `\\N` and `\\G` would be Graphviz's node and graph names if a backslash reached dot unescaped.
-NASTY = r"""a\"<b>&{c}\\n\n]];x->y'\t\\N\\G"""
+# It shows in 32 characters, a label's MAX_VALUE (its newline and tab are written `\n`, `\t`, two each).
+NASTY = r"""a\"<b>&{}\\n\n]];x->y'\t\\N\\G"""
 NASTY_SHOWN = f'"{NASTY}"'
 
 ESCAPE_SPEC = f"""

@@ -100,6 +100,24 @@ def apply_fine_tuning(model: Any, graph: Any) -> list[str]:
     return report
 
 
+def check_weights_file(path: str | os.PathLike[str]) -> None:
+    """Every group and array of FILE checked as `load_weights_file` checks them (hard links only, no
+    external storage or virtual dataset, nothing declared beyond what is stored), none read: for a
+    reader that matches sub-layers itself (Keras' `load_weights`, which `export --weights` calls).
+    Raises `UsageError` for a path that is not a weights file and `FileRefused` for a refused one."""
+    shown = os.fspath(path)
+    init = InitFrom(Pattern("", None), shown, Span.at(shown, 1, 1))
+    if not shown.endswith(WEIGHT_FILES):
+        raise UsageError(f"a weights file is a .keras or .weights.h5 path, received '{shown}'")
+    if not Path(shown).is_file():
+        raise UsageError(f"weights file '{shown}' does not exist")
+    try:
+        with _opened(Path(shown), init):
+            pass
+    except Unreadable as refused:
+        raise FileRefused(shown, refused.reason) from None
+
+
 def load_weights_file(model: Any, path: str | os.PathLike[str]) -> str:
     """The whole model's weights from FILE given outside the spec (`build --weights`,
     `train --init-from`): read and matched as a spec's `init = "FILE"` (strictly).
@@ -293,6 +311,19 @@ def _walk(h5: Any, found: WeightsFile, file_size: int) -> None:
                 visit(item, path + (name,))
             else:
                 found.nested.add(path)  # weights of a sub-layer (a wrapper's, an attention's)
+                check_all(item, where, len(path) + 1)
+
+    def check_all(group: Any, where: str, depth: int) -> None:
+        """A sub-layer's arrays are not matched here, but every one is checked as the others are: whoever
+        reads them next (Keras' `load_weights` for `export --weights`) reads only what passed."""
+        if depth > 2 * (MAX_BLOCK_DEPTH + 1):
+            raise Refused(f"/{where} nests sub-layers more than {MAX_BLOCK_DEPTH} deep")
+        for name in sorted(n for n in group.keys() if isinstance(n, str)):
+            item = child(group, name, f"{where}/{name}")
+            if isinstance(item, h5py.Group):
+                check_all(item, f"{where}/{name}", depth + 1)
+            elif isinstance(item, h5py.Dataset):
+                _checked(item, f"{where}/{name}", file_size)
     visit(h5, ())
 
 

@@ -208,17 +208,36 @@ def _load_keras(path: Path, quiet: bool) -> keras.Model:
 
 
 def _load_weights(model: keras.Model, path: Path) -> None:
-    """`--weights FILE`: read by netdsl's own weights reader, as `build --weights` reads it (arrays
-    only, nothing outside the file: Keras' legacy `.h5` loader has none of its checks)."""
-    from netdsl.backend.fine_tuning import load_weights_file
+    """`--weights FILE`: read by netdsl's own weights reader, as `build --weights` reads it (arrays only,
+    nothing outside the file, shapes and types matched; `.keras` and `.weights.h5` only: Keras' legacy
+    `.h5` loader has none of its checks). The reader matches the weights a layer keeps itself; a model
+    whose layers keep theirs in sub-layers (an attention's query, key and value) is loaded by Keras,
+    which knows their order, once the reader has checked every array of the file."""
+    from netdsl.backend.fine_tuning import check_weights_file, load_weights_file
     from netdsl.errors import FileRefused, UsageError
 
     try:
+        check_weights_file(path)
         load_weights_file(model, path)
     except FileRefused as exc:  # the file's own error, escaped once where it is printed
         raise ExportError(exc.message, file=str(path)) from None
     except UsageError as exc:  # a file of another model, or not a weights file: the mismatch named
-        raise ExportError(f"cannot load these weights into the model ({exc.message})", file=str(path)) from None
+        if "has no weights for layer" not in exc.message or not _keeps_sub_layers(model):
+            raise ExportError(f"cannot load these weights into the model ({exc.message})", file=str(path)) from None
+        try:
+            model.load_weights(path)
+        except Exception as keras_exc:  # noqa: BLE001 - Keras names the mismatch
+            raise ExportError(f"cannot load these weights into the model ({_first_line(keras_exc)})",
+                              file=str(path)) from None
+
+
+def _keeps_sub_layers(model: keras.Model) -> bool:
+    """Whether a layer of the model keeps weights in layers of its own (MultiHeadAttention, a wrapper)."""
+    import keras
+
+    return any(isinstance(sub, keras.layers.Layer) and sub is not layer and sub.weights
+               for layer in model._flatten_layers(include_self=False)
+               for sub in layer._flatten_layers(include_self=False, recursive=False))
 
 
 def _first_line(exc: BaseException) -> str:

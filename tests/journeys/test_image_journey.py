@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.journeys import netdsl
+
 ROOT = Path(__file__).resolve().parents[2]
 CLASSES = ("circle", "square", "stripes")
 SIZE = 16
@@ -82,11 +84,6 @@ def journey(tmp_path_factory):
     (work / "shapes.net").write_text(SPEC)
     return work, truth
 
-
-def netdsl(work: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "dsl"), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "netdsl.cli", *args], cwd=work, env=env, capture_output=True,
-                          text=True, timeout=600)
 
 
 def on_a_terminal(work: Path, *args: str) -> tuple[int, str]:

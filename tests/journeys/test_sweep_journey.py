@@ -9,18 +9,16 @@ so the file and the run give the same loss.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.journeys import netdsl
+
 pytest.importorskip("optuna", reason="netdsl[sweep] (Optuna) is not installed")
 pytest.importorskip("onnxruntime", reason="netdsl[export] is not installed")
 
-ROOT = Path(__file__).resolve().parents[2]
 SPEC = """\
 let width = 8
 
@@ -43,11 +41,6 @@ sweep clf {
 }
 """
 
-
-def netdsl(work: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "dsl"), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "netdsl.cli", *args], cwd=work, env=env, capture_output=True,
-                          text=True, timeout=600)
 
 
 def scores(stdout: str) -> dict[str, float]:

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.journeys import netdsl
+
 SEGMENTS = ("high", "low", "mid")  # sorted: the order the classes take
 SPEC = """\
 model customers {
@@ -56,11 +54,6 @@ def journey(tmp_path_factory):
     (work / "customers.net").write_text(SPEC)
     return work, [segment(row) for row in new]
 
-
-def netdsl(work: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "dsl"), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "netdsl.cli", *args], cwd=work, env=env, capture_output=True,
-                          text=True, timeout=600)
 
 
 def rows(path: Path) -> list[dict[str, str]]:

@@ -101,6 +101,13 @@ def test_an_input_column_with_a_different_integer_on_every_row_is_named_in_a_war
         warnings.simplefilter("always")
         open_source(few, TABLE)
     assert caught == []
+    # a count that differs on every row (msft.csv's traded Volume) spans far more than the rows: a feature
+    counts = table(tmp_path / "counts.csv", ["volume,a,kind"] + [f"{92433800 - 1234567 * i + i * i},{i % 3}.5,{i % 3}"
+                                                               for i in range(25)])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        open_source(counts, TABLE)
+    assert caught == []
 
 
 def test_a_csv_is_read_whole_before_tensorflow_and_the_validation_file_names_as_the_training_one(tmp_path):

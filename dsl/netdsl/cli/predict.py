@@ -64,5 +64,6 @@ def run(args: argparse.Namespace) -> int:
     if sys.stdout.isatty():  # the first rows, for a person; a pipe or a script gets the summary line alone
         print(predictions.table())
     shapes = ", ".join(f"{printable(name)} {tuple(array.shape)}" for name, array in predictions.items())
-    print(f"wrote {printable(target)} ({len(predictions.sources)} samples; {shapes})")
+    count = len(predictions.sources)
+    print(f"wrote {printable(target)} ({count} sample{'' if count == 1 else 's'}; {shapes})")
     return 0

@@ -12,7 +12,8 @@ are; or the classes a run recorded, when it evaluates or predicts). Every
 other cell must be a number; one that is not is reported at its file, line
 and column. NumPy's C parser reads the numbers; only when it fails is the
 file read again cell by cell, to say exactly where. A column of the input
-with a different integer on every row looks like an identifier: a warning
+with a different integer on every row, all within a span of twice the rows, looks like an identifier
+(a row number, a sequential id): a warning
 names it (`DataWarning`). Nothing here imports TensorFlow: the whole file is
 read before it loads (`source.check_source`), and that reading is kept for
 the reader (`from_csv(keep=True)`).
@@ -155,9 +156,13 @@ def _class_indices(path: str, lines: list[str], header: list[str], column: int,
 
 
 def _is_identifier(values: np.ndarray) -> bool:
-    """A different integer on every row (of at least MIN_IDENTIFIER_ROWS)."""
-    return (len(values) >= MIN_IDENTIFIER_ROWS and np.array_equal(values, np.round(values))
-            and len(np.unique(values)) == len(values))
+    """A different integer on every row (of at least MIN_IDENTIFIER_ROWS), all within a span of at most
+    twice the rows: a row number or a sequential id (gaps from rows left out allowed). A count that
+    happens to differ on every row (a day's traded volume, a price in cents) spans far more, and is a
+    feature (msft.csv's Volume: 64 rows spanning 10^8 was named an identifier)."""
+    if len(values) < MIN_IDENTIFIER_ROWS or not np.array_equal(values, np.round(values)):
+        return False
+    return len(np.unique(values)) == len(values) and float(values.max() - values.min()) < 2 * len(values)
 
 
 def _warn_of_identifiers(path: str, input_name: str, header: list[str], columns: list[int],

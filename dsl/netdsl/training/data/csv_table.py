@@ -25,6 +25,7 @@ import csv
 import io
 import os
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -132,13 +133,7 @@ def _class_indices(path: str, lines: list[str], header: list[str], column: int,
                    known: tuple[str, ...] | None) -> tuple[np.ndarray, tuple[str, ...]]:
     """A column of class names as indices into the classes: `known` (a run's), else the names found, sorted."""
     cells = []
-    for number, line in enumerate(lines[1:], 2):
-        if not line.strip():
-            continue
-        fields = _fields(line, path, number)
-        if len(fields) != len(header):
-            raise DataError(f"{len(fields)} cells on this line, the header has {len(header)}", file=path,
-                            line=number, col=1)
+    for number, line, fields in _rows(path, lines, header):
         name = fields[column].strip()
         if not name:
             raise DataError(f"an empty cell where a class name belongs (column '{header[column]}')", file=path,
@@ -209,9 +204,9 @@ def _has_ragged_rows(text: str, lines: list[str], width: int) -> bool:
     return any(line.count(",") != width - 1 for line in lines[1:] if line.strip())
 
 
-def _locate_bad_cell(path: str, lines: list[str], header: list[str], used: list[int],
-                     short_rows_only: bool = False) -> None:
-    """Raise the DataError for the first row with too few cells or a used cell that is not a number."""
+def _rows(path: str, lines: list[str], header: list[str]) -> Iterator[tuple[int, str, list[str]]]:
+    """(line number, line, cells) of every row that is not blank; a row of another width than the
+    header is the DataError at its line."""
     for number, line in enumerate(lines[1:], 2):
         if not line.strip():
             continue
@@ -219,6 +214,13 @@ def _locate_bad_cell(path: str, lines: list[str], header: list[str], used: list[
         if len(cells) != len(header):
             raise DataError(f"{len(cells)} cells on this line, the header has {len(header)}", file=path,
                             line=number, col=1)
+        yield number, line, cells
+
+
+def _locate_bad_cell(path: str, lines: list[str], header: list[str], used: list[int],
+                     short_rows_only: bool = False) -> None:
+    """Raise the DataError for the first row with too few cells or a used cell that is not a number."""
+    for number, line, cells in _rows(path, lines, header):
         if short_rows_only:
             continue
         for c in used:

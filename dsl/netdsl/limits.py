@@ -198,6 +198,18 @@ MAX_CONFIG_PLAIN_EXPANSION = 1024**2
 # One CSV cell (Python's csv module stops at 128 KiB; a cell of data is a number).
 MAX_CSV_FIELD = 131_072
 
+# One .txt file of a text folder (a sample: a review, an article). Every file of the folder is held in
+# memory for the run; a novel-length sample (1 MiB, ~170,000 words) is far past what a text model reads.
+MAX_TEXT_FILE_BYTES = 1024**2
+
+# A text folder's files together: they are read whole into memory, as a CSV file is.
+MAX_TEXT_FOLDER_BYTES = 4 * 1024**3
+
+# A vocabulary `adapt` learns (text_vectorization, string_lookup, integer_lookup without max_tokens): a
+# lookup table in the model and, usually, an embedding row per token; a million tokens is past any
+# vocabulary a model is trained with (BERT's: 30,522).
+MAX_VOCABULARY = 1_000_000
+
 # An image's width x height, read from its PNG/GIF/BMP/JPEG header before it
 # is decoded: 4 bytes x 2**28 pixels = 1 GiB per image, decoded once per epoch.
 MAX_IMAGE_PIXELS = 1 << 28

@@ -76,6 +76,9 @@ class KerasBackend:
     # ------------------------------------------------------------ protocol
     def input(self, node: Node, shape: tuple, dtype: str) -> Any:
         dims = tuple(None if d is UNKNOWN else d for d in shape)
+        if dtype == "string" and keras.backend.backend() != "tensorflow":
+            raise BuildError(f"input '{node.name}' holds strings, and only the TensorFlow backend has string "
+                             f"tensors ({keras.backend.backend()} holds numbers); use --backend tensorflow")
         try:
             tensor = keras.Input(shape=dims, dtype=dtype, name=node.name)
         except Exception as exc:

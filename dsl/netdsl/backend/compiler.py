@@ -47,12 +47,13 @@ from netdsl.syntax import ir
 from netdsl.syntax.loader import Program, Source, as_program, pick_model, pick_models
 
 __all__ = ["compile_program", "build_model", "build_models", "execution_of", "fit_kwargs", "unfreeze_epoch",
-           "unfreeze"]
+           "unfreeze", "adapted_layers"]
 
 _FIT: weakref.WeakKeyDictionary[Any, tuple[dict, list]] = weakref.WeakKeyDictionary()
 _INIT_REPORTS: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()  # what `init` loaded
 _PHASES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # model -> graph, two-phase fine-tuning
 _EXECUTION: weakref.WeakKeyDictionary[Any, Execution] = weakref.WeakKeyDictionary()  # compiled with, and why
+_ADAPTED: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()  # layers `adapt` names
 
 
 # ------------------------------------------------------------------ entry points
@@ -246,6 +247,11 @@ def load_weights(model: Any, path: str | os.PathLike[str]) -> None:
     _INIT_REPORTS.setdefault(model, []).append(load_weights_file(model, path))
 
 
+def adapted_layers(model: Any) -> list[str]:
+    """The layers a built model's train section adapts to the training data (`adapt`), in graph order."""
+    return list(_ADAPTED.get(model, []))
+
+
 def unfreeze_epoch(model: Any) -> int | None:
     """The epoch a built model's second fine-tuning phase starts at (`unfreeze_after`), or None."""
     graph = _PHASES.get(model)
@@ -269,6 +275,10 @@ def _compile_training(model: Any, graph: Any, execution: Execution, second_phase
 
     spec = graph.train
     _FIT[model] = (dict(spec.fit), list(spec.callbacks))
+    if spec.adapt and not second_phase:
+        from netdsl.semantics.adapting import adapted_layer_names
+
+        _ADAPTED[model] = adapted_layer_names(graph, spec)
     if (spec.init or spec.freeze) and not second_phase:
         from netdsl.backend.fine_tuning import apply_fine_tuning
 

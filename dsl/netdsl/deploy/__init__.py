@@ -67,6 +67,7 @@ def export_model(source: Any, *, format: str, out: str | os.PathLike | None = No
         _check_writable(target, fmt)
     resolved = resolve(source, model=model, weights=weights, checkpoint=checkpoint, include=include, quiet=quiet,
                        seed=seed)
+    _refuse_text(fmt, resolved)
     target = target if target is not None else default_out(resolved, fmt)
     with muted_stderr(quiet):
         _write(fmt, resolved, target)
@@ -74,6 +75,16 @@ def export_model(source: Any, *, format: str, out: str | os.PathLike | None = No
     if result is not None and not result.ok:
         raise VerifyFailed(result.failure(), file=str(target))
     return Exported(target, fmt, result, tuple(resolved.notes))
+
+
+def _refuse_text(fmt: Format, resolved: Resolved) -> None:
+    """A model that takes text, in a format that cannot hold string ops: one line, before converting."""
+    text = next((t for t in resolved.model.inputs if str(t.dtype) == "string"), None)
+    if text is not None and fmt.no_text is not None:
+        name = str(getattr(text, "name", "input")).split(":")[0]
+        raise ExportError(f"the model takes text (input '{name}' as string), which {fmt.name} cannot hold: "
+                          f"{fmt.no_text}; export it with --format saved_model, which holds the string ops and "
+                          "the vocabulary")
 
 
 def _write(fmt: Format, resolved: Resolved, target: Path) -> None:

@@ -56,6 +56,9 @@ class Format:
     runtime_module: str  # what running an exported file needs (predict, evaluate)
     module: str  # the `FormatModule` that writes and loads it, imported when first used
     marker: str | None = None  # a folder format: the file inside that makes a folder one of its exports
+    # Why the format cannot hold a model that takes text (a string input: text_vectorization's string ops
+    # and vocabulary table), or None when it can.
+    no_text: str | None = None
 
     @property
     def is_folder(self) -> bool:
@@ -67,11 +70,13 @@ class Format:
 
 FORMATS = {fmt.name: fmt for fmt in (
     Format("onnx", ".onnx", 1e-5, ("onnx", "onnxruntime", "tf2onnx"), "onnxruntime", "onnxruntime",
-           "netdsl.deploy.onnx_format"),
+           "netdsl.deploy.onnx_format", no_text="tf2onnx converts no string ops (StringLower, StringSplit, the "
+                                                "vocabulary's hash table), and standard ONNX has none"),
     Format("saved_model", "_saved_model", 1e-5, (), "tf.saved_model.load", "tensorflow",
            "netdsl.deploy.saved_model_format", marker=MARKER),
     Format("litert", ".tflite", 1e-4, ("ai_edge_litert",), "the LiteRT interpreter", "ai_edge_litert",
-           "netdsl.deploy.litert_format"),
+           "netdsl.deploy.litert_format", no_text="LiteRT's built-in ops have no string ops (StringLower, "
+                                                 "StringSplit), which netdsl's built-in-only conversion needs"),
 )}
 INSTALL_HINT = "pip install 'netdsl[export]'"
 # Other tools' names for the formats: suggested, never taken silently.

@@ -50,7 +50,7 @@ def is_exported(where: Any) -> bool:
 def output_batches(model: ExportedModel, source: DataSource, batch_size: int, with_targets: bool = False
                    ) -> Iterator[tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]]:
     """The file's outputs batch by batch (and the targets read beside them), as the runtime gives them."""
-    dtypes = {spec.name: spec.dtype for spec in model.signature.inputs}
+    dtypes = {spec.name: object if spec.dtype == "string" else spec.dtype for spec in model.signature.inputs}
     for x, y in source.batches(np.arange(source.n), batch_size, with_targets):
         try:
             got = model.run({name: np.asarray(array, dtype=dtypes[name]) for name, array in x.items()})

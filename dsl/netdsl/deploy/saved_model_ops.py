@@ -73,6 +73,10 @@ ALLOWED_OPS = frozenset({
     "DepthwiseConv2dNative", "MaxPool", "MaxPool3D", "ResizeBilinear",
     # recurrent layers (Keras' loops keep their steps in tensor lists, in memory)
     "TensorListFromTensor", "TensorListGetItem", "TensorListReserve", "TensorListSetItem", "TensorListStack",
+    # text (text_vectorization, string_lookup): string ops, ragged tokens padded, and the vocabulary as a hash
+    # table in memory filled from constants (InitializeTableFromTextFile, which reads a file, is not here)
+    "Add", "HashTableV2", "LookupTableExportV2", "LookupTableFindV2", "LookupTableImportV2", "MutableHashTableV2",
+    "PartitionedCall", "RaggedTensorToTensor", "StaticRegexReplace", "StringLower", "StringSplitV2",
 })
 
 # Only in the functions the saver_def's nodes alone reach (see the docstring): TensorFlow 1's Saver, which

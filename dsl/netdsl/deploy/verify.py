@@ -16,6 +16,7 @@ where equal outputs prove little.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,9 +82,21 @@ def sample_inputs(model: keras.Model, batch: int = BATCH, seed: int = SEED) -> d
             inputs[spec.name] = rng.integers(0, vocab, size=shape).astype(spec.dtype)
         elif spec.dtype == "bool":
             inputs[spec.name] = rng.integers(0, 2, size=shape).astype(bool)
+        elif spec.dtype == "string":  # sentences of words drawn from the model's own vocabulary, when it has one
+            words = _vocabulary_words(model) or ["the", "a", "text"]
+            texts = [" ".join(rng.choice(words, size=int(rng.integers(1, 12)))) for _ in range(math.prod(shape))]
+            inputs[spec.name] = np.array(texts, dtype=object).reshape(shape)
         else:
             inputs[spec.name] = rng.standard_normal(shape).astype(spec.dtype)
     return inputs
+
+
+def _vocabulary_words(model: keras.Model) -> list[str]:
+    """A few words of the first adapted text_vectorization's vocabulary (its padding and [UNK] left out)."""
+    for layer in _all_layers(model):
+        if type(layer).__name__ == "TextVectorization":
+            return [str(w) for w in layer.get_vocabulary()[2:50]]
+    return []
 
 
 def _all_layers(model: keras.Model) -> list:

@@ -24,6 +24,7 @@ from typing import Any, cast
 from netdsl import registry
 from netdsl.errors import Diagnostic, Fail, Span, did_you_mean
 from netdsl.limits import MAX_DIM
+from netdsl.semantics.adapting import check_adapt
 from netdsl.semantics.args import DTYPES
 from netdsl.semantics.fine_tuning import check_parts
 from netdsl.semantics.graph import Graph, TensorRef, repeated_layer_names
@@ -61,6 +62,7 @@ class FlowExpander:
             state.diagnostics.extend(repeated_layer_names(graph))
             if graph.train is not None:
                 state.diagnostics.extend(check_parts(graph, graph.train))
+                state.diagnostics.extend(check_adapt(graph, graph.train))
             if not state.build.outputs:
                 state.error(_name_span(decl, "model"), f"model '{decl.name}' has no output",
                             "add one: output probs = x -> dense(10)")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl.errors import Diagnostic, Fail, Span, did_you_mean
-from netdsl.semantics import fine_tuning
+from netdsl.semantics import adapting, fine_tuning
 from netdsl.semantics.args import Arguments
 from netdsl.semantics.consts import Consts
 from netdsl.semantics.fine_tuning import InitFrom, Pattern
@@ -37,11 +37,12 @@ class TrainSpec:
     freeze: list[Pattern] = field(default_factory=list)
     unfreeze_after: int | None = None  # epochs of the first phase; then every part trains
     unfreeze_learning_rate: float | None = None  # the second phase's learning rate
+    adapt: bool | list[Pattern] = False  # preprocessing layers adapted to the training data (`adapting.py`)
 
 
 _SETTINGS = ("optimizer", "loss", "metrics", "loss_weights", "batch_size", "epochs", "validation_split",
              "shuffle", "mixed_precision", "jit_compile", "steps_per_execution", "callbacks",
-             "init", "init_strict", "freeze", "unfreeze_after", "unfreeze_learning_rate")
+             "init", "init_strict", "freeze", "unfreeze_after", "unfreeze_learning_rate", "adapt")
 
 
 class TrainChecker:
@@ -108,6 +109,8 @@ class TrainChecker:
             spec.callbacks = [resolve(_named(c, span, "callback"), ("callback",), span) for c in _as_list(value)]
         elif name in ("init", "init_strict", "freeze", "unfreeze_after", "unfreeze_learning_rate"):
             fine_tuning.setting(spec, item, value)
+        elif name == "adapt":
+            adapting.setting(spec, item, value)
 
     def _per_output(
         self, item: ir.Kwarg, value: Any, span: Span, outputs: list[str], convert: Callable[[Any], Any],

@@ -89,6 +89,8 @@ def _from_csv(path: str, signature: Signature, targets: dict[str, str], need_tar
     if first is None:
         raise DataError("no rows after the header", file=path)
     first_cells = _fields(first[1], path, first[0])
+    if spec.dtype == "string":
+        return _text_column(path, signature, lines, header, first_cells, target_cols, names)
     feature_cols, skipped = feature_columns(path, header, first_cells, target_cols, names)
     named = {name: c for name, c in target_cols.items()
              if c >= len(first_cells) or not is_number(first_cells[c])}  # labels that are class names
@@ -127,6 +129,38 @@ def _from_csv(path: str, signature: Signature, targets: dict[str, str], need_tar
     rows = np.array([i for i, line in enumerate(lines[1:], 2) if line.strip()], dtype=np.int64)
     return ArraySource(path, signature, inputs, out, classes=classes,
                        columns={spec.name: tuple(header[c] for c in feature_cols)}, lines=rows)
+
+
+def _text_column(path: str, signature: Signature, lines: list[str], header: list[str], first: list[str],
+                 target_cols: dict[str, int], names: DataNames) -> ArraySource:
+    """A string input's table: its one text column (the one --features names, else the one column of text that
+    is neither a target nor dropped; numeric columns are left out), every cell of it a sample's text."""
+    from netdsl.training.data.texts import as_text_array, text_input
+
+    spec = text_input(path, signature, "a CSV file feeds")
+    feature_cols, skipped = feature_columns(path, header, first, target_cols, names)
+    chosen = [header.index(c) for c in names.features] if names.features is not None else skipped
+    if len(chosen) != 1:
+        listed = ", ".join(repr(header[c]) for c in chosen)
+        found = f"found {len(chosen)} ({listed})" if chosen else "found none"
+        numbers = f"; left out as numbers: {', '.join(repr(header[c]) for c in feature_cols)}" if feature_cols else ""
+        raise DataError(f"input '{spec.name}' takes one text column, {found}{numbers}", file=path, line=1, col=1,
+                        hint="name it with --features COLUMN" if chosen or feature_cols else None)
+    column = chosen[0]
+    rows = list(_rows(path, lines, header))
+    texts = [cells[column] for _, _, cells in rows]
+    targets: dict[str, np.ndarray] = {}
+    classes = {}
+    for name, c in target_cols.items():
+        labelled = [cells[c].strip() for _, _, cells in rows]
+        if all(is_number(cell) for cell in labelled):
+            targets[name] = check_target(path, _output(signature, name), np.array(labelled, dtype=np.float64))
+        else:
+            labels, classes[name] = _class_indices(path, lines, header, c, names.classes.get(name))
+            targets[name] = check_target(path, _output(signature, name), labels)
+    return ArraySource(path, signature, {spec.name: as_text_array(spec, texts)}, targets or None, classes=classes,
+                       columns={spec.name: (header[column],)},
+                       lines=np.array([number for number, _, _ in rows], dtype=np.int64))
 
 
 def _class_indices(path: str, lines: list[str], header: list[str], column: int,

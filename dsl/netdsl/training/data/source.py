@@ -39,6 +39,7 @@ from netdsl.training.data.data_check import (
 from netdsl.training.data.image_files import SUFFIXES, check_class_layout
 from netdsl.training.data.request import DEFAULT_SPLIT, DataNames
 from netdsl.training.data.signature import Batch, Signature
+from netdsl.training.data.text_files import check_text_layout, holds_text
 from netdsl.training.errors import DataError
 
 if TYPE_CHECKING:
@@ -112,8 +113,34 @@ def _check_csv(path: str, signature: Signature, targets: dict[str, str], need_ta
 
 def _check_images(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
                   names: DataNames) -> int | None:
+    if _takes_text(signature):  # a folder feeding a string input is a folder of .txt files
+        from netdsl.training.data import texts  # NumPy only: read once, kept for the reader
+
+        return _keep_texts(path, texts.from_folder(path, signature, need_targets, names), need_targets, names).n
     check_image_folder(path, signature, need_targets)
     return None
+
+
+def _check_text(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
+                names: DataNames) -> int | None:
+    from netdsl.training.data import texts
+
+    texts.from_file(path, signature, need_targets)
+    return 1
+
+
+def _takes_text(signature: Signature) -> bool:
+    return len(signature.inputs) == 1 and signature.inputs[0].dtype == "string"
+
+
+# A text folder's reading by the early check, taken by the reader when the folder and request are the same.
+_TEXT_READINGS: dict[tuple, DataSource] = {}
+
+
+def _keep_texts(path: str, source: DataSource, need_targets: bool, names: DataNames) -> DataSource:
+    _TEXT_READINGS.clear()
+    _TEXT_READINGS[(os.path.abspath(path), need_targets, names.key())] = source
+    return source
 
 
 def _check_image(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
@@ -151,6 +178,13 @@ def _open_tfrecord(path: str, signature: Signature, targets: dict[str, str], nee
 
 def _open_images(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
                  names: DataNames) -> DataSource:
+    if _takes_text(signature):
+        from netdsl.training.data import texts
+
+        kept = _TEXT_READINGS.pop((os.path.abspath(path), need_targets, names.key()), None)
+        if kept is not None and getattr(kept, "signature", None) == signature:
+            return kept
+        return texts.from_folder(path, signature, need_targets, names)
     from netdsl.training.data import images
 
     return images.from_folder(path, signature, need_targets, names)
@@ -163,12 +197,20 @@ def _open_image(path: str, signature: Signature, targets: dict[str, str], need_t
     return images.from_file(path, signature, need_targets)
 
 
-IMAGE_FOLDER = DataFormat("image folder", (), _check_images, _open_images)
+def _open_text(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
+               names: DataNames) -> DataSource:
+    from netdsl.training.data import texts
+
+    return texts.from_file(path, signature, need_targets)
+
+
+IMAGE_FOLDER = DataFormat("image folder", (), _check_images, _open_images)  # or of text files: see _takes_text
 FORMATS = (
     DataFormat("npz", (".npz",), _check_npz, _open_npz),
     DataFormat("csv", (".csv",), _check_csv, _open_csv),
     DataFormat("tfrecord", (".tfrecord", ".tfrecords", ".tfrec"), _no_early_check, _open_tfrecord),
     DataFormat("image", SUFFIXES, _check_image, _open_image),
+    DataFormat("text", (".txt",), _check_text, _open_text),
 )
 
 
@@ -183,8 +225,8 @@ def format_of(path: str) -> DataFormat:
         if suffix in data_format.suffixes:
             return data_format
     raise DataError(f"unknown data format '{suffix or Path(path).name}'",
-                    file=path, hint="netdsl reads .npz, .csv and .tfrecord files, folders of images and (to predict "
-                                    "on) one .png or .jpg")
+                    file=path, hint="netdsl reads .npz, .csv and .tfrecord files, folders of images or .txt files "
+                                    "and (to predict on) one .png, .jpg or .txt file")
 
 
 def open_source(src: Any, signature: Signature, targets: dict[str, str] | None = None,
@@ -216,8 +258,14 @@ def check_layout(src: Any, need_targets: bool) -> None:
         return
     path = str(src)
     data_format = format_of(path)
-    if need_targets and data_format is IMAGE_FOLDER:
+    if need_targets and data_format is IMAGE_FOLDER and holds_text(path):
+        check_text_layout(path)
+    elif need_targets and data_format is IMAGE_FOLDER:
         check_class_layout(path)
+    elif need_targets and data_format.name == "text":
+        from netdsl.training.data import texts
+
+        texts.from_file(path, Signature((), ()), need_targets)  # the one-line refusal: no label in one file
     elif need_targets and data_format.name == "image":
         raise DataError("one image holds no label; train and evaluate on a folder with one sub-folder per class "
                         "(predict takes a single image)", file=path)

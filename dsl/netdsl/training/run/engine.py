@@ -150,6 +150,7 @@ class Session:
     test: dict = field(default_factory=dict)
     test_weights: dict | None = None  # which weights scored `test`: {"checkpoint": "best"|"last", "epoch": ...}
     keeper: RunKeeper | None = None
+    adapted: list[str] = field(default_factory=list)  # what `adapt` learned, one line a layer
     state: dict = field(default_factory=lambda: {"epoch": 0, "history": [], "best_val_loss": math.inf,
                                                  "best_epoch": None, "seconds": 0.0, "samples": 0,
                                                  "epoch_seconds": [], "write_seconds": []})
@@ -168,6 +169,7 @@ class Session:
                 # the labels read with the data (a CSV's), against the losses: before any run folder
                 check_source_labels(self.config.losses, part.source, dict(self.config.data.targets or {}),
                                     self.config.program.sources())
+            self._adapt()
             self.placement.prepare(self.plan, self.config.batch_size)
         except Stopped as stop:
             return Run(None, self.model, {}, self._report("stopped", f"{stop} received before training started"))
@@ -230,6 +232,22 @@ class Session:
                 load_weights(self.model, self.config.init_from)
         if self.config.progress != "none":  # what `init` / --init-from loaded, one line each
             for line in init_report(self.model):
+                print(line, file=sys.stderr)
+
+    def _adapt(self) -> None:
+        """The layers the spec's `adapt` names learn their state from the training part, before any run
+        folder is made (a vocabulary with no token is a data error like any other)."""
+        from netdsl.backend.compiler import adapted_layers
+
+        names = adapted_layers(self.model)
+        if not names:
+            return
+        from netdsl.training.run.adapting import adapt_layers
+
+        with self.placement.scope():
+            self.adapted = adapt_layers(self.model, names, self._planned().train, self.config.batch_size)
+        if self.config.progress != "none":
+            for line in self.adapted:
                 print(line, file=sys.stderr)
 
     def _fit(self) -> bool:
@@ -419,6 +437,7 @@ class Session:
             **config.extra,
             "data": config.data.describe(),
             **self._data_names(),
+            **({"adapted": self.adapted} if self.adapted else {}),
             "samples": self.plan.sizes() if self.plan is not None else None,
             "compile": compile_config,
             "backend": keras.backend.backend(),

@@ -1,0 +1,142 @@
+"""Which text files a folder holds, and reading one, without TensorFlow (`texts.py` makes them a source).
+
+    list_text_classes("reviews", None) -> (classes, paths, labels)   # reviews/<class>/*.txt: train, evaluate
+    list_texts("new_reviews")          -> paths                      # every .txt under it: predict
+
+A text folder is laid out as an image folder is (`image_files.py`): one
+sub-folder per class, classes in name order (or the classes a run recorded),
+any folder for predict (found recursively, at most `MAX_IMAGE_FOLDER_DEPTH`
+deep, named by the path relative to it); links leading out of it are refused.
+Each `.txt` file is one sample: UTF-8 text (a byte-order mark allowed) of at
+most `MAX_TEXT_FILE_BYTES`, the folder's files together at most
+`MAX_TEXT_FOLDER_BYTES`; a file that is not UTF-8 is refused at its line.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from netdsl.files import Refused, read_regular
+from netdsl.limits import MAX_IMAGE_FOLDER_DEPTH, MAX_TEXT_FILE_BYTES, MAX_TEXT_FOLDER_BYTES
+from netdsl.training.data.image_files import _inside, class_folders
+from netdsl.training.errors import DataError
+
+SUFFIX = ".txt"
+NO_CLASSES = "a text folder to train or evaluate on holds one sub-folder per class with .txt files"
+
+
+def is_text_name(path: str | Path) -> bool:
+    return Path(path).suffix.lower() == SUFFIX
+
+
+def holds_text(folder: str) -> bool:
+    """Whether a folder holds .txt files, right in it or in its sub-folders (by names: cheap)."""
+    def texts_in(path: str) -> bool:
+        try:
+            return any(entry.is_file() and is_text_name(entry.name) for entry in os.scandir(path))
+        except OSError:
+            return False
+
+    return texts_in(folder) or any(texts_in(os.path.join(folder, name)) for name in class_folders(folder))
+
+
+def check_text_layout(folder: str) -> None:
+    """A folder that labels texts has class sub-folders holding .txt files, and none beside them."""
+    loose = _text_names(Path(folder))
+    if loose:
+        count = f"{len(loose)} text files lie" if len(loose) > 1 else "a text file lies"
+        raise DataError(f"{count} outside class sub-folders, with no label ('{loose[0]}'): {NO_CLASSES}",
+                        file=folder, hint="predict takes any folder of .txt files")
+    if not any(_text_names(Path(folder, name)) for name in class_folders(folder)):
+        raise DataError(f"no .txt files in class sub-folders: {NO_CLASSES}", file=folder)
+
+
+def _text_names(folder: Path) -> list[str]:
+    try:
+        return sorted(entry.name for entry in os.scandir(folder) if entry.is_file() and is_text_name(entry.name))
+    except OSError:
+        return []
+
+
+def list_text_classes(folder: str, known: tuple[str, ...] | None = None
+                      ) -> tuple[tuple[str, ...], list[str], list[int]]:
+    """(classes, .txt paths, labels) of a folder of class sub-folders; `known`: a run's classes."""
+    check_text_layout(folder)
+    root = Path(folder)
+    real_root = root.resolve()
+    found = class_folders(folder)
+    classes = tuple(known) if known is not None else tuple(found)
+    index = {name: i for i, name in enumerate(classes)}
+    paths, labels = [], []
+    for name in found:
+        if name not in index:
+            shown = ", ".join(classes[:20]) + (", ..." if len(classes) > 20 else "")
+            raise DataError(f"the class folder '{name}' is not one of the classes the model was trained on "
+                            f"({shown})", file=folder)
+        _inside(root / name, real_root)
+        for file in sorted((root / name).iterdir()):
+            if is_text_name(file) and file.is_file():
+                _inside(file, real_root)
+                paths.append(str(file))
+                labels.append(index[name])
+    return classes, paths, labels
+
+
+def list_texts(folder: str) -> list[str]:
+    """Every .txt file under `folder`, in path order, class sub-folders or not."""
+    root = Path(folder)
+    real_root = root.resolve()
+    paths: list[str] = []
+    pending = [(root, 0)]
+    while pending:
+        current, depth = pending.pop()
+        try:
+            entries = sorted(os.scandir(current), key=lambda entry: entry.name)
+        except OSError as exc:
+            raise DataError(f"cannot read: {exc.strerror or exc}", file=str(current)) from None
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            if entry.is_dir():
+                _inside(path, real_root)
+                if depth + 1 > MAX_IMAGE_FOLDER_DEPTH:
+                    raise DataError(f"folders nested more than {MAX_IMAGE_FOLDER_DEPTH} deep; netdsl looks for "
+                                    "text files that deep at most", file=str(path))
+                if not entry.is_symlink():
+                    pending.append((path, depth + 1))
+            elif is_text_name(entry.name) and entry.is_file():
+                _inside(path, real_root)
+                paths.append(str(path))
+    if not paths:
+        raise DataError("no .txt files in this folder or its sub-folders", file=folder)
+    return sorted(paths)
+
+
+def read_texts(paths: list[str], origin: str) -> list[str]:
+    """The files' texts, each checked (UTF-8, bounded); their sum bounded as a CSV file's size is."""
+    texts, total = [], 0
+    for path in paths:
+        text = read_text_file(path)
+        total += len(text)
+        if total > MAX_TEXT_FOLDER_BYTES:
+            raise DataError(f"the text files hold more than {MAX_TEXT_FOLDER_BYTES:,} characters together; netdsl "
+                            "reads a text folder into memory", file=origin)
+        texts.append(text)
+    return texts
+
+
+def read_text_file(path: str) -> str:
+    """One .txt file as text: a regular file of at most MAX_TEXT_FILE_BYTES, UTF-8 (BOM allowed)."""
+    try:
+        raw = read_regular(path, MAX_TEXT_FILE_BYTES, "text file")
+    except Refused as exc:
+        raise DataError(str(exc), file=path) from None
+    except OSError as exc:
+        raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DataError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", file=path, line=line) from None

@@ -133,10 +133,23 @@ def _from_spec(program: Program, label: str, model: str | None, weights: Any,
 
         keras.utils.set_random_seed(seed)  # right before building, as `netdsl train --seed` does
     built = build_model(program, name, include=list(include))
+    _refuse_unadapted(built, name)
     if weights is not None:
         _load_weights(built, Path(weights))
     metadata = {"netdsl_version": __version__, "netdsl_model": name, "netdsl_spec_sha256": spec_sha256(program)}
     return Resolved(built, name, None, label, metadata | data_names_metadata(built, DataNames()))
+
+
+def _refuse_unadapted(built: keras.Model, name: str) -> None:
+    """A spec whose train section adapts layers to data: built from the spec alone their state is empty, and a
+    weights file does not hold it (a vocabulary is no weight): the run folder does."""
+    from netdsl.backend.compiler import adapted_layers
+
+    adapted = adapted_layers(built)
+    if adapted:
+        raise ExportError(f"'{name}' adapts {', '.join(repr(a) for a in adapted)} to its training data (adapt in "
+                          "its train section), which the spec alone does not hold; train it and export the run "
+                          "folder")
 
 
 def _from_run(path: Path, checkpoint: str | None, quiet: bool) -> Resolved:

@@ -54,6 +54,7 @@ class FlowExpander:
         outer, state.build = state.build, BuildState(graph, set())
         outer_uncertain, state.uncertain = state.uncertain, False
         state.model_stack.append(decl.name)
+        reported = len(state.diagnostics)
         try:
             env = Env(scope)
             self._model_inputs(decl, env)
@@ -62,7 +63,8 @@ class FlowExpander:
             state.diagnostics.extend(repeated_layer_names(graph))
             if graph.train is not None:
                 state.diagnostics.extend(check_parts(graph, graph.train))
-                state.diagnostics.extend(check_adapt(graph, graph.train))
+                if not any(d.severity == "error" for d in state.diagnostics[reported:]):  # no layer left out
+                    state.diagnostics.extend(check_adapt(graph, graph.train))
             if not state.build.outputs:
                 state.error(_name_span(decl, "model"), f"model '{decl.name}' has no output",
                             "add one: output probs = x -> dense(10)")

@@ -177,7 +177,7 @@ def check_input(origin: str, spec: TensorSpec, array: np.ndarray) -> np.ndarray:
     """The array as the input's dtype, or a DataError naming input, expected and found."""
     array = np.asarray(array)
     check_input_header(origin, spec, array.shape, array.dtype)
-    return array.astype(spec.dtype, copy=False)
+    return array.astype(object if spec.dtype == "string" else spec.dtype, copy=False)
 
 
 def check_target(origin: str, spec: TensorSpec, array: np.ndarray) -> np.ndarray:

@@ -166,7 +166,10 @@ def _near(name: str, keys: list[str]) -> str | None:
 
 def check_input_header(origin: str, spec: TensorSpec, shape: tuple, dtype: np.dtype) -> None:
     """An input array's dtype and shape against the model's; DataError naming input, expected and found."""
-    if dtype.kind not in NUMERIC_KINDS:
+    if spec.dtype == "string":
+        if dtype.kind not in "USO":
+            raise DataError(f"input '{spec.name}' takes text (strings), found {describe_dtype(dtype)}", file=origin)
+    elif dtype.kind not in NUMERIC_KINDS:
         if dtype.kind == "O":
             raise DataError(f"array '{spec.name}' holds Python objects; netdsl reads numeric arrays only",
                             file=origin)

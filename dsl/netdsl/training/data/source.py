@@ -117,6 +117,10 @@ def _check_images(path: str, signature: Signature, targets: dict[str, str], need
         from netdsl.training.data import texts  # NumPy only: read once, kept for the reader
 
         return _keep_texts(path, texts.from_folder(path, signature, need_targets, names), need_targets, names).n
+    if holds_text(path) and not holds_text(path, SUFFIXES):  # .txt files, no image: not an image folder
+        spec = signature.inputs[0] if signature.inputs else None
+        raise DataError(f"a folder of .txt files feeds a text input (`input text: (1,) as string`); input "
+                        f"'{spec.name if spec else '?'}' is {spec.dtype if spec else 'none'}", file=path)
     check_image_folder(path, signature, need_targets)
     return None
 

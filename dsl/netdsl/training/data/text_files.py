@@ -30,11 +30,12 @@ def is_text_name(path: str | Path) -> bool:
     return Path(path).suffix.lower() == SUFFIX
 
 
-def holds_text(folder: str) -> bool:
-    """Whether a folder holds .txt files, right in it or in its sub-folders (by names: cheap)."""
+def holds_text(folder: str, suffixes: tuple[str, ...] = (SUFFIX,)) -> bool:
+    """Whether a folder holds .txt files (files of `suffixes`), right in it or in its class sub-folders
+    (by names: cheap)."""
     def texts_in(path: str) -> bool:
         try:
-            return any(entry.is_file() and is_text_name(entry.name) for entry in os.scandir(path))
+            return any(entry.is_file() and Path(entry.name).suffix.lower() in suffixes for entry in os.scandir(path))
         except OSError:
             return False
 

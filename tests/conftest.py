@@ -16,6 +16,9 @@ def pytest_configure(config: pytest.Config) -> None:
     room_times.register(config)
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by the marks added here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    seconds = schedule.measured()
+    schedule.mark_slow(items, seconds)
     if hasattr(config, "workerinput"):  # xdist's workers: the order in which files are handed out
-        schedule.longest_files_first(items)
+        schedule.longest_files_first(items, seconds)

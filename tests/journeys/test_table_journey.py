@@ -61,6 +61,7 @@ def rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow  # trains in `netdsl` processes
 def test_a_table_with_class_names_and_an_id_to_predictions_and_an_onnx_file(journey):
     work, truth = journey
     # the spec takes 4 values; the file has 5 numeric columns: the id is named, with the fix
@@ -109,6 +110,7 @@ def test_a_table_with_class_names_and_an_id_to_predictions_and_an_onnx_file(jour
     assert scored.stdout.splitlines()[-1] == "classes: high, low, mid"
 
 
+@pytest.mark.slow  # trains in `netdsl` processes
 def test_an_id_column_the_model_would_take_is_named_in_a_warning(journey):
     work, _ = journey
     (work / "wide.net").write_text(SPEC.replace("customers", "wide").replace("(4,)", "(5,)"))
@@ -142,6 +144,7 @@ def test_columns_named_wrong_are_one_line_before_anything_trains(journey, args, 
     assert not (work / "wrong").exists()
 
 
+@pytest.mark.slow  # trains in `netdsl` processes
 def test_a_label_the_run_never_saw_is_named_at_its_line(journey):
     work, _ = journey
     trained = netdsl(work, "train", "customers.net", "--data", "customers.csv", "--drop", "id", "--epochs", "1",

@@ -72,15 +72,15 @@ def room_of(nodeid: str) -> str:
     return parts[0] if len(parts) > 1 else WHOLE_PROJECT
 
 
-Figures = dict[str, list[float]]  # by room or by file: [wall seconds, CPU seconds, tests]
+Figures = dict[str, list[float]]  # by room, file or test: [wall seconds, CPU seconds, tests]
 
 
 class RoomTimes:
-    """Collects every test report the run sees (the controller's, under xdist) by room and by file."""
+    """Collects every test report the run sees (the controller's, under xdist) by room, file and test."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.figures: dict[str, Figures] = {"rooms": {}, "files": {}}
+        self.figures: dict[str, Figures] = {"rooms": {}, "files": {}, "tests": {}}
         self.seen: set[str] = set()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -90,7 +90,8 @@ class RoomTimes:
                 cpu += value
         new = report.nodeid not in self.seen
         self.seen.add(report.nodeid)
-        for kind, key in (("rooms", room_of(report.nodeid)), ("files", report.nodeid.split("::", 1)[0])):
+        for kind, key in (("rooms", room_of(report.nodeid)), ("files", report.nodeid.split("::", 1)[0]),
+                          ("tests", report.nodeid)):
             figures = self.figures[kind].setdefault(key, [0.0, 0.0, 0.0])
             figures[0] += report.duration
             figures[1] += cpu

@@ -1,13 +1,19 @@
-"""The order in which `make test`'s workers take test files: the longest first.
+"""What the measured seconds of each test decide: which tests are `slow`, and the order in which
+`make test`'s workers take the files.
 
-pytest-xdist's `--dist loadfile` hands out whole files in the order it is given them (with
-`--no-loadscope-reorder`; by default it puts the files of the most tests first, which leaves the
-long files of few tests, journeys and sweeps, to the end: one worker runs them while the other
-idles). A file's expected seconds come from FILE_SECONDS, measured on a whole run; a file not in it
-is estimated from its marks. The order only decides which worker runs what and when: every test
-still runs, each file's tests in their own order.
+TEST_SECONDS holds the CPU seconds of every test that took at least RECORDED_S on a whole run
+(`--room-times`: the test process's and its children's, which a busy machine hardly changes).
 
-Refresh the table after a quiet `make test`: `python -m tests.support.schedule build/test-room-times.json`.
+- A test of SLOW_S or more is marked `slow`, as if it said `@pytest.mark.slow`: `make test-fast`
+  leaves it out, `make test` runs it. Tests marked by hand stay marked.
+- pytest-xdist's `--dist loadfile` hands out whole files in the order it is given them (with
+  `--no-loadscope-reorder`; by default it puts the files of most tests first, which left the long
+  files of few tests, journeys and sweeps, to the end: one worker ran them while the other idled).
+  The workers order the files by their tests' seconds, longest first; a test not in the table
+  counts as SLOW_GUESS_S when marked slow, else nothing. A file's tests keep their order.
+
+Neither changes what runs: every test still runs in `make test`. Refresh the table after a quiet
+`make test`: `python -m tests.support.schedule build/test-room-times.json`.
 """
 
 from __future__ import annotations
@@ -18,38 +24,48 @@ from pathlib import Path
 
 import pytest
 
-FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
-SLOW_TEST_S = 20.0  # a test marked slow, in a file the table does not know yet
-OTHER_TEST_S = 0.2  # any other test there
+TEST_SECONDS = Path(__file__).with_name("test_seconds.json")
+RECORDED_S = 0.25  # a test under this is left out of the table: it counts as nothing
+SLOW_S = 1.0  # the edit loop's bound for one test
+SLOW_GUESS_S = 20.0  # a test marked slow by hand that the table does not know yet
 
 
-def expected_seconds(items: list[pytest.Item], known: dict[str, float]) -> dict[str, float]:
-    """Each file's seconds: the table's, or an estimate from the marks of its tests."""
-    estimates: dict[str, float] = {}
-    for item in items:
-        path = item.nodeid.split("::", 1)[0]
-        if path not in known:
-            slow = item.get_closest_marker("slow") is not None
-            estimates[path] = estimates.get(path, 0.0) + (SLOW_TEST_S if slow else OTHER_TEST_S)
-    return {**estimates, **known}
-
-
-def longest_files_first(items: list[pytest.Item]) -> None:
-    """Reorders `items` in place by file, longest first; a file's tests keep their order."""
+def measured() -> dict[str, float]:
     try:
-        known = json.loads(FILE_SECONDS.read_text())
+        table = json.loads(TEST_SECONDS.read_text())
     except (OSError, ValueError):
-        known = {}
-    seconds = expected_seconds(items, known)
-    first_seen = {path: i for i, path in reversed(list(enumerate(item.nodeid.split("::", 1)[0] for item in items)))}
-    items.sort(key=lambda item: (-seconds[item.nodeid.split("::", 1)[0]], first_seen[item.nodeid.split("::", 1)[0]]))
+        return {}
+    return {str(nodeid): float(seconds) for nodeid, seconds in table.items()}
+
+
+def mark_slow(items: list[pytest.Item], seconds: dict[str, float]) -> None:
+    """The tests the table measured at SLOW_S or more get the `slow` mark."""
+    for item in items:
+        if seconds.get(item.nodeid, 0.0) >= SLOW_S and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+
+
+def file_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def longest_files_first(items: list[pytest.Item], seconds: dict[str, float]) -> None:
+    """Reorders `items` in place by file, longest first; a file's tests keep their order."""
+    total: dict[str, float] = {}
+    first_seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        guess = SLOW_GUESS_S if item.get_closest_marker("slow") is not None else 0.0
+        total[file_of(item)] = total.get(file_of(item), 0.0) + seconds.get(item.nodeid, guess)
+        first_seen.setdefault(file_of(item), i)
+    items.sort(key=lambda item: (-total[file_of(item)], first_seen[file_of(item)]))
 
 
 def main(room_times: str) -> None:
-    """Writes FILE_SECONDS from a `--room-times` file: each file's wall seconds, to a tenth."""
-    files = json.loads(Path(room_times).read_text())["files"]
-    table = {path: round(figures[0], 1) for path, figures in sorted(files.items())}
-    FILE_SECONDS.write_text(json.dumps(table, indent=1) + "\n")
+    """Writes TEST_SECONDS from a `--room-times` file: each test's CPU seconds, to a hundredth."""
+    tests = json.loads(Path(room_times).read_text())["tests"]
+    table = {nodeid: round(figures[1], 2) for nodeid, figures in sorted(tests.items())
+             if figures[1] >= RECORDED_S}
+    TEST_SECONDS.write_text(json.dumps(table, indent=0) + "\n")
 
 
 if __name__ == "__main__":

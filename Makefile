@@ -81,16 +81,21 @@ SIGNAL_TESTS = tests/preview/test_server.py::test_cli_prints_the_url_and_serves_
                tests/training/test_engine.py::test_ctrl_c_stops_cleanly_and_the_run_resumes
 
 # Test files are spread over TEST_WORKERS processes (pytest-xdist), each file whole in one of
-# them (module fixtures are built once); `make test TEST_WORKERS=0` runs them in this process.
+# them (module fixtures are built once), the longest files first (tests/support/schedule.py);
+# `make test TEST_WORKERS=0` runs them in this process.
 # Tests marked `processes` start jobs of several training processes with bounded waits: they
 # run afterwards, alone, so that their processes do not share the cores with other tests.
+# Each stage adds its seconds per room of tests/ to ROOM_TIMES; the last prints the whole suite's.
 TEST_WORKERS ?= 2
+ROOM_TIMES := $(CURDIR)/build/test-room-times.json
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: $(STAMP) graphviz editors chromium postgresql
-	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not processes"
-	$(VENV)/bin/python -m pytest -m processes
+	@mkdir -p build && rm -f $(ROOM_TIMES)
+	$(VENV)/bin/python -m pytest $(PARALLEL) -m "not processes" --room-times $(ROOM_TIMES)
+	$(VENV)/bin/python -m pytest -m processes --room-times $(ROOM_TIMES)
 	cd /tmp && trap '' INT && $(abspath $(VENV))/bin/python -m pytest -q -p no:cacheprovider \
-	    $(addprefix $(CURDIR)/,$(SIGNAL_TESTS)) </dev/null
+	    --room-times $(ROOM_TIMES) $(addprefix $(CURDIR)/,$(SIGNAL_TESTS)) </dev/null
 
 # The quality gate (also run by tests/test_quality_gate.py in `make test`, and by pre-commit):
 # ruff for lint and import order, mypy with the settings of pyproject.toml.
@@ -106,8 +111,9 @@ regen: $(STAMP) graphviz
 regen-check: $(STAMP)
 	$(VENV)/bin/python scripts/regen.py --check
 
+# The edit loop: every test not marked `slow` (nor `processes`), in parallel; `make test` runs them all.
 test-fast: $(STAMP) editors
-	$(VENV)/bin/python -m pytest -m "not slow"
+	$(VENV)/bin/python -m pytest $(PARALLEL) -m "not slow and not processes"
 
 bench: $(STAMP) graphviz chromium
 	$(VENV)/bin/python bench/bench_check.py

@@ -21,6 +21,7 @@ import pytest
 
 from netdsl.cli import main
 from tests.support.backend_probe import compare as _compare
+from tests.support.backend_probe import made_once
 from tests.support.backend_probe import probe as _probe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,8 +36,8 @@ def test_the_probed_specs_are_every_spec() -> None:
     assert set(SMALL) | set(LARGE) == SPECS
 
 
-def test_tensorflow_models_equal_on_jax(tmp_path: Path) -> None:
-    _probe("make", tmp_path, "tensorflow", SMALL)
+def test_tensorflow_models_equal_on_jax(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    made_once(tmp_path_factory, "tensorflow", SMALL, into=tmp_path)  # test_torch.py checks the same models
     _probe("check", tmp_path, "jax", SMALL)
     models = _compare(tmp_path)
     # every model of every small spec, the custom and declared layers among them
@@ -53,8 +54,8 @@ def test_models_trained_on_jax_load_on_tensorflow(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_large_specs_equal_on_both_backends(tmp_path: Path) -> None:
-    _probe("make", tmp_path, "tensorflow", LARGE)
+def test_large_specs_equal_on_both_backends(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    made_once(tmp_path_factory, "tensorflow", LARGE, into=tmp_path)  # test_torch.py checks the same models
     _probe("check", tmp_path, "jax", LARGE)
     assert _compare(tmp_path)["resnet50"] == 25_636_712
 

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from netdsl.cli import main
-from tests.support.backend_probe import compare, probe
+from tests.support.backend_probe import compare, made_once, probe
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ["lightning_mlp", "custom_layers", "declared", "multi_output", "siamese"]
@@ -41,8 +41,8 @@ def test_the_probed_specs_are_every_spec() -> None:
     assert set(SMALL) | set(LARGE) == {p.stem for p in (ROOT / "specs").glob("*.net")}
 
 
-def test_tensorflow_models_equal_on_torch(tmp_path: Path) -> None:
-    probe("make", tmp_path, "tensorflow", SMALL)
+def test_tensorflow_models_equal_on_torch(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    made_once(tmp_path_factory, "tensorflow", SMALL, into=tmp_path)  # test_jax.py checks the same models
     probe("check", tmp_path, "torch", SMALL)  # rebuilt with TensorFlow's weights, and TensorFlow's files loaded
     models = compare(tmp_path)
     assert {"lightning_mlp", "linear_mlp", "multiply", "activations", "residual_net", "attention_example",
@@ -64,8 +64,8 @@ def test_models_trained_on_torch_load_on_tensorflow_and_jax(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
-def test_large_specs_equal_on_torch(tmp_path: Path) -> None:
-    probe("make", tmp_path, "tensorflow", LARGE)
+def test_large_specs_equal_on_torch(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    made_once(tmp_path_factory, "tensorflow", LARGE, into=tmp_path)  # test_jax.py checks the same models
     probe("check", tmp_path, "torch", LARGE)
     assert compare(tmp_path)["resnet50"] == 25_636_712
 

@@ -113,6 +113,7 @@ def rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow  # trains in `netdsl` processes
 def test_pictures_to_predictions_to_a_tflite_file_and_the_same_classes(journey):
     work, truth = journey
     trained = netdsl(work, "train", "shapes.net", "--data", "pics", "--seed", "0", "--progress", "none")

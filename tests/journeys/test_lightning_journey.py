@@ -34,6 +34,7 @@ def _export(checkpoint: Path, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
 
 
+@pytest.mark.slow  # trains in `netdsl` processes
 def test_spec_module_fit_reload_anywhere_and_export(tmp_path: Path) -> None:
     first = _run([str(PROBE), "journey", str(tmp_path / "first.json"), str(tmp_path)], cwd=tmp_path)
     assert first.returncode == 0, first.stdout[-3000:]

@@ -49,6 +49,7 @@ def scores(stdout: str) -> dict[str, float]:
                                                    if len(line.split()) == 2 and not line.startswith("classes"))}
 
 
+@pytest.mark.slow  # trains in `netdsl` processes
 def test_a_sweeps_best_trial_exported_scores_as_its_run(tmp_path):
     rng = np.random.default_rng(5)
     x = rng.normal(size=(160, 6)).astype("float32")

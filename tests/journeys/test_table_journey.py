@@ -55,23 +55,34 @@ def journey(tmp_path_factory):
     return work, [segment(row) for row in new]
 
 
+@pytest.fixture(scope="module")
+def trained(journey):
+    """`netdsl train` refused without `--drop id` (whether it left a run folder), then the run with it,
+    runs/customers-1: trained once for the journey and the label test, each asserting what it reads."""
+    work, _ = journey
+    wide = netdsl(work, "train", "customers.net", "--data", "customers.csv", "--progress", "none")
+    runs_after_the_refusal = (work / "runs").exists()
+    trained = netdsl(work, "train", "customers.net", "--data", "customers.csv", "--drop", "id", "--seed", "0",
+                     "--progress", "none")
+    return wide, runs_after_the_refusal, trained
+
+
 
 def rows(path: Path) -> list[dict[str, str]]:
     with path.open(newline="") as fh:
         return list(csv.DictReader(fh))
 
 
-def test_a_table_with_class_names_and_an_id_to_predictions_and_an_onnx_file(journey):
+@pytest.mark.slow  # trains in `netdsl` processes
+def test_a_table_with_class_names_and_an_id_to_predictions_and_an_onnx_file(journey, trained):
     work, truth = journey
+    wide, runs_after_the_refusal, trained = trained
     # the spec takes 4 values; the file has 5 numeric columns: the id is named, with the fix
-    wide = netdsl(work, "train", "customers.net", "--data", "customers.csv", "--progress", "none")
     assert (wide.returncode, wide.stderr) == (1, (
         "customers.csv:1:1: error: input 'x' expects 4 values per row (shape (4,)), found 5 numeric columns; 'id' "
         "holds a different integer on every row, like an identifier: leave it out with --drop id\n"))
-    assert not (work / "runs").exists()
+    assert not runs_after_the_refusal
 
-    trained = netdsl(work, "train", "customers.net", "--data", "customers.csv", "--drop", "id", "--seed", "0",
-                     "--progress", "none")
     assert trained.returncode == 0, trained.stderr
     assert "warning" not in trained.stderr
     config = json.loads((work / "runs/customers-1/config.json").read_text())
@@ -109,6 +120,7 @@ def test_a_table_with_class_names_and_an_id_to_predictions_and_an_onnx_file(jour
     assert scored.stdout.splitlines()[-1] == "classes: high, low, mid"
 
 
+@pytest.mark.slow  # trains in `netdsl` processes
 def test_an_id_column_the_model_would_take_is_named_in_a_warning(journey):
     work, _ = journey
     (work / "wide.net").write_text(SPEC.replace("customers", "wide").replace("(4,)", "(5,)"))
@@ -142,12 +154,13 @@ def test_columns_named_wrong_are_one_line_before_anything_trains(journey, args, 
     assert not (work / "wrong").exists()
 
 
-def test_a_label_the_run_never_saw_is_named_at_its_line(journey):
+@pytest.mark.slow  # trains in `netdsl` processes
+def test_a_label_the_run_never_saw_is_named_at_its_line(journey, trained):
     work, _ = journey
-    trained = netdsl(work, "train", "customers.net", "--data", "customers.csv", "--drop", "id", "--epochs", "1",
-                     "--progress", "none", "-o", "label_runs")
+    *_, trained = trained  # the journey's run: its classes are the three segments
     assert trained.returncode == 0, trained.stderr
+    run = trained.stdout.splitlines()[-1].removeprefix("run folder: ")
     (work / "other.csv").write_text("id,f0,f1,f2,f3,segment\n1,0.1,0.2,0.3,0.4,low\n2,0.1,0.2,0.3,0.4,huge\n")
-    done = netdsl(work, "evaluate", "label_runs/customers-1", "--data", "other.csv")
+    done = netdsl(work, "evaluate", run, "--data", "other.csv")
     assert (done.returncode, done.stderr) == (1, "other.csv:3:19: error: 'huge' is not one of the classes the model "
                                                  "was trained on (high, low, mid) (column 'segment')\n")

@@ -10,15 +10,22 @@ holds a trained model with optimizer state. `check` builds the same spec on
 its own backend, copies the weights in and writes the outputs
 (`DIR/<model>.rebuilt.npz`), and loads the `.keras` file with
 `safe_mode=True` and writes its predictions (`DIR/<model>.loaded.npz`).
-The tests compare them with numpy only (`probe` runs a mode, `compare` compares).
+The tests compare them with numpy only (`probe` runs a mode, `compare` compares); `made_once`
+gives the tests that check TensorFlow's models on another backend one `make` for the whole run.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -112,6 +119,24 @@ def probe(mode: str, folder: Path, backend: str, specs: list[str]) -> None:
                              *(str(ROOT / "specs" / f"{s}.net") for s in specs)],
                             capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def made_once(factory: pytest.TempPathFactory, backend: str, specs: list[str], into: Path) -> None:
+    """`probe("make", into, backend, specs)`, made once per run and copied: the tests that check the
+    same models on other backends share it (xdist's workers too: the first makes it under a lock,
+    the others wait for it). A check writes its files beside the made ones, into its own copy."""
+    base = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # this run's folder, above each worker's own
+    folder = base / f"made-{backend}-{'-'.join(specs)}"
+    with open(f"{folder}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "made").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            probe("make", folder, backend, specs)
+            (folder / "made").touch()
+    shutil.copytree(folder, into, dirs_exist_ok=True, ignore=shutil.ignore_patterns("made"))
 
 
 def compare(folder: Path) -> dict[str, int]:

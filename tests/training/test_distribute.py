@@ -8,6 +8,7 @@ the same seed and global batch.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -16,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -27,9 +28,8 @@ from netdsl.training.errors import UsageError
 from netdsl.training.scale.launch import reserved_port
 from netdsl.training.scale.topology import TF_MULTI_PROCESS, first_host, resolve_topology
 
-# Several training processes each: run alone, after the parallel part of `make test`.
-pytestmark = pytest.mark.processes
-
+# The tests that start training processes are marked `processes`: `make test` runs them alone, after the
+# parallel part (the flag and environment tests beside them run in it).
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = str(ROOT / "specs" / "lightning_mlp.net")
 LIMIT_S = 120  # any one command
@@ -123,9 +123,9 @@ def test_a_reserved_port_is_kept_from_others_and_given_to_its_server() -> None:
 # ------------------------------------------------------------------ running jobs
 
 
-@pytest.fixture
-def jobs():
-    """Start `netdsl` subprocesses; every one (and its session) is ended at teardown."""
+@contextlib.contextmanager
+def _started() -> Iterator[Callable[..., subprocess.Popen]]:
+    """Start `netdsl` subprocesses; every one (and its session) is ended on the way out."""
     started: list[subprocess.Popen] = []
 
     def start(*args: str, log: Path) -> subprocess.Popen:
@@ -136,12 +136,20 @@ def jobs():
         started.append(process)
         return process
 
-    yield start
-    for process in started:
-        if process.poll() is None:
-            with _suppress():
-                os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
+    try:
+        yield start
+    finally:
+        for process in started:
+            if process.poll() is None:
+                with _suppress():
+                    os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+
+
+@pytest.fixture
+def jobs() -> Iterator[Callable[..., subprocess.Popen]]:
+    with _started() as start:
+        yield start
 
 
 class _suppress:
@@ -198,14 +206,31 @@ def small_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _data(tmp_path_factory.mktemp("data") / "d.npz", 256)
 
 
+@pytest.fixture(scope="module")
+def jax_one_device(tmp_path_factory: pytest.TempPathFactory, small_data: Path) -> list[np.ndarray]:
+    """The weights of one JAX device on small_data (seed 3, 2 epochs): the reference of the two tests
+    below that train that way, trained once for both (each compares its own job's weights with it)."""
+    folder = tmp_path_factory.mktemp("jax_one_device")
+    with _started() as start:
+        code, log, one = _train(start, folder, "one", "--backend", "jax", data=small_data)
+    assert code == 0, log
+    return _weights(one)
+
+
+@pytest.mark.processes
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
-def test_two_devices_train_as_one(jobs, tmp_path: Path, small_data: Path, backend: str) -> None:
-    code, log, one = _train(jobs, tmp_path, "one", "--backend", backend, data=small_data)
-    assert code == 0, log
+def test_two_devices_train_as_one(jobs, tmp_path: Path, small_data: Path, backend: str,
+                                  request: pytest.FixtureRequest) -> None:
+    if backend == "jax":
+        reference = request.getfixturevalue("jax_one_device")
+    else:
+        code, log, one = _train(jobs, tmp_path, "one", "--backend", backend, data=small_data)
+        assert code == 0, log
+        reference = _weights(one)
     code, log, two = _train(jobs, tmp_path, "two", "--backend", backend, "--devices", "2", data=small_data)
     assert code == 0, log
-    assert _largest_difference(_weights(one), _weights(two)) <= 1e-5
+    assert _largest_difference(reference, _weights(two)) <= 1e-5
     # A MirroredStrategy is fed one step per execution (its placement says so); JAX's DataParallel, the default.
     (folder,) = [p for p in two.iterdir() if p.is_dir()]
     config = json.loads((folder / "config.json").read_text())
@@ -213,6 +238,7 @@ def test_two_devices_train_as_one(jobs, tmp_path: Path, small_data: Path, backen
         (1, "default for tensorflow in a distributed job") if backend == "tensorflow" else (32, "default for jax"))
 
 
+# One process that stops before training: it runs in the parallel stage.
 def test_steps_per_execution_on_two_tensorflow_devices_is_one_line(jobs, tmp_path: Path, small_data: Path) -> None:
     """Keras fails inside fit ("2 root error(s) found", blamed on the data); netdsl says it at the model,
     before a run folder is made."""
@@ -233,12 +259,11 @@ def test_steps_per_execution_on_two_tensorflow_devices_is_one_line(jobs, tmp_pat
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.processes
 @pytest.mark.slow
-def test_two_processes_train_as_one_device(jobs, tmp_path: Path, small_data: Path, port: int) -> None:
-    code, log, one = _train(jobs, tmp_path, "one", "--backend", "jax", data=small_data)
-    assert code == 0, log
-    reference = _weights(one)
-
+def test_two_processes_train_as_one_device(jobs, tmp_path: Path, small_data: Path, port: int,
+                                          jax_one_device: list[np.ndarray]) -> None:
+    reference = jax_one_device
     started = time.monotonic()
     code, log, launched = _train(jobs, tmp_path, "launched", "--backend", "jax", "--processes", "2",
                                  data=small_data)
@@ -276,6 +301,7 @@ def _wait_for_epoch(first: subprocess.Popen, runs: Path, epoch: int) -> None:
     raise AssertionError(f"epoch {epoch} never started: {first.poll()}")
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_each_process_reads_its_own_file(jobs, tmp_path: Path, small_data: Path) -> None:
     """Process i's file holds rows i*16..(i+1)*16 of every batch of 32: the same batches as one device reads."""
@@ -295,6 +321,7 @@ def test_each_process_reads_its_own_file(jobs, tmp_path: Path, small_data: Path)
     assert _largest_difference(*runs) <= 1e-6
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_a_killed_process_ends_the_job_and_the_run_resumes(jobs, tmp_path: Path, port: int) -> None:
     data, runs = _data(tmp_path / "big.npz", 1024, seed=1), tmp_path / "runs"
@@ -319,6 +346,7 @@ def test_a_killed_process_ends_the_job_and_the_run_resumes(jobs, tmp_path: Path,
     assert _largest_difference(_weights(whole), _weights(runs)) <= 1e-6
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_a_hanging_process_ends_the_job_and_is_named(jobs, tmp_path: Path, port: int) -> None:
     data, runs = _data(tmp_path / "big.npz", 1024, seed=1), tmp_path / "runs"
@@ -336,6 +364,7 @@ def test_a_hanging_process_ends_the_job_and_is_named(jobs, tmp_path: Path, port:
             or "netdsl: process 0 stops: process 1 stopped: it was killed or lost" in log), log
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_an_unreadable_shard_ends_both_processes_with_the_error(jobs, tmp_path: Path) -> None:
     _data(tmp_path / "part-0.npz", 128)
@@ -353,6 +382,7 @@ def test_an_unreadable_shard_ends_both_processes_with_the_error(jobs, tmp_path: 
     assert "netdsl: process 1 failed (exit 1); stopping process 0" in log, log
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_shards_of_unequal_length_are_refused_before_training(jobs, tmp_path: Path) -> None:
     _data(tmp_path / "part-0.npz", 128)
@@ -364,6 +394,7 @@ def test_shards_of_unequal_length_are_refused_before_training(jobs, tmp_path: Pa
             "runs the same number of steps, so each needs a share of equal length") in log
 
 
+@pytest.mark.processes
 @pytest.mark.slow
 def test_sigterm_to_the_launcher_stops_every_process(jobs, tmp_path: Path) -> None:
     data = _data(tmp_path / "big.npz", 1024, seed=1)

@@ -20,9 +20,6 @@ import pytest
 from netdsl.training.scale import faults
 from netdsl.training.scale.launch import reserved_port
 
-# Several training processes each: run alone, after the parallel part of `make test`.
-pytestmark = pytest.mark.processes
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -94,6 +91,7 @@ time.sleep(20)
 
 
 @pytest.mark.slow
+@pytest.mark.processes  # two processes with bounded waits: `make test` runs it alone, after the parallel part
 def test_the_reviews_intruder_cannot_take_a_processs_place(tmp_path):
     pytest.importorskip("jax")
     rng = np.random.default_rng(0)

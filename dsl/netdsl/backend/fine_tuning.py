@@ -357,13 +357,17 @@ def _walk(h5: Any, found: WeightsFile, file_size: int) -> None:
             if not isinstance(group, h5py.Group):
                 raise Refused(f"{where} is not a group of a layer's weights")
             arrays = []
+            opened: dict[str, Any] = {}  # the layer's groups reached so far (weights share theirs)
             for weight in _attr_names(group, "weight_names", where):
                 item, at = group, where
                 for part in weight.split("/"):
                     at = f"{at}/{part}"
+                    if at in opened:
+                        item = opened[at]
+                        continue
                     if not isinstance(item, h5py.Group) or part not in item:
                         raise Refused(f"{at} is named in {where}'s weight_names but is not in the file")
-                    item = child(item, part, at)
+                    item = opened[at] = child(item, part, at)
                 if not isinstance(item, h5py.Dataset):
                     raise Refused(f"{at} is not an array")
                 arrays.append(_checked(item, at, file_size))
@@ -386,6 +390,8 @@ def _attr_names(group: Any, key: str, where: str) -> list[str]:
     shape = attr.shape
     if len(shape) != 1 or shape[0] > MAX_WEIGHTS_OBJECTS:
         raise Refused(f"{where}'s {key} is not a list of at most {MAX_WEIGHTS_OBJECTS:,} names")
+    if shape[0] == 0:
+        return []  # a layer without weights: Keras 2 writes an empty array of floats
     if attr.dtype.kind not in "SO":
         raise Refused(f"{where}'s {key} holds {_held(np.dtype(attr.dtype))}, not names")
     names = []

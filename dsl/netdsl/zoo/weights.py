@@ -149,7 +149,7 @@ def _download(url: str, out: IO[bytes], published: WeightsFile,
     try:
         with urllib.request.urlopen(url, timeout=ZOO_DOWNLOAD_TIMEOUT_S) as response:  # noqa: S310 (scheme checked)
             size = _declared_size(response)
-            return _stream(response.read, out, published, _reporter(progress, published.fname, size))
+            return _stream(response.read, out.write, published, _reporter(progress, published.fname, size))
     except urllib.error.HTTPError as exc:
         raise ZooError(f"cannot fetch {printable(url)}: HTTP {exc.code} {printable(exc.reason)}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -173,12 +173,12 @@ def _declared_size(response: object) -> int | None:
 def _copy_local(source: Path, out: IO[bytes], published: WeightsFile) -> dict[str, str]:
     try:
         with files.open_regular(source, "weights file") as fd, os.fdopen(os.dup(fd), "rb") as src:
-            return _stream(src.read, out, published, lambda done: None)
+            return _stream(src.read, out.write, published, lambda done: None)
     except files.Refused as exc:
         raise ZooError(f"{printable(source)}: {exc}") from None
 
 
-def _stream(read: Callable[[int], bytes], out: IO[bytes], published: WeightsFile,
+def _stream(read: Callable[[int], bytes], write: Callable[[bytes], object], published: WeightsFile,
             report: Callable[[int], None]) -> dict[str, str]:
     md5, sha256, done = hashlib.md5(usedforsecurity=False), hashlib.sha256(), 0
     while chunk := read(_CHUNK):
@@ -188,7 +188,7 @@ def _stream(read: Callable[[int], bytes], out: IO[bytes], published: WeightsFile
                            "more than any published zoo file; not kept")
         md5.update(chunk)
         sha256.update(chunk)
-        out.write(chunk)
+        write(chunk)
         report(done)
     report(-1)
     return {"md5": md5.hexdigest(), "sha256": sha256.hexdigest()}
@@ -198,14 +198,9 @@ def _hash_file(path: Path, published: WeightsFile, what: str) -> dict[str, str]:
     try:
         with files.open_regular(path, "weights file", follow_links=False, own=True) as fd, \
                 os.fdopen(os.dup(fd), "rb") as src:
-            return _stream(src.read, _Discard(), published, lambda done: None)
+            return _stream(src.read, lambda chunk: None, published, lambda done: None)
     except files.Refused as exc:
         raise ZooError(f"{what} {path}: {exc}") from None
-
-
-class _Discard:
-    def write(self, data: bytes) -> int:
-        return len(data)
 
 
 def _check(published: WeightsFile, digests: dict[str, str], what: str, then: str) -> None:

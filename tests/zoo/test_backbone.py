@@ -19,10 +19,12 @@ import pytest
 
 import netdsl
 from netdsl.cli import main
+from netdsl.syntax.loader import zoo_specs
 from netdsl.zoo import weights as zoo_weights
 from netdsl.zoo.catalog import BY_NAME
 
 SIZE = 64
+ZOO_CHECK_SIZE = 96  # every family takes it (Inception V3 needs 75, Xception 71)
 
 SPEC = """\
 import "zoo:mobilenet_v2"
@@ -170,3 +172,53 @@ def test_a_pinned_hash_is_checked_before_the_file_is_read(monkeypatch, tmp_path,
     err = capsys.readouterr().err
     assert f"mobilenet_v2's cached weights {home / 'models' / family.notop.fname}: md5 hash " in err
     assert "is not the published 00000000000000000000000000000000" in err
+
+
+def weighted_layers(model: keras.Model) -> list[tuple[str, list[tuple[int, ...]]]]:
+    return [(type(layer).__name__, [tuple(w.shape) for w in layer.weights]) for layer in model.layers if layer.weights]
+
+
+def _varied_batch_norms(model: keras.Model) -> None:
+    """Batch norms away from their initial values, so a statistic loaded into the wrong layer shows."""
+    rng = np.random.default_rng(3)
+    for weight in model.weights:
+        kind = weight.path.rsplit("/", 1)[-1]
+        if kind in ("gamma", "moving_variance"):
+            weight.assign(rng.uniform(0.8, 1.2, weight.shape).astype("float32"))
+        elif kind in ("beta", "moving_mean"):
+            weight.assign(rng.normal(0.0, 0.05, weight.shape).astype("float32"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(zoo_specs()))
+def test_every_shipped_backbone_is_its_keras_application(name, tmp_path, monkeypatch):
+    """Each spec in the package, built by netdsl, against keras.applications: the same parameters, the same
+    weighted layers in the same order, and the same outputs after netdsl loads the published-layout file."""
+    family = BY_NAME[name]
+    keras.utils.set_random_seed(11)
+    reference = getattr(keras.applications, family.constructor)(weights=None, include_top=False,
+                                                               input_shape=(ZOO_CHECK_SIZE, ZOO_CHECK_SIZE, 3))
+    _varied_batch_norms(reference)
+    (tmp_path / "models").mkdir()
+    from keras.src.legacy.saving.legacy_h5_format import save_weights_to_hdf5_group
+    with h5py.File(tmp_path / "models" / family.notop.fname, "w") as h5:
+        save_weights_to_hdf5_group(h5, reference)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    unpinned = dataclasses.replace(family.notop, file_hash=None)  # the file is ours, not the published one
+    monkeypatch.setitem(zoo_weights.BY_NAME, name, dataclasses.replace(family, notop=unpinned))
+    spec = tmp_path / "backbone.net"
+    spec.write_text(f'import "zoo:{name}"\n\nmodel features {{\n'
+                    f'  input image: ({ZOO_CHECK_SIZE}, {ZOO_CHECK_SIZE}, 3)\n'
+                    f'  output f = image -> {name}\n\n'
+                    f'  train {{\n    optimizer = adam(1e-3)\n    loss = mse\n'
+                    f'    init = {{"{name}": "zoo:{name}"}}\n  }}\n}}\n')
+    backbone = netdsl.build(spec).get_layer(name)
+    assert backbone.count_params() == reference.count_params()
+    # the weighted layers in Keras' order (the order a Keras 2 file is matched in), kind and shapes; the names
+    # are netdsl's own, and Keras' tensor arithmetic (MobileNetV3's `x + 3`) is a layer here, an operation there
+    assert weighted_layers(backbone) == weighted_layers(reference)
+    pictures = np.random.default_rng(0).uniform(0, 255, (2, ZOO_CHECK_SIZE, ZOO_CHECK_SIZE, 3)).astype("float32")
+    ours = keras.ops.convert_to_numpy(backbone(pictures, training=False))
+    theirs = keras.ops.convert_to_numpy(reference(pictures, training=False))
+    assert ours.shape == theirs.shape
+    assert np.max(np.abs(ours - theirs)) <= 1e-4 * max(1.0, float(np.max(np.abs(theirs))))

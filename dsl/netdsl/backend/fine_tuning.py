@@ -155,6 +155,22 @@ def set_trainable(model: Any, graph: Any, trainable: bool) -> None:
     for layer in model.layers:
         if layer.name in names:
             layer.trainable = trainable
+            if trainable:
+                _keep_batch_norms_frozen(layer)
+
+
+def _keep_batch_norms_frozen(layer: Any) -> None:
+    """A part unfrozen for the second phase keeps its batch norms frozen, so in inference mode
+    (keras.io's transfer-learning guide): their statistics are the pretrained ones, and a small
+    dataset's batches would overwrite them and undo what the first phase learnt. A Keras 3 batch
+    norm that is not trainable always normalises with its moving statistics, whatever `training`
+    an outer `fit` passes; a nested `base(x, training=False)` would not hold under `fit`."""
+    import keras
+
+    if isinstance(layer, keras.layers.BatchNormalization):
+        layer.trainable = False
+    for inner in getattr(layer, "layers", ()):
+        _keep_batch_norms_frozen(inner)
 
 
 # ---------------------------------------------------------------- reading

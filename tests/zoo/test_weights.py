@@ -84,16 +84,21 @@ def test_list_names_every_family_and_the_cache(capsys, monkeypatch, tmp_path):
     assert code == 0 and err == ""
     lines = out.splitlines()
     assert [line.split()[0] for line in lines[:-1]] == [family.name for family in FAMILIES]
-    assert lines[0] == "resnet50            keras.applications.ResNet50, 224x224, preprocess caffe"
+    assert lines[0] == "resnet50            spec          keras.applications.ResNet50, 224x224, preprocess caffe"
     assert lines[-1] == f"weights cache: {tmp_path / 'models'}"
+    # which families a spec can import, and which have weights only
+    assert "convnext_tiny       weights only  keras.applications.ConvNeXtTiny, 224x224, preprocess none" in lines
+    assert run(capsys, "show", "convnext_tiny")[1].splitlines()[1] == (
+        "  spec: none yet (netdsl's decompiler has not proved one the same model): weights only")
 
 
 def test_show_says_input_preprocessing_and_files(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
     code, out, _ = run(capsys, "show", "ResNet50")
     assert code == 0
-    assert out.splitlines()[:3] == [
+    assert out.splitlines()[:4] == [
         "resnet50: keras.applications.ResNet50",
+        '  spec: import "zoo:resnet50"',
         "  input: 224x224x3",
         "  preprocess: caffe: RGB to BGR, then each channel minus the ImageNet mean (0..255 pixels in)"]
     assert (f"  weights without top: https://storage.googleapis.com/tensorflow/keras-applications/resnet/{NOTOP} "

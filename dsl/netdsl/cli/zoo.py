@@ -9,7 +9,7 @@ import sys
 from netdsl.cli.common import EXIT_OK, add_command, print_failure
 from netdsl.errors import printable
 from netdsl.zoo.catalog import FAMILIES
-from netdsl.zoo.weights import ZooError, cache_folder, describe, family, fetch
+from netdsl.zoo.weights import ZooError, cache_folder, describe, family, fetch, zoo_specs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
 def _list() -> int:
     width = max(len(found.name) for found in FAMILIES)
     for found in FAMILIES:
-        print(f"{found.name:<{width}}  keras.applications.{found.constructor}, "
+        usable = "spec" if found.name in zoo_specs() else "weights only"
+        print(f"{found.name:<{width}}  {usable:<12}  keras.applications.{found.constructor}, "
               f"{found.input_size}x{found.input_size}, preprocess {found.preprocess}")
     print(f"weights cache: {printable(cache_folder())}")
     return EXIT_OK

@@ -17,7 +17,7 @@ PREPROCESS = {
     "caffe": "RGB to BGR, then each channel minus the ImageNet mean (0..255 pixels in)",
     "tf": "scaled from 0..255 to -1..1",
     "torch": "scaled to 0..1, then each channel normalised by ImageNet's mean and deviation",
-    "none": "none: the model takes 0..255 pixels and rescales them itself",
+    "none": "the model takes 0..255 pixels and rescales them itself",
 }
 
 

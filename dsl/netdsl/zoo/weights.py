@@ -29,6 +29,7 @@ from typing import IO
 from netdsl import atomic, files
 from netdsl.errors import NetdslError, did_you_mean, printable
 from netdsl.limits import MAX_ZOO_WEIGHTS_BYTES, ZOO_DOWNLOAD_TIMEOUT_S
+from netdsl.syntax.loader import zoo_specs
 from netdsl.zoo.catalog import BY_NAME, Family, WeightsFile
 
 MIRROR_VARIABLE = "NETDSL_ZOO_MIRROR"  # a folder URL holding the files under Keras' names
@@ -237,9 +238,17 @@ def _did_you_mean(name: str) -> str:
     return f" ({close})" if close else ""
 
 
+def spec_line(found: Family) -> str:
+    """How a spec uses the family: its import line, or why it has none (its weights can still be fetched)."""
+    if found.name in zoo_specs():
+        return f'import "zoo:{found.name}"'
+    return "none yet (netdsl's decompiler has not proved one the same model): weights only"
+
+
 def describe(found: Family) -> list[str]:
     """What `netdsl zoo show NAME` prints: the family, its input, its preprocessing, its files."""
     lines = [f"{found.name}: keras.applications.{found.constructor}",
+             f"  spec: {spec_line(found)}",
              f"  input: {found.input_size}x{found.input_size}x3",
              f"  preprocess: {found.preprocess_text}"]
     for label, published in (("weights", found.top), ("weights without top", found.notop)):
@@ -250,4 +259,5 @@ def describe(found: Family) -> list[str]:
     return lines
 
 
-__all__ = ["MIRROR_VARIABLE", "Weights", "ZooError", "cache_folder", "cached", "describe", "family", "fetch"]
+__all__ = ["MIRROR_VARIABLE", "Weights", "ZooError", "cache_folder", "cached", "describe", "family", "fetch",
+           "spec_line"]

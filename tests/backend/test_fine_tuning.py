@@ -252,8 +252,9 @@ def test_build_weights_loads_the_whole_model_as_init_does_and_names_a_mismatch(t
                                 f"'{trained_backbone / 'backbone.keras'}' holds (3, 3, 3, 4), (4,) for it")
     with pytest.raises(netdsl.UsageError, match=r"^weights file 'nowhere.keras' does not exist$"):
         netdsl.build(wide, model="backbone", weights="nowhere.keras")
-    with pytest.raises(netdsl.UsageError, match=r"^a weights file is a .keras or .weights.h5 path, received 'w.h5'$"):
-        netdsl.build(wide, model="backbone", weights="w.h5")
+    with pytest.raises(netdsl.UsageError,
+                       match=r"^a weights file is a .keras, .weights.h5 or Keras 2 .h5 path, received 'w.hdf5'$"):
+        netdsl.build(wide, model="backbone", weights="w.hdf5")
 
 
 def test_the_cli_prints_what_init_and_weights_loaded_and_summary_shows_the_frozen_part(trained_backbone, tmp_path,

@@ -111,15 +111,23 @@ def test_check_knows_the_backbone_without_a_backend(tmp_path):
     print(f"check of a fine-tuning spec with mobilenet_v2: {done.stderr.strip()}")  # measured, not asserted
 
 
-def test_summary_counts_the_frozen_backbone(cache, monkeypatch, tmp_path, capsys):
-    # (summary builds this model with Keras, init included: the weights must be at hand; see docs/zoo.md)
-    monkeypatch.setenv("KERAS_HOME", str(cache[0]))
+def test_summary_counts_the_frozen_backbone_offline_without_a_backend(tmp_path):
+    # the published weights are the backbone's own: counting needs neither them nor Keras
+    import os
+    import subprocess
+    import sys
+
     spec = tmp_path / "flowers.net"
     spec.write_text(SPEC)
-    assert main(["summary", str(spec)]) == 0
-    out = capsys.readouterr().out
+    code = ("import sys; from netdsl.cli import main; code = main(['summary', %r]); "
+            "print(code, sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))" % str(spec))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(netdsl.__file__).parents[1]),
+                               "KERAS_HOME": str(tmp_path / "empty"), zoo_weights.MIRROR_VARIABLE: "http://127.0.0.1:9"})
+    out = done.stdout.splitlines()
     assert "params: 2,264,389 (trainable 6,405, non-trainable 2,257,984)" in out  # the head: 1280 * 5 + 5
     assert "frozen: mobilenet_v2" in out
+    assert out[-1] == "0 []" and not (tmp_path / "empty").exists()
 
 
 @pytest.mark.parametrize(("text", "message"), [

@@ -113,7 +113,7 @@ def check_weights_file(path: str | os.PathLike[str]) -> None:
     shown = os.fspath(path)
     init = InitFrom(Pattern("", None), shown, Span.at(shown, 1, 1))
     if not shown.endswith(WEIGHT_FILES):
-        raise UsageError(f"a weights file is a .keras or .weights.h5 path, received '{shown}'")
+        raise UsageError(f"a weights file is a .keras, .weights.h5 or Keras 2 .h5 path, received '{shown}'")
     if not Path(shown).is_file():
         raise UsageError(f"weights file '{shown}' does not exist")
     try:
@@ -134,7 +134,7 @@ def load_weights_file(model: Any, path: str | os.PathLike[str]) -> str:
     init = InitFrom(Pattern("", None), shown, Span.at(shown, 1, 1))
     target = Path(shown)
     if not shown.endswith(WEIGHT_FILES):
-        raise UsageError(f"a weights file is a .keras or .weights.h5 path, received '{shown}'")
+        raise UsageError(f"a weights file is a .keras, .weights.h5 or Keras 2 .h5 path, received '{shown}'")
     if not target.is_file():
         raise UsageError(f"weights file '{shown}' does not exist")
     try:

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, TypedDict
 from netdsl.errors import RESOURCE_ERRORS, Diagnostic, Sources, SpecError, UsageError, out_of_resources
 from netdsl.semantics.analysis import Analysis, analyze, checked_graphs
 from netdsl.semantics.defines import apply_defines
-from netdsl.semantics.fine_tuning import zoo_weights
 from netdsl.semantics.estimates import fill_estimates
+from netdsl.semantics.fine_tuning import zoo_weights
 from netdsl.semantics.graph import Graph
 from netdsl.semantics.trainable import ParamSplit, split_params
 from netdsl.syntax.loader import Overlay, Program, load_file, load_text, pick_model, pick_models

@@ -119,8 +119,8 @@ def test_summary_counts_the_frozen_backbone_offline_without_a_backend(tmp_path):
 
     spec = tmp_path / "flowers.net"
     spec.write_text(SPEC)
-    code = ("import sys; from netdsl.cli import main; code = main(['summary', %r]); "
-            "print(code, sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))" % str(spec))
+    code = (f"import sys; from netdsl.cli import main; code = main(['summary', {str(spec)!r}]); "
+            "print(code, sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(Path(netdsl.__file__).parents[1]),
                                "KERAS_HOME": str(tmp_path / "empty"), zoo_weights.MIRROR_VARIABLE: "http://127.0.0.1:9"})

@@ -18,7 +18,7 @@ PACKAGE = Path(netdsl.__file__).resolve().parent
 LEVELS = {
     "version": 0, "errors": 0, "atomic": 0, "grammar": 0, "limits": 0, "files": 0,
     "syntax": 1, "highlight": 1, "demo_data": 1, "archives": 1,  # demo_data writes through atomic
-    "registry": 2, "starter": 2,
+    "registry": 2, "starter": 2, "zoo": 2,
     "semantics": 3,
     "custom": 4,
     "backend": 5, "diagram": 5,

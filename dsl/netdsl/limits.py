@@ -251,3 +251,11 @@ MAX_WEIGHTS_MEMBER_BYTES = 16 * 1024**3
 # Groups and arrays of one weights file walked to find the model's (each layer keeps a group, its
 # `vars` and an array per weight): a model has at most MAX_LAYERS layers.
 MAX_WEIGHTS_OBJECTS = 8 * MAX_LAYERS
+
+# ------------------------------------------------------------------ the zoo's weights (issue 32)
+
+# A published keras.applications weights file: VGG16's with its classifier is the largest,
+# 553 MB; a server declaring (or sending) more is not one of them.
+MAX_ZOO_WEIGHTS_BYTES = 1024**3
+# Seconds a weights download may wait for the server to answer or to send the next bytes.
+ZOO_DOWNLOAD_TIMEOUT_S = 60

@@ -27,6 +27,7 @@ from netdsl.errors import RESOURCE_ERRORS, Diagnostic, Sources, SpecError, Usage
 from netdsl.semantics.analysis import Analysis, analyze, checked_graphs
 from netdsl.semantics.defines import apply_defines
 from netdsl.semantics.estimates import fill_estimates
+from netdsl.semantics.fine_tuning import zoo_weights
 from netdsl.semantics.graph import Graph
 from netdsl.semantics.trainable import ParamSplit, split_params
 from netdsl.syntax.loader import Overlay, Program, load_file, load_text, pick_model, pick_models
@@ -275,7 +276,9 @@ def inferred_splits(program: Program, names: list[str], *, param_limit: int | No
 def _split_is_local(graphs: list[Graph]) -> bool:
     """Whether each model's trainable weights follow from its own graph and train section alone."""
     trains = [graph.train for graph in graphs if graph.train is not None]
-    if any(train.init for train in trains):
+    # a file's weights are checked against the model by loading them; a zoo family's published
+    # weights are the backbone's own (proved when its spec was written): summary fetches nothing
+    if any(zoo_weights(init.path) is None for train in trains for init in train.init):
         return False
     if trains and os.environ.get("KERAS_BACKEND", "").strip().lower() == "torch":
         return False

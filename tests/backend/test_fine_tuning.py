@@ -195,6 +195,9 @@ def test_two_phase_fine_tuning_unfreezes_on_schedule_as_the_hand_written_recipe(
     spec = finetune_spec(trained_backbone, 'init = {"backbone": "backbone.keras"}\nfreeze = ["backbone"]\n'
                                            "unfreeze_after = 2\nunfreeze_learning_rate = 0.001\n"
                                            "batch_size = 8\nepochs = 3\nshuffle = false")
+    # the head gives logits: a loss that reads them as probabilities is flat, and nothing would train
+    spec.write_text(spec.read_text().replace("loss = sparse_categorical_crossentropy",
+                                             "loss = sparse_categorical_crossentropy(from_logits=true)"))
     x, y = data()
     run = netdsl.train(spec, model="finetune", train=(x, y), seed=4, out=tmp_path / "runs")
     assert run.status == "finished" and len(run.history["loss"]) == 3
@@ -203,13 +206,17 @@ def test_two_phase_fine_tuning_unfreezes_on_schedule_as_the_hand_written_recipe(
     model = netdsl.build(spec, model="finetune")
     model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
     model.get_layer("backbone").trainable = True
-    model.compile(optimizer=keras.optimizers.Adam(0.001), loss="sparse_categorical_crossentropy")
+    model.get_layer("backbone").get_layer("features.batch_norm").trainable = False  # the guide: BN stays in inference
+    model.compile(optimizer=keras.optimizers.Adam(0.001),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     model.fit(x, y, batch_size=8, epochs=3, initial_epoch=2, shuffle=False, verbose=0)
     assert all(np.array_equal(a, b) for a, b in zip(run.model.get_weights(), model.get_weights()))
     saved = keras.saving.load_model(trained_backbone / "backbone.keras")
-    after = weights_of(run.model.get_layer("backbone"))
-    assert run.model.get_layer("backbone").trainable and len(run.model.trainable_weights) == 8
-    assert not np.array_equal(after[-1], weights_of(saved)[-1]), "the second phase ran the backbone in training mode"
+    after, before = weights_of(run.model.get_layer("backbone")), weights_of(saved)
+    assert run.model.get_layer("backbone").trainable and len(run.model.trainable_weights) == 6
+    assert not np.array_equal(after[0], before[0]), "the second phase trained the backbone's convolution"
+    # gamma, beta, moving mean and variance: the pretrained ones, the batches did not move them
+    assert all(np.array_equal(a, b) for a, b in zip(after[2:], before[2:])), "a batch norm left inference mode"
     assert float(run.model.optimizer.learning_rate) == pytest.approx(0.001)
 
 
@@ -245,8 +252,9 @@ def test_build_weights_loads_the_whole_model_as_init_does_and_names_a_mismatch(t
                                 f"'{trained_backbone / 'backbone.keras'}' holds (3, 3, 3, 4), (4,) for it")
     with pytest.raises(netdsl.UsageError, match=r"^weights file 'nowhere.keras' does not exist$"):
         netdsl.build(wide, model="backbone", weights="nowhere.keras")
-    with pytest.raises(netdsl.UsageError, match=r"^a weights file is a .keras or .weights.h5 path, received 'w.h5'$"):
-        netdsl.build(wide, model="backbone", weights="w.h5")
+    with pytest.raises(netdsl.UsageError,
+                       match=r"^a weights file is a .keras, .weights.h5 or Keras 2 .h5 path, received 'w.hdf5'$"):
+        netdsl.build(wide, model="backbone", weights="w.hdf5")
 
 
 def test_the_cli_prints_what_init_and_weights_loaded_and_summary_shows_the_frozen_part(trained_backbone, tmp_path,

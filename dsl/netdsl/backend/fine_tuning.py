@@ -32,6 +32,7 @@ import io
 import json
 import math
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +53,7 @@ from netdsl.limits import (
     MAX_WEIGHTS_PLAIN_EXPANSION,
     MAX_WEIGHTS_RATIO,
 )
-from netdsl.semantics.fine_tuning import WEIGHT_FILES, InitFrom, Pattern, part_layer_names
+from netdsl.semantics.fine_tuning import WEIGHT_FILES, InitFrom, Pattern, part_layer_names, zoo_weights
 
 __all__ = ["apply_fine_tuning", "load_weights_file", "set_trainable"]
 
@@ -78,6 +79,10 @@ class WeightsFile:
     by_key: dict[tuple, list[Stored]] = field(default_factory=dict)
     by_name: dict[tuple, tuple] = field(default_factory=dict)  # name path -> key path
     nested: set[tuple] = field(default_factory=set)  # key paths whose weights sit in sub-layers
+    # Keras 2's layout (a `.h5` file: keras.applications' published weights): the arrays of each
+    # weighted layer in the file's order, matched to the model's weighted layers in order, as
+    # Keras' own `load_weights` matches such a file.
+    ordered: list[tuple[str, list[Stored]]] | None = None
 
     def arrays(self, names: tuple, keys: tuple) -> list[Stored] | None:
         key = self.by_name.get(names) if self.by_name else keys
@@ -108,7 +113,7 @@ def check_weights_file(path: str | os.PathLike[str]) -> None:
     shown = os.fspath(path)
     init = InitFrom(Pattern("", None), shown, Span.at(shown, 1, 1))
     if not shown.endswith(WEIGHT_FILES):
-        raise UsageError(f"a weights file is a .keras or .weights.h5 path, received '{shown}'")
+        raise UsageError(f"a weights file is a .keras, .weights.h5 or Keras 2 .h5 path, received '{shown}'")
     if not Path(shown).is_file():
         raise UsageError(f"weights file '{shown}' does not exist")
     try:
@@ -129,7 +134,7 @@ def load_weights_file(model: Any, path: str | os.PathLike[str]) -> str:
     init = InitFrom(Pattern("", None), shown, Span.at(shown, 1, 1))
     target = Path(shown)
     if not shown.endswith(WEIGHT_FILES):
-        raise UsageError(f"a weights file is a .keras or .weights.h5 path, received '{shown}'")
+        raise UsageError(f"a weights file is a .keras, .weights.h5 or Keras 2 .h5 path, received '{shown}'")
     if not target.is_file():
         raise UsageError(f"weights file '{shown}' does not exist")
     try:
@@ -150,6 +155,22 @@ def set_trainable(model: Any, graph: Any, trainable: bool) -> None:
     for layer in model.layers:
         if layer.name in names:
             layer.trainable = trainable
+            if trainable:
+                _keep_batch_norms_frozen(layer)
+
+
+def _keep_batch_norms_frozen(layer: Any) -> None:
+    """A part unfrozen for the second phase keeps its batch norms frozen, so in inference mode
+    (keras.io's transfer-learning guide): their statistics are the pretrained ones, and a small
+    dataset's batches would overwrite them and undo what the first phase learnt. A Keras 3 batch
+    norm that is not trainable always normalises with its moving statistics, whatever `training`
+    an outer `fit` passes; a nested `base(x, training=False)` would not hold under `fit`."""
+    import keras
+
+    if isinstance(layer, keras.layers.BatchNormalization):
+        layer.trainable = False
+    for inner in getattr(layer, "layers", ()):
+        _keep_batch_norms_frozen(inner)
 
 
 # ---------------------------------------------------------------- reading
@@ -162,6 +183,9 @@ def _spec_folder(file: str) -> Path:
 
 
 def _inside(folder: Path, init: InitFrom) -> Path:
+    zoo = zoo_weights(init.path)
+    if zoo is not None:
+        return _zoo_file(init, *zoo)
     target = (folder / init.path).resolve()
     try:
         target.relative_to(folder)
@@ -170,6 +194,21 @@ def _inside(folder: Path, init: InitFrom) -> Path:
     if not target.is_file():
         raise Fail(init.span, f"weights file '{init.path}' does not exist (relative to {folder.name or folder}/)")
     return target
+
+
+def _zoo_file(init: InitFrom, name: str, top: bool) -> Path:
+    """A zoo family's published weights: from Keras' cache, else fetched once (its hash checked)."""
+    from netdsl.zoo.weights import ZooError, fetch
+
+    try:
+        fetched = fetch(name, include_top=top, progress=sys.stderr)
+    except ZooError as exc:
+        raise Fail(init.span, str(exc)) from None
+    _ZOO_FILES[init.path] = fetched.sha256
+    return fetched.path
+
+
+_ZOO_FILES: dict[str, str] = {}  # zoo:NAME -> the sha256 of the file loaded for it (the init report says it)
 
 
 class Unreadable(Fail):
@@ -324,7 +363,63 @@ def _walk(h5: Any, found: WeightsFile, file_size: int) -> None:
                 check_all(item, f"{where}/{name}", depth + 1)
             elif isinstance(item, h5py.Dataset):
                 _checked(item, f"{where}/{name}", file_size)
-    visit(h5, ())
+
+    def legacy(root: Any, prefix: str) -> None:
+        """Keras 2's layout: `layer_names` on the root, each layer's `weight_names` on its group."""
+        found.ordered = []
+        for layer in _attr_names(root, "layer_names", prefix or "/"):
+            where = f"{prefix}{layer}"
+            group = child(root, layer, where)
+            if not isinstance(group, h5py.Group):
+                raise Refused(f"{where} is not a group of a layer's weights")
+            arrays = []
+            opened: dict[str, Any] = {}  # the layer's groups reached so far (weights share theirs)
+            for weight in _attr_names(group, "weight_names", where):
+                item, at = group, where
+                for part in weight.split("/"):
+                    at = f"{at}/{part}"
+                    if at in opened:
+                        item = opened[at]
+                        continue
+                    if not isinstance(item, h5py.Group) or part not in item:
+                        raise Refused(f"{at} is named in {where}'s weight_names but is not in the file")
+                    item = opened[at] = child(item, part, at)
+                if not isinstance(item, h5py.Dataset):
+                    raise Refused(f"{at} is not an array")
+                arrays.append(_checked(item, at, file_size))
+            if arrays:
+                found.ordered.append((layer, arrays))
+
+    if "layer_names" in h5.attrs:
+        legacy(h5, "")
+    elif "model_weights" in h5 and "layer_names" in (group := child(h5, "model_weights", "model_weights")).attrs:
+        legacy(group, "model_weights/")  # a whole model saved by Keras 2 (`model.save("m.h5")`)
+    else:
+        visit(h5, ())
+
+
+def _attr_names(group: Any, key: str, where: str) -> list[str]:
+    """A list of names Keras 2 keeps in an attribute (`layer_names`, `weight_names`), bounded before it is read."""
+    attr = group.attrs.get_id(key) if key in group.attrs else None
+    if attr is None:
+        raise Refused(f"{where} has no {key} (not a Keras weights file)")
+    shape = attr.shape
+    if len(shape) != 1 or shape[0] > MAX_WEIGHTS_OBJECTS:
+        raise Refused(f"{where}'s {key} is not a list of at most {MAX_WEIGHTS_OBJECTS:,} names")
+    if shape[0] == 0:
+        return []  # a layer without weights: Keras 2 writes an empty array of floats
+    if attr.dtype.kind not in "SO":
+        raise Refused(f"{where}'s {key} holds {_held(np.dtype(attr.dtype))}, not names")
+    names = []
+    for value in group.attrs[key]:
+        try:
+            name = value.decode("utf-8") if isinstance(value, bytes) else str(value)
+        except UnicodeDecodeError:
+            raise Refused(f"{where}'s {key} holds a name that is not UTF-8") from None
+        if not name or name.startswith("/") or "\x00" in name or ".." in name.split("/"):
+            raise Refused(f"{where}'s {key} holds the name {name!r}, not a layer's")
+        names.append(name)
+    return names
 
 
 _NUMBERS = "fiub"  # float, signed and unsigned integer, bool: what a weight holds
@@ -437,6 +532,8 @@ def _load_part(model: Any, init: InitFrom, weights: WeightsFile, strict: bool, p
     layers = [(n, k, layer) for n, k, layer in _model_keys(model)
               if layer.weights and not isinstance(layer, keras.Model)]
     pattern = init.part.text
+    if weights.ordered is not None:
+        return _load_in_order(model, init, weights, part)
     if part is not None:
         named = [layer for layer in model.layers if layer.name in part]
         if len(named) == 1 and isinstance(named[0], keras.Model) and not _holds(weights, named[0].name):
@@ -476,6 +573,37 @@ def _load_part(model: Any, init: InitFrom, weights: WeightsFile, strict: bool, p
     shown_part = f"'{pattern}'" if pattern else "the model"
     return f"init: {loaded} layer{'s' if loaded != 1 else ''} of {shown_part} from {weights.path}" + (
         f" ({len(missing)} without weights there)" if missing else "")
+
+
+def _load_in_order(model: Any, init: InitFrom, weights: WeightsFile, part: set[str] | None) -> str:
+    """A Keras 2 file's layers matched to the part's weighted layers in order (Keras' own rule for such a
+    file): the same number of them, each with arrays of the same shapes."""
+    assert weights.ordered is not None
+    scope = model
+    if part is not None:
+        named = [layer for layer in model.layers if layer.name in part]
+        if len(named) == 1 and isinstance(named[0], keras.Model):
+            scope = named[0]
+    layers = [(names, layer) for names, _, layer in _model_keys(scope)
+              if layer.weights and not isinstance(layer, keras.Model)
+              and (scope is not model or part is None or names[0] in part)]
+    if len(layers) != len(weights.ordered):
+        raise Fail(init.span, f"'{weights.path}' holds the weights of {len(weights.ordered)} layers and "
+                              f"{'the model' if not init.part.text else repr(init.part.text)} has "
+                              f"{len(layers)} layers with weights; a Keras 2 .h5 file is matched in order")
+    for (names, layer), (stored_name, arrays) in zip(layers, weights.ordered):
+        want = [tuple(w.shape) for w in layer.weights]
+        got = [a.shape for a in arrays]
+        if want != got:
+            raise Fail(init.span, f"layer '{'.'.join(names)}' has weights of shapes {_shapes(want)}; "
+                                  f"'{weights.path}' holds {_shapes(got)} for its layer '{stored_name}' "
+                                  "in the same place (a Keras 2 .h5 file is matched in order)")
+    for (_, layer), (_, arrays) in zip(layers, weights.ordered):
+        layer.set_weights([_read_stored(a, init) for a in arrays])
+    shown_part = f"'{init.part.text}'" if init.part.text else "the model"
+    digest = _ZOO_FILES.get(init.path)
+    source = f"{weights.path} (sha256 {digest})" if digest else weights.path
+    return f"init: {len(layers)} layer{'s' if len(layers) != 1 else ''} of {shown_part} from {source}"
 
 
 def _kind(kind: str) -> str:

@@ -24,6 +24,7 @@ from netdsl.cli import (
     render,
     sweep,
     train,
+    zoo,
 )
 from netdsl.cli.about import VersionAction
 from netdsl.cli.common import (
@@ -113,4 +114,5 @@ def _parser() -> argparse.ArgumentParser:
     completion.add_parser(sub)
     init.add_parser(sub)
     examples.add_parser(sub)
+    zoo.add_parser(sub)
     return parser

@@ -40,7 +40,9 @@ from netdsl.errors import Diagnostic, Fail, did_you_mean
 from netdsl.semantics.graph import Graph, keras_layer_name
 from netdsl.semantics.values import describe_value, type_name
 
-WEIGHT_FILES = (".keras", ".weights.h5")
+WEIGHT_FILES = (".keras", ".weights.h5", ".h5")  # .h5: Keras 2's layout, keras.applications' published files
+ZOO_PREFIX = "zoo:"  # "zoo:resnet50": the family's published ImageNet weights (without its classifier)
+ZOO_TOP = "/top"  # "zoo:resnet50/top": with it
 
 
 @dataclass(frozen=True)
@@ -110,13 +112,37 @@ def _part(value: Any, span: Any) -> str:
 
 
 def weights_path(value: Any, span: Any) -> str:
-    """A weights file's path, relative to the spec's folder and staying inside it."""
+    """A weights file's path, relative to the spec's folder and staying inside it, or a zoo family's
+    published weights (`zoo:NAME`, `zoo:NAME/top`)."""
+    if isinstance(value, str) and value.startswith(ZOO_PREFIX):
+        return _zoo_weights(value, span)
     if not isinstance(value, str) or not value.endswith(WEIGHT_FILES):
-        raise Fail(span, f"a weights file is a .keras or .weights.h5 path, received {describe_value(value)}")
+        raise Fail(span, f"a weights file is a .keras, .weights.h5 or .h5 path or zoo:NAME, "
+                         f"received {describe_value(value)}")
     if "\x00" in value or os.path.isabs(value) or value.startswith(("/", "\\", "~")) or value[1:2] == ":":
         raise Fail(span, f"weights file '{value}' is an absolute path; it is relative to the spec's folder")
     if ".." in value.replace("\\", "/").split("/"):
         raise Fail(span, f"weights file '{value}' leaves the spec's folder")
+    return value
+
+
+def zoo_weights(path: str) -> tuple[str, bool] | None:
+    """(family, with its classifier) of a `zoo:` weights value; None for a file's path."""
+    if not path.startswith(ZOO_PREFIX):
+        return None
+    name = path[len(ZOO_PREFIX):]
+    top = name.endswith(ZOO_TOP)
+    return (name[: -len(ZOO_TOP)] if top else name), top
+
+
+def _zoo_weights(value: str, span: Any) -> str:
+    from netdsl.zoo.catalog import BY_NAME
+
+    found = zoo_weights(value)
+    assert found is not None
+    if found[0] not in BY_NAME:
+        hint = did_you_mean(found[0], BY_NAME) or "`netdsl zoo list` lists the families"
+        raise Fail(span, f"no zoo family is called '{found[0]}'", hint)
     return value
 
 

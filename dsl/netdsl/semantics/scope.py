@@ -7,7 +7,7 @@ from typing import Any
 
 from netdsl.errors import Diagnostic
 from netdsl.syntax import ir
-from netdsl.syntax.loader import ImportLink
+from netdsl.syntax.loader import ImportLink, is_zoo_file
 
 # What a file-level name is declared as: every declaration but `import` and `sweep`, which name nothing.
 Declaration = ir.Let | ir.LetFunc | ir.ModelDecl | ir.BlockDecl | ir.ActivationDecl | ir.LayerDecl
@@ -65,8 +65,8 @@ def build_scopes(
                 scope.aliases[link.alias] = target
                 continue
             for name, decl in target.own.items():
-                if isinstance(decl, ir.ModelDecl) or name in scope.own:
-                    continue  # models are never imported; own declarations win
+                if (isinstance(decl, ir.ModelDecl) and not is_zoo_file(target.path)) or name in scope.own:
+                    continue  # models are never imported (but a zoo backbone is one); own declarations win
                 known = scope.imported.get(name)
                 if known is not None and known[0] is not decl:
                     diagnostics.append(Diagnostic.at(

@@ -182,6 +182,8 @@ class _Loader:
 
     def _follow(self, decl: ir.Import, display: str, real: Path, chain: list[str]) -> str | None:
         """Load the file an import names; its display path, or None after an error."""
+        if decl.path.startswith(ZOO_IMPORT):
+            return self._zoo(decl, chain)
         error = self._refuse_path(decl)
         if error:
             self.diagnostics.append(Diagnostic.at(decl.span, error))
@@ -222,6 +224,21 @@ class _Loader:
         self._visit(text, target_display, target_real, chain)
         return target_display
 
+    def _zoo(self, decl: ir.Import, chain: list[str]) -> str | None:
+        """`import "zoo:NAME"`: a backbone spec shipped with netdsl (its model joins the scope, see
+        semantics/scope.py), read from the package; display name `zoo:NAME`."""
+        name = decl.path[len(ZOO_IMPORT):]
+        known = zoo_specs()
+        if name not in known:
+            hint = did_you_mean(name, known) or "`netdsl zoo list` lists the families"
+            self.diagnostics.append(Diagnostic.at(decl.span, f"no zoo family is called '{name}'", hint))
+            return None
+        target_real = known[name]
+        if target_real in self.by_real:
+            return self.by_real[target_real]
+        self._visit(read_source(target_real, decl.path), decl.path, target_real, chain)
+        return decl.path
+
     @staticmethod
     def _refuse_path(decl: ir.Import) -> str | None:
         path = decl.path
@@ -232,6 +249,20 @@ class _Loader:
         if os.path.isabs(path) or path.startswith(("/", "\\", "~")) or (len(path) > 1 and path[1] == ":"):
             return f"import '{path}' is an absolute path; imports are relative to the importing file"
         return None
+
+
+ZOO_IMPORT = "zoo:"  # import "zoo:resnet50": a backbone spec that ships with netdsl
+# The zoo's specs, a folder of the package (the zoo room sits above this one: found by path, not imported).
+ZOO_SPECS = Path(__file__).resolve().parent.parent / "zoo" / "specs"
+
+
+def zoo_specs() -> dict[str, Path]:
+    """The backbone specs shipped with netdsl, by family name."""
+    return {path.stem: path for path in sorted(ZOO_SPECS.glob("*.net"))}
+
+
+def is_zoo_file(display: str) -> bool:
+    return display.startswith(ZOO_IMPORT)
 
 
 def _inside(path: Path, folder: Path) -> bool:

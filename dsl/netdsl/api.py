@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar, Union
 
+from netdsl import options as options  # each command's flags, declared once: netdsl.cli's parsers
 from netdsl import pipeline
 from netdsl.errors import Diagnostic, UsageError
 from netdsl.pipeline import ModelSummary, Spec

@@ -6,18 +6,8 @@ import argparse
 import json
 
 from netdsl import pipeline
-from netdsl.cli.common import (
-    EXIT_OK,
-    EXIT_SPEC,
-    add_alias,
-    add_command,
-    add_define,
-    add_include,
-    add_json,
-    add_plugin,
-    load_plugins,
-    print_diagnostics,
-)
+from netdsl.api import options
+from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_command, add_options, load_plugins, print_diagnostics
 from netdsl.errors import Diagnostic, Sources, SpecError
 from netdsl.semantics.defines import parse_defines
 
@@ -29,12 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                     "1 when a spec has errors.",
                         examples=["netdsl check specs/lightning_mlp.net",
                                   "netdsl check specs/*.net --json     # the diagnostics as a JSON list"])
-    check.add_argument("files", nargs="+", metavar="SPEC", help="the .net spec files to check")
-    add_json(check, "the diagnostics (a list, empty when clean)")
-    add_alias(check, "--format", dest="format", choices=("text", "json"))  # before --json
-    add_plugin(check)
-    add_include(check)
-    add_define(check)
+    add_options(check, options.CheckOptions)
     check.set_defaults(run=run)
 
 
@@ -45,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     for path in args.files:
         args.current_spec = path  # for the last-resort diagnostic of cli.main
         try:
-            defines = parse_defines(args.define, path)
+            defines = parse_defines(args.defines, path)
         except SpecError as exc:  # a -D that is no NAME=VALUE
             all_diagnostics.extend(exc.diagnostics)
             continue

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 
-from netdsl.cli.common import add_command
+from netdsl.api import options
+from netdsl.cli.common import add_command, add_options
 
 ZSH_PRELUDE = "autoload -U +X bashcompinit && bashcompinit\n"
 
@@ -24,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                   "load it from your shell's start-up file.",
                       examples=["netdsl completion bash      # then: eval \"$(netdsl completion bash)\" in ~/.bashrc",
                                 "netdsl completion zsh       # then: eval \"$(netdsl completion zsh)\" in ~/.zshrc"])
-    cmd.add_argument("shell", choices=("bash", "zsh"), help="the shell to complete in")
+    add_options(cmd, options.CompletionOptions)
     cmd.set_defaults(run=run)
 
 

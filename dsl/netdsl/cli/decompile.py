@@ -13,17 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from netdsl.api import options
 from netdsl.atomic import write_bytes
-from netdsl.cli.common import (
-    EXIT_OK,
-    add_alias,
-    add_checkpoint,
-    add_command,
-    add_plugin,
-    load_plugins,
-    print_failure,
-    print_weights,
-)
+from netdsl.cli.common import EXIT_OK, add_command, add_options, load_plugins, print_failure, print_weights
 from netdsl.errors import Diagnostic, SpecError, printable
 
 
@@ -33,25 +25,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                      "`* N` repeats; the file is read as data (no TensorFlow).",
                          examples=["netdsl decompile build/lightning_mlp.keras",
                                    "netdsl decompile resnet50.keras -o resnet50.net --verify"])
-    parser.add_argument("model", metavar="MODEL.keras|RUN_DIR",
-                        help="the saved model: a .keras file, or a run folder (its best.keras or model.keras)")
-    add_checkpoint(parser)
-    parser.add_argument("-o", "--out", metavar="OUT.net", help="write the spec here instead of printing it")
-    add_alias(parser, "--output", dest="out")
-    parser.add_argument("--flat", action="store_true", help="no blocks or repeats: every layer where it is used")
-    parser.add_argument("--verify", action="store_true",
-                        help="rebuild the spec and prove it is the same model (imports TensorFlow)")
-    add_plugin(parser)
+    add_options(parser, options.DecompileOptions)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from netdsl.api import decompile
 
-    load_plugins(args.plugin, args.model)
-    print_weights(args.model, args.checkpoint)
-    args.model = _model_file(args.model, args.checkpoint)  # a run folder: the file of the weights it uses
-    text = decompile(args.model, flat=args.flat)
+    load_plugins(args.plugin, args.trained)
+    print_weights(args.trained, args.checkpoint)
+    args.trained = _model_file(args.trained, args.checkpoint)  # a run folder: the file of the weights it uses
+    text = decompile(args.trained, flat=args.flat)
     if args.out:
         try:
             write_bytes(args.out, text.encode("utf-8"))
@@ -84,11 +68,11 @@ def _verify(args: argparse.Namespace, text: str, report) -> int:
     from netdsl.backend.inspection import load_saved
     from netdsl.decompiler.verify import verify_round_trip
 
-    original = load_saved(args.model)
+    original = load_saved(args.trained)
     result, _ = verify_round_trip(original, text, flat=args.flat, filename=args.out or "<decompile>")
-    print(f"verify {args.model}:", file=report)
+    print(f"verify {args.trained}:", file=report)
     for line in result.lines():
         print(f"  {printable(line)}", file=report)  # layer names come from the model file
     if not result.ok:
-        return print_failure("decompile", f"the decompiled spec of {args.model} does not rebuild the same model")
+        return print_failure("decompile", f"the decompiled spec of {args.trained} does not rebuild the same model")
     return EXIT_OK

@@ -23,19 +23,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from netdsl.cli.common import (
-    add_backend,
-    add_checkpoint,
-    add_command,
-    add_include,
-    add_json,
-    add_plugin,
-    add_targets,
-    load_plugins,
-    parse_targets,
-    print_weights,
-    warning_line,
-)
+from netdsl.api import options
+from netdsl.cli.common import add_command, add_options, load_plugins, parse_targets, print_weights, warning_line
 from netdsl.errors import UsageError, printable
 from netdsl.training.errors import RunError
 from netdsl.training.scale import processes
@@ -49,37 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                       examples=["netdsl evaluate runs/lightning_mlp-1 --data digits.npz",
                                 "netdsl evaluate mlp.onnx --data digits.npz --spec specs/lightning_mlp.net",
                                 "netdsl evaluate build/model.keras --data test.csv --targets probs=label --json"])
-    add_trained_model_arguments(cmd, data_required=False)
-    cmd.add_argument("--split", choices=("test", "val", "train"), default="test",
-                     help="without --data: which part of a run folder's own data")
-    cmd.add_argument("--spec", metavar="SPEC.net",
-                     help="an exported file's loss and metrics: this spec's train section (default: the spec "
-                          "of the run folder the file is in)")
-    cmd.add_argument("--model", metavar="NAME",
-                     help="with --spec: the model whose train section scores the file (default: the one the file "
-                          "records, or the spec's only model)")
-    add_include(cmd)
-    add_json(cmd, "the values (one object)")
+    add_options(cmd, options.EvaluateOptions)
     cmd.set_defaults(run=run)
-
-
-def add_trained_model_arguments(cmd: argparse.ArgumentParser, data_required: bool = True) -> None:
-    """What `evaluate` and `predict` share: the trained model, its data and how to run it."""
-    cmd.add_argument("trained", metavar="RUN_DIR|MODEL.keras|EXPORTED",
-                     help="a run folder (its best.keras or model.keras: see --checkpoint), a .keras file, or an "
-                          "exported .onnx, .tflite or SavedModel folder (run in its own runtime)")
-    add_checkpoint(cmd)
-    cmd.add_argument("--data", required=data_required, metavar="SRC",
-                     help="the data (.npz, .csv, .tfrecord, image folder), found by the model's input names"
-                          + ("" if data_required else " (default: a run folder's own --split)"))
-    cmd.add_argument("--batch-size", type=int, metavar="N",
-                     help="samples per step (default: the run's batch size, else 32)")
-    cmd.add_argument("--trust", action="store_true",
-                     help="run a SavedModel folder whose graph holds TensorFlow ops outside netdsl's allow-list "
-                          "(a SavedModel is a program: only one from someone you trust)")
-    add_targets(cmd)
-    add_plugin(cmd)
-    add_backend(cmd)
 
 
 def set_up(args: argparse.Namespace, need_targets: bool = True) -> tuple[dict, Any]:

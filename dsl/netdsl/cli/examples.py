@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from netdsl.cli.common import EXIT_OK, add_alias, add_command, print_failure
+from netdsl.api import options
+from netdsl.cli.common import EXIT_OK, add_command, add_options, print_failure
 from netdsl.starter import StarterError, copy_example, examples
 
 
@@ -13,9 +14,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                       description="List the example specs that ship with netdsl, each with its first comment "
                                   "line; with NAME, copy that example (and the files it imports) out.",
                       examples=["netdsl examples", "netdsl examples resnet50 -o specs/"])
-    cmd.add_argument("name", nargs="?", metavar="NAME", help="the example to copy (with the files it imports)")
-    cmd.add_argument("-o", "--out", default=".", metavar="DIR", help="where to copy it")
-    add_alias(cmd, "--output", dest="out")
+    add_options(cmd, options.ExamplesOptions)
     cmd.set_defaults(run=run)
 
 

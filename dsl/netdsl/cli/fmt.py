@@ -7,8 +7,9 @@ import difflib
 import sys
 from pathlib import Path
 
+from netdsl.api import options
 from netdsl.atomic import write_bytes
-from netdsl.cli.common import add_command
+from netdsl.cli.common import add_command, add_options
 from netdsl.errors import Diagnostic, Sources, SpecError
 
 
@@ -18,9 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                   "`reformatted FILE` for each file it changed.",
                       examples=["netdsl fmt specs/lightning_mlp.net",
                                 "netdsl fmt --check specs/*.net      # exit 1 when a file would change (CI)"])
-    fmt.add_argument("files", nargs="+", metavar="SPEC", help="the .net spec files to format")
-    fmt.add_argument("--check", action="store_true", help="only report files that would change (exit 1)")
-    fmt.add_argument("--diff", action="store_true", help="print a diff instead of writing")
+    add_options(fmt, options.FmtOptions)
     fmt.set_defaults(run=run)
 
 

@@ -6,7 +6,8 @@ import argparse
 import shlex
 from pathlib import Path
 
-from netdsl.cli.common import EXIT_OK, add_command, print_failure
+from netdsl.api import options
+from netdsl.cli.common import EXIT_OK, add_command, add_options, print_failure
 from netdsl.starter import StarterError, write_starter
 
 
@@ -16,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                   "28x28 images of 10 classes), then print the commands to try. "
                                   "Nothing is overwritten.",
                       examples=["netdsl init demo     # then: cd demo && netdsl train digits.net --data digits.npz"])
-    cmd.add_argument("folder", nargs="?", default=".", metavar="DIR", help="where to write them (default: here)")
+    add_options(cmd, options.InitOptions)
     cmd.set_defaults(run=run)
 
 

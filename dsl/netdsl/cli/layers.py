@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from netdsl import registry
-from netdsl.cli.common import EXIT_OK, add_command
+from netdsl.api import options
+from netdsl.cli.common import EXIT_OK, add_command, add_options
 from netdsl.errors import UsageError, did_you_mean
 from netdsl.semantics.values import describe_value
 
@@ -16,9 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          description="List the layers and activations a spec may name, with their parameters; "
                                      "NAME shows one entry in full.",
                          examples=["netdsl layers", "netdsl layers conv2d", "netdsl layers --kind optimizer"])
-    layers.add_argument("name", nargs="?", metavar="NAME", help="one entry to show in full (default: list them all)")
-    layers.add_argument("--kind", choices=registry.KINDS,
-                        help="list this kind of entry (default: layers and activations)")
+    add_options(layers, options.LayersOptions)
     layers.set_defaults(run=run)
 
 

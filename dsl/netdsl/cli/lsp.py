@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netdsl.cli.common import EXIT_OK, EXIT_USAGE, add_command, add_include, add_plugin, load_plugins
+from netdsl.api import options
+from netdsl.cli.common import EXIT_OK, EXIT_USAGE, add_command, add_options, load_plugins
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -13,8 +14,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                       description="The language server editors start: diagnostics, hover, completion, go to "
                                   "definition, rename ..., over stdin/stdout (docs/lsp.md).",
                       examples=["netdsl lsp", "netdsl lsp --include shared/ --plugin my_layers"])
-    add_plugin(lsp)
-    add_include(lsp)
+    add_options(lsp, options.LspOptions)
     lsp.set_defaults(run=run)
 
 

@@ -19,8 +19,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from netdsl.cli.common import add_alias, add_command, print_weights
-from netdsl.cli.evaluate import add_trained_model_arguments, set_up
+from netdsl.api import options
+from netdsl.cli.common import add_command, add_options, print_weights
+from netdsl.cli.evaluate import set_up
 from netdsl.errors import UsageError, printable
 from netdsl.training.errors import TrainingError
 
@@ -35,11 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                       examples=["netdsl predict runs/shapes-1 --data new_pictures/ -o preds.csv",
                                 "netdsl predict runs/lightning_mlp-1 --data digits.npz -o preds.npz",
                                 "netdsl predict mlp.onnx --data new_rows.csv -o preds.json"])
-    add_trained_model_arguments(cmd)
-    # Required, checked in `run`: argparse's own check would refuse the old spelling --output.
-    cmd.add_argument("-o", "--out", metavar="PREDS.npz",
-                     help="the file to write (required): .csv, .npz or .json, by its suffix")
-    add_alias(cmd, "--output", dest="out")
+    add_options(cmd, options.PredictOptions)
     cmd.set_defaults(run=run)
 
 

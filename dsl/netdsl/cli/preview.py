@@ -7,17 +7,8 @@ import shutil
 import signal
 import threading
 
-from netdsl.cli.common import (
-    EXIT_OK,
-    add_command,
-    add_define,
-    add_include,
-    add_model,
-    add_plugin,
-    add_spec,
-    load_plugins,
-    print_failure,
-)
+from netdsl.api import options
+from netdsl.cli.common import EXIT_OK, add_command, add_options, load_plugins, print_failure
 from netdsl.diagram.render import INSTALL_HINT
 from netdsl.errors import UsageError
 from netdsl.files import Refused, open_regular
@@ -31,13 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                       "each time the spec (or a file it imports) is saved, until Ctrl-C.",
                           examples=["netdsl preview specs/resnet50.net --depth 1",
                                     "netdsl preview my.net --port 0        # any free port"])
-    add_spec(preview)
-    add_model(preview, "the spec's first")
-    preview.add_argument("--port", type=int, default=8765, metavar="P", help="the port to serve on; 0: any free one")
-    preview.add_argument("--depth", type=int, default=None, metavar="N", help="fold blocks nested deeper than N")
-    add_plugin(preview)
-    add_include(preview)
-    add_define(preview)
+    add_options(preview, options.PreviewOptions)
     preview.set_defaults(run=run)
 
 
@@ -55,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         return print_failure("preview", f"cannot read {args.spec}: {exc}")
     load_plugins(args.plugin, args.spec)
     try:
-        defines = parse_defines(args.define, args.spec)
+        defines = parse_defines(args.defines, args.spec)
         server = PreviewServer(args.spec, args.model, port=args.port, include=args.include, depth=args.depth,
                                defines=defines)
     except OSError as exc:

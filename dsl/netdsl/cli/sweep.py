@@ -12,18 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netdsl.cli.common import (
-    EXIT_STOPPED,
-    add_command,
-    add_data_flags,
-    add_define,
-    add_include,
-    add_model,
-    add_plugin,
-    check_data_flags,
-    data_request,
-    load_plugins,
-)
+from netdsl.api import options
+from netdsl.cli.common import EXIT_STOPPED, add_command, add_options, check_data_flags, data_request, load_plugins
 from netdsl.errors import UsageError, printable
 from netdsl.semantics.defines import parse_defines
 from netdsl.tuning.records import show_table
@@ -39,28 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         examples=["netdsl sweep mlp.net --data digits.npz --trials 12",
                                   "netdsl sweep mlp.net --data digits.npz --workers 2 --seed 0",
                                   "netdsl sweep --show sweeps/mlp-sweep-1"])
-    sweep.add_argument("spec", metavar="SPEC", nargs="?", help="the .net spec file with a sweep section")
-    sweep.add_argument("--show", metavar="DIR", help="print a sweep folder's trials, best first, and stop")
-    add_model(sweep, "the model the spec's one sweep section names")
-    add_data_flags(sweep, {"--data": "one source, split by --split (as netdsl train)",
-                           "--split": "train,validation[,test] fractions of --data",
-                           "--test": "the test source (with --train)"})
-    sweep.add_argument("--trials", type=int, metavar="N", help="the study's total (default: the spec's trials)")
-    sweep.add_argument("--workers", type=int, default=1, metavar="K", help="processes sharing the study")
-    sweep.add_argument("--storage", metavar="URL", help="the study's database (default: SQLite in the sweep "
-                                                       "folder); postgresql://... for many machines; or in "
-                                                       "NETDSL_SWEEP_STORAGE (a password stays out of ps)")
-    sweep.add_argument("--study", metavar="NAME", help="the study's name in --storage (default: MODEL-sweep)")
-    sweep.add_argument("--seed", type=int, metavar="S", help="the sampler's seed and every trial's")
-    sweep.add_argument("--epochs", type=int, metavar="N", help="epochs per trial (default: the spec's train section)")
-    sweep.add_argument("--batch-size", type=int, metavar="N", help="batch size (default: the spec's train section)")
-    sweep.add_argument("-o", "--out", "--output", dest="out", default="sweeps", metavar="DIR",
-                       help="where sweep folders go (sweeps/)")
-    sweep.add_argument("--resume", metavar="auto|DIR", help="finish a stopped or killed sweep")
-    sweep.add_argument("--join", metavar="DIR", help=argparse.SUPPRESS)  # a worker of --workers K
-    add_plugin(sweep)
-    add_include(sweep)
-    add_define(sweep)
+    add_options(sweep, options.SweepOptions)
     sweep.set_defaults(run=run)
 
 
@@ -73,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     check_data_flags(args)
     load_plugins(args.plugin, args.spec)
     data = data_request(args)
-    defines = parse_defines(args.define, args.spec)
+    defines = parse_defines(args.defines, args.spec)
     request = SweepRequest(spec=args.spec, model=args.model, data=data, trials=args.trials, workers=args.workers,
                            storage=args.storage, study=args.study, seed=args.seed, out=args.out, resume=args.resume,
                            epochs=args.epochs, batch_size=args.batch_size, defines=defines, include=args.include,

@@ -28,26 +28,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from netdsl.cli.common import (
-    EXIT_STOPPED,
-    add_alias,
-    add_command,
-    add_data_flags,
-    add_define,
-    add_device_flags,
-    add_include,
-    add_job_flags,
-    add_model,
-    add_plugin,
-    add_spec,
-    check_data_flags,
-    data_request,
-    load_plugins,
-)
+from netdsl.api import options
+from netdsl.cli.common import EXIT_STOPPED, add_command, add_options, check_data_flags, data_request, load_plugins
 from netdsl.errors import UsageError, printable
 from netdsl.semantics.defines import parse_defines
 from netdsl.training.errors import DataError
-from netdsl.training.run.settings import PROGRESS, TrainRequest, resolve
+from netdsl.training.run.settings import TrainRequest, resolve
 from netdsl.training.scale import processes
 
 
@@ -59,32 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         examples=["netdsl train specs/lightning_mlp.net --data digits.npz --epochs 3 --seed 0",
                                   "netdsl train my.net --train train.csv --val val.csv --targets probs=label",
                                   "netdsl train specs/lightning_mlp.net --data digits.npz --resume auto"])
-    add_spec(train)
-    add_model(train, "the spec's only model")
-    add_data_flags(train)
-    train.add_argument("--epochs", type=int, metavar="N", help="epochs to train (default: the spec's, else 1)")
-    train.add_argument("--batch-size", type=int, metavar="N",
-                       help="samples per step (default: the spec's, else 32)")
-    train.add_argument("--seed", type=int, metavar="S",
-                       help="the seed of weights, split and shuffling: the same seed, the same run "
-                            "(default: a random one, recorded in the run folder)")
-    train.add_argument("-o", "--out", default="runs", metavar="DIR", help="the folder run folders go into")
-    add_alias(train, "--output", dest="out")
-    train.add_argument("--resume", metavar="auto|RUN_DIR",
-                       help="continue a stopped run: RUN_DIR, or auto for the newest unfinished run of the "
-                            "model in OUT (default: a new run)")
-    train.add_argument("--progress", choices=PROGRESS, default="auto",
-                       help="on stderr: bar (redrawn), line (one per epoch), none, or auto (a bar on a "
-                            "terminal, else lines)")
-    train.add_argument("--tensorboard", action="store_true", help="TensorBoard logs in the run folder")
-    train.add_argument("--init-from", default=None, metavar="FILE",
-                       help="the whole model's initial weights from FILE (.keras or .weights.h5), matched by "
-                            "layer name as a train section's init = \"FILE\" (read as arrays only)")
-    add_device_flags(train)
-    add_job_flags(train)
-    add_plugin(train)
-    add_include(train)
-    add_define(train)
+    add_options(train, options.TrainOptions)
     train.set_defaults(run=run)
 
 
@@ -134,7 +95,7 @@ def _request(args: argparse.Namespace, process_id: int) -> TrainRequest:
     return TrainRequest(spec=args.spec, model=args.model, data=data, epochs=args.epochs,
                         batch_size=args.batch_size, seed=args.seed, out=args.out, resume=args.resume,
                         progress=progress, tensorboard=args.tensorboard, include=args.include,
-                        defines=parse_defines(args.define, args.spec), init_from=args.init_from)
+                        defines=parse_defines(args.defines, args.spec), init_from=args.init_from)
 
 
 def _checked(args: argparse.Namespace, process_id: int) -> Any:

@@ -29,11 +29,11 @@ import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
 
 from netdsl import options as options  # each command's flags, declared once: netdsl.cli's parsers
 from netdsl import pipeline
-from netdsl.errors import Diagnostic, UsageError
+from netdsl.errors import Diagnostic, SpecError, UsageError
 from netdsl.pipeline import ModelSummary, Spec
 from netdsl.registry import plugins
 from netdsl.syntax.loader import Program, load_file, load_text
@@ -294,7 +294,8 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
           progress: Progress = "none", tensorboard: bool = False, callbacks: Sequence[keras.callbacks.Callback] = (),
           include: Sequence[str | os.PathLike] = (), backend: str | None = None, defines: Defines | None = None,
           init_from: str | os.PathLike[str] | None = None, features: Sequence[str] | None = None,
-          drop: Sequence[str] | None = None) -> Run:
+          drop: Sequence[str] | None = None, devices: int | None = None, plugins: Sequence[str] = (),
+          on_start: Callable[[Path, int], None] | None = None) -> Run:
     """Train one model of a spec in a new run folder `out/<model>-N/`; the engine of `netdsl train`.
 
     `data` (cut by `split`, default 0.8/0.1/0.1) or `train` [+ `val`,
@@ -312,6 +313,10 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     `features`: the CSV columns that form the input, in that order (`--features`); `drop`: CSV columns
     left out of it (`--drop`). A CSV label column of names trains on their sorted order; the columns used
     and the class names are recorded in config.json, and evaluate, predict and export read them.
+    `devices`: train on N devices of this process (GPUs, or the CPU split in N; `--devices`).
+    `plugins`: modules that register layers or activations (`--plugin`), imported with the installed
+    plugins once the backend is loaded (the spec is checked after them). `on_start(folder, first_epoch)`:
+    told the run folder when the run starts (first_epoch 0, or the epoch a resumed run goes on after).
     """
     from netdsl.training.data.request import DataRequest, check_columns
     from netdsl.training.run.settings import TrainRequest, resolve
@@ -324,11 +329,28 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
         data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train, val=val,
                          test=test, targets=dict(targets or {})))
     request.data.features, request.data.drop = check_columns(features, drop)
-    config = resolve(request)  # the spec and the settings checked before TensorFlow loads
-    _backend(backend)
+    if plugins:  # a plugin imports Keras: the backend first, then the plugins, then the spec that names them
+        distribution = _train_backend(backend, devices)
+        load_plugins(plugins, spec=program.root)
+    config = resolve(request)  # without plugins: the spec and the settings checked before TensorFlow loads
+    if not plugins:
+        distribution = _train_backend(backend, devices)
+    config.on_start = on_start
     from netdsl.training.run.engine import run_training
 
-    return run_training(config)
+    return run_training(config, distribution)
+
+
+def _train_backend(backend: str | None, devices: int | None) -> Any:
+    """Keras on `backend` for a run in this process: on `devices` (the Distribution, None for one device)
+    as `netdsl train` sets them up, or as Keras is (None)."""
+    if devices is None:
+        _backend(backend)
+        return None
+    from netdsl.training.scale.distribute import set_up
+    from netdsl.training.scale.topology import resolve_topology
+
+    return set_up(resolve_topology(backend, devices, None, None, None, {}))  # this process only: no job
 
 
 def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: int | None = None,
@@ -469,6 +491,25 @@ def register_layer(name: str, *, description: str | None = None) -> Callable[[T]
 def register_activation(name: str, *, description: str | None = None) -> Callable[[T], T]:
     """A function decorator: the function becomes the activation `name` (as `register_layer`)."""
     return plugins.register_activation(name, description)
+
+
+def load_plugins(modules: Sequence[str] = (), *, spec: str | os.PathLike = "netdsl") -> None:
+    """Load the installed plugins (the `netdsl.layers` entry points) and the `modules` (`--plugin`).
+
+    A plugin that cannot be imported, or that registers a name it may not take, is a
+    `SpecError` of one line about `spec` (the file the plugins were loaded for).
+    """
+    from netdsl.backend.runtime import muted_stderr  # imports nothing heavy
+
+    for what, load in [("installed plugins", plugins.load_entry_points)] + [
+            (f"plugin '{module}'", lambda module=module: plugins.load_plugins([module])) for module in modules]:
+        try:
+            with muted_stderr():  # a plugin imports Keras: TensorFlow's start-up lines are not ours to print
+                load()
+        except Exception as exc:  # a missing module, a plugin's own error, or a name refused
+            message = str(exc).splitlines()[0] if str(exc) else ""
+            raise SpecError(Diagnostic.for_file(os.fspath(spec), f"cannot load {what}: {type(exc).__name__}: "
+                                                                 f"{message}")) from None
 
 
 def _backend(backend: str | None) -> None:

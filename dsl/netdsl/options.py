@@ -106,9 +106,10 @@ def defines() -> Any:
                   help="replace a file-level constant of the spec: -D width=128 (repeatable)")
 
 
-def plugin() -> Any:
-    return option("--plugin", action="append", default=(), cli_default=[], metavar="MODULE", cli_only=True,
-                  help="a Python module that registers layers or activations (repeatable)")
+def plugin(cli_only: bool = True) -> Any:
+    """`--plugin MODULE`: a library keyword (`plugins`) only where the function loads them itself."""
+    return option("--plugin", action="append", default=(), cli_default=[], metavar="MODULE", cli_only=cli_only,
+                  keyword="plugins", help="a Python module that registers layers or activations (repeatable)")
 
 
 def backend() -> Any:
@@ -344,7 +345,7 @@ class TrainOptions:
                             help="the whole model's initial weights from FILE (.keras or .weights.h5), matched by "
                                  "layer name as a train section's init = \"FILE\" (read as arrays only)")
     backend: Any = backend()
-    devices: Any = option("--devices", type=int, metavar="N", cli_only=True,
+    devices: Any = option("--devices", type=int, metavar="N",
                           help="train on N devices of this process (GPUs, or the CPU split in N)")
     processes: Any = option("--processes", type=int, metavar="N", group="several processes (JAX)", cli_only=True,
                             help="start N processes of one job on this machine")
@@ -354,7 +355,7 @@ class TrainOptions:
                                 cli_only=True, help="the number of processes of the job")
     process_id: Any = option("--process-id", type=int, metavar="I", group="several processes (JAX)",
                              cli_only=True, help="this process's number, 0 to N-1")
-    plugin: Any = plugin()
+    plugin: Any = plugin(cli_only=False)
     include: Any = include()
     defines: Any = defines()
 

@@ -11,13 +11,13 @@ import textwrap
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from netdsl import api
 from netdsl.api import options
 from netdsl.errors import (
     BackendError,
     Diagnostic,
     FileRefused,
     Sources,
-    SpecError,
     UsageError,
     did_you_mean,
     printable,
@@ -226,20 +226,6 @@ def parse_targets(items: list[str]) -> dict[str, str]:
 
 
 def load_plugins(modules: list[str], spec: str) -> None:
-    """Load the installed plugins (the `netdsl.layers` entry points) and the `--plugin` modules.
-
-    A plugin that cannot be imported, or that registers a name it may not take,
-    is a one-line error about `spec` (exit 1), whatever the command.
-    """
-    from netdsl.backend.runtime import muted_stderr  # imports nothing heavy
-    from netdsl.registry.plugins import load_entry_points
-    from netdsl.registry.plugins import load_plugins as load_modules
-
-    for what, load in [("installed plugins", load_entry_points)] + [
-            (f"plugin '{module}'", lambda module=module: load_modules([module])) for module in modules]:
-        try:
-            with muted_stderr():  # a plugin imports Keras: TensorFlow's start-up lines are not ours to print
-                load()
-        except Exception as exc:  # a missing module, a plugin's own error, or a name refused
-            message = str(exc).splitlines()[0] if str(exc) else ""
-            raise SpecError(Diagnostic.for_file(spec, f"cannot load {what}: {type(exc).__name__}: {message}")) from None
+    """The installed plugins and the `--plugin` modules (`netdsl.api.load_plugins`): a plugin that cannot
+    load is a one-line error about `spec` (exit 1), whatever the command."""
+    api.load_plugins(modules, spec=spec)

@@ -28,12 +28,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from netdsl import api
 from netdsl.api import options
 from netdsl.cli.common import EXIT_STOPPED, add_command, add_options, check_data_flags, data_request, load_plugins
 from netdsl.errors import UsageError, printable
 from netdsl.semantics.defines import parse_defines
 from netdsl.training.errors import DataError
-from netdsl.training.run.settings import TrainRequest, resolve
 from netdsl.training.scale import processes
 
 
@@ -60,49 +60,57 @@ def run(args: argparse.Namespace) -> int:
         return processes.launch_job(args.argv, args.processes, args.backend, joins)
     topology = processes.topology_of(args.backend, args.devices, args.coordinator, args.num_processes,
                                      args.process_id)
-    # Spec errors and bad flags before TensorFlow loads; with --plugin, after the backend (a plugin imports Keras).
-    try:
-        config = None if args.plugin else _checked(args, topology.process_id)
-    except DataError as exc:
-        if not topology.multi_process:
-            raise
-        # Its own data (a shard), refused before joining: name this process, as errors after joining are.
-        print(f"process {topology.process_id}: {exc}", file=sys.stderr, flush=True)
-        return exc.exit_code
     if topology.multi_process:
-        from netdsl.training.scale.job import run_in_job
-
-        check = lambda: _checked(args, topology.process_id)  # noqa: E731
-        own_files = processes.own_roles(args.data, {"train": args.train, "val": args.val, "test": args.test})
-        summarize = lambda result: _print_summary(result, args.spec)  # noqa: E731
-        return run_in_job(config, topology, own_files, check, _announce, summarize)
-    from netdsl.training.scale.distribute import set_up
-
-    distribution = set_up(topology)
-    config = config or _checked(args, topology.process_id)
-    from netdsl.training.run.engine import run_training
-
-    config.on_start = _announce
-    result = run_training(config, distribution)
+        return _join_job(args, topology)
+    if not args.plugin:  # the installed plugins, before the spec is checked (its layers may be theirs)
+        load_plugins([], args.spec)
+    # What netdsl.train runs: the spec and the flags checked before TensorFlow loads (after it, with --plugin).
+    result = api.train(**_keywords(args, 0), backend=args.backend, devices=topology.devices or 1,
+                       plugins=args.plugin, on_start=_announce)
     _print_summary(result, args.spec)
     return EXIT_STOPPED if result.status == "stopped" else 0
 
 
-def _request(args: argparse.Namespace, process_id: int) -> TrainRequest:
-    own = lambda path: processes.own_file(path, process_id)  # noqa: E731 - `{process}` in a data path
+DATA_KEYWORDS = ("data", "split", "train", "val", "test", "targets", "features", "drop")
+
+
+def _keywords(args: argparse.Namespace, process_id: int) -> dict[str, Any]:
+    """The flags as netdsl.train's keywords (the data of this process: `{process}` in a path names its own)."""
+    own = lambda path: processes.own_file(path, process_id)  # noqa: E731
     data = data_request(args, own)
-    progress = args.progress if process_id == 0 else "none"
-    return TrainRequest(spec=args.spec, model=args.model, data=data, epochs=args.epochs,
-                        batch_size=args.batch_size, seed=args.seed, out=args.out, resume=args.resume,
-                        progress=progress, tensorboard=args.tensorboard, include=args.include,
-                        defines=parse_defines(args.defines, args.spec), init_from=args.init_from)
+    return dict(spec=args.spec, model=args.model, **{key: getattr(data, key) for key in DATA_KEYWORDS},
+                epochs=args.epochs, batch_size=args.batch_size, seed=args.seed, out=args.out, resume=args.resume,
+                progress=args.progress if process_id == 0 else "none", tensorboard=args.tensorboard,
+                include=args.include, defines=parse_defines(args.defines, args.spec), init_from=args.init_from)
+
+
+def _join_job(args: argparse.Namespace, topology: Any) -> int:
+    """This process as one of a job's (training/scale/job.py): checked before it joins, unless --plugin."""
+    from netdsl.training.scale.job import run_in_job
+
+    try:
+        config = None if args.plugin else _checked(args, topology.process_id)
+    except DataError as exc:
+        # Its own data (a shard), refused before joining: name this process, as errors after joining are.
+        print(f"process {topology.process_id}: {exc}", file=sys.stderr, flush=True)
+        return exc.exit_code
+    check = lambda: _checked(args, topology.process_id)  # noqa: E731
+    own_files = processes.own_roles(args.data, {"train": args.train, "val": args.val, "test": args.test})
+    summarize = lambda result: _print_summary(result, args.spec)  # noqa: E731
+    return run_in_job(config, topology, own_files, check, _announce, summarize)
 
 
 def _checked(args: argparse.Namespace, process_id: int) -> Any:
     """Load the plugins (the installed ones, and --plugin once the backend is loaded), then check
-    the spec and the flags: the spec may name the plugins' layers."""
+    the spec and the flags: the spec may name the plugins' layers. The settings a job's process
+    trains with (run_in_job needs them before the run), or that --processes checks first."""
+    from netdsl.training.data.request import DataRequest
+    from netdsl.training.run.settings import TrainRequest, resolve
+
     load_plugins(args.plugin, args.spec)
-    return resolve(_request(args, process_id))
+    keywords = _keywords(args, process_id)
+    data = DataRequest(**{key: keywords.pop(key) for key in DATA_KEYWORDS})
+    return resolve(TrainRequest(**keywords, data=data))
 
 
 def _announce(folder: Path, first_epoch: int) -> None:

@@ -38,6 +38,8 @@ from netdsl.pipeline import ModelSummary, Spec
 from netdsl.registry import plugins
 from netdsl.syntax.loader import Program, load_file, load_text
 from netdsl.training.run.predictions import Predictions  # NumPy only
+from netdsl.training.run.signals import EXIT_STOPPED as EXIT_STOPPED  # 130: a run stopped, resumable
+from netdsl.training.run.signals import Stopped as Stopped  # a run's Ctrl-C or SIGTERM (the CLI's exit 130)
 from netdsl.tuning import SweepResult, TrialRecord  # cheap: Optuna loads when a sweep starts
 
 if TYPE_CHECKING:
@@ -445,7 +447,8 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
           out: str | os.PathLike = "sweeps", resume: str | os.PathLike | None = None, epochs: int | None = None,
           batch_size: int | None = None, defines: Defines | None = None,
           include: Sequence[str | os.PathLike] = (), echo: bool = False, features: Sequence[str] | None = None,
-          drop: Sequence[str] | None = None) -> SweepResult:
+          drop: Sequence[str] | None = None, plugins: Sequence[str] = (),
+          join: str | os.PathLike | None = None) -> SweepResult:
     """Search the constants of a spec's `sweep MODEL { ... }` section with Optuna; the same as `netdsl sweep`.
 
     Each trial is an ordinary run in `<out>/<model>-sweep-N/trials/<k>/` trained with the trial's
@@ -457,6 +460,9 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
     finish a sweep that was stopped or killed. Returns a `SweepResult` (`.dir`, `.trials`, `.best`).
     Raises `SpecError` (the spec or its sweep section), `TrainingError` (data, storage) or
     `UsageError` (a flag that cannot work). `features`, `drop`: a CSV's input columns, as for `train`.
+    `plugins`: modules that register layers or activations (`--plugin`), loaded with the installed plugins
+    first and by each of the `workers`. `join`: the sweep folder this process works on as one of its
+    `workers` (how `netdsl sweep --workers K` starts them).
     """
     from netdsl.training.data.request import DataRequest, check_columns
     from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
@@ -464,9 +470,12 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
     request = SweepRequest(
         spec=spec, model=model, trials=trials, workers=workers, storage=storage, study=study, seed=seed, out=out,
         resume=resume, epochs=epochs, batch_size=batch_size, defines=dict(defines or {}), include=list(include),
-        echo=echo, data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train,
-                                    val=val, test=test, targets=dict(targets or {})))
+        echo=echo, plugins=list(plugins), join=join,
+        data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train, val=val,
+                         test=test, targets=dict(targets or {})))
     request.data.features, request.data.drop = check_columns(features, drop)
+    if plugins:  # before the spec is checked: it may name their layers
+        load_plugins(plugins, spec=spec if isinstance(spec, (str, os.PathLike)) else spec.root)
     return run_sweep(resolve_sweep(request))
 
 
@@ -515,3 +524,36 @@ def load_plugins(modules: Sequence[str] = (), *, spec: str | os.PathLike = "netd
 def _backend(backend: str | None) -> None:
     if backend is not None:
         pipeline.start_backend(backend, mute_stderr=False)
+
+
+# ------------------------------------------------------------------ for the command line (not in __all__)
+# netdsl.cli is a skin over this module: what its commands need beyond the functions above, each a door
+# into the room that owns it, so that cli/ imports the API and nothing deeper (tests/test_architecture.py).
+
+
+def parse_defines(items: Sequence[str], spec: str | os.PathLike) -> dict[str, object]:
+    """`-D NAME=VALUE` items as `defines`; a `SpecError` about `spec` for an item that is none."""
+    from netdsl.semantics.defines import parse_defines as parse
+
+    return parse(list(items), os.fspath(spec))
+
+
+def run_weights(trained: Trained, checkpoint: Checkpoint | None) -> Trained:
+    """The `.keras` file of a run folder's weights (`checkpoint`, as `evaluate` picks them), or `trained` as
+    it is (a `checkpoint` for anything else is a `UsageError`)."""
+    return _run_weights(trained, checkpoint)
+
+
+def weights_line(trained: Trained, checkpoint: Checkpoint | None) -> str | None:
+    """The line saying which weights of a run folder a command uses (`weights: best.keras ...`); None for
+    anything else."""
+    from netdsl.training.run.runs import RunFolder, is_run_folder
+
+    return RunFolder.existing(trained).weights(checkpoint).line if is_run_folder(trained) else None
+
+
+def is_exported(trained: Trained) -> bool:
+    """Whether `trained` is a file of `export` (`.onnx`, `.tflite`, a SavedModel folder), run in its own runtime."""
+    from netdsl.deploy.inference import is_exported as exported
+
+    return exported(trained)

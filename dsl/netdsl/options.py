@@ -385,9 +385,9 @@ class SweepOptions:
     batch_size: Any = batch_size("batch size (default: the spec's train section)")
     out: Any = out("-o", "--out", "--output", metavar="DIR", default="sweeps", help="where sweep folders go (sweeps/)")
     resume: Any = option("--resume", metavar="auto|DIR", help="finish a stopped or killed sweep")
-    join: Any = option("--join", metavar="DIR", hidden=True, cli_only=True,
+    join: Any = option("--join", metavar="DIR", hidden=True,
                        help="one of the processes of --workers K: the sweep folder it works in")
-    plugin: Any = plugin()
+    plugin: Any = plugin(cli_only=False)
     include: Any = include()
     defines: Any = defines()
 

@@ -7,6 +7,7 @@ import sys
 import warnings
 from typing import Any
 
+from netdsl import api
 from netdsl.cli import (
     build,
     check,
@@ -39,7 +40,6 @@ from netdsl.cli.common import (
 )
 from netdsl.errors import RESOURCE_ERRORS, BackendError, SpecError, UsageError, out_of_resources
 from netdsl.training.errors import DataWarning, TrainingError
-from netdsl.training.run.signals import Stopped
 
 __all__ = ["main"]
 
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first
         print_diagnostics([out_of_resources(exc, _spec_of(args))], None)
         return EXIT_SPEC
-    except (KeyboardInterrupt, Stopped):  # a Ctrl-C between the places a run handles it itself
+    except (KeyboardInterrupt, api.Stopped):  # a Ctrl-C between the places a run handles it itself
         return EXIT_STOPPED
     except BrokenPipeError:
         return EXIT_OK

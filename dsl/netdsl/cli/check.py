@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from netdsl import pipeline
+from netdsl import api, pipeline
 from netdsl.api import options
 from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_command, add_options, load_plugins, print_diagnostics
 from netdsl.errors import Diagnostic, Sources, SpecError
-from netdsl.semantics.defines import parse_defines
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -30,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     for path in args.files:
         args.current_spec = path  # for the last-resort diagnostic of cli.main
         try:
-            defines = parse_defines(args.defines, path)
+            defines = api.parse_defines(args.defines, path)
         except SpecError as exc:  # a -D that is no NAME=VALUE
             all_diagnostics.extend(exc.diagnostics)
             continue

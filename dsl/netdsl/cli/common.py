@@ -23,11 +23,11 @@ from netdsl.errors import (
     printable,
     render_all,
 )
-from netdsl.training.data.request import DataRequest, check_columns, parse_split
+from netdsl.training.data.request import check_columns, parse_split
 from netdsl.training.errors import TrainingError
-from netdsl.training.run.signals import EXIT_STOPPED as EXIT_STOPPED  # 130: a run stopped, resumable
 
 EXIT_OK, EXIT_SPEC, EXIT_USAGE = 0, 1, 2
+EXIT_STOPPED = api.EXIT_STOPPED  # 130: a run stopped, resumable
 
 
 def print_diagnostics(diagnostics: list[Diagnostic], sources: Sources | None, stream: Any = None) -> None:
@@ -148,8 +148,8 @@ def add_options(parser: argparse.ArgumentParser, declaration: type) -> None:
         target = parser if flag.group is None else groups.get(flag.group) or groups.setdefault(
             flag.group, parser.add_mutually_exclusive_group() if flag.group == "exclusive"
             else parser.add_argument_group(flag.group))
-        default = declared.default if flag.cli_default is options.SAME else flag.cli_default
-        how = _given(metavar=flag.metavar, type=flag.type, choices=flag.choices, nargs=flag.nargs,
+        default: Any = declared.default if flag.cli_default is options.SAME else flag.cli_default
+        how: dict[str, Any] = _given(metavar=flag.metavar, type=flag.type, choices=flag.choices, nargs=flag.nargs,
                      action=_ACTIONS.get(flag.action, flag.action), required=flag.required or None)
         shown = argparse.SUPPRESS if flag.hidden else flag.help
         if flag.flags:
@@ -175,22 +175,18 @@ def add_alias(parser: argparse.ArgumentParser, *flags: str, dest: str, **kwargs:
     parser.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
 
 
-def print_weights(trained: Any, checkpoint: str | None) -> None:
+def print_weights(trained: Any, checkpoint: Any) -> None:
     """Which weights of a run folder the command uses, one line on stderr (nothing for a file): the line
     and the file are `RunFolder.weights`', the one choice every command reading a run makes."""
-    from netdsl.training.run.runs import RunFolder, is_run_folder
-
-    if not is_run_folder(trained):
-        return
-    print(printable(RunFolder.existing(trained).weights(checkpoint).line), file=sys.stderr, flush=True)
+    line = api.weights_line(trained, checkpoint)
+    if line is not None:
+        print(printable(line), file=sys.stderr, flush=True)
 
 
 def load_spec(path: str, args: argparse.Namespace) -> Any:
     """The spec at `path` with the imports and `-D` overrides its command was given (a Program)."""
     from netdsl import pipeline
-    from netdsl.semantics.defines import parse_defines
-
-    defines = parse_defines(args.defines, path)
+    defines = api.parse_defines(args.defines, path)
     return pipeline.load(pipeline.TypedPath(path), include=args.include, defines=defines)
 
 
@@ -205,12 +201,13 @@ def check_data_flags(args: argparse.Namespace) -> None:
         raise UsageError("--split cuts --data; with --train, give --val and --test")
 
 
-def data_request(args: argparse.Namespace, own: Callable[[Any], Any] = lambda path: path) -> DataRequest:
-    """The data flags as a DataRequest; `own` turns each path into this process's own file."""
+def data_keywords(args: argparse.Namespace, own: Callable[[Any], Any] = lambda path: path) -> dict[str, Any]:
+    """The data flags as netdsl.train's (and .sweep's) keywords; `own` turns each path into this process's
+    own file. The flags' own errors name the flags (`--features`, not `features=`)."""
     features, drop = check_columns(args.features, args.drop, ("--features", "--drop"))
-    return DataRequest(data=own(args.data), train=own(args.train), val=own(args.val), test=own(args.test),
-                       split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets),
-                       features=features, drop=drop)
+    return dict(data=own(args.data), split=parse_split(args.split) if args.split else None, train=own(args.train),
+                val=own(args.val), test=own(args.test), targets=parse_targets(args.targets), features=features,
+                drop=drop)
 
 
 def parse_targets(items: list[str]) -> dict[str, str]:

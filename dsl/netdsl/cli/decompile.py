@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
+from netdsl import api
 from netdsl.api import options
 from netdsl.atomic import write_bytes
 from netdsl.cli.common import EXIT_OK, add_command, add_options, load_plugins, print_failure, print_weights
@@ -30,12 +32,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from netdsl.api import decompile
-
     load_plugins(args.plugin, args.trained)
     print_weights(args.trained, args.checkpoint)
     args.trained = _model_file(args.trained, args.checkpoint)  # a run folder: the file of the weights it uses
-    text = decompile(args.trained, flat=args.flat)
+    text = api.decompile(args.trained, flat=args.flat)
     if args.out:
         try:
             write_bytes(args.out, text.encode("utf-8"))
@@ -51,14 +51,9 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _model_file(model: str, checkpoint: str | None) -> str:
+def _model_file(model: str, checkpoint: Any) -> str:
     """A run folder as the .keras file of the weights it uses (`RunFolder.weights`); a file as it is."""
-    from netdsl.training.run.runs import RunFolder, is_run_folder, refuse_checkpoint
-
-    if is_run_folder(model):
-        return str(RunFolder.existing(model).weights(checkpoint).path)
-    refuse_checkpoint(checkpoint, "a .keras file")
-    return model
+    return str(api.run_weights(model, checkpoint))
 
 
 def _verify(args: argparse.Namespace, text: str, report) -> int:

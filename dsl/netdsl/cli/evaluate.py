@@ -23,6 +23,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from netdsl import api
 from netdsl.api import options
 from netdsl.cli.common import add_command, add_options, load_plugins, parse_targets, print_weights, warning_line
 from netdsl.errors import UsageError, printable
@@ -48,17 +49,16 @@ def set_up(args: argparse.Namespace, need_targets: bool = True) -> tuple[dict, A
     without the model (its path, its format, an image folder's class sub-folders) is checked first."""
     import contextlib
 
-    from netdsl.deploy.inference import is_exported
     from netdsl.training.data.source import check_layout
 
     targets = parse_targets(args.targets)
     if args.data is not None:
         check_layout(args.data, need_targets)
-        if not is_exported(args.trained):
+        if not api.is_exported(args.trained):
             from netdsl.training.run.inference import check_run_data
 
             check_run_data(args.trained, args.data, targets, need_targets)
-    if is_exported(args.trained):
+    if api.is_exported(args.trained):
         return targets, contextlib.nullcontext
     scope = processes.set_up_one_process(args.backend)
     load_plugins(args.plugin, args.trained)  # a saved model may hold plugin layers
@@ -66,9 +66,7 @@ def set_up(args: argparse.Namespace, need_targets: bool = True) -> tuple[dict, A
 
 
 def run(args: argparse.Namespace) -> int:
-    from netdsl.deploy.inference import is_exported
-
-    exported = is_exported(args.trained)
+    exported = api.is_exported(args.trained)
     if not os.path.exists(args.trained):  # a typo: say so, not what evaluate needs without --data
         raise RunError("no such file or folder", file=args.trained)
     if args.data is None and (exported or not Path(args.trained).is_dir()):
@@ -76,16 +74,15 @@ def run(args: argparse.Namespace) -> int:
     targets, scope = set_up(args)
     if exported:
         load_plugins(args.plugin, args.trained)  # the spec scoring it may use plugin layers
-    from netdsl.api import evaluate
     from netdsl.deploy.errors import SpecChangedWarning  # here: the parser of every command imports this module
 
     with scope(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SpecChangedWarning)
         print_weights(args.trained, args.checkpoint)
-        values = evaluate(args.trained, data=args.data, batch_size=args.batch_size, targets=targets, split=args.split,
-                          spec=args.spec, model=args.model, include=args.include,
-                          backend=args.backend if exported else None, checkpoint=args.checkpoint,
-                          trust=args.trust)
+        values = api.evaluate(args.trained, data=args.data, batch_size=args.batch_size, targets=targets,
+                              split=args.split, spec=args.spec, model=args.model, include=args.include,
+                              backend=args.backend if exported else None, checkpoint=args.checkpoint,
+                              trust=args.trust)
     for warned in caught:  # netdsl's own as one line; anyone else's (a runtime's) as Python shows it
         if issubclass(warned.category, SpecChangedWarning):
             print(warning_line("evaluate", str(warned.message)), file=sys.stderr)

@@ -19,6 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from netdsl import api
 from netdsl.api import options
 from netdsl.cli.common import add_command, add_options, print_weights
 from netdsl.cli.evaluate import set_up
@@ -46,14 +47,13 @@ def run(args: argparse.Namespace) -> int:
     if Path(args.out).suffix.lower() not in WRITTEN:
         raise UsageError(f"-o takes a .csv, .npz or .json file; received {printable(repr(args.out))}")
     targets, scope = set_up(args, need_targets=False)
-    from netdsl.api import predict
-    from netdsl.deploy.inference import is_exported
 
     with scope():
         print_weights(args.trained, args.checkpoint)
-        predictions = predict(args.trained, data=args.data, batch_size=args.batch_size, targets=targets,
-                              backend=args.backend if is_exported(args.trained) else None, checkpoint=args.checkpoint,
-                              trust=args.trust)
+        exported = api.is_exported(args.trained)
+        predictions = api.predict(args.trained, data=args.data, batch_size=args.batch_size, targets=targets,
+                                  backend=args.backend if exported else None, checkpoint=args.checkpoint,
+                                  trust=args.trust)
     try:
         target = predictions.write(args.out)
     except OSError as exc:

@@ -7,13 +7,13 @@ import shutil
 import signal
 import threading
 
+from netdsl import api
 from netdsl.api import options
 from netdsl.cli.common import EXIT_OK, add_command, add_options, load_plugins, print_failure
 from netdsl.diagram.render import INSTALL_HINT
 from netdsl.errors import UsageError
 from netdsl.files import Refused, open_regular
 from netdsl.preview import PreviewServer
-from netdsl.semantics.defines import parse_defines
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         return print_failure("preview", f"cannot read {args.spec}: {exc}")
     load_plugins(args.plugin, args.spec)
     try:
-        defines = parse_defines(args.defines, args.spec)
+        defines = api.parse_defines(args.defines, args.spec)
         server = PreviewServer(args.spec, args.model, port=args.port, include=args.include, depth=args.depth,
                                defines=defines)
     except OSError as exc:

@@ -12,13 +12,18 @@ from __future__ import annotations
 import argparse
 import sys
 
+from netdsl import api
 from netdsl.api import options
-from netdsl.cli.common import EXIT_STOPPED, add_command, add_options, check_data_flags, data_request, load_plugins
+from netdsl.cli.common import (
+    EXIT_STOPPED,
+    add_command,
+    add_options,
+    check_data_flags,
+    data_keywords,
+    load_plugins,
+)
 from netdsl.errors import UsageError, printable
-from netdsl.semantics.defines import parse_defines
 from netdsl.tuning.records import show_table
-from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
-from netdsl.tuning.show import read_sweep as show_sweep
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -35,20 +40,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.show:
-        print(show_table(show_sweep(args.show, storage=args.storage)))
+        print(show_table(api.show_sweep(args.show, storage=args.storage)))
         return 0
     if not args.spec:
         raise UsageError("give a SPEC to sweep, or --show DIR")
     check_data_flags(args)
-    load_plugins(args.plugin, args.spec)
-    data = data_request(args)
-    defines = parse_defines(args.defines, args.spec)
-    request = SweepRequest(spec=args.spec, model=args.model, data=data, trials=args.trials, workers=args.workers,
+    if not args.plugin:  # the installed plugins, before the spec is checked (netdsl.sweep loads --plugin's)
+        load_plugins([], args.spec)
+    keywords = data_keywords(args)
+    defines = api.parse_defines(args.defines, args.spec)
+    try:
+        result = api.sweep(args.spec, model=args.model, **keywords, trials=args.trials, workers=args.workers,
                            storage=args.storage, study=args.study, seed=args.seed, out=args.out, resume=args.resume,
                            epochs=args.epochs, batch_size=args.batch_size, defines=defines, include=args.include,
                            plugins=args.plugin, join=args.join, echo=True)
-    try:
-        result = run_sweep(resolve_sweep(request))  # what netdsl.sweep runs
     except KeyboardInterrupt:
         print("netdsl sweep: stopped; `netdsl sweep ... --resume auto` goes on", file=sys.stderr)
         return EXIT_STOPPED

@@ -30,9 +30,15 @@ from typing import Any
 
 from netdsl import api
 from netdsl.api import options
-from netdsl.cli.common import EXIT_STOPPED, add_command, add_options, check_data_flags, data_request, load_plugins
+from netdsl.cli.common import (
+    EXIT_STOPPED,
+    add_command,
+    add_options,
+    check_data_flags,
+    data_keywords,
+    load_plugins,
+)
 from netdsl.errors import UsageError, printable
-from netdsl.semantics.defines import parse_defines
 from netdsl.training.errors import DataError
 from netdsl.training.scale import processes
 
@@ -71,17 +77,13 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_STOPPED if result.status == "stopped" else 0
 
 
-DATA_KEYWORDS = ("data", "split", "train", "val", "test", "targets", "features", "drop")
-
-
 def _keywords(args: argparse.Namespace, process_id: int) -> dict[str, Any]:
     """The flags as netdsl.train's keywords (the data of this process: `{process}` in a path names its own)."""
     own = lambda path: processes.own_file(path, process_id)  # noqa: E731
-    data = data_request(args, own)
-    return dict(spec=args.spec, model=args.model, **{key: getattr(data, key) for key in DATA_KEYWORDS},
+    return dict(spec=args.spec, model=args.model, **data_keywords(args, own),
                 epochs=args.epochs, batch_size=args.batch_size, seed=args.seed, out=args.out, resume=args.resume,
                 progress=args.progress if process_id == 0 else "none", tensorboard=args.tensorboard,
-                include=args.include, defines=parse_defines(args.defines, args.spec), init_from=args.init_from)
+                include=args.include, defines=api.parse_defines(args.defines, args.spec), init_from=args.init_from)
 
 
 def _join_job(args: argparse.Namespace, topology: Any) -> int:
@@ -109,7 +111,7 @@ def _checked(args: argparse.Namespace, process_id: int) -> Any:
 
     load_plugins(args.plugin, args.spec)
     keywords = _keywords(args, process_id)
-    data = DataRequest(**{key: keywords.pop(key) for key in DATA_KEYWORDS})
+    data = DataRequest(**{key: keywords.pop(key) for key in DataRequest.__dataclass_fields__})
     return resolve(TrainRequest(**keywords, data=data))
 
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Alias", "Flag", "FLAG", "COMMAND_OPTIONS", "BACKENDS", "PROGRESS", "IMAGE_FORMATS", "EXPORT_FORMATS",
-           "REGISTRY_KINDS"]
+__all__ = ["Alias", "Command", "Flag", "FLAG", "COMMANDS", "COMMAND_OPTIONS", "BACKENDS", "PROGRESS",
+           "IMAGE_FORMATS", "EXPORT_FORMATS", "REGISTRY_KINDS"]
 
 BACKENDS = ("tensorflow", "jax", "torch")  # backend/runtime.BACKENDS
 PROGRESS = ("auto", "bar", "line", "none")  # training/run/settings.PROGRESS
@@ -467,11 +467,150 @@ class ExamplesOptions:
     out: Any = out(metavar="DIR", default=".", cli_only=True, help="where to copy it")
 
 
-# Each command's declaration; the library function a command's keywords are held to has its name.
-COMMAND_OPTIONS: dict[str, type] = {
-    "check": CheckOptions, "fmt": FmtOptions, "build": BuildOptions, "summary": SummaryOptions,
-    "render": RenderOptions, "layers": LayersOptions, "preview": PreviewOptions, "decompile": DecompileOptions,
-    "export": ExportOptions, "lsp": LspOptions, "train": TrainOptions, "sweep": SweepOptions,
-    "evaluate": EvaluateOptions, "predict": PredictOptions, "completion": CompletionOptions, "init": InitOptions,
-    "examples": ExamplesOptions,
+@dataclass(frozen=True)
+class Command:
+    """A command as `netdsl --help` lists it and `netdsl NAME --help` explains it, and its options."""
+
+    options: type
+    summary: str  # its line in `netdsl --help`
+    description: str
+    examples: tuple[str, ...]  # each `netdsl NAME ...`, run in tests/cli/test_help.py where it can be
+
+
+# Every command, in the order `netdsl --help` lists them; the library function a command's keywords are
+# held to has its name (tests/cli/test_options.py).
+COMMANDS: dict[str, Command] = {
+    "check": Command(
+        CheckOptions,
+        summary="check specs for errors (fast; no TensorFlow)",
+        description="Parse and check each spec, and every file it imports: every error at "
+            "file:line:col with the source line and a did-you-mean. Exit 0 when clean, "
+            "1 when a spec has errors.",
+        examples=("netdsl check specs/lightning_mlp.net",
+            "netdsl check specs/*.net --json     # the diagnostics as a JSON list")),
+    "fmt": Command(
+        FmtOptions,
+        summary="format specs canonically, in place",
+        description="Rewrite each spec in the canonical layout (comments kept), printing "
+            "`reformatted FILE` for each file it changed.",
+        examples=("netdsl fmt specs/lightning_mlp.net",
+            "netdsl fmt --check specs/*.net      # exit 1 when a file would change (CI)")),
+    "build": Command(
+        BuildOptions,
+        summary="build .keras models (and diagrams) from a spec",
+        description="Build every model of the spec (or --model) with Keras and write "
+            "OUT/<model>.keras and OUT/<model>.svg, each atomically, printing a "
+            "summary table per model.",
+        examples=("netdsl build specs/lightning_mlp.net",
+            "netdsl build specs/siamese.net -o models/ --model siamese --no-diagram")),
+    "summary": Command(
+        SummaryOptions,
+        summary="print each model's layers, shapes and parameters",
+        description="Print each model's (or --model's) layers, output shapes and parameter "
+            "counts (trainable and not), writing no file. Counted without "
+            "TensorFlow when the shape inference is sure of every layer; built "
+            "with Keras otherwise, and with --backend, --weights or --plugin.",
+        examples=("netdsl summary specs/lightning_mlp.net",
+            "netdsl summary specs/siamese.net --json")),
+    "render": Command(
+        RenderOptions,
+        summary="draw a model as a Graphviz diagram",
+        description="Draw every model of the spec (or --model) as <model>.svg in the current "
+            "folder, or where -o says, with each layer's output shape and parameters "
+            "(TensorFlow only where the pure-Python inference is unsure).",
+        examples=("netdsl render specs/resnet50.net --depth 1 -o resnet50.png",
+            "netdsl render specs/siamese.net --no-shapes --image-format dot -o diagrams/")),
+    "layers": Command(
+        LayersOptions,
+        summary="list what a spec may name (layers, activations, ...)",
+        description="List the layers and activations a spec may name, with their parameters; "
+            "NAME shows one entry in full.",
+        examples=("netdsl layers", "netdsl layers conv2d", "netdsl layers --kind optimizer")),
+    "preview": Command(
+        PreviewOptions,
+        summary="a live diagram of a spec in the browser, redrawn on every save",
+        description="Serve the spec's diagram and diagnostics on http://127.0.0.1:P/, redrawn "
+            "each time the spec (or a file it imports) is saved, until Ctrl-C.",
+        examples=("netdsl preview specs/resnet50.net --depth 1",
+            "netdsl preview my.net --port 0        # any free port")),
+    "decompile": Command(
+        DecompileOptions,
+        summary="write a saved Keras model (.keras) as a spec",
+        description="Print the spec of a saved Keras model, repeated structure as blocks and "
+            "`* N` repeats; the file is read as data (no TensorFlow).",
+        examples=("netdsl decompile build/lightning_mlp.keras",
+            "netdsl decompile resnet50.keras -o resnet50.net --verify")),
+    "export": Command(
+        ExportOptions,
+        summary="export a spec, run or .keras file to ONNX, SavedModel or LiteRT",
+        description="Write the model as ONNX, a SavedModel or a LiteRT (.tflite) file, atomically, "
+            "then run the file in that format's own runtime (onnxruntime, "
+            "tf.saved_model.load, the LiteRT interpreter) next to Keras and print the "
+            "largest difference per output. Needs netdsl[export] for onnx and litert.",
+        examples=("netdsl export runs/lightning_mlp-1 --format onnx",
+            "netdsl export specs/lightning_mlp.net --format litert -o mlp.tflite",
+            "netdsl export model.keras --format saved_model --no-verify")),
+    "lsp": Command(
+        LspOptions,
+        summary="run the language server over stdio (for editors; needs netdsl[lsp])",
+        description="The language server editors start: diagnostics, hover, completion, go to "
+            "definition, rename ..., over stdin/stdout (docs/lsp.md).",
+        examples=("netdsl lsp", "netdsl lsp --include shared/ --plugin my_layers")),
+    "train": Command(
+        TrainOptions,
+        summary="train a spec's model on data; one run folder per run",
+        description="Train one model of the spec on data found by its input and output names "
+            "(.npz, CSV, TFRecord, an image folder), in a new run folder "
+            "OUT/<model>-N/ (models, history, report, curves); resumable.",
+        examples=("netdsl train specs/lightning_mlp.net --data digits.npz --epochs 3 --seed 0",
+            "netdsl train my.net --train train.csv --val val.csv --targets probs=label",
+            "netdsl train specs/lightning_mlp.net --data digits.npz --resume auto")),
+    "sweep": Command(
+        SweepOptions,
+        summary="search a spec's constants (its sweep section) with Optuna",
+        description="Run the trials of the spec's `sweep MODEL { ... }` section: each trial an "
+            "ordinary run folder (trials/<k>/) trained with its values as -D defines; "
+            "summary.csv, best.json and plots in OUT/<model>-sweep-N/.",
+        examples=("netdsl sweep mlp.net --data digits.npz --trials 12",
+            "netdsl sweep mlp.net --data digits.npz --workers 2 --seed 0",
+            "netdsl sweep --show sweeps/mlp-sweep-1")),
+    "evaluate": Command(
+        EvaluateOptions,
+        summary="the loss and metrics of a trained model on data",
+        description="Print the loss and each metric of a trained model (a run folder, a .keras "
+            "file, or a file of netdsl export run in its own runtime) on data read as "
+            "train reads it.",
+        examples=("netdsl evaluate runs/lightning_mlp-1 --data digits.npz",
+            "netdsl evaluate mlp.onnx --data digits.npz --spec specs/lightning_mlp.net",
+            "netdsl evaluate build/model.keras --data test.csv --targets probs=label --json")),
+    "predict": Command(
+        PredictOptions,
+        summary="a trained model's predictions on new data, as .csv, .npz or .json",
+        description="Write a trained model's predictions on the data's inputs, one row per sample "
+            "named by its file (an image's path in the folder) or CSV line: a classifier's "
+            "predicted class name and each class's probability, or an output's values.",
+        examples=("netdsl predict runs/shapes-1 --data new_pictures/ -o preds.csv",
+            "netdsl predict runs/lightning_mlp-1 --data digits.npz -o preds.npz",
+            "netdsl predict mlp.onnx --data new_rows.csv -o preds.json")),
+    "completion": Command(
+        CompletionOptions,
+        summary="print a shell completion script (bash, zsh)",
+        description="Print a script that completes netdsl's commands, options and choices; "
+            "load it from your shell's start-up file.",
+        examples=("netdsl completion bash      # then: eval \"$(netdsl completion bash)\" in ~/.bashrc",
+            "netdsl completion zsh       # then: eval \"$(netdsl completion zsh)\" in ~/.zshrc")),
+    "init": Command(
+        InitOptions,
+        summary="write a starter spec and a tiny dataset that trains in seconds",
+        description="Write DIR/digits.net (a small model) and DIR/digits.npz (2,000 generated "
+            "28x28 images of 10 classes), then print the commands to try. "
+            "Nothing is overwritten.",
+        examples=("netdsl init demo     # then: cd demo && netdsl train digits.net --data digits.npz",)),
+    "examples": Command(
+        ExamplesOptions,
+        summary="list the example specs; NAME copies one into the current folder",
+        description="List the example specs that ship with netdsl, each with its first comment "
+            "line; with NAME, copy that example (and the files it imports) out.",
+        examples=("netdsl examples", "netdsl examples resnet50 -o specs/")),
 }
+COMMAND_OPTIONS: dict[str, type] = {name: command.options for name, command in COMMANDS.items()}

@@ -33,34 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from netdsl import pipeline
-from netdsl.api import options
-from netdsl.cli.common import add_command, add_options, load_plugins, load_spec
+from netdsl.cli.common import load_plugins, load_spec
 from netdsl.errors import Diagnostic, RenderError, SpecError
 from netdsl.registry import shape_text
 from netdsl.semantics.trainable import ParamSplit
 
 __all__ = ["run_build", "run_summary", "summary_table", "summary_json"]
-
-
-def add_parsers(sub: argparse._SubParsersAction) -> None:
-    build = add_command(sub, "build", summary="build .keras models (and diagrams) from a spec",
-                        description="Build every model of the spec (or --model) with Keras and write "
-                                    "OUT/<model>.keras and OUT/<model>.svg, each atomically, printing a "
-                                    "summary table per model.",
-                        examples=["netdsl build specs/lightning_mlp.net",
-                                  "netdsl build specs/siamese.net -o models/ --model siamese --no-diagram"])
-    add_options(build, options.BuildOptions)
-    build.set_defaults(run=run_build)
-
-    summary = add_command(sub, "summary", summary="print each model's layers, shapes and parameters",
-                          description="Print each model's (or --model's) layers, output shapes and parameter "
-                                      "counts (trainable and not), writing no file. Counted without "
-                                      "TensorFlow when the shape inference is sure of every layer; built "
-                                      "with Keras otherwise, and with --backend, --weights or --plugin.",
-                          examples=["netdsl summary specs/lightning_mlp.net",
-                                    "netdsl summary specs/siamese.net --json"])
-    add_options(summary, options.SummaryOptions)
-    summary.set_defaults(run=run_summary)
 
 
 def run_build(args: argparse.Namespace) -> int:

@@ -6,20 +6,8 @@ import argparse
 import json
 
 from netdsl import api, pipeline
-from netdsl.api import options
-from netdsl.cli.common import EXIT_OK, EXIT_SPEC, add_command, add_options, load_plugins, print_diagnostics
+from netdsl.cli.common import EXIT_OK, EXIT_SPEC, load_plugins, print_diagnostics
 from netdsl.errors import Diagnostic, Sources, SpecError
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    check = add_command(sub, "check", summary="check specs for errors (fast; no TensorFlow)",
-                        description="Parse and check each spec, and every file it imports: every error at "
-                                    "file:line:col with the source line and a did-you-mean. Exit 0 when clean, "
-                                    "1 when a spec has errors.",
-                        examples=["netdsl check specs/lightning_mlp.net",
-                                  "netdsl check specs/*.net --json     # the diagnostics as a JSON list"])
-    add_options(check, options.CheckOptions)
-    check.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,20 +15,9 @@ import sys
 from typing import Any
 
 from netdsl import api
-from netdsl.api import options
 from netdsl.atomic import write_bytes
-from netdsl.cli.common import EXIT_OK, add_command, add_options, load_plugins, print_failure, print_weights
+from netdsl.cli.common import EXIT_OK, load_plugins, print_failure, print_weights
 from netdsl.errors import Diagnostic, SpecError, printable
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = add_command(sub, "decompile", summary="write a saved Keras model (.keras) as a spec",
-                         description="Print the spec of a saved Keras model, repeated structure as blocks and "
-                                     "`* N` repeats; the file is read as data (no TensorFlow).",
-                         examples=["netdsl decompile build/lightning_mlp.keras",
-                                   "netdsl decompile resnet50.keras -o resnet50.net --verify"])
-    add_options(parser, options.DecompileOptions)
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

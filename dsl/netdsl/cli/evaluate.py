@@ -24,23 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from netdsl import api
-from netdsl.api import options
-from netdsl.cli.common import add_command, add_options, load_plugins, parse_targets, print_weights, warning_line
+from netdsl.cli.common import load_plugins, parse_targets, print_weights, warning_line
 from netdsl.errors import UsageError, printable
 from netdsl.training.errors import RunError
 from netdsl.training.scale import processes
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    cmd = add_command(sub, "evaluate", summary="the loss and metrics of a trained model on data",
-                      description="Print the loss and each metric of a trained model (a run folder, a .keras "
-                                  "file, or a file of netdsl export run in its own runtime) on data read as "
-                                  "train reads it.",
-                      examples=["netdsl evaluate runs/lightning_mlp-1 --data digits.npz",
-                                "netdsl evaluate mlp.onnx --data digits.npz --spec specs/lightning_mlp.net",
-                                "netdsl evaluate build/model.keras --data test.csv --targets probs=label --json"])
-    add_options(cmd, options.EvaluateOptions)
-    cmd.set_defaults(run=run)
 
 
 def set_up(args: argparse.Namespace, need_targets: bool = True) -> tuple[dict, Any]:

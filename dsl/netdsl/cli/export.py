@@ -14,22 +14,9 @@ from __future__ import annotations
 import argparse
 
 from netdsl.api import options
-from netdsl.cli.common import EXIT_OK, add_command, add_options, load_plugins, print_weights
+from netdsl.cli.common import EXIT_OK, load_plugins, print_weights
 
 FORMAT_NAMES = options.EXPORT_FORMATS  # repeated from deploy.formats: the parser loads no room
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = add_command(sub, "export", summary="export a spec, run or .keras file to ONNX, SavedModel or LiteRT",
-                         description="Write the model as ONNX, a SavedModel or a LiteRT (.tflite) file, atomically, "
-                                     "then run the file in that format's own runtime (onnxruntime, "
-                                     "tf.saved_model.load, the LiteRT interpreter) next to Keras and print the "
-                                     "largest difference per output. Needs netdsl[export] for onnx and litert.",
-                         examples=["netdsl export runs/lightning_mlp-1 --format onnx",
-                                   "netdsl export specs/lightning_mlp.net --format litert -o mlp.tflite",
-                                   "netdsl export model.keras --format saved_model --no-verify"])
-    add_options(parser, options.ExportOptions)
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

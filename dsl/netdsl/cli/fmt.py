@@ -7,20 +7,8 @@ import difflib
 import sys
 from pathlib import Path
 
-from netdsl.api import options
 from netdsl.atomic import write_bytes
-from netdsl.cli.common import add_command, add_options
 from netdsl.errors import Diagnostic, Sources, SpecError
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    fmt = add_command(sub, "fmt", summary="format specs canonically, in place",
-                      description="Rewrite each spec in the canonical layout (comments kept), printing "
-                                  "`reformatted FILE` for each file it changed.",
-                      examples=["netdsl fmt specs/lightning_mlp.net",
-                                "netdsl fmt --check specs/*.net      # exit 1 when a file would change (CI)"])
-    add_options(fmt, options.FmtOptions)
-    fmt.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,19 +6,8 @@ import argparse
 import shlex
 from pathlib import Path
 
-from netdsl.api import options
-from netdsl.cli.common import EXIT_OK, add_command, add_options, print_failure
+from netdsl.cli.common import EXIT_OK, print_failure
 from netdsl.starter import StarterError, write_starter
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    cmd = add_command(sub, "init", summary="write a starter spec and a tiny dataset that trains in seconds",
-                      description="Write DIR/digits.net (a small model) and DIR/digits.npz (2,000 generated "
-                                  "28x28 images of 10 classes), then print the commands to try. "
-                                  "Nothing is overwritten.",
-                      examples=["netdsl init demo     # then: cd demo && netdsl train digits.net --data digits.npz"])
-    add_options(cmd, options.InitOptions)
-    cmd.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,19 +6,9 @@ import argparse
 from typing import Any
 
 from netdsl import registry
-from netdsl.api import options
-from netdsl.cli.common import EXIT_OK, add_command, add_options
+from netdsl.cli.common import EXIT_OK
 from netdsl.errors import UsageError, did_you_mean
 from netdsl.semantics.values import describe_value
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    layers = add_command(sub, "layers", summary="list what a spec may name (layers, activations, ...)",
-                         description="List the layers and activations a spec may name, with their parameters; "
-                                     "NAME shows one entry in full.",
-                         examples=["netdsl layers", "netdsl layers conv2d", "netdsl layers --kind optimizer"])
-    add_options(layers, options.LayersOptions)
-    layers.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,25 +20,12 @@ import sys
 from pathlib import Path
 
 from netdsl import api
-from netdsl.api import options
-from netdsl.cli.common import add_command, add_options, print_weights
+from netdsl.cli.common import print_weights
 from netdsl.cli.evaluate import set_up
 from netdsl.errors import UsageError, printable
 from netdsl.training.errors import TrainingError
 
 WRITTEN = (".csv", ".npz", ".json")
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    cmd = add_command(sub, "predict", summary="a trained model's predictions on new data, as .csv, .npz or .json",
-                      description="Write a trained model's predictions on the data's inputs, one row per sample "
-                                  "named by its file (an image's path in the folder) or CSV line: a classifier's "
-                                  "predicted class name and each class's probability, or an output's values.",
-                      examples=["netdsl predict runs/shapes-1 --data new_pictures/ -o preds.csv",
-                                "netdsl predict runs/lightning_mlp-1 --data digits.npz -o preds.npz",
-                                "netdsl predict mlp.onnx --data new_rows.csv -o preds.json"])
-    add_options(cmd, options.PredictOptions)
-    cmd.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

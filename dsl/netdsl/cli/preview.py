@@ -8,22 +8,11 @@ import signal
 import threading
 
 from netdsl import api
-from netdsl.api import options
-from netdsl.cli.common import EXIT_OK, add_command, add_options, load_plugins, print_failure
+from netdsl.cli.common import EXIT_OK, load_plugins, print_failure
 from netdsl.diagram.render import INSTALL_HINT
 from netdsl.errors import UsageError
 from netdsl.files import Refused, open_regular
 from netdsl.preview import PreviewServer
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    preview = add_command(sub, "preview", summary="a live diagram of a spec in the browser, redrawn on every save",
-                          description="Serve the spec's diagram and diagnostics on http://127.0.0.1:P/, redrawn "
-                                      "each time the spec (or a file it imports) is saved, until Ctrl-C.",
-                          examples=["netdsl preview specs/resnet50.net --depth 1",
-                                    "netdsl preview my.net --port 0        # any free port"])
-    add_options(preview, options.PreviewOptions)
-    preview.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,19 +8,8 @@ from pathlib import Path
 
 from netdsl import pipeline
 from netdsl.api import options
-from netdsl.cli.common import add_command, add_options, load_plugins, load_spec, print_failure
+from netdsl.cli.common import load_plugins, load_spec, print_failure
 from netdsl.errors import Diagnostic, RenderError, SpecError, UsageError
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    render = add_command(sub, "render", summary="draw a model as a Graphviz diagram",
-                         description="Draw every model of the spec (or --model) as <model>.svg in the current "
-                                     "folder, or where -o says, with each layer's output shape and parameters "
-                                     "(TensorFlow only where the pure-Python inference is unsure).",
-                         examples=["netdsl render specs/resnet50.net --depth 1 -o resnet50.png",
-                                   "netdsl render specs/siamese.net --no-shapes --image-format dot -o diagrams/"])
-    add_options(render, options.RenderOptions)
-    render.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

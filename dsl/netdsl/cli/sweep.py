@@ -13,29 +13,14 @@ import argparse
 import sys
 
 from netdsl import api
-from netdsl.api import options
 from netdsl.cli.common import (
     EXIT_STOPPED,
-    add_command,
-    add_options,
     check_data_flags,
     data_keywords,
     load_plugins,
 )
 from netdsl.errors import UsageError, printable
 from netdsl.tuning.records import show_table
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    sweep = add_command(sub, "sweep", summary="search a spec's constants (its sweep section) with Optuna",
-                        description="Run the trials of the spec's `sweep MODEL { ... }` section: each trial an "
-                                    "ordinary run folder (trials/<k>/) trained with its values as -D defines; "
-                                    "summary.csv, best.json and plots in OUT/<model>-sweep-N/.",
-                        examples=["netdsl sweep mlp.net --data digits.npz --trials 12",
-                                  "netdsl sweep mlp.net --data digits.npz --workers 2 --seed 0",
-                                  "netdsl sweep --show sweeps/mlp-sweep-1"])
-    add_options(sweep, options.SweepOptions)
-    sweep.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -29,11 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from netdsl import api
-from netdsl.api import options
 from netdsl.cli.common import (
     EXIT_STOPPED,
-    add_command,
-    add_options,
     check_data_flags,
     data_keywords,
     load_plugins,
@@ -41,18 +38,6 @@ from netdsl.cli.common import (
 from netdsl.errors import UsageError, printable
 from netdsl.training.errors import DataError
 from netdsl.training.scale import processes
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    train = add_command(sub, "train", summary="train a spec's model on data; one run folder per run",
-                        description="Train one model of the spec on data found by its input and output names "
-                                    "(.npz, CSV, TFRecord, an image folder), in a new run folder "
-                                    "OUT/<model>-N/ (models, history, report, curves); resumable.",
-                        examples=["netdsl train specs/lightning_mlp.net --data digits.npz --epochs 3 --seed 0",
-                                  "netdsl train my.net --train train.csv --val val.csv --targets probs=label",
-                                  "netdsl train specs/lightning_mlp.net --data digits.npz --resume auto"])
-    add_options(train, options.TrainOptions)
-    train.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -224,23 +224,15 @@ CLI_STILL_REACHES = {
     # the spec commands print what pipeline returns (diagnostics with their sources, graphs, tables)
     "build": {"netdsl.backend.builder", "netdsl.backend.saving", "netdsl.diagram.render", "netdsl.pipeline",
               "netdsl.registry", "netdsl.semantics.trainable"},
-    "check": {"netdsl.pipeline"},
     "common": {"netdsl.pipeline",  # load_spec: a Program for build, summary and render
                "netdsl.training.data.request"},  # the data flags' own parsing (--split, --features)
     "render": {"netdsl.diagram.render", "netdsl.pipeline"},
-    "preview": {"netdsl.diagram.render"},  # Graphviz's install hint
-    "fmt": {"netdsl.syntax.formatter", "netdsl.syntax.source"},
     "layers": {"netdsl.registry", "netdsl.semantics.values"},
-    "init": {"netdsl.starter"},
-    "examples": {"netdsl.starter"},
-    "decompile": {"netdsl.backend.inspection", "netdsl.backend.runtime", "netdsl.decompiler.verify"},  # --verify
     # a trained model's commands print more than the library returns (notes, class names, report values)
-    "export": {"netdsl.deploy"},
     "evaluate": {"netdsl.deploy.inference", "netdsl.deploy.runtime", "netdsl.training.data.source",
                  "netdsl.training.run.inference", "netdsl.training.run.report"},
     "train": {"netdsl.training.data.request", "netdsl.training.run.settings",  # a job's process (run_in_job)
               "netdsl.training.run.report", "netdsl.training.run.runs"},  # the summary lines
-    "sweep": {"netdsl.tuning.records"},  # the trials' table
 }
 
 

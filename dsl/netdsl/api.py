@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     import keras
     import numpy as np
 
+    from netdsl.decompiler.verify import RoundTrip
+    from netdsl.deploy import Exported
     from netdsl.training.run.engine import Run
 
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
@@ -557,3 +559,80 @@ def is_exported(trained: Trained) -> bool:
     from netdsl.deploy.inference import is_exported as exported
 
     return exported(trained)
+
+
+def spec_text(path: str) -> str:
+    """The text of the spec file `path` as the checker reads it (bounded, UTF-8, a BOM dropped), or a
+    `SpecError` about `path` saying why not."""
+    from netdsl.syntax.source import read_source
+
+    return read_source(Path(path), path)
+
+
+def check_file(path: str, *, include: Sequence[str | os.PathLike] = (),
+               defines: Mapping[str, object] | None = None) -> pipeline.Checked:
+    """`check` of the spec file `path` as typed on the command line (shown unchanged), with the sources
+    its diagnostics point into."""
+    return pipeline.check(pipeline.TypedPath(path), include=include, defines=defines)
+
+
+def verify_decompiled(model_file: str, text: str, *, flat: bool, filename: str) -> RoundTrip:
+    """`decompile --verify`: the `.keras` file loaded in Keras' safe mode and the spec `text` rebuilt next
+    to it; the round trip's result (`.ok`, `.lines()`)."""
+    from netdsl.backend.runtime import quiet_tensorflow
+
+    quiet_tensorflow()
+    from netdsl.backend.inspection import load_saved
+    from netdsl.decompiler.verify import verify_round_trip
+
+    result, _ = verify_round_trip(load_saved(model_file), text, flat=flat, filename=filename)
+    return result
+
+
+def export_report(source: Spec | Trained, *, format: ExportFormat,  # noqa: A002 - named like the CLI flag
+                  out: str | os.PathLike | None, model: str | None, weights: str | os.PathLike | None,
+                  checkpoint: Checkpoint | None, verify: bool, include: Sequence[str | os.PathLike],
+                  data: DataSource | None, seed: int | None) -> Exported:
+    """`export`, the runtimes' C++ chatter on stderr muted, returning what `netdsl export` prints: the file
+    written (`.path`, `.format`), the notes on what it changed, and the verification (None without)."""
+    from netdsl.deploy import export_model
+
+    return export_model(source, format=format, out=out, model=model, weights=weights, checkpoint=checkpoint,
+                        check=verify, include=list(include), quiet=True, data=data, seed=seed)
+
+
+def sweep_table(result: SweepResult) -> str:
+    """A sweep's trials as `netdsl sweep` prints them: sorted by the objective, best first, aligned."""
+    from netdsl.tuning.records import show_table
+
+    return show_table(result)
+
+
+def graphviz_hint() -> str:
+    """How to install Graphviz's `dot` program (the diagrams need it)."""
+    from netdsl.diagram.render import INSTALL_HINT
+
+    return INSTALL_HINT
+
+
+def write_starter(folder: str | os.PathLike) -> list[Path]:
+    """`netdsl init`: `digits.net` and `digits.npz` written in `folder`, never over a file; the paths written.
+    Raises `StarterError` (a `NetdslError`) or `OSError`."""
+    from netdsl.starter import write_starter as write
+
+    return write(folder)
+
+
+def example_specs() -> dict[str, str]:
+    """The example specs that ship with netdsl: {name: the first sentence of its leading comment}."""
+    from netdsl.starter import examples
+
+    return examples()
+
+
+def copy_example(name: str, folder: str | os.PathLike) -> list[Path]:
+    """The example spec `name` (and the files it imports) copied into `folder`; the paths written.
+    Raises `StarterError` (a `NetdslError`) or `OSError`."""
+    from netdsl.starter import copy_example as copy
+
+    return copy(name, folder)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from netdsl import api, pipeline
+from netdsl import api
 from netdsl.cli.common import EXIT_OK, EXIT_SPEC, load_plugins, print_diagnostics
 from netdsl.errors import Diagnostic, Sources, SpecError
 
@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
         except SpecError as exc:  # a -D that is no NAME=VALUE
             all_diagnostics.extend(exc.diagnostics)
             continue
-        checked = pipeline.check(pipeline.TypedPath(path), include=args.include, defines=defines)
+        checked = api.check_file(path, include=args.include, defines=defines)
         all_diagnostics.extend(checked.diagnostics)
         sources.update(checked.sources)
     errors = sum(1 for d in all_diagnostics if d.severity == "error")

@@ -46,14 +46,7 @@ def _model_file(model: str, checkpoint: Any) -> str:
 
 
 def _verify(args: argparse.Namespace, text: str, report) -> int:
-    from netdsl.backend.runtime import quiet_tensorflow
-
-    quiet_tensorflow()
-    from netdsl.backend.inspection import load_saved
-    from netdsl.decompiler.verify import verify_round_trip
-
-    original = load_saved(args.trained)
-    result, _ = verify_round_trip(original, text, flat=args.flat, filename=args.out or "<decompile>")
+    result = api.verify_decompiled(args.trained, text, flat=args.flat, filename=args.out or "<decompile>")
     print(f"verify {args.trained}:", file=report)
     for line in result.lines():
         print(f"  {printable(line)}", file=report)  # layer names come from the model file

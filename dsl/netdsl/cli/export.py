@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 
+from netdsl import api
 from netdsl.api import options
 from netdsl.cli.common import EXIT_OK, load_plugins, print_weights
 
@@ -20,13 +21,11 @@ FORMAT_NAMES = options.EXPORT_FORMATS  # repeated from deploy.formats: the parse
 
 
 def run(args: argparse.Namespace) -> int:
-    from netdsl.deploy import export_model
-
     load_plugins(args.plugin, args.source)
     print_weights(args.source, args.checkpoint)
-    exported = export_model(args.source, format=args.format, out=args.out, model=args.model, weights=args.weights,
-                            checkpoint=args.checkpoint, check=args.verify, include=args.include, quiet=True,
-                            data=args.data, seed=args.seed)
+    exported = api.export_report(args.source, format=args.format, out=args.out, model=args.model,
+                                 weights=args.weights, checkpoint=args.checkpoint, verify=args.verify,
+                                 include=args.include, data=args.data, seed=args.seed)
     print(f"wrote {exported.path} ({exported.format.name})")
     for note in exported.notes:
         print(f"note: {note}")

@@ -7,6 +7,7 @@ import difflib
 import sys
 from pathlib import Path
 
+from netdsl import api
 from netdsl.atomic import write_bytes
 from netdsl.errors import Diagnostic, Sources, SpecError
 
@@ -18,9 +19,6 @@ def run(args: argparse.Namespace) -> int:
     raised together as one SpecError (exit 1). `--check` returns 1 when a file would
     change; `--diff` prints unified diffs and writes nothing.
     """
-    from netdsl.syntax.formatter import format_text  # only this command needs the printer
-    from netdsl.syntax.source import read_source
-
     check, diff = getattr(args, "check", False), getattr(args, "diff", False)
     diagnostics: list[Diagnostic] = []
     sources = Sources()
@@ -28,9 +26,9 @@ def run(args: argparse.Namespace) -> int:
     for name in args.files:
         path = Path(name)
         try:
-            text = read_source(path, name)
+            text = api.spec_text(name)
             sources.add(name, text)
-            formatted = format_text(text, name)
+            formatted = api.format(text=text, filename=name)
         except SpecError as exc:
             diagnostics.extend(exc.diagnostics)
             continue

@@ -6,14 +6,15 @@ import argparse
 import shlex
 from pathlib import Path
 
+from netdsl import api
 from netdsl.cli.common import EXIT_OK, print_failure
-from netdsl.starter import StarterError, write_starter
+from netdsl.errors import NetdslError
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        written = write_starter(args.folder)
-    except (StarterError, OSError) as exc:
+        written = api.write_starter(args.folder)
+    except (NetdslError, OSError) as exc:  # the starter's own error (StarterError) or the file system's
         return print_failure("init", str(getattr(exc, "strerror", None) or exc))
     for path in written:
         print(f"wrote {path}")

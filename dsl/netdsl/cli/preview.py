@@ -9,7 +9,6 @@ import threading
 
 from netdsl import api
 from netdsl.cli.common import EXIT_OK, load_plugins, print_failure
-from netdsl.diagram.render import INSTALL_HINT
 from netdsl.errors import UsageError
 from netdsl.files import Refused, open_regular
 from netdsl.preview import PreviewServer
@@ -21,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535 or (args.depth is not None and args.depth < 0):
         raise UsageError("--port must be 0 to 65535 and --depth 0 or more")
     if shutil.which("dot") is None:
-        return print_failure("preview", f"Graphviz's 'dot' program was not found; {INSTALL_HINT}")
+        return print_failure("preview", f"Graphviz's 'dot' program was not found; {api.graphviz_hint()}")
     try:  # a regular file, opened without blocking: a FIFO named as the spec must not hang the start
         with open_regular(args.spec, "spec file"):
             pass

@@ -20,12 +20,11 @@ from netdsl.cli.common import (
     load_plugins,
 )
 from netdsl.errors import UsageError, printable
-from netdsl.tuning.records import show_table
 
 
 def run(args: argparse.Namespace) -> int:
     if args.show:
-        print(show_table(api.show_sweep(args.show, storage=args.storage)))
+        print(api.sweep_table(api.show_sweep(args.show, storage=args.storage)))
         return 0
     if not args.spec:
         raise UsageError("give a SPEC to sweep, or --show DIR")
@@ -44,6 +43,6 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_STOPPED
     if args.join:  # one of the processes of --workers K: the starting process sums up
         return 0
-    print(show_table(result))
+    print(api.sweep_table(result))
     print(f"sweep folder: {printable(result.dir)}")
     return 0

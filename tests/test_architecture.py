@@ -224,15 +224,8 @@ CLI_STILL_REACHES = {
     # the spec commands print what pipeline returns (diagnostics with their sources, graphs, tables)
     "build": {"netdsl.backend.builder", "netdsl.backend.saving", "netdsl.diagram.render", "netdsl.pipeline",
               "netdsl.registry", "netdsl.semantics.trainable"},
-    "common": {"netdsl.pipeline",  # load_spec: a Program for build, summary and render
-               "netdsl.training.data.request"},  # the data flags' own parsing (--split, --features)
     "render": {"netdsl.diagram.render", "netdsl.pipeline"},
     "layers": {"netdsl.registry", "netdsl.semantics.values"},
-    # a trained model's commands print more than the library returns (notes, class names, report values)
-    "evaluate": {"netdsl.deploy.inference", "netdsl.deploy.runtime", "netdsl.training.data.source",
-                 "netdsl.training.run.inference", "netdsl.training.run.report"},
-    "train": {"netdsl.training.data.request", "netdsl.training.run.settings",  # a job's process (run_in_job)
-              "netdsl.training.run.report", "netdsl.training.run.runs"},  # the summary lines
 }
 
 

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from netdsl.decompiler.verify import RoundTrip
     from netdsl.deploy import Exported
     from netdsl.training.run.engine import Run
+    from netdsl.training.run.settings import TrainConfig
 
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
            "decompile", "export", "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer",
@@ -636,3 +637,77 @@ def copy_example(name: str, folder: str | os.PathLike) -> list[Path]:
     from netdsl.starter import copy_example as copy
 
     return copy(name, folder)
+
+
+def load_spec(path: str, *, include: Sequence[str | os.PathLike] = (),
+              defines: Mapping[str, object] | None = None) -> Program:
+    """The spec file `path`, as typed on the command line (shown unchanged), read with its imports and
+    `defines`: a `Program`, or a `SpecError`."""
+    return pipeline.load(pipeline.TypedPath(path), include=include, defines=defines)
+
+
+def split_flag(text: str) -> tuple[float, ...]:
+    """`--split 0.8,0.1,0.1` as `split`; a `UsageError` naming the flag for anything else."""
+    from netdsl.training.data.request import parse_split
+
+    return parse_split(text)
+
+
+def column_flags(features: str | None, drop: str | None) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """`--features` and `--drop` (comma-separated column names) as `features` and `drop`; their errors
+    name the flags."""
+    from netdsl.training.data.request import check_columns
+
+    return check_columns(features, drop, ("--features", "--drop"))
+
+
+def train_settings(**keywords: Any) -> TrainConfig:
+    """`train`'s keywords checked and resolved (the spec, the model, the data flags) without training: the
+    settings a process of a job trains with (`training/scale/job.run_in_job` needs them before the run)."""
+    from netdsl.training.data.request import DataRequest
+    from netdsl.training.run.settings import TrainRequest, resolve
+
+    data = DataRequest(**{key: keywords.pop(key) for key in DataRequest.__dataclass_fields__})
+    return resolve(TrainRequest(**keywords, data=data))
+
+
+def shown_value(value: Any, spec: str) -> str:
+    """A logged value as the commands print it: `0.8125`, or `[0.7500, 0.8571]` for one value per class."""
+    from netdsl.training.run.report import shown_value as shown
+
+    return shown(value, spec)
+
+
+def report_weights_line(report: Mapping[str, Any]) -> str:
+    """The line saying which weights a run's test scores were computed with (its `report.json`'s)."""
+    from netdsl.training.run.runs import weights_line as line
+
+    used = report.get("test_weights") or {}
+    why = "no validation data, so no best epoch" if used.get("checkpoint") == "last" else None
+    return line(str(used.get("checkpoint", "last")), used.get("epoch"), report.get("epochs_run"),
+                used.get("val_loss"), why)
+
+
+def check_data(trained: str | os.PathLike, data: DataSource, targets: Mapping[str, str] | None,
+               need_targets: bool) -> None:
+    """What `evaluate` and `predict` can tell of `data` before a model file loads TensorFlow: a path that
+    exists and is of a known format, and (for a run's model) inputs and targets the run's spec names."""
+    from netdsl.training.data.source import check_layout
+
+    check_layout(data, need_targets)
+    if not is_exported(trained):
+        from netdsl.training.run.inference import check_run_data
+
+        check_run_data(trained, data, dict(targets) if targets is not None else None, need_targets)
+
+
+def class_names(trained: str | os.PathLike) -> dict[str, tuple[str, ...]]:
+    """{output: class names} that a run folder (or a .keras file in one) or an exported file records."""
+    if is_exported(trained):
+        from netdsl.deploy.inference import exported_names
+        from netdsl.deploy.runtime import open_exported
+
+        return dict(exported_names(open_exported(Path(trained))).classes)
+    from netdsl.training.run.inference import run_names
+
+    return dict(run_names(trained).classes)

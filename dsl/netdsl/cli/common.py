@@ -23,7 +23,6 @@ from netdsl.errors import (
     printable,
     render_all,
 )
-from netdsl.training.data.request import check_columns, parse_split
 from netdsl.training.errors import TrainingError
 
 EXIT_OK, EXIT_SPEC, EXIT_USAGE = 0, 1, 2
@@ -185,9 +184,7 @@ def print_weights(trained: Any, checkpoint: Any) -> None:
 
 def load_spec(path: str, args: argparse.Namespace) -> Any:
     """The spec at `path` with the imports and `-D` overrides its command was given (a Program)."""
-    from netdsl import pipeline
-    defines = api.parse_defines(args.defines, path)
-    return pipeline.load(pipeline.TypedPath(path), include=args.include, defines=defines)
+    return api.load_spec(path, include=args.include, defines=api.parse_defines(args.defines, path))
 
 
 # ------------------------------------------------------------------ data flags (train, sweep)
@@ -204,8 +201,8 @@ def check_data_flags(args: argparse.Namespace) -> None:
 def data_keywords(args: argparse.Namespace, own: Callable[[Any], Any] = lambda path: path) -> dict[str, Any]:
     """The data flags as netdsl.train's (and .sweep's) keywords; `own` turns each path into this process's
     own file. The flags' own errors name the flags (`--features`, not `features=`)."""
-    features, drop = check_columns(args.features, args.drop, ("--features", "--drop"))
-    return dict(data=own(args.data), split=parse_split(args.split) if args.split else None, train=own(args.train),
+    features, drop = api.column_flags(args.features, args.drop)
+    return dict(data=own(args.data), split=api.split_flag(args.split) if args.split else None, train=own(args.train),
                 val=own(args.val), test=own(args.test), targets=parse_targets(args.targets), features=features,
                 drop=drop)
 

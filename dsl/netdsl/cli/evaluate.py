@@ -36,15 +36,9 @@ def set_up(args: argparse.Namespace, need_targets: bool = True) -> tuple[dict, A
     without the model (its path, its format, an image folder's class sub-folders) is checked first."""
     import contextlib
 
-    from netdsl.training.data.source import check_layout
-
     targets = parse_targets(args.targets)
     if args.data is not None:
-        check_layout(args.data, need_targets)
-        if not api.is_exported(args.trained):
-            from netdsl.training.run.inference import check_run_data
-
-            check_run_data(args.trained, args.data, targets, need_targets)
+        api.check_data(args.trained, args.data, targets, need_targets)
     if api.is_exported(args.trained):
         return targets, contextlib.nullcontext
     scope = processes.set_up_one_process(args.backend)
@@ -75,30 +69,21 @@ def run(args: argparse.Namespace) -> int:
             print(warning_line("evaluate", str(warned.message)), file=sys.stderr)
         else:
             warnings.showwarning(warned.message, warned.category, warned.filename, warned.lineno)
-    from netdsl.training.run.report import shown_value
-
     if args.json:
         print(json.dumps(values, indent=2))
     else:
         width = max(len(k) for k in values)
         for key, value in values.items():
-            print(f"{printable(key):<{width}}  {shown_value(value, '.6g')}")  # metric names come from the model file
-        for line in _class_lines(args.trained, exported):
+            # metric names come from the model file
+            print(f"{printable(key):<{width}}  {api.shown_value(value, '.6g')}")
+        for line in _class_lines(args.trained):
             print(line)
     return 0
 
 
-def _class_lines(trained: str, exported: bool) -> list[str]:
+def _class_lines(trained: str) -> list[str]:
     """`classes: a, b, c` (per output when several): the names the run or the file records."""
-    if exported:
-        from netdsl.deploy.inference import exported_names
-        from netdsl.deploy.runtime import open_exported
-
-        classes = exported_names(open_exported(Path(trained))).classes
-    else:
-        from netdsl.training.run.inference import run_names
-
-        classes = run_names(trained).classes
+    classes = api.class_names(trained)
     single = len(classes) == 1
     return [f"classes{'' if single else ' of ' + printable(name)}: {printable(', '.join(names))}"
             for name, names in classes.items()]

@@ -91,13 +91,8 @@ def _checked(args: argparse.Namespace, process_id: int) -> Any:
     """Load the plugins (the installed ones, and --plugin once the backend is loaded), then check
     the spec and the flags: the spec may name the plugins' layers. The settings a job's process
     trains with (run_in_job needs them before the run), or that --processes checks first."""
-    from netdsl.training.data.request import DataRequest
-    from netdsl.training.run.settings import TrainRequest, resolve
-
     load_plugins(args.plugin, args.spec)
-    keywords = _keywords(args, process_id)
-    data = DataRequest(**{key: keywords.pop(key) for key in DataRequest.__dataclass_fields__})
-    return resolve(TrainRequest(**keywords, data=data))
+    return api.train_settings(**_keywords(args, process_id))
 
 
 def _announce(folder: Path, first_epoch: int) -> None:
@@ -105,18 +100,7 @@ def _announce(folder: Path, first_epoch: int) -> None:
     print(f"run folder: {printable(folder)}{resumed}", file=sys.stderr, flush=True)
 
 
-def _weights_line(report: dict) -> str:
-    from netdsl.training.run.runs import weights_line
-
-    used = report.get("test_weights") or {}
-    why = "no validation data, so no best epoch" if used.get("checkpoint") == "last" else None
-    return weights_line(str(used.get("checkpoint", "last")), used.get("epoch"), report.get("epochs_run"),
-                        used.get("val_loss"), why)
-
-
 def _print_summary(result: Any, spec: str) -> None:
-    from netdsl.training.run.report import shown_value
-
     report = result.report
     seconds, speed = report.get("seconds") or 0.0, report.get("samples_per_second")
     rate = f", {speed:,.0f} samples/s" if speed else ""
@@ -124,9 +108,10 @@ def _print_summary(result: Any, spec: str) -> None:
     for group, prefix in (("train", ""), ("val", "val_"), ("test", "test_")):
         values = report.get(group) or {}
         if values and group == "test":  # scored with the weights evaluate RUN uses; stderr, as every command's
-            print(_weights_line(report), file=sys.stderr, flush=True)
+            print(api.report_weights_line(report), file=sys.stderr, flush=True)
         if values:
-            print(f"{group + ':':<6} " + "  ".join(f"{prefix}{k} {shown_value(v, '.4f')}" for k, v in values.items()))
+            shown = (f"{prefix}{k} {api.shown_value(v, '.4f')}" for k, v in values.items())
+            print(f"{group + ':':<6} " + "  ".join(shown))
     if result.dir is None:  # stopped before the data was checked: nothing was written
         print("run folder: none (nothing was written)")
         return

@@ -29,14 +29,17 @@ import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
 
+from netdsl import options as options  # each command's flags, declared once: netdsl.cli's parsers
 from netdsl import pipeline
-from netdsl.errors import Diagnostic, UsageError
+from netdsl.errors import Diagnostic, SpecError, UsageError
 from netdsl.pipeline import ModelSummary, Spec
 from netdsl.registry import plugins
 from netdsl.syntax.loader import Program, load_file, load_text
 from netdsl.training.run.predictions import Predictions  # NumPy only
+from netdsl.training.run.signals import EXIT_STOPPED as EXIT_STOPPED  # 130: a run stopped, resumable
+from netdsl.training.run.signals import Stopped as Stopped  # a run's Ctrl-C or SIGTERM (the CLI's exit 130)
 from netdsl.tuning import SweepResult, TrialRecord  # cheap: Optuna loads when a sweep starts
 
 if TYPE_CHECKING:
@@ -44,7 +47,10 @@ if TYPE_CHECKING:
     import keras
     import numpy as np
 
+    from netdsl.decompiler.verify import RoundTrip
+    from netdsl.deploy import Exported
     from netdsl.training.run.engine import Run
+    from netdsl.training.run.settings import TrainConfig
 
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
            "decompile", "export", "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer",
@@ -293,7 +299,8 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
           progress: Progress = "none", tensorboard: bool = False, callbacks: Sequence[keras.callbacks.Callback] = (),
           include: Sequence[str | os.PathLike] = (), backend: str | None = None, defines: Defines | None = None,
           init_from: str | os.PathLike[str] | None = None, features: Sequence[str] | None = None,
-          drop: Sequence[str] | None = None) -> Run:
+          drop: Sequence[str] | None = None, devices: int | None = None, plugins: Sequence[str] = (),
+          on_start: Callable[[Path, int], None] | None = None) -> Run:
     """Train one model of a spec in a new run folder `out/<model>-N/`; the engine of `netdsl train`.
 
     `data` (cut by `split`, default 0.8/0.1/0.1) or `train` [+ `val`,
@@ -311,6 +318,10 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     `features`: the CSV columns that form the input, in that order (`--features`); `drop`: CSV columns
     left out of it (`--drop`). A CSV label column of names trains on their sorted order; the columns used
     and the class names are recorded in config.json, and evaluate, predict and export read them.
+    `devices`: train on N devices of this process (GPUs, or the CPU split in N; `--devices`).
+    `plugins`: modules that register layers or activations (`--plugin`), imported with the installed
+    plugins once the backend is loaded (the spec is checked after them). `on_start(folder, first_epoch)`:
+    told the run folder when the run starts (first_epoch 0, or the epoch a resumed run goes on after).
     """
     from netdsl.training.data.request import DataRequest, check_columns
     from netdsl.training.run.settings import TrainRequest, resolve
@@ -323,11 +334,28 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
         data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train, val=val,
                          test=test, targets=dict(targets or {})))
     request.data.features, request.data.drop = check_columns(features, drop)
-    config = resolve(request)  # the spec and the settings checked before TensorFlow loads
-    _backend(backend)
+    if plugins:  # a plugin imports Keras: the backend first, then the plugins, then the spec that names them
+        distribution = _train_backend(backend, devices)
+        load_plugins(plugins, spec=program.root)
+    config = resolve(request)  # without plugins: the spec and the settings checked before TensorFlow loads
+    if not plugins:
+        distribution = _train_backend(backend, devices)
+    config.on_start = on_start
     from netdsl.training.run.engine import run_training
 
-    return run_training(config)
+    return run_training(config, distribution)
+
+
+def _train_backend(backend: str | None, devices: int | None) -> Any:
+    """Keras on `backend` for a run in this process: on `devices` (the Distribution, None for one device)
+    as `netdsl train` sets them up, or as Keras is (None)."""
+    if devices is None:
+        _backend(backend)
+        return None
+    from netdsl.training.scale.distribute import set_up
+    from netdsl.training.scale.topology import resolve_topology
+
+    return set_up(resolve_topology(backend, devices, None, None, None, {}))  # this process only: no job
 
 
 def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: int | None = None,
@@ -422,7 +450,8 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
           out: str | os.PathLike = "sweeps", resume: str | os.PathLike | None = None, epochs: int | None = None,
           batch_size: int | None = None, defines: Defines | None = None,
           include: Sequence[str | os.PathLike] = (), echo: bool = False, features: Sequence[str] | None = None,
-          drop: Sequence[str] | None = None) -> SweepResult:
+          drop: Sequence[str] | None = None, plugins: Sequence[str] = (),
+          join: str | os.PathLike | None = None) -> SweepResult:
     """Search the constants of a spec's `sweep MODEL { ... }` section with Optuna; the same as `netdsl sweep`.
 
     Each trial is an ordinary run in `<out>/<model>-sweep-N/trials/<k>/` trained with the trial's
@@ -434,6 +463,9 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
     finish a sweep that was stopped or killed. Returns a `SweepResult` (`.dir`, `.trials`, `.best`).
     Raises `SpecError` (the spec or its sweep section), `TrainingError` (data, storage) or
     `UsageError` (a flag that cannot work). `features`, `drop`: a CSV's input columns, as for `train`.
+    `plugins`: modules that register layers or activations (`--plugin`), loaded with the installed plugins
+    first and by each of the `workers`. `join`: the sweep folder this process works on as one of its
+    `workers` (how `netdsl sweep --workers K` starts them).
     """
     from netdsl.training.data.request import DataRequest, check_columns
     from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
@@ -441,9 +473,12 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
     request = SweepRequest(
         spec=spec, model=model, trials=trials, workers=workers, storage=storage, study=study, seed=seed, out=out,
         resume=resume, epochs=epochs, batch_size=batch_size, defines=dict(defines or {}), include=list(include),
-        echo=echo, data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train,
-                                    val=val, test=test, targets=dict(targets or {})))
+        echo=echo, plugins=list(plugins), join=join,
+        data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train, val=val,
+                         test=test, targets=dict(targets or {})))
     request.data.features, request.data.drop = check_columns(features, drop)
+    if plugins:  # before the spec is checked: it may name their layers
+        load_plugins(plugins, spec=spec if isinstance(spec, (str, os.PathLike)) else spec.root)
     return run_sweep(resolve_sweep(request))
 
 
@@ -470,6 +505,241 @@ def register_activation(name: str, *, description: str | None = None) -> Callabl
     return plugins.register_activation(name, description)
 
 
+def load_plugins(modules: Sequence[str] = (), *, spec: str | os.PathLike = "netdsl") -> None:
+    """Load the installed plugins (the `netdsl.layers` entry points) and the `modules` (`--plugin`).
+
+    A plugin that cannot be imported, or that registers a name it may not take, is a
+    `SpecError` of one line about `spec` (the file the plugins were loaded for).
+    """
+    from netdsl.backend.runtime import muted_stderr  # imports nothing heavy
+
+    for what, load in [("installed plugins", plugins.load_entry_points)] + [
+            (f"plugin '{module}'", lambda module=module: plugins.load_plugins([module])) for module in modules]:
+        try:
+            with muted_stderr():  # a plugin imports Keras: TensorFlow's start-up lines are not ours to print
+                load()
+        except Exception as exc:  # a missing module, a plugin's own error, or a name refused
+            message = str(exc).splitlines()[0] if str(exc) else ""
+            raise SpecError(Diagnostic.for_file(os.fspath(spec), f"cannot load {what}: {type(exc).__name__}: "
+                                                                 f"{message}")) from None
+
+
 def _backend(backend: str | None) -> None:
     if backend is not None:
         pipeline.start_backend(backend, mute_stderr=False)
+
+
+# ------------------------------------------------------------------ for the command line (not in __all__)
+# netdsl.cli is a skin over this module: what its commands need beyond the functions above, each a door
+# into the room that owns it, so that cli/ imports the API and nothing deeper (tests/test_architecture.py).
+
+
+def parse_defines(items: Sequence[str], spec: str | os.PathLike) -> dict[str, object]:
+    """`-D NAME=VALUE` items as `defines`; a `SpecError` about `spec` for an item that is none."""
+    from netdsl.semantics.defines import parse_defines as parse
+
+    return parse(list(items), os.fspath(spec))
+
+
+def run_weights(trained: Trained, checkpoint: Checkpoint | None) -> Trained:
+    """The `.keras` file of a run folder's weights (`checkpoint`, as `evaluate` picks them), or `trained` as
+    it is (a `checkpoint` for anything else is a `UsageError`)."""
+    return _run_weights(trained, checkpoint)
+
+
+def weights_line(trained: Trained, checkpoint: Checkpoint | None) -> str | None:
+    """The line saying which weights of a run folder a command uses (`weights: best.keras ...`); None for
+    anything else."""
+    from netdsl.training.run.runs import RunFolder, is_run_folder
+
+    return RunFolder.existing(trained).weights(checkpoint).line if is_run_folder(trained) else None
+
+
+def is_exported(trained: Trained) -> bool:
+    """Whether `trained` is a file of `export` (`.onnx`, `.tflite`, a SavedModel folder), run in its own runtime."""
+    from netdsl.deploy.inference import is_exported as exported
+
+    return exported(trained)
+
+
+def spec_text(path: str) -> str:
+    """The text of the spec file `path` as the checker reads it (bounded, UTF-8, a BOM dropped), or a
+    `SpecError` about `path` saying why not."""
+    from netdsl.syntax.source import read_source
+
+    return read_source(Path(path), path)
+
+
+def check_file(path: str, *, include: Sequence[str | os.PathLike] = (),
+               defines: Mapping[str, object] | None = None) -> pipeline.Checked:
+    """`check` of the spec file `path` as typed on the command line (shown unchanged), with the sources
+    its diagnostics point into."""
+    return pipeline.check(pipeline.TypedPath(path), include=include, defines=defines)
+
+
+def verify_decompiled(model_file: str, text: str, *, flat: bool, filename: str) -> RoundTrip:
+    """`decompile --verify`: the `.keras` file loaded in Keras' safe mode and the spec `text` rebuilt next
+    to it; the round trip's result (`.ok`, `.lines()`)."""
+    from netdsl.backend.runtime import quiet_tensorflow
+
+    quiet_tensorflow()
+    from netdsl.backend.inspection import load_saved
+    from netdsl.decompiler.verify import verify_round_trip
+
+    result, _ = verify_round_trip(load_saved(model_file), text, flat=flat, filename=filename)
+    return result
+
+
+def export_report(source: Spec | Trained, *, format: ExportFormat,  # noqa: A002 - named like the CLI flag
+                  out: str | os.PathLike | None, model: str | None, weights: str | os.PathLike | None,
+                  checkpoint: Checkpoint | None, verify: bool, include: Sequence[str | os.PathLike],
+                  data: DataSource | None, seed: int | None) -> Exported:
+    """`export`, the runtimes' C++ chatter on stderr muted, returning what `netdsl export` prints: the file
+    written (`.path`, `.format`), the notes on what it changed, and the verification (None without)."""
+    from netdsl.deploy import export_model
+
+    return export_model(source, format=format, out=out, model=model, weights=weights, checkpoint=checkpoint,
+                        check=verify, include=list(include), quiet=True, data=data, seed=seed)
+
+
+def sweep_table(result: SweepResult) -> str:
+    """A sweep's trials as `netdsl sweep` prints them: sorted by the objective, best first, aligned."""
+    from netdsl.tuning.records import show_table
+
+    return show_table(result)
+
+
+def graphviz_hint() -> str:
+    """How to install Graphviz's `dot` program (the diagrams need it)."""
+    from netdsl.diagram.render import INSTALL_HINT
+
+    return INSTALL_HINT
+
+
+def write_starter(folder: str | os.PathLike) -> list[Path]:
+    """`netdsl init`: `digits.net` and `digits.npz` written in `folder`, never over a file; the paths written.
+    Raises `StarterError` (a `NetdslError`) or `OSError`."""
+    from netdsl.starter import write_starter as write
+
+    return write(folder)
+
+
+def example_specs() -> dict[str, str]:
+    """The example specs that ship with netdsl: {name: the first sentence of its leading comment}."""
+    from netdsl.starter import examples
+
+    return examples()
+
+
+def copy_example(name: str, folder: str | os.PathLike) -> list[Path]:
+    """The example spec `name` (and the files it imports) copied into `folder`; the paths written.
+    Raises `StarterError` (a `NetdslError`) or `OSError`."""
+    from netdsl.starter import copy_example as copy
+
+    return copy(name, folder)
+
+
+def zoo_listing() -> list[str]:
+    """`netdsl zoo list`: a line per keras.applications family (whether a spec can import it), then the cache."""
+    from netdsl.errors import printable
+    from netdsl.zoo.catalog import FAMILIES
+    from netdsl.zoo.weights import cache_folder, zoo_specs
+
+    width = max(len(found.name) for found in FAMILIES)
+    lines = [f"{found.name:<{width}}  {'spec' if found.name in zoo_specs() else 'weights only':<12}  "
+             f"keras.applications.{found.constructor}, {found.input_size}x{found.input_size}, "
+             f"preprocess {found.preprocess}" for found in FAMILIES]
+    return [*lines, f"weights cache: {printable(cache_folder())}"]
+
+
+def zoo_description(name: str) -> list[str]:
+    """`netdsl zoo show NAME`: the family's import line, input, preprocessing and files; a `NetdslError` (the
+    nearest names) for an unknown one."""
+    from netdsl.zoo.weights import describe, family
+
+    return describe(family(name))
+
+
+def zoo_fetch(name: str, *, include_top: bool = False, source: str | os.PathLike | None = None,
+              progress: Any = None) -> str:
+    """`netdsl zoo fetch NAME`: the family's published weights in Keras' cache, checked by their pinned hash;
+    the line saying which file it is. A `NetdslError` for one that cannot be had."""
+    from netdsl.errors import printable
+    from netdsl.zoo.weights import fetch
+
+    weights = fetch(name, include_top=include_top, source=source, progress=progress)
+    return f"{weights.name}: {printable(weights.path)} (sha256 {weights.sha256})"
+
+
+def load_spec(path: str, *, include: Sequence[str | os.PathLike] = (),
+              defines: Mapping[str, object] | None = None) -> Program:
+    """The spec file `path`, as typed on the command line (shown unchanged), read with its imports and
+    `defines`: a `Program`, or a `SpecError`."""
+    return pipeline.load(pipeline.TypedPath(path), include=include, defines=defines)
+
+
+def split_flag(text: str) -> tuple[float, ...]:
+    """`--split 0.8,0.1,0.1` as `split`; a `UsageError` naming the flag for anything else."""
+    from netdsl.training.data.request import parse_split
+
+    return parse_split(text)
+
+
+def column_flags(features: str | None, drop: str | None) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """`--features` and `--drop` (comma-separated column names) as `features` and `drop`; their errors
+    name the flags."""
+    from netdsl.training.data.request import check_columns
+
+    return check_columns(features, drop, ("--features", "--drop"))
+
+
+def train_settings(**keywords: Any) -> TrainConfig:
+    """`train`'s keywords checked and resolved (the spec, the model, the data flags) without training: the
+    settings a process of a job trains with (`training/scale/job.run_in_job` needs them before the run)."""
+    from netdsl.training.data.request import DataRequest
+    from netdsl.training.run.settings import TrainRequest, resolve
+
+    data = DataRequest(**{key: keywords.pop(key) for key in DataRequest.__dataclass_fields__})
+    return resolve(TrainRequest(**keywords, data=data))
+
+
+def shown_value(value: Any, spec: str) -> str:
+    """A logged value as the commands print it: `0.8125`, or `[0.7500, 0.8571]` for one value per class."""
+    from netdsl.training.run.report import shown_value as shown
+
+    return shown(value, spec)
+
+
+def report_weights_line(report: Mapping[str, Any]) -> str:
+    """The line saying which weights a run's test scores were computed with (its `report.json`'s)."""
+    from netdsl.training.run.runs import weights_line as line
+
+    used = report.get("test_weights") or {}
+    why = "no validation data, so no best epoch" if used.get("checkpoint") == "last" else None
+    return line(str(used.get("checkpoint", "last")), used.get("epoch"), report.get("epochs_run"),
+                used.get("val_loss"), why)
+
+
+def check_data(trained: str | os.PathLike, data: DataSource, targets: Mapping[str, str] | None,
+               need_targets: bool) -> None:
+    """What `evaluate` and `predict` can tell of `data` before a model file loads TensorFlow: a path that
+    exists and is of a known format, and (for a run's model) inputs and targets the run's spec names."""
+    from netdsl.training.data.source import check_layout
+
+    check_layout(data, need_targets)
+    if not is_exported(trained):
+        from netdsl.training.run.inference import check_run_data
+
+        check_run_data(trained, data, dict(targets) if targets is not None else None, need_targets)
+
+
+def class_names(trained: str | os.PathLike) -> dict[str, tuple[str, ...]]:
+    """{output: class names} that a run folder (or a .keras file in one) or an exported file records."""
+    if is_exported(trained):
+        from netdsl.deploy.inference import exported_names
+        from netdsl.deploy.runtime import open_exported
+
+        return dict(exported_names(open_exported(Path(trained))).classes)
+    from netdsl.training.run.inference import run_names
+
+    return dict(run_names(trained).classes)

@@ -1,4 +1,5 @@
-"""The `netdsl` command line: one module per command, each with `add_parser` and `run`.
+"""The `netdsl` command line: one module per command, each with its `run`; the parsers are generated from
+netdsl/options.py (`cli/app.py`).
 
 Exit codes: 0 clean, 1 spec errors (diagnostics printed), 2 usage errors,
 130 a training run stopped by Ctrl-C (data errors exit 1).

@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from collections.abc import Callable
 from typing import Any
 
+from netdsl import api
+from netdsl.api import options
 from netdsl.cli import (
     build,
     check,
@@ -34,13 +37,14 @@ from netdsl.cli.common import (
     EXIT_USAGE,
     HelpFormatter,
     Parser,
+    add_command,
+    add_options,
     print_diagnostics,
     print_error,
     warning_line,
 )
 from netdsl.errors import RESOURCE_ERRORS, BackendError, SpecError, UsageError, out_of_resources
 from netdsl.training.errors import DataWarning, TrainingError
-from netdsl.training.run.signals import Stopped
 
 __all__ = ["main"]
 
@@ -65,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first
         print_diagnostics([out_of_resources(exc, _spec_of(args))], None)
         return EXIT_SPEC
-    except (KeyboardInterrupt, Stopped):  # a Ctrl-C between the places a run handles it itself
+    except (KeyboardInterrupt, api.Stopped):  # a Ctrl-C between the places a run handles it itself
         return EXIT_STOPPED
     except BrokenPipeError:
         return EXIT_OK
@@ -98,21 +102,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=VersionAction,
                         help="print the versions of netdsl, Python, Keras, its backends and Graphviz, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    check.add_parser(sub)
-    fmt.add_parser(sub)
-    build.add_parsers(sub)
-    render.add_parser(sub)
-    layers.add_parser(sub)
-    preview.add_parser(sub)
-    decompile.add_parser(sub)
-    export.add_parser(sub)
-    lsp.add_parser(sub)
-    train.add_parser(sub)
-    sweep.add_parser(sub)
-    evaluate.add_parser(sub)
-    predict.add_parser(sub)
-    completion.add_parser(sub)
-    init.add_parser(sub)
-    examples.add_parser(sub)
-    zoo.add_parser(sub)
+    for name, command in options.COMMANDS.items():  # each generated from its declaration (netdsl/options.py)
+        cmd = add_command(sub, name, summary=command.summary, description=command.description,
+                          examples=list(command.examples))
+        add_options(cmd, command.options)
+        cmd.set_defaults(run=RUNS[name])
     return parser
+
+
+# What each command runs: its module's `run` (`build` and `summary` share cli/build.py).
+RUNS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "check": check.run, "fmt": fmt.run, "build": build.run_build, "summary": build.run_summary, "render": render.run,
+    "layers": layers.run, "preview": preview.run, "decompile": decompile.run, "export": export.run, "lsp": lsp.run,
+    "train": train.run, "sweep": sweep.run, "evaluate": evaluate.run, "predict": predict.run,
+    "completion": completion.run, "init": init.run, "examples": examples.run, "zoo": zoo.run,
+}

@@ -33,70 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from netdsl import pipeline
-from netdsl.cli.common import (
-    add_alias,
-    add_backend,
-    add_command,
-    add_define,
-    add_include,
-    add_json,
-    add_model,
-    add_plugin,
-    add_spec,
-    load_plugins,
-    load_spec,
-)
+from netdsl.cli.common import load_plugins, load_spec
 from netdsl.errors import Diagnostic, RenderError, SpecError
 from netdsl.registry import shape_text
 from netdsl.semantics.trainable import ParamSplit
 
 __all__ = ["run_build", "run_summary", "summary_table", "summary_json"]
-
-
-def add_parsers(sub: argparse._SubParsersAction) -> None:
-    build = add_command(sub, "build", summary="build .keras models (and diagrams) from a spec",
-                        description="Build every model of the spec (or --model) with Keras and write "
-                                    "OUT/<model>.keras and OUT/<model>.svg, each atomically, printing a "
-                                    "summary table per model.",
-                        examples=["netdsl build specs/lightning_mlp.net",
-                                  "netdsl build specs/siamese.net -o models/ --model siamese --no-diagram"])
-    add_spec(build)
-    build.add_argument("-o", "--out", default="build", metavar="DIR", help="the folder to write into")
-    add_alias(build, "--output", dest="out")
-    add_model(build)
-    add_plugin(build)
-    build.add_argument("--no-diagram", action="store_true", help="write the .keras files only, no .svg")
-    build.add_argument("--param-limit", type=int, default=None, metavar="N",
-                       help="refuse a layer with more than N parameters (default: 1,000,000,000)")
-    add_alias(build, "--max-params", dest="param_limit", type=int, metavar="N")
-    add_weights(build)
-    add_backend(build)
-    add_include(build)
-    add_define(build)
-    build.set_defaults(run=run_build)
-
-    summary = add_command(sub, "summary", summary="print each model's layers, shapes and parameters",
-                          description="Print each model's (or --model's) layers, output shapes and parameter "
-                                      "counts (trainable and not), writing no file. Counted without "
-                                      "TensorFlow when the shape inference is sure of every layer; built "
-                                      "with Keras otherwise, and with --backend, --weights or --plugin.",
-                          examples=["netdsl summary specs/lightning_mlp.net",
-                                    "netdsl summary specs/siamese.net --json"])
-    add_spec(summary)
-    add_model(summary)
-    add_json(summary, "per model: params, trainable_params, non_trainable_params, layers, outputs")
-    add_plugin(summary)
-    add_weights(summary)
-    add_backend(summary)
-    add_include(summary)
-    add_define(summary)
-    summary.set_defaults(run=run_summary)
-
-
-def add_weights(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--weights", default=None, metavar="FILE",
-                        help="load every model's weights from FILE (.keras or .weights.h5), matched by layer "
-                             "name as a train section's init = \"FILE\" (read as arrays only)")
 
 
 def run_build(args: argparse.Namespace) -> int:

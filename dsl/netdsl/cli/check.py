@@ -5,37 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from netdsl import pipeline
-from netdsl.cli.common import (
-    EXIT_OK,
-    EXIT_SPEC,
-    add_alias,
-    add_command,
-    add_define,
-    add_include,
-    add_json,
-    add_plugin,
-    load_plugins,
-    print_diagnostics,
-)
+from netdsl import api
+from netdsl.cli.common import EXIT_OK, EXIT_SPEC, load_plugins, print_diagnostics
 from netdsl.errors import Diagnostic, Sources, SpecError
-from netdsl.semantics.defines import parse_defines
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    check = add_command(sub, "check", summary="check specs for errors (fast; no TensorFlow)",
-                        description="Parse and check each spec, and every file it imports: every error at "
-                                    "file:line:col with the source line and a did-you-mean. Exit 0 when clean, "
-                                    "1 when a spec has errors.",
-                        examples=["netdsl check specs/lightning_mlp.net",
-                                  "netdsl check specs/*.net --json     # the diagnostics as a JSON list"])
-    check.add_argument("files", nargs="+", metavar="SPEC", help="the .net spec files to check")
-    add_json(check, "the diagnostics (a list, empty when clean)")
-    add_alias(check, "--format", dest="format", choices=("text", "json"))  # before --json
-    add_plugin(check)
-    add_include(check)
-    add_define(check)
-    check.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,11 +17,11 @@ def run(args: argparse.Namespace) -> int:
     for path in args.files:
         args.current_spec = path  # for the last-resort diagnostic of cli.main
         try:
-            defines = parse_defines(args.define, path)
+            defines = api.parse_defines(args.defines, path)
         except SpecError as exc:  # a -D that is no NAME=VALUE
             all_diagnostics.extend(exc.diagnostics)
             continue
-        checked = pipeline.check(pipeline.TypedPath(path), include=args.include, defines=defines)
+        checked = api.check_file(path, include=args.include, defines=defines)
         all_diagnostics.extend(checked.diagnostics)
         sources.update(checked.sources)
     errors = sum(1 for d in all_diagnostics if d.severity == "error")

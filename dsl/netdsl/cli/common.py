@@ -4,28 +4,29 @@ diagnostics, the shared flags, loading plugins."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, NoReturn
 
+from netdsl import api
+from netdsl.api import options
 from netdsl.errors import (
     BackendError,
     Diagnostic,
     FileRefused,
     Sources,
-    SpecError,
     UsageError,
     did_you_mean,
     printable,
     render_all,
 )
-from netdsl.training.data.request import DataRequest, check_columns, parse_split
 from netdsl.training.errors import TrainingError
-from netdsl.training.run.signals import EXIT_STOPPED as EXIT_STOPPED  # 130: a run stopped, resumable
 
 EXIT_OK, EXIT_SPEC, EXIT_USAGE = 0, 1, 2
+EXIT_STOPPED = api.EXIT_STOPPED  # 130: a run stopped, resumable
 
 
 def print_diagnostics(diagnostics: list[Diagnostic], sources: Sources | None, stream: Any = None) -> None:
@@ -138,92 +139,55 @@ def add_command(sub: argparse._SubParsersAction, name: str, *, summary: str, des
     return sub.add_parser(name, help=summary, description=description, epilog=epilog, formatter_class=HelpFormatter)
 
 
+def add_options(parser: argparse.ArgumentParser, declaration: type) -> None:
+    """The arguments of a command, generated from its declaration (netdsl/options.py), in field order."""
+    groups: dict[str, Any] = {}
+    for declared in dataclasses.fields(declaration):
+        flag: options.Flag = declared.metadata[options.FLAG]
+        target = parser if flag.group is None else groups.get(flag.group) or groups.setdefault(
+            flag.group, parser.add_mutually_exclusive_group() if flag.group == "exclusive"
+            else parser.add_argument_group(flag.group))
+        default: Any = declared.default if flag.cli_default is options.SAME else flag.cli_default
+        how: dict[str, Any] = _given(metavar=flag.metavar, type=flag.type, choices=flag.choices, nargs=flag.nargs,
+                     action=_ACTIONS.get(flag.action, flag.action), required=flag.required or None)
+        shown = argparse.SUPPRESS if flag.hidden else flag.help
+        if flag.flags:
+            target.add_argument(*flag.flags, dest=declared.name, default=default, help=shown, **how)
+        else:
+            target.add_argument(declared.name, help=shown, **how, **({} if default is None else {"default": default}))
+        for alias in flag.aliases:
+            add_alias(parser, *alias.flags, dest=alias.dest or declared.name,
+                      **_given(action=alias.action, const=alias.const, type=alias.type, metavar=alias.metavar,
+                               choices=alias.choices))
+
+
+_ACTIONS: dict[Any, Any] = {"BooleanOptionalAction": argparse.BooleanOptionalAction}
+
+
+def _given(**kwargs: Any) -> dict[str, Any]:
+    """The keywords that say something (argparse refuses a metavar for a store_true flag)."""
+    return {key: value for key, value in kwargs.items() if value is not None}
+
+
 def add_alias(parser: argparse.ArgumentParser, *flags: str, dest: str, **kwargs: Any) -> None:
     """An earlier spelling of a flag, still accepted and not shown in --help (CHANGELOG lists them)."""
     parser.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
 
 
-def add_checkpoint(parser: argparse.ArgumentParser) -> None:
-    """`--checkpoint best|last`: which of a run folder's two sets of weights (training/run/runs.CHECKPOINTS)."""
-    parser.add_argument("--checkpoint", choices=("best", "last"), default=None,
-                        help="a run folder's best epoch (best.keras) or its last (model.keras); default: best "
-                             "when the run had validation data, else last")
-
-
-def print_weights(trained: Any, checkpoint: str | None) -> None:
+def print_weights(trained: Any, checkpoint: Any) -> None:
     """Which weights of a run folder the command uses, one line on stderr (nothing for a file): the line
     and the file are `RunFolder.weights`', the one choice every command reading a run makes."""
-    from netdsl.training.run.runs import RunFolder, is_run_folder
-
-    if not is_run_folder(trained):
-        return
-    print(printable(RunFolder.existing(trained).weights(checkpoint).line), file=sys.stderr, flush=True)
-
-
-def add_spec(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", metavar="SPEC", help="the .net spec file")
-
-
-def add_model(parser: argparse.ArgumentParser, default: str = "every model of the spec") -> None:
-    parser.add_argument("--model", metavar="NAME", help=f"the model of the spec to use (default: {default})")
-
-
-def add_json(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON (for scripts and editors)")
-
-
-def add_include(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
-                        help="a further folder imports may read from (repeatable; default: only the spec's folder)")
-
-
-def add_define(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE", dest="define",
-                        help="replace a file-level constant of the spec: -D width=128 (repeatable)")
+    line = api.weights_line(trained, checkpoint)
+    if line is not None:
+        print(printable(line), file=sys.stderr, flush=True)
 
 
 def load_spec(path: str, args: argparse.Namespace) -> Any:
     """The spec at `path` with the imports and `-D` overrides its command was given (a Program)."""
-    from netdsl import pipeline
-    from netdsl.semantics.defines import parse_defines
-
-    defines = parse_defines(args.define, path)
-    return pipeline.load(pipeline.TypedPath(path), include=args.include, defines=defines)
-
-
-def add_backend(parser: argparse.ArgumentParser) -> None:
-    # The names are repeated here (not read from backend.runtime): the parser must not load the backend room.
-    parser.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default=None,
-                        help="the Keras backend (default: KERAS_BACKEND, else tensorflow); jax needs netdsl[jax], "
-                             "torch netdsl[torch]")
+    return api.load_spec(path, include=args.include, defines=api.parse_defines(args.defines, path))
 
 
 # ------------------------------------------------------------------ data flags (train, sweep)
-
-DATA_HELP = {
-    "--data": "one source (.npz, .csv, .tfrecord, image folder), split by --split",
-    "--train": "the training source (with --val, --test)",
-    "--split": "train,validation[,test] fractions of --data (default: 0.8,0.1,0.1)",
-    "--val": "the validation source (with --train)",
-    "--test": "the test source, scored once at the end (with --train)",
-}
-
-
-def add_data_flags(parser: argparse.ArgumentParser, helps: Mapping[str, str] | None = None) -> None:
-    """`--data SRC [--split A,B[,C]]` or `--train SRC [--val SRC] [--test SRC]`, and `--targets`;
-    `helps` words a flag's help for one command."""
-    text = {**DATA_HELP, **(helps or {})}
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--data", metavar="SRC", help=text["--data"])
-    source.add_argument("--train", metavar="SRC", help=text["--train"])
-    parser.add_argument("--split", metavar="A,B[,C]", help=text["--split"])
-    parser.add_argument("--val", metavar="SRC", help=text["--val"])
-    parser.add_argument("--test", metavar="SRC", help=text["--test"])
-    add_targets(parser)
-    parser.add_argument("--features", metavar="COL,...",
-                        help="a CSV file's columns that form the input, in this order (default: every numeric "
-                             "column that holds no targets); recorded in the run folder")
-    parser.add_argument("--drop", metavar="COL,...", help="CSV columns left out of the input (an id, a row number)")
 
 
 def check_data_flags(args: argparse.Namespace) -> None:
@@ -234,17 +198,13 @@ def check_data_flags(args: argparse.Namespace) -> None:
         raise UsageError("--split cuts --data; with --train, give --val and --test")
 
 
-def data_request(args: argparse.Namespace, own: Callable[[Any], Any] = lambda path: path) -> DataRequest:
-    """The data flags as a DataRequest; `own` turns each path into this process's own file."""
-    features, drop = check_columns(args.features, args.drop, ("--features", "--drop"))
-    return DataRequest(data=own(args.data), train=own(args.train), val=own(args.val), test=own(args.test),
-                       split=parse_split(args.split) if args.split else None, targets=parse_targets(args.targets),
-                       features=features, drop=drop)
-
-
-def add_targets(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--targets", action="append", default=[], metavar="OUT=COLUMN",
-                        help="the CSV column holding an output's targets (repeatable)")
+def data_keywords(args: argparse.Namespace, own: Callable[[Any], Any] = lambda path: path) -> dict[str, Any]:
+    """The data flags as netdsl.train's (and .sweep's) keywords; `own` turns each path into this process's
+    own file. The flags' own errors name the flags (`--features`, not `features=`)."""
+    features, drop = api.column_flags(args.features, args.drop)
+    return dict(data=own(args.data), split=api.split_flag(args.split) if args.split else None, train=own(args.train),
+                val=own(args.val), test=own(args.test), targets=parse_targets(args.targets), features=features,
+                drop=drop)
 
 
 def parse_targets(items: list[str]) -> dict[str, str]:
@@ -259,42 +219,7 @@ def parse_targets(items: list[str]) -> dict[str, str]:
     return targets
 
 
-def add_device_flags(parser: argparse.ArgumentParser) -> None:
-    """Where a command runs in this process: --backend, --devices (training/scale/processes.py reads them)."""
-    add_backend(parser)
-    parser.add_argument("--devices", type=int, metavar="N",
-                        help="train on N devices of this process (GPUs, or the CPU split in N)")
-
-
-def add_job_flags(parser: argparse.ArgumentParser) -> None:
-    """The processes of a job: --processes, or --coordinator/--num-processes/--process-id."""
-    job = parser.add_argument_group("several processes (JAX)")
-    job.add_argument("--processes", type=int, metavar="N", help="start N processes of one job on this machine")
-    job.add_argument("--coordinator", metavar="HOST:PORT", help="process 0's address and a free port")
-    job.add_argument("--num-processes", type=int, metavar="N", help="the number of processes of the job")
-    job.add_argument("--process-id", type=int, metavar="I", help="this process's number, 0 to N-1")
-
-
-def add_plugin(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                        help="a Python module that registers layers or activations (repeatable)")
-
-
 def load_plugins(modules: list[str], spec: str) -> None:
-    """Load the installed plugins (the `netdsl.layers` entry points) and the `--plugin` modules.
-
-    A plugin that cannot be imported, or that registers a name it may not take,
-    is a one-line error about `spec` (exit 1), whatever the command.
-    """
-    from netdsl.backend.runtime import muted_stderr  # imports nothing heavy
-    from netdsl.registry.plugins import load_entry_points
-    from netdsl.registry.plugins import load_plugins as load_modules
-
-    for what, load in [("installed plugins", load_entry_points)] + [
-            (f"plugin '{module}'", lambda module=module: load_modules([module])) for module in modules]:
-        try:
-            with muted_stderr():  # a plugin imports Keras: TensorFlow's start-up lines are not ours to print
-                load()
-        except Exception as exc:  # a missing module, a plugin's own error, or a name refused
-            message = str(exc).splitlines()[0] if str(exc) else ""
-            raise SpecError(Diagnostic.for_file(spec, f"cannot load {what}: {type(exc).__name__}: {message}")) from None
+    """The installed plugins and the `--plugin` modules (`netdsl.api.load_plugins`): a plugin that cannot
+    load is a one-line error about `spec` (exit 1), whatever the command."""
+    api.load_plugins(modules, spec=spec)

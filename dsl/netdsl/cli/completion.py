@@ -13,19 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from netdsl.cli.common import add_command
-
 ZSH_PRELUDE = "autoload -U +X bashcompinit && bashcompinit\n"
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    cmd = add_command(sub, "completion", summary="print a shell completion script (bash, zsh)",
-                      description="Print a script that completes netdsl's commands, options and choices; "
-                                  "load it from your shell's start-up file.",
-                      examples=["netdsl completion bash      # then: eval \"$(netdsl completion bash)\" in ~/.bashrc",
-                                "netdsl completion zsh       # then: eval \"$(netdsl completion zsh)\" in ~/.zshrc"])
-    cmd.add_argument("shell", choices=("bash", "zsh"), help="the shell to complete in")
-    cmd.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

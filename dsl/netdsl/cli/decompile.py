@@ -12,46 +12,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
+from netdsl import api
 from netdsl.atomic import write_bytes
-from netdsl.cli.common import (
-    EXIT_OK,
-    add_alias,
-    add_checkpoint,
-    add_command,
-    add_plugin,
-    load_plugins,
-    print_failure,
-    print_weights,
-)
+from netdsl.cli.common import EXIT_OK, load_plugins, print_failure, print_weights
 from netdsl.errors import Diagnostic, SpecError, printable
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = add_command(sub, "decompile", summary="write a saved Keras model (.keras) as a spec",
-                         description="Print the spec of a saved Keras model, repeated structure as blocks and "
-                                     "`* N` repeats; the file is read as data (no TensorFlow).",
-                         examples=["netdsl decompile build/lightning_mlp.keras",
-                                   "netdsl decompile resnet50.keras -o resnet50.net --verify"])
-    parser.add_argument("model", metavar="MODEL.keras|RUN_DIR",
-                        help="the saved model: a .keras file, or a run folder (its best.keras or model.keras)")
-    add_checkpoint(parser)
-    parser.add_argument("-o", "--out", metavar="OUT.net", help="write the spec here instead of printing it")
-    add_alias(parser, "--output", dest="out")
-    parser.add_argument("--flat", action="store_true", help="no blocks or repeats: every layer where it is used")
-    parser.add_argument("--verify", action="store_true",
-                        help="rebuild the spec and prove it is the same model (imports TensorFlow)")
-    add_plugin(parser)
-    parser.set_defaults(run=run)
-
-
 def run(args: argparse.Namespace) -> int:
-    from netdsl.api import decompile
-
-    load_plugins(args.plugin, args.model)
-    print_weights(args.model, args.checkpoint)
-    args.model = _model_file(args.model, args.checkpoint)  # a run folder: the file of the weights it uses
-    text = decompile(args.model, flat=args.flat)
+    load_plugins(args.plugin, args.trained)
+    print_weights(args.trained, args.checkpoint)
+    args.trained = _model_file(args.trained, args.checkpoint)  # a run folder: the file of the weights it uses
+    text = api.decompile(args.trained, flat=args.flat)
     if args.out:
         try:
             write_bytes(args.out, text.encode("utf-8"))
@@ -67,28 +40,16 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _model_file(model: str, checkpoint: str | None) -> str:
+def _model_file(model: str, checkpoint: Any) -> str:
     """A run folder as the .keras file of the weights it uses (`RunFolder.weights`); a file as it is."""
-    from netdsl.training.run.runs import RunFolder, is_run_folder, refuse_checkpoint
-
-    if is_run_folder(model):
-        return str(RunFolder.existing(model).weights(checkpoint).path)
-    refuse_checkpoint(checkpoint, "a .keras file")
-    return model
+    return str(api.run_weights(model, checkpoint))
 
 
 def _verify(args: argparse.Namespace, text: str, report) -> int:
-    from netdsl.backend.runtime import quiet_tensorflow
-
-    quiet_tensorflow()
-    from netdsl.backend.inspection import load_saved
-    from netdsl.decompiler.verify import verify_round_trip
-
-    original = load_saved(args.model)
-    result, _ = verify_round_trip(original, text, flat=args.flat, filename=args.out or "<decompile>")
-    print(f"verify {args.model}:", file=report)
+    result = api.verify_decompiled(args.trained, text, flat=args.flat, filename=args.out or "<decompile>")
+    print(f"verify {args.trained}:", file=report)
     for line in result.lines():
         print(f"  {printable(line)}", file=report)  # layer names come from the model file
     if not result.ok:
-        return print_failure("decompile", f"the decompiled spec of {args.model} does not rebuild the same model")
+        return print_failure("decompile", f"the decompiled spec of {args.trained} does not rebuild the same model")
     return EXIT_OK

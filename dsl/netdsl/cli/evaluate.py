@@ -23,63 +23,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from netdsl.cli.common import (
-    add_backend,
-    add_checkpoint,
-    add_command,
-    add_include,
-    add_json,
-    add_plugin,
-    add_targets,
-    load_plugins,
-    parse_targets,
-    print_weights,
-    warning_line,
-)
+from netdsl import api
+from netdsl.cli.common import load_plugins, parse_targets, print_weights, warning_line
 from netdsl.errors import UsageError, printable
 from netdsl.training.errors import RunError
 from netdsl.training.scale import processes
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    cmd = add_command(sub, "evaluate", summary="the loss and metrics of a trained model on data",
-                      description="Print the loss and each metric of a trained model (a run folder, a .keras "
-                                  "file, or a file of netdsl export run in its own runtime) on data read as "
-                                  "train reads it.",
-                      examples=["netdsl evaluate runs/lightning_mlp-1 --data digits.npz",
-                                "netdsl evaluate mlp.onnx --data digits.npz --spec specs/lightning_mlp.net",
-                                "netdsl evaluate build/model.keras --data test.csv --targets probs=label --json"])
-    add_trained_model_arguments(cmd, data_required=False)
-    cmd.add_argument("--split", choices=("test", "val", "train"), default="test",
-                     help="without --data: which part of a run folder's own data")
-    cmd.add_argument("--spec", metavar="SPEC.net",
-                     help="an exported file's loss and metrics: this spec's train section (default: the spec "
-                          "of the run folder the file is in)")
-    cmd.add_argument("--model", metavar="NAME",
-                     help="with --spec: the model whose train section scores the file (default: the one the file "
-                          "records, or the spec's only model)")
-    add_include(cmd)
-    add_json(cmd, "the values (one object)")
-    cmd.set_defaults(run=run)
-
-
-def add_trained_model_arguments(cmd: argparse.ArgumentParser, data_required: bool = True) -> None:
-    """What `evaluate` and `predict` share: the trained model, its data and how to run it."""
-    cmd.add_argument("trained", metavar="RUN_DIR|MODEL.keras|EXPORTED",
-                     help="a run folder (its best.keras or model.keras: see --checkpoint), a .keras file, or an "
-                          "exported .onnx, .tflite or SavedModel folder (run in its own runtime)")
-    add_checkpoint(cmd)
-    cmd.add_argument("--data", required=data_required, metavar="SRC",
-                     help="the data (.npz, .csv, .tfrecord, image folder), found by the model's input names"
-                          + ("" if data_required else " (default: a run folder's own --split)"))
-    cmd.add_argument("--batch-size", type=int, metavar="N",
-                     help="samples per step (default: the run's batch size, else 32)")
-    cmd.add_argument("--trust", action="store_true",
-                     help="run a SavedModel folder whose graph holds TensorFlow ops outside netdsl's allow-list "
-                          "(a SavedModel is a program: only one from someone you trust)")
-    add_targets(cmd)
-    add_plugin(cmd)
-    add_backend(cmd)
 
 
 def set_up(args: argparse.Namespace, need_targets: bool = True) -> tuple[dict, Any]:
@@ -88,17 +36,10 @@ def set_up(args: argparse.Namespace, need_targets: bool = True) -> tuple[dict, A
     without the model (its path, its format, an image folder's class sub-folders) is checked first."""
     import contextlib
 
-    from netdsl.deploy.inference import is_exported
-    from netdsl.training.data.source import check_layout
-
     targets = parse_targets(args.targets)
     if args.data is not None:
-        check_layout(args.data, need_targets)
-        if not is_exported(args.trained):
-            from netdsl.training.run.inference import check_run_data
-
-            check_run_data(args.trained, args.data, targets, need_targets)
-    if is_exported(args.trained):
+        api.check_data(args.trained, args.data, targets, need_targets)
+    if api.is_exported(args.trained):
         return targets, contextlib.nullcontext
     scope = processes.set_up_one_process(args.backend)
     load_plugins(args.plugin, args.trained)  # a saved model may hold plugin layers
@@ -106,9 +47,7 @@ def set_up(args: argparse.Namespace, need_targets: bool = True) -> tuple[dict, A
 
 
 def run(args: argparse.Namespace) -> int:
-    from netdsl.deploy.inference import is_exported
-
-    exported = is_exported(args.trained)
+    exported = api.is_exported(args.trained)
     if not os.path.exists(args.trained):  # a typo: say so, not what evaluate needs without --data
         raise RunError("no such file or folder", file=args.trained)
     if args.data is None and (exported or not Path(args.trained).is_dir()):
@@ -116,45 +55,35 @@ def run(args: argparse.Namespace) -> int:
     targets, scope = set_up(args)
     if exported:
         load_plugins(args.plugin, args.trained)  # the spec scoring it may use plugin layers
-    from netdsl.api import evaluate
     from netdsl.deploy.errors import SpecChangedWarning  # here: the parser of every command imports this module
 
     with scope(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SpecChangedWarning)
         print_weights(args.trained, args.checkpoint)
-        values = evaluate(args.trained, data=args.data, batch_size=args.batch_size, targets=targets, split=args.split,
-                          spec=args.spec, model=args.model, include=args.include,
-                          backend=args.backend if exported else None, checkpoint=args.checkpoint,
-                          trust=args.trust)
+        values = api.evaluate(args.trained, data=args.data, batch_size=args.batch_size, targets=targets,
+                              split=args.split, spec=args.spec, model=args.model, include=args.include,
+                              backend=args.backend if exported else None, checkpoint=args.checkpoint,
+                              trust=args.trust)
     for warned in caught:  # netdsl's own as one line; anyone else's (a runtime's) as Python shows it
         if issubclass(warned.category, SpecChangedWarning):
             print(warning_line("evaluate", str(warned.message)), file=sys.stderr)
         else:
             warnings.showwarning(warned.message, warned.category, warned.filename, warned.lineno)
-    from netdsl.training.run.report import shown_value
-
     if args.json:
         print(json.dumps(values, indent=2))
     else:
         width = max(len(k) for k in values)
         for key, value in values.items():
-            print(f"{printable(key):<{width}}  {shown_value(value, '.6g')}")  # metric names come from the model file
-        for line in _class_lines(args.trained, exported):
+            # metric names come from the model file
+            print(f"{printable(key):<{width}}  {api.shown_value(value, '.6g')}")
+        for line in _class_lines(args.trained):
             print(line)
     return 0
 
 
-def _class_lines(trained: str, exported: bool) -> list[str]:
+def _class_lines(trained: str) -> list[str]:
     """`classes: a, b, c` (per output when several): the names the run or the file records."""
-    if exported:
-        from netdsl.deploy.inference import exported_names
-        from netdsl.deploy.runtime import open_exported
-
-        classes = exported_names(open_exported(Path(trained))).classes
-    else:
-        from netdsl.training.run.inference import run_names
-
-        classes = run_names(trained).classes
+    classes = api.class_names(trained)
     single = len(classes) == 1
     return [f"classes{'' if single else ' of ' + printable(name)}: {printable(', '.join(names))}"
             for name, names in classes.items()]

@@ -4,31 +4,21 @@ from __future__ import annotations
 
 import argparse
 
-from netdsl.cli.common import EXIT_OK, add_alias, add_command, print_failure
-from netdsl.starter import StarterError, copy_example, examples
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    cmd = add_command(sub, "examples", summary="list the example specs; NAME copies one into the current folder",
-                      description="List the example specs that ship with netdsl, each with its first comment "
-                                  "line; with NAME, copy that example (and the files it imports) out.",
-                      examples=["netdsl examples", "netdsl examples resnet50 -o specs/"])
-    cmd.add_argument("name", nargs="?", metavar="NAME", help="the example to copy (with the files it imports)")
-    cmd.add_argument("-o", "--out", default=".", metavar="DIR", help="where to copy it")
-    add_alias(cmd, "--output", dest="out")
-    cmd.set_defaults(run=run)
+from netdsl import api
+from netdsl.cli.common import EXIT_OK, print_failure
+from netdsl.errors import NetdslError
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         if args.name is None:
-            found = examples()
+            found = api.example_specs()
             width = max(len(name) for name in found)
             for name, about in found.items():
                 print(f"{name:<{width}}  {about}")
             return EXIT_OK
-        for path in copy_example(args.name, args.out):
+        for path in api.copy_example(args.name, args.out):
             print(f"wrote {path}")
-    except (StarterError, OSError) as exc:
+    except (NetdslError, OSError) as exc:  # the starter's own error (StarterError) or the file system's
         return print_failure("examples", str(getattr(exc, "strerror", None) or exc))
     return EXIT_OK

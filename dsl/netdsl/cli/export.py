@@ -13,60 +13,19 @@ from __future__ import annotations
 
 import argparse
 
-from netdsl.cli.common import (
-    EXIT_OK,
-    add_alias,
-    add_checkpoint,
-    add_command,
-    add_include,
-    add_plugin,
-    load_plugins,
-    print_weights,
-)
+from netdsl import api
+from netdsl.api import options
+from netdsl.cli.common import EXIT_OK, load_plugins, print_weights
 
-FORMAT_NAMES = ("onnx", "saved_model", "litert")  # repeated from deploy.formats: the parser loads no room
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = add_command(sub, "export", summary="export a spec, run or .keras file to ONNX, SavedModel or LiteRT",
-                         description="Write the model as ONNX, a SavedModel or a LiteRT (.tflite) file, atomically, "
-                                     "then run the file in that format's own runtime (onnxruntime, "
-                                     "tf.saved_model.load, the LiteRT interpreter) next to Keras and print the "
-                                     "largest difference per output. Needs netdsl[export] for onnx and litert.",
-                         examples=["netdsl export runs/lightning_mlp-1 --format onnx",
-                                   "netdsl export specs/lightning_mlp.net --format litert -o mlp.tflite",
-                                   "netdsl export model.keras --format saved_model --no-verify"])
-    parser.add_argument("source", metavar="SRC", help="a spec (.net), a run folder, a .keras file or a Lightning "
-                        "checkpoint of netdsl.lightning.SpecModule (.ckpt)")
-    parser.add_argument("--format", required=True, metavar="FORMAT", help=f"one of: {', '.join(FORMAT_NAMES)}")
-    parser.add_argument("-o", "--out", metavar="OUT",
-                        help="the file (a folder for saved_model); default: <model>.onnx, <model>_saved_model "
-                             "or <model>.tflite in the run folder, beside the .keras file, or here")
-    add_alias(parser, "--output", dest="out")
-    parser.add_argument("--model", metavar="NAME", help="the model of a spec with several")
-    parser.add_argument("--weights", metavar="FILE.keras", help="weights for the spec's model (default: fresh)")
-    parser.add_argument("--seed", type=int, metavar="S",
-                        help="draw a spec's fresh weights from this seed (the same seed, the same file)")
-    add_checkpoint(parser)
-    add_alias(parser, "--last", dest="checkpoint", action="store_const", const="last")
-    parser.add_argument("--verify", action=argparse.BooleanOptionalAction, default=True,
-                        help="run the file in its runtime and compare with Keras (default: on)")
-    parser.add_argument("--data", metavar="SRC",
-                        help="verify on the first 32 samples of this data (.npz, .csv, .tfrecord, image folder), "
-                             "found by the model's input names (default: seeded inputs)")
-    add_include(parser)
-    add_plugin(parser)
-    parser.set_defaults(run=run)
+FORMAT_NAMES = options.EXPORT_FORMATS  # repeated from deploy.formats: the parser loads no room
 
 
 def run(args: argparse.Namespace) -> int:
-    from netdsl.deploy import export_model
-
     load_plugins(args.plugin, args.source)
     print_weights(args.source, args.checkpoint)
-    exported = export_model(args.source, format=args.format, out=args.out, model=args.model, weights=args.weights,
-                            checkpoint=args.checkpoint, check=args.verify, include=args.include, quiet=True,
-                            data=args.data, seed=args.seed)
+    exported = api.export_report(args.source, format=args.format, out=args.out, model=args.model,
+                                 weights=args.weights, checkpoint=args.checkpoint, verify=args.verify,
+                                 include=args.include, data=args.data, seed=args.seed)
     print(f"wrote {exported.path} ({exported.format.name})")
     for note in exported.notes:
         print(f"note: {note}")

@@ -7,21 +7,9 @@ import difflib
 import sys
 from pathlib import Path
 
+from netdsl import api
 from netdsl.atomic import write_bytes
-from netdsl.cli.common import add_command
 from netdsl.errors import Diagnostic, Sources, SpecError
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    fmt = add_command(sub, "fmt", summary="format specs canonically, in place",
-                      description="Rewrite each spec in the canonical layout (comments kept), printing "
-                                  "`reformatted FILE` for each file it changed.",
-                      examples=["netdsl fmt specs/lightning_mlp.net",
-                                "netdsl fmt --check specs/*.net      # exit 1 when a file would change (CI)"])
-    fmt.add_argument("files", nargs="+", metavar="SPEC", help="the .net spec files to format")
-    fmt.add_argument("--check", action="store_true", help="only report files that would change (exit 1)")
-    fmt.add_argument("--diff", action="store_true", help="print a diff instead of writing")
-    fmt.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,9 +19,6 @@ def run(args: argparse.Namespace) -> int:
     raised together as one SpecError (exit 1). `--check` returns 1 when a file would
     change; `--diff` prints unified diffs and writes nothing.
     """
-    from netdsl.syntax.formatter import format_text  # only this command needs the printer
-    from netdsl.syntax.source import read_source
-
     check, diff = getattr(args, "check", False), getattr(args, "diff", False)
     diagnostics: list[Diagnostic] = []
     sources = Sources()
@@ -41,9 +26,9 @@ def run(args: argparse.Namespace) -> int:
     for name in args.files:
         path = Path(name)
         try:
-            text = read_source(path, name)
+            text = api.spec_text(name)
             sources.add(name, text)
-            formatted = format_text(text, name)
+            formatted = api.format(text=text, filename=name)
         except SpecError as exc:
             diagnostics.extend(exc.diagnostics)
             continue

@@ -6,24 +6,15 @@ import argparse
 import shlex
 from pathlib import Path
 
-from netdsl.cli.common import EXIT_OK, add_command, print_failure
-from netdsl.starter import StarterError, write_starter
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    cmd = add_command(sub, "init", summary="write a starter spec and a tiny dataset that trains in seconds",
-                      description="Write DIR/digits.net (a small model) and DIR/digits.npz (2,000 generated "
-                                  "28x28 images of 10 classes), then print the commands to try. "
-                                  "Nothing is overwritten.",
-                      examples=["netdsl init demo     # then: cd demo && netdsl train digits.net --data digits.npz"])
-    cmd.add_argument("folder", nargs="?", default=".", metavar="DIR", help="where to write them (default: here)")
-    cmd.set_defaults(run=run)
+from netdsl import api
+from netdsl.cli.common import EXIT_OK, print_failure
+from netdsl.errors import NetdslError
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        written = write_starter(args.folder)
-    except (StarterError, OSError) as exc:
+        written = api.write_starter(args.folder)
+    except (NetdslError, OSError) as exc:  # the starter's own error (StarterError) or the file system's
         return print_failure("init", str(getattr(exc, "strerror", None) or exc))
     for path in written:
         print(f"wrote {path}")

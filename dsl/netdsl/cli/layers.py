@@ -6,20 +6,9 @@ import argparse
 from typing import Any
 
 from netdsl import registry
-from netdsl.cli.common import EXIT_OK, add_command
+from netdsl.cli.common import EXIT_OK
 from netdsl.errors import UsageError, did_you_mean
 from netdsl.semantics.values import describe_value
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    layers = add_command(sub, "layers", summary="list what a spec may name (layers, activations, ...)",
-                         description="List the layers and activations a spec may name, with their parameters; "
-                                     "NAME shows one entry in full.",
-                         examples=["netdsl layers", "netdsl layers conv2d", "netdsl layers --kind optimizer"])
-    layers.add_argument("name", nargs="?", metavar="NAME", help="one entry to show in full (default: list them all)")
-    layers.add_argument("--kind", choices=registry.KINDS,
-                        help="list this kind of entry (default: layers and activations)")
-    layers.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,17 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netdsl.cli.common import EXIT_OK, EXIT_USAGE, add_command, add_include, add_plugin, load_plugins
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    lsp = add_command(sub, "lsp", summary="run the language server over stdio (for editors; needs netdsl[lsp])",
-                      description="The language server editors start: diagnostics, hover, completion, go to "
-                                  "definition, rename ..., over stdin/stdout (docs/lsp.md).",
-                      examples=["netdsl lsp", "netdsl lsp --include shared/ --plugin my_layers"])
-    add_plugin(lsp)
-    add_include(lsp)
-    lsp.set_defaults(run=run)
+from netdsl.cli.common import EXIT_OK, EXIT_USAGE, load_plugins
 
 
 def run(args: argparse.Namespace) -> int:

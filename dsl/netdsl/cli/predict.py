@@ -19,28 +19,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from netdsl.cli.common import add_alias, add_command, print_weights
-from netdsl.cli.evaluate import add_trained_model_arguments, set_up
+from netdsl import api
+from netdsl.cli.common import print_weights
+from netdsl.cli.evaluate import set_up
 from netdsl.errors import UsageError, printable
 from netdsl.training.errors import TrainingError
 
 WRITTEN = (".csv", ".npz", ".json")
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    cmd = add_command(sub, "predict", summary="a trained model's predictions on new data, as .csv, .npz or .json",
-                      description="Write a trained model's predictions on the data's inputs, one row per sample "
-                                  "named by its file (an image's path in the folder) or CSV line: a classifier's "
-                                  "predicted class name and each class's probability, or an output's values.",
-                      examples=["netdsl predict runs/shapes-1 --data new_pictures/ -o preds.csv",
-                                "netdsl predict runs/lightning_mlp-1 --data digits.npz -o preds.npz",
-                                "netdsl predict mlp.onnx --data new_rows.csv -o preds.json"])
-    add_trained_model_arguments(cmd)
-    # Required, checked in `run`: argparse's own check would refuse the old spelling --output.
-    cmd.add_argument("-o", "--out", metavar="PREDS.npz",
-                     help="the file to write (required): .csv, .npz or .json, by its suffix")
-    add_alias(cmd, "--output", dest="out")
-    cmd.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,14 +34,13 @@ def run(args: argparse.Namespace) -> int:
     if Path(args.out).suffix.lower() not in WRITTEN:
         raise UsageError(f"-o takes a .csv, .npz or .json file; received {printable(repr(args.out))}")
     targets, scope = set_up(args, need_targets=False)
-    from netdsl.api import predict
-    from netdsl.deploy.inference import is_exported
 
     with scope():
         print_weights(args.trained, args.checkpoint)
-        predictions = predict(args.trained, data=args.data, batch_size=args.batch_size, targets=targets,
-                              backend=args.backend if is_exported(args.trained) else None, checkpoint=args.checkpoint,
-                              trust=args.trust)
+        exported = api.is_exported(args.trained)
+        predictions = api.predict(args.trained, data=args.data, batch_size=args.batch_size, targets=targets,
+                                  backend=args.backend if exported else None, checkpoint=args.checkpoint,
+                                  trust=args.trust)
     try:
         target = predictions.write(args.out)
     except OSError as exc:

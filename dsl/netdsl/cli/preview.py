@@ -7,38 +7,11 @@ import shutil
 import signal
 import threading
 
-from netdsl.cli.common import (
-    EXIT_OK,
-    add_command,
-    add_define,
-    add_include,
-    add_model,
-    add_plugin,
-    add_spec,
-    load_plugins,
-    print_failure,
-)
-from netdsl.diagram.render import INSTALL_HINT
+from netdsl import api
+from netdsl.cli.common import EXIT_OK, load_plugins, print_failure
 from netdsl.errors import UsageError
 from netdsl.files import Refused, open_regular
 from netdsl.preview import PreviewServer
-from netdsl.semantics.defines import parse_defines
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    preview = add_command(sub, "preview", summary="a live diagram of a spec in the browser, redrawn on every save",
-                          description="Serve the spec's diagram and diagnostics on http://127.0.0.1:P/, redrawn "
-                                      "each time the spec (or a file it imports) is saved, until Ctrl-C.",
-                          examples=["netdsl preview specs/resnet50.net --depth 1",
-                                    "netdsl preview my.net --port 0        # any free port"])
-    add_spec(preview)
-    add_model(preview, "the spec's first")
-    preview.add_argument("--port", type=int, default=8765, metavar="P", help="the port to serve on; 0: any free one")
-    preview.add_argument("--depth", type=int, default=None, metavar="N", help="fold blocks nested deeper than N")
-    add_plugin(preview)
-    add_include(preview)
-    add_define(preview)
-    preview.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535 or (args.depth is not None and args.depth < 0):
         raise UsageError("--port must be 0 to 65535 and --depth 0 or more")
     if shutil.which("dot") is None:
-        return print_failure("preview", f"Graphviz's 'dot' program was not found; {INSTALL_HINT}")
+        return print_failure("preview", f"Graphviz's 'dot' program was not found; {api.graphviz_hint()}")
     try:  # a regular file, opened without blocking: a FIFO named as the spec must not hang the start
         with open_regular(args.spec, "spec file"):
             pass
@@ -55,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         return print_failure("preview", f"cannot read {args.spec}: {exc}")
     load_plugins(args.plugin, args.spec)
     try:
-        defines = parse_defines(args.define, args.spec)
+        defines = api.parse_defines(args.defines, args.spec)
         server = PreviewServer(args.spec, args.model, port=args.port, include=args.include, depth=args.depth,
                                defines=defines)
     except OSError as exc:

@@ -7,49 +7,9 @@ import os
 from pathlib import Path
 
 from netdsl import pipeline
-from netdsl.cli.common import (
-    add_alias,
-    add_command,
-    add_define,
-    add_include,
-    add_model,
-    add_plugin,
-    add_spec,
-    load_plugins,
-    load_spec,
-    print_failure,
-)
-from netdsl.diagram import FORMATS
+from netdsl.api import options
+from netdsl.cli.common import load_plugins, load_spec, print_failure
 from netdsl.errors import Diagnostic, RenderError, SpecError, UsageError
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    render = add_command(sub, "render", summary="draw a model as a Graphviz diagram",
-                         description="Draw every model of the spec (or --model) as <model>.svg in the current "
-                                     "folder, or where -o says, with each layer's output shape and parameters "
-                                     "(TensorFlow only where the pure-Python inference is unsure).",
-                         examples=["netdsl render specs/resnet50.net --depth 1 -o resnet50.png",
-                                   "netdsl render specs/siamese.net --no-shapes --image-format dot -o diagrams/"])
-    add_spec(render)
-    render.add_argument("-o", "--out", metavar="FILE|DIR",
-                        help="the file (its suffix gives the image format) or folder/ to write "
-                             "(default: <model>.svg in the current folder)")
-    add_alias(render, "--output", dest="out")
-    add_model(render)
-    render.add_argument("--image-format", choices=FORMATS, default=None,
-                        help="svg, png, pdf or dot (default: -o's suffix, else svg)")
-    add_alias(render, "--format", dest="image_format", choices=FORMATS)
-    render.add_argument("--depth", type=int, default=None, metavar="N",
-                        help="fold block instances nested deeper than N into one box (0: every block; "
-                             "default: none folded)")
-    render.add_argument("--no-shapes", action="store_true", help="topology only, without shapes: no TensorFlow")
-    render.add_argument("--no-collapse", dest="collapse_repeats", action="store_false",
-                        help="draw every copy of a step repeated * N (default: one box marked xN)")
-    add_alias(render, "--expand-repeats", dest="collapse_repeats", action="store_false")
-    add_plugin(render)
-    add_include(render)
-    add_define(render)
-    render.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,7 +64,7 @@ def _outputs(output: str | None, fmt: str | None, names: list[str]) -> tuple[str
     suffix = path.suffix.lower().lstrip(".")
     if suffix == "gv":
         suffix = "dot"
-    if suffix and suffix not in FORMATS:
+    if suffix and suffix not in options.IMAGE_FORMATS:
         raise ValueError(f"cannot tell the format of '{output}' (use .svg, .png, .pdf or .dot, or --image-format)")
     if fmt and suffix and suffix != fmt:
         raise ValueError(f"the output '{output}' ends in .{suffix} but --image-format is {fmt}")

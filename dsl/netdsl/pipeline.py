@@ -18,143 +18,26 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypedDict
 
-from netdsl.errors import RESOURCE_ERRORS, Diagnostic, Sources, SpecError, UsageError, out_of_resources
-from netdsl.semantics.analysis import Analysis, analyze, checked_graphs
-from netdsl.semantics.defines import apply_defines
+from netdsl.errors import SpecError
+from netdsl.semantics.analysis import Analysis, checked_graphs
 from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph
+from netdsl.semantics.session import Checked, LoadedSpec, Spec, TypedPath, check, load, spec_path
 from netdsl.semantics.trainable import ParamSplit, split_params
-from netdsl.syntax.loader import Overlay, Program, load_file, load_text, pick_model, pick_models
+from netdsl.syntax.loader import Program, load_file, pick_model, pick_models
 
 if TYPE_CHECKING:
     import graphviz
     import keras
 
-__all__ = ["Spec", "TypedPath", "Checked", "load", "spec_path", "load_file", "check", "pick_model", "pick_models",
-           "pick_model_or_first", "model_graphs", "start_backend", "compile_models", "ModelSummary", "model_summary",
-           "param_counts", "draw", "unsure_models", "summaries", "inferred_splits", "built_split", "ParamSplit"]
+__all__ = ["Spec", "TypedPath", "Checked", "LoadedSpec", "load", "spec_path", "load_file", "check", "pick_model",
+           "pick_models", "pick_model_or_first", "model_graphs", "start_backend", "compile_models", "ModelSummary",
+           "model_summary", "param_counts", "draw", "unsure_models", "summaries", "inferred_splits", "built_split",
+           "ParamSplit"]
 
-# What a function taking a spec accepts as its first argument: the path of a
-# `.net` file, or a `Program` (from `parse`/`parse_file`). Spec text goes in `text=`.
-Spec = str | os.PathLike | Program
-
-
-def looks_like_text(value: str) -> bool:
-    """Spec text, not a path: a path holds no line break and (in practice) no brace."""
-    return "\n" in value or "{" in value
-
-
-def load(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
-         include: Sequence[str | os.PathLike] = (), real: Path | None = None,
-         overlay: Overlay | None = None, defines: Mapping[str, object] | None = None) -> Program:
-    """The `Program` of a spec given as a path, a `Program`, or `text=` (shown as `filename=`).
-
-    One rule for every function that takes a spec, like `tomllib.load`/`loads`:
-    a `str` is always a path; spec text goes in `text=`. A `str` that is
-    plainly spec text (a line break or a brace, and no such file) gets a
-    `UsageError` saying so rather than "no such file" with the whole text as
-    its name. `real`/`overlay`: see `syntax.loader.load_text` (the language server's).
-    `defines`: file-level constants replaced before the check (`-D NAME=VALUE`).
-    """
-    if text is not None:
-        if spec is not None:
-            raise UsageError("give the spec once: a path or a Program as `spec`, or its text as `text=`")
-        program = load_text(text, filename if filename is not None else "<string>", list(include), real=real,
-                            overlay=overlay)
-    elif isinstance(spec, Program):
-        program = spec
-    else:
-        program = load_file(spec_path(spec, filename), list(include))
-    return apply_defines(program, defines) if defines else program
-
-
-def spec_path(spec: object, filename: str | None = None) -> str | os.PathLike:
-    """`spec` as the path of a spec file; `UsageError` for anything else (spec text above all)."""
-    if spec is None:
-        raise UsageError("no spec given: pass the path of a .net file, a Program, or the spec's text as text=")
-    if isinstance(spec, bytes):
-        raise UsageError("a spec given as bytes is spec text: pass it as text=")
-    if not isinstance(spec, (str, os.PathLike)):
-        raise UsageError(f"a spec is a path or a Program (its text goes in text=), not {type(spec).__name__}")
-    if isinstance(spec, str) and looks_like_text(spec) and not os.path.exists(spec):
-        raise UsageError("this looks like spec text, not the path of a .net file: pass it as text= "
-                         "(e.g. netdsl.check(text=source, filename=\"my.net\"))")
-    if filename is not None:
-        raise UsageError("filename= names spec text given as text=; a spec file is shown by its path")
-    return spec
-
-
-class TypedPath(os.PathLike):
-    """A path exactly as the user typed it (a command-line argument): never read as spec text,
-    and shown in diagnostics unchanged (`pathlib` would turn `./a.net` into `a.net`)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __fspath__(self) -> str:
-        return self.path
-
-
-@dataclass
-class Checked:
-    """What `netdsl check` says about one spec, with what it was made from."""
-
-    name: str  # the spec as shown in diagnostics
-    diagnostics: list[Diagnostic]
-    sources: Sources = field(default_factory=Sources)  # the text of every file read, for source lines
-    program: Program | None = None  # None when the spec could not be read or parsed
-    analysis: Analysis | None = None
-
-    @property
-    def errors(self) -> int:
-        return sum(1 for d in self.diagnostics if d.severity == "error")
-
-    @property
-    def files(self) -> list[str]:
-        """The spec and every file it imports (those read so far when it could not be read whole)."""
-        if self.program is not None:
-            return list(self.program.files)
-        return list(dict.fromkeys([self.name, *(d.file for d in self.diagnostics)]))
-
-
-def check(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
-          include: Sequence[str | os.PathLike] = (), real: Path | None = None, overlay: Overlay | None = None,
-          loaded: Callable[[], None] | None = None, defines: Mapping[str, object] | None = None) -> Checked:
-    """Read and check a spec: every diagnostic, never an exception for what the spec holds.
-
-    `loaded` is called between reading and checking (the language server
-    abandons a check there when the text changed meanwhile)."""
-    name = _display_name(spec, filename)
-    try:
-        program = load(spec, text=text, filename=filename, include=include, real=real, overlay=overlay,
-                       defines=defines)
-    except SpecError as exc:
-        return Checked(name, exc.diagnostics, exc.sources or Sources())
-    except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first
-        return Checked(name, [out_of_resources(exc, name)])
-    if loaded is not None:
-        loaded()
-    try:
-        analysis = analyze(program)
-    except RESOURCE_ERRORS as exc:
-        # about the whole file: no source line under it (it would point at 1:1 as if something were there)
-        return Checked(program.root, [out_of_resources(exc, program.root)], Sources(), program)
-    return Checked(program.root, analysis.diagnostics, program.sources(), program, analysis)
-
-
-def _display_name(spec: Spec | None, filename: str | None) -> str:
-    if filename is not None:
-        return filename
-    if isinstance(spec, Program):
-        return spec.root
-    if isinstance(spec, (str, os.PathLike)):
-        return os.fspath(spec)
-    return "<string>"
 
 
 def model_graphs(program: Program, names: list[str], shapes: bool, *, mute_tensorflow: bool = False

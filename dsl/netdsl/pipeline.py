@@ -2,7 +2,7 @@
 
     program = load("cnn.net")                        # or load(text=..., filename="cnn.net")
     checked = check(program)                          # .diagnostics, .sources, .analysis (never raises)
-    name = pick_model(program, None)                  # the file's only model (or a SpecError that says why)
+    name = LoadedSpec(program).model(None).name       # the file's only model (or a SpecError that says why)
     graphs = model_graphs(program, [name], shapes=True)
     digraph = draw(graphs[name], depth=1)             # a graphviz.Digraph
 
@@ -10,7 +10,7 @@ The library (`netdsl.api`), the command line (`netdsl.cli`), the language
 server (`netdsl.lsp`) and the preview (`netdsl.preview`) all go through these
 functions, so a spec reads, checks, picks its model and draws the same way
 everywhere. Nothing here imports Keras at import time; `model_graphs` with
-shapes the pure-Python inference cannot be sure of, and `compile_models`, do
+shapes the pure-Python inference cannot be sure of, and `build`, do
 when called.
 """
 
@@ -25,19 +25,18 @@ from netdsl.errors import SpecError
 from netdsl.semantics.analysis import Analysis, checked_graphs
 from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph
-from netdsl.semantics.session import Checked, LoadedSpec, Spec, TypedPath, check, load, spec_path
+from netdsl.semantics.session import Checked, CheckedModels, LoadedSpec, Spec, TypedPath, check, load, spec_path
 from netdsl.semantics.trainable import ParamSplit, split_params
-from netdsl.syntax.loader import Program, load_file, pick_model, pick_models
+from netdsl.syntax.loader import Program, load_file, pick_models
 
 if TYPE_CHECKING:
     import graphviz
     import keras
 
-__all__ = ["Spec", "TypedPath", "Checked", "LoadedSpec", "load", "spec_path", "load_file", "check", "pick_model",
-           "pick_models", "pick_model_or_first", "model_graphs", "start_backend", "compile_models", "ModelSummary",
-           "model_summary", "param_counts", "draw", "unsure_models", "summaries", "inferred_splits", "built_split",
-           "ParamSplit"]
-
+__all__ = ["Spec", "TypedPath", "Checked", "LoadedSpec", "CheckedModels", "load", "spec_path", "load_file", "check",
+           "pick_models", "model_graphs", "start_backend", "build",
+           "ModelSummary", "model_summary", "param_counts", "draw", "unsure_models", "summaries", "inferred_splits",
+           "built_split", "ParamSplit"]
 
 
 def model_graphs(program: Program, names: list[str], shapes: bool, *, mute_tensorflow: bool = False
@@ -80,21 +79,13 @@ def start_backend(backend: str | None, *, mute_stderr: bool = True) -> str:
     return init_backend(backend, mute_stderr=mute_stderr)
 
 
-def compile_models(program: Program, names: list[str] | None = None, *, param_limit: int | None = None,
-                   backend: str | None = None, weights: str | os.PathLike[str] | None = None,
-                   ) -> tuple[Analysis, dict[str, keras.Model]]:
-    """Check and build `names` (default: every model of the file) with Keras on `backend`:
-    the analysis (graphs with shapes and parameter counts) and `{name: keras.Model}`.
-    `weights`: a `.keras` or `.weights.h5` file each model's weights are loaded from, as
-    a train section's `init = "FILE"` loads them (`UsageError` when a layer does not match)."""
-    from netdsl.backend.compiler import compile_program, load_weights
+def build(checked: CheckedModels, *, backend: str | None = None, weights: str | os.PathLike[str] | None = None,
+          ) -> tuple[Analysis, dict[str, keras.Model]]:
+    """The compiler's one build door (`backend.compiler.build`), reached without importing Keras before
+    it is called: the picked models built with Keras on `backend`, `weights` loaded into each."""
+    from netdsl.backend.compiler import build as build_checked
 
-    start_backend(backend, mute_stderr=False)
-    analysis, models = compile_program(program, pick_models(program, None) if names is None else names, param_limit)
-    if weights is not None:
-        for model in models.values():
-            load_weights(model, weights)
-    return analysis, models
+    return build_checked(checked, backend=backend, weights=weights)
 
 
 def init_report(model: keras.Model) -> list[str]:
@@ -120,14 +111,15 @@ def summaries(program: Program, names: list[str], *, param_limit: int | None = N
     """Each model's graph (shapes and counts filled in) and its parameters as Keras counts them.
 
     From the pure-Python inference when it is sure of every model (no backend
-    is imported), else by building them with Keras (`compile_models`): when a
+    is imported), else by building them with Keras (`build`): when a
     `backend` or `weights` is asked for, when the check finds an error (Keras
     words it), and when `inferred_splits` is unsure."""
     if backend is None and weights is None:
         inferred = inferred_splits(program, names, param_limit=param_limit)
         if inferred is not None:
             return inferred
-    analysis, models = compile_models(program, names, param_limit=param_limit, backend=backend, weights=weights)
+    analysis, models = build(LoadedSpec(program).models(names, param_limit=param_limit), backend=backend,
+                             weights=weights)
     return {name: (analysis.graphs[name], built_split(model)) for name, model in models.items()}
 
 
@@ -202,10 +194,3 @@ def draw(graph: Graph, *, shapes: bool = True, depth: int | None = None,
     from netdsl.diagram.render import render_graph  # graphviz: only when drawing
 
     return render_graph(graph, shapes=shapes, depth=depth, collapse_repeats=collapse_repeats)
-
-
-def pick_model_or_first(program: Program, model: str | None) -> str:
-    """The model named, or the file's first (the preview draws one model whatever the file holds)."""
-    if model is None and len(program.model_names) > 1:
-        return program.model_names[0]
-    return pick_model(program, model)

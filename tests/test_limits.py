@@ -142,7 +142,7 @@ def test_check_never_raises_what_no_limit_caught(tmp_path, monkeypatch, capsys, 
     def explode(*args, **kwargs):
         raise error()
 
-    monkeypatch.setattr("netdsl.pipeline.analyze", explode)  # the one check under the API and the CLI
+    monkeypatch.setattr("netdsl.semantics.session.analyze", explode)  # the one check under the API and the CLI
     hint = "netdsl's limits should have refused it first: please report this spec"
     assert netdsl.check(str(spec)) == [Diagnostic.for_file(str(spec), message, hint)]
     assert main(["check", str(spec)]) == 1

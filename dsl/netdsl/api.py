@@ -163,10 +163,9 @@ def build(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     `netdsl.errors.FileRefused`, a UsageError, for a file refused for what it holds:
     links, external storage, a virtual dataset, a shape or zip bomb).
     """
-    program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
-    name = pipeline.pick_model(program, model)
-    return pipeline.compile_models(program, [name], param_limit=param_limit, backend=backend,
-                                   weights=weights)[1][name]
+    checked = pipeline.LoadedSpec.load(spec, text=text, filename=filename, include=include,
+                                       defines=defines).model(model, param_limit=param_limit)
+    return pipeline.build(checked, backend=backend, weights=weights)[1][checked.name]
 
 
 def build_all(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
@@ -175,9 +174,9 @@ def build_all(spec: Spec | None = None, *, text: str | bytes | None = None, file
               weights: str | os.PathLike[str] | None = None) -> dict[str, keras.Model]:
     """Every model of a spec: `{name: keras.Model}` in file order (keywords as for `build`;
     `weights` is loaded into every model)."""
-    program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
-    return pipeline.compile_models(program, pipeline.pick_models(program, None), param_limit=param_limit,
-                                   backend=backend, weights=weights)[1]
+    checked = pipeline.LoadedSpec.load(spec, text=text, filename=filename, include=include,
+                                       defines=defines).models(param_limit=param_limit)
+    return pipeline.build(checked, backend=backend, weights=weights)[1]
 
 
 def summary(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
@@ -225,7 +224,7 @@ def render(spec: Spec | None = None, *, text: str | bytes | None = None, filenam
     if depth is not None and depth < 0:
         raise ValueError(f"Expected a depth of 0 or more, received: {depth}")
     program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
-    name = pipeline.pick_model(program, model)
+    name = pipeline.LoadedSpec(program).model(model).name
     graphs = pipeline.model_graphs(program, [name], shapes)
     return pipeline.draw(graphs[name], shapes=shapes, depth=depth, collapse_repeats=collapse_repeats)
 

@@ -2,7 +2,7 @@
 
     program = load("cnn.net")                        # or load(text=..., filename="cnn.net")
     checked = check(program)                          # .diagnostics, .sources, .analysis (never raises)
-    name = pick_model(program, None)                  # the file's only model (or a SpecError that says why)
+    name = LoadedSpec(program).model(None).name       # the file's only model (or a SpecError that says why)
     graphs = model_graphs(program, [name], shapes=True)
     digraph = draw(graphs[name], depth=1)             # a graphviz.Digraph
 
@@ -10,7 +10,7 @@ The library (`netdsl.api`), the command line (`netdsl.cli`), the language
 server (`netdsl.lsp`) and the preview (`netdsl.preview`) all go through these
 functions, so a spec reads, checks, picks its model and draws the same way
 everywhere. Nothing here imports Keras at import time; `model_graphs` with
-shapes the pure-Python inference cannot be sure of, and `compile_models`, do
+shapes the pure-Python inference cannot be sure of, and `build`, do
 when called.
 """
 
@@ -18,144 +18,26 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypedDict
 
-from netdsl.errors import RESOURCE_ERRORS, Diagnostic, Sources, SpecError, UsageError, out_of_resources
-from netdsl.semantics.analysis import Analysis, analyze, checked_graphs
-from netdsl.semantics.defines import apply_defines
+from netdsl.errors import SpecError
+from netdsl.semantics.analysis import Analysis, checked_graphs
 from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.fine_tuning import zoo_weights
 from netdsl.semantics.graph import Graph
+from netdsl.semantics.session import Checked, CheckedModels, LoadedSpec, Spec, TypedPath, check, load, spec_path
 from netdsl.semantics.trainable import ParamSplit, split_params
-from netdsl.syntax.loader import Overlay, Program, load_file, load_text, pick_model, pick_models
+from netdsl.syntax.loader import Program, load_file, pick_models
 
 if TYPE_CHECKING:
     import graphviz
     import keras
 
-__all__ = ["Spec", "TypedPath", "Checked", "load", "spec_path", "load_file", "check", "pick_model", "pick_models",
-           "pick_model_or_first", "model_graphs", "start_backend", "compile_models", "ModelSummary", "model_summary",
-           "param_counts", "draw", "unsure_models", "summaries", "inferred_splits", "built_split", "ParamSplit"]
-
-# What a function taking a spec accepts as its first argument: the path of a
-# `.net` file, or a `Program` (from `parse`/`parse_file`). Spec text goes in `text=`.
-Spec = str | os.PathLike | Program
-
-
-def looks_like_text(value: str) -> bool:
-    """Spec text, not a path: a path holds no line break and (in practice) no brace."""
-    return "\n" in value or "{" in value
-
-
-def load(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
-         include: Sequence[str | os.PathLike] = (), real: Path | None = None,
-         overlay: Overlay | None = None, defines: Mapping[str, object] | None = None) -> Program:
-    """The `Program` of a spec given as a path, a `Program`, or `text=` (shown as `filename=`).
-
-    One rule for every function that takes a spec, like `tomllib.load`/`loads`:
-    a `str` is always a path; spec text goes in `text=`. A `str` that is
-    plainly spec text (a line break or a brace, and no such file) gets a
-    `UsageError` saying so rather than "no such file" with the whole text as
-    its name. `real`/`overlay`: see `syntax.loader.load_text` (the language server's).
-    `defines`: file-level constants replaced before the check (`-D NAME=VALUE`).
-    """
-    if text is not None:
-        if spec is not None:
-            raise UsageError("give the spec once: a path or a Program as `spec`, or its text as `text=`")
-        program = load_text(text, filename if filename is not None else "<string>", list(include), real=real,
-                            overlay=overlay)
-    elif isinstance(spec, Program):
-        program = spec
-    else:
-        program = load_file(spec_path(spec, filename), list(include))
-    return apply_defines(program, defines) if defines else program
-
-
-def spec_path(spec: object, filename: str | None = None) -> str | os.PathLike:
-    """`spec` as the path of a spec file; `UsageError` for anything else (spec text above all)."""
-    if spec is None:
-        raise UsageError("no spec given: pass the path of a .net file, a Program, or the spec's text as text=")
-    if isinstance(spec, bytes):
-        raise UsageError("a spec given as bytes is spec text: pass it as text=")
-    if not isinstance(spec, (str, os.PathLike)):
-        raise UsageError(f"a spec is a path or a Program (its text goes in text=), not {type(spec).__name__}")
-    if isinstance(spec, str) and looks_like_text(spec) and not os.path.exists(spec):
-        raise UsageError("this looks like spec text, not the path of a .net file: pass it as text= "
-                         "(e.g. netdsl.check(text=source, filename=\"my.net\"))")
-    if filename is not None:
-        raise UsageError("filename= names spec text given as text=; a spec file is shown by its path")
-    return spec
-
-
-class TypedPath(os.PathLike):
-    """A path exactly as the user typed it (a command-line argument): never read as spec text,
-    and shown in diagnostics unchanged (`pathlib` would turn `./a.net` into `a.net`)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __fspath__(self) -> str:
-        return self.path
-
-
-@dataclass
-class Checked:
-    """What `netdsl check` says about one spec, with what it was made from."""
-
-    name: str  # the spec as shown in diagnostics
-    diagnostics: list[Diagnostic]
-    sources: Sources = field(default_factory=Sources)  # the text of every file read, for source lines
-    program: Program | None = None  # None when the spec could not be read or parsed
-    analysis: Analysis | None = None
-
-    @property
-    def errors(self) -> int:
-        return sum(1 for d in self.diagnostics if d.severity == "error")
-
-    @property
-    def files(self) -> list[str]:
-        """The spec and every file it imports (those read so far when it could not be read whole)."""
-        if self.program is not None:
-            return list(self.program.files)
-        return list(dict.fromkeys([self.name, *(d.file for d in self.diagnostics)]))
-
-
-def check(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
-          include: Sequence[str | os.PathLike] = (), real: Path | None = None, overlay: Overlay | None = None,
-          loaded: Callable[[], None] | None = None, defines: Mapping[str, object] | None = None) -> Checked:
-    """Read and check a spec: every diagnostic, never an exception for what the spec holds.
-
-    `loaded` is called between reading and checking (the language server
-    abandons a check there when the text changed meanwhile)."""
-    name = _display_name(spec, filename)
-    try:
-        program = load(spec, text=text, filename=filename, include=include, real=real, overlay=overlay,
-                       defines=defines)
-    except SpecError as exc:
-        return Checked(name, exc.diagnostics, exc.sources or Sources())
-    except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first
-        return Checked(name, [out_of_resources(exc, name)])
-    if loaded is not None:
-        loaded()
-    try:
-        analysis = analyze(program)
-    except RESOURCE_ERRORS as exc:
-        # about the whole file: no source line under it (it would point at 1:1 as if something were there)
-        return Checked(program.root, [out_of_resources(exc, program.root)], Sources(), program)
-    return Checked(program.root, analysis.diagnostics, program.sources(), program, analysis)
-
-
-def _display_name(spec: Spec | None, filename: str | None) -> str:
-    if filename is not None:
-        return filename
-    if isinstance(spec, Program):
-        return spec.root
-    if isinstance(spec, (str, os.PathLike)):
-        return os.fspath(spec)
-    return "<string>"
+__all__ = ["Spec", "TypedPath", "Checked", "LoadedSpec", "CheckedModels", "load", "spec_path", "load_file", "check",
+           "pick_models", "model_graphs", "start_backend", "build",
+           "ModelSummary", "model_summary", "param_counts", "draw", "unsure_models", "summaries", "inferred_splits",
+           "built_split", "ParamSplit"]
 
 
 def model_graphs(program: Program, names: list[str], shapes: bool, *, mute_tensorflow: bool = False
@@ -198,21 +80,13 @@ def start_backend(backend: str | None, *, mute_stderr: bool = True) -> str:
     return init_backend(backend, mute_stderr=mute_stderr)
 
 
-def compile_models(program: Program, names: list[str] | None = None, *, param_limit: int | None = None,
-                   backend: str | None = None, weights: str | os.PathLike[str] | None = None,
-                   ) -> tuple[Analysis, dict[str, keras.Model]]:
-    """Check and build `names` (default: every model of the file) with Keras on `backend`:
-    the analysis (graphs with shapes and parameter counts) and `{name: keras.Model}`.
-    `weights`: a `.keras` or `.weights.h5` file each model's weights are loaded from, as
-    a train section's `init = "FILE"` loads them (`UsageError` when a layer does not match)."""
-    from netdsl.backend.compiler import compile_program, load_weights
+def build(checked: CheckedModels, *, backend: str | None = None, weights: str | os.PathLike[str] | None = None,
+          ) -> tuple[Analysis, dict[str, keras.Model]]:
+    """The compiler's one build door (`backend.compiler.build`), reached without importing Keras before
+    it is called: the picked models built with Keras on `backend`, `weights` loaded into each."""
+    from netdsl.backend.compiler import build as build_checked
 
-    start_backend(backend, mute_stderr=False)
-    analysis, models = compile_program(program, pick_models(program, None) if names is None else names, param_limit)
-    if weights is not None:
-        for model in models.values():
-            load_weights(model, weights)
-    return analysis, models
+    return build_checked(checked, backend=backend, weights=weights)
 
 
 def init_report(model: keras.Model) -> list[str]:
@@ -238,14 +112,15 @@ def summaries(program: Program, names: list[str], *, param_limit: int | None = N
     """Each model's graph (shapes and counts filled in) and its parameters as Keras counts them.
 
     From the pure-Python inference when it is sure of every model (no backend
-    is imported), else by building them with Keras (`compile_models`): when a
+    is imported), else by building them with Keras (`build`): when a
     `backend` or `weights` is asked for, when the check finds an error (Keras
     words it), and when `inferred_splits` is unsure."""
     if backend is None and weights is None:
         inferred = inferred_splits(program, names, param_limit=param_limit)
         if inferred is not None:
             return inferred
-    analysis, models = compile_models(program, names, param_limit=param_limit, backend=backend, weights=weights)
+    analysis, models = build(LoadedSpec(program).models(names, param_limit=param_limit), backend=backend,
+                             weights=weights)
     return {name: (analysis.graphs[name], built_split(model)) for name, model in models.items()}
 
 
@@ -322,10 +197,3 @@ def draw(graph: Graph, *, shapes: bool = True, depth: int | None = None,
     from netdsl.diagram.render import render_graph  # graphviz: only when drawing
 
     return render_graph(graph, shapes=shapes, depth=depth, collapse_repeats=collapse_repeats)
-
-
-def pick_model_or_first(program: Program, model: str | None) -> str:
-    """The model named, or the file's first (the preview draws one model whatever the file holds)."""
-    if model is None and len(program.model_names) > 1:
-        return program.model_names[0]
-    return pick_model(program, model)

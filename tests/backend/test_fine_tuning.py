@@ -223,11 +223,12 @@ def test_two_phase_fine_tuning_unfreezes_on_schedule_as_the_hand_written_recipe(
 def test_the_second_phase_keeps_the_first_phases_steps_per_execution(tmp_path):
     # A job's model steps once per execution (its placement says so at build); unfreezing, mid-run and
     # outside the placement's scope, recompiles with the same settings, not the backend's default.
-    from netdsl.backend.compiler import build_model, execution_of, unfreeze
+    from netdsl.backend.compiler import build_one, execution_of, unfreeze
+    from netdsl.semantics.session import LoadedSpec
 
     spec = finetune_spec(tmp_path, 'freeze = ["backbone"]\nunfreeze_after = 1\nunfreeze_learning_rate = 0.001')
     for one_step, steps in ((True, 1), (False, 32)):
-        model = build_model(spec, "finetune", one_step_per_execution=one_step)
+        model = build_one(LoadedSpec.of(spec).model("finetune"), one_step_per_execution=one_step)
         assert model.steps_per_execution == steps
         unfreeze(model)
         assert (model.steps_per_execution, execution_of(model).steps_per_execution) == (steps, steps)

@@ -4,7 +4,7 @@ Every model of every spec in specs/, and the cases below that freeze parts in
 every way a spec can (a nested model, block instances, a shared layer,
 `trainable=false`, a declared layer's frozen weight, batch norms' statistics),
 is summarised twice: from `pipeline.inferred_splits` and from the Keras build
-(`compile_models`, today's path, what `--backend` still takes). The table and
+(`build`, today's path, what `--backend` still takes). The table and
 the JSON must be equal; the cases that must fall back to Keras say so.
 """
 
@@ -141,7 +141,7 @@ model mixed {
 
 
 def _keras_summaries(program, names: list[str]) -> tuple[list[str], list[str]]:
-    analysis, models = pipeline.compile_models(program, names)
+    analysis, models = pipeline.build(pipeline.LoadedSpec(program).models(names))
     splits = {name: pipeline.built_split(model) for name, model in models.items()}
     return ([summary_table(analysis.graphs[n], splits[n]) for n in names],
             [json.dumps(summary_json(analysis.graphs[n], splits[n]), indent=2) for n in names])

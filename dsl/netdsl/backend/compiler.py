@@ -1,11 +1,13 @@
 """The compiler: a checked spec becomes Keras 3 functional models (TensorFlow backend).
 
-    analysis, models = compile_program(program)          # every model of the root file
-    model = build_model("spec.net")                       # the file's only model
-    model = build_model(program, "classifier", param_limit=10_000_000)
+    spec = LoadedSpec.of("spec.net")                      # semantics.session: read once
+    analysis, models = build(spec.models())               # every model of the root file
+    model = build_one(spec.model(None))                   # the file's only model
+    model = build_one(spec.model("classifier", param_limit=10_000_000))
 
-The front end (`analyze`) expands each model with `KerasBackend`
-(`netdsl.backend.builder`), which builds and calls every layer as soon as the
+The handle's pure-Python check is replayed (`netdsl.backend.builder.replay`);
+where it cannot be, the front end (`analyze`) expands each model again with
+`KerasBackend`, which builds and calls every layer as soon as the
 expander knows it; any error — a spec error or a layer Keras rejects — comes
 back as a `SpecError` whose diagnostics point at the spec's line and column.
 
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from netdsl import registry
@@ -43,10 +45,11 @@ from netdsl.backend.execution import Execution, execution_settings, several_devi
 from netdsl.backend.runtime import current_backend, dtype_policy, init_backend
 from netdsl.errors import Diagnostic, Fail, SpecError, sort_diagnostics
 from netdsl.semantics.analysis import Analysis, analyze
+from netdsl.semantics.session import CheckedModel, CheckedModels, LoadedSpec
 from netdsl.syntax import ir
-from netdsl.syntax.loader import Program, Source, as_program, pick_model, pick_models
+from netdsl.syntax.loader import Program
 
-__all__ = ["compile_program", "build_model", "build_models", "execution_of", "fit_kwargs", "unfreeze_epoch",
+__all__ = ["build", "build_one", "compile_program", "execution_of", "fit_kwargs", "unfreeze_epoch",
            "unfreeze", "adapted_layers"]
 
 _FIT: weakref.WeakKeyDictionary[Any, tuple[dict, list]] = weakref.WeakKeyDictionary()
@@ -59,33 +62,52 @@ _ADAPTED: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary(
 # ------------------------------------------------------------------ entry points
 
 
-def compile_program(program: Program, models: list[str] | None = None, param_limit: int | None = None, *,
-                    one_step_per_execution: bool = False) -> tuple[Analysis, dict[str, Any]]:
-    """Check and build `models` (default: every model of the root file).
+def build(checked: CheckedModels, *, backend: str | None = None, weights: str | os.PathLike[str] | None = None,
+          one_step_per_execution: bool = False) -> tuple[Analysis, dict[str, Any]]:
+    """The one build door: the picked, checked models of `checked` as Keras models.
 
     Returns the analysis (graphs with `built` set and parameter counts filled
-    in) and `{name: keras.Model}` in the order asked. Raises `SpecError` with
-    every diagnostic when anything fails. `one_step_per_execution`: a model with a
-    train section defaults to one step per execution (backend/execution.py says when).
+    in) and `{name: keras.Model}` in the order picked. Raises `SpecError` with
+    every diagnostic when anything fails. `backend` ('tensorflow', 'jax' or 'torch')
+    must be the one Keras runs on in this process, or Keras not loaded yet (None:
+    the environment's choice, see `runtime.init_backend`). `weights`: a `.keras` or
+    `.weights.h5` file each model's weights are loaded from, as a train section's
+    `init = "FILE"` loads them (`UsageError` when a layer does not match).
+    `one_step_per_execution`: a model with a train section defaults to one step per
+    execution (backend/execution.py says when: a job of several processes, a MirroredStrategy).
 
-    The models are checked and expanded in pure Python once; when that was
-    certain and clean, their layers are then built back to back
-    (`builder.replay`). Otherwise — an error to report in Keras' own
-    terms, a shape the checker could not know — the expansion runs again
-    with Keras building each layer as it goes.
+    The models were checked and expanded in pure Python once (the handle's
+    analysis); when that was certain and clean, their layers are built back to
+    back from those graphs (`builder.replay`), with no second check. Otherwise —
+    an error to report in Keras' own terms, a shape the checker could not know —
+    the expansion runs again with Keras building each layer as it goes.
     """
-    init_backend(None, mute_stderr=False)
-    wanted = list(models) if models is not None else program.model_names
-    for name in wanted:
-        pick_model(program, name)  # a clear error for an unknown name
-    checked = analyze(program, models=wanted, param_limit=param_limit)
-    if checked.exhausted:  # building it with Keras would only spend more
-        raise SpecError(checked.errors, program.sources())
-    if not checked.errors:
-        replayed = _replay_all(program, checked, wanted, one_step_per_execution)
-        if replayed is not None:
-            return replayed
-    return _compile_interleaved(program, checked, wanted, param_limit, one_step_per_execution)
+    init_backend(backend, mute_stderr=False)
+    program, wanted = checked.program, list(checked.names)
+    analysis = checked.to_build()
+    if analysis.exhausted:  # building it with Keras would only spend more
+        raise SpecError(analysis.errors, program.sources())
+    replayed = None if analysis.errors else _replay_all(program, analysis, wanted, one_step_per_execution)
+    built = replayed or _compile_interleaved(program, analysis, wanted, checked.param_limit, one_step_per_execution)
+    if weights is not None:
+        for model in built[1].values():
+            load_weights(model, weights)
+    return built
+
+
+def build_one(checked: CheckedModel, *, backend: str | None = None, weights: str | os.PathLike[str] | None = None,
+              one_step_per_execution: bool = False) -> Any:
+    """The one model of `checked` as a `keras.Model` (compiled when it has a train section): `build`'s."""
+    return build(checked, backend=backend, weights=weights,
+                 one_step_per_execution=one_step_per_execution)[1][checked.name]
+
+
+def compile_program(program: Program, models: list[str] | None = None, param_limit: int | None = None, *,
+                    one_step_per_execution: bool = False) -> tuple[Analysis, dict[str, Any]]:
+    """`build` for a bare `Program`: `models` (default: every model of the root file) picked and built."""
+    names = list(models) if models is not None else program.model_names
+    return build(LoadedSpec(program).models(names, param_limit=param_limit),
+                 one_step_per_execution=one_step_per_execution)
 
 
 def _replay_all(program: Program, checked: Analysis, wanted: list[str],
@@ -164,34 +186,6 @@ def _compile_interleaved(program: Program, checked: Analysis, wanted: list[str],
         raise SpecError(result.errors, program.sources())
     result.graphs = {name: result.graphs[name] for name in wanted}
     return result, {name: built[name] for name in wanted}
-
-
-def build_model(source: Source, model: str | None = None, *, include: Sequence[str | os.PathLike] = (),
-                param_limit: int | None = None, backend: str | None = None,
-                one_step_per_execution: bool = False) -> Any:
-    """One model of a spec as a `keras.Model` (compiled when it has a train section).
-
-    `source`: a spec path (`str` / `os.PathLike`) or a `Program`; `model` may
-    be omitted when the file has one model. `backend` ('tensorflow', 'jax' or 'torch')
-    must be the one Keras runs on in this process, or Keras not loaded yet
-    (None: the environment's choice, see `runtime.init_backend`). `one_step_per_execution`:
-    the model trains in a job of several processes or under a MirroredStrategy (its placement
-    says so), where steps_per_execution defaults to 1.
-    """
-    init_backend(backend, mute_stderr=False)
-    program = as_program(source, include)
-    name = pick_model(program, model)
-    _, models = compile_program(program, [name], param_limit, one_step_per_execution=one_step_per_execution)
-    return models[name]
-
-
-def build_models(source: Source, *, include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
-                 backend: str | None = None) -> dict[str, Any]:
-    """Every model of a spec: `{name: keras.Model}` in file order (`backend` as for `build_model`)."""
-    init_backend(backend, mute_stderr=False)
-    program = as_program(source, include)
-    _, models = compile_program(program, pick_models(program, None), param_limit)
-    return models
 
 
 def fit_kwargs(model: Any) -> dict[str, Any]:
@@ -318,19 +312,15 @@ def _compile_training(model: Any, graph: Any, execution: Execution, second_phase
         raise Fail(graph.span, f"cannot compile '{graph.name}' for training: {reason(exc)}") from None
 
 
-def compile_for_scoring(model: Any, source: Source, name: str | None = None) -> bool:
+def compile_for_scoring(model: Any, checked: CheckedModel) -> bool:
     """Compile a loaded `model` with the losses, loss weights and metrics of its spec's train section, for
     `evaluate`; False when the model has no train section with a loss (the model is left as it was).
 
     A `.keras` file's compile config is what Keras' `get_config` writes, and some of Keras' losses leave
     their arguments out of it (Huber's `delta`; CosineSimilarity's and SparseCategoricalCrossentropy's
     `axis`): reloaded, they score with their defaults. The spec has them. Its optimizer and execution
-    settings are the loaded model's (evaluate runs no optimizer step)."""
-    from netdsl.semantics.analysis import checked_graphs
-
-    program = as_program(source)
-    picked = pick_model(program, name)
-    graph = checked_graphs(program, [picked])[picked]
+    settings are the loaded model's (evaluate runs no optimizer step). SpecError when `checked` has errors."""
+    graph = checked.graph
     spec, names = graph.train, graph.output_names
     if spec is None or spec.loss is None:
         return False

@@ -13,7 +13,7 @@ A value the spec's train section sets always wins.
 
 A model built for a job of several processes, or for TensorFlow's MirroredStrategy, defaults
 to one step per execution: its placement says so (`one_step_per_execution=True`, passed down
-from `build_model` to here), so that nothing but the arguments of a build decides its settings.
+from `compiler.build` to here), so that nothing but the arguments of a build decides its settings.
 """
 
 from __future__ import annotations

@@ -100,8 +100,8 @@ def _compile(args: argparse.Namespace, param_limit: int | None, program: Any = N
     names = pipeline.pick_models(program, args.model)
     pipeline.start_backend(args.backend)
     load_plugins(args.plugin, program.root)  # after Keras: a plugin importing it stays quiet too
-    return pipeline.compile_models(program, names, param_limit=param_limit, backend=args.backend,
-                                   weights=args.weights)
+    return pipeline.build(pipeline.LoadedSpec(program).models(names, param_limit=param_limit), backend=args.backend,
+                          weights=args.weights)
 
 
 # ------------------------------------------------------------------ files

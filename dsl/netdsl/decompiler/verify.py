@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl.errors import SpecError
-from netdsl.semantics.analysis import analyze
+from netdsl.semantics.session import LoadedSpec
 from netdsl.syntax.loader import load_text
 
 TOLERANCE = 1e-5
@@ -57,18 +57,19 @@ class RoundTrip:
 def verify_round_trip(original: Any, text: str, *, flat: bool = False, seed: int = 0,
                       filename: str = "<decompile>") -> tuple[RoundTrip, Any]:
     """Check the exported `text` against the `original` keras.Model; (result, rebuilt model or None)."""
-    from netdsl.backend.compiler import build_model
+    from netdsl.backend.compiler import build_one
     from netdsl.backend.inspection import layer_classes, max_output_difference, weight_shapes
     from netdsl.decompiler import decompile_model
 
     result = RoundTrip()
-    program = load_text(text, filename)
-    errors = [d for d in analyze(program).diagnostics if d.severity == "error"]
+    spec = LoadedSpec(load_text(text, filename))
+    names = spec.program.model_names
+    errors = [d for d in spec.models(names).analysis.diagnostics if d.severity == "error"]
     if errors:
         result.problems += [f"the spec does not check: {d.line}:{d.col}: {d.text}" for d in errors]
         return result, None
     try:
-        rebuilt = build_model(program, program.model_names[-1])
+        rebuilt = build_one(spec.model(names[-1]))
     except SpecError as exc:
         result.problems += [f"the spec does not build: {d.text}" for d in exc.diagnostics]
         return result, None

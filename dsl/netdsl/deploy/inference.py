@@ -29,6 +29,7 @@ from netdsl.deploy.errors import ExportError, SpecChangedWarning
 from netdsl.deploy.formats import recorded_names
 from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
 from netdsl.errors import UsageError
+from netdsl.semantics.session import CheckedModel, LoadedSpec
 from netdsl.training.data.labels import check_source_labels, output_losses
 from netdsl.training.data.request import DataNames
 from netdsl.training.data.source import DataSource, check_layout, open_source
@@ -122,13 +123,14 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
     compute (`scoring.not_in_numpy`) is scored by Keras, which then loads. `trust` as for `predict_exported`."""
     path = Path(where)
     model = open_exported(path, trust=trust)
-    program, name = _train_spec(path, model, spec, include)
+    loaded, name = _train_spec(path, model, spec, include)
+    program = loaded.program
     if spec is not None:
         _warn_if_another_spec(path, model, program)
-    name = model_name or name
     if data is None:
         raise UsageError("evaluating an exported file needs --data SRC")
-    graph = _scored_graph(program, name, model)
+    checked = loaded.model(model_name or name)  # picked and checked once: scored, and built for Keras' scores
+    graph = _scored_graph(checked, model)
     check_layout(data, need_targets=True)
     source = open_source(data, model.signature, targets, names=exported_names(model))
     check_source_labels(output_losses(graph), source, dict(targets or {}), program.sources())
@@ -137,7 +139,7 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
     from netdsl.training.run.report import logged_value, loss_first
 
     if not_in_numpy(graph.train, graph.output_names) is not None:
-        logs = _keras_scores(program, name, model, source, size, include)
+        logs = _keras_scores(checked, model, source, size)
     else:
         scorer = Scorer.of(graph.train, graph.output_names)
         try:
@@ -150,13 +152,9 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
     return {key: logged_value(logs[key]) for key in loss_first(list(logs))}
 
 
-def _scored_graph(program: Program, name: str | None, model: ExportedModel) -> Any:
+def _scored_graph(checked: CheckedModel, model: ExportedModel) -> Any:
     """The spec model's checked graph (no Keras), with a loss, whose outputs are the file's."""
-    from netdsl.semantics.analysis import checked_graphs
-    from netdsl.syntax.loader import pick_model
-
-    picked = pick_model(program, name)
-    graph = checked_graphs(program, [picked])[picked]
+    graph, picked, program = checked.graph, checked.name, checked.program
     if graph.train is None or graph.train.loss is None:
         raise TrainingError(f"the model '{picked}' has no loss to evaluate (its spec has no train section)",
                             file=program.root)
@@ -167,10 +165,9 @@ def _scored_graph(program: Program, name: str | None, model: ExportedModel) -> A
     return graph
 
 
-def _keras_scores(program: Program, name: str | None, model: ExportedModel, source: Any, batch_size: int,
-                  include: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
+def _keras_scores(checked: CheckedModel, model: ExportedModel, source: Any, batch_size: int) -> dict[str, Any]:
     """Keras' own `evaluate` on the file's outputs, for a loss or metric NumPy does not compute here."""
-    scorer = _scorer(program, name, model, include)
+    scorer = _scorer(checked, model)
     predicted, wanted = run_batches(model, source, batch_size, with_targets=True)
     assert wanted is not None  # with_targets: open_source checked the data holds them
     names = scorer.output_names
@@ -179,12 +176,10 @@ def _keras_scores(program: Program, name: str | None, model: ExportedModel, sour
 
 
 def _train_spec(path: Path, model: ExportedModel, spec: Any,
-                include: Sequence[str | os.PathLike[str]]) -> tuple[Program, str | None]:
+                include: Sequence[str | os.PathLike[str]]) -> tuple[LoadedSpec, str | None]:
     """The spec whose train section names the loss and metrics, and the model's name in it."""
-    from netdsl.syntax.loader import as_program
-
     if spec is not None:
-        return as_program(spec, include), model.metadata.get("netdsl_model")
+        return LoadedSpec.of(spec, include), model.metadata.get("netdsl_model")
     run = path.parent
     if not (run / CONFIG).is_file():
         raise UsageError("an exported file holds no loss or metrics; give the spec with --spec SPEC.net "
@@ -210,17 +205,16 @@ def _warn_if_another_spec(path: Path, model: ExportedModel, program: Program) ->
         warnings.warn(SpecChangedWarning(message), stacklevel=4)  # at the caller of netdsl.evaluate
 
 
-def _scorer(program: Program, name: str | None, model: ExportedModel,
-            include: Sequence[str | os.PathLike[str]]) -> keras.Model:
+def _scorer(checked: CheckedModel, model: ExportedModel) -> keras.Model:
     """A model that passes the file's outputs through, compiled with the spec's loss, weights and metrics,
     so that `evaluate` computes them as Keras computes them for the trained model (names included).
     Its inputs and outputs are in the spec's order (a LiteRT signature may list them in another)."""
-    from netdsl.backend.compiler import build_model
+    from netdsl.backend.compiler import build_one
 
-    built = build_model(program, name, include=list(include))
+    built = build_one(checked)
     if not built.compiled or built.loss is None:
         raise TrainingError(f"the model '{built.name}' has no loss to evaluate (its spec has no train section)",
-                            file=program.root)
+                            file=checked.program.root)
     specs = {spec.name: spec for spec in model.signature.outputs}
     if sorted(built.output_names) != sorted(specs):
         raise TrainingError(f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "

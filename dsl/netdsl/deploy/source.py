@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netdsl.deploy.errors import ExportError
-from netdsl.syntax.loader import Program, as_program, pick_model
+from netdsl.semantics.session import LoadedSpec
+from netdsl.syntax.loader import Program
 from netdsl.training.data.request import DataNames
 from netdsl.training.run.inference import run_names
 from netdsl.training.run.predictions import class_names, keras_loss_names
@@ -84,7 +85,7 @@ def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike
     if not (isinstance(source, (str, os.PathLike)) and Path(source).is_dir()):
         refuse_checkpoint(checkpoint, "a spec, a .keras file or a keras.Model")
     if isinstance(source, Program):
-        return in_float32(_from_spec(source, source.root, model, weights, include, quiet, seed))
+        return in_float32(_from_spec(LoadedSpec(source), source.root, model, weights, quiet, seed))
     if not isinstance(source, (str, os.PathLike)):
         if weights is not None or model is not None:
             raise ExportError("model= and weights= choose a model of a spec; the source is a keras.Model already")
@@ -103,7 +104,7 @@ def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike
         _refuse_options(path, model, weights)
         return in_float32(_from_lightning(path, quiet))
     if path.suffix in SPEC_SUFFIXES:
-        return in_float32(_from_spec(as_program(path, include), str(path), model, weights, include, quiet, seed))
+        return in_float32(_from_spec(LoadedSpec.of(path, include), str(path), model, weights, quiet, seed))
     raise ExportError("not a spec (.net), a run folder or a .keras file", file=str(path))
 
 
@@ -119,12 +120,13 @@ def _tensorflow(quiet: bool) -> None:
     init_backend("tensorflow", mute_stderr=quiet)
 
 
-def _from_spec(program: Program, label: str, model: str | None, weights: Any,
-               include: Sequence[str | os.PathLike[str]], quiet: bool, seed: int | None = None) -> Resolved:
-    from netdsl.backend.compiler import build_model
+def _from_spec(spec: LoadedSpec, label: str, model: str | None, weights: Any, quiet: bool,
+               seed: int | None = None) -> Resolved:
+    from netdsl.backend.compiler import build_one
     from netdsl.training.run.settings import spec_sha256
 
-    name = pick_model(program, model)
+    checked = spec.model(model)  # picked once; checked once, when built
+    name = checked.name
     if weights is not None and not Path(weights).is_file():
         raise ExportError("no such weights file", file=str(weights))
     _tensorflow(quiet)
@@ -132,11 +134,12 @@ def _from_spec(program: Program, label: str, model: str | None, weights: Any,
         import keras
 
         keras.utils.set_random_seed(seed)  # right before building, as `netdsl train --seed` does
-    built = build_model(program, name, include=list(include))
+    built = build_one(checked)
     _refuse_unadapted(built, name)
     if weights is not None:
         _load_weights(built, Path(weights))
-    metadata = {"netdsl_version": __version__, "netdsl_model": name, "netdsl_spec_sha256": spec_sha256(program)}
+    metadata = {"netdsl_version": __version__, "netdsl_model": name,
+                "netdsl_spec_sha256": spec_sha256(spec.program)}
     return Resolved(built, name, None, label, metadata | data_names_metadata(built, DataNames()))
 
 
@@ -168,15 +171,16 @@ def _from_run(path: Path, checkpoint: str | None, quiet: bool) -> Resolved:
 
 def _from_lightning(path: Path, quiet: bool) -> Resolved:
     """A `SpecModule` checkpoint: its recorded spec built on TensorFlow, its weights assigned by state name."""
-    from netdsl.backend.compiler import build_model
+    from netdsl.backend.compiler import build_one
     from netdsl.errors import LightningError
     from netdsl.lightning.checkpoint import read_checkpoint
 
     try:
         checkpointed = read_checkpoint(path)
-        name = pick_model(checkpointed.program, checkpointed.model)
+        checked = LoadedSpec(checkpointed.program).model(checkpointed.model)
+        name = checked.name
         _tensorflow(quiet)
-        built = build_model(checkpointed.program, name)
+        built = build_one(checked)
         checkpointed.assign(built)
     except LightningError as exc:
         raise ExportError(str(exc), file=str(path)) from None

@@ -22,7 +22,8 @@ from typing import Any
 from netdsl.backend.torch_names import torch_key
 from netdsl.errors import LightningError
 from netdsl.limits import MAX_FILE_BYTES, MAX_IMPORTED_FILES
-from netdsl.syntax.loader import Program, as_program, load_text, spec_sha256
+from netdsl.semantics.session import LoadedSpec
+from netdsl.syntax.loader import Program, load_text, spec_sha256
 
 __all__ = ["SpecRecord", "record_of", "program_of", "stable_names"]
 
@@ -44,10 +45,10 @@ def program_of(spec: str | os.PathLike | Program, include: Sequence[str], record
     names instead must hash as the record does, or `LightningError` ("the spec changed ...").
     """
     if record is None:
-        return as_program(spec, include)
+        return LoadedSpec.of(spec, include).program
     if not isinstance(spec, Program) and os.path.abspath(spec) == record.get("path"):
         return _from_record(record, include)
-    given = as_program(spec, include)
+    given = LoadedSpec.of(spec, include).program
     if spec_sha256(given) != record.get("sha256"):
         raise LightningError(f"{given.root}: {CHANGED} (its sha256 differs from the one the checkpoint records); "
                              "load without spec= to use the checkpoint's own copy")
@@ -60,7 +61,7 @@ def changed_on_disk(record: SpecRecord, include: Sequence[str]) -> bool:
     if not isinstance(path, str) or not Path(path).is_file():
         return False
     try:
-        return spec_sha256(as_program(path, include)) != record.get("sha256")
+        return spec_sha256(LoadedSpec.of(path, include).program) != record.get("sha256")
     except Exception:  # noqa: BLE001 (a spec that no longer loads has changed)
         return True
 

@@ -26,13 +26,12 @@ from lightning.pytorch.utilities import rank_zero_warn
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
 
 from netdsl.backend.runtime import init_backend
-from netdsl.errors import LightningError, SpecError
+from netdsl.errors import LightningError
 from netdsl.lightning.batches import as_inputs, as_list, split_batch
 from netdsl.lightning.checkpoint import CHANGED, SpecRecord, changed_on_disk, program_of, record_of, stable_names
 from netdsl.lightning.optim import clip_gradients, plan_optimizer
-from netdsl.semantics.analysis import analyze
-from netdsl.semantics.defines import apply_defines
-from netdsl.syntax.loader import Program, pick_model
+from netdsl.semantics.session import LoadedSpec
+from netdsl.syntax.loader import Program
 
 if TYPE_CHECKING:
     import torch
@@ -68,11 +67,10 @@ class SpecModule(L.LightningModule):
                 and os.path.abspath(spec) == recorded.get("path"):
             rank_zero_warn(f"{spec}: {CHANGED}; loaded with the checkpoint's own copy of it")
         source = program_of(spec, folders, recorded)
-        self.program = apply_defines(source, dict(defines)) if defines else source
-        self.model_name = pick_model(self.program, model)
-        checked = analyze(self.program, models=[self.model_name])  # spec errors now, not once training starts
-        if checked.errors:
-            raise SpecError(checked.errors, self.program.sources())
+        # picked and checked once: spec errors now, not once training starts; `configure_model` builds this
+        self.checked = LoadedSpec.of(source, defines=dict(defines or {})).model(model)
+        self.checked.graph  # noqa: B018 (SpecError with every error of the spec)
+        self.program, self.model_name = self.checked.program, self.checked.name
         self.overrides = dict(overrides)
         self.channels_first: bool | list[str] = (channels_first if isinstance(channels_first, bool) else
                                                  [channels_first] if isinstance(channels_first, str)
@@ -98,10 +96,10 @@ class SpecModule(L.LightningModule):
         """Build the spec's Keras model on the device Lightning chose (once)."""
         if self.net is not None:
             return
-        from netdsl.backend.compiler import compile_program
+        from netdsl.backend.compiler import build
 
         with self._on_device():
-            analysis, models = compile_program(self.program, [self.model_name])
+            analysis, models = build(self.checked)
         graph = analysis.graphs[self.model_name]
         self.input_names = [graph.nodes[i].name for i in graph.inputs]
         self.output_names = graph.output_names

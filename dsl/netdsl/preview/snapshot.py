@@ -71,7 +71,7 @@ def make_snapshot(spec: str, model: str | None, previous: Snapshot | None, *, in
     name = None
     if not checked.errors:  # with errors, exactly what `netdsl check` prints; else why nothing is drawn
         try:
-            name = pipeline.pick_model_or_first(program, model)
+            name = pipeline.LoadedSpec(program).model_or_first(model)
         except SpecError as exc:
             diagnostics = diagnostics + exc.diagnostics
     if name is None or analysis is None:

@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from netdsl.errors import SpecError, UsageError
+from netdsl.errors import UsageError
 from netdsl.limits import MAX_SWEEP_TRIALS, MAX_SWEEP_WORKERS
-from netdsl.semantics.analysis import analyze
-from netdsl.semantics.defines import apply_defines
+from netdsl.semantics.session import CheckedModel, LoadedSpec
 from netdsl.semantics.sweep_space import SweepSpace
-from netdsl.syntax.loader import Program, as_program, pick_model
+from netdsl.syntax.loader import Program
 from netdsl.training.data.request import DEFAULT_SPLIT, DataRequest
 from netdsl.training.errors import RunError
 from netdsl.training.run.settings import MAX_SEED, json_defines, spec_sha256
@@ -51,8 +50,7 @@ class SweepRequest:
 @dataclass
 class SweepConfig:
     request: SweepRequest
-    program: Program
-    model: str
+    checked: CheckedModel  # the spec's model, picked and checked once
     space: SweepSpace
     trials: int
     seed: int
@@ -60,6 +58,16 @@ class SweepConfig:
     study: str
     folder: SweepFolder
     identity: dict[str, Any]
+
+    @property
+    def program(self) -> Program:
+        """The spec as the sweep reads it (its fixed -D overrides applied)."""
+        return self.checked.program
+
+    @property
+    def model(self) -> str:
+        """The name of the model the sweep trains."""
+        return self.checked.name
 
     @property
     def metric(self) -> str:
@@ -72,12 +80,9 @@ DEFAULT_TRIALS = 10
 
 def resolve_sweep(request: SweepRequest) -> SweepConfig:
     """Check the spec, its sweep and the flags; make (or find) the sweep folder. Nothing trains yet."""
-    program = apply_defines(as_program(request.spec, list(request.include)), request.defines)
-    name = pick_model(program, request.model)
-    analysis = analyze(program, models=[name])
-    if analysis.errors:
-        raise SpecError(analysis.errors, program.sources())
-    space = analysis.sweeps.get(name)
+    checked = LoadedSpec.of(request.spec, list(request.include), request.defines).model(request.model)
+    program, name = checked.program, checked.name
+    space = checked.sweep
     if space is None:
         raise UsageError(f"the spec has no sweep section for model '{name}'",
                          hint=f"add one: sweep {name} {{ width = choice(32, 64)  objective = minimize(val_loss) }}")
@@ -88,7 +93,7 @@ def resolve_sweep(request: SweepRequest) -> SweepConfig:
     saved = folder.read() if folder is not None else {}
     _settings_from(saved, request)
     _check_flags(request)
-    graph = analysis.graphs[name]
+    graph = checked.graph
     _check_validation(_objective_metric(space), request.data, graph.train.fit.get("validation_split"))
     _check_one_number(_objective_metric(space), graph)
     grid = studies.grid_size(space) if space.sampler == "grid" else None
@@ -101,7 +106,7 @@ def resolve_sweep(request: SweepRequest) -> SweepConfig:
                                   else os.environ.get(STORAGE_ENV) or folder.own_storage)
     identity = {"spec": spec_sha256(program), "model": name, "metric": space.metric, "direction": space.direction,
                 "defines": json_defines(request.defines)}
-    config = SweepConfig(request=request, program=program, model=name, space=space, trials=trials, seed=seed,
+    config = SweepConfig(request=request, checked=checked, space=space, trials=trials, seed=seed,
                          storage=storage, study=request.study or saved.get("study") or f"{name}-sweep",
                          folder=folder, identity=identity)
     if request.join is None:

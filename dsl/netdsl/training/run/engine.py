@@ -222,12 +222,12 @@ class Session:
     def _build(self) -> None:
         import keras
 
-        from netdsl.backend.compiler import build_model, init_report, load_weights
+        from netdsl.backend.compiler import build_one, init_report, load_weights
 
         keras.utils.set_random_seed(self.config.seed)  # right before building, as the hand-written program does
         with self.placement.scope():
-            self.model = build_model(self.config.program, self.config.model,
-                                     one_step_per_execution=self.placement.one_step_per_execution)
+            # the spec checked once, by `resolve`: its graph is replayed, not checked again
+            self.model = build_one(self.config.checked, one_step_per_execution=self.placement.one_step_per_execution)
             if self.config.init_from is not None:
                 load_weights(self.model, self.config.init_from)
         if self.config.progress != "none":  # what `init` / --init-from loaded, one line each

@@ -34,7 +34,7 @@ from netdsl.training.run.runs import CONFIG, RunFolder, refuse_checkpoint
 from netdsl.training.run.settings import saved_data, saved_names
 
 if TYPE_CHECKING:
-    from netdsl.syntax.loader import Program
+    from netdsl.semantics.session import LoadedSpec
 
 DEFAULT_BATCH = 32
 
@@ -173,39 +173,36 @@ def compile_with_run_spec(model: Any, where: Any) -> tuple[list[OutputLoss], Sou
         return None
     from netdsl.backend.compiler import compile_for_scoring
     from netdsl.errors import SpecError
-    from netdsl.semantics.analysis import checked_graphs
-    from netdsl.syntax.loader import pick_model
 
     saved = RunFolder.existing(folder).read_json(CONFIG)
     try:
-        program, name = run_spec(folder, saved)
-        picked = pick_model(program, name)
-        if not compile_for_scoring(model, program, picked):
+        spec, name = run_spec(folder, saved)
+        checked = spec.model(name)
+        if not compile_for_scoring(model, checked):
             return None
-        return output_losses(checked_graphs(program, [picked])[picked]), program.sources()
+        return output_losses(checked.graph), spec.program.sources()
     except RunError:
         return None  # gone, or edited since: the file's own compile (its loss arguments as Keras saved them)
     except SpecError:
         return None  # no longer loads here (an imported file gone): the file's own compile
 
 
-def run_spec(folder: Path, saved: dict) -> tuple[Program, str | None]:
+def run_spec(folder: Path, saved: dict) -> tuple[LoadedSpec, str | None]:
     """The spec a run trained with (its config.json `saved`) and its model, read as the run read it:
     imports from its include folders (-I), its -D overrides applied. RunError when the spec is
     gone or changed since (its sha256 differs); SpecError when it no longer loads."""
-    from netdsl.semantics.defines import apply_defines
-    from netdsl.syntax.loader import as_program
+    from netdsl.semantics.session import LoadedSpec
     from netdsl.training.run.settings import saved_include, spec_sha256
 
     recorded = saved.get("spec") or {}
     where = recorded.get("path")
     if not isinstance(where, str) or not Path(where).is_file():
         raise RunError(f"the run's spec {where!r} is gone; give it with --spec SPEC.net", file=str(folder))
-    program = as_program(where, saved_include(saved))
-    if spec_sha256(program) != recorded.get("sha256"):
+    spec = LoadedSpec.of(where, saved_include(saved))
+    if spec_sha256(spec.program) != recorded.get("sha256"):
         raise RunError(f"the spec {where} changed since the run trained; give the one to score with "
                        "--spec SPEC.net", file=str(folder))
-    return apply_defines(program, saved.get("defines") or {}), recorded.get("model")
+    return LoadedSpec.of(spec.program, defines=saved.get("defines") or {}), recorded.get("model")
 
 
 def run_split(where: Any, signature: Signature, split: str) -> tuple[Any, np.ndarray]:
@@ -270,16 +267,13 @@ def check_run_data(where: Any, data: Any, targets: dict | None, need_targets: bo
     if not (folder / CONFIG).is_file():
         return
     from netdsl.errors import SpecError
-    from netdsl.semantics.analysis import checked_graphs
-    from netdsl.syntax.loader import pick_model
     from netdsl.training.data.data_check import signature_of_graph
     from netdsl.training.data.source import check_source
 
     try:
         saved = RunFolder.existing(folder).read_json(CONFIG)
-        program, name = run_spec(folder, saved)
-        picked = pick_model(program, name)
-        graph = checked_graphs(program, [picked])[picked]
+        spec, name = run_spec(folder, saved)
+        graph = spec.model(name).graph
     except (RunError, SpecError):
         return  # the spec is gone or changed: the loaded model's own signature checks the data
     check_source(data, signature_of_graph(graph), dict(targets or {}), need_targets, names=saved_names(saved))

@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from netdsl.errors import Diagnostic, SpecError, UsageError
-from netdsl.semantics.analysis import analyze
-from netdsl.semantics.defines import apply_defines
-from netdsl.syntax.loader import Program, as_program, pick_model, spec_sha256
+from netdsl.semantics.session import CheckedModel, LoadedSpec
+from netdsl.syntax.loader import Program, spec_sha256
 from netdsl.training.data.request import DataNames, DataRequest, check_split
 from netdsl.training.errors import DataError, RunError
 from netdsl.training.run.runs import CONFIG, RunFolder
@@ -65,10 +64,9 @@ class TrainRequest:
 class TrainConfig:
     """Everything a run trains with, resolved. The engine takes this and nothing else."""
 
-    program: Program
+    checked: CheckedModel  # the spec's model, picked and checked once: the engine builds it without a second check
     spec_path: str
     spec_sha256: str
-    model: str
     data: DataRequest
     epochs: int
     batch_size: int
@@ -88,6 +86,16 @@ class TrainConfig:
     include: list[str] = field(default_factory=list)  # the folders imports were read from (-I), absolute
     losses: list = field(default_factory=list)  # labels.OutputLoss per output: the data read is checked against them
 
+    @property
+    def program(self) -> Program:
+        """The spec as this run reads it (its -D overrides applied)."""
+        return self.checked.program
+
+    @property
+    def model(self) -> str:
+        """The name of the model this run trains."""
+        return self.checked.name
+
     def spec_entry(self) -> dict[str, Any]:
         """config.json's `spec`: what re-reads the spec as this run read it (see `run_spec`)."""
         return {"path": self.spec_path, "sha256": self.spec_sha256, "model": self.model, "include": self.include}
@@ -100,14 +108,14 @@ class TrainConfig:
 
 
 def resolve(request: TrainRequest) -> TrainConfig:
-    program = apply_defines(as_program(request.spec, list(request.include)), request.defines)
-    name = pick_model(program, request.model)
-    graph = _trainable_graph(program, name)
+    checked = LoadedSpec.of(request.spec, list(request.include), request.defines).model(request.model)
+    program, name = checked.program, checked.name
+    graph = _trainable_graph(checked)
     train = graph.train
     _check_flags(request)
     fit = {**KERAS_DEFAULTS, **train.fit}
     config = TrainConfig(
-        program=program, spec_path=os.path.abspath(program.root), spec_sha256=spec_sha256(program), model=name,
+        checked=checked, spec_path=os.path.abspath(program.root), spec_sha256=spec_sha256(program),
         data=request.data, epochs=request.epochs or fit["epochs"], batch_size=request.batch_size or fit["batch_size"],
         shuffle=fit["shuffle"], validation_split=fit.get("validation_split") or None,
         seed=request.seed if request.seed is not None else _fresh_seed(), out=Path(request.out),
@@ -153,12 +161,9 @@ def _check_paths(data: DataRequest) -> None:
             raise DataError("no such file or folder", file=str(value))
 
 
-def _trainable_graph(program: Program, name: str) -> Any:
+def _trainable_graph(checked: CheckedModel) -> Any:
     """The model's checked graph, which has a train section with a loss; SpecError otherwise."""
-    analysis = analyze(program, models=[name])
-    if analysis.errors:
-        raise SpecError(analysis.errors, program.sources())
-    graph = analysis.graphs[name]
+    graph, name, program = checked.graph, checked.name, checked.program
     if graph.train is None or graph.train.loss is None:
         what = "no train section" if graph.train is None else "a train section without a loss"
         raise SpecError(Diagnostic.at(graph.span, f"model '{name}' has {what}; training needs a loss",

@@ -28,11 +28,11 @@ import numpy as np
 from netdsl.deploy.errors import ExportError, SpecChangedWarning
 from netdsl.deploy.formats import recorded_names
 from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
-from netdsl.errors import UsageError
+from netdsl.errors import ReportedError, UsageError
 from netdsl.training.data.labels import check_source_labels, output_losses
 from netdsl.training.data.request import DataNames
 from netdsl.training.data.source import DataSource, check_layout, open_source
-from netdsl.training.errors import RunError, TrainingError
+from netdsl.training.errors import RunError
 from netdsl.training.run.predictions import Predictions
 from netdsl.training.run.runs import CONFIG
 
@@ -145,7 +145,7 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
                 assert wanted is not None  # with_targets: open_source checked the data holds them
                 scorer.update(wanted, got)
         except ScoringError as exc:
-            raise TrainingError(str(exc), file=program.root) from None
+            raise ReportedError(exc.message, file=program.root) from None
         logs = scorer.result()
     return {key: logged_value(logs[key]) for key in loss_first(list(logs))}
 
@@ -158,11 +158,11 @@ def _scored_graph(program: Program, name: str | None, model: ExportedModel) -> A
     picked = pick_model(program, name)
     graph = checked_graphs(program, [picked])[picked]
     if graph.train is None or graph.train.loss is None:
-        raise TrainingError(f"the model '{picked}' has no loss to evaluate (its spec has no train section)",
+        raise ReportedError(f"the model '{picked}' has no loss to evaluate (its spec has no train section)",
                             file=program.root)
     specs = [spec.name for spec in model.signature.outputs]
     if sorted(graph.output_names) != sorted(specs):
-        raise TrainingError(f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "
+        raise ReportedError(f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "
                             f"'{picked}' ({', '.join(graph.output_names)})", file=str(model.path))
     return graph
 
@@ -219,11 +219,11 @@ def _scorer(program: Program, name: str | None, model: ExportedModel,
 
     built = build_model(program, name, include=list(include))
     if not built.compiled or built.loss is None:
-        raise TrainingError(f"the model '{built.name}' has no loss to evaluate (its spec has no train section)",
+        raise ReportedError(f"the model '{built.name}' has no loss to evaluate (its spec has no train section)",
                             file=program.root)
     specs = {spec.name: spec for spec in model.signature.outputs}
     if sorted(built.output_names) != sorted(specs):
-        raise TrainingError(f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "
+        raise ReportedError(f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "
                             f"'{built.name}' ({', '.join(built.output_names)})", file=str(model.path))
     import keras
 

@@ -36,12 +36,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from netdsl.errors import SpecError, UsageError
+from netdsl.errors import ReportedError, SpecError, UsageError
 from netdsl.training.data.labels import check_source_labels
 from netdsl.training.data.pipeline import EpochOrder
 from netdsl.training.data.plan import DataPlan, plan_data
 from netdsl.training.data.signature import Signature
-from netdsl.training.errors import DataError, TrainingError, tensorflow_message
+from netdsl.training.errors import DataError, tensorflow_message
 from netdsl.training.run import checkpoint
 from netdsl.training.run.keeper import RunKeeper, TorchEpochSeed
 from netdsl.training.run.progress import progress_callback
@@ -197,7 +197,7 @@ class Session:
         except Stopped as stop:
             with self.signals.critical(closing=True):
                 return self._close("stopped", f"{stop} received; resume with --resume")
-        except (TrainingError, UsageError, SpecError) as exc:
+        except (ReportedError, UsageError, SpecError) as exc:
             self._close("failed", _one_line(exc))
             exc.run_dir = self._dir
             raise

@@ -26,7 +26,8 @@ from netdsl.syntax import ir
 
 DISTRIBUTIONS = ("choice", "uniform", "log_uniform", "int_range")
 SETTINGS = ("objective", "trials", "pruner", "sampler")
-SAMPLERS = ("tpe", "random", "grid")
+SAMPLERS = ("tpe", "random", "grid")  # each one Optuna's, in tuning/study.py's table of the same names
+PRUNERS = ("median",)  # `pruner = NAME` or `none`; the same, tuning/study.py's PRUNERS
 DIRECTIONS = ("minimize", "maximize")
 
 
@@ -169,8 +170,8 @@ class _SweepChecker:
     def _pruner(self, value: Any) -> tuple[str | None, int, int]:
         if isinstance(value, ir.NoneLit):
             return None, 0, 5
-        if isinstance(value, ir.Name) and value.id == "median":
-            return "median", 0, 5
+        if isinstance(value, ir.Name) and value.id in PRUNERS:
+            return value.id, 0, 5
         if isinstance(value, ir.Call) and isinstance(value.func, ir.Name) and value.func.id == "median":
             if value.args or any(k.name not in ("warmup", "startup") for k in value.kwargs):
                 raise Fail(value.span, "median takes warmup=EPOCHS and startup=TRIALS",

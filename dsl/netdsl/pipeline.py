@@ -277,7 +277,10 @@ def _split_is_local(graphs: list[Graph]) -> bool:
     trains = [graph.train for graph in graphs if graph.train is not None]
     if any(train.init for train in trains):
         return False
-    if trains and os.environ.get("KERAS_BACKEND", "").strip().lower() == "torch":
+    from netdsl.backend import profiles
+
+    profile = profiles.get(os.environ.get("KERAS_BACKEND", "").strip().lower())
+    if trains and profile is not None and profile.train_limits:  # its build may refuse a train section
         return False
     shares = any(node.op == "model" or node.shared is not None for graph in graphs for node in graph.nodes)
     return not (len(graphs) > 1 and shares and any(train.freeze for train in trains))

@@ -192,10 +192,12 @@ def load_spec(path: str, args: argparse.Namespace) -> Any:
 
 
 def add_backend(parser: argparse.ArgumentParser) -> None:
-    # The names are repeated here (not read from backend.runtime): the parser must not load the backend room.
-    parser.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default=None,
-                        help="the Keras backend (default: KERAS_BACKEND, else tensorflow); jax needs netdsl[jax], "
-                             "torch netdsl[torch]")
+    from netdsl.backend import profiles  # the table alone (pure Python): the parser loads no backend
+
+    others = [p for p in profiles.PROFILES.values() if p.name != profiles.DEFAULT]
+    extras = ", ".join(f"{p.name} {'needs ' if i == 0 else ''}netdsl[{p.extra}]" for i, p in enumerate(others))
+    parser.add_argument("--backend", choices=profiles.NAMES, default=None,
+                        help=f"the Keras backend (default: KERAS_BACKEND, else {profiles.DEFAULT}); {extras}")
 
 
 # ------------------------------------------------------------------ data flags (train, sweep)

@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
+from netdsl.backend import profiles
 from netdsl.errors import ReportedError, SpecError, UsageError
 from netdsl.training.data.labels import check_source_labels
 from netdsl.training.data.pipeline import EpochOrder
@@ -254,7 +255,8 @@ class Session:
         if config.on_start is not None and self._dir is not None:  # (a process that writes has its folder)
             config.on_start(self._dir, first)
         callbacks = [*spec_callbacks, keeper]
-        if keras.backend.backend() == "torch":
+        profile = profiles.get(keras.backend.backend())
+        if profile is not None and profile.global_dropout_seed:
             callbacks.insert(0, TorchEpochSeed(config.seed))
         steps = math.ceil(plan.train.n / config.batch_size)
         progress = progress_callback(config.progress, config.epochs, steps)
@@ -424,20 +426,19 @@ class Session:
             "backend": keras.backend.backend(),
             "distribution": self.placement.describe(),
             "versions": {"netdsl": __version__, "keras": keras.__version__, "tensorflow": tf.__version__,
-                         "python": platform.python_version(), **_jax_version()},
+                         "python": platform.python_version(), **_backend_version()},
             "created": saved.get("created") or datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
 
 
-def _jax_version() -> dict:
-    """JAX's version when the run trains on it."""
+def _backend_version() -> dict:
+    """The version of the backend the run trains on, where its profile records it (JAX's)."""
     import keras
 
-    if keras.backend.backend() != "jax":
+    profile = profiles.get(keras.backend.backend())
+    if profile is None or not profile.reports_version:
         return {}
-    import jax
-
-    return {"jax": jax.__version__}
+    return {profile.module: sys.modules[profile.module].__version__}  # (loaded: Keras runs on it)
 
 
 def _one_line(exc: BaseException) -> str:

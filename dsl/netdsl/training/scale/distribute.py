@@ -28,6 +28,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from netdsl.backend import profiles
 from netdsl.backend.runtime import init_backend, muted_stderr, require_tensorflow_data
 from netdsl.errors import UsageError
 from netdsl.training.errors import DataError
@@ -50,9 +51,10 @@ class Distribution:
     local_replicas: int = 1    # those of this process
     own_files: frozenset = frozenset()  # roles (train, val, test) read from this process's own file
     strategy: Any = None
+    even_batches: bool = False  # every batch must split evenly over the replicas (see _jax)
 
     def prepare(self, plan: Any, batch_size: int) -> None:
-        if self.topology.backend == "jax":
+        if self.even_batches:
             _check_batch(batch_size, self.replicas, self.topology)
             for part in _parts(plan):
                 self._trim(part, batch_size)
@@ -74,7 +76,7 @@ class Distribution:
     def saving(self) -> Any:
         """Process 0 saves alone: Keras' saving makes a throwaway optimizer whose variables, under a
         multi-process distribution, would be created by a collective the other processes never join."""
-        if not (self.topology.multi_process and self.topology.backend == "jax"):
+        if not self.topology.multi_process:  # (only JAX trains as several processes: topology.py)
             yield
             return
         import keras
@@ -121,15 +123,14 @@ def set_up(topology: Topology) -> Distribution | None:
     require_tensorflow_data("train, evaluate and predict")
     if "keras" not in sys.modules:
         os.environ["KERAS_BACKEND"] = topology.backend  # importing TensorFlow may import Keras
-    if topology.backend == "jax" and "keras" not in sys.modules:
+    profile = profiles.get(topology.backend)
+    if profile is not None and profile.tf_data_first and "keras" not in sys.modules:
         with muted_stderr():  # the data pipeline is tf.data: TensorFlow's start-up notices, muted
             import tensorflow  # noqa: F401
-    if not topology.distributed:
-        init_backend(topology.backend)
+    if profile is None or profile.strategy is None or not topology.distributed:
+        init_backend(topology.backend)  # (an unknown backend: its one-line error)
         return None
-    if topology.backend == "tensorflow":
-        return _tensorflow(topology)
-    return _jax(topology)
+    return _STRATEGIES[profile.strategy](topology)
 
 
 # ------------------------------------------------------------------ TensorFlow: MirroredStrategy
@@ -181,7 +182,11 @@ def _jax(topology: Topology) -> Distribution:
     keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False))
     # A job of several processes steps once per execution: its watchdog marks progress after every step.
     return Distribution(writes=topology.writes, one_step_per_execution=topology.multi_process, topology=topology,
-                        replicas=len(devices), local_replicas=wanted)
+                        replicas=len(devices), local_replicas=wanted, even_batches=True)
+
+
+# Each profile's engine for several devices (`BackendProfile.strategy`).
+_STRATEGIES = {"mirrored": _tensorflow, "data_parallel": _jax}
 
 
 def _join(topology: Topology) -> None:

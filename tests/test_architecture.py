@@ -19,7 +19,7 @@ LEVELS = {
     "version": 0, "errors": 0, "atomic": 0, "grammar": 0, "limits": 0, "files": 0,
     "syntax": 1, "highlight": 1, "demo_data": 1, "archives": 1,  # demo_data writes through atomic
     "registry": 2, "starter": 2,
-    "semantics": 3,
+    "semantics": 3, "scoring": 3,
     "custom": 4,
     "backend": 5, "diagram": 5,
     "training": 6, "decompiler": 6, "pipeline": 6, "lightning": 6,

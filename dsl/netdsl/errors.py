@@ -19,7 +19,7 @@ of them so that all the errors of a file reach the user in one run.
         ├── RunError       a run folder cannot be made, found, locked or resumed
         ├── ExportError    an export cannot be written
         │   └── VerifyFailed  the exported file computes something else than the Keras model
-        └── ScoringError   (deploy/scoring) targets a metric cannot be computed on
+        └── ScoringError   (scoring/) targets a metric cannot be computed on
 
 `TrainingError` (training/errors.py) is the old name of `ReportedError`, kept for one release.
 """

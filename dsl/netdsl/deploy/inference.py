@@ -8,7 +8,7 @@ readers `train` uses; the outputs come from the file's runtime, batch by batch.
 An exported file holds no train section, so `evaluate` takes the loss and metrics
 from the spec (`spec=`, or the spec recorded by the run folder the file sits in), read
 from its checked train section (no Keras model is built), and computes them in NumPy
-on the runtime's outputs batch by batch, as `model.evaluate` does (deploy/scoring/);
+on the runtime's outputs batch by batch, as `model.evaluate` does (scoring/);
 what NumPy does not compute there (a plugin's loss or metric, ...) is scored by Keras'
 own objects. The batch size is the run folder's when the file sits in one. The layers'
 regularization penalties, which Keras adds to a trained model's loss, are not part
@@ -118,7 +118,7 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
                       include: Sequence[str | os.PathLike[str]] = (), trust: bool = False
                       ) -> dict[str, float | list[float]]:
     """`model_name`: the spec's model (default: the one the file records, else the spec's only one).
-    Scored in NumPy (deploy/scoring/); a train section with a loss or metric NumPy does not
+    Scored in NumPy (scoring/); a train section with a loss or metric NumPy does not
     compute (`scoring.not_in_numpy`) is scored by Keras, which then loads. `trust` as for `predict_exported`."""
     path = Path(where)
     model = open_exported(path, trust=trust)
@@ -133,7 +133,7 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
     source = open_source(data, model.signature, targets, names=exported_names(model))
     check_source_labels(output_losses(graph), source, dict(targets or {}), program.sources())
     size = run_batch_size(path, batch_size)
-    from netdsl.deploy.scoring import Scorer, ScoringError, not_in_numpy
+    from netdsl.scoring import Scorer, ScoringError, not_in_numpy
     from netdsl.training.run.report import logged_value, loss_first
 
     if not_in_numpy(graph.train, graph.output_names) is not None:

@@ -167,6 +167,18 @@ def test_keras_tensorflow_and_jax_only_where_models_are_built() -> None:
     assert not offenders, offenders
 
 
+def test_scoring_an_exported_file_uses_the_training_face_alone() -> None:
+    """deploy/inference.py reads data and run folders through `netdsl.training`'s face, none of its modules, so
+    that the room can move its insides; the face's lazy table and its `__all__` name the same things."""
+    import netdsl.training as training
+
+    inside = [f"line {line}: {target}" for target, line in EDGES["netdsl.deploy.inference"]
+              if target.startswith("netdsl.training.")]
+    assert not inside, inside
+    assert set(training._OUTSIDE) <= set(training.__all__)
+    assert all(getattr(training, name) is not None for name in training._OUTSIDE)
+
+
 def test_no_room_is_named_like_an_api_function() -> None:
     rooms = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert not rooms & API_NAMES

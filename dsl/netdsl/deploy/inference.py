@@ -28,13 +28,18 @@ import numpy as np
 from netdsl.deploy.errors import ExportError, SpecChangedWarning
 from netdsl.deploy.formats import recorded_names
 from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
-from netdsl.errors import ReportedError, UsageError
-from netdsl.training.data.labels import check_source_labels, output_losses
-from netdsl.training.data.request import DataNames
-from netdsl.training.data.source import DataSource, check_layout, open_source
-from netdsl.training.errors import RunError
-from netdsl.training.run.predictions import Predictions
-from netdsl.training.run.runs import CONFIG
+from netdsl.errors import ReportedError, RunError, UsageError
+from netdsl.training import (  # the training room's face, none of its modules (tests/test_architecture.py)
+    CONFIG,
+    DataNames,
+    DataSource,
+    Predictions,
+    RunFolder,
+    check_layout,
+    check_source_labels,
+    open_source,
+    output_losses,
+)
 
 if TYPE_CHECKING:
     import keras
@@ -78,13 +83,11 @@ def run_batch_size(path: Path, batch_size: int | None) -> int:
     """`batch_size`, else the batch size of the run folder the file sits in, else 32 (as for a .keras file)."""
     if batch_size is not None:
         return batch_size
-    from netdsl.training.run.inference import DEFAULT_BATCH
+    from netdsl.training import DEFAULT_BATCH
 
     config = path.parent / CONFIG
     if not config.is_file():
         return DEFAULT_BATCH
-    from netdsl.training.run.runs import RunFolder
-
     try:  # a config.json that is not a run's (another tool's, unreadable) leaves the default
         settings = RunFolder.existing(path.parent).read_json(CONFIG).get("settings")
     except RunError:
@@ -134,7 +137,7 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
     check_source_labels(output_losses(graph), source, dict(targets or {}), program.sources())
     size = run_batch_size(path, batch_size)
     from netdsl.scoring import Scorer, ScoringError, not_in_numpy
-    from netdsl.training.run.report import logged_value, loss_first
+    from netdsl.training import logged_value, loss_first
 
     if not_in_numpy(graph.train, graph.output_names) is not None:
         logs = _keras_scores(program, name, model, source, size, include)
@@ -189,8 +192,7 @@ def _train_spec(path: Path, model: ExportedModel, spec: Any,
     if not (run / CONFIG).is_file():
         raise UsageError("an exported file holds no loss or metrics; give the spec with --spec SPEC.net "
                          "(or keep the file in its run folder, whose spec is used)")
-    from netdsl.training.run.inference import run_spec
-    from netdsl.training.run.runs import RunFolder
+    from netdsl.training import run_spec
 
     return run_spec(run, RunFolder.existing(run).read_json(CONFIG))
 
@@ -202,7 +204,7 @@ def _warn_if_another_spec(path: Path, model: ExportedModel, program: Program) ->
     recorded = model.metadata.get("netdsl_spec_sha256")
     if recorded is None:
         return
-    from netdsl.training.run.settings import spec_sha256
+    from netdsl.training import spec_sha256
 
     if spec_sha256(program) != recorded:
         message = (f"{path}: the spec changed since export ({program.root}'s sha256 differs from the one the "

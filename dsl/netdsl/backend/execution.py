@@ -19,9 +19,12 @@ from `build_model` to here), so that nothing but the arguments of a build decide
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netdsl.backend import profiles
+
+if TYPE_CHECKING:
+    from netdsl.semantics.train_checks import TrainSpec
 
 __all__ = ["backend_defaults", "Execution", "execution_settings", "several_devices_problem"]
 
@@ -44,7 +47,7 @@ class Execution:
     sources: dict[str, str] = field(default_factory=dict)
 
 
-def execution_settings(train: Any, backend: str, *, one_step_per_execution: bool = False) -> Execution:
+def execution_settings(train: TrainSpec, backend: str, *, one_step_per_execution: bool = False) -> Execution:
     """`train` (a `TrainSpec`): its own values where it sets them, the backend's defaults elsewhere.
 
     `one_step_per_execution`: the model trains in a job of several processes or under a
@@ -64,7 +67,7 @@ def execution_settings(train: Any, backend: str, *, one_step_per_execution: bool
     return Execution(chosen["steps_per_execution"], chosen["jit_compile"], sources)
 
 
-def several_devices_problem(train: Any, backend: str) -> str | None:
+def several_devices_problem(train: TrainSpec, backend: str) -> str | None:
     """Why the train section `train` cannot run on the several TensorFlow devices of the strategy in
     scope (`--devices N`: a MirroredStrategy); None when it can.
 

@@ -26,7 +26,7 @@ import contextlib
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netdsl.backend import profiles
 from netdsl.backend.runtime import init_backend, muted_stderr, require_tensorflow_data
@@ -34,6 +34,9 @@ from netdsl.errors import UsageError
 from netdsl.training.errors import DataError
 from netdsl.training.scale import faults
 from netdsl.training.scale.topology import Topology
+
+if TYPE_CHECKING:
+    from netdsl.training.data.plan import DataPlan, Part
 
 __all__ = ["Distribution", "set_up"]
 
@@ -53,7 +56,7 @@ class Distribution:
     strategy: Any = None
     even_batches: bool = False  # every batch must split evenly over the replicas (see _jax)
 
-    def prepare(self, plan: Any, batch_size: int) -> None:
+    def prepare(self, plan: DataPlan, batch_size: int) -> None:
         if self.even_batches:
             _check_batch(batch_size, self.replicas, self.topology)
             for part in _parts(plan):
@@ -61,7 +64,7 @@ class Distribution:
         if self.topology.multi_process:
             _check_equal_lengths(plan, self.topology)
 
-    def dataset(self, part: Any, batch_size: int, order: Any = None) -> Any:
+    def dataset(self, part: Part, batch_size: int, order: Any = None) -> Any:
         processes = self.topology.num_processes
         if processes == 1:
             return part.dataset(batch_size, order)
@@ -100,7 +103,7 @@ class Distribution:
 
         return int(multihost_utils.broadcast_one_to_all(np.asarray(seed, dtype=np.int64)))
 
-    def _trim(self, part: Any, batch_size: int) -> None:
+    def _trim(self, part: Part, batch_size: int) -> None:
         """Leave out the last few samples when the last batch would not split evenly over the replicas."""
         own = part.role in self.own_files
         batch = batch_size // self.topology.num_processes if own else batch_size
@@ -217,7 +220,7 @@ def _rank_in_process(device: Any, devices: list) -> int:
 # ------------------------------------------------------------------ data
 
 
-def _parts(plan: Any) -> list:
+def _parts(plan: DataPlan) -> list[Part]:
     return [p for p in (plan.train, plan.val, plan.test) if p is not None]
 
 
@@ -229,7 +232,7 @@ def _check_batch(batch_size: int, replicas: int, topology: Topology) -> None:
                          f"choose a batch_size divisible by {replicas}")
 
 
-def _check_equal_lengths(plan: Any, topology: Topology) -> None:
+def _check_equal_lengths(plan: DataPlan, topology: Topology) -> None:
     """Every process must run as many steps as the others, or all of them wait forever."""
     import numpy as np
     from jax.experimental import multihost_utils

@@ -15,6 +15,14 @@ per execution; below 1: the default is faster):
 
 - issue 29 (the same bench, an earlier day): JAX with 32 steps 1.63 s/epoch against 1.09 with one step;
   TensorFlow's 32 steps 1.5–2 times faster than one.
+- 7 December 2026, `--defaults-only --backends tensorflow,jax --networks small_cnn --runs 3`, on the
+  2-core machine at a load of 12 to 22 (so slow that the bench's 30-minute limit ended it in its third
+  run, JAX's two sides untimed there): TensorFlow one step 7.12, 6.19, 4.87 s/epoch, 32 steps 8.42,
+  2.86, 3.33 (medians 6.19 and 3.33: default/1 0.54); JAX one step 6.80, 2.96, 32 steps 6.75, 5.56
+  (means 4.88 and 6.15: default/1 1.26).
+
+Both days say JAX's 32 steps are no faster than one on a CPU; it is kept until a quiet machine and an
+accelerator are measured (a GPU is where several steps per execution save a host round trip).
 
 Threads: netdsl sizes no thread pool; each backend keeps its own (the bench's
 `--threads 1` pins them so that a loaded machine times alike).
@@ -57,6 +65,7 @@ class BackendProfile:
     global_dropout_seed: bool = False  # dropout draws from a global generator, reseeded each epoch (run/keeper.py)
     tf_data_first: bool = False        # TensorFlow (tf.data) imported first, its notices muted (scale/distribute.py)
     reports_version: bool = False      # its version recorded in report.json (TensorFlow's always is: it reads data)
+    string_tensors: bool = False       # it has string tensors: a string input builds (builder.py, text input on main)
     jit_compile: str = "auto"          # Keras' default, kept: see backend/execution.py
 
     @property
@@ -65,10 +74,11 @@ class BackendProfile:
 
 
 PROFILES: dict[str, BackendProfile] = {p.name: p for p in (
-    # issue 29: 32 steps 1.5–2 times faster than one step
+    # issue 29: 32 steps 1.5–2 times faster than one step; 7 December: default/1 0.54 (above)
     BackendProfile("tensorflow", ("tensorflow", "tensorflow-cpu"), "tensorflow", "tensorflow", 32, "tf.data",
-                   several_processes=TF_MULTI_PROCESS, strategy="mirrored", mirrored_one_step=True),
-    # issue 29: 32 steps 1.63 s/epoch, one step 1.09 (default/1 1.50; measured again below)
+                   several_processes=TF_MULTI_PROCESS, strategy="mirrored", mirrored_one_step=True,
+                   string_tensors=True),
+    # issue 29: 32 steps 1.63 s/epoch, one step 1.09 (default/1 1.50); 7 December: default/1 1.26 (above)
     BackendProfile("jax", ("jax",), "jax", "jax", 32, "py_dataset", strategy="data_parallel",
                    tf_data_first=True, reports_version=True),
     # Keras on torch runs one step per execution (backend/torch_limits.py refuses more)

@@ -45,8 +45,11 @@ from pathlib import Path
 
 from bench_train import ROOT, bench_spec, env, run_hand, run_netdsl
 
+sys.path.insert(0, str(ROOT / "dsl"))
+from netdsl.backend import profiles  # noqa: E402 - the table alone (pure Python), from this checkout
+
 SPECS = {"lightning_mlp": ROOT / "specs" / "lightning_mlp.net", "small_cnn": ROOT / "bench" / "small_cnn.net"}
-BACKENDS = ("tensorflow", "jax", "torch")
+BACKENDS = profiles.NAMES
 
 # The hand-written PyTorch loop: the same architectures, Adam(1e-3), cross-entropy on logits.
 TORCH_HAND = """
@@ -98,15 +101,19 @@ class Side:
         return f"{self.network} {self.trainer} {self.backend} spe {self.steps or 'default'}"
 
 
-def sides(networks: list[str], backends: list[str]) -> list[Side]:
-    """Every side the bench times, in the order one run takes them."""
+def sides(networks: list[str], backends: list[str], defaults_only: bool = False) -> list[Side]:
+    """Every side the bench times, in the order one run takes them (`defaults_only`: netdsl's sides alone,
+    one step per execution and the backend's default, where that default is more than one step)."""
     out = []
     for network in networks:
         for backend in backends:
+            if defaults_only and profiles.PROFILES[backend].steps_per_execution == 1:
+                continue
             out.append(Side(network, "netdsl", backend))
-            out.append(Side(network, "hand", backend))
-            if backend == "torch":
-                out.append(Side(network, "keras", backend))
+            if not defaults_only:
+                out.append(Side(network, "hand", backend))
+                if backend == "torch":
+                    out.append(Side(network, "keras", backend))
             out.append(Side(network, "netdsl", backend, None))
     return out
 
@@ -172,6 +179,9 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--networks", default=",".join(SPECS))
+    parser.add_argument("--defaults-only", action="store_true",
+                        help="time netdsl alone, one step per execution against each backend's default "
+                             "(backend/profiles.py; a backend whose default is one step is left out)")
     parser.add_argument("--threads", type=int, default=None,
                         help="size every backend's CPU thread pools (bench_train.thread_env); default: each its own")
     args = parser.parse_args()
@@ -199,7 +209,7 @@ def main() -> int:
                 target = folder / f"spe{steps or 'default'}"
                 target.mkdir(exist_ok=True)
                 specs[network, steps] = bench_spec(target, False, steps, SPECS[network])
-        order = sides(networks, backends)
+        order = sides(networks, backends, args.defaults_only)
         threads = f"{args.threads} CPU thread(s) per pool" if args.threads else "each backend's own thread pools"
         print(f"{args.samples} samples, batch {args.batch_size}, {args.epochs} epochs per process (first left out), "
               f"shuffle off, {threads}; {args.runs} interleaved runs of {len(order)} sides\n", flush=True)

@@ -3,7 +3,7 @@
 Exports the `classifier` of tests/fixtures/deploy/scored.net (12 -> 16 -> 3) to .onnx and
 .tflite, writes 1,000 samples as .npz, then runs `netdsl evaluate FILE --spec ... --data ...`
 in a fresh process per run, interleaved: as netdsl runs it (the loss and metrics in NumPy,
-deploy/scoring/: no Keras, no TensorFlow) and with the Keras scoring it replaced (forced
+scoring/: no Keras, no TensorFlow) and with the Keras scoring it replaced (forced
 by making `scoring.not_in_numpy` name a metric, as a plugin's would). Prints the median wall
 time and peak resident memory of each, and their ratios. The machine is shared: read the
 ratios of the medians.
@@ -26,7 +26,7 @@ SPEC = ROOT / "tests" / "fixtures" / "deploy" / "scored.net"
 ROUNDS = 5
 SAMPLES = 1000
 
-KERAS_SCORING = "import netdsl.deploy.scoring as s; s.not_in_numpy = lambda train, names: 'forced'\n"
+KERAS_SCORING = "import netdsl.scoring as s; s.not_in_numpy = lambda train, names: 'forced'\n"
 COMMAND = "import sys\nfrom netdsl.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 
 

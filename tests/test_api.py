@@ -70,9 +70,14 @@ def test_every_error_is_exported_and_a_netdsl_error():
     errors = [name for name in netdsl.__all__ if name.endswith("Error") or name.startswith("Dot")]
     assert sorted(errors) == sorted(["NetdslError", "SpecError", "UsageError", "BackendError", "BuildError",
                                      "LayoutError", "RenderError", "DotNotFound", "DotFailed", "TrainingError",
-                                     "DataError", "RunError", "ExportError", "LightningError"])
+                                     "DataError", "RunError", "ExportError", "LightningError", "ReportedError"])
     assert all(issubclass(getattr(netdsl, name), netdsl.NetdslError) for name in errors)
     assert issubclass(netdsl.VerifyFailed, netdsl.ExportError)
+    # The one-line family, each named for its cause: an export's error is not a training error, nor data's.
+    assert all(issubclass(getattr(netdsl, name), netdsl.ReportedError) for name in ("DataError", "RunError",
+                                                                                   "ExportError"))
+    assert not issubclass(netdsl.ExportError, (netdsl.DataError, netdsl.RunError))
+    assert netdsl.TrainingError is netdsl.ReportedError  # its old name, for one release
     from netdsl.deploy import MissingPackage
     from netdsl.training import UsageError as TrainingUsageError
 

@@ -20,7 +20,7 @@ LEVELS = {
     "options": 0,  # each command's options, declared once (pure data): api and cli read them
     "syntax": 1, "highlight": 1, "demo_data": 1, "archives": 1,  # demo_data writes through atomic
     "registry": 2, "starter": 2, "zoo": 2,
-    "semantics": 3,
+    "semantics": 3, "scoring": 3,
     "custom": 4,
     "backend": 5, "diagram": 5,
     "training": 6, "decompiler": 6, "pipeline": 6, "lightning": 6,
@@ -166,6 +166,18 @@ def test_keras_tensorflow_and_jax_only_where_models_are_built() -> None:
                  if target.split(".")[0] in HEAVY and _room(module) not in MAY_IMPORT_HEAVY
                  and line not in TYPING_ONLY[module]]
     assert not offenders, offenders
+
+
+def test_scoring_an_exported_file_uses_the_training_face_alone() -> None:
+    """deploy/inference.py reads data and run folders through `netdsl.training`'s face, none of its modules, so
+    that the room can move its insides; the face's lazy table and its `__all__` name the same things."""
+    import netdsl.training as training
+
+    inside = [f"line {line}: {target}" for target, line in EDGES["netdsl.deploy.inference"]
+              if target.startswith("netdsl.training.")]
+    assert not inside, inside
+    assert set(training._OUTSIDE) <= set(training.__all__)
+    assert all(getattr(training, name) is not None for name in training._OUTSIDE)
 
 
 def test_no_room_is_named_like_an_api_function() -> None:

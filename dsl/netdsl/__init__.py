@@ -55,23 +55,28 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time `__getattr_
         sweep,
         train,
     )
-    from netdsl.deploy.errors import ExportError, SpecChangedWarning, VerifyFailed
+    from netdsl.deploy.errors import SpecChangedWarning
     from netdsl.errors import (
         BackendError,
         BuildError,
+        DataError,
         Diagnostic,
         DotFailed,
         DotNotFound,
+        ExportError,
         LayoutError,
         LightningError,
         NetdslError,
         RenderError,
+        ReportedError,
+        RunError,
         Span,
         SpecError,
         UsageError,
+        VerifyFailed,
     )
     from netdsl.syntax.loader import Program
-    from netdsl.training.errors import DataError, DataWarning, RunError, TrainingError
+    from netdsl.training.errors import DataWarning, TrainingError
 
 # Registers netdsl's Keras objects (custom layers, declared layers and
 # activations) as soon as Keras is imported, so a saved model loads with
@@ -88,8 +93,8 @@ __all__ = [
     "TrialRecord", "ExportFormat", "Predictions",
     # errors (every one a NetdslError)
     "NetdslError", "SpecError", "UsageError", "BackendError", "BuildError", "LayoutError", "RenderError",
-    "DotNotFound", "DotFailed", "TrainingError", "DataError", "RunError", "ExportError", "VerifyFailed",
-    "LightningError",
+    "DotNotFound", "DotFailed", "ReportedError", "TrainingError", "DataError", "RunError", "ExportError",
+    "VerifyFailed", "LightningError",
     # warnings
     "SpecChangedWarning", "DataWarning",
     "__version__",
@@ -97,13 +102,12 @@ __all__ = [
 
 # Where each public name lives (a fixed table of this package's own modules; nothing from outside).
 _HOME = {
-    **dict.fromkeys(["ExportError", "VerifyFailed", "SpecChangedWarning"], "netdsl.deploy.errors"),
-    "DataWarning": "netdsl.training.errors",
-    **dict.fromkeys(["BackendError", "BuildError", "Diagnostic", "DotFailed", "DotNotFound", "LayoutError",
-                     "LightningError", "NetdslError", "RenderError", "Span", "SpecError", "UsageError"],
-                    "netdsl.errors"),
+    "SpecChangedWarning": "netdsl.deploy.errors",
+    **dict.fromkeys(["DataWarning", "TrainingError"], "netdsl.training.errors"),
+    **dict.fromkeys(["BackendError", "BuildError", "DataError", "Diagnostic", "DotFailed", "DotNotFound",
+                     "ExportError", "LayoutError", "LightningError", "NetdslError", "RenderError", "ReportedError",
+                     "RunError", "Span", "SpecError", "UsageError", "VerifyFailed"], "netdsl.errors"),
     "Program": "netdsl.syntax.loader",
-    **dict.fromkeys(["DataError", "RunError", "TrainingError"], "netdsl.training.errors"),
 }
 
 

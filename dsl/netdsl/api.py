@@ -638,6 +638,13 @@ def copy_example(name: str, folder: str | os.PathLike) -> list[Path]:
     return copy(name, folder)
 
 
+def backend_packages(environ: Mapping[str, str]) -> tuple[str, dict[str, tuple[str, ...]]]:
+    """`netdsl --version`: the backend `environ` chooses, and each backend's distributions (first found shown)."""
+    from netdsl.backend import profiles  # the table alone (pure Python): no backend is imported
+
+    return profiles.chosen(None, environ), {name: p.packages for name, p in profiles.PROFILES.items()}
+
+
 def zoo_listing() -> list[str]:
     """`netdsl zoo list`: a line per keras.applications family (whether a spec can import it), then the cache."""
     from netdsl.errors import printable

@@ -13,7 +13,15 @@ of them so that all the errors of a file reach the user in one run.
     ├── LayoutError        the parser's bracket/newline layout refused a token
     ├── RenderError        a diagram could not be made as an image (DotNotFound, DotFailed)
     ├── BackendError       the Keras backend asked for cannot be had in this process
-    └── UsageError         a function or command asked for something that cannot work (spec text given as a path)
+    ├── UsageError         a function or command asked for something that cannot work (spec text given as a path)
+    └── ReportedError      one line a user caused outside a spec: `FILE[:LINE[:COL]]: error: MESSAGE`, exit 1
+        ├── DataError      the data does not fit the model
+        ├── RunError       a run folder cannot be made, found, locked or resumed
+        ├── ExportError    an export cannot be written
+        │   └── VerifyFailed  the exported file computes something else than the Keras model
+        └── ScoringError   (scoring/) targets a metric cannot be computed on
+
+`TrainingError` (training/errors.py) is the old name of `ReportedError`, kept for one release.
 """
 
 from __future__ import annotations
@@ -203,6 +211,49 @@ class FileRefused(UsageError):
     def __init__(self, file: str, message: str, hint: str | None = None):
         super().__init__(message, hint)
         self.file = file
+
+
+class ReportedError(NetdslError):
+    """Something a user caused outside a spec (the data, a run folder, an export, a file read or
+    written); `str()` is the one line to print: `FILE[:LINE[:COL]]: error: MESSAGE[; HINT]`, every
+    piece of outside text escaped (`printable`). The CLI prints it (after `netdsl CMD: ` when it names
+    no file) and exits 1."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None,
+                 col: int | None = None, hint: str | None = None):
+        self.message, self.file, self.line, self.col, self.hint = message, file, line, col, hint
+        super().__init__(self.text)
+
+    @property
+    def text(self) -> str:
+        where = ""  # file names and messages may quote outside text (data values, column names): escaped
+        if self.file is not None:
+            where = printable(self.file)
+            if self.line is not None:
+                where += f":{self.line}" + (f":{self.col}" if self.col is not None else "")
+            where += ": "
+        return f"{where}error: {printable(self.message)}" + (f"; {printable(self.hint)}" if self.hint else "")
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class DataError(ReportedError):
+    """The data does not fit the model: a missing array, a wrong shape, a cell that is not a number."""
+
+
+class RunError(ReportedError):
+    """A run folder that cannot be created, found, locked or resumed."""
+
+
+class ExportError(ReportedError):
+    """Something in the source or the output that stops an export; exit 1."""
+
+
+class VerifyFailed(ExportError):
+    """The exported file computes something else than the Keras model (beyond the format's tolerance)."""
 
 
 class LightningError(NetdslError):

@@ -155,7 +155,10 @@ def _split_is_local(graphs: list[Graph]) -> bool:
     # weights are the backbone's own (proved when its spec was written): summary fetches nothing
     if any(zoo_weights(init.path) is None for train in trains for init in train.init):
         return False
-    if trains and os.environ.get("KERAS_BACKEND", "").strip().lower() == "torch":
+    from netdsl.backend import profiles
+
+    profile = profiles.get(os.environ.get("KERAS_BACKEND", "").strip().lower())
+    if trains and profile is not None and profile.train_limits:  # its build may refuse a train section
         return False
     shares = any(node.op == "model" or node.shared is not None for graph in graphs for node in graph.nodes)
     return not (len(graphs) > 1 and shares and any(train.freeze for train in trains))

@@ -83,7 +83,7 @@ def test_evaluate_scores_the_file_with_the_specs_loss_and_metrics(fmt, model, wo
 
 
 def test_what_numpy_does_not_score_is_scored_by_keras_alike(work, monkeypatch):
-    from netdsl.deploy import scoring
+    from netdsl import scoring
 
     file = work / "two_heads.tflite"
     in_numpy = netdsl.evaluate(file, data=work / "two_heads.npz", spec=SCORED, model="two_heads", batch_size=16)

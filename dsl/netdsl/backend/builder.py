@@ -27,6 +27,7 @@ from typing import Any
 import keras
 
 from netdsl import registry
+from netdsl.backend.profiles import PROFILES
 from netdsl.custom import factory
 from netdsl.custom.configured import ConfiguredActivation
 from netdsl.custom.declared_layers import ActivationLayer, DeclaredActivation, DeclaredLayer
@@ -76,7 +77,7 @@ class KerasBackend:
     # ------------------------------------------------------------ protocol
     def input(self, node: Node, shape: tuple, dtype: str) -> Any:
         dims = tuple(None if d is UNKNOWN else d for d in shape)
-        if dtype == "string" and keras.backend.backend() != "tensorflow":
+        if dtype == "string" and not PROFILES[keras.backend.backend()].string_tensors:
             raise BuildError(f"input '{node.name}' holds strings, and only the TensorFlow backend has string "
                              f"tensors ({keras.backend.backend()} holds numbers); use --backend tensorflow")
         try:

@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from netdsl import registry
+from netdsl.backend import profiles
 from netdsl.backend.execution import Execution, execution_settings, several_devices_problem
 from netdsl.backend.runtime import current_backend, dtype_policy, init_backend
 from netdsl.errors import Diagnostic, Fail, SpecError, sort_diagnostics
@@ -335,9 +336,11 @@ def _refuse_on_torch(graph: Any) -> None:
     """A train section the torch backend cannot run: an error at the model, before Keras fails inside fit."""
     from netdsl.backend.torch_limits import train_problem
 
-    problem = train_problem(graph.train) if current_backend() == "torch" else None
+    backend = current_backend()
+    profile = profiles.get(backend)
+    problem = train_problem(graph.train) if profile is not None and profile.train_limits else None
     if problem is not None:
-        raise Fail(graph.span, f"'{graph.name}' cannot train on the torch backend: {problem}")
+        raise Fail(graph.span, f"'{graph.name}' cannot train on the {backend} backend: {problem}")
 
 
 def _checked_entry(kind: str, name: str) -> registry.Entry:

@@ -19,15 +19,23 @@ from `compiler.build` to here), so that nothing but the arguments of a build dec
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["BACKEND_DEFAULTS", "Execution", "execution_settings", "several_devices_problem"]
+from netdsl.backend import profiles
 
-BACKEND_DEFAULTS: dict[str, dict[str, Any]] = {
-    "tensorflow": {"steps_per_execution": 32, "jit_compile": "auto"},
-    "jax": {"steps_per_execution": 32, "jit_compile": "auto"},
-    "torch": {"steps_per_execution": 1, "jit_compile": "auto"},
-}
+if TYPE_CHECKING:
+    from netdsl.semantics.train_checks import TrainSpec
+
+__all__ = ["backend_defaults", "Execution", "execution_settings", "several_devices_problem"]
+
+
+def backend_defaults(backend: str) -> dict[str, Any]:
+    """The settings the profile of `backend` gives a model whose spec says nothing (an unprofiled backend,
+    Keras loaded on it by the user: one step per execution)."""
+    profile = profiles.get(backend)
+    if profile is None:
+        return {"steps_per_execution": profiles.UNMEASURED_STEPS, "jit_compile": "auto"}
+    return {"steps_per_execution": profile.steps_per_execution, "jit_compile": profile.jit_compile}
 
 
 @dataclass(frozen=True)
@@ -39,14 +47,14 @@ class Execution:
     sources: dict[str, str] = field(default_factory=dict)
 
 
-def execution_settings(train: Any, backend: str, *, one_step_per_execution: bool = False) -> Execution:
+def execution_settings(train: TrainSpec, backend: str, *, one_step_per_execution: bool = False) -> Execution:
     """`train` (a `TrainSpec`): its own values where it sets them, the backend's defaults elsewhere.
 
     `one_step_per_execution`: the model trains in a job of several processes or under a
     MirroredStrategy, where the default is one step: a job's watchdog (training/scale/faults.py)
     marks progress after every step and times out a step that takes too long, and Keras on
     TensorFlow cannot feed a MirroredStrategy several steps at once."""
-    defaults = dict(BACKEND_DEFAULTS.get(backend, BACKEND_DEFAULTS["torch"]))
+    defaults = backend_defaults(backend)
     if one_step_per_execution:
         defaults["steps_per_execution"] = 1
     chosen, sources = {}, {}
@@ -59,7 +67,7 @@ def execution_settings(train: Any, backend: str, *, one_step_per_execution: bool
     return Execution(chosen["steps_per_execution"], chosen["jit_compile"], sources)
 
 
-def several_devices_problem(train: Any, backend: str) -> str | None:
+def several_devices_problem(train: TrainSpec, backend: str) -> str | None:
     """Why the train section `train` cannot run on the several TensorFlow devices of the strategy in
     scope (`--devices N`: a MirroredStrategy); None when it can.
 
@@ -67,7 +75,8 @@ def several_devices_problem(train: Any, backend: str) -> str | None:
     which netdsl could only blame on the data: it does not feed a MirroredStrategy's replicas
     several steps at once. JAX's DataParallel does (tests/training/test_distribute.py)."""
     steps = train.steps_per_execution or 1
-    if backend != "tensorflow" or steps <= 1:
+    profile = profiles.get(backend)
+    if profile is None or not profile.mirrored_one_step or steps <= 1:
         return None
     import tensorflow as tf
 

@@ -9,16 +9,11 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from netdsl.backend import profiles
 from netdsl.errors import BackendError
 
-__all__ = ["BACKENDS", "init_backend", "require_tensorflow_data", "quiet_tensorflow", "current_backend",
+__all__ = ["init_backend", "require_tensorflow_data", "quiet_tensorflow", "current_backend",
            "muted_stderr", "dtype_policy"]
-
-BACKENDS = ("tensorflow", "jax", "torch")
-# Keras installs no backend; netdsl neither (beyond its default, TensorFlow): each one is an extra.
-_INSTALL_HINT = {"jax": "install it with `pip install 'netdsl[jax]'`",
-                 "torch": "install it with `pip install 'netdsl[torch]'`",
-                 "tensorflow": "install it with `pip install 'netdsl[tensorflow]'`"}
 
 
 def init_backend(name: str | None = None, mute_stderr: bool = True) -> str:
@@ -37,9 +32,11 @@ def init_backend(name: str | None = None, mute_stderr: bool = True) -> str:
     """
     if name is None and _keras_loaded():
         name = current_backend()  # loaded already, as the user chose: keep it
-    name = name or os.environ.get("KERAS_BACKEND") or "tensorflow"
-    if name not in BACKENDS:
-        raise BackendError(f"unknown backend '{name}': netdsl runs on {', '.join(BACKENDS[:-1])} or {BACKENDS[-1]}")
+    name = profiles.chosen(name, os.environ)
+    profile = profiles.get(name)
+    if profile is None:
+        raise BackendError(f"unknown backend '{name}': netdsl runs on {', '.join(profiles.NAMES[:-1])} "
+                           f"or {profiles.NAMES[-1]}")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if _keras_loaded():
         loaded = current_backend()
@@ -48,9 +45,9 @@ def init_backend(name: str | None = None, mute_stderr: bool = True) -> str:
                                f"backend once, at import: run with KERAS_BACKEND={name} set before Keras is "
                                f"imported, or in a new process")
         return name
-    if importlib.util.find_spec(name) is None:
-        raise BackendError(f"the '{name}' backend needs the '{name}' package, which is not installed: "
-                           f"{_INSTALL_HINT[name]}")
+    if importlib.util.find_spec(profile.module) is None:
+        raise BackendError(f"the '{name}' backend needs the '{profile.module}' package, which is not installed: "
+                           f"{profile.install_hint}")
     os.environ["KERAS_BACKEND"] = name
     with muted_stderr(mute_stderr):
         import keras
@@ -67,9 +64,9 @@ def init_backend(name: str | None = None, mute_stderr: bool = True) -> str:
 
 def require_tensorflow_data(command: str) -> None:
     """`BackendError` (one line) when TensorFlow, which reads every run's data (tf.data), is not installed."""
-    if importlib.util.find_spec("tensorflow") is None:
+    if importlib.util.find_spec(profiles.DATA_READER.module) is None:
         raise BackendError(f"netdsl {command} reads its data with TensorFlow's tf.data, on every backend, and "
-                           f"TensorFlow is not installed: {_INSTALL_HINT['tensorflow']}")
+                           f"TensorFlow is not installed: {profiles.DATA_READER.install_hint}")
 
 
 def quiet_tensorflow(mute_stderr: bool = True) -> None:

@@ -23,10 +23,9 @@ import subprocess
 from collections.abc import Callable, Mapping
 from importlib import metadata
 
+from netdsl import api
 from netdsl.version import __version__
 
-# Each backend Keras 3 runs on, with the distributions that install it (the first found is shown).
-BACKENDS = {"tensorflow": ("tensorflow", "tensorflow-cpu"), "jax": ("jax",), "torch": ("torch",)}
 DOT_TIMEOUT = 10  # seconds: a `dot` that hangs must not hang `--version`
 
 
@@ -55,9 +54,9 @@ def dot_version(which: Callable[[str], str | None] = shutil.which) -> str:
 def report(version_of: Callable[[str], str | None] = installed, environ: Mapping[str, str] = os.environ,
            dot: Callable[[], str] = dot_version) -> str:
     """The lines `netdsl --version` prints."""
-    default = environ.get("KERAS_BACKEND") or "tensorflow"
+    default, packages = api.backend_packages(environ)
     backends = []
-    for name, distributions in BACKENDS.items():
+    for name, distributions in packages.items():  # (the first of its distributions found is shown)
         version = next((v for v in map(version_of, distributions) if v), None)
         text = f"{name} {version}" if version else f"{name} not installed"
         backends.append(text + (" (default)" if name == default else ""))

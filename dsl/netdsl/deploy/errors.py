@@ -5,8 +5,9 @@
     netdsl export: error: layer 'score.dense' cannot be exported to onnx: TensorFlow op Log1p has no ONNX conversion
     netdsl export: error: --format onnx needs onnxruntime, which is not installed; pip install 'netdsl[export]'
 
-An export error is a training error (the same one-line form, the same printing in the CLI), exit 1;
-an unknown format or a missing optional package is a usage error, exit 2, as `train --tensorboard` is.
+An export error is one of netdsl's one-line errors (`netdsl.errors.ExportError`, a `ReportedError`:
+the same form and printing as a data error), exit 1; an unknown format or a missing optional package is
+a usage error, exit 2, as `train --tensorboard` is.
 
 `SpecChangedWarning` is not an error: `evaluate` of an exported file still scores it, and the CLI
 prints it as one line (`netdsl evaluate: warning: ...`).
@@ -14,12 +15,9 @@ prints it as one line (`netdsl evaluate: warning: ...`).
 
 from __future__ import annotations
 
-from netdsl.errors import UsageError
-from netdsl.training.errors import TrainingError
+from netdsl.errors import ExportError, UsageError, VerifyFailed
 
-
-class ExportError(TrainingError):
-    """Something in the source or the output that stops an export; exit 1."""
+__all__ = ["ExportError", "VerifyFailed", "MissingPackage", "UnknownFormat", "SpecChangedWarning"]
 
 
 class MissingPackage(UsageError):
@@ -28,10 +26,6 @@ class MissingPackage(UsageError):
 
 class UnknownFormat(UsageError):
     """A --format netdsl does not write; exit 2, as argparse does for a bad choice."""
-
-
-class VerifyFailed(ExportError):
-    """The exported file computes something else than the Keras model (beyond the format's tolerance)."""
 
 
 class SpecChangedWarning(UserWarning):

@@ -8,7 +8,7 @@ readers `train` uses; the outputs come from the file's runtime, batch by batch.
 An exported file holds no train section, so `evaluate` takes the loss and metrics
 from the spec (`spec=`, or the spec recorded by the run folder the file sits in), read
 from its checked train section (no Keras model is built), and computes them in NumPy
-on the runtime's outputs batch by batch, as `model.evaluate` does (deploy/scoring/);
+on the runtime's outputs batch by batch, as `model.evaluate` does (scoring/);
 what NumPy does not compute there (a plugin's loss or metric, ...) is scored by Keras'
 own objects. The batch size is the run folder's when the file sits in one. The layers'
 regularization penalties, which Keras adds to a trained model's loss, are not part
@@ -28,14 +28,19 @@ import numpy as np
 from netdsl.deploy.errors import ExportError, SpecChangedWarning
 from netdsl.deploy.formats import recorded_names
 from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
-from netdsl.errors import UsageError
+from netdsl.errors import ReportedError, RunError, UsageError
 from netdsl.semantics.session import CheckedModel, LoadedSpec
-from netdsl.training.data.labels import check_source_labels, output_losses
-from netdsl.training.data.request import DataNames
-from netdsl.training.data.source import DataSource, check_layout, open_source
-from netdsl.training.errors import RunError, TrainingError
-from netdsl.training.run.predictions import Predictions
-from netdsl.training.run.runs import CONFIG
+from netdsl.training import (  # the training room's face, none of its modules (tests/test_architecture.py)
+    CONFIG,
+    DataNames,
+    DataSource,
+    Predictions,
+    RunFolder,
+    check_layout,
+    check_source_labels,
+    open_source,
+    output_losses,
+)
 
 if TYPE_CHECKING:
     import keras
@@ -79,13 +84,11 @@ def run_batch_size(path: Path, batch_size: int | None) -> int:
     """`batch_size`, else the batch size of the run folder the file sits in, else 32 (as for a .keras file)."""
     if batch_size is not None:
         return batch_size
-    from netdsl.training.run.inference import DEFAULT_BATCH
+    from netdsl.training import DEFAULT_BATCH
 
     config = path.parent / CONFIG
     if not config.is_file():
         return DEFAULT_BATCH
-    from netdsl.training.run.runs import RunFolder
-
     try:  # a config.json that is not a run's (another tool's, unreadable) leaves the default
         settings = RunFolder.existing(path.parent).read_json(CONFIG).get("settings")
     except RunError:
@@ -119,7 +122,7 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
                       include: Sequence[str | os.PathLike[str]] = (), trust: bool = False
                       ) -> dict[str, float | list[float]]:
     """`model_name`: the spec's model (default: the one the file records, else the spec's only one).
-    Scored in NumPy (deploy/scoring/); a train section with a loss or metric NumPy does not
+    Scored in NumPy (scoring/); a train section with a loss or metric NumPy does not
     compute (`scoring.not_in_numpy`) is scored by Keras, which then loads. `trust` as for `predict_exported`."""
     path = Path(where)
     model = open_exported(path, trust=trust)
@@ -135,8 +138,8 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
     source = open_source(data, model.signature, targets, names=exported_names(model))
     check_source_labels(output_losses(graph), source, dict(targets or {}), program.sources())
     size = run_batch_size(path, batch_size)
-    from netdsl.deploy.scoring import Scorer, ScoringError, not_in_numpy
-    from netdsl.training.run.report import logged_value, loss_first
+    from netdsl.scoring import Scorer, ScoringError, not_in_numpy
+    from netdsl.training import logged_value, loss_first
 
     if not_in_numpy(graph.train, graph.output_names) is not None:
         logs = _keras_scores(checked, model, source, size)
@@ -147,7 +150,7 @@ def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | Non
                 assert wanted is not None  # with_targets: open_source checked the data holds them
                 scorer.update(wanted, got)
         except ScoringError as exc:
-            raise TrainingError(str(exc), file=program.root) from None
+            raise ReportedError(exc.message, file=program.root) from None
         logs = scorer.result()
     return {key: logged_value(logs[key]) for key in loss_first(list(logs))}
 
@@ -156,11 +159,11 @@ def _scored_graph(checked: CheckedModel, model: ExportedModel) -> Any:
     """The spec model's checked graph (no Keras), with a loss, whose outputs are the file's."""
     graph, picked, program = checked.graph, checked.name, checked.program
     if graph.train is None or graph.train.loss is None:
-        raise TrainingError(f"the model '{picked}' has no loss to evaluate (its spec has no train section)",
+        raise ReportedError(f"the model '{picked}' has no loss to evaluate (its spec has no train section)",
                             file=program.root)
     specs = [spec.name for spec in model.signature.outputs]
     if sorted(graph.output_names) != sorted(specs):
-        raise TrainingError(f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "
+        raise ReportedError(f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "
                             f"'{picked}' ({', '.join(graph.output_names)})", file=str(model.path))
     return graph
 
@@ -184,8 +187,7 @@ def _train_spec(path: Path, model: ExportedModel, spec: Any,
     if not (run / CONFIG).is_file():
         raise UsageError("an exported file holds no loss or metrics; give the spec with --spec SPEC.net "
                          "(or keep the file in its run folder, whose spec is used)")
-    from netdsl.training.run.inference import run_spec
-    from netdsl.training.run.runs import RunFolder
+    from netdsl.training import run_spec
 
     return run_spec(run, RunFolder.existing(run).read_json(CONFIG))
 
@@ -197,7 +199,7 @@ def _warn_if_another_spec(path: Path, model: ExportedModel, program: Program) ->
     recorded = model.metadata.get("netdsl_spec_sha256")
     if recorded is None:
         return
-    from netdsl.training.run.settings import spec_sha256
+    from netdsl.training import spec_sha256
 
     if spec_sha256(program) != recorded:
         message = (f"{path}: the spec changed since export ({program.root}'s sha256 differs from the one the "
@@ -213,11 +215,11 @@ def _scorer(checked: CheckedModel, model: ExportedModel) -> keras.Model:
 
     built = build_one(checked)
     if not built.compiled or built.loss is None:
-        raise TrainingError(f"the model '{built.name}' has no loss to evaluate (its spec has no train section)",
+        raise ReportedError(f"the model '{built.name}' has no loss to evaluate (its spec has no train section)",
                             file=checked.program.root)
     specs = {spec.name: spec for spec in model.signature.outputs}
     if sorted(built.output_names) != sorted(specs):
-        raise TrainingError(f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "
+        raise ReportedError(f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "
                             f"'{built.name}' ({', '.join(built.output_names)})", file=str(model.path))
     import keras
 

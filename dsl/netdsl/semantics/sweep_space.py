@@ -16,7 +16,7 @@ Pure Python: `netdsl.tuning` turns a `SweepSpace` into Optuna's distributions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from netdsl.errors import Diagnostic, Fail, Span, did_you_mean
 from netdsl.limits import MAX_SWEEP_CHOICES, MAX_SWEEP_TRIALS
@@ -24,9 +24,14 @@ from netdsl.semantics.scope import FileScope
 from netdsl.semantics.values import UNKNOWN, Env, Resolved, Sym, describe_value, type_name
 from netdsl.syntax import ir
 
+if TYPE_CHECKING:
+    from netdsl.semantics.consts import Consts
+    from netdsl.semantics.train_checks import TrainSpec
+
 DISTRIBUTIONS = ("choice", "uniform", "log_uniform", "int_range")
 SETTINGS = ("objective", "trials", "pruner", "sampler")
-SAMPLERS = ("tpe", "random", "grid")
+SAMPLERS = ("tpe", "random", "grid")  # each one Optuna's, in tuning/study.py's table of the same names
+PRUNERS = ("median",)  # `pruner = NAME` or `none`; the same, tuning/study.py's PRUNERS
 DIRECTIONS = ("minimize", "maximize")
 
 
@@ -65,7 +70,7 @@ class SweepSpace:
     sampler: str = "tpe"
 
 
-def check_sweeps(scope: FileScope, consts: Any, diagnostics: list[Diagnostic]) -> dict[str, SweepSpace]:
+def check_sweeps(scope: FileScope, consts: Consts, diagnostics: list[Diagnostic]) -> dict[str, SweepSpace]:
     """Every `sweep` of the root file, checked on its own (the metric is checked by `check_metric`)."""
     models = [d.name for d in scope.file.decls if isinstance(d, ir.ModelDecl)]
     lets = {d.name: d for d in scope.file.decls if isinstance(d, ir.Let)}
@@ -91,7 +96,7 @@ def _name_span(decl: ir.SweepDecl) -> Span:
 
 
 class _SweepChecker:
-    def __init__(self, scope: FileScope, consts: Any, lets: dict[str, ir.Let], diagnostics: list[Diagnostic]):
+    def __init__(self, scope: FileScope, consts: Consts, lets: dict[str, ir.Let], diagnostics: list[Diagnostic]):
         self.scope, self.consts, self.lets, self.diagnostics = scope, consts, lets, diagnostics
 
     def check(self, decl: ir.SweepDecl) -> SweepSpace:
@@ -169,8 +174,8 @@ class _SweepChecker:
     def _pruner(self, value: Any) -> tuple[str | None, int, int]:
         if isinstance(value, ir.NoneLit):
             return None, 0, 5
-        if isinstance(value, ir.Name) and value.id == "median":
-            return "median", 0, 5
+        if isinstance(value, ir.Name) and value.id in PRUNERS:
+            return value.id, 0, 5
         if isinstance(value, ir.Call) and isinstance(value.func, ir.Name) and value.func.id == "median":
             if value.args or any(k.name not in ("warmup", "startup") for k in value.kwargs):
                 raise Fail(value.span, "median takes warmup=EPOCHS and startup=TRIALS",
@@ -320,7 +325,7 @@ def _kind(value: Any) -> str:
     return "a name" if isinstance(value, (Sym, Resolved)) else type_name(value)
 
 
-def reported_metrics(train: Any, outputs: list[str]) -> list[str]:
+def reported_metrics(train: TrainSpec | None, outputs: list[str]) -> list[str]:
     """The names a run's history holds for a checked train section: `loss`, each metric, and their
     `val_` twins (a multi-output model also reports each output's own loss and metrics, prefixed)."""
     names = ["loss"]
@@ -335,7 +340,8 @@ def reported_metrics(train: Any, outputs: list[str]) -> list[str]:
     return names + [f"val_{name}" for name in names]
 
 
-def check_metric(space: SweepSpace, decl: ir.SweepDecl, train: Any, outputs: list[str]) -> Diagnostic | None:
+def check_metric(space: SweepSpace, decl: ir.SweepDecl, train: TrainSpec | None,
+                 outputs: list[str]) -> Diagnostic | None:
     """A diagnostic when the objective's metric is one the model's runs do not report."""
     known = reported_metrics(train, outputs)
     if space.metric in known:

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from netdsl.errors import SpecError, UsageError, printable
-from netdsl.training.errors import DataError, TrainingError
+from netdsl.errors import ReportedError, SpecError, UsageError, printable
+from netdsl.training.errors import DataError
 from netdsl.training.run.runs import RunFolder
 from netdsl.training.run.settings import MAX_SEED, TrainRequest
 from netdsl.training.run.signals import EXIT_STOPPED
@@ -185,7 +185,7 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
     except (DataError, UsageError):
         study.tell(trial, state=states.FAIL)
         raise  # the same for every trial: the sweep stops here
-    except (TrainingError, SpecError, Exception) as exc:  # this trial's parameters: the sweep goes on
+    except (ReportedError, SpecError, Exception) as exc:  # this trial's parameters: the sweep goes on
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         trial.set_user_attr("reason", reason)
         trial.set_user_attr("seconds", round(time.monotonic() - started, 3))

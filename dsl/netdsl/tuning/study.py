@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus
 
@@ -33,18 +34,19 @@ def optuna_module() -> Any:
     return optuna
 
 
+# Optuna's distribution for each kind of parameter the check knows (sweep_space.DISTRIBUTIONS: the same
+# names, tests/tuning/test_study_tables.py holds them equal), from Optuna's `distributions` module.
+DISTRIBUTIONS: dict[str, Callable[[Any, Param], Any]] = {
+    "choice": lambda dist, p: dist.CategoricalDistribution(p.choices),
+    "uniform": lambda dist, p: dist.FloatDistribution(p.low, p.high),
+    "log_uniform": lambda dist, p: dist.FloatDistribution(p.low, p.high, log=True),
+    "int_range": lambda dist, p: dist.IntDistribution(p.low, _int_top(p), step=p.step),
+}
+
+
 def distributions(space: SweepSpace) -> dict[str, Any]:
-    optuna = optuna_module()
-    dist = optuna.distributions
-    out: dict[str, Any] = {}
-    for p in space.params:
-        if p.kind == "choice":
-            out[p.name] = dist.CategoricalDistribution(p.choices)
-        elif p.kind == "int_range":
-            out[p.name] = dist.IntDistribution(p.low, _int_top(p), step=p.step)
-        else:
-            out[p.name] = dist.FloatDistribution(p.low, p.high, log=p.kind == "log_uniform")
-    return out
+    dist = optuna_module().distributions
+    return {p.name: DISTRIBUTIONS[p.kind](dist, p) for p in space.params}
 
 
 def _int_top(p: Param) -> int:
@@ -73,13 +75,17 @@ def _int_values(p: Param) -> list[int]:
     return list(range(_int_ends(p)[0], _int_top(p) + 1, p.step))
 
 
+# Optuna's sampler for each name `sampler = NAME` takes (sweep_space.SAMPLERS: the same names, held equal
+# by tests/tuning/test_study_tables.py), from Optuna's `samplers` module: a name missing here cannot fall to TPE.
+SAMPLERS: dict[str, Callable[[Any, SweepSpace, int], Any]] = {
+    "tpe": lambda samplers, space, seed: samplers.TPESampler(seed=seed),
+    "random": lambda samplers, space, seed: samplers.RandomSampler(seed=seed),
+    "grid": lambda samplers, space, seed: _ask_and_tell_grid(samplers.GridSampler)(_grid(space), seed=seed),
+}
+
+
 def sampler(space: SweepSpace, seed: int) -> Any:
-    samplers = optuna_module().samplers
-    if space.sampler == "grid":
-        return _ask_and_tell_grid(samplers.GridSampler)(_grid(space), seed=seed)
-    if space.sampler == "random":
-        return samplers.RandomSampler(seed=seed)
-    return samplers.TPESampler(seed=seed)
+    return SAMPLERS[space.sampler](optuna_module().samplers, space, seed)
 
 
 def _ask_and_tell_grid(grid_sampler: type) -> type:
@@ -93,11 +99,16 @@ def _ask_and_tell_grid(grid_sampler: type) -> type:
     return AskAndTellGrid
 
 
+# Optuna's pruner for each `pruner =` (None: `none` or not set; sweep_space.PRUNERS names the others).
+PRUNERS: dict[str | None, Callable[[Any, SweepSpace], Any]] = {
+    None: lambda pruners, space: pruners.NopPruner(),
+    "median": lambda pruners, space: pruners.MedianPruner(n_startup_trials=space.startup,
+                                                          n_warmup_steps=space.warmup),
+}
+
+
 def pruner(space: SweepSpace) -> Any:
-    pruners = optuna_module().pruners
-    if space.pruner == "median":
-        return pruners.MedianPruner(n_startup_trials=space.startup, n_warmup_steps=space.warmup)
-    return pruners.NopPruner()
+    return PRUNERS[space.pruner](optuna_module().pruners, space)
 
 
 def storage_url(url: str) -> str:

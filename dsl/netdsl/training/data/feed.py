@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import keras
 import numpy as np
 
+from netdsl.backend import profiles
 from netdsl.training.data.pipeline import EpochOrder, model_structure
 from netdsl.training.data.signature import Batch, Signature
 
@@ -52,7 +53,8 @@ class RowSource(Protocol):
 def feed(source: DataSource, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None,
          with_targets: bool = True) -> Any:
     """The rows `rows` of `source` in batches, as the running Keras backend is best fed them."""
-    if keras.backend.backend() == "tensorflow":
+    profile = profiles.get(keras.backend.backend())
+    if profile is not None and profile.feed == "tf.data":
         return source.dataset(rows, batch_size, order, with_targets)
     if isinstance(source, RowSource):
         return RowBatches(source, rows, batch_size, order, with_targets)

@@ -36,12 +36,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from netdsl.errors import SpecError, UsageError
+from netdsl.backend import profiles
+from netdsl.errors import ReportedError, SpecError, UsageError
 from netdsl.training.data.labels import check_source_labels
 from netdsl.training.data.pipeline import EpochOrder
 from netdsl.training.data.plan import DataPlan, plan_data
 from netdsl.training.data.signature import Signature
-from netdsl.training.errors import DataError, TrainingError, tensorflow_message
+from netdsl.training.errors import DataError, tensorflow_message
 from netdsl.training.run import checkpoint
 from netdsl.training.run.keeper import RunKeeper, TorchEpochSeed
 from netdsl.training.run.progress import progress_callback
@@ -199,7 +200,7 @@ class Session:
         except Stopped as stop:
             with self.signals.critical(closing=True):
                 return self._close("stopped", f"{stop} received; resume with --resume")
-        except (TrainingError, UsageError, SpecError) as exc:
+        except (ReportedError, UsageError, SpecError) as exc:
             self._close("failed", _one_line(exc))
             exc.run_dir = self._dir
             raise
@@ -272,7 +273,8 @@ class Session:
         if config.on_start is not None and self._dir is not None:  # (a process that writes has its folder)
             config.on_start(self._dir, first)
         callbacks = [*spec_callbacks, keeper]
-        if keras.backend.backend() == "torch":
+        profile = profiles.get(keras.backend.backend())
+        if profile is not None and profile.global_dropout_seed:
             callbacks.insert(0, TorchEpochSeed(config.seed))
         steps = math.ceil(plan.train.n / config.batch_size)
         progress = progress_callback(config.progress, config.epochs, steps)
@@ -443,20 +445,19 @@ class Session:
             "backend": keras.backend.backend(),
             "distribution": self.placement.describe(),
             "versions": {"netdsl": __version__, "keras": keras.__version__, "tensorflow": tf.__version__,
-                         "python": platform.python_version(), **_jax_version()},
+                         "python": platform.python_version(), **_backend_version()},
             "created": saved.get("created") or datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
 
 
-def _jax_version() -> dict:
-    """JAX's version when the run trains on it."""
+def _backend_version() -> dict:
+    """The version of the backend the run trains on, where its profile records it (JAX's)."""
     import keras
 
-    if keras.backend.backend() != "jax":
+    profile = profiles.get(keras.backend.backend())
+    if profile is None or not profile.reports_version:
         return {}
-    import jax
-
-    return {"jax": jax.__version__}
+    return {profile.module: sys.modules[profile.module].__version__}  # (loaded: Keras runs on it)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netdsl.atomic import write_bytes
-from netdsl.errors import Sources, UsageError
+from netdsl.errors import ReportedError, Sources, UsageError
 from netdsl.files import Refused, open_regular
 from netdsl.training.data.labels import OutputLoss, check_source_labels, output_losses
 from netdsl.training.data.plan import split_rows
 from netdsl.training.data.request import DEFAULT_SPLIT, DataNames
 from netdsl.training.data.signature import Signature
 from netdsl.training.data.source import check_layout, open_source
-from netdsl.training.errors import RunError, TrainingError
+from netdsl.training.errors import RunError
 from netdsl.training.run.checkpoint import npz_bytes
 from netdsl.training.run.predictions import Predictions, class_names, keras_loss_names
 from netdsl.training.run.report import LoggedValue, logged_value, loss_first
@@ -98,7 +98,7 @@ def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict
         raise UsageError("evaluate needs --data, except for a run folder (which evaluates on its own test split)")
     model, batch = load_trained(where, checkpoint)
     if not model.compiled or model.loss is None:
-        raise TrainingError("the model has no loss to evaluate (its spec has no train section)",
+        raise ReportedError("the model has no loss to evaluate (its spec has no train section)",
                             file=str(where) if isinstance(where, (str, os.PathLike)) else None)
     losses = compile_with_run_spec(model, where)
     if data is None:

@@ -26,13 +26,17 @@ import contextlib
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from netdsl.backend import profiles
 from netdsl.backend.runtime import init_backend, muted_stderr, require_tensorflow_data
 from netdsl.errors import UsageError
 from netdsl.training.errors import DataError
 from netdsl.training.scale import faults
 from netdsl.training.scale.topology import Topology
+
+if TYPE_CHECKING:
+    from netdsl.training.data.plan import DataPlan, Part
 
 __all__ = ["Distribution", "set_up"]
 
@@ -50,16 +54,17 @@ class Distribution:
     local_replicas: int = 1    # those of this process
     own_files: frozenset = frozenset()  # roles (train, val, test) read from this process's own file
     strategy: Any = None
+    even_batches: bool = False  # every batch must split evenly over the replicas (see _jax)
 
-    def prepare(self, plan: Any, batch_size: int) -> None:
-        if self.topology.backend == "jax":
+    def prepare(self, plan: DataPlan, batch_size: int) -> None:
+        if self.even_batches:
             _check_batch(batch_size, self.replicas, self.topology)
             for part in _parts(plan):
                 self._trim(part, batch_size)
         if self.topology.multi_process:
             _check_equal_lengths(plan, self.topology)
 
-    def dataset(self, part: Any, batch_size: int, order: Any = None) -> Any:
+    def dataset(self, part: Part, batch_size: int, order: Any = None) -> Any:
         processes = self.topology.num_processes
         if processes == 1:
             return part.dataset(batch_size, order)
@@ -74,7 +79,7 @@ class Distribution:
     def saving(self) -> Any:
         """Process 0 saves alone: Keras' saving makes a throwaway optimizer whose variables, under a
         multi-process distribution, would be created by a collective the other processes never join."""
-        if not (self.topology.multi_process and self.topology.backend == "jax"):
+        if not self.topology.multi_process:  # (only JAX trains as several processes: topology.py)
             yield
             return
         import keras
@@ -98,7 +103,7 @@ class Distribution:
 
         return int(multihost_utils.broadcast_one_to_all(np.asarray(seed, dtype=np.int64)))
 
-    def _trim(self, part: Any, batch_size: int) -> None:
+    def _trim(self, part: Part, batch_size: int) -> None:
         """Leave out the last few samples when the last batch would not split evenly over the replicas."""
         own = part.role in self.own_files
         batch = batch_size // self.topology.num_processes if own else batch_size
@@ -121,15 +126,14 @@ def set_up(topology: Topology) -> Distribution | None:
     require_tensorflow_data("train, evaluate and predict")
     if "keras" not in sys.modules:
         os.environ["KERAS_BACKEND"] = topology.backend  # importing TensorFlow may import Keras
-    if topology.backend == "jax" and "keras" not in sys.modules:
+    profile = profiles.get(topology.backend)
+    if profile is not None and profile.tf_data_first and "keras" not in sys.modules:
         with muted_stderr():  # the data pipeline is tf.data: TensorFlow's start-up notices, muted
             import tensorflow  # noqa: F401
-    if not topology.distributed:
-        init_backend(topology.backend)
+    if profile is None or profile.strategy is None or not topology.distributed:
+        init_backend(topology.backend)  # (an unknown backend: its one-line error)
         return None
-    if topology.backend == "tensorflow":
-        return _tensorflow(topology)
-    return _jax(topology)
+    return _STRATEGIES[profile.strategy](topology)
 
 
 # ------------------------------------------------------------------ TensorFlow: MirroredStrategy
@@ -181,7 +185,11 @@ def _jax(topology: Topology) -> Distribution:
     keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False))
     # A job of several processes steps once per execution: its watchdog marks progress after every step.
     return Distribution(writes=topology.writes, one_step_per_execution=topology.multi_process, topology=topology,
-                        replicas=len(devices), local_replicas=wanted)
+                        replicas=len(devices), local_replicas=wanted, even_batches=True)
+
+
+# Each profile's engine for several devices (`BackendProfile.strategy`).
+_STRATEGIES = {"mirrored": _tensorflow, "data_parallel": _jax}
 
 
 def _join(topology: Topology) -> None:
@@ -212,7 +220,7 @@ def _rank_in_process(device: Any, devices: list) -> int:
 # ------------------------------------------------------------------ data
 
 
-def _parts(plan: Any) -> list:
+def _parts(plan: DataPlan) -> list[Part]:
     return [p for p in (plan.train, plan.val, plan.test) if p is not None]
 
 
@@ -224,7 +232,7 @@ def _check_batch(batch_size: int, replicas: int, topology: Topology) -> None:
                          f"choose a batch_size divisible by {replicas}")
 
 
-def _check_equal_lengths(plan: Any, topology: Topology) -> None:
+def _check_equal_lengths(plan: DataPlan, topology: Topology) -> None:
     """Every process must run as many steps as the others, or all of them wait forever."""
     import numpy as np
     from jax.experimental import multihost_utils

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from netdsl.errors import SpecError, UsageError
-from netdsl.training.errors import TrainingError
+from netdsl.errors import ReportedError, SpecError, UsageError
 from netdsl.training.run.signals import EXIT_STOPPED
 
 
@@ -39,7 +38,7 @@ def run_in_job(config: Any, topology: Any, own_files: frozenset, check: Callable
         result = run_training(config, distribution)
     except SpecError as exc:
         faults.fail(f"{me}: {_first(str(exc))}")
-    except (TrainingError, UsageError) as exc:
+    except (ReportedError, UsageError) as exc:
         faults.fail(f"{me}: {exc}", exc.exit_code)
     except Exception as exc:  # a collective that failed because another process died, or a bug
         faults.fail_after(exc, me)

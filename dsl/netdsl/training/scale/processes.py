@@ -16,8 +16,9 @@ import os
 import sys
 from typing import Any
 
+from netdsl.backend import profiles
 from netdsl.errors import UsageError
-from netdsl.training.scale.topology import PROCESS_FIELD, Topology, multi_process_refusal, resolve_topology
+from netdsl.training.scale.topology import PROCESS_FIELD, Topology, resolve_topology
 
 __all__ = ["topology_of", "launch_job", "own_file", "own_roles", "set_up_one_process"]
 
@@ -61,9 +62,10 @@ def launch_job(argv: list[str], processes: int, backend: str | None, joins_a_job
     if joins_a_job:
         raise UsageError("--processes starts the processes itself: leave out --coordinator, --num-processes "
                          "and --process-id")
-    chosen = backend or os.environ.get("KERAS_BACKEND") or "tensorflow"
-    if processes > 1 and chosen != "jax":
-        raise UsageError(multi_process_refusal(chosen))
+    chosen = profiles.chosen(backend, os.environ)
+    refusal = profiles.multi_process_refusal(chosen)
+    if processes > 1 and refusal is not None:
+        raise UsageError(refusal)
     command = _without_processes(argv)
     if backend is None:
         command += ["--backend", chosen]

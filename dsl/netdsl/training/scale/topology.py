@@ -22,31 +22,18 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from netdsl.backend import profiles
+from netdsl.backend.profiles import TF_MULTI_PROCESS, TORCH_DISTRIBUTED
 from netdsl.errors import UsageError
 
-__all__ = ["Topology", "resolve_topology", "TF_MULTI_PROCESS", "TORCH_DISTRIBUTED", "multi_process_refusal",
+__all__ = ["Topology", "resolve_topology", "TF_MULTI_PROCESS", "TORCH_DISTRIBUTED",
            "PROCESS_FIELD"]
 
 PROCESS_FIELD = "{process}"  # in a data path: each process reads its own file
 
-TF_MULTI_PROCESS = ("several processes need --backend jax: Keras 3's fit does not run under TensorFlow's "
-                    "MultiWorkerMirroredStrategy (keras-team/keras#20585); --devices N trains on N devices "
-                    "of one process with TensorFlow")
-
-# Keras' torch trainer runs on one device of one process (no keras.distribution on torch); Lightning has the engine.
-TORCH_DISTRIBUTED = ("Keras' torch backend trains on one device of one process: train with --backend jax for "
-                     "several devices or processes, or in PyTorch Lightning (netdsl.lightning.SpecModule with "
-                     "strategy='ddp'; docs/lightning.md)")
-
-
-def multi_process_refusal(backend: str) -> str:
-    """Why `backend` cannot train as several processes, and what can."""
-    return TORCH_DISTRIBUTED if backend == "torch" else TF_MULTI_PROCESS
-
-
 @dataclass(frozen=True)
 class Topology:
-    backend: str = "tensorflow"
+    backend: str = profiles.DEFAULT
     devices: int | None = None      # devices of this process to train on (None: the default device)
     num_processes: int = 1
     process_id: int = 0
@@ -84,7 +71,8 @@ class Topology:
 def resolve_topology(backend: str | None, devices: int | None, coordinator: str | None,
                      num_processes: int | None, process_id: int | None, environ: Mapping[str, str]) -> Topology:
     """The checked topology; `UsageError` (one line) for flags that do not fit together."""
-    backend = backend or environ.get("KERAS_BACKEND") or "tensorflow"
+    backend = profiles.chosen(backend, environ)
+    profile = profiles.get(backend)
     if devices is not None and devices < 1:
         raise UsageError(f"--devices takes a number of devices of at least 1; received {devices}")
     source, found = _from_environment(environ) if coordinator is None and num_processes is None else ("flags", {})
@@ -96,11 +84,12 @@ def resolve_topology(backend: str | None, devices: int | None, coordinator: str 
     if not 0 <= process_id < num_processes:
         raise UsageError(f"--process-id must be from 0 to {num_processes - 1} for {num_processes} processes; "
                          f"received {process_id}")
-    if backend == "torch" and (devices or 1) > 1:
-        raise UsageError(TORCH_DISTRIBUTED)
+    if profile is not None and profile.several_devices is not None and (devices or 1) > 1:
+        raise UsageError(profile.several_devices)
     if num_processes > 1:
-        if backend != "jax":
-            raise UsageError(multi_process_refusal(backend))
+        refusal = profiles.multi_process_refusal(backend)
+        if refusal is not None:
+            raise UsageError(refusal)
         if coordinator is None:
             raise UsageError("several processes need --coordinator HOST:PORT (process 0's address and a free port)")
         _check_address(coordinator)

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from netdsl import registry
-from netdsl.deploy.scoring.common import EPSILON, FLOAT32, NEG_INF, Array, Metric, floats, same_rank
-from netdsl.deploy.scoring.counting import R2, Counts, FBeta, curve_metric, iou_metric
-from netdsl.deploy.scoring.losses import (
+from netdsl.scoring.common import EPSILON, FLOAT32, NEG_INF, Array, Metric, floats, same_rank
+from netdsl.scoring.counting import R2, Counts, FBeta, curve_metric, iou_metric
+from netdsl.scoring.losses import (
     LOSS_FUNCTIONS,
     NOT_FUNCTION_ARGS,
     binary_crossentropy,

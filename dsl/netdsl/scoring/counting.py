@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from netdsl.deploy.scoring.common import (
+from netdsl.scoring.common import (
     EPSILON,
     FLOAT32,
     NEG_INF,

@@ -1,6 +1,6 @@
 """The NumPy loss and metrics `evaluate` scores an exported file with equal Keras' own `evaluate`.
 
-Each case is a train section; its scorer (deploy/scoring/) and a Keras model that passes
+Each case is a train section; its scorer (scoring/) and a Keras model that passes
 the same predictions through, compiled as the compiler compiles that train section, see
 the same 37 samples in batches of 16 (16, 16 and a last 5): same names, same order, values
 within 1e-6 (relative).
@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 import netdsl
-from netdsl import registry
-from netdsl.deploy import scoring
+from netdsl import registry, scoring
 from netdsl.semantics.analysis import checked_graphs
 from netdsl.syntax.loader import pick_model
 from netdsl.training.run.report import loss_first

@@ -31,7 +31,7 @@ Where each piece lives:
 - `scorer.py`: `Scorer`, a train section over batches; `not_in_numpy`.
 
 Adding a loss: its per-sample function in `losses.py` and a line in `LOSS_FUNCTIONS`; a mean
-metric: a line in `metrics.MEAN_METRICS`. `tests/deploy/test_scoring.py` compares each
+metric: a line in `metrics.MEAN_METRICS`. `tests/scoring/test_scoring.py` compares each
 with Keras.
 
 The names are Keras': a metric is named by its `name=` argument, else the spelling the
@@ -47,10 +47,10 @@ given several thresholds; evaluate then scores with Keras. A metric of one value
 
 from __future__ import annotations
 
-from netdsl.deploy.scoring.common import Metric, ScoringError
-from netdsl.deploy.scoring.losses import LOSS_FUNCTIONS, Loss, reduce_loss
-from netdsl.deploy.scoring.metrics import MEAN_METRICS, in_numpy, make_metric, metric_name
-from netdsl.deploy.scoring.scorer import NOT_IN_NUMPY, Scorer, not_in_numpy
+from netdsl.scoring.common import Metric, ScoringError
+from netdsl.scoring.losses import LOSS_FUNCTIONS, Loss, reduce_loss
+from netdsl.scoring.metrics import MEAN_METRICS, in_numpy, make_metric, metric_name
+from netdsl.scoring.scorer import NOT_IN_NUMPY, Scorer, not_in_numpy
 
 __all__ = [
     "LOSS_FUNCTIONS", "MEAN_METRICS", "NOT_IN_NUMPY", "Loss", "Metric", "Scorer", "ScoringError", "in_numpy",

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from netdsl.deploy.scoring.common import (
+from netdsl.scoring.common import (
     EPSILON,
     Array,
     Values,

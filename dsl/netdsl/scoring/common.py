@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from netdsl.errors import ReportedError
+
 FLOAT32 = np.float32
 EPSILON = float(FLOAT32(1e-7))  # keras.backend.epsilon(), as the float32 Keras computes with
 ONE_MINUS_EPSILON = float(FLOAT32(1.0) - FLOAT32(1e-7))
@@ -17,8 +19,8 @@ NEG_INF = -1e10  # keras.src.metrics.metrics_utils.NEG_INF
 Array = np.ndarray
 
 
-class ScoringError(ValueError):
-    """Targets a metric cannot be computed on (their shape); the message says which and why."""
+class ScoringError(ReportedError, ValueError):
+    """Targets a metric cannot be computed on (their shape); `.message` says which and why."""
 
 
 Values = tuple[Array, "Array | None"]  # per-sample values and their mask (None: every value counts)

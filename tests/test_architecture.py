@@ -20,7 +20,7 @@ LEVELS = {
     "syntax": 1, "highlight": 1, "demo_data": 1, "archives": 1,  # demo_data writes through atomic
     "registry": 2, "starter": 2,
     "semantics": 3,
-    "custom": 4,
+    "custom": 4, "cost": 4,  # cost: FLOPs and memory from the checked graph (semantics), pure Python
     "backend": 5, "diagram": 5,
     "training": 6, "decompiler": 6, "pipeline": 6, "lightning": 6,
     "lsp": 7, "preview": 7, "tuning": 7, "deploy": 7,

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar, Union
 
 from netdsl import pipeline
+from netdsl.cost.readout import summary_cost
 from netdsl.errors import Diagnostic, UsageError
 from netdsl.pipeline import ModelSummary, Spec
 from netdsl.registry import plugins
@@ -177,10 +178,16 @@ def build_all(spec: Spec | None = None, *, text: str | bytes | None = None, file
 def summary(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
             model: str | None = None, include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
             backend: str | None = None, defines: Defines | None = None,
-            weights: str | os.PathLike[str] | None = None) -> dict[str, ModelSummary]:
+            weights: str | os.PathLike[str] | None = None, cost: bool = False, batch: int | None = None,
+            precision: str | None = None) -> dict[str, ModelSummary]:
     """What `netdsl summary --json` prints: per model (every model, or the one `model` names)
     its parameters, trainable and frozen (non-trainable) parameters, number of layers and output
     shapes (batch axis left out). `weights` as for `build`.
+
+    `cost=True` adds "cost" (`summary --cost --json`): MACs and FLOPs, parameter and activation bytes,
+    forward and training-step FLOPs, inference and training memory peaks, per model and per layer,
+    for `batch` samples (default: the train section's batch_size, else 32) under `precision`
+    ("float32", "mixed_float16", "mixed_bfloat16"; default: the train section's). docs/cost.md.
 
     Computed in pure Python, without importing Keras, when the shape inference is
     sure of every layer (as `render` is); built with Keras otherwise, and whenever
@@ -188,7 +195,11 @@ def summary(spec: Spec | None = None, *, text: str | bytes | None = None, filena
     program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
     found = pipeline.summaries(program, pipeline.pick_models(program, model), param_limit=param_limit,
                                backend=backend, weights=weights)
-    return {name: pipeline.model_summary(graph, split) for name, (graph, split) in found.items()}
+    summaries = {name: pipeline.model_summary(graph, split) for name, (graph, split) in found.items()}
+    if cost:
+        for name, (graph, _) in found.items():
+            summaries[name]["cost"] = summary_cost(graph, batch=batch, precision=precision)
+    return summaries
 
 
 def fit_kwargs(trained: keras.Model) -> dict[str, object]:

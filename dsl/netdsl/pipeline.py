@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
+from netdsl.cost.readout import CostSummary
 from netdsl.errors import RESOURCE_ERRORS, Diagnostic, Sources, SpecError, UsageError, out_of_resources
 from netdsl.semantics.analysis import Analysis, analyze, checked_graphs
 from netdsl.semantics.defines import apply_defines
@@ -221,7 +222,11 @@ def init_report(model: keras.Model) -> list[str]:
     return report(model)
 
 
-class ModelSummary(TypedDict):
+class _CostPart(TypedDict, total=False):
+    cost: CostSummary  # with `cost=True` (`summary --cost`): FLOPs and memory (cost/readout.py)
+
+
+class ModelSummary(_CostPart):
     """One model in numbers (`netdsl summary --json`): shapes leave out the batch axis, None an unknown size."""
 
     params: int

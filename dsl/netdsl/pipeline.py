@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
+from netdsl.cost.budget import budget_warnings
 from netdsl.cost.readout import CostSummary
 from netdsl.errors import RESOURCE_ERRORS, Diagnostic, Sources, SpecError, UsageError, out_of_resources
 from netdsl.semantics.analysis import Analysis, analyze, checked_graphs
@@ -145,7 +146,8 @@ def check(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     except RESOURCE_ERRORS as exc:
         # about the whole file: no source line under it (it would point at 1:1 as if something were there)
         return Checked(program.root, [out_of_resources(exc, program.root)], Sources(), program)
-    return Checked(program.root, analysis.diagnostics, program.sources(), program, analysis)
+    warnings = [] if analysis.errors else budget_warnings(analysis.graphs)  # a train section's max_memory
+    return Checked(program.root, analysis.diagnostics + warnings, program.sources(), program, analysis)
 
 
 def _display_name(spec: Spec | None, filename: str | None) -> str:

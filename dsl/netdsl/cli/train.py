@@ -3,7 +3,7 @@
     netdsl train SPEC [--model NAME] (--data SRC [--split 0.8,0.1,0.1] | --train SRC [--val SRC] [--test SRC])
                  [--targets OUT=COLUMN] [--epochs N] [--batch-size N] [--seed S] [-o DIR]
                  [--resume auto|RUN_DIR] [--progress auto|bar|line|none] [--tensorboard]
-                 [--init-from FILE.keras]
+                 [--init-from FILE.keras] [--max-memory SIZE]
                  [--backend tensorflow|jax|torch] [--devices N]
                  [--processes N | --coordinator HOST:PORT --num-processes N --process-id I]
 
@@ -46,6 +46,7 @@ from netdsl.cli.common import (
 )
 from netdsl.errors import UsageError, printable
 from netdsl.semantics.defines import parse_defines
+from netdsl.semantics.train_checks import memory_size
 from netdsl.training.errors import DataError
 from netdsl.training.run.settings import PROGRESS, TrainRequest, resolve
 from netdsl.training.scale import processes
@@ -65,6 +66,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--epochs", type=int, metavar="N", help="epochs to train (default: the spec's, else 1)")
     train.add_argument("--batch-size", type=int, metavar="N",
                        help="samples per step (default: the spec's, else 32)")
+    train.add_argument("--max-memory", type=_memory, metavar="SIZE",
+                       help="refuse a batch size whose estimated training peak memory is over SIZE (12GiB, "
+                            "800MB), naming the largest batch that fits (default: the spec's max_memory; "
+                            "docs/cost.md)")
     train.add_argument("--seed", type=int, metavar="S",
                        help="the seed of weights, split and shuffling: the same seed, the same run "
                             "(default: a random one, recorded in the run folder)")
@@ -134,7 +139,15 @@ def _request(args: argparse.Namespace, process_id: int) -> TrainRequest:
     return TrainRequest(spec=args.spec, model=args.model, data=data, epochs=args.epochs,
                         batch_size=args.batch_size, seed=args.seed, out=args.out, resume=args.resume,
                         progress=progress, tensorboard=args.tensorboard, include=args.include,
-                        defines=parse_defines(args.define, args.spec), init_from=args.init_from)
+                        defines=parse_defines(args.define, args.spec), init_from=args.init_from,
+                        max_memory=args.max_memory)
+
+
+def _memory(text: str) -> int:
+    size = memory_size(text)
+    if size is None:
+        raise argparse.ArgumentTypeError(f"expected a size such as 12GiB or 800MB, received {printable(text)}")
+    return size
 
 
 def _checked(args: argparse.Namespace, process_id: int) -> Any:

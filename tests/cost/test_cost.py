@@ -182,3 +182,15 @@ def test_the_cost_room_imports_no_backend_module():
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not [n for n in names if n.split(".")[0] in ("keras", "tensorflow", "jax", "torch")
                         or n.startswith(("netdsl.backend", "netdsl.custom"))], path
+
+
+@pytest.mark.parametrize("optimizer, slots", [
+    ("sgd", 0), ("sgd(momentum=0.9)", 1), ("rmsprop", 1), ("rmsprop(momentum=0.9, centered=true)", 3),
+    ("adam(amsgrad=true)", 3), ("lion", 1),
+])
+def test_an_optimizers_arguments_add_the_slots_keras_keeps(optimizer, slots):
+    def cost(name: str):
+        text = (SPECS / "lightning_mlp.net").read_text().replace("adam(learning_rate=1e-3)", name)
+        return model_cost(_graph(text, "lightning_mlp"))
+
+    assert cost(optimizer).train_memory_bytes - cost("sgd").train_memory_bytes == slots * 101_770 * 4

@@ -1,4 +1,5 @@
-"""What XLA counts for netdsl's models: `python -m tests.support.xla_cost BATCH DIR SOURCE...` prints JSON.
+"""What XLA counts for netdsl's models: `python -m tests.support.xla_cost [--forward] BATCH DIR SOURCE...`
+prints JSON (`--forward`: the inference call only, half the compiling).
 
 A SOURCE is a spec (every model of it) or `app:NAME`, a `keras.applications`
 model without weights, which is also saved as DIR/NAME.keras (for `netdsl
@@ -35,7 +36,7 @@ def _figures(compiled: Any) -> dict[str, float]:
             "temp_bytes": memory.temp_size_in_bytes, "alias_bytes": memory.alias_size_in_bytes}
 
 
-def measure(model: keras.Model, batch: int) -> dict[str, dict[str, float]]:
+def measure(model: keras.Model, batch: int, forward_only: bool = False) -> dict[str, dict[str, float]]:
     inputs = [np.zeros((batch, *tuple(i.shape[1:])), dtype=i.dtype) for i in model.inputs]
     call_inputs: Any = inputs if len(inputs) > 1 else inputs[0]
     trainable = [v.value for v in model.trainable_variables]
@@ -44,6 +45,9 @@ def measure(model: keras.Model, batch: int) -> dict[str, dict[str, float]]:
     def forward(trainable: Any, frozen: Any, x: Any) -> Any:
         return model.stateless_call(trainable, frozen, x, training=False)[0]
 
+    inference = jax.jit(forward).lower(trainable, frozen, call_inputs).compile()
+    if forward_only:
+        return {"inference": _figures(inference)}
     optimizer = model.optimizer if getattr(model, "optimizer", None) is not None else keras.optimizers.RMSprop()
     if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
         optimizer = optimizer.inner_optimizer
@@ -59,21 +63,22 @@ def measure(model: keras.Model, batch: int) -> dict[str, dict[str, float]]:
         grads = jax.grad(loss)(trainable, frozen, x)
         return optimizer.stateless_apply(slots, grads, trainable)
 
-    inference = jax.jit(forward).lower(trainable, frozen, call_inputs).compile()
     training = jax.jit(step, donate_argnums=(0, 1)).lower(trainable, slots, frozen, call_inputs).compile()
     return {"inference": _figures(inference), "training": _figures(training)}
 
 
 def main(argv: list[str]) -> None:
+    forward_only = argv[0] == "--forward"
+    argv = argv[1:] if forward_only else argv
     batch, folder, found = int(argv[0]), argv[1], {}
     for source in argv[2:]:
         if source.startswith("app:"):
             model = getattr(keras.applications, source[4:])(weights=None)
             model.save(os.path.join(folder, f"{source[4:]}.keras"))
-            found[source[4:]] = measure(model, batch)
+            found[source[4:]] = measure(model, batch, forward_only)
         else:
             for name, model in netdsl.build_all(source, backend="jax").items():
-                found[name] = measure(model, batch)
+                found[name] = measure(model, batch, forward_only)
     print(json.dumps(found))
 
 

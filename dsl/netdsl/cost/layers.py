@@ -338,6 +338,42 @@ LAYER_RULES: dict[str, Callable[[Args, list[Shape], list[Shape]], Counts]] = {
 """Layers whose rule is written (the others are unknown, named): canonical registry name -> rule."""
 
 
+# ---------------------------------------------------------------- padding taps
+
+PADDED = frozenset({"conv1d", "conv2d", "conv3d", "depthwise_conv1d", "depthwise_conv2d", "separable_conv1d",
+                    "separable_conv2d"})
+
+
+def padding_macs(args: Args, ins: list[Shape], outs: list[Shape], macs: int) -> int:
+    """Of a convolution's `macs` (every tap of the kernel at every output position, as the layer's
+    configuration has it), those that multiply the zeros of its padding ("same", "causal"): XLA's
+    count leaves them out. 0 for "valid" padding and for a layer that is no convolution."""
+    if args.name not in PADDED or args["padding"] == "valid":
+        return 0
+    rank = conv_rank(args.name)
+    kernel, strides = dims(args["kernel_size"], rank), dims(args["strides"], rank)
+    dilation = dims(args["dilation_rate"], rank)
+    first = 1 if args["data_format"] == "channels_first" else 0
+    sides = [size(d) for d in ins[0][first:first + rank]]
+    positions = [size(d) for d in outs[0][first:first + rank]]
+    taps = [_inside(n, m, k, s, d, causal=args["padding"] == "causal")
+            for n, m, k, s, d in zip(sides, positions, kernel, strides, dilation)]
+    every = math.prod(m * k for m, k in zip(positions, kernel))
+    if args.name.startswith("separable"):  # only its depthwise part sees the padding
+        middle = channels(args, ins[0]) * size(args["depth_multiplier"])
+        depthwise = math.prod(positions) * middle * math.prod(kernel)
+        return depthwise - depthwise // every * math.prod(taps)
+    return macs - macs // every * math.prod(taps)
+
+
+def _inside(side: int, positions: int, kernel: int, stride: int, dilation: int, causal: bool) -> int:
+    """How many (output position, kernel tap) pairs of one axis land inside the input, not on padding."""
+    reach = (kernel - 1) * dilation + 1
+    total = max((positions - 1) * stride + reach - side, 0)
+    before = total if causal else total // 2
+    return sum(1 for o in range(positions) for k in range(kernel) if 0 <= o * stride - before + k * dilation < side)
+
+
 def layer_counts(args: Args, ins: list[Shape], outs: list[Shape]) -> Counts:
     """(MACs, FLOPs) of one sample through the layer; NoRule when it has none (or a size varies)."""
     rule = LAYER_RULES.get(args.name)

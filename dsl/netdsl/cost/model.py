@@ -29,10 +29,12 @@ from netdsl.cost.expressions import declared_layer_counts, tensor_op_counts
 from netdsl.cost.layers import (
     ACTIVATION_FLOPS,
     LAYER_RULES,
+    PADDED,
     Counts,
     NoRule,
     elements,
     layer_counts,
+    padding_macs,
     tree_flops_per_element,
 )
 from netdsl.registry.layers.anatomy import Args
@@ -72,6 +74,7 @@ class StepCost:
     transient_bytes: int  # its output's and inputs' gradients at once, one sample
     unknown: str | None = None  # why the step could not be costed (then macs and flops are 0)
     backward_flops: int = 0  # its backward pass, one sample (see `_backward`)
+    padding_macs: int = 0  # of `macs`, those on a convolution's padding zeros (XLA leaves them out)
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class ModelCost:
     inference_memory_bytes: int
     train_memory_bytes: int
     unknown: list[str] = field(default_factory=list)  # "step: why", one per step not costed
+    padding_macs: int = 0  # of `macs`, those on convolutions' padding zeros, one sample
 
     @property
     def lower_bound(self) -> bool:
@@ -114,6 +118,7 @@ def model_cost(graph: Graph, *, batch: int = 1, precision: str = "float32") -> M
     trainable = split.trainable if split is not None else params
     optimizer = _optimizer(graph)
     slots, update_flops = OPTIMIZER_SLOTS.get(optimizer, (2, 12))
+    slots += _optional_slots(graph)
     macs, flops = sum(s.macs for s in steps), sum(s.flops for s in steps)
     backward = sum(s.backward_flops for s in steps)
     param_bytes = params * _VARIABLE_BYTES
@@ -126,7 +131,8 @@ def model_cost(graph: Graph, *, batch: int = 1, precision: str = "float32") -> M
         train_flops=(flops + backward) * batch + update_flops * trainable, param_bytes=param_bytes,
         activation_bytes=kept, inference_memory_bytes=param_bytes + peak * batch,
         train_memory_bytes=train_memory,
-        unknown=[f"{s.name}: {s.unknown}" for s in steps if s.unknown is not None])
+        unknown=[f"{s.name}: {s.unknown}" for s in steps if s.unknown is not None],
+        padding_macs=sum(s.padding_macs for s in steps))
 
 
 def _optimizer(graph: Graph) -> str:
@@ -134,8 +140,18 @@ def _optimizer(graph: Graph) -> str:
     return DEFAULT_OPTIMIZER if optimizer is None else str(optimizer.name)
 
 
-def _walk(graph: Graph, width: int) -> tuple[list[StepCost], int]:
-    """Every node's cost, and the most activation bytes (one sample) alive at once walking them in order."""
+def _optional_slots(graph: Graph) -> int:
+    """The slots an optimizer's arguments add: SGD's and RMSprop's momentum, RMSprop's centred mean,
+    Adam's and AdamW's AMSGrad maximum (each one more value per trainable weight, as Keras keeps them)."""
+    optimizer = graph.train.optimizer if graph.train is not None else None
+    kwargs = dict(getattr(optimizer, "kwargs", None) or {})
+    flags = (kwargs.get("momentum") not in (None, 0, 0.0), bool(kwargs.get("centered")), bool(kwargs.get("amsgrad")))
+    return sum(flags)
+
+
+def _walk(graph: Graph, width: int, inputs_need_gradient: bool = False) -> tuple[list[StepCost], int]:
+    """Every node's cost, and the most activation bytes (one sample) alive at once walking them in order
+    (`inputs_need_gradient`: a nested model's, when a weight before it needs its input's gradient)."""
     last_read = {index: index for index in range(len(graph.nodes))}
     for index, node in enumerate(graph.nodes):
         for ref in node.inputs:
@@ -147,11 +163,14 @@ def _walk(graph: Graph, width: int) -> tuple[list[StepCost], int]:
     weighted_above: list[bool] = []  # whether a step's output depends on a weight (its gradient is needed)
     live = peak = 0
     for index, node in enumerate(graph.nodes):
-        step, inner_peak = _step(graph, node, width, seen_shared)
-        needs_input_gradient = any(weighted_above[ref.node] for ref in node.inputs)
+        needs_input_gradient = any(weighted_above[ref.node] for ref in node.inputs) or (
+            inputs_need_gradient and node.op == "input")
+        step, inner_peak = _step(graph, node, width, seen_shared, needs_input_gradient)
         has_weights = (node.params or 0) > 0
         weighted_above.append(has_weights or needs_input_gradient)
-        steps.append(replace(step, backward_flops=_backward(step, has_weights, needs_input_gradient)))
+        if not (node.op == "model" and isinstance(node.decl, Graph)):  # a nested model's is its steps'
+            step = replace(step, backward_flops=_backward(step, has_weights, needs_input_gradient))
+        steps.append(step)
         live += step.output_bytes
         peak = max(peak, live + max(0, inner_peak - step.output_bytes))
         for read in {ref.node for ref in node.inputs} | {index}:
@@ -168,7 +187,8 @@ def _backward(step: StepCost, has_weights: bool, needs_input_gradient: bool) -> 
     return (products if has_weights else 0) + (step.flops if needs_input_gradient else 0)
 
 
-def _step(graph: Graph, node: Node, width: int, seen_shared: set[str]) -> tuple[StepCost, int]:
+def _step(graph: Graph, node: Node, width: int, seen_shared: set[str], needs_input_gradient: bool = False
+          ) -> tuple[StepCost, int]:
     ins = [graph.node_of(ref).output_shapes[ref.index] if ref.index < len(graph.node_of(ref).output_shapes)
            else None for ref in node.inputs]
     outs = list(node.output_shapes)
@@ -179,15 +199,18 @@ def _step(graph: Graph, node: Node, width: int, seen_shared: set[str]) -> tuple[
             params = 0
         seen_shared.add(node.shared)
     if node.op == "model" and isinstance(node.decl, Graph):
-        return _nested(node, node.decl, width, params)
+        return _nested(node, node.decl, width, params, needs_input_gradient)
     unknown = None
     sized = all(_sized(s) for s in ins + outs)  # then the bytes are known, also for a step without a rule
     out_bytes = sum(elements(s) for s in outs if s is not None) * element if sized else 0
     if node.op == "layer" and node.kind in VIEWS:
         out_bytes = 0  # the input's bytes, seen in another shape: nothing new is held
     in_bytes = sum(elements(s) for s in ins if s is not None) * width if sized else 0
+    padding = 0
     try:
         macs, flops = _counts(node, ins, outs)
+        if node.op == "layer" and node.kind in PADDED:
+            padding = padding_macs(_args(node), ins, outs, macs)
     except NoRule as exc:
         macs, flops, unknown = 0, 0, str(exc)
     except (TypeError, ValueError, KeyError, IndexError):  # a tree or an argument of a form no rule reads
@@ -195,19 +218,22 @@ def _step(graph: Graph, node: Node, width: int, seen_shared: set[str]) -> tuple[
     if node.params is None and unknown is None:
         unknown = "its parameter count is not known"
     step = StepCost(node.name, _kind(node), macs, flops, params, params * _VARIABLE_BYTES, out_bytes,
-                    out_bytes, out_bytes + in_bytes, unknown)
+                    out_bytes, out_bytes + in_bytes, unknown, padding_macs=padding)
     return step, out_bytes
 
 
-def _nested(node: Node, inner: Graph, width: int, params: int) -> tuple[StepCost, int]:
-    """A nested model as one step: the sum of its own steps; its inner peak is a transient of this one."""
-    steps, peak = _walk(inner, width)
+def _nested(node: Node, inner: Graph, width: int, params: int, needs_input_gradient: bool
+            ) -> tuple[StepCost, int]:
+    """A nested model as one step: the sum of its own steps (a shared one's weights counted once, its
+    backward pass at each use); its inner peak is a transient of this one."""
+    steps, peak = _walk(inner, width, needs_input_gradient)
     unknown = [f"{s.name}: {s.unknown}" for s in steps if s.unknown is not None]
     out_bytes = sum(elements(s) for s in node.output_shapes if _sized(s)) * width
     step = StepCost(node.name, f"model {inner.name}", sum(s.macs for s in steps), sum(s.flops for s in steps),
                     params, params * _VARIABLE_BYTES, out_bytes, sum(s.kept_bytes for s in steps),
                     max((s.transient_bytes for s in steps), default=0),
-                    "; ".join(unknown) if unknown else None)
+                    "; ".join(unknown) if unknown else None, backward_flops=sum(s.backward_flops for s in steps),
+                    padding_macs=sum(s.padding_macs for s in steps))
     return step, peak
 
 
@@ -225,10 +251,7 @@ def _counts(node: Node, ins: list[Any], outs: list[Any]) -> Counts:
     if node.op == "input":
         return 0, 0
     if node.op == "layer":
-        entry = registry.lookup("layer", node.kind)
-        if entry is None:
-            raise NoRule(f"'{node.kind}' has no cost rule")
-        return layer_counts(Args(entry, node.args), ins, outs)
+        return layer_counts(_args(node), ins, outs)
     if node.op == "activation":
         if node.kind not in ACTIVATION_FLOPS:
             raise NoRule(f"the activation '{node.kind}' has no cost rule")
@@ -240,6 +263,13 @@ def _counts(node: Node, ins: list[Any], outs: list[Any]) -> Counts:
     if node.op == "tensor_op":
         return tensor_op_counts(node.decl.expression, ins)
     raise NoRule(f"a {node.op} step has no cost rule")
+
+
+def _args(node: Node) -> Args:
+    entry = registry.lookup("layer", node.kind)
+    if entry is None:
+        raise NoRule(f"'{node.kind}' has no cost rule")
+    return Args(entry, node.args)
 
 
 def _kind(node: Node) -> str:

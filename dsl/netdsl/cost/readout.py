@@ -21,6 +21,7 @@ class CostSummary(TypedDict):
     precision: str
     optimizer: str
     macs: int
+    padding_macs: int  # of macs, those on convolutions' padding zeros (XLA's count leaves them out)
     flops: int
     forward_flops: int  # the batch
     train_flops: int  # one training step on the batch
@@ -61,7 +62,8 @@ def summary_cost(graph: Graph, *, batch: int | None = None, precision: str | Non
 
 
 def _step_json(step: StepCost, batch: int) -> dict[str, Any]:
-    return {"name": step.name, "kind": step.kind, "macs": step.macs, "flops": step.flops,
+    return {"name": step.name, "kind": step.kind, "macs": step.macs, "padding_macs": step.padding_macs,
+            "flops": step.flops,
             "param_bytes": step.param_bytes, "activation_bytes": step.output_bytes * batch,
             "kept_bytes": step.kept_bytes * batch, "unknown": step.unknown}
 
@@ -69,7 +71,8 @@ def _step_json(step: StepCost, batch: int) -> dict[str, Any]:
 def cost_json(cost: ModelCost) -> CostSummary:
     """The fields of `--json`: the model's totals and one entry per step (FLOPs per sample, bytes per batch)."""
     return {"batch": cost.batch, "precision": cost.precision, "optimizer": cost.optimizer, "macs": cost.macs,
-            "flops": cost.flops, "forward_flops": cost.forward_flops, "train_flops": cost.train_flops,
+            "padding_macs": cost.padding_macs, "flops": cost.flops, "forward_flops": cost.forward_flops,
+            "train_flops": cost.train_flops,
             "param_bytes": cost.param_bytes, "activation_bytes": cost.activation_bytes,
             "inference_memory_bytes": cost.inference_memory_bytes, "train_memory_bytes": cost.train_memory_bytes,
             "lower_bound": cost.lower_bound, "unknown": list(cost.unknown),

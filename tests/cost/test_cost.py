@@ -54,7 +54,7 @@ def test_summary_cost_prints_each_layers_flops_and_the_models_cost(capsys):
         "cost: batch 4, float32, optimizer adam",
         "  forward: 204 KFLOPs a sample (101,632 MACs), 814 KFLOPs a batch",
         "  training step: 2.86 MFLOPs",
-        "  memory: weights 397.5 KiB, inference peak 409.8 KiB, training peak 1.6 MiB",
+        "  memory: weights 397.5 KiB, inference peak 411.8 KiB, training peak 1.6 MiB",
     ]
 
 
@@ -194,3 +194,9 @@ def test_an_optimizers_arguments_add_the_slots_keras_keeps(optimizer, slots):
         return model_cost(_graph(text, "lightning_mlp"))
 
     assert cost(optimizer).train_memory_bytes - cost("sgd").train_memory_bytes == slots * 101_770 * 4
+
+
+def test_a_flattened_tensor_lives_as_long_as_its_view_is_read():
+    cost = model_cost(_graph(SPECS / "lightning_mlp.net", "lightning_mlp"))
+    # the image's 3,136 B (read again through flatten by the first dense) and that dense's 512 B at once
+    assert cost.inference_memory_bytes == 101_770 * 4 + 784 * 4 + 128 * 4

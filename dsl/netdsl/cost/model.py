@@ -152,12 +152,13 @@ def _optional_slots(graph: Graph) -> int:
 def _walk(graph: Graph, width: int, inputs_need_gradient: bool = False) -> tuple[list[StepCost], int]:
     """Every node's cost, and the most activation bytes (one sample) alive at once walking them in order
     (`inputs_need_gradient`: a nested model's, when a weight before it needs its input's gradient)."""
+    holder = _holders(graph)
     last_read = {index: index for index in range(len(graph.nodes))}
     for index, node in enumerate(graph.nodes):
         for ref in node.inputs:
-            last_read[ref.node] = max(last_read[ref.node], index)
+            last_read[holder[ref.node]] = max(last_read[holder[ref.node]], index)
     for _, ref in graph.outputs:
-        last_read[ref.node] = len(graph.nodes)
+        last_read[holder[ref.node]] = len(graph.nodes)
     steps: list[StepCost] = []
     seen_shared: set[str] = set()
     weighted_above: list[bool] = []  # whether a step's output depends on a weight (its gradient is needed)
@@ -173,10 +174,20 @@ def _walk(graph: Graph, width: int, inputs_need_gradient: bool = False) -> tuple
         steps.append(step)
         live += step.output_bytes
         peak = max(peak, live + max(0, inner_peak - step.output_bytes))
-        for read in {ref.node for ref in node.inputs} | {index}:
+        for read in {holder[ref.node] for ref in node.inputs} | {index}:
             if last_read[read] == index:
                 live -= steps[read].output_bytes
     return steps, peak
+
+
+def _holders(graph: Graph) -> list[int]:
+    """Each step's output is held by: itself, or for a view (flatten, reshape) the step whose bytes it shows,
+    which lives as long as the view is read."""
+    holder = list(range(len(graph.nodes)))
+    for index, node in enumerate(graph.nodes):
+        if node.op == "layer" and node.kind in VIEWS and len(node.inputs) == 1:
+            holder[index] = holder[node.inputs[0].node]
+    return holder
 
 
 def _backward(step: StepCost, has_weights: bool, needs_input_gradient: bool) -> int:

@@ -221,7 +221,7 @@ def _step(graph: Graph, node: Node, width: int, seen_shared: set[str], needs_inp
     try:
         macs, flops = _counts(node, ins, outs)
         if node.op == "layer" and node.kind in PADDED:
-            padding = padding_macs(_args(node), ins, outs, macs)
+            padding = padding_macs(_args(node), ins, outs, macs)  # type: ignore[arg-type]  # _counts: all sized
     except NoRule as exc:
         macs, flops, unknown = 0, 0, str(exc)
     except (TypeError, ValueError, KeyError, IndexError):  # a tree or an argument of a form no rule reads

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 from netdsl.cost.budget import budget_warnings
+from netdsl.cost.model import ModelCost
 from netdsl.cost.readout import CostSummary
 from netdsl.errors import RESOURCE_ERRORS, Diagnostic, Sources, SpecError, UsageError, out_of_resources
 from netdsl.semantics.analysis import Analysis, analyze, checked_graphs
@@ -321,11 +322,12 @@ def param_counts(model: keras.Model) -> tuple[int, int]:
 
 
 def draw(graph: Graph, *, shapes: bool = True, depth: int | None = None,
-         collapse_repeats: bool = True) -> graphviz.Digraph:
-    """The diagram of one expanded graph (`diagram.render.render_graph`: ValueError for a negative `depth`)."""
+         collapse_repeats: bool = True, cost: ModelCost | None = None) -> graphviz.Digraph:
+    """The diagram of one expanded graph (`diagram.render.render_graph`: ValueError for a negative `depth`);
+    with `cost` (netdsl.cost), each box's FLOPs and memory."""
     from netdsl.diagram.render import render_graph  # graphviz: only when drawing
 
-    return render_graph(graph, shapes=shapes, depth=depth, collapse_repeats=collapse_repeats)
+    return render_graph(graph, shapes=shapes, depth=depth, collapse_repeats=collapse_repeats, cost=cost)
 
 
 def pick_model_or_first(program: Program, model: str | None) -> str:

@@ -19,8 +19,9 @@ from netdsl.cli.common import (
     load_spec,
     print_failure,
 )
+from netdsl.cost.readout import costed
 from netdsl.diagram import FORMATS
-from netdsl.errors import Diagnostic, RenderError, SpecError, UsageError
+from netdsl.errors import Diagnostic, RenderError, SpecError, UsageError, printable
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,6 +47,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     render.add_argument("--no-collapse", dest="collapse_repeats", action="store_false",
                         help="draw every copy of a step repeated * N (default: one box marked xN)")
     add_alias(render, "--expand-repeats", dest="collapse_repeats", action="store_false")
+    render.add_argument("--cost", action="store_true",
+                        help="each box's FLOPs a sample and output memory, filled the deeper the more FLOPs; "
+                             "the model's totals in the title (docs/cost.md)")
+    render.add_argument("--batch", type=_positive, default=None, metavar="B",
+                        help="the batch --cost counts memory for (default: the train section's batch_size, else 32)")
     add_plugin(render)
     add_include(render)
     add_define(render)
@@ -74,12 +80,16 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     shapes = not args.no_shapes
+    if args.cost and not shapes:
+        raise UsageError("--cost needs the shapes: leave out --no-shapes")
     load_plugins(args.plugin, program.root)
     # The CLI's stderr is for diagnostics, not TensorFlow's start-up notices (when it is needed at all).
     graphs = pipeline.model_graphs(program, names, shapes, mute_tensorflow=True)
     status = 0
     for name in names:
-        digraph = pipeline.draw(graphs[name], shapes=shapes, depth=depth, collapse_repeats=args.collapse_repeats)
+        cost = costed(graphs[name], batch=args.batch) if args.cost else None
+        digraph = pipeline.draw(graphs[name], shapes=shapes, depth=depth, collapse_repeats=args.collapse_repeats,
+                                cost=cost)
         try:
             path = write_diagram(digraph, bases[name], fmt)
         except RenderError as exc:
@@ -90,6 +100,13 @@ def run(args: argparse.Namespace) -> int:
                                                               f"{exc.strerror or exc}")) from None
         print(f"wrote {path}")
     return status
+
+
+def _positive(text: str) -> int:
+    value = int(text) if text.strip().isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, received {printable(text)}")
+    return value
 
 
 def _outputs(output: str | None, fmt: str | None, names: list[str]) -> tuple[str, dict[str, str]]:

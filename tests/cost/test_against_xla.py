@@ -68,6 +68,11 @@ def test_a_shared_tower_is_counted_at_each_use(xla):
     assert abs(ours.flops - 2 * ours.padding_macs - xla["siamese"]) / xla["siamese"] < 1e-4  # 574 FLOPs apart
 
 
+def test_netdsls_residual_layer_less_its_padding_taps_is_within_two_percent(xla):
+    ours = _ours("custom_layers.net", "residual_net")  # 25.29 M, of which 1.85 M on padding; XLA 23.89 M
+    assert abs(ours.flops - 2 * ours.padding_macs - xla["residual_net"]) / xla["residual_net"] < 0.02
+
+
 @pytest.mark.parametrize("spec, name", [
     ("custom_layers.net", "linear_mlp"), ("custom_layers.net", "multiply"), ("custom_layers.net", "activations"),
     ("custom_layers.net", "attention_example"), ("custom_layers.net", "residual_net"),

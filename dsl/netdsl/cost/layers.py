@@ -341,13 +341,15 @@ LAYER_RULES: dict[str, Callable[[Args, list[Shape], list[Shape]], Counts]] = {
 # ---------------------------------------------------------------- padding taps
 
 PADDED = frozenset({"conv1d", "conv2d", "conv3d", "depthwise_conv1d", "depthwise_conv2d", "separable_conv1d",
-                    "separable_conv2d"})
+                    "separable_conv2d", "residual"})
 
 
 def padding_macs(args: Args, ins: list[Shape], outs: list[Shape], macs: int) -> int:
     """Of a convolution's `macs` (every tap of the kernel at every output position, as the layer's
     configuration has it), those that multiply the zeros of its padding ("same", "causal"): XLA's
     count leaves them out. 0 for "valid" padding and for a layer that is no convolution."""
+    if args.name == "residual":
+        return _residual_padding(args, ins, outs)
     if args.name not in PADDED or args["padding"] == "valid":
         return 0
     rank = conv_rank(args.name)
@@ -364,6 +366,17 @@ def padding_macs(args: Args, ins: list[Shape], outs: list[Shape], macs: int) -> 
         depthwise = math.prod(positions) * middle * math.prod(kernel)
         return depthwise - depthwise // every * math.prod(taps)
     return macs - macs // every * math.prod(taps)
+
+
+def _residual_padding(args: Args, ins: list[Shape], outs: list[Shape]) -> int:
+    """netdsl's residual: its two "same" convolutions' padding taps (the 1x1 shortcut has none)."""
+    kernel, stride, filters = size(args["kernel_size"]), size(args["stride"]), size(args["filters"])
+    fan_in = size(ins[0][-1])
+    sides, positions = [size(d) for d in ins[0][:-1]], [size(d) for d in outs[0][:-1]]
+    every = math.prod(positions) * kernel ** len(positions)
+    first = math.prod(_inside(n, m, kernel, stride, 1, causal=False) for n, m in zip(sides, positions))
+    second = math.prod(_inside(m, m, kernel, 1, 1, causal=False) for m in positions)
+    return (every - first) * fan_in * filters + (every - second) * filters * filters
 
 
 def _inside(side: int, positions: int, kernel: int, stride: int, dilation: int, causal: bool) -> int:

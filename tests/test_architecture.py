@@ -21,7 +21,7 @@ LEVELS = {
     "syntax": 1, "highlight": 1, "demo_data": 1, "archives": 1,  # demo_data writes through atomic
     "registry": 2, "starter": 2, "zoo": 2,
     "semantics": 3, "scoring": 3,
-    "custom": 4,
+    "custom": 4, "cost": 4,  # cost: FLOPs and memory from the checked graph (semantics), pure Python
     "backend": 5, "diagram": 5,
     "training": 6, "decompiler": 6, "pipeline": 6, "lightning": 6,
     "lsp": 7, "preview": 7, "tuning": 7, "deploy": 7,
@@ -235,8 +235,8 @@ CLI_MAY_IMPORT = ("netdsl.api", "netdsl.errors", "netdsl.atomic", "netdsl.files"
 CLI_STILL_REACHES = {
     # the spec commands print what pipeline returns (diagnostics with their sources, graphs, tables)
     "build": {"netdsl.backend.builder", "netdsl.backend.saving", "netdsl.diagram.render", "netdsl.pipeline",
-              "netdsl.registry", "netdsl.semantics.trainable"},
-    "render": {"netdsl.diagram.render", "netdsl.pipeline"},
+              "netdsl.registry", "netdsl.semantics.trainable", "netdsl.cost", "netdsl.cost.readout"},
+    "render": {"netdsl.diagram.render", "netdsl.pipeline", "netdsl.cost.readout"},
     "layers": {"netdsl.registry", "netdsl.semantics.values"},
 }
 

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
 
 from netdsl import options as options  # each command's flags, declared once: netdsl.cli's parsers
 from netdsl import pipeline
-from netdsl.errors import Diagnostic, SpecError, UsageError
+from netdsl.cost.readout import summary_cost
+from netdsl.errors import Diagnostic, SpecError, UsageError, printable
 from netdsl.pipeline import ModelSummary, Spec
 from netdsl.registry import plugins
 from netdsl.syntax.loader import Program, load_file, load_text
@@ -182,10 +183,16 @@ def build_all(spec: Spec | None = None, *, text: str | bytes | None = None, file
 def summary(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
             model: str | None = None, include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
             backend: str | None = None, defines: Defines | None = None,
-            weights: str | os.PathLike[str] | None = None) -> dict[str, ModelSummary]:
+            weights: str | os.PathLike[str] | None = None, cost: bool = False, batch: int | None = None,
+            precision: str | None = None) -> dict[str, ModelSummary]:
     """What `netdsl summary --json` prints: per model (every model, or the one `model` names)
     its parameters, trainable and frozen (non-trainable) parameters, number of layers and output
     shapes (batch axis left out). `weights` as for `build`.
+
+    `cost=True` adds "cost" (`summary --cost --json`): MACs and FLOPs, parameter and activation bytes,
+    forward and training-step FLOPs, inference and training memory peaks, per model and per layer,
+    for `batch` samples (default: the train section's batch_size, else 32) under `precision`
+    ("float32", "mixed_float16", "mixed_bfloat16"; default: the train section's). docs/cost.md.
 
     Computed in pure Python, without importing Keras, when the shape inference is
     sure of every layer (as `render` is); built with Keras otherwise, and whenever
@@ -193,7 +200,11 @@ def summary(spec: Spec | None = None, *, text: str | bytes | None = None, filena
     program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
     found = pipeline.summaries(program, pipeline.pick_models(program, model), param_limit=param_limit,
                                backend=backend, weights=weights)
-    return {name: pipeline.model_summary(graph, split) for name, (graph, split) in found.items()}
+    summaries = {name: pipeline.model_summary(graph, split) for name, (graph, split) in found.items()}
+    if cost:
+        for name, (graph, _) in found.items():
+            summaries[name]["cost"] = summary_cost(graph, batch=batch, precision=precision)
+    return summaries
 
 
 def fit_kwargs(trained: keras.Model) -> dict[str, object]:
@@ -299,7 +310,7 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
           include: Sequence[str | os.PathLike] = (), backend: str | None = None, defines: Defines | None = None,
           init_from: str | os.PathLike[str] | None = None, features: Sequence[str] | None = None,
           drop: Sequence[str] | None = None, devices: int | None = None, plugins: Sequence[str] = (),
-          on_start: Callable[[Path, int], None] | None = None) -> Run:
+          on_start: Callable[[Path, int], None] | None = None, max_memory: int | str | None = None) -> Run:
     """Train one model of a spec in a new run folder `out/<model>-N/`; the engine of `netdsl train`.
 
     `data` (cut by `split`, default 0.8/0.1/0.1) or `train` [+ `val`,
@@ -321,6 +332,8 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     `plugins`: modules that register layers or activations (`--plugin`), imported with the installed
     plugins once the backend is loaded (the spec is checked after them). `on_start(folder, first_epoch)`:
     told the run folder when the run starts (first_epoch 0, or the epoch a resumed run goes on after).
+    `max_memory`: bytes, or a size ("12GiB", "800MB"; `--max-memory`): a batch whose estimated training peak
+    is over it is refused before anything is built, naming the largest batch that fits (docs/cost.md).
     """
     from netdsl.training.data.request import DataRequest, check_columns
     from netdsl.training.run.settings import TrainRequest, resolve
@@ -329,7 +342,7 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     request = TrainRequest(
         spec=program, model=model, epochs=epochs, batch_size=batch_size, seed=seed, out=out, resume=resume,
         progress=progress, tensorboard=tensorboard, include=list(include), callbacks=list(callbacks),
-        defines=dict(defines or {}), init_from=init_from,
+        defines=dict(defines or {}), init_from=init_from, max_memory=memory_bytes(max_memory),
         data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train, val=val,
                          test=test, targets=dict(targets or {})))
     request.data.features, request.data.drop = check_columns(features, drop)
@@ -533,6 +546,18 @@ def _backend(backend: str | None) -> None:
 # into the room that owns it, so that cli/ imports the API and nothing deeper (tests/test_architecture.py).
 
 
+def memory_bytes(size: int | str | None) -> int | None:
+    """`max_memory` / `--max-memory` as bytes: a whole number, or a size such as 12GiB or 800MB."""
+    from netdsl.semantics.train_checks import memory_size
+
+    if size is None or (isinstance(size, int) and not isinstance(size, bool) and size >= 1):
+        return size
+    found = memory_size(size) if isinstance(size, str) else None
+    if found is None:
+        raise UsageError(f"--max-memory expects a size such as 12GiB or 800MB, received {printable(str(size))}")
+    return found
+
+
 def parse_defines(items: Sequence[str], spec: str | os.PathLike) -> dict[str, object]:
     """`-D NAME=VALUE` items as `defines`; a `SpecError` about `spec` for an item that is none."""
     from netdsl.semantics.defines import parse_defines as parse
@@ -706,6 +731,7 @@ def train_settings(**keywords: Any) -> TrainConfig:
     from netdsl.training.run.settings import TrainRequest, resolve
 
     data = DataRequest(**{key: keywords.pop(key) for key in DataRequest.__dataclass_fields__})
+    keywords["max_memory"] = memory_bytes(keywords.get("max_memory"))
     return resolve(TrainRequest(**keywords, data=data))
 
 

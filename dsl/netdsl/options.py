@@ -216,6 +216,11 @@ class RenderOptions:
     collapse_repeats: bool = option("--no-collapse", action="store_false", default=True,
                                     help="draw every copy of a step repeated * N (default: one box marked xN)",
                                     aliases=(Alias(("--expand-repeats",), action="store_false"),))
+    cost: bool = option("--cost", action="store_true", default=False, cli_only=True,
+                        help="each box's FLOPs a sample and output memory, filled the deeper the more FLOPs; "
+                             "the model's totals in the title (docs/cost.md)")
+    batch: Any = option("--batch", type="positive", metavar="B", cli_only=True,
+                        help="the batch --cost counts memory for (default: the train section's batch_size, else 32)")
     plugin: Any = plugin()
     include: Any = include()
     defines: Any = defines()
@@ -269,7 +274,16 @@ class BuildOptions:
 class SummaryOptions:
     spec: Any = spec()
     model: Any = model()
-    json: bool = json_flag("per model: params, trainable_params, non_trainable_params, layers, outputs")
+    json: bool = json_flag("per model: params, trainable_params, non_trainable_params, layers, outputs "
+                           "(and cost, with --cost)")
+    cost: bool = option("--cost", action="store_true", default=False,
+                        help="add each layer's FLOPs and activation memory, and the model's forward and "
+                             "training-step FLOPs and inference and training memory peaks (docs/cost.md)")
+    batch: Any = option("--batch", type="positive", metavar="B",
+                        help="the batch --cost counts for (default: the train section's batch_size, else 32)")
+    precision: Any = option("--precision", choices=("float32", "mixed_bfloat16", "mixed_float16"),
+                            help="the dtype policy --cost counts for (default: the train section's "
+                                 "mixed_precision, else float32)")
     plugin: Any = plugin()
     weights: Any = weights()
     backend: Any = backend()
@@ -329,6 +343,10 @@ class TrainOptions:
     drop: Any = drop()
     epochs: Any = option("--epochs", type=int, metavar="N", help="epochs to train (default: the spec's, else 1)")
     batch_size: Any = batch_size("samples per step (default: the spec's, else 32)")
+    max_memory: Any = option("--max-memory", type="memory", metavar="SIZE",
+                             help="refuse a batch size whose estimated training peak memory is over SIZE (12GiB, "
+                                  "800MB), naming the largest batch that fits (default: the spec's max_memory; "
+                                  "docs/cost.md)")
     seed: Any = option("--seed", type=int, metavar="S",
                        help="the seed of weights, split and shuffling: the same seed, the same run (default: a "
                             "random one, recorded in the run folder)")

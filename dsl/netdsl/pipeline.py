@@ -19,14 +19,18 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from netdsl.cost.budget import budget_warnings
+from netdsl.cost.model import ModelCost
+from netdsl.cost.readout import CostSummary
 from netdsl.errors import SpecError
 from netdsl.semantics.analysis import Analysis, checked_graphs
 from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.fine_tuning import zoo_weights
 from netdsl.semantics.graph import Graph
-from netdsl.semantics.session import Checked, CheckedModels, LoadedSpec, Spec, TypedPath, check, load, spec_path
+from netdsl.semantics.session import Checked, CheckedModels, LoadedSpec, Spec, TypedPath, load, spec_path
+from netdsl.semantics.session import check as check_spec
 from netdsl.semantics.trainable import ParamSplit, split_params
 from netdsl.syntax.loader import Program, load_file, pick_models
 
@@ -38,6 +42,15 @@ __all__ = ["Spec", "TypedPath", "Checked", "LoadedSpec", "CheckedModels", "load"
            "pick_models", "model_graphs", "start_backend", "build",
            "ModelSummary", "model_summary", "param_counts", "draw", "unsure_models", "summaries", "inferred_splits",
            "built_split", "ParamSplit"]
+
+
+def check(spec: Spec | None = None, **how: Any) -> Checked:
+    """`semantics.session.check` (every diagnostic of a spec, never an exception for what it holds), and a
+    warning at a train section's `max_memory` that its batch exceeds (cost/budget.py, a room above semantics)."""
+    checked = check_spec(spec, **how)
+    if checked.analysis is not None and not checked.errors:
+        checked.diagnostics = checked.diagnostics + budget_warnings(checked.analysis.graphs)
+    return checked
 
 
 def model_graphs(program: Program, names: list[str], shapes: bool, *, mute_tensorflow: bool = False
@@ -96,7 +109,11 @@ def init_report(model: keras.Model) -> list[str]:
     return report(model)
 
 
-class ModelSummary(TypedDict):
+class _CostPart(TypedDict, total=False):
+    cost: CostSummary  # with `cost=True` (`summary --cost`): FLOPs and memory (cost/readout.py)
+
+
+class ModelSummary(_CostPart):
     """One model in numbers (`netdsl summary --json`): shapes leave out the batch axis, None an unknown size."""
 
     params: int
@@ -195,8 +212,9 @@ def param_counts(model: keras.Model) -> tuple[int, int]:
 
 
 def draw(graph: Graph, *, shapes: bool = True, depth: int | None = None,
-         collapse_repeats: bool = True) -> graphviz.Digraph:
-    """The diagram of one expanded graph (`diagram.render.render_graph`: ValueError for a negative `depth`)."""
+         collapse_repeats: bool = True, cost: ModelCost | None = None) -> graphviz.Digraph:
+    """The diagram of one expanded graph (`diagram.render.render_graph`: ValueError for a negative `depth`);
+    with `cost` (netdsl.cost), each box's FLOPs and memory."""
     from netdsl.diagram.render import render_graph  # graphviz: only when drawing
 
-    return render_graph(graph, shapes=shapes, depth=depth, collapse_repeats=collapse_repeats)
+    return render_graph(graph, shapes=shapes, depth=depth, collapse_repeats=collapse_repeats, cost=cost)

@@ -27,7 +27,7 @@ def _value(value: object) -> object:
     """A default or const as JSON can hold it (argparse.SUPPRESS and types by name)."""
     if value is argparse.SUPPRESS:
         return "==SUPPRESS=="
-    if isinstance(value, type):
+    if isinstance(value, type) or callable(value):  # int, or a parser's own type (cli/common._TYPES)
         return value.__name__
     if isinstance(value, tuple):
         return list(value)

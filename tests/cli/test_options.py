@@ -79,11 +79,11 @@ def test_a_flags_library_default_is_its_commands_unless_declared_otherwise():
 
 def test_the_name_lists_are_their_rooms():
     from netdsl import diagram, registry
-    from netdsl.backend import runtime
+    from netdsl.backend import profiles
     from netdsl.deploy import formats
     from netdsl.training.run import runs, settings
 
-    assert options.BACKENDS == runtime.BACKENDS
+    assert options.BACKENDS == profiles.NAMES
     assert options.PROGRESS == settings.PROGRESS == get_args(api.Progress)
     assert options.IMAGE_FORMATS == diagram.FORMATS
     assert list(options.EXPORT_FORMATS) == list(formats.FORMATS) == list(get_args(api.ExportFormat))

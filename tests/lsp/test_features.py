@@ -126,6 +126,12 @@ async def test_hover_a_tensor_shows_shape_and_parameters(client, main_uri):
     assert "probs: (None, 10)" in text and "made by 2 layers, 640 parameters" in text
 
 
+async def test_hover_a_tensor_shows_what_its_layers_compute(client, main_uri):
+    # conv2d(8, 3): 26*26*8 outputs x 9 taps, 2 FLOPs each + a bias add = 102,752; the block's strided
+    # conv2d(16, 3) on 8 channels: 13*13*16 x 72 x 2 + bias + relu = 394,784 (docs/cost.md)
+    assert "made by 3 layers, 1,248 parameters, 498 KFLOPs a sample" in await hover(client, main_uri, at(16, "h"))
+
+
 async def test_hover_a_block_and_declared_names(client, main_uri):
     text = await hover(client, main_uri, at(16, "stage"))
     assert "block stage(filters, stride=1)" in text and "lib/blocks.net" in text
@@ -331,6 +337,8 @@ async def test_inlay_hints_show_each_statements_shape_and_parameters(client, mai
         text_document=doc(main_uri), range=types.Range(start=pos(0, 0), end=pos(19, 0))))
     shown = [(h.position.line, h.position.character, h.label) for h in hints]
     assert shown == [
+        # the model's total (docs/cost.md), at batch 32 (no train section), RMSprop's slot, float32
+        (13, 11, "854 KFLOPs a sample · 4.5 MiB to train at batch 32"),
         (14, 26, "(None, 28, 28, 1)"),
         (15, 53, "(None, 13, 13, 16) · 1,248 params"),
         (16, 60, "(None, 64) · 177,280 params"),

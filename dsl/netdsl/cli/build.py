@@ -3,7 +3,7 @@
     netdsl build SPEC.net [-o DIR] [--model NAME] [--plugin MODULE] [--no-diagram] [--param-limit N]
                           [--weights FILE] [--backend tensorflow|jax|torch]
     netdsl summary SPEC.net [--model NAME] [--json] [--plugin MODULE] [--weights FILE]
-                            [--backend tensorflow|jax|torch]
+                            [--backend tensorflow|jax|torch] [--cost [--batch B] [--precision P]]
 
 `build` builds every model (or `--model`), then writes `DIR/<model>.keras`
 atomically (a temporary file in the same folder, then `os.replace`: a failed
@@ -34,6 +34,8 @@ from typing import Any
 
 from netdsl import pipeline
 from netdsl.cli.common import load_plugins, load_spec
+from netdsl.cost import ModelCost
+from netdsl.cost.readout import bytes_text, cost_json, cost_lines, costed, flops_text
 from netdsl.errors import Diagnostic, RenderError, SpecError
 from netdsl.registry import shape_text
 from netdsl.semantics.trainable import ParamSplit
@@ -75,11 +77,24 @@ def run_build(args: argparse.Namespace) -> int:
 
 def run_summary(args: argparse.Namespace) -> int:
     found = _summaries(args)
+    costs = {name: _cost(args, graph) for name, (graph, _) in found.items()} if args.cost else {}
     if args.json:
-        print(json.dumps({name: summary_json(graph, split) for name, (graph, split) in found.items()}, indent=2))
+        print(json.dumps({name: _with_cost(summary_json(graph, split), costs.get(name))
+                          for name, (graph, split) in found.items()}, indent=2))
         return 0
-    print("\n\n".join(summary_table(graph, split) for graph, split in found.values()))
+    print("\n\n".join(summary_table(graph, split, costs.get(name)) for name, (graph, split) in found.items()))
     return 0
+
+
+
+def _cost(args: argparse.Namespace, graph: Any) -> ModelCost:
+    return costed(graph, batch=args.batch, precision=args.precision)
+
+
+def _with_cost(summary: dict[str, Any], cost: ModelCost | None) -> dict[str, Any]:
+    if cost is not None:
+        summary["cost"] = cost_json(cost)
+    return summary
 
 
 def _summaries(args: argparse.Namespace) -> dict[str, tuple[Any, ParamSplit]]:
@@ -131,9 +146,9 @@ def _diagram(graph: Any, path_without_suffix: Path) -> None:
 # ------------------------------------------------------------------ tables
 
 
-def _node_rows(graph: Any) -> list[tuple[str, str, str, str]]:
+def _node_rows(graph: Any, cost: ModelCost | None = None) -> list[tuple[str, ...]]:
     rows, seen = [], set()
-    for node in graph.nodes:
+    for index, node in enumerate(graph.nodes):
         if node.op == "input":
             kind = f"input {node.dtype}" if node.dtype and node.dtype != "float32" else "input"
         elif node.op == "model":
@@ -149,20 +164,29 @@ def _node_rows(graph: Any) -> list[tuple[str, str, str, str]]:
             params = f"{node.params:,}" if node.params is not None else "?"
         if node.shared is not None:
             seen.add(node.shared)
-        rows.append((node.name, kind, shapes, params))
+        rows.append((node.name, kind, shapes, params) + (() if cost is None else _cost_cells(cost, index)))
     return rows
 
 
-def summary_table(graph: Any, split: ParamSplit) -> str:
-    """The layers of one model: name, kind, output shape (batch axis left out), parameters."""
-    header = ("Layer", "Kind", "Output shape", "Params")
-    rows = _node_rows(graph)
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(4)]
-    widths = [min(w, 48) for w in widths[:3]] + [widths[3]]
+def _cost_cells(cost: ModelCost, index: int) -> tuple[str, str]:
+    step = cost.steps[index]
+    memory = bytes_text(step.output_bytes * cost.batch) if step.output_bytes or step.unknown is None else "?"
+    return ("?" if step.unknown is not None else flops_text(step.flops)), memory
+
+
+def summary_table(graph: Any, split: ParamSplit, cost: ModelCost | None = None) -> str:
+    """The layers of one model: name, kind, output shape (batch axis left out), parameters; with a
+    `cost`, each layer's FLOPs (a sample) and output memory (the batch), and the model's cost below."""
+    header: tuple[str, ...] = ("Layer", "Kind", "Output shape", "Params")
+    if cost is not None:
+        header += ("FLOPs", "Memory")
+    rows = _node_rows(graph, cost)
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    widths = [min(w, 48) for w in widths[:3]] + widths[3:]
 
     def line(row: tuple) -> str:
         cells = [_fit(row[i], widths[i]).ljust(widths[i]) for i in range(3)]
-        return "  ".join(cells + [row[3].rjust(widths[3])]).rstrip()
+        return "  ".join(cells + [row[i].rjust(widths[i]) for i in range(3, len(header))]).rstrip()
 
     total, trainable = split.total, split.trainable
     rule = "-" * len(line(tuple("-" * w for w in widths)))
@@ -174,6 +198,8 @@ def summary_table(graph: Any, split: ParamSplit) -> str:
     outputs = ", ".join(f"{name} {shape_text(graph.node_of(ref).output_shapes[ref.index])}"
                         for name, ref in graph.outputs)
     out.append(f"outputs: {outputs}")
+    if cost is not None:
+        out += cost_lines(cost)
     return "\n".join(out)
 
 

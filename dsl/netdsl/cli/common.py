@@ -148,7 +148,8 @@ def add_options(parser: argparse.ArgumentParser, declaration: type) -> None:
             flag.group, parser.add_mutually_exclusive_group() if flag.group == "exclusive"
             else parser.add_argument_group(flag.group))
         default: Any = declared.default if flag.cli_default is options.SAME else flag.cli_default
-        how: dict[str, Any] = _given(metavar=flag.metavar, type=flag.type, choices=flag.choices, nargs=flag.nargs,
+        kind = _TYPES.get(flag.type, flag.type)
+        how: dict[str, Any] = _given(metavar=flag.metavar, type=kind, choices=flag.choices, nargs=flag.nargs,
                      action=_ACTIONS.get(flag.action, flag.action), required=flag.required or None)
         shown = argparse.SUPPRESS if flag.hidden else flag.help
         if flag.flags:
@@ -162,6 +163,25 @@ def add_options(parser: argparse.ArgumentParser, declaration: type) -> None:
 
 
 _ACTIONS: dict[Any, Any] = {"BooleanOptionalAction": argparse.BooleanOptionalAction}
+
+
+def _positive(text: str) -> int:
+    value = int(text) if text.strip().isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, received {printable(text)}")
+    return value
+
+
+def _memory(text: str) -> int:
+    try:
+        return api.memory_bytes(text) or 0
+    except UsageError:
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 12GiB or 800MB, received {printable(text)}") from None
+
+
+# The argument types a declaration names (options.py is pure data: it names them, the parser has them).
+_TYPES: dict[Any, Any] = {"positive": _positive, "memory": _memory}
 
 
 def _given(**kwargs: Any) -> dict[str, Any]:

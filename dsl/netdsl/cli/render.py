@@ -9,6 +9,7 @@ from pathlib import Path
 from netdsl import pipeline
 from netdsl.api import options
 from netdsl.cli.common import load_plugins, load_spec, print_failure
+from netdsl.cost.readout import costed
 from netdsl.errors import Diagnostic, RenderError, SpecError, UsageError
 
 
@@ -34,12 +35,16 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     shapes = not args.no_shapes
+    if args.cost and not shapes:
+        raise UsageError("--cost needs the shapes: leave out --no-shapes")
     load_plugins(args.plugin, program.root)
     # The CLI's stderr is for diagnostics, not TensorFlow's start-up notices (when it is needed at all).
     graphs = pipeline.model_graphs(program, names, shapes, mute_tensorflow=True)
     status = 0
     for name in names:
-        digraph = pipeline.draw(graphs[name], shapes=shapes, depth=depth, collapse_repeats=args.collapse_repeats)
+        cost = costed(graphs[name], batch=args.batch) if args.cost else None
+        digraph = pipeline.draw(graphs[name], shapes=shapes, depth=depth, collapse_repeats=args.collapse_repeats,
+                                cost=cost)
         try:
             path = write_diagram(digraph, bases[name], fmt)
         except RenderError as exc:
@@ -50,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
                                                               f"{exc.strerror or exc}")) from None
         print(f"wrote {path}")
     return status
+
 
 
 def _outputs(output: str | None, fmt: str | None, names: list[str]) -> tuple[str, dict[str, str]]:

@@ -3,7 +3,7 @@
     netdsl train SPEC [--model NAME] (--data SRC [--split 0.8,0.1,0.1] | --train SRC [--val SRC] [--test SRC])
                  [--targets OUT=COLUMN] [--epochs N] [--batch-size N] [--seed S] [-o DIR]
                  [--resume auto|RUN_DIR] [--progress auto|bar|line|none] [--tensorboard]
-                 [--init-from FILE.keras]
+                 [--init-from FILE.keras] [--max-memory SIZE]
                  [--backend tensorflow|jax|torch] [--devices N]
                  [--processes N | --coordinator HOST:PORT --num-processes N --process-id I]
 
@@ -68,7 +68,8 @@ def _keywords(args: argparse.Namespace, process_id: int) -> dict[str, Any]:
     return dict(spec=args.spec, model=args.model, **data_keywords(args, own),
                 epochs=args.epochs, batch_size=args.batch_size, seed=args.seed, out=args.out, resume=args.resume,
                 progress=args.progress if process_id == 0 else "none", tensorboard=args.tensorboard,
-                include=args.include, defines=api.parse_defines(args.defines, args.spec), init_from=args.init_from)
+                include=args.include, defines=api.parse_defines(args.defines, args.spec), init_from=args.init_from,
+                max_memory=args.max_memory)
 
 
 def _join_job(args: argparse.Namespace, topology: Any) -> int:

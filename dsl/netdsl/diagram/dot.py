@@ -13,6 +13,8 @@ from typing import Any
 import graphviz
 
 from netdsl import registry
+from netdsl.cost.model import ModelCost
+from netdsl.cost.readout import bytes_text, flops_text
 from netdsl.diagram.view import ClusterView, Edge, Item, View
 from netdsl.semantics.values import Resolved, describe_value
 
@@ -38,11 +40,15 @@ _CLUSTER_FILL = ("#f6f8fc", "#edf1f8")
 _MUTED = "#5c6570"
 
 
-def to_digraph(view: View, shapes: bool) -> graphviz.Digraph:
-    """The Digraph of a view; `shapes=False` leaves shapes and parameter counts out."""
+def to_digraph(view: View, shapes: bool, cost: ModelCost | None = None) -> graphviz.Digraph:
+    """The Digraph of a view; `shapes=False` leaves shapes and parameter counts out. With a `cost`
+    (`render --cost`), each box shows its FLOPs a sample and output memory for the batch, filled the
+    deeper the larger its share of the model's FLOPs, and the title the model's totals."""
     title = f"<B>{_esc(view.name)}</B>"
     if shapes:
         title += f"  {_esc(_params_text(view.params, view.params_complete, 'parameters'))}"
+    if cost is not None:
+        title += f"<BR/>{_esc(_cost_title(cost))}"
     dot = graphviz.Digraph(
         name=view.name,
         graph_attr={"rankdir": "TB", "fontname": FONT, "fontsize": "12", "label": f"<{title}>",
@@ -64,7 +70,11 @@ def to_digraph(view: View, shapes: bool) -> graphviz.Digraph:
 
     def fill(container: graphviz.Digraph, path: tuple) -> None:
         for item in placed.get(path, []):
-            container.node(item.key, label=_node_label(item, path, shapes), **_node_style(item))
+            label = _node_label(item, path, shapes)
+            style = _node_style(item)
+            if cost is not None and item.role not in ("output", "op"):
+                label, style = _costed(item, label, style, cost)
+            container.node(item.key, label=label, **style)
         for cluster in children.get(path, []):
             k = numbers[cluster.path]
             with container.subgraph(name=f"cluster_{k}") as sub:
@@ -155,6 +165,31 @@ def _node_label(item: Item, cluster: tuple, shapes: bool) -> str:
             facts.append(_params_text(item.params, item.params_complete, "params"))
         rows.append(_esc("  \u00b7  ".join(facts)))
     return "<" + "<BR/>".join(rows) + ">"
+
+
+def _cost_title(cost: ModelCost) -> str:
+    at_least = "at least " if cost.lower_bound else ""
+    return (f"{at_least}{flops_text(cost.flops)} a sample; batch {cost.batch}, {cost.precision}: inference "
+            f"{at_least}{bytes_text(cost.inference_memory_bytes)}, training {at_least}"
+            f"{bytes_text(cost.train_memory_bytes)}")
+
+
+_HEAT = ((0xff, 0xf4, 0xe6), (0xf7, 0x8c, 0x3c))  # no FLOPs .. the model's largest step
+
+
+def _costed(item: Item, label: str, style: dict[str, str], cost: ModelCost) -> tuple[str, dict[str, str]]:
+    """The item's label with its cost line, and its fill by its share of the largest step's FLOPs."""
+    steps = [cost.steps[member] for member in item.members if 0 <= member < len(cost.steps)]
+    flops = sum(step.flops for step in steps)
+    unknown = any(step.unknown is not None for step in steps)
+    memory = sum(step.output_bytes for step in steps) * cost.batch
+    line = f"{'?' if unknown and not flops else flops_text(flops)}{'+' if unknown and flops else ''}" \
+           f"  \u00b7  {bytes_text(memory)}"
+    largest = max((step.flops for step in cost.steps), default=0)
+    share = min(flops / largest, 1.0) if largest else 0.0
+    shade = "#" + "".join(f"{round(a + (b - a) * share ** 0.5):02x}" for a, b in zip(*_HEAT))
+    styled = style if item.role == "input" else {**style, "fillcolor": shade}  # an input keeps its colour
+    return label[:-1] + f'<BR/><FONT COLOR="{_MUTED}">{_esc(line)}</FONT>>', styled
 
 
 def _cluster_label(cluster: ClusterView, shapes: bool) -> str:

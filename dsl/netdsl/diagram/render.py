@@ -42,6 +42,7 @@ from typing import Any
 import graphviz
 
 from netdsl.atomic import write_bytes
+from netdsl.cost.model import ModelCost
 from netdsl.diagram import FORMATS
 from netdsl.diagram.dot import to_digraph
 from netdsl.diagram.view import build_view
@@ -56,16 +57,17 @@ INSTALL_HINT = ("install Graphviz to get images (apt-get install graphviz, brew 
 
 
 def render_graph(graph: Graph, *, shapes: bool = True, depth: int | None = None,
-                 collapse_repeats: bool = True) -> graphviz.Digraph:
+                 collapse_repeats: bool = True, cost: ModelCost | None = None) -> graphviz.Digraph:
     """The diagram of an expanded graph (from `semantics.analysis.analyze` or the compiler).
 
     `shapes=False` leaves shapes and parameter counts out (topology only).
     `depth`: fold block instances nested deeper than this (0: every block is
     one box). `collapse_repeats`: draw `STEP * N` as one box marked xN where
     each copy is one identical layer or folded block (False: every copy).
+    `cost` (`render --cost`, netdsl.cost): each box's FLOPs and memory, its fill by its FLOPs.
     """
     view = build_view(graph, depth=depth, collapse_repeats=collapse_repeats)
-    return to_digraph(view, shapes)
+    return to_digraph(view, shapes, cost)
 
 
 def write_diagram(graph: graphviz.Digraph | Graph, path_without_suffix: str | os.PathLike,

@@ -12,8 +12,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from netdsl.cost.model import ModelCost, model_cost
+from netdsl.cost.readout import costed, flops_text
 from netdsl.diagram.view import Params
 from netdsl.errors import Span
+from netdsl.semantics.estimates import fill_estimates
 from netdsl.semantics.graph import Graph, Node
 from netdsl.semantics.values import UNKNOWN
 from netdsl.syntax import ir
@@ -43,10 +46,19 @@ class Produced:
     complete: bool  # whether every layer's count was known
     layers: int
     certain: bool  # False where the check had to guess (see Graph.uncertain)
+    flops: int | None = None  # one sample through its layers (netdsl.cost); None when not costed
+    flops_complete: bool = True  # False when a layer had no cost rule: `flops` is then a lower bound
 
     @property
     def params_text(self) -> str:
         return format_count(self.params, self.complete)
+
+    @property
+    def flops_text(self) -> str:
+        """`1.2 MFLOPs a sample`, `≥ …` when a layer could not be costed; '' when nothing was."""
+        if self.flops is None or (not self.flops_complete and self.flops == 0):
+            return ""
+        return f"{'' if self.flops_complete else '≥ '}{flops_text(self.flops)} a sample"
 
     def summary(self) -> str:
         shapes = ", ".join(format_shape(s) for s in self.shapes)
@@ -61,6 +73,19 @@ class GraphFacts:
         anchored = sorted(((_anchor(graph, node), node.id) for node in graph.nodes), key=lambda a: a[0])
         self._keys = [key for key, _ in anchored]
         self._ids = [node_id for _, node_id in anchored]
+        self._costs: dict[int, ModelCost | None] = {}
+
+    def cost(self, batch: int | None = 1) -> ModelCost | None:
+        """The model's cost (netdsl.cost) for `batch` samples (None: the train section's batch_size),
+        computed once; None when the graph cannot be costed."""
+        key = 0 if batch is None else batch
+        if key not in self._costs:
+            try:
+                fill_estimates(self.graph)  # the parameter counts summary shows
+                self._costs[key] = costed(self.graph) if batch is None else model_cost(self.graph, batch=batch)
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError):
+                self._costs[key] = None  # a graph the check left partial: no figures rather than a failure
+        return self._costs[key]
 
     def nodes_in(self, span: Span) -> list[Node]:
         lo = bisect.bisect_left(self._keys, (span.file, span.line, span.col))
@@ -80,7 +105,16 @@ class GraphFacts:
         last = nodes[-1]
         shapes = list(last.output_shapes[:targets]) if last.output_shapes else [UNKNOWN]
         total, complete = self.params.of_nodes(nodes)
-        return Produced(shapes, total, complete, len(nodes), not self.graph.uncertain)
+        flops, flops_complete = self._flops(nodes)
+        return Produced(shapes, total, complete, len(nodes), not self.graph.uncertain, flops, flops_complete)
+
+    def _flops(self, nodes: list[Node]) -> tuple[int | None, bool]:
+        cost = self.cost()
+        if cost is None:
+            return None, False
+        index = {id(node): position for position, node in enumerate(self.graph.nodes)}
+        steps = [cost.steps[index[id(node)]] for node in nodes if id(node) in index]
+        return sum(step.flops for step in steps), all(step.unknown is None for step in steps)
 
 
 def _anchor(graph: Graph, node: Node) -> tuple[str, int, int]:

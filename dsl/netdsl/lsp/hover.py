@@ -130,8 +130,9 @@ def _tensor_markdown(snapshot: Snapshot, body, definition: Occurrence, name: str
         return f"```netdsl\n{name}\n```\n{head}"
     shape = format_shape(produced.shapes[0]) if produced.shapes else "(unknown)"
     guess = "" if produced.certain else " (an estimate: the check could not decide everything)"
+    flops = f", {produced.flops_text}" if produced.flops_text else ""
     made = f"\n\nmade by {produced.layers} layer{'s' if produced.layers != 1 else ''}, " \
-           f"{produced.params_text} parameters" if produced.layers else ""
+           f"{produced.params_text} parameters{flops}" if produced.layers else ""
     return f"```netdsl\n{name}: {shape}\n```\n{head}{guess}{made}"
 
 

@@ -6,9 +6,10 @@ from typing import Any
 
 from lsprotocol import types
 
+from netdsl.cost.readout import bytes_text, flops_text
 from netdsl.errors import Span
 from netdsl.lsp.checking import Snapshot
-from netdsl.lsp.facts import format_shape, statements
+from netdsl.lsp.facts import GraphFacts, format_shape, statements
 from netdsl.lsp.names import NameIndex, Symbol
 from netdsl.lsp.positions import Lines
 from netdsl.syntax import ir
@@ -73,6 +74,10 @@ def inlay_hints(snapshot: Snapshot, lines: Lines, first_line: int, last_line: in
         if not isinstance(decl, ir.ModelDecl) or decl.name not in analysis.graphs:
             continue
         facts = snapshot.facts[decl.name]
+        total = _model_total(facts)
+        if total and first_line <= decl.span.line <= last_line:
+            end = lines.position(decl.span.line, len(lines.line(decl.span.line)) + 1)
+            hints.append(types.InlayHint(position=end, label=total, kind=types.InlayHintKind.Type, padding_left=True))
         for stmt in statements(decl.body):
             for node, targets in _bindings(stmt):
                 if not first_line <= node.span.end_line <= last_line:
@@ -86,6 +91,16 @@ def inlay_hints(snapshot: Snapshot, lines: Lines, first_line: int, last_line: in
                 hints.append(types.InlayHint(position=position, label=label, kind=types.InlayHintKind.Type,
                                              padding_left=True))
     return hints
+
+
+def _model_total(facts: GraphFacts) -> str:
+    """`7.76 GFLOPs a sample · 5.0 GiB to train at batch 32` after a model's first line (docs/cost.md)."""
+    cost = facts.cost(batch=None)
+    if cost is None or (cost.lower_bound and cost.flops == 0):
+        return ""
+    at_least = "≥ " if cost.lower_bound else ""
+    return (f"{at_least}{flops_text(cost.flops)} a sample · {at_least}{bytes_text(cost.train_memory_bytes)} "
+            f"to train at batch {cost.batch}")
 
 
 def _bindings(stmt: Any) -> list[tuple[Any, int]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,11 +40,27 @@ class TrainSpec:
     unfreeze_after: int | None = None  # epochs of the first phase; then every part trains
     unfreeze_learning_rate: float | None = None  # the second phase's learning rate
     adapt: bool | list[Pattern] = False  # preprocessing layers adapted to the training data (`adapting.py`)
+    max_memory: int | None = None  # bytes a training step may need (netdsl.cost's estimate; docs/cost.md)
+    spans: dict[str, Span] = field(default_factory=dict)  # each setting's value, for a diagnostic at it
 
 
 _SETTINGS = ("optimizer", "loss", "metrics", "loss_weights", "batch_size", "epochs", "validation_split",
              "shuffle", "mixed_precision", "jit_compile", "steps_per_execution", "callbacks",
-             "init", "init_strict", "freeze", "unfreeze_after", "unfreeze_learning_rate", "adapt")
+             "init", "init_strict", "freeze", "unfreeze_after", "unfreeze_learning_rate", "adapt",
+             "max_memory")
+
+# memory units: decimal (kB, MB, GB, TB) and binary (KiB, MiB, GiB, TiB), as a size is written
+MEMORY_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+                "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+_MEMORY_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*")  # linear: no nested repeats
+
+
+def memory_size(text: str) -> int | None:
+    """The bytes of a memory size ("12GiB", "1.5 GB", "800MiB", "4096"); None when it is not one."""
+    found = _MEMORY_SIZE.fullmatch(text)
+    unit = MEMORY_UNITS.get(found.group(2).lower() or "b") if found else None
+    number = float(found.group(1)) * unit if found is not None and unit is not None else math.nan
+    return int(number) if math.isfinite(number) and number >= 1 else None
 
 
 class TrainChecker:
@@ -59,6 +77,7 @@ class TrainChecker:
                 if item.name in seen:
                     raise Fail(item.span, f"'{item.name}' is set twice")
                 seen.add(item.name)
+                spec.spans[item.name] = item.value.span
                 value = consts.fold(item.value, env)
                 self._setting(spec, item, value, arguments, outputs)
             except Fail as exc:
@@ -111,6 +130,8 @@ class TrainChecker:
             fine_tuning.setting(spec, item, value)
         elif name == "adapt":
             adapting.setting(spec, item, value)
+        elif name == "max_memory":
+            spec.max_memory = _memory(value, span)
 
     def _per_output(
         self, item: ir.Kwarg, value: Any, span: Span, outputs: list[str], convert: Callable[[Any], Any],
@@ -213,6 +234,14 @@ def _bool(value: Any, span: Span, name: str) -> bool:
     if not isinstance(value, bool):
         raise Fail(span, f"{name} is true or false, received {describe_value(value)}")
     return value
+
+
+def _memory(value: Any, span: Span) -> int:
+    size = memory_size(value) if isinstance(value, str) else None
+    if size is None:
+        raise Fail(span, f"max_memory is a size such as \"12GiB\" or \"800MB\", received {describe_value(value)}",
+                   "units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB")
+    return size
 
 
 def _policy(value: Any, span: Span) -> str | None:

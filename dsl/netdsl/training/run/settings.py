@@ -58,6 +58,7 @@ class TrainRequest:
     run_dir: str | os.PathLike | None = None  # this exact new run folder instead of OUT/<model>-N (sweeps)
     init_from: str | os.PathLike | None = None  # the whole model's initial weights from this file (--init-from)
     extra: dict[str, Any] = field(default_factory=dict)  # further sections of config.json (a sweep's trial)
+    max_memory: int | None = None  # bytes a training step may need (--max-memory; else the spec's max_memory)
 
 
 @dataclass
@@ -125,6 +126,7 @@ def resolve(request: TrainRequest) -> TrainConfig:
         init_from=_init_from(request.init_from), include=[os.path.abspath(p) for p in request.include])
     if request.resume is not None:
         _resume_settings(config, request)
+    _check_memory(graph, config.batch_size, request, program)
     if _no_data(config.data):
         resumable = f" (and no unfinished run of '{name}' in {config.out} to resume)" if request.resume else ""
         raise UsageError(f"no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]{resumable}")
@@ -139,6 +141,24 @@ def resolve(request: TrainRequest) -> TrainConfig:
     check_request_labels(graph, config.data, program.sources())  # labels against losses, at the spec's loss
     config.losses = output_losses(graph)
     return config
+
+
+def _check_memory(graph: Any, batch: int, request: TrainRequest, program: Program) -> None:
+    """Refuse a batch whose estimated training peak (netdsl.cost) is over --max-memory, else over the
+    train section's max_memory: at the spec's batch_size when the batch is the spec's."""
+    from netdsl.cost.budget import overrun
+    from netdsl.cost.readout import default_precision
+
+    limit = request.max_memory if request.max_memory is not None else graph.train.max_memory
+    over = overrun(graph, batch, limit, default_precision(graph)) if limit is not None else None
+    if over is None:
+        return
+    spec_batch = request.batch_size is None and request.resume is None and "batch_size" in graph.train.spans
+    named = "--batch-size" if request.batch_size is not None else "batch_size" if spec_batch else "the batch size"
+    text = over.text(named, "--max-memory" if request.max_memory is not None else "max_memory")
+    if spec_batch:
+        raise SpecError(Diagnostic.at(graph.train.spans["batch_size"], text), program.sources())
+    raise UsageError(text)
 
 
 def _init_from(path: str | os.PathLike | None) -> str | None:

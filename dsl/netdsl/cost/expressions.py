@@ -1,0 +1,136 @@
+"""The cost of op expressions: tensor expressions (`x * sigmoid(b)`), declared activations and declared layers.
+
+The trees are `netdsl.custom.expr`'s plain data (`["bin", "+", a, b]`,
+`["call", "tanh", [a], {}]`, `["var", "x"]`, `["num", 3]`). Each operator
+counts as `layers.py` says: an elementwise one 1 FLOP per element of its
+result (a function its `ACTIVATION_FLOPS`), `@` 2 FLOPs per multiply-add, a
+reduction one per element reduced; transposes and reshapes move data only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from netdsl.cost.layers import MOVES, REDUCTIONS, Counts, NoRule, function_flops
+
+__all__ = ["tensor_op_counts", "declared_layer_counts"]
+
+_Shape = tuple[int, ...]
+
+
+class _Walker:
+    """Shapes (batch axis included, as 1) and counts of a tree's operators, numpy's broadcasting."""
+
+    def __init__(self, tensors: Mapping[str, _Shape], values: Mapping[str, Any]) -> None:
+        self.tensors = tensors
+        self.values = values
+        self.macs = 0
+        self.flops = 0
+
+    def shape(self, tree: Any) -> _Shape:
+        kind = tree[0]
+        if kind == "var":
+            name = tree[1]
+            if name in self.tensors:
+                return self.tensors[name]
+            if name in self.values:
+                return ()
+            raise NoRule(f"the name '{name}' cannot be costed")
+        if kind in ("num", "const"):
+            return ()
+        if kind == "neg":
+            out = self.shape(tree[1])
+            self.flops += math.prod(out)
+            return out
+        if kind == "bin":
+            left, right = self.shape(tree[2]), self.shape(tree[3])
+            if tree[1] == "@":
+                return self._matmul(left, right)
+            out = _broadcast(left, right)
+            self.flops += math.prod(out)
+            return out
+        if kind == "call":
+            return self._call(tree)
+        raise NoRule(f"the expression node '{kind}' has no cost rule")
+
+    def _matmul(self, left: _Shape, right: _Shape) -> _Shape:
+        if len(left) < 2 or len(right) < 2 or left[-1] != right[-2]:
+            raise NoRule("a matrix product of these shapes cannot be costed")
+        out = _broadcast(left[:-2], right[:-2]) + (left[-2], right[-1])
+        macs = math.prod(out) * left[-1]
+        self.macs += macs
+        self.flops += 2 * macs
+        return out
+
+    def _call(self, tree: Any) -> _Shape:
+        name, args = tree[1], tree[2]
+        kwargs = tree[3] if len(tree) > 3 else {}
+        shapes = [self.shape(a) for a in args]
+        if name == "matmul":
+            return self._matmul(shapes[0], shapes[1])
+        if name == "transpose":
+            perm = args[1][1]
+            return tuple(shapes[0][p] for p in perm)
+        if name in REDUCTIONS:
+            axes = kwargs["axis"][1]
+            axes = tuple(axes) if isinstance(axes, (list, tuple)) else (axes,)
+            rank = len(shapes[0])
+            dropped = {a % rank for a in axes}
+            keep = bool(kwargs.get("keepdims", ["const", False])[1])
+            out = tuple(1 if i in dropped else d for i, d in enumerate(shapes[0]) if keep or i not in dropped)
+            self.flops += math.prod(shapes[0]) - math.prod(out) + (math.prod(out) if name == "mean" else 0)
+            return out
+        if name in MOVES:
+            raise NoRule(f"'{name}' in a declared layer has no cost rule")
+        out = shapes[0]
+        for other in shapes[1:]:
+            out = _broadcast(out, other)
+        self.flops += function_flops(name) * math.prod(out)
+        return out
+
+
+def _broadcast(left: _Shape, right: _Shape) -> _Shape:
+    rank = max(len(left), len(right))
+    a, b = (1,) * (rank - len(left)) + left, (1,) * (rank - len(right)) + right
+    if any(x != y and 1 not in (x, y) for x, y in zip(a, b)):
+        raise NoRule("operands of these shapes cannot be costed")
+    return tuple(max(x, y) for x, y in zip(a, b))
+
+
+def _known(shape: Any) -> _Shape:
+    if not isinstance(shape, tuple) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        raise NoRule("a size is not known")
+    return shape
+
+
+def tensor_op_counts(tree: Any, inputs: Sequence[Any]) -> Counts:
+    """(MACs, FLOPs) per sample of a tensor-expression node over inputs x0, x1, ... (shapes without batch)."""
+    walker = _Walker({f"x{i}": (1,) + _known(s) for i, s in enumerate(inputs)}, {})
+    walker.shape(tree)
+    return walker.macs, walker.flops
+
+
+def declared_layer_counts(config: Mapping[str, Any], inputs: Sequence[Any]) -> Counts:
+    """(MACs, FLOPs) per sample of a declared layer: its output trees over its inputs and weights."""
+    names = config["inputs"]
+    shapes = {name: _known(s) for name, s in zip(names, inputs)}
+    params = config.get("params", {})
+    tensors: dict[str, _Shape] = {name: (1,) + s for name, s in shapes.items()}
+    for weight in config.get("weights", []):
+        tensors[weight["name"]] = tuple(_dimension(d, shapes, params) for d in weight["shape"])
+    walker = _Walker(tensors, params)
+    for tree in config["outputs"]:
+        walker.shape(tree)
+    return walker.macs, walker.flops
+
+
+def _dimension(tree: Any, shapes: Mapping[str, _Shape], params: Mapping[str, Any]) -> int:
+    if tree[0] == "dim":
+        return shapes[tree[1]][tree[2]]
+    if tree[0] == "var" and isinstance(params.get(tree[1]), int):
+        return int(params[tree[1]])
+    if tree[0] in ("num", "const") and isinstance(tree[1], int):
+        return int(tree[1])
+    raise NoRule("a weight's size cannot be costed")

@@ -424,6 +424,7 @@ class Session:
         import keras
         import tensorflow as tf
 
+        from netdsl.backend.compiler import init_report
         from netdsl.version import __version__
 
         config = self.config
@@ -440,6 +441,8 @@ class Session:
             "data": config.data.describe(),
             **self._data_names(),
             **({"adapted": self.adapted} if self.adapted else {}),
+            # what `init` / --init-from loaded: each part, its file and (a zoo file's) sha256
+            **({"init": init_report(self.model)} if self.model is not None and init_report(self.model) else {}),
             "samples": self.plan.sizes() if self.plan is not None else None,
             "compile": compile_config,
             "backend": keras.backend.backend(),

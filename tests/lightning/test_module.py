@@ -234,3 +234,23 @@ def test_a_killed_process_ends_the_job(tmp_path: Path, port: int) -> None:
     assert process.returncode != 0
     assert ended_after < 60
     assert not out.exists()  # the job did not go on to finish
+
+
+def test_a_cnn_runs_on_torch_directly_as_keras_computes_it(tmp_path: Path) -> None:
+    """The CNN's layers (rescaling, convolutions with Keras' "same" padding of odd and even kernels and
+    strides, a residual add, max and average pooling, flatten, global pooling, dense, dropout, softmax
+    and tanh) run by torch with images channels first (torch_path.py, issue 28's speed): the outputs and
+    gradients Keras computes, for batches in either layout, and validation values equal to `evaluate`'s
+    after the first batch (when metrics are computed as batch means)."""
+    result = _run([str(PROBE), "paths", str(tmp_path / "found.json"), str(tmp_path)], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:]
+    found = json.loads((tmp_path / "found.json").read_text())
+    for layout in ("channels_first", "channels_last"):
+        assert found[layout]["on_torch"] is True, layout
+        assert found[layout]["parameters"] == 12, layout  # every kernel and bias has its gradient
+        assert found[layout]["output_difference"] <= 1e-5, layout
+        assert found[layout]["gradient_difference"] <= 1e-4, layout  # relative to the largest
+    lightning, keras = found["validated"]["lightning"], found["validated"]["keras"]
+    assert sorted(lightning) == ["val_loss", "val_probs_accuracy", "val_probs_loss",
+                                 "val_probs_sparse_categorical_crossentropy", "val_size_loss", "val_size_mae"]
+    assert {name[len("val_"):]: value for name, value in lightning.items()} == pytest.approx(keras, rel=1e-5)

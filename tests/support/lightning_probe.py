@@ -3,6 +3,7 @@
     python tests/support/lightning_probe.py checks OUT.json TMPDIR   the module's steps, optimizer, checkpoints
     python tests/support/lightning_probe.py journey OUT.json TMPDIR   issue 28's journey (c), first process
     python tests/support/lightning_probe.py reload OUT.json CKPT      the same checkpoint in a fresh process
+    python tests/support/lightning_probe.py paths OUT.json TMPDIR    a CNN on torch directly, against Keras
     python tests/support/lightning_probe.py fit OUT.npz DEVICES BATCH [KILL_AT]
         lightning_mlp trained with Trainer(accelerator="cpu", devices=DEVICES, strategy="ddp") on
         fixed data, BATCH samples per process and step; process 0 writes the final weights.
@@ -123,6 +124,68 @@ def checks(out: Path, tmp: Path) -> None:
     found["two_heads"] = two_heads(tmp)
     found["resume"] = resume(tmp)
     found["errors"] = errors(tmp)
+    out.write_text(json.dumps(found, indent=1))
+
+
+CNN = """
+model cnn {
+  input image: (13, 13, 3)
+  stem = image -> rescaling(1.0 / 255, offset=-0.5) -> conv2d(8, 3, padding="same", activation=relu)
+  wide = stem -> conv2d(8, 4, padding="same") -> relu  # an even kernel: Keras pads one more at the end
+  h = (stem + wide) -> max_pool2d(2, padding="same") -> conv2d(12, 3, strides=2, padding="same", activation=tanh)
+        -> average_pooling2d(2) -> flatten -> dense(16, activation=relu) -> dropout(0.5)
+  pooled = stem -> global_average_pooling2d
+  output probs = h -> dense(5, activation=softmax)
+  output size = pooled -> dense(2)
+  train {
+    optimizer = adam(learning_rate=1e-3)
+    loss = {probs: sparse_categorical_crossentropy, size: mse}
+    metrics = {probs: [accuracy, sparse_categorical_crossentropy], size: [mae]}
+  }
+}
+"""
+
+
+def paths(out: Path, tmp: Path) -> None:
+    """A CNN of the layers SpecModule runs on torch directly (netdsl/lightning/torch_path.py), images given
+    channels first and channels last: outputs, gradients and validation values against Keras' own."""
+    (tmp / "cnn.net").write_text(CNN)
+    found: dict = {}
+    rng = np.random.default_rng(5)
+    image = torch.tensor(rng.random((24, 13, 13, 3), dtype=np.float32) * 255)
+    probs, size = torch.tensor(rng.integers(0, 5, 24)), torch.tensor(rng.random((24, 2), dtype=np.float32))
+    for layout, first in [("channels_first", True), ("channels_last", False)]:
+        L.seed_everything(5, verbose=False)
+        module = SpecModule(tmp / "cnn.net", channels_first=first)
+        module.configure_model()
+        given = image.permute(0, 3, 1, 2).contiguous() if first else image
+        weights = [torch.tensor(rng.random((24, units), dtype=np.float32)) for units in (5, 2)]
+        sides = {}
+        for side in ("spec", "keras"):
+            module.eval()
+            module.zero_grad()
+            outputs = module(given) if side == "spec" else module.net({"image": image}, training=False)
+            sum((output * weight).sum() for output, weight in zip(outputs, weights)).backward()
+            sides[side] = ([output.detach().numpy() for output in outputs],
+                           [p.grad.numpy().copy() for p in module.parameters() if p.requires_grad])
+        found[layout] = {
+            "on_torch": module._path is not None,
+            "output_difference": max(float(np.abs(a - b).max()) for a, b in zip(sides["spec"][0], sides["keras"][0])),
+            "gradient_difference": max(float(np.abs(a - b).max() / np.abs(b).max())
+                                       for a, b in zip(sides["spec"][1], sides["keras"][1])),
+            "parameters": len(sides["spec"][1]),
+        }
+    # three batches: the first resolves the metrics through Keras' objects, the others by their batch means
+    trainer = L.Trainer(**QUIET, enable_checkpointing=False)
+    batches = DataLoader(TensorDataset(image.permute(0, 3, 1, 2), probs, size), batch_size=8, collate_fn=lambda rows: (
+        torch.stack([r[0] for r in rows]), {"probs": torch.stack([r[1] for r in rows]),
+                                            "size": torch.stack([r[2] for r in rows])}))
+    module = SpecModule(tmp / "cnn.net", channels_first=True)
+    logged = trainer.validate(module, batches, verbose=False)[0]
+    by_keras = module.net.evaluate(image.numpy(), {"probs": probs.numpy(), "size": size.numpy()}, batch_size=8,
+                                   verbose=0, return_dict=True)
+    found["validated"] = {"lightning": {k: float(v) for k, v in logged.items()},
+                          "keras": {k: float(v) for k, v in by_keras.items()}}
     out.write_text(json.dumps(found, indent=1))
 
 
@@ -367,6 +430,8 @@ if __name__ == "__main__":
         checks(Path(sys.argv[2]), Path(sys.argv[3]))
     elif sys.argv[1] == "journey":
         journey(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif sys.argv[1] == "paths":
+        paths(Path(sys.argv[2]), Path(sys.argv[3]))
     elif sys.argv[1] == "reload":
         reload(Path(sys.argv[2]), Path(sys.argv[3]))
     else:

@@ -3,7 +3,8 @@
     python tests/support/lightning_probe.py checks OUT.json TMPDIR   the module's steps, optimizer, checkpoints
     python tests/support/lightning_probe.py journey OUT.json TMPDIR   issue 28's journey (c), first process
     python tests/support/lightning_probe.py reload OUT.json CKPT      the same checkpoint in a fresh process
-    python tests/support/lightning_probe.py paths OUT.json TMPDIR    a CNN on torch directly, against Keras
+    python tests/support/lightning_probe.py paths OUT.json TMPDIR    a CNN on torch directly, against Keras;
+                                                                     models it refuses, through Keras
     python tests/support/lightning_probe.py fit OUT.npz DEVICES BATCH [KILL_AT]
         lightning_mlp trained with Trainer(accelerator="cpu", devices=DEVICES, strategy="ddp") on
         fixed data, BATCH samples per process and step; process 0 writes the final weights.
@@ -186,7 +187,47 @@ def paths(out: Path, tmp: Path) -> None:
                                    verbose=0, return_dict=True)
     found["validated"] = {"lightning": {k: float(v) for k, v in logged.items()},
                           "keras": {k: float(v) for k, v in by_keras.items()}}
+    found["fallback"] = {name: _through_keras(tmp, name, layer, image, probs) for name, layer in FALLBACKS.items()}
     out.write_text(json.dumps(found, indent=1))
+
+
+# Models the torch path does not run (a layer it does not know; one it knows, with a setting it refuses).
+FALLBACK = """
+model fallback {{
+  input image: (13, 13, 3)
+  output probs = image -> conv2d(8, 3, padding="same", activation=relu) -> {layer} -> flatten
+                       -> dense(5, activation=softmax)
+  train {{
+    optimizer = adam(learning_rate=1e-3)
+    loss = sparse_categorical_crossentropy
+    metrics = [accuracy]
+  }}
+}}
+"""
+FALLBACKS = {"batch_norm": "batch_norm", "average_same": 'average_pooling2d(2, padding="same")'}
+
+
+def _through_keras(tmp: Path, name: str, layer: str, image: torch.Tensor, probs: torch.Tensor) -> dict:
+    """A model the torch path refuses, given channels-first batches: one epoch of training, then its outputs
+    against Keras' own and its validation values against `evaluate`'s."""
+    spec = tmp / f"{name}.net"
+    spec.write_text(FALLBACK.format(layer=layer))
+    first = image.permute(0, 3, 1, 2).contiguous()
+    batches = DataLoader(TensorDataset(first, probs), batch_size=8)
+    L.seed_everything(5, verbose=False)
+    module = SpecModule(spec, channels_first=True)
+    trainer = L.Trainer(**QUIET, enable_checkpointing=False, max_epochs=1)
+    trainer.fit(module, batches)
+    trained = float(trainer.callback_metrics["train_loss"])
+    module.eval()
+    with torch.no_grad():
+        given, keras_own = module(first), module.net(image, training=False)
+    logged = trainer.validate(module, batches, verbose=False)[0]
+    by_keras = module.net.evaluate(image.numpy(), probs.numpy(), batch_size=8, verbose=0, return_dict=True)
+    return {"on_torch": module._path is not None, "train_loss": trained,
+            "output_difference": float((given - keras_own).abs().max()),
+            "validated": {"lightning": {k: float(v) for k, v in logged.items()},
+                          "keras": {k: float(v) for k, v in by_keras.items()}}}
 
 
 def _optimizer_of(module: SpecModule) -> dict:

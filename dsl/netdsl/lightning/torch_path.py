@@ -152,7 +152,9 @@ def _conv2d(layer: Any) -> Run | None:
         padding: list[int] | int = 0
         if layer.padding == "same":
             x, padding = _padded(x, kernel_size, strides, dilation, "constant")
-        kernel = weights.value.permute(3, 2, 0, 1)  # Keras' (h, w, in, out) as torch's (out, in, h, w)
+        # Keras' (h, w, in, out) as torch's (out, in, h, w), copied: a strided kernel sends torch's CPU
+        # convolution down a slower path (the first layer's forward and backward took 1.5-4x as long)
+        kernel = weights.value.permute(3, 2, 0, 1).contiguous()
         shift = bias.value if bias is not None else None
         return activation((F.conv2d(x, kernel, shift, strides, padding, dilation, groups), True))
 

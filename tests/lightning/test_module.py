@@ -247,8 +247,8 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_a_cnn_runs_on_torch_directly_as_keras_computes_it(paths: dict) -> None:
     """The CNN's layers (rescaling, convolutions with Keras' "same" padding of odd and even kernels and
-    strides, a residual add, max and average pooling, flatten, global pooling, dense, dropout, softmax
-    and tanh) run by torch with images channels first (torch_path.py, issue 28's speed): the outputs and
+    strides, a residual add, max and average pooling, flatten, global pooling, dense (one with an L2 kernel
+    regularizer, in the loss), dropout, softmax and tanh) run by torch with images channels first (torch_path.py, issue 28's speed): the outputs and
     gradients Keras computes, for batches in either layout, and validation values equal to `evaluate`'s
     after the first batch (when metrics are computed as batch means)."""
     found = paths

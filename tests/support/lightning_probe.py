@@ -134,7 +134,8 @@ model cnn {
   stem = image -> rescaling(1.0 / 255, offset=-0.5) -> conv2d(8, 3, padding="same", activation=relu)
   wide = stem -> conv2d(8, 4, padding="same") -> relu  # an even kernel: Keras pads one more at the end
   h = (stem + wide) -> max_pool2d(2, padding="same") -> conv2d(12, 3, strides=2, padding="same", activation=tanh)
-        -> average_pooling2d(2) -> flatten -> dense(16, activation=relu) -> dropout(0.5)
+        -> average_pooling2d(2) -> flatten -> dense(16, activation=relu, kernel_regularizer=l2(0.01))
+        -> dropout(0.5)
   pooled = stem -> global_average_pooling2d
   output probs = h -> dense(5, activation=softmax)
   output size = pooled -> dense(2)

@@ -88,6 +88,7 @@ class SpecModule(L.LightningModule):
         self._metrics: Any = None  # Keras' CompileMetrics: `accuracy` resolved by the shapes, as `fit` does
         self._batch_means: list[tuple[str, int, Any]] | None = None  # (name, output, metric): see _metric_values
         self._path: Any = None  # the network on torch directly (torch_path.py), None: through Keras
+        self._layer_losses = True  # whether a step asks the layers for their own losses (see configure_model)
         self._clipping: dict[str, float] = {}
         hparams = {"spec": record_of(source)["path"], "model": self.model_name,
                    "defines": dict(defines or {}), "include": folders, "channels_first": self.channels_first,
@@ -119,6 +120,10 @@ class SpecModule(L.LightningModule):
         from netdsl.lightning.torch_path import TorchPath
 
         self._path = TorchPath.of(self.net)
+        # Keras' `losses` walks every layer at every step; on the torch path no layer adds a loss in its
+        # call (activity regularizers are refused there), so only weights with a regularizer can have one.
+        self._layer_losses = self._path is None or any(getattr(weight, "regularizer", None) is not None
+                                                       for weight in self.net.trainable_weights)
         self._register_state_dict_hook(_save_stable_names)
         self._register_load_state_dict_pre_hook(_load_stable_names, with_module=True)
         if getattr(self.net, "optimizer", None) is not None:
@@ -237,7 +242,7 @@ class SpecModule(L.LightningModule):
             value = _loss_value(loss, target, prediction)
             per_output[name] = value
             total = total + weight * value
-        for extra in self.net.losses:
+        for extra in self.net.losses if self._layer_losses else ():
             total = total + extra
         return total, per_output
 

@@ -127,9 +127,12 @@ def main() -> None:
         for run in range(args.runs):
             for side in ("spec", "hand"):
                 out = Path(tmp) / f"{side}-{run}.json"
-                subprocess.run([sys.executable, "-c", CHILD, side, str(spec), str(args.epochs), str(args.samples),
-                                str(args.threads), "1" if args.channels_last else "0", str(out)],
-                               env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                child = subprocess.run([sys.executable, "-c", CHILD, side, str(spec), str(args.epochs),
+                                        str(args.samples), str(args.threads), "1" if args.channels_last else "0",
+                                        str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                       text=True)
+                if child.returncode != 0:  # (the child's own error, not a CalledProcessError of the script)
+                    sys.exit(f"bench_lightning: the {side} run failed:\n{child.stderr[-3000:]}")
                 epochs = json.loads(out.read_text())[1:]
                 figures[side].append((statistics.median(e[0] for e in epochs), statistics.median(e[1] for e in epochs)))
     wall = {side: statistics.median(f[0] for f in runs) for side, runs in figures.items()}

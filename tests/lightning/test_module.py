@@ -234,3 +234,44 @@ def test_a_killed_process_ends_the_job(tmp_path: Path, port: int) -> None:
     assert process.returncode != 0
     assert ended_after < 60
     assert not out.exists()  # the job did not go on to finish
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """What the probe found running a CNN on torch directly and models it refuses (one process for both)."""
+    tmp = tmp_path_factory.mktemp("paths")
+    result = _run([str(PROBE), "paths", str(tmp / "found.json"), str(tmp)], cwd=tmp)
+    assert result.returncode == 0, result.stdout[-3000:]
+    return json.loads((tmp / "found.json").read_text())
+
+
+def test_a_cnn_runs_on_torch_directly_as_keras_computes_it(paths: dict) -> None:
+    """The CNN's layers (rescaling, convolutions with Keras' "same" padding of odd and even kernels and
+    strides, a residual add, max and average pooling, flatten, global pooling, dense (one with an L2 kernel
+    regularizer, in the loss), dropout, softmax and tanh) run by torch with images channels first (torch_path.py, issue 28's speed): the outputs and
+    gradients Keras computes, for batches in either layout, and validation values equal to `evaluate`'s
+    after the first batch (when metrics are computed as batch means)."""
+    found = paths
+    for layout in ("channels_first", "channels_last"):
+        assert found[layout]["on_torch"] is True, layout
+        assert found[layout]["parameters"] == 12, layout  # every kernel and bias has its gradient
+        assert found[layout]["output_difference"] <= 1e-5, layout
+        assert found[layout]["gradient_difference"] <= 1e-4, layout  # relative to the largest
+    lightning, keras = found["validated"]["lightning"], found["validated"]["keras"]
+    assert sorted(lightning) == ["val_loss", "val_probs_accuracy", "val_probs_loss",
+                                 "val_probs_sparse_categorical_crossentropy", "val_size_loss", "val_size_mae"]
+    assert {name[len("val_"):]: value for name, value in lightning.items()} == pytest.approx(keras, rel=1e-5)
+
+
+@pytest.mark.parametrize("model", ["batch_norm", "average_same"])
+def test_a_model_the_torch_path_refuses_runs_through_keras(paths: dict, model: str) -> None:
+    """A layer torch_path.py does not run (batch_norm), or runs but not with this setting (average pooling
+    with "same" padding averages over the real pixels in Keras): the module goes through Keras instead, with
+    no error, and trains on channels-first batches; its outputs and validation values are Keras' own."""
+    found = paths["fallback"][model]
+    assert found["on_torch"] is False
+    assert np.isfinite(found["train_loss"])
+    assert found["output_difference"] <= 1e-6  # the same Keras call, the batch moved to channels last
+    lightning, keras = found["validated"]["lightning"], found["validated"]["keras"]
+    assert sorted(lightning) == ["val_accuracy", "val_loss"]
+    assert {name[len("val_"):]: value for name, value in lightning.items()} == pytest.approx(keras, rel=1e-5)

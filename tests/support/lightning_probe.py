@@ -3,6 +3,8 @@
     python tests/support/lightning_probe.py checks OUT.json TMPDIR   the module's steps, optimizer, checkpoints
     python tests/support/lightning_probe.py journey OUT.json TMPDIR   issue 28's journey (c), first process
     python tests/support/lightning_probe.py reload OUT.json CKPT      the same checkpoint in a fresh process
+    python tests/support/lightning_probe.py paths OUT.json TMPDIR    a CNN on torch directly, against Keras;
+                                                                     models it refuses, through Keras
     python tests/support/lightning_probe.py fit OUT.npz DEVICES BATCH [KILL_AT]
         lightning_mlp trained with Trainer(accelerator="cpu", devices=DEVICES, strategy="ddp") on
         fixed data, BATCH samples per process and step; process 0 writes the final weights.
@@ -124,6 +126,109 @@ def checks(out: Path, tmp: Path) -> None:
     found["resume"] = resume(tmp)
     found["errors"] = errors(tmp)
     out.write_text(json.dumps(found, indent=1))
+
+
+CNN = """
+model cnn {
+  input image: (13, 13, 3)
+  stem = image -> rescaling(1.0 / 255, offset=-0.5) -> conv2d(8, 3, padding="same", activation=relu)
+  wide = stem -> conv2d(8, 4, padding="same") -> relu  # an even kernel: Keras pads one more at the end
+  h = (stem + wide) -> max_pool2d(2, padding="same") -> conv2d(12, 3, strides=2, padding="same", activation=tanh)
+        -> average_pooling2d(2) -> flatten -> dense(16, activation=relu, kernel_regularizer=l2(0.01))
+        -> dropout(0.5)
+  pooled = stem -> global_average_pooling2d
+  output probs = h -> dense(5, activation=softmax)
+  output size = pooled -> dense(2)
+  train {
+    optimizer = adam(learning_rate=1e-3)
+    loss = {probs: sparse_categorical_crossentropy, size: mse}
+    metrics = {probs: [accuracy, sparse_categorical_crossentropy], size: [mae]}
+  }
+}
+"""
+
+
+def paths(out: Path, tmp: Path) -> None:
+    """A CNN of the layers SpecModule runs on torch directly (netdsl/lightning/torch_path.py), images given
+    channels first and channels last: outputs, gradients and validation values against Keras' own."""
+    (tmp / "cnn.net").write_text(CNN)
+    found: dict = {}
+    rng = np.random.default_rng(5)
+    image = torch.tensor(rng.random((24, 13, 13, 3), dtype=np.float32) * 255)
+    probs, size = torch.tensor(rng.integers(0, 5, 24)), torch.tensor(rng.random((24, 2), dtype=np.float32))
+    for layout, first in [("channels_first", True), ("channels_last", False)]:
+        L.seed_everything(5, verbose=False)
+        module = SpecModule(tmp / "cnn.net", channels_first=first)
+        module.configure_model()
+        given = image.permute(0, 3, 1, 2).contiguous() if first else image
+        weights = [torch.tensor(rng.random((24, units), dtype=np.float32)) for units in (5, 2)]
+        sides = {}
+        for side in ("spec", "keras"):
+            module.eval()
+            module.zero_grad()
+            outputs = module(given) if side == "spec" else module.net({"image": image}, training=False)
+            sum((output * weight).sum() for output, weight in zip(outputs, weights)).backward()
+            sides[side] = ([output.detach().numpy() for output in outputs],
+                           [p.grad.numpy().copy() for p in module.parameters() if p.requires_grad])
+        found[layout] = {
+            "on_torch": module._path is not None,
+            "output_difference": max(float(np.abs(a - b).max()) for a, b in zip(sides["spec"][0], sides["keras"][0])),
+            "gradient_difference": max(float(np.abs(a - b).max() / np.abs(b).max())
+                                       for a, b in zip(sides["spec"][1], sides["keras"][1])),
+            "parameters": len(sides["spec"][1]),
+        }
+    # three batches: the first resolves the metrics through Keras' objects, the others by their batch means
+    trainer = L.Trainer(**QUIET, enable_checkpointing=False)
+    batches = DataLoader(TensorDataset(image.permute(0, 3, 1, 2), probs, size), batch_size=8, collate_fn=lambda rows: (
+        torch.stack([r[0] for r in rows]), {"probs": torch.stack([r[1] for r in rows]),
+                                            "size": torch.stack([r[2] for r in rows])}))
+    module = SpecModule(tmp / "cnn.net", channels_first=True)
+    logged = trainer.validate(module, batches, verbose=False)[0]
+    by_keras = module.net.evaluate(image.numpy(), {"probs": probs.numpy(), "size": size.numpy()}, batch_size=8,
+                                   verbose=0, return_dict=True)
+    found["validated"] = {"lightning": {k: float(v) for k, v in logged.items()},
+                          "keras": {k: float(v) for k, v in by_keras.items()}}
+    found["fallback"] = {name: _through_keras(tmp, name, layer, image, probs) for name, layer in FALLBACKS.items()}
+    out.write_text(json.dumps(found, indent=1))
+
+
+# Models the torch path does not run (a layer it does not know; one it knows, with a setting it refuses).
+FALLBACK = """
+model fallback {{
+  input image: (13, 13, 3)
+  output probs = image -> conv2d(8, 3, padding="same", activation=relu) -> {layer} -> flatten
+                       -> dense(5, activation=softmax)
+  train {{
+    optimizer = adam(learning_rate=1e-3)
+    loss = sparse_categorical_crossentropy
+    metrics = [accuracy]
+  }}
+}}
+"""
+FALLBACKS = {"batch_norm": "batch_norm", "average_same": 'average_pooling2d(2, padding="same")'}
+
+
+def _through_keras(tmp: Path, name: str, layer: str, image: torch.Tensor, probs: torch.Tensor) -> dict:
+    """A model the torch path refuses, given channels-first batches: one epoch of training, then its outputs
+    against Keras' own and its validation values against `evaluate`'s."""
+    spec = tmp / f"{name}.net"
+    spec.write_text(FALLBACK.format(layer=layer))
+    first = image.permute(0, 3, 1, 2).contiguous()
+    batches = DataLoader(TensorDataset(first, probs), batch_size=8)
+    L.seed_everything(5, verbose=False)
+    module = SpecModule(spec, channels_first=True)
+    trainer = L.Trainer(**QUIET, enable_checkpointing=False, max_epochs=1)
+    trainer.fit(module, batches)
+    trained = float(trainer.callback_metrics["train_loss"])
+    module.eval()
+    with torch.no_grad():
+        given, keras_own = module(first), module.net(image, training=False)
+    logged = trainer.validate(module, batches, verbose=False)[0]
+    by_keras = module.net.evaluate(image.numpy(), probs.numpy(), batch_size=8, verbose=0, return_dict=True)
+    return {"on_torch": module._path is not None, "train_loss": trained,
+            "output_difference": float((given - keras_own).abs().max()),
+            "validated": {"lightning": {k: float(v) for k, v in logged.items()},
+                          "keras": {k: float(v) for k, v in by_keras.items()}}}
 
 
 def _optimizer_of(module: SpecModule) -> dict:
@@ -367,6 +472,8 @@ if __name__ == "__main__":
         checks(Path(sys.argv[2]), Path(sys.argv[3]))
     elif sys.argv[1] == "journey":
         journey(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif sys.argv[1] == "paths":
+        paths(Path(sys.argv[2]), Path(sys.argv[3]))
     elif sys.argv[1] == "reload":
         reload(Path(sys.argv[2]), Path(sys.argv[3]))
     else:

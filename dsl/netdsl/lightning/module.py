@@ -84,6 +84,9 @@ class SpecModule(L.LightningModule):
         self._weights: list[float] = []
         self._keras_losses: Any = None  # (the compiled model's loss identifiers, resolved at the first batch)
         self._metrics: Any = None  # Keras' CompileMetrics: `accuracy` resolved by the shapes, as `fit` does
+        self._batch_means: list[tuple[str, int, Any]] | None = None  # (name, output, metric): see _metric_values
+        self._path: Any = None  # the network on torch directly (torch_path.py), None: through Keras
+        self._layer_losses = True  # whether a step asks the layers for their own losses (see configure_model)
         self._clipping: dict[str, float] = {}
         hparams = {"spec": record_of(source)["path"], "model": self.model_name,
                    "defines": dict(defines or {}), "include": folders, "channels_first": self.channels_first,
@@ -112,6 +115,13 @@ class SpecModule(L.LightningModule):
         if unknown:
             raise LightningError(f"channels_first names {', '.join(map(repr, unknown))}, not an input of the model "
                                  f"'{self.model_name}' (its inputs: {', '.join(self.input_names)})")
+        from netdsl.lightning.torch_path import TorchPath
+
+        self._path = TorchPath.of(self.net)
+        # Keras' `losses` walks every layer at every step; on the torch path no layer adds a loss in its
+        # call (activity regularizers are refused there), so only weights with a regularizer can have one.
+        self._layer_losses = self._path is None or any(getattr(weight, "regularizer", None) is not None
+                                                       for weight in self.net.trainable_weights)
         self._register_state_dict_hook(_save_stable_names)
         self._register_load_state_dict_pre_hook(_load_stable_names, with_module=True)
         if getattr(self.net, "optimizer", None) is not None:
@@ -135,16 +145,32 @@ class SpecModule(L.LightningModule):
 
     def forward(self, x: Any) -> Any:
         """The network's output(s) for `x`: a tensor, or a list/dict of them by input name."""
-        with self._on_device():
-            return self.net(self._laid_out(as_inputs(x, self.input_names)), training=self.training)
+        return self._outputs(as_inputs(x, self.input_names), self.training)
 
-    def _laid_out(self, x: Any) -> Any:
-        """The inputs in Keras' channels-last layout: moved from channels-first where asked, else checked."""
+    def _outputs(self, x: Any, training: bool) -> Any:
+        """The network's output(s) for inputs `x` (one tensor or a dict by input name), as Keras gives them:
+        on torch directly where the path runs the model and these batches (torch_path.py), else by Keras."""
+        if self._path is not None:
+            laid = self._laid_out(x, move=False)
+            given = list(laid.values()) if isinstance(laid, dict) else [laid]
+            first = [moved and tensor.ndim == len(shape)
+                     for tensor, shape, moved in zip(given, self._input_shapes, self._moved)]
+            if self._path.fits(given, first):
+                import keras
+
+                outputs = keras.tree.pack_sequence_as(self.net._outputs_struct, self._path(given, first, training))
+                return outputs[0] if isinstance(outputs, (list, tuple)) and len(outputs) == 1 else outputs
+        with self._on_device():
+            return self.net(self._laid_out(x), training=training)
+
+    def _laid_out(self, x: Any, move: bool = True) -> Any:
+        """The inputs in Keras' channels-last layout: moved from channels-first where asked (unless not
+        `move`: the torch path takes them as they are), else checked."""
         given = x if isinstance(x, dict) else {self.input_names[0]: x}
         laid = {}
         for (name, tensor), shape, moved in zip(given.items(), self._input_shapes, self._moved):
             if moved and tensor.ndim == len(shape):
-                tensor = tensor.movedim(1, -1)
+                tensor = tensor.movedim(1, -1) if move else tensor
             elif tensor.ndim == len(shape) >= 4 and tuple(tensor.shape[1:]) != shape[1:] \
                     and tuple(tensor.shape[2:]) + tuple(tensor.shape[1:2]) == shape[1:]:
                 raise LightningError(_channels_first_message(name, shape, tuple(tensor.shape)))
@@ -184,8 +210,8 @@ class SpecModule(L.LightningModule):
             raise LightningError(f"the model '{self.model_name}' has no loss to train with: add a train section "
                                  f"with one (train {{ loss = ... }})")
         x, targets = split_batch(batch, self.input_names, self.output_names)
+        predictions = as_list(self._outputs(x, stage == "train"))
         with self._on_device():
-            predictions = as_list(self.net(self._laid_out(x), training=stage == "train"))
             total, per_output = self._loss(targets, predictions)
         size, sync = int(targets[0].shape[0]), stage != "train"
         # Keras reports epoch means; in training Lightning logs steps only unless asked: both, the
@@ -211,10 +237,10 @@ class SpecModule(L.LightningModule):
                                                           targets, predictions):
             if loss is None:
                 continue
-            value = loss(target, prediction)
+            value = _loss_value(loss, target, prediction)
             per_output[name] = value
             total = total + weight * value
-        for extra in self.net.losses:
+        for extra in self.net.losses if self._layer_losses else ():
             total = total + extra
         return total, per_output
 
@@ -223,10 +249,17 @@ class SpecModule(L.LightningModule):
         if self._metrics is None:
             return
         detached = [prediction.detach() for prediction in predictions]
+        if self._batch_means and not any(_masked(prediction) for prediction in detached):
+            for name, output, metric in self._batch_means:  # (what Keras' metric objects give, without their state)
+                yield name, _batch_mean(metric, targets[output], detached[output])
+            return
         one = len(self.output_names) == 1
         self._metrics.reset_state()
         self._metrics.update_state(targets[0] if one else targets, detached[0] if one else detached)
-        yield from self._metrics.result().items()
+        results = self._metrics.result()
+        if self._batch_means is None:
+            self._batch_means = _means_of(self._metrics, list(results))
+        yield from results.items()
 
     # ------------------------------------------------------------ the optimizer
 
@@ -250,6 +283,55 @@ class SpecModule(L.LightningModule):
         if self._clipping:
             clip_gradients(list(self.parameters()), self._clipping)
 
+
+
+def _masked(tensor: Any) -> bool:
+    return getattr(tensor, "_keras_mask", None) is not None
+
+
+def _loss_value(loss: Any, target: Any, prediction: Any) -> Any:
+    """`loss(target, prediction)` as Keras' `Loss.__call__` computes it with no sample weights, without its
+    per-call scaffolding (name scopes, structure walks) where nothing is masked and the reduction is a mean."""
+    import torch
+
+    if _masked(prediction) or loss.reduction not in ("sum_over_batch_size", "mean", "mean_with_sample_weight"):
+        return loss(target, prediction)
+    dtype = getattr(torch, loss.dtype)
+    values = loss.call(target.to(dtype), prediction.to(dtype))
+    if _masked(values):
+        return loss(target, prediction)
+    if values.ndim == 0:
+        return values
+    count = values.numel()
+    return values.sum() / count if count else values.sum() * 0.0
+
+
+def _means_of(metrics: Any, names: list[str]) -> list[tuple[str, int, Any]]:
+    """(name, output index, metric) for each metric of Keras' CompileMetrics in the order (and so under
+    the names) its `result()` gives them, when each is a mean of a function of the batch (accuracy,
+    crossentropy, mae, ...); else [] (the metric objects compute every step)."""
+    from keras.src.metrics.reduction_metrics import Mean, MeanMetricWrapper
+
+    found = [(output, metric) for group in (metrics._flat_metrics, metrics._flat_weighted_metrics)
+             for output, listed in enumerate(group) if listed for metric in listed.metrics]
+    if len(found) != len(names) or not all(
+            isinstance(metric, MeanMetricWrapper) and type(metric).update_state is MeanMetricWrapper.update_state
+            and type(metric).result is Mean.result for _, metric in found):
+        return []
+    return [(name, output, metric) for name, (output, metric) in zip(names, found)]
+
+
+def _batch_mean(metric: Any, target: Any, prediction: Any) -> Any:
+    """A MeanMetricWrapper's result after `reset_state` and `update_state` on this batch alone."""
+    import torch
+
+    values = metric._fn(target, prediction, **metric._fn_kwargs).to(getattr(torch, metric.dtype))
+    if values.ndim == 0:
+        return values
+    if values.ndim > 1:
+        values = values.mean(dim=tuple(range(1, values.ndim)))
+    count = values.shape[0]
+    return values.sum() / count if count else values.sum() * 0.0
 
 
 def _channels_first_message(name: str, expected: tuple[int | None, ...], given: tuple[int, ...]) -> str:

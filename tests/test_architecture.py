@@ -24,9 +24,10 @@ LEVELS = {
     "backend": 5, "diagram": 5,
     "training": 6, "decompiler": 6, "pipeline": 6, "lightning": 6,
     "lsp": 7, "preview": 7, "tuning": 7, "deploy": 7,
-    "api": 8,
-    "cli": 9,
-    "netdsl": 10,  # the package's __init__: the public names
+    "tracking": 8,  # reads run folders (training/) and sweep folders (tuning/)
+    "api": 9,
+    "cli": 10,
+    "netdsl": 11,  # the package's __init__: the public names
 }
 # Inside a room split into sub-rooms, the same rule one level down ("": the room's __init__).
 SUB_LEVELS = {

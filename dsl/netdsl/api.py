@@ -37,6 +37,7 @@ from netdsl.pipeline import ModelSummary, Spec
 from netdsl.registry import plugins
 from netdsl.syntax.loader import Program, load_file, load_text
 from netdsl.training.run.predictions import Predictions  # NumPy only
+from netdsl.training.run.record import Run  # what train returns and open_run reads back: no Keras
 from netdsl.tuning import SweepResult, TrialRecord  # cheap: Optuna loads when a sweep starts
 
 if TYPE_CHECKING:
@@ -44,12 +45,10 @@ if TYPE_CHECKING:
     import keras
     import numpy as np
 
-    from netdsl.training.run.engine import Run
-
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
            "decompile", "export", "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer",
            "register_activation", "Spec", "Trained", "DataSource", "ModelSummary", "SweepResult", "TrialRecord",
-           "Defines", "ExportFormat", "Predictions"]
+           "Defines", "ExportFormat", "Predictions", "Run", "runs", "open_run"]
 
 # A trained model: a run folder (its best.keras or model.keras: `checkpoint=`), a `.keras` file, or a live
 # `keras.Model`.
@@ -452,6 +451,27 @@ def show_sweep(folder: str | os.PathLike, *, storage: str | None = None) -> Swee
     from netdsl.tuning.show import read_sweep
 
     return read_sweep(folder, storage=storage)
+
+
+# ------------------------------------------------------------------ runs (docs/runs.md)
+
+
+def runs(folder: str | os.PathLike = ".") -> list[Run]:
+    """The run folders at or under `folder` (not a sweep's trials: `show_sweep`), newest first, each read
+    back as a `Run` (`.dir`, `.history`, `.report`, `.config`, `.epochs`; `.model` None). A folder another
+    account owns or may write into is passed over, as `netdsl runs` passes over it with a warning."""
+    from netdsl.tracking.found import find
+
+    found = find(folder)
+    return sorted(found.runs, key=lambda run: (str(run.config.get("created", "")), run.name), reverse=True)
+
+
+def open_run(folder: str | os.PathLike) -> Run:
+    """A run folder read back as a `Run`, as `train` returned it (the model left out: `weights`-reading
+    commands take the folder). Raises `RunError` for a folder that is not this user's own run."""
+    from netdsl.training.run.record import open_run as opened
+
+    return opened(folder)
 
 
 # ------------------------------------------------------------------ plugins

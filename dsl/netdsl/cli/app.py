@@ -22,6 +22,7 @@ from netdsl.cli import (
     predict,
     preview,
     render,
+    runs,
     sweep,
     train,
 )
@@ -108,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     lsp.add_parser(sub)
     train.add_parser(sub)
     sweep.add_parser(sub)
+    runs.add_parser(sub)
     evaluate.add_parser(sub)
     predict.add_parser(sub)
     completion.add_parser(sub)

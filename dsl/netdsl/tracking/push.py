@@ -1,0 +1,76 @@
+"""`netdsl runs push DIR|RUN ... --to URI`: run folders and sweep folders into a tracking server.
+
+    mlflow:sqlite:///mlflow.db          MLflow, any tracking URI (a SQLite file, http://host:5000, ...)
+    tensorboard:logs/                   TensorBoard event files: scalars and the HParams view
+
+Pushing twice creates nothing new: each run is found on the server by its folder's identity
+(`pushed.py`) and completed in place (the epochs it lacks, the artifacts when they changed).
+A URI's password is never printed (`shown_uri`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Protocol
+
+from netdsl.errors import UsageError
+from netdsl.tracking.found import find
+from netdsl.tracking.pushed import PushCount, Pushed, pushed_run, pushed_sweep, shown_uri
+from netdsl.training.errors import RunError
+
+SCHEMES = ("mlflow:", "tensorboard:")
+
+
+class Target(Protocol):
+    """A tracking server: `push` records one item (and its children), idempotently."""
+
+    def push(self, item: Pushed) -> PushCount: ...
+
+
+def open_target(uri: str, experiment: str = "netdsl") -> Target:
+    """The target a `--to` URI names; UsageError for one netdsl does not know."""
+    if uri.startswith("mlflow:") and uri[len("mlflow:"):]:
+        from netdsl.tracking.mlflow_target import MlflowTarget
+
+        return MlflowTarget(uri[len("mlflow:"):], experiment)
+    if uri.startswith("tensorboard:") and uri[len("tensorboard:"):]:
+        from netdsl.tracking.tensorboard_target import TensorBoardTarget
+
+        return TensorBoardTarget(Path(uri[len("tensorboard:"):]))
+    raise UsageError(f"--to takes mlflow:<tracking URI> or tensorboard:<folder>; received {shown_uri(uri)!r}")
+
+
+def items(paths: list[str | os.PathLike]) -> tuple[list[Pushed], list[str]]:
+    """The runs and sweeps the paths name (a run, a sweep, or a folder of them), and warnings."""
+    found_items: list[Pushed] = []
+    warnings: list[str] = []
+    seen: set[Path] = set()
+    for path in paths:
+        found = find(path)
+        warnings += found.warnings
+        for sweep in found.sweeps:
+            if sweep.dir.resolve() not in seen:
+                seen.add(sweep.dir.resolve())
+                found_items.append(pushed_sweep(sweep))
+        for run in found.runs:
+            assert run.dir is not None
+            if run.dir.resolve() not in seen:
+                seen.add(run.dir.resolve())
+                found_items.append(pushed_run(run))
+    return found_items, warnings
+
+
+def push(paths: list[str | os.PathLike], uri: str, experiment: str = "netdsl") -> PushCount:
+    """Push every run and sweep under `paths` to `uri`; what it changed."""
+    started = time.perf_counter()
+    pushed, warnings = items(paths)
+    if not pushed:
+        raise RunError("no run folder or sweep folder here", file=str(paths[0]) if paths else ".")
+    target = open_target(uri, experiment)
+    count = PushCount(warnings=warnings)
+    for item in pushed:
+        count.add(target.push(item))
+    count.seconds = time.perf_counter() - started
+    return count

@@ -29,6 +29,8 @@ def _client(uri: str) -> Any:
         from mlflow.tracking import MlflowClient
     except ImportError:
         raise UsageError("pushing to MLflow needs MLflow: install it with `pip install 'netdsl[mlflow]'`") from None
+    # MLflow prints a "View run ... at URL" line per run it ends: netdsl prints one summary line itself
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     for name in ("mlflow", "alembic", "urllib3"):  # a database created or upgraded is not news to print
         logging.getLogger(name).setLevel(logging.WARNING)
     return MlflowClient(tracking_uri=uri)

@@ -292,7 +292,7 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
           progress: Progress = "none", tensorboard: bool = False, callbacks: Sequence[keras.callbacks.Callback] = (),
           include: Sequence[str | os.PathLike] = (), backend: str | None = None, defines: Defines | None = None,
           init_from: str | os.PathLike[str] | None = None, features: Sequence[str] | None = None,
-          drop: Sequence[str] | None = None) -> Run:
+          drop: Sequence[str] | None = None, track: str | None = None) -> Run:
     """Train one model of a spec in a new run folder `out/<model>-N/`; the engine of `netdsl train`.
 
     `data` (cut by `split`, default 0.8/0.1/0.1) or `train` [+ `val`,
@@ -310,6 +310,8 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     `features`: the CSV columns that form the input, in that order (`--features`); `drop`: CSV columns
     left out of it (`--drop`). A CSV label column of names trains on their sorted order; the columns used
     and the class names are recorded in config.json, and evaluate, predict and export read them.
+    `track`: "mlflow:<tracking URI>" or "tensorboard:<folder>", the run pushed as it trains (`--track`,
+    docs/runs.md); a server that is down is a `DataWarning`, never a failed run.
     """
     from netdsl.training.data.request import DataRequest, check_columns
     from netdsl.training.run.settings import TrainRequest, resolve
@@ -326,7 +328,15 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     _backend(backend)
     from netdsl.training.run.engine import run_training
 
-    return run_training(config)
+    if track is None:
+        return run_training(config)
+    from netdsl.tracking.live import Tracker
+
+    tracker = Tracker.attach(track, config)
+    try:
+        return run_training(config)
+    finally:
+        tracker.finish()
 
 
 def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: int | None = None,

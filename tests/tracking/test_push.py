@@ -172,3 +172,36 @@ def test_a_server_that_is_down_is_one_line_with_its_password_masked(project, cap
     assert main(["runs", "push", str(project.first), "--to", "wandb:x"]) == 2
     assert capsys.readouterr().err == ("netdsl runs: error: --to takes mlflow:<tracking URI> or tensorboard:<folder>; "
                                        "received 'wandb:x'\n")
+
+
+def test_train_tracks_as_it_trains_then_push_finds_it_complete(project, tmp_path, capsys):
+    from mlflow.tracking import MlflowClient
+
+    import netdsl
+
+    uri = f"sqlite:///{tmp_path / 'live.db'}"
+    run = netdsl.train(project.folder / "tiny.net", data=project.folder / "data.npz", seed=3, out=tmp_path / "runs",
+                       track=f"mlflow:{uri}")
+    assert run.status == "finished" and run.dir is not None
+    client = MlflowClient(tracking_uri=uri)
+    tracked = client.search_runs([client.get_experiment_by_name("netdsl").experiment_id])
+    assert len(tracked) == 1 and tracked[0].info.status == "FINISHED"
+    assert _pushed_metrics(client, tracked[0].info.run_id, _history(run.dir)) == _history(run.dir)
+    assert "best.keras" in {a.path for a in client.list_artifacts(tracked[0].info.run_id)}
+    assert main(["runs", "push", str(run.dir), "--to", f"mlflow:{uri}"]) == 0
+    assert capsys.readouterr().out.startswith(f"mlflow:{uri}: 0 created, 0 updated, 1 unchanged; 0 metric values")
+
+
+def test_a_tracking_server_that_is_down_never_fails_the_run(project, tmp_path, capsys):
+    uri = f"mlflow:http://127.0.0.1:{_free_port()}"
+    code = main(["train", str(project.folder / "tiny.net"), "--data", str(project.folder / "data.npz"), "--epochs",
+                 "2", "--seed", "1", "-o", str(tmp_path / "runs"), "--progress", "none", "--track", uri])
+    err = capsys.readouterr().err
+    assert code == 0
+    warned = [line for line in err.splitlines() if "warning" in line]
+    assert warned and all(line.startswith(f"netdsl train: warning: {uri}: not tracked now (") for line in warned)
+    assert json.loads((tmp_path / "runs" / "tiny-1" / "report.json").read_text())["status"] == "finished"
+    assert main(["train", str(project.folder / "tiny.net"), "--data", str(project.folder / "data.npz"), "-o",
+                 str(tmp_path / "runs"), "--track", "wandb:x"]) == 2
+    assert capsys.readouterr().err.endswith("netdsl train: error: --track takes mlflow:<tracking URI> or tensorboard:<folder>; "
+                                            "received 'wandb:x'\n")

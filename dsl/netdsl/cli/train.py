@@ -77,6 +77,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="on stderr: bar (redrawn), line (one per epoch), none, or auto (a bar on a "
                             "terminal, else lines)")
     train.add_argument("--tensorboard", action="store_true", help="TensorBoard logs in the run folder")
+    train.add_argument("--track", metavar="URI", help="push the run as it trains, as `netdsl runs push --to URI` "
+                                                      "does (mlflow:<tracking URI> or tensorboard:<folder>); a "
+                                                      "server that is down never fails the run")
     train.add_argument("--init-from", default=None, metavar="FILE",
                        help="the whole model's initial weights from FILE (.keras or .weights.h5), matched by "
                             "layer name as a train section's init = \"FILE\" (read as arrays only)")
@@ -90,6 +93,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_data_flags(args)
+    if args.track:
+        from netdsl.tracking.push import check_uri
+
+        check_uri(args.track, "--track")  # before anything loads or trains
     if not (args.data or args.train or args.resume):
         raise UsageError("no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]")
     if args.processes is not None:  # --processes N: this process launches the job's N processes
@@ -122,7 +129,12 @@ def run(args: argparse.Namespace) -> int:
     from netdsl.training.run.engine import run_training
 
     config.on_start = _announce
-    result = run_training(config, distribution)
+    tracker = _tracker(args, config)
+    try:
+        result = run_training(config, distribution)
+    finally:
+        if tracker is not None:
+            tracker.finish()
     _print_summary(result, args.spec)
     return EXIT_STOPPED if result.status == "stopped" else 0
 
@@ -142,6 +154,15 @@ def _checked(args: argparse.Namespace, process_id: int) -> Any:
     the spec and the flags: the spec may name the plugins' layers."""
     load_plugins(args.plugin, args.spec)
     return resolve(_request(args, process_id))
+
+
+def _tracker(args: argparse.Namespace, config: Any) -> Any:
+    """`--track URI`: a tracker told the run folder and each epoch (docs/runs.md); None without it."""
+    if not args.track:
+        return None
+    from netdsl.tracking.live import Tracker
+
+    return Tracker.attach(args.track, config)
 
 
 def _announce(folder: Path, first_epoch: int) -> None:

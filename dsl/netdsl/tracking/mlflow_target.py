@@ -42,6 +42,8 @@ class MlflowTarget:
         self.client = _client(uri)
         self.experiment_id = self._guarded(lambda: self._experiment(experiment))
         self.known: dict[str, Any] = self._guarded(self._runs)
+        self.live = False  # pushed again and again while it trains: keep what the server holds now
+        self.artifacts = True  # send the files (a live run sends them once, when it ends)
 
     def _guarded(self, call: Any) -> Any:
         """MLflow's call, its failure one line naming the target (a server down, a database refused)."""
@@ -115,7 +117,7 @@ class MlflowTarget:
         if item.last_epoch > epochs:
             self.client.set_tag(run_id, EPOCHS, str(item.last_epoch))
         mark = fingerprint(item)
-        if mark != artifacts:
+        if self.artifacts and mark != artifacts:
             with staged(item) as stage:
                 self.client.log_artifacts(run_id, str(stage))
                 count.artifacts += sum(len(files) for _, _, files in os.walk(stage))
@@ -129,6 +131,8 @@ class MlflowTarget:
             else:
                 self.client.set_terminated(run_id, status=status)
             changed = True
+        if self.live and changed:
+            self.known[item.identity] = self.client.get_run(run_id)
         if existing is not None:
             count.updated += int(changed)
             count.unchanged += int(not changed)

@@ -39,6 +39,7 @@ class TensorBoardTarget:
     def __init__(self, folder: Path):
         self.folder = folder
         self.protos = _modules()
+        self.live, self.artifacts = False, True  # (the event file is written whole each time: nothing to keep)
 
     def push(self, item: Pushed, where: Path | None = None) -> PushCount:
         count = PushCount()

@@ -431,7 +431,7 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
           out: str | os.PathLike = "sweeps", resume: str | os.PathLike | None = None, epochs: int | None = None,
           batch_size: int | None = None, defines: Defines | None = None,
           include: Sequence[str | os.PathLike] = (), echo: bool = False, features: Sequence[str] | None = None,
-          drop: Sequence[str] | None = None) -> SweepResult:
+          drop: Sequence[str] | None = None, track: str | None = None) -> SweepResult:
     """Search the constants of a spec's `sweep MODEL { ... }` section with Optuna; the same as `netdsl sweep`.
 
     Each trial is an ordinary run in `<out>/<model>-sweep-N/trials/<k>/` trained with the trial's
@@ -443,6 +443,8 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
     finish a sweep that was stopped or killed. Returns a `SweepResult` (`.dir`, `.trials`, `.best`).
     Raises `SpecError` (the spec or its sweep section), `TrainingError` (data, storage) or
     `UsageError` (a flag that cannot work). `features`, `drop`: a CSV's input columns, as for `train`.
+    `track`: "mlflow:<tracking URI>" or "tensorboard:<folder>", the sweep pushed as its trials train
+    (`--track`, docs/runs.md); a server that is down is a `DataWarning`, never a failed sweep.
     """
     from netdsl.training.data.request import DataRequest, check_columns
     from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
@@ -453,7 +455,18 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
         echo=echo, data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train,
                                     val=val, test=test, targets=dict(targets or {})))
     request.data.features, request.data.drop = check_columns(features, drop)
-    return run_sweep(resolve_sweep(request))
+    if track is None:
+        return run_sweep(resolve_sweep(request))
+    from netdsl.tracking.live import Tracker
+    from netdsl.tracking.push import check_uri
+
+    check_uri(track, "--track")  # before the sweep folder is made
+    config = resolve_sweep(request)
+    tracker = Tracker.attach_sweep(track, config)
+    try:
+        return run_sweep(config)
+    finally:
+        tracker.finish()
 
 
 def show_sweep(folder: str | os.PathLike, *, storage: str | None = None) -> SweepResult:
@@ -481,7 +494,7 @@ def open_run(folder: str | os.PathLike) -> Run:
     commands take the folder). Raises `RunError` for a folder that is not this user's own run."""
     from netdsl.training.run.record import open_run as opened
 
-    return opened(folder)
+    return opened(Path(folder))
 
 
 # ------------------------------------------------------------------ plugins

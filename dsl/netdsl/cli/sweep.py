@@ -26,7 +26,7 @@ from netdsl.cli.common import (
 )
 from netdsl.errors import UsageError, printable
 from netdsl.semantics.defines import parse_defines
-from netdsl.tuning.records import show_table
+from netdsl.tuning.records import SweepResult, show_table
 from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
 from netdsl.tuning.show import read_sweep as show_sweep
 
@@ -57,6 +57,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sweep.add_argument("-o", "--out", "--output", dest="out", default="sweeps", metavar="DIR",
                        help="where sweep folders go (sweeps/)")
     sweep.add_argument("--resume", metavar="auto|DIR", help="finish a stopped or killed sweep")
+    sweep.add_argument("--track", metavar="URI", help="push the sweep as its trials train, as `netdsl runs push "
+                                                      "--to URI` does (mlflow:<tracking URI> or tensorboard:"
+                                                      "<folder>); a server that is down never fails the sweep")
     sweep.add_argument("--join", metavar="DIR", help=argparse.SUPPRESS)  # a worker of --workers K
     add_plugin(sweep)
     add_include(sweep)
@@ -71,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.spec:
         raise UsageError("give a SPEC to sweep, or --show DIR")
     check_data_flags(args)
+    if args.track:
+        from netdsl.tracking.push import check_uri
+
+        check_uri(args.track, "--track")  # before anything loads or trains
     load_plugins(args.plugin, args.spec)
     data = data_request(args)
     defines = parse_defines(args.define, args.spec)
@@ -79,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
                            epochs=args.epochs, batch_size=args.batch_size, defines=defines, include=args.include,
                            plugins=args.plugin, join=args.join, echo=True)
     try:
-        result = run_sweep(resolve_sweep(request))  # what netdsl.sweep runs
+        result = _tracked_sweep(request, args.track if not args.join else None)  # what netdsl.sweep runs
     except KeyboardInterrupt:
         print("netdsl sweep: stopped; `netdsl sweep ... --resume auto` goes on", file=sys.stderr)
         return EXIT_STOPPED
@@ -88,3 +95,18 @@ def run(args: argparse.Namespace) -> int:
     print(show_table(result))
     print(f"sweep folder: {printable(result.dir)}")
     return 0
+
+
+def _tracked_sweep(request: SweepRequest, track: str | None) -> SweepResult:
+    """run_sweep, pushed as it goes with `--track URI` (docs/runs.md): the process that starts the sweep
+    tracks it; the processes of --workers K do not (their trials go when the sweep ends)."""
+    config = resolve_sweep(request)
+    if track is None:
+        return run_sweep(config)
+    from netdsl.tracking.live import Tracker
+
+    tracker = Tracker.attach_sweep(track, config)
+    try:
+        return run_sweep(config)
+    finally:
+        tracker.finish()

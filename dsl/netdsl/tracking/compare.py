@@ -143,5 +143,6 @@ def plot(runs: list[Run], target: Path) -> Path:
         axes.grid(True, alpha=0.3)
         axes.legend(fontsize="small")
     with replacing(target, suffix=f".tmp.{suffix}") as tmp:
-        figure.savefig(tmp, format=suffix, **({"metadata": {"Date": None}} if suffix == "svg" else {}))
+        metadata: dict[str, Any] = {"metadata": {"Date": None}} if suffix == "svg" else {}  # an svg the same each time
+        figure.savefig(tmp, format=suffix, **metadata)
     return target

@@ -1,31 +1,36 @@
-"""`netdsl train --track URI` (and `netdsl.train(track=URI)`): a run pushed as it trains, through the
-same code as `netdsl runs push`.
+"""`netdsl train --track URI` / `netdsl sweep --track URI` (and `track=` in the library): a run or a
+sweep pushed as it trains, through the same code as `netdsl runs push`.
 
-    tracker = Tracker("mlflow:sqlite:///mlflow.db")
-    config.on_start = tracker.started(config.on_start)      # told the run folder
-    config.callbacks.append(epoch_hook(tracker.epoch))      # after each epoch the keeper wrote
-    ... run_training(config) ...
-    tracker.finish()                                        # status, last epochs, artifacts
+    tracker = Tracker.attach(uri, config)         # a TrainConfig: told its run folder, then each epoch
+    tracker = Tracker.attach_sweep(uri, config)   # a SweepConfig: each epoch of each trial
+    ... run_training(config) / run_sweep(config) ...
+    tracker.finish()                              # status, last epochs, artifacts
 
-After each epoch (the run keeper has written history.csv by then: the hook sits after it) the run
+After each epoch (the run keeper has written history.csv by then: the hook sits after it) the
 folder is read back and pushed: the epochs the server lacks, the parameters, the status. The
 artifacts go once, when the run ends. A tracking server that is down or refuses never fails the
-run: one warning, no more tries until the run ends, then one more; the run folder stays the record
-and a later `netdsl runs push` completes what is missing.
+run: one warning line, no more tries until the run ends, then one more (silent); the folder stays
+the record and a later `netdsl runs push` completes what is missing, adding nothing twice.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from netdsl.errors import NetdslError
-from netdsl.tracking.pushed import pushed_run, shown_uri
+from netdsl.errors import printable
+from netdsl.tracking.found import open_sweep
+from netdsl.tracking.pushed import Pushed, pushed_run, pushed_sweep, shown_uri
 from netdsl.training.errors import DataWarning
 from netdsl.training.run.record import open_run
+
+# A server that is down must not hold a run for minutes of retries (MLflow's default: 7 tries, doubling):
+# one try a push (a push that fails is tried again when the run ends), 20 s at most for an answer.
+_QUICK = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
 
 
 class TrackingWarning(DataWarning):
@@ -33,16 +38,12 @@ class TrackingWarning(DataWarning):
 
 
 class Tracker:
-    def __init__(self, uri: str, experiment: str = "netdsl"):
-        from netdsl.tracking.push import open_target
-
-        # a server that is down must not hold a run for minutes of retries (MLflow's default: 7, doubling)
-        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
-        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
-        self.uri, self.experiment, self.open_target = uri, experiment, open_target
+    def __init__(self, uri: str, read: Callable[[Path], Pushed], what: str, experiment: str = "netdsl"):
+        self.uri, self.read, self.what, self.experiment = uri, read, what, experiment
         self.target: Any = None
         self.folder: Path | None = None
         self.given_up = False  # after a failure: no more tries until the run ends
+        self.warned = False  # one warning a run, however often the server fails
 
     @classmethod
     def attach(cls, uri: str, config: Any) -> Tracker:
@@ -52,9 +53,22 @@ class Tracker:
         from netdsl.training.run.epoch_hook import epoch_hook
 
         check_uri(uri, "--track")
-        tracker = cls(uri)
+        tracker = cls(uri, lambda folder: pushed_run(open_run(folder)), "run")
         config.on_start = tracker.started(config.on_start)
         config.callbacks.append(epoch_hook(tracker.epoch))
+        return tracker
+
+    @classmethod
+    def attach_sweep(cls, uri: str, config: Any) -> Tracker:
+        """A tracker for the sweep a `SweepConfig` describes (its folder made): the whole sweep pushed after
+        each epoch of each trial this process trains; the caller calls `finish` when the sweep has ended."""
+        from netdsl.tracking.push import check_uri
+        from netdsl.training.run.epoch_hook import epoch_hook
+
+        check_uri(uri, "--track")
+        tracker = cls(uri, lambda folder: pushed_sweep(open_sweep(folder)), "sweep")
+        tracker.folder = config.folder.path
+        config.request.callbacks.append(epoch_hook(tracker.epoch))
         return tracker
 
     def started(self, then: Callable[[Path, int], None] | None) -> Callable[[Path, int], None]:
@@ -76,16 +90,34 @@ class Tracker:
         self._push(artifacts=True)
 
     def _push(self, artifacts: bool) -> None:
-        if self.folder is None:
+        if self.folder is None:  # a process of --processes N that writes no folder, or a run that never started
             return
         try:
-            if self.target is None:
-                self.target = self.open_target(self.uri, self.experiment)
-            self.target.live, self.target.artifacts = True, artifacts
-            self.target.push(pushed_run(open_run(self.folder)))
-        except (NetdslError, Exception) as exc:  # noqa: BLE001 - a tracking server down or refusing never fails a run
+            with _quick_failing():
+                if self.target is None:
+                    from netdsl.tracking.push import open_target
+
+                    self.target = open_target(self.uri, self.experiment)
+                self.target.live, self.target.artifacts = True, artifacts
+                self.target.push(self.read(self.folder))
+        except Exception as exc:  # noqa: BLE001 - a tracking server down or refusing never fails a run
             self.given_up = True
-            message = exc.text if hasattr(exc, "text") else f"{type(exc).__name__}: {exc}"
-            warnings.warn(f"{shown_uri(self.uri)}: not tracked now ({message.splitlines()[0][:300]}); the run "
-                          f"goes on, and `netdsl runs push {self.folder} --to URI` sends it later", TrackingWarning,
-                          stacklevel=2)
+            if not self.warned:
+                self.warned = True
+                reason = str(getattr(exc, "message", "") or f"{type(exc).__name__}: {exc}")  # RunError's: no file
+                warnings.warn(f"{shown_uri(self.uri)}: not tracked ({printable(reason.splitlines()[0][:300])}); "
+                              f"the {self.what} goes on, and `netdsl runs push {printable(self.folder)} --to URI` "
+                              f"completes it later", TrackingWarning, stacklevel=2)
+
+
+@contextlib.contextmanager
+def _quick_failing() -> Iterator[None]:
+    """MLflow's client told to give up on a server that is down quickly, for the push only (a value the
+    user set is kept)."""
+    added = [name for name in _QUICK if name not in os.environ]
+    os.environ.update({name: _QUICK[name] for name in added})
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +53,11 @@ class MlflowTarget:
         try:
             return call()
         except MlflowException as exc:
+            if isinstance(exc.__context__, OSError):  # MLflow's words around requests' ConnectionError, Timeout
+                raise RunError(f"cannot reach MLflow: {_reason(exc.__context__)}", file=self.shown) from None
             raise RunError(f"MLflow refused: {_first_line(exc.message)}", file=self.shown) from None
         except (OSError, ValueError) as exc:  # requests' errors are OSErrors: the server is down, or no server
-            raise RunError(f"cannot reach MLflow: {_first_line(str(exc))}", file=self.shown) from None
+            raise RunError(f"cannot reach MLflow: {_reason(exc)}", file=self.shown) from None
 
     def _experiment(self, name: str) -> str:
         found = self.client.get_experiment_by_name(name)
@@ -131,7 +134,7 @@ class MlflowTarget:
             else:
                 self.client.set_terminated(run_id, status=status)
             changed = True
-        if self.live and changed:
+        if self.live and (changed or existing is None):  # the next push of a live run finds it as it is now
             self.known[item.identity] = self.client.get_run(run_id)
         if existing is not None:
             count.updated += int(changed)
@@ -144,3 +147,9 @@ class MlflowTarget:
 def _first_line(text: str) -> str:
     lines = [line for line in str(text).strip().splitlines() if line.strip()]
     return lines[0][:300] if lines else "no reason given"
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a connection failed ('[Errno 111] Connection refused'), without requests' and urllib3's wrapping."""
+    found = re.search(r"\[Errno -?\d+\] [^'\")]+", str(exc))
+    return found.group(0) if found else _first_line(str(exc))

@@ -21,7 +21,7 @@ from netdsl.tracking.pushed import STATUSES, PushCount, Pushed, fingerprint, sho
 from netdsl.training.errors import RunError
 
 IDENTITY, EPOCHS, ARTIFACTS = "netdsl.identity", "netdsl.epochs", "netdsl.artifacts"
-_BATCH = 1000  # metric values per log_batch call (MLflow's own limit)
+_METRICS = 800  # metric values per log_batch call (MLflow takes 1000 values a call: room for 100 parameters, tags)
 _PARAM_CHARS = 6000  # the longest parameter value MLflow 3 keeps
 
 
@@ -108,24 +108,26 @@ class MlflowTarget:
         values = [Metric(name, value, item.start_ms + epoch, epoch)
                   for name, points in item.metrics.items() for epoch, value in points if epoch > epochs]
         new_tags = [RunTag(k, v) for k, v in tags.items() if old_tags.get(k) != v and existing is not None]
-        for start in range(0, max(len(values), len(new_params), 1), _BATCH):
-            batch_params = new_params[start:start + 100] if start == 0 else []
-            if values[start:start + _BATCH] or batch_params or (start == 0 and new_tags):
-                self.client.log_batch(run_id, metrics=values[start:start + _BATCH], params=batch_params,
-                                      tags=new_tags if start == 0 else [])
-        for start in range(100, len(new_params), 100):  # MLflow takes 100 parameters per batch
-            self.client.log_batch(run_id, params=new_params[start:start + 100])
-        count.metric_values += len(values)
         changed = bool(values or new_params or new_tags)
+        done: list[Any] = []  # what the server holds once the batches are in: set with the last of them
         if item.last_epoch > epochs:
-            self.client.set_tag(run_id, EPOCHS, str(item.last_epoch))
+            done.append(RunTag(EPOCHS, str(item.last_epoch)))
         mark = fingerprint(item)
-        if self.artifacts and mark != artifacts:
+        if self.artifacts and mark != artifacts:  # first: a batch that fails leaves the mark unset
             with staged(item) as stage:
                 self.client.log_artifacts(run_id, str(stage))
                 count.artifacts += sum(len(files) for _, _, files in os.walk(stage))
-            self.client.set_tag(run_id, ARTIFACTS, mark)
+            done.append(RunTag(ARTIFACTS, mark))
             changed = True
+        # as few calls as MLflow allows (each one a database transaction): its limits per call are 1000
+        # values in all, of which at most 100 parameters and 100 tags
+        batches = max(-(-len(values) // _METRICS), -(-len(new_params) // 100), 1)
+        for k in range(batches):
+            batch_tags = (new_tags if k == 0 else []) + (done if k == batches - 1 else [])
+            batch_values, batch_params = values[k * _METRICS:(k + 1) * _METRICS], new_params[k * 100:(k + 1) * 100]
+            if batch_values or batch_params or batch_tags:
+                self.client.log_batch(run_id, metrics=batch_values, params=batch_params, tags=batch_tags)
+        count.metric_values += len(values)
         status = STATUSES.get(item.status, "RUNNING")
         current = existing.info.status if existing is not None else "RUNNING"
         if status != current:

@@ -148,7 +148,7 @@ def test_tensorboard_scalars_and_hparams_read_back(project, tmp_path, capsys):
     assert main(["runs", "push", str(project.second), str(project.sweep), "--to", f"tensorboard:{target}"]) == 0
     assert capsys.readouterr().out.startswith(f"tensorboard:{target}: 8 created, 0 updated, 0 unchanged;")
     files = sorted(p.relative_to(target) for p in target.rglob("events.out.tfevents.*"))
-    assert len(files) == 8 and files[-1].parts[0] == "tiny-2"
+    assert [str(f.parent) for f in files] == ["tiny-2", "tiny-sweep-1", *(f"tiny-sweep-1/trials/{k}" for k in range(6))]
     events = EventAccumulator(str(target / "tiny-2"), size_guidance={"tensors": 0})
     events.Reload()
     history = _history(project.second)

@@ -15,22 +15,17 @@ the record and a later `netdsl runs push` completes what is missing, adding noth
 
 from __future__ import annotations
 
-import contextlib
-import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from netdsl.errors import printable
 from netdsl.tracking.found import open_sweep
+from netdsl.tracking.push import quick_failing
 from netdsl.tracking.pushed import Pushed, pushed_run, pushed_sweep, shown_uri
 from netdsl.training.errors import DataWarning
 from netdsl.training.run.record import open_run
-
-# A server that is down must not hold a run for minutes of retries (MLflow's default: 7 tries, doubling):
-# one try a push (a push that fails is tried again when the run ends), 20 s at most for an answer.
-_QUICK = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
 
 
 class TrackingWarning(DataWarning):
@@ -93,7 +88,7 @@ class Tracker:
         if self.folder is None:  # a process of --processes N that writes no folder, or a run that never started
             return
         try:
-            with _quick_failing():
+            with quick_failing(retries=0):  # one try a push (a failed one is tried again when the run ends)
                 if self.target is None:
                     from netdsl.tracking.push import open_target
 
@@ -108,16 +103,3 @@ class Tracker:
                 warnings.warn(f"{shown_uri(self.uri)}: not tracked ({printable(reason.splitlines()[0][:300])}); "
                               f"the {self.what} goes on, and `netdsl runs push {printable(self.folder)} --to URI` "
                               f"completes it later", TrackingWarning, stacklevel=2)
-
-
-@contextlib.contextmanager
-def _quick_failing() -> Iterator[None]:
-    """MLflow's client told to give up on a server that is down quickly, for the push only (a value the
-    user set is kept)."""
-    added = [name for name in _QUICK if name not in os.environ]
-    os.environ.update({name: _QUICK[name] for name in added})
-    try:
-        yield
-    finally:
-        for name in added:
-            os.environ.pop(name, None)

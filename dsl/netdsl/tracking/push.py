@@ -10,8 +10,10 @@ A URI's password is never printed (`shown_uri`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -76,9 +78,25 @@ def push(paths: list[str | os.PathLike], uri: str, experiment: str = "netdsl") -
     pushed, warnings = items(paths)
     if not pushed:
         raise RunError("no run folder or sweep folder here", file=str(paths[0]) if paths else ".")
-    target = open_target(uri, experiment)
     count = PushCount(warnings=warnings)
-    for item in pushed:
-        count.add(target.push(item))
+    with quick_failing(retries=2):
+        target = open_target(uri, experiment)
+        for item in pushed:
+            count.add(target.push(item))
     count.seconds = time.perf_counter() - started
     return count
+
+
+@contextlib.contextmanager
+def quick_failing(retries: int) -> Iterator[None]:
+    """MLflow's client told to give up on a server that is down after `retries` more tries and to wait
+    20 s at most for an answer (its default: 7 tries over about four minutes), for the push only; a
+    value the user set in the environment is kept."""
+    wanted = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(retries), "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+    added = [name for name in wanted if name not in os.environ]
+    os.environ.update({name: wanted[name] for name in added})
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)

@@ -25,9 +25,10 @@ LEVELS = {
     "backend": 5, "diagram": 5,
     "training": 6, "decompiler": 6, "pipeline": 6, "lightning": 6,
     "lsp": 7, "preview": 7, "tuning": 7, "deploy": 7,
-    "api": 8,
-    "cli": 9,
-    "netdsl": 10,  # the package's __init__: the public names
+    "tracking": 8,  # reads run folders (training/) and sweep folders (tuning/)
+    "api": 9,
+    "cli": 10,
+    "netdsl": 11,  # the package's __init__: the public names
 }
 # Inside a room split into sub-rooms, the same rule one level down ("": the room's __init__).
 SUB_LEVELS = {
@@ -238,6 +239,9 @@ CLI_STILL_REACHES = {
               "netdsl.registry", "netdsl.semantics.trainable", "netdsl.cost", "netdsl.cost.readout"},
     "render": {"netdsl.diagram.render", "netdsl.pipeline", "netdsl.cost.readout"},
     "layers": {"netdsl.registry", "netdsl.semantics.values"},
+    # new in this wave (issue 33): the listing, comparison and push it prints, to move behind api.runs/open_run
+    "runs": {"netdsl.tracking.compare", "netdsl.tracking.found", "netdsl.tracking.listing", "netdsl.tracking.push",
+             "netdsl.tracking.pushed", "netdsl.training.run.record"},
 }
 
 

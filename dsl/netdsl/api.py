@@ -39,6 +39,7 @@ from netdsl.pipeline import ModelSummary, Spec
 from netdsl.registry import plugins
 from netdsl.syntax.loader import Program, load_file, load_text
 from netdsl.training.run.predictions import Predictions  # NumPy only
+from netdsl.training.run.record import Run  # what train returns and open_run reads back: no Keras
 from netdsl.training.run.signals import EXIT_STOPPED as EXIT_STOPPED  # 130: a run stopped, resumable
 from netdsl.training.run.signals import Stopped as Stopped  # a run's Ctrl-C or SIGTERM (the CLI's exit 130)
 from netdsl.tuning import SweepResult, TrialRecord  # cheap: Optuna loads when a sweep starts
@@ -50,13 +51,12 @@ if TYPE_CHECKING:
 
     from netdsl.decompiler.verify import RoundTrip
     from netdsl.deploy import Exported
-    from netdsl.training.run.engine import Run
     from netdsl.training.run.settings import TrainConfig
 
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
            "decompile", "export", "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer",
            "register_activation", "Spec", "Trained", "DataSource", "ModelSummary", "SweepResult", "TrialRecord",
-           "Defines", "ExportFormat", "Predictions"]
+           "Defines", "ExportFormat", "Predictions", "Run", "runs", "open_run"]
 
 # A trained model: a run folder (its best.keras or model.keras: `checkpoint=`), a `.keras` file, or a live
 # `keras.Model`.
@@ -310,7 +310,8 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
           include: Sequence[str | os.PathLike] = (), backend: str | None = None, defines: Defines | None = None,
           init_from: str | os.PathLike[str] | None = None, features: Sequence[str] | None = None,
           drop: Sequence[str] | None = None, devices: int | None = None, plugins: Sequence[str] = (),
-          on_start: Callable[[Path, int], None] | None = None, max_memory: int | str | None = None) -> Run:
+          on_start: Callable[[Path, int], None] | None = None, max_memory: int | str | None = None,
+          track: str | None = None) -> Run:
     """Train one model of a spec in a new run folder `out/<model>-N/`; the engine of `netdsl train`.
 
     `data` (cut by `split`, default 0.8/0.1/0.1) or `train` [+ `val`,
@@ -334,10 +335,16 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     told the run folder when the run starts (first_epoch 0, or the epoch a resumed run goes on after).
     `max_memory`: bytes, or a size ("12GiB", "800MB"; `--max-memory`): a batch whose estimated training peak
     is over it is refused before anything is built, naming the largest batch that fits (docs/cost.md).
+    `track`: "mlflow:<tracking URI>" or "tensorboard:<folder>", the run pushed as it trains (`--track`,
+    docs/runs.md); a server that is down is a `DataWarning`, never a failed run.
     """
     from netdsl.training.data.request import DataRequest, check_columns
     from netdsl.training.run.settings import TrainRequest, resolve
 
+    if track is not None:
+        from netdsl.tracking.push import check_uri
+
+        check_uri(track, "--track")  # before anything loads or trains
     program = pipeline.load(spec, text=text, filename=filename, include=include)
     request = TrainRequest(
         spec=program, model=model, epochs=epochs, batch_size=batch_size, seed=seed, out=out, resume=resume,
@@ -355,7 +362,15 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     config.on_start = on_start
     from netdsl.training.run.engine import run_training
 
-    return run_training(config, distribution)
+    if track is None:
+        return run_training(config, distribution)
+    from netdsl.tracking.live import Tracker
+
+    tracker = Tracker.attach(track, config)
+    try:
+        return run_training(config, distribution)
+    finally:
+        tracker.finish()
 
 
 def _train_backend(backend: str | None, devices: int | None) -> Any:
@@ -463,7 +478,8 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
           batch_size: int | None = None, defines: Defines | None = None,
           include: Sequence[str | os.PathLike] = (), echo: bool = False, features: Sequence[str] | None = None,
           drop: Sequence[str] | None = None, plugins: Sequence[str] = (),
-          join: str | os.PathLike | None = None) -> SweepResult:
+          join: str | os.PathLike | None = None,
+          track: str | None = None) -> SweepResult:
     """Search the constants of a spec's `sweep MODEL { ... }` section with Optuna; the same as `netdsl sweep`.
 
     Each trial is an ordinary run in `<out>/<model>-sweep-N/trials/<k>/` trained with the trial's
@@ -478,6 +494,8 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
     `plugins`: modules that register layers or activations (`--plugin`), loaded with the installed plugins
     first and by each of the `workers`. `join`: the sweep folder this process works on as one of its
     `workers` (how `netdsl sweep --workers K` starts them).
+    `track`: "mlflow:<tracking URI>" or "tensorboard:<folder>", the sweep pushed as its trials train
+    (`--track`, docs/runs.md); a server that is down is a `DataWarning`, never a failed sweep.
     """
     from netdsl.training.data.request import DataRequest, check_columns
     from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
@@ -489,9 +507,22 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
         data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train, val=val,
                          test=test, targets=dict(targets or {})))
     request.data.features, request.data.drop = check_columns(features, drop)
+    if track is not None:
+        from netdsl.tracking.push import check_uri
+
+        check_uri(track, "--track")  # before the plugins load and the sweep folder is made
     if plugins:  # before the spec is checked: it may name their layers
         load_plugins(plugins, spec=spec if isinstance(spec, (str, os.PathLike)) else spec.root)
-    return run_sweep(resolve_sweep(request))
+    if track is None:
+        return run_sweep(resolve_sweep(request))
+    from netdsl.tracking.live import Tracker
+
+    config = resolve_sweep(request)
+    tracker = Tracker.attach_sweep(track, config)
+    try:
+        return run_sweep(config)
+    finally:
+        tracker.finish()
 
 
 def show_sweep(folder: str | os.PathLike, *, storage: str | None = None) -> SweepResult:
@@ -499,6 +530,27 @@ def show_sweep(folder: str | os.PathLike, *, storage: str | None = None) -> Swee
     from netdsl.tuning.show import read_sweep
 
     return read_sweep(folder, storage=storage)
+
+
+# ------------------------------------------------------------------ runs (docs/runs.md)
+
+
+def runs(folder: str | os.PathLike = ".") -> list[Run]:
+    """The run folders at or under `folder` (not a sweep's trials: `show_sweep`), newest first, each read
+    back as a `Run` (`.dir`, `.history`, `.report`, `.config`, `.epochs`; `.model` None). A folder another
+    account owns or may write into is passed over, as `netdsl runs` passes over it with a warning."""
+    from netdsl.tracking.found import find
+
+    found = find(folder)
+    return sorted(found.runs, key=lambda run: (str(run.config.get("created", "")), run.name), reverse=True)
+
+
+def open_run(folder: str | os.PathLike) -> Run:
+    """A run folder read back as a `Run`, as `train` returned it (the model left out: `weights`-reading
+    commands take the folder). Raises `RunError` for a folder that is not this user's own run."""
+    from netdsl.training.run.record import open_run as opened
+
+    return opened(Path(folder))
 
 
 # ------------------------------------------------------------------ plugins

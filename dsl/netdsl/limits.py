@@ -221,6 +221,15 @@ MAX_IMAGE_FOLDER_DEPTH = 32
 # A run folder's JSON files (config.json, report.json, meta.json): a few KB,
 # read whenever runs are listed or resumed, perhaps planted by someone else.
 MAX_RUN_JSON_BYTES = 16 * 1024**2
+# A run folder's history.csv, read by `netdsl runs`, `open_run` and `push`: one line per epoch (a
+# line of a hundred metrics is a few KB; a million epochs of ten fit), perhaps planted.
+MAX_HISTORY_BYTES = 64 * 1024**2
+# Folders looked at under the DIR of `netdsl runs DIR` (run folders, sweep folders and their trials):
+# a runs folder holds tens to thousands; a tree of millions would be walked in Python.
+MAX_RUNS_LISTED = 100_000
+# A file of a run folder `netdsl runs push` copies to a tracking server (best.keras, the curves):
+# a model of MAX_PARAMS float32 parameters and its optimizer's state fit.
+MAX_ARTIFACT_BYTES = 16 * 1024**3
 
 # What an exported file records of its spec (a .tflite's metadata entry, a SavedModel folder's
 # assets.extra/netdsl.json): a few hundred bytes netdsl wrote, in a file from anywhere.

@@ -175,6 +175,12 @@ def drop() -> Any:
     return option("--drop", metavar="COL,...", help="CSV columns left out of the input (an id, a row number)")
 
 
+def track() -> Any:
+    return option("--track", metavar="URI",
+                  help="push the run as it trains, as `netdsl runs push --to URI` does (mlflow:<tracking URI> or "
+                       "tensorboard:<folder>); a server that is down never fails the run")
+
+
 # ------------------------------------------------------------------ specs (no Keras)
 
 
@@ -359,6 +365,7 @@ class TrainOptions:
                                 "terminal, else lines)")
     tensorboard: bool = option("--tensorboard", action="store_true", default=False,
                                help="TensorBoard logs in the run folder")
+    track: Any = track()
     init_from: Any = option("--init-from", metavar="FILE",
                             help="the whole model's initial weights from FILE (.keras or .weights.h5), matched by "
                                  "layer name as a train section's init = \"FILE\" (read as arrays only)")
@@ -403,6 +410,10 @@ class SweepOptions:
     batch_size: Any = batch_size("batch size (default: the spec's train section)")
     out: Any = out("-o", "--out", "--output", metavar="DIR", default="sweeps", help="where sweep folders go (sweeps/)")
     resume: Any = option("--resume", metavar="auto|DIR", help="finish a stopped or killed sweep")
+    track: Any = option("--track", metavar="URI",
+                        help="push the sweep as its trials train, as `netdsl runs push --to URI` does "
+                             "(mlflow:<tracking URI> or tensorboard:<folder>); a server that is down never fails "
+                             "the sweep")
     join: Any = option("--join", metavar="DIR", hidden=True,
                        help="one of the processes of --workers K: the sweep folder it works in")
     plugin: Any = plugin(cli_only=False)
@@ -483,6 +494,20 @@ class InitOptions:
 class ExamplesOptions:
     name: Any = positional("NAME", "the example to copy (with the files it imports)", nargs="?")
     out: Any = out(metavar="DIR", default=".", cli_only=True, help="where to copy it")
+
+
+@dataclass(frozen=True)
+class RunsOptions:
+    words: Any = positional("DIR | compare RUN ... | push DIR|RUN ...", "a folder to list (default: .), or compare / "
+                            "push and the run folders", nargs="*", cli_only=True)
+    json: bool = json_flag("the list (or the comparison)")
+    out: Any = option("--out", metavar="FILE", cli_only=True,
+                      help="compare: draw the runs' curves overlaid (.svg, .png or .pdf)")
+    to: Any = option("--to", metavar="URI", cli_only=True,
+                     help="push: mlflow:<tracking URI> (sqlite:///mlflow.db, http://host:5000) or "
+                          "tensorboard:<folder>")
+    experiment: Any = option("--experiment", default="netdsl", metavar="NAME", cli_only=True,
+                             help="push: the MLflow experiment")
 
 
 @dataclass(frozen=True)
@@ -602,6 +627,20 @@ COMMANDS: dict[str, Command] = {
         examples=("netdsl sweep mlp.net --data digits.npz --trials 12",
             "netdsl sweep mlp.net --data digits.npz --workers 2 --seed 0",
             "netdsl sweep --show sweeps/mlp-sweep-1")),
+    "runs": Command(
+        RunsOptions,
+        summary="list, compare and push run folders (MLflow, TensorBoard)",
+        description="List the runs and sweeps under DIR (default: the current folder), newest first: "
+            "name, model, status, epochs, best objective and spec hash. `runs compare RUN "
+            "RUN ...` sets runs' settings side by side (`*` marks what differs) with their "
+            "final and best metrics; `runs push DIR|RUN ... --to URI` records them in MLflow "
+            "(mlflow:<tracking URI>) or TensorBoard (tensorboard:<folder>), again and again "
+            "without duplicates.",
+        examples=("netdsl runs", "netdsl runs runs/ --json",
+                  "netdsl runs compare runs/mlp-1 runs/mlp-2 --out compare.svg",
+                  "netdsl runs push runs/ sweeps/ --to mlflow:sqlite:///mlflow.db",
+                  "netdsl runs push runs/mlp-3 --to mlflow:http://127.0.0.1:5000",
+                  "netdsl runs push runs/ --to tensorboard:logs/")),
     "evaluate": Command(
         EvaluateOptions,
         summary="the loss and metrics of a trained model on data",

@@ -124,7 +124,8 @@ def test_renamed_flags_are_not_shown(capsys):
 
 @pytest.mark.parametrize("argv, last_line", [
     (["chek", "x.net"], "netdsl: error: argument COMMAND: invalid choice: 'chek' (choose from 'check', 'fmt', "
-                        "'build', 'summary', 'render', 'layers', 'preview', 'decompile', 'export', 'lsp', 'train', 'sweep', 'evaluate', "
+                        "'build', 'summary', 'render', 'layers', 'preview', 'decompile', 'export', 'lsp', 'train', 'sweep', 'runs', "
+                        "'evaluate', "
                         "'predict', 'completion', 'init', 'examples', 'zoo'); did you mean 'check'?"),
     (["check", "--jsn", "x.net"], "netdsl check: error: unrecognized arguments: --jsn; did you mean '--json'?"),
     (["build", "x.net", "--param-limt", "5"],

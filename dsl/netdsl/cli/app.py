@@ -25,6 +25,7 @@ from netdsl.cli import (
     predict,
     preview,
     render,
+    runs,
     sweep,
     train,
     zoo,
@@ -114,6 +115,6 @@ def _parser() -> argparse.ArgumentParser:
 RUNS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": check.run, "fmt": fmt.run, "build": build.run_build, "summary": build.run_summary, "render": render.run,
     "layers": layers.run, "preview": preview.run, "decompile": decompile.run, "export": export.run, "lsp": lsp.run,
-    "train": train.run, "sweep": sweep.run, "evaluate": evaluate.run, "predict": predict.run,
+    "train": train.run, "sweep": sweep.run, "runs": runs.run, "evaluate": evaluate.run, "predict": predict.run,
     "completion": completion.run, "init": init.run, "examples": examples.run, "zoo": zoo.run,
 }

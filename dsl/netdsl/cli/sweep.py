@@ -37,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
         result = api.sweep(args.spec, model=args.model, **keywords, trials=args.trials, workers=args.workers,
                            storage=args.storage, study=args.study, seed=args.seed, out=args.out, resume=args.resume,
                            epochs=args.epochs, batch_size=args.batch_size, defines=defines, include=args.include,
-                           plugins=args.plugin, join=args.join, echo=True)
+                           plugins=args.plugin, join=args.join, echo=True,
+                           track=args.track if not args.join else None)
     except KeyboardInterrupt:
         print("netdsl sweep: stopped; `netdsl sweep ... --resume auto` goes on", file=sys.stderr)
         return EXIT_STOPPED
@@ -46,3 +47,4 @@ def run(args: argparse.Namespace) -> int:
     print(api.sweep_table(result))
     print(f"sweep folder: {printable(result.dir)}")
     return 0
+

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         load_plugins([], args.spec)
     # What netdsl.train runs: the spec and the flags checked before TensorFlow loads (after it, with --plugin).
     result = api.train(**_keywords(args, 0), backend=args.backend, devices=topology.devices or 1,
-                       plugins=args.plugin, on_start=_announce)
+                       plugins=args.plugin, on_start=_announce, track=args.track)
     _print_summary(result, args.spec)
     return EXIT_STOPPED if result.status == "stopped" else 0
 

@@ -174,7 +174,7 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
     train = TrainRequest(
         spec=config.program, model=config.model, data=request.data, epochs=request.epochs,
         batch_size=request.batch_size, seed=config.seed, out=config.folder.trials, resume=resume,
-        include=list(request.include), callbacks=[epoch_hook(report)],
+        include=list(request.include), callbacks=[epoch_hook(report), *request.callbacks],
         defines={**request.defines, **studies.trial_defines(space, params)},
         run_dir=None if resume is not None else run_dir,
         extra={"sweep": {"folder": str(config.folder.path.resolve()), "study": config.study, "trial": trial.number,

@@ -45,6 +45,7 @@ class SweepRequest:
     plugins: list[str] = field(default_factory=list)  # --plugin modules, given again to --workers' processes
     join: str | os.PathLike | None = None  # internal: a worker of this sweep folder (--workers)
     echo: bool = False  # print one line per trial (the CLI)
+    callbacks: list = field(default_factory=list)  # Keras callbacks added to each trial's (--track's epoch hook)
 
 
 @dataclass

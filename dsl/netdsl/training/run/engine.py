@@ -46,6 +46,7 @@ from netdsl.training.errors import DataError, tensorflow_message
 from netdsl.training.run import checkpoint
 from netdsl.training.run.keeper import RunKeeper, TorchEpochSeed
 from netdsl.training.run.progress import progress_callback
+from netdsl.training.run.record import Run
 from netdsl.training.run.report import LoggedValue, RunWriter, logged_value, loss_first
 from netdsl.training.run.runs import RunFolder
 from netdsl.training.run.settings import TrainConfig, json_defines
@@ -106,21 +107,6 @@ class Placement:
         return None
 
 
-@dataclass
-class Run:
-    """A run's outcome: its folder, the trained model, the history per metric (a metric of one value per
-    class: a list each epoch), the report."""
-
-    dir: Path | None
-    model: Any
-    history: dict[str, list[LoggedValue]]
-    report: dict
-
-    @property
-    def status(self) -> str:
-        return self.report["status"]
-
-
 def run_training(config: TrainConfig, placement: Placing | None = None) -> Run:
     placement = placement or Placement()
     with StopSignals() as signals:
@@ -152,6 +138,7 @@ class Session:
     test_weights: dict | None = None  # which weights scored `test`: {"checkpoint": "best"|"last", "epoch": ...}
     keeper: RunKeeper | None = None
     adapted: list[str] = field(default_factory=list)  # what `adapt` learned, one line a layer
+    config_json: dict = field(default_factory=dict)  # what config.json holds, once written
     state: dict = field(default_factory=lambda: {"epoch": 0, "history": [], "best_val_loss": math.inf,
                                                  "best_epoch": None, "seconds": 0.0, "samples": 0,
                                                  "epoch_seconds": [], "write_seconds": []})
@@ -189,7 +176,8 @@ class Session:
         if self.config.resume_from is not None and self.config.resume_from.checkpoint.is_file():
             meta = checkpoint.read_meta(self.config.resume_from.checkpoint)  # the record so far, before anything
             self.state.update({key: meta[key] for key in self.state if key in meta})
-        self.writer.config(self._config_json())
+        self.config_json = self._config_json()
+        self.writer.config(self.config_json)
         self.writer.report(self._report("running"))
         try:
             stopped_early = self._fit()
@@ -355,7 +343,8 @@ class Session:
             for key, value in row.items():
                 if key != "epoch":
                     history.setdefault(key, []).append(value)
-        return Run(self._dir, self.model, history, report)
+        return Run(self._dir, self.model, history, report, self.config_json,
+                   [row["epoch"] for row in self.state["history"]])
 
     def _planned(self) -> DataPlan:
         """The data plan: `prepare` makes it, and `run_training` runs the session only once prepared."""

@@ -9,30 +9,36 @@ from pathlib import Path
 
 import numpy as np
 
-SPEC = """\
+
+def tiny_spec(epochs: int, trials: int) -> str:
+    """A tiny classifier with two file-level constants and a sweep over them (shared with tests/tuning)."""
+    return f"""\
 let width = 8
 let lr = 0.01
 
-model tiny {
+model tiny {{
   input x: (6,)
   output y = x -> dense(width, activation=relu) -> dense(3)
-  train {
+  train {{
     optimizer = adam(learning_rate=lr)
     loss = sparse_categorical_crossentropy(from_logits=true)
     metrics = [sparse_categorical_accuracy]
     batch_size = 16
-    epochs = 3
+    epochs = {epochs}
     shuffle = false
-  }
-}
+  }}
+}}
 
-sweep tiny {
+sweep tiny {{
   width = choice(4, 8, 16)
   lr = log_uniform(1e-3, 1e-1)
   objective = minimize(val_loss)
-  trials = 6
-}
+  trials = {trials}
+}}
 """
+
+
+SPEC = tiny_spec(epochs=3, trials=6)
 
 
 @dataclass(frozen=True)

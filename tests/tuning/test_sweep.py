@@ -19,35 +19,13 @@ import pytest
 
 import netdsl
 from netdsl.cli import main
+from tests.support.run_folders import tiny_spec
 
 optuna = pytest.importorskip("optuna", reason="netdsl[sweep] (Optuna) is not installed")
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SPEC = """\
-let width = 8
-let lr = 0.01
-
-model tiny {
-  input x: (6,)
-  output y = x -> dense(width, activation=relu) -> dense(3)
-  train {
-    optimizer = adam(learning_rate=lr)
-    loss = sparse_categorical_crossentropy(from_logits=true)
-    metrics = [sparse_categorical_accuracy]
-    batch_size = 16
-    epochs = 2
-    shuffle = false
-  }
-}
-
-sweep tiny {
-  width = choice(4, 8, 16)
-  lr = log_uniform(1e-3, 1e-1)
-  objective = minimize(val_loss)
-  trials = 3
-}
-"""
+SPEC = tiny_spec(epochs=2, trials=3)
 
 
 def write_data(folder: Path) -> Path:

@@ -18,6 +18,7 @@ read files elsewhere). FIFOs and devices are not images: they are skipped.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from netdsl.files import Refused, open_regular
@@ -90,6 +91,17 @@ def list_classes(folder: str, known: tuple[str, ...] | None = None) -> tuple[tup
 
 def list_images(folder: str) -> list[str]:
     """Every image under `folder`, in path order, class sub-folders or not (links out of it refused)."""
+    paths = files_under(folder, is_image_name, "images")
+    for path in paths:
+        check_image_file(Path(path))
+    if not paths:
+        raise DataError("no images (.png, .jpg) in this folder or its sub-folders", file=folder)
+    return paths
+
+
+def files_under(folder: str, wanted: Callable[[str], bool], what: str) -> list[str]:
+    """The files under `folder` whose names `wanted` accepts, in path order, class sub-folders or not: hidden
+    entries skipped, links followed only inside the folder, at most MAX_IMAGE_FOLDER_DEPTH folders deep."""
     root = Path(folder)
     real_root = root.resolve()
     paths: list[str] = []
@@ -108,15 +120,12 @@ def list_images(folder: str) -> list[str]:
                 _inside(path, real_root)
                 if depth + 1 > MAX_IMAGE_FOLDER_DEPTH:
                     raise DataError(f"folders nested more than {MAX_IMAGE_FOLDER_DEPTH} deep; netdsl looks for "
-                                    "images that deep at most", file=str(path))
-                if not entry.is_symlink():  # a link to a folder inside it: its images are found there already
+                                    f"{what} that deep at most", file=str(path))
+                if not entry.is_symlink():  # a link to a folder inside it: its files are found there already
                     pending.append((path, depth + 1))
-            elif is_image_name(entry.name) and entry.is_file():
+            elif wanted(entry.name) and entry.is_file():
                 _inside(path, real_root)
-                check_image_file(path)
                 paths.append(str(path))
-    if not paths:
-        raise DataError("no images (.png, .jpg) in this folder or its sub-folders", file=folder)
     return sorted(paths)
 
 

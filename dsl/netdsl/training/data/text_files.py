@@ -18,8 +18,8 @@ import os
 from pathlib import Path
 
 from netdsl.files import Refused, read_regular
-from netdsl.limits import MAX_IMAGE_FOLDER_DEPTH, MAX_TEXT_FILE_BYTES, MAX_TEXT_FOLDER_BYTES
-from netdsl.training.data.image_files import _inside, class_folders
+from netdsl.limits import MAX_TEXT_FILE_BYTES, MAX_TEXT_FOLDER_BYTES
+from netdsl.training.data.image_files import _inside, class_folders, files_under
 from netdsl.training.errors import DataError
 
 SUFFIX = ".txt"
@@ -86,33 +86,10 @@ def list_text_classes(folder: str, known: tuple[str, ...] | None = None
 
 def list_texts(folder: str) -> list[str]:
     """Every .txt file under `folder`, in path order, class sub-folders or not."""
-    root = Path(folder)
-    real_root = root.resolve()
-    paths: list[str] = []
-    pending = [(root, 0)]
-    while pending:
-        current, depth = pending.pop()
-        try:
-            entries = sorted(os.scandir(current), key=lambda entry: entry.name)
-        except OSError as exc:
-            raise DataError(f"cannot read: {exc.strerror or exc}", file=str(current)) from None
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            path = Path(entry.path)
-            if entry.is_dir():
-                _inside(path, real_root)
-                if depth + 1 > MAX_IMAGE_FOLDER_DEPTH:
-                    raise DataError(f"folders nested more than {MAX_IMAGE_FOLDER_DEPTH} deep; netdsl looks for "
-                                    "text files that deep at most", file=str(path))
-                if not entry.is_symlink():
-                    pending.append((path, depth + 1))
-            elif is_text_name(entry.name) and entry.is_file():
-                _inside(path, real_root)
-                paths.append(str(path))
+    paths = files_under(folder, is_text_name, "text files")
     if not paths:
         raise DataError("no .txt files in this folder or its sub-folders", file=folder)
-    return sorted(paths)
+    return paths
 
 
 def read_texts(paths: list[str], origin: str) -> list[str]:

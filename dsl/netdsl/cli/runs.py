@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from netdsl.cli.common import EXIT_OK, warning_line
@@ -75,7 +75,7 @@ def _compare(paths: list[str], args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _push(paths: list[str], args: argparse.Namespace) -> int:
+def _push(paths: Sequence[str], args: argparse.Namespace) -> int:
     from netdsl.tracking.push import push
     from netdsl.tracking.pushed import shown_uri
 
@@ -83,7 +83,7 @@ def _push(paths: list[str], args: argparse.Namespace) -> int:
         raise UsageError("push takes the run folders, sweep folders or folders of them to send")
     if not args.to:
         raise UsageError("push needs --to mlflow:<tracking URI> or --to tensorboard:<folder>")
-    count = push(list[str | os.PathLike](paths), args.to, args.experiment)
+    count = push(list(paths), args.to, args.experiment)
     _warn(count.warnings)
     print(f"{printable(shown_uri(args.to))}: {count.created} created, {count.updated} updated, "
           f"{count.unchanged} unchanged; {count.metric_values} metric values, {count.artifacts} files "

@@ -390,9 +390,13 @@ def _walk(h5: Any, found: WeightsFile, file_size: int) -> None:
             if arrays:
                 found.ordered.append((layer, arrays))
 
-    if "layer_names" in h5.attrs:
+    # Keras 3's `.weights.h5` (and a `.keras` file's) is walked as it is; only another `.h5` may be Keras 2's,
+    # and only its root's links are probed for a whole saved model (a damaged root fails at the same read).
+    keras_3 = found.path.endswith(".weights.h5") or found.path.endswith(".keras")
+    if not keras_3 and "layer_names" in h5.attrs:
         legacy(h5, "")
-    elif "model_weights" in h5 and "layer_names" in (group := child(h5, "model_weights", "model_weights")).attrs:
+    elif not keras_3 and "model_weights" in h5 and \
+            "layer_names" in (group := child(h5, "model_weights", "model_weights")).attrs:
         legacy(group, "model_weights/")  # a whole model saved by Keras 2 (`model.save("m.h5")`)
     else:
         visit(h5, ())

@@ -86,16 +86,18 @@ SIGNAL_TESTS = tests/preview/test_server.py::test_cli_prints_the_url_and_serves_
 # Tests marked `processes` start jobs of several training processes with bounded waits: they
 # run afterwards, alone, so that their processes do not share the cores with other tests.
 # Each stage adds its seconds per room of tests/ to ROOM_TIMES; the last prints the whole suite's.
+# `--room-times=FILE`, one word: as two, pytest takes FILE for a path to test before it knows the flag, and
+# once the first stage has written FILE it looks for conftest.py beside it, not in tests/ (the flag is then unknown).
 TEST_WORKERS ?= 2
 ROOM_TIMES := $(CURDIR)/build/test-room-times.json
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: $(STAMP) graphviz editors chromium postgresql
 	@mkdir -p build && rm -f $(ROOM_TIMES)
-	$(VENV)/bin/python -m pytest $(PARALLEL) -m "not processes" --room-times $(ROOM_TIMES)
-	$(VENV)/bin/python -m pytest -m processes --room-times $(ROOM_TIMES)
+	$(VENV)/bin/python -m pytest $(PARALLEL) -m "not processes" --room-times=$(ROOM_TIMES)
+	$(VENV)/bin/python -m pytest -m processes --room-times=$(ROOM_TIMES)
 	cd /tmp && trap '' INT && $(abspath $(VENV))/bin/python -m pytest -q -p no:cacheprovider \
-	    --room-times $(ROOM_TIMES) $(addprefix $(CURDIR)/,$(SIGNAL_TESTS)) </dev/null
+	    --room-times=$(ROOM_TIMES) $(addprefix $(CURDIR)/,$(SIGNAL_TESTS)) </dev/null
 
 # The quality gate (also run by tests/test_quality_gate.py in `make test`, and by pre-commit):
 # ruff for lint and import order, mypy with the settings of pyproject.toml.

@@ -45,19 +45,27 @@ def class_folders(folder: str) -> list[str]:
 def check_class_layout(folder: str) -> None:
     """A folder that labels images has class sub-folders holding images, and no image beside them (it would
     have no label); by names only (cheap, before TensorFlow loads). DataError otherwise."""
-    loose = _image_names(Path(folder))
+    check_labelled_folder(folder, is_image_name, ("an image lies", "images lie"), "images", NO_CLASSES)
+
+
+def check_labelled_folder(folder: str, wanted: Callable[[str], bool], lie: tuple[str, str], what: str,
+                          layout: str) -> None:
+    """Files `wanted` accepts in class sub-folders of `folder` and none beside them (one would have no label):
+    `lie` says one or several such files lie outside them, `what` names the files, `layout` the folder a
+    labelled one is. DataError otherwise."""
+    loose = _names(Path(folder), wanted)
     if loose:
-        count = f"{len(loose)} images lie" if len(loose) > 1 else "an image lies"
-        raise DataError(f"{count} outside class sub-folders, with no label ('{loose[0]}'): {NO_CLASSES}",
-                        file=folder, hint="predict takes any folder of images")
-    if not any(_image_names(Path(folder, name)) for name in class_folders(folder)):
-        raise DataError(f"no images in class sub-folders: {NO_CLASSES}", file=folder)
+        count = f"{len(loose)} {lie[1]}" if len(loose) > 1 else lie[0]
+        raise DataError(f"{count} outside class sub-folders, with no label ('{loose[0]}'): {layout}",
+                        file=folder, hint=f"predict takes any folder of {what}")
+    if not any(_names(Path(folder, name), wanted) for name in class_folders(folder)):
+        raise DataError(f"no {what} in class sub-folders: {layout}", file=folder)
 
 
-def _image_names(folder: Path) -> list[str]:
-    """The names of the image files right in `folder`, sorted."""
+def _names(folder: Path, wanted: Callable[[str], bool]) -> list[str]:
+    """The names of the files right in `folder` that `wanted` accepts, sorted ([] when it cannot be read)."""
     try:
-        return sorted(entry.name for entry in os.scandir(folder) if entry.is_file() and is_image_name(entry.name))
+        return sorted(entry.name for entry in os.scandir(folder) if entry.is_file() and wanted(entry.name))
     except OSError:
         return []
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from netdsl.files import Refused, read_regular
 from netdsl.limits import MAX_TEXT_FILE_BYTES, MAX_TEXT_FOLDER_BYTES
-from netdsl.training.data.image_files import _inside, class_folders, files_under
+from netdsl.training.data.image_files import _inside, check_labelled_folder, class_folders, files_under
 from netdsl.training.errors import DataError
 
 SUFFIX = ".txt"
@@ -44,20 +44,8 @@ def holds_text(folder: str, suffixes: tuple[str, ...] = (SUFFIX,)) -> bool:
 
 def check_text_layout(folder: str) -> None:
     """A folder that labels texts has class sub-folders holding .txt files, and none beside them."""
-    loose = _text_names(Path(folder))
-    if loose:
-        count = f"{len(loose)} text files lie" if len(loose) > 1 else "a text file lies"
-        raise DataError(f"{count} outside class sub-folders, with no label ('{loose[0]}'): {NO_CLASSES}",
-                        file=folder, hint="predict takes any folder of .txt files")
-    if not any(_text_names(Path(folder, name)) for name in class_folders(folder)):
-        raise DataError(f"no .txt files in class sub-folders: {NO_CLASSES}", file=folder)
-
-
-def _text_names(folder: Path) -> list[str]:
-    try:
-        return sorted(entry.name for entry in os.scandir(folder) if entry.is_file() and is_text_name(entry.name))
-    except OSError:
-        return []
+    check_labelled_folder(folder, is_text_name, ("a text file lies", "text files lie"), ".txt files",
+                          NO_CLASSES)
 
 
 def list_text_classes(folder: str, known: tuple[str, ...] | None = None

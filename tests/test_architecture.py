@@ -26,6 +26,7 @@ LEVELS = {
     "training": 6, "decompiler": 6, "pipeline": 6, "lightning": 6,
     "lsp": 7, "preview": 7, "tuning": 7, "deploy": 7,
     "tracking": 8,  # reads run folders (training/) and sweep folders (tuning/)
+    "trained": 8,  # one door for trained things: a Keras model (training/) or an exported file (deploy/)
     "api": 9,
     "cli": 10,
     "netdsl": 11,  # the package's __init__: the public names

@@ -91,10 +91,10 @@ __all__ = [
     # functions (netdsl.api)
     "parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render", "decompile",
     "export", "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer", "register_activation",
-    "runs", "open_run",
+    "runs", "open_run", "open_trained",
     # types
     "Program", "Diagnostic", "Span", "Spec", "Trained", "DataSource", "ModelSummary", "Defines", "SweepResult",
-    "TrialRecord", "ExportFormat", "Predictions", "Run",
+    "TrialRecord", "ExportFormat", "Predictions", "Run", "TrainedModel",
     # errors (every one a NetdslError)
     "NetdslError", "SpecError", "UsageError", "BackendError", "BuildError", "LayoutError", "RenderError",
     "DotNotFound", "DotFailed", "ReportedError", "TrainingError", "DataError", "RunError", "ExportError",

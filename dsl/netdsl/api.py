@@ -38,6 +38,7 @@ from netdsl.errors import Diagnostic, SpecError, UsageError, printable
 from netdsl.pipeline import ModelSummary, Spec
 from netdsl.registry import plugins
 from netdsl.syntax.loader import Program, load_file, load_text
+from netdsl.trained import TrainedModel  # what open_trained returns: no Keras until it is used
 from netdsl.training.run.predictions import Predictions  # NumPy only
 from netdsl.training.run.record import Run  # what train returns and open_run reads back: no Keras
 from netdsl.training.run.signals import EXIT_STOPPED as EXIT_STOPPED  # 130: a run stopped, resumable
@@ -56,7 +57,8 @@ if TYPE_CHECKING:
 __all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
            "decompile", "export", "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer",
            "register_activation", "Spec", "Trained", "DataSource", "ModelSummary", "SweepResult", "TrialRecord",
-           "Defines", "ExportFormat", "Predictions", "Run", "runs", "open_run"]
+           "Defines", "ExportFormat", "Predictions", "Run", "runs", "open_run",
+           "open_trained", "TrainedModel"]
 
 # A trained model: a run folder (its best.keras or model.keras: `checkpoint=`), a `.keras` file, or a live
 # `keras.Model`.
@@ -411,20 +413,10 @@ def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: in
     this user's own and its graph holds only the compute ops Keras models export to, or with
     `trust=True` (an exported file's run folder must be this user's own too; docs/export.md).
     Raises `DataError`, `RunError`, `ExportError`, or `TrainingError` for a model without a loss."""
-    from netdsl.deploy.inference import evaluate_exported, is_exported
-    from netdsl.training.run.inference import evaluate as evaluate_trained
-
-    if (spec is not None or model is not None or include) and not is_exported(trained):
-        raise UsageError("--spec, --model and --include give an exported file its loss and metrics; a Keras "
-                         "model has its own")
-    _refuse_trust(trained, trust)
-    _backend(backend)
-    if is_exported(trained):
-        from netdsl.training.run.runs import refuse_checkpoint
-
-        refuse_checkpoint(checkpoint, "an exported file")
-        return evaluate_exported(trained, data, batch_size, dict(targets or {}), spec, model, include, trust)
-    return evaluate_trained(trained, data, batch_size, dict(targets or {}), split, checkpoint)
+    opened = open_trained(trained, checkpoint=checkpoint, trust=trust)
+    opened.use_backend(backend, scoring=True)
+    return opened.evaluate(data, batch_size=batch_size, targets=targets, split=split, spec=spec, model=model,
+                           include=include)
 
 
 def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None,
@@ -443,28 +435,19 @@ def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None
     runtime; ONNX and LiteRT load neither Keras nor TensorFlow (data from
     `.npz`, `.csv` or arrays). `trust=True`: run a SavedModel whose graph holds
     ops outside netdsl's allow-list (see `evaluate`)."""
-    from netdsl.deploy.inference import is_exported, predict_exported
-    from netdsl.training.run.inference import predict as predict_trained
-
-    _refuse_trust(trained, trust)
-    if is_exported(trained):
-        if backend is not None:
-            raise UsageError("--backend does not apply to an exported file: it runs in its own runtime")
-        from netdsl.training.run.runs import refuse_checkpoint
-
-        refuse_checkpoint(checkpoint, "an exported file")
-        return predict_exported(trained, data, batch_size, dict(targets or {}), trust)
-    _backend(backend)
-    return predict_trained(trained, data, batch_size, dict(targets or {}), checkpoint)
+    opened = open_trained(trained, checkpoint=checkpoint, trust=trust)
+    opened.use_backend(backend, scoring=False)
+    return opened.predict(data, batch_size=batch_size, targets=targets)
 
 
-def _refuse_trust(trained: Trained, trust: bool) -> None:
-    """`trust` is for an exported file (a SavedModel is a program); a Keras model loads in safe mode."""
-    from netdsl.deploy.inference import is_exported
+def open_trained(trained: Trained, *, checkpoint: Checkpoint | None = None, trust: bool = False) -> TrainedModel:
+    """A run folder, a `.keras` file, a `keras.Model` or an exported file (`.onnx`, `.tflite`, a SavedModel
+    folder) behind one interface (`netdsl.trained.TrainedModel`): `.classes`, `.signature`, `.predict(data)`,
+    `.evaluate(data)` (keywords as for `evaluate` and `predict`), `.weights_line`. `checkpoint` and `trust`
+    as for `evaluate`; a `UsageError` where they do not apply. Nothing loads until it is used."""
+    from netdsl.trained import open_trained as opened
 
-    if trust and not is_exported(trained):
-        raise UsageError("--trust runs an exported SavedModel whose graph holds ops outside netdsl's allow-list; a "
-                         "run folder or .keras file is loaded in Keras' safe mode, with nothing to trust")
+    return opened(trained, checkpoint=checkpoint, trust=trust)
 
 
 # ------------------------------------------------------------------ sweeps
@@ -625,17 +608,10 @@ def run_weights(trained: Trained, checkpoint: Checkpoint | None) -> Trained:
 
 def weights_line(trained: Trained, checkpoint: Checkpoint | None) -> str | None:
     """The line saying which weights of a run folder a command uses (`weights: best.keras ...`); None for
-    anything else."""
-    from netdsl.training.run.runs import RunFolder, is_run_folder
+    anything else (a spec `export` builds, a `.keras` file)."""
+    from netdsl.trained import weights_line as line
 
-    return RunFolder.existing(trained).weights(checkpoint).line if is_run_folder(trained) else None
-
-
-def is_exported(trained: Trained) -> bool:
-    """Whether `trained` is a file of `export` (`.onnx`, `.tflite`, a SavedModel folder), run in its own runtime."""
-    from netdsl.deploy.inference import is_exported as exported
-
-    return exported(trained)
+    return line(trained, checkpoint)
 
 
 def spec_text(path: str) -> str:
@@ -802,28 +778,3 @@ def report_weights_line(report: Mapping[str, Any]) -> str:
     why = "no validation data, so no best epoch" if used.get("checkpoint") == "last" else None
     return line(str(used.get("checkpoint", "last")), used.get("epoch"), report.get("epochs_run"),
                 used.get("val_loss"), why)
-
-
-def check_data(trained: str | os.PathLike, data: DataSource, targets: Mapping[str, str] | None,
-               need_targets: bool) -> None:
-    """What `evaluate` and `predict` can tell of `data` before a model file loads TensorFlow: a path that
-    exists and is of a known format, and (for a run's model) inputs and targets the run's spec names."""
-    from netdsl.training.data.source import check_layout
-
-    check_layout(data, need_targets)
-    if not is_exported(trained):
-        from netdsl.training.run.inference import check_run_data
-
-        check_run_data(trained, data, dict(targets) if targets is not None else None, need_targets)
-
-
-def class_names(trained: str | os.PathLike) -> dict[str, tuple[str, ...]]:
-    """{output: class names} that a run folder (or a .keras file in one) or an exported file records."""
-    if is_exported(trained):
-        from netdsl.deploy.inference import exported_names
-        from netdsl.deploy.runtime import open_exported
-
-        return dict(exported_names(open_exported(Path(trained))).classes)
-    from netdsl.training.run.inference import run_names
-
-    return dict(run_names(trained).classes)

@@ -194,10 +194,9 @@ def add_alias(parser: argparse.ArgumentParser, *flags: str, dest: str, **kwargs:
     parser.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
 
 
-def print_weights(trained: Any, checkpoint: Any) -> None:
+def print_weights(line: str | None) -> None:
     """Which weights of a run folder the command uses, one line on stderr (nothing for a file): the line
     and the file are `RunFolder.weights`', the one choice every command reading a run makes."""
-    line = api.weights_line(trained, checkpoint)
     if line is not None:
         print(printable(line), file=sys.stderr, flush=True)
 

@@ -22,7 +22,7 @@ from netdsl.errors import Diagnostic, SpecError, printable
 
 def run(args: argparse.Namespace) -> int:
     load_plugins(args.plugin, args.trained)
-    print_weights(args.trained, args.checkpoint)
+    print_weights(api.weights_line(args.trained, args.checkpoint))
     args.trained = _model_file(args.trained, args.checkpoint)  # a run folder: the file of the weights it uses
     text = api.decompile(args.trained, flat=args.flat)
     if args.out:

@@ -20,50 +20,37 @@ import json
 import os
 import sys
 import warnings
-from pathlib import Path
-from typing import Any
 
 from netdsl import api
 from netdsl.cli.common import load_plugins, parse_targets, print_weights, warning_line
 from netdsl.errors import UsageError, printable
 from netdsl.training.errors import RunError
-from netdsl.training.scale import processes
 
 
-def set_up(args: argparse.Namespace, need_targets: bool = True) -> tuple[dict, Any]:
-    """The targets asked for and the scope to run in; the backend and plugins loaded
-    (neither for an exported file, which runs in its own runtime). What can be told of the data
-    without the model (its path, its format, an image folder's class sub-folders) is checked first."""
-    import contextlib
-
+def opened(args: argparse.Namespace, need_targets: bool = True) -> tuple[api.TrainedModel, dict]:
+    """The trained thing `args.trained` names (`api.open_trained`) and the targets asked for; what can be told
+    of the data without the model (its path, its format, an image folder's class sub-folders) checked first."""
+    trained = api.open_trained(args.trained, checkpoint=args.checkpoint, trust=args.trust)
     targets = parse_targets(args.targets)
     if args.data is not None:
-        api.check_data(args.trained, args.data, targets, need_targets)
-    if api.is_exported(args.trained):
-        return targets, contextlib.nullcontext
-    scope = processes.set_up_one_process(args.backend)
-    load_plugins(args.plugin, args.trained)  # a saved model may hold plugin layers
-    return targets, scope
+        trained.check_data(args.data, targets, need_targets)
+    return trained, targets
 
 
 def run(args: argparse.Namespace) -> int:
-    exported = api.is_exported(args.trained)
     if not os.path.exists(args.trained):  # a typo: say so, not what evaluate needs without --data
         raise RunError("no such file or folder", file=args.trained)
-    if args.data is None and (exported or not Path(args.trained).is_dir()):
+    trained, targets = opened(args)
+    if args.data is None and not trained.has_own_splits:
         raise UsageError("evaluate needs --data SRC, except for a run folder (its own test split by default)")
-    targets, scope = set_up(args)
-    if exported:
-        load_plugins(args.plugin, args.trained)  # the spec scoring it may use plugin layers
     from netdsl.deploy.errors import SpecChangedWarning  # here: the parser of every command imports this module
 
-    with scope(), warnings.catch_warnings(record=True) as caught:
+    with trained.session(args.backend, scoring=True, load_plugins=lambda: load_plugins(args.plugin, args.trained)), \
+            warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SpecChangedWarning)
-        print_weights(args.trained, args.checkpoint)
-        values = api.evaluate(args.trained, data=args.data, batch_size=args.batch_size, targets=targets,
-                              split=args.split, spec=args.spec, model=args.model, include=args.include,
-                              backend=args.backend if exported else None, checkpoint=args.checkpoint,
-                              trust=args.trust)
+        print_weights(trained.weights_line)
+        values = trained.evaluate(args.data, batch_size=args.batch_size, targets=targets, split=args.split,
+                                  spec=args.spec, model=args.model, include=args.include)
     for warned in caught:  # netdsl's own as one line; anyone else's (a runtime's) as Python shows it
         if issubclass(warned.category, SpecChangedWarning):
             print(warning_line("evaluate", str(warned.message)), file=sys.stderr)
@@ -76,14 +63,13 @@ def run(args: argparse.Namespace) -> int:
         for key, value in values.items():
             # metric names come from the model file
             print(f"{printable(key):<{width}}  {api.shown_value(value, '.6g')}")
-        for line in _class_lines(args.trained):
+        for line in _class_lines(trained.classes):
             print(line)
     return 0
 
 
-def _class_lines(trained: str) -> list[str]:
+def _class_lines(classes: dict[str, tuple[str, ...]]) -> list[str]:
     """`classes: a, b, c` (per output when several): the names the run or the file records."""
-    classes = api.class_names(trained)
     single = len(classes) == 1
     return [f"classes{'' if single else ' of ' + printable(name)}: {printable(', '.join(names))}"
             for name, names in classes.items()]

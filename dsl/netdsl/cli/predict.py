@@ -19,9 +19,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from netdsl import api
-from netdsl.cli.common import print_weights
-from netdsl.cli.evaluate import set_up
+from netdsl.cli.common import load_plugins, print_weights
+from netdsl.cli.evaluate import opened
 from netdsl.errors import UsageError, printable
 from netdsl.training.errors import TrainingError
 
@@ -33,14 +32,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("the following arguments are required: -o/--out PREDS.npz")
     if Path(args.out).suffix.lower() not in WRITTEN:
         raise UsageError(f"-o takes a .csv, .npz or .json file; received {printable(repr(args.out))}")
-    targets, scope = set_up(args, need_targets=False)
+    trained, targets = opened(args, need_targets=False)
 
-    with scope():
-        print_weights(args.trained, args.checkpoint)
-        exported = api.is_exported(args.trained)
-        predictions = api.predict(args.trained, data=args.data, batch_size=args.batch_size, targets=targets,
-                                  backend=args.backend if exported else None, checkpoint=args.checkpoint,
-                                  trust=args.trust)
+    with trained.session(args.backend, scoring=False, load_plugins=lambda: load_plugins(args.plugin, args.trained)):
+        print_weights(trained.weights_line)
+        predictions = trained.predict(args.data, batch_size=args.batch_size, targets=targets)
     try:
         target = predictions.write(args.out)
     except OSError as exc:

@@ -238,7 +238,6 @@ CLI_STILL_REACHES = {
     # the spec commands print what pipeline returns (diagnostics with their sources, graphs, tables)
     "build": {"netdsl.backend.builder", "netdsl.backend.saving", "netdsl.diagram.render", "netdsl.pipeline",
               "netdsl.registry", "netdsl.semantics.trainable", "netdsl.cost", "netdsl.cost.readout"},
-    "render": {"netdsl.diagram.render", "netdsl.pipeline", "netdsl.cost.readout"},
     "layers": {"netdsl.registry", "netdsl.semantics.values"},
     # new in this wave (issue 33): the listing, comparison and push it prints, to move behind api.runs/open_run
     "runs": {"netdsl.tracking.compare", "netdsl.tracking.found", "netdsl.tracking.listing", "netdsl.tracking.push",

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
 
 from netdsl import options as options  # each command's flags, declared once: netdsl.cli's parsers
 from netdsl import pipeline
-from netdsl.cost.readout import summary_cost
+from netdsl.cost.readout import costed, summary_cost
 from netdsl.errors import Diagnostic, SpecError, UsageError, printable
 from netdsl.pipeline import ModelSummary, Spec
 from netdsl.registry import plugins
@@ -223,7 +223,8 @@ def fit_kwargs(trained: keras.Model) -> dict[str, object]:
 
 def render(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
            model: str | None = None, shapes: bool = True, depth: int | None = None, collapse_repeats: bool = True,
-           include: Sequence[str | os.PathLike] = (), defines: Defines | None = None) -> graphviz.Digraph:
+           cost: bool = False, batch: int | None = None, include: Sequence[str | os.PathLike] = (),
+           defines: Defines | None = None) -> graphviz.Digraph:
     """The architecture diagram of one model as a `graphviz.Digraph` (shows inline in Jupyter).
 
     `shapes=True` shows each layer's output shape and parameter count, as
@@ -231,15 +232,18 @@ def render(spec: Spec | None = None, *, text: str | bytes | None = None, filenam
     from building the model with Keras; `shapes=False` draws the checked
     topology only. `depth`: fold block instances nested deeper than this (0:
     every block one box). `collapse_repeats`: draw `STEP * N` as one box
-    marked xN (False: every copy). Raises `SpecError` when the spec has
-    errors, `ValueError` for a negative depth.
+    marked xN (False: every copy). `cost`: each box's FLOPs a sample and output
+    memory for `batch` (default: the train section's batch_size, else 32), the
+    model's totals in the title (docs/cost.md). Raises `SpecError` when the
+    spec has errors, `ValueError` for a negative depth, `UsageError` for
+    `cost` without shapes.
     """
     if depth is not None and depth < 0:
         raise ValueError(f"Expected a depth of 0 or more, received: {depth}")
     program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
     name = pipeline.LoadedSpec(program).model(model).name
-    graphs = pipeline.model_graphs(program, [name], shapes)
-    return pipeline.draw(graphs[name], shapes=shapes, depth=depth, collapse_repeats=collapse_repeats)
+    return diagrams(program, [name], shapes=shapes, depth=depth, collapse_repeats=collapse_repeats, cost=cost,
+                    batch=batch)[name]
 
 
 # ------------------------------------------------------------------ trained models
@@ -612,6 +616,32 @@ def weights_line(trained: Trained, checkpoint: Checkpoint | None) -> str | None:
     from netdsl.trained import weights_line as line
 
     return line(trained, checkpoint)
+
+
+def model_names(program: Program, model: str | None) -> list[str]:
+    """The models a command works on: the one `model` names, else every model of the spec (a `SpecError`
+    for a name the spec does not define)."""
+    return pipeline.pick_models(program, model)
+
+
+def diagrams(program: Program, names: list[str], *, shapes: bool = True, depth: int | None = None,
+             collapse_repeats: bool = True, cost: bool = False, batch: int | None = None,
+             mute_tensorflow: bool = False) -> dict[str, graphviz.Digraph]:
+    """The diagram of each model `names` lists (see `render`); `mute_tensorflow`: TensorFlow's start-up
+    notices kept off stderr, when a shape needs Keras."""
+    if cost and not shapes:
+        raise UsageError("--cost needs the shapes: leave out --no-shapes")
+    graphs = pipeline.model_graphs(program, names, shapes, mute_tensorflow=mute_tensorflow)
+    return {name: pipeline.draw(graphs[name], shapes=shapes, depth=depth, collapse_repeats=collapse_repeats,
+                                cost=costed(graphs[name], batch=batch) if cost else None) for name in names}
+
+
+def write_diagram(diagram: graphviz.Digraph, path_without_suffix: str | os.PathLike, fmt: str) -> Path:
+    """`diagram` written as `<path_without_suffix>.<fmt>` (svg, png, pdf or dot); `RenderError` when Graphviz's
+    `dot` is missing or fails (the `.dot` source is written instead)."""
+    from netdsl.diagram.render import write_diagram as write  # graphviz: only when drawing
+
+    return write(diagram, path_without_suffix, fmt)
 
 
 def spec_text(path: str) -> str:

@@ -222,10 +222,10 @@ class RenderOptions:
     collapse_repeats: bool = option("--no-collapse", action="store_false", default=True,
                                     help="draw every copy of a step repeated * N (default: one box marked xN)",
                                     aliases=(Alias(("--expand-repeats",), action="store_false"),))
-    cost: bool = option("--cost", action="store_true", default=False, cli_only=True,
+    cost: bool = option("--cost", action="store_true", default=False,
                         help="each box's FLOPs a sample and output memory, filled the deeper the more FLOPs; "
                              "the model's totals in the title (docs/cost.md)")
-    batch: Any = option("--batch", type="positive", metavar="B", cli_only=True,
+    batch: Any = option("--batch", type="positive", metavar="B",
                         help="the batch --cost counts memory for (default: the train section's batch_size, else 32)")
     plugin: Any = plugin()
     include: Any = include()

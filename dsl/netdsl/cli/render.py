@@ -6,10 +6,9 @@ import argparse
 import os
 from pathlib import Path
 
-from netdsl import pipeline
+from netdsl import api
 from netdsl.api import options
 from netdsl.cli.common import load_plugins, load_spec, print_failure
-from netdsl.cost.readout import costed
 from netdsl.errors import Diagnostic, RenderError, SpecError, UsageError
 
 
@@ -23,13 +22,11 @@ def run(args: argparse.Namespace) -> int:
     `SpecError`. Exit status 0; 1 when `dot` is missing or fails (the `.dot`
     source is written instead, with a one-line hint); 2 for a bad option.
     """
-    from netdsl.diagram.render import write_diagram  # graphviz: only when drawing
-
     depth = args.depth
     if depth is not None and depth < 0:
         raise UsageError(f"--depth must be 0 or more, received {depth}")
     program = load_spec(args.spec, args)
-    names = pipeline.pick_models(program, args.model)
+    names = api.model_names(program, args.model)
     try:
         fmt, bases = _outputs(args.out, args.image_format, names)
     except ValueError as exc:
@@ -39,14 +36,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--cost needs the shapes: leave out --no-shapes")
     load_plugins(args.plugin, program.root)
     # The CLI's stderr is for diagnostics, not TensorFlow's start-up notices (when it is needed at all).
-    graphs = pipeline.model_graphs(program, names, shapes, mute_tensorflow=True)
+    diagrams = api.diagrams(program, names, shapes=shapes, depth=depth, collapse_repeats=args.collapse_repeats,
+                            cost=args.cost, batch=args.batch, mute_tensorflow=True)
     status = 0
     for name in names:
-        cost = costed(graphs[name], batch=args.batch) if args.cost else None
-        digraph = pipeline.draw(graphs[name], shapes=shapes, depth=depth, collapse_repeats=args.collapse_repeats,
-                                cost=cost)
         try:
-            path = write_diagram(digraph, bases[name], fmt)
+            path = api.write_diagram(diagrams[name], bases[name], fmt)
         except RenderError as exc:
             status = print_failure("render", str(exc))
             continue
@@ -55,7 +50,6 @@ def run(args: argparse.Namespace) -> int:
                                                               f"{exc.strerror or exc}")) from None
         print(f"wrote {path}")
     return status
-
 
 
 def _outputs(output: str | None, fmt: str | None, names: list[str]) -> tuple[str, dict[str, str]]:

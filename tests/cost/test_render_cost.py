@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from netdsl.cli import main
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
@@ -38,3 +40,14 @@ def test_render_cost_needs_the_shapes(tmp_path, capsys):
                  str(tmp_path / "m.dot")]) == 2
     assert capsys.readouterr().err == "netdsl render: error: --cost needs the shapes: leave out --no-shapes\n"
     assert not (tmp_path / "m.dot").exists()
+
+
+def test_the_library_draws_the_same_costed_diagram(tmp_path):
+    import netdsl
+    from netdsl.errors import UsageError
+
+    drawn = netdsl.render(SPECS / "lightning_mlp.net", cost=True, batch=4)
+    assert drawn.source == _dot(tmp_path, "--cost", "--batch", "4")  # byte for byte the command's .dot
+    with pytest.raises(UsageError) as raised:
+        netdsl.render(SPECS / "lightning_mlp.net", cost=True, shapes=False)
+    assert str(raised.value) == "--cost needs the shapes: leave out --no-shapes"

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
 
@@ -616,6 +616,30 @@ def weights_line(trained: Trained, checkpoint: Checkpoint | None) -> str | None:
     from netdsl.trained import weights_line as line
 
     return line(trained, checkpoint)
+
+
+def summary_report(program: Program, model: str | None, *, backend: str | None = None, weights: str | None = None,
+                   plugins: Sequence[str] = (), cost: bool = False, batch: int | None = None,
+                   precision: str | None = None) -> dict[str, tuple[dict[str, Any], str]]:
+    """What `netdsl summary` prints, per model: its numbers (`--json`; "cost" with `cost`) and its table. No
+    backend is imported when the pure-Python inference is sure of every model and neither a backend,
+    weights nor plugins are asked for (model_report.py)."""
+    from netdsl.model_report import summaries, summary_report
+
+    found = summaries(program, model, backend=backend, weights=weights, plugins=bool(plugins),
+                      load_plugins=lambda: load_plugins(plugins, spec=program.root))
+    return summary_report(found, cost=cost, batch=batch, precision=precision)
+
+
+def build_files(program: Program, model: str | None, out: str, *, backend: str | None = None,
+                weights: str | None = None, param_limit: int | None = None, diagram: bool = True,
+                plugins: Sequence[str] = ()) -> Iterator[str]:
+    """What `netdsl build` does and prints: each model built, written as `out/<model>.keras` and drawn as
+    `out/<model>.svg`, the lines to print yielded as each file is written (model_report.py)."""
+    from netdsl.model_report import build_files as build
+
+    return build(program, model, out, backend=backend, weights=weights, param_limit=param_limit, diagram=diagram,
+                 load_plugins=lambda: load_plugins(plugins, spec=program.root))
 
 
 def model_names(program: Program, model: str | None) -> list[str]:

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from netdsl import pipeline, registry
-from netdsl.cli.build import summary_json, summary_table
+from netdsl.model_report import summary_json, summary_table
 from netdsl.semantics.trainable import non_trainable_params
 from tests.registry.test_registry import _ESTIMATES, _count
 from tests.support.reference_examples import examples, write_example

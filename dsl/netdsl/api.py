@@ -642,6 +642,21 @@ def build_files(program: Program, model: str | None, out: str, *, backend: str |
                  load_plugins=lambda: load_plugins(plugins, spec=program.root))
 
 
+def layer_listing(kind: str | None = None) -> list[str]:
+    """What `netdsl layers` prints: the entries of `kind` (default: layers and activations), each with its
+    first parameters, short names and description."""
+    from netdsl.layer_listing import DEFAULT_KINDS, listing
+
+    return listing((kind,) if kind else DEFAULT_KINDS)
+
+
+def layer_entry(name: str) -> list[str]:
+    """What `netdsl layers NAME` prints: every entry called `name`, in full (a `UsageError` for an unknown one)."""
+    from netdsl.layer_listing import entry_lines
+
+    return entry_lines(name)
+
+
 def model_names(program: Program, model: str | None) -> list[str]:
     """The models a command works on: the one `model` names, else every model of the spec (a `SpecError`
     for a name the spec does not define)."""

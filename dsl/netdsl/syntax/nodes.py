@@ -14,13 +14,14 @@ change, in `model_copy`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from netdsl.errors import Span
 
 _new = object.__new__
+NodeT = TypeVar("NodeT", bound=BaseModel)  # an IR node class
 
 
 def _slot_setter(name: str) -> Callable[[Any, Any], None]:
@@ -39,7 +40,7 @@ _set_extra = _slot_setter("__pydantic_extra__")
 _set_private = _slot_setter("__pydantic_private__")
 
 
-def maker(cls: type[Any], *names: str) -> Callable[..., Any]:
+def maker(cls: type[NodeT], *names: str) -> Callable[..., NodeT]:
     """A function of `names` (positional, in that order) returning a new `cls` node."""
     fields = cls.__pydantic_fields__
     unknown = set(names) - set(fields)
@@ -49,8 +50,8 @@ def maker(cls: type[Any], *names: str) -> Callable[..., Any]:
     template = {n: (None if n in names else f.get_default(call_default_factory=True)) for n, f in fields.items()}
     fields_set = set(names)
 
-    def finish(state: dict[str, Any]) -> Any:
-        node = _new(cls)
+    def finish(state: dict[str, Any]) -> NodeT:
+        node: NodeT = _new(cls)
         _set_dict(node, state)
         _set_fields_set(node, fields_set)
         _set_extra(node, None)
@@ -61,7 +62,7 @@ def maker(cls: type[Any], *names: str) -> Callable[..., Any]:
     if len(names) == 1:
         (k0,) = names
 
-        def make1(v0: Any) -> Any:
+        def make1(v0: Any) -> NodeT:
             state = template.copy()  # every field, in order, with its default
             state[k0] = v0
             return finish(state)
@@ -69,7 +70,7 @@ def maker(cls: type[Any], *names: str) -> Callable[..., Any]:
     if len(names) == 2:
         k0, k1 = names
 
-        def make2(v0: Any, v1: Any) -> Any:
+        def make2(v0: Any, v1: Any) -> NodeT:
             state = template.copy()
             state[k0] = v0
             state[k1] = v1
@@ -78,7 +79,7 @@ def maker(cls: type[Any], *names: str) -> Callable[..., Any]:
     if len(names) == 3:
         k0, k1, k2 = names
 
-        def make3(v0: Any, v1: Any, v2: Any) -> Any:
+        def make3(v0: Any, v1: Any, v2: Any) -> NodeT:
             state = template.copy()
             state[k0] = v0
             state[k1] = v1
@@ -86,7 +87,7 @@ def maker(cls: type[Any], *names: str) -> Callable[..., Any]:
             return finish(state)
         return make3
 
-    def make(*values: Any) -> Any:
+    def make(*values: Any) -> NodeT:
         state = template.copy()
         state.update(zip(names, values))
         return finish(state)

@@ -26,7 +26,7 @@ from netdsl.syntax import ir
 from netdsl.syntax.depth import too_deep
 from netdsl.syntax.lalr import PASS, Part, Position
 from netdsl.syntax.lexer import COL, END_COL, END_LINE, LINE, TokenTuple
-from netdsl.syntax.nodes import maker, new_span, span_at
+from netdsl.syntax.nodes import NodeT, maker, new_span, span_at
 from netdsl.syntax.parser import MAX_EXPRESSION_DEPTH, MAX_NUMBER_DIGITS, parse
 
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
@@ -99,7 +99,7 @@ class IRBuilder:
         if self.error is None:
             self.error = Diagnostic.at(span, message, hint)
 
-    def _shallow(self, node: Any, *exprs: Any) -> Any:
+    def _shallow(self, node: NodeT, *exprs: Any) -> NodeT:
         """`node`, after checking that no expression in `exprs` nests too deeply."""
         for expr in exprs:
             if expr is not None and not self._short(expr.span):
@@ -119,80 +119,80 @@ class IRBuilder:
         return (starts[span.end_line - 1] + span.end_col) - (starts[span.line - 1] + span.col) < MAX_EXPRESSION_DEPTH
 
     # -- declarations
-    def start(self, c: Children, pos: Position) -> Any:
+    def start(self, c: Children, pos: Position) -> Children:
         return c
 
-    def import_decl(self, c: Children, pos: Position) -> Any:
+    def import_decl(self, c: Children, pos: Position) -> ir.Import:
         alias = c[1][1] if len(c) > 1 else None
         return _import(self._span(pos), self._unescape(c[0]), alias)
 
-    def let_decl(self, c: Children, pos: Position) -> Any:
+    def let_decl(self, c: Children, pos: Position) -> ir.Let:
         return self._shallow(_let(self._span(pos), c[0][1], c[1]), c[1])
 
-    def let_func(self, c: Children, pos: Position) -> Any:
+    def let_func(self, c: Children, pos: Position) -> ir.LetFunc:
         name, params, body = c
         return self._shallow(_let_func(self._span(pos), name[1], params.items, body), body)
 
-    def params(self, c: Children, pos: Position) -> Any:
+    def params(self, c: Children, pos: Position) -> Part:
         return Part(c, pos)
 
-    def param(self, c: Children, pos: Position) -> Any:
+    def param(self, c: Children, pos: Position) -> ir.Param:
         default = c[1] if len(c) > 1 else None
         return self._shallow(_param(self._span(pos), c[0][1], default), default)
 
-    def model_decl(self, c: Children, pos: Position) -> Any:
+    def model_decl(self, c: Children, pos: Position) -> ir.ModelDecl:
         name, body = c
         return _model(self._span(pos), name[1], body.items)
 
-    def block_decl(self, c: Children, pos: Position) -> Any:
+    def block_decl(self, c: Children, pos: Position) -> ir.BlockDecl:
         name, params, body = c
         return _block(self._span(pos), name[1], params.items, body.items)
 
-    def activation_decl(self, c: Children, pos: Position) -> Any:
+    def activation_decl(self, c: Children, pos: Position) -> ir.ActivationDecl:
         name, params, body = c
         return self._shallow(_activation(self._span(pos), name[1], params.items, body), body)
 
-    def layer_decl(self, c: Children, pos: Position) -> Any:
+    def layer_decl(self, c: Children, pos: Position) -> ir.LayerDecl:
         name, params, body = c
         return _layer(self._span(pos), name[1], params.items, body.items)
 
-    def sweep_decl(self, c: Children, pos: Position) -> Any:
+    def sweep_decl(self, c: Children, pos: Position) -> ir.SweepDecl:
         return _sweep(self._span(pos), c[0][1], _nodes(c[1:]))
 
-    def body(self, c: Children, pos: Position) -> Any:
+    def body(self, c: Children, pos: Position) -> Part:
         return Part(_nodes(c), pos)
 
     # -- statements
-    def input_stmt(self, c: Children, pos: Position) -> Any:
+    def input_stmt(self, c: Children, pos: Position) -> ir.Input:
         return _input(self._span(pos), list(c))
 
-    def input_item(self, c: Children, pos: Position) -> Any:
+    def input_item(self, c: Children, pos: Position) -> ir.InputItem:
         rest = c[1:]
         dtype = rest.pop()[1] if rest and type(rest[-1]) is tuple else None
         shape = rest[0] if rest else None
         return self._shallow(_input_item(self._span(pos), c[0][1], shape, dtype), shape)
 
-    def output_stmt(self, c: Children, pos: Position) -> Any:
+    def output_stmt(self, c: Children, pos: Position) -> ir.Output:
         return _output(self._span(pos), list(c))
 
-    def output_bind(self, c: Children, pos: Position) -> Any:
+    def output_bind(self, c: Children, pos: Position) -> ir.OutputItem:
         name, value = c
         return self._shallow(_output_item(self._span(pos), name[1], value), value)
 
-    def output_expr(self, c: Children, pos: Position) -> Any:
+    def output_expr(self, c: Children, pos: Position) -> ir.OutputItem:
         (value,) = c
         if isinstance(value, ir.Name):
             return _output_item(self._span(pos), value.id, None)
         return self._shallow(_output_item(self._span(pos), None, value), value)
 
-    def assign_stmt(self, c: Children, pos: Position) -> Any:
+    def assign_stmt(self, c: Children, pos: Position) -> ir.Assign:
         return self._shallow(_assign(self._span(pos), [t[1] for t in c[:-1]], c[-1]), c[-1])
 
-    def shared_stmt(self, c: Children, pos: Position) -> Any:
+    def shared_stmt(self, c: Children, pos: Position) -> ir.Shared:
         name, value = c
         return self._shallow(_shared(self._span(pos), name[1], value), value)
 
-    def if_stmt(self, c: Children, pos: Position) -> Any:
+    def if_stmt(self, c: Children, pos: Position) -> ir.If:
         cond, then = c[0], c[1].items
         orelse = c[2] if len(c) > 2 else None
         if isinstance(orelse, ir.If):
@@ -201,53 +201,53 @@ class IRBuilder:
             orelse = orelse.items
         return self._shallow(_if(self._span(pos), cond, then, orelse), cond)
 
-    def train_stmt(self, c: Children, pos: Position) -> Any:
+    def train_stmt(self, c: Children, pos: Position) -> ir.Train:
         return _train(self._span(pos), _nodes(c))
 
-    def train_item(self, c: Children, pos: Position) -> Any:
+    def train_item(self, c: Children, pos: Position) -> ir.Kwarg:
         name, value = c
         return self._shallow(_kwarg(self._span(pos), name[1], value), value)
 
     weight_option = train_item
 
-    def weight_stmt(self, c: Children, pos: Position) -> Any:
+    def weight_stmt(self, c: Children, pos: Position) -> ir.Weight:
         return self._shallow(_weight(self._span(pos), c[0][1], c[1], c[2:]), c[1])
 
     # -- expressions
-    def if_exp(self, c: Children, pos: Position) -> Any:
+    def if_exp(self, c: Children, pos: Position) -> ir.IfExp:
         then, cond, orelse = c
         return _if_exp(self._span(pos), cond, then, orelse)
 
-    def or_op(self, c: Children, pos: Position) -> Any:
+    def or_op(self, c: Children, pos: Position) -> ir.BoolOp:
         return _bool_op(self._span(pos), "or", c[0], c[1])
 
-    def and_op(self, c: Children, pos: Position) -> Any:
+    def and_op(self, c: Children, pos: Position) -> ir.BoolOp:
         return _bool_op(self._span(pos), "and", c[0], c[1])
 
-    def not_op(self, c: Children, pos: Position) -> Any:
+    def not_op(self, c: Children, pos: Position) -> ir.UnaryOp:
         return _unary_op(self._span(pos), "not", c[0])
 
-    def binop(self, c: Children, pos: Position) -> Any:
+    def binop(self, c: Children, pos: Position) -> ir.BinOp:
         left, op, right = c
         return _bin_op(self._span(pos), op[1], left, right)
 
     compare = binop
 
-    def unop(self, c: Children, pos: Position) -> Any:
+    def unop(self, c: Children, pos: Position) -> ir.UnaryOp:
         op, operand = c
         return _unary_op(self._span(pos), op[1], operand)
 
-    def flow(self, c: Children, pos: Position) -> Any:
+    def flow(self, c: Children, pos: Position) -> ir.Flow:
         items = _nodes(c)
         return _flow(self._span(pos), items)
 
-    def call(self, c: Children, pos: Position) -> Any:
+    def call(self, c: Children, pos: Position) -> ir.Call:
         func, arguments = c
         args = [a for a in arguments.items if not isinstance(a, ir.Kwarg)]
         kwargs = [a for a in arguments.items if isinstance(a, ir.Kwarg)]
         return _call(self._span(pos), func, args, kwargs)
 
-    def args(self, c: Children, pos: Position) -> Any:
+    def args(self, c: Children, pos: Position) -> Part:
         seen_keyword = None
         for arg in c:
             if isinstance(arg, ir.Kwarg):
@@ -260,50 +260,50 @@ class IRBuilder:
 
     posarg = PASS  # the argument itself
 
-    def kwarg(self, c: Children, pos: Position) -> Any:
+    def kwarg(self, c: Children, pos: Position) -> ir.Kwarg:
         name, value = c
         return _kwarg(self._span(pos), name[1], value)
 
-    def attr(self, c: Children, pos: Position) -> Any:
+    def attr(self, c: Children, pos: Position) -> ir.Attr:
         value, name = c
         return _attr(self._span(pos), value, name[1])
 
-    def index(self, c: Children, pos: Position) -> Any:
+    def index(self, c: Children, pos: Position) -> ir.Index:
         value, index = c
         return _index(self._span(pos), value, index)
 
-    def slice(self, c: Children, pos: Position) -> Any:
+    def slice(self, c: Children, pos: Position) -> ir.Slice:
         start, stop = c
         return _slice(self._span(pos), start, stop)
 
-    def tuple(self, c: Children, pos: Position) -> Any:
+    def tuple(self, c: Children, pos: Position) -> ir.Tuple:
         return _tuple(self._span(pos), list(c))
 
-    def list(self, c: Children, pos: Position) -> Any:
+    def list(self, c: Children, pos: Position) -> ir.List:
         return _list(self._span(pos), list(c))
 
-    def dict(self, c: Children, pos: Position) -> Any:
+    def dict(self, c: Children, pos: Position) -> ir.Dict:
         items = _nodes(c)
         return _dict(self._span(pos), items)
 
-    def dict_item(self, c: Children, pos: Position) -> Any:
+    def dict_item(self, c: Children, pos: Position) -> ir.DictItem:
         key, value = c
         return _dict_item(self._span(pos), key, value)
 
     # -- atoms
     soft_keyword = hard_keyword = PASS  # the keyword's token
 
-    def name(self, c: Children, pos: Position) -> Any:
+    def name(self, c: Children, pos: Position) -> ir.Name:
         return _name(self._span(pos), c[0][1])
 
-    def int(self, c: Children, pos: Position) -> Any:
+    def int(self, c: Children, pos: Position) -> ir.Number:
         text = c[0][1]
         if len(text) > MAX_NUMBER_DIGITS:
             self._fail(self._tok_span(c[0]), f"number too long ({len(text):,} digits; at most {MAX_NUMBER_DIGITS})")
             return _number(self._span(pos), 0)
         return _number(self._span(pos), int(text))
 
-    def float(self, c: Children, pos: Position) -> Any:
+    def float(self, c: Children, pos: Position) -> ir.Number:
         text = c[0][1]
         if len(text) > MAX_NUMBER_DIGITS + 8:
             self._fail(self._tok_span(c[0]), f"number too long ({len(text):,} characters)")
@@ -313,16 +313,16 @@ class IRBuilder:
             self._fail(self._tok_span(c[0]), f"number out of range: {text}")
         return _number(self._span(pos), value)
 
-    def string(self, c: Children, pos: Position) -> Any:
+    def string(self, c: Children, pos: Position) -> ir.String:
         return _string(self._tok_span(c[0]), self._unescape(c[0]))
 
-    def true(self, c: Children, pos: Position) -> Any:
+    def true(self, c: Children, pos: Position) -> ir.Bool:
         return _bool(self._span(pos), True)
 
-    def false(self, c: Children, pos: Position) -> Any:
+    def false(self, c: Children, pos: Position) -> ir.Bool:
         return _bool(self._span(pos), False)
 
-    def none(self, c: Children, pos: Position) -> Any:
+    def none(self, c: Children, pos: Position) -> ir.NoneLit:
         return _none(self._span(pos))
 
     def _unescape(self, tok: TokenTuple) -> str:

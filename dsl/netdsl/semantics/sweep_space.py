@@ -7,6 +7,7 @@
       trials = 12                          # optional: the study's total
       pruner = median(warmup=1)            # optional: none (default) or median(warmup=E, startup=T)
       sampler = tpe                        # optional: tpe (default), random or grid
+      constraints = [params < 5e6, train_memory(batch=64) < "12GiB"]   # optional: a budget, costed statically
     }
 
 Every mistake is a diagnostic at its place, found by `netdsl check` before anything trains.
@@ -29,10 +30,37 @@ if TYPE_CHECKING:
     from netdsl.semantics.train_checks import TrainSpec
 
 DISTRIBUTIONS = ("choice", "uniform", "log_uniform", "int_range")
-SETTINGS = ("objective", "trials", "pruner", "sampler")
+SETTINGS = ("objective", "trials", "pruner", "sampler", "constraints")
 SAMPLERS = ("tpe", "random", "grid")  # each one Optuna's, in tuning/study.py's table of the same names
 PRUNERS = ("median",)  # `pruner = NAME` or `none`; the same, tuning/study.py's PRUNERS
 DIRECTIONS = ("minimize", "maximize")
+# What a constraint may bound, each from the cost model of the trial's checked graph (tuning/constraints.py):
+# counts, one sample's forward MACs and FLOPs, and the memory peaks of a batch (bytes).
+QUANTITIES = ("params", "trainable_params", "macs", "flops")
+MEMORIES = ("train_memory", "inference_memory")
+BOUNDS = ("<", "<=", ">", ">=")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One budget line of a sweep: `quantity op limit` (`train_memory(batch=64) < "12GiB"`); `text` as written
+    (the spec's own words, for the trial's reason)."""
+
+    quantity: str  # one of QUANTITIES or MEMORIES
+    op: str  # one of BOUNDS
+    limit: float
+    text: str
+    batch: int | None = None  # a memory's batch (None: the train section's batch_size, else 32)
+
+    def excess(self, value: float) -> float:
+        """Optuna's constraint value: <= 0 when `value` keeps the bound, else how far past it it is (at least 1:
+        a strict bound met exactly is broken too)."""
+        gap = value - self.limit if self.op in ("<", "<=") else self.limit - value
+        return gap if self.holds(value) else max(gap, 1.0)
+
+    def holds(self, value: float) -> bool:
+        return {"<": value < self.limit, "<=": value <= self.limit, ">": value > self.limit,
+                ">=": value >= self.limit}[self.op]
 
 
 @dataclass(frozen=True)
@@ -68,6 +96,7 @@ class SweepSpace:
     warmup: int = 0  # epochs a trial runs before the pruner may stop it
     startup: int = 5  # trials finished before the pruner stops any (Optuna's default)
     sampler: str = "tpe"
+    constraints: list[Constraint] = field(default_factory=list)  # a budget each trial is costed against
 
 
 def check_sweeps(scope: FileScope, consts: Consts, diagnostics: list[Diagnostic]) -> dict[str, SweepSpace]:
@@ -165,6 +194,16 @@ class _SweepChecker:
             space.trials = number
         elif item.name == "pruner":
             space.pruner, space.warmup, space.startup = self._pruner(value)
+        elif item.name == "constraints":
+            bounds = value.items if isinstance(value, ir.List) else [value]
+            if not bounds:
+                raise Fail(value.span, "constraints is a list of bounds", "for example: [params < 5e6]")
+            for bound in bounds:  # each bound's mistake at its place
+                try:
+                    space.constraints.append(self._constraint(bound))
+                except Fail as exc:
+                    if exc.diagnostic is not None:
+                        self.diagnostics.append(exc.diagnostic)
         elif item.name == "sampler":
             if not isinstance(value, ir.Name) or value.id not in SAMPLERS:
                 raise Fail(value.span, f"sampler is one of {', '.join(SAMPLERS)}",
@@ -191,6 +230,47 @@ class _SweepChecker:
             return "median", settings["warmup"], settings["startup"]
         raise Fail(value.span, "pruner is median(warmup=EPOCHS) or none",
                    "median stops a trial whose objective is worse than the median of the others at that epoch")
+
+    def _constraint(self, bound: Any) -> Constraint:
+        """`QUANTITY < LIMIT` (or <=, >, >=): a count or FLOPs bounded by a number, a memory peak
+        (`train_memory(batch=B)`, `inference_memory`) by a number of bytes or a size such as "12GiB"."""
+        example = "for example: params < 5e6, flops < 6e8 or train_memory(batch=64) < \"12GiB\""
+        if not isinstance(bound, ir.BinOp) or bound.op not in BOUNDS:
+            raise Fail(bound.span, "a constraint is a bound: QUANTITY < LIMIT", example)
+        quantity, batch = self._quantity(bound.left)
+        limit = self._fold(bound.right)
+        written = f"{quantity}(batch={batch})" if batch is not None else quantity
+        shown = (f"{limit:,.0f}" if isinstance(limit, (int, float)) and not isinstance(limit, bool)
+                 and float(limit).is_integer() else describe_value(limit))  # 5,000,000 or "12GiB"
+        if isinstance(limit, str) and quantity in MEMORIES:
+            from netdsl.semantics.train_checks import memory_size
+
+            size = memory_size(limit)
+            if size is None:
+                raise Fail(bound.right.span, f"{describe_value(limit)} is not a memory size",
+                           "a number of bytes, or a size such as \"12GiB\" or \"800MB\"")
+            limit = size
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit >= 0:
+            unit = "a number of bytes or a size such as \"12GiB\"" if quantity in MEMORIES else "a number"
+            raise Fail(bound.right.span, f"'{quantity}' is bounded by {unit}, received {describe_value(limit)}")
+        return Constraint(quantity, bound.op, float(limit), f"{written} {bound.op} {shown}", batch)
+
+    def _quantity(self, expr: Any) -> tuple[str, int | None]:
+        names = (*QUANTITIES, *MEMORIES)
+        if isinstance(expr, ir.Name) and expr.id in names:
+            return expr.id, None
+        called = isinstance(expr, ir.Call) and isinstance(expr.func, ir.Name)
+        if called and expr.func.id in MEMORIES:
+            if expr.args or any(k.name != "batch" for k in expr.kwargs):
+                raise Fail(expr.span, f"{expr.func.id} takes batch=B", f"for example: {expr.func.id}(batch=64)")
+            batch = self._fold(expr.kwargs[0].value) if expr.kwargs else None
+            if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+                raise Fail(expr.kwargs[0].value.span, f"batch is a whole number of 1 or more, received "
+                                                      f"{describe_value(batch)}")
+            return expr.func.id, batch
+        word = expr.id if isinstance(expr, ir.Name) else expr.func.id if called else None
+        raise Fail(expr.span, f"a constraint bounds one of {', '.join(names)}",
+                   did_you_mean(word, names) if word else None)
 
     # ------------------------------------------------------------ parameters
 

@@ -93,7 +93,8 @@ def _record(trial: Any) -> TrialRecord:
     value = trial.value if trial.state.name == "COMPLETE" else attrs.get("objective")
     params = {name: v for name, v in trial.params.items() if isinstance(name, str)}
     return TrialRecord(number=trial.number, params=params, value=_finite(value),
-                       state=STATES.get(trial.state.name, trial.state.name.lower()),
+                       state="infeasible" if attrs.get("infeasible") is True and trial.state.name == "PRUNED"
+                       else STATES.get(trial.state.name, trial.state.name.lower()),
                        epochs=_whole(attrs.get("epochs")), seconds=_finite(attrs.get("seconds")),
                        run_dir=_text(attrs.get("run")), reason=_text(attrs.get("reason")),
                        resumed=_whole(attrs.get("resumed")) or 0)
@@ -164,7 +165,7 @@ def _cell(value: Any) -> str:
 def show_table(result: SweepResult) -> str:
     """The trials sorted by the objective (best first; pruned, failed and running after), aligned."""
     names = param_names(result)
-    order = {"complete": 0, "pruned": 1, "running": 2, "waiting": 2, "failed": 3}
+    order = {"complete": 0, "pruned": 1, "infeasible": 2, "running": 3, "waiting": 3, "failed": 4}
     sign = 1 if result.direction == "minimize" else -1
     rows = sorted(result.trials, key=lambda t: (order.get(t.state, 4), sign * t.value if t.value is not None
                                                  else math.inf, t.number))

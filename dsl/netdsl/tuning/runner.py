@@ -52,7 +52,7 @@ def run_sweep(config: SweepConfig) -> SweepResult:
     stopped = not _work(config, study)  # with --workers K: what the workers left undone, if any
     result = _result(config, study)
     write_records(result)
-    done = sum(1 for t in result.trials if t.state in ("complete", "pruned", "failed")) >= config.trials
+    done = sum(1 for t in result.trials if t.state in ("complete", "pruned", "infeasible", "failed")) >= config.trials
     config.folder.set_status("finished" if done and not stopped else "stopped" if stopped else "running")
     if stopped:
         raise KeyboardInterrupt
@@ -153,6 +153,9 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
 
     request, space = config.request, config.space
     metric, states = config.metric, _states()
+    defines = {**request.defines, **studies.trial_defines(space, params)}
+    if space.constraints and resume is None and _over_budget(config, study, trial, params, defines):
+        return True
     run_dir = config.folder.trial_dir(trial.number)
     trial.set_user_attr("run", str(run_dir.resolve()))
     seen: dict[str, list[float]] = {}
@@ -175,7 +178,7 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
         spec=config.program, model=config.model, data=request.data, epochs=request.epochs,
         batch_size=request.batch_size, seed=config.seed, out=config.folder.trials, resume=resume,
         include=list(request.include), callbacks=[epoch_hook(report), *request.callbacks],
-        defines={**request.defines, **studies.trial_defines(space, params)},
+        defines=defines,
         run_dir=None if resume is not None else run_dir,
         extra={"sweep": {"folder": str(config.folder.path.resolve()), "study": config.study, "trial": trial.number,
                          "params": params, "objective": {"direction": space.direction, "metric": metric}}})
@@ -210,6 +213,30 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
         study.tell(trial, value)
     _echo(config, trial.number, params, value, "pruned" if run.status == "pruned" else
           "complete" if value is not None else "failed", len(history), None)
+    return True
+
+
+def _over_budget(config: SweepConfig, study: Any, trial: Any, params: dict, defines: dict) -> bool:
+    """Whether the trial's model breaks the sweep's budget (costed in pure Python, nothing built): then it is
+    told to the study as pruned and recorded as infeasible. A spec these parameters break fails the trial, as
+    training it would."""
+    from netdsl.tuning.constraints import ATTRIBUTE, costed_trial
+
+    try:
+        budget = costed_trial(config.program, config.model, defines, config.space.constraints)
+    except SpecError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        trial.set_user_attr("reason", reason)
+        study.tell(trial, state=_states().FAIL)
+        _echo(config, trial.number, params, None, "failed", None, reason)
+        return True
+    trial.set_user_attr(ATTRIBUTE, list(budget.values))
+    if not budget.broken:
+        return False
+    trial.set_user_attr("infeasible", True)
+    trial.set_user_attr("reason", budget.reason)
+    study.tell(trial, state=_states().PRUNED)
+    _echo(config, trial.number, params, None, "infeasible", None, budget.reason)
     return True
 
 

@@ -78,10 +78,23 @@ def _int_values(p: Param) -> list[int]:
 # Optuna's sampler for each name `sampler = NAME` takes (sweep_space.SAMPLERS: the same names, held equal
 # by tests/tuning/test_study_tables.py), from Optuna's `samplers` module: a name missing here cannot fall to TPE.
 SAMPLERS: dict[str, Callable[[Any, SweepSpace, int], Any]] = {
-    "tpe": lambda samplers, space, seed: samplers.TPESampler(seed=seed),
+    "tpe": lambda samplers, space, seed: _tpe(samplers, space, seed),
     "random": lambda samplers, space, seed: samplers.RandomSampler(seed=seed),
     "grid": lambda samplers, space, seed: _ask_and_tell_grid(samplers.GridSampler)(_grid(space), seed=seed),
 }
+
+
+def _tpe(samplers: Any, space: SweepSpace, seed: int) -> Any:
+    """TPE; with a budget (`constraints`), told each trial's constraint values so that it proposes inside it."""
+    if not space.constraints:
+        return samplers.TPESampler(seed=seed)
+    import warnings
+
+    from netdsl.tuning.constraints import constraint_values
+
+    with warnings.catch_warnings():  # constraints_func is marked experimental in Optuna 3 and 4
+        warnings.simplefilter("ignore")
+        return samplers.TPESampler(seed=seed, constraints_func=constraint_values)
 
 
 def sampler(space: SweepSpace, seed: int) -> Any:

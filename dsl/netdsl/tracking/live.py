@@ -94,7 +94,7 @@ class Tracker:
 
                     self.target = open_target(self.uri, self.experiment)
                 self.target.live, self.target.artifacts = True, artifacts
-                self.target.push(self.read(self.folder))
+                count = self.target.push(self.read(self.folder))
         except Exception as exc:  # noqa: BLE001 - a tracking server down or refusing never fails a run
             self.given_up = True
             if not self.warned:
@@ -103,3 +103,6 @@ class Tracker:
                 warnings.warn(f"{shown_uri(self.uri)}: not tracked ({printable(reason.splitlines()[0][:300])}); "
                               f"the {self.what} goes on, and `netdsl runs push {printable(self.folder)} --to URI` "
                               f"completes it later", TrackingWarning, stacklevel=2)
+            return
+        for line in count.warnings:  # what was sent without (a diagram whose spec changed meanwhile)
+            warnings.warn(line, TrackingWarning, stacklevel=2)

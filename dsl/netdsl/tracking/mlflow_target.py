@@ -114,7 +114,7 @@ class MlflowTarget:
             done.append(RunTag(EPOCHS, str(item.last_epoch)))
         mark = fingerprint(item)
         if self.artifacts and mark != artifacts:  # first: a batch that fails leaves the mark unset
-            with staged(item) as stage:
+            with staged(item, count.warnings) as stage:
                 self.client.log_artifacts(run_id, str(stage))
                 count.artifacts += sum(len(files) for _, _, files in os.walk(stage))
             done.append(RunTag(ARTIFACTS, mark))

@@ -1,5 +1,6 @@
 """`--track` where several processes train: `netdsl sweep --workers K` (each trial tracked as it trains, by
-the starting process, which alone talks to the server): real worker processes, a real MLflow store."""
+the starting process, which alone talks to the server: real worker processes, a real MLflow store) and
+`netdsl train` as a job of several processes (refused until the job's process 0 is given a tracker)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,33 @@ import pytest
 pytest.importorskip("optuna", reason="netdsl[sweep] (Optuna) makes the sweep")
 pytest.importorskip("mlflow", reason="netdsl[mlflow] is not installed")
 
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = str(ROOT / "specs" / "lightning_mlp.net")
 
 
 def _history(run: Path) -> dict[str, list[tuple[int, float]]]:
     with open(run / "history.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     return {key: [(int(row["epoch"]), float(row[key])) for row in rows] for key in rows[0] if key != "epoch"}
+
+
+@pytest.mark.parametrize("flags", [["--processes", "2"],
+                                   ["--coordinator", "127.0.0.1:1", "--num-processes", "2", "--process-id", "0"]])
+def test_track_in_a_job_of_several_processes_is_refused_before_anything_starts(tmp_path, capsys, flags):
+    """Each process of a job ignored --track (nothing tracked, even a URI netdsl does not know): now refused, exit 2,
+    before a process starts or a job is joined."""
+    from netdsl.cli import main
+
+    rng = np.random.default_rng(0)
+    data = tmp_path / "d.npz"
+    np.savez(data, image=rng.random((64, 28, 28), dtype=np.float32), logits=rng.integers(0, 10, 64))
+    for uri in (f"mlflow:sqlite:///{tmp_path / 'mlflow.db'}", "wandb:x"):
+        assert main(["train", SPEC, "--train", str(data), "--backend", "jax", "-o", str(tmp_path / "runs"), *flags,
+                     "--track", uri]) == 2
+        assert capsys.readouterr().err == (
+            "netdsl train: error: --track does not follow a job of several processes yet; leave it out and push the "
+            "run folder once the job ends: netdsl runs push RUN --to URI\n")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "mlflow.db").exists()
 
 
 def _sweep_project(folder: Path) -> Path:

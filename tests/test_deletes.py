@@ -38,7 +38,8 @@ DELETIONS: dict[tuple[str, str], tuple[int, str]] = {
         1, "tempfile.TemporaryDirectory: a 0700 folder of a fresh random name that removes itself"),
     ("tracking/pushed.py", "staged"): (
         1, "tempfile.TemporaryDirectory: a 0700 folder of a fresh random name holding the copies push made of "
-           "a run's files, removed with what this call wrote into it"),
+           "a run's files and the diagram it drew (tracking/drawing.py writes only there), removed with what "
+           "this call wrote into it"),
     ("tuning/folder.py", "clear_unstarted"): (
         2, "a trial's own trials/<k> of this sweep folder (never a path from the study), opened without "
            "following links, of this user, holding nothing but the .lock and config.json's temporary file a "

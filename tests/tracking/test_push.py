@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -22,6 +23,8 @@ from tests.support.run_folders import Project, copies, make_project
 
 pytest.importorskip("optuna", reason="netdsl[sweep] (Optuna) makes the sweep")
 mlflow = pytest.importorskip("mlflow", reason="netdsl[mlflow] is not installed")
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +112,9 @@ def test_a_sweep_and_runs_on_a_real_server_twice(project, server, capsys):
     assert second.info.status == "FINISHED"
     assert _pushed_metrics(client, second.info.run_id, _history(project.second)) == _history(project.second)
     artifacts = {a.path for a in client.list_artifacts(second.info.run_id)}
-    assert {"config.json", "history.csv", "report.json", "curves.svg", "curves.png", "best.keras", "spec"} <= artifacts
+    assert {"config.json", "history.csv", "report.json", "curves.svg", "curves.png", "best.keras", "spec",
+            "diagram.svg"} <= artifacts
+    assert all("diagram.svg" in {a.path for a in client.list_artifacts(child.info.run_id)} for child in children)
     rows = _metric_rows(client, runs)
 
     assert main(["runs", "push", str(project.folder / "runs"), str(project.sweep), "--to", f"mlflow:{server}"]) == 0
@@ -137,6 +142,93 @@ def test_a_hundred_runs_into_a_sqlite_file_exactly_once(project, tmp_path, capsy
     assert capsys.readouterr().out.startswith(f"mlflow:{uri}: 0 created, 0 updated, 100 unchanged; 0 metric values")
     again = client.search_runs([experiment.experiment_id], max_results=1000)
     assert len(again) == 100 and _metric_rows(client, again) == rows
+
+
+def _diagram(client, run) -> bytes:
+    return Path(client.download_artifacts(run.info.run_id, "diagram.svg")).read_bytes()
+
+
+def test_the_diagram_is_drawn_from_the_spec_as_the_run_read_it(project, tmp_path, capsys):
+    """A run folder holds no diagram: push draws the one `netdsl render` draws of its spec with its -D defines."""
+    from mlflow.tracking import MlflowClient
+
+    import netdsl
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert main(["runs", "push", str(project.first), str(project.second), "--to", f"mlflow:{uri}"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"mlflow:{uri}: 2 created, 0 updated, 0 unchanged;") and err == ""
+    client = MlflowClient(tracking_uri=uri)
+    runs = {r.info.run_name: r for r in client.search_runs([client.get_experiment_by_name("netdsl").experiment_id])}
+    spec = project.folder / "tiny.net"
+    assert _diagram(client, runs["tiny-1"]) == netdsl.render(spec).pipe(format="svg")
+    assert _diagram(client, runs["tiny-2"]) == netdsl.render(spec, defines={"width": 16}).pipe(format="svg")
+    assert _diagram(client, runs["tiny-1"]) != _diagram(client, runs["tiny-2"])
+    assert not (project.first / "diagram.svg").exists()  # drawn where push stages, not in the run folder
+    assert main(["runs", "push", str(project.first), str(project.second), "--to", f"mlflow:{uri}"]) == 0
+    assert capsys.readouterr().out.startswith(f"mlflow:{uri}: 0 created, 0 updated, 2 unchanged; 0 metric values, "
+                                              "0 files")
+
+
+def test_a_run_whose_spec_changed_or_went_is_pushed_without_a_diagram(project, tmp_path, capsys):
+    """One warning line each, exit 0; the spec back as it trained: the diagram goes with the next push, once."""
+    from mlflow.tracking import MlflowClient
+
+    spec = tmp_path / "moved" / "tiny.net"  # the run as if trained from here (the same text, so the same hash)
+    spec.parent.mkdir()
+    spec.write_bytes((project.folder / "tiny.net").read_bytes())
+    run = copies(project.first, tmp_path / "runs", 1) / "copy-0"
+    config = json.loads((run / "config.json").read_text())
+    config["spec"]["path"] = str(spec)
+    (run / "config.json").write_text(json.dumps(config))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+
+    def artifacts() -> set[str]:
+        (tracked,) = client.search_runs([client.get_experiment_by_name("netdsl").experiment_id])
+        return {a.path for a in client.list_artifacts(tracked.info.run_id)}
+
+    spec.write_text(spec.read_text().replace("let width = 8", "let width = 9"))
+    assert main(["runs", "push", str(run), "--to", f"mlflow:{uri}"]) == 0
+    out, err = capsys.readouterr()
+    assert err == f"netdsl runs: warning: {run}: pushed without a diagram: its spec {spec} changed since the run trained\n"
+    assert out.startswith(f"mlflow:{uri}: 1 created, 0 updated, 0 unchanged;")
+    assert "diagram.svg" not in artifacts() and "best.keras" in artifacts()
+
+    spec.unlink()
+    assert main(["runs", "push", str(run), "--to", f"mlflow:{uri}"]) == 0
+    out, err = capsys.readouterr()
+    assert err == f"netdsl runs: warning: {run}: pushed without a diagram: its spec {spec} is gone\n"
+    assert out.startswith(f"mlflow:{uri}: 0 created, 1 updated, 0 unchanged; 0 metric values, 6 files")
+    assert "diagram.svg" not in artifacts()
+
+    spec.write_bytes((project.folder / "tiny.net").read_bytes())
+    assert main(["runs", "push", str(run), "--to", f"mlflow:{uri}"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and out.startswith(f"mlflow:{uri}: 0 created, 1 updated, 0 unchanged; 0 metric values, 8 files")
+    assert "diagram.svg" in artifacts()
+    assert main(["runs", "push", str(run), "--to", f"mlflow:{uri}"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and out.startswith(f"mlflow:{uri}: 0 created, 0 updated, 1 unchanged; 0 metric values, 0 files")
+
+
+def test_without_graphviz_the_diagram_is_its_dot_source(project, tmp_path):
+    """No `dot` on PATH (a push in a fresh process: nothing drawn before): diagram.dot, the source Graphviz draws."""
+    from mlflow.tracking import MlflowClient
+
+    import netdsl
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = {**os.environ, "PATH": str(tmp_path / "no-programs"), "PYTHONPATH": str(ROOT / "dsl")}
+    done = subprocess.run([sys.executable, "-m", "netdsl.cli", "runs", "push", str(project.second), "--to",
+                           f"mlflow:{uri}"], env=env, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    client = MlflowClient(tracking_uri=uri)
+    (tracked,) = client.search_runs([client.get_experiment_by_name("netdsl").experiment_id])
+    assert "diagram.dot" in {a.path for a in client.list_artifacts(tracked.info.run_id)}
+    source = Path(client.download_artifacts(tracked.info.run_id, "diagram.dot")).read_text()
+    assert source == netdsl.render(project.folder / "tiny.net", defines={"width": 16}).source
 
 
 def test_tensorboard_scalars_and_hparams_read_back(project, tmp_path, capsys):
@@ -207,7 +299,7 @@ def test_train_tracks_as_it_trains_then_push_finds_it_complete(project, tmp_path
     tracked = client.search_runs([client.get_experiment_by_name("netdsl").experiment_id])
     assert len(tracked) == 1 and tracked[0].info.status == "FINISHED"
     assert _pushed_metrics(client, tracked[0].info.run_id, _history(run.dir)) == _history(run.dir)
-    assert "best.keras" in {a.path for a in client.list_artifacts(tracked[0].info.run_id)}
+    assert {"best.keras", "diagram.svg"} <= {a.path for a in client.list_artifacts(tracked[0].info.run_id)}
     rows = _metric_rows(client, tracked)
     assert main(["runs", "push", str(run.dir), "--to", f"mlflow:{uri}"]) == 0
     assert capsys.readouterr().out.startswith(f"mlflow:{uri}: 0 created, 0 updated, 1 unchanged; 0 metric values")

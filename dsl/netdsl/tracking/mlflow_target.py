@@ -44,7 +44,7 @@ class MlflowTarget:
         self.experiment_id = self._guarded(lambda: self._experiment(experiment))
         self.known: dict[str, Any] = self._guarded(self._runs)
         self.live = False  # pushed again and again while it trains: keep what the server holds now
-        self.artifacts = True  # send the files (a live run sends them once, when it ends)
+        self.artifacts = True  # send the files (a live run sends them once, when it ends; a trial once it ended)
 
     def _guarded(self, call: Any) -> Any:
         """MLflow's call, its failure one line naming the target (a server down, a database refused)."""
@@ -113,8 +113,10 @@ class MlflowTarget:
         if item.last_epoch > epochs:
             done.append(RunTag(EPOCHS, str(item.last_epoch)))
         mark = fingerprint(item)
-        if self.artifacts and mark != artifacts:  # first: a batch that fails leaves the mark unset
-            with staged(item) as stage:
+        # a live sweep's trial that has ended sends its files then, not when the whole sweep ends
+        ended = parent is not None and item.kind == "run" and item.status != "running"
+        if (self.artifacts or ended) and mark != artifacts:  # first: a batch that fails leaves the mark unset
+            with staged(item, count.warnings) as stage:
                 self.client.log_artifacts(run_id, str(stage))
                 count.artifacts += sum(len(files) for _, _, files in os.walk(stage))
             done.append(RunTag(ARTIFACTS, mark))

@@ -25,6 +25,7 @@ from typing import Any
 
 from netdsl.files import Refused, open_regular, read_regular
 from netdsl.limits import MAX_ARTIFACT_BYTES, MAX_FILE_BYTES
+from netdsl.tracking.drawing import DIAGRAM, draw_into, spec_state
 from netdsl.tracking.found import Sweep, number, run_best, spec_of, sweep_best, text
 from netdsl.training.errors import RunError
 from netdsl.training.run.record import Run
@@ -53,6 +54,7 @@ class Pushed:
     files: list[Path]  # the folder's files kept as artifacts
     spec_text: bytes | None = None  # the spec, when it is still there with the hash the run recorded
     spec_name: str = "spec.net"
+    config: dict[str, Any] | None = None  # a run's config.json: what its diagram is drawn from (a sweep: None)
     summary: dict[str, float] = field(default_factory=dict)  # best_X, final_X, min_X: the HParams view's metrics
     hparams: dict[str, Any] = field(default_factory=dict)
     children: list[Pushed] = field(default_factory=list)
@@ -84,7 +86,7 @@ def pushed_run(run: Run, parent: str | None = None, trial: int | None = None) ->
                   json.dumps(config.get("settings"), sort_keys=True, default=str))
     item = Pushed(identity=identity, name=run.name if trial is None else f"trial {trial}", folder=run.dir,
                   status=run.status, start_ms=_start_ms(created), params=run_params(run),
-                  metrics=run_metrics(run), files=_files(run.dir))
+                  metrics=run_metrics(run), files=_files(run.dir), config=config)
     item.spec_text, item.spec_name = _spec_text(spec)
     item.summary = summary(run)
     item.hparams = {key: _hparam(value) for key, value in item.params.items()}
@@ -235,9 +237,10 @@ def shown_uri(uri: str) -> str:
 
 
 @contextlib.contextmanager
-def staged(item: Pushed) -> Iterator[Path]:
+def staged(item: Pushed, warnings: list[str]) -> Iterator[Path]:
     """A private temporary folder holding copies of the item's files (and its spec), each read as a run's
-    files are (a regular file of this user's, never through a link, at most MAX_ARTIFACT_BYTES): what a
+    files are (a regular file of this user's, never through a link, at most MAX_ARTIFACT_BYTES), and a
+    run's diagram drawn from its spec (`drawing.py`; why there is none appended to `warnings`): what a
     tracking client then copies wherever it keeps artifacts. Removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="netdsl-push-") as folder:
         stage = Path(folder)
@@ -246,6 +249,10 @@ def staged(item: Pushed) -> Iterator[Path]:
         if item.spec_text is not None:
             (stage / "spec").mkdir()
             (stage / "spec" / item.spec_name).write_bytes(item.spec_text)
+        if item.config is not None:
+            warning = draw_into(item.folder, item.config, stage)
+            if warning is not None:
+                warnings.append(warning)
         yield stage
 
 
@@ -270,4 +277,6 @@ def fingerprint(item: Pushed) -> str:
             info = os.lstat(path)
             parts.append(f"{path.name}:{info.st_size}:{info.st_mtime_ns}")
     parts.append(f"spec:{len(item.spec_text) if item.spec_text is not None else '-'}")
+    if item.config is not None:  # the file a diagram is drawn from (drawn when the files are sent)
+        parts.append(f"{DIAGRAM}:{spec_state(item.config)}")
     return ";".join(parts)

@@ -657,6 +657,21 @@ def layer_entry(name: str) -> list[str]:
     return entry_lines(name)
 
 
+def check_track(uri: str) -> None:
+    """`--track`'s URI checked before anything starts (a `UsageError` for one netdsl cannot push to)."""
+    from netdsl.tracking.push import check_uri
+
+    check_uri(uri, "--track")
+
+
+def track_run(uri: str, config: TrainConfig) -> Callable[[], None]:
+    """The run `config` describes pushed to `uri` as it trains (`--track`; a job's process 0): the tracker
+    attached to `config`; the function returned pushes the run whole once it ended."""
+    from netdsl.tracking.live import Tracker
+
+    return Tracker.attach(uri, config).finish
+
+
 def model_names(program: Program, model: str | None) -> list[str]:
     """The models a command works on: the one `model` names, else every model of the spec (a `SpecError`
     for a name the spec does not define)."""

@@ -1,6 +1,6 @@
 """`--track` where several processes train: `netdsl sweep --workers K` (each trial tracked as it trains, by
 the starting process, which alone talks to the server: real worker processes, a real MLflow store) and
-`netdsl train` as a job of several processes (refused until the job's process 0 is given a tracker)."""
+`netdsl train` as a job of several processes (its process 0 alone tracks the one run folder the job writes)."""
 
 from __future__ import annotations
 
@@ -28,21 +28,46 @@ def _history(run: Path) -> dict[str, list[tuple[int, float]]]:
 
 @pytest.mark.parametrize("flags", [["--processes", "2"],
                                    ["--coordinator", "127.0.0.1:1", "--num-processes", "2", "--process-id", "0"]])
-def test_track_in_a_job_of_several_processes_is_refused_before_anything_starts(tmp_path, capsys, flags):
-    """Each process of a job ignored --track (nothing tracked, even a URI netdsl does not know): now refused, exit 2,
-    before a process starts or a job is joined."""
+def test_a_job_given_a_uri_netdsl_cannot_push_to_is_refused_before_anything_starts(tmp_path, capsys, flags):
     from netdsl.cli import main
 
     rng = np.random.default_rng(0)
     data = tmp_path / "d.npz"
     np.savez(data, image=rng.random((64, 28, 28), dtype=np.float32), logits=rng.integers(0, 10, 64))
-    for uri in (f"mlflow:sqlite:///{tmp_path / 'mlflow.db'}", "wandb:x"):
-        assert main(["train", SPEC, "--train", str(data), "--backend", "jax", "-o", str(tmp_path / "runs"), *flags,
-                     "--track", uri]) == 2
-        assert capsys.readouterr().err == (
-            "netdsl train: error: --track does not follow a job of several processes yet; leave it out and push the "
-            "run folder once the job ends: netdsl runs push RUN --to URI\n")
-    assert not (tmp_path / "runs").exists() and not (tmp_path / "mlflow.db").exists()
+    assert main(["train", SPEC, "--train", str(data), "--backend", "jax", "-o", str(tmp_path / "runs"), *flags,
+                 "--track", "wandb:x"]) == 2
+    assert capsys.readouterr().err == ("netdsl train: error: --track takes mlflow:<tracking URI> or "
+                                       "tensorboard:<folder>; received 'wandb:x'\n")
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.processes
+@pytest.mark.slow
+def test_a_job_of_two_processes_is_tracked_once_by_the_process_that_writes_the_run(tmp_path):
+    """`train --processes 2 --track`: process 0 alone tracks the one run folder the job writes: one run on the
+    server, FINISHED, every epoch of every metric equal to history.csv, its files; process 1 creates nothing."""
+    import subprocess
+    import sys
+
+    from mlflow.tracking import MlflowClient
+
+    rng = np.random.default_rng(0)
+    data = tmp_path / "d.npz"
+    np.savez(data, image=rng.random((128, 28, 28), dtype=np.float32), logits=rng.integers(0, 10, 128))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    done = subprocess.run([sys.executable, "-m", "netdsl.cli", "train", SPEC, "--train", str(data), "--epochs", "2",
+                           "--backend", "jax", "--processes", "2", "--progress", "none", "-o", str(tmp_path / "runs"),
+                           "--track", f"mlflow:{uri}"], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "warning" not in done.stderr
+    (run,) = (tmp_path / "runs").iterdir()
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("netdsl")
+    (tracked,) = client.search_runs([experiment.experiment_id])
+    assert tracked.info.status == "FINISHED"
+    for key, values in _history(run).items():
+        assert [(m.step, m.value) for m in client.get_metric_history(tracked.info.run_id, key)] == values, key
+    assert {"model.keras", "history.csv", "diagram.svg"} <= {a.path for a in client.list_artifacts(tracked.info.run_id)}
 
 
 def _sweep_project(folder: Path) -> Path:

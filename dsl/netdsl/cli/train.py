@@ -39,19 +39,14 @@ from netdsl.errors import UsageError, printable
 from netdsl.training.errors import DataError
 from netdsl.training.scale import processes
 
-# The process of a job that writes the run folder (process 0) would track it, through the API's tracker, which
-# the job's path (`training/scale/job.run_in_job`) is not given yet: refused rather than silently not tracked.
-NO_TRACK_IN_A_JOB = ("--track does not follow a job of several processes yet; leave it out and push the run "
-                     "folder once the job ends: netdsl runs push RUN --to URI")
-
 
 def run(args: argparse.Namespace) -> int:
     check_data_flags(args)
     if not (args.data or args.train or args.resume):
         raise UsageError("no training data: give --data SRC, or --train SRC [--val SRC] [--test SRC]")
     if args.processes is not None:  # --processes N: this process launches the job's N processes
-        if args.track is not None and args.processes > 1:
-            raise UsageError(NO_TRACK_IN_A_JOB)
+        if args.track is not None:  # each process gets --track: its process 0 tracks the run (`_join_job`)
+            api.check_track(args.track)  # a URI netdsl does not know: once, before any process starts
         if not args.plugin:  # (plugins load Keras: each process checks the spec after loading them)
             _checked(args, 0)  # spec errors and bad flags once, before any process starts
         joins = bool(args.coordinator) or args.num_processes is not None or args.process_id is not None
@@ -59,8 +54,6 @@ def run(args: argparse.Namespace) -> int:
     topology = processes.topology_of(args.backend, args.devices, args.coordinator, args.num_processes,
                                      args.process_id)
     if topology.multi_process:
-        if args.track is not None:  # each process of a job started by hand (or by SLURM, Open MPI) says it
-            raise UsageError(NO_TRACK_IN_A_JOB)
         return _join_job(args, topology)
     if not args.plugin:  # the installed plugins, before the spec is checked (its layers may be theirs)
         load_plugins([], args.spec)
@@ -85,6 +78,8 @@ def _join_job(args: argparse.Namespace, topology: Any) -> int:
     """This process as one of a job's (training/scale/job.py): checked before it joins, unless --plugin."""
     from netdsl.training.scale.job import run_in_job
 
+    if args.track is not None:
+        api.check_track(args.track)  # before this process joins the job
     try:
         config = None if args.plugin else _checked(args, topology.process_id)
     except DataError as exc:
@@ -94,7 +89,8 @@ def _join_job(args: argparse.Namespace, topology: Any) -> int:
     check = lambda: _checked(args, topology.process_id)  # noqa: E731
     own_files = processes.own_roles(args.data, {"train": args.train, "val": args.val, "test": args.test})
     summarize = lambda result: _print_summary(result, args.spec)  # noqa: E731
-    return run_in_job(config, topology, own_files, check, _announce, summarize)
+    track = None if args.track is None else lambda config: api.track_run(args.track, config)  # process 0's
+    return run_in_job(config, topology, own_files, check, _announce, summarize, track)
 
 
 def _checked(args: argparse.Namespace, process_id: int) -> Any:

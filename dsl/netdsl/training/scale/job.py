@@ -17,10 +17,13 @@ from netdsl.training.run.signals import EXIT_STOPPED
 
 
 def run_in_job(config: Any, topology: Any, own_files: frozenset, check: Callable[[], Any],
-               announce: Callable, summarize: Callable[[Any], None]) -> int:
+               announce: Callable, summarize: Callable[[Any], None],
+               track: Callable[[Any], Callable[[], None]] | None = None) -> int:
     """Train `config` (None: checked here by `check()`, once the backend is loaded: the spec needs
     --plugin) as this process of the job; `own_files`: the data parts this process reads from its own
-    file. Process 0 gets `announce(folder, first_epoch)` at the start and `summarize(result)` at the end."""
+    file. Process 0 gets `announce(folder, first_epoch)` at the start and `summarize(result)` at the end;
+    with `track` (`--track`), it alone tracks the run it writes: `track(config)` attaches a tracker and
+    returns its finish, called once the run ended, however it ended."""
     from netdsl.training.scale import faults
     from netdsl.training.scale.distribute import set_up
 
@@ -33,9 +36,15 @@ def run_in_job(config: Any, topology: Any, own_files: frozenset, check: Callable
         from netdsl.training.run.engine import run_training
 
         config.seed = distribution.agree_seed(config.seed)
+        finish = None
         if topology.writes:
             config.on_start = announce
-        result = run_training(config, distribution)
+            finish = track(config) if track is not None else None
+        try:
+            result = run_training(config, distribution)
+        finally:
+            if finish is not None:
+                finish()
     except SpecError as exc:
         faults.fail(f"{me}: {_first(str(exc))}")
     except (ReportedError, UsageError) as exc:

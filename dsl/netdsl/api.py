@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
 
@@ -655,6 +656,63 @@ def layer_entry(name: str) -> list[str]:
     from netdsl.layer_listing import entry_lines
 
     return entry_lines(name)
+
+
+@dataclass(frozen=True)
+class RunsListing:
+    """What `netdsl runs DIR` prints: one entry per run and sweep (`json`: `--json`'s objects, `table`: the
+    lines), and a warning line per folder passed over."""
+
+    json: list[dict[str, Any]]
+    table: list[str]
+    warnings: list[str]
+
+
+def runs_listing(folder: str | os.PathLike) -> RunsListing:
+    """The runs and sweeps at or under `folder`, newest first (tracking/listing.py)."""
+    from netdsl.tracking import listing
+    from netdsl.tracking.found import find
+
+    found = find(folder)
+    entries = listing.entries(found, Path(folder))
+    return RunsListing([entry.as_json() for entry in entries], listing.table(entries) if entries else [],
+                       list(found.warnings))
+
+
+@dataclass(frozen=True)
+class RunsComparison:
+    """What `netdsl runs compare` prints: the runs side by side (`table`, or `json`) and, with `plot`, their
+    curves overlaid."""
+
+    runs: list[Run]
+    json: dict[str, Any]
+    table: list[str]
+
+    def plot(self, target: str | os.PathLike) -> Path:
+        """The runs' curves overlaid, written to `target` (its suffix gives the format); the path written."""
+        from netdsl.tracking.compare import plot
+
+        return plot(self.runs, Path(target))
+
+
+def runs_compared(paths: Sequence[str | os.PathLike]) -> RunsComparison:
+    """The run folders `paths` read back and compared: settings and metrics, what differs marked."""
+    from netdsl.tracking import compare
+
+    runs = [open_run(path) for path in paths]
+    found = {"runs": [str(run.dir) for run in runs], "differ": compare.differing(runs),
+             "settings": {run.name: compare.settings(run) for run in runs},
+             "metrics": {run.name: compare.metrics(run) for run in runs}}
+    return RunsComparison(runs, found, compare.table(runs))
+
+
+def push_runs(paths: Sequence[str | os.PathLike], to: str, experiment: str = "netdsl") -> tuple[Any, str]:
+    """Every run and sweep under `paths` pushed to `to` (`netdsl runs push`): what it changed (a `PushCount`)
+    and the URI as it may be shown (a password left out)."""
+    from netdsl.tracking.push import push
+    from netdsl.tracking.pushed import shown_uri
+
+    return push(list(paths), to, experiment), shown_uri(to)
 
 
 def check_track(uri: str) -> None:

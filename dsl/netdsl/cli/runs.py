@@ -14,13 +14,10 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
+from netdsl import api
 from netdsl.cli.common import EXIT_OK, warning_line
 from netdsl.errors import UsageError, printable
-from netdsl.tracking import compare, listing
-from netdsl.tracking.found import find
-from netdsl.training.run.record import open_run
 
 ACTIONS = ("compare", "push")
 
@@ -47,13 +44,12 @@ def _warn(lines: list[str]) -> None:
 
 
 def _list(folder: str, args: argparse.Namespace) -> int:
-    found = find(folder)
-    _warn(found.warnings)
-    entries = listing.entries(found, Path(folder))
+    listing = api.runs_listing(folder)
+    _warn(listing.warnings)
     if args.json:
-        print(json.dumps([entry.as_json() for entry in entries], indent=2))
-    elif entries:
-        print("\n".join(listing.table(entries)))
+        print(json.dumps(listing.json, indent=2))
+    elif listing.table:
+        print("\n".join(listing.table))
     else:
         print(f"no runs under {printable(folder)}", file=sys.stderr)
     return EXIT_OK
@@ -62,30 +58,25 @@ def _list(folder: str, args: argparse.Namespace) -> int:
 def _compare(paths: list[str], args: argparse.Namespace) -> int:
     if len(paths) < 2:
         raise UsageError("compare takes two run folders or more")
-    runs = [open_run(path) for path in paths]
+    compared = api.runs_compared(paths)
     if args.json:
-        print(json.dumps({"runs": [str(run.dir) for run in runs], "differ": compare.differing(runs),
-                          "settings": {run.name: compare.settings(run) for run in runs},
-                          "metrics": {run.name: compare.metrics(run) for run in runs}}, indent=2))
+        print(json.dumps(compared.json, indent=2))
     else:
-        print("\n".join(compare.table(runs)))
+        print("\n".join(compared.table))
     if args.out:
-        written = compare.plot(runs, Path(args.out))
+        written = compared.plot(args.out)
         print(f"wrote {printable(written)}", file=sys.stderr)
     return EXIT_OK
 
 
 def _push(paths: Sequence[str], args: argparse.Namespace) -> int:
-    from netdsl.tracking.push import push
-    from netdsl.tracking.pushed import shown_uri
-
     if not paths:
         raise UsageError("push takes the run folders, sweep folders or folders of them to send")
     if not args.to:
         raise UsageError("push needs --to mlflow:<tracking URI> or --to tensorboard:<folder>")
-    count = push(list(paths), args.to, args.experiment)
+    count, shown = api.push_runs(paths, args.to, args.experiment)
     _warn(count.warnings)
-    print(f"{printable(shown_uri(args.to))}: {count.created} created, {count.updated} updated, "
+    print(f"{printable(shown)}: {count.created} created, {count.updated} updated, "
           f"{count.unchanged} unchanged; {count.metric_values} metric values, {count.artifacts} files "
           f"({count.seconds:.1f} s)")
     return EXIT_OK

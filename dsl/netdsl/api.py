@@ -55,11 +55,40 @@ if TYPE_CHECKING:
     from netdsl.deploy import Exported
     from netdsl.training.run.settings import TrainConfig
 
-__all__ = ["parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
-           "decompile", "export", "train", "evaluate", "predict", "sweep", "show_sweep", "register_layer",
-           "register_activation", "Spec", "Trained", "DataSource", "ModelSummary", "SweepResult", "TrialRecord",
-           "Defines", "ExportFormat", "Predictions", "Run", "runs", "open_run",
-           "open_trained", "TrainedModel"]
+__all__ = [
+    "parse",
+    "parse_file",
+    "check",
+    "format",
+    "build",
+    "build_all",
+    "summary",
+    "fit_kwargs",
+    "render",
+    "decompile",
+    "export",
+    "train",
+    "evaluate",
+    "predict",
+    "sweep",
+    "show_sweep",
+    "register_layer",
+    "register_activation",
+    "Spec",
+    "Trained",
+    "DataSource",
+    "ModelSummary",
+    "SweepResult",
+    "TrialRecord",
+    "Defines",
+    "ExportFormat",
+    "Predictions",
+    "Run",
+    "runs",
+    "open_run",
+    "open_trained",
+    "TrainedModel",
+]
 
 # A trained model: a run folder (its best.keras or model.keras: `checkpoint=`), a `.keras` file, or a live
 # `keras.Model`.
@@ -97,8 +126,14 @@ def parse_file(spec: str | os.PathLike, *, include: Sequence[str | os.PathLike] 
     return load_file(spec, list(include))
 
 
-def check(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
-          include: Sequence[str | os.PathLike] = (), defines: Defines | None = None) -> list[Diagnostic]:
+def check(
+    spec: Spec | None = None,
+    *,
+    text: str | bytes | None = None,
+    filename: str | None = None,
+    include: Sequence[str | os.PathLike] = (),
+    defines: Defines | None = None,
+) -> list[Diagnostic]:
     """Every diagnostic of a spec, in file order; an empty list when it is clean. No Keras.
 
     Never raises for what the spec holds: an unreadable file, a syntax error
@@ -109,8 +144,12 @@ def check(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     return pipeline.check(spec, text=text, filename=filename, include=include, defines=defines).diagnostics
 
 
-def format(spec: Spec | None = None, *, text: str | bytes | None = None,  # noqa: A001 - the API's name
-           filename: str | None = None) -> str:
+def format(
+    spec: Spec | None = None,
+    *,
+    text: str | bytes | None = None,  # noqa: A001 - the API's name
+    filename: str | None = None,
+) -> str:
     """The canonical formatting of a spec (what `netdsl fmt` writes), comments kept.
 
     `spec`: a path (its file is read) or a `Program` (its root file's text);
@@ -135,13 +174,17 @@ def format(spec: Spec | None = None, *, text: str | bytes | None = None,  # noqa
     return format_text(read_source(Path(shown), shown), shown)
 
 
-def _legacy_text(spec: Spec | None, text: str | bytes | None, filename: str | None,
-                 function: str) -> tuple[Spec | None, str | bytes | None]:
+def _legacy_text(
+    spec: Spec | None, text: str | bytes | None, filename: str | None, function: str
+) -> tuple[Spec | None, str | bytes | None]:
     """`check(text, filename=...)` and `format(text, filename=...)`, the spellings before the
     `text=` keyword: still read as text, with a DeprecationWarning."""
     if text is None and filename is not None and isinstance(spec, (str, bytes)):
-        warnings.warn(f"netdsl.{function}(text, filename=...) is deprecated: pass the text as text=",
-                      DeprecationWarning, stacklevel=3)
+        warnings.warn(
+            f"netdsl.{function}(text, filename=...) is deprecated: pass the text as text=",
+            DeprecationWarning,
+            stacklevel=3,
+        )
         return None, spec
     return spec, text
 
@@ -149,10 +192,18 @@ def _legacy_text(spec: Spec | None, text: str | bytes | None, filename: str | No
 # ------------------------------------------------------------------ models (Keras)
 
 
-def build(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
-          model: str | None = None, include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
-          backend: str | None = None, defines: Defines | None = None,
-          weights: str | os.PathLike[str] | None = None) -> keras.Model:
+def build(
+    spec: Spec | None = None,
+    *,
+    text: str | bytes | None = None,
+    filename: str | None = None,
+    model: str | None = None,
+    include: Sequence[str | os.PathLike] = (),
+    param_limit: int | None = None,
+    backend: str | None = None,
+    defines: Defines | None = None,
+    weights: str | os.PathLike[str] | None = None,
+) -> keras.Model:
     """One model of a spec as a `keras.Model`, compiled when the spec has a `train` section.
 
     `model`: the model's name (may be left out when the file declares one).
@@ -167,27 +218,46 @@ def build(spec: Spec | None = None, *, text: str | bytes | None = None, filename
     `netdsl.errors.FileRefused`, a UsageError, for a file refused for what it holds:
     links, external storage, a virtual dataset, a shape or zip bomb).
     """
-    checked = pipeline.LoadedSpec.load(spec, text=text, filename=filename, include=include,
-                                       defines=defines).model(model, param_limit=param_limit)
+    checked = pipeline.LoadedSpec.load(spec, text=text, filename=filename, include=include, defines=defines).model(
+        model, param_limit=param_limit
+    )
     return pipeline.build(checked, backend=backend, weights=weights)[1][checked.name]
 
 
-def build_all(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
-              include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
-              backend: str | None = None, defines: Defines | None = None,
-              weights: str | os.PathLike[str] | None = None) -> dict[str, keras.Model]:
+def build_all(
+    spec: Spec | None = None,
+    *,
+    text: str | bytes | None = None,
+    filename: str | None = None,
+    include: Sequence[str | os.PathLike] = (),
+    param_limit: int | None = None,
+    backend: str | None = None,
+    defines: Defines | None = None,
+    weights: str | os.PathLike[str] | None = None,
+) -> dict[str, keras.Model]:
     """Every model of a spec: `{name: keras.Model}` in file order (keywords as for `build`;
     `weights` is loaded into every model)."""
-    checked = pipeline.LoadedSpec.load(spec, text=text, filename=filename, include=include,
-                                       defines=defines).models(param_limit=param_limit)
+    checked = pipeline.LoadedSpec.load(spec, text=text, filename=filename, include=include, defines=defines).models(
+        param_limit=param_limit
+    )
     return pipeline.build(checked, backend=backend, weights=weights)[1]
 
 
-def summary(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
-            model: str | None = None, include: Sequence[str | os.PathLike] = (), param_limit: int | None = None,
-            backend: str | None = None, defines: Defines | None = None,
-            weights: str | os.PathLike[str] | None = None, cost: bool = False, batch: int | None = None,
-            precision: str | None = None) -> dict[str, ModelSummary]:
+def summary(
+    spec: Spec | None = None,
+    *,
+    text: str | bytes | None = None,
+    filename: str | None = None,
+    model: str | None = None,
+    include: Sequence[str | os.PathLike] = (),
+    param_limit: int | None = None,
+    backend: str | None = None,
+    defines: Defines | None = None,
+    weights: str | os.PathLike[str] | None = None,
+    cost: bool = False,
+    batch: int | None = None,
+    precision: str | None = None,
+) -> dict[str, ModelSummary]:
     """What `netdsl summary --json` prints: per model (every model, or the one `model` names)
     its parameters, trainable and frozen (non-trainable) parameters, number of layers and output
     shapes (batch axis left out). `weights` as for `build`.
@@ -201,8 +271,9 @@ def summary(spec: Spec | None = None, *, text: str | bytes | None = None, filena
     sure of every layer (as `render` is); built with Keras otherwise, and whenever
     `backend` or `weights` is given. The numbers are the same either way."""
     program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
-    found = pipeline.summaries(program, pipeline.pick_models(program, model), param_limit=param_limit,
-                               backend=backend, weights=weights)
+    found = pipeline.summaries(
+        program, pipeline.pick_models(program, model), param_limit=param_limit, backend=backend, weights=weights
+    )
     summaries = {name: pipeline.model_summary(graph, split) for name, (graph, split) in found.items()}
     if cost:
         for name, (graph, _) in found.items():
@@ -222,10 +293,20 @@ def fit_kwargs(trained: keras.Model) -> dict[str, object]:
 # ------------------------------------------------------------------ diagrams
 
 
-def render(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
-           model: str | None = None, shapes: bool = True, depth: int | None = None, collapse_repeats: bool = True,
-           cost: bool = False, batch: int | None = None, include: Sequence[str | os.PathLike] = (),
-           defines: Defines | None = None) -> graphviz.Digraph:
+def render(
+    spec: Spec | None = None,
+    *,
+    text: str | bytes | None = None,
+    filename: str | None = None,
+    model: str | None = None,
+    shapes: bool = True,
+    depth: int | None = None,
+    collapse_repeats: bool = True,
+    cost: bool = False,
+    batch: int | None = None,
+    include: Sequence[str | os.PathLike] = (),
+    defines: Defines | None = None,
+) -> graphviz.Digraph:
     """The architecture diagram of one model as a `graphviz.Digraph` (shows inline in Jupyter).
 
     `shapes=True` shows each layer's output shape and parameter count, as
@@ -243,8 +324,9 @@ def render(spec: Spec | None = None, *, text: str | bytes | None = None, filenam
         raise ValueError(f"Expected a depth of 0 or more, received: {depth}")
     program = pipeline.load(spec, text=text, filename=filename, include=include, defines=defines)
     name = pipeline.LoadedSpec(program).model(model).name
-    return diagrams(program, [name], shapes=shapes, depth=depth, collapse_repeats=collapse_repeats, cost=cost,
-                    batch=batch)[name]
+    return diagrams(
+        program, [name], shapes=shapes, depth=depth, collapse_repeats=collapse_repeats, cost=cost, batch=batch
+    )[name]
 
 
 # ------------------------------------------------------------------ trained models
@@ -263,7 +345,6 @@ def decompile(trained: Trained, *, flat: bool = False, checkpoint: Checkpoint | 
     return decompile_model(_run_weights(trained, checkpoint), flat=flat)
 
 
-
 def _run_weights(trained: Trained, checkpoint: str | None) -> Trained:
     """A run folder as the .keras file of its weights (`RunFolder.weights`); anything else as it is."""
     from netdsl.training.run.runs import RunFolder, is_run_folder, refuse_checkpoint
@@ -277,11 +358,20 @@ def _run_weights(trained: Trained, checkpoint: str | None) -> Trained:
 ExportFormat = Literal["onnx", "saved_model", "litert"]
 
 
-def export(source: Spec | Trained, *, format: ExportFormat,  # noqa: A002 - named like the CLI flag
-           out: str | os.PathLike | None = None, model: str | None = None,
-           weights: str | os.PathLike | None = None, last: bool = False, verify: bool = True,
-           data: DataSource | None = None, seed: int | None = None,
-           include: Sequence[str | os.PathLike] = (), checkpoint: Checkpoint | None = None) -> Path:
+def export(
+    source: Spec | Trained,
+    *,
+    format: ExportFormat,  # noqa: A002 - named like the CLI flag
+    out: str | os.PathLike | None = None,
+    model: str | None = None,
+    weights: str | os.PathLike | None = None,
+    last: bool = False,
+    verify: bool = True,
+    data: DataSource | None = None,
+    seed: int | None = None,
+    include: Sequence[str | os.PathLike] = (),
+    checkpoint: Checkpoint | None = None,
+) -> Path:
     """Export a model to ONNX, SavedModel or LiteRT (`netdsl export`) and, with `verify`, run the
     file in that format's own runtime next to Keras.
 
@@ -303,22 +393,52 @@ def export(source: Spec | Trained, *, format: ExportFormat,  # noqa: A002 - name
 
     if last and checkpoint not in (None, "last"):
         raise UsageError("last=True is checkpoint='last'; give one of them")
-    return export_model(source, format=format, out=out, model=model, weights=weights,
-                        checkpoint="last" if last else checkpoint, check=verify, include=list(include), data=data,
-                        seed=seed).path
+    return export_model(
+        source,
+        format=format,
+        out=out,
+        model=model,
+        weights=weights,
+        checkpoint="last" if last else checkpoint,
+        check=verify,
+        include=list(include),
+        data=data,
+        seed=seed,
+    ).path
 
 
-def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
-          model: str | None = None, data: DataSource | None = None, split: Sequence[float] | None = None,
-          train: DataSource | None = None, val: DataSource | None = None, test: DataSource | None = None,
-          targets: Mapping[str, str] | None = None, epochs: int | None = None, batch_size: int | None = None,
-          seed: int | None = None, out: str | os.PathLike = "runs", resume: str | os.PathLike | None = None,
-          progress: Progress = "none", tensorboard: bool = False, callbacks: Sequence[keras.callbacks.Callback] = (),
-          include: Sequence[str | os.PathLike] = (), backend: str | None = None, defines: Defines | None = None,
-          init_from: str | os.PathLike[str] | None = None, features: Sequence[str] | None = None,
-          drop: Sequence[str] | None = None, devices: int | None = None, plugins: Sequence[str] = (),
-          on_start: Callable[[Path, int], None] | None = None, max_memory: int | str | None = None,
-          track: str | None = None) -> Run:
+def train(
+    spec: Spec | None = None,
+    *,
+    text: str | bytes | None = None,
+    filename: str | None = None,
+    model: str | None = None,
+    data: DataSource | None = None,
+    split: Sequence[float] | None = None,
+    train: DataSource | None = None,
+    val: DataSource | None = None,
+    test: DataSource | None = None,
+    targets: Mapping[str, str] | None = None,
+    epochs: int | None = None,
+    batch_size: int | None = None,
+    seed: int | None = None,
+    out: str | os.PathLike = "runs",
+    resume: str | os.PathLike | None = None,
+    progress: Progress = "none",
+    tensorboard: bool = False,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+    include: Sequence[str | os.PathLike] = (),
+    backend: str | None = None,
+    defines: Defines | None = None,
+    init_from: str | os.PathLike[str] | None = None,
+    features: Sequence[str] | None = None,
+    drop: Sequence[str] | None = None,
+    devices: int | None = None,
+    plugins: Sequence[str] = (),
+    on_start: Callable[[Path, int], None] | None = None,
+    max_memory: int | str | None = None,
+    track: str | None = None,
+) -> Run:
     """Train one model of a spec in a new run folder `out/<model>-N/`; the engine of `netdsl train`.
 
     `data` (cut by `split`, default 0.8/0.1/0.1) or `train` [+ `val`,
@@ -354,11 +474,29 @@ def train(spec: Spec | None = None, *, text: str | bytes | None = None, filename
         check_uri(track, "--track")  # before anything loads or trains
     program = pipeline.load(spec, text=text, filename=filename, include=include)
     request = TrainRequest(
-        spec=program, model=model, epochs=epochs, batch_size=batch_size, seed=seed, out=out, resume=resume,
-        progress=progress, tensorboard=tensorboard, include=list(include), callbacks=list(callbacks),
-        defines=dict(defines or {}), init_from=init_from, max_memory=memory_bytes(max_memory),
-        data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train, val=val,
-                         test=test, targets=dict(targets or {})))
+        spec=program,
+        model=model,
+        epochs=epochs,
+        batch_size=batch_size,
+        seed=seed,
+        out=out,
+        resume=resume,
+        progress=progress,
+        tensorboard=tensorboard,
+        include=list(include),
+        callbacks=list(callbacks),
+        defines=dict(defines or {}),
+        init_from=init_from,
+        max_memory=memory_bytes(max_memory),
+        data=DataRequest(
+            data=data,
+            split=tuple(split) if split is not None else None,
+            train=train,
+            val=val,
+            test=test,
+            targets=dict(targets or {}),
+        ),
+    )
     request.data.features, request.data.drop = check_columns(features, drop)
     if plugins:  # a plugin imports Keras: the backend first, then the plugins, then the spec that names them
         distribution = _train_backend(backend, devices)
@@ -392,11 +530,20 @@ def _train_backend(backend: str | None, devices: int | None) -> Any:
     return set_up(resolve_topology(backend, devices, None, None, None, {}))  # this process only: no job
 
 
-def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: int | None = None,
-             targets: Mapping[str, str] | None = None, backend: str | None = None,
-             split: Literal["test", "val", "train"] = "test", spec: Spec | None = None,
-             model: str | None = None, include: Sequence[str | os.PathLike] = (),
-             checkpoint: Checkpoint | None = None, trust: bool = False) -> dict[str, float | list[float]]:
+def evaluate(
+    trained: Trained,
+    *,
+    data: DataSource | None = None,
+    batch_size: int | None = None,
+    targets: Mapping[str, str] | None = None,
+    backend: str | None = None,
+    split: Literal["test", "val", "train"] = "test",
+    spec: Spec | None = None,
+    model: str | None = None,
+    include: Sequence[str | os.PathLike] = (),
+    checkpoint: Checkpoint | None = None,
+    trust: bool = False,
+) -> dict[str, float | list[float]]:
     """The loss and metrics of a trained model on `data`: {"loss": ..., metric: ...}; a metric of one
     value per class (f1_score without `average`) is a list. A run folder (or a .keras file in one) is
     scored with the loss and metrics of the spec it recorded, when that spec is unchanged (Keras saves
@@ -420,13 +567,21 @@ def evaluate(trained: Trained, *, data: DataSource | None = None, batch_size: in
     Raises `DataError`, `RunError`, `ExportError`, or `TrainingError` for a model without a loss."""
     opened = open_trained(trained, checkpoint=checkpoint, trust=trust)
     opened.use_backend(backend, scoring=True)
-    return opened.evaluate(data, batch_size=batch_size, targets=targets, split=split, spec=spec, model=model,
-                           include=include)
+    return opened.evaluate(
+        data, batch_size=batch_size, targets=targets, split=split, spec=spec, model=model, include=include
+    )
 
 
-def predict(trained: Trained, *, data: DataSource, batch_size: int | None = None,
-            targets: Mapping[str, str] | None = None, backend: str | None = None,
-            checkpoint: Checkpoint | None = None, trust: bool = False) -> Predictions:
+def predict(
+    trained: Trained,
+    *,
+    data: DataSource,
+    batch_size: int | None = None,
+    targets: Mapping[str, str] | None = None,
+    backend: str | None = None,
+    checkpoint: Checkpoint | None = None,
+    trust: bool = False,
+) -> Predictions:
     """The model's outputs on `data`'s inputs, named: a `Predictions`, a mapping {output name: array} with
     `.sources` (each sample's name: an image's path relative to the folder given, a CSV row's line, an
     array index), `.classes` ({output: class names} of the classifier outputs), `.labels` (the predicted
@@ -458,16 +613,34 @@ def open_trained(trained: Trained, *, checkpoint: Checkpoint | None = None, trus
 # ------------------------------------------------------------------ sweeps
 
 
-def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = None,
-          split: Sequence[float] | None = None, train: DataSource | None = None, val: DataSource | None = None,
-          test: DataSource | None = None, targets: Mapping[str, str] | None = None, trials: int | None = None,
-          workers: int = 1, storage: str | None = None, study: str | None = None, seed: int | None = None,
-          out: str | os.PathLike = "sweeps", resume: str | os.PathLike | None = None, epochs: int | None = None,
-          batch_size: int | None = None, defines: Defines | None = None,
-          include: Sequence[str | os.PathLike] = (), echo: bool = False, features: Sequence[str] | None = None,
-          drop: Sequence[str] | None = None, plugins: Sequence[str] = (),
-          join: str | os.PathLike | None = None,
-          track: str | None = None) -> SweepResult:
+def sweep(
+    spec: Spec,
+    *,
+    model: str | None = None,
+    data: DataSource | None = None,
+    split: Sequence[float] | None = None,
+    train: DataSource | None = None,
+    val: DataSource | None = None,
+    test: DataSource | None = None,
+    targets: Mapping[str, str] | None = None,
+    trials: int | None = None,
+    workers: int = 1,
+    storage: str | None = None,
+    study: str | None = None,
+    seed: int | None = None,
+    out: str | os.PathLike = "sweeps",
+    resume: str | os.PathLike | None = None,
+    epochs: int | None = None,
+    batch_size: int | None = None,
+    defines: Defines | None = None,
+    include: Sequence[str | os.PathLike] = (),
+    echo: bool = False,
+    features: Sequence[str] | None = None,
+    drop: Sequence[str] | None = None,
+    plugins: Sequence[str] = (),
+    join: str | os.PathLike | None = None,
+    track: str | None = None,
+) -> SweepResult:
     """Search the constants of a spec's `sweep MODEL { ... }` section with Optuna; the same as `netdsl sweep`.
 
     Each trial is an ordinary run in `<out>/<model>-sweep-N/trials/<k>/` trained with the trial's
@@ -489,11 +662,31 @@ def sweep(spec: Spec, *, model: str | None = None, data: DataSource | None = Non
     from netdsl.tuning.runner import SweepRequest, resolve_sweep, run_sweep
 
     request = SweepRequest(
-        spec=spec, model=model, trials=trials, workers=workers, storage=storage, study=study, seed=seed, out=out,
-        resume=resume, epochs=epochs, batch_size=batch_size, defines=dict(defines or {}), include=list(include),
-        echo=echo, plugins=list(plugins), join=join,
-        data=DataRequest(data=data, split=tuple(split) if split is not None else None, train=train, val=val,
-                         test=test, targets=dict(targets or {})))
+        spec=spec,
+        model=model,
+        trials=trials,
+        workers=workers,
+        storage=storage,
+        study=study,
+        seed=seed,
+        out=out,
+        resume=resume,
+        epochs=epochs,
+        batch_size=batch_size,
+        defines=dict(defines or {}),
+        include=list(include),
+        echo=echo,
+        plugins=list(plugins),
+        join=join,
+        data=DataRequest(
+            data=data,
+            split=tuple(split) if split is not None else None,
+            train=train,
+            val=val,
+            test=test,
+            targets=dict(targets or {}),
+        ),
+    )
     request.data.features, request.data.drop = check_columns(features, drop)
     if track is not None:
         from netdsl.tracking.push import check_uri
@@ -566,14 +759,16 @@ def load_plugins(modules: Sequence[str] = (), *, spec: str | os.PathLike = "netd
     from netdsl.backend.runtime import muted_stderr  # imports nothing heavy
 
     for what, load in [("installed plugins", plugins.load_entry_points)] + [
-            (f"plugin '{module}'", lambda module=module: plugins.load_plugins([module])) for module in modules]:
+        (f"plugin '{module}'", lambda module=module: plugins.load_plugins([module])) for module in modules
+    ]:
         try:
             with muted_stderr():  # a plugin imports Keras: TensorFlow's start-up lines are not ours to print
                 load()
         except Exception as exc:  # a missing module, a plugin's own error, or a name refused
             message = str(exc).splitlines()[0] if str(exc) else ""
-            raise SpecError(Diagnostic.for_file(os.fspath(spec), f"cannot load {what}: {type(exc).__name__}: "
-                                                                 f"{message}")) from None
+            raise SpecError(
+                Diagnostic.for_file(os.fspath(spec), f"cannot load {what}: {type(exc).__name__}: {message}")
+            ) from None
 
 
 def _backend(backend: str | None) -> None:
@@ -619,28 +814,58 @@ def weights_line(trained: Trained, checkpoint: Checkpoint | None) -> str | None:
     return line(trained, checkpoint)
 
 
-def summary_report(program: Program, model: str | None, *, backend: str | None = None, weights: str | None = None,
-                   plugins: Sequence[str] = (), cost: bool = False, batch: int | None = None,
-                   precision: str | None = None) -> dict[str, tuple[dict[str, Any], str]]:
+def summary_report(
+    program: Program,
+    model: str | None,
+    *,
+    backend: str | None = None,
+    weights: str | None = None,
+    plugins: Sequence[str] = (),
+    cost: bool = False,
+    batch: int | None = None,
+    precision: str | None = None,
+) -> dict[str, tuple[dict[str, Any], str]]:
     """What `netdsl summary` prints, per model: its numbers (`--json`; "cost" with `cost`) and its table. No
     backend is imported when the pure-Python inference is sure of every model and neither a backend,
     weights nor plugins are asked for (model_report.py)."""
     from netdsl.model_report import summaries, summary_report
 
-    found = summaries(program, model, backend=backend, weights=weights, plugins=bool(plugins),
-                      load_plugins=lambda: load_plugins(plugins, spec=program.root))
+    found = summaries(
+        program,
+        model,
+        backend=backend,
+        weights=weights,
+        plugins=bool(plugins),
+        load_plugins=lambda: load_plugins(plugins, spec=program.root),
+    )
     return summary_report(found, cost=cost, batch=batch, precision=precision)
 
 
-def build_files(program: Program, model: str | None, out: str, *, backend: str | None = None,
-                weights: str | None = None, param_limit: int | None = None, diagram: bool = True,
-                plugins: Sequence[str] = ()) -> Iterator[str]:
+def build_files(
+    program: Program,
+    model: str | None,
+    out: str,
+    *,
+    backend: str | None = None,
+    weights: str | None = None,
+    param_limit: int | None = None,
+    diagram: bool = True,
+    plugins: Sequence[str] = (),
+) -> Iterator[str]:
     """What `netdsl build` does and prints: each model built, written as `out/<model>.keras` and drawn as
     `out/<model>.svg`, the lines to print yielded as each file is written (model_report.py)."""
     from netdsl.model_report import build_files as build
 
-    return build(program, model, out, backend=backend, weights=weights, param_limit=param_limit, diagram=diagram,
-                 load_plugins=lambda: load_plugins(plugins, spec=program.root))
+    return build(
+        program,
+        model,
+        out,
+        backend=backend,
+        weights=weights,
+        param_limit=param_limit,
+        diagram=diagram,
+        load_plugins=lambda: load_plugins(plugins, spec=program.root),
+    )
 
 
 def layer_listing(kind: str | None = None) -> list[str]:
@@ -675,8 +900,9 @@ def runs_listing(folder: str | os.PathLike) -> RunsListing:
 
     found = find(folder)
     entries = listing.entries(found, Path(folder))
-    return RunsListing([entry.as_json() for entry in entries], listing.table(entries) if entries else [],
-                       list(found.warnings))
+    return RunsListing(
+        [entry.as_json() for entry in entries], listing.table(entries) if entries else [], list(found.warnings)
+    )
 
 
 @dataclass(frozen=True)
@@ -700,9 +926,12 @@ def runs_compared(paths: Sequence[str | os.PathLike]) -> RunsComparison:
     from netdsl.tracking import compare
 
     runs = [open_run(path) for path in paths]
-    found = {"runs": [str(run.dir) for run in runs], "differ": compare.differing(runs),
-             "settings": {run.name: compare.settings(run) for run in runs},
-             "metrics": {run.name: compare.metrics(run) for run in runs}}
+    found = {
+        "runs": [str(run.dir) for run in runs],
+        "differ": compare.differing(runs),
+        "settings": {run.name: compare.settings(run) for run in runs},
+        "metrics": {run.name: compare.metrics(run) for run in runs},
+    }
     return RunsComparison(runs, found, compare.table(runs))
 
 
@@ -736,16 +965,32 @@ def model_names(program: Program, model: str | None) -> list[str]:
     return pipeline.pick_models(program, model)
 
 
-def diagrams(program: Program, names: list[str], *, shapes: bool = True, depth: int | None = None,
-             collapse_repeats: bool = True, cost: bool = False, batch: int | None = None,
-             mute_tensorflow: bool = False) -> dict[str, graphviz.Digraph]:
+def diagrams(
+    program: Program,
+    names: list[str],
+    *,
+    shapes: bool = True,
+    depth: int | None = None,
+    collapse_repeats: bool = True,
+    cost: bool = False,
+    batch: int | None = None,
+    mute_tensorflow: bool = False,
+) -> dict[str, graphviz.Digraph]:
     """The diagram of each model `names` lists (see `render`); `mute_tensorflow`: TensorFlow's start-up
     notices kept off stderr, when a shape needs Keras."""
     if cost and not shapes:
         raise UsageError("--cost needs the shapes: leave out --no-shapes")
     graphs = pipeline.model_graphs(program, names, shapes, mute_tensorflow=mute_tensorflow)
-    return {name: pipeline.draw(graphs[name], shapes=shapes, depth=depth, collapse_repeats=collapse_repeats,
-                                cost=costed(graphs[name], batch=batch) if cost else None) for name in names}
+    return {
+        name: pipeline.draw(
+            graphs[name],
+            shapes=shapes,
+            depth=depth,
+            collapse_repeats=collapse_repeats,
+            cost=costed(graphs[name], batch=batch) if cost else None,
+        )
+        for name in names
+    }
 
 
 def write_diagram(diagram: graphviz.Digraph, path_without_suffix: str | os.PathLike, fmt: str) -> Path:
@@ -764,8 +1009,9 @@ def spec_text(path: str) -> str:
     return read_source(Path(path), path)
 
 
-def check_file(path: str, *, include: Sequence[str | os.PathLike] = (),
-               defines: Mapping[str, object] | None = None) -> pipeline.Checked:
+def check_file(
+    path: str, *, include: Sequence[str | os.PathLike] = (), defines: Mapping[str, object] | None = None
+) -> pipeline.Checked:
     """`check` of the spec file `path` as typed on the command line (shown unchanged), with the sources
     its diagnostics point into."""
     return pipeline.check(pipeline.TypedPath(path), include=include, defines=defines)
@@ -784,16 +1030,36 @@ def verify_decompiled(model_file: str, text: str, *, flat: bool, filename: str) 
     return result
 
 
-def export_report(source: Spec | Trained, *, format: ExportFormat,  # noqa: A002 - named like the CLI flag
-                  out: str | os.PathLike | None, model: str | None, weights: str | os.PathLike | None,
-                  checkpoint: Checkpoint | None, verify: bool, include: Sequence[str | os.PathLike],
-                  data: DataSource | None, seed: int | None) -> Exported:
+def export_report(
+    source: Spec | Trained,
+    *,
+    format: ExportFormat,  # noqa: A002 - named like the CLI flag
+    out: str | os.PathLike | None,
+    model: str | None,
+    weights: str | os.PathLike | None,
+    checkpoint: Checkpoint | None,
+    verify: bool,
+    include: Sequence[str | os.PathLike],
+    data: DataSource | None,
+    seed: int | None,
+) -> Exported:
     """`export`, the runtimes' C++ chatter on stderr muted, returning what `netdsl export` prints: the file
     written (`.path`, `.format`), the notes on what it changed, and the verification (None without)."""
     from netdsl.deploy import export_model
 
-    return export_model(source, format=format, out=out, model=model, weights=weights, checkpoint=checkpoint,
-                        check=verify, include=list(include), quiet=True, data=data, seed=seed)
+    return export_model(
+        source,
+        format=format,
+        out=out,
+        model=model,
+        weights=weights,
+        checkpoint=checkpoint,
+        check=verify,
+        include=list(include),
+        quiet=True,
+        data=data,
+        seed=seed,
+    )
 
 
 def sweep_table(result: SweepResult) -> str:
@@ -847,9 +1113,12 @@ def zoo_listing() -> list[str]:
     from netdsl.zoo.weights import cache_folder, zoo_specs
 
     width = max(len(found.name) for found in FAMILIES)
-    lines = [f"{found.name:<{width}}  {'spec' if found.name in zoo_specs() else 'weights only':<12}  "
-             f"keras.applications.{found.constructor}, {found.input_size}x{found.input_size}, "
-             f"preprocess {found.preprocess}" for found in FAMILIES]
+    lines = [
+        f"{found.name:<{width}}  {'spec' if found.name in zoo_specs() else 'weights only':<12}  "
+        f"keras.applications.{found.constructor}, {found.input_size}x{found.input_size}, "
+        f"preprocess {found.preprocess}"
+        for found in FAMILIES
+    ]
     return [*lines, f"weights cache: {printable(cache_folder())}"]
 
 
@@ -861,8 +1130,9 @@ def zoo_description(name: str) -> list[str]:
     return describe(family(name))
 
 
-def zoo_fetch(name: str, *, include_top: bool = False, source: str | os.PathLike | None = None,
-              progress: Any = None) -> str:
+def zoo_fetch(
+    name: str, *, include_top: bool = False, source: str | os.PathLike | None = None, progress: Any = None
+) -> str:
     """`netdsl zoo fetch NAME`: the family's published weights in Keras' cache, checked by their pinned hash;
     the line saying which file it is. A `NetdslError` for one that cannot be had."""
     from netdsl.errors import printable
@@ -872,8 +1142,9 @@ def zoo_fetch(name: str, *, include_top: bool = False, source: str | os.PathLike
     return f"{weights.name}: {printable(weights.path)} (sha256 {weights.sha256})"
 
 
-def load_spec(path: str, *, include: Sequence[str | os.PathLike] = (),
-              defines: Mapping[str, object] | None = None) -> Program:
+def load_spec(
+    path: str, *, include: Sequence[str | os.PathLike] = (), defines: Mapping[str, object] | None = None
+) -> Program:
     """The spec file `path`, as typed on the command line (shown unchanged), read with its imports and
     `defines`: a `Program`, or a `SpecError`."""
     return pipeline.load(pipeline.TypedPath(path), include=include, defines=defines)
@@ -918,5 +1189,6 @@ def report_weights_line(report: Mapping[str, Any]) -> str:
 
     used = report.get("test_weights") or {}
     why = "no validation data, so no best epoch" if used.get("checkpoint") == "last" else None
-    return line(str(used.get("checkpoint", "last")), used.get("epoch"), report.get("epochs_run"),
-                used.get("val_loss"), why)
+    return line(
+        str(used.get("checkpoint", "last")), used.get("epoch"), report.get("epochs_run"), used.get("val_loss"), why
+    )

@@ -40,7 +40,6 @@ class Bound:
     plain: int
 
 
-
 @contextlib.contextmanager
 def open_zip(path: str | os.PathLike, what: str) -> Iterator[tuple[zipfile.ZipFile, int]]:
     """The archive at `path` (a regular file: a FIFO or a device is refused, never opened blocking)
@@ -84,8 +83,9 @@ def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, file_size: int,
     return b"".join(chunks)
 
 
-def read_config_json(archive: zipfile.ZipFile, file_size: int, what: str = ".keras file",
-                     limit: int = MAX_CONFIG_BYTES) -> bytes:
+def read_config_json(
+    archive: zipfile.ZipFile, file_size: int, what: str = ".keras file", limit: int = MAX_CONFIG_BYTES
+) -> bytes:
     """A `.keras` file's config.json, of at most `limit` bytes (and `MAX_CONFIG_RATIO`), refused before
     parsing when it is large and not a JSON object (64 MiB of `[{},{},...]` parses into 22 million dicts)."""
     try:
@@ -100,8 +100,10 @@ def read_config_json(archive: zipfile.ZipFile, file_size: int, what: str = ".ker
 
 def _refuse_a_bomb(name: str, size: int, packed: int, bound: Bound) -> None:
     if size > bound.plain and size > bound.ratio * max(packed, 1):
-        raise Refused(f"{name} expands from {packed:,} bytes to more than {bound.ratio}x that; "
-                      f"{_expands_less(name)} (a zip bomb?)")
+        raise Refused(
+            f"{name} expands from {packed:,} bytes to more than {bound.ratio}x that; "
+            f"{_expands_less(name)} (a zip bomb?)"
+        )
 
 
 def _expands_less(name: str) -> str:

@@ -27,8 +27,14 @@ from typing import Literal
 
 __all__ = ["LinkRefused", "replacing", "write_bytes"]
 
-_CREATE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-           | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+_CREATE = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 
 
 class LinkRefused(OSError):
@@ -39,9 +45,13 @@ class LinkRefused(OSError):
 
 
 @contextlib.contextmanager
-def replacing(target: str | os.PathLike, suffix: str = ".tmp",
-              links: Literal["replace", "refuse"] = "replace", new_mode: int = 0o666,
-              mode: int | None = None) -> Iterator[Path]:
+def replacing(
+    target: str | os.PathLike,
+    suffix: str = ".tmp",
+    links: Literal["replace", "refuse"] = "replace",
+    new_mode: int = 0o666,
+    mode: int | None = None,
+) -> Iterator[Path]:
     """Yield a temporary path beside `target`; when the block succeeds it becomes `target`.
 
     The result keeps the mode of the regular file it replaces; a new file (or
@@ -72,9 +82,13 @@ def replacing(target: str | os.PathLike, suffix: str = ".tmp",
         raise
 
 
-def write_bytes(target: str | os.PathLike, data: bytes,
-                links: Literal["replace", "refuse"] = "replace", new_mode: int = 0o666,
-                mode: int | None = None) -> None:
+def write_bytes(
+    target: str | os.PathLike,
+    data: bytes,
+    links: Literal["replace", "refuse"] = "replace",
+    new_mode: int = 0o666,
+    mode: int | None = None,
+) -> None:
     with replacing(target, links=links, new_mode=new_mode, mode=mode) as tmp:
         with open(tmp, "wb") as fh:
             fh.write(data)

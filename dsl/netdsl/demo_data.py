@@ -34,7 +34,7 @@ def strokes(rng: np.random.Generator) -> np.ndarray:
         (r0, c0), (r1, c1) = rng.integers(4, SIZE - 4, (2, 2))
         for t in np.linspace(0.0, 1.0, 40):
             r, c = int(round(r0 + t * (r1 - r0))), int(round(c0 + t * (c1 - c0)))
-            canvas[max(r - 1, 0):r + 2, max(c - 1, 0):c + 2] = 1.0
+            canvas[max(r - 1, 0) : r + 2, max(c - 1, 0) : c + 2] = 1.0
     return canvas
 
 

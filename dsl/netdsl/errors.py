@@ -51,7 +51,6 @@ class Span(BaseModel):
         return cls.model_construct(file=file, line=line, col=col, end_line=line, end_col=col + max(length, 1))
 
 
-
 class Diagnostic(BaseModel):
     """One problem in a spec: where (1-based line and column, end exclusive), how bad, what, and a hint."""
 
@@ -67,14 +66,26 @@ class Diagnostic(BaseModel):
     hint: str | None = None
 
     @classmethod
-    def at(cls, span: Span, message: str, hint: str | None = None,
-           severity: Literal["error", "warning"] = "error") -> Diagnostic:
+    def at(
+        cls, span: Span, message: str, hint: str | None = None, severity: Literal["error", "warning"] = "error"
+    ) -> Diagnostic:
         # Built from a Span and netdsl's own text: nothing to validate (pydantic's validation
         # took 4 s of a 37 s profile of a file that declares one name 200,000 times), and made
         # as `model_construct` makes it, without its per-field lookups (a third of the rest).
         diagnostic: Diagnostic = _new_object(cls)
-        _set_dict(diagnostic, {"file": span.file, "line": span.line, "col": span.col, "end_line": span.end_line,
-                               "end_col": span.end_col, "severity": severity, "message": message, "hint": hint})
+        _set_dict(
+            diagnostic,
+            {
+                "file": span.file,
+                "line": span.line,
+                "col": span.col,
+                "end_line": span.end_line,
+                "end_col": span.end_col,
+                "severity": severity,
+                "message": message,
+                "hint": hint,
+            },
+        )
         _set_fields_set(diagnostic, _DIAGNOSTIC_FIELDS)
         _set_extra(diagnostic, None)
         _set_private(diagnostic, None)
@@ -221,8 +232,14 @@ class ReportedError(NetdslError):
 
     exit_code = 1
 
-    def __init__(self, message: str, file: str | None = None, line: int | None = None,
-                 col: int | None = None, hint: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        file: str | None = None,
+        line: int | None = None,
+        col: int | None = None,
+        hint: str | None = None,
+    ):
         self.message, self.file, self.line, self.col, self.hint = message, file, line, col, hint
         super().__init__(self.text)
 
@@ -367,7 +384,7 @@ def _window(shown: str, start: int, width: int) -> tuple[str, int, int]:
     if len(shown) <= MAX_SHOWN:
         return shown, start, width
     left = max(0, min(start - 20, len(shown) - MAX_SHOWN))
-    cut = shown[left:left + MAX_SHOWN]
+    cut = shown[left : left + MAX_SHOWN]
     prefix = "..." if left else ""
     suffix = "..." if left + MAX_SHOWN < len(shown) else ""
     start = start - left + len(prefix)
@@ -381,7 +398,8 @@ def _display_width(text: str) -> int:
 
 # The suggestion work left in this context (see `suggestions_limited`), None: no limit.
 _suggestion_budget: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
-    "netdsl_suggestion_budget", default=None)
+    "netdsl_suggestion_budget", default=None
+)
 
 
 @contextlib.contextmanager
@@ -394,6 +412,8 @@ def suggestions_limited(candidates: int) -> Iterator[None]:
         yield
     finally:
         _suggestion_budget.reset(token)
+
+
 RESOURCE_ERRORS = (RecursionError, MemoryError)
 
 
@@ -401,8 +421,11 @@ def out_of_resources(exc: BaseException, file: str) -> Diagnostic:
     """The last resort for a RecursionError or MemoryError that no limit of
     `netdsl.limits` caught first: one line about the spec, never a traceback."""
     what = "nests too deeply" if isinstance(exc, RecursionError) else "needs more memory than there is"
-    return Diagnostic.for_file(file, f"the spec {what} for netdsl to process it",
-                               "netdsl's limits should have refused it first: please report this spec")
+    return Diagnostic.for_file(
+        file,
+        f"the spec {what} for netdsl to process it",
+        "netdsl's limits should have refused it first: please report this spec",
+    )
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
@@ -449,9 +472,18 @@ def habit_hint(name: str) -> str | None:
 
 # Keyword names of Keras 2 and PyTorch that Keras 3 spells otherwise.
 _OLD_KEYWORDS = {
-    "lr": "learning_rate", "nb_filter": "filters", "output_dim": "units", "border_mode": "padding",
-    "subsample": "strides", "init": "kernel_initializer", "p": "rate", "in_features": "units",
-    "out_features": "units", "out_channels": "filters", "stride": "strides", "eps": "epsilon",
+    "lr": "learning_rate",
+    "nb_filter": "filters",
+    "output_dim": "units",
+    "border_mode": "padding",
+    "subsample": "strides",
+    "init": "kernel_initializer",
+    "p": "rate",
+    "in_features": "units",
+    "out_features": "units",
+    "out_channels": "filters",
+    "stride": "strides",
+    "eps": "epsilon",
 }
 
 

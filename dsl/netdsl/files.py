@@ -28,11 +28,15 @@ __all__ = ["ZIP_ERRORS", "Refused", "kind_refusal", "open_regular", "read_at_mos
 # lacks ("zip file version 13.5": found by the fuzzer, issue 22), RuntimeError for an encrypted
 # member, zlib.error and EOFError for a damaged stream, OSError for the file itself,
 # UnicodeDecodeError for a member name flagged UTF-8 that is not (the .keras fuzz campaign, seed 22).
-ZIP_ERRORS = (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, zlib.error, OSError,
-              UnicodeDecodeError)
+ZIP_ERRORS = (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, zlib.error, OSError, UnicodeDecodeError)
 
-_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-               | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 _KINDS = [  # (test of st_mode, what the file is) for everything but a regular file
@@ -58,8 +62,7 @@ def kind_refusal(mode: int, what: str) -> str | None:
 
 
 @contextlib.contextmanager
-def open_regular(path: str | os.PathLike, what: str, follow_links: bool = True,
-                 own: bool = False) -> Iterator[int]:
+def open_regular(path: str | os.PathLike, what: str, follow_links: bool = True, own: bool = False) -> Iterator[int]:
     """A descriptor of the regular file at `path` (read-only, blocking reads restored), or `Refused`.
     With `follow_links=False` a link at `path` itself is refused (O_NOFOLLOW); with `own=True` a
     file another account owns or may write to is refused (read from the open descriptor: a run's files)."""
@@ -98,8 +101,7 @@ def _not_own(info: os.stat_result, what: str) -> str | None:
     return None
 
 
-def read_regular(path: str | os.PathLike, limit: int, what: str, follow_links: bool = True,
-                 own: bool = False) -> bytes:
+def read_regular(path: str | os.PathLike, limit: int, what: str, follow_links: bool = True, own: bool = False) -> bytes:
     """The bytes of a regular file of at most `limit` bytes, or `Refused` saying why not."""
     with open_regular(path, what, follow_links, own) as fd:
         try:

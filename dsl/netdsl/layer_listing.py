@@ -44,9 +44,16 @@ def entry_lines(name: str) -> list[str]:
 
 
 _HEADINGS = {
-    "layer": "layers", "activation": "activations", "initializer": "initializers", "regularizer": "regularizers",
-    "constraint": "constraints", "optimizer": "optimizers", "loss": "losses", "metric": "metrics",
-    "schedule": "learning-rate schedules", "callback": "callbacks",
+    "layer": "layers",
+    "activation": "activations",
+    "initializer": "initializers",
+    "regularizer": "regularizers",
+    "constraint": "constraints",
+    "optimizer": "optimizers",
+    "loss": "losses",
+    "metric": "metrics",
+    "schedule": "learning-rate schedules",
+    "callback": "callbacks",
 }
 
 

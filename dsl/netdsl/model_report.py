@@ -26,21 +26,30 @@ from netdsl.syntax.loader import Program
 LoadPlugins = Callable[[], None]  # the plugins a command was given, loaded after the backend (quiet then)
 
 
-def summaries(program: Program, model: str | None, *, backend: str | None, weights: str | None, plugins: bool,
-              load_plugins: LoadPlugins) -> dict[str, tuple[Any, ParamSplit]]:
+def summaries(
+    program: Program,
+    model: str | None,
+    *,
+    backend: str | None,
+    weights: str | None,
+    plugins: bool,
+    load_plugins: LoadPlugins,
+) -> dict[str, tuple[Any, ParamSplit]]:
     """Each model's graph and parameters: from the pure-Python inference (no backend imported) unless
     the spec needs Keras to say them, or a backend, weights or plugins are asked for."""
     if backend is None and weights is None and not plugins:
         inferred = pipeline.inferred_splits(program, pipeline.pick_models(program, model))
         if inferred is not None:
             return inferred
-    analysis, models = built(program, model, backend=backend, weights=weights, param_limit=None,
-                             load_plugins=load_plugins)
+    analysis, models = built(
+        program, model, backend=backend, weights=weights, param_limit=None, load_plugins=load_plugins
+    )
     return {name: (analysis.graphs[name], pipeline.built_split(keras_model)) for name, keras_model in models.items()}
 
 
-def summary_report(found: dict[str, tuple[Any, ParamSplit]], *, cost: bool, batch: int | None,
-                   precision: str | None) -> dict[str, tuple[dict[str, Any], str]]:
+def summary_report(
+    found: dict[str, tuple[Any, ParamSplit]], *, cost: bool, batch: int | None, precision: str | None
+) -> dict[str, tuple[dict[str, Any], str]]:
     """Per model: its numbers (`summary --json`, with "cost" when asked) and its table."""
     report = {}
     for name, (graph, split) in found.items():
@@ -52,25 +61,43 @@ def summary_report(found: dict[str, tuple[Any, ParamSplit]], *, cost: bool, batc
     return report
 
 
-def built(program: Program, model: str | None, *, backend: str | None, weights: str | None,
-          param_limit: int | None, load_plugins: LoadPlugins) -> tuple[Any, dict[str, Any]]:
+def built(
+    program: Program,
+    model: str | None,
+    *,
+    backend: str | None,
+    weights: str | None,
+    param_limit: int | None,
+    load_plugins: LoadPlugins,
+) -> tuple[Any, dict[str, Any]]:
     """The models built with Keras on `backend` (the plugins loaded after it: a plugin importing Keras stays
     quiet too)."""
     names = pipeline.pick_models(program, model)
     pipeline.start_backend(backend)
     load_plugins()
-    return pipeline.build(pipeline.LoadedSpec(program).models(names, param_limit=param_limit), backend=backend,
-                          weights=weights)
+    return pipeline.build(
+        pipeline.LoadedSpec(program).models(names, param_limit=param_limit), backend=backend, weights=weights
+    )
 
 
-def build_files(program: Program, model: str | None, out: str, *, backend: str | None, weights: str | None,
-                param_limit: int | None, diagram: bool, load_plugins: LoadPlugins) -> Iterator[str]:
+def build_files(
+    program: Program,
+    model: str | None,
+    out: str,
+    *,
+    backend: str | None,
+    weights: str | None,
+    param_limit: int | None,
+    diagram: bool,
+    load_plugins: LoadPlugins,
+) -> Iterator[str]:
     """Build, write `out/<model>.keras` (atomically: a failed build writes nothing and leaves earlier outputs
     untouched) and `out/<model>.svg`; the lines to print, model by model, as each file is written."""
     from netdsl.backend.saving import save_atomic
 
-    analysis, models = built(program, model, backend=backend, weights=weights, param_limit=param_limit,
-                             load_plugins=load_plugins)
+    analysis, models = built(
+        program, model, backend=backend, weights=weights, param_limit=param_limit, load_plugins=load_plugins
+    )
     out_dir = Path(out)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -82,13 +109,15 @@ def build_files(program: Program, model: str | None, out: str, *, backend: str |
         try:
             save_atomic(keras_model, target)
         except OSError as exc:
-            raise SpecError(Diagnostic.for_file(analysis.program.root,
-                                                f"cannot write {target}: {exc.strerror or exc}")) from None
+            raise SpecError(
+                Diagnostic.for_file(analysis.program.root, f"cannot write {target}: {exc.strerror or exc}")
+            ) from None
         except Exception as exc:  # e.g. a plugin layer Keras cannot serialize
             from netdsl.backend.builder import reason  # Keras is loaded by now
 
-            raise SpecError(Diagnostic.for_file(analysis.program.root,
-                                                f"cannot save model '{name}' as {target}: {reason(exc)}")) from None
+            raise SpecError(
+                Diagnostic.for_file(analysis.program.root, f"cannot save model '{name}' as {target}: {reason(exc)}")
+            ) from None
         yield summary_table(analysis.graphs[name], pipeline.built_split(keras_model))
         yield from pipeline.init_report(keras_model)
         yield f"wrote {target}"
@@ -103,8 +132,10 @@ def _diagram(graph: Any, path_without_suffix: Path) -> str:
     except ImportError as exc:
         return f"diagram skipped: netdsl.diagram.render is not available ({exc})"
     if shutil.which("dot") is None:
-        return ("diagram skipped: Graphviz's 'dot' program was not found (install Graphviz, e.g. "
-                "`apt-get install graphviz` or `brew install graphviz`)")
+        return (
+            "diagram skipped: Graphviz's 'dot' program was not found (install Graphviz, e.g. "
+            "`apt-get install graphviz` or `brew install graphviz`)"
+        )
     try:
         path = write_diagram(graph, path_without_suffix, "svg")
     except RenderError as exc:
@@ -112,7 +143,6 @@ def _diagram(graph: Any, path_without_suffix: Path) -> str:
     except Exception as exc:  # a diagram is a convenience; the model is written
         return f"diagram skipped: {type(exc).__name__}: {exc}".splitlines()[0]
     return f"wrote {path}"
-
 
 
 # ------------------------------------------------------------------ tables
@@ -162,13 +192,21 @@ def summary_table(graph: Any, split: ParamSplit, cost: ModelCost | None = None) 
 
     total, trainable = split.total, split.trainable
     rule = "-" * len(line(tuple("-" * w for w in widths)))
-    out = [f"model {graph.name}", rule, line(header), rule, *(line(r) for r in rows), rule,
-           f"params: {total:,} (trainable {trainable:,}, non-trainable {total - trainable:,})"]
+    out = [
+        f"model {graph.name}",
+        rule,
+        line(header),
+        rule,
+        *(line(r) for r in rows),
+        rule,
+        f"params: {total:,} (trainable {trainable:,}, non-trainable {total - trainable:,})",
+    ]
     frozen = split.frozen
     if frozen:
         out.append(f"frozen: {_fit(', '.join(frozen), 100)}")
-    outputs = ", ".join(f"{name} {shape_text(graph.node_of(ref).output_shapes[ref.index])}"
-                        for name, ref in graph.outputs)
+    outputs = ", ".join(
+        f"{name} {shape_text(graph.node_of(ref).output_shapes[ref.index])}" for name, ref in graph.outputs
+    )
     out.append(f"outputs: {outputs}")
     if cost is not None:
         out += cost_lines(cost)
@@ -182,4 +220,3 @@ def summary_json(graph: Any, split: ParamSplit) -> dict[str, Any]:
 
 def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "~"
-

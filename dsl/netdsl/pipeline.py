@@ -38,10 +38,30 @@ if TYPE_CHECKING:
     import graphviz
     import keras
 
-__all__ = ["Spec", "TypedPath", "Checked", "LoadedSpec", "CheckedModels", "load", "spec_path", "load_file", "check",
-           "pick_models", "model_graphs", "start_backend", "build",
-           "ModelSummary", "model_summary", "param_counts", "draw", "unsure_models", "summaries", "inferred_splits",
-           "built_split", "ParamSplit"]
+__all__ = [
+    "Spec",
+    "TypedPath",
+    "Checked",
+    "LoadedSpec",
+    "CheckedModels",
+    "load",
+    "spec_path",
+    "load_file",
+    "check",
+    "pick_models",
+    "model_graphs",
+    "start_backend",
+    "build",
+    "ModelSummary",
+    "model_summary",
+    "param_counts",
+    "draw",
+    "unsure_models",
+    "summaries",
+    "inferred_splits",
+    "built_split",
+    "ParamSplit",
+]
 
 
 def check(spec: Spec | None = None, **how: Any) -> Checked:
@@ -53,8 +73,9 @@ def check(spec: Spec | None = None, **how: Any) -> Checked:
     return checked
 
 
-def model_graphs(program: Program, names: list[str], shapes: bool, *, mute_tensorflow: bool = False
-                 ) -> dict[str, Graph]:
+def model_graphs(
+    program: Program, names: list[str], shapes: bool, *, mute_tensorflow: bool = False
+) -> dict[str, Graph]:
     """The checked, expanded graphs of `names` (SpecError on errors).
 
     With `shapes`, each node also holds the output shapes and parameter count
@@ -93,8 +114,12 @@ def start_backend(backend: str | None, *, mute_stderr: bool = True) -> str:
     return init_backend(backend, mute_stderr=mute_stderr)
 
 
-def build(checked: CheckedModels, *, backend: str | None = None, weights: str | os.PathLike[str] | None = None,
-          ) -> tuple[Analysis, dict[str, keras.Model]]:
+def build(
+    checked: CheckedModels,
+    *,
+    backend: str | None = None,
+    weights: str | os.PathLike[str] | None = None,
+) -> tuple[Analysis, dict[str, keras.Model]]:
     """The compiler's one build door (`backend.compiler.build`), reached without importing Keras before
     it is called: the picked models built with Keras on `backend`, `weights` loaded into each."""
     from netdsl.backend.compiler import build as build_checked
@@ -123,9 +148,14 @@ class ModelSummary(_CostPart):
     outputs: dict[str, list[int | None] | None]  # output name -> shape (None: not known)
 
 
-def summaries(program: Program, names: list[str], *, param_limit: int | None = None,
-              backend: str | None = None, weights: str | os.PathLike[str] | None = None,
-              ) -> dict[str, tuple[Graph, ParamSplit]]:
+def summaries(
+    program: Program,
+    names: list[str],
+    *,
+    param_limit: int | None = None,
+    backend: str | None = None,
+    weights: str | os.PathLike[str] | None = None,
+) -> dict[str, tuple[Graph, ParamSplit]]:
     """Each model's graph (shapes and counts filled in) and its parameters as Keras counts them.
 
     From the pure-Python inference when it is sure of every model (no backend
@@ -136,13 +166,15 @@ def summaries(program: Program, names: list[str], *, param_limit: int | None = N
         inferred = inferred_splits(program, names, param_limit=param_limit)
         if inferred is not None:
             return inferred
-    analysis, models = build(LoadedSpec(program).models(names, param_limit=param_limit), backend=backend,
-                             weights=weights)
+    analysis, models = build(
+        LoadedSpec(program).models(names, param_limit=param_limit), backend=backend, weights=weights
+    )
     return {name: (analysis.graphs[name], built_split(model)) for name, model in models.items()}
 
 
-def inferred_splits(program: Program, names: list[str], *, param_limit: int | None = None
-                    ) -> dict[str, tuple[Graph, ParamSplit]] | None:
+def inferred_splits(
+    program: Program, names: list[str], *, param_limit: int | None = None
+) -> dict[str, tuple[Graph, ParamSplit]] | None:
     """What building `names` with Keras would count, from the pure-Python inference; None when it is unsure.
 
     Unsure: a spec with errors; a model `unsure_models` names (the same decision
@@ -195,8 +227,13 @@ def model_summary(graph: Graph, split: ParamSplit) -> ModelSummary:
     for name, ref in graph.outputs:
         shape = graph.node_of(ref).output_shapes[ref.index]
         outputs[name] = list(shape) if isinstance(shape, tuple) else None
-    return {"params": total, "trainable_params": trainable, "non_trainable_params": total - trainable,
-            "layers": len(layers), "outputs": outputs}
+    return {
+        "params": total,
+        "trainable_params": trainable,
+        "non_trainable_params": total - trainable,
+        "layers": len(layers),
+        "outputs": outputs,
+    }
 
 
 def frozen_layers(model: keras.Model) -> list[str]:
@@ -211,8 +248,14 @@ def param_counts(model: keras.Model) -> tuple[int, int]:
     return int(total), int(trainable)
 
 
-def draw(graph: Graph, *, shapes: bool = True, depth: int | None = None,
-         collapse_repeats: bool = True, cost: ModelCost | None = None) -> graphviz.Digraph:
+def draw(
+    graph: Graph,
+    *,
+    shapes: bool = True,
+    depth: int | None = None,
+    collapse_repeats: bool = True,
+    cost: ModelCost | None = None,
+) -> graphviz.Digraph:
     """The diagram of one expanded graph (`diagram.render.render_graph`: ValueError for a negative `depth`);
     with `cost` (netdsl.cost), each box's FLOPs and memory."""
     from netdsl.diagram.render import render_graph  # graphviz: only when drawing

@@ -71,9 +71,13 @@ def _about(text: str) -> str:
     about, depth = " ".join(words), 0
     for i, char in enumerate(about):
         depth += {"(": 1, ")": -1}.get(char, 0)
-        if char == "." and depth == 0 and about[i + 1:i + 2] in (" ", "") \
-                and not about[:i + 1].endswith(("e.g.", "i.e.", "al.")):
-            return about[:i + 1]
+        if (
+            char == "."
+            and depth == 0
+            and about[i + 1 : i + 2] in (" ", "")
+            and not about[: i + 1].endswith(("e.g.", "i.e.", "al."))
+        ):
+            return about[: i + 1]
     return about
 
 

@@ -47,8 +47,10 @@ def open_trained(where: Any, *, checkpoint: Checkpoint | None = None, trust: boo
         refuse_checkpoint(checkpoint, "an exported file")
         return ExportedFile(Path(where), trust)
     if trust:
-        raise UsageError("--trust runs an exported SavedModel whose graph holds ops outside netdsl's allow-list; a "
-                         "run folder or .keras file is loaded in Keras' safe mode, with nothing to trust")
+        raise UsageError(
+            "--trust runs an exported SavedModel whose graph holds ops outside netdsl's allow-list; a "
+            "run folder or .keras file is loaded in Keras' safe mode, with nothing to trust"
+        )
     return KerasModel(where, checkpoint)
 
 
@@ -87,20 +89,30 @@ class TrainedModel(ABC):
         """Run it on `backend` in this process (the library's `backend=`); `scoring`: for `evaluate`."""
 
     @abstractmethod
-    def session(self, backend: str | None, *, scoring: bool,
-                load_plugins: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
+    def session(
+        self, backend: str | None, *, scoring: bool, load_plugins: Callable[[], None]
+    ) -> contextlib.AbstractContextManager[None]:
         """What a command runs it in: one process on one device of `backend`, with the plugins loaded
         (`load_plugins`) wherever Keras will load; `scoring`: for `evaluate`."""
 
     @abstractmethod
-    def predict(self, data: Any, *, batch_size: int | None = None,
-                targets: Mapping[str, str] | None = None) -> Predictions:
+    def predict(
+        self, data: Any, *, batch_size: int | None = None, targets: Mapping[str, str] | None = None
+    ) -> Predictions:
         """Its outputs on `data`'s inputs, named, with each sample's source and class names."""
 
     @abstractmethod
-    def evaluate(self, data: Any = None, *, batch_size: int | None = None, targets: Mapping[str, str] | None = None,
-                 split: str = "test", spec: Any = None, model: str | None = None,
-                 include: Sequence[str | os.PathLike[str]] = ()) -> Scores:
+    def evaluate(
+        self,
+        data: Any = None,
+        *,
+        batch_size: int | None = None,
+        targets: Mapping[str, str] | None = None,
+        split: str = "test",
+        spec: Any = None,
+        model: str | None = None,
+        include: Sequence[str | os.PathLike[str]] = (),
+    ) -> Scores:
         """Its loss and metrics on `data` (`netdsl.evaluate` says what each keyword means)."""
 
 
@@ -161,18 +173,28 @@ class KerasModel(TrainedModel):
         with scope():
             yield
 
-    def predict(self, data: Any, *, batch_size: int | None = None,
-                targets: Mapping[str, str] | None = None) -> Predictions:
+    def predict(
+        self, data: Any, *, batch_size: int | None = None, targets: Mapping[str, str] | None = None
+    ) -> Predictions:
         from netdsl.training.run.inference import predict
 
         return predict(self.where, data, batch_size, dict(targets or {}), self.checkpoint)
 
-    def evaluate(self, data: Any = None, *, batch_size: int | None = None, targets: Mapping[str, str] | None = None,
-                 split: str = "test", spec: Any = None, model: str | None = None,
-                 include: Sequence[str | os.PathLike[str]] = ()) -> Scores:
+    def evaluate(
+        self,
+        data: Any = None,
+        *,
+        batch_size: int | None = None,
+        targets: Mapping[str, str] | None = None,
+        split: str = "test",
+        spec: Any = None,
+        model: str | None = None,
+        include: Sequence[str | os.PathLike[str]] = (),
+    ) -> Scores:
         if spec is not None or model is not None or include:
-            raise UsageError("--spec, --model and --include give an exported file its loss and metrics; a Keras "
-                             "model has its own")
+            raise UsageError(
+                "--spec, --model and --include give an exported file its loss and metrics; a Keras model has its own"
+            )
         from netdsl.training.run.inference import evaluate
 
         return evaluate(self.where, data, batch_size, dict(targets or {}), split, self.checkpoint)
@@ -220,19 +242,27 @@ class ExportedFile(TrainedModel):
             load_plugins()  # the spec scoring it may use plugin layers; predict loads no Keras
         yield
 
-    def predict(self, data: Any, *, batch_size: int | None = None,
-                targets: Mapping[str, str] | None = None) -> Predictions:
+    def predict(
+        self, data: Any, *, batch_size: int | None = None, targets: Mapping[str, str] | None = None
+    ) -> Predictions:
         from netdsl.deploy.inference import predict_exported
 
         return predict_exported(self.where, data, batch_size, dict(targets or {}), self.trust)
 
-    def evaluate(self, data: Any = None, *, batch_size: int | None = None, targets: Mapping[str, str] | None = None,
-                 split: str = "test", spec: Any = None, model: str | None = None,
-                 include: Sequence[str | os.PathLike[str]] = ()) -> Scores:
+    def evaluate(
+        self,
+        data: Any = None,
+        *,
+        batch_size: int | None = None,
+        targets: Mapping[str, str] | None = None,
+        split: str = "test",
+        spec: Any = None,
+        model: str | None = None,
+        include: Sequence[str | os.PathLike[str]] = (),
+    ) -> Scores:
         from netdsl.deploy.inference import evaluate_exported
 
-        return evaluate_exported(self.where, data, batch_size, dict(targets or {}), spec, model, include,
-                                 self.trust)
+        return evaluate_exported(self.where, data, batch_size, dict(targets or {}), spec, model, include, self.trust)
 
 
 def weights_line(where: Any, checkpoint: Checkpoint | None) -> str | None:

@@ -42,9 +42,14 @@ FLOAT32_SUFFIX = ".float32"  # the cast layer kept after each output under a mix
 
 # Merge layers: how an error of theirs reads ("cannot add tensors of shapes ...").
 _MERGE_VERBS = {
-    "add": "add", "subtract": "subtract", "multiply": "multiply", "average": "average",
-    "maximum": "take the maximum of", "minimum": "take the minimum of",
-    "concatenate": "concatenate", "dot": "take the dot product of",
+    "add": "add",
+    "subtract": "subtract",
+    "multiply": "multiply",
+    "average": "average",
+    "maximum": "take the maximum of",
+    "minimum": "take the minimum of",
+    "concatenate": "concatenate",
+    "dot": "take the dot product of",
 }
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -78,8 +83,10 @@ class KerasBackend:
     def input(self, node: Node, shape: tuple, dtype: str) -> Any:
         dims = tuple(None if d is UNKNOWN else d for d in shape)
         if dtype == "string" and not PROFILES[keras.backend.backend()].string_tensors:
-            raise BuildError(f"input '{node.name}' holds strings, and only the TensorFlow backend has string "
-                             f"tensors ({keras.backend.backend()} holds numbers); use --backend tensorflow")
+            raise BuildError(
+                f"input '{node.name}' holds strings, and only the TensorFlow backend has string "
+                f"tensors ({keras.backend.backend()} holds numbers); use --backend tensorflow"
+            )
         try:
             tensor = keras.Input(shape=dims, dtype=dtype, name=node.name)
         except Exception as exc:
@@ -118,8 +125,9 @@ class KerasBackend:
         outputs = [self._tensor(graph.node_of(ref), ref.index) for _, ref in graph.outputs]
         outputs = self._renamed_outputs(graph, self._named_outputs(graph, outputs))
         try:
-            model = keras.Model(inputs[0] if len(inputs) == 1 else inputs,
-                                outputs[0] if len(outputs) == 1 else outputs, name=graph.name)
+            model = keras.Model(
+                inputs[0] if len(inputs) == 1 else inputs, outputs[0] if len(outputs) == 1 else outputs, name=graph.name
+            )
         except Exception as exc:
             raise Fail(graph.span, f"cannot assemble model '{graph.name}': {reason(exc)}") from None
         names = graph.output_names
@@ -135,20 +143,24 @@ class KerasBackend:
         if op == "layer":
             entry = _entry("layer", node.kind)
             ctor, _ = registry.split_kwargs(entry, node.args) if entry.call_params else (node.args, None)
-            kwargs = {k: v if v is None or isinstance(v, (bool, str))
-                      else keras_value(v, entry.param(k), f"{node.name}.{k}") for k, v in ctor.items()}
+            kwargs = {
+                k: v if v is None or isinstance(v, (bool, str)) else keras_value(v, entry.param(k), f"{node.name}.{k}")
+                for k, v in ctor.items()
+            }
             kwargs.setdefault("name", _layer_name(node))
             kwargs.update(self._output_dtype(node, kwargs))
             return factory.keras_object(entry)(**kwargs)
         if op == "activation":
             entry = _entry("activation", node.kind)
-            return keras.layers.Activation(_activation(entry, node.args), name=node.name,
-                                           **self._output_dtype(node, {}))
+            return keras.layers.Activation(
+                _activation(entry, node.args), name=node.name, **self._output_dtype(node, {})
+            )
         if op == "declared_layer":
             return DeclaredLayer(**node.decl.config, name=_layer_name(node), **self._output_dtype(node, {}))
         if op == "declared_activation":
-            return ActivationLayer(DeclaredActivation(**node.decl.config), name=node.name,
-                                   **self._output_dtype(node, {}))
+            return ActivationLayer(
+                DeclaredActivation(**node.decl.config), name=node.name, **self._output_dtype(node, {})
+            )
         if op == "tensor_op":
             return _tensor_op(node, self._output_dtype(node, {}))
         if op == "model":
@@ -159,8 +171,12 @@ class KerasBackend:
         raise BuildError(f"internal: unknown node op {op!r}")
 
     def _output_dtype(self, node: Node, kwargs: dict) -> dict:
-        if (self.float32_outputs is not None and node.name in self.float32_outputs and not node.cluster
-                and kwargs.get("dtype") is None):
+        if (
+            self.float32_outputs is not None
+            and node.name in self.float32_outputs
+            and not node.cluster
+            and kwargs.get("dtype") is None
+        ):
             return {"dtype": "float32"}
         return {}
 
@@ -304,12 +320,16 @@ def _why(node: Node, shapes: list, exc: BaseException) -> str:
     match = _RANK.search(text)
     if match:  # InputSpec's wording counts the batch axis; a spec's shapes do not
         bound, wanted, found = match.group(1), int(match.group(2)), int(match.group(3))
-        return (f"it needs inputs with {_RANK_WORDS[bound]}{wanted - 1} dimension{'s' if wanted != 2 else ''} "
-                f"besides the batch axis, received {found - 1}")  # ndim counts the batch axis
+        return (
+            f"it needs inputs with {_RANK_WORDS[bound]}{wanted - 1} dimension{'s' if wanted != 2 else ''} "
+            f"besides the batch axis, received {found - 1}"
+        )  # ndim counts the batch axis
     if isinstance(exc, IndexError) and "axis" in node.args and shapes and isinstance(shapes[0], tuple):
         rank = len(shapes[0])
-        return (f"axis {node.args['axis']} is out of range for an input with {rank} dimension"
-                f"{'s' if rank != 1 else ''} besides the batch axis (axes count the batch axis as 0)")
+        return (
+            f"axis {node.args['axis']} is out of range for an input with {rank} dimension"
+            f"{'s' if rank != 1 else ''} besides the batch axis (axes count the batch axis as 0)"
+        )
     return text
 
 
@@ -325,7 +345,7 @@ def _shape(shape: Any) -> str:
 def _layer_name(node: Node) -> str:
     """A shared instance's layer is named by the instance (`shared proj = dense(16)`: "proj")."""
     if node.shared is not None and node.shared.startswith("shared:"):
-        return node.shared[len("shared:"):]
+        return node.shared[len("shared:") :]
     return node.name
 
 
@@ -390,7 +410,8 @@ def _replay(graph: Graph, backend: KerasBackend) -> None:
             raise _Diverged from None
         shapes = [backend.shape(h) for h in outputs]
         if len(outputs) != node.n_outputs or any(
-                known is not UNKNOWN and known != actual for known, actual in zip(node.output_shapes, shapes)):
+            known is not UNKNOWN and known != actual for known, actual in zip(node.output_shapes, shapes)
+        ):
             raise _Diverged
         node.output_shapes = shapes
         for index, handle in enumerate(outputs):

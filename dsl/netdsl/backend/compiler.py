@@ -50,8 +50,16 @@ from netdsl.semantics.session import CheckedModel, CheckedModels, LoadedSpec
 from netdsl.syntax import ir
 from netdsl.syntax.loader import Program
 
-__all__ = ["build", "build_one", "compile_program", "execution_of", "fit_kwargs", "unfreeze_epoch",
-           "unfreeze", "adapted_layers"]
+__all__ = [
+    "build",
+    "build_one",
+    "compile_program",
+    "execution_of",
+    "fit_kwargs",
+    "unfreeze_epoch",
+    "unfreeze",
+    "adapted_layers",
+]
 
 _FIT: weakref.WeakKeyDictionary[Any, tuple[dict, list]] = weakref.WeakKeyDictionary()
 _INIT_REPORTS: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()  # what `init` loaded
@@ -63,8 +71,13 @@ _ADAPTED: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary(
 # ------------------------------------------------------------------ entry points
 
 
-def build(checked: CheckedModels, *, backend: str | None = None, weights: str | os.PathLike[str] | None = None,
-          one_step_per_execution: bool = False) -> tuple[Analysis, dict[str, Any]]:
+def build(
+    checked: CheckedModels,
+    *,
+    backend: str | None = None,
+    weights: str | os.PathLike[str] | None = None,
+    one_step_per_execution: bool = False,
+) -> tuple[Analysis, dict[str, Any]]:
     """The one build door: the picked, checked models of `checked` as Keras models.
 
     Returns the analysis (graphs with `built` set and parameter counts filled
@@ -96,23 +109,36 @@ def build(checked: CheckedModels, *, backend: str | None = None, weights: str | 
     return built
 
 
-def build_one(checked: CheckedModel, *, backend: str | None = None, weights: str | os.PathLike[str] | None = None,
-              one_step_per_execution: bool = False) -> Any:
+def build_one(
+    checked: CheckedModel,
+    *,
+    backend: str | None = None,
+    weights: str | os.PathLike[str] | None = None,
+    one_step_per_execution: bool = False,
+) -> Any:
     """The one model of `checked` as a `keras.Model` (compiled when it has a train section): `build`'s."""
-    return build(checked, backend=backend, weights=weights,
-                 one_step_per_execution=one_step_per_execution)[1][checked.name]
+    return build(checked, backend=backend, weights=weights, one_step_per_execution=one_step_per_execution)[1][
+        checked.name
+    ]
 
 
-def compile_program(program: Program, models: list[str] | None = None, param_limit: int | None = None, *,
-                    one_step_per_execution: bool = False) -> tuple[Analysis, dict[str, Any]]:
+def compile_program(
+    program: Program,
+    models: list[str] | None = None,
+    param_limit: int | None = None,
+    *,
+    one_step_per_execution: bool = False,
+) -> tuple[Analysis, dict[str, Any]]:
     """`build` for a bare `Program`: `models` (default: every model of the root file) picked and built."""
     names = list(models) if models is not None else program.model_names
-    return build(LoadedSpec(program).models(names, param_limit=param_limit),
-                 one_step_per_execution=one_step_per_execution)
+    return build(
+        LoadedSpec(program).models(names, param_limit=param_limit), one_step_per_execution=one_step_per_execution
+    )
 
 
-def _replay_all(program: Program, checked: Analysis, wanted: list[str],
-                one_step_per_execution: bool) -> tuple[Analysis, dict[str, Any]] | None:
+def _replay_all(
+    program: Program, checked: Analysis, wanted: list[str], one_step_per_execution: bool
+) -> tuple[Analysis, dict[str, Any]] | None:
     """Build the checked graphs directly; None when one of them must be expanded with Keras."""
     from netdsl.backend.builder import KerasBackend, replay
 
@@ -126,8 +152,13 @@ def _replay_all(program: Program, checked: Analysis, wanted: list[str],
                     return None
                 try:
                     if graph.train is not None:
-                        _compile_training(graph.built, graph, execution_settings(
-                            graph.train, current_backend(), one_step_per_execution=one_step_per_execution))
+                        _compile_training(
+                            graph.built,
+                            graph,
+                            execution_settings(
+                                graph.train, current_backend(), one_step_per_execution=one_step_per_execution
+                            ),
+                        )
                 except Fail:
                     return None  # reported, with every other error, by the interleaved build
                 built[name] = graph.built
@@ -146,8 +177,9 @@ def _policy_groups(wanted: list[str], policies: Mapping[str, str | None]) -> lis
     return groups + [(policies[m], [m]) for m in wanted if policies.get(m)]
 
 
-def _compile_interleaved(program: Program, checked: Analysis, wanted: list[str], param_limit: int | None,
-                         one_step_per_execution: bool) -> tuple[Analysis, dict[str, Any]]:
+def _compile_interleaved(
+    program: Program, checked: Analysis, wanted: list[str], param_limit: int | None, one_step_per_execution: bool
+) -> tuple[Analysis, dict[str, Any]]:
     """Expand with Keras building each layer as it goes: exact shapes, Keras' own errors."""
     from netdsl.backend.builder import KerasBackend
 
@@ -164,8 +196,7 @@ def _compile_interleaved(program: Program, checked: Analysis, wanted: list[str],
             continue
         with dtype_policy(policy):
             backend = KerasBackend(float32_outputs=_output_names(program, names) if policy else None)
-            analysis = analyze(program, backend=backend, models=names, declarations=False,
-                               param_limit=param_limit)
+            analysis = analyze(program, backend=backend, models=names, declarations=False, param_limit=param_limit)
             diagnostics.extend(analysis.diagnostics)
             if analysis.errors:
                 continue
@@ -175,8 +206,13 @@ def _compile_interleaved(program: Program, checked: Analysis, wanted: list[str],
                     if graph.built is None:
                         graph.built = backend.finish(graph)
                     if graph.train is not None:
-                        _compile_training(graph.built, graph, execution_settings(
-                            graph.train, current_backend(), one_step_per_execution=one_step_per_execution))
+                        _compile_training(
+                            graph.built,
+                            graph,
+                            execution_settings(
+                                graph.train, current_backend(), one_step_per_execution=one_step_per_execution
+                            ),
+                        )
                 except Fail as exc:
                     diagnostics.extend(exc.all_diagnostics())
                     continue
@@ -199,8 +235,10 @@ def fit_kwargs(model: Any) -> dict[str, Any]:
     fit, callbacks = _FIT.get(model, ({}, []))
     kwargs = dict(fit)
     if callbacks:
-        kwargs["callbacks"] = [factory.make(_checked_entry("callback", c.name),
-                                                   {k: keras_value(v) for k, v in c.kwargs}) for c in callbacks]
+        kwargs["callbacks"] = [
+            factory.make(_checked_entry("callback", c.name), {k: keras_value(v) for k, v in c.kwargs})
+            for c in callbacks
+        ]
     return kwargs
 
 
@@ -306,8 +344,14 @@ def _compile_training(model: Any, graph: Any, execution: Execution, second_phase
     _refuse_on_torch(graph)
     _refuse_on_several_tensorflow_devices(graph)
     try:
-        model.compile(optimizer=optimizer, loss=loss, metrics=metrics, loss_weights=weights,
-                      jit_compile=execution.jit_compile, steps_per_execution=execution.steps_per_execution)
+        model.compile(
+            optimizer=optimizer,
+            loss=loss,
+            metrics=metrics,
+            loss_weights=weights,
+            jit_compile=execution.jit_compile,
+            steps_per_execution=execution.steps_per_execution,
+        )
         _EXECUTION[model] = execution
     except Exception as exc:
         raise Fail(graph.span, f"cannot compile '{graph.name}' for training: {reason(exc)}") from None
@@ -325,10 +369,14 @@ def compile_for_scoring(model: Any, checked: CheckedModel) -> bool:
     spec, names = graph.train, graph.output_names
     if spec is None or spec.loss is None:
         return False
-    model.compile(optimizer=model.optimizer, loss=_per_output(spec.loss, names, _object),
-                  metrics=_metrics(spec.metrics, names),
-                  loss_weights=_per_output(spec.loss_weights, names, float, missing=1.0),
-                  jit_compile=model.jit_compile, steps_per_execution=model.steps_per_execution)
+    model.compile(
+        optimizer=model.optimizer,
+        loss=_per_output(spec.loss, names, _object),
+        metrics=_metrics(spec.metrics, names),
+        loss_weights=_per_output(spec.loss_weights, names, float, missing=1.0),
+        jit_compile=model.jit_compile,
+        steps_per_execution=model.steps_per_execution,
+    )
     return True
 
 

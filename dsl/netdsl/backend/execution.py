@@ -85,5 +85,7 @@ def several_devices_problem(train: TrainSpec, backend: str) -> str | None:
         return None
     import keras
 
-    return (f"steps_per_execution = {steps}: Keras {keras.__version__} feeds TensorFlow's MirroredStrategy one "
-            f"step per execution; set steps_per_execution = 1, or train with --backend jax --devices {replicas}")
+    return (
+        f"steps_per_execution = {steps}: Keras {keras.__version__} feeds TensorFlow's MirroredStrategy one "
+        f"step per execution; set steps_per_execution = 1, or train with --backend jax --devices {replicas}"
+    )

@@ -317,8 +317,10 @@ def _walk(h5: Any, found: WeightsFile, file_size: int) -> None:
     def child(group: Any, name: str, where: str) -> Any:
         link = group.get(name, getlink=True)
         if isinstance(link, h5py.ExternalLink):
-            raise Refused(f"{where} is an HDF5 external link (to another file); netdsl follows no links in a "
-                          "weights file, as Keras does")
+            raise Refused(
+                f"{where} is an HDF5 external link (to another file); netdsl follows no links in a "
+                "weights file, as Keras does"
+            )
         if not isinstance(link, h5py.HardLink):
             raise Refused(f"{where} is an HDF5 soft link; netdsl follows no links in a weights file, as Keras does")
         item = group[name]
@@ -326,8 +328,10 @@ def _walk(h5: Any, found: WeightsFile, file_size: int) -> None:
             raise Refused(f"{where} is a second link to a group or array already read (a loop?)")
         seen.add(identity(item))
         if len(seen) > MAX_WEIGHTS_OBJECTS:
-            raise Refused(f"it holds more than {MAX_WEIGHTS_OBJECTS:,} groups and arrays; a model holds at most "
-                          f"{MAX_LAYERS:,} layers")
+            raise Refused(
+                f"it holds more than {MAX_WEIGHTS_OBJECTS:,} groups and arrays; a model holds at most "
+                f"{MAX_LAYERS:,} layers"
+            )
         return item
 
     def visit(group: Any, path: tuple) -> None:
@@ -395,8 +399,11 @@ def _walk(h5: Any, found: WeightsFile, file_size: int) -> None:
     keras_3 = found.path.endswith(".weights.h5") or found.path.endswith(".keras")
     if not keras_3 and "layer_names" in h5.attrs:
         legacy(h5, "")
-    elif not keras_3 and "model_weights" in h5 and \
-            "layer_names" in (group := child(h5, "model_weights", "model_weights")).attrs:
+    elif (
+        not keras_3
+        and "model_weights" in h5
+        and "layer_names" in (group := child(h5, "model_weights", "model_weights")).attrs
+    ):
         legacy(group, "model_weights/")  # a whole model saved by Keras 2 (`model.save("m.h5")`)
     else:
         visit(h5, ())
@@ -434,11 +441,15 @@ def _checked(dataset: Any, where: str, file_size: int) -> Stored:
     """An array's declarations, refused before it is read when it reads outside the file (external
     storage, a virtual dataset), holds no numbers, or declares more than the file stores for it."""
     if dataset.external:
-        raise Refused(f"{where} keeps its data in another file (HDF5 external storage); netdsl reads only the "
-                      "weights file's own bytes, as Keras does")
+        raise Refused(
+            f"{where} keeps its data in another file (HDF5 external storage); netdsl reads only the "
+            "weights file's own bytes, as Keras does"
+        )
     if dataset.is_virtual:
-        raise Refused(f"{where} is an HDF5 virtual dataset (its data mapped from other files); netdsl reads only "
-                      "the weights file's own bytes, as Keras does")
+        raise Refused(
+            f"{where} is an HDF5 virtual dataset (its data mapped from other files); netdsl reads only "
+            "the weights file's own bytes, as Keras does"
+        )
     try:
         dtype = np.dtype(dataset.dtype)
     except TypeError:  # an HDF5 type NumPy has no name for (a bitfield, a reference)
@@ -452,13 +463,17 @@ def _checked(dataset: Any, where: str, file_size: int) -> Stored:
     for index in range(plist.get_nfilters()):
         code = plist.get_filter(index)[0]
         if code not in _FILTERS:
-            raise Refused(f"{where} is compressed with HDF5 filter {code}, which netdsl does not read "
-                          f"(it reads {', '.join(_FILTERS.values())})")
+            raise Refused(
+                f"{where} is compressed with HDF5 filter {code}, which netdsl does not read "
+                f"(it reads {', '.join(_FILTERS.values())})"
+            )
     declared = math.prod(shape) * dtype.itemsize
     stored = min(dataset.id.get_storage_size(), file_size)  # the file's word, never more than the file
     if declared > MAX_WEIGHTS_PLAIN_EXPANSION and declared > MAX_WEIGHTS_RATIO * stored:
-        raise Refused(f"{where} declares {_shape_text(shape)} {dtype.name} ({declared:,} bytes) but the "
-                      f"file stores {stored:,} bytes of it")
+        raise Refused(
+            f"{where} declares {_shape_text(shape)} {dtype.name} ({declared:,} bytes) but the "
+            f"file stores {stored:,} bytes of it"
+        )
     if math.prod(shape) > MAX_PARAMS:
         raise Refused(f"{where} declares {math.prod(shape):,} values; a layer holds at most {MAX_PARAMS:,}")
     chunks = dataset.chunks
@@ -533,8 +548,9 @@ def _model_keys(model: Any, name_path: tuple = (), key_path: tuple = ()) -> list
 def _load_part(model: Any, init: InitFrom, weights: WeightsFile, strict: bool, part: set[str] | None) -> str:
     """Load the layers of `part` (the Keras names of the model's layers the part's pattern
     names, by `part_layer_names`: what `check` accepted; None: the whole model) from `weights`."""
-    layers = [(n, k, layer) for n, k, layer in _model_keys(model)
-              if layer.weights and not isinstance(layer, keras.Model)]
+    layers = [
+        (n, k, layer) for n, k, layer in _model_keys(model) if layer.weights and not isinstance(layer, keras.Model)
+    ]
     pattern = init.part.text
     if weights.ordered is not None:
         return _load_in_order(model, init, weights, part)
@@ -542,8 +558,11 @@ def _load_part(model: Any, init: InitFrom, weights: WeightsFile, strict: bool, p
         named = [layer for layer in model.layers if layer.name in part]
         if len(named) == 1 and isinstance(named[0], keras.Model) and not _holds(weights, named[0].name):
             # A nested model's own file: its layers at the top level of the file.
-            layers = [(n, k, layer) for n, k, layer in _model_keys(named[0]) if layer.weights
-                      and not isinstance(layer, keras.Model)]
+            layers = [
+                (n, k, layer)
+                for n, k, layer in _model_keys(named[0])
+                if layer.weights and not isinstance(layer, keras.Model)
+            ]
         else:
             layers = [(n, k, layer) for n, k, layer in layers if n[0] in part]
     loaded, missing = 0, []
@@ -556,27 +575,38 @@ def _load_part(model: Any, init: InitFrom, weights: WeightsFile, strict: bool, p
         want = [tuple(w.shape) for w in layer.weights]
         got = [a.shape for a in arrays]
         if want != got:
-            raise Fail(init.span, f"layer '{shown}' has weights of shapes {_shapes(want)}; "
-                                  f"'{weights.path}' holds {_shapes(got)} for it")
+            raise Fail(
+                init.span,
+                f"layer '{shown}' has weights of shapes {_shapes(want)}; '{weights.path}' holds {_shapes(got)} for it",
+            )
         kinds = [np.dtype(w.dtype).kind for w in layer.weights]
         if any(_kind(k) != _kind(a.dtype.kind) for k, a in zip(kinds, arrays)):
-            raise Fail(init.span, f"layer '{shown}' has weights of types "
-                                  f"{', '.join(np.dtype(w.dtype).name for w in layer.weights)}; "
-                                  f"'{weights.path}' holds {', '.join(a.dtype.name for a in arrays)} for it")
+            raise Fail(
+                init.span,
+                f"layer '{shown}' has weights of types "
+                f"{', '.join(np.dtype(w.dtype).name for w in layer.weights)}; "
+                f"'{weights.path}' holds {', '.join(a.dtype.name for a in arrays)} for it",
+            )
         layer.set_weights([_read_stored(a, init) for a in arrays])
         loaded += 1
     if missing and strict:
         more = f" (and {len(missing) - 3} more)" if len(missing) > 3 else ""
-        raise Fail(init.span, f"'{weights.path}' has no weights for layer '{missing[0]}'"
-                              + (f", {', '.join(repr(m) for m in missing[1:3])}" if len(missing) > 1 else "") + more,
-                   "its layers are matched by name (a .weights.h5 file: by structure); "
-                   "init_strict = false loads what matches")
+        raise Fail(
+            init.span,
+            f"'{weights.path}' has no weights for layer '{missing[0]}'"
+            + (f", {', '.join(repr(m) for m in missing[1:3])}" if len(missing) > 1 else "")
+            + more,
+            "its layers are matched by name (a .weights.h5 file: by structure); init_strict = false loads what matches",
+        )
     if not loaded:
-        raise Fail(init.span, f"no layer of {'the model' if not pattern else repr(pattern)} "
-                              f"matched a weight of '{weights.path}'")
+        raise Fail(
+            init.span,
+            f"no layer of {'the model' if not pattern else repr(pattern)} matched a weight of '{weights.path}'",
+        )
     shown_part = f"'{pattern}'" if pattern else "the model"
     return f"init: {loaded} layer{'s' if loaded != 1 else ''} of {shown_part} from {weights.path}" + (
-        f" ({len(missing)} without weights there)" if missing else "")
+        f" ({len(missing)} without weights there)" if missing else ""
+    )
 
 
 def _load_in_order(model: Any, init: InitFrom, weights: WeightsFile, part: set[str] | None) -> str:
@@ -588,20 +618,30 @@ def _load_in_order(model: Any, init: InitFrom, weights: WeightsFile, part: set[s
         named = [layer for layer in model.layers if layer.name in part]
         if len(named) == 1 and isinstance(named[0], keras.Model):
             scope = named[0]
-    layers = [(names, layer) for names, _, layer in _model_keys(scope)
-              if layer.weights and not isinstance(layer, keras.Model)
-              and (scope is not model or part is None or names[0] in part)]
+    layers = [
+        (names, layer)
+        for names, _, layer in _model_keys(scope)
+        if layer.weights
+        and not isinstance(layer, keras.Model)
+        and (scope is not model or part is None or names[0] in part)
+    ]
     if len(layers) != len(weights.ordered):
-        raise Fail(init.span, f"'{weights.path}' holds the weights of {len(weights.ordered)} layers and "
-                              f"{'the model' if not init.part.text else repr(init.part.text)} has "
-                              f"{len(layers)} layers with weights; a Keras 2 .h5 file is matched in order")
+        raise Fail(
+            init.span,
+            f"'{weights.path}' holds the weights of {len(weights.ordered)} layers and "
+            f"{'the model' if not init.part.text else repr(init.part.text)} has "
+            f"{len(layers)} layers with weights; a Keras 2 .h5 file is matched in order",
+        )
     for (names, layer), (stored_name, arrays) in zip(layers, weights.ordered):
         want = [tuple(w.shape) for w in layer.weights]
         got = [a.shape for a in arrays]
         if want != got:
-            raise Fail(init.span, f"layer '{'.'.join(names)}' has weights of shapes {_shapes(want)}; "
-                                  f"'{weights.path}' holds {_shapes(got)} for its layer '{stored_name}' "
-                                  "in the same place (a Keras 2 .h5 file is matched in order)")
+            raise Fail(
+                init.span,
+                f"layer '{'.'.join(names)}' has weights of shapes {_shapes(want)}; "
+                f"'{weights.path}' holds {_shapes(got)} for its layer '{stored_name}' "
+                "in the same place (a Keras 2 .h5 file is matched in order)",
+            )
     for (_, layer), (_, arrays) in zip(layers, weights.ordered):
         layer.set_weights([_read_stored(a, init) for a in arrays])
     shown_part = f"'{init.part.text}'" if init.part.text else "the model"

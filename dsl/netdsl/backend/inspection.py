@@ -22,13 +22,21 @@ __all__ = ["saved_config", "load_saved", "layer_classes", "weight_shapes", "max_
 def saved_config(model: Any) -> dict:
     """The model's config as `config.json` holds it (through JSON: tuples become lists)."""
     if not isinstance(model, keras.Model):
-        raise SpecError(Diagnostic.for_file("<model>", "expected a keras.Model or the path of a .keras file, "
-                                                       f"received: {type(model).__name__}"))
+        raise SpecError(
+            Diagnostic.for_file(
+                "<model>", f"expected a keras.Model or the path of a .keras file, received: {type(model).__name__}"
+            )
+        )
     try:
         return json.loads(json.dumps(keras.saving.serialize_keras_object(model)))
     except Exception as exc:  # a subclassed model without get_config, for one
-        raise SpecError(Diagnostic.for_file(model.name, f"cannot read the model's config: {exc}",
-                                            "only functional and Sequential models can be decompiled")) from None
+        raise SpecError(
+            Diagnostic.for_file(
+                model.name,
+                f"cannot read the model's config: {exc}",
+                "only functional and Sequential models can be decompiled",
+            )
+        ) from None
 
 
 def load_saved(path: str) -> Any:
@@ -36,8 +44,7 @@ def load_saved(path: str) -> Any:
     try:
         return keras.saving.load_model(path, compile=False, safe_mode=True)
     except Exception as exc:
-        raise SpecError(Diagnostic.for_file(str(path), f"Keras cannot load the model to compare with: {exc}")) \
-            from None
+        raise SpecError(Diagnostic.for_file(str(path), f"Keras cannot load the model to compare with: {exc}")) from None
 
 
 # Weightless layers that stand for Keras operation nodes (which Keras does not list among a

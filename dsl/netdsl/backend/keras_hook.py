@@ -46,8 +46,11 @@ def _register() -> None:
 
         torch_names.install()  # on the torch backend only: layer names with a dot
     except Exception as exc:  # Keras itself must not fail to import because of us
-        warnings.warn(f"netdsl: could not register its Keras objects ({exc}); "
-                      "import netdsl.custom before loading a model", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"netdsl: could not register its Keras objects ({exc}); import netdsl.custom before loading a model",
+            RuntimeWarning,
+            stacklevel=2,
+        )
 
 
 class _Loader:

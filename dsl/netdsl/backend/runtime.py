@@ -12,8 +12,14 @@ from contextlib import contextmanager
 from netdsl.backend import profiles
 from netdsl.errors import BackendError
 
-__all__ = ["init_backend", "require_tensorflow_data", "quiet_tensorflow", "current_backend",
-           "muted_stderr", "dtype_policy"]
+__all__ = [
+    "init_backend",
+    "require_tensorflow_data",
+    "quiet_tensorflow",
+    "current_backend",
+    "muted_stderr",
+    "dtype_policy",
+]
 
 
 def init_backend(name: str | None = None, mute_stderr: bool = True) -> str:
@@ -35,19 +41,23 @@ def init_backend(name: str | None = None, mute_stderr: bool = True) -> str:
     name = profiles.chosen(name, os.environ)
     profile = profiles.get(name)
     if profile is None:
-        raise BackendError(f"unknown backend '{name}': netdsl runs on {', '.join(profiles.NAMES[:-1])} "
-                           f"or {profiles.NAMES[-1]}")
+        raise BackendError(
+            f"unknown backend '{name}': netdsl runs on {', '.join(profiles.NAMES[:-1])} or {profiles.NAMES[-1]}"
+        )
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if _keras_loaded():
         loaded = current_backend()
         if loaded != name:
-            raise BackendError(f"Keras is already loaded with the '{loaded}' backend in this process and picks its "
-                               f"backend once, at import: run with KERAS_BACKEND={name} set before Keras is "
-                               f"imported, or in a new process")
+            raise BackendError(
+                f"Keras is already loaded with the '{loaded}' backend in this process and picks its "
+                f"backend once, at import: run with KERAS_BACKEND={name} set before Keras is "
+                f"imported, or in a new process"
+            )
         return name
     if importlib.util.find_spec(profile.module) is None:
-        raise BackendError(f"the '{name}' backend needs the '{profile.module}' package, which is not installed: "
-                           f"{profile.install_hint}")
+        raise BackendError(
+            f"the '{name}' backend needs the '{profile.module}' package, which is not installed: {profile.install_hint}"
+        )
     os.environ["KERAS_BACKEND"] = name
     with muted_stderr(mute_stderr):
         import keras
@@ -65,8 +75,10 @@ def init_backend(name: str | None = None, mute_stderr: bool = True) -> str:
 def require_tensorflow_data(command: str) -> None:
     """`BackendError` (one line) when TensorFlow, which reads every run's data (tf.data), is not installed."""
     if importlib.util.find_spec(profiles.DATA_READER.module) is None:
-        raise BackendError(f"netdsl {command} reads its data with TensorFlow's tf.data, on every backend, and "
-                           f"TensorFlow is not installed: {profiles.DATA_READER.install_hint}")
+        raise BackendError(
+            f"netdsl {command} reads its data with TensorFlow's tf.data, on every backend, and "
+            f"TensorFlow is not installed: {profiles.DATA_READER.install_hint}"
+        )
 
 
 def quiet_tensorflow(mute_stderr: bool = True) -> None:

@@ -16,7 +16,9 @@ def train_problem(spec: Any) -> str | None:
     if (spec.steps_per_execution or 1) > 1:
         import keras
 
-        return (f"steps_per_execution = {spec.steps_per_execution}: Keras {keras.__version__} on the torch backend "
-                f"runs one step per execution; set steps_per_execution = 1, or train with --backend tensorflow "
-                f"or jax")
+        return (
+            f"steps_per_execution = {spec.steps_per_execution}: Keras {keras.__version__} on the torch backend "
+            f"runs one step per execution; set steps_per_execution = 1, or train with --backend tensorflow "
+            f"or jax"
+        )
     return None

@@ -41,8 +41,9 @@ def dot_version(which: Callable[[str], str | None] = shutil.which) -> str:
     """Graphviz as `dot -V` reports it, or why it cannot be used."""
     dot = which("dot")
     if dot is None:
-        return ("Graphviz not found: diagrams are written as .dot files "
-                "(apt-get install graphviz, brew install graphviz)")
+        return (
+            "Graphviz not found: diagrams are written as .dot files (apt-get install graphviz, brew install graphviz)"
+        )
     try:
         done = subprocess.run([dot, "-V"], capture_output=True, text=True, timeout=DOT_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -51,8 +52,11 @@ def dot_version(which: Callable[[str], str | None] = shutil.which) -> str:
     return f"Graphviz {found.group(1)} (dot)" if found else f"Graphviz at {dot} (version unknown)"
 
 
-def report(version_of: Callable[[str], str | None] = installed, environ: Mapping[str, str] = os.environ,
-           dot: Callable[[], str] = dot_version) -> str:
+def report(
+    version_of: Callable[[str], str | None] = installed,
+    environ: Mapping[str, str] = os.environ,
+    dot: Callable[[], str] = dot_version,
+) -> str:
     """The lines `netdsl --version` prints."""
     default, packages = api.backend_packages(environ)
     backends = []
@@ -61,23 +65,35 @@ def report(version_of: Callable[[str], str | None] = installed, environ: Mapping
         text = f"{name} {version}" if version else f"{name} not installed"
         backends.append(text + (" (default)" if name == default else ""))
     keras = version_of("keras")
-    return "\n".join([
-        f"netdsl {__version__}",
-        f"Python {platform.python_version()}",
-        f"Keras {keras}" if keras else "Keras not installed",
-        "backends: " + ", ".join(backends),
-        dot(),
-    ])
+    return "\n".join(
+        [
+            f"netdsl {__version__}",
+            f"Python {platform.python_version()}",
+            f"Keras {keras}" if keras else "Keras not installed",
+            "backends: " + ", ".join(backends),
+            dot(),
+        ]
+    )
 
 
 class VersionAction(argparse.Action):
     """`--version`: print the report and exit 0."""
 
-    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
-                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:  # noqa: A002 - argparse's name
+    def __init__(
+        self,
+        option_strings: list[str],
+        dest: str = argparse.SUPPRESS,
+        default: str = argparse.SUPPRESS,
+        help: str | None = None,
+    ) -> None:  # noqa: A002 - argparse's name
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
-                 option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
         print(report())
         parser.exit()

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         print_diagnostics(exc.diagnostics, exc.sources)
         return EXIT_SPEC
     except (TrainingError, UsageError, BackendError) as exc:  # bad data, a request that cannot work, a backend
-        return print_error(exc, args.command)                  # that cannot load here: one line each
+        return print_error(exc, args.command)  # that cannot load here: one line each
     except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first
         print_diagnostics([out_of_resources(exc, _spec_of(args))], None)
         return EXIT_SPEC
@@ -79,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 def _one_line_warnings(command: str, show: Any) -> Any:
     """netdsl's warnings about the user's data as `netdsl COMMAND: warning: ...` (one line); anyone else's
     as Python shows them."""
+
     def shown(message: Any, category: type, *rest: Any, **kwargs: Any) -> None:
         if issubclass(category, DataWarning):
             print(warning_line(command, str(message)), file=sys.stderr, flush=True)
@@ -96,16 +97,23 @@ def _spec_of(args: argparse.Namespace) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="netdsl", formatter_class=HelpFormatter,
-                    description="Declarative model-builder: .net specs to Keras models and Graphviz diagrams.",
-                    epilog="examples:\n  netdsl check specs/lightning_mlp.net\n  netdsl build specs/lightning_mlp.net\n"
-                           "  netdsl COMMAND --help      (each command's options and defaults)")
-    parser.add_argument("--version", action=VersionAction,
-                        help="print the versions of netdsl, Python, Keras, its backends and Graphviz, then exit")
+    parser = Parser(
+        prog="netdsl",
+        formatter_class=HelpFormatter,
+        description="Declarative model-builder: .net specs to Keras models and Graphviz diagrams.",
+        epilog="examples:\n  netdsl check specs/lightning_mlp.net\n  netdsl build specs/lightning_mlp.net\n"
+        "  netdsl COMMAND --help      (each command's options and defaults)",
+    )
+    parser.add_argument(
+        "--version",
+        action=VersionAction,
+        help="print the versions of netdsl, Python, Keras, its backends and Graphviz, then exit",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, command in options.COMMANDS.items():  # each generated from its declaration (netdsl/options.py)
-        cmd = add_command(sub, name, summary=command.summary, description=command.description,
-                          examples=list(command.examples))
+        cmd = add_command(
+            sub, name, summary=command.summary, description=command.description, examples=list(command.examples)
+        )
         add_options(cmd, command.options)
         cmd.set_defaults(run=RUNS[name])
     return parser
@@ -113,8 +121,23 @@ def _parser() -> argparse.ArgumentParser:
 
 # What each command runs: its module's `run` (`build` and `summary` share cli/build.py).
 RUNS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "check": check.run, "fmt": fmt.run, "build": build.run_build, "summary": build.run_summary, "render": render.run,
-    "layers": layers.run, "preview": preview.run, "decompile": decompile.run, "export": export.run, "lsp": lsp.run,
-    "train": train.run, "sweep": sweep.run, "runs": runs.run, "evaluate": evaluate.run, "predict": predict.run,
-    "completion": completion.run, "init": init.run, "examples": examples.run, "zoo": zoo.run,
+    "check": check.run,
+    "fmt": fmt.run,
+    "build": build.run_build,
+    "summary": build.run_summary,
+    "render": render.run,
+    "layers": layers.run,
+    "preview": preview.run,
+    "decompile": decompile.run,
+    "export": export.run,
+    "lsp": lsp.run,
+    "train": train.run,
+    "sweep": sweep.run,
+    "runs": runs.run,
+    "evaluate": evaluate.run,
+    "predict": predict.run,
+    "completion": completion.run,
+    "init": init.run,
+    "examples": examples.run,
+    "zoo": zoo.run,
 }

@@ -37,15 +37,31 @@ __all__ = ["run_build", "run_summary"]
 
 def run_build(args: argparse.Namespace) -> int:
     program = load_spec(args.spec, args)  # syntax errors before TensorFlow
-    for line in api.build_files(program, args.model, args.out, backend=args.backend, weights=args.weights,
-                                param_limit=args.param_limit, diagram=not args.no_diagram, plugins=args.plugin):
+    for line in api.build_files(
+        program,
+        args.model,
+        args.out,
+        backend=args.backend,
+        weights=args.weights,
+        param_limit=args.param_limit,
+        diagram=not args.no_diagram,
+        plugins=args.plugin,
+    ):
         print(line)
     return 0
 
 
 def run_summary(args: argparse.Namespace) -> int:
-    report = api.summary_report(load_spec(args.spec, args), args.model, backend=args.backend, weights=args.weights,
-                                plugins=args.plugin, cost=args.cost, batch=args.batch, precision=args.precision)
+    report = api.summary_report(
+        load_spec(args.spec, args),
+        args.model,
+        backend=args.backend,
+        weights=args.weights,
+        plugins=args.plugin,
+        cost=args.cost,
+        batch=args.batch,
+        precision=args.precision,
+    )
     if args.json:
         print(json.dumps({name: numbers for name, (numbers, _) in report.items()}, indent=2))
         return 0

@@ -85,15 +85,20 @@ class HelpFormatter(argparse.HelpFormatter):
         lines = []
         for line in text.splitlines():
             keep = line.startswith("  ") or not line.strip()
-            lines.append(indent + line if keep else textwrap.fill(line, width, initial_indent=indent,
-                                                                     subsequent_indent=indent))
+            lines.append(
+                indent + line if keep else textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent)
+            )
         return "\n".join(lines)
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
-        if ("%(default)" in text or "default:" in text or not action.option_strings
-                or default in (None, False, [], argparse.SUPPRESS)):
+        if (
+            "%(default)" in text
+            or "default:" in text
+            or not action.option_strings
+            or default in (None, False, [], argparse.SUPPRESS)
+        ):
             return text
         return f"{text} (default: %(default)s)"
 
@@ -119,8 +124,12 @@ class Parser(argparse.ArgumentParser):
     def suggest_option(self, typed: str) -> str | None:
         if not typed.startswith("--"):
             return None
-        options = [o for action in self._actions for o in action.option_strings if o.startswith("--")
-                   and action.help is not argparse.SUPPRESS]
+        options = [
+            o
+            for action in self._actions
+            for o in action.option_strings
+            if o.startswith("--") and action.help is not argparse.SUPPRESS
+        ]
         return did_you_mean(typed.split("=", 1)[0], options)
 
     def _command_parser(self, parsed: argparse.Namespace) -> Parser:
@@ -132,8 +141,9 @@ class Parser(argparse.ArgumentParser):
         return self
 
 
-def add_command(sub: argparse._SubParsersAction, name: str, *, summary: str, description: str,
-                examples: list[str]) -> argparse.ArgumentParser:
+def add_command(
+    sub: argparse._SubParsersAction, name: str, *, summary: str, description: str, examples: list[str]
+) -> argparse.ArgumentParser:
     """A command's parser: `summary` in `netdsl --help`, the description and examples in `netdsl NAME --help`."""
     epilog = "examples:\n" + "\n".join(f"  {example}" for example in examples)
     return sub.add_parser(name, help=summary, description=description, epilog=epilog, formatter_class=HelpFormatter)
@@ -144,22 +154,45 @@ def add_options(parser: argparse.ArgumentParser, declaration: type) -> None:
     groups: dict[str, Any] = {}
     for declared in dataclasses.fields(declaration):
         flag: options.Flag = declared.metadata[options.FLAG]
-        target = parser if flag.group is None else groups.get(flag.group) or groups.setdefault(
-            flag.group, parser.add_mutually_exclusive_group() if flag.group == "exclusive"
-            else parser.add_argument_group(flag.group))
+        target = (
+            parser
+            if flag.group is None
+            else groups.get(flag.group)
+            or groups.setdefault(
+                flag.group,
+                parser.add_mutually_exclusive_group()
+                if flag.group == "exclusive"
+                else parser.add_argument_group(flag.group),
+            )
+        )
         default: Any = declared.default if flag.cli_default is options.SAME else flag.cli_default
         kind = _TYPES.get(flag.type, flag.type)
-        how: dict[str, Any] = _given(metavar=flag.metavar, type=kind, choices=flag.choices, nargs=flag.nargs,
-                     action=_ACTIONS.get(flag.action, flag.action), required=flag.required or None)
+        how: dict[str, Any] = _given(
+            metavar=flag.metavar,
+            type=kind,
+            choices=flag.choices,
+            nargs=flag.nargs,
+            action=_ACTIONS.get(flag.action, flag.action),
+            required=flag.required or None,
+        )
         shown = argparse.SUPPRESS if flag.hidden else flag.help
         if flag.flags:
             target.add_argument(*flag.flags, dest=declared.name, default=default, help=shown, **how)
         else:
             target.add_argument(declared.name, help=shown, **how, **({} if default is None else {"default": default}))
         for alias in flag.aliases:
-            add_alias(parser, *alias.flags, dest=alias.dest or declared.name,
-                      **_given(action=alias.action, const=alias.const, type=alias.type, metavar=alias.metavar,
-                               choices=alias.choices))
+            add_alias(
+                parser,
+                *alias.flags,
+                dest=alias.dest or declared.name,
+                **_given(
+                    action=alias.action,
+                    const=alias.const,
+                    type=alias.type,
+                    metavar=alias.metavar,
+                    choices=alias.choices,
+                ),
+            )
 
 
 _ACTIONS: dict[Any, Any] = {"BooleanOptionalAction": argparse.BooleanOptionalAction}
@@ -177,7 +210,8 @@ def _memory(text: str) -> int:
         return api.memory_bytes(text) or 0
     except UsageError:
         raise argparse.ArgumentTypeError(
-            f"expected a size such as 12GiB or 800MB, received {printable(text)}") from None
+            f"expected a size such as 12GiB or 800MB, received {printable(text)}"
+        ) from None
 
 
 # The argument types a declaration names (options.py is pure data: it names them, the parser has them).
@@ -221,9 +255,16 @@ def data_keywords(args: argparse.Namespace, own: Callable[[Any], Any] = lambda p
     """The data flags as netdsl.train's (and .sweep's) keywords; `own` turns each path into this process's
     own file. The flags' own errors name the flags (`--features`, not `features=`)."""
     features, drop = api.column_flags(args.features, args.drop)
-    return dict(data=own(args.data), split=api.split_flag(args.split) if args.split else None, train=own(args.train),
-                val=own(args.val), test=own(args.test), targets=parse_targets(args.targets), features=features,
-                drop=drop)
+    return dict(
+        data=own(args.data),
+        split=api.split_flag(args.split) if args.split else None,
+        train=own(args.train),
+        val=own(args.val),
+        test=own(args.test),
+        targets=parse_targets(args.targets),
+        features=features,
+        drop=drop,
+    )
 
 
 def parse_targets(items: list[str]) -> dict[str, str]:

@@ -22,17 +22,26 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _visible_options(parser: argparse.ArgumentParser) -> list[str]:
-    return [option for action in parser._actions if action.help is not argparse.SUPPRESS
-            for option in action.option_strings if option.startswith("--")]
+    return [
+        option
+        for action in parser._actions
+        if action.help is not argparse.SUPPRESS
+        for option in action.option_strings
+        if option.startswith("--")
+    ]
 
 
 def _choices(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
-    return {option: [str(c) for c in action.choices] for action in parser._actions
-            if action.choices and action.option_strings for option in action.option_strings}
+    return {
+        option: [str(c) for c in action.choices]
+        for action in parser._actions
+        if action.choices and action.option_strings
+        for option in action.option_strings
+    }
 
 
 def _choice_case(pattern: str, words: list[str]) -> str:
-    return f"        {pattern}) COMPREPLY=($(compgen -W \"{' '.join(words)}\" -- \"$cur\")); return ;;"
+    return f'        {pattern}) COMPREPLY=($(compgen -W "{" ".join(words)}" -- "$cur")); return ;;'
 
 
 def script(parser: argparse.ArgumentParser, shell: str) -> str:
@@ -40,33 +49,35 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     option_cases, choice_cases = [], []
     for name, command in commands.items():
-        option_cases.append(f"        {name}) opts=\"{' '.join(_visible_options(command))}\" ;;")
+        option_cases.append(f'        {name}) opts="{" ".join(_visible_options(command))}" ;;')
         choice_cases += [_choice_case(f"{name}:{option}", values) for option, values in _choices(command).items()]
         positional = next((a for a in command._actions if not a.option_strings and a.choices), None)
         if positional is not None:  # a command whose argument is a choice (`completion bash`)
             choice_cases.append(_choice_case(f"{name}:{name}", list(positional.choices)))
     top = " ".join([*commands, *_visible_options(parser)])
-    body = "\n".join([
-        "# netdsl's completion (`netdsl completion bash`): commands, options, choices; files otherwise.",
-        "_netdsl() {",
-        "    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} command=${COMP_WORDS[1]} opts",
-        "    if [ \"$COMP_CWORD\" -eq 1 ]; then",
-        f"        COMPREPLY=($(compgen -W \"{top}\" -- \"$cur\"))",
-        "        return",
-        "    fi",
-        "    case \"$command:$prev\" in",
-        *choice_cases,
-        "    esac",
-        "    case \"$command\" in",
-        *option_cases,
-        "    esac",
-        "    if [[ $cur == -* ]]; then",
-        "        COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))",
-        "    else",
-        "        COMPREPLY=($(compgen -f -- \"$cur\"))",
-        "    fi",
-        "}",
-        "complete -o filenames -F _netdsl netdsl",
-        "",
-    ])
+    body = "\n".join(
+        [
+            "# netdsl's completion (`netdsl completion bash`): commands, options, choices; files otherwise.",
+            "_netdsl() {",
+            "    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} command=${COMP_WORDS[1]} opts",
+            '    if [ "$COMP_CWORD" -eq 1 ]; then',
+            f'        COMPREPLY=($(compgen -W "{top}" -- "$cur"))',
+            "        return",
+            "    fi",
+            '    case "$command:$prev" in',
+            *choice_cases,
+            "    esac",
+            '    case "$command" in',
+            *option_cases,
+            "    esac",
+            "    if [[ $cur == -* ]]; then",
+            '        COMPREPLY=($(compgen -W "$opts" -- "$cur"))',
+            "    else",
+            '        COMPREPLY=($(compgen -f -- "$cur"))',
+            "    fi",
+            "}",
+            "complete -o filenames -F _netdsl netdsl",
+            "",
+        ]
+    )
     return (ZSH_PRELUDE if shell == "zsh" else "") + body

@@ -45,12 +45,21 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("evaluate needs --data SRC, except for a run folder (its own test split by default)")
     from netdsl.deploy.errors import SpecChangedWarning  # here: the parser of every command imports this module
 
-    with trained.session(args.backend, scoring=True, load_plugins=lambda: load_plugins(args.plugin, args.trained)), \
-            warnings.catch_warnings(record=True) as caught:
+    with (
+        trained.session(args.backend, scoring=True, load_plugins=lambda: load_plugins(args.plugin, args.trained)),
+        warnings.catch_warnings(record=True) as caught,
+    ):
         warnings.simplefilter("always", SpecChangedWarning)
         print_weights(trained.weights_line)
-        values = trained.evaluate(args.data, batch_size=args.batch_size, targets=targets, split=args.split,
-                                  spec=args.spec, model=args.model, include=args.include)
+        values = trained.evaluate(
+            args.data,
+            batch_size=args.batch_size,
+            targets=targets,
+            split=args.split,
+            spec=args.spec,
+            model=args.model,
+            include=args.include,
+        )
     for warned in caught:  # netdsl's own as one line; anyone else's (a runtime's) as Python shows it
         if issubclass(warned.category, SpecChangedWarning):
             print(warning_line("evaluate", str(warned.message)), file=sys.stderr)
@@ -71,5 +80,7 @@ def run(args: argparse.Namespace) -> int:
 def _class_lines(classes: dict[str, tuple[str, ...]]) -> list[str]:
     """`classes: a, b, c` (per output when several): the names the run or the file records."""
     single = len(classes) == 1
-    return [f"classes{'' if single else ' of ' + printable(name)}: {printable(', '.join(names))}"
-            for name, names in classes.items()]
+    return [
+        f"classes{'' if single else ' of ' + printable(name)}: {printable(', '.join(names))}"
+        for name, names in classes.items()
+    ]

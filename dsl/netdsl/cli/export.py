@@ -23,9 +23,18 @@ FORMAT_NAMES = options.EXPORT_FORMATS  # repeated from deploy.formats: the parse
 def run(args: argparse.Namespace) -> int:
     load_plugins(args.plugin, args.source)
     print_weights(api.weights_line(args.source, args.checkpoint))
-    exported = api.export_report(args.source, format=args.format, out=args.out, model=args.model,
-                                 weights=args.weights, checkpoint=args.checkpoint, verify=args.verify,
-                                 include=args.include, data=args.data, seed=args.seed)
+    exported = api.export_report(
+        args.source,
+        format=args.format,
+        out=args.out,
+        model=args.model,
+        weights=args.weights,
+        checkpoint=args.checkpoint,
+        verify=args.verify,
+        include=args.include,
+        data=args.data,
+        seed=args.seed,
+    )
     print(f"wrote {exported.path} ({exported.format.name})")
     for note in exported.notes:
         print(f"note: {note}")

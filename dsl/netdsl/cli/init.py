@@ -21,7 +21,11 @@ def run(args: argparse.Namespace) -> int:
     print("next:")
     if Path(args.folder) != Path("."):
         print(f"  cd {shlex.quote(args.folder)}")
-    for command in ("netdsl check digits.net", "netdsl render digits.net -o digits.svg",
-                    "netdsl train digits.net --data digits.npz", "netdsl evaluate runs/digits-1"):
+    for command in (
+        "netdsl check digits.net",
+        "netdsl render digits.net -o digits.svg",
+        "netdsl train digits.net --data digits.npz",
+        "netdsl evaluate runs/digits-1",
+    ):
         print(f"  {command}")
     return EXIT_OK

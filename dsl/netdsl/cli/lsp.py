@@ -15,8 +15,11 @@ def run(args: argparse.Namespace) -> int:
         missing = (exc.name or "").split(".")[0]
         if missing not in ("pygls", "lsprotocol", "cattrs", "attrs"):
             raise  # not the extra: a bug of netdsl's own, to be seen as one
-        print(f"netdsl lsp: the language server needs pygls ({missing} is missing); "
-              "install it with: pip install 'netdsl[lsp]'", file=sys.stderr)
+        print(
+            f"netdsl lsp: the language server needs pygls ({missing} is missing); "
+            "install it with: pip install 'netdsl[lsp]'",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     load_plugins(args.plugin, "netdsl lsp")
     serve(args.include)

@@ -29,11 +29,15 @@ def run(args: argparse.Namespace) -> int:
     load_plugins(args.plugin, args.spec)
     try:
         defines = api.parse_defines(args.defines, args.spec)
-        server = PreviewServer(args.spec, args.model, port=args.port, include=args.include, depth=args.depth,
-                               defines=defines)
+        server = PreviewServer(
+            args.spec, args.model, port=args.port, include=args.include, depth=args.depth, defines=defines
+        )
     except OSError as exc:
-        return print_failure("preview", f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}; "
-                                        "pick another port with --port, or --port 0 for any free one")
+        return print_failure(
+            "preview",
+            f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}; "
+            "pick another port with --port, or --port 0 for any free one",
+        )
     stop = threading.Event()
     # Ctrl-C and SIGTERM stop the server. SIGINT is set explicitly: a shell that starts a command in the
     # background leaves it ignored, and Python then installs no handler of its own. Set before the URL

@@ -36,8 +36,16 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--cost needs the shapes: leave out --no-shapes")
     load_plugins(args.plugin, program.root)
     # The CLI's stderr is for diagnostics, not TensorFlow's start-up notices (when it is needed at all).
-    diagrams = api.diagrams(program, names, shapes=shapes, depth=depth, collapse_repeats=args.collapse_repeats,
-                            cost=args.cost, batch=args.batch, mute_tensorflow=True)
+    diagrams = api.diagrams(
+        program,
+        names,
+        shapes=shapes,
+        depth=depth,
+        collapse_repeats=args.collapse_repeats,
+        cost=args.cost,
+        batch=args.batch,
+        mute_tensorflow=True,
+    )
     status = 0
     for name in names:
         try:
@@ -46,8 +54,9 @@ def run(args: argparse.Namespace) -> int:
             status = print_failure("render", str(exc))
             continue
         except OSError as exc:
-            raise SpecError(Diagnostic.for_file(program.root, f"cannot write the diagram of '{name}': "
-                                                              f"{exc.strerror or exc}")) from None
+            raise SpecError(
+                Diagnostic.for_file(program.root, f"cannot write the diagram of '{name}': {exc.strerror or exc}")
+            ) from None
         print(f"wrote {path}")
     return status
 
@@ -69,8 +78,10 @@ def _outputs(output: str | None, fmt: str | None, names: list[str]) -> tuple[str
     if fmt and suffix and suffix != fmt:
         raise ValueError(f"the output '{output}' ends in .{suffix} but --image-format is {fmt}")
     if len(names) > 1:
-        raise ValueError(f"the spec has {len(names)} models ({', '.join(names)}) and -o names one file; "
-                         "pick one with --model NAME, or give a folder: -o DIR/")
+        raise ValueError(
+            f"the spec has {len(names)} models ({', '.join(names)}) and -o names one file; "
+            "pick one with --model NAME, or give a folder: -o DIR/"
+        )
     fmt = fmt or suffix or "svg"
     base = str(path.with_suffix("")) if suffix else output
     return fmt, {names[0]: base}

@@ -76,7 +76,9 @@ def _push(paths: Sequence[str], args: argparse.Namespace) -> int:
         raise UsageError("push needs --to mlflow:<tracking URI> or --to tensorboard:<folder>")
     count, shown = api.push_runs(paths, args.to, args.experiment)
     _warn(count.warnings)
-    print(f"{printable(shown)}: {count.created} created, {count.updated} updated, "
-          f"{count.unchanged} unchanged; {count.metric_values} metric values, {count.artifacts} files "
-          f"({count.seconds:.1f} s)")
+    print(
+        f"{printable(shown)}: {count.created} created, {count.updated} updated, "
+        f"{count.unchanged} unchanged; {count.metric_values} metric values, {count.artifacts} files "
+        f"({count.seconds:.1f} s)"
+    )
     return EXIT_OK

@@ -34,11 +34,26 @@ def run(args: argparse.Namespace) -> int:
     keywords = data_keywords(args)
     defines = api.parse_defines(args.defines, args.spec)
     try:
-        result = api.sweep(args.spec, model=args.model, **keywords, trials=args.trials, workers=args.workers,
-                           storage=args.storage, study=args.study, seed=args.seed, out=args.out, resume=args.resume,
-                           epochs=args.epochs, batch_size=args.batch_size, defines=defines, include=args.include,
-                           plugins=args.plugin, join=args.join, echo=True,
-                           track=args.track if not args.join else None)
+        result = api.sweep(
+            args.spec,
+            model=args.model,
+            **keywords,
+            trials=args.trials,
+            workers=args.workers,
+            storage=args.storage,
+            study=args.study,
+            seed=args.seed,
+            out=args.out,
+            resume=args.resume,
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            defines=defines,
+            include=args.include,
+            plugins=args.plugin,
+            join=args.join,
+            echo=True,
+            track=args.track if not args.join else None,
+        )
     except KeyboardInterrupt:
         print("netdsl sweep: stopped; `netdsl sweep ... --resume auto` goes on", file=sys.stderr)
         return EXIT_STOPPED
@@ -47,4 +62,3 @@ def run(args: argparse.Namespace) -> int:
     print(api.sweep_table(result))
     print(f"sweep folder: {printable(result.dir)}")
     return 0
-

@@ -51,15 +51,20 @@ def run(args: argparse.Namespace) -> int:
             _checked(args, 0)  # spec errors and bad flags once, before any process starts
         joins = bool(args.coordinator) or args.num_processes is not None or args.process_id is not None
         return processes.launch_job(args.argv, args.processes, args.backend, joins)
-    topology = processes.topology_of(args.backend, args.devices, args.coordinator, args.num_processes,
-                                     args.process_id)
+    topology = processes.topology_of(args.backend, args.devices, args.coordinator, args.num_processes, args.process_id)
     if topology.multi_process:
         return _join_job(args, topology)
     if not args.plugin:  # the installed plugins, before the spec is checked (its layers may be theirs)
         load_plugins([], args.spec)
     # What netdsl.train runs: the spec and the flags checked before TensorFlow loads (after it, with --plugin).
-    result = api.train(**_keywords(args, 0), backend=args.backend, devices=topology.devices or 1,
-                       plugins=args.plugin, on_start=_announce, track=args.track)
+    result = api.train(
+        **_keywords(args, 0),
+        backend=args.backend,
+        devices=topology.devices or 1,
+        plugins=args.plugin,
+        on_start=_announce,
+        track=args.track,
+    )
     _print_summary(result, args.spec)
     return EXIT_STOPPED if result.status == "stopped" else 0
 
@@ -67,11 +72,22 @@ def run(args: argparse.Namespace) -> int:
 def _keywords(args: argparse.Namespace, process_id: int) -> dict[str, Any]:
     """The flags as netdsl.train's keywords (the data of this process: `{process}` in a path names its own)."""
     own = lambda path: processes.own_file(path, process_id)  # noqa: E731
-    return dict(spec=args.spec, model=args.model, **data_keywords(args, own),
-                epochs=args.epochs, batch_size=args.batch_size, seed=args.seed, out=args.out, resume=args.resume,
-                progress=args.progress if process_id == 0 else "none", tensorboard=args.tensorboard,
-                include=args.include, defines=api.parse_defines(args.defines, args.spec), init_from=args.init_from,
-                max_memory=args.max_memory)
+    return dict(
+        spec=args.spec,
+        model=args.model,
+        **data_keywords(args, own),
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        out=args.out,
+        resume=args.resume,
+        progress=args.progress if process_id == 0 else "none",
+        tensorboard=args.tensorboard,
+        include=args.include,
+        defines=api.parse_defines(args.defines, args.spec),
+        init_from=args.init_from,
+        max_memory=args.max_memory,
+    )
 
 
 def _join_job(args: argparse.Namespace, topology: Any) -> int:

@@ -32,10 +32,11 @@ class Overrun:
     def text(self, batch_name: str, limit_name: str) -> str:
         """One line: "batch_size 512 needs an estimated 14.2 GiB to train, over max_memory 12.0 GiB; ..."."""
         at_least = "at least " if self.lower_bound else ""
-        fits = (f"the largest batch that fits is {self.fits}" if self.fits
-                else "not even a batch of 1 fits")
-        return (f"{batch_name} {self.batch} needs {at_least}{bytes_text(self.peak)} to train (estimated), over "
-                f"{limit_name} {bytes_text(self.limit)}; {fits}")
+        fits = f"the largest batch that fits is {self.fits}" if self.fits else "not even a batch of 1 fits"
+        return (
+            f"{batch_name} {self.batch} needs {at_least}{bytes_text(self.peak)} to train (estimated), over "
+            f"{limit_name} {bytes_text(self.limit)}; {fits}"
+        )
 
 
 def largest_batch(graph: Graph, limit: int, precision: str) -> int:
@@ -73,6 +74,12 @@ def budget_warnings(graphs: dict[str, Graph]) -> list[Diagnostic]:
         over = overrun(graph, default_batch(graph), train.max_memory, default_precision(graph))
         if over is not None:
             span = train.spans.get("batch_size") or train.spans["max_memory"]
-            found.append(Diagnostic.at(span, over.text("batch_size", "max_memory"), "docs/cost.md says what "
-                                       "the estimate counts", severity="warning"))
+            found.append(
+                Diagnostic.at(
+                    span,
+                    over.text("batch_size", "max_memory"),
+                    "docs/cost.md says what the estimate counts",
+                    severity="warning",
+                )
+            )
     return found

@@ -25,8 +25,17 @@ from typing import Any
 from netdsl.registry.layers.anatomy import Args, Shape, channels, dims, size
 from netdsl.registry.layers.conv import conv_rank
 
-__all__ = ["ACTIVATION_FLOPS", "Counts", "NoRule", "LAYER_RULES", "activation_flops", "layer_counts", "elements",
-           "function_flops", "tree_flops_per_element"]
+__all__ = [
+    "ACTIVATION_FLOPS",
+    "Counts",
+    "NoRule",
+    "LAYER_RULES",
+    "activation_flops",
+    "layer_counts",
+    "elements",
+    "function_flops",
+    "tree_flops_per_element",
+]
 
 Counts = tuple[int, int]  # (multiply-adds, FLOPs) of one sample
 
@@ -37,14 +46,51 @@ class NoRule(Exception):
 
 # FLOPs per element of each activation, as its definition computes it (a transcendental function is 1).
 ACTIVATION_FLOPS: dict[str, int] = {
-    "linear": 0, "identity": 0,
-    "relu": 1, "relu6": 1, "leaky_relu": 2, "elu": 3, "selu": 4, "celu": 4, "glu": 5,
-    "sigmoid": 4, "hard_sigmoid": 3, "hard_silu": 4, "hard_swish": 4, "silu": 5, "swish": 5,
-    "tanh": 1, "hard_tanh": 1, "tanh_shrink": 2, "soft_shrink": 3, "hard_shrink": 2, "squareplus": 4,
-    "softplus": 3, "softsign": 3, "mish": 5, "gelu": 64, "exponential": 1, "sparse_plus": 4,
-    "softmax": 5, "log_softmax": 5, "sparsemax": 10, "log_sigmoid": 5, "threshold": 1,
-    "sin": 1, "cos": 1, "exp": 1, "log": 1, "log1p": 1, "sqrt": 1, "abs": 1, "square": 1, "erf": 60,
-    "sine": 1, "smooth_relu": 3, "sigmoid_tanh": 2, "linear_fn": 0,
+    "linear": 0,
+    "identity": 0,
+    "relu": 1,
+    "relu6": 1,
+    "leaky_relu": 2,
+    "elu": 3,
+    "selu": 4,
+    "celu": 4,
+    "glu": 5,
+    "sigmoid": 4,
+    "hard_sigmoid": 3,
+    "hard_silu": 4,
+    "hard_swish": 4,
+    "silu": 5,
+    "swish": 5,
+    "tanh": 1,
+    "hard_tanh": 1,
+    "tanh_shrink": 2,
+    "soft_shrink": 3,
+    "hard_shrink": 2,
+    "squareplus": 4,
+    "softplus": 3,
+    "softsign": 3,
+    "mish": 5,
+    "gelu": 64,
+    "exponential": 1,
+    "sparse_plus": 4,
+    "softmax": 5,
+    "log_softmax": 5,
+    "sparsemax": 10,
+    "log_sigmoid": 5,
+    "threshold": 1,
+    "sin": 1,
+    "cos": 1,
+    "exp": 1,
+    "log": 1,
+    "log1p": 1,
+    "sqrt": 1,
+    "abs": 1,
+    "square": 1,
+    "erf": 60,
+    "sine": 1,
+    "smooth_relu": 3,
+    "sigmoid_tanh": 2,
+    "linear_fn": 0,
 }
 
 
@@ -170,12 +216,15 @@ def _mha(args: Args, ins: list[Shape], outs: list[Shape]) -> Counts:
     value_dim = size(args["value_dim"]) if args["value_dim"] is not None else key_dim
     n_q, n_k = elements(query[:-1]), elements(key[:-1])
     out_width = elements(outs[0]) // n_q
-    projections = (n_q * size(query[-1]) * heads * key_dim + n_k * size(key[-1]) * heads * key_dim
-                   + n_k * size(value[-1]) * heads * value_dim + n_q * heads * value_dim * out_width)
+    projections = (
+        n_q * size(query[-1]) * heads * key_dim
+        + n_k * size(key[-1]) * heads * key_dim
+        + n_k * size(value[-1]) * heads * value_dim
+        + n_q * heads * value_dim * out_width
+    )
     scores = heads * n_q * n_k
     macs = projections + scores * key_dim + scores * value_dim
-    biases = (n_q * heads * key_dim + n_k * heads * (key_dim + value_dim) + n_q * out_width
-              if args["use_bias"] else 0)
+    biases = n_q * heads * key_dim + n_k * heads * (key_dim + value_dim) + n_q * out_width if args["use_bias"] else 0
     scaling = n_q * heads * key_dim  # the query times 1/sqrt(key_dim)
     flops = 2 * macs + biases + scaling + ACTIVATION_FLOPS["softmax"] * scores
     if args["use_gate"]:
@@ -223,6 +272,7 @@ def _free(args: Args, ins: list[Shape], outs: list[Shape]) -> Counts:
 def _per_element(count: int) -> Callable[[Args, list[Shape], list[Shape]], Counts]:
     def rule(args: Args, ins: list[Shape], outs: list[Shape]) -> Counts:
         return 0, count * elements(outs[0])
+
     return rule
 
 
@@ -302,46 +352,110 @@ def _normalization(args: Args, ins: list[Shape], outs: list[Shape]) -> Counts:
 
 
 LAYER_RULES: dict[str, Callable[[Args, list[Shape], list[Shape]], Counts]] = {
-    "dense": _dense, "linear": _linear,
-    "conv1d": _conv, "conv2d": _conv, "conv3d": _conv,
-    "conv1d_transpose": _conv, "conv2d_transpose": _conv, "conv3d_transpose": _conv,
-    "depthwise_conv1d": _depthwise, "depthwise_conv2d": _depthwise,
-    "separable_conv1d": _separable, "separable_conv2d": _separable,
-    "simple_rnn": _recurrent, "gru": _recurrent, "lstm": _recurrent,
-    "multi_head_attention": _mha, "attention": _netdsl_attention, "residual": _residual,
+    "dense": _dense,
+    "linear": _linear,
+    "conv1d": _conv,
+    "conv2d": _conv,
+    "conv3d": _conv,
+    "conv1d_transpose": _conv,
+    "conv2d_transpose": _conv,
+    "conv3d_transpose": _conv,
+    "depthwise_conv1d": _depthwise,
+    "depthwise_conv2d": _depthwise,
+    "separable_conv1d": _separable,
+    "separable_conv2d": _separable,
+    "simple_rnn": _recurrent,
+    "gru": _recurrent,
+    "lstm": _recurrent,
+    "multi_head_attention": _mha,
+    "attention": _netdsl_attention,
+    "residual": _residual,
     "embedding": _embedding,
     # normalisation, as Keras computes it at inference: batch norm folded to a scale and a shift per element;
     # layer, group and RMS norm: the statistics of each row, then normalise, scale and shift
-    "batch_normalization": _per_element(2), "layer_normalization": _per_element(9),
-    "group_normalization": _per_element(9), "rms_normalization": _per_element(5),
+    "batch_normalization": _per_element(2),
+    "layer_normalization": _per_element(9),
+    "group_normalization": _per_element(9),
+    "rms_normalization": _per_element(5),
     "unit_normalization": _per_element(3),
-    "activation": _activation_layer, "softmax": _softmax_layer, "relu": _relu_layer,
-    "leaky_relu": _per_element(ACTIVATION_FLOPS["leaky_relu"]), "elu": _per_element(ACTIVATION_FLOPS["elu"]),
+    "activation": _activation_layer,
+    "softmax": _softmax_layer,
+    "relu": _relu_layer,
+    "leaky_relu": _per_element(ACTIVATION_FLOPS["leaky_relu"]),
+    "elu": _per_element(ACTIVATION_FLOPS["elu"]),
     "prelu": _per_element(2),
-    "add": _merge, "subtract": _merge, "multiply": _merge, "maximum": _merge, "minimum": _merge,
+    "add": _merge,
+    "subtract": _merge,
+    "multiply": _merge,
+    "maximum": _merge,
+    "minimum": _merge,
     "average": _merge,
-    "max_pooling1d": _pool, "max_pooling2d": _pool, "max_pooling3d": _pool,
-    "average_pooling1d": _pool, "average_pooling2d": _pool, "average_pooling3d": _pool,
-    "global_max_pooling1d": _global_pool, "global_max_pooling2d": _global_pool,
-    "global_max_pooling3d": _global_pool, "global_average_pooling1d": _global_pool,
-    "global_average_pooling2d": _global_pool, "global_average_pooling3d": _global_pool,
-    "time_distributed": _time_distributed, "bidirectional": _bidirectional, "normalization": _normalization,
+    "max_pooling1d": _pool,
+    "max_pooling2d": _pool,
+    "max_pooling3d": _pool,
+    "average_pooling1d": _pool,
+    "average_pooling2d": _pool,
+    "average_pooling3d": _pool,
+    "global_max_pooling1d": _global_pool,
+    "global_max_pooling2d": _global_pool,
+    "global_max_pooling3d": _global_pool,
+    "global_average_pooling1d": _global_pool,
+    "global_average_pooling2d": _global_pool,
+    "global_average_pooling3d": _global_pool,
+    "time_distributed": _time_distributed,
+    "bidirectional": _bidirectional,
+    "normalization": _normalization,
     "spectral_normalization": _spectral_normalization,
-    "rescaling": _rescaling, "scale": _scale, "scaled_sigmoid": _scaled_sigmoid,
-    **{name: _free for name in ("flatten", "reshape", "permute", "repeat_vector", "concatenate", "dropout",
-                                "spatial_dropout1d", "spatial_dropout2d", "spatial_dropout3d", "alpha_dropout",
-                                "gaussian_dropout", "gaussian_noise", "identity", "masking",
-                                "activity_regularization", "zero_padding2d", "cropping1d", "cropping2d",
-                                "cropping3d", "up_sampling2d", "up_sampling1d", "up_sampling3d",
-                                "zero_padding1d", "zero_padding3d")},
+    "rescaling": _rescaling,
+    "scale": _scale,
+    "scaled_sigmoid": _scaled_sigmoid,
+    **{
+        name: _free
+        for name in (
+            "flatten",
+            "reshape",
+            "permute",
+            "repeat_vector",
+            "concatenate",
+            "dropout",
+            "spatial_dropout1d",
+            "spatial_dropout2d",
+            "spatial_dropout3d",
+            "alpha_dropout",
+            "gaussian_dropout",
+            "gaussian_noise",
+            "identity",
+            "masking",
+            "activity_regularization",
+            "zero_padding2d",
+            "cropping1d",
+            "cropping2d",
+            "cropping3d",
+            "up_sampling2d",
+            "up_sampling1d",
+            "up_sampling3d",
+            "zero_padding1d",
+            "zero_padding3d",
+        )
+    },
 }
 """Layers whose rule is written (the others are unknown, named): canonical registry name -> rule."""
 
 
 # ---------------------------------------------------------------- padding taps
 
-PADDED = frozenset({"conv1d", "conv2d", "conv3d", "depthwise_conv1d", "depthwise_conv2d", "separable_conv1d",
-                    "separable_conv2d", "residual"})
+PADDED = frozenset(
+    {
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "depthwise_conv1d",
+        "depthwise_conv2d",
+        "separable_conv1d",
+        "separable_conv2d",
+        "residual",
+    }
+)
 
 
 def padding_macs(args: Args, ins: list[Shape], outs: list[Shape], macs: int) -> int:
@@ -356,10 +470,12 @@ def padding_macs(args: Args, ins: list[Shape], outs: list[Shape], macs: int) -> 
     kernel, strides = dims(args["kernel_size"], rank), dims(args["strides"], rank)
     dilation = dims(args["dilation_rate"], rank)
     first = 1 if args["data_format"] == "channels_first" else 0
-    sides = [size(d) for d in ins[0][first:first + rank]]
-    positions = [size(d) for d in outs[0][first:first + rank]]
-    taps = [_inside(n, m, k, s, d, causal=args["padding"] == "causal")
-            for n, m, k, s, d in zip(sides, positions, kernel, strides, dilation)]
+    sides = [size(d) for d in ins[0][first : first + rank]]
+    positions = [size(d) for d in outs[0][first : first + rank]]
+    taps = [
+        _inside(n, m, k, s, d, causal=args["padding"] == "causal")
+        for n, m, k, s, d in zip(sides, positions, kernel, strides, dilation)
+    ]
     every = math.prod(m * k for m, k in zip(positions, kernel))
     if args.name.startswith("separable"):  # only its depthwise part sees the padding
         middle = channels(args, ins[0]) * size(args["depth_multiplier"])
@@ -398,4 +514,3 @@ def layer_counts(args: Args, ins: list[Shape], outs: list[Shape]) -> Counts:
         raise
     except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as exc:
         raise NoRule(f"'{args.name}' cannot be costed: a size is not known") from exc
-

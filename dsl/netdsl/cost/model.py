@@ -46,14 +46,35 @@ __all__ = ["PRECISIONS", "OPTIMIZER_SLOTS", "StepCost", "ModelCost", "model_cost
 # precision -> bytes of an activation element (variables stay float32: 4 bytes)
 PRECISIONS: dict[str, int] = {"float32": 4, "mixed_float16": 2, "mixed_bfloat16": 2}
 _VARIABLE_BYTES = 4
-_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,
-                "int32": 4, "int64": 8, "bool": 1}
+_DTYPE_BYTES = {
+    "float16": 2,
+    "bfloat16": 2,
+    "float32": 4,
+    "float64": 8,
+    "int8": 1,
+    "uint8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "bool": 1,
+}
 
 # optimizer -> (slots per trainable weight, FLOPs per trainable weight of one update)
 OPTIMIZER_SLOTS: dict[str, tuple[int, int]] = {
-    "sgd": (0, 2), "adam": (2, 12), "adamw": (2, 14), "nadam": (2, 16), "adamax": (2, 10), "lamb": (2, 18),
-    "rmsprop": (1, 7), "adagrad": (1, 6), "adadelta": (2, 12), "ftrl": (2, 14), "lion": (1, 8),
-    "adafactor": (1, 12), "schedule_free_adamw": (2, 16), "muon": (1, 12),
+    "sgd": (0, 2),
+    "adam": (2, 12),
+    "adamw": (2, 14),
+    "nadam": (2, 16),
+    "adamax": (2, 10),
+    "lamb": (2, 18),
+    "rmsprop": (1, 7),
+    "adagrad": (1, 6),
+    "adadelta": (2, 12),
+    "ftrl": (2, 14),
+    "lion": (1, 8),
+    "adafactor": (1, 12),
+    "schedule_free_adamw": (2, 16),
+    "muon": (1, 12),
 }
 VIEWS = frozenset({"flatten", "reshape", "identity"})  # layers whose output is their input in another shape
 DEFAULT_OPTIMIZER = "rmsprop"  # what netdsl compiles a train section without an optimizer with
@@ -126,13 +147,24 @@ def model_cost(graph: Graph, *, batch: int = 1, precision: str = "float32") -> M
     transient = max((s.transient_bytes for s in steps), default=0) * batch
     train_memory = param_bytes + trainable * _VARIABLE_BYTES * (1 + slots) + kept + transient
     return ModelCost(
-        name=graph.name, batch=batch, precision=precision, optimizer=optimizer, steps=steps, params=params,
-        trainable_params=trainable, macs=macs, flops=flops, forward_flops=flops * batch,
-        train_flops=(flops + backward) * batch + update_flops * trainable, param_bytes=param_bytes,
-        activation_bytes=kept, inference_memory_bytes=param_bytes + peak * batch,
+        name=graph.name,
+        batch=batch,
+        precision=precision,
+        optimizer=optimizer,
+        steps=steps,
+        params=params,
+        trainable_params=trainable,
+        macs=macs,
+        flops=flops,
+        forward_flops=flops * batch,
+        train_flops=(flops + backward) * batch + update_flops * trainable,
+        param_bytes=param_bytes,
+        activation_bytes=kept,
+        inference_memory_bytes=param_bytes + peak * batch,
         train_memory_bytes=train_memory,
         unknown=[f"{s.name}: {s.unknown}" for s in steps if s.unknown is not None],
-        padding_macs=sum(s.padding_macs for s in steps))
+        padding_macs=sum(s.padding_macs for s in steps),
+    )
 
 
 def _optimizer(graph: Graph) -> str:
@@ -165,7 +197,8 @@ def _walk(graph: Graph, width: int, inputs_need_gradient: bool = False) -> tuple
     live = peak = 0
     for index, node in enumerate(graph.nodes):
         needs_input_gradient = any(weighted_above[ref.node] for ref in node.inputs) or (
-            inputs_need_gradient and node.op == "input")
+            inputs_need_gradient and node.op == "input"
+        )
         step, inner_peak = _step(graph, node, width, seen_shared, needs_input_gradient)
         has_weights = (node.params or 0) > 0
         weighted_above.append(has_weights or needs_input_gradient)
@@ -198,10 +231,13 @@ def _backward(step: StepCost, has_weights: bool, needs_input_gradient: bool) -> 
     return (products if has_weights else 0) + (step.flops if needs_input_gradient else 0)
 
 
-def _step(graph: Graph, node: Node, width: int, seen_shared: set[str], needs_input_gradient: bool = False
-          ) -> tuple[StepCost, int]:
-    ins = [graph.node_of(ref).output_shapes[ref.index] if ref.index < len(graph.node_of(ref).output_shapes)
-           else None for ref in node.inputs]
+def _step(
+    graph: Graph, node: Node, width: int, seen_shared: set[str], needs_input_gradient: bool = False
+) -> tuple[StepCost, int]:
+    ins = [
+        graph.node_of(ref).output_shapes[ref.index] if ref.index < len(graph.node_of(ref).output_shapes) else None
+        for ref in node.inputs
+    ]
     outs = list(node.output_shapes)
     element = _DTYPE_BYTES.get(node.dtype or "float32", 4) if node.op == "input" else width
     params = node.params or 0
@@ -228,23 +264,42 @@ def _step(graph: Graph, node: Node, width: int, seen_shared: set[str], needs_inp
         macs, flops, unknown = 0, 0, f"'{node.kind}' cannot be costed"
     if node.params is None and unknown is None:
         unknown = "its parameter count is not known"
-    step = StepCost(node.name, _kind(node), macs, flops, params, params * _VARIABLE_BYTES, out_bytes,
-                    out_bytes, out_bytes + in_bytes, unknown, padding_macs=padding)
+    step = StepCost(
+        node.name,
+        _kind(node),
+        macs,
+        flops,
+        params,
+        params * _VARIABLE_BYTES,
+        out_bytes,
+        out_bytes,
+        out_bytes + in_bytes,
+        unknown,
+        padding_macs=padding,
+    )
     return step, out_bytes
 
 
-def _nested(node: Node, inner: Graph, width: int, params: int, needs_input_gradient: bool
-            ) -> tuple[StepCost, int]:
+def _nested(node: Node, inner: Graph, width: int, params: int, needs_input_gradient: bool) -> tuple[StepCost, int]:
     """A nested model as one step: the sum of its own steps (a shared one's weights counted once, its
     backward pass at each use); its inner peak is a transient of this one."""
     steps, peak = _walk(inner, width, needs_input_gradient)
     unknown = [f"{s.name}: {s.unknown}" for s in steps if s.unknown is not None]
     out_bytes = sum(elements(s) for s in node.output_shapes if _sized(s)) * width
-    step = StepCost(node.name, f"model {inner.name}", sum(s.macs for s in steps), sum(s.flops for s in steps),
-                    params, params * _VARIABLE_BYTES, out_bytes, sum(s.kept_bytes for s in steps),
-                    max((s.transient_bytes for s in steps), default=0),
-                    "; ".join(unknown) if unknown else None, backward_flops=sum(s.backward_flops for s in steps),
-                    padding_macs=sum(s.padding_macs for s in steps))
+    step = StepCost(
+        node.name,
+        f"model {inner.name}",
+        sum(s.macs for s in steps),
+        sum(s.flops for s in steps),
+        params,
+        params * _VARIABLE_BYTES,
+        out_bytes,
+        sum(s.kept_bytes for s in steps),
+        max((s.transient_bytes for s in steps), default=0),
+        "; ".join(unknown) if unknown else None,
+        backward_flops=sum(s.backward_flops for s in steps),
+        padding_macs=sum(s.padding_macs for s in steps),
+    )
     return step, peak
 
 

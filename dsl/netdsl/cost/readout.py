@@ -8,8 +8,17 @@ from netdsl.cost.model import PRECISIONS, ModelCost, StepCost, model_cost
 from netdsl.errors import UsageError
 from netdsl.semantics.graph import Graph
 
-__all__ = ["CostSummary", "costed", "summary_cost", "default_batch", "default_precision", "cost_json", "cost_lines",
-           "flops_text", "bytes_text"]
+__all__ = [
+    "CostSummary",
+    "costed",
+    "summary_cost",
+    "default_batch",
+    "default_precision",
+    "cost_json",
+    "cost_lines",
+    "flops_text",
+    "bytes_text",
+]
 
 DEFAULT_BATCH = 32  # Keras' fit default, when the train section sets no batch_size
 
@@ -62,21 +71,38 @@ def summary_cost(graph: Graph, *, batch: int | None = None, precision: str | Non
 
 
 def _step_json(step: StepCost, batch: int) -> dict[str, Any]:
-    return {"name": step.name, "kind": step.kind, "macs": step.macs, "padding_macs": step.padding_macs,
-            "flops": step.flops,
-            "param_bytes": step.param_bytes, "activation_bytes": step.output_bytes * batch,
-            "kept_bytes": step.kept_bytes * batch, "unknown": step.unknown}
+    return {
+        "name": step.name,
+        "kind": step.kind,
+        "macs": step.macs,
+        "padding_macs": step.padding_macs,
+        "flops": step.flops,
+        "param_bytes": step.param_bytes,
+        "activation_bytes": step.output_bytes * batch,
+        "kept_bytes": step.kept_bytes * batch,
+        "unknown": step.unknown,
+    }
 
 
 def cost_json(cost: ModelCost) -> CostSummary:
     """The fields of `--json`: the model's totals and one entry per step (FLOPs per sample, bytes per batch)."""
-    return {"batch": cost.batch, "precision": cost.precision, "optimizer": cost.optimizer, "macs": cost.macs,
-            "padding_macs": cost.padding_macs, "flops": cost.flops, "forward_flops": cost.forward_flops,
-            "train_flops": cost.train_flops,
-            "param_bytes": cost.param_bytes, "activation_bytes": cost.activation_bytes,
-            "inference_memory_bytes": cost.inference_memory_bytes, "train_memory_bytes": cost.train_memory_bytes,
-            "lower_bound": cost.lower_bound, "unknown": list(cost.unknown),
-            "layers": [_step_json(step, cost.batch) for step in cost.steps]}
+    return {
+        "batch": cost.batch,
+        "precision": cost.precision,
+        "optimizer": cost.optimizer,
+        "macs": cost.macs,
+        "padding_macs": cost.padding_macs,
+        "flops": cost.flops,
+        "forward_flops": cost.forward_flops,
+        "train_flops": cost.train_flops,
+        "param_bytes": cost.param_bytes,
+        "activation_bytes": cost.activation_bytes,
+        "inference_memory_bytes": cost.inference_memory_bytes,
+        "train_memory_bytes": cost.train_memory_bytes,
+        "lower_bound": cost.lower_bound,
+        "unknown": list(cost.unknown),
+        "layers": [_step_json(step, cost.batch) for step in cost.steps],
+    }
 
 
 def flops_text(count: int) -> str:
@@ -98,13 +124,15 @@ def bytes_text(count: int) -> str:
 def cost_lines(cost: ModelCost) -> list[str]:
     """The lines under `summary --cost`'s table: FLOPs and memory, and what could not be costed."""
     at_least = "at least " if cost.lower_bound else ""
-    lines = [f"cost: batch {cost.batch}, {cost.precision}, optimizer {cost.optimizer}"
-             f"{' (lower bounds)' if cost.lower_bound else ''}",
-             f"  forward: {at_least}{flops_text(cost.flops)} a sample ({cost.macs:,} MACs), "
-             f"{flops_text(cost.forward_flops)} a batch",
-             f"  training step: {at_least}{flops_text(cost.train_flops)}",
-             f"  memory: weights {bytes_text(cost.param_bytes)}, inference peak {at_least}"
-             f"{bytes_text(cost.inference_memory_bytes)}, training peak {at_least}"
-             f"{bytes_text(cost.train_memory_bytes)}"]
+    lines = [
+        f"cost: batch {cost.batch}, {cost.precision}, optimizer {cost.optimizer}"
+        f"{' (lower bounds)' if cost.lower_bound else ''}",
+        f"  forward: {at_least}{flops_text(cost.flops)} a sample ({cost.macs:,} MACs), "
+        f"{flops_text(cost.forward_flops)} a batch",
+        f"  training step: {at_least}{flops_text(cost.train_flops)}",
+        f"  memory: weights {bytes_text(cost.param_bytes)}, inference peak {at_least}"
+        f"{bytes_text(cost.inference_memory_bytes)}, training peak {at_least}"
+        f"{bytes_text(cost.train_memory_bytes)}",
+    ]
     lines += [f"  unknown: {item}" for item in cost.unknown]
     return lines

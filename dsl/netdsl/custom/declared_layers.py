@@ -34,8 +34,7 @@ _register = keras.saving.register_keras_serializable(package="netdsl")
 
 def _check_identifier(value, what):
     if not isinstance(value, str) or not value.isidentifier():
-        raise ValueError(f"Expected {what} to be an identifier, received: "
-                         f"{value!r}")
+        raise ValueError(f"Expected {what} to be an identifier, received: {value!r}")
 
 
 @_register
@@ -64,16 +63,11 @@ class DeclaredActivation:
         values = dict(values or {})
         _check_identifier(name, "the activation name")
         if not isinstance(params, (list, tuple)) or not params:
-            raise ValueError(
-                "Expected at least one parameter (the input), received: "
-                f"{params!r}"
-            )
+            raise ValueError(f"Expected at least one parameter (the input), received: {params!r}")
         for param in params:
             _check_identifier(param, "a parameter name")
         if len(set(params)) != len(params):
-            raise ValueError(
-                f"Expected distinct parameter names, received: {params!r}"
-            )
+            raise ValueError(f"Expected distinct parameter names, received: {params!r}")
         _check_values(name, list(params), values)
         body = to_json_tree(body)
         validate_tree(body, params)
@@ -119,8 +113,7 @@ def _check_values(name, params, values):
     missing = [param for param in params[1:] if param not in values]
     if missing:
         raise ValueError(
-            f"Expected a value for every parameter of {name!r} after the "
-            f"input, received none for: {', '.join(missing)}"
+            f"Expected a value for every parameter of {name!r} after the input, received none for: {', '.join(missing)}"
         )
 
 
@@ -134,10 +127,7 @@ def _as_declared_activation(activation):
                 return activation
         else:
             return DeclaredActivation.from_config(activation)
-    raise ValueError(
-        "Expected a DeclaredActivation or its config, received: "
-        f"{activation!r}"
-    )
+    raise ValueError(f"Expected a DeclaredActivation or its config, received: {activation!r}")
 
 
 @_register
@@ -202,30 +192,20 @@ def _normalize_weight(weight, params, inputs):
         raise ValueError(f"Expected a weight as a dict, received: {weight!r}")
     unknown = set(weight) - {"name", "shape", "init", "trainable"}
     if unknown:
-        raise ValueError(
-            "Expected weight keys among name, shape, init, trainable, "
-            f"received: {sorted(unknown)}"
-        )
+        raise ValueError(f"Expected weight keys among name, shape, init, trainable, received: {sorted(unknown)}")
     name = weight.get("name")
     _check_identifier(name, "a weight name")
     shape = to_json_tree(weight.get("shape"))
     if not isinstance(shape, list):
-        raise ValueError(
-            f"Expected weight {name!r} to have a list of dimensions as "
-            f"shape, received: {shape!r}"
-        )
+        raise ValueError(f"Expected weight {name!r} to have a list of dimensions as shape, received: {shape!r}")
     for dim in shape:
         validate_dim_tree(dim, params, inputs)
     init = weight.get("init", "glorot_uniform")
     _initializer(init, name)  # raises on anything outside the allow-list
     trainable = weight.get("trainable", True)
     if not isinstance(trainable, bool):
-        raise ValueError(
-            f"Expected `trainable` of weight {name!r} to be a boolean, "
-            f"received: {trainable!r}"
-        )
-    return {"name": name, "shape": shape, "init": init,
-            "trainable": trainable}
+        raise ValueError(f"Expected `trainable` of weight {name!r} to be a boolean, received: {trainable!r}")
+    return {"name": name, "shape": shape, "init": init, "trainable": trainable}
 
 
 @_register
@@ -247,8 +227,7 @@ class DeclaredLayer(keras.layers.Layer):
     re-validates them.
     """
 
-    def __init__(self, spec_name, inputs, params=None, weights=None,
-                 outputs=None, **kwargs):
+    def __init__(self, spec_name, inputs, params=None, weights=None, outputs=None, **kwargs):
         _check_identifier(spec_name, "the layer spec name")
         if kwargs.get("name") is None:
             kwargs["name"] = _unique_layer_name(spec_name)
@@ -256,10 +235,7 @@ class DeclaredLayer(keras.layers.Layer):
         self.spec_name = spec_name
         self.input_names = self._check_inputs(inputs)
         self.params = self._check_params(params or {})
-        self.weight_specs = [
-            _normalize_weight(w, self.params, self.input_names)
-            for w in (weights or [])
-        ]
+        self.weight_specs = [_normalize_weight(w, self.params, self.input_names) for w in (weights or [])]
         self.output_trees = self._check_outputs(outputs)
         self._declared = {}
 
@@ -267,23 +243,16 @@ class DeclaredLayer(keras.layers.Layer):
 
     def _check_inputs(self, inputs):
         if not isinstance(inputs, (list, tuple)) or not inputs:
-            raise ValueError(
-                f"Expected at least one input name for {self.spec_name!r}, "
-                f"received: {inputs!r}"
-            )
+            raise ValueError(f"Expected at least one input name for {self.spec_name!r}, received: {inputs!r}")
         for name in inputs:
             _check_identifier(name, "an input name")
         if len(set(inputs)) != len(inputs):
-            raise ValueError(
-                f"Expected distinct input names, received: {list(inputs)}"
-            )
+            raise ValueError(f"Expected distinct input names, received: {list(inputs)}")
         return list(inputs)
 
     def _check_params(self, params):
         if not isinstance(params, dict):
-            raise ValueError(
-                f"Expected params as a dict, received: {params!r}"
-            )
+            raise ValueError(f"Expected params as a dict, received: {params!r}")
         for name, value in params.items():
             _check_identifier(name, "a parameter name")
             check_json_constant(value)
@@ -291,10 +260,7 @@ class DeclaredLayer(keras.layers.Layer):
 
     def _check_outputs(self, outputs):
         if not isinstance(outputs, (list, tuple)) or not outputs:
-            raise ValueError(
-                f"Expected at least one output for {self.spec_name!r}, "
-                f"received: {outputs!r}"
-            )
+            raise ValueError(f"Expected at least one output for {self.spec_name!r}, received: {outputs!r}")
         names = self._bound_names()
         outputs = to_json_tree(list(outputs))
         for tree in outputs:
@@ -302,8 +268,7 @@ class DeclaredLayer(keras.layers.Layer):
         return outputs
 
     def _bound_names(self):
-        groups = [self.input_names, list(self.params),
-                  [w["name"] for w in self.weight_specs]]
+        groups = [self.input_names, list(self.params), [w["name"] for w in self.weight_specs]]
         names = [name for group in groups for name in group]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -329,19 +294,13 @@ class DeclaredLayer(keras.layers.Layer):
                     f"({', '.join(self.input_names)}) for "
                     f"{self.spec_name!r}, received: {input_shape}"
                 )
-        return {name: tuple(shape)[1:]
-                for name, shape in zip(self.input_names, shapes)}
+        return {name: tuple(shape)[1:] for name, shape in zip(self.input_names, shapes)}
 
     def _weight_shape(self, weight, input_dims):
-        shape = tuple(
-            evaluate_dim(dim, self.params, input_dims)
-            for dim in weight["shape"]
-        )
-        if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0
-                   for d in shape):
+        shape = tuple(evaluate_dim(dim, self.params, input_dims) for dim in weight["shape"])
+        if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
             raise ValueError(
-                f"Expected weight {weight['name']!r} to have a shape of "
-                f"positive integers, received: {shape}"
+                f"Expected weight {weight['name']!r} to have a shape of positive integers, received: {shape}"
             )
         return shape
 
@@ -362,8 +321,7 @@ class DeclaredLayer(keras.layers.Layer):
             if isinstance(inputs, (list, tuple)) and len(inputs) == 1:
                 inputs = inputs[0]
             return {self.input_names[0]: inputs}
-        if (not isinstance(inputs, (list, tuple))
-                or len(inputs) != len(self.input_names)):
+        if not isinstance(inputs, (list, tuple)) or len(inputs) != len(self.input_names):
             raise ValueError(
                 f"Expected {len(self.input_names)} inputs "
                 f"({', '.join(self.input_names)}) for {self.spec_name!r}, "
@@ -384,13 +342,9 @@ class DeclaredLayer(keras.layers.Layer):
     def compute_output_spec(self, inputs):
         # Evaluate the trees on symbolic tensors: keras.ops infers every
         # shape and dtype, with no backend tracing and no weights needed.
-        input_dims = self._shapes_by_name(
-            keras.tree.map_structure(lambda t: tuple(t.shape), inputs)
-        )
+        input_dims = self._shapes_by_name(keras.tree.map_structure(lambda t: tuple(t.shape), inputs))
         weights = {
-            w["name"]: keras.KerasTensor(
-                self._weight_shape(w, input_dims), dtype=self.compute_dtype
-            )
+            w["name"]: keras.KerasTensor(self._weight_shape(w, input_dims), dtype=self.compute_dtype)
             for w in self.weight_specs
         }
         return self._evaluate_outputs(inputs, weights)
@@ -404,8 +358,7 @@ class DeclaredLayer(keras.layers.Layer):
 
     def _symbolic_inputs(self, input_shape):
         if _is_shape_list(input_shape):
-            return [keras.KerasTensor(tuple(s), dtype=self.compute_dtype)
-                    for s in input_shape]
+            return [keras.KerasTensor(tuple(s), dtype=self.compute_dtype) for s in input_shape]
         return keras.KerasTensor(tuple(input_shape), dtype=self.compute_dtype)
 
     def get_config(self):
@@ -421,8 +374,4 @@ class DeclaredLayer(keras.layers.Layer):
 
 def _is_shape_list(input_shape):
     """True when `input_shape` is a list of shapes rather than one shape."""
-    return (
-        isinstance(input_shape, (list, tuple))
-        and len(input_shape) > 0
-        and isinstance(input_shape[0], (list, tuple))
-    )
+    return isinstance(input_shape, (list, tuple)) and len(input_shape) > 0 and isinstance(input_shape[0], (list, tuple))

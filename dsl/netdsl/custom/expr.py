@@ -46,12 +46,9 @@ MAX_DEPTH = MAX_SAVED_EXPR_DEPTH  # deeper trees are refused rather than risking
 # --------------------------------------------------------------------------
 # The function table.
 
-FunctionSpec = namedtuple(
-    "FunctionSpec", ["fn", "min_args", "max_args", "kwargs"]
-)
+FunctionSpec = namedtuple("FunctionSpec", ["fn", "min_args", "max_args", "kwargs"])
 FunctionSpec.__doc__ = (
-    "(callable, min positional args, max positional args or None for "
-    "variadic, allowed keyword names)"
+    "(callable, min positional args, max positional args or None for variadic, allowed keyword names)"
 )
 
 _REDUCE_KW = frozenset({"axis", "keepdims"})
@@ -119,9 +116,7 @@ FUNCTIONS = {
     "sine": _unary(_acts.sine),
     "smooth_relu": _unary(_acts.smooth_relu),
     "sigmoid_tanh": _unary(_acts.sigmoid_tanh),
-    "gelu": FunctionSpec(
-        keras.activations.gelu, 1, 1, frozenset({"approximate"})
-    ),
+    "gelu": FunctionSpec(keras.activations.gelu, 1, 1, frozenset({"approximate"})),
     "silu": _unary(keras.activations.silu),
     "swish": _unary(keras.activations.silu),
     "elu": FunctionSpec(keras.activations.elu, 1, 1, frozenset({"alpha"})),
@@ -129,9 +124,7 @@ FUNCTIONS = {
     "softsign": _unary(keras.activations.softsign),
     "linear": _unary(keras.activations.linear),
     "hard_sigmoid": _unary(keras.activations.hard_sigmoid),
-    "leaky_relu": FunctionSpec(
-        keras.activations.leaky_relu, 1, 1, frozenset({"negative_slope"})
-    ),
+    "leaky_relu": FunctionSpec(keras.activations.leaky_relu, 1, 1, frozenset({"negative_slope"})),
     "relu6": _unary(keras.activations.relu6),
     "mish": _unary(keras.activations.mish),
 }
@@ -142,10 +135,18 @@ _STATIC_KWARGS = frozenset({"axis", "keepdims", "approximate"})
 
 # Python equivalents used to fold functions of constants.
 _FOLD = {
-    "sin": math.sin, "cos": math.cos, "tanh": math.tanh, "exp": math.exp,
-    "log": math.log, "log1p": math.log1p, "sqrt": math.sqrt, "abs": abs,
-    "square": lambda v: v * v, "erf": math.erf,
-    "minimum": min, "maximum": max,
+    "sin": math.sin,
+    "cos": math.cos,
+    "tanh": math.tanh,
+    "exp": math.exp,
+    "log": math.log,
+    "log1p": math.log1p,
+    "sqrt": math.sqrt,
+    "abs": abs,
+    "square": lambda v: v * v,
+    "erf": math.erf,
+    "minimum": min,
+    "maximum": max,
 }
 
 _OPS = {
@@ -161,7 +162,7 @@ _PY_OPS = {
     "-": lambda a, b: a - b,
     "*": lambda a, b: a * b,
     "/": lambda a, b: a / b,
-    "**": lambda a, b: a ** b,
+    "**": lambda a, b: a**b,
 }
 _DIM_OPS = {
     "+": lambda a, b: a + b,
@@ -189,50 +190,35 @@ def to_json_tree(tree):
 
 def check_json_constant(value, depth=0):
     if depth > MAX_DEPTH:
-        raise ValueError("Expected a constant nested at most "
-                         f"{MAX_DEPTH} deep, received a deeper one")
+        raise ValueError(f"Expected a constant nested at most {MAX_DEPTH} deep, received a deeper one")
     if value is None or isinstance(value, (bool, int, float, str)):
         return
     if isinstance(value, (list, tuple)):
         for item in value:
             check_json_constant(item, depth + 1)
         return
-    raise ValueError(
-        "Expected a JSON constant (number, bool, string, null or list), "
-        f"received: {value!r}"
-    )
+    raise ValueError(f"Expected a JSON constant (number, bool, string, null or list), received: {value!r}")
 
 
 def _node_kind(node, allowed_kinds):
     if not isinstance(node, (list, tuple)) or not node:
-        raise ValueError(
-            f"Expected an expression node (a non-empty list), received: "
-            f"{node!r}"
-        )
+        raise ValueError(f"Expected an expression node (a non-empty list), received: {node!r}")
     kind = node[0]
     if kind not in allowed_kinds:
-        raise ValueError(
-            "Expected an expression node of kind "
-            f"{', '.join(allowed_kinds)}, received: {kind!r}"
-        )
+        raise ValueError(f"Expected an expression node of kind {', '.join(allowed_kinds)}, received: {kind!r}")
     return kind
 
 
 def _check_length(node, *lengths):
     if len(node) not in lengths:
         expected = " or ".join(str(n) for n in lengths)
-        raise ValueError(
-            f"Expected a {node[0]!r} node of {expected} items, received: "
-            f"{list(node)!r}"
-        )
+        raise ValueError(f"Expected a {node[0]!r} node of {expected} items, received: {list(node)!r}")
 
 
 def _check_name(name, names, what="a name bound in this expression"):
     if not isinstance(name, str) or name not in names:
         known = ", ".join(sorted(names)) or "none"
-        raise ValueError(
-            f"Expected {what} ({known}), received: {name!r}"
-        )
+        raise ValueError(f"Expected {what} ({known}), received: {name!r}")
 
 
 def _call_parts(node):
@@ -241,23 +227,15 @@ def _call_parts(node):
     fname, args = node[1], node[2]
     kwargs = node[3] if len(node) == 4 else {}
     if not isinstance(args, (list, tuple)):
-        raise ValueError(
-            f"Expected a list of arguments for {fname!r}, received: {args!r}"
-        )
+        raise ValueError(f"Expected a list of arguments for {fname!r}, received: {args!r}")
     if not isinstance(kwargs, dict):
-        raise ValueError(
-            f"Expected a dict of keyword arguments for {fname!r}, received: "
-            f"{kwargs!r}"
-        )
+        raise ValueError(f"Expected a dict of keyword arguments for {fname!r}, received: {kwargs!r}")
     return fname, args, kwargs
 
 
 def _lookup_function(fname):
     if not isinstance(fname, str) or fname not in FUNCTIONS:
-        raise ValueError(
-            "Expected a function from netdsl's allowed table, received: "
-            f"{fname!r}"
-        )
+        raise ValueError(f"Expected a function from netdsl's allowed table, received: {fname!r}")
     return FUNCTIONS[fname]
 
 
@@ -271,17 +249,11 @@ def _check_arity(fname, spec, args, kwargs):
             expected = str(spec.min_args)
         else:
             expected = f"{spec.min_args} to {spec.max_args}"
-        raise ValueError(
-            f"Expected {expected} positional argument(s) for {fname!r}, "
-            f"received: {count}"
-        )
+        raise ValueError(f"Expected {expected} positional argument(s) for {fname!r}, received: {count}")
     for key in kwargs:
         if key not in spec.kwargs:
             allowed = ", ".join(sorted(spec.kwargs)) or "none"
-            raise ValueError(
-                f"Expected keyword arguments of {fname!r} among ({allowed}), "
-                f"received: {key!r}"
-            )
+            raise ValueError(f"Expected keyword arguments of {fname!r} among ({allowed}), received: {key!r}")
 
 
 def validate_tree(tree, names, dim_names=()):
@@ -298,10 +270,7 @@ def validate_tree(tree, names, dim_names=()):
 
 def _validate(node, names, dim_names, depth):
     if depth > MAX_DEPTH:
-        raise ValueError(
-            f"Expected an expression nested at most {MAX_DEPTH} deep, "
-            "received a deeper one"
-        )
+        raise ValueError(f"Expected an expression nested at most {MAX_DEPTH} deep, received a deeper one")
     kinds = _KINDS if dim_names else _KINDS[:-1]
     kind = _node_kind(node, kinds)
     if kind == "num":
@@ -322,10 +291,7 @@ def _validate(node, names, dim_names, depth):
     elif kind == "bin":
         _check_length(node, 4)
         if node[1] not in _OPS:
-            raise ValueError(
-                f"Expected an operator among {' '.join(_OPS)}, received: "
-                f"{node[1]!r}"
-            )
+            raise ValueError(f"Expected an operator among {' '.join(_OPS)}, received: {node[1]!r}")
         _validate(node[2], names, dim_names, depth + 1)
         _validate(node[3], names, dim_names, depth + 1)
     else:  # call
@@ -340,9 +306,7 @@ def _validate_dim_node(node, dim_names):
     _check_length(node, 3)
     _check_name(node[1], dim_names, "an input name")
     if isinstance(node[2], bool) or not isinstance(node[2], int):
-        raise ValueError(
-            f"Expected an integer axis index, received: {node[2]!r}"
-        )
+        raise ValueError(f"Expected an integer axis index, received: {node[2]!r}")
 
 
 # --------------------------------------------------------------------------
@@ -360,9 +324,7 @@ def _static(value, what):
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if not _is_constant(value):
-        raise ValueError(
-            f"Expected a constant for {what}, received a tensor"
-        )
+        raise ValueError(f"Expected a constant for {what}, received a tensor")
     return value
 
 
@@ -386,9 +348,7 @@ def evaluate(tree, env):
         return freeze(tree[1])
     if kind == "var":
         if tree[1] not in env:
-            raise ValueError(
-                f"Expected a value bound to {tree[1]!r}, received none"
-            )
+            raise ValueError(f"Expected a value bound to {tree[1]!r}, received none")
         return env[tree[1]]
     if kind == "dim":
         return _runtime_dim(env[tree[1]], tree[2])
@@ -396,9 +356,7 @@ def evaluate(tree, env):
         value = evaluate(tree[1], env)
         return -value if is_number(value) else ops.negative(value)
     if kind == "bin":
-        return _apply_operator(
-            tree[1], evaluate(tree[2], env), evaluate(tree[3], env)
-        )
+        return _apply_operator(tree[1], evaluate(tree[2], env), evaluate(tree[3], env))
     if kind == "call":
         return _apply_call(tree, env)
     raise ValueError(f"Expected an expression node, received: {tree!r}")
@@ -431,9 +389,7 @@ def _runtime_dim(tensor, index):
     rank = len(tensor.shape) - 1
     axis = index if index < 0 else index + 1
     if not -rank <= index < rank:
-        raise ValueError(
-            f"Expected an axis index in [{-rank}, {rank}), received: {index}"
-        )
+        raise ValueError(f"Expected an axis index in [{-rank}, {rank}), received: {index}")
     size = tensor.shape[axis]
     return size if size is not None else ops.shape(tensor)[axis]
 
@@ -445,18 +401,12 @@ def _runtime_dim(tensor, index):
 def validate_dim_tree(tree, params, inputs, depth=0):
     """Check a weight-shape dimension tree; raise `ValueError` if invalid."""
     if depth > MAX_DEPTH:
-        raise ValueError(
-            f"Expected a dimension nested at most {MAX_DEPTH} deep, "
-            "received a deeper one"
-        )
-    kind = _node_kind(tree, ("num", "const", "var", "dim", "neg", "bin",
-                             "call"))
+        raise ValueError(f"Expected a dimension nested at most {MAX_DEPTH} deep, received a deeper one")
+    kind = _node_kind(tree, ("num", "const", "var", "dim", "neg", "bin", "call"))
     if kind in ("num", "const"):
         _check_length(tree, 2)
         if isinstance(tree[1], bool) or not isinstance(tree[1], int):
-            raise ValueError(
-                f"Expected an integer dimension, received: {tree[1]!r}"
-            )
+            raise ValueError(f"Expected an integer dimension, received: {tree[1]!r}")
     elif kind == "var":
         _check_length(tree, 2)
         _check_name(tree[1], params, "a layer parameter")
@@ -468,18 +418,14 @@ def validate_dim_tree(tree, params, inputs, depth=0):
     elif kind == "bin":
         _check_length(tree, 4)
         if tree[1] not in _DIM_OPS:
-            raise ValueError(
-                "Expected a dimension operator among + - * //, received: "
-                f"{tree[1]!r}"
-            )
+            raise ValueError(f"Expected a dimension operator among + - * //, received: {tree[1]!r}")
         validate_dim_tree(tree[2], params, inputs, depth + 1)
         validate_dim_tree(tree[3], params, inputs, depth + 1)
     else:
         fname, args, kwargs = _call_parts(tree)
         if fname not in _DIM_FUNCTIONS or len(args) != 2 or kwargs:
             raise ValueError(
-                "Expected max(a, b) or min(a, b) in a weight shape, "
-                f"received: {fname!r} with {len(args)} argument(s)"
+                f"Expected max(a, b) or min(a, b) in a weight shape, received: {fname!r} with {len(args)} argument(s)"
             )
         for arg in args:
             validate_dim_tree(arg, params, inputs, depth + 1)
@@ -501,13 +447,13 @@ def evaluate_dim(tree, params, input_shapes):
         shape = input_shapes[tree[1]]
         if not -len(shape) <= tree[2] < len(shape):
             raise ValueError(
-                f"Expected an axis index of input {tree[1]!r} in "
-                f"[{-len(shape)}, {len(shape)}), received: {tree[2]}"
+                f"Expected an axis index of input {tree[1]!r} in [{-len(shape)}, {len(shape)}), received: {tree[2]}"
             )
         return shape[tree[2]]
-    values = [evaluate_dim(arg, params, input_shapes) for arg in
-              (tree[1:2] if kind == "neg" else
-               tree[2:4] if kind == "bin" else tree[2])]
+    values = [
+        evaluate_dim(arg, params, input_shapes)
+        for arg in (tree[1:2] if kind == "neg" else tree[2:4] if kind == "bin" else tree[2])
+    ]
     if any(value is None for value in values):
         return None
     if kind == "neg":
@@ -521,8 +467,5 @@ def _as_int(value, name):
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(
-            f"Expected parameter {name!r} to be an integer in a weight "
-            f"shape, received: {value!r}"
-        )
+        raise ValueError(f"Expected parameter {name!r} to be an integer in a weight shape, received: {value!r}")
     return value

@@ -43,8 +43,7 @@ def _module(kind: str):
 def _string_metric(identifier: str):
     def factory(**kwargs):
         if kwargs:
-            raise TypeError(f"metric {identifier!r} takes no arguments, "
-                            f"received: {sorted(kwargs)}")
+            raise TypeError(f"metric {identifier!r} takes no arguments, received: {sorted(kwargs)}")
         return identifier
 
     factory.__name__ = factory.__qualname__ = identifier
@@ -73,9 +72,11 @@ def keras_object(entry: Entry):
     if entry.source == "netdsl":
         if entry.kind == "layer":
             from netdsl.custom.layers import LAYERS
+
             return LAYERS[entry.name]
         if entry.kind == "activation":
             from netdsl.custom.activations import ACTIVATIONS
+
             return ACTIVATIONS[entry.name]
         raise ValueError(f"no netdsl {entry.kind} {entry.name!r}")
     if entry.kind == "metric" and entry.keras_name in _STRING_METRICS:
@@ -109,8 +110,11 @@ def make(entry: Entry, kwargs: dict | None = None, *, as_written: str | None = N
 
         obj = AdjustedR2Score
     if entry.kind == "metric":
-        alias = (as_written if as_written and as_written != entry.name
-                 and as_written in entry.aliases and as_written.islower() else None)
+        alias = (
+            as_written
+            if as_written and as_written != entry.name and as_written in entry.aliases and as_written.islower()
+            else None
+        )
         if entry.keras_name in _STRING_METRICS:
             return alias if alias and not kwargs else obj(**kwargs)
         if alias and "name" not in kwargs:

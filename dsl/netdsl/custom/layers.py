@@ -22,32 +22,22 @@ _register = keras.saving.register_keras_serializable(package="netdsl")
 
 def _check_positive_int(name, value):
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(
-            f"Expected `{name}` to be a positive integer, received: {value!r}"
-        )
+        raise ValueError(f"Expected `{name}` to be a positive integer, received: {value!r}")
 
 
 def _check_number(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(
-            f"Expected `{name}` to be a number, received: {value!r}"
-        )
+        raise ValueError(f"Expected `{name}` to be a number, received: {value!r}")
 
 
 def _check_bool(name, value):
     if not isinstance(value, bool):
-        raise ValueError(
-            f"Expected `{name}` to be a boolean, received: {value!r}"
-        )
+        raise ValueError(f"Expected `{name}` to be a boolean, received: {value!r}")
 
 
 def _is_shape_list(input_shape):
     """True when `input_shape` is a list of shapes rather than one shape."""
-    return (
-        isinstance(input_shape, (list, tuple))
-        and len(input_shape) > 0
-        and isinstance(input_shape[0], (list, tuple))
-    )
+    return isinstance(input_shape, (list, tuple)) and len(input_shape) > 0 and isinstance(input_shape[0], (list, tuple))
 
 
 # --------------------------------------------------------------------------
@@ -216,16 +206,11 @@ class Attention(keras.layers.Layer):
         _check_positive_int("d_model", d_model)
         _check_positive_int("heads", heads)
         if d_model % heads != 0:
-            raise ValueError(
-                "Expected d_model divisible by heads, received: "
-                f"d_model={d_model}, heads={heads}"
-            )
+            raise ValueError(f"Expected d_model divisible by heads, received: d_model={d_model}, heads={heads}")
         _check_bool("causal", causal)
         _check_number("dropout", dropout)
         if not 0.0 <= dropout < 1.0:
-            raise ValueError(
-                f"Expected `dropout` in [0, 1), received: {dropout!r}"
-            )
+            raise ValueError(f"Expected `dropout` in [0, 1), received: {dropout!r}")
         _check_bool("return_weights", return_weights)
         _check_bool("use_bias", use_bias)
         self.d_model = d_model
@@ -235,9 +220,7 @@ class Attention(keras.layers.Layer):
         self.dropout = float(dropout)
         self.return_weights = return_weights
         self.use_bias = use_bias
-        self.dropout_layer = (
-            keras.layers.Dropout(self.dropout, dtype=self.dtype_policy) if self.dropout > 0 else None
-        )
+        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy) if self.dropout > 0 else None
 
     # -- inputs ------------------------------------------------------------
 
@@ -289,9 +272,7 @@ class Attention(keras.layers.Layer):
         )
 
     def _bias(self, name):
-        return self.add_weight(
-            name=name, shape=(self.d_model,), initializer="zeros"
-        )
+        return self.add_weight(name=name, shape=(self.d_model,), initializer="zeros")
 
     # -- computation -------------------------------------------------------
 
@@ -321,9 +302,7 @@ class Attention(keras.layers.Layer):
 
         use_dropout = self.dropout_layer is not None and bool(training)
         if self.return_weights or use_dropout:
-            output, weights = self._manual_attention(
-                query, key, value, mask, training
-            )
+            output, weights = self._manual_attention(query, key, value, mask, training)
         else:
             output = ops.dot_product_attention(
                 query,
@@ -392,8 +371,7 @@ def _large_negative(dtype):
 
 # --------------------------------------------------------------------------
 
-_CONV_BY_RANK = {3: keras.layers.Conv1D, 4: keras.layers.Conv2D,
-                 5: keras.layers.Conv3D}
+_CONV_BY_RANK = {3: keras.layers.Conv1D, 4: keras.layers.Conv2D, 5: keras.layers.Conv3D}
 
 
 @_register
@@ -440,19 +418,32 @@ class Residual(keras.layers.Layer):
         # differ when a mixed-precision model is loaded).
         policy = self.dtype_policy
         self.conv1 = conv(
-            self.filters, self.kernel_size, strides=self.stride,
-            padding="same", use_bias=False, name="conv1", dtype=policy,
+            self.filters,
+            self.kernel_size,
+            strides=self.stride,
+            padding="same",
+            use_bias=False,
+            name="conv1",
+            dtype=policy,
         )
         self.bn1 = keras.layers.BatchNormalization(name="bn1", dtype=policy)
         self.conv2 = conv(
-            self.filters, self.kernel_size, padding="same", use_bias=False,
-            name="conv2", dtype=policy,
+            self.filters,
+            self.kernel_size,
+            padding="same",
+            use_bias=False,
+            name="conv2",
+            dtype=policy,
         )
         self.bn2 = keras.layers.BatchNormalization(name="bn2", dtype=policy)
         if self._needs_projection(input_shape):
             self.proj_conv = conv(
-                self.filters, 1, strides=self.stride, use_bias=False,
-                name="proj_conv", dtype=policy,
+                self.filters,
+                1,
+                strides=self.stride,
+                use_bias=False,
+                name="proj_conv",
+                dtype=policy,
             )
             self.proj_bn = keras.layers.BatchNormalization(name="proj_bn", dtype=policy)
         else:
@@ -482,10 +473,7 @@ class Residual(keras.layers.Layer):
         return ops.relu(x + skip)
 
     def compute_output_shape(self, input_shape):
-        spatial = [
-            None if size is None else -(-size // self.stride)
-            for size in input_shape[1:-1]
-        ]
+        spatial = [None if size is None else -(-size // self.stride) for size in input_shape[1:-1]]
         return (input_shape[0], *spatial, self.filters)
 
     def get_config(self):

@@ -60,7 +60,8 @@ class TensorOp(keras.layers.Layer):
         tree = self.expression
         return self.inputs > 1 and (
             (tree[0] == "bin" and tree[1] in ELEMENTWISE)
-            or (tree[0] == "call" and tree[1] in ("minimum", "maximum", "where")))
+            or (tree[0] == "call" and tree[1] in ("minimum", "maximum", "where"))
+        )
 
     def get_config(self):
         return {**super().get_config(), "expression": self.expression, "inputs": self.inputs}

@@ -44,8 +44,11 @@ def read_model_config(path: str | os.PathLike) -> dict:
 
 def _config_bytes(path: Path, display: str) -> bytes:
     if path.suffix.lower() in (".h5", ".hdf5"):
-        raise _error(display, "HDF5 (.h5) models are not supported",
-                     "load it in Keras and save it as .keras (model.save('model.keras'))")
+        raise _error(
+            display,
+            "HDF5 (.h5) models are not supported",
+            "load it in Keras and save it as .keras (model.save('model.keras'))",
+        )
     try:  # bounded by size and by ratio as it is read (netdsl.archives: the weights reader's rules too)
         with open_zip(path, ".keras file") as (archive, file_size):
             return read_config_json(archive, file_size, limit=MAX_CONFIG_BYTES)

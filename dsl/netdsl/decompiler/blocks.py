@@ -76,7 +76,7 @@ def _best_fold(chains: list[list], pinned: set[int]) -> tuple[Motif, Template] |
     for motif in find_motifs(chains, skeletons, pinned)[:MAX_CANDIDATES]:
         if motif.bound - DEFINITION_COST <= best_saving:
             break  # sorted by bound: no later motif can do better
-        occurrences = [chains[c][s:s + motif.length] for c, s in motif.places]
+        occurrences = [chains[c][s : s + motif.length] for c, s in motif.places]
         shape = [skeletons.of(u)[0] for u in occurrences[0]]
         if any([skeletons.of(u)[0] for u in occ] != shape for occ in occurrences[1:]):
             continue  # a hash collision
@@ -91,12 +91,12 @@ def _best_fold(chains: list[list], pinned: set[int]) -> tuple[Motif, Template] |
 
 def _saving(occurrences: list[list], template: Template) -> int:
     before = sum(text_cost(u) for occ in occurrences for u in occ)
-    definition = DEFINITION_COST + sum(text_cost(u) for u in template.body) + sum(
-        len(p.name) + 2 for p in template.params)
+    definition = (
+        DEFINITION_COST + sum(text_cost(u) for u in template.body) + sum(len(p.name) + 2 for p in template.params)
+    )
     calls = 0
     for args in template.args:
-        calls += 8 + sum(len(str(v)) + 2 for (name, v), p in zip(args, template.params)
-                         if not same(v, p.default))
+        calls += 8 + sum(len(str(v)) + 2 for (name, v), p in zip(args, template.params) if not same(v, p.default))
     return before - definition - calls
 
 
@@ -104,9 +104,9 @@ def _apply(chains: list[list], motif: Motif, template: Template, block: Block) -
     places = sorted(zip(motif.places, template.args), key=lambda pa: (pa[0][0], -pa[0][1]))
     for (c, start), args in places:
         chain = chains[c]
-        units = chain[start:start + motif.length]
+        units = chain[start : start + motif.length]
         use = Use(block, args, 1, units[0].in_channels, units[-1].last)
-        chain[start:start + motif.length] = [use]
+        chain[start : start + motif.length] = [use]
         block.uses += 1
 
 
@@ -155,7 +155,18 @@ def _block_name(body: list) -> str:
 
 
 _SHORT = {
-    "conv2d": "conv", "conv1d": "conv", "conv3d": "conv", "batch_norm": "bn", "depthwise_conv2d": "dwconv",
-    "separable_conv2d": "sepconv", "max_pool2d": "pool", "avg_pool2d": "pool", "zero_padding2d": "pad",
-    "conv2d_transpose": "upconv", "ReLU": "relu", "relu": "relu", "dense": "dense", "dropout": "dropout",
+    "conv2d": "conv",
+    "conv1d": "conv",
+    "conv3d": "conv",
+    "batch_norm": "bn",
+    "depthwise_conv2d": "dwconv",
+    "separable_conv2d": "sepconv",
+    "max_pool2d": "pool",
+    "avg_pool2d": "pool",
+    "zero_padding2d": "pad",
+    "conv2d_transpose": "upconv",
+    "ReLU": "relu",
+    "relu": "relu",
+    "dense": "dense",
+    "dropout": "dropout",
 }

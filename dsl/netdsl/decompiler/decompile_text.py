@@ -68,5 +68,8 @@ def _models_inner_first(model: KModel) -> list[KModel]:
 def _shared_names(model: KModel, file_names: Namer) -> dict[str, str]:
     """Spec names of the layers the model calls more than once (nested models aside)."""
     local = Namer(file_names.taken)
-    return {layer.name: local.take(layer.name) for layer in model.layers
-            if len(layer.calls) > 1 and layer.model is None and layer.class_name != "InputLayer"}
+    return {
+        layer.name: local.take(layer.name)
+        for layer in model.layers
+        if len(layer.calls) > 1 and layer.model is None and layer.class_name != "InputLayer"
+    }

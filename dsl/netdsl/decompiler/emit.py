@@ -111,11 +111,15 @@ def block_decl(block: Block) -> ir.BlockDecl:
     writer = FlowWriter(namer, stmts)
     value = writer.chain(S.name("x"), block.body)
     output = namer.fresh("y")
-    stmts.append(S.node(ir.Output, kind="output",
-                        items=[S.node(ir.OutputItem, kind="output_item", name=output, value=value)]))
-    params = [S.node(ir.Param, kind="param", name=p.name,
-                     default=None if p.default is registry.REQUIRED else S.value(p.default))
-              for p in block.params]
+    stmts.append(
+        S.node(ir.Output, kind="output", items=[S.node(ir.OutputItem, kind="output_item", name=output, value=value)])
+    )
+    params = [
+        S.node(
+            ir.Param, kind="param", name=p.name, default=None if p.default is registry.REQUIRED else S.value(p.default)
+        )
+        for p in block.params
+    ]
     return S.node(ir.BlockDecl, kind="block", name=block.name, params=params, body=stmts)
 
 

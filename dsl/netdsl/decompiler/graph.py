@@ -81,9 +81,11 @@ def read_model(config: dict, problems: Problems, depth: int = 0) -> KModel | Non
     inner = config.get("config")
     if class_name not in MODEL_CLASSES or not isinstance(inner, dict):
         where = origin(config.get("module"), config.get("registered_name"))
-        problems.add(f"the model is a subclassed keras.Model (class {class_name}, {where}); "
-                     "only functional and Sequential models have a structure to decompile",
-                     "build it with the functional API (keras.Model(inputs, outputs)) and save that")
+        problems.add(
+            f"the model is a subclassed keras.Model (class {class_name}, {where}); "
+            "only functional and Sequential models have a structure to decompile",
+            "build it with the functional API (keras.Model(inputs, outputs)) and save that",
+        )
         return None
     if depth > MAX_NESTED_MODELS:
         problems.add(f"models are nested more than {MAX_NESTED_MODELS} deep")
@@ -145,8 +147,14 @@ class _Reader:
             return None
         config = data["config"]
         name = str(data.get("name") or config.get("name") or "")
-        layer = Layer(name, str(data.get("class_name")), str(data.get("module") or ""),
-                      data.get("registered_name"), config, nodes=_list(data.get("inbound_nodes")))
+        layer = Layer(
+            name,
+            str(data.get("class_name")),
+            str(data.get("module") or ""),
+            data.get("registered_name"),
+            config,
+            nodes=_list(data.get("inbound_nodes")),
+        )
         if layer.class_name in MODEL_CLASSES:
             layer.model = read_model(data, self.problems, self.depth + 1)
         return layer
@@ -160,8 +168,7 @@ class _Reader:
         position = len(model.calls)
         layer.calls.append(position)
         model.calls.append(Call(layer, [], [], "single", {}))
-        model.inputs.append(Input(layer.name, dims, str(layer.config.get("dtype") or "float32"),
-                                  Ref(position, 0)))
+        model.inputs.append(Input(layer.name, dims, str(layer.config.get("dtype") or "float32"), Ref(position, 0)))
 
     def known_input(self, model: KModel, ref_data, by_name: dict) -> bool:
         layer = by_name.get(ref_data[0]) if isinstance(ref_data, list) and ref_data else None
@@ -235,8 +242,9 @@ class _Reader:
                 if _is_operation(layer) and isinstance(item, (int, float)) and not isinstance(item, bool):
                     arguments.append(item)  # `x + 3.0`: a tensor expression writes the number
                     continue
-                self.problems.layer(layer, f"is called with a constant argument ({_short(item)}), "
-                                           "which a spec cannot pass")
+                self.problems.layer(
+                    layer, f"is called with a constant argument ({_short(item)}), which a spec cannot pass"
+                )
                 return None
             arguments.append(None)
             tensors.append(item)
@@ -248,8 +256,7 @@ class _Reader:
                 kwargs.pop(key, None)
         for key, value in kwargs.items():
             if _is_tensor(value) or (isinstance(value, list) and any(_is_tensor(v) for v in value)):
-                self.problems.layer(layer, f"is called with the tensor argument {key}=..., "
-                                           "which a spec cannot pass")
+                self.problems.layer(layer, f"is called with the tensor argument {key}=..., which a spec cannot pass")
                 return None
         refs = []
         for item in tensors:
@@ -262,8 +269,13 @@ class _Reader:
         return Call(layer, refs, shapes, style, kwargs, arguments=arguments)
 
     def ref(self, history, by_name: dict, outputs: bool = False) -> Ref | None:
-        if not (isinstance(history, list) and len(history) == 3 and isinstance(history[0], str)
-                and isinstance(history[1], int) and isinstance(history[2], int)):
+        if not (
+            isinstance(history, list)
+            and len(history) == 3
+            and isinstance(history[0], str)
+            and isinstance(history[1], int)
+            and isinstance(history[2], int)
+        ):
             return None
         layer = by_name.get(history[0])
         if layer is None:
@@ -300,8 +312,9 @@ class _Reader:
             shape = first.get("batch_shape") or first.get("batch_input_shape") or shape
             input_name, dtype = str(first.get("name") or input_name), str(first.get("dtype") or dtype)
         if not isinstance(shape, list) or not shape:
-            self.problems.add(f"Sequential model '{name}' has no input shape",
-                              "build it (or give it a keras.Input) before saving")
+            self.problems.add(
+                f"Sequential model '{name}' has no input shape", "build it (or give it a keras.Input) before saving"
+            )
             return None
         source = Layer(input_name, "InputLayer", "keras.layers", None, {"batch_shape": shape, "dtype": dtype})
         self.input_layer(model, source)
@@ -334,8 +347,12 @@ def _is_operation(layer: Layer) -> bool:
 
 
 def _is_tensor(value) -> bool:
-    return (isinstance(value, dict) and value.get("class_name") == "__keras_tensor__"
-            and isinstance(value.get("config"), dict) and "keras_history" in value["config"])
+    return (
+        isinstance(value, dict)
+        and value.get("class_name") == "__keras_tensor__"
+        and isinstance(value.get("config"), dict)
+        and "keras_history" in value["config"]
+    )
 
 
 def _histories(node) -> list:

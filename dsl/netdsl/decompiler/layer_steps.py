@@ -22,8 +22,10 @@ from netdsl.semantics.steps import REFUSED_LAYERS
 
 _SKIPPED_KEYS = ("name",)
 _DECLARED = ("DeclaredLayer", "ActivationLayer")
-_PLUGIN_HINT = ("declare it in the spec (layer NAME(...) { ... }) or register a plugin for it "
-                "(netdsl.register_layer, then --plugin MODULE)")
+_PLUGIN_HINT = (
+    "declare it in the spec (layer NAME(...) { ... }) or register a plugin for it "
+    "(netdsl.register_layer, then --plugin MODULE)"
+)
 
 
 @dataclass(frozen=True)
@@ -60,21 +62,31 @@ def _entry(layer: Layer, problems: Problems) -> registry.Entry | None:
             return entry
     refused = REFUSED_LAYERS.get(registry.snake_case(name))
     if refused:
-        problems.layer(layer, f"cannot be decompiled: {refused}",
-                       "declare what it computes in the spec (activation NAME(x) = ..., layer NAME(...) { ... })")
+        problems.layer(
+            layer,
+            f"cannot be decompiled: {refused}",
+            "declare what it computes in the spec (activation NAME(x) = ..., layer NAME(...) { ... })",
+        )
     elif layer.module.startswith("keras.src.ops"):
-        problems.layer(layer, f"is the Keras operation {name} (module {layer.module}), applied to tensors "
-                              "in the Keras code (like `x + y`), not a layer",
-                       "in the Keras code, use the layer that does it (keras.layers.Add, Multiply, "
-                       "Reshape, ...) instead of an operation on tensors")
+        problems.layer(
+            layer,
+            f"is the Keras operation {name} (module {layer.module}), applied to tensors "
+            "in the Keras code (like `x + y`), not a layer",
+            "in the Keras code, use the layer that does it (keras.layers.Add, Multiply, "
+            "Reshape, ...) instead of an operation on tensors",
+        )
     elif name in _DECLARED and layer.module.startswith("netdsl."):
         spec_name = layer.config.get("spec_name") or (layer.config.get("activation") or {}).get("name")
-        problems.layer(layer, f"is the declared layer or activation '{spec_name}' of a netdsl spec; "
-                              "decompile does not recover declarations yet",
-                       "copy the declaration from the spec that declared it, or write it by hand")
+        problems.layer(
+            layer,
+            f"is the declared layer or activation '{spec_name}' of a netdsl spec; "
+            "decompile does not recover declarations yet",
+            "copy the declaration from the spec that declared it, or write it by hand",
+        )
     else:
-        problems.layer(layer, f"is not a layer netdsl knows ({origin(layer.module, layer.registered_name)})",
-                       _PLUGIN_HINT)
+        problems.layer(
+            layer, f"is not a layer netdsl knows ({origin(layer.module, layer.registered_name)})", _PLUGIN_HINT
+        )
     return None
 
 
@@ -117,8 +129,9 @@ def _keras_layer_module(module: str) -> bool:
 
 def _activation_step(layer: Layer) -> Step:
     value = activation_value(layer.config.get("activation"), "its activation")
-    extra = _kwargs(_known("layer", "activation"),
-                    {k: v for k, v in layer.config.items() if k != "activation"}, None, "its")
+    extra = _kwargs(
+        _known("layer", "activation"), {k: v for k, v in layer.config.items() if k != "activation"}, None, "its"
+    )
     if isinstance(value, Named) and not value.kwargs and not extra:
         return Step("activation", value.name, (), registry.lookup("activation", value.name))
     # `-> leaky_relu(0.2)` would be the LeakyReLU layer: an Activation layer says so.
@@ -184,8 +197,9 @@ def _resolved_defaults(entry: registry.Entry, kwargs: tuple, rank: int | None) -
             drop.add("attention_axes")
     if entry.name == "bidirectional" and isinstance(given.get("layer"), Named):
         forward = given["layer"]
-        backward = Named("layer", forward.name, _ordered(_known("layer", forward.name),
-                                                         forward.kwargs + (("go_backwards", True),)))
+        backward = Named(
+            "layer", forward.name, _ordered(_known("layer", forward.name), forward.kwargs + (("go_backwards", True),))
+        )
         if given.get("backward_layer") == backward:
             drop.add("backward_layer")
     return tuple((k, v) for k, v in kwargs if k not in drop)
@@ -248,8 +262,10 @@ def activation_value(raw: Any, where: str) -> Named | None:
         if raw.get("class_name") == "ConfiguredActivation" and isinstance(config, dict):
             return _named("activation", str(config.get("name")), config.get("kwargs") or {}, where)
         if raw.get("class_name") == "DeclaredActivation" and isinstance(config, dict):
-            raise Unexpressible(f"{where} is the declared activation '{config.get('name')}'; "
-                                "decompile does not recover declarations yet")
+            raise Unexpressible(
+                f"{where} is the declared activation '{config.get('name')}'; "
+                "decompile does not recover declarations yet"
+            )
     raise Unexpressible(f"{where} is an activation netdsl does not know ({_describe(raw)})")
 
 
@@ -277,8 +293,13 @@ def _keras_module(raw: dict, where: str) -> None:
 def nested_layer_value(raw: Any, where: str) -> Named:
     if not (isinstance(raw, dict) and isinstance(raw.get("config"), dict)):
         raise Unexpressible(f"{where} is not a layer config")
-    layer = Layer(str(raw["config"].get("name") or ""), str(raw.get("class_name")), str(raw.get("module") or ""),
-                  raw.get("registered_name"), raw["config"])
+    layer = Layer(
+        str(raw["config"].get("name") or ""),
+        str(raw.get("class_name")),
+        str(raw.get("module") or ""),
+        raw.get("registered_name"),
+        raw["config"],
+    )
     problems = Problems("")
     entry = _entry(layer, problems)
     if entry is None:
@@ -299,8 +320,10 @@ def dtype_value(raw: Any, where: str) -> str | None:
     if not isinstance(name, str):
         raise Unexpressible(f"{where} is not a dtype name")
     if name not in DTYPES:
-        raise Unexpressible(f"{where} is the policy '{name}'; a spec sets mixed precision for a whole model "
-                            "(train section, mixed_precision = true), which decompile does not write yet")
+        raise Unexpressible(
+            f"{where} is the policy '{name}'; a spec sets mixed precision for a whole model "
+            "(train section, mixed_precision = true), which decompile does not write yet"
+        )
     return name
 
 

@@ -58,8 +58,11 @@ class Skeletons:
         if isinstance(unit, Leaf):
             return (self.of(unit)[0], unit.step.kwargs, unit.count)
         if isinstance(unit, Merge):
-            return (self.of(unit)[0], unit.step.kwargs,
-                    tuple(tuple(self.value_id(u) for u in branch) for branch in unit.branches))
+            return (
+                self.of(unit)[0],
+                unit.step.kwargs,
+                tuple(tuple(self.value_id(u) for u in branch) for branch in unit.branches),
+            )
         return (self.of(unit)[0], unit.args, unit.count)
 
     def _intern(self, shape: tuple) -> int:
@@ -78,8 +81,9 @@ class Skeletons:
         return ("use", unit.block.name)
 
 
-def find_motifs(chains: list[list], skeletons: Skeletons,
-                pinned: frozenset[int] | set[int] = frozenset()) -> list[Motif]:
+def find_motifs(
+    chains: list[list], skeletons: Skeletons, pinned: frozenset[int] | set[int] = frozenset()
+) -> list[Motif]:
     """Every run of units that repeats, with its non-overlapping places, best bound first
     (never over a `pinned` unit)."""
     groups: dict[tuple[int, int], list[tuple[int, int]]] = {}
@@ -105,7 +109,7 @@ def find_motifs(chains: list[list], skeletons: Skeletons,
         if len(places) < 2:
             continue
         c, start = places[0]
-        if _has_tandem([skeletons.value_id(u) for u in chains[c][start:start + length]]):
+        if _has_tandem([skeletons.value_id(u) for u in chains[c][start : start + length]]):
             continue  # fold the repeated part first: it becomes `* N`
         chosen = _non_overlapping(places, length)
         if len(chosen) < 2:
@@ -122,7 +126,7 @@ def _has_tandem(ids: list[int]) -> bool:
     n = len(ids)
     for period in range(1, n // 2 + 1):
         for i in range(n - 2 * period + 1):
-            if ids[i:i + period] == ids[i + period:i + 2 * period]:
+            if ids[i : i + period] == ids[i + period : i + 2 * period]:
                 return True
     return False
 
@@ -145,8 +149,9 @@ def text_cost(unit) -> int:
         return CALL_ARROW + step_cost(unit.step) + _count_cost(unit.count)
     if isinstance(unit, Merge):
         return MERGE_COST + step_cost(unit.step) + sum(text_cost(u) for b in unit.branches for u in b)
-    return CALL_ARROW + len(unit.block.name) + 2 + _count_cost(unit.count) + sum(
-        value_cost(v) + 2 for _, v in unit.args)
+    return (
+        CALL_ARROW + len(unit.block.name) + 2 + _count_cost(unit.count) + sum(value_cost(v) + 2 for _, v in unit.args)
+    )
 
 
 def step_cost(step) -> int:

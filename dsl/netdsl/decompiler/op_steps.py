@@ -22,10 +22,15 @@ from netdsl.decompiler.problems import Problems
 from netdsl.semantics.declared import OP_FUNCTIONS
 from netdsl.syntax import ir
 
-_BINARY = {"Add": "+", "Subtract": "-", "Multiply": "*", "TrueDivide": "/", "Divide": "/", "Power": "**",
-           "Matmul": "@"}
-_UNARY_NAMES = {"Relu6": "relu6", "HardSigmoid": "hard_sigmoid", "LeakyRelu": "leaky_relu", "Log1p": "log1p",
-                "Silu": "silu", "Swish": "silu"}
+_BINARY = {"Add": "+", "Subtract": "-", "Multiply": "*", "TrueDivide": "/", "Divide": "/", "Power": "**", "Matmul": "@"}
+_UNARY_NAMES = {
+    "Relu6": "relu6",
+    "HardSigmoid": "hard_sigmoid",
+    "LeakyRelu": "leaky_relu",
+    "Log1p": "log1p",
+    "Silu": "silu",
+    "Swish": "silu",
+}
 _REDUCTIONS = {"Mean": "mean", "Sum": "sum", "Max": "max", "Min": "min"}
 _KEYWORDS = {"gelu": ("approximate",), "elu": ("alpha",), "leaky_relu": ("negative_slope",), "softmax": ("axis",)}
 _OPERATOR_KINDS = {"+": "+", "-": "-", "*": "*", "/": "/", "**": "**", "@": "@"}
@@ -34,17 +39,20 @@ _OPERATOR_KINDS = {"+": "+", "-": "-", "*": "*", "/": "/", "**": "**", "@": "@"}
 def is_operation(layer: Layer) -> bool:
     """A Keras operation node, or netdsl's TensorOp: calls that may pass constants."""
     return layer.module.startswith("keras.src.ops") or (
-        layer.class_name == "TensorOp" and layer.module.startswith("netdsl."))
+        layer.class_name == "TensorOp" and layer.module.startswith("netdsl.")
+    )
 
 
 def op_step(layer: Layer, call: Call, problems: Problems) -> Step | None:
     """The op step of an operation node's call, or None (the reason in `problems`)."""
     template = _template(layer, call)
     if template is None:
-        problems.layer(layer, f"is the Keras operation {layer.class_name} (module {layer.module}) with arguments "
-                              "a spec's tensor expressions do not write",
-                       "in the Keras code, use a layer for it, or +, -, *, /, @ and the functions of "
-                       "docs/language.md")
+        problems.layer(
+            layer,
+            f"is the Keras operation {layer.class_name} (module {layer.module}) with arguments "
+            "a spec's tensor expressions do not write",
+            "in the Keras code, use a layer for it, or +, -, *, /, @ and the functions of docs/language.md",
+        )
         return None
     return Step("op", _label(template), (("expression", template),))
 
@@ -159,6 +167,9 @@ def _expr(tree: Any, sources: list) -> Any:
         args = (args[0], ("const", tuple(args[1][1])[1:]))
     keywords = tree[3] if len(tree) > 3 else ()
     keywords = keywords.items() if isinstance(keywords, dict) else keywords
-    kwargs = [S.node(ir.Kwarg, kind="kwarg", name=k, value=_expr(v, sources)) for k, v in keywords
-              if not (name in ("mean", "sum", "max", "min") and k == "keepdims" and v[1] is False)]
+    kwargs = [
+        S.node(ir.Kwarg, kind="kwarg", name=k, value=_expr(v, sources))
+        for k, v in keywords
+        if not (name in ("mean", "sum", "max", "min") and k == "keepdims" and v[1] is False)
+    ]
     return S.node(ir.Call, kind="call", func=S.name(name), args=[_expr(a, sources) for a in args], kwargs=kwargs)

@@ -46,8 +46,9 @@ class _Graph:
                 self.uses.setdefault(ref, []).append(node)
 
 
-def build_program(model: KModel, model_names: dict[int, str], shared_names: dict[str, str],
-                  problems: Problems, flat: bool) -> ModelProgram:
+def build_program(
+    model: KModel, model_names: dict[int, str], shared_names: dict[str, str], problems: Problems, flat: bool
+) -> ModelProgram:
     """The model as statements. `model_names` names nested models (by id of their KModel),
     `shared_names` the layers called more than once (by layer name)."""
     ops, shared = _ops(model, model_names, shared_names, problems)
@@ -61,8 +62,9 @@ def build_program(model: KModel, model_names: dict[int, str], shared_names: dict
     return ModelProgram(model.name, model.inputs, shared, statements, outputs)
 
 
-def _ops(model: KModel, model_names: dict[int, str], shared_names: dict[str, str],
-         problems: Problems) -> tuple[list[Op], list[tuple[str, Step]]]:
+def _ops(
+    model: KModel, model_names: dict[int, str], shared_names: dict[str, str], problems: Problems
+) -> tuple[list[Op], list[tuple[str, Step]]]:
     ops: list[Op] = []
     shared: dict[str, Step] = {}
     for index, call in enumerate(model.calls):
@@ -113,8 +115,11 @@ def _fold_merges(graph: _Graph, inputs: list[Ref]) -> None:
         members = set(map(id, region))
         exit_ref = region[-1].outputs[0]
         folded = _Node([fork], [exit_ref], merge=merge)
-        graph.nodes = [folded if node is region[-1] else node for node in graph.nodes if
-                       id(node) not in members or node is region[-1]]
+        graph.nodes = [
+            folded if node is region[-1] else node
+            for node in graph.nodes
+            if id(node) not in members or node is region[-1]
+        ]
         # Only the fork enters the region and only the exit leaves it.
         graph.uses[fork] = [n for n in graph.uses[fork] if id(n) not in members] + [folded]
         for node in region:
@@ -164,8 +169,14 @@ def _merge(graph: _Graph, fork: Ref, region: list[_Node]) -> Merge | None:
         chain = []
         while ref != fork:
             node = producer.get(ref)
-            if (node is None or len(node.inputs) != 1 or len(node.outputs) != 1 or id(node) in covered
-                    or len(graph.uses.get(ref, ())) != 1 or ref in graph.outputs):
+            if (
+                node is None
+                or len(node.inputs) != 1
+                or len(node.outputs) != 1
+                or id(node) in covered
+                or len(graph.uses.get(ref, ())) != 1
+                or ref in graph.outputs
+            ):
                 return None
             covered.add(id(node))
             chain.append(node)
@@ -204,8 +215,9 @@ def _chains(graph: _Graph, inputs: list[Ref]) -> list[Statement]:
         if id(node) in absorbed:
             continue
         simple = len(node.inputs) == 1 and len(node.outputs) == 1
-        statement = Statement(list(node.inputs), None if simple else node.op, [node.unit()] if simple else [],
-                              list(node.outputs))
+        statement = Statement(
+            list(node.inputs), None if simple else node.op, [node.unit()] if simple else [], list(node.outputs)
+        )
         current = node
         while len(current.outputs) == 1 and current.outputs[0] not in named and current.outputs[0] in consumer:
             current = consumer[current.outputs[0]]

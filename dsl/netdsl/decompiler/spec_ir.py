@@ -42,8 +42,11 @@ def value(v: Any) -> Any:
     if isinstance(v, ListValue):
         return node(ir.List, kind="list", items=[value(i) for i in v.items])
     if isinstance(v, DictValue):
-        return node(ir.Dict, kind="dict", items=[node(ir.DictItem, kind="dict_item", key=value(k), value=value(x))
-                                                 for k, x in v.items])
+        return node(
+            ir.Dict,
+            kind="dict",
+            items=[node(ir.DictItem, kind="dict_item", key=value(k), value=value(x)) for k, x in v.items],
+        )
     if isinstance(v, Named):
         entry = registry.lookup(v.kind, v.name)
         positional = positional_count(entry, v.kwargs) if v.kind == "layer" else _named_positional(entry, v.kwargs)
@@ -108,8 +111,12 @@ def positional_count(entry: registry.Entry | None, kwargs: tuple) -> int:
     for i, param in enumerate(entry.params):
         if param.name not in given or not param.positional:
             break
-        lone_size = (i == 0 and param.type in _SINGLE_POSITIONAL_TYPES and param.name != "axis"
-                     and entry.key_args[:1] == (param.name,))
+        lone_size = (
+            i == 0
+            and param.type in _SINGLE_POSITIONAL_TYPES
+            and param.name != "axis"
+            and entry.key_args[:1] == (param.name,)
+        )
         if not (param.required or lone_size):
             break
         if kwargs[count][0] != param.name:

@@ -59,8 +59,7 @@ def plain(value: Any, where: str) -> Any:
         return tuple(plain(v, where) for v in value)
     if isinstance(value, dict):
         if "class_name" in value and "config" in value:
-            raise Unexpressible(f"{where} is a Keras object ({value.get('class_name')}) "
-                                "where a constant is expected")
+            raise Unexpressible(f"{where} is a Keras object ({value.get('class_name')}) where a constant is expected")
         return DictValue(tuple((str(k), plain(v, where)) for k, v in value.items()))
     raise Unexpressible(f"{where} has a value a spec cannot write ({type(value).__name__})")
 
@@ -84,8 +83,7 @@ def normal_form(entry: registry.Entry, param: registry.Param, value: Any, rank: 
     """
     if param.type == "list" and isinstance(value, tuple):
         value = ListValue(value)
-    if param.type in _COLLAPSIBLE or (param.name in ("padding", "cropping")
-                                      and entry.name.startswith(_PADDING_LAYERS)):
+    if param.type in _COLLAPSIBLE or (param.name in ("padding", "cropping") and entry.name.startswith(_PADDING_LAYERS)):
         value = collapse(value)
     if (param.name, value) in _RESOLVED_DEFAULTS and param.default is None:
         return None

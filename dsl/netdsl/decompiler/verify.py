@@ -34,9 +34,15 @@ class RoundTrip:
 
     @property
     def ok(self) -> bool:
-        return (not self.problems and self.params[0] == self.params[1] and self.same_classes
-                and self.same_weight_shapes and self.weights_loaded
-                and self.max_difference <= TOLERANCE and self.fixed_point)
+        return (
+            not self.problems
+            and self.params[0] == self.params[1]
+            and self.same_classes
+            and self.same_weight_shapes
+            and self.weights_loaded
+            and self.max_difference <= TOLERANCE
+            and self.fixed_point
+        )
 
     def lines(self) -> list[str]:
         def mark(good: bool) -> str:
@@ -54,8 +60,9 @@ class RoundTrip:
         ] + [f"problem: {p}" for p in self.problems]
 
 
-def verify_round_trip(original: Any, text: str, *, flat: bool = False, seed: int = 0,
-                      filename: str = "<decompile>") -> tuple[RoundTrip, Any]:
+def verify_round_trip(
+    original: Any, text: str, *, flat: bool = False, seed: int = 0, filename: str = "<decompile>"
+) -> tuple[RoundTrip, Any]:
     """Check the exported `text` against the `original` keras.Model; (result, rebuilt model or None)."""
     from netdsl.backend.compiler import build_one
     from netdsl.backend.inspection import layer_classes, max_output_difference, weight_shapes

@@ -25,7 +25,13 @@ from netdsl.deploy.verify import Verification, check_file
 from netdsl.errors import NetdslError
 
 __all__ = [
-    "FORMATS", "ExportError", "Exported", "MissingPackage", "UnknownFormat", "VerifyFailed", "default_out",
+    "FORMATS",
+    "ExportError",
+    "Exported",
+    "MissingPackage",
+    "UnknownFormat",
+    "VerifyFailed",
+    "default_out",
     "export_model",
 ]
 
@@ -45,11 +51,20 @@ def default_out(resolved: Resolved, fmt: Format) -> Path:
     return resolved.where / name if resolved.where is not None else Path(name)
 
 
-def export_model(source: Any, *, format: str, out: str | os.PathLike | None = None,  # noqa: A002 - the CLI flag
-                 model: str | None = None, weights: str | os.PathLike | None = None,
-                 checkpoint: str | None = None, check: bool = True,
-                 include: Sequence[str | os.PathLike[str]] = (), quiet: bool = False,
-                 data: Any = None, seed: int | None = None) -> Exported:
+def export_model(
+    source: Any,
+    *,
+    format: str,
+    out: str | os.PathLike | None = None,  # noqa: A002 - the CLI flag
+    model: str | None = None,
+    weights: str | os.PathLike | None = None,
+    checkpoint: str | None = None,
+    check: bool = True,
+    include: Sequence[str | os.PathLike[str]] = (),
+    quiet: bool = False,
+    data: Any = None,
+    seed: int | None = None,
+) -> Exported:
     """Export `source` (see `source.resolve`) to `format`; with `check`, run it in its runtime and compare,
     on seeded inputs or on the first samples of `data`. `seed`: a spec's fresh weights drawn from it.
 
@@ -65,8 +80,9 @@ def export_model(source: Any, *, format: str, out: str | os.PathLike | None = No
     target = Path(out) if out is not None else None
     if target is not None:
         _check_writable(target, fmt)
-    resolved = resolve(source, model=model, weights=weights, checkpoint=checkpoint, include=include, quiet=quiet,
-                       seed=seed)
+    resolved = resolve(
+        source, model=model, weights=weights, checkpoint=checkpoint, include=include, quiet=quiet, seed=seed
+    )
     _refuse_text(fmt, resolved)
     target = target if target is not None else default_out(resolved, fmt)
     with muted_stderr(quiet):
@@ -82,9 +98,11 @@ def _refuse_text(fmt: Format, resolved: Resolved) -> None:
     text = next((t for t in resolved.model.inputs if str(t.dtype) == "string"), None)
     if text is not None and fmt.no_text is not None:
         name = str(getattr(text, "name", "input")).split(":")[0]
-        raise ExportError(f"the model takes text (input '{name}' as string), which {fmt.name} cannot hold: "
-                          f"{fmt.no_text}; export it with --format saved_model, which holds the string ops and "
-                          "the vocabulary")
+        raise ExportError(
+            f"the model takes text (input '{name}' as string), which {fmt.name} cannot hold: "
+            f"{fmt.no_text}; export it with --format saved_model, which holds the string ops and "
+            "the vocabulary"
+        )
 
 
 def _write(fmt: Format, resolved: Resolved, target: Path) -> None:

@@ -48,8 +48,12 @@ def check_folder_target(target: Path) -> None:
         return
     if not (target / MARKER).is_file():
         kind = "folder" if target.is_dir() else "file"
-        raise ExportError(f"a {kind} that is not a SavedModel is in the way; remove it or choose another -o",
-                          file=str(target))
+        raise ExportError(
+            f"a {kind} that is not a SavedModel is in the way; remove it or choose another -o", file=str(target)
+        )
     if not (target / WRITTEN_BY_NETDSL).is_file() or (hasattr(os, "getuid") and target.stat().st_uid != os.getuid()):
-        raise ExportError("a SavedModel that netdsl did not write for you is in the way; netdsl replaces only its "
-                          "own: remove it or choose another -o", file=str(target))
+        raise ExportError(
+            "a SavedModel that netdsl did not write for you is in the way; netdsl replaces only its "
+            "own: remove it or choose another -o",
+            file=str(target),
+        )

@@ -68,20 +68,54 @@ class Format:
         return cast("FormatModule", importlib.import_module(self.module))
 
 
-FORMATS = {fmt.name: fmt for fmt in (
-    Format("onnx", ".onnx", 1e-5, ("onnx", "onnxruntime", "tf2onnx"), "onnxruntime", "onnxruntime",
-           "netdsl.deploy.onnx_format", no_text="tf2onnx converts no string ops (StringLower, StringSplit, the "
-                                                "vocabulary's hash table), and standard ONNX has none"),
-    Format("saved_model", "_saved_model", 1e-5, (), "tf.saved_model.load", "tensorflow",
-           "netdsl.deploy.saved_model_format", marker=MARKER),
-    Format("litert", ".tflite", 1e-4, ("ai_edge_litert",), "the LiteRT interpreter", "ai_edge_litert",
-           "netdsl.deploy.litert_format", no_text="LiteRT's built-in ops have no string ops (StringLower, "
-                                                 "StringSplit), which netdsl's built-in-only conversion needs"),
-)}
+FORMATS = {
+    fmt.name: fmt
+    for fmt in (
+        Format(
+            "onnx",
+            ".onnx",
+            1e-5,
+            ("onnx", "onnxruntime", "tf2onnx"),
+            "onnxruntime",
+            "onnxruntime",
+            "netdsl.deploy.onnx_format",
+            no_text="tf2onnx converts no string ops (StringLower, StringSplit, the "
+            "vocabulary's hash table), and standard ONNX has none",
+        ),
+        Format(
+            "saved_model",
+            "_saved_model",
+            1e-5,
+            (),
+            "tf.saved_model.load",
+            "tensorflow",
+            "netdsl.deploy.saved_model_format",
+            marker=MARKER,
+        ),
+        Format(
+            "litert",
+            ".tflite",
+            1e-4,
+            ("ai_edge_litert",),
+            "the LiteRT interpreter",
+            "ai_edge_litert",
+            "netdsl.deploy.litert_format",
+            no_text="LiteRT's built-in ops have no string ops (StringLower, "
+            "StringSplit), which netdsl's built-in-only conversion needs",
+        ),
+    )
+}
 INSTALL_HINT = "pip install 'netdsl[export]'"
 # Other tools' names for the formats: suggested, never taken silently.
-OTHER_NAMES = {"tflite": "litert", "tf_lite": "litert", "lite": "litert", "savedmodel": "saved_model",
-               "tf_saved_model": "saved_model", "tf": "saved_model", "tensorflow": "saved_model"}
+OTHER_NAMES = {
+    "tflite": "litert",
+    "tf_lite": "litert",
+    "lite": "litert",
+    "savedmodel": "saved_model",
+    "tf_saved_model": "saved_model",
+    "tf": "saved_model",
+    "tensorflow": "saved_model",
+}
 
 
 @dataclass
@@ -139,5 +173,7 @@ def require_packages(fmt: Format) -> None:
     missing = [m for m in fmt.modules if importlib.util.find_spec(m) is None]
     if missing:
         names = ", ".join(m.replace("_", "-") for m in missing)
-        raise MissingPackage(f"--format {fmt.name} needs {names}, which {'is' if len(missing) == 1 else 'are'} "
-                             f"not installed", hint=INSTALL_HINT)
+        raise MissingPackage(
+            f"--format {fmt.name} needs {names}, which {'is' if len(missing) == 1 else 'are'} not installed",
+            hint=INSTALL_HINT,
+        )

@@ -53,21 +53,24 @@ def is_exported(where: Any) -> bool:
     return isinstance(where, (str, os.PathLike)) and exported_format(Path(where)) is not None
 
 
-def output_batches(model: ExportedModel, source: DataSource, batch_size: int, with_targets: bool = False
-                   ) -> Iterator[tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]]:
+def output_batches(
+    model: ExportedModel, source: DataSource, batch_size: int, with_targets: bool = False
+) -> Iterator[tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]]:
     """The file's outputs batch by batch (and the targets read beside them), as the runtime gives them."""
     dtypes = {spec.name: object if spec.dtype == "string" else spec.dtype for spec in model.signature.inputs}
     for x, y in source.batches(np.arange(source.n), batch_size, with_targets):
         try:
             got = model.run({name: np.asarray(array, dtype=dtypes[name]) for name, array in x.items()})
         except Exception as exc:  # the runtime's own type: a shape or type the file does not take
-            raise ExportError(f"{model.format.runtime} cannot run it on this data ({first_line(exc)})",
-                              file=str(model.path)) from None
+            raise ExportError(
+                f"{model.format.runtime} cannot run it on this data ({first_line(exc)})", file=str(model.path)
+            ) from None
         yield got, y
 
 
-def run_batches(model: ExportedModel, source: DataSource, batch_size: int,
-                with_targets: bool = False) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+def run_batches(
+    model: ExportedModel, source: DataSource, batch_size: int, with_targets: bool = False
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
     """The file's outputs on every sample of `source` (and the targets read beside them), concatenated."""
     outputs: dict[str, list[np.ndarray]] = {name: [] for name in model.signature.output_names}
     targets: dict[str, list[np.ndarray]] = {name: [] for name in model.signature.output_names}
@@ -97,8 +100,13 @@ def run_batch_size(path: Path, batch_size: int | None) -> int:
     return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else DEFAULT_BATCH
 
 
-def predict_exported(where: str | os.PathLike, data: Any, batch_size: int | None,
-                     targets: dict[str, str] | None = None, trust: bool = False) -> Predictions:
+def predict_exported(
+    where: str | os.PathLike,
+    data: Any,
+    batch_size: int | None,
+    targets: dict[str, str] | None = None,
+    trust: bool = False,
+) -> Predictions:
     """`batch_size` None: the run folder's (see `run_batch_size`). Class names and CSV columns: those the
     file records (`exported_names`). `trust`: run a SavedModel whose graph holds ops outside the
     allow-list (`runtime.refuse_untrusted`)."""
@@ -117,10 +125,16 @@ def exported_names(model: ExportedModel) -> DataNames:
     return recorded_names(model.metadata, model.signature.output_names)
 
 
-def evaluate_exported(where: str | os.PathLike, data: Any, batch_size: int | None,
-                      targets: dict[str, str] | None = None, spec: Any = None, model_name: str | None = None,
-                      include: Sequence[str | os.PathLike[str]] = (), trust: bool = False
-                      ) -> dict[str, float | list[float]]:
+def evaluate_exported(
+    where: str | os.PathLike,
+    data: Any,
+    batch_size: int | None,
+    targets: dict[str, str] | None = None,
+    spec: Any = None,
+    model_name: str | None = None,
+    include: Sequence[str | os.PathLike[str]] = (),
+    trust: bool = False,
+) -> dict[str, float | list[float]]:
     """`model_name`: the spec's model (default: the one the file records, else the spec's only one).
     Scored in NumPy (scoring/); a train section with a loss or metric NumPy does not
     compute (`scoring.not_in_numpy`) is scored by Keras, which then loads. `trust` as for `predict_exported`."""
@@ -159,12 +173,16 @@ def _scored_graph(checked: CheckedModel, model: ExportedModel) -> Any:
     """The spec model's checked graph (no Keras), with a loss, whose outputs are the file's."""
     graph, picked, program = checked.graph, checked.name, checked.program
     if graph.train is None or graph.train.loss is None:
-        raise ReportedError(f"the model '{picked}' has no loss to evaluate (its spec has no train section)",
-                            file=program.root)
+        raise ReportedError(
+            f"the model '{picked}' has no loss to evaluate (its spec has no train section)", file=program.root
+        )
     specs = [spec.name for spec in model.signature.outputs]
     if sorted(graph.output_names) != sorted(specs):
-        raise ReportedError(f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "
-                            f"'{picked}' ({', '.join(graph.output_names)})", file=str(model.path))
+        raise ReportedError(
+            f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "
+            f"'{picked}' ({', '.join(graph.output_names)})",
+            file=str(model.path),
+        )
     return graph
 
 
@@ -174,19 +192,23 @@ def _keras_scores(checked: CheckedModel, model: ExportedModel, source: Any, batc
     predicted, wanted = run_batches(model, source, batch_size, with_targets=True)
     assert wanted is not None  # with_targets: open_source checked the data holds them
     names = scorer.output_names
-    return scorer.evaluate([predicted[n] for n in names], [wanted[n] for n in names], batch_size=batch_size,
-                           return_dict=True, verbose=0)
+    return scorer.evaluate(
+        [predicted[n] for n in names], [wanted[n] for n in names], batch_size=batch_size, return_dict=True, verbose=0
+    )
 
 
-def _train_spec(path: Path, model: ExportedModel, spec: Any,
-                include: Sequence[str | os.PathLike[str]]) -> tuple[LoadedSpec, str | None]:
+def _train_spec(
+    path: Path, model: ExportedModel, spec: Any, include: Sequence[str | os.PathLike[str]]
+) -> tuple[LoadedSpec, str | None]:
     """The spec whose train section names the loss and metrics, and the model's name in it."""
     if spec is not None:
         return LoadedSpec.of(spec, include), model.metadata.get("netdsl_model")
     run = path.parent
     if not (run / CONFIG).is_file():
-        raise UsageError("an exported file holds no loss or metrics; give the spec with --spec SPEC.net "
-                         "(or keep the file in its run folder, whose spec is used)")
+        raise UsageError(
+            "an exported file holds no loss or metrics; give the spec with --spec SPEC.net "
+            "(or keep the file in its run folder, whose spec is used)"
+        )
     from netdsl.training import run_spec
 
     return run_spec(run, RunFolder.existing(run).read_json(CONFIG))
@@ -202,8 +224,10 @@ def _warn_if_another_spec(path: Path, model: ExportedModel, program: Program) ->
     from netdsl.training import spec_sha256
 
     if spec_sha256(program) != recorded:
-        message = (f"{path}: the spec changed since export ({program.root}'s sha256 differs from the one the "
-                   "file records); scored with the spec as it is now")
+        message = (
+            f"{path}: the spec changed since export ({program.root}'s sha256 differs from the one the "
+            "file records); scored with the spec as it is now"
+        )
         warnings.warn(SpecChangedWarning(message), stacklevel=4)  # at the caller of netdsl.evaluate
 
 
@@ -215,12 +239,17 @@ def _scorer(checked: CheckedModel, model: ExportedModel) -> keras.Model:
 
     built = build_one(checked)
     if not built.compiled or built.loss is None:
-        raise ReportedError(f"the model '{built.name}' has no loss to evaluate (its spec has no train section)",
-                            file=checked.program.root)
+        raise ReportedError(
+            f"the model '{built.name}' has no loss to evaluate (its spec has no train section)",
+            file=checked.program.root,
+        )
     specs = {spec.name: spec for spec in model.signature.outputs}
     if sorted(built.output_names) != sorted(specs):
-        raise ReportedError(f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "
-                            f"'{built.name}' ({', '.join(built.output_names)})", file=str(model.path))
+        raise ReportedError(
+            f"the file's outputs ({', '.join(specs)}) are not those of the spec's model "
+            f"'{built.name}' ({', '.join(built.output_names)})",
+            file=str(model.path),
+        )
     import keras
 
     ordered = [specs[name] for name in built.output_names]

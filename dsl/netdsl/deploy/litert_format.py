@@ -72,7 +72,6 @@ def with_entry(flatbuffer: bytes, data: bytes) -> bytes:
     return bytes(builder.Output())
 
 
-
 def read_metadata(flatbuffer: bytes) -> dict[str, str]:
     """What `with_metadata` recorded ({} when nothing, or nothing netdsl can read: a file another tool wrote).
 
@@ -90,8 +89,13 @@ def read_metadata(flatbuffer: bytes) -> dict[str, str]:
             return {}
         buffer = model.Buffers(entry.Buffer())
         offset = buffer.Offset()
-        data = (bytes(flatbuffer[offset:offset + buffer.Size()]) if offset > 1
-                else buffer.DataAsNumpy().tobytes() if buffer.DataLength() else b"")
+        data = (
+            bytes(flatbuffer[offset : offset + buffer.Size()])
+            if offset > 1
+            else buffer.DataAsNumpy().tobytes()
+            if buffer.DataLength()
+            else b""
+        )
         if len(data) > MAX_EXPORT_METADATA_BYTES:  # netdsl's entry is a few hundred bytes
             return {}
         recorded = json.loads(data)
@@ -118,8 +122,10 @@ def load(path: Path, fmt: Format) -> ExportedModel:
     interpreter = Interpreter(model_path=str(path))
     listed = interpreter.get_signature_list()
     if SIGNATURE_KEY not in listed:
-        raise ExportError(f"no signature '{SIGNATURE_KEY}' (netdsl export writes one; found: "
-                          f"{', '.join(listed) or 'none'})", file=str(path))
+        raise ExportError(
+            f"no signature '{SIGNATURE_KEY}' (netdsl export writes one; found: {', '.join(listed) or 'none'})",
+            file=str(path),
+        )
     runner = interpreter.get_signature_runner(SIGNATURE_KEY)
     details = {**runner.get_input_details(), **runner.get_output_details()}
 
@@ -127,8 +133,9 @@ def load(path: Path, fmt: Format) -> ExportedModel:
         shape = tuple(int(d) if d >= 0 else None for d in details[name]["shape_signature"][1:])
         return TensorSpec(name, shape, np.dtype(details[name]["dtype"]).name)
 
-    signature = Signature(tuple(map(spec, listed[SIGNATURE_KEY]["inputs"])),
-                          tuple(map(spec, listed[SIGNATURE_KEY]["outputs"])))
+    signature = Signature(
+        tuple(map(spec, listed[SIGNATURE_KEY]["inputs"])), tuple(map(spec, listed[SIGNATURE_KEY]["outputs"]))
+    )
 
     def run(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         return {name: np.asarray(value) for name, value in runner(**inputs).items()}  # resizes to the batch
@@ -140,8 +147,9 @@ def _refusal(model: keras.Model, text: str) -> str:
     """One line from the converter's report: the first op it could not lower, and the layer it came from."""
     from netdsl.deploy.onnx_format import layer_of
 
-    found = re.search(r'fused\["[^"]*", "([^"@]+)@[^\n]*error: \'tf\.(\w+)\' op is neither a custom op nor a flex op',
-                      text)
+    found = re.search(
+        r'fused\["[^"]*", "([^"@]+)@[^\n]*error: \'tf\.(\w+)\' op is neither a custom op nor a flex op', text
+    )
     if found is None:
         first = next((line.strip() for line in text.splitlines() if "error:" in line), text.strip().split("\n")[0])
         return f"the model cannot be exported to litert: {first[:300]}"

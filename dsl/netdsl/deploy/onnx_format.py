@@ -41,8 +41,17 @@ if TYPE_CHECKING:
 OPSET = 17  # LayerNormalization is an ONNX op from 17; onnxruntime >= 1.14 runs it
 BATCH = "batch"  # the name of the open batch axis of every input and output
 # ONNX's element types (as onnxruntime spells them) -> NumPy's names.
-ONNX_TYPES = {"float": "float32", "double": "float64", "float16": "float16", "int8": "int8", "int16": "int16",
-              "int32": "int32", "int64": "int64", "uint8": "uint8", "bool": "bool"}
+ONNX_TYPES = {
+    "float": "float32",
+    "double": "float64",
+    "float16": "float16",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "uint8": "uint8",
+    "bool": "bool",
+}
 
 
 def _constant_one(ctx: Any, node: Any, like: str) -> str:
@@ -79,8 +88,7 @@ def onnx_bytes(model: keras.Model, metadata: dict[str, str]) -> bytes:
     logging.getLogger("tf2onnx").setLevel(logging.ERROR)
     function, specs = serving_function(model), input_specs(model)
     captured = captured_constants(function.get_concrete_function(*specs))
-    proto, _ = tf2onnx.convert.from_function(function, input_signature=specs, opset=OPSET,
-                                             custom_op_handlers=OP_RULES)
+    proto, _ = tf2onnx.convert.from_function(function, input_signature=specs, opset=OPSET, custom_op_handlers=OP_RULES)
     _fold_captured(proto, captured)
     unconverted = unconverted_ops(proto)
     if unconverted:
@@ -111,7 +119,7 @@ def load(path: Path, fmt: Format) -> ExportedModel:
 
     def spec(arg: Any) -> TensorSpec:
         shape = tuple(d if isinstance(d, int) else None for d in arg.shape[1:])
-        return TensorSpec(arg.name, shape, ONNX_TYPES.get(arg.type[len("tensor("):-1], arg.type))
+        return TensorSpec(arg.name, shape, ONNX_TYPES.get(arg.type[len("tensor(") : -1], arg.type))
 
     signature = Signature(tuple(map(spec, session.get_inputs())), tuple(map(spec, session.get_outputs())))
     names = signature.output_names
@@ -127,8 +135,11 @@ def unconverted_ops(proto: Any) -> list[tuple[str, str]]:
     """(node name, op) of nodes in the ONNX domain that are no ONNX op: TensorFlow ops tf2onnx left as they were."""
     import onnx
 
-    return [(node.name, node.op_type) for node in proto.graph.node
-            if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type)]
+    return [
+        (node.name, node.op_type)
+        for node in proto.graph.node
+        if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type)
+    ]
 
 
 def captured_constants(concrete: Any) -> dict[str, np.ndarray]:
@@ -139,8 +150,11 @@ def captured_constants(concrete: Any) -> dict[str, np.ndarray]:
     leaves such a capture as an extra graph input no caller would feed."""
     import tensorflow as tf
 
-    return {internal.name: external.numpy() for external, internal in concrete.graph.captures
-            if external.dtype != tf.resource and hasattr(external, "numpy")}
+    return {
+        internal.name: external.numpy()
+        for external, internal in concrete.graph.captures
+        if external.dtype != tf.resource and hasattr(external, "numpy")
+    }
 
 
 def _fold_captured(proto: Any, captured: dict[str, np.ndarray]) -> None:

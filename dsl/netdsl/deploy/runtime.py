@@ -41,8 +41,9 @@ def open_exported(path: Path, fmt: Format | None = None, trust: bool = False) ->
     if importlib.util.find_spec(fmt.runtime_module) is None:
         article = "an" if fmt.name[0] in "aeiou" else "a"
         package = fmt.runtime_module.replace("_", "-")
-        raise MissingPackage(f"running {article} {fmt.name} file needs {package}, which is not installed",
-                             hint=INSTALL_HINT)
+        raise MissingPackage(
+            f"running {article} {fmt.name} file needs {package}, which is not installed", hint=INSTALL_HINT
+        )
     if not (path.is_dir() if fmt.is_folder else path.is_file()):
         raise ExportError(f"no such {fmt.name} {'folder' if fmt.is_folder else 'file'}", file=str(path))
     refuse_untrusted(path, fmt, trust)

@@ -59,8 +59,9 @@ def load(path: Path, fmt: Format) -> ExportedModel:
         return TensorSpec(name, tuple(tensor.shape[1:]), tensor.dtype.name)
 
     inputs = serve.structured_input_signature[1]
-    signature = Signature(tuple(spec(n, t) for n, t in inputs.items()),
-                          tuple(spec(n, t) for n, t in serve.structured_outputs.items()))
+    signature = Signature(
+        tuple(spec(n, t) for n, t in inputs.items()), tuple(spec(n, t) for n, t in serve.structured_outputs.items())
+    )
 
     def run(batch: dict[str, np.ndarray], keep: Any = loaded) -> dict[str, np.ndarray]:
         # `keep`: the signature's variables live as long as the loaded object does

@@ -53,38 +53,142 @@ SHOWN_OP_CHARS = 64  # of an op name a refusal shows (names come from the file)
 
 # Built by scripts/saved_model_ops.py (see the module's docstring): the 98 ops the signatures of the 25
 # models exported run, with TensorFlow 2.21 and Keras 3.15; grouped, each group sorted.
-ALLOWED_OPS = frozenset({
-    # variables, calls, control flow and the signature's plumbing
-    "AssignVariableOp", "Const", "Identity", "IdentityN", "NoOp", "Placeholder", "ReadVariableOp",
-    "StatefulPartitionedCall", "StopGradient", "VarHandleOp", "VarIsInitializedOp", "While",
-    # arithmetic and activations
-    "Abs", "AddV2", "BatchMatMulV2", "BiasAdd", "Cast", "Ceil", "Cumsum", "Einsum", "Elu", "Erfc", "Exp",
-    "Expm1", "Floor", "LeakyRelu", "Log1p", "LogSoftmax", "MatMul", "Maximum", "Minimum", "Mul", "Neg", "Pow",
-    "RealDiv", "Relu", "Relu6", "Rsqrt", "Selu", "Sigmoid", "Sin", "Softmax", "Softplus", "Softsign", "Sqrt",
-    "Square", "SquaredDifference", "Sub", "Tanh",
-    # comparisons, selection, reductions
-    "Any", "Bucketize", "DenseBincount", "Equal", "Greater", "GreaterEqual", "Less", "LessEqual", "LogicalAnd",
-    "Max", "Mean", "NotEqual", "Prod", "SelectV2", "Sum", "TopKV2",
-    # shapes and indexing
-    "ConcatV2", "ExpandDims", "Fill", "GatherV2", "MatrixBandPart", "Pack", "Pad", "Range", "Reshape",
-    "ReverseV2", "Shape", "Size", "Split", "Squeeze", "StridedSlice", "Tile", "Transpose", "ZerosLike",
-    # convolutions, pooling, resizing
-    "AvgPool", "AvgPool3D", "Conv2D", "Conv2DBackpropInput", "Conv3D", "Conv3DBackpropInputV2",
-    "DepthwiseConv2dNative", "MaxPool", "MaxPool3D", "ResizeBilinear",
-    # recurrent layers (Keras' loops keep their steps in tensor lists, in memory)
-    "TensorListFromTensor", "TensorListGetItem", "TensorListReserve", "TensorListSetItem", "TensorListStack",
-    # text (text_vectorization, string_lookup): string ops, ragged tokens padded, and the vocabulary as a hash
-    # table in memory filled from constants (InitializeTableFromTextFile, which reads a file, is not here)
-    "Add", "HashTableV2", "LookupTableExportV2", "LookupTableFindV2", "LookupTableImportV2", "MutableHashTableV2",
-    "PartitionedCall", "RaggedTensorToTensor", "StaticRegexReplace", "StringLower", "StringSplitV2",
-})
+ALLOWED_OPS = frozenset(
+    {
+        # variables, calls, control flow and the signature's plumbing
+        "AssignVariableOp",
+        "Const",
+        "Identity",
+        "IdentityN",
+        "NoOp",
+        "Placeholder",
+        "ReadVariableOp",
+        "StatefulPartitionedCall",
+        "StopGradient",
+        "VarHandleOp",
+        "VarIsInitializedOp",
+        "While",
+        # arithmetic and activations
+        "Abs",
+        "AddV2",
+        "BatchMatMulV2",
+        "BiasAdd",
+        "Cast",
+        "Ceil",
+        "Cumsum",
+        "Einsum",
+        "Elu",
+        "Erfc",
+        "Exp",
+        "Expm1",
+        "Floor",
+        "LeakyRelu",
+        "Log1p",
+        "LogSoftmax",
+        "MatMul",
+        "Maximum",
+        "Minimum",
+        "Mul",
+        "Neg",
+        "Pow",
+        "RealDiv",
+        "Relu",
+        "Relu6",
+        "Rsqrt",
+        "Selu",
+        "Sigmoid",
+        "Sin",
+        "Softmax",
+        "Softplus",
+        "Softsign",
+        "Sqrt",
+        "Square",
+        "SquaredDifference",
+        "Sub",
+        "Tanh",
+        # comparisons, selection, reductions
+        "Any",
+        "Bucketize",
+        "DenseBincount",
+        "Equal",
+        "Greater",
+        "GreaterEqual",
+        "Less",
+        "LessEqual",
+        "LogicalAnd",
+        "Max",
+        "Mean",
+        "NotEqual",
+        "Prod",
+        "SelectV2",
+        "Sum",
+        "TopKV2",
+        # shapes and indexing
+        "ConcatV2",
+        "ExpandDims",
+        "Fill",
+        "GatherV2",
+        "MatrixBandPart",
+        "Pack",
+        "Pad",
+        "Range",
+        "Reshape",
+        "ReverseV2",
+        "Shape",
+        "Size",
+        "Split",
+        "Squeeze",
+        "StridedSlice",
+        "Tile",
+        "Transpose",
+        "ZerosLike",
+        # convolutions, pooling, resizing
+        "AvgPool",
+        "AvgPool3D",
+        "Conv2D",
+        "Conv2DBackpropInput",
+        "Conv3D",
+        "Conv3DBackpropInputV2",
+        "DepthwiseConv2dNative",
+        "MaxPool",
+        "MaxPool3D",
+        "ResizeBilinear",
+        # recurrent layers (Keras' loops keep their steps in tensor lists, in memory)
+        "TensorListFromTensor",
+        "TensorListGetItem",
+        "TensorListReserve",
+        "TensorListSetItem",
+        "TensorListStack",
+        # text (text_vectorization, string_lookup): string ops, ragged tokens padded, and the vocabulary as a hash
+        # table in memory filled from constants (InitializeTableFromTextFile, which reads a file, is not here)
+        "Add",
+        "HashTableV2",
+        "LookupTableExportV2",
+        "LookupTableFindV2",
+        "LookupTableImportV2",
+        "MutableHashTableV2",
+        "PartitionedCall",
+        "RaggedTensorToTensor",
+        "StaticRegexReplace",
+        "StringLower",
+        "StringSplitV2",
+    }
+)
 
 # Only in the functions the saver_def's nodes alone reach (see the docstring): TensorFlow 1's Saver, which
 # writes (SaveV2), deletes (MergeV2Checkpoints) and reads (RestoreV2) checkpoint files by name.
-SAVER_OPS = frozenset({
-    "DisableCopyOnRead", "MergeV2Checkpoints", "RestoreV2", "SaveV2", "Select", "ShardedFilename",
-    "StaticRegexFullMatch", "StringJoin",
-})
+SAVER_OPS = frozenset(
+    {
+        "DisableCopyOnRead",
+        "MergeV2Checkpoints",
+        "RestoreV2",
+        "SaveV2",
+        "Select",
+        "ShardedFilename",
+        "StaticRegexFullMatch",
+        "StringJoin",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -106,10 +210,13 @@ def check_saved_model(folder: Path) -> None:
     if refused:
         shown = ", ".join(_shown(op) for op in refused[:SHOWN_OPS])
         more = f" and {len(refused) - SHOWN_OPS} more" if len(refused) > SHOWN_OPS else ""
-        raise ExportError(f"this SavedModel holds TensorFlow {'op' if len(refused) == 1 else 'ops'} outside "
-                          f"netdsl's allow-list of the compute ops Keras models export to: {shown}{more}",
-                          file=str(folder), hint="a SavedModel is a program; if it comes from someone you trust, "
-                                                 "run it with --trust (trust=True in the library)")
+        raise ExportError(
+            f"this SavedModel holds TensorFlow {'op' if len(refused) == 1 else 'ops'} outside "
+            f"netdsl's allow-list of the compute ops Keras models export to: {shown}{more}",
+            file=str(folder),
+            hint="a SavedModel is a program; if it comes from someone you trust, "
+            "run it with --trust (trust=True in the library)",
+        )
 
 
 def read_graph_ops(folder: Path) -> GraphOps:
@@ -153,10 +260,12 @@ def _meta_graph_ops(meta_graph: Any) -> GraphOps:
     # (run when a function is differentiated), and every function the saver's nodes do not reach (one
     # no one calls is checked as if it ran).
     by_saver = _reach(_called(n for n in graph.node if n.name in saver_nodes), calls)
-    entries = {*_called(n for n in graph.node if n.name not in saver_nodes),
-               *_object_graph_functions(meta_graph.object_graph_def),
-               *(gradient.gradient_func for gradient in graph.library.gradient),
-               *(name for name in functions if name not in by_saver)}
+    entries = {
+        *_called(n for n in graph.node if n.name not in saver_nodes),
+        *_object_graph_functions(meta_graph.object_graph_def),
+        *(gradient.gradient_func for gradient in graph.library.gradient),
+        *(name for name in functions if name not in by_saver),
+    }
     run = _reach(entries, calls)
     ops = {node.op for node in graph.node}  # the saver's nodes too: calls, which the allow-list holds
     ops |= {name for name in run if name not in functions}  # an op called by name

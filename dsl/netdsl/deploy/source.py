@@ -54,8 +54,13 @@ def in_float32(resolved: Resolved) -> Resolved:
     """A model that computes in float16 (mixed precision, a training technique) is exported as its float32 twin:
     the same layers and weights (kept in float32 anyway), each computing in float32, which every format
     and runtime runs the same way; float16 kernels differ between runtimes by more than any tolerance here."""
-    policies = sorted({layer.dtype_policy.name for layer in resolved.model.layers
-                       if layer.dtype_policy.compute_dtype != layer.dtype_policy.variable_dtype})
+    policies = sorted(
+        {
+            layer.dtype_policy.name
+            for layer in resolved.model.layers
+            if layer.dtype_policy.compute_dtype != layer.dtype_policy.variable_dtype
+        }
+    )
     if not policies:
         return resolved
     import keras
@@ -69,9 +74,16 @@ def in_float32(resolved: Resolved) -> Resolved:
     return Resolved(twin, resolved.name, resolved.where, resolved.label, resolved.metadata, [*resolved.notes, note])
 
 
-def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike | None = None,
-            checkpoint: str | None = None, include: Sequence[str | os.PathLike[str]] = (), quiet: bool = False,
-            seed: int | None = None) -> Resolved:
+def resolve(
+    source: Any,
+    *,
+    model: str | None = None,
+    weights: str | os.PathLike | None = None,
+    checkpoint: str | None = None,
+    include: Sequence[str | os.PathLike[str]] = (),
+    quiet: bool = False,
+    seed: int | None = None,
+) -> Resolved:
     """The Keras model `source` means, loaded or built (see the module's docstring), in float32.
 
     `seed`: a spec's fresh weights are drawn from it (the same seed, the same weights and the
@@ -79,9 +91,11 @@ def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike
     Everything that can be checked without TensorFlow is checked before it is imported.
     """
     if seed is not None and (weights is not None or not _is_spec(source)):
-        raise ExportError("--seed draws a spec's fresh weights; "
-                          + ("--weights gives them" if weights is not None else "this source has trained weights"),
-                          file=str(source) if isinstance(source, (str, os.PathLike)) else None)
+        raise ExportError(
+            "--seed draws a spec's fresh weights; "
+            + ("--weights gives them" if weights is not None else "this source has trained weights"),
+            file=str(source) if isinstance(source, (str, os.PathLike)) else None,
+        )
     if not (isinstance(source, (str, os.PathLike)) and Path(source).is_dir()):
         refuse_checkpoint(checkpoint, "a spec, a .keras file or a keras.Model")
     if isinstance(source, Program):
@@ -109,8 +123,9 @@ def resolve(source: Any, *, model: str | None = None, weights: str | os.PathLike
 
 
 def _is_spec(source: Any) -> bool:
-    return isinstance(source, Program) or (isinstance(source, (str, os.PathLike))
-                                           and Path(source).suffix in SPEC_SUFFIXES)
+    return isinstance(source, Program) or (
+        isinstance(source, (str, os.PathLike)) and Path(source).suffix in SPEC_SUFFIXES
+    )
 
 
 def _tensorflow(quiet: bool) -> None:
@@ -120,8 +135,9 @@ def _tensorflow(quiet: bool) -> None:
     init_backend("tensorflow", mute_stderr=quiet)
 
 
-def _from_spec(spec: LoadedSpec, label: str, model: str | None, weights: Any, quiet: bool,
-               seed: int | None = None) -> Resolved:
+def _from_spec(
+    spec: LoadedSpec, label: str, model: str | None, weights: Any, quiet: bool, seed: int | None = None
+) -> Resolved:
     from netdsl.backend.compiler import build_one
     from netdsl.training.run.settings import spec_sha256
 
@@ -138,8 +154,7 @@ def _from_spec(spec: LoadedSpec, label: str, model: str | None, weights: Any, qu
     _refuse_unadapted(built, name)
     if weights is not None:
         _load_weights(built, Path(weights))
-    metadata = {"netdsl_version": __version__, "netdsl_model": name,
-                "netdsl_spec_sha256": spec_sha256(spec.program)}
+    metadata = {"netdsl_version": __version__, "netdsl_model": name, "netdsl_spec_sha256": spec_sha256(spec.program)}
     return Resolved(built, name, None, label, metadata | data_names_metadata(built, DataNames()))
 
 
@@ -150,9 +165,11 @@ def _refuse_unadapted(built: keras.Model, name: str) -> None:
 
     adapted = adapted_layers(built)
     if adapted:
-        raise ExportError(f"'{name}' adapts {', '.join(repr(a) for a in adapted)} to its training data (adapt in "
-                          "its train section), which the spec alone does not hold; train it and export the run "
-                          "folder")
+        raise ExportError(
+            f"'{name}' adapts {', '.join(repr(a) for a in adapted)} to its training data (adapt in "
+            "its train section), which the spec alone does not hold; train it and export the run "
+            "folder"
+        )
 
 
 def _from_run(path: Path, checkpoint: str | None, quiet: bool) -> Resolved:
@@ -244,17 +261,20 @@ def _load_weights(model: keras.Model, path: Path) -> None:
         try:
             model.load_weights(path)
         except Exception as keras_exc:  # noqa: BLE001 - Keras names the mismatch
-            raise ExportError(f"cannot load these weights into the model ({_first_line(keras_exc)})",
-                              file=str(path)) from None
+            raise ExportError(
+                f"cannot load these weights into the model ({_first_line(keras_exc)})", file=str(path)
+            ) from None
 
 
 def _keeps_sub_layers(model: keras.Model) -> bool:
     """Whether a layer of the model keeps weights in layers of its own (MultiHeadAttention, a wrapper)."""
     import keras
 
-    return any(isinstance(sub, keras.layers.Layer) and sub is not layer and sub.weights
-               for layer in model._flatten_layers(include_self=False)
-               for sub in layer._flatten_layers(include_self=False, recursive=False))
+    return any(
+        isinstance(sub, keras.layers.Layer) and sub is not layer and sub.weights
+        for layer in model._flatten_layers(include_self=False)
+        for sub in layer._flatten_layers(include_self=False, recursive=False)
+    )
 
 
 def _first_line(exc: BaseException) -> str:

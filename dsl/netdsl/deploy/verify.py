@@ -56,10 +56,12 @@ class Verification:
 
     def lines(self) -> list[str]:
         tol = self.format.tolerance
-        lines = [f"output '{c.name}': largest difference {c.largest:.2e} (tolerance {tol:g}) "
-                 f"{'ok' if c.ok else 'TOO LARGE'}"
-                 + ("" if c.varies else "; note: the same for every input, a weak check (fresh weights?)")
-                 for c in self.outputs]
+        lines = [
+            f"output '{c.name}': largest difference {c.largest:.2e} (tolerance {tol:g}) "
+            f"{'ok' if c.ok else 'TOO LARGE'}"
+            + ("" if c.varies else "; note: the same for every input, a weak check (fresh weights?)")
+            for c in self.outputs
+        ]
         return lines + ([self.problem] if self.problem else [])
 
     def failure(self) -> str:
@@ -67,14 +69,17 @@ class Verification:
         if self.problem:
             return f"the {self.format.name} file does not match the Keras model: {self.problem}"
         bad = next(c for c in self.outputs if not c.ok)
-        return (f"the {self.format.name} file differs from the Keras model on output '{bad.name}' by "
-                f"{bad.largest:.2e} (tolerance {self.format.tolerance:g}, checked in {self.format.runtime})")
+        return (
+            f"the {self.format.name} file differs from the Keras model on output '{bad.name}' by "
+            f"{bad.largest:.2e} (tolerance {self.format.tolerance:g}, checked in {self.format.runtime})"
+        )
 
 
 def sample_inputs(model: keras.Model, batch: int = BATCH, seed: int = SEED) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    vocab = min((int(layer.input_dim) for layer in _all_layers(model) if type(layer).__name__ == "Embedding"),
-                default=2)
+    vocab = min(
+        (int(layer.input_dim) for layer in _all_layers(model) if type(layer).__name__ == "Embedding"), default=2
+    )
     inputs = {}
     for spec in Signature.of(model).inputs:
         shape = (batch, *(OPEN_SIZE if d is None else d for d in spec.shape))
@@ -123,8 +128,9 @@ def run_exported(fmt: Format, path: Path, inputs: dict[str, np.ndarray]) -> dict
     return load(path, fmt).run(inputs)
 
 
-def data_inputs(model: keras.Model, data: Any, batch: int = DATA_ROWS,
-                metadata: Mapping[str, str] | None = None) -> dict[str, np.ndarray]:
+def data_inputs(
+    model: keras.Model, data: Any, batch: int = DATA_ROWS, metadata: Mapping[str, str] | None = None
+) -> dict[str, np.ndarray]:
     """The first `batch` samples of the user's data (read as `predict` reads it: by input name, a CSV
     by the columns the export records, `metadata`)."""
     from netdsl.deploy.formats import recorded_names
@@ -156,8 +162,9 @@ def compare(fmt: Format, expected: dict[str, np.ndarray], got: dict[str, np.ndar
     return Verification(fmt, tuple(checks))
 
 
-def check_file(model: keras.Model, fmt: Format, path: Path, data: Any = None,
-               metadata: Mapping[str, str] | None = None) -> Verification:
+def check_file(
+    model: keras.Model, fmt: Format, path: Path, data: Any = None, metadata: Mapping[str, str] | None = None
+) -> Verification:
     """Seeded inputs (or the first samples of `data`, read by the columns `metadata` records) through Keras
     and through the file."""
     inputs = sample_inputs(model) if data is None else data_inputs(model, data, metadata=metadata)

@@ -25,15 +25,26 @@ LINE = 44  # characters of arguments on one line of a label
 TITLE_LINE = 28  # the same, in a cluster's title
 
 _STYLE = {
-    "input": {"shape": "box", "style": "rounded,filled", "fillcolor": "#d3f0dc", "color": "#2b8a3e",
-              "penwidth": "1.5"},
-    "output": {"shape": "box", "style": "rounded,filled", "fillcolor": "#ffe3c2", "color": "#d9480f",
-               "penwidth": "1.5"},
+    "input": {"shape": "box", "style": "rounded,filled", "fillcolor": "#d3f0dc", "color": "#2b8a3e", "penwidth": "1.5"},
+    "output": {
+        "shape": "box",
+        "style": "rounded,filled",
+        "fillcolor": "#ffe3c2",
+        "color": "#d9480f",
+        "penwidth": "1.5",
+    },
     "layer": {"shape": "box", "style": "filled", "fillcolor": "#e7effb", "color": "#4c6e9e"},
     "activation": {"shape": "box", "style": "rounded,filled", "fillcolor": "#f1f3f5", "color": "#868e96"},
     "model": {"shape": "component", "style": "filled", "fillcolor": "#fff3bf", "color": "#b08900"},
-    "op": {"shape": "ellipse", "style": "filled", "fillcolor": "#f8f9fa", "color": "#adb5bd", "fontsize": "9",
-           "margin": "0.04,0.02", "height": "0.22"},
+    "op": {
+        "shape": "ellipse",
+        "style": "filled",
+        "fillcolor": "#f8f9fa",
+        "color": "#adb5bd",
+        "fontsize": "9",
+        "margin": "0.04,0.02",
+        "height": "0.22",
+    },
     "block": {"shape": "tab", "style": "filled", "fillcolor": "#ece2fb", "color": "#6741d9", "penwidth": "1.3"},
 }
 _CLUSTER_FILL = ("#f6f8fc", "#edf1f8")
@@ -51,12 +62,20 @@ def to_digraph(view: View, shapes: bool, cost: ModelCost | None = None) -> graph
         title += f"<BR/>{_esc(_cost_title(cost))}"
     dot = graphviz.Digraph(
         name=view.name,
-        graph_attr={"rankdir": "TB", "fontname": FONT, "fontsize": "12", "label": f"<{title}>",
-                    "labelloc": "t", "nodesep": "0.25", "ranksep": "0.32", "newrank": "true",
-                    "outputorder": "edgesfirst", "bgcolor": "white"},
+        graph_attr={
+            "rankdir": "TB",
+            "fontname": FONT,
+            "fontsize": "12",
+            "label": f"<{title}>",
+            "labelloc": "t",
+            "nodesep": "0.25",
+            "ranksep": "0.32",
+            "newrank": "true",
+            "outputorder": "edgesfirst",
+            "bgcolor": "white",
+        },
         node_attr={"fontname": FONT, "fontsize": "10", "margin": "0.12,0.05", "height": "0.3"},
-        edge_attr={"fontname": FONT, "fontsize": "8", "fontcolor": _MUTED, "color": "#6c757d",
-                   "arrowsize": "0.6"},
+        edge_attr={"fontname": FONT, "fontsize": "8", "fontcolor": _MUTED, "color": "#6c757d", "arrowsize": "0.6"},
     )
     children: dict[tuple, list[ClusterView]] = {}
     for cluster in view.clusters:
@@ -78,8 +97,13 @@ def to_digraph(view: View, shapes: bool, cost: ModelCost | None = None) -> graph
         for cluster in children.get(path, []):
             k = numbers[cluster.path]
             with container.subgraph(name=f"cluster_{k}") as sub:
-                sub.attr(label="", style="rounded,filled", fillcolor=_CLUSTER_FILL[(len(cluster.path) - 1) % 2],
-                         color="#8a9bb8", margin="8")
+                sub.attr(
+                    label="",
+                    style="rounded,filled",
+                    fillcolor=_CLUSTER_FILL[(len(cluster.path) - 1) % 2],
+                    color="#8a9bb8",
+                    margin="8",
+                )
                 # The title is a node beside the cluster's first layer (same rank, to its
                 # left), so no edge entering the cluster crosses it.
                 sub.node(f"t{k}", label=_cluster_label(cluster, shapes), shape="plaintext", margin="0.04,0.02")
@@ -169,12 +193,14 @@ def _node_label(item: Item, cluster: tuple, shapes: bool) -> str:
 
 def _cost_title(cost: ModelCost) -> str:
     at_least = "at least " if cost.lower_bound else ""
-    return (f"{at_least}{flops_text(cost.flops)} a sample; batch {cost.batch}, {cost.precision}: inference "
-            f"{at_least}{bytes_text(cost.inference_memory_bytes)}, training {at_least}"
-            f"{bytes_text(cost.train_memory_bytes)}")
+    return (
+        f"{at_least}{flops_text(cost.flops)} a sample; batch {cost.batch}, {cost.precision}: inference "
+        f"{at_least}{bytes_text(cost.inference_memory_bytes)}, training {at_least}"
+        f"{bytes_text(cost.train_memory_bytes)}"
+    )
 
 
-_HEAT = ((0xff, 0xf4, 0xe6), (0xf7, 0x8c, 0x3c))  # no FLOPs .. the model's largest step
+_HEAT = ((0xFF, 0xF4, 0xE6), (0xF7, 0x8C, 0x3C))  # no FLOPs .. the model's largest step
 
 
 def _costed(item: Item, label: str, style: dict[str, str], cost: ModelCost) -> tuple[str, dict[str, str]]:
@@ -183,11 +209,13 @@ def _costed(item: Item, label: str, style: dict[str, str], cost: ModelCost) -> t
     flops = sum(step.flops for step in steps)
     unknown = any(step.unknown is not None for step in steps)
     memory = sum(step.output_bytes for step in steps) * cost.batch
-    line = f"{'?' if unknown and not flops else flops_text(flops)}{'+' if unknown and flops else ''}" \
-           f"  \u00b7  {bytes_text(memory)}"
+    line = (
+        f"{'?' if unknown and not flops else flops_text(flops)}{'+' if unknown and flops else ''}"
+        f"  \u00b7  {bytes_text(memory)}"
+    )
     largest = max((step.flops for step in cost.steps), default=0)
     share = min(flops / largest, 1.0) if largest else 0.0
-    shade = "#" + "".join(f"{round(a + (b - a) * share ** 0.5):02x}" for a, b in zip(*_HEAT))
+    shade = "#" + "".join(f"{round(a + (b - a) * share**0.5):02x}" for a, b in zip(*_HEAT))
     styled = style if item.role == "input" else {**style, "fillcolor": shade}  # an input keeps its colour
     return label[:-1] + f'<BR/><FONT COLOR="{_MUTED}">{_esc(line)}</FONT>>', styled
 
@@ -196,8 +224,9 @@ def _cluster_label(cluster: ClusterView, shapes: bool) -> str:
     rows = [f'<B>{_esc(cluster.block)}</B>  <FONT COLOR="{_MUTED}">{_esc(cluster.path[-1])}</FONT>']
     rows.extend(_esc(line) for line in _wrap([f"{k}={_value_text(v)}" for k, v in cluster.args.items()], TITLE_LINE))
     if shapes and cluster.params:
-        rows.append(f'<FONT COLOR="{_MUTED}">{_esc(_params_text(cluster.params, cluster.params_complete, "params"))}'
-                    "</FONT>")
+        rows.append(
+            f'<FONT COLOR="{_MUTED}">{_esc(_params_text(cluster.params, cluster.params_complete, "params"))}</FONT>'
+        )
     return "<" + "<BR/>".join(rows) + ">"
 
 
@@ -216,7 +245,7 @@ def _edge_label(edge: Edge, shapes: bool) -> str | None:
 
 def _relative(name: str, cluster: tuple) -> str:
     prefix = ".".join(cluster) + "."
-    return name[len(prefix):] if cluster and name.startswith(prefix) else name
+    return name[len(prefix) :] if cluster and name.startswith(prefix) else name
 
 
 def _wrap(parts: list[str], width: int = LINE) -> list[str]:
@@ -235,12 +264,15 @@ def _wrap(parts: list[str], width: int = LINE) -> list[str]:
 def _value_text(value: Any) -> str:
     if isinstance(value, Resolved):
         text = value.name
-    elif (isinstance(value, tuple) and len(value) > 1
-          and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+    elif (
+        isinstance(value, tuple)
+        and len(value) > 1
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
         text = "\u00d7".join(str(v) for v in value)
     else:
         text = describe_value(value)
-    return text if len(text) <= MAX_VALUE else text[:MAX_VALUE - 1] + "\u2026"
+    return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "\u2026"
 
 
 def shape_text(shape: Any) -> str:
@@ -268,8 +300,16 @@ def _esc(text: str) -> str:
     return "".join(_ESCAPED.get(ch) or (ch if ch.isprintable() else _control(ch)) for ch in text)
 
 
-_ESCAPED = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;",
-            "\\": "\\\\", "\n": "\\\\n", "\t": "\\\\t"}
+_ESCAPED = {
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+    '"': "&quot;",
+    "'": "&#39;",
+    "\\": "\\\\",
+    "\n": "\\\\n",
+    "\t": "\\\\t",
+}
 
 
 def _control(ch: str) -> str:

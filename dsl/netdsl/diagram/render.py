@@ -49,15 +49,23 @@ from netdsl.diagram.view import build_view
 from netdsl.errors import DotFailed, DotNotFound, RenderError
 from netdsl.semantics.graph import Graph
 
-INSTALL_HINT = ("install Graphviz to get images (apt-get install graphviz, brew install graphviz, "
-                "conda install graphviz, or https://graphviz.org/download/)")
+INSTALL_HINT = (
+    "install Graphviz to get images (apt-get install graphviz, brew install graphviz, "
+    "conda install graphviz, or https://graphviz.org/download/)"
+)
 
 
 # ------------------------------------------------------------------ API
 
 
-def render_graph(graph: Graph, *, shapes: bool = True, depth: int | None = None,
-                 collapse_repeats: bool = True, cost: ModelCost | None = None) -> graphviz.Digraph:
+def render_graph(
+    graph: Graph,
+    *,
+    shapes: bool = True,
+    depth: int | None = None,
+    collapse_repeats: bool = True,
+    cost: ModelCost | None = None,
+) -> graphviz.Digraph:
     """The diagram of an expanded graph (from `semantics.analysis.analyze` or the compiler).
 
     `shapes=False` leaves shapes and parameter counts out (topology only).
@@ -70,8 +78,7 @@ def render_graph(graph: Graph, *, shapes: bool = True, depth: int | None = None,
     return to_digraph(view, shapes, cost)
 
 
-def write_diagram(graph: graphviz.Digraph | Graph, path_without_suffix: str | os.PathLike,
-                  fmt: str = "svg") -> Path:
+def write_diagram(graph: graphviz.Digraph | Graph, path_without_suffix: str | os.PathLike, fmt: str = "svg") -> Path:
     """Write a diagram as `<path_without_suffix>.<fmt>` and return that path.
 
     `graph`: a `graphviz.Digraph` (from `render_graph`/`render_model`) or an
@@ -100,8 +107,9 @@ def write_diagram(graph: graphviz.Digraph | Graph, path_without_suffix: str | os
         dot_path = Path(f"{base}.dot")
         write_bytes(dot_path, source)
         if isinstance(exc, DotNotFound):
-            raise DotNotFound(f"{exc}, so {target.name} was not made; wrote {dot_path} instead; {INSTALL_HINT}",
-                              dot_path) from None
+            raise DotNotFound(
+                f"{exc}, so {target.name} was not made; wrote {dot_path} instead; {INSTALL_HINT}", dot_path
+            ) from None
         raise DotFailed(f"{exc}; wrote {dot_path} instead", dot_path) from None
     write_bytes(target, data)
     return target

@@ -193,7 +193,7 @@ def _units(graph: Graph, depth: int | None) -> tuple[dict[int, tuple], dict[tupl
     units: dict[tuple, _Unit] = {}
     for node in graph.nodes:
         if depth is not None and len(node.cluster) > depth:
-            fold = node.cluster[:depth + 1]
+            fold = node.cluster[: depth + 1]
             uid: tuple = ("fold", fold)
             if uid not in units:
                 units[uid] = _Unit("fold", [], fold[:-1], fold=fold)
@@ -241,7 +241,8 @@ def _collapse_repeats(graph: Graph, unit_of: dict[int, tuple], units: dict[tuple
         if any(unit.cluster != copies[0].cluster for unit in copies):
             continue
         chained = all(sources.get(uids[i]) == {uids[i - 1]} for i in range(1, n)) and all(
-            consumers.get(uids[i]) == {uids[i + 1]} and uids[i] not in produces_output for i in range(n - 1))
+            consumers.get(uids[i]) == {uids[i + 1]} and uids[i] not in produces_output for i in range(n - 1)
+        )
         if not chained:
             continue
         first = copies[0]
@@ -272,8 +273,7 @@ def _signature(graph: Graph, unit: _Unit) -> tuple | None:
         if info is None:
             return None
         nested = sorted({graph.nodes[m].cluster for m in unit.members})  # the same shape inside
-        return ("block", info.block, _args_key(info.args), len(unit.members),
-                tuple(len(p) - len(fold) for p in nested))
+        return ("block", info.block, _args_key(info.args), len(unit.members), tuple(len(p) - len(fold) for p in nested))
     if unit.kind != "node":
         return None
     node = graph.nodes[unit.members[0]]
@@ -314,8 +314,14 @@ def _keys(units: dict[tuple, _Unit]) -> dict[tuple, str]:
 # ------------------------------------------------------------------ items
 
 
-def _item(graph: Graph, params: Params, key: str, unit: _Unit, unit_of: dict[int, tuple],
-          uses: dict[int, list[tuple[int, int, TensorRef]]]) -> Item:
+def _item(
+    graph: Graph,
+    params: Params,
+    key: str,
+    unit: _Unit,
+    unit_of: dict[int, tuple],
+    uses: dict[int, list[tuple[int, int, TensorRef]]],
+) -> Item:
     members = [graph.nodes[m] for m in unit.members]
     first = members[0]
     uid = unit_of[first.id]
@@ -328,23 +334,47 @@ def _item(graph: Graph, params: Params, key: str, unit: _Unit, unit_of: dict[int
         used_outside = _dedup(ref for _, _, ref in used)
         used_outside += [ref for _, ref in graph.outputs if ref.node in inside and ref not in used_outside]
         total, complete = params.of_nodes(members)
-        item = Item(key, "block", info.block, ".".join(fold), unit.cluster, list(unit.members),
-                    list(info.args.items()), params=total, params_complete=complete,
-                    in_shapes=[_shape_of(graph, r) for r in external_in],
-                    out_shapes=[_shape_of(graph, r) for r in used_outside])
+        item = Item(
+            key,
+            "block",
+            info.block,
+            ".".join(fold),
+            unit.cluster,
+            list(unit.members),
+            list(info.args.items()),
+            params=total,
+            params_complete=complete,
+            in_shapes=[_shape_of(graph, r) for r in external_in],
+            out_shapes=[_shape_of(graph, r) for r in used_outside],
+        )
         if unit.copies:
             item.count = len(unit.copies)
-            item.last_name = ".".join(graph.nodes[unit.copies[-1][0]].cluster[:len(fold)])
+            item.last_name = ".".join(graph.nodes[unit.copies[-1][0]].cluster[: len(fold)])
     else:
-        role = {"input": "input", "model": "model", "activation": "activation",
-                "declared_activation": "activation", "tensor_op": "op"}.get(first.op, "layer")
+        role = {
+            "input": "input",
+            "model": "model",
+            "activation": "activation",
+            "declared_activation": "activation",
+            "tensor_op": "op",
+        }.get(first.op, "layer")
         count = params.node(first)
         last = graph.nodes[unit.copies[-1][-1]] if unit.copies else first
         title = first.decl.label if first.op == "tensor_op" else first.kind
-        item = Item(key, role, title, first.name, unit.cluster, list(unit.members), _shown_args(first),
-                    params=count, params_complete=count is not None,
-                    in_shapes=[_shape_of(graph, r) for r in first.inputs], out_shapes=list(last.output_shapes),
-                    dtype=first.dtype)
+        item = Item(
+            key,
+            role,
+            title,
+            first.name,
+            unit.cluster,
+            list(unit.members),
+            _shown_args(first),
+            params=count,
+            params_complete=count is not None,
+            in_shapes=[_shape_of(graph, r) for r in first.inputs],
+            out_shapes=list(last.output_shapes),
+            dtype=first.dtype,
+        )
         if unit.copies:
             item.count = len(unit.copies)
             item.last_name = last.name
@@ -378,8 +408,9 @@ def _dedup(refs) -> list[TensorRef]:
 # ------------------------------------------------------------------ edges
 
 
-def _edges(graph: Graph, unit_of: dict[int, tuple], units: dict[tuple, _Unit], keys: dict[tuple, str],
-           items: dict[str, Item]) -> list[Edge]:
+def _edges(
+    graph: Graph, unit_of: dict[int, tuple], units: dict[tuple, _Unit], keys: dict[tuple, str], items: dict[str, Item]
+) -> list[Edge]:
     edges: list[Edge] = []
     seen: set = set()
     call_of: dict[int, int] = {}

@@ -45,8 +45,12 @@ KEYWORD_TOKENS = {
 
 # The token of the name that follows each declaring keyword.
 DECLARED_NAME = {
-    "model": Name.Class, "block": Name.Class, "layer": Name.Class,
-    "activation": Name.Function, "weight": Name.Variable, "shared": Name.Variable,
+    "model": Name.Class,
+    "block": Name.Class,
+    "layer": Name.Class,
+    "activation": Name.Function,
+    "weight": Name.Variable,
+    "shared": Name.Variable,
     "sweep": Name.Class,  # the model a sweep searches
 }
 
@@ -107,8 +111,7 @@ def _declarations(vocab: Vocabulary, ws: str, name: str) -> list:
             continue
         kw = _keyword_token(vocab, word)
         if word == "let":
-            rules.append((rf"(let)({ws})({name})(?=(?:{ws})?\()",
-                          bygroups(kw, Whitespace, Name.Function)))
+            rules.append((rf"(let)({ws})({name})(?=(?:{ws})?\()", bygroups(kw, Whitespace, Name.Function)))
             rules.append((rf"(let)({ws})({name})", bygroups(kw, Whitespace, Name.Constant)))
         elif word in DECLARED_NAME:
             rules.append((rf"({word})({ws})({name})", bygroups(kw, Whitespace, DECLARED_NAME[word])))
@@ -139,10 +142,10 @@ def _token_rules(vocab: Vocabulary) -> dict:
     return {
         "root": common,
         # Inside ( ) and [ ]: `key=value` names an argument (a keyword may too).
-        "group": [(rf"({name})({ws})?(=)(?!=)", bygroups(Name.Attribute, Whitespace, Operator))]
-                 + common,
+        "group": [(rf"({name})({ws})?(=)(?!=)", bygroups(Name.Attribute, Whitespace, Operator))] + common,
         # After `->`, across blank lines and comments: the step's name.
-        "step": blank + [
+        "step": blank
+        + [
             (r"\n", Whitespace),
             # `lib.` before a step from an import (a `.5` after a name is a number)
             (rf"(?P<prefix>{name})(?!{p['FLOAT']})\.", _import_prefix),
@@ -167,4 +170,3 @@ class NetdslLexer(RegexLexer):
         # `file:line:col` of netdsl's diagnostics.
         options.setdefault("stripnl", False)
         super().__init__(**options)
-

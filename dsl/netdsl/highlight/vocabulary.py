@@ -29,14 +29,27 @@ PUNCTUATION = frozenset("()[]{},:.;")
 
 # How each keyword reads (unknown ones still highlight as plain keywords).
 KEYWORD_ROLES = {
-    "import": "namespace", "as": "statement",
-    "let": "declaration", "model": "declaration", "block": "declaration",
-    "activation": "declaration", "layer": "declaration", "sweep": "declaration",
-    "input": "statement", "output": "statement", "weight": "statement",
-    "shared": "statement", "train": "statement",
-    "if": "control", "else": "control",
-    "true": "constant", "false": "constant", "none": "constant",
-    "and": "word_operator", "or": "word_operator", "not": "word_operator",
+    "import": "namespace",
+    "as": "statement",
+    "let": "declaration",
+    "model": "declaration",
+    "block": "declaration",
+    "activation": "declaration",
+    "layer": "declaration",
+    "sweep": "declaration",
+    "input": "statement",
+    "output": "statement",
+    "weight": "statement",
+    "shared": "statement",
+    "train": "statement",
+    "if": "control",
+    "else": "control",
+    "true": "constant",
+    "false": "constant",
+    "none": "constant",
+    "and": "word_operator",
+    "or": "word_operator",
+    "not": "word_operator",
 }
 
 # The terminals whose patterns the highlighters reuse as they are.
@@ -45,14 +58,14 @@ PATTERN_TERMINALS = ("NAME", "INT", "FLOAT", "STRING", "COMMENT", "WS", "_NL", "
 
 @dataclass(frozen=True)
 class Vocabulary:
-    keywords: tuple[str, ...]        # every NAME-shaped literal of the grammar
-    soft_keywords: tuple[str, ...]   # keywords that may also name things
-    operators: tuple[str, ...]       # longest first, as the parser's lexer tries them
+    keywords: tuple[str, ...]  # every NAME-shaped literal of the grammar
+    soft_keywords: tuple[str, ...]  # keywords that may also name things
+    operators: tuple[str, ...]  # longest first, as the parser's lexer tries them
     punctuation: tuple[str, ...]
-    patterns: dict[str, str]         # PATTERN_TERMINALS -> regular expression
-    name_char: str                   # the class of NAME's later characters
-    builtins: frozenset[str]         # every registry key of every kind
-    step_builtins: frozenset[str]    # registry layers and activations (steps)
+    patterns: dict[str, str]  # PATTERN_TERMINALS -> regular expression
+    name_char: str  # the class of NAME's later characters
+    builtins: frozenset[str]  # every registry key of every kind
+    step_builtins: frozenset[str]  # registry layers and activations (steps)
 
     def role(self, keyword: str) -> str:
         return KEYWORD_ROLES.get(keyword, "other")
@@ -77,14 +90,14 @@ def _read_grammar() -> tuple[list[str], list[str], list[str], dict[str, str]]:
     # has, without computing parse tables we do not need.
     lark = Lark(grammar_text(), parser="earley", lexer="basic")
     by_name = {t.name: t for t in lark.terminals}
-    soft = sorted({by_name[s.name].pattern.value for r in lark.rules
-                   if r.origin.name == "soft_keyword" for s in r.expansion})
+    soft = sorted(
+        {by_name[s.name].pattern.value for r in lark.rules if r.origin.name == "soft_keyword" for s in r.expansion}
+    )
     name_re = re.compile(by_name["NAME"].pattern.to_regexp())
     keywords, symbols = set(), []
     # The parser's lexer tries terminals by priority, then longest first
     # (lark's own order): `->` before `-`, `**` before `*`, `==` before `=`.
-    ordered = sorted(lark.terminals, key=lambda t: (-t.priority, -t.pattern.max_width,
-                                                    -len(t.pattern.value), t.name))
+    ordered = sorted(lark.terminals, key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
     for term in ordered:
         for literal in _literal_alternatives(term.pattern):
             if name_re.fullmatch(literal):

@@ -1,8 +1,8 @@
 """A batch from any PyTorch `DataLoader`, as the spec's inputs and targets.
 
-    (x, y)                  x: a tensor, or a list/tuple/dict of them (several inputs, dict by name)
-                            y: a tensor, or a list/tuple/dict of them (several outputs, dict by name)
-    {name: tensor, ...}     keyed by the spec's input and output names
+(x, y)                  x: a tensor, or a list/tuple/dict of them (several inputs, dict by name)
+                        y: a tensor, or a list/tuple/dict of them (several outputs, dict by name)
+{name: tensor, ...}     keyed by the spec's input and output names
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ def split_batch(batch: Any, inputs: list[str], outputs: list[str]) -> tuple[Any,
     if isinstance(batch, Sequence) and not isinstance(batch, str) and len(batch) == 2:
         x, y = batch
         return as_inputs(x, inputs), _targets(y, outputs)
-    raise LightningError(f"a batch is (x, y) or a dict keyed by the spec's names ({', '.join(inputs + outputs)}); "
-                         f"received {_describe(batch)}")
+    raise LightningError(
+        f"a batch is (x, y) or a dict keyed by the spec's names ({', '.join(inputs + outputs)}); "
+        f"received {_describe(batch)}"
+    )
 
 
 def as_inputs(x: Any, inputs: list[str]) -> Any:
@@ -34,12 +36,14 @@ def as_inputs(x: Any, inputs: list[str]) -> Any:
         return {name: x[name] for name in inputs}
     if isinstance(x, (list, tuple)):
         if len(x) != len(inputs):
-            raise LightningError(f"the model takes {len(inputs)} input(s) ({', '.join(inputs)}); the batch gives "
-                                 f"{len(x)}")
+            raise LightningError(
+                f"the model takes {len(inputs)} input(s) ({', '.join(inputs)}); the batch gives {len(x)}"
+            )
         return dict(zip(inputs, x))
     if len(inputs) != 1:
-        raise LightningError(f"the model takes {len(inputs)} inputs ({', '.join(inputs)}): give x as a list or a "
-                             f"dict by name")
+        raise LightningError(
+            f"the model takes {len(inputs)} inputs ({', '.join(inputs)}): give x as a list or a dict by name"
+        )
     return x
 
 
@@ -56,20 +60,24 @@ def _targets(y: Any, outputs: list[str]) -> list[Any]:
         return [y[name] for name in outputs]
     if isinstance(y, (list, tuple)):
         if len(y) != len(outputs):
-            raise LightningError(f"the model has {len(outputs)} output(s) ({', '.join(outputs)}); the batch gives "
-                                 f"{len(y)} target(s)")
+            raise LightningError(
+                f"the model has {len(outputs)} output(s) ({', '.join(outputs)}); the batch gives {len(y)} target(s)"
+            )
         return list(y)
     if len(outputs) != 1:
-        raise LightningError(f"the model has {len(outputs)} outputs ({', '.join(outputs)}): give y as a list or a "
-                             f"dict by name")
+        raise LightningError(
+            f"the model has {len(outputs)} outputs ({', '.join(outputs)}): give y as a list or a dict by name"
+        )
     return [y]
 
 
 def _check_names(given: Mapping, wanted: list[str], what: str) -> None:
     missing = [n for n in wanted if n not in given]
     if missing:
-        raise LightningError(f"{what} is missing {', '.join(map(repr, missing))}: the spec's names are "
-                             f"{', '.join(wanted)}; received keys {', '.join(map(repr, sorted(map(str, given))))}")
+        raise LightningError(
+            f"{what} is missing {', '.join(map(repr, missing))}: the spec's names are "
+            f"{', '.join(wanted)}; received keys {', '.join(map(repr, sorted(map(str, given))))}"
+        )
 
 
 def _describe(batch: Any) -> str:

@@ -50,8 +50,10 @@ def program_of(spec: str | os.PathLike | Program, include: Sequence[str], record
         return _from_record(record, include)
     given = LoadedSpec.of(spec, include).program
     if spec_sha256(given) != record.get("sha256"):
-        raise LightningError(f"{given.root}: {CHANGED} (its sha256 differs from the one the checkpoint records); "
-                             "load without spec= to use the checkpoint's own copy")
+        raise LightningError(
+            f"{given.root}: {CHANGED} (its sha256 differs from the one the checkpoint records); "
+            "load without spec= to use the checkpoint's own copy"
+        )
     return given
 
 
@@ -72,9 +74,12 @@ def _from_record(record: SpecRecord, include: Sequence[str]) -> Program:
     if not isinstance(path, str) or not isinstance(texts, dict) or not isinstance(texts.get(path), str):
         raise LightningError("the checkpoint's spec record is damaged (no text for its spec)")
     if len(texts) > MAX_IMPORTED_FILES + 1 or any(
-            not isinstance(t, str) or len(t) > MAX_FILE_BYTES for t in texts.values()):
-        raise LightningError(f"the checkpoint's spec record holds more than the limits allow ({MAX_IMPORTED_FILES} "
-                             f"imported files of at most {MAX_FILE_BYTES} bytes)")
+        not isinstance(t, str) or len(t) > MAX_FILE_BYTES for t in texts.values()
+    ):
+        raise LightningError(
+            f"the checkpoint's spec record holds more than the limits allow ({MAX_IMPORTED_FILES} "
+            f"imported files of at most {MAX_FILE_BYTES} bytes)"
+        )
     by_real = {Path(name).resolve(): text for name, text in texts.items() if isinstance(name, str)}
 
     def stored(real: Path) -> str | None:
@@ -121,8 +126,10 @@ class Checkpointed:
                 continue
             variable.assign(value)
         if missing:
-            raise LightningError(f"the checkpoint's weights do not fit the model '{self.model}' (no or another "
-                                 f"shape for {', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
+            raise LightningError(
+                f"the checkpoint's weights do not fit the model '{self.model}' (no or another "
+                f"shape for {', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})"
+            )
 
 
 def read_checkpoint(path: str | os.PathLike) -> Checkpointed:
@@ -136,8 +143,10 @@ def read_checkpoint(path: str | os.PathLike) -> Checkpointed:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 (torch raises many types for a damaged file)
         if type(exc).__name__ == "UnpicklingError":  # the weights-only loader refused an object
-            raise LightningError("cannot read the checkpoint with torch's weights-only loader: it holds objects "
-                                 "other than tensors and plain values") from None
+            raise LightningError(
+                "cannot read the checkpoint with torch's weights-only loader: it holds objects "
+                "other than tensors and plain values"
+            ) from None
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise LightningError(f"cannot read the checkpoint ({first[:200]})") from None
     hparams = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None
@@ -152,6 +161,9 @@ def read_checkpoint(path: str | os.PathLike) -> Checkpointed:
 
         program = apply_defines(program, dict(defines))
     prefix = "net._torch_params."
-    weights = {key[len(prefix):]: np.asarray(value.float().numpy() if value.is_floating_point() else value.numpy())
-               for key, value in state.items() if key.startswith(prefix) and isinstance(value, torch.Tensor)}
+    weights = {
+        key[len(prefix) :]: np.asarray(value.float().numpy() if value.is_floating_point() else value.numpy())
+        for key, value in state.items()
+        if key.startswith(prefix) and isinstance(value, torch.Tensor)
+    }
     return Checkpointed(program, str(hparams.get("model")), str(hparams["recorded"].get("sha256")), weights)

@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 __all__ = ["SpecModule"]
 
 # A SpecModule has a validation_step for whoever passes validation data: training without any is no mistake.
-warnings.filterwarnings("ignore", message="You defined a `validation_step` but have no `val_dataloader`",
-                        category=PossibleUserWarning)
+warnings.filterwarnings(
+    "ignore", message="You defined a `validation_step` but have no `val_dataloader`", category=PossibleUserWarning
+)
 
 
 class SpecModule(L.LightningModule):
@@ -56,15 +57,26 @@ class SpecModule(L.LightningModule):
     Keras must run on the torch backend in this process (a `BackendError` otherwise).
     """
 
-    def __init__(self, spec: str | os.PathLike | Program, model: str | None = None, *,
-                 defines: Mapping[str, Any] | None = None, include: Sequence[str | os.PathLike] = (),
-                 channels_first: bool | Sequence[str] = False, recorded: SpecRecord | None = None,
-                 **overrides: Any) -> None:
+    def __init__(
+        self,
+        spec: str | os.PathLike | Program,
+        model: str | None = None,
+        *,
+        defines: Mapping[str, Any] | None = None,
+        include: Sequence[str | os.PathLike] = (),
+        channels_first: bool | Sequence[str] = False,
+        recorded: SpecRecord | None = None,
+        **overrides: Any,
+    ) -> None:
         super().__init__()
         init_backend("torch", mute_stderr=False)
         folders = [os.path.abspath(folder) for folder in include]
-        if recorded is not None and changed_on_disk(recorded, folders) and not isinstance(spec, Program) \
-                and os.path.abspath(spec) == recorded.get("path"):
+        if (
+            recorded is not None
+            and changed_on_disk(recorded, folders)
+            and not isinstance(spec, Program)
+            and os.path.abspath(spec) == recorded.get("path")
+        ):
             rank_zero_warn(f"{spec}: {CHANGED}; loaded with the checkpoint's own copy of it")
         source = program_of(spec, folders, recorded)
         # picked and checked once: spec errors now, not once training starts; `configure_model` builds this
@@ -72,9 +84,13 @@ class SpecModule(L.LightningModule):
         self.checked.graph  # noqa: B018 (SpecError with every error of the spec)
         self.program, self.model_name = self.checked.program, self.checked.name
         self.overrides = dict(overrides)
-        self.channels_first: bool | list[str] = (channels_first if isinstance(channels_first, bool) else
-                                                 [channels_first] if isinstance(channels_first, str)
-                                                 else list(channels_first))
+        self.channels_first: bool | list[str] = (
+            channels_first
+            if isinstance(channels_first, bool)
+            else [channels_first]
+            if isinstance(channels_first, str)
+            else list(channels_first)
+        )
         self.net: Any = None
         self.input_names: list[str] = []
         self.output_names: list[str] = []
@@ -88,9 +104,15 @@ class SpecModule(L.LightningModule):
         self._path: Any = None  # the network on torch directly (torch_path.py), None: through Keras
         self._layer_losses = True  # whether a step asks the layers for their own losses (see configure_model)
         self._clipping: dict[str, float] = {}
-        hparams = {"spec": record_of(source)["path"], "model": self.model_name,
-                   "defines": dict(defines or {}), "include": folders, "channels_first": self.channels_first,
-                   "recorded": recorded if recorded is not None else record_of(source), **self.overrides}
+        hparams = {
+            "spec": record_of(source)["path"],
+            "model": self.model_name,
+            "defines": dict(defines or {}),
+            "include": folders,
+            "channels_first": self.channels_first,
+            "recorded": recorded if recorded is not None else record_of(source),
+            **self.overrides,
+        }
         self.save_hyperparameters(hparams)
 
     # ------------------------------------------------------------ the network
@@ -109,19 +131,24 @@ class SpecModule(L.LightningModule):
         self.net = models[self.model_name]
         self._input_shapes = [tuple(tensor.shape) for tensor in self.net.inputs]
         wanted = self.channels_first
-        self._moved = [len(shape) >= 4 and (wanted is True or (isinstance(wanted, list) and name in wanted))
-                       for name, shape in zip(self.input_names, self._input_shapes)]
+        self._moved = [
+            len(shape) >= 4 and (wanted is True or (isinstance(wanted, list) and name in wanted))
+            for name, shape in zip(self.input_names, self._input_shapes)
+        ]
         unknown = sorted(set(wanted) - set(self.input_names)) if isinstance(wanted, list) else []
         if unknown:
-            raise LightningError(f"channels_first names {', '.join(map(repr, unknown))}, not an input of the model "
-                                 f"'{self.model_name}' (its inputs: {', '.join(self.input_names)})")
+            raise LightningError(
+                f"channels_first names {', '.join(map(repr, unknown))}, not an input of the model "
+                f"'{self.model_name}' (its inputs: {', '.join(self.input_names)})"
+            )
         from netdsl.lightning.torch_path import TorchPath
 
         self._path = TorchPath.of(self.net)
         # Keras' `losses` walks every layer at every step; on the torch path no layer adds a loss in its
         # call (activity regularizers are refused there), so only weights with a regularizer can have one.
-        self._layer_losses = self._path is None or any(getattr(weight, "regularizer", None) is not None
-                                                       for weight in self.net.trainable_weights)
+        self._layer_losses = self._path is None or any(
+            getattr(weight, "regularizer", None) is not None for weight in self.net.trainable_weights
+        )
         self._register_state_dict_hook(_save_stable_names)
         self._register_load_state_dict_pre_hook(_load_stable_names, with_module=True)
         if getattr(self.net, "optimizer", None) is not None:
@@ -140,8 +167,11 @@ class SpecModule(L.LightningModule):
         self._weights = [float(w) for w in (weights if outputs > 1 else [weights])] if weights else [1.0] * outputs
         compiled = self.net._compile_metrics
         if compiled is not None:
-            self._metrics = CompileMetrics(compiled._user_metrics, compiled._user_weighted_metrics,
-                                           output_names=self.output_names if outputs > 1 else None)
+            self._metrics = CompileMetrics(
+                compiled._user_metrics,
+                compiled._user_weighted_metrics,
+                output_names=self.output_names if outputs > 1 else None,
+            )
 
     def forward(self, x: Any) -> Any:
         """The network's output(s) for `x`: a tensor, or a list/dict of them by input name."""
@@ -153,8 +183,10 @@ class SpecModule(L.LightningModule):
         if self._path is not None:
             laid = self._laid_out(x, move=False)
             given = list(laid.values()) if isinstance(laid, dict) else [laid]
-            first = [moved and tensor.ndim == len(shape)
-                     for tensor, shape, moved in zip(given, self._input_shapes, self._moved)]
+            first = [
+                moved and tensor.ndim == len(shape)
+                for tensor, shape, moved in zip(given, self._input_shapes, self._moved)
+            ]
             if self._path.fits(given, first):
                 import keras
 
@@ -171,8 +203,11 @@ class SpecModule(L.LightningModule):
         for (name, tensor), shape, moved in zip(given.items(), self._input_shapes, self._moved):
             if moved and tensor.ndim == len(shape):
                 tensor = tensor.movedim(1, -1) if move else tensor
-            elif tensor.ndim == len(shape) >= 4 and tuple(tensor.shape[1:]) != shape[1:] \
-                    and tuple(tensor.shape[2:]) + tuple(tensor.shape[1:2]) == shape[1:]:
+            elif (
+                tensor.ndim == len(shape) >= 4
+                and tuple(tensor.shape[1:]) != shape[1:]
+                and tuple(tensor.shape[2:]) + tuple(tensor.shape[1:2]) == shape[1:]
+            ):
                 raise LightningError(_channels_first_message(name, shape, tuple(tensor.shape)))
             laid[name] = tensor
         return laid if isinstance(x, dict) else laid[self.input_names[0]]
@@ -207,8 +242,10 @@ class SpecModule(L.LightningModule):
     def _step(self, batch: Any, stage: str) -> torch.Tensor:
         self.configure_model()  # (a step called outside a Trainer)
         if self._keras_losses is None:
-            raise LightningError(f"the model '{self.model_name}' has no loss to train with: add a train section "
-                                 f"with one (train {{ loss = ... }})")
+            raise LightningError(
+                f"the model '{self.model_name}' has no loss to train with: add a train section "
+                f"with one (train {{ loss = ... }})"
+            )
         x, targets = split_batch(batch, self.input_names, self.output_names)
         predictions = as_list(self._outputs(x, stage == "train"))
         with self._on_device():
@@ -218,8 +255,15 @@ class SpecModule(L.LightningModule):
         # epoch mean under the name Keras gives it (train_loss), the steps' beside it (train_loss_step).
         if stage == "train":
             self.log("train_loss_step", total, on_step=True, on_epoch=False, batch_size=size, prog_bar=True)
-        self.log(f"{stage}_loss", total, on_step=False, on_epoch=True, batch_size=size, sync_dist=sync,
-                 prog_bar=stage != "train")
+        self.log(
+            f"{stage}_loss",
+            total,
+            on_step=False,
+            on_epoch=True,
+            batch_size=size,
+            sync_dist=sync,
+            prog_bar=stage != "train",
+        )
         values = [(f"{name}_loss", value) for name, value in per_output.items()] if len(per_output) > 1 else []
         for name, value in values + list(self._metric_values(targets, predictions)):
             self.log(f"{stage}_{name}", value, on_step=False, on_epoch=True, batch_size=size, sync_dist=sync)
@@ -230,11 +274,14 @@ class SpecModule(L.LightningModule):
         if not self._losses:
             from keras.src.trainers.compile_utils import get_loss
 
-            self._losses = [get_loss(identifier, target, prediction) for identifier, target, prediction
-                            in zip(self._keras_losses, targets, predictions)]
+            self._losses = [
+                get_loss(identifier, target, prediction)
+                for identifier, target, prediction in zip(self._keras_losses, targets, predictions)
+            ]
         per_output, total = {}, 0.0
-        for name, loss, weight, target, prediction in zip(self.output_names, self._losses, self._weights,
-                                                          targets, predictions):
+        for name, loss, weight, target, prediction in zip(
+            self.output_names, self._losses, self._weights, targets, predictions
+        ):
             if loss is None:
                 continue
             value = _loss_value(loss, target, prediction)
@@ -267,8 +314,10 @@ class SpecModule(L.LightningModule):
         """The spec's optimizer in torch terms, and its learning-rate schedule stepped every batch."""
         self.configure_model()
         if getattr(self.net, "optimizer", None) is None:
-            raise LightningError(f"the model '{self.model_name}' has no train section: add one with an optimizer "
-                                 f"and a loss, or override configure_optimizers")
+            raise LightningError(
+                f"the model '{self.model_name}' has no train section: add one with an optimizer "
+                f"and a loss, or override configure_optimizers"
+            )
         plan = plan_optimizer(self.net.optimizer, self.overrides)
         self._clipping = plan.clipping
         optimizer, schedule = plan.make(self.parameters())
@@ -276,13 +325,13 @@ class SpecModule(L.LightningModule):
             return optimizer
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
-    def configure_gradient_clipping(self, optimizer: Any, gradient_clip_val: float | None = None,
-                                    gradient_clip_algorithm: str | None = None) -> None:
+    def configure_gradient_clipping(
+        self, optimizer: Any, gradient_clip_val: float | None = None, gradient_clip_algorithm: str | None = None
+    ) -> None:
         """The Trainer's clipping (`gradient_clip_val`), then the spec's (clipnorm, global_clipnorm, clipvalue)."""
         self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
         if self._clipping:
             clip_gradients(list(self.parameters()), self._clipping)
-
 
 
 def _masked(tensor: Any) -> bool:
@@ -312,11 +361,19 @@ def _means_of(metrics: Any, names: list[str]) -> list[tuple[str, int, Any]]:
     crossentropy, mae, ...); else [] (the metric objects compute every step)."""
     from keras.src.metrics.reduction_metrics import Mean, MeanMetricWrapper
 
-    found = [(output, metric) for group in (metrics._flat_metrics, metrics._flat_weighted_metrics)
-             for output, listed in enumerate(group) if listed for metric in listed.metrics]
+    found = [
+        (output, metric)
+        for group in (metrics._flat_metrics, metrics._flat_weighted_metrics)
+        for output, listed in enumerate(group)
+        if listed
+        for metric in listed.metrics
+    ]
     if len(found) != len(names) or not all(
-            isinstance(metric, MeanMetricWrapper) and type(metric).update_state is MeanMetricWrapper.update_state
-            and type(metric).result is Mean.result for _, metric in found):
+        isinstance(metric, MeanMetricWrapper)
+        and type(metric).update_state is MeanMetricWrapper.update_state
+        and type(metric).result is Mean.result
+        for _, metric in found
+    ):
         return []
     return [(name, output, metric) for name, (output, metric) in zip(names, found)]
 
@@ -336,8 +393,10 @@ def _batch_mean(metric: Any, target: Any, prediction: Any) -> Any:
 
 def _channels_first_message(name: str, expected: tuple[int | None, ...], given: tuple[int, ...]) -> str:
     shown = ", ".join("N" if size is None else str(size) for size in expected)
-    return (f"input '{name}' takes batches of shape ({shown}), channels last (Keras' layout); this batch is "
-            f"{given}, channels first (PyTorch's): pass SpecModule(..., channels_first=True)")
+    return (
+        f"input '{name}' takes batches of shape ({shown}), channels last (Keras' layout); this batch is "
+        f"{given}, channels first (PyTorch's): pass SpecModule(..., channels_first=True)"
+    )
 
 
 _PARAMS = "net._torch_params."  # where Keras' torch backend keeps a model's variables, by path

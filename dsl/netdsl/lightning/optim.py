@@ -26,8 +26,16 @@ _ARGS: dict[str, dict[str, str]] = {
     "Adagrad": {"initial_accumulator_value": "initial_accumulator_value", "epsilon": "eps"},
     "Adadelta": {"rho": "rho", "epsilon": "eps"},
 }
-_TORCH_CLASS = {"SGD": "SGD", "Adam": "Adam", "AdamW": "AdamW", "Adamax": "Adamax", "Nadam": "NAdam",
-                "RMSprop": "RMSprop", "Adagrad": "Adagrad", "Adadelta": "Adadelta"}
+_TORCH_CLASS = {
+    "SGD": "SGD",
+    "Adam": "Adam",
+    "AdamW": "AdamW",
+    "Adamax": "Adamax",
+    "Nadam": "NAdam",
+    "RMSprop": "RMSprop",
+    "Adagrad": "Adagrad",
+    "Adadelta": "Adadelta",
+}
 # Arguments every Keras optimizer has that torch.optim has no equivalent of: only their off values map.
 _OFF = {"use_ema": False, "loss_scale_factor": None, "gradient_accumulation_steps": None}
 _IGNORED = {"name", "learning_rate", "weight_decay", "ema_momentum", "ema_overwrite_frequency"}  # (ema: if use_ema)
@@ -72,27 +80,35 @@ def plan_optimizer(optimizer: Any, overrides: dict[str, Any]) -> OptimizerPlan:
     """
     keras_class = type(optimizer).__name__
     if keras_class == "LossScaleOptimizer":
-        raise LightningError("mixed_precision = \"mixed_float16\" scales the loss inside Keras' optimizer: in "
-                             "Lightning, leave it out of the spec and use Trainer(precision=\"16-mixed\")")
+        raise LightningError(
+            'mixed_precision = "mixed_float16" scales the loss inside Keras\' optimizer: in '
+            'Lightning, leave it out of the spec and use Trainer(precision="16-mixed")'
+        )
     if keras_class not in _ARGS:
-        raise LightningError(f"the optimizer {keras_class} has no torch.optim equivalent: use one of "
-                             f"{', '.join(sorted(c.lower() for c in _ARGS))} in the spec, or override "
-                             f"configure_optimizers")
+        raise LightningError(
+            f"the optimizer {keras_class} has no torch.optim equivalent: use one of "
+            f"{', '.join(sorted(c.lower() for c in _ARGS))} in the spec, or override "
+            f"configure_optimizers"
+        )
     config = dict(optimizer.get_config())
     unknown = sorted(set(overrides) - set(config) - {"name"})
     if unknown:
-        raise LightningError(f"{keras_class} has no argument {', '.join(map(repr, unknown))}: its arguments are "
-                             f"{', '.join(sorted(k for k in config if k != 'name'))}")
+        raise LightningError(
+            f"{keras_class} has no argument {', '.join(map(repr, unknown))}: its arguments are "
+            f"{', '.join(sorted(k for k in config if k != 'name'))}"
+        )
     config.update(overrides)
     for key, value in config.items():
         if key in _ARGS[keras_class] or key in _CLIPPING or key in _IGNORED:
             continue
         if key not in _OFF:
-            raise LightningError(f"{keras_class}'s argument {key!r} has no torch.optim equivalent: override "
-                                 f"configure_optimizers")
+            raise LightningError(
+                f"{keras_class}'s argument {key!r} has no torch.optim equivalent: override configure_optimizers"
+            )
         if value not in (_OFF[key], None):
-            raise LightningError(f"{keras_class}({key}={value!r}) has no torch.optim equivalent: leave it out of "
-                                 f"the spec for Lightning")
+            raise LightningError(
+                f"{keras_class}({key}={value!r}) has no torch.optim equivalent: leave it out of the spec for Lightning"
+            )
     if sum(config.get(k) is not None for k in _CLIPPING) > 1:
         raise LightningError("the optimizer sets more than one of clipnorm, global_clipnorm and clipvalue")
     return OptimizerPlan(keras_class, config)

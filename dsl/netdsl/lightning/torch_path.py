@@ -43,8 +43,9 @@ class _Step:
 class TorchPath:
     """The model's layers as torch calls, in the order Keras' functional model runs them."""
 
-    def __init__(self, inputs: list[int], shapes: list[tuple[int | None, ...]], steps: list[_Step],
-                 outputs: list[int]) -> None:
+    def __init__(
+        self, inputs: list[int], shapes: list[tuple[int | None, ...]], steps: list[_Step], outputs: list[int]
+    ) -> None:
         self._inputs = inputs
         self._shapes = shapes
         self._steps = steps
@@ -64,8 +65,12 @@ class TorchPath:
                 if run is None or len(node.outputs) != 1:
                     return None
                 steps.append(_Step(run, tuple(id(tensor) for tensor in node.input_tensors), id(node.outputs[0])))
-        return cls([id(tensor) for tensor in net.inputs], [tuple(tensor.shape) for tensor in net.inputs], steps,
-                   [id(tensor) for tensor in net.outputs])
+        return cls(
+            [id(tensor) for tensor in net.inputs],
+            [tuple(tensor.shape) for tensor in net.inputs],
+            steps,
+            [id(tensor) for tensor in net.outputs],
+        )
 
     def fits(self, inputs: list[Any], channels_first: list[bool]) -> bool:
         """Whether these batches are tensors of the model's input shapes (others go through Keras,
@@ -80,8 +85,10 @@ class TorchPath:
 
     def __call__(self, inputs: list[torch.Tensor], channels_first: list[bool], training: bool) -> list[torch.Tensor]:
         """The outputs (channels last, as Keras gives them) for inputs that `fits` accepted."""
-        values: dict[int, Value] = {key: (tensor if tensor.dtype == torch.float32 else tensor.float(), first)
-                                    for key, tensor, first in zip(self._inputs, inputs, channels_first)}
+        values: dict[int, Value] = {
+            key: (tensor if tensor.dtype == torch.float32 else tensor.float(), first)
+            for key, tensor, first in zip(self._inputs, inputs, channels_first)
+        }
         for step in self._steps:
             values[step.output] = step.run([values[key] for key in step.inputs], training)
         return [_last(values[key]) for key in self._outputs]
@@ -101,9 +108,14 @@ def _runner(node: Any) -> Run | None:
     """How to run the node's layer on torch, or None when this path does not run it as Keras does."""
     layer = node.operation
     arguments = node.arguments
-    if getattr(layer, "dtype_policy", None) is None or layer.dtype_policy.name != "float32" \
-            or getattr(layer, "activity_regularizer", None) is not None or getattr(layer, "lora_enabled", False) \
-            or set(arguments.kwargs) - {"training"} or len(arguments.args) != 1:
+    if (
+        getattr(layer, "dtype_policy", None) is None
+        or layer.dtype_policy.name != "float32"
+        or getattr(layer, "activity_regularizer", None) is not None
+        or getattr(layer, "lora_enabled", False)
+        or set(arguments.kwargs) - {"training"}
+        or len(arguments.args) != 1
+    ):
         return None  # (Keras records `training` with a symbolic call; the call's own replaces it)
     if type(layer) is keras.layers.Add:
         shapes = {tuple(tensor.shape) for tensor in node.input_tensors}
@@ -131,8 +143,9 @@ def _same_padding(size: int, kernel: int, stride: int, dilation: int) -> tuple[i
     return total // 2, total - total // 2
 
 
-def _padded(tensor: torch.Tensor, kernel: tuple[int, ...], strides: tuple[int, ...], dilation: tuple[int, ...],
-            mode: str) -> tuple[torch.Tensor, list[int] | int]:
+def _padded(
+    tensor: torch.Tensor, kernel: tuple[int, ...], strides: tuple[int, ...], dilation: tuple[int, ...], mode: str
+) -> tuple[torch.Tensor, list[int] | int]:
     """The input and torch's padding argument for Keras' "same": symmetric as an argument, else padded."""
     pads = [_same_padding(size, k, s, d) for size, k, s, d in zip(tensor.shape[2:], kernel, strides, dilation)]
     if all(left == right for left, right in pads):
@@ -163,8 +176,11 @@ def _conv2d(layer: Any) -> Run | None:
 
 def _pool2d(layer: Any) -> Run | None:
     average = type(layer) is keras.layers.AveragePooling2D
-    if layer.data_format != "channels_last" or layer.padding not in ("valid", "same") \
-            or (average and layer.padding == "same"):  # (Keras averages over the window's real pixels)
+    if (
+        layer.data_format != "channels_last"
+        or layer.padding not in ("valid", "same")
+        or (average and layer.padding == "same")
+    ):  # (Keras averages over the window's real pixels)
         return None
     size, strides = tuple(layer.pool_size), tuple(layer.strides)
     pool = F.avg_pool2d if average else F.max_pool2d

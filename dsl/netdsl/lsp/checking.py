@@ -73,8 +73,15 @@ def built_then_frozen():
             gc.enable()
 
 
-def check_text(text: str, version: int, display: str, real: Path, overlay: Overlay,
-               include: Sequence[str] = (), wanted: Callable[[], bool] = lambda: True) -> Snapshot:
+def check_text(
+    text: str,
+    version: int,
+    display: str,
+    real: Path,
+    overlay: Overlay,
+    include: Sequence[str] = (),
+    wanted: Callable[[], bool] = lambda: True,
+) -> Snapshot:
     """The diagnostics `netdsl check` prints for this text, with the program and graphs behind them.
 
     `wanted` is asked between stages; once it says no, `Abandoned` is raised."""
@@ -82,8 +89,15 @@ def check_text(text: str, version: int, display: str, real: Path, overlay: Overl
         return _check_text(text, version, display, real, overlay, include, wanted)
 
 
-def _check_text(text: str, version: int, display: str, real: Path, overlay: Overlay,
-                include: Sequence[str], wanted: Callable[[], bool]) -> Snapshot:
+def _check_text(
+    text: str,
+    version: int,
+    display: str,
+    real: Path,
+    overlay: Overlay,
+    include: Sequence[str],
+    wanted: Callable[[], bool],
+) -> Snapshot:
     start = time.perf_counter()
     snapshot = Snapshot(version, text, display, [])
     source = text[1:] if text.startswith(BOM) else text  # read_source drops it too
@@ -92,8 +106,9 @@ def _check_text(text: str, version: int, display: str, real: Path, overlay: Over
     except SpecError as exc:
         snapshot.diagnostics = exc.diagnostics
     else:
-        checked = pipeline.check(text=source, filename=display, include=include, real=real, overlay=overlay,
-                                 loaded=lambda: _still(wanted))
+        checked = pipeline.check(
+            text=source, filename=display, include=include, real=real, overlay=overlay, loaded=lambda: _still(wanted)
+        )
         snapshot.diagnostics = checked.diagnostics
         if checked.program is not None and checked.analysis is not None:  # read and checked
             snapshot.program = checked.program
@@ -132,8 +147,11 @@ def _refuse_like_read_source(text: str, display: str, real: Path) -> None:
     """What reading the file would have refused: too large, or (unchanged) not UTF-8 on disk."""
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_FILE_BYTES:
-        raise SpecError(Diagnostic.for_file(
-            display, f"file is too large ({size:,} bytes); a spec may be at most {MAX_FILE_BYTES:,} bytes"))
+        raise SpecError(
+            Diagnostic.for_file(
+                display, f"file is too large ({size:,} bytes); a spec may be at most {MAX_FILE_BYTES:,} bytes"
+            )
+        )
     if "\ufffd" not in text:
         return
     # An editor shows undecodable bytes as U+FFFD. While the buffer is the file

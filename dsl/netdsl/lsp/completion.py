@@ -25,8 +25,12 @@ MAX_ITEMS = 200  # more is marked incomplete: the client asks again as more of t
 _PARTIAL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _CALLEE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\s*$")
 _PRINT = ExprPrinter()
-_STEP_KINDS: dict[type, str] = {ir.BlockDecl: "block", ir.LayerDecl: "layer", ir.ActivationDecl: "activation",
-                                ir.ModelDecl: "model"}
+_STEP_KINDS: dict[type, str] = {
+    ir.BlockDecl: "block",
+    ir.LayerDecl: "layer",
+    ir.ActivationDecl: "activation",
+    ir.ModelDecl: "model",
+}
 _VALUE_KINDS: dict[type, str] = {ir.Let: "constant", ir.LetFunc: "function"}
 
 
@@ -43,7 +47,7 @@ class Context:
 def context_at(before: str) -> Context:
     """What the cursor is completing, from the text before it."""
     before = before[-LOOKBACK:]
-    line = before[before.rfind("\n") + 1:]
+    line = before[before.rfind("\n") + 1 :]
     if _in_comment_or_string(line):
         return Context("none", "")
     partial_match = _PARTIAL.search(before)
@@ -87,9 +91,9 @@ def _open_call(head: str) -> tuple[str, str] | None:
                 if char != "(":
                     return None
                 match = _CALLEE.search(head[:i])
-                return (match.group(1), head[i + 1:]) if match else None
+                return (match.group(1), head[i + 1 :]) if match else None
             depth -= 1
-        elif char == "\n" and depth == 0 and not head[i + 1:].lstrip(" \t").startswith("->"):
+        elif char == "\n" and depth == 0 and not head[i + 1 :].lstrip(" \t").startswith("->"):
             return None  # the statement started before this line
     return None
 
@@ -110,6 +114,7 @@ def _split_args(text: str) -> list[str]:
 
 # ------------------------------------------------------------------ callees
 
+
 @dataclass
 class Callee:
     label: str
@@ -127,8 +132,11 @@ def find_callee(name: str, snapshot: Snapshot | None, file: str) -> Callee | Non
     for kind in LOOKUP_ORDER:
         entry = registry.lookup(kind, name)
         if entry is not None:
-            params = [(p.name, p.type, "" if p.required else default_text(p.default))
-                      for p in entry.params + entry.call_params if p.name not in HIDDEN]
+            params = [
+                (p.name, p.type, "" if p.required else default_text(p.default))
+                for p in entry.params + entry.call_params
+                if p.name not in HIDDEN
+            ]
             return Callee(signature(entry), params, entry.description)
     return None
 
@@ -147,8 +155,10 @@ def _spec_decl(name: str, snapshot: Snapshot | None, file: str) -> Any:
 
 # ------------------------------------------------------------------ completion
 
-def completion_list(context: Context, snapshot: Snapshot | None, file: str, line: int,
-                    col: int) -> types.CompletionList:
+
+def completion_list(
+    context: Context, snapshot: Snapshot | None, file: str, line: int, col: int
+) -> types.CompletionList:
     """The items whose label holds the typed part's letters in order (as editors match), at most
     MAX_ITEMS of them: a model with a thousand tensors should not send a thousand on each key."""
     items = [i for i in completions(context, snapshot, file, line, col) if _fuzzy(i.label, context.partial)]
@@ -180,13 +190,21 @@ def completions(
                 if name not in context.given:
                     shown = f"= {default}" if default else "required" if type_ else ""
                     detail = " ".join(x for x in (type_, shown) if x)
-                    items.append(types.CompletionItem(label=f"{name}=", kind=types.CompletionItemKind.Property,
-                                                      detail=detail, insert_text=f"{name}=", sort_text=f"0{name}"))
+                    items.append(
+                        types.CompletionItem(
+                            label=f"{name}=",
+                            kind=types.CompletionItemKind.Property,
+                            detail=detail,
+                            insert_text=f"{name}=",
+                            sort_text=f"0{name}",
+                        )
+                    )
         return items + _scope_items(snapshot, file, line, col, tensors=False, typed=context.partial)
     if context.kind == "value":
         return _value_items(context, snapshot, file, line, col)
     return _scope_items(snapshot, file, line, col, tensors=True, typed=context.partial) + [
-        types.CompletionItem(label=k, kind=types.CompletionItemKind.Keyword, sort_text=f"9{k}") for k in KEYWORDS]
+        types.CompletionItem(label=k, kind=types.CompletionItemKind.Keyword, sort_text=f"9{k}") for k in KEYWORDS
+    ]
 
 
 def _step_items(snapshot, file, line, col) -> list[types.CompletionItem]:
@@ -194,12 +212,21 @@ def _step_items(snapshot, file, line, col) -> list[types.CompletionItem]:
     items += _registry_items("activation", types.CompletionItemKind.Function)
     for name, decl in _file_names(snapshot, file):
         if type(decl) in _STEP_KINDS:
-            items.append(types.CompletionItem(label=name, kind=types.CompletionItemKind.Module,
-                                              detail=f"{_STEP_KINDS[type(decl)]} (this spec)", sort_text=f"0{name}"))
+            items.append(
+                types.CompletionItem(
+                    label=name,
+                    kind=types.CompletionItemKind.Module,
+                    detail=f"{_STEP_KINDS[type(decl)]} (this spec)",
+                    sort_text=f"0{name}",
+                )
+            )
     for name, what in _locals(snapshot, file, line, col):
         if what == "shared":
-            items.append(types.CompletionItem(label=name, kind=types.CompletionItemKind.Variable,
-                                              detail="shared instance", sort_text=f"0{name}"))
+            items.append(
+                types.CompletionItem(
+                    label=name, kind=types.CompletionItemKind.Variable, detail="shared instance", sort_text=f"0{name}"
+                )
+            )
     return items
 
 
@@ -210,9 +237,11 @@ def _value_items(context: Context, snapshot, file, line, col) -> list[types.Comp
     if type_ in ("activation", "initializer", "regularizer", "constraint"):
         items += _registry_items(type_, types.CompletionItemKind.Function)
         if type_ == "activation":
-            items += [types.CompletionItem(label=n, kind=types.CompletionItemKind.Function,
-                                           detail="activation (this spec)")
-                      for n, d in _file_names(snapshot, file) if isinstance(d, ir.ActivationDecl)]
+            items += [
+                types.CompletionItem(label=n, kind=types.CompletionItemKind.Function, detail="activation (this spec)")
+                for n, d in _file_names(snapshot, file)
+                if isinstance(d, ir.ActivationDecl)
+            ]
     elif type_ == "bool":
         items += [types.CompletionItem(label=v, kind=types.CompletionItemKind.Keyword) for v in ("true", "false")]
     entry = registry.lookup("layer", context.callee) if context.callee else None
@@ -285,6 +314,7 @@ def _file_names(snapshot, file) -> list[tuple[str, Any]]:
 
 # ------------------------------------------------------------------ signature help
 
+
 def signature_help(context: Context, snapshot: Snapshot | None, file: str) -> types.SignatureHelp | None:
     if context.callee is None or context.kind not in ("argument", "value"):
         return None
@@ -298,6 +328,7 @@ def signature_help(context: Context, snapshot: Snapshot | None, file: str) -> ty
         offset = start + len(name)
     names = [n for n, _, _ in callee.params]
     active = names.index(context.keyword) if context.keyword in names else min(context.argument, max(len(names) - 1, 0))
-    info = types.SignatureInformation(label=callee.label, documentation=callee.doc, parameters=parameters,
-                                      active_parameter=active)
+    info = types.SignatureInformation(
+        label=callee.label, documentation=callee.doc, parameters=parameters, active_parameter=active
+    )
     return types.SignatureHelp(signatures=[info], active_signature=0, active_parameter=active)

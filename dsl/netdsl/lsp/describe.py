@@ -7,8 +7,18 @@ from typing import Any
 from netdsl import registry
 
 # The kinds a bare name may be, in the order a step or argument value looks them up.
-LOOKUP_ORDER = ("layer", "activation", "initializer", "regularizer", "constraint", "optimizer", "loss",
-                "metric", "schedule", "callback")
+LOOKUP_ORDER = (
+    "layer",
+    "activation",
+    "initializer",
+    "regularizer",
+    "constraint",
+    "optimizer",
+    "loss",
+    "metric",
+    "schedule",
+    "callback",
+)
 HIDDEN = ("name", "dtype", "trainable")  # base-layer keywords every layer takes
 
 
@@ -24,15 +34,20 @@ def registry_hover(word: str, prefer: str | None = None) -> str | None:
 
 
 def signature(entry: registry.Entry) -> str:
-    params = [p.name if p.required else f"{p.name}={default_text(p.default)}"
-              for p in entry.params + entry.call_params if p.name not in HIDDEN]
+    params = [
+        p.name if p.required else f"{p.name}={default_text(p.default)}"
+        for p in entry.params + entry.call_params
+        if p.name not in HIDDEN
+    ]
     return f"{entry.name}({', '.join(params)})"
 
 
 def entry_markdown(entry: registry.Entry) -> str:
     keras = f" (Keras `{entry.keras_name}`)" if entry.source == "keras" else f" ({entry.source})"
-    rows = [f"| `{p.name}` | {p.type} | {'required' if p.required else '`' + default_text(p.default) + '`'} |"
-            for p in entry.params + entry.call_params]
+    rows = [
+        f"| `{p.name}` | {p.type} | {'required' if p.required else '`' + default_text(p.default) + '`'} |"
+        for p in entry.params + entry.call_params
+    ]
     table = "\n".join(["| parameter | type | default |", "|---|---|---|", *rows]) if rows else "No parameters."
     return f"```netdsl\n{signature(entry)}\n```\n{entry.kind}{keras}: {entry.description}\n\n{table}"
 

@@ -30,7 +30,7 @@ from netdsl.lsp.documents import Documents
 from netdsl.lsp.positions import Lines
 
 MIN_DELAY = 0.03  # seconds after a change before checking (no typing seen)
-MAX_DELAY = 0.3   # the longest wait, however slow the typing
+MAX_DELAY = 0.3  # the longest wait, however slow the typing
 COLLECT_EVERY = 50  # checks between full garbage collections (each when the user pauses)
 IDLE = 5.0  # seconds without a change that count as a pause (a full collection may take 0.3 s)
 SOURCE = "netdsl"
@@ -155,9 +155,12 @@ class Checks:
             if snapshot.parsed:
                 self._reads[uri] = snapshot.files
             self.publish(uri, snapshot)
-            self.server.window_log_message(types.LogMessageParams(
-                type=types.MessageType.Log,
-                message=f"checked {snapshot.display} version {snapshot.version} in {snapshot.seconds:.3f} s"))
+            self.server.window_log_message(
+                types.LogMessageParams(
+                    type=types.MessageType.Log,
+                    message=f"checked {snapshot.display} version {snapshot.version} in {snapshot.seconds:.3f} s",
+                )
+            )
             if snapshot.parsed:
                 await self._in_worker(add_names, snapshot)
                 if self.documents.version(uri) != snapshot.version:
@@ -177,8 +180,15 @@ class Checks:
             if not self.documents.is_open(uri):
                 return None
             version, text = self.documents.version(uri), self.documents.text(uri)
-            job = (text, version, self.documents.display(uri), self.documents.real(uri),
-                   self.documents.overlay().get, self.include, lambda: self.documents.version(uri) == version)
+            job = (
+                text,
+                version,
+                self.documents.display(uri),
+                self.documents.real(uri),
+                self.documents.overlay().get,
+                self.include,
+                lambda: self.documents.version(uri) == version,
+            )
             snapshot = await asyncio.get_running_loop().run_in_executor(self._executor, _check_safely, *job)
         # stale: the text changed while it was checked, and that change scheduled a newer check
         return snapshot if self.documents.version(uri) == version else None
@@ -196,8 +206,7 @@ class Checks:
             if not waiter.done():
                 waiter.set_result(snapshot)
         if snapshot.error:
-            self.server.window_log_message(types.LogMessageParams(type=types.MessageType.Error,
-                                                                  message=snapshot.error))
+            self.server.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=snapshot.error))
 
     def _keep_out_of_gc(self) -> None:
         """Keep the checks' objects out of the collector's sight (see `checking.built_then_frozen`).
@@ -222,8 +231,9 @@ class Checks:
     def publish(self, uri: str, snapshot: Snapshot) -> None:
         lines = Lines(snapshot.text, self.documents.encoding)
         diagnostics = [to_lsp(d, snapshot, lines, self.documents.real(uri)) for d in snapshot.diagnostics]
-        self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, diagnostics=diagnostics, version=snapshot.version))
+        self.server.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=snapshot.version)
+        )
         if _refresh_supported(self.server, "inlay_hint"):
             self.server.workspace_inlay_hint_refresh(None)
 
@@ -256,9 +266,13 @@ def to_lsp(d: Diagnostic, snapshot: Snapshot, lines: Lines, real) -> types.Diagn
     line_text = lines.line(anchor)
     rng = lines.range(_line_span(d.file, anchor, line_text))
     where = types.Location(uri=_uri_of(d.file, snapshot, real), range=_other_file_range(d))
-    return types.Diagnostic(range=rng, message=f"{d.file}:{d.line}:{d.col}: {d.text}", severity=severity,
-                            source=SOURCE,
-                            related_information=[types.DiagnosticRelatedInformation(location=where, message=d.text)])
+    return types.Diagnostic(
+        range=rng,
+        message=f"{d.file}:{d.line}:{d.col}: {d.text}",
+        severity=severity,
+        source=SOURCE,
+        related_information=[types.DiagnosticRelatedInformation(location=where, message=d.text)],
+    )
 
 
 def _span(d: Diagnostic) -> Span:
@@ -272,8 +286,10 @@ def _line_span(file: str, line: int, text: str) -> Span:
 
 def _other_file_range(d: Diagnostic) -> types.Range:
     """Code-point columns: the file is not open here, so its text (and UTF-16 columns) are not at hand."""
-    return types.Range(start=types.Position(line=d.line - 1, character=d.col - 1),
-                       end=types.Position(line=d.end_line - 1, character=d.end_col - 1))
+    return types.Range(
+        start=types.Position(line=d.line - 1, character=d.col - 1),
+        end=types.Position(line=d.end_line - 1, character=d.end_col - 1),
+    )
 
 
 def _import_line(snapshot: Snapshot, file: str) -> int:
@@ -297,8 +313,9 @@ def _reaches(imports: dict, start: str, goal: str, seen: set[str]) -> bool:
     if start == goal:
         return True
     seen.add(start)
-    return any(link.target not in seen and _reaches(imports, link.target, goal, seen)
-               for link in imports.get(start, []))
+    return any(
+        link.target not in seen and _reaches(imports, link.target, goal, seen) for link in imports.get(start, [])
+    )
 
 
 def _uri_of(file: str, snapshot: Snapshot, real) -> str:

@@ -65,8 +65,11 @@ class Documents:
 
     def overlay(self) -> dict[Path, str]:
         """Every open buffer by its resolved path: what imports read first."""
-        return {self.real(uri): document.source for uri, document in self.workspace.text_documents.items()
-                if uri.startswith("file:")}
+        return {
+            self.real(uri): document.source
+            for uri, document in self.workspace.text_documents.items()
+            if uri.startswith("file:")
+        }
 
     def _roots(self) -> list[Path]:
         roots = []

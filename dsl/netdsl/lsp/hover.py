@@ -31,8 +31,9 @@ def word_at(line: str, col: int) -> tuple[str, int] | None:
     return None
 
 
-def hover_text(snapshot: Snapshot | None, before: str, line_text: str, file: str, line: int,
-               col: int) -> tuple[str, int, int] | None:
+def hover_text(
+    snapshot: Snapshot | None, before: str, line_text: str, file: str, line: int, col: int
+) -> tuple[str, int, int] | None:
     """Markdown for the name at (line, col), with the 1-based column range it covers.
 
     `before`: the text before the line (a few lines suffice), to know the call a keyword belongs to."""
@@ -41,8 +42,8 @@ def hover_text(snapshot: Snapshot | None, before: str, line_text: str, file: str
         return None
     word, start = found
     end = start + len(word)
-    if re.match(r"\s*=(?!=)", line_text[end - 1:]):
-        text = _keyword_hover(snapshot, before + line_text[:start - 1], word, file)
+    if re.match(r"\s*=(?!=)", line_text[end - 1 :]):
+        text = _keyword_hover(snapshot, before + line_text[: start - 1], word, file)
         if text:
             return text, start, end
     index = snapshot.index if snapshot is not None else None
@@ -52,7 +53,7 @@ def hover_text(snapshot: Snapshot | None, before: str, line_text: str, file: str
         if text:
             return text, start, end
     # `-> relu` is the activation, `-> relu(max_value=6.0)` the layer (where both exist)
-    called = line_text[end - 1:].lstrip().startswith("(")
+    called = line_text[end - 1 :].lstrip().startswith("(")
     kind = _value_kind(line_text, start) or ("layer" if called else "activation")
     text = registry_hover(word, kind)
     return (text, start, end) if text else None
@@ -72,7 +73,7 @@ def _keyword_hover(snapshot: Snapshot | None, before: str, word: str, file: str)
 
 def _value_kind(line: str, start: int) -> str | None:
     """The registry kind a keyword argument's value names: `kernel_initializer=he_normal` -> initializer."""
-    before = line[:start - 1].rstrip()
+    before = line[: start - 1].rstrip()
     match = re.search(r"([A-Za-z_]\w*)\s*=$", before)
     if not match:
         return None
@@ -87,6 +88,7 @@ def _value_kind(line: str, start: int) -> str | None:
 
 # ------------------------------------------------------------------ the spec's names
 
+
 def _symbol_hover(snapshot: Snapshot, index: NameIndex, occ: Occurrence) -> str | None:
     symbol = occ.symbol
     if symbol.kind == "decl":
@@ -94,7 +96,7 @@ def _symbol_hover(snapshot: Snapshot, index: NameIndex, occ: Occurrence) -> str 
         return decl_markdown(decl, symbol.file) if decl is not None else None
     if symbol.kind == "alias":
         target = index.scopes[symbol.file].aliases.get(symbol.name)
-        return f"```netdsl\nimport \"…\" as {symbol.name}\n```\nthe names of `{target.path}`" if target else None
+        return f'```netdsl\nimport "…" as {symbol.name}\n```\nthe names of `{target.path}`' if target else None
     definition = index.definition(occ)
     if definition is None:
         return None
@@ -131,8 +133,12 @@ def _tensor_markdown(snapshot: Snapshot, body, definition: Occurrence, name: str
     shape = format_shape(produced.shapes[0]) if produced.shapes else "(unknown)"
     guess = "" if produced.certain else " (an estimate: the check could not decide everything)"
     flops = f", {produced.flops_text}" if produced.flops_text else ""
-    made = f"\n\nmade by {produced.layers} layer{'s' if produced.layers != 1 else ''}, " \
-           f"{produced.params_text} parameters{flops}" if produced.layers else ""
+    made = (
+        f"\n\nmade by {produced.layers} layer{'s' if produced.layers != 1 else ''}, "
+        f"{produced.params_text} parameters{flops}"
+        if produced.layers
+        else ""
+    )
     return f"```netdsl\n{name}: {shape}\n```\n{head}{guess}{made}"
 
 
@@ -155,8 +161,14 @@ def decl_markdown(decl: Any, file: str) -> str:
     return f"```netdsl\n{head}\n```\n{keyword} declared in `{file}` line {decl.span.line}"
 
 
-_DECL_KEYWORDS: dict[type, str] = {ir.Let: "let", ir.LetFunc: "let", ir.ModelDecl: "model", ir.BlockDecl: "block",
-                                   ir.ActivationDecl: "activation", ir.LayerDecl: "layer"}
+_DECL_KEYWORDS: dict[type, str] = {
+    ir.Let: "let",
+    ir.LetFunc: "let",
+    ir.ModelDecl: "model",
+    ir.BlockDecl: "block",
+    ir.ActivationDecl: "activation",
+    ir.LayerDecl: "layer",
+}
 
 
 def _decl_keyword(decl: Any) -> str:

@@ -26,8 +26,12 @@ from netdsl.syntax import ir
 from netdsl.syntax.loader import Program
 
 DECL_KINDS = {
-    ir.Let: "constant", ir.LetFunc: "function", ir.ModelDecl: "model", ir.BlockDecl: "block",
-    ir.ActivationDecl: "activation", ir.LayerDecl: "layer",
+    ir.Let: "constant",
+    ir.LetFunc: "function",
+    ir.ModelDecl: "model",
+    ir.BlockDecl: "block",
+    ir.ActivationDecl: "activation",
+    ir.LayerDecl: "layer",
 }
 
 
@@ -71,7 +75,7 @@ class NameIndex:
         """The occurrence whose name covers (line, col); the end column counts (a cursor just after it)."""
         found = self.occurrences.get(file, [])
         i = bisect.bisect_right(found, (line, col), key=lambda o: (o.span.line, o.span.col))
-        for occ in found[max(i - 1, 0):i]:
+        for occ in found[max(i - 1, 0) : i]:
             if occ.span.line == line and occ.span.col <= col <= occ.span.end_col:
                 return occ
         return None
@@ -82,8 +86,11 @@ class NameIndex:
     def definition(self, occ: Occurrence) -> Occurrence | None:
         """The binding a use means: the nearest one before it in the same file, else the first."""
         defs = [o for o in self.references(occ.symbol) if o.definition]
-        before = [o for o in defs if o.span.file == occ.span.file
-                  and (o.span.line, o.span.col) <= (occ.span.line, occ.span.col)]
+        before = [
+            o
+            for o in defs
+            if o.span.file == occ.span.file and (o.span.line, o.span.col) <= (occ.span.line, occ.span.col)
+        ]
         if before:
             return before[-1]
         return defs[0] if defs else None
@@ -256,8 +263,10 @@ class _Walker:
             callee = self._callee(expr.func, stack)
             for kwarg in expr.kwargs:
                 if callee is not None and kwarg.name in _param_names(callee[0]):
-                    self._use(Symbol("local", callee[1], callee[0].name, kwarg.name),
-                              Span.at(self.path, kwarg.span.line, kwarg.span.col, len(kwarg.name)))
+                    self._use(
+                        Symbol("local", callee[1], callee[0].name, kwarg.name),
+                        Span.at(self.path, kwarg.span.line, kwarg.span.col, len(kwarg.name)),
+                    )
                 self._expr(kwarg.value, stack)
         elif isinstance(expr, ir.Node):  # any other expression: its sub-expressions, in field order
             for value in expr.__dict__.values():
@@ -292,9 +301,11 @@ class _Walker:
             target = self.scope.aliases[value.id]
             if expr.attr in target.own:
                 col = expr.span.end_col - len(expr.attr)
-                if self.lines[expr.span.end_line - 1][col - 1:expr.span.end_col - 1] == expr.attr:
-                    self._use(Symbol("decl", target.path, None, expr.attr),
-                              Span.at(self.path, expr.span.end_line, col, len(expr.attr)))
+                if self.lines[expr.span.end_line - 1][col - 1 : expr.span.end_col - 1] == expr.attr:
+                    self._use(
+                        Symbol("decl", target.path, None, expr.attr),
+                        Span.at(self.path, expr.span.end_line, col, len(expr.attr)),
+                    )
             return
         self._expr(value, stack)
 

@@ -54,8 +54,15 @@ def definition(snapshot: Snapshot, root_real: Path, places: Places, line: int, c
     return [places.location(snapshot, root_real, target.span)] if target is not None else []
 
 
-def references(snapshot: Snapshot, root_real: Path, places: Places, line: int, col: int, include_declaration: bool,
-               others: Sequence[tuple[Snapshot, Path]] = ()) -> list[types.Location]:
+def references(
+    snapshot: Snapshot,
+    root_real: Path,
+    places: Places,
+    line: int,
+    col: int,
+    include_declaration: bool,
+    others: Sequence[tuple[Snapshot, Path]] = (),
+) -> list[types.Location]:
     occ = occurrence_at(snapshot, line, col)
     if occ is None:
         return []
@@ -76,8 +83,15 @@ def prepare_rename(snapshot: Snapshot | None, line: int, col: int) -> Span | Non
     return occ.span if occ is not None else None
 
 
-def rename(snapshot: Snapshot, root_real: Path, places: Places, line: int, col: int, new_name: str,
-           others: Sequence[tuple[Snapshot, Path]] = ()) -> types.WorkspaceEdit | None:
+def rename(
+    snapshot: Snapshot,
+    root_real: Path,
+    places: Places,
+    line: int,
+    col: int,
+    new_name: str,
+    others: Sequence[tuple[Snapshot, Path]] = (),
+) -> types.WorkspaceEdit | None:
     """Every occurrence of the symbol at the cursor, renamed; ValueError for a name the language refuses."""
     if not NAME.match(new_name) or new_name in KEYWORDS:
         raise ValueError(f"'{new_name}' is not a name netdsl accepts (letters, digits and _, not a keyword)")

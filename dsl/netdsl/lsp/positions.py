@@ -70,5 +70,6 @@ class Lines:
 
     def end(self) -> types.Position:
         """The position just past the last character."""
-        return types.Position(line=len(self.lines) - 1,
-                              character=to_units(self.lines[-1], len(self.lines[-1]), self.encoding))
+        return types.Position(
+            line=len(self.lines) - 1, character=to_units(self.lines[-1], len(self.lines[-1]), self.encoding)
+        )

@@ -87,16 +87,20 @@ def make_server(include: Sequence[str] = ()) -> NetdslServer:
         snapshot = await ls.checks.latest_or_first(uri)
         lines = ls.lines(uri)
         line, col = lines.point(params.position)
-        before = "\n".join(lines.lines[max(0, line - 40):line - 1] + [""])
+        before = "\n".join(lines.lines[max(0, line - 40) : line - 1] + [""])
         found = hover.hover_text(snapshot, before, lines.line(line), ls.documents.display(uri), line, col)
         if found is None:
             return None
         text, start, end = found
-        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
-                           range=types.Range(start=lines.position(line, start), end=lines.position(line, end)))
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
+            range=types.Range(start=lines.position(line, start), end=lines.position(line, end)),
+        )
 
-    @server.feature(types.TEXT_DOCUMENT_COMPLETION,
-                    types.CompletionOptions(trigger_characters=[">", "(", ",", "=", "."], resolve_provider=True))
+    @server.feature(
+        types.TEXT_DOCUMENT_COMPLETION,
+        types.CompletionOptions(trigger_characters=[">", "(", ",", "=", "."], resolve_provider=True),
+    )
     async def on_completion(ls: NetdslServer, params: types.CompletionParams) -> types.CompletionList:
         uri = params.text_document.uri
         snapshot = await ls.checks.latest_or_first(uri)
@@ -125,8 +129,11 @@ def make_server(include: Sequence[str] = ()) -> NetdslServer:
         if formatted == text:
             return []
         lines = ls.lines(uri)
-        return [types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=lines.end()),
-                               new_text=formatted)]
+        return [
+            types.TextEdit(
+                range=types.Range(start=types.Position(line=0, character=0), end=lines.end()), new_text=formatted
+            )
+        ]
 
     # -------------------------------------------------------------- exact: the current text's check
     @server.feature(types.TEXT_DOCUMENT_DEFINITION)
@@ -145,8 +152,15 @@ def make_server(include: Sequence[str] = ()) -> NetdslServer:
         if snapshot is None or snapshot.index is None:
             return []
         line, col = ls.point(uri, params.position)
-        return navigation.references(snapshot, ls.documents.real(uri), ls.places(), line, col,
-                                     params.context.include_declaration, await ls.others(uri))
+        return navigation.references(
+            snapshot,
+            ls.documents.real(uri),
+            ls.places(),
+            line,
+            col,
+            params.context.include_declaration,
+            await ls.others(uri),
+        )
 
     @server.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)
     async def on_prepare_rename(ls: NetdslServer, params: types.PrepareRenameParams) -> types.Range | None:
@@ -167,8 +181,7 @@ def make_server(include: Sequence[str] = ()) -> NetdslServer:
         line, col = ls.point(uri, params.position)
         try:
             others = await ls.others(uri)
-            return navigation.rename(snapshot, ls.documents.real(uri), ls.places(), line, col, params.new_name,
-                                     others)
+            return navigation.rename(snapshot, ls.documents.real(uri), ls.places(), line, col, params.new_name, others)
         except ValueError as exc:
             raise JsonRpcInvalidParams(str(exc)) from None
 
@@ -196,7 +209,7 @@ def make_server(include: Sequence[str] = ()) -> NetdslServer:
 def _context(ls: NetdslServer, uri: str, position: types.Position):
     lines = ls.lines(uri)
     line, col = lines.point(position)
-    before = "\n".join(lines.lines[max(0, line - 40):line - 1] + [lines.line(line)[:col - 1]])
+    before = "\n".join(lines.lines[max(0, line - 40) : line - 1] + [lines.line(line)[: col - 1]])
     return line, col, completion.context_at(before)
 
 
@@ -208,14 +221,34 @@ def _warm_up(ls: NetdslServer) -> None:
     position = types.Position(line=0, character=0)
     rng = types.Range(start=position, end=position)
     samples = [
-        types.CompletionList(is_incomplete=False, items=[types.CompletionItem(
-            label="x", kind=types.CompletionItemKind.Class, detail="x", sort_text="x", insert_text="x")]),
+        types.CompletionList(
+            is_incomplete=False,
+            items=[
+                types.CompletionItem(
+                    label="x", kind=types.CompletionItemKind.Class, detail="x", sort_text="x", insert_text="x"
+                )
+            ],
+        ),
         types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="x"), range=rng),
-        types.SignatureHelp(signatures=[types.SignatureInformation(
-            label="f(a)", documentation="x", parameters=[types.ParameterInformation(label=(2, 3))],
-            active_parameter=0)], active_signature=0, active_parameter=0),
-        types.PublishDiagnosticsParams(uri="file:///x", version=1, diagnostics=[types.Diagnostic(
-            range=rng, message="x", severity=types.DiagnosticSeverity.Error, source="netdsl")]),
+        types.SignatureHelp(
+            signatures=[
+                types.SignatureInformation(
+                    label="f(a)",
+                    documentation="x",
+                    parameters=[types.ParameterInformation(label=(2, 3))],
+                    active_parameter=0,
+                )
+            ],
+            active_signature=0,
+            active_parameter=0,
+        ),
+        types.PublishDiagnosticsParams(
+            uri="file:///x",
+            version=1,
+            diagnostics=[
+                types.Diagnostic(range=rng, message="x", severity=types.DiagnosticSeverity.Error, source="netdsl")
+            ],
+        ),
     ]
     converter = getattr(ls.protocol, "_converter", None)
     if converter is not None:

@@ -36,8 +36,16 @@ def document_symbols(snapshot: Snapshot, lines: Lines) -> list[types.DocumentSym
         kind, detail = _KINDS[type(decl)]
         name_span = _name_span(index, Symbol("decl", snapshot.display, None, decl.name)) or decl.span
         children = _children(decl, lines) if isinstance(decl, (ir.ModelDecl, ir.BlockDecl, ir.LayerDecl)) else []
-        out.append(types.DocumentSymbol(name=decl.name, kind=kind, detail=detail, range=lines.range(decl.span),
-                                        selection_range=lines.range(name_span), children=children))
+        out.append(
+            types.DocumentSymbol(
+                name=decl.name,
+                kind=kind,
+                detail=detail,
+                range=lines.range(decl.span),
+                selection_range=lines.range(name_span),
+                children=children,
+            )
+        )
     return out
 
 
@@ -53,8 +61,15 @@ def _children(decl: Any, lines: Lines) -> list[types.DocumentSymbol]:
             items = [(stmt.name, stmt.span, "weight")]
         for name, span, detail in items:
             name_span = Span.at(span.file, span.line, span.col, len(name))
-            children.append(types.DocumentSymbol(name=name, kind=types.SymbolKind.Variable, detail=detail,
-                                                 range=lines.range(span), selection_range=lines.range(name_span)))
+            children.append(
+                types.DocumentSymbol(
+                    name=name,
+                    kind=types.SymbolKind.Variable,
+                    detail=detail,
+                    range=lines.range(span),
+                    selection_range=lines.range(name_span),
+                )
+            )
     return children
 
 
@@ -85,11 +100,15 @@ def inlay_hints(snapshot: Snapshot, lines: Lines, first_line: int, last_line: in
                 produced = facts.produced(node, targets)
                 if produced is None:
                     continue
-                label = produced.summary() if not isinstance(node, ir.InputItem) else \
-                    ", ".join(format_shape(s) for s in produced.shapes)
+                label = (
+                    produced.summary()
+                    if not isinstance(node, ir.InputItem)
+                    else ", ".join(format_shape(s) for s in produced.shapes)
+                )
                 position = lines.position(node.span.end_line, node.span.end_col)
-                hints.append(types.InlayHint(position=position, label=label, kind=types.InlayHintKind.Type,
-                                             padding_left=True))
+                hints.append(
+                    types.InlayHint(position=position, label=label, kind=types.InlayHintKind.Type, padding_left=True)
+                )
     return hints
 
 
@@ -99,8 +118,10 @@ def _model_total(facts: GraphFacts) -> str:
     if cost is None or (cost.lower_bound and cost.flops == 0):
         return ""
     at_least = "≥ " if cost.lower_bound else ""
-    return (f"{at_least}{flops_text(cost.flops)} a sample · {at_least}{bytes_text(cost.train_memory_bytes)} "
-            f"to train at batch {cost.batch}")
+    return (
+        f"{at_least}{flops_text(cost.flops)} a sample · {at_least}{bytes_text(cost.train_memory_bytes)} "
+        f"to train at batch {cost.batch}"
+    )
 
 
 def _bindings(stmt: Any) -> list[tuple[Any, int]]:

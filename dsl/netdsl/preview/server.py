@@ -56,28 +56,41 @@ SAME_SITE = (None, "same-origin", "none")  # Sec-Fetch-Site of the page itself, 
 
 _SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                               "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-_STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
-           "/preview.js": ("preview.js", "text/javascript; charset=utf-8"),
-           "/preview.css": ("preview.css", "text/css; charset=utf-8")}
+_STATIC = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/preview.js": ("preview.js", "text/javascript; charset=utf-8"),
+    "/preview.css": ("preview.css", "text/css; charset=utf-8"),
+}
 
 
 class PreviewServer:
     """`netdsl preview`: watch a spec, serve its page. `start()` returns the URL; `close()` ends everything."""
 
-    def __init__(self, spec: str, model: str | None = None, *, port: int = 0, include: Sequence[str | os.PathLike] = (),
-                 depth: int | None = None, interval: float = 0.1, defines: dict | None = None):
+    def __init__(
+        self,
+        spec: str,
+        model: str | None = None,
+        *,
+        port: int = 0,
+        include: Sequence[str | os.PathLike] = (),
+        depth: int | None = None,
+        interval: float = 0.1,
+        defines: dict | None = None,
+    ):
         self.spec, self.model, self.include, self.depth = spec, model, list(include), depth
         self.defines = dict(defines or {})  # -D overrides, applied to every snapshot
         self.hub = Hub(self._rebuild(None))
         self.watcher = Watcher(self.hub, self._rebuild, interval)
-        self.static = {path: (resources.files(__package__).joinpath("static").joinpath(name).read_bytes(), kind)
-                       for path, (name, kind) in _STATIC.items()}
+        self.static = {
+            path: (resources.files(__package__).joinpath("static").joinpath(name).read_bytes(), kind)
+            for path, (name, kind) in _STATIC.items()
+        }
         self.httpd = _HTTPServer((HOST, port), _Handler)  # OSError when the port is taken
         self.httpd.preview = self
         self.port = self.httpd.server_address[1]
@@ -85,8 +98,9 @@ class PreviewServer:
         self.allowed_origins = {f"http://{host}" for host in self.allowed_hosts}  # a page of another site: 403
         self._streams: dict[str, int] = {}  # open event streams by origin (_origin_of)
         self._streams_lock = threading.Lock()
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2},
-                                        name="netdsl-preview-http", daemon=True)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="netdsl-preview-http", daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -122,8 +136,9 @@ class PreviewServer:
 
     def _rebuild(self, previous: Snapshot | None) -> Snapshot:
         try:
-            return make_snapshot(self.spec, self.model, previous, include=self.include, depth=self.depth,
-                                 defines=self.defines)
+            return make_snapshot(
+                self.spec, self.model, previous, include=self.include, depth=self.depth, defines=self.defines
+            )
         except Exception as exc:  # a bug: shown on the page as one line, the last diagram kept
             from dataclasses import replace
 
@@ -131,8 +146,9 @@ class PreviewServer:
             print(f"netdsl preview: {message}", file=sys.stderr)
             if previous is None:
                 return Snapshot(1, self.spec, None, [], message, 1, None, files=[self.spec])
-            return replace(previous, version=previous.version + 1, diagnostics=message, errors=1,
-                           stale=previous.svg is not None)
+            return replace(
+                previous, version=previous.version + 1, diagnostics=message, errors=1, stale=previous.svg is not None
+            )
 
 
 def _origin_of(headers: Any) -> str:
@@ -207,11 +223,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         preview = self.server.preview
         origin = self.headers.get("Origin")
-        if self.headers.get("Host") not in preview.allowed_hosts or (
-                origin is not None and origin not in preview.allowed_origins) or (
-                self.headers.get("Sec-Fetch-Site") not in SAME_SITE):
-            self._send(403, b"forbidden: this preview answers only to its own loopback address\n",
-                       "text/plain; charset=utf-8")
+        if (
+            self.headers.get("Host") not in preview.allowed_hosts
+            or (origin is not None and origin not in preview.allowed_origins)
+            or (self.headers.get("Sec-Fetch-Site") not in SAME_SITE)
+        ):
+            self._send(
+                403, b"forbidden: this preview answers only to its own loopback address\n", "text/plain; charset=utf-8"
+            )
             return
         path = self.path.split("?", 1)[0]
         if path in preview.static:

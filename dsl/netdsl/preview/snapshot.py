@@ -57,8 +57,15 @@ def diagnostics_text(diagnostics: list[Diagnostic], sources: Sources | None) -> 
     return f"{text}\n{errors} errors" if errors > 1 else text
 
 
-def make_snapshot(spec: str, model: str | None, previous: Snapshot | None, *, include: Sequence[str | os.PathLike] = (),
-                  depth: int | None = None, defines: dict | None = None) -> Snapshot:
+def make_snapshot(
+    spec: str,
+    model: str | None,
+    previous: Snapshot | None,
+    *,
+    include: Sequence[str | os.PathLike] = (),
+    depth: int | None = None,
+    defines: dict | None = None,
+) -> Snapshot:
     """Check `spec` and draw `model` (default: the spec's first model) unless it has errors."""
     version = previous.version + 1 if previous is not None else 1
     checked = pipeline.check(pipeline.TypedPath(spec), include=include, defines=defines)
@@ -84,18 +91,43 @@ def make_snapshot(spec: str, model: str | None, previous: Snapshot | None, *, in
     except RenderError as exc:
         failed = Diagnostic.for_file(spec, _why_not_drawn(exc))
         return _broken(previous, version, spec, diagnostics + [failed], checked.sources, files, models)
-    return Snapshot(version, spec, name, models, diagnostics_text(diagnostics, checked.sources), 0, svg,
-                    node_details(graph, view), stale=False, certain=certain, files=files)
+    return Snapshot(
+        version,
+        spec,
+        name,
+        models,
+        diagnostics_text(diagnostics, checked.sources),
+        0,
+        svg,
+        node_details(graph, view),
+        stale=False,
+        certain=certain,
+        files=files,
+    )
 
 
-def _broken(previous: Snapshot | None, version: int, spec: str, diagnostics: list[Diagnostic],
-            sources: Sources | None, files: list[str], models: list[str] | None = None) -> Snapshot:
+def _broken(
+    previous: Snapshot | None,
+    version: int,
+    spec: str,
+    diagnostics: list[Diagnostic],
+    sources: Sources | None,
+    files: list[str],
+    models: list[str] | None = None,
+) -> Snapshot:
     errors = sum(1 for d in diagnostics if d.severity == "error")
     text = diagnostics_text(diagnostics, sources)
     if previous is None:
         return Snapshot(version, spec, None, models or [], text, errors, None, files=files)
-    return replace(previous, version=version, models=models or previous.models, diagnostics=text,
-                   errors=errors, stale=previous.svg is not None, files=files)
+    return replace(
+        previous,
+        version=version,
+        models=models or previous.models,
+        diagnostics=text,
+        errors=errors,
+        stale=previous.svg is not None,
+        files=files,
+    )
 
 
 def _why_not_drawn(exc: RenderError) -> str:
@@ -109,7 +141,7 @@ def _svg(view: View) -> str:
     for item in view.items:  # SVG ids the page finds the layers by (DOT names them n<k>, b<k>, out<k>)
         digraph.node(item.key, id=f"node-{item.key}")
     text = pipe_image(digraph, "svg").decode("utf-8")
-    return text[text.find("<svg"):]  # the element alone: no XML prolog or doctype inside the page
+    return text[text.find("<svg") :]  # the element alone: no XML prolog or doctype inside the page
 
 
 # ------------------------------------------------------------------ details of a drawn node
@@ -128,7 +160,9 @@ def _details(graph: Graph, item: Item) -> dict[str, Any]:
         args = list(first.args.items())
     name = item.name if not item.last_name else f"{item.name} \u2026 {item.last_name}"
     details: dict[str, Any] = {
-        "kind": item.title, "role": item.role, "name": name,
+        "kind": item.title,
+        "role": item.role,
+        "name": name,
         "args": [[key, describe_value(value)] for key, value in args],
         "inputs": [shape_text(s) for s in item.in_shapes],
         "outputs": [shape_text(s) for s in item.out_shapes],

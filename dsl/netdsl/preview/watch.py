@@ -97,8 +97,7 @@ class Watcher:
             try:
                 self.poll()
             except Exception as exc:  # a bug must not stop the preview silently: say it, keep polling
-                print(f"netdsl preview: internal error while updating: {type(exc).__name__}: {exc}",
-                      file=sys.stderr)
+                print(f"netdsl preview: internal error while updating: {type(exc).__name__}: {exc}", file=sys.stderr)
 
     def poll(self) -> bool:
         """Look at the files once; True when a new snapshot was published."""

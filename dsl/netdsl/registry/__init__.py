@@ -30,8 +30,24 @@ from netdsl.registry.table import (
 )
 
 __all__ = [
-    "KINDS", "TYPES", "REQUIRED", "Param", "Entry", "lookup", "names", "all_keys", "suggest",
-    "output_count", "estimate_params", "output_shapes", "shape_text",
-    "register_plugin", "plugin_object", "reset_plugins",
-    "snake_case", "camel_case", "split_kwargs", "type_of_default",
+    "KINDS",
+    "TYPES",
+    "REQUIRED",
+    "Param",
+    "Entry",
+    "lookup",
+    "names",
+    "all_keys",
+    "suggest",
+    "output_count",
+    "estimate_params",
+    "output_shapes",
+    "shape_text",
+    "register_plugin",
+    "plugin_object",
+    "reset_plugins",
+    "snake_case",
+    "camel_case",
+    "split_kwargs",
+    "type_of_default",
 ]

@@ -20,6 +20,7 @@ from netdsl import registry
 
 GROUP = "netdsl.layers"
 
+
 def register_layer(name: str, description: str | None = None) -> Callable:
     return _register("layer", name, description)
 
@@ -36,6 +37,7 @@ def _register(kind: str, name: str, description: str | None) -> Callable:
         doc = description or (inspect.getdoc(obj) or "").split("\n")[0] or f"plugin {kind} {name}"
         registry.register_plugin(kind, name, params, doc, obj)
         return obj
+
     return decorator
 
 
@@ -45,7 +47,7 @@ def _params_of(obj: Any, kind: str) -> tuple:
     target = obj.__init__ if inspect.isclass(obj) else obj
     params = []
     skip_first = kind == "activation"
-    for p in list(inspect.signature(target).parameters.values())[(1 if inspect.isclass(obj) else 0):]:
+    for p in list(inspect.signature(target).parameters.values())[(1 if inspect.isclass(obj) else 0) :]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         if skip_first:
@@ -54,8 +56,11 @@ def _params_of(obj: Any, kind: str) -> tuple:
         default = registry.REQUIRED if p.default is p.empty else p.default
         params.append(registry.Param(p.name, registry.type_of_default(default), default, p.kind != p.KEYWORD_ONLY))
     if kind == "layer":
-        params += [registry.Param("name", "str", None, False), registry.Param("dtype", "dtype", None, False),
-                   registry.Param("trainable", "bool", True, False)]
+        params += [
+            registry.Param("name", "str", None, False),
+            registry.Param("dtype", "dtype", None, False),
+            registry.Param("trainable", "bool", True, False),
+        ]
     return tuple(params)
 
 

@@ -37,16 +37,35 @@ from pathlib import Path
 from netdsl.syntax.keywords import KEYWORDS
 
 __all__ = [
-    "KINDS", "TYPES", "REQUIRED", "Param", "Entry", "lookup", "names",
-    "all_keys", "suggest",
-    "register_plugin", "snake_case", "camel_case", "split_kwargs", "type_of_default",
+    "KINDS",
+    "TYPES",
+    "REQUIRED",
+    "Param",
+    "Entry",
+    "lookup",
+    "names",
+    "all_keys",
+    "suggest",
+    "register_plugin",
+    "snake_case",
+    "camel_case",
+    "split_kwargs",
+    "type_of_default",
 ]
 
 DATA_FILE = Path(__file__).with_name("data.json")
 
 KINDS = (
-    "layer", "activation", "initializer", "regularizer", "constraint",
-    "optimizer", "loss", "metric", "schedule", "callback",
+    "layer",
+    "activation",
+    "initializer",
+    "regularizer",
+    "constraint",
+    "optimizer",
+    "loss",
+    "metric",
+    "schedule",
+    "callback",
 )
 
 # Every type string a Param may carry, and what a value of it may be.
@@ -58,14 +77,13 @@ TYPES = {
     "ints": "an integer, or a tuple/list of integers (kernel_size, strides, axis, ...)",
     "shape": "a tuple/list of integers or none (a tensor shape without the batch axis)",
     "tuple": "a tuple or list of constants",
-    "list": "a list or tuple of constants (never a string: for vocabulary a "
-            "string would be a file path)",
+    "list": "a list or tuple of constants (never a string: for vocabulary a string would be a file path)",
     "dict": "a dict of constants",
     "activation": "an activation name or activation(...) call",
     "initializer": "an initializer name or initializer(...) call",
     "regularizer": "a regularizer name or regularizer(...) call",
     "constraint": "a constraint name or constraint(...) call",
-    "dtype": "a dtype or dtype-policy name such as \"float32\" or \"mixed_float16\"",
+    "dtype": 'a dtype or dtype-policy name such as "float32" or "mixed_float16"',
     "layer": "a nested layer step, e.g. bidirectional(lstm(64))",
     "schedule_or_float": "a number or a learning-rate schedule call",
     "any": "any constant",
@@ -126,8 +144,8 @@ class Entry:
     key_args: tuple[str, ...] = ()
     source: str = "keras"
     # Additions to the agreed API (both default to empty):
-    aliases: tuple[str, ...] = ()          # every other key of this entry
-    call_params: tuple[Param, ...] = ()    # constant call-time keywords
+    aliases: tuple[str, ...] = ()  # every other key of this entry
+    call_params: tuple[Param, ...] = ()  # constant call-time keywords
 
     def param(self, name: str) -> Param | None:
         """The constructor or call parameter called `name`, or None."""
@@ -146,8 +164,13 @@ class Entry:
 
 
 _TOKENS = (  # CamelCase pieces the generic rule would split wrongly
-    ("PReLU", "Prelu"), ("ReLU", "Relu"), ("AdamW", "Adamw"), ("IoU", "Iou"),
-    ("NaN", "Nan"), ("RMSprop", "Rmsprop"), ("FBeta", "Fbeta"),
+    ("PReLU", "Prelu"),
+    ("ReLU", "Relu"),
+    ("AdamW", "Adamw"),
+    ("IoU", "Iou"),
+    ("NaN", "Nan"),
+    ("RMSprop", "Rmsprop"),
+    ("FBeta", "Fbeta"),
     ("L1L2", "L1_L2"),
 )
 
@@ -162,9 +185,9 @@ def snake_case(name: str) -> str:
     """
     for old, new in _TOKENS:
         name = name.replace(old, new)
-    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)   # LSTMCell -> LSTM_Cell
-    s = re.sub(r"([a-z])([A-Z])", r"\1_\2", s)            # ConvLSTM -> Conv_LSTM
-    s = re.sub(r"([0-9])([A-Z][a-z])", r"\1_\2", s)       # F1Score -> F1_Score
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)  # LSTMCell -> LSTM_Cell
+    s = re.sub(r"([a-z])([A-Z])", r"\1_\2", s)  # ConvLSTM -> Conv_LSTM
+    s = re.sub(r"([0-9])([A-Z][a-z])", r"\1_\2", s)  # F1Score -> F1_Score
     return s.lower()
 
 
@@ -317,8 +340,7 @@ def suggest(name: str, kinds: Iterable[str]) -> str | None:
 # Plugins
 
 
-def register_plugin(kind: str, name: str, params: tuple[Param, ...],
-                    description: str, obj) -> Entry:
+def register_plugin(kind: str, name: str, params: tuple[Param, ...], description: str, obj) -> Entry:
     """Add a plugin entry (from a Python decorator chosen by the person running
     the compiler, never by a spec). Its keys are `name` and its CamelCase (or
     snake_case) twin. Refuses with ValueError a name that is not a plain
@@ -327,20 +349,19 @@ def register_plugin(kind: str, name: str, params: tuple[Param, ...],
     both are steps)."""
     _check_kind(kind)
     if not isinstance(name, str) or not _NAME_RE.match(name) or name in _KEYWORDS:
-        raise ValueError(f"Expected a plugin name that is an identifier and not "
-                         f"a keyword, received: {name!r}")
+        raise ValueError(f"Expected a plugin name that is an identifier and not a keyword, received: {name!r}")
     params = tuple(params)
     for p in params:
         if not isinstance(p, Param):
-            raise ValueError(f"Expected Param objects for plugin {name!r}, "
-                             f"received: {p!r}")
+            raise ValueError(f"Expected Param objects for plugin {name!r}, received: {p!r}")
         if p.type not in TYPES:
-            raise ValueError(f"Expected a type among {sorted(TYPES)} for "
-                             f"parameter {p.name!r} of plugin {name!r}, "
-                             f"received: {p.type!r}")
+            raise ValueError(
+                f"Expected a type among {sorted(TYPES)} for "
+                f"parameter {p.name!r} of plugin {name!r}, "
+                f"received: {p.type!r}"
+            )
     if not callable(obj):
-        raise ValueError(f"Expected a class or function for plugin {name!r}, "
-                         f"received: {obj!r}")
+        raise ValueError(f"Expected a class or function for plugin {name!r}, received: {obj!r}")
     twin = snake_case(name) if name != name.lower() else camel_case(name)
     own_keys = tuple(dict.fromkeys((name, twin)))
     against = {kind}
@@ -354,7 +375,8 @@ def register_plugin(kind: str, name: str, params: tuple[Param, ...],
                     existing = t.keys[k][key]
                     raise ValueError(
                         f"plugin {kind} {name!r} would shadow the existing {k} "
-                        f"{existing!r} (key {key!r}); choose another name")
+                        f"{existing!r} (key {key!r}); choose another name"
+                    )
         entry = Entry(
             kind=kind,
             name=name,

@@ -53,6 +53,16 @@ from netdsl.scoring.metrics import MEAN_METRICS, in_numpy, make_metric, metric_n
 from netdsl.scoring.scorer import NOT_IN_NUMPY, Scorer, not_in_numpy
 
 __all__ = [
-    "LOSS_FUNCTIONS", "MEAN_METRICS", "NOT_IN_NUMPY", "Loss", "Metric", "Scorer", "ScoringError", "in_numpy",
-    "make_metric", "metric_name", "not_in_numpy", "reduce_loss",
+    "LOSS_FUNCTIONS",
+    "MEAN_METRICS",
+    "NOT_IN_NUMPY",
+    "Loss",
+    "Metric",
+    "Scorer",
+    "ScoringError",
+    "in_numpy",
+    "make_metric",
+    "metric_name",
+    "not_in_numpy",
+    "reduce_loss",
 ]

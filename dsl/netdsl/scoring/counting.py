@@ -44,7 +44,7 @@ class Counts(Metric):
     def update(self, y_true: Array, y_pred: Array) -> None:
         p, t = same_rank(np.asarray(y_pred, dtype=np.float32), np.asarray(y_true, dtype=np.float32))
         if self.top_k is not None:
-            order = np.argsort(-p, axis=-1, kind="stable")[..., :self.top_k]
+            order = np.argsort(-p, axis=-1, kind="stable")[..., : self.top_k]
             keep = np.zeros(p.shape, dtype=bool)
             np.put_along_axis(keep, order, True, axis=-1)
             p = np.where(keep, p, FLOAT32(NEG_INF))
@@ -61,8 +61,12 @@ class Counts(Metric):
             return self.tp / (self.tp + self.fp) if self.tp + self.fp else 0.0
         if self.value == "recall":
             return self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
-        return {"true_positives": self.tp, "false_positives": self.fp, "true_negatives": self.tn,
-                "false_negatives": self.fn}[self.value]
+        return {
+            "true_positives": self.tp,
+            "false_positives": self.fp,
+            "true_negatives": self.tn,
+            "false_negatives": self.fn,
+        }[self.value]
 
 
 def _even_thresholds(count: int) -> list[float]:
@@ -126,10 +130,12 @@ class Curve(Metric):
         if self.kind == "auc":
             return self._auc(recall, precision)
         specificity = divide_no_nan(tn, tn + fp)
-        constrained, dependent = {"sensitivity_at_specificity": (specificity, recall),
-                                  "specificity_at_sensitivity": (recall, specificity),
-                                  "precision_at_recall": (recall, precision),
-                                  "recall_at_precision": (precision, recall)}[self.kind]
+        constrained, dependent = {
+            "sensitivity_at_specificity": (specificity, recall),
+            "specificity_at_sensitivity": (recall, specificity),
+            "precision_at_recall": (recall, precision),
+            "recall_at_precision": (precision, recall),
+        }[self.kind]
         return float(np.max(np.where(constrained >= FLOAT32(self.value), dependent, 0.0), initial=0.0))
 
     def _auc(self, recall: Array, precision: Array) -> float:
@@ -219,8 +225,10 @@ class FBeta(Metric):
     def update(self, y_true: Array, y_pred: Array) -> None:
         t, p = np.asarray(y_true, dtype=np.float32), np.asarray(y_pred, dtype=np.float32)
         if t.shape != p.shape:  # Keras' F1Score refuses it too (NumPy would broadcast, or fail, on class labels)
-            raise ScoringError(f"the metric '{self.name}' needs one-hot targets shaped as the predictions "
-                               f"({_per_sample(p)} per sample); the data's are {_per_sample(t)}")
+            raise ScoringError(
+                f"the metric '{self.name}' needs one-hot targets shaped as the predictions "
+                f"({_per_sample(p)} per sample); the data's are {_per_sample(t)}"
+            )
         if self.threshold is None:
             chosen = (p >= p.max(axis=-1, keepdims=True)) & (np.abs(p) > FLOAT32(1e-9))
         else:
@@ -235,7 +243,7 @@ class FBeta(Metric):
     def result(self) -> float | list[float]:
         precision = self.tp / (self.tp + self.fp + EPSILON)
         recall = self.tp / (self.tp + self.fn + EPSILON)
-        beta2 = self.beta ** 2
+        beta2 = self.beta**2
         score = precision * recall / (beta2 * precision + recall + EPSILON) * (1 + beta2)
         if self.average is None:
             return [float(v) for v in score]
@@ -260,8 +268,9 @@ class R2(Metric):
 
     def update(self, y_true: Array, y_pred: Array) -> None:
         t, p = same_rank(*floats(y_true, y_pred))
-        rows = np.stack([t.sum(axis=0), (t * t).sum(axis=0), ((t - p) ** 2).sum(axis=0),
-                         np.full(t.shape[1], float(t.shape[0]))])
+        rows = np.stack(
+            [t.sum(axis=0), (t * t).sum(axis=0), ((t - p) ** 2).sum(axis=0), np.full(t.shape[1], float(t.shape[0]))]
+        )
         self.sums = rows if self.sums is None else self.sums + rows
         self.samples += t.size
 
@@ -292,23 +301,38 @@ def curve_metric(shown: str, name: str, kwargs: dict[str, Any]) -> Curve:
         ends = np.array([0.0] + inner + [1.0])
         evenly = given is None or bool(np.allclose(ends, np.linspace(0, 1, len(ends)), atol=EPSILON))
         thresholds = np.array([0.0 - EPSILON, *inner, 1.0 + EPSILON])
-        return Curve(shown, name, thresholds, evenly, from_logits=kwargs.get("from_logits", False),
-                     curve=kwargs.get("curve", "ROC"), summation=kwargs.get("summation_method", "interpolation"))
+        return Curve(
+            shown,
+            name,
+            thresholds,
+            evenly,
+            from_logits=kwargs.get("from_logits", False),
+            curve=kwargs.get("curve", "ROC"),
+            summation=kwargs.get("summation_method", "interpolation"),
+        )
     count = kwargs.get("num_thresholds", 200)
     value = next(kwargs[k] for k in ("recall", "precision", "specificity", "sensitivity") if k in kwargs)
     if count == 1:
         return Curve(shown, name, np.array([0.5]), False, float(value), kwargs.get("class_id"))
-    return Curve(shown, name, np.array([0.0, *_even_thresholds(count), 1.0]), True, float(value),
-                 kwargs.get("class_id"))
+    return Curve(
+        shown, name, np.array([0.0, *_even_thresholds(count), 1.0]), True, float(value), kwargs.get("class_id")
+    )
 
 
 def iou_metric(shown: str, name: str, kwargs: dict[str, Any]) -> ConfusionMatrix:
     if name == "binary_iou":
-        return ConfusionMatrix(shown, 2, list(kwargs.get("target_class_ids", (0, 1))),
-                               threshold=kwargs.get("threshold", 0.5))
+        return ConfusionMatrix(
+            shown, 2, list(kwargs.get("target_class_ids", (0, 1))), threshold=kwargs.get("threshold", 0.5)
+        )
     classes = kwargs["num_classes"]
     targets = list(kwargs["target_class_ids"]) if "target_class_ids" in kwargs else list(range(classes))
     one_hot = name.startswith("one_hot")
-    return ConfusionMatrix(shown, classes, targets, kwargs.get("ignore_class"),
-                           sparse_y_true=False if one_hot else kwargs.get("sparse_y_true", True),
-                           sparse_y_pred=kwargs.get("sparse_y_pred", not one_hot), axis=kwargs.get("axis", -1))
+    return ConfusionMatrix(
+        shown,
+        classes,
+        targets,
+        kwargs.get("ignore_class"),
+        sparse_y_true=False if one_hot else kwargs.get("sparse_y_true", True),
+        sparse_y_pred=kwargs.get("sparse_y_pred", not one_hot),
+        axis=kwargs.get("axis", -1),
+    )

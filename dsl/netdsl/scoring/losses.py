@@ -99,15 +99,23 @@ def cosine_similarity_metric(t: Array, p: Array, axis: int = -1) -> Array:
     return (normalize(t, axis) * normalize(p, axis)).sum(axis=axis)
 
 
-def binary_crossentropy(t: Array, p: Array, from_logits: bool = False, label_smoothing: float = 0.0,
-                        axis: int = -1) -> Array:
+def binary_crossentropy(
+    t: Array, p: Array, from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1
+) -> Array:
     t = t * (1.0 - label_smoothing) + 0.5 * label_smoothing if label_smoothing else t
     return np.mean(bce(t, p, from_logits), axis=axis)
 
 
-def binary_focal_crossentropy(t: Array, p: Array, apply_class_balancing: bool = False, alpha: float = 0.25,
-                              gamma: float = 2.0, from_logits: bool = False, label_smoothing: float = 0.0,
-                              axis: int = -1) -> Array:
+def binary_focal_crossentropy(
+    t: Array,
+    p: Array,
+    apply_class_balancing: bool = False,
+    alpha: float = 0.25,
+    gamma: float = 2.0,
+    from_logits: bool = False,
+    label_smoothing: float = 0.0,
+    axis: int = -1,
+) -> Array:
     t = t * (1.0 - label_smoothing) + 0.5 * label_smoothing if label_smoothing else t
     p = 1.0 / (1.0 + np.exp(-p)) if from_logits else p
     p_t = t * p + (1 - t) * (1 - p)
@@ -117,13 +125,21 @@ def binary_focal_crossentropy(t: Array, p: Array, apply_class_balancing: bool = 
     return np.mean(focal, axis=axis)
 
 
-def categorical_crossentropy(t: Array, p: Array, from_logits: bool = False, label_smoothing: float = 0.0,
-                             axis: int = -1) -> Array:
+def categorical_crossentropy(
+    t: Array, p: Array, from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1
+) -> Array:
     return cce(smooth(t, label_smoothing, t.shape[-1]), p, from_logits, axis)
 
 
-def categorical_focal_crossentropy(t: Array, p: Array, alpha: float = 0.25, gamma: float = 2.0,
-                                   from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1) -> Array:
+def categorical_focal_crossentropy(
+    t: Array,
+    p: Array,
+    alpha: float = 0.25,
+    gamma: float = 2.0,
+    from_logits: bool = False,
+    label_smoothing: float = 0.0,
+    axis: int = -1,
+) -> Array:
     t = smooth(t, label_smoothing, t.shape[-1])
     p = softmax(p, axis) if from_logits else p
     output = clip(p / p.sum(axis=axis, keepdims=True))
@@ -135,8 +151,9 @@ def categorical_generalized_cross_entropy(t: Array, p: Array, q: float = 0.5) ->
     return (1 - np.power(picked, q)) / q
 
 
-def sparse_categorical_crossentropy(t: Array, p: Array, from_logits: bool = False, ignore_class: int | None = None,
-                                    axis: int = -1) -> Values:
+def sparse_categorical_crossentropy(
+    t: Array, p: Array, from_logits: bool = False, ignore_class: int | None = None, axis: int = -1
+) -> Values:
     if t.ndim == p.ndim and t.shape[-1] == 1:
         t = t[..., 0]
     if ignore_class is None:
@@ -190,7 +207,7 @@ def ctc(t: Array, p: Array) -> Array:
     logp = log_softmax(p)
     losses = []
     for labels, frames in zip(t.astype(np.int64), logp):
-        labels = labels[:int(np.count_nonzero(labels))]  # Keras: label_length = the labels that are not 0
+        labels = labels[: int(np.count_nonzero(labels))]  # Keras: label_length = the labels that are not 0
         extended = np.zeros(2 * len(labels) + 1, dtype=np.int64)
         extended[1::2] = labels
         skip = np.zeros(len(extended), dtype=bool)

@@ -148,12 +148,24 @@ MEAN_METRICS: dict[str, Callable[..., Any]] = {
     "pearson_correlation": pearson_correlation,
     "concordance_correlation": concordance_correlation,
 }
-CURVE_METRICS = ("auc", "precision_at_recall", "recall_at_precision", "sensitivity_at_specificity",
-                 "specificity_at_sensitivity")
+CURVE_METRICS = (
+    "auc",
+    "precision_at_recall",
+    "recall_at_precision",
+    "sensitivity_at_specificity",
+    "specificity_at_sensitivity",
+)
 IOU_METRICS = ("iou", "binary_iou", "mean_iou", "one_hot_iou", "one_hot_mean_iou")
 COUNT_METRICS = ("true_positives", "false_positives", "true_negatives", "false_negatives", "precision", "recall")
-OTHER_METRICS = ("accuracy", "root_mean_squared_error", "f1_score", "fbeta_score", "r2_score",
-                 *CURVE_METRICS, *IOU_METRICS)
+OTHER_METRICS = (
+    "accuracy",
+    "root_mean_squared_error",
+    "f1_score",
+    "fbeta_score",
+    "r2_score",
+    *CURVE_METRICS,
+    *IOU_METRICS,
+)
 
 
 def in_numpy(kind: str, name: str) -> bool:

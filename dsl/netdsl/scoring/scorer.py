@@ -37,8 +37,14 @@ def not_in_numpy(train: Any, names: list[str]) -> str | None:
     for metrics in _metrics_per_output(train.metrics, names).values():
         resolved.extend(metrics)
     for item in resolved:
-        if item.kind == "metric" and item.name in ("precision", "recall", "true_positives", "false_positives",
-                                                   "true_negatives", "false_negatives"):
+        if item.kind == "metric" and item.name in (
+            "precision",
+            "recall",
+            "true_positives",
+            "false_positives",
+            "true_negatives",
+            "false_negatives",
+        ):
             thresholds = dict(item.kwargs).get("thresholds")
             if isinstance(thresholds, (list, tuple)):
                 return f"the metric '{item.describe()}' (several thresholds)"
@@ -81,14 +87,16 @@ class Scorer:
         losses = {n: loss_of(r) for n, r in _per_output(train.loss, names).items()}
         given = _per_output(train.loss_weights, names) if train.loss_weights is not None else {}
         weights: dict[str, float | None] = {
-            n: (float(given.get(n, 1.0)) if train.loss_weights is not None else None) for n in losses}
+            n: (float(given.get(n, 1.0)) if train.loss_weights is not None else None) for n in losses
+        }
         return cls(list(names), losses, weights, _metrics_per_output(train.metrics, names))
 
     def update(self, y_true: dict[str, Array], y_pred: dict[str, Array]) -> None:
         """One batch: {output: targets}, {output: the file's outputs}."""
         if self.metrics is None:  # `accuracy` is picked by the first batch's shapes, as Keras builds it
-            self.metrics = {n: [make_metric(r, y_true[n], y_pred[n]) for r in self.metric_specs[n]]
-                            for n in self.outputs}
+            self.metrics = {
+                n: [make_metric(r, y_true[n], y_pred[n]) for r in self.metric_specs[n]] for n in self.outputs
+            }
         size = len(next(iter(y_pred.values())))
         total = 0.0
         for name, loss in self.losses.items():
@@ -109,8 +117,9 @@ class Scorer:
         logs: dict[str, float | list[float]] = {"loss": self.loss_total / n}
         if len(self.outputs) > 1:
             # Keras weighs these by `y_pred.shape[0]`, unknown (None) inside TensorFlow's graph: a plain mean
-            logs.update({f"{name}_loss": self.output_totals.get(name, 0.0) / (self.batches or 1)
-                         for name in self.losses})
+            logs.update(
+                {f"{name}_loss": self.output_totals.get(name, 0.0) / (self.batches or 1) for name in self.losses}
+            )
         taken: dict[str, int] = {}
         for output, metrics in (self.metrics or {}).items():
             for metric in metrics:

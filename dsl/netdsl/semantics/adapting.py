@@ -43,8 +43,11 @@ def setting(spec: Any, item: Any, value: Any) -> None:
         return
     items = value if isinstance(value, (list, tuple)) else [value]
     if not items or not all(isinstance(v, str) and v for v in items):
-        raise Fail(span, f"adapt is true, false or a list of layer names, received {describe_value(value)}",
-                   'adapt = true, or adapt = ["tokens"]')
+        raise Fail(
+            span,
+            f"adapt is true, false or a list of layer names, received {describe_value(value)}",
+            'adapt = true, or adapt = ["tokens"]',
+        )
     spec.adapt = [Pattern(v, at) for v, at in zip(items, _written_spans(item.value, len(items)))]
 
 
@@ -53,8 +56,13 @@ def check_adapt(graph: Graph, spec: Any) -> list[Diagnostic]:
     gives, and `adapt = true` in a model with nothing to adapt."""
     if spec.adapt is True:
         if not adapted_layer_names(graph, spec):
-            return [Diagnostic.at(graph.span, f"adapt = true, but '{graph.name}' has no layer to adapt",
-                                  "adapt learns the state of " + ", ".join(ADAPTABLE) + " from the training data")]
+            return [
+                Diagnostic.at(
+                    graph.span,
+                    f"adapt = true, but '{graph.name}' has no layer to adapt",
+                    "adapt learns the state of " + ", ".join(ADAPTABLE) + " from the training data",
+                )
+            ]
         return []
     if not spec.adapt:
         return []
@@ -64,20 +72,34 @@ def check_adapt(graph: Graph, spec: Any) -> list[Diagnostic]:
     for pattern in spec.adapt:
         names = part_layer_names(graph, [pattern.text])
         if not names:
-            found.append(Diagnostic.at(pattern.span, f"'{pattern.text}' names no layer of '{graph.name}'",
-                                       _nearest(pattern.text, list(layers_by_name))))
+            found.append(
+                Diagnostic.at(
+                    pattern.span,
+                    f"'{pattern.text}' names no layer of '{graph.name}'",
+                    _nearest(pattern.text, list(layers_by_name)),
+                )
+            )
             continue
         for name in names:
             node = nodes[name]
             if node.kind not in ADAPTABLE:
-                found.append(Diagnostic.at(pattern.span, f"'{name}' is a {node.kind} layer, which has no state to "
-                                                         "adapt", "adapt takes " + ", ".join(ADAPTABLE)))
+                found.append(
+                    Diagnostic.at(
+                        pattern.span,
+                        f"'{name}' is a {node.kind} layer, which has no state to adapt",
+                        "adapt takes " + ", ".join(ADAPTABLE),
+                    )
+                )
                 break
             given = _state_given(node)
             if given:
-                found.append(Diagnostic.at(pattern.span, f"'{name}' has its state from the spec ({given}=); "
-                                                         "there is nothing to adapt",
-                                           f"leave it out of adapt, or drop {given}= to learn it from the data"))
+                found.append(
+                    Diagnostic.at(
+                        pattern.span,
+                        f"'{name}' has its state from the spec ({given}=); there is nothing to adapt",
+                        f"leave it out of adapt, or drop {given}= to learn it from the data",
+                    )
+                )
                 break
     return found
 
@@ -87,8 +109,11 @@ def adapted_layer_names(graph: Graph, spec: Any) -> list[str]:
     if spec is None or not spec.adapt:
         return []
     if spec.adapt is True:
-        return [keras_layer_name(node) for node in graph.nodes
-                if node.op == "layer" and node.kind in ADAPTABLE and not _state_given(node)]
+        return [
+            keras_layer_name(node)
+            for node in graph.nodes
+            if node.op == "layer" and node.kind in ADAPTABLE and not _state_given(node)
+        ]
     return part_layer_names(graph, [p.text for p in spec.adapt])
 
 

@@ -46,8 +46,13 @@ class Analysis:
         return [d for d in self.diagnostics if d.severity == "error"]
 
 
-def analyze(program: Program, backend: Backend | None = None, models: list[str] | None = None,
-            declarations: bool = True, param_limit: int | None = None) -> Analysis:
+def analyze(
+    program: Program,
+    backend: Backend | None = None,
+    models: list[str] | None = None,
+    declarations: bool = True,
+    param_limit: int | None = None,
+) -> Analysis:
     """Check a program; expand `models` (default: all of the root file's models)."""
     with paused_gc(), suggestions_limited(MAX_SUGGESTION_WORK):
         return _analyze(program, backend, models, declarations, param_limit)
@@ -62,8 +67,9 @@ def checked_graphs(program: Program, names: list[str], param_limit: int | None =
     return {name: analysis.graphs[name] for name in names}
 
 
-def _analyze(program: Program, backend: Backend | None, models: list[str] | None, declarations: bool,
-             param_limit: int | None) -> Analysis:
+def _analyze(
+    program: Program, backend: Backend | None, models: list[str] | None, declarations: bool, param_limit: int | None
+) -> Analysis:
     diagnostics: list[Diagnostic] = []
     analysis = Analysis(program)
     try:
@@ -82,17 +88,35 @@ def _at_most(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
         return diagnostics
     errors = sum(1 for d in diagnostics[MAX_DIAGNOSTICS:] if d.severity == "error")
     first = diagnostics[MAX_DIAGNOSTICS]
-    more = Diagnostic(file=first.file, line=first.line, col=first.col, end_line=first.line, end_col=first.col,
-                      severity="error" if errors else "warning",
-                      message=f"{len(diagnostics) - MAX_DIAGNOSTICS:,} more diagnostics from here on are not shown")
+    more = Diagnostic(
+        file=first.file,
+        line=first.line,
+        col=first.col,
+        end_line=first.line,
+        end_col=first.col,
+        severity="error" if errors else "warning",
+        message=f"{len(diagnostics) - MAX_DIAGNOSTICS:,} more diagnostics from here on are not shown",
+    )
     return [*diagnostics[:MAX_DIAGNOSTICS], more]
 
 
-def _expand_all(program: Program, backend: Backend | None, models: list[str] | None, declarations: bool,
-                param_limit: int | None, analysis: Analysis, diagnostics: list[Diagnostic]) -> None:
+def _expand_all(
+    program: Program,
+    backend: Backend | None,
+    models: list[str] | None,
+    declarations: bool,
+    param_limit: int | None,
+    analysis: Analysis,
+    diagnostics: list[Diagnostic],
+) -> None:
     scopes = build_scopes(program.files, program.imports, diagnostics)
-    state = ExpansionState(scopes, backend or ShapeBackend(), diagnostics, TrainChecker(),
-                           param_limit=MAX_PARAMS if param_limit is None else param_limit)
+    state = ExpansionState(
+        scopes,
+        backend or ShapeBackend(),
+        diagnostics,
+        TrainChecker(),
+        param_limit=MAX_PARAMS if param_limit is None else param_limit,
+    )
     state.budget_for_text(sum(len(text) for text in program.texts.values()))
     expander = FlowExpander(state)
     if declarations:
@@ -125,8 +149,9 @@ def _check_sweep_metrics(program: Program, analysis: Analysis, diagnostics: list
         if space is None or space.span is not decl.span or space.metric is None:
             continue
         if graph.train is None or graph.train.loss is None:
-            diagnostics.append(Diagnostic.at(decl.span, f"model '{decl.name}' has no train section with a loss; "
-                                             "a sweep trains it"))
+            diagnostics.append(
+                Diagnostic.at(decl.span, f"model '{decl.name}' has no train section with a loss; a sweep trains it")
+            )
             continue
         problem = check_metric(space, decl, graph.train, [name for name, _ in graph.outputs])
         if problem is not None:

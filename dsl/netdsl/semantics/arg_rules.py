@@ -52,11 +52,32 @@ ACCUMULATION = Rule("0 (no accumulation) or an integer of 2 or more", lambda v: 
 
 # Parameter name -> rule, in every layer with a numeric parameter of that name.
 _EVERY_LAYER: dict[str, Rule] = {
-    name: POSITIVE for name in (
-        "units", "filters", "kernel_size", "strides", "dilation_rate", "groups", "depth_multiplier",
-        "pool_size", "size", "n", "input_dim", "output_dim", "num_heads", "key_dim", "value_dim",
-        "heads", "d_model", "stride", "head_dim", "num_query_heads", "num_key_value_heads",
-        "power_iterations", "num_tokens", "sliding_window",
+    name: POSITIVE
+    for name in (
+        "units",
+        "filters",
+        "kernel_size",
+        "strides",
+        "dilation_rate",
+        "groups",
+        "depth_multiplier",
+        "pool_size",
+        "size",
+        "n",
+        "input_dim",
+        "output_dim",
+        "num_heads",
+        "key_dim",
+        "value_dim",
+        "heads",
+        "d_model",
+        "stride",
+        "head_dim",
+        "num_query_heads",
+        "num_key_value_heads",
+        "power_iterations",
+        "num_tokens",
+        "sliding_window",
     )
 } | {
     "output_padding": NOT_NEGATIVE,
@@ -65,10 +86,21 @@ _EVERY_LAYER: dict[str, Rule] = {
     "max_tokens": MORE_THAN_ONE,
 }
 
-_DROPOUTS = ("dropout", "alpha_dropout", "gaussian_dropout", "spatial_dropout1d", "spatial_dropout2d",
-             "spatial_dropout3d")
-_FACTORS = {"scale": FRACTION, "x_factor": FRACTION, "y_factor": FRACTION, "addition_factor": FRACTION,
-            "threshold_factor": FRACTION}
+_DROPOUTS = (
+    "dropout",
+    "alpha_dropout",
+    "gaussian_dropout",
+    "spatial_dropout1d",
+    "spatial_dropout2d",
+    "spatial_dropout3d",
+)
+_FACTORS = {
+    "scale": FRACTION,
+    "x_factor": FRACTION,
+    "y_factor": FRACTION,
+    "addition_factor": FRACTION,
+    "threshold_factor": FRACTION,
+}
 
 # Layer -> parameter -> rule: where a layer's constructor checks more, or otherwise.
 _BY_LAYER: dict[str, dict[str, Rule]] = {
@@ -76,8 +108,7 @@ _BY_LAYER: dict[str, dict[str, Rule]] = {
     "gaussian_noise": {"stddev": FRACTION},  # Keras' own bound, though a standard deviation could be larger
     "attention": {"dropout": FRACTION_BELOW_ONE},
     "activity_regularization": {"l1": NOT_NEGATIVE_NUMBER, "l2": NOT_NEGATIVE_NUMBER},
-    "relu": {"max_value": NOT_NEGATIVE_NUMBER, "negative_slope": NOT_NEGATIVE_NUMBER,
-             "threshold": NOT_NEGATIVE_NUMBER},
+    "relu": {"max_value": NOT_NEGATIVE_NUMBER, "negative_slope": NOT_NEGATIVE_NUMBER, "threshold": NOT_NEGATIVE_NUMBER},
     "leaky_relu": {"negative_slope": NOT_NEGATIVE_NUMBER},
     "zero_padding1d": {"padding": NOT_NEGATIVE},
     "zero_padding2d": {"padding": NOT_NEGATIVE},
@@ -96,16 +127,25 @@ _EVERY_OF_KIND: dict[str, dict[str, Rule]] = {
     "optimizer": {"gradient_accumulation_steps": ACCUMULATION},
     "regularizer": {"l1": NOT_NEGATIVE_NUMBER, "l2": NOT_NEGATIVE_NUMBER, "factor": NOT_NEGATIVE_NUMBER},
     "schedule": {"decay_steps": POSITIVE, "first_decay_steps": POSITIVE},
-    "metric": {"num_thresholds": POSITIVE, "num_classes": POSITIVE, "recall": FRACTION, "precision": FRACTION,
-               "specificity": FRACTION, "sensitivity": FRACTION, "num_regressors": NOT_NEGATIVE},
+    "metric": {
+        "num_thresholds": POSITIVE,
+        "num_classes": POSITIVE,
+        "recall": FRACTION,
+        "precision": FRACTION,
+        "specificity": FRACTION,
+        "sensitivity": FRACTION,
+        "num_regressors": NOT_NEGATIVE,
+    },
 }
 _OWN: dict[tuple[str, str], dict[str, Rule]] = {
     **{("layer", name): rules for name, rules in _BY_LAYER.items()},
-    ("optimizer", "ftrl"): {"initial_accumulator_value": NOT_NEGATIVE_NUMBER,
-                            "l1_regularization_strength": NOT_NEGATIVE_NUMBER,
-                            "l2_regularization_strength": NOT_NEGATIVE_NUMBER,
-                            "l2_shrinkage_regularization_strength": NOT_NEGATIVE_NUMBER,
-                            "learning_rate_power": NOT_POSITIVE_NUMBER},
+    ("optimizer", "ftrl"): {
+        "initial_accumulator_value": NOT_NEGATIVE_NUMBER,
+        "l1_regularization_strength": NOT_NEGATIVE_NUMBER,
+        "l2_regularization_strength": NOT_NEGATIVE_NUMBER,
+        "l2_shrinkage_regularization_strength": NOT_NEGATIVE_NUMBER,
+        "learning_rate_power": NOT_POSITIVE_NUMBER,
+    },
     ("optimizer", "lion"): {"beta_1": UPPER_FRACTION},
     ("optimizer", "sgd"): {"momentum": FRACTION},
     ("initializer", "variance_scaling"): {"scale": POSITIVE_NUMBER},
@@ -140,8 +180,12 @@ def check_ranges(entry: registry.Entry, checked: dict[str, Any], spans: dict[str
         rule = rule_for(entry, param) if param is not None else None
         if rule is None or not _breaks(rule, value):
             continue
-        fails.append(Fail(spans.get(name, span), f"parameter '{name}' of '{entry.name}' is {_plural(rule, value)}, "
-                                                 f"received {describe_value(value)}"))
+        fails.append(
+            Fail(
+                spans.get(name, span),
+                f"parameter '{name}' of '{entry.name}' is {_plural(rule, value)}, received {describe_value(value)}",
+            )
+        )
     fails.extend(_combinations(entry, checked, spans, span))
     return fails
 
@@ -155,22 +199,29 @@ def _plural(rule: Rule, value: Any) -> str:
     if not isinstance(value, (tuple, list)):
         return rule.words
     return "made of " + rule.words.replace("a positive integer", "positive integers").replace(
-        "an odd integer", "odd integers")
+        "an odd integer", "odd integers"
+    )
 
 
 def _combinations(entry: registry.Entry, checked: dict[str, Any], spans: dict[str, Any], span: Any) -> list[Fail]:
     if entry.kind == "optimizer":
         clips = [name for name in _CLIPS if checked.get(name) is not None]
         if len(clips) > 1:
-            return [Fail(spans.get(clips[1], span), f"'{entry.name}' takes one of {', '.join(_CLIPS)}; "
-                                                    f"received {' and '.join(clips)}")]
-    if entry.kind == "metric" and entry.name == "auc" and checked.get("num_labels") \
-            and not checked.get("multi_label"):
+            return [
+                Fail(
+                    spans.get(clips[1], span),
+                    f"'{entry.name}' takes one of {', '.join(_CLIPS)}; received {' and '.join(clips)}",
+                )
+            ]
+    if entry.kind == "metric" and entry.name == "auc" and checked.get("num_labels") and not checked.get("multi_label"):
         return [Fail(spans.get("num_labels", span), "'auc' takes num_labels only with multi_label=true")]
     if entry.name == "group_query_attention":
         heads, groups = checked.get("num_query_heads"), checked.get("num_key_value_heads")
         if isinstance(heads, int) and isinstance(groups, int) and heads > 0 and groups > 0 and heads % groups:
-            return [Fail(spans.get("num_key_value_heads", span),
-                         f"'{entry.name}' needs num_query_heads ({heads}) divisible by "
-                         f"num_key_value_heads ({groups})")]
+            return [
+                Fail(
+                    spans.get("num_key_value_heads", span),
+                    f"'{entry.name}' needs num_query_heads ({heads}) divisible by num_key_value_heads ({groups})",
+                )
+            ]
     return []

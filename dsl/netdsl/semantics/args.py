@@ -17,8 +17,22 @@ from netdsl.semantics.consts import arity
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_number, typed_value
 
 DTYPES = (
-    "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
-    "uint8", "uint16", "uint32", "uint64", "bool", "string", "complex64", "complex128",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "bool",
+    "string",
+    "complex64",
+    "complex128",
 )
 
 # Parameter type -> the registry kinds a name given for it may come from.
@@ -36,9 +50,16 @@ _NAMED_KINDS = {
     "any": ("activation", "initializer", "regularizer", "constraint"),
 }
 _KIND_WORDS = {
-    "activation": "activation", "initializer": "initializer", "regularizer": "regularizer",
-    "constraint": "constraint", "layer": "layer", "schedule": "learning-rate schedule",
-    "optimizer": "optimizer", "loss": "loss", "metric": "metric", "callback": "callback",
+    "activation": "activation",
+    "initializer": "initializer",
+    "regularizer": "regularizer",
+    "constraint": "constraint",
+    "layer": "layer",
+    "schedule": "learning-rate schedule",
+    "optimizer": "optimizer",
+    "loss": "loss",
+    "metric": "metric",
+    "callback": "callback",
 }
 
 # Registry names left out on purpose: (kind, name) -> (why, what to use instead).
@@ -47,8 +68,10 @@ _KEEPS_BEST = "netdsl train keeps the best epoch itself: RUN_DIR/best.keras (and
 REFUSED = {
     ("callback", "model_checkpoint"): (_WRITES_FILES, _KEEPS_BEST),
     ("callback", "ModelCheckpoint"): (_WRITES_FILES, _KEEPS_BEST),
-    ("callback", "tensor_board"): (_WRITES_FILES, "netdsl train --tensorboard writes TensorBoard logs into the "
-                                                  "run folder, history.csv and curves.svg always"),
+    ("callback", "tensor_board"): (
+        _WRITES_FILES,
+        "netdsl train --tensorboard writes TensorBoard logs into the run folder, history.csv and curves.svg always",
+    ),
     ("callback", "csv_logger"): (_WRITES_FILES, "netdsl train writes history.csv into the run folder"),
     ("callback", "backup_and_restore"): (_WRITES_FILES, "netdsl train --resume auto continues an interrupted run"),
     ("callback", "lambda_callback"): ("it runs Python code", None),
@@ -68,8 +91,11 @@ def _signature(entry: registry.Entry) -> tuple[dict[str, Any], list[Any], list[A
     if known is None or known[0] is not entry:
         every = entry.params + entry.call_params
         known = _SIGNATURES[id(entry)] = (
-            entry, {p.name: p for p in every}, [p for p in entry.params if p.positional],
-            [p.name for p in every if p.default is registry.REQUIRED])
+            entry,
+            {p.name: p for p in every},
+            [p for p in entry.params if p.positional],
+            [p.name for p in every if p.default is registry.REQUIRED],
+        )
     return known[1:]
 
 
@@ -79,14 +105,18 @@ class Arguments:
     def __init__(self, declared_activation: DeclaredLookup):
         self.declared_activation = declared_activation
 
-    def bind(self, entry: registry.Entry, args: list[Any], kwargs: list[tuple[str, Any, Any]],
-             span: Span) -> dict[str, Any]:
+    def bind(
+        self, entry: registry.Entry, args: list[Any], kwargs: list[tuple[str, Any, Any]], span: Span
+    ) -> dict[str, Any]:
         """kwargs: (name, value, span). Returns {param: checked value}."""
         params, positional, required = _signature(entry)
         if len(args) > len(positional):
             names = ", ".join(p.name for p in positional) or "none"
-            raise Fail(span, f"'{entry.name}' takes {arity(0, len(positional), 'positional argument')}, "
-                             f"received {len(args)}", f"its positional parameters: {names}")
+            raise Fail(
+                span,
+                f"'{entry.name}' takes {arity(0, len(positional), 'positional argument')}, received {len(args)}",
+                f"its positional parameters: {names}",
+            )
         bound: dict[str, Any] = {}
         spans: dict[str, Any] = {}
         fails: list[Fail] = []  # every independent error of the call, reported together
@@ -94,16 +124,22 @@ class Arguments:
             bound[param.name], spans[param.name] = value, value_span
         for name, value, value_span in kwargs:
             if name not in params:
-                fails.append(Fail(value_span, f"unknown parameter '{name}' for '{entry.name}'",
-                                  parameter_hint(name, params) or _param_list(entry)))
+                fails.append(
+                    Fail(
+                        value_span,
+                        f"unknown parameter '{name}' for '{entry.name}'",
+                        parameter_hint(name, params) or _param_list(entry),
+                    )
+                )
             elif name in bound:
                 fails.append(Fail(value_span, f"parameter '{name}' of '{entry.name}' is given twice"))
             else:
                 bound[name], spans[name] = value, value_span
         for name in required:
             if name not in bound:
-                fails.append(Fail(span, f"'{entry.name}' is missing the required parameter '{name}'",
-                                  _param_list(entry)))
+                fails.append(
+                    Fail(span, f"'{entry.name}' is missing the required parameter '{name}'", _param_list(entry))
+                )
         checked: dict[str, Any] = {}
         for name, value in bound.items():
             try:
@@ -120,14 +156,18 @@ class Arguments:
         """The value if it fits the parameter's type (names resolved), else a Fail."""
         if value is UNKNOWN:
             return value
-        if value is None and (param.default is None or param.nullable
-                              or param.type not in ("int", "float", "bool", "str")):
+        if value is None and (
+            param.default is None or param.nullable or param.type not in ("int", "float", "bool", "str")
+        ):
             return None
         kind = param.type
         if kind == "dtype" and isinstance(value, Sym) and value.namespace is None and value.name in DTYPES:
             return value.name
-        if kind in _NAMED_KINDS and isinstance(value, (Sym, SymCall, str)) and not (
-                kind == "any" and isinstance(value, str)):
+        if (
+            kind in _NAMED_KINDS
+            and isinstance(value, (Sym, SymCall, str))
+            and not (kind == "any" and isinstance(value, str))
+        ):
             return self.resolve(value, _NAMED_KINDS[kind], span)
         checker = _CHECKS.get(kind)
         if checker is None or checker(value, param):
@@ -138,11 +178,17 @@ class Arguments:
         if kind == "str" and isinstance(value, str) and param.choices:
             choices = ", ".join(f'"{c}"' for c in param.choices) + (" or none" if param.nullable else "")
             near = did_you_mean(value, param.choices)
-            raise Fail(span, f"parameter '{param.name}' of '{owner}' is one of {choices}, received "
-                             f"{describe_value(value)}", near.replace("'", '"') if near else None)
-        raise Fail(span, f"parameter '{param.name}' of '{owner}' expects {_TYPE_WORDS.get(kind, kind)}, "
-                         f"received {typed_value(value)}",
-                   _choices_hint(param))
+            raise Fail(
+                span,
+                f"parameter '{param.name}' of '{owner}' is one of {choices}, received {describe_value(value)}",
+                near.replace("'", '"') if near else None,
+            )
+        raise Fail(
+            span,
+            f"parameter '{param.name}' of '{owner}' expects {_TYPE_WORDS.get(kind, kind)}, "
+            f"received {typed_value(value)}",
+            _choices_hint(param),
+        )
 
     def resolve(self, value: Sym | SymCall | str, kinds: tuple[str, ...], span: Span) -> Resolved:
         """A name (or call) given for a registry kind, checked, as a Resolved."""
@@ -165,9 +211,11 @@ class Arguments:
         pool = [key for kind in kinds for key in registry.all_keys(kind)]
         hint = habit_hint(sym.name) if sym.namespace is None else None
         if hint is None and "loss" in kinds and _folded(sym.name) in _CROSS_ENTROPIES:
-            hint = ("which one depends on the labels: sparse_categorical_crossentropy for class ids, "
-                    "categorical_crossentropy for one-hot rows, binary_crossentropy for 0/1 "
-                    "(add from_logits=true when the output has no softmax or sigmoid)")
+            hint = (
+                "which one depends on the labels: sparse_categorical_crossentropy for class ids, "
+                "categorical_crossentropy for one-hot rows, binary_crossentropy for 0/1 "
+                "(add from_logits=true when the output has no softmax or sigmoid)"
+            )
         raise Fail(sym.span, f"unknown {words} '{_spelled(sym)}'", hint or did_you_mean(sym.name, pool))
 
     def _registry_object(self, entry: registry.Entry, value: Sym | SymCall, span: Span) -> Resolved:
@@ -250,10 +298,20 @@ _CHECKS: dict[str, Callable[[Any, registry.Param], bool]] = {
 }
 
 _TYPE_WORDS = {
-    "int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
-    "ints": "an integer or a tuple of integers", "shape": "a shape tuple", "tuple": "a tuple",
-    "list": "a list", "dict": "a dict", "dtype": "a dtype name such as \"float32\"",
-    "schedule_or_float": "a number or a learning-rate schedule", "activation": "an activation",
-    "initializer": "an initializer", "regularizer": "a regularizer", "constraint": "a constraint",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "str": "a string",
+    "ints": "an integer or a tuple of integers",
+    "shape": "a shape tuple",
+    "tuple": "a tuple",
+    "list": "a list",
+    "dict": "a dict",
+    "dtype": 'a dtype name such as "float32"',
+    "schedule_or_float": "a number or a learning-rate schedule",
+    "activation": "an activation",
+    "initializer": "an initializer",
+    "regularizer": "a regularizer",
+    "constraint": "a constraint",
     "layer": "a layer",
 }

@@ -66,11 +66,21 @@ BUILTINS: dict[str, tuple[Callable[..., Any], int, int]] = {
 }
 
 _ARITH: dict[str, Callable[..., Any]] = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-    "//": operator.floordiv, "%": operator.mod, "**": operator.pow,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
 }
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
-    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
 }
 
 
@@ -100,11 +110,14 @@ class Consts:
             raise Fail(span, f"internal: '{name}' is not a constant of {scope.path}")
         key = (scope.path, name)
         if key in self.lets:
-            path = [n for _, n in self.lets[self.lets.index(key):]]
+            path = [n for _, n in self.lets[self.lets.index(key) :]]
             raise CyclicDefinition(span, cycle_text("constant", name, path, "is defined in terms of itself"))
         if len(self.lets) >= MAX_CALL_DEPTH:
-            raise Fail(span, f"constant '{name}' is defined through more than {MAX_CALL_DEPTH} constants "
-                             "declared after it", "declare a constant before the constants that use it")
+            raise Fail(
+                span,
+                f"constant '{name}' is defined through more than {MAX_CALL_DEPTH} constants declared after it",
+                "declare a constant before the constants that use it",
+            )
         self.lets.append(key)
         try:
             value = self.fold(decl.value, Env(scope))
@@ -141,9 +154,13 @@ class Consts:
         if self.work > self.work_limit:
             self.charge(0, expr.span)
         if self.depth >= MAX_EXPRESSION_DEPTH:
-            raise Fail(expr.span, f"expression nested more than {MAX_EXPRESSION_DEPTH} deep",
-                       "counting the let functions and constants it goes through" if self.calls or len(self.lets) > 1
-                       else "split it with let: let a = ...")
+            raise Fail(
+                expr.span,
+                f"expression nested more than {MAX_EXPRESSION_DEPTH} deep",
+                "counting the let functions and constants it goes through"
+                if self.calls or len(self.lets) > 1
+                else "split it with let: let a = ...",
+            )
         self.depth += 1
         try:
             return method(self, expr, env)
@@ -154,24 +171,31 @@ class Consts:
         """Spend `work` of this check's constant budget, before doing it."""
         self.work += work
         if self.work > self.work_limit:
-            raise Exhausted(span, f"the spec's constants take more than {self.work_limit:,} steps to evaluate",
-                            "functions that call each other more than once, or large constants "
-                            "given to many layers, multiply the work")
+            raise Exhausted(
+                span,
+                f"the spec's constants take more than {self.work_limit:,} steps to evaluate",
+                "functions that call each other more than once, or large constants "
+                "given to many layers, multiply the work",
+            )
 
     def charge_value(self, value: Any, span: Span) -> None:
         """Spend the items of a value handed to a step (checking it walks them all)."""
         self.charge(self.size(value)[0] if isinstance(value, (list, tuple, dict)) else 1, span)
 
-    def made(self, value: tuple[Any, ...] | list[Any] | dict[Any, Any], span: Span,
-             size: tuple[int, int] | None = None) -> Value:
+    def made(
+        self, value: tuple[Any, ...] | list[Any] | dict[Any, Any], span: Span, size: tuple[int, int] | None = None
+    ) -> Value:
         """A list, tuple or dict just made (`size`: its (items, nesting) when known
         without walking it): charged, and refused when too large or too deep."""
         items, depth = size or self.size(value)
         if size is not None:
             self._sizes[id(value)] = (value, items, depth)
         if items > MAX_VALUE_ITEMS:
-            raise Fail(span, f"value too large: more than {MAX_VALUE_ITEMS:,} items in all",
-                       "nested lists count every item, each reference to a shared list again")
+            raise Fail(
+                span,
+                f"value too large: more than {MAX_VALUE_ITEMS:,} items in all",
+                "nested lists count every item, each reference to a shared list again",
+            )
         if depth > MAX_VALUE_DEPTH:
             raise Fail(span, f"value nested more than {MAX_VALUE_DEPTH} deep")
         self.charge(len(value), span)
@@ -185,7 +209,7 @@ class Consts:
         if known is not None and known[0] is value:
             return known[1], known[2]
         items, depth = len(value), 1
-        for item in (value.values() if isinstance(value, dict) else value):
+        for item in value.values() if isinstance(value, dict) else value:
             if isinstance(item, (list, tuple, dict)):
                 sub_items, sub_depth = self.size(item)
                 items, depth = items + sub_items, max(depth, sub_depth + 1)
@@ -219,11 +243,15 @@ class Consts:
         if isinstance(value, TensorValue):
             if value.poisoned:
                 raise Fail.reported()  # a name whose statement failed: that error says why
-            raise Fail(e.span, f"'{e.id}' is a tensor; a constant is needed here",
-                       f"use '{e.id}.shape' for its static shape")
+            raise Fail(
+                e.span, f"'{e.id}' is a tensor; a constant is needed here", f"use '{e.id}.shape' for its static shape"
+            )
         if isinstance(value, StepValue):
-            raise Fail(e.span, f"'{e.id}' is a shared instance; a constant is needed here",
-                       f"apply it to a tensor: x -> {e.id}")
+            raise Fail(
+                e.span,
+                f"'{e.id}' is a shared instance; a constant is needed here",
+                f"apply it to a tensor: x -> {e.id}",
+            )
         return value
 
     def _fold_tuple(self, e: ir.Tuple, env: Env) -> Value:
@@ -252,15 +280,21 @@ class Consts:
             if base is _MISSING and e.value.id in env.scope.aliases:
                 return self._alias_member(env.scope.aliases[e.value.id], e)
         dotted = dotted_name(e)
-        raise Fail(e.span, f"'{dotted}' is not a name netdsl knows",
-                   "a dotted name reaches an imported file's declarations (import \"f.net\" as lib) "
-                   "or a tensor's shape (x.shape)")
+        raise Fail(
+            e.span,
+            f"'{dotted}' is not a name netdsl knows",
+            'a dotted name reaches an imported file\'s declarations (import "f.net" as lib) '
+            "or a tensor's shape (x.shape)",
+        )
 
     def _alias_member(self, target: FileScope, e: ir.Attr) -> Value:
         decl = target.own.get(e.attr)
         if decl is None or isinstance(decl, ir.ModelDecl):
-            raise Fail(e.span, f"'{cast(ir.Name, e.value).id}' has no declaration '{e.attr}'",
-                       _near(e.attr, [n for n, d in target.own.items() if not isinstance(d, ir.ModelDecl)]))
+            raise Fail(
+                e.span,
+                f"'{cast(ir.Name, e.value).id}' has no declaration '{e.attr}'",
+                _near(e.attr, [n for n, d in target.own.items() if not isinstance(d, ir.ModelDecl)]),
+            )
         if isinstance(decl, ir.Let):
             return self.file_let(target, e.attr, e.span)
         if isinstance(decl, ir.LetFunc):
@@ -343,8 +377,11 @@ class Consts:
         if e.op in _COMPARE:
             return self._compare(e, left, right)
         if e.op == "@":
-            raise Fail(e.span, "'@' multiplies tensors; it is not a constant operator",
-                       "it belongs in a declared layer's output expression")
+            raise Fail(
+                e.span,
+                "'@' multiplies tensors; it is not a constant operator",
+                "it belongs in a declared layer's output expression",
+            )
         return self._arith(e, left, right)
 
     def _compare(self, e: ir.BinOp, left: Value, right: Value) -> bool:
@@ -393,8 +430,11 @@ class Consts:
     def _check_items(self, items: int, span: Span) -> None:
         """Refuse a value of more than MAX_VALUE_ITEMS items before making it."""
         if items > MAX_VALUE_ITEMS:
-            raise Fail(span, f"value too large: more than {MAX_VALUE_ITEMS:,} items in all",
-                       "nested lists count every item, each reference to a shared list again")
+            raise Fail(
+                span,
+                f"value too large: more than {MAX_VALUE_ITEMS:,} items in all",
+                "nested lists count every item, each reference to a shared list again",
+            )
 
     def _made_sequence(self, value: str | tuple[Any, ...] | list[Any], span: Span, size: tuple[int, int]) -> Value:
         if isinstance(value, str):
@@ -452,7 +492,7 @@ class Consts:
         decl = func.decl
         key = f"{func.scope.path}:{decl.name}"
         if key in self.calls:
-            chain = " -> ".join(c.split(":")[-1] for c in self.calls[self.calls.index(key):] + [key])
+            chain = " -> ".join(c.split(":")[-1] for c in self.calls[self.calls.index(key) :] + [key])
             raise Fail(e.span, f"function '{decl.name}' calls itself: {chain}")
         if len(self.calls) >= MAX_CALL_DEPTH:
             raise Fail(e.span, f"functions nested more than {MAX_CALL_DEPTH} calls deep")
@@ -470,11 +510,21 @@ class Consts:
 
 # How each kind of expression folds: one method per IR class (an IR class not here is not a constant).
 _FOLDERS: dict[type[ir.Node], Callable[[Consts, Any, Env], Value]] = {
-    ir.Number: Consts._fold_number, ir.String: Consts._fold_string, ir.Bool: Consts._fold_bool,
-    ir.NoneLit: Consts._fold_none, ir.Name: Consts._fold_name, ir.Tuple: Consts._fold_tuple,
-    ir.List: Consts._fold_list, ir.Dict: Consts._fold_dict, ir.Attr: Consts._fold_attr,
-    ir.Index: Consts._fold_index, ir.UnaryOp: Consts._fold_unaryop, ir.BoolOp: Consts._fold_boolop,
-    ir.IfExp: Consts._fold_ifexp, ir.BinOp: Consts._fold_binop, ir.Call: Consts._fold_call,
+    ir.Number: Consts._fold_number,
+    ir.String: Consts._fold_string,
+    ir.Bool: Consts._fold_bool,
+    ir.NoneLit: Consts._fold_none,
+    ir.Name: Consts._fold_name,
+    ir.Tuple: Consts._fold_tuple,
+    ir.List: Consts._fold_list,
+    ir.Dict: Consts._fold_dict,
+    ir.Attr: Consts._fold_attr,
+    ir.Index: Consts._fold_index,
+    ir.UnaryOp: Consts._fold_unaryop,
+    ir.BoolOp: Consts._fold_boolop,
+    ir.IfExp: Consts._fold_ifexp,
+    ir.BinOp: Consts._fold_binop,
+    ir.Call: Consts._fold_call,
 }
 
 # What a let function's call costs of the constant budget besides its arguments and
@@ -492,18 +542,25 @@ _MISSING: Final = _Missing.MISSING  # no environment binds the name
 _DEFAULT = object()  # a parameter left to its default, evaluated in the callee's scope
 
 
-def bind_plain(name: str, what: str, params: list[ir.Param], args: list[Any], kwargs: dict[str, Any],
-               span: Span) -> dict[str, Any]:
+def bind_plain(
+    name: str, what: str, params: list[ir.Param], args: list[Any], kwargs: dict[str, Any], span: Span
+) -> dict[str, Any]:
     """Match arguments to untyped parameters (let functions, blocks, declared layers)."""
     names = [p.name for p in params]
     if len(args) > len(params):
-        raise Fail(span, f"{what} '{name}' takes {arity(0, len(params), 'argument')}, received {len(args)}",
-                   f"its parameters: {', '.join(names) or 'none'}")
+        raise Fail(
+            span,
+            f"{what} '{name}' takes {arity(0, len(params), 'argument')}, received {len(args)}",
+            f"its parameters: {', '.join(names) or 'none'}",
+        )
     bound: dict[str, Any] = dict(zip(names, args))
     for key, value in kwargs.items():
         if key not in names:
-            raise Fail(span, f"{what} '{name}' has no parameter '{key}'", _near(key, names) or
-                       f"its parameters: {', '.join(names) or 'none'}")
+            raise Fail(
+                span,
+                f"{what} '{name}' has no parameter '{key}'",
+                _near(key, names) or f"its parameters: {', '.join(names) or 'none'}",
+            )
         if key in bound:
             raise Fail(span, f"parameter '{key}' of '{name}' is given twice")
         bound[key] = value

@@ -36,27 +36,31 @@ from netdsl.syntax import ir
 # name: (min positional args, max positional args or None, allowed keywords,
 #        indices of positional args that must be constants)
 OP_FUNCTIONS: dict[str, tuple[int, int | None, frozenset[str], tuple[int, ...]]] = {}
-for _n in ("sin cos tanh sigmoid exp log log1p sqrt abs relu softplus square erf sine smooth_relu "
-           "sigmoid_tanh silu swish selu softsign linear hard_sigmoid relu6 mish").split():
+for _n in (
+    "sin cos tanh sigmoid exp log log1p sqrt abs relu softplus square erf sine smooth_relu "
+    "sigmoid_tanh silu swish selu softsign linear hard_sigmoid relu6 mish"
+).split():
     OP_FUNCTIONS[_n] = (1, 1, frozenset(), ())
-OP_FUNCTIONS.update({
-    "minimum": (2, 2, frozenset(), ()),
-    "maximum": (2, 2, frozenset(), ()),
-    "clip": (3, 3, frozenset(), ()),
-    "where": (3, 3, frozenset(), ()),
-    "matmul": (2, 2, frozenset(), ()),
-    "transpose": (1, 2, frozenset(), (1,)),
-    "reshape": (2, 2, frozenset(), (1,)),
-    "sum": (1, 1, frozenset({"axis", "keepdims"}), ()),
-    "mean": (1, 1, frozenset({"axis", "keepdims"}), ()),
-    "max": (1, 1, frozenset({"axis", "keepdims"}), ()),
-    "min": (1, 1, frozenset({"axis", "keepdims"}), ()),
-    "softmax": (1, 1, frozenset({"axis"}), ()),
-    "concatenate": (1, None, frozenset({"axis"}), ()),
-    "gelu": (1, 1, frozenset({"approximate"}), ()),
-    "elu": (1, 1, frozenset({"alpha"}), ()),
-    "leaky_relu": (1, 1, frozenset({"negative_slope"}), ()),
-})
+OP_FUNCTIONS.update(
+    {
+        "minimum": (2, 2, frozenset(), ()),
+        "maximum": (2, 2, frozenset(), ()),
+        "clip": (3, 3, frozenset(), ()),
+        "where": (3, 3, frozenset(), ()),
+        "matmul": (2, 2, frozenset(), ()),
+        "transpose": (1, 2, frozenset(), (1,)),
+        "reshape": (2, 2, frozenset(), (1,)),
+        "sum": (1, 1, frozenset({"axis", "keepdims"}), ()),
+        "mean": (1, 1, frozenset({"axis", "keepdims"}), ()),
+        "max": (1, 1, frozenset({"axis", "keepdims"}), ()),
+        "min": (1, 1, frozenset({"axis", "keepdims"}), ()),
+        "softmax": (1, 1, frozenset({"axis"}), ()),
+        "concatenate": (1, None, frozenset({"axis"}), ()),
+        "gelu": (1, 1, frozenset({"approximate"}), ()),
+        "elu": (1, 1, frozenset({"alpha"}), ()),
+        "leaky_relu": (1, 1, frozenset({"negative_slope"}), ()),
+    }
+)
 _BINARY = {"+", "-", "*", "/", "**", "@"}
 _DIM_BINARY = {"+", "-", "*", "//"}
 
@@ -129,10 +133,11 @@ class Declared:
         key = id(decl)
         if key not in self._activations:
             if decl.name in self.busy:
-                raise Fail(decl.span, cycle_text("activation", decl.name, self.busy[self.busy.index(decl.name):]))
+                raise Fail(decl.span, cycle_text("activation", decl.name, self.busy[self.busy.index(decl.name) :]))
             if not decl.params:
-                raise Fail(decl.span, f"activation '{decl.name}' needs an input parameter",
-                           f"activation {decl.name}(x) = ...")
+                raise Fail(
+                    decl.span, f"activation '{decl.name}' needs an input parameter", f"activation {decl.name}(x) = ..."
+                )
             self.busy.append(decl.name)
             try:
                 env = Env(scope)
@@ -142,13 +147,15 @@ class Declared:
                         defaults[p.name] = UNKNOWN
                     else:
                         defaults[p.name] = _number(self.consts.fold(p.default, env), p.default.span, p.name)
-                converter = _Trees(self, scope, tensors={decl.params[0].name},
-                                   variables={p.name for p in decl.params[1:]}, env=env)
+                converter = _Trees(
+                    self, scope, tensors={decl.params[0].name}, variables={p.name for p in decl.params[1:]}, env=env
+                )
                 body = converter.tree(decl.body)
             finally:
                 self.busy.pop()
-            self._activations[key] = CheckedActivation(decl.name, [p.name for p in decl.params], defaults,
-                                                       body, decl, scope)
+            self._activations[key] = CheckedActivation(
+                decl.name, [p.name for p in decl.params], defaults, body, decl, scope
+            )
         return self._activations[key]
 
     # ------------------------------------------------------------ instances
@@ -165,8 +172,15 @@ class Declared:
             raise Fail(step.span, f"internal: '{step.name}' is {step.what}, not a declared layer or activation")
         return self._layer(entry, step.scope, args, kwargs, step.span, inputs)
 
-    def _layer(self, decl: ir.LayerDecl, scope: FileScope, args: list[Value], kwargs: dict[str, Value], span: Span,
-               inputs: Sequence[TensorValue]) -> Instance:
+    def _layer(
+        self,
+        decl: ir.LayerDecl,
+        scope: FileScope,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        span: Span,
+        inputs: Sequence[TensorValue],
+    ) -> Instance:
         """`decl` called with `args` and `kwargs` at `span` on `inputs` (none: their shapes unknown)."""
         bound = bind_plain(decl.name, "layer", decl.params, args, kwargs, span)
         env = Env(scope)
@@ -194,28 +208,36 @@ class Declared:
                 weights.append(self._weight(stmt, env, values, input_names, tensors))
                 tensors.add(stmt.name)
             elif isinstance(stmt, ir.Output):
-                converter = _Trees(self, scope, tensors=tensors, variables=set(values), env=env,
-                                   inputs=set(input_names))
+                converter = _Trees(
+                    self, scope, tensors=tensors, variables=set(values), env=env, inputs=set(input_names)
+                )
                 for item in stmt.items:
                     expr = item.value
                     if expr is None:
                         expr = ir.Name.model_construct(span=item.span, id=item.name)
                     if item.value is not None and item.name is not None:
-                        raise Fail(item.span, "a declared layer's output is an expression, not a binding",
-                                   "output x @ kernel + bias")
+                        raise Fail(
+                            item.span,
+                            "a declared layer's output is an expression, not a binding",
+                            "output x @ kernel + bias",
+                        )
                     outputs.append(converter.tree(expr))
             else:
                 raise Fail(stmt.span, "a declared layer holds only 'input', 'weight', 'let' and 'output'")
         if not outputs:
             raise Fail(decl.span, f"layer '{decl.name}' has no output")
         config = {
-            "spec_name": decl.name, "inputs": input_names, "params": _json_params(values),
-            "weights": weights, "outputs": outputs,
+            "spec_name": decl.name,
+            "inputs": input_names,
+            "params": _json_params(values),
+            "weights": weights,
+            "outputs": outputs,
         }
         return Instance("declared_layer", decl.name, len(input_names), len(outputs), values, config)
 
-    def _weight(self, stmt: ir.Weight, env: Env, values: dict[str, Value], inputs: list[str],
-                tensors: set[str]) -> dict[str, Any]:
+    def _weight(
+        self, stmt: ir.Weight, env: Env, values: dict[str, Value], inputs: list[str], tensors: set[str]
+    ) -> dict[str, Any]:
         if stmt.name in tensors or stmt.name in values:
             raise Fail(stmt.span, f"'{stmt.name}' is already defined in this layer")
         if not isinstance(stmt.shape, ir.Tuple):
@@ -224,8 +246,11 @@ class Declared:
         concrete = [self.consts.fold(d, env) for d in stmt.shape.items]
         if not is_unknown(concrete):
             if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in concrete):
-                raise Fail(stmt.shape.span, f"weight '{stmt.name}' needs a shape of positive integers, "
-                                            f"received {describe_value(tuple(concrete))}")
+                raise Fail(
+                    stmt.shape.span,
+                    f"weight '{stmt.name}' needs a shape of positive integers, "
+                    f"received {describe_value(tuple(concrete))}",
+                )
         options = {"init": "glorot_uniform", "trainable": True}
         for opt in stmt.options:
             if opt.name not in options:
@@ -254,8 +279,16 @@ class _ShapeOnly(TensorValue):
 class _Trees:
     """IR op expressions to runtime trees, checking names, functions and arity."""
 
-    def __init__(self, declared: Declared, scope: FileScope, tensors: set[str], variables: set[str], env: Env,
-                 inputs: set[str] | None = None, depth: int = 0):
+    def __init__(
+        self,
+        declared: Declared,
+        scope: FileScope,
+        tensors: set[str],
+        variables: set[str],
+        env: Env,
+        inputs: set[str] | None = None,
+        depth: int = 0,
+    ):
         self.declared = declared
         self.scope = scope
         self.tensors = tensors
@@ -292,8 +325,11 @@ class _Trees:
             return self._dim(e)
         if self._is_constant(e):
             return ["const", _jsonable(self.declared.consts.fold(e, self.env), e.span)]
-        raise Fail(e.span, "not allowed in an op expression",
-                   "op expressions use + - * / ** @, numbers, names and functions such as tanh(x)")
+        raise Fail(
+            e.span,
+            "not allowed in an op expression",
+            "op expressions use + - * / ** @, numbers, names and functions such as tanh(x)",
+        )
 
     def _name(self, e: ir.Name) -> Any:
         if e.id in self.tensors or e.id in self.variables:
@@ -317,16 +353,22 @@ class _Trees:
 
     def _call(self, e: ir.Call) -> Any:
         if not isinstance(e.func, ir.Name):
-            raise Fail(e.func.span, "only functions from netdsl's fixed list can be called here",
-                       "e.g. tanh(x), softmax(x, axis=-1), transpose(x, (0, 2, 1))")
+            raise Fail(
+                e.func.span,
+                "only functions from netdsl's fixed list can be called here",
+                "e.g. tanh(x), softmax(x, axis=-1), transpose(x, (0, 2, 1))",
+            )
         name = e.func.id
         found = self.scope.find(name)
         if found is not None and isinstance(found[0], ir.ActivationDecl):
             return self._inline(found[0], found[1], e)
         if name not in OP_FUNCTIONS:
-            raise Fail(e.func.span, f"unknown function '{name}'",
-                       did_you_mean(name, list(OP_FUNCTIONS))
-                       or "op expressions call only netdsl's fixed functions (docs/language.md, section 7)")
+            raise Fail(
+                e.func.span,
+                f"unknown function '{name}'",
+                did_you_mean(name, list(OP_FUNCTIONS))
+                or "op expressions call only netdsl's fixed functions (docs/language.md, section 7)",
+            )
         lo, hi, keywords, constant_args = OP_FUNCTIONS[name]
         if len(e.args) < lo or (hi is not None and len(e.args) > hi):
             wanted = f"{lo}" if lo == hi else (f"{lo} or more" if hi is None else f"{lo} to {hi}")
@@ -337,8 +379,11 @@ class _Trees:
         kwargs = {}
         for kw in e.kwargs:
             if kw.name not in keywords:
-                raise Fail(kw.span, f"'{name}' has no parameter '{kw.name}'",
-                           ("its parameters: " + ", ".join(sorted(keywords))) if keywords else f"'{name}' takes none")
+                raise Fail(
+                    kw.span,
+                    f"'{name}' has no parameter '{kw.name}'",
+                    ("its parameters: " + ", ".join(sorted(keywords))) if keywords else f"'{name}' takes none",
+                )
             kwargs[kw.name] = self._constant_tree(kw.value, name)
         return ["call", name, args, kwargs]
 
@@ -351,7 +396,7 @@ class _Trees:
     def _inline(self, decl: ir.ActivationDecl, scope: FileScope, e: ir.Call) -> Any:
         busy = self.declared.busy
         if decl.name in busy:
-            raise Fail(e.func.span, cycle_text("activation", decl.name, busy[busy.index(decl.name):]))
+            raise Fail(e.func.span, cycle_text("activation", decl.name, busy[busy.index(decl.name) :]))
         act = self.declared.activation(decl, scope)
         if len(e.args) < 1:
             raise Fail(e.span, f"activation '{decl.name}' needs its input: {decl.name}(x)")
@@ -432,8 +477,12 @@ def _dim_tree(e: Any, env: Env, params: set[str], inputs: set[str], consts: Cons
             raise Fail(e.index.span, "a shape index must be an integer")
         return ["dim", _shape_input(e.value), index]
     if isinstance(e, ir.BinOp) and e.op in _DIM_BINARY:
-        return ["bin", e.op, _dim_tree(e.left, env, params, inputs, consts),
-                _dim_tree(e.right, env, params, inputs, consts)]
+        return [
+            "bin",
+            e.op,
+            _dim_tree(e.left, env, params, inputs, consts),
+            _dim_tree(e.right, env, params, inputs, consts),
+        ]
     if isinstance(e, ir.UnaryOp) and e.op == "-":
         return ["neg", _dim_tree(e.operand, env, params, inputs, consts)]
     if isinstance(e, ir.Call) and isinstance(e.func, ir.Name) and e.func.id in ("max", "min") and len(e.args) == 2:
@@ -442,8 +491,11 @@ def _dim_tree(e: Any, env: Env, params: set[str], inputs: set[str], consts: Cons
     if isinstance(value, int) and not isinstance(value, bool):
         return ["num", value]
     if value is UNKNOWN:
-        raise Fail(e.span, "a weight dimension must be built from numbers, parameters and input shapes",
-                   "e.g. (x.shape[-1], units)")
+        raise Fail(
+            e.span,
+            "a weight dimension must be built from numbers, parameters and input shapes",
+            "e.g. (x.shape[-1], units)",
+        )
     raise Fail(e.span, f"a weight dimension must be an integer, received {type_name(value)}")
 
 
@@ -460,8 +512,7 @@ def _initializer(value: Value, span: Span) -> Any:
     from netdsl.semantics.args import Arguments
 
     if not isinstance(value, (Sym, SymCall, str)):
-        raise Fail(span, f"init expects an initializer such as glorot_uniform or zeros, "
-                         f"received {type_name(value)}")
+        raise Fail(span, f"init expects an initializer such as glorot_uniform or zeros, received {type_name(value)}")
     resolved = Arguments(lambda sym: None).resolve(value, ("initializer",), span)
     args = {k: v for k, v in resolved.kwargs}
     for key, arg in args.items():
@@ -481,5 +532,8 @@ def _jsonable(value: Binding, span: Span) -> Any:
 
 
 def _json_params(values: dict[str, Value]) -> dict[str, Any]:
-    return {k: (None if v is UNKNOWN else v) for k, v in values.items()
-            if v is UNKNOWN or isinstance(v, (bool, int, float, str, type(None), list, tuple))}
+    return {
+        k: (None if v is UNKNOWN else v)
+        for k, v in values.items()
+        if v is UNKNOWN or isinstance(v, (bool, int, float, str, type(None), list, tuple))
+    }

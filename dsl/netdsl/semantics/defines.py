@@ -35,17 +35,26 @@ def parse_defines(texts: Iterable[str], display: str = "-D") -> dict[str, Any]:
         name, sep, value = text.partition("=")
         name = name.strip()
         if not sep or not name.isidentifier():
-            raise SpecError(Diagnostic.for_file(display, f"-D takes NAME=VALUE, received {text!r}",
-                                                "for example: -D width=128 -D lr=3e-4 -D 'act=\"gelu\"'"))
+            raise SpecError(
+                Diagnostic.for_file(
+                    display,
+                    f"-D takes NAME=VALUE, received {text!r}",
+                    "for example: -D width=128 -D lr=3e-4 -D 'act=\"gelu\"'",
+                )
+            )
         out[name] = _literal_text(name, value.strip(), display)
     return out
 
 
 def _literal_text(name: str, text: str, display: str) -> Any:
     """The Python value of a literal written in spec syntax."""
-    bad = SpecError(Diagnostic.for_file(
-        display, f"-D {name}: {text!r} is not a literal",
-        "values are integers, numbers, strings in quotes, true/false, none, names, or lists of them"))
+    bad = SpecError(
+        Diagnostic.for_file(
+            display,
+            f"-D {name}: {text!r} is not a literal",
+            "values are integers, numbers, strings in quotes, true/false, none, names, or lists of them",
+        )
+    )
     if not text or "\n" in text or ";" in text:
         raise bad
     try:
@@ -90,8 +99,11 @@ def apply_defines(program: Program, defines: Defines | None) -> Program:
     for name, value in defines.items():
         decl = lets.get(name)
         if decl is None:
-            hint = did_you_mean(name, lets) or (f"constants: {', '.join(lets)}" if lets else
-                                                "the spec declares no file-level constant ('let NAME = VALUE')")
+            hint = did_you_mean(name, lets) or (
+                f"constants: {', '.join(lets)}"
+                if lets
+                else "the spec declares no file-level constant ('let NAME = VALUE')"
+            )
             unknown.append(Diagnostic.for_file(program.root, f"-D {name}: the spec has no constant '{name}'", hint))
             continue
         try:
@@ -155,5 +167,6 @@ def _node(value: Any, span: Any) -> Any:
         return ir.List.model_construct(span=span, items=[_node(v, span) for v in value])
     if isinstance(value, tuple):
         return ir.Tuple.model_construct(span=span, items=[_node(v, span) for v in value])
-    raise TypeError(f"a define is a literal (int, float, str, bool, None, list or tuple), "
-                    f"received {type(value).__name__}")
+    raise TypeError(
+        f"a define is a literal (int, float, str, bool, None, list or tuple), received {type(value).__name__}"
+    )

@@ -79,8 +79,9 @@ def _outputs_known(node: Node) -> bool:
 
 def shape_known(shape: Any) -> bool:
     """A shape fully inferred: a tuple of sizes (None where the size varies, as Keras has it)."""
-    return isinstance(shape, tuple) and all(d is None or (isinstance(d, int) and not isinstance(d, bool) and d >= 0)
-                                            for d in shape)
+    return isinstance(shape, tuple) and all(
+        d is None or (isinstance(d, int) and not isinstance(d, bool) and d >= 0) for d in shape
+    )
 
 
 def _shape_of(graph: Graph, ref: Any) -> Any:

@@ -66,8 +66,11 @@ class FlowExpander:
                 if not any(d.severity == "error" for d in state.diagnostics[reported:]):  # no layer left out
                     state.diagnostics.extend(check_adapt(graph, graph.train))
             if not state.build.outputs:
-                state.error(_name_span(decl, "model"), f"model '{decl.name}' has no output",
-                            "add one: output probs = x -> dense(10)")
+                state.error(
+                    _name_span(decl, "model"),
+                    f"model '{decl.name}' has no output",
+                    "add one: output probs = x -> dense(10)",
+                )
         finally:
             graph.uncertain = state.uncertain
             state.uncertain = state.uncertain or outer_uncertain
@@ -161,8 +164,9 @@ class FlowExpander:
             raise Fail(stmt.span, "a model has one 'train' section")
         if state.train_checker is not None:
             outputs = [name for name, _ in state.build.outputs]
-            state.build.graph.train = state.train_checker.check(stmt, env, outputs, state.consts, state.arguments,
-                                                                state.diagnostics)
+            state.build.graph.train = state.train_checker.check(
+                stmt, env, outputs, state.consts, state.arguments, state.diagnostics
+            )
 
     def _model_inputs(self, decl: ir.ModelDecl, env: Env) -> None:
         seen: dict[str, Span] = {}
@@ -170,8 +174,9 @@ class FlowExpander:
             for item in stmt.items:
                 try:
                     if item.name in seen:
-                        raise Fail(item.span, f"duplicate input '{item.name}'",
-                                   f"the first is at line {seen[item.name].line}")
+                        raise Fail(
+                            item.span, f"duplicate input '{item.name}'", f"the first is at line {seen[item.name].line}"
+                        )
                     seen[item.name] = item.span
                     shape = self._input_shape(item, env)
                     dtype = self._input_dtype(item)
@@ -180,13 +185,17 @@ class FlowExpander:
                     self.state.diagnostics.extend(exc.all_diagnostics())
                     env.vars[item.name] = POISON
         if not seen:
-            self.state.error(_name_span(decl, "model"), f"model '{decl.name}' has no input",
-                             "add one: input x: (28, 28, 1)")
+            self.state.error(
+                _name_span(decl, "model"), f"model '{decl.name}' has no input", "add one: input x: (28, 28, 1)"
+            )
 
     def _input_shape(self, item: ir.InputItem, env: Env) -> tuple[Any, ...]:
         if item.shape is None:
-            raise Fail(item.span, f"model input '{item.name}' needs a shape",
-                       f"input {item.name}: (28, 28, 1) — the batch axis is left out")
+            raise Fail(
+                item.span,
+                f"model input '{item.name}' needs a shape",
+                f"input {item.name}: (28, 28, 1) — the batch axis is left out",
+            )
         shape = self.state.consts.fold(item.shape, env)
         if isinstance(shape, int) and not isinstance(shape, bool):
             raise Fail(item.shape.span, "an input shape is a tuple", f"write ({shape},)")
@@ -196,8 +205,11 @@ class FlowExpander:
             if dim is None or dim is UNKNOWN:
                 continue
             if not isinstance(dim, int) or isinstance(dim, bool) or not 0 < dim <= MAX_DIM:
-                raise Fail(item.shape.span, f"input dimensions must be positive integers or none, "
-                                            f"received {describe_value(shape)}", _input_shape_hint(shape))
+                raise Fail(
+                    item.shape.span,
+                    f"input dimensions must be positive integers or none, received {describe_value(shape)}",
+                    _input_shape_hint(shape),
+                )
         return shape
 
     def _input_dtype(self, item: ir.InputItem) -> str:
@@ -212,9 +224,12 @@ class FlowExpander:
         if len(outputs) == 1 and outputs[0].variadic and len(stmt.targets) > 1:
             outputs = self._spread(outputs[0], len(stmt.targets))
         if len(outputs) != len(stmt.targets):
-            raise Fail(stmt.span, f"{len(stmt.targets)} name{'s' if len(stmt.targets) > 1 else ''} "
-                                  f"on the left, but the flow gives {len(outputs)} tensor"
-                                  f"{'s' if len(outputs) != 1 else ''}")
+            raise Fail(
+                stmt.span,
+                f"{len(stmt.targets)} name{'s' if len(stmt.targets) > 1 else ''} "
+                f"on the left, but the flow gives {len(outputs)} tensor"
+                f"{'s' if len(outputs) != 1 else ''}",
+            )
         for name, tensor in zip(stmt.targets, outputs):
             env.vars[name] = tensor
 
@@ -229,12 +244,14 @@ class FlowExpander:
             try:
                 if item.value is not None:
                     if item.name is None:
-                        raise Fail(item.value.span, "an output needs a name",
-                                   "output NAME or output NAME = FLOW")
+                        raise Fail(item.value.span, "an output needs a name", "output NAME or output NAME = FLOW")
                     tensors = self.tensors(item.value, env, final=item.name)
                     if len(tensors) != 1:
-                        raise Fail(item.value.span, f"output '{item.name}' is {len(tensors)} tensors; "
-                                                    "bind them first: a, b = FLOW, then output a, b")
+                        raise Fail(
+                            item.value.span,
+                            f"output '{item.name}' is {len(tensors)} tensors; "
+                            "bind them first: a, b = FLOW, then output a, b",
+                        )
                     env.vars[item.name] = tensors[0]
                 name = cast(str, item.name)  # `output NAME`, or refused above
                 tensor = self._tensor_named(name, env, item.span)
@@ -279,10 +296,14 @@ class FlowExpander:
             self.state.build.outputs = list(before)
             self.run(body, child, where)
             branches.append(child.vars)
-            for name, tensor in self.state.build.outputs[len(before):]:
+            for name, tensor in self.state.build.outputs[len(before) :]:
                 earlier = added.setdefault(name, tensor)
-                if earlier is not tensor and isinstance(earlier, Tensor) and not earlier.poisoned \
-                        and earlier.shape != tensor.shape:
+                if (
+                    earlier is not tensor
+                    and isinstance(earlier, Tensor)
+                    and not earlier.poisoned
+                    and earlier.shape != tensor.shape
+                ):
                     added[name] = Tensor(earlier.ref, earlier.handle, UNKNOWN)
         self.state.build.outputs = before + list(added.items())
         for name in set(branches[0]) | set(branches[1]):
@@ -311,11 +332,14 @@ class FlowExpander:
                 try:
                     tensors = self.steps.apply(step, tensors, env, final if i == len(steps) - 1 else None)
                 except Fail as exc:
-                    exc.more = exc.more + tuple(self.steps.check_rest(steps[i + 1:], env))
+                    exc.more = exc.more + tuple(self.steps.check_rest(steps[i + 1 :], env))
                     raise
             return tensors
-        if isinstance(expr, ir.BinOp) and expr.op == "+" and all(
-                self.tensor_exprs.mentions_tensor(term, env) for term in _sum_terms(expr)):
+        if (
+            isinstance(expr, ir.BinOp)
+            and expr.op == "+"
+            and all(self.tensor_exprs.mentions_tensor(term, env) for term in _sum_terms(expr))
+        ):
             terms = _sum_terms(expr)
             inputs: list[Tensor] = []
             for term in terms:
@@ -331,8 +355,11 @@ class FlowExpander:
         if self.tensor_exprs.is_tensor_expression(expr, env):
             return self.tensor_exprs.tensor_expression(expr, env, final)
         if isinstance(expr, ir.BinOp) and expr.op in ("//", "%"):
-            raise Fail(expr.span, f"'{expr.op}' does not apply to tensors",
-                       "tensors take + - * / ** @ and the functions of docs/language.md")
+            raise Fail(
+                expr.span,
+                f"'{expr.op}' does not apply to tensors",
+                "tensors take + - * / ** @ and the functions of docs/language.md",
+            )
         if isinstance(expr, ir.IfExp):
             cond = self.state.consts.fold(expr.cond, env)
             if cond is UNKNOWN:
@@ -361,9 +388,9 @@ class FlowExpander:
             tensors = (n for n, v in env.bindings() if isinstance(v, Tensor))  # lazy: see did_you_mean
             raise Fail(span, f"undefined tensor '{name}'", did_you_mean(name, tensors))
         raise Fail(span, f"'{name}' is {binding_name(value)}, not a tensor")
+
     def _near_constant(self, name: str, env: Env) -> str | None:
         return did_you_mean(name, _visible_names(env))
-
 
 
 def _input_shape_hint(shape: tuple[Any, ...]) -> str | None:
@@ -391,8 +418,12 @@ def _add_mismatch(terms: list[ir.Expr], inputs: list[Tensor], span: Span) -> Fai
     hint = None
     channels, rank = first[-1] if first else None, len(first)
     if len(shapes[odd]) == rank and isinstance(channels, int) and first[:-1] == shapes[odd][:-1]:
-        projection = {1: f"dense({channels})", 2: f"conv1d({channels}, 1)", 3: f"conv2d({channels}, 1)",
-                      4: f"conv3d({channels}, 1)"}.get(rank)
+        projection = {
+            1: f"dense({channels})",
+            2: f"conv1d({channels}, 1)",
+            3: f"conv2d({channels}, 1)",
+            4: f"conv3d({channels}, 1)",
+        }.get(rank)
         if projection:
             name = _term_text(terms[odd])
             start = name if isinstance(terms[odd], ir.Name) else "..."

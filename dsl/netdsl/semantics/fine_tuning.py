@@ -71,11 +71,15 @@ def setting(spec: Any, item: Any, value: Any) -> None:
             spec.init = [InitFrom(Pattern("", span), weights_path(value, span), span)]
         elif isinstance(value, dict) and value:
             spans = _written_spans(item.value, len(value), keys=True)
-            spec.init = [InitFrom(Pattern(_part(k, at), at), weights_path(v, at), at)
-                         for (k, v), at in zip(value.items(), spans)]
+            spec.init = [
+                InitFrom(Pattern(_part(k, at), at), weights_path(v, at), at) for (k, v), at in zip(value.items(), spans)
+            ]
         else:
-            raise Fail(span, f'init is a weights file or {{"PART": "FILE", ...}}, received {type_name(value)}',
-                       'init = "backbone.keras", or init = {"backbone": "backbone.keras"}')
+            raise Fail(
+                span,
+                f'init is a weights file or {{"PART": "FILE", ...}}, received {type_name(value)}',
+                'init = "backbone.keras", or init = {"backbone": "backbone.keras"}',
+            )
     elif name == "init_strict":
         if not isinstance(value, bool):
             raise Fail(span, f"init_strict is true or false, received {describe_value(value)}")
@@ -106,8 +110,10 @@ def _written_spans(expr: Any, count: int, keys: bool = False) -> list[Any]:
 
 def _part(value: Any, span: Any) -> str:
     if not isinstance(value, str) or not value:
-        raise Fail(span, f"a part is named by a string (a layer, block instance or nested model), "
-                         f"received {describe_value(value)}")
+        raise Fail(
+            span,
+            f"a part is named by a string (a layer, block instance or nested model), received {describe_value(value)}",
+        )
     return value
 
 
@@ -117,8 +123,9 @@ def weights_path(value: Any, span: Any) -> str:
     if isinstance(value, str) and value.startswith(ZOO_PREFIX):
         return _zoo_weights(value, span)
     if not isinstance(value, str) or not value.endswith(WEIGHT_FILES):
-        raise Fail(span, f"a weights file is a .keras, .weights.h5 or .h5 path or zoo:NAME, "
-                         f"received {describe_value(value)}")
+        raise Fail(
+            span, f"a weights file is a .keras, .weights.h5 or .h5 path or zoo:NAME, received {describe_value(value)}"
+        )
     if "\x00" in value or os.path.isabs(value) or value.startswith(("/", "\\", "~")) or value[1:2] == ":":
         raise Fail(span, f"weights file '{value}' is an absolute path; it is relative to the spec's folder")
     if ".." in value.replace("\\", "/").split("/"):
@@ -130,7 +137,7 @@ def zoo_weights(path: str) -> tuple[str, bool] | None:
     """(family, with its classifier) of a `zoo:` weights value; None for a file's path."""
     if not path.startswith(ZOO_PREFIX):
         return None
-    name = path[len(ZOO_PREFIX):]
+    name = path[len(ZOO_PREFIX) :]
     top = name.endswith(ZOO_TOP)
     return (name[: -len(ZOO_TOP)] if top else name), top
 
@@ -150,24 +157,33 @@ def check_parts(graph: Graph, spec: Any) -> list[Diagnostic]:
     """A diagnostic for each part pattern that names nothing in the model."""
     found = []
     if spec.unfreeze_learning_rate is not None and spec.unfreeze_after is None:
-        found.append(Diagnostic.at(spec.freeze[0].span if spec.freeze else graph.span,
-                                   "unfreeze_learning_rate needs unfreeze_after (the epochs of the first phase)"))
+        found.append(
+            Diagnostic.at(
+                spec.freeze[0].span if spec.freeze else graph.span,
+                "unfreeze_learning_rate needs unfreeze_after (the epochs of the first phase)",
+            )
+        )
     if spec.unfreeze_after is not None and not spec.freeze:
         found.append(Diagnostic.at(graph.span, "unfreeze_after needs freeze: the parts frozen for the first phase"))
     layers_by_name = _layers_by_name(graph)
-    named: list[tuple[Pattern, Callable[[str], str]]] = [(p.part, partial(_init_whole, p.path))
-                                                          for p in spec.init if p.part.text]
+    named: list[tuple[Pattern, Callable[[str], str]]] = [
+        (p.part, partial(_init_whole, p.path)) for p in spec.init if p.part.text
+    ]
     named += [(p, _freeze_whole) for p in spec.freeze]
     for pattern, whole in named:
         if not _matching(layers_by_name, [pattern.text]):
-            found.append(_names_nothing(graph, pattern, list(layers_by_name),
-                                        _inside_nested_model(graph, pattern.text, whole)))
+            found.append(
+                _names_nothing(graph, pattern, list(layers_by_name), _inside_nested_model(graph, pattern.text, whole))
+            )
     return found
 
 
 def _names_nothing(graph: Graph, pattern: Pattern, names: list[str], hint: str | None) -> Diagnostic:
-    return Diagnostic.at(pattern.span, f"'{pattern.text}' names no layer, block instance or nested model of "
-                                       f"'{graph.name}'", hint or _nearest(pattern.text, names))
+    return Diagnostic.at(
+        pattern.span,
+        f"'{pattern.text}' names no layer, block instance or nested model of '{graph.name}'",
+        hint or _nearest(pattern.text, names),
+    )
 
 
 def part_layer_names(graph: Graph, patterns: Sequence[str]) -> list[str]:

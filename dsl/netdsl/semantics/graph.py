@@ -91,7 +91,7 @@ def keras_layer_name(node: Node) -> str:
     if node.op == "layer" and isinstance(node.args.get("name"), str):
         return str(node.args["name"])  # the builder passes it to the layer as written
     if node.op in ("layer", "declared_layer") and node.shared is not None and node.shared.startswith("shared:"):
-        return node.shared[len("shared:"):]
+        return node.shared[len("shared:") :]
     return node.name
 
 
@@ -108,10 +108,19 @@ def repeated_layer_names(graph: Graph) -> list[Diagnostic]:
         if other is node or _same_layer(other, node):
             continue
         in_one_block = node.cluster and node.span == other.span
-        hint = ("a name= inside a block used twice names every use alike: leave it out, or make it a block "
-                "parameter" if in_one_block else f"give one of them another name= than '{name}'")
-        found.append(Diagnostic.at(node.span, f"the layer name '{name}' is given to two layers, '{other.name}' and "
-                                              f"'{node.name}'; Keras needs each name once", hint))
+        hint = (
+            "a name= inside a block used twice names every use alike: leave it out, or make it a block parameter"
+            if in_one_block
+            else f"give one of them another name= than '{name}'"
+        )
+        found.append(
+            Diagnostic.at(
+                node.span,
+                f"the layer name '{name}' is given to two layers, '{other.name}' and "
+                f"'{node.name}'; Keras needs each name once",
+                hint,
+            )
+        )
     return found
 
 

@@ -44,9 +44,19 @@ class GraphWriter:
         node.output_shapes = [backend.shape(handle)]
         return Tensor(TensorRef(node.id), handle, node.output_shapes[0])
 
-    def emit(self, op: str, kind: str, args: dict[str, Any], inputs: list[Tensor], n_outputs: int, span: Span,
-             base: str, final: str | None, shared: str | None = None,
-             decl: Instance | OpSpec | Graph | None = None) -> list[Tensor]:
+    def emit(
+        self,
+        op: str,
+        kind: str,
+        args: dict[str, Any],
+        inputs: list[Tensor],
+        n_outputs: int,
+        span: Span,
+        base: str,
+        final: str | None,
+        shared: str | None = None,
+        decl: Instance | OpSpec | Graph | None = None,
+    ) -> list[Tensor]:
         """A node of `n_outputs` outputs applied to `inputs` (poisoned outputs if an input is)."""
         self.charge_layer(span)  # a path whose input failed counts what it would make
         if any(t.poisoned for t in inputs):
@@ -58,8 +68,20 @@ class GraphWriter:
             state.uncertain = True
         name = self.node_name(final, base)
         refs = cast("list[TensorRef]", [t.ref for t in inputs])  # poisoned inputs returned above
-        node = Node(len(graph.nodes), name, op, kind, args, refs, n_outputs,
-                    build.path, span, shared=shared, repeat=build.repeat, decl=decl)
+        node = Node(
+            len(graph.nodes),
+            name,
+            op,
+            kind,
+            args,
+            refs,
+            n_outputs,
+            build.path,
+            span,
+            shared=shared,
+            repeat=build.repeat,
+            decl=decl,
+        )
         graph.nodes.append(node)
         try:
             handles = state.backend.apply(node, [t.handle for t in inputs])
@@ -102,7 +124,7 @@ class GraphWriter:
     def unique_local(self, local: str) -> str:
         """A unique name for `local` in the current block instance, without the instance's path."""
         full = self.unique_full(self._full(local))
-        return full[len(self._full("")):] if self.state.build.path else full
+        return full[len(self._full("")) :] if self.state.build.path else full
 
     # ============================================================ budgets
     def spent(self) -> tuple[int, int, int]:
@@ -144,5 +166,8 @@ class GraphWriter:
 
 
 def over_steps(span: Span, limit: int) -> Exhausted:
-    return Exhausted(span, f"the spec takes more than {limit:,} steps to expand",
-                     "a statement, block instance or layer counts each time a repeat or a block use runs it")
+    return Exhausted(
+        span,
+        f"the spec takes more than {limit:,} steps to expand",
+        "a statement, block instance or layer counts each time a repeat or a block use runs it",
+    )

@@ -50,8 +50,9 @@ def build_scopes(
                 continue
             earlier = scope.own.get(decl.name)
             if earlier is not None:
-                diagnostics.append(Diagnostic.at(
-                    decl.span, f"'{decl.name}' is already defined at line {earlier.span.line}"))
+                diagnostics.append(
+                    Diagnostic.at(decl.span, f"'{decl.name}' is already defined at line {earlier.span.line}")
+                )
                 continue
             scope.own[decl.name] = decl
     for path, scope in scopes.items():
@@ -69,10 +70,13 @@ def build_scopes(
                     continue  # models are never imported (but a zoo backbone is one); own declarations win
                 known = scope.imported.get(name)
                 if known is not None and known[0] is not decl:
-                    diagnostics.append(Diagnostic.at(
-                        link.decl.span,
-                        f"'{name}' is imported twice: from {known[1].path} and from {target.path}",
-                        f"import one of them with 'as': import \"{link.decl.path}\" as name"))
+                    diagnostics.append(
+                        Diagnostic.at(
+                            link.decl.span,
+                            f"'{name}' is imported twice: from {known[1].path} and from {target.path}",
+                            f"import one of them with 'as': import \"{link.decl.path}\" as name",
+                        )
+                    )
                     continue
                 scope.imported[name] = (decl, target)
     return scopes

@@ -33,8 +33,18 @@ from netdsl.semantics.sweep_space import SweepSpace
 from netdsl.semantics.train_checks import TrainSpec
 from netdsl.syntax.loader import Overlay, Program, Source, as_program, load_file, load_text, pick_model, pick_models
 
-__all__ = ["Spec", "LoadedSpec", "CheckedModels", "CheckedModel", "Checked", "check", "load", "spec_path",
-           "TypedPath", "looks_like_text"]
+__all__ = [
+    "Spec",
+    "LoadedSpec",
+    "CheckedModels",
+    "CheckedModel",
+    "Checked",
+    "check",
+    "load",
+    "spec_path",
+    "TypedPath",
+    "looks_like_text",
+]
 
 # What a function taking a spec accepts as its first argument: the path of a
 # `.net` file, or a `Program` (from `parse`/`parse_file`). Spec text goes in `text=`.
@@ -46,9 +56,16 @@ def looks_like_text(value: str) -> bool:
     return "\n" in value or "{" in value
 
 
-def load(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
-         include: Sequence[str | os.PathLike[str]] = (), real: Path | None = None,
-         overlay: Overlay | None = None, defines: Mapping[str, object] | None = None) -> Program:
+def load(
+    spec: Spec | None = None,
+    *,
+    text: str | bytes | None = None,
+    filename: str | None = None,
+    include: Sequence[str | os.PathLike[str]] = (),
+    real: Path | None = None,
+    overlay: Overlay | None = None,
+    defines: Mapping[str, object] | None = None,
+) -> Program:
     """The `Program` of a spec given as a path, a `Program`, or `text=` (shown as `filename=`).
 
     One rule for every function that takes a spec, like `tomllib.load`/`loads`:
@@ -61,8 +78,9 @@ def load(spec: Spec | None = None, *, text: str | bytes | None = None, filename:
     if text is not None:
         if spec is not None:
             raise UsageError("give the spec once: a path or a Program as `spec`, or its text as `text=`")
-        program = load_text(text, filename if filename is not None else "<string>", list(include), real=real,
-                            overlay=overlay)
+        program = load_text(
+            text, filename if filename is not None else "<string>", list(include), real=real, overlay=overlay
+        )
     elif isinstance(spec, Program):
         program = spec
     else:
@@ -79,8 +97,10 @@ def spec_path(spec: object, filename: str | None = None) -> str | os.PathLike[st
     if not isinstance(spec, (str, os.PathLike)):
         raise UsageError(f"a spec is a path or a Program (its text goes in text=), not {type(spec).__name__}")
     if isinstance(spec, str) and looks_like_text(spec) and not os.path.exists(spec):
-        raise UsageError("this looks like spec text, not the path of a .net file: pass it as text= "
-                         "(e.g. netdsl.check(text=source, filename=\"my.net\"))")
+        raise UsageError(
+            "this looks like spec text, not the path of a .net file: pass it as text= "
+            '(e.g. netdsl.check(text=source, filename="my.net"))'
+        )
     if filename is not None:
         raise UsageError("filename= names spec text given as text=; a spec file is shown by its path")
     return spec
@@ -189,16 +209,26 @@ class LoadedSpec:
         self.program = program
 
     @classmethod
-    def load(cls, spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
-             include: Sequence[str | os.PathLike[str]] = (), real: Path | None = None,
-             overlay: Overlay | None = None, defines: Mapping[str, object] | None = None) -> LoadedSpec:
+    def load(
+        cls,
+        spec: Spec | None = None,
+        *,
+        text: str | bytes | None = None,
+        filename: str | None = None,
+        include: Sequence[str | os.PathLike[str]] = (),
+        real: Path | None = None,
+        overlay: Overlay | None = None,
+        defines: Mapping[str, object] | None = None,
+    ) -> LoadedSpec:
         """What a front door was given (`load`'s rules: a path, a `Program` or `text=`)."""
-        return cls(load(spec, text=text, filename=filename, include=include, real=real, overlay=overlay,
-                        defines=defines))
+        return cls(
+            load(spec, text=text, filename=filename, include=include, real=real, overlay=overlay, defines=defines)
+        )
 
     @classmethod
-    def of(cls, source: Source, include: Sequence[str | os.PathLike[str]] = (),
-           defines: Mapping[str, object] | None = None) -> LoadedSpec:
+    def of(
+        cls, source: Source, include: Sequence[str | os.PathLike[str]] = (), defines: Mapping[str, object] | None = None
+    ) -> LoadedSpec:
         """What a library room was handed: a `Program`, or the path of a spec file (read with `include`)."""
         return cls(apply_defines(as_program(source, include), defines))
 
@@ -224,8 +254,9 @@ class LoadedSpec:
 
     def models(self, names: Sequence[str] | None = None, *, param_limit: int | None = None) -> CheckedModels:
         """The models named, each picked (an unknown name is a SpecError); None: every model of the file."""
-        wanted = [pick_model(self.program, name) for name in names] if names is not None \
-            else pick_models(self.program, None)
+        wanted = (
+            [pick_model(self.program, name) for name in names] if names is not None else pick_models(self.program, None)
+        )
         return CheckedModels(self.program, wanted, param_limit)
 
     def names(self, model: str | None) -> list[str]:
@@ -239,17 +270,26 @@ class LoadedSpec:
         return pick_model(self.program, model)
 
 
-def check(spec: Spec | None = None, *, text: str | bytes | None = None, filename: str | None = None,
-          include: Sequence[str | os.PathLike[str]] = (), real: Path | None = None, overlay: Overlay | None = None,
-          loaded: Callable[[], None] | None = None, defines: Mapping[str, object] | None = None) -> Checked:
+def check(
+    spec: Spec | None = None,
+    *,
+    text: str | bytes | None = None,
+    filename: str | None = None,
+    include: Sequence[str | os.PathLike[str]] = (),
+    real: Path | None = None,
+    overlay: Overlay | None = None,
+    loaded: Callable[[], None] | None = None,
+    defines: Mapping[str, object] | None = None,
+) -> Checked:
     """Read and check a spec: every diagnostic, never an exception for what the spec holds.
 
     `loaded` is called between reading and checking (the language server
     abandons a check there when the text changed meanwhile)."""
     name = _display_name(spec, filename)
     try:
-        spec_read = LoadedSpec.load(spec, text=text, filename=filename, include=include, real=real,
-                                    overlay=overlay, defines=defines)
+        spec_read = LoadedSpec.load(
+            spec, text=text, filename=filename, include=include, real=real, overlay=overlay, defines=defines
+        )
     except SpecError as exc:
         return Checked(name, exc.diagnostics, exc.sources or Sources())
     except RESOURCE_ERRORS as exc:  # the last resort: netdsl.limits should stop such a spec first

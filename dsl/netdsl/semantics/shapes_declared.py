@@ -15,9 +15,36 @@ from typing import Any
 
 from netdsl.semantics.values import UNKNOWN
 
-_SAME_SHAPE = {"softmax", "relu", "sigmoid", "tanh", "exp", "log", "log1p", "sqrt", "abs", "softplus", "square",
-               "erf", "sin", "cos", "sine", "smooth_relu", "sigmoid_tanh", "gelu", "silu", "swish", "elu", "selu",
-               "softsign", "linear", "hard_sigmoid", "leaky_relu", "relu6", "mish"}
+_SAME_SHAPE = {
+    "softmax",
+    "relu",
+    "sigmoid",
+    "tanh",
+    "exp",
+    "log",
+    "log1p",
+    "sqrt",
+    "abs",
+    "softplus",
+    "square",
+    "erf",
+    "sin",
+    "cos",
+    "sine",
+    "smooth_relu",
+    "sigmoid_tanh",
+    "gelu",
+    "silu",
+    "swish",
+    "elu",
+    "selu",
+    "softsign",
+    "linear",
+    "hard_sigmoid",
+    "leaky_relu",
+    "relu6",
+    "mish",
+}
 _BROADCAST = {"minimum", "maximum", "where", "clip"}
 _REDUCE = {"sum", "mean", "max", "min"}
 
@@ -122,8 +149,11 @@ def _call(name: str, args: list[Any], kwargs: dict[str, Any], env: dict[str, Any
     if name == "reshape":
         return _reshape(_shape(args[0], env), tuple(_const(args[1])))
     if name in _REDUCE:
-        return _reduce(_shape(args[0], env), _const(kwargs.get("axis", ["const", None])),
-                       bool(_const(kwargs.get("keepdims", ["const", False]))))
+        return _reduce(
+            _shape(args[0], env),
+            _const(kwargs.get("axis", ["const", None])),
+            bool(_const(kwargs.get("keepdims", ["const", False]))),
+        )
     if name == "concatenate":
         shapes = [_shape(a, env) for a in args]
         axis = _const(kwargs.get("axis", ["const", 0]))

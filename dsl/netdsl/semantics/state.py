@@ -106,9 +106,13 @@ class Step:
         return _WHAT[type(entry)]
 
 
-_WHAT: dict[type, str] = {LayerOrActivation: "layer or activation", ir.BlockDecl: "block",
-                          ir.LayerDecl: "declared layer", ir.ActivationDecl: "declared activation",
-                          ir.ModelDecl: "model"}
+_WHAT: dict[type, str] = {
+    LayerOrActivation: "layer or activation",
+    ir.BlockDecl: "block",
+    ir.LayerDecl: "declared layer",
+    ir.ActivationDecl: "declared activation",
+    ir.ModelDecl: "model",
+}
 
 
 @dataclass
@@ -147,7 +151,7 @@ class OutputIndex:
         if self.outputs is not outputs:
             self.outputs, self.counted, self.names = outputs, 0, set()
         if self.counted < len(outputs):
-            self.names.update(output for output, _ in outputs[self.counted:])
+            self.names.update(output for output, _ in outputs[self.counted :])
             self.counted = len(outputs)
         return name in self.names
 

@@ -101,8 +101,14 @@ class StepResolver:
         if isinstance(entry, registry.Entry):
             self.state.arguments.bind(entry, step.args, step.kwargs, step.span)
         elif isinstance(entry, ir.BlockDecl):
-            bind_plain(entry.name, "block", entry.params, [v for v, _ in step.args],
-                       {k: v for k, v, _ in step.kwargs}, step.span)
+            bind_plain(
+                entry.name,
+                "block",
+                entry.params,
+                [v for v, _ in step.args],
+                {k: v for k, v, _ in step.kwargs},
+                step.span,
+            )
 
     def _repeat(self, expr: ir.BinOp, inputs: list[Tensor], env: Env, final: str | None) -> list[Tensor]:
         count = self.state.consts.fold(expr.right, env)
@@ -141,8 +147,11 @@ class StepResolver:
             step.args = [(self.argument(a, env), a.span) for a in expr.args]
             step.kwargs = [(k.name, self.argument(k.value, env), k.span) for k in expr.kwargs]
             if isinstance(step.entry, SharedInstance):
-                raise Fail(expr.span, f"shared instance '{step.name}' takes no arguments",
-                           f"arguments go where it is made: shared {step.name} = ...")
+                raise Fail(
+                    expr.span,
+                    f"shared instance '{step.name}' takes no arguments",
+                    f"arguments go where it is made: shared {step.name} = ...",
+                )
             return step
         if isinstance(expr, (ir.Name, ir.Attr)):
             return self.step_target(expr, env)
@@ -164,8 +173,9 @@ class StepResolver:
         if isinstance(local, SharedInstance):
             return Step(name, func.span, local)
         if isinstance(local, TensorValue):
-            raise Fail(func.span, f"'{name}' is a tensor, not a step",
-                       "combine tensors with a tuple: (a, b) -> concatenate")
+            raise Fail(
+                func.span, f"'{name}' is a tensor, not a step", "combine tensors with a tuple: (a, b) -> concatenate"
+            )
         if env.has(name) and not isinstance(local, StepValue):  # (a body's only StepValue: a SharedInstance)
             raise Fail(func.span, f"'{name}' is a constant ({describe_value(local)}), not a step")
         found = env.scope.find(name)
@@ -178,16 +188,28 @@ class StepResolver:
             target = env.scope.aliases[func.value.id]
             decl = target.own.get(func.attr)
             if decl is None or isinstance(decl, ir.ModelDecl):
-                raise Fail(func.span, f"'{func.value.id}' has no block, layer or activation '{func.attr}'",
-                           did_you_mean(func.attr, [n for n, d in target.own.items()
-                                                    if not isinstance(d, (ir.ModelDecl, ir.Let, ir.LetFunc))]))
+                raise Fail(
+                    func.span,
+                    f"'{func.value.id}' has no block, layer or activation '{func.attr}'",
+                    did_you_mean(
+                        func.attr,
+                        [n for n, d in target.own.items() if not isinstance(d, (ir.ModelDecl, ir.Let, ir.LetFunc))],
+                    ),
+                )
             return self._declared_step(decl, target, func)
         dotted = dotted_name(func)
-        raise Fail(func.span, f"unknown step '{dotted}'",
-                   "a dotted name reaches only a file imported with 'as' (lib.bottleneck); nothing reaches Python")
+        raise Fail(
+            func.span,
+            f"unknown step '{dotted}'",
+            "a dotted name reaches only a file imported with 'as' (lib.bottleneck); nothing reaches Python",
+        )
 
-    def _declared_step(self, decl: ir.BlockDecl | ir.LayerDecl | ir.ActivationDecl | ir.ModelDecl | ir.Let | ir.LetFunc,
-                       scope: FileScope, func: ir.Name | ir.Attr) -> Step:
+    def _declared_step(
+        self,
+        decl: ir.BlockDecl | ir.LayerDecl | ir.ActivationDecl | ir.ModelDecl | ir.Let | ir.LetFunc,
+        scope: FileScope,
+        func: ir.Name | ir.Attr,
+    ) -> Step:
         if isinstance(decl, (ir.BlockDecl, ir.LayerDecl, ir.ActivationDecl, ir.ModelDecl)):
             return Step(decl.name, func.span, decl, scope=scope)
         what = "a constant" if isinstance(decl, ir.Let) else "a function"
@@ -205,8 +227,11 @@ class StepResolver:
             return Step(name, span, activation)
         refused = REFUSED_LAYERS.get(registry.snake_case(name))
         if refused:
-            raise Fail(span, f"unknown layer '{name}': {refused}",
-                       "declare it in the spec instead (activation NAME(x) = ..., layer NAME(...) { ... })")
+            raise Fail(
+                span,
+                f"unknown layer '{name}': {refused}",
+                "declare it in the spec instead (activation NAME(x) = ..., layer NAME(...) { ... })",
+            )
         raise Fail(span, f"unknown layer '{name}'", self._near_step(name, env))
 
     def apply_step(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
@@ -217,21 +242,39 @@ class StepResolver:
             if entry.kind == "layer":
                 return self.emit_registry(entry, _base_name(step, entry), kwargs, inputs, step.span, final)
             self._check_arity(step.name, (1, 1), inputs, step.span)
-            return self.writer.emit("activation", entry.name, kwargs, inputs, 1, step.span,
-                                    _base_name(step, entry), final)
+            return self.writer.emit(
+                "activation", entry.name, kwargs, inputs, 1, step.span, _base_name(step, entry), final
+            )
         if isinstance(entry, ir.BlockDecl):
             return self._block(step, entry, inputs, final)
         if isinstance(entry, (ir.LayerDecl, ir.ActivationDecl)):
             checked = self.state.declared.instantiate(step, inputs)
             self._check_arity(step.name, (checked.n_inputs, checked.n_inputs), inputs, step.span)
-            return self.writer.emit(checked.kind, step.name, checked.arguments, inputs, checked.n_outputs, step.span,
-                                    step.name, final, decl=checked)
+            return self.writer.emit(
+                checked.kind,
+                step.name,
+                checked.arguments,
+                inputs,
+                checked.n_outputs,
+                step.span,
+                step.name,
+                final,
+                decl=checked,
+            )
         if isinstance(entry, ir.ModelDecl):
             return self._nested_model(step, entry, inputs, final)
         return self._apply_shared(entry, inputs, step.span)
 
-    def emit_registry(self, entry: registry.Entry, base: str, kwargs: dict[str, Any], inputs: list[Tensor],
-                       span: Span, final: str | None, shared: str | None = None) -> list[Tensor]:
+    def emit_registry(
+        self,
+        entry: registry.Entry,
+        base: str,
+        kwargs: dict[str, Any],
+        inputs: list[Tensor],
+        span: Span,
+        final: str | None,
+        shared: str | None = None,
+    ) -> list[Tensor]:
         self._check_arity(entry.name, entry.inputs, inputs, span)
         n_outputs = registry.output_count(entry, kwargs)
         self._check_size(entry, kwargs, inputs, span)
@@ -264,22 +307,25 @@ class StepResolver:
         estimate = registry.estimate_params(entry, kwargs, shapes)  # None where a rule cannot tell
         limit = self.state.param_limit
         if estimate is not None and estimate > limit:
-            raise Fail(span, f"'{entry.name}' would have about {estimate:,} parameters; "
-                             f"the limit is {limit:,}", "use fewer units, or build with a higher --max-params")
-
+            raise Fail(
+                span,
+                f"'{entry.name}' would have about {estimate:,} parameters; the limit is {limit:,}",
+                "use fewer units, or build with a higher --max-params",
+            )
 
     # ============================================================ blocks
     def _block(self, step: Step, decl: ir.BlockDecl, inputs: list[Tensor], final: str | None) -> list[Tensor]:
-        params = bind_plain(decl.name, "block", decl.params, [v for v, _ in step.args],
-                            {k: v for k, v, _ in step.kwargs}, step.span)
+        params = bind_plain(
+            decl.name, "block", decl.params, [v for v, _ in step.args], {k: v for k, v, _ in step.kwargs}, step.span
+        )
         # An instance is always BINDING.BLOCK (deduplicated), even as the last step:
         # the diagram clusters of `a -> blk * 3` read blk, blk_2, blk_3.
         instance = self.writer.unique_local(self.writer.scoped(decl.name))
         outer_path = self.state.build.path
         self.state.build.path = outer_path + (instance,)
         self.state.build.graph.clusters[self.state.build.path] = Cluster(
-            self.state.build.path, decl.name, step.span,
-            {k: v for k, v in params.items() if not is_default(v)})
+            self.state.build.path, decl.name, step.span, {k: v for k, v in params.items() if not is_default(v)}
+        )
         try:
             return self.expand_block_body(decl, step.scope, params, inputs, step.span)
         except Exhausted as exc:  # shown at the outermost use: the one the user wrote here
@@ -287,20 +333,28 @@ class StepResolver:
         finally:
             self.state.build.path = outer_path
 
-    def expand_block_body(self, decl: ir.BlockDecl, scope: FileScope, params: dict[str, Any], inputs: list[Tensor],
-                           span: Span) -> list[Tensor]:
+    def expand_block_body(
+        self, decl: ir.BlockDecl, scope: FileScope, params: dict[str, Any], inputs: list[Tensor], span: Span
+    ) -> list[Tensor]:
         key = f"{scope.path}:{decl.name}"
         if key in self.state.block_stack:
-            path = [k.split(":")[-1] for k in self.state.block_stack[self.state.block_stack.index(key):]]
+            path = [k.split(":")[-1] for k in self.state.block_stack[self.state.block_stack.index(key) :]]
             raise Fail(span, cycle_text("block", decl.name, path), "a block cannot be recursive")
         self.writer.charge_step(span)  # an instance: a scope, a cluster, its outputs
         if self.state.nesting() >= MAX_BLOCK_DEPTH:
-            raise Fail(span, f"blocks nested more than {MAX_BLOCK_DEPTH} deep" if len(self.state.model_stack) <= 1
-                       else f"blocks and models nested more than {MAX_BLOCK_DEPTH} deep")
+            raise Fail(
+                span,
+                f"blocks nested more than {MAX_BLOCK_DEPTH} deep"
+                if len(self.state.model_stack) <= 1
+                else f"blocks and models nested more than {MAX_BLOCK_DEPTH} deep",
+            )
         names = block_inputs(decl)
         if len(names) != len(inputs):
-            raise Fail(span, f"block '{decl.name}' takes {len(names)} input tensor{'s' if len(names) != 1 else ''}, "
-                             f"received {len(inputs)}")
+            raise Fail(
+                span,
+                f"block '{decl.name}' takes {len(names)} input tensor{'s' if len(names) != 1 else ''}, "
+                f"received {len(inputs)}",
+            )
         env = Env(scope)
         for name, value in params.items():
             env.vars[name] = self.state.consts.fold(_param_default(decl, name), env) if is_default(value) else value
@@ -331,7 +385,7 @@ class StepResolver:
     def _sub_model(self, decl: ir.ModelDecl, scope: FileScope, span: Span) -> Graph:
         if decl.name in self.state.model_stack:
             stack = self.state.model_stack
-            raise Fail(span, cycle_text("model", decl.name, stack[stack.index(decl.name):]))
+            raise Fail(span, cycle_text("model", decl.name, stack[stack.index(decl.name) :]))
         if decl.name not in self.state.models and self.state.nesting() >= MAX_BLOCK_DEPTH:
             raise Fail(span, f"blocks and models nested more than {MAX_BLOCK_DEPTH} deep")
         if decl.name not in self.state.models:
@@ -346,11 +400,13 @@ class StepResolver:
         graph = built
         return graph
 
-    def _emit_sub(self, sub: Graph, inputs: list[Tensor], span: Span, base: str, shared: str,
-                  final: str | None = None) -> list[Tensor]:
+    def _emit_sub(
+        self, sub: Graph, inputs: list[Tensor], span: Span, base: str, shared: str, final: str | None = None
+    ) -> list[Tensor]:
         self._check_arity(sub.name, (len(sub.inputs), len(sub.inputs)), inputs, span)
-        return self.writer.emit("model", sub.name, {}, inputs, len(sub.outputs), span, base, final,
-                          shared=shared, decl=sub)
+        return self.writer.emit(
+            "model", sub.name, {}, inputs, len(sub.outputs), span, base, final, shared=shared, decl=sub
+        )
 
     def _apply_shared(self, instance: SharedInstance, inputs: list[Tensor], span: Span) -> list[Tensor]:
         step = instance.step
@@ -370,10 +426,21 @@ class StepResolver:
             return self.emit_registry(entry, instance.name, kwargs, inputs, span, None, shared=key)
         if isinstance(entry, ir.LayerDecl):
             checked = self.state.declared.instantiate(step, inputs)
-            return self.writer.emit(checked.kind, step.name, checked.arguments, inputs, checked.n_outputs, span,
-                                    instance.name, None, shared=key, decl=checked)
-        raise Fail(span, f"'{instance.name}' is {step.what} '{step.name}'; "
-                         "only layers, blocks and models can be shared")
+            return self.writer.emit(
+                checked.kind,
+                step.name,
+                checked.arguments,
+                inputs,
+                checked.n_outputs,
+                span,
+                instance.name,
+                None,
+                shared=key,
+                decl=checked,
+            )
+        raise Fail(
+            span, f"'{instance.name}' is {step.what} '{step.name}'; only layers, blocks and models can be shared"
+        )
 
     def _shared_block_graph(self, instance: SharedInstance, decl: ir.BlockDecl, inputs: list[Tensor]) -> Graph:
         """A shared block becomes a sub-model: built once, called on every use."""
@@ -381,11 +448,18 @@ class StepResolver:
         graph = Graph(instance.name, step.span)
         outer, self.state.build = self.state.build, BuildState(graph, set())
         try:
-            sub_inputs = [self.writer.emit_input(f"{instance.name}_in{i}" if len(inputs) > 1 else f"{instance.name}_in",
-                                           t.shape if isinstance(t.shape, tuple) else (UNKNOWN,), "float32", step.span)
-                          for i, t in enumerate(inputs)]
-            params = bind_plain(step.name, "block", decl.params, [v for v, _ in step.args],
-                                {k: v for k, v, _ in step.kwargs}, step.span)
+            sub_inputs = [
+                self.writer.emit_input(
+                    f"{instance.name}_in{i}" if len(inputs) > 1 else f"{instance.name}_in",
+                    t.shape if isinstance(t.shape, tuple) else (UNKNOWN,),
+                    "float32",
+                    step.span,
+                )
+                for i, t in enumerate(inputs)
+            ]
+            params = bind_plain(
+                step.name, "block", decl.params, [v for v, _ in step.args], {k: v for k, v, _ in step.kwargs}, step.span
+            )
             outputs = self.expand_block_body(decl, step.scope, params, sub_inputs, step.span)
             graph.outputs = [(f"out{i}", t.ref) for i, t in enumerate(outputs) if t.ref is not None]  # not poisoned
         finally:

@@ -59,8 +59,9 @@ class Constraint:
         return gap if self.holds(value) else max(gap, 1.0)
 
     def holds(self, value: float) -> bool:
-        return {"<": value < self.limit, "<=": value <= self.limit, ">": value > self.limit,
-                ">=": value >= self.limit}[self.op]
+        return {"<": value < self.limit, "<=": value <= self.limit, ">": value > self.limit, ">=": value >= self.limit}[
+            self.op
+        ]
 
 
 @dataclass(frozen=True)
@@ -108,12 +109,18 @@ def check_sweeps(scope: FileScope, consts: Consts, diagnostics: list[Diagnostic]
         if not isinstance(decl, ir.SweepDecl):
             continue
         if decl.name not in models:
-            diagnostics.append(Diagnostic.at(_name_span(decl), f"no model named '{decl.name}' to sweep",
-                                             did_you_mean(decl.name, models)))
+            diagnostics.append(
+                Diagnostic.at(
+                    _name_span(decl), f"no model named '{decl.name}' to sweep", did_you_mean(decl.name, models)
+                )
+            )
             continue
         if decl.name in spaces:
-            diagnostics.append(Diagnostic.at(_name_span(decl), f"model '{decl.name}' has a sweep already, "
-                                             f"at line {spaces[decl.name].span.line}"))
+            diagnostics.append(
+                Diagnostic.at(
+                    _name_span(decl), f"model '{decl.name}' has a sweep already, at line {spaces[decl.name].span.line}"
+                )
+            )
             continue
         spaces[decl.name] = _SweepChecker(scope, consts, lets, diagnostics).check(decl)
     return spaces
@@ -146,18 +153,27 @@ class _SweepChecker:
         grid = next((i for i in decl.items if i.name == "sampler"), None)
         endless = [p.name for p in space.params if p.kind not in ("choice", "int_range")]
         if space.sampler == "grid" and grid is not None and endless:
-            self.diagnostics.append(Diagnostic.at(grid.value.span, f"a grid needs a finite space: "
-                                                  f"{', '.join(endless)} draw{'s' if len(endless) == 1 else ''} "
-                                                  "from a range", "use choice(...) or int_range(LO, HI), or "
-                                                  "sampler = tpe"))
+            self.diagnostics.append(
+                Diagnostic.at(
+                    grid.value.span,
+                    f"a grid needs a finite space: "
+                    f"{', '.join(endless)} draw{'s' if len(endless) == 1 else ''} "
+                    "from a range",
+                    "use choice(...) or int_range(LO, HI), or sampler = tpe",
+                )
+            )
         elif space.sampler == "grid":
             self._bound_grid(space, decl)
         if "objective" not in seen:
-            self.diagnostics.append(Diagnostic.at(_name_span(decl), "this sweep has no objective",
-                                                  "add: objective = minimize(val_loss)"))
+            self.diagnostics.append(
+                Diagnostic.at(_name_span(decl), "this sweep has no objective", "add: objective = minimize(val_loss)")
+            )
         if not decl.items or (not space.params and seen <= set(SETTINGS)):
-            self.diagnostics.append(Diagnostic.at(_name_span(decl), "this sweep searches no constant",
-                                                  "add one: width = choice(32, 64, 128)"))
+            self.diagnostics.append(
+                Diagnostic.at(
+                    _name_span(decl), "this sweep searches no constant", "add one: width = choice(32, 64, 128)"
+                )
+            )
         return space
 
     def _bound_grid(self, space: SweepSpace, decl: ir.SweepDecl) -> None:
@@ -171,12 +187,18 @@ class _SweepChecker:
             count = grid_values(param)
             if before * count > MAX_SWEEP_TRIALS:
                 item = next(i for i in decl.items if i.name == param.name)
-                which = (f"'{param.name}' alone takes {count:,} values" if before == 1 else
-                         f"'{param.name}' takes {count:,} values, times {before:,} from the parameters before it")
-                self.diagnostics.append(Diagnostic.at(
-                    item.value.span, f"the grid has {size:,} points, more than a sweep's {MAX_SWEEP_TRIALS:,} "
-                                     f"trials: {which}",
-                    "narrow the ranges, give int_range a STEP, or use sampler = tpe with trials = N"))
+                which = (
+                    f"'{param.name}' alone takes {count:,} values"
+                    if before == 1
+                    else f"'{param.name}' takes {count:,} values, times {before:,} from the parameters before it"
+                )
+                self.diagnostics.append(
+                    Diagnostic.at(
+                        item.value.span,
+                        f"the grid has {size:,} points, more than a sweep's {MAX_SWEEP_TRIALS:,} trials: {which}",
+                        "narrow the ranges, give int_range a STEP, or use sampler = tpe with trials = N",
+                    )
+                )
                 return
             before *= count
 
@@ -189,8 +211,10 @@ class _SweepChecker:
         elif item.name == "trials":
             number = self._fold(value)
             if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= MAX_SWEEP_TRIALS:
-                raise Fail(value.span, f"trials is a whole number from 1 to {MAX_SWEEP_TRIALS:,}, "
-                                       f"received {describe_value(number)}")
+                raise Fail(
+                    value.span,
+                    f"trials is a whole number from 1 to {MAX_SWEEP_TRIALS:,}, received {describe_value(number)}",
+                )
             space.trials = number
         elif item.name == "pruner":
             space.pruner, space.warmup, space.startup = self._pruner(value)
@@ -206,8 +230,11 @@ class _SweepChecker:
                         self.diagnostics.append(exc.diagnostic)
         elif item.name == "sampler":
             if not isinstance(value, ir.Name) or value.id not in SAMPLERS:
-                raise Fail(value.span, f"sampler is one of {', '.join(SAMPLERS)}",
-                           did_you_mean(value.id, SAMPLERS) if isinstance(value, ir.Name) else None)
+                raise Fail(
+                    value.span,
+                    f"sampler is one of {', '.join(SAMPLERS)}",
+                    did_you_mean(value.id, SAMPLERS) if isinstance(value, ir.Name) else None,
+                )
             space.sampler = value.id
 
     def _pruner(self, value: Any) -> tuple[str | None, int, int]:
@@ -217,41 +244,51 @@ class _SweepChecker:
             return value.id, 0, 5
         if isinstance(value, ir.Call) and isinstance(value.func, ir.Name) and value.func.id == "median":
             if value.args or any(k.name not in ("warmup", "startup") for k in value.kwargs):
-                raise Fail(value.span, "median takes warmup=EPOCHS and startup=TRIALS",
-                           "for example: median(warmup=2)")
+                raise Fail(value.span, "median takes warmup=EPOCHS and startup=TRIALS", "for example: median(warmup=2)")
             settings = {"warmup": 0, "startup": 5}
             for kwarg in value.kwargs:
                 number = self._fold(kwarg.value)
                 if not isinstance(number, int) or isinstance(number, bool) or number < 0:
                     what = "epochs" if kwarg.name == "warmup" else "finished trials"
-                    raise Fail(kwarg.value.span, f"{kwarg.name} is a whole number of {what} (0 or more), "
-                                                 f"received {describe_value(number)}")
+                    raise Fail(
+                        kwarg.value.span,
+                        f"{kwarg.name} is a whole number of {what} (0 or more), received {describe_value(number)}",
+                    )
                 settings[kwarg.name] = number
             return "median", settings["warmup"], settings["startup"]
-        raise Fail(value.span, "pruner is median(warmup=EPOCHS) or none",
-                   "median stops a trial whose objective is worse than the median of the others at that epoch")
+        raise Fail(
+            value.span,
+            "pruner is median(warmup=EPOCHS) or none",
+            "median stops a trial whose objective is worse than the median of the others at that epoch",
+        )
 
     def _constraint(self, bound: Any) -> Constraint:
         """`QUANTITY < LIMIT` (or <=, >, >=): a count or FLOPs bounded by a number, a memory peak
         (`train_memory(batch=B)`, `inference_memory`) by a number of bytes or a size such as "12GiB"."""
-        example = "for example: params < 5e6, flops < 6e8 or train_memory(batch=64) < \"12GiB\""
+        example = 'for example: params < 5e6, flops < 6e8 or train_memory(batch=64) < "12GiB"'
         if not isinstance(bound, ir.BinOp) or bound.op not in BOUNDS:
             raise Fail(bound.span, "a constraint is a bound: QUANTITY < LIMIT", example)
         quantity, batch = self._quantity(bound.left)
         limit = self._fold(bound.right)
         written = f"{quantity}(batch={batch})" if batch is not None else quantity
-        shown = (f"{limit:,.0f}" if isinstance(limit, (int, float)) and not isinstance(limit, bool)
-                 and float(limit).is_integer() else describe_value(limit))  # 5,000,000 or "12GiB"
+        shown = (
+            f"{limit:,.0f}"
+            if isinstance(limit, (int, float)) and not isinstance(limit, bool) and float(limit).is_integer()
+            else describe_value(limit)
+        )  # 5,000,000 or "12GiB"
         if isinstance(limit, str) and quantity in MEMORIES:
             from netdsl.semantics.train_checks import memory_size
 
             size = memory_size(limit)
             if size is None:
-                raise Fail(bound.right.span, f"{describe_value(limit)} is not a memory size",
-                           "a number of bytes, or a size such as \"12GiB\" or \"800MB\"")
+                raise Fail(
+                    bound.right.span,
+                    f"{describe_value(limit)} is not a memory size",
+                    'a number of bytes, or a size such as "12GiB" or "800MB"',
+                )
             limit = size
         if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit >= 0:
-            unit = "a number of bytes or a size such as \"12GiB\"" if quantity in MEMORIES else "a number"
+            unit = 'a number of bytes or a size such as "12GiB"' if quantity in MEMORIES else "a number"
             raise Fail(bound.right.span, f"'{quantity}' is bounded by {unit}, received {describe_value(limit)}")
         return Constraint(quantity, bound.op, float(limit), f"{written} {bound.op} {shown}", batch)
 
@@ -265,12 +302,14 @@ class _SweepChecker:
                 raise Fail(expr.span, f"{expr.func.id} takes batch=B", f"for example: {expr.func.id}(batch=64)")
             batch = self._fold(expr.kwargs[0].value) if expr.kwargs else None
             if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
-                raise Fail(expr.kwargs[0].value.span, f"batch is a whole number of 1 or more, received "
-                                                      f"{describe_value(batch)}")
+                raise Fail(
+                    expr.kwargs[0].value.span, f"batch is a whole number of 1 or more, received {describe_value(batch)}"
+                )
             return expr.func.id, batch
         word = expr.id if isinstance(expr, ir.Name) else expr.func.id if called else None
-        raise Fail(expr.span, f"a constraint bounds one of {', '.join(names)}",
-                   did_you_mean(word, names) if word else None)
+        raise Fail(
+            expr.span, f"a constraint bounds one of {', '.join(names)}", did_you_mean(word, names) if word else None
+        )
 
     # ------------------------------------------------------------ parameters
 
@@ -279,9 +318,12 @@ class _SweepChecker:
         decl = self.lets.get(item.name)
         if decl is None:
             hint = did_you_mean(item.name, [*self.lets, *SETTINGS])
-            raise Fail(name_span, f"'{item.name}' is not a constant of this file",
-                       hint or "a sweep searches the file's own constants ('let NAME = VALUE') and sets "
-                               + ", ".join(SETTINGS))
+            raise Fail(
+                name_span,
+                f"'{item.name}' is not a constant of this file",
+                hint
+                or "a sweep searches the file's own constants ('let NAME = VALUE') and sets " + ", ".join(SETTINGS),
+            )
         try:
             current = self.consts.file_let(self.scope, item.name, decl.span)
         except Fail:
@@ -289,9 +331,12 @@ class _SweepChecker:
         value = item.value
         kind = value.func.id if isinstance(value, ir.Call) and isinstance(value.func, ir.Name) else None
         if not isinstance(value, ir.Call) or kind not in DISTRIBUTIONS or value.kwargs:
-            raise Fail(value.span, f"'{item.name}' takes a distribution: choice(A, B, ...), uniform(LO, HI), "
-                                   "log_uniform(LO, HI) or int_range(LO, HI[, STEP])",
-                       did_you_mean(kind, DISTRIBUTIONS) if kind else None)
+            raise Fail(
+                value.span,
+                f"'{item.name}' takes a distribution: choice(A, B, ...), uniform(LO, HI), "
+                "log_uniform(LO, HI) or int_range(LO, HI[, STEP])",
+                did_you_mean(kind, DISTRIBUTIONS) if kind else None,
+            )
         args = [self._fold(arg) for arg in value.args]
         if kind == "choice":
             return self._choice(item.name, value, args, current)
@@ -304,17 +349,22 @@ class _SweepChecker:
             raise Fail(call.span, f"choice() takes at most {MAX_SWEEP_CHOICES} values, received {len(args)}")
         for arg, node in zip(args, call.args):
             if not _scalar(arg):
-                raise Fail(node.span, f"choice values are numbers, strings, booleans or names, "
-                                      f"received {type_name(arg)}")
+                raise Fail(
+                    node.span, f"choice values are numbers, strings, booleans or names, received {type_name(arg)}"
+                )
         kinds = {_kind(a) for a in args}
         if kinds == {"an integer", "a number"}:
             kinds = {"a number"}
         if len(kinds) > 1:
             first = _kind(args[0])
-            odd = next(i for i, a in enumerate(args) if _kind(a) != first and {_kind(a), first} != {
-                "an integer", "a number"})
-            raise Fail(call.args[odd].span, f"choice values are all of one type: {describe_value(args[0])} is "
-                                            f"{first}, {describe_value(args[odd])} is {_kind(args[odd])}")
+            odd = next(
+                i for i, a in enumerate(args) if _kind(a) != first and {_kind(a), first} != {"an integer", "a number"}
+            )
+            raise Fail(
+                call.args[odd].span,
+                f"choice values are all of one type: {describe_value(args[0])} is "
+                f"{first}, {describe_value(args[odd])} is {_kind(args[odd])}",
+            )
         seen: list[Any] = []
         for arg, node in zip(args, call.args):
             if arg in seen and type(arg) is type(seen[seen.index(arg)]):
@@ -330,17 +380,21 @@ class _SweepChecker:
         wanted = (2, 3) if kind == "int_range" else (2, 2)
         shape = "int_range(LO, HI[, STEP])" if kind == "int_range" else f"{kind}(LO, HI)"
         if not wanted[0] <= len(args) <= wanted[1]:
-            raise Fail(call.span, f"{shape} takes {' or '.join(map(str, sorted(set(wanted))))} values, "
-                                  f"received {len(args)}")
+            raise Fail(
+                call.span, f"{shape} takes {' or '.join(map(str, sorted(set(wanted))))} values, received {len(args)}"
+            )
         for arg, node in zip(args, call.args):
             whole = kind == "int_range"
             if isinstance(arg, bool) or not isinstance(arg, int if whole else (int, float)):
-                raise Fail(node.span, f"{shape} takes {'whole numbers' if whole else 'numbers'}, "
-                                      f"received {describe_value(arg)}")
+                raise Fail(
+                    node.span,
+                    f"{shape} takes {'whole numbers' if whole else 'numbers'}, received {describe_value(arg)}",
+                )
         low, high = args[0], args[1]
         if low >= high:
-            raise Fail(call.span, f"{kind}: the low end {describe_value(low)} is not below the high end "
-                                  f"{describe_value(high)}")
+            raise Fail(
+                call.span, f"{kind}: the low end {describe_value(low)} is not below the high end {describe_value(high)}"
+            )
         if kind == "log_uniform" and low <= 0:
             raise Fail(call.args[0].span, f"log_uniform needs a low end above 0, received {describe_value(low)}")
         step = args[2] if len(args) == 3 else 1
@@ -348,8 +402,13 @@ class _SweepChecker:
             raise Fail(call.args[2].span, f"int_range's step is 1 or more, received {step}")
         sample = low if kind == "int_range" else float(low)
         self._fits(name, call.span, sample, current)
-        return Param(name, kind, low=low if kind == "int_range" else float(low),
-                     high=high if kind == "int_range" else float(high), step=step)
+        return Param(
+            name,
+            kind,
+            low=low if kind == "int_range" else float(low),
+            high=high if kind == "int_range" else float(high),
+            step=step,
+        )
 
     def _fits(self, name: str, span: Span, sample: Any, current: Any) -> None:
         """A searched value must have the constant's type (an integer where a number is fine)."""
@@ -375,8 +434,9 @@ def grid_values(param: Param) -> int:
     """How many values a grid takes from a choice or an int_range (its high end when the steps reach it)."""
     if param.kind == "choice":
         return len(param.choices)
-    assert param.kind == "int_range" and isinstance(param.low, int) and isinstance(param.high, int), \
+    assert param.kind == "int_range" and isinstance(param.low, int) and isinstance(param.high, int), (
         f"{param.name} draws from a continuous range: a grid refuses it"
+    )
     return (param.high - param.low) // param.step + 1
 
 
@@ -420,13 +480,15 @@ def reported_metrics(train: TrainSpec | None, outputs: list[str]) -> list[str]:
     return names + [f"val_{name}" for name in names]
 
 
-def check_metric(space: SweepSpace, decl: ir.SweepDecl, train: TrainSpec | None,
-                 outputs: list[str]) -> Diagnostic | None:
+def check_metric(
+    space: SweepSpace, decl: ir.SweepDecl, train: TrainSpec | None, outputs: list[str]
+) -> Diagnostic | None:
     """A diagnostic when the objective's metric is one the model's runs do not report."""
     known = reported_metrics(train, outputs)
     if space.metric in known:
         return None
     objective = next(item for item in decl.items if item.name == "objective")
     hint = did_you_mean(cast(str, space.metric), known) or f"the model reports: {', '.join(known)}"
-    return Diagnostic.at(cast(ir.Call, objective.value).args[0].span,
-                         f"model '{space.model}' does not report '{space.metric}'", hint)
+    return Diagnostic.at(
+        cast(ir.Call, objective.value).args[0].span, f"model '{space.model}' does not report '{space.metric}'", hint
+    )

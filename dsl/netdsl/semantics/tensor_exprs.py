@@ -42,8 +42,16 @@ LAYER_FUNCTIONS = {"reshape": "reshape", "concat": "concatenate", "concatenate":
 _TENSOR_OPERATORS = frozenset(OPERATORS)
 # Functions of the table folded on numbers (`/ sqrt(8.0)`), as the runtime folds them.
 _MATH: dict[str, Callable[[float], float]] = {
-    "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log1p": math.log1p, "tanh": math.tanh,
-    "sin": math.sin, "cos": math.cos, "erf": math.erf, "square": lambda v: v * v}
+    "sqrt": math.sqrt,
+    "exp": math.exp,
+    "log": math.log,
+    "log1p": math.log1p,
+    "tanh": math.tanh,
+    "sin": math.sin,
+    "cos": math.cos,
+    "erf": math.erf,
+    "square": lambda v: v * v,
+}
 # A number operand of a tensor expression: UNKNOWN while `check` runs a block on its own.
 Number = int | float | Unknown
 _KEYWORD_POSITIONS = {name: ("axis", "keepdims") for name in REDUCTIONS} | {"softmax": ("axis",)}
@@ -76,8 +84,9 @@ class TensorExpressions:
         if isinstance(expr, ir.Tuple):
             return any(self.mentions_tensor(item, env) for item in expr.items)
         if isinstance(expr, ir.BinOp):
-            return expr.op in _TENSOR_OPERATORS and (self.mentions_tensor(expr.left, env)
-                                                     or self.mentions_tensor(expr.right, env))
+            return expr.op in _TENSOR_OPERATORS and (
+                self.mentions_tensor(expr.left, env) or self.mentions_tensor(expr.right, env)
+            )
         if isinstance(expr, ir.UnaryOp):
             return expr.op in ("-", "+") and self.mentions_tensor(expr.operand, env)
         if isinstance(expr, ir.Call):
@@ -137,14 +146,23 @@ class TensorExpressions:
         value = self.state.consts.fold(expr, env) if folded is None else folded
         if value is UNKNOWN or is_number(value):
             return value
-        raise Fail(expr.span, f"'{op}' combines tensors and numbers, received {type_name(value)}",
-                   "a tensor is a name bound to one, a flow or a tensor expression")
+        raise Fail(
+            expr.span,
+            f"'{op}' combines tensors and numbers, received {type_name(value)}",
+            "a tensor is a name bound to one, a flow or a tensor expression",
+        )
 
     def _math(self, expr: ir.Expr, env: Env) -> Number | None:
         """`sqrt(8.0)`: a function of the table on numbers, folded (None: not such a call)."""
-        if not (isinstance(expr, ir.Call) and isinstance(expr.func, ir.Name) and expr.func.id in _MATH
-                and not expr.kwargs and len(expr.args) == 1 and not env.has(expr.func.id)
-                and env.scope.find(expr.func.id) is None):
+        if not (
+            isinstance(expr, ir.Call)
+            and isinstance(expr.func, ir.Name)
+            and expr.func.id in _MATH
+            and not expr.kwargs
+            and len(expr.args) == 1
+            and not env.has(expr.func.id)
+            and env.scope.find(expr.func.id) is None
+        ):
             return None
         value = self._number(expr.args[0], env, expr.func.id)  # the call names no tensor: nor does its argument
         if value is UNKNOWN:
@@ -167,18 +185,23 @@ class TensorExpressions:
         if env.has(name) or found is not None:
             if found is not None and isinstance(found[0], ir.ActivationDecl) and not env.has(name):
                 return self._declared_activation_call(expr, env, final)
-            raise Fail(expr.func.span, f"'{name}' is not a function of tensors",
-                       "a step applies with an arrow: x -> " + name)
+            raise Fail(
+                expr.func.span, f"'{name}' is not a function of tensors", "a step applies with an arrow: x -> " + name
+            )
         if name in LAYER_FUNCTIONS:
             return self._layer_function(expr, env, final)
         if name == "transpose":
             return self._transpose(expr, env, final)
         if name not in OP_FUNCTIONS and (registry.lookup("layer", name) or registry.lookup("activation", name)):
-            raise Fail(expr.func.span, f"'{name}' is a step, not a function of tensors",
-                       f"apply it with an arrow: x -> {name}")
+            raise Fail(
+                expr.func.span, f"'{name}' is a step, not a function of tensors", f"apply it with an arrow: x -> {name}"
+            )
         if name not in OP_FUNCTIONS:
-            raise Fail(expr.func.span, f"unknown function '{name}'",
-                       _near_function(name) or "tensor expressions call the functions of docs/language.md")
+            raise Fail(
+                expr.func.span,
+                f"unknown function '{name}'",
+                _near_function(name) or "tensor expressions call the functions of docs/language.md",
+            )
         lo, hi, keywords, _ = OP_FUNCTIONS[name]
         positional = list(expr.args)
         kwargs: dict[str, ir.Kwarg | ir.Expr] = {k.name: k for k in expr.kwargs}  # or a positional keyword
@@ -187,8 +210,9 @@ class TensorExpressions:
                 kwargs[key] = positional.pop(1)
         if len(positional) < lo or (hi is not None and len(positional) > hi):
             wanted = f"{lo}" if lo == hi else (f"{lo} or more" if hi is None else f"{lo} to {hi}")
-            raise Fail(expr.span, f"'{name}' takes {wanted} argument{'s' if hi != 1 else ''}, "
-                                  f"received {len(expr.args)}")
+            raise Fail(
+                expr.span, f"'{name}' takes {wanted} argument{'s' if hi != 1 else ''}, received {len(expr.args)}"
+            )
         tensors: list[Tensor] = []
         args: list[list[Any]] = []  # expression trees (netdsl.custom.expr)
         for arg in positional:
@@ -204,24 +228,34 @@ class TensorExpressions:
         if name in REDUCTIONS:
             tree_kwargs.setdefault("keepdims", ["const", False])
             if "axis" not in tree_kwargs:
-                raise Fail(expr.span, f"'{name}' of a tensor needs an axis: {name}(x, axis=-1)",
-                           "axes count the batch axis as 0; a model cannot reduce over it")
-        label = name + "".join(f" {k}={describe_value(v[1])}" for k, v in tree_kwargs.items()
-                               if not (k == "keepdims" and v[1] is False))
+                raise Fail(
+                    expr.span,
+                    f"'{name}' of a tensor needs an axis: {name}(x, axis=-1)",
+                    "axes count the batch axis as 0; a model cannot reduce over it",
+                )
+        label = name + "".join(
+            f" {k}={describe_value(v[1])}" for k, v in tree_kwargs.items() if not (k == "keepdims" and v[1] is False)
+        )
         return self._op_node(["call", name, args, tree_kwargs], tensors, name, label, expr.span, final)
 
     def _keyword(self, name: str, key: str, kw: ir.Kwarg | ir.Expr, keywords: frozenset[str], env: Env) -> Value:
         if key not in keywords:
             span = kw.span if isinstance(kw, ir.Kwarg) else kw.span
-            raise Fail(span, f"'{name}' has no parameter '{key}'",
-                       ("its parameters: " + ", ".join(sorted(keywords))) if keywords else f"'{name}' takes none")
+            raise Fail(
+                span,
+                f"'{name}' has no parameter '{key}'",
+                ("its parameters: " + ", ".join(sorted(keywords))) if keywords else f"'{name}' takes none",
+            )
         value_expr = kw.value if isinstance(kw, ir.Kwarg) else kw
         if self.mentions_tensor(value_expr, env):
             raise Fail(value_expr.span, f"'{key}' of '{name}' must be a constant, not a tensor")
         value = self.state.consts.fold(value_expr, env)
         if key == "axis" and _names_batch_axis(value):
-            raise Fail(value_expr.span, "a tensor expression cannot reduce over the batch axis (axis 0)",
-                       "axes count the batch axis as 0: the first axis of a sample is 1 (or -1 for the last)")
+            raise Fail(
+                value_expr.span,
+                "a tensor expression cannot reduce over the batch axis (axis 0)",
+                "axes count the batch axis as 0: the first axis of a sample is 1 (or -1 for the last)",
+            )
         if isinstance(value, list):
             value = tuple(value)
         return value
@@ -234,11 +268,18 @@ class TensorExpressions:
         rank = len(tensor.shape) if isinstance(tensor.shape, tuple) else None
         if perm is UNKNOWN:
             raise Fail(expr.args[1].span, "the perm of 'transpose' must be known when the model is checked")
-        if not (isinstance(perm, (tuple, list)) and all(isinstance(p, int) and not isinstance(p, bool) for p in perm)
-                and sorted(perm) == list(range(1, len(perm) + 1)) and (rank is None or len(perm) == rank)):
+        if not (
+            isinstance(perm, (tuple, list))
+            and all(isinstance(p, int) and not isinstance(p, bool) for p in perm)
+            and sorted(perm) == list(range(1, len(perm) + 1))
+            and (rank is None or len(perm) == rank)
+        ):
             wanted = f"of 1 to {rank}" if rank is not None else "of 1 to the rank"
-            raise Fail(expr.args[1].span, f"the perm of 'transpose' orders the sample's axes {wanted} "
-                                          f"(the batch axis is 0 and stays), received {describe_value(perm)}")
+            raise Fail(
+                expr.args[1].span,
+                f"the perm of 'transpose' orders the sample's axes {wanted} "
+                f"(the batch axis is 0 and stays), received {describe_value(perm)}",
+            )
         tree = ["call", "transpose", [["var", "x0"], ["const", [0, *perm]]], {}]
         label = "transpose " + describe_value(tuple(perm))
         return self._op_node(tree, [tensor], "transpose", label, expr.span, final)
@@ -277,8 +318,9 @@ class TensorExpressions:
         return self.steps.apply_step(step, [tensor], final)
 
     # ------------------------------------------------------------ nodes
-    def _op_node(self, tree: list[Any], inputs: list[Tensor], kind: str, label: str, span: Span,
-                 final: str | None) -> list[Tensor]:
+    def _op_node(
+        self, tree: list[Any], inputs: list[Tensor], kind: str, label: str, span: Span, final: str | None
+    ) -> list[Tensor]:
         spec = OpSpec(tree, len(inputs), label)
         return self.writer.emit("tensor_op", kind, {}, inputs, 1, span, kind, final, decl=spec)
 

@@ -116,12 +116,16 @@ def _matmul(left: Any, right: Any) -> tuple[Any, ...]:
     if left is None or right is None:
         raise BuildError("'@' multiplies two tensors, not a tensor and a number; scale with '*'")
     if len(left) < 2 or len(right) < 2:
-        raise BuildError(f"'@' needs tensors with at least 2 dimensions besides the batch axis, "
-                         f"received shapes {_show(left)} and {_show(right)}")
+        raise BuildError(
+            f"'@' needs tensors with at least 2 dimensions besides the batch axis, "
+            f"received shapes {_show(left)} and {_show(right)}"
+        )
     inner_a, inner_b = left[-1], right[-2]
     if inner_a is not None and inner_b is not None and inner_a != inner_b:
-        raise BuildError(f"cannot matrix-multiply tensors of shapes {_show(left)} and {_show(right)}: "
-                         f"{inner_a} columns against {inner_b} rows")
+        raise BuildError(
+            f"cannot matrix-multiply tensors of shapes {_show(left)} and {_show(right)}: "
+            f"{inner_a} columns against {inner_b} rows"
+        )
     lead = broadcast(left[:-2], right[:-2], "matrix-multiply") if left[:-2] or right[:-2] else ()
     return lead + (left[-2], right[-1])
 
@@ -132,8 +136,10 @@ def reduced(shape: tuple[Any, ...], axes: Sequence[Any], keepdims: bool) -> tupl
     dropped = set()
     for axis in axes:
         if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
-            raise BuildError(f"axis {describe_value(axis)} is out of range for a tensor of shape {_show(shape)} "
-                             "(axes count the batch axis as 0)")
+            raise BuildError(
+                f"axis {describe_value(axis)} is out of range for a tensor of shape {_show(shape)} "
+                "(axes count the batch axis as 0)"
+            )
         index = axis % rank
         if index == 0:
             raise BuildError("a tensor expression cannot reduce over the batch axis (axis 0)")

@@ -44,14 +44,40 @@ class TrainSpec:
     spans: dict[str, Span] = field(default_factory=dict)  # each setting's value, for a diagnostic at it
 
 
-_SETTINGS = ("optimizer", "loss", "metrics", "loss_weights", "batch_size", "epochs", "validation_split",
-             "shuffle", "mixed_precision", "jit_compile", "steps_per_execution", "callbacks",
-             "init", "init_strict", "freeze", "unfreeze_after", "unfreeze_learning_rate", "adapt",
-             "max_memory")
+_SETTINGS = (
+    "optimizer",
+    "loss",
+    "metrics",
+    "loss_weights",
+    "batch_size",
+    "epochs",
+    "validation_split",
+    "shuffle",
+    "mixed_precision",
+    "jit_compile",
+    "steps_per_execution",
+    "callbacks",
+    "init",
+    "init_strict",
+    "freeze",
+    "unfreeze_after",
+    "unfreeze_learning_rate",
+    "adapt",
+    "max_memory",
+)
 
 # memory units: decimal (kB, MB, GB, TB) and binary (KiB, MiB, GiB, TiB), as a size is written
-MEMORY_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-                "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+MEMORY_UNITS = {
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 1 << 10,
+    "mib": 1 << 20,
+    "gib": 1 << 30,
+    "tib": 1 << 40,
+}
 _MEMORY_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*")  # linear: no nested repeats
 
 
@@ -64,16 +90,26 @@ def memory_size(text: str) -> int | None:
 
 
 class TrainChecker:
-    def check(self, stmt: ir.Train, env: Env, outputs: list[str], consts: Consts, arguments: Arguments,
-              diagnostics: list[Diagnostic]) -> TrainSpec:
+    def check(
+        self,
+        stmt: ir.Train,
+        env: Env,
+        outputs: list[str],
+        consts: Consts,
+        arguments: Arguments,
+        diagnostics: list[Diagnostic],
+    ) -> TrainSpec:
         """A model's train section (`outputs`: the model's output names so far); its errors go to `diagnostics`."""
         spec = TrainSpec()
         seen: set[str] = set()
         for item in stmt.items:
             try:
                 if item.name not in _SETTINGS:
-                    raise Fail(item.span, f"unknown train setting '{item.name}'",
-                               did_you_mean(item.name, _SETTINGS) or "settings: " + ", ".join(_SETTINGS))
+                    raise Fail(
+                        item.span,
+                        f"unknown train setting '{item.name}'",
+                        did_you_mean(item.name, _SETTINGS) or "settings: " + ", ".join(_SETTINGS),
+                    )
                 if item.name in seen:
                     raise Fail(item.span, f"'{item.name}' is set twice")
                 seen.add(item.name)
@@ -83,8 +119,13 @@ class TrainChecker:
             except Fail as exc:
                 diagnostics.extend(exc.all_diagnostics())
         if spec.loss is None and spec.optimizer is not None and "loss" not in seen:
-            diagnostics.append(Diagnostic.at(stmt.span, "the train section sets an optimizer but no loss",
-                                             "add one: loss = sparse_categorical_crossentropy"))
+            diagnostics.append(
+                Diagnostic.at(
+                    stmt.span,
+                    "the train section sets an optimizer but no loss",
+                    "add one: loss = sparse_categorical_crossentropy",
+                )
+            )
         diagnostics.extend(_monitoring_per_class(spec, outputs, stmt.span))
         return spec
 
@@ -97,15 +138,26 @@ class TrainChecker:
         if name == "optimizer":
             spec.optimizer = resolve(_named(value, span, "optimizer"), ("optimizer",), span)
         elif name == "loss":
-            spec.loss = self._per_output(item, value, span, outputs,
-                                         lambda v: resolve(_named(v, span, "loss"), ("loss",), span),
-                                         per_output_list=len(outputs) > 1)
+            spec.loss = self._per_output(
+                item,
+                value,
+                span,
+                outputs,
+                lambda v: resolve(_named(v, span, "loss"), ("loss",), span),
+                per_output_list=len(outputs) > 1,
+            )
         elif name == "metrics":
-            spec.metrics = self._per_output(item, value, span, outputs, lambda v: [
-                resolve(_named(m, span, "metric"), ("metric",), span) for m in _as_list(v)])
+            spec.metrics = self._per_output(
+                item,
+                value,
+                span,
+                outputs,
+                lambda v: [resolve(_named(m, span, "metric"), ("metric",), span) for m in _as_list(v)],
+            )
         elif name == "loss_weights":
-            spec.loss_weights = self._per_output(item, value, span, outputs, lambda v: _positive_number(v, span, name),
-                                                 per_output_list=True)
+            spec.loss_weights = self._per_output(
+                item, value, span, outputs, lambda v: _positive_number(v, span, name), per_output_list=True
+            )
         elif name in ("batch_size", "epochs", "steps_per_execution"):
             number = _positive_int(value, span, name)
             if name == "steps_per_execution":
@@ -134,21 +186,30 @@ class TrainChecker:
             spec.max_memory = _memory(value, span)
 
     def _per_output(
-        self, item: ir.Kwarg, value: Any, span: Span, outputs: list[str], convert: Callable[[Any], Any],
-        per_output_list: bool = False
+        self,
+        item: ir.Kwarg,
+        value: Any,
+        span: Span,
+        outputs: list[str],
+        convert: Callable[[Any], Any],
+        per_output_list: bool = False,
     ) -> Any:
         if isinstance(value, dict):
             out = {}
             for key, v in value.items():
                 if key not in outputs:
-                    raise Fail(_key_span(item, key), f"'{key}' is not an output of this model",
-                               did_you_mean(str(key), outputs) or "outputs: " + ", ".join(outputs))
+                    raise Fail(
+                        _key_span(item, key),
+                        f"'{key}' is not an output of this model",
+                        did_you_mean(str(key), outputs) or "outputs: " + ", ".join(outputs),
+                    )
                 out[key] = convert(v)
             return out
         if per_output_list and isinstance(value, list):
             if len(value) != len(outputs):
-                raise Fail(span, f"a list here gives one value per output: {len(outputs)} expected, "
-                                 f"received {len(value)}")
+                raise Fail(
+                    span, f"a list here gives one value per output: {len(outputs)} expected, received {len(value)}"
+                )
             return [convert(v) for v in value]
         return convert(value)
 
@@ -159,8 +220,11 @@ _AVERAGED = 'average="macro" (or "micro", "weighted")'
 _PER_CLASS = {
     "f1_score": ("average", None, _AVERAGED),
     "fbeta_score": ("average", None, _AVERAGED),
-    "r2_score": ("class_aggregation", "uniform_average",
-                 'class_aggregation="uniform_average" (or "variance_weighted_average")'),
+    "r2_score": (
+        "class_aggregation",
+        "uniform_average",
+        'class_aggregation="uniform_average" (or "variance_weighted_average")',
+    ),
 }
 
 
@@ -192,8 +256,13 @@ def _monitoring_per_class(spec: TrainSpec, outputs: list[str], span: Span) -> li
         monitor = dict(callback.kwargs).get("monitor")
         one_number = names.get(monitor.removeprefix("val_")) if isinstance(monitor, str) else None
         if one_number is not None:
-            found.append(Diagnostic.at(callback.span or span, f"'{callback.name}' cannot monitor '{monitor}': the "
-                                       f"metric gives one value per class; give it {one_number}"))
+            found.append(
+                Diagnostic.at(
+                    callback.span or span,
+                    f"'{callback.name}' cannot monitor '{monitor}': the "
+                    f"metric gives one value per class; give it {one_number}",
+                )
+            )
     return found
 
 
@@ -239,8 +308,11 @@ def _bool(value: Any, span: Span, name: str) -> bool:
 def _memory(value: Any, span: Span) -> int:
     size = memory_size(value) if isinstance(value, str) else None
     if size is None:
-        raise Fail(span, f"max_memory is a size such as \"12GiB\" or \"800MB\", received {describe_value(value)}",
-                   "units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB")
+        raise Fail(
+            span,
+            f'max_memory is a size such as "12GiB" or "800MB", received {describe_value(value)}',
+            "units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB",
+        )
     return size
 
 
@@ -251,5 +323,8 @@ def _policy(value: Any, span: Span) -> str | None:
         return "mixed_float16"
     if isinstance(value, str) and value in POLICIES:
         return value
-    raise Fail(span, f"mixed_precision is true, false or a policy name, received {describe_value(value)}",
-               "policies: " + ", ".join(f'"{p}"' for p in POLICIES))
+    raise Fail(
+        span,
+        f"mixed_precision is true, false or a policy name, received {describe_value(value)}",
+        "policies: " + ", ".join(f'"{p}"' for p in POLICIES),
+    )

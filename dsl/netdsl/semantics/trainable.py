@@ -34,8 +34,16 @@ from netdsl.semantics.shapes_declared import declared_non_trainable_count
 __all__ = ["ParamSplit", "split_params", "keras_layer_name", "non_trainable_params"]
 
 _WEIGHTLESS = ("input", "activation", "declared_activation", "tensor_op")
-_CANNOT_TELL = (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError, OverflowError,
-                RecursionError)
+_CANNOT_TELL = (
+    TypeError,
+    ValueError,
+    IndexError,
+    KeyError,
+    AttributeError,
+    ZeroDivisionError,
+    OverflowError,
+    RecursionError,
+)
 
 
 @dataclass(frozen=True)
@@ -199,7 +207,7 @@ def _keras_order(graph: Graph) -> list[Node]:
         if keys[index] not in layer_depth:
             layer_depth[keys[index]], first[keys[index]] = 0, -1
     representative: dict[Any, Node] = {}
-    for index, key in enumerate(keys[:len(graph.nodes)]):
+    for index, key in enumerate(keys[: len(graph.nodes)]):
         if key in layer_depth:
             representative.setdefault(key, graph.nodes[index])
     ranked = sorted(layer_depth, key=lambda key: (-layer_depth[key], first[key]))

@@ -47,8 +47,21 @@ class Unknown(Enum):
 
 UNKNOWN: Final = Unknown.UNKNOWN
 
-Value = Union[int, float, str, bool, None, tuple[Any, ...], list[Any], dict[Any, Any], Unknown, "Sym", "SymCall",
-              "Resolved", "Closure"]
+Value = Union[
+    int,
+    float,
+    str,
+    bool,
+    None,
+    tuple[Any, ...],
+    list[Any],
+    dict[Any, Any],
+    Unknown,
+    "Sym",
+    "SymCall",
+    "Resolved",
+    "Closure",
+]
 """Anything a spec's expression evaluates to at compile time (see the module docstring)."""
 
 

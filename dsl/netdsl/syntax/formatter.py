@@ -158,8 +158,17 @@ class _Printer(ExprPrinter):
             self.put(indent + text, blank if prev is None else gaps and line - prev > 1)
             prev = line
 
-    def emit(self, indent: str, text: str, start: int, end: int, bound: int, blank: bool,
-             gaps: bool = True, above: str | None = None) -> None:
+    def emit(
+        self,
+        indent: str,
+        text: str,
+        start: int,
+        end: int,
+        bound: int,
+        blank: bool,
+        gaps: bool = True,
+        above: str | None = None,
+    ) -> None:
         """One output line for the source range [start, end).
 
         Comments before it, and those inside it, go on their own lines above it (at
@@ -206,8 +215,9 @@ class _Printer(ExprPrinter):
             alias = f" as {node.alias}" if node.alias else ""
             self.emit("", f"import {self.string(node.path)}{alias}", start, end, bound, blank)
         elif isinstance(node, ir.ActivationDecl):
-            self.layout("", f"activation {node.name}({self.params(node.params)}) = ", node.body,
-                        start, end, bound, blank)
+            self.layout(
+                "", f"activation {node.name}({self.params(node.params)}) = ", node.body, start, end, bound, blank
+            )
         elif isinstance(node, ir.ModelDecl):
             brace = self.find(self.past_name(node, "model", node.name), "{")
             self.body("", f"model {node.name}", start, brace, node.body, end - 1, end, bound, blank)
@@ -229,8 +239,18 @@ class _Printer(ExprPrinter):
     def params(self, params: list[ir.Param]) -> str:
         return ", ".join(p.name if p.default is None else f"{p.name}={self.expr(p.default)}" for p in params)
 
-    def body(self, indent: str, header: str, start: int, brace: int, stmts: list[Any], close: int, end: int,
-             bound: int, blank: bool) -> None:
+    def body(
+        self,
+        indent: str,
+        header: str,
+        start: int,
+        brace: int,
+        stmts: list[Any],
+        close: int,
+        end: int,
+        bound: int,
+        blank: bool,
+    ) -> None:
         """`header {`, the statements, `}` (the braces at offsets brace and close)."""
         if not stmts and not self.has_comment(brace, close):
             self.emit(indent, header + " {}", start, end, bound, blank)
@@ -301,8 +321,17 @@ class _Printer(ExprPrinter):
         text = self.expr(item.value)
         return f"({text})" if text.startswith("{") else text  # `output {` would open a block
 
-    def if_stmt(self, node: ir.If, indent: str, bound: int, blank: bool, lead: str, start: int, end: int,
-                above: str | None = None) -> None:
+    def if_stmt(
+        self,
+        node: ir.If,
+        indent: str,
+        bound: int,
+        blank: bool,
+        lead: str,
+        start: int,
+        end: int,
+        above: str | None = None,
+    ) -> None:
         inner = indent + INDENT
         brace = self.find(self.end(node.cond), "{", extra=")")
         close = self.find(self.end(node.then[-1]) if node.then else brace + 1, "}")
@@ -318,9 +347,12 @@ class _Printer(ExprPrinter):
             self.if_stmt(cast(ir.If, orelse[0]), indent, bound, False, "} else if ", close, end, above=inner)
             return
         else_close = self.end(node) - 1
-        if (len(orelse) == 1 and isinstance(orelse[0], ir.If)
-                and not self.has_comment(after_else, self.start(orelse[0]))
-                and not self.has_comment(self.end(orelse[0]), else_close)):
+        if (
+            len(orelse) == 1
+            and isinstance(orelse[0], ir.If)
+            and not self.has_comment(after_else, self.start(orelse[0]))
+            and not self.has_comment(self.end(orelse[0]), else_close)
+        ):
             self.if_stmt(orelse[0], indent, bound, False, "} else if ", close, end, above=inner)
             return
         first = self.start(orelse[0]) if orelse else else_close
@@ -335,8 +367,18 @@ class _Printer(ExprPrinter):
 
     # ------------------------------------------------------------ line breaking
 
-    def layout(self, indent: str, head: str, value: Any, start: int, end: int, bound: int, blank: bool,
-               suffix: str = "", gaps: bool = True) -> None:
+    def layout(
+        self,
+        indent: str,
+        head: str,
+        value: Any,
+        start: int,
+        end: int,
+        bound: int,
+        blank: bool,
+        suffix: str = "",
+        gaps: bool = True,
+    ) -> None:
         """`head` + `value` + `suffix` on one line if it fits, else broken (see the module's rules)."""
         flat = head + (self.expr(value) if value is not None else "") + suffix
         long = len(indent) + len(flat) > LINE_LENGTH
@@ -362,8 +404,19 @@ class _Printer(ExprPrinter):
                 lines[-1].append(k)
         return lines
 
-    def flow(self, indent: str, head: str, flow: ir.Flow, lines: list[list[int]], start: int, end: int,
-             bound: int, blank: bool, suffix: str, gaps: bool) -> None:
+    def flow(
+        self,
+        indent: str,
+        head: str,
+        flow: ir.Flow,
+        lines: list[list[int]],
+        start: int,
+        end: int,
+        bound: int,
+        blank: bool,
+        suffix: str,
+        gaps: bool,
+    ) -> None:
         items = flow.items
         texts = [self.expr(item, PRODUCT) for item in items]
         column = len(indent + head + texts[0]) + 1
@@ -403,8 +456,20 @@ class _Printer(ExprPrinter):
             return self.find(self.end(value.func), "(", extra=")"), self.end(value) - 1
         return None
 
-    def collection(self, indent: str, head: str, value: Any, open_pos: int, close_pos: int, start: int, end: int,
-                   bound: int, blank: bool, suffix: str, gaps: bool) -> None:
+    def collection(
+        self,
+        indent: str,
+        head: str,
+        value: Any,
+        open_pos: int,
+        close_pos: int,
+        start: int,
+        end: int,
+        bound: int,
+        blank: bool,
+        suffix: str,
+        gaps: bool,
+    ) -> None:
         if isinstance(value, ir.Call):
             opening, closing = self.expr(value.func, POSTFIX) + "(", ")"
             items: list[tuple[Any, str, Any]] = [(a, "", a) for a in value.args]
@@ -419,14 +484,23 @@ class _Printer(ExprPrinter):
         self.emit(indent, head + opening, start, open_pos + 1, self.start(items[0][0]), blank, gaps)
         for i, (node, item_head, item_value) in enumerate(items):
             item_bound = self.start(items[i + 1][0]) if i + 1 < len(items) else close_pos
-            self.layout(inner, item_head, item_value, self.start(node), self.end(node), item_bound, False,
-                        suffix=",", gaps=False)
+            self.layout(
+                inner,
+                item_head,
+                item_value,
+                self.start(node),
+                self.end(node),
+                item_bound,
+                False,
+                suffix=",",
+                gaps=False,
+            )
         self.own_lines(inner, self.take_before(close_pos), False, False)
         self.emit(indent, closing + suffix, close_pos, end, bound, False, gaps)
 
     def number(self, node: ir.Number) -> str:
         """The number as written (`1e-3`, not `0.001`), when its span still reads as its value."""
-        written = self.text[self.start(node):self.end(node)]
+        written = self.text[self.start(node) : self.end(node)]
         return written if number_text_matches(written, node.value) else super().number(node)
 
 

@@ -141,8 +141,23 @@ class Flow(Node):
 
 
 Expr = Annotated[
-    Name | Number | String | Bool | NoneLit | Tuple | List | Dict | Attr | Slice | Index | Call | BinOp | UnaryOp
-    | BoolOp | IfExp | Flow,
+    Name
+    | Number
+    | String
+    | Bool
+    | NoneLit
+    | Tuple
+    | List
+    | Dict
+    | Attr
+    | Slice
+    | Index
+    | Call
+    | BinOp
+    | UnaryOp
+    | BoolOp
+    | IfExp
+    | Flow,
     Field(discriminator="kind"),
 ]
 
@@ -294,5 +309,3 @@ class File(BaseModel):
     path: str
     decls: list[Decl]
     comments: list[Comment] = []
-
-

@@ -9,8 +9,14 @@ tests/syntax/test_keywords.py checks that this module and the grammar agree.
 
 from __future__ import annotations
 
-__all__ = ["DECLARATION_KEYWORDS", "STATEMENT_KEYWORDS", "OPERATOR_KEYWORDS", "CONSTANT_KEYWORDS", "KEYWORDS",
-           "SOFT_KEYWORDS"]
+__all__ = [
+    "DECLARATION_KEYWORDS",
+    "STATEMENT_KEYWORDS",
+    "OPERATOR_KEYWORDS",
+    "CONSTANT_KEYWORDS",
+    "KEYWORDS",
+    "SOFT_KEYWORDS",
+]
 
 DECLARATION_KEYWORDS = ("import", "let", "model", "block", "activation", "layer", "sweep")
 """Each starts a top-level declaration (a `*_decl` rule of the grammar)."""

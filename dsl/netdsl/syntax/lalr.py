@@ -30,8 +30,7 @@ Reducer = Callable[[list[Any]], Any]
 class SyntaxFailure(Exception):
     """The parser has no action for `token` in its current state (the top of `state_stack`)."""
 
-    def __init__(self, token: tuple[Any, ...], expected: set[str], value_stack: list[Any],
-                 state_stack: list[int]):
+    def __init__(self, token: tuple[Any, ...], expected: set[str], value_stack: list[Any], state_stack: list[int]):
         super().__init__(f"unexpected {token[0]}")
         self.token, self.expected, self.value_stack = token, expected, value_stack
         self.state_stack = state_stack
@@ -51,8 +50,14 @@ class Reductions:
         self.climbs: dict[Any, Any] = tables.climbs.setdefault(passing, {})
 
 
-def run(tables: Tables, tokens: Iterable[tuple[Any, ...]], reductions: Reductions, end: Callable[..., Any],
-        shift: Callable[..., Any] | None = None, resume: tuple[list[int], list[Any]] | None = None) -> Any:
+def run(
+    tables: Tables,
+    tokens: Iterable[tuple[Any, ...]],
+    reductions: Reductions,
+    end: Callable[..., Any],
+    shift: Callable[..., Any] | None = None,
+    resume: tuple[list[int], list[Any]] | None = None,
+) -> Any:
     """Parse `tokens`; the value of the start rule. Raises SyntaxFailure.
 
     `end(last)` makes the end-of-input token from the last token (None when
@@ -233,8 +238,11 @@ def _single_child_rules(tables: Tables) -> set[str]:
 def _leaves_one(rule: Rule, single: set[str]) -> bool:
     if rule.empty_indices and any(rule.empty_indices):
         return False
-    kept = [(name, is_term) for name, is_term, filter_out in rule.symbols
-            if rule.keep_all_tokens or not (is_term and filter_out)]
+    kept = [
+        (name, is_term)
+        for name, is_term, filter_out in rule.symbols
+        if rule.keep_all_tokens or not (is_term and filter_out)
+    ]
     if len(kept) != 1:
         return False
     name, is_term = kept[0]
@@ -260,35 +268,44 @@ def _filter(plan: list[Any], raw: list[Any]) -> list[Any]:
 
 def _building(plan: list[Any], rule: Rule, method: Callable[..., Any], position: Callable[..., Any]) -> Reducer:
     if rule.size == 1 and rule.symbols[0][1] and plan == [(0, False, 0)]:  # one token: its position
+
         def reduce_token(raw: list[Any]) -> Any:
             return method(raw, raw[0][2:])
+
         return reduce_token
     if plan == [(i, False, 0) for i in range(rule.size)]:  # every child kept as it is
+
         def reduce_plain(raw: list[Any]) -> Any:
             return method(raw, position(raw))
+
         return reduce_plain
 
     def reduce(raw: list[Any]) -> Any:
         return method(_filter(plan, raw), position(raw))
+
     return reduce
 
 
 def _inlining(plan: list[Any], position: Callable[..., Any]) -> Reducer:
     if plan and plan[0] == (0, True, 0):  # `__rule_star: __rule_star item`: the same Part grows
+
         def reduce_growing(raw: list[Any]) -> Part:
             part: Part = raw[0]
             part.items = _filter(plan, raw)
             part.pos = position(raw)
             return part
+
         return reduce_growing
 
     def reduce(raw: list[Any]) -> Part:
         return Part(_filter(plan, raw), position(raw))
+
     return reduce
 
 
-def _passing(plan: list[Any], rule: Rule, builder: Any, position: Callable[..., Any],
-             containers: dict[int, Any]) -> Reducer:
+def _passing(
+    plan: list[Any], rule: Rule, builder: Any, position: Callable[..., Any], containers: dict[int, Any]
+) -> Reducer:
     """A `?rule` (or one-child `_rule`): one child left is the child itself."""
     fallback: Any = getattr(builder, rule.name, None)  # called only where 2+ children stay, which has one
 
@@ -300,6 +317,7 @@ def _passing(plan: list[Any], rule: Rule, builder: Any, position: Callable[..., 
                 containers[id(child)] = position(raw)
             return child
         return fallback(kept, position(raw))
+
     return reduce
 
 

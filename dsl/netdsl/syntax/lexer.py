@@ -27,10 +27,30 @@ COMMENT = "COMMENT"
 _OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE", "DICT_LBRACE": "DICT_RBRACE"}
 _CLOSERS = ("RPAR", "RSQB", "RBRACE")
 # Tokens after which a `{` opens a dict rather than a block.
-_VALUE_STARTERS = frozenset({
-    "EQUAL", "LPAR", "LSQB", "COMMA", "COLON", "DICT_LBRACE", "PLUS", "MINUS", "STAR",
-    "SLASH", "DSLASH", "PERCENT", "AT", "POW", "COMPARE", "ARROW", "IF", "AND", "OR", "NOT",
-})
+_VALUE_STARTERS = frozenset(
+    {
+        "EQUAL",
+        "LPAR",
+        "LSQB",
+        "COMMA",
+        "COLON",
+        "DICT_LBRACE",
+        "PLUS",
+        "MINUS",
+        "STAR",
+        "SLASH",
+        "DSLASH",
+        "PERCENT",
+        "AT",
+        "POW",
+        "COMPARE",
+        "ARROW",
+        "IF",
+        "AND",
+        "OR",
+        "NOT",
+    }
+)
 
 
 class LexFailure(Exception):
@@ -77,8 +97,9 @@ def lex(text: str, tables: Tables, comments: list[Any] | None = None, line: int 
         yield token
 
 
-def layout(stream: Iterator[TokenTuple], after_newline: TokenTuple | None = None,
-           open_brackets: list[str] | None = None) -> Iterator[TokenTuple]:
+def layout(
+    stream: Iterator[TokenTuple], after_newline: TokenTuple | None = None, open_brackets: list[str] | None = None
+) -> Iterator[TokenTuple]:
     """The token stream the grammar reads (see the grammar's header):
 
     - newlines inside ( ), [ ] and dict { } are dropped;

@@ -84,8 +84,14 @@ def load_file(path: str | os.PathLike[str], include: Sequence[str | os.PathLike[
         return _Loader(Path(display).resolve().parent, include).load(text, display, Path(display).resolve())
 
 
-def load_text(text: str | bytes, filename: str = "<string>", include: Sequence[str | os.PathLike[str]] = (), *,
-              real: Path | None = None, overlay: Overlay | None = None) -> Program:
+def load_text(
+    text: str | bytes,
+    filename: str = "<string>",
+    include: Sequence[str | os.PathLike[str]] = (),
+    *,
+    real: Path | None = None,
+    overlay: Overlay | None = None,
+) -> Program:
     """Load spec text shown as `filename`.
 
     `real`: where the text lives when `filename` is only a display name (the
@@ -132,9 +138,13 @@ def pick_model(program: Program, model: str | None) -> str:
         return names[0]
     if not names:
         raise SpecError(Diagnostic.for_file(program.root, "the spec declares no model"))
-    raise SpecError(Diagnostic.for_file(program.root, f"the spec declares {len(names)} models; pick one with "
-                                        "--model NAME (model=NAME in the library)",
-                                        f"models: {', '.join(names)}"))
+    raise SpecError(
+        Diagnostic.for_file(
+            program.root,
+            f"the spec declares {len(names)} models; pick one with --model NAME (model=NAME in the library)",
+            f"models: {', '.join(names)}",
+        )
+    )
 
 
 def pick_models(program: Program, model: str | None) -> list[str]:
@@ -147,8 +157,9 @@ def pick_models(program: Program, model: str | None) -> list[str]:
 
 
 class _Loader:
-    def __init__(self, root_dir: Path, include: Sequence[str | os.PathLike[str]],
-                 overlay: Overlay | None = None) -> None:
+    def __init__(
+        self, root_dir: Path, include: Sequence[str | os.PathLike[str]], overlay: Overlay | None = None
+    ) -> None:
         self.overlay = overlay
         self.allowed = [root_dir.resolve()] + [Path(p).resolve() for p in include]
         self.files: dict[str, ir.File] = {}
@@ -190,9 +201,13 @@ class _Loader:
             return None
         target_real = (real.parent / decl.path).resolve()
         if not any(_inside(target_real, folder) for folder in self.allowed):
-            self.diagnostics.append(Diagnostic.at(
-                decl.span, f"import '{decl.path}' leaves the spec's folder",
-                "imports must stay inside the root spec's folder or a folder given with --include"))
+            self.diagnostics.append(
+                Diagnostic.at(
+                    decl.span,
+                    f"import '{decl.path}' leaves the spec's folder",
+                    "imports must stay inside the root spec's folder or a folder given with --include",
+                )
+            )
             return None
         if not decl.path.endswith(".net"):
             self.diagnostics.append(Diagnostic.at(decl.span, f"import '{decl.path}' does not name a .net file"))
@@ -201,7 +216,7 @@ class _Loader:
         if target_real in self.by_real:
             known = self.by_real[target_real]
             if known in chain:
-                cycle = " -> ".join(chain[chain.index(known):] + [known])
+                cycle = " -> ".join(chain[chain.index(known) :] + [known])
                 self.diagnostics.append(Diagnostic.at(decl.span, f"import cycle: {cycle}"))
                 return None
             return known  # a diamond: already loaded
@@ -227,7 +242,7 @@ class _Loader:
     def _zoo(self, decl: ir.Import, chain: list[str]) -> str | None:
         """`import "zoo:NAME"`: a backbone spec shipped with netdsl (its model joins the scope, see
         semantics/scope.py), read from the package; display name `zoo:NAME`."""
-        name = decl.path[len(ZOO_IMPORT):]
+        name = decl.path[len(ZOO_IMPORT) :]
         known = zoo_specs()
         if name not in known:
             hint = did_you_mean(name, known) or "`netdsl zoo list` lists the families"

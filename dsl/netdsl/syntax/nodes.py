@@ -66,6 +66,7 @@ def maker(cls: type[NodeT], *names: str) -> Callable[..., NodeT]:
             state = template.copy()  # every field, in order, with its default
             state[k0] = v0
             return finish(state)
+
         return make1
     if len(names) == 2:
         k0, k1 = names
@@ -75,6 +76,7 @@ def maker(cls: type[NodeT], *names: str) -> Callable[..., NodeT]:
             state[k0] = v0
             state[k1] = v1
             return finish(state)
+
         return make2
     if len(names) == 3:
         k0, k1, k2 = names
@@ -85,12 +87,14 @@ def maker(cls: type[NodeT], *names: str) -> Callable[..., NodeT]:
             state[k1] = v1
             state[k2] = v2
             return finish(state)
+
         return make3
 
     def make(*values: Any) -> NodeT:
         state = template.copy()
         state.update(zip(names, values))
         return finish(state)
+
     return make
 
 
@@ -117,6 +121,8 @@ def span_at(file: str, pos: tuple[Any, ...]) -> Span:
     return span
 
 
-if tuple(Span.__pydantic_fields__) != tuple(sorted(_SPAN_FIELDS, key=list(Span.__pydantic_fields__).index)) \
-        or set(Span.__pydantic_fields__) != _SPAN_FIELDS:  # pragma: no cover
+if (
+    tuple(Span.__pydantic_fields__) != tuple(sorted(_SPAN_FIELDS, key=list(Span.__pydantic_fields__).index))
+    or set(Span.__pydantic_fields__) != _SPAN_FIELDS
+):  # pragma: no cover
     raise TypeError("netdsl.errors.Span changed its fields: update syntax/nodes.py")

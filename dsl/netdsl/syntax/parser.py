@@ -17,8 +17,7 @@ from netdsl.syntax.lalr import Part, Reductions, SyntaxFailure, end_token, run, 
 from netdsl.syntax.lexer import LexFailure, layout, lex
 from netdsl.syntax.tables import load_tables
 
-__all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "MAX_NUMBER_DIGITS", "MAX_EXPRESSION_DEPTH",
-           "decode_source", "parse"]
+__all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "MAX_NUMBER_DIGITS", "MAX_EXPRESSION_DEPTH", "decode_source", "parse"]
 
 
 # ----------------------------------------------------------------- reading
@@ -26,16 +25,21 @@ __all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "MAX_NUMBER_DIGITS", "MAX_EXPRESSION
 
 def decode_source(data: bytes, display: str) -> str:
     if len(data) > MAX_FILE_BYTES:
-        raise SpecError(Diagnostic.for_file(
-            display, f"file is too large ({len(data):,} bytes); a spec may be at most {MAX_FILE_BYTES:,} bytes"))
+        raise SpecError(
+            Diagnostic.for_file(
+                display, f"file is too large ({len(data):,} bytes); a spec may be at most {MAX_FILE_BYTES:,} bytes"
+            )
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise SpecError(Diagnostic.at(
-            Span.at(display, line, col), f"invalid UTF-8 byte 0x{data[exc.start]:02x}; a spec must be UTF-8 text"
-        )) from None
+        raise SpecError(
+            Diagnostic.at(
+                Span.at(display, line, col), f"invalid UTF-8 byte 0x{data[exc.start]:02x}; a spec must be UTF-8 text"
+            )
+        ) from None
     if text.startswith("\ufeff"):
         text = text[1:]
     return text

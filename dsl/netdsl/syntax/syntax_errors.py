@@ -32,8 +32,9 @@ from netdsl.syntax.tables import Tables, load_tables
 _DECLARATION_START = re.compile(rf"^({'|'.join(DECLARATION_KEYWORDS)})\b", re.M)
 
 
-def diagnose(text: str, display: str, parsed: int = 0, lexed: LexFailure | None = None,
-             failure: SyntaxFailure | None = None) -> list[Diagnostic]:
+def diagnose(
+    text: str, display: str, parsed: int = 0, lexed: LexFailure | None = None, failure: SyntaxFailure | None = None
+) -> list[Diagnostic]:
     """The syntax errors of a file that does not parse (at least one).
 
     `parsed`: the offset before which the whole-file parse already read complete top-level
@@ -55,8 +56,9 @@ def diagnose(text: str, display: str, parsed: int = 0, lexed: LexFailure | None 
     return [first]
 
 
-def _errors_per_declaration(text: str, display: str, parsed: int = 0,
-                            failure: SyntaxFailure | None = None) -> list[Diagnostic]:
+def _errors_per_declaration(
+    text: str, display: str, parsed: int = 0, failure: SyntaxFailure | None = None
+) -> list[Diagnostic]:
     """The first syntax error of each top-level declaration after `parsed`, in source order."""
     starts = [m.start() for m in _DECLARATION_START.finditer(text)]
     if len(starts) < 2:
@@ -108,8 +110,9 @@ def _describe_first_error(text: str, display: str, first_line: int) -> Diagnosti
     return None
 
 
-def _describe_resumed(failure: SyntaxFailure, text: str, display: str, first_line: int,
-                      whole: bool) -> Diagnostic | None:
+def _describe_resumed(
+    failure: SyntaxFailure, text: str, display: str, first_line: int, whole: bool
+) -> Diagnostic | None:
     """`_describe_first_error(text, display, first_line)`, from the stacks of the file's parse that
     failed in `text` (all of it when `whole`, else one declaration of it) instead of from its start.
 
@@ -138,29 +141,31 @@ def _describe_resumed(failure: SyntaxFailure, text: str, display: str, first_lin
             break
     else:
         return None
-    start_values = base_values + values[common:cut + 1]
+    start_values = base_values + values[common : cut + 1]
     offset = 0
     for _ in range(resume_line - first_line):
         offset = text.index("\n", offset) + 1
     tokens = layout(lex(text[offset:], tables, None, resume_line), ("_NL", "\n"), open_brackets(start_values))
     try:
-        run(tables, tokens, reductions, end_token, resume=(base_states + states[common + 1:cut + 2], start_values))
+        run(tables, tokens, reductions, end_token, resume=(base_states + states[common + 1 : cut + 2], start_values))
     except SyntaxFailure as again:
-        if again.token == failure.token and again.state_stack == base_states + states[common + 1:]:
+        if again.token == failure.token and again.state_stack == base_states + states[common + 1 :]:
             return describe_syntax_error(again, text, display, first_line)
     except (LayoutError, LexFailure):  # pragma: no cover - the file's parse read these tokens
         pass
     return None
 
 
-def _declaration_alone(failure: SyntaxFailure, first_line: int,
-                       reductions: Reductions) -> tuple[list[int], list[Any], int] | None:
+def _declaration_alone(
+    failure: SyntaxFailure, first_line: int, reductions: Reductions
+) -> tuple[list[int], list[Any], int] | None:
     """Where a declaration's parse alone (its text from the keyword at `first_line`, column 1) meets
     the file's failed parse: its stacks once it has read that keyword, and the index of the file's
     item after it; None when the keyword is not on the file's stack or reaches another state there."""
     values = failure.value_stack
-    index = next((i for i, value in enumerate(values)
-                  if type(value) is tuple and value[2] == first_line and value[3] == 1), None)
+    index = next(
+        (i for i, value in enumerate(values) if type(value) is tuple and value[2] == first_line and value[3] == 1), None
+    )
     if index is None:
         return None
     try:
@@ -249,7 +254,7 @@ def _unexpected_character(exc: LexFailure, text: str, display: str) -> Diagnosti
     if char == '"':
         return Diagnostic.at(span, "unterminated string", 'strings end with " on the same line')
     if char == "'":
-        return Diagnostic.at(span, "unexpected character \"'\"", 'strings use double quotes: "same"')
+        return Diagnostic.at(span, 'unexpected character "\'"', 'strings use double quotes: "same"')
     if char == "\\":
         hint = "a statement continues inside ( ) [ ] or when the next line starts with '->'"
         return Diagnostic.at(span, "unexpected character '\\'", hint)
@@ -260,14 +265,42 @@ def _unexpected_character(exc: LexFailure, text: str, display: str) -> Diagnosti
 _OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE", "DICT_LBRACE": "DICT_RBRACE"}
 _CLOSING_TEXT = {"LPAR": ")", "LSQB": "]", "DICT_LBRACE": "}", "LBRACE": "}"}
 _TOKEN_WORDS = {
-    "NAME": "a name", "INT": "a number", "FLOAT": "a number", "STRING": "a string",
-    "_NL": "end of line", "$END": "end of file", "ARROW": "'->'", "LPAR": "'('", "RPAR": "')'",
-    "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'", "RBRACE": "'}'", "DICT_LBRACE": "'{'",
-    "DICT_RBRACE": "'}'", "COMMA": "','", "COLON": "':'", "EQUAL": "'='", "DOT": "'.'",
+    "NAME": "a name",
+    "INT": "a number",
+    "FLOAT": "a number",
+    "STRING": "a string",
+    "_NL": "end of line",
+    "$END": "end of file",
+    "ARROW": "'->'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "DICT_LBRACE": "'{'",
+    "DICT_RBRACE": "'}'",
+    "COMMA": "','",
+    "COLON": "':'",
+    "EQUAL": "'='",
+    "DOT": "'.'",
 }
 _CLOSING_TYPES = {"RPAR", "RSQB", "DICT_RBRACE", "COMMA"}
-_EXPRESSION_STARTS = {"NAME", "INT", "FLOAT", "STRING", "LPAR", "LSQB", "DICT_LBRACE", "MINUS", "PLUS",
-                      "TRUE", "FALSE", "NONE", "NOT"}
+_EXPRESSION_STARTS = {
+    "NAME",
+    "INT",
+    "FLOAT",
+    "STRING",
+    "LPAR",
+    "LSQB",
+    "DICT_LBRACE",
+    "MINUS",
+    "PLUS",
+    "TRUE",
+    "FALSE",
+    "NONE",
+    "NOT",
+}
 
 
 def _describe_token(tok: Any) -> str:
@@ -297,10 +330,15 @@ def describe_syntax_error(failure: SyntaxFailure, text: str, display: str, first
     if before is not None and before.type == "ARROW":
         return Diagnostic.at(span, f"expected a step after '->', found {found}")
     if tok.type == "EQUAL" and "ARROW" in expected and _char_after(tok, text, first_line) == ">":
-        return Diagnostic.at(Span.at(display, tok.line, tok.column, 2), "unexpected '=>'",
-                             "did you mean '->'? (a flow's arrow)")
-    if open_bracket is not None and _CLOSING_TEXT[open_bracket.type] and (
-        tok.type in ("_NL", "$END", "RBRACE") or (tok.line != open_bracket.line and tok.type not in _CLOSING_TYPES)
+        return Diagnostic.at(
+            Span.at(display, tok.line, tok.column, 2), "unexpected '=>'", "did you mean '->'? (a flow's arrow)"
+        )
+    if (
+        open_bracket is not None
+        and _CLOSING_TEXT[open_bracket.type]
+        and (
+            tok.type in ("_NL", "$END", "RBRACE") or (tok.line != open_bracket.line and tok.type not in _CLOSING_TYPES)
+        )
     ):
         closing = _CLOSING_TEXT[open_bracket.type]
         if open_bracket.type != "LBRACE":
@@ -319,11 +357,17 @@ def describe_syntax_error(failure: SyntaxFailure, text: str, display: str, first
     if before is not None and before.type in declares and "NAME" in expected:
         return Diagnostic.at(span, f"expected a name after '{before.value}', found {found}")
     if expected == {"_NL"} or ("_NL" in expected and tok.type in ("NAME", "INT", "FLOAT", "STRING")):
-        return Diagnostic.at(span, f"unexpected {found}; expected end of statement",
-                             "put one statement per line, or separate them with ';'")
+        return Diagnostic.at(
+            span,
+            f"unexpected {found}; expected end of statement",
+            "put one statement per line, or separate them with ';'",
+        )
     if "RBRACE" in expected and tok.type == "$END":
-        opened = f"the '{{' at line {open_bracket.line}, column {open_bracket.column} is never closed" \
-            if open_bracket is not None and open_bracket.type == "LBRACE" else None
+        opened = (
+            f"the '{{' at line {open_bracket.line}, column {open_bracket.column} is never closed"
+            if open_bracket is not None and open_bracket.type == "LBRACE"
+            else None
+        )
         return Diagnostic.at(span, "missing '}' at end of file", opened)
     return Diagnostic.at(span, f"unexpected {found}; expected {_describe_expected(expected)}")
 
@@ -334,7 +378,7 @@ def _char_after(tok: _Tok, text: str, first_line: int) -> str:
     index = tok.line - first_line
     if not 0 <= index < len(lines):
         return ""
-    return lines[index][tok.column:tok.column + 1]
+    return lines[index][tok.column : tok.column + 1]
 
 
 def _describe_expected(expected: set[str]) -> str:

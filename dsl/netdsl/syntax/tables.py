@@ -93,8 +93,18 @@ class Tables:
 
 def _rule(index: int, r: list[Any]) -> Rule:
     origin, symbols, alias, expand1, keep_all_tokens, empty_indices, order, priority, template_source = r
-    return Rule(index, origin, tuple((s[0], s[1], s[2]) for s in symbols), alias, expand1, keep_all_tokens,
-                tuple(empty_indices), order, priority, template_source)
+    return Rule(
+        index,
+        origin,
+        tuple((s[0], s[1], s[2]) for s in symbols),
+        alias,
+        expand1,
+        keep_all_tokens,
+        tuple(empty_indices),
+        order,
+        priority,
+        template_source,
+    )
 
 
 def grammar_digest(text: str) -> str:
@@ -157,10 +167,17 @@ def generate(grammar: str) -> dict[str, Any]:
             "newline_types": sorted(lexer.newline_types),
         },
         "rules": [
-            [r.origin.name, [[s.name, s.is_term, bool(getattr(s, "filter_out", False))] for s in r.expansion],
-             r.alias, bool(r.options.expand1), bool(r.options.keep_all_tokens),
-             [bool(b) for b in (r.options.empty_indices or ())], r.order, r.options.priority,
-             r.options.template_source]
+            [
+                r.origin.name,
+                [[s.name, s.is_term, bool(getattr(s, "filter_out", False))] for s in r.expansion],
+                r.alias,
+                bool(r.options.expand1),
+                bool(r.options.keep_all_tokens),
+                [bool(b) for b in (r.options.empty_indices or ())],
+                r.order,
+                r.options.priority,
+                r.options.template_source,
+            ]
             for r in rules
         ],
         "states": states,

@@ -105,8 +105,11 @@ class IRBuilder:
             if expr is not None and not self._short(expr.span):
                 deep = too_deep(expr, MAX_EXPRESSION_DEPTH)
                 if deep is not None:
-                    self._fail(deep.span, "expression nested too deeply",
-                               f"at most {MAX_EXPRESSION_DEPTH} levels; name a part of it with 'let'")
+                    self._fail(
+                        deep.span,
+                        "expression nested too deeply",
+                        f"at most {MAX_EXPRESSION_DEPTH} levels; name a part of it with 'let'",
+                    )
         return node
 
     def _short(self, span: Span) -> bool:
@@ -253,8 +256,11 @@ class IRBuilder:
             if isinstance(arg, ir.Kwarg):
                 seen_keyword = arg
             elif seen_keyword is not None:
-                self._fail(arg.span, "positional argument after a keyword argument",
-                           f"move it before '{seen_keyword.name}=' or name it")
+                self._fail(
+                    arg.span,
+                    "positional argument after a keyword argument",
+                    f"move it before '{seen_keyword.name}=' or name it",
+                )
                 break
         return Part(c, pos)
 

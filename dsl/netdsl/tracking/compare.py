@@ -32,7 +32,7 @@ def settings(run: Run) -> dict[str, str]:
     for key, value in sorted(defines.items() if isinstance(defines, dict) else []):
         rows[f"define {key}"] = _shown(value)
     configured = config.get("settings")
-    for key, value in (configured.items() if isinstance(configured, dict) else []):
+    for key, value in configured.items() if isinstance(configured, dict) else []:
         rows[key] = _shown(value)
     for key, value in _flat(config.get("data"), "data"):
         if not any(key.endswith(place) for place in _PLACES):
@@ -136,8 +136,15 @@ def plot(runs: list[Run], target: Path) -> Path:
             for key, style, label in ((name, "-", run.name), (f"val_{name}", "--", f"{run.name} (validation)")):
                 values = [number(v) for v in run.history.get(key, [])]
                 if values:
-                    axes.plot(run.epochs[:len(values)], [math.nan if v is None else v for v in values], style,
-                              color=colour, marker="o", markersize=2, label=label)
+                    axes.plot(
+                        run.epochs[: len(values)],
+                        [math.nan if v is None else v for v in values],
+                        style,
+                        color=colour,
+                        marker="o",
+                        markersize=2,
+                        label=label,
+                    )
         axes.set_title(name)
         axes.set_xlabel("epoch")
         axes.grid(True, alpha=0.3)

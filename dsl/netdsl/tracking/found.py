@@ -103,8 +103,11 @@ def open_sweep(path: str | os.PathLike) -> Sweep:
     sweep = Sweep(dir=folder.path, record=folder.read(), best=_read_object(folder.path / BEST, folder.path))
     trials = folder.trials
     if trials.is_dir() and untrusted(trials, "sweep's trials folder") is None:
-        numbers = sorted(int(e.name) for e in os.scandir(trials)
-                         if e.name.isdigit() and len(e.name) < 9 and e.is_dir(follow_symlinks=False))
+        numbers = sorted(
+            int(e.name)
+            for e in os.scandir(trials)
+            if e.name.isdigit() and len(e.name) < 9 and e.is_dir(follow_symlinks=False)
+        )
         for number in numbers[:MAX_RUNS_LISTED]:
             with contextlib.suppress(RunError):  # a trial killed before it started has no config.json
                 sweep.trials.append((number, open_run(trials / str(number))))

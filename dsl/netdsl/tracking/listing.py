@@ -46,18 +46,35 @@ def _run_entry(run: Run, root: Path) -> Entry:
     assert run.dir is not None
     best = run_best(run)
     epochs = number(run.report.get("epochs_run"))
-    return Entry("run", str(run.dir), _name(run.dir, root), text(spec_of(run.config).get("model"))
-                 or text(run.report.get("model"), "?"), run.status, int(epochs) if epochs is not None else None,
-                 best[0] if best else None, best[1] if best else None, text(spec_of(run.config).get("sha256")),
-                 text(run.config.get("created")))
+    return Entry(
+        "run",
+        str(run.dir),
+        _name(run.dir, root),
+        text(spec_of(run.config).get("model")) or text(run.report.get("model"), "?"),
+        run.status,
+        int(epochs) if epochs is not None else None,
+        best[0] if best else None,
+        best[1] if best else None,
+        text(spec_of(run.config).get("sha256")),
+        text(run.config.get("created")),
+    )
 
 
 def _sweep_entry(sweep: Sweep, root: Path) -> Entry:
     best = sweep_best(sweep)
     spec = spec_of(sweep.record)
-    return Entry("sweep", str(sweep.dir), _name(sweep.dir, root), text(spec.get("model"), "?"), sweep.status,
-                 len(sweep.trials), best[0] if best else None, best[1] if best else None,
-                 text(spec.get("sha256")), text(sweep.record.get("created")))
+    return Entry(
+        "sweep",
+        str(sweep.dir),
+        _name(sweep.dir, root),
+        text(spec.get("model"), "?"),
+        sweep.status,
+        len(sweep.trials),
+        best[0] if best else None,
+        best[1] if best else None,
+        text(spec.get("sha256")),
+        text(sweep.record.get("created")),
+    )
 
 
 def table(lines: list[Entry]) -> list[str]:
@@ -66,7 +83,15 @@ def table(lines: list[Entry]) -> list[str]:
     for e in lines:
         epochs = "" if e.epochs is None else (f"{e.epochs} trials" if e.kind == "sweep" else str(e.epochs))
         best = f"{e.best_metric} {e.best:.4g}" if e.best is not None and e.best_metric else "-"
-        rows.append([printable(e.name) + ("/" if e.kind == "sweep" else ""), printable(e.model),
-                     printable(e.status), epochs, printable(best), printable(e.spec_sha256[:12]) or "-"])
+        rows.append(
+            [
+                printable(e.name) + ("/" if e.kind == "sweep" else ""),
+                printable(e.model),
+                printable(e.status),
+                epochs,
+                printable(best),
+                printable(e.spec_sha256[:12]) or "-",
+            ]
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]

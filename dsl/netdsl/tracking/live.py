@@ -97,10 +97,12 @@ class Tracker:
 
     def started(self, then: Callable[[Path, int], None] | None) -> Callable[[Path, int], None]:
         """An `on_start` that keeps the run folder, then calls `then` (the CLI's announcement)."""
+
         def on_start(folder: Path, first_epoch: int) -> None:
             self.folder = folder
             if then is not None:
                 then(folder, first_epoch)
+
         return on_start
 
     def epoch(self, epoch: int, logs: dict[str, Any]) -> None:
@@ -138,9 +140,13 @@ class Tracker:
             if not self.warned:
                 self.warned = True
                 reason = str(getattr(exc, "message", "") or f"{type(exc).__name__}: {exc}")  # RunError's: no file
-                warnings.warn(f"{shown_uri(self.uri)}: not tracked ({printable(reason.splitlines()[0][:300])}); "
-                              f"the {self.what} goes on, and `netdsl runs push {printable(self.folder)} --to URI` "
-                              f"completes it later", TrackingWarning, stacklevel=2)
+                warnings.warn(
+                    f"{shown_uri(self.uri)}: not tracked ({printable(reason.splitlines()[0][:300])}); "
+                    f"the {self.what} goes on, and `netdsl runs push {printable(self.folder)} --to URI` "
+                    f"completes it later",
+                    TrackingWarning,
+                    stacklevel=2,
+                )
             return
         for line in count.warnings:  # what was sent without (a diagram whose spec changed meanwhile)
             warnings.warn(line, TrackingWarning, stacklevel=2)

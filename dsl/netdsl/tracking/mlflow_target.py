@@ -65,7 +65,7 @@ class MlflowTarget:
             return str(found.experiment_id)
         location = None
         if self.uri.startswith("sqlite:///"):  # beside the database, not in the current folder
-            location = (Path(self.uri[len("sqlite:///"):]).resolve().parent / "mlartifacts").as_uri()
+            location = (Path(self.uri[len("sqlite:///") :]).resolve().parent / "mlartifacts").as_uri()
         return str(self.client.create_experiment(name, artifact_location=location))
 
     def _runs(self) -> dict[str, Any]:
@@ -90,13 +90,18 @@ class MlflowTarget:
 
         count = PushCount()
         existing = self.known.get(item.identity)
-        tags = {IDENTITY: item.identity, "netdsl.folder": str(item.folder), "netdsl.status": item.status,
-                "netdsl.kind": item.kind}
+        tags = {
+            IDENTITY: item.identity,
+            "netdsl.folder": str(item.folder),
+            "netdsl.status": item.status,
+            "netdsl.kind": item.kind,
+        }
         if parent is not None:
             tags["mlflow.parentRunId"] = parent
         if existing is None:
-            run = self.client.create_run(self.experiment_id, start_time=item.start_ms or None, run_name=item.name,
-                                         tags=tags)
+            run = self.client.create_run(
+                self.experiment_id, start_time=item.start_ms or None, run_name=item.name, tags=tags
+            )
             run_id, params, epochs, artifacts, old_tags = run.info.run_id, {}, 0, "", {}
             count.created += 1
         else:
@@ -105,8 +110,12 @@ class MlflowTarget:
             epochs = int(old_tags.get(EPOCHS, "0") or 0)
             artifacts = old_tags.get(ARTIFACTS, "")
         new_params = [Param(k, v[:_PARAM_CHARS]) for k, v in item.params.items() if k not in params]
-        values = [Metric(name, value, item.start_ms + epoch, epoch)
-                  for name, points in item.metrics.items() for epoch, value in points if epoch > epochs]
+        values = [
+            Metric(name, value, item.start_ms + epoch, epoch)
+            for name, points in item.metrics.items()
+            for epoch, value in points
+            if epoch > epochs
+        ]
         new_tags = [RunTag(k, v) for k, v in tags.items() if old_tags.get(k) != v and existing is not None]
         changed = bool(values or new_params or new_tags)
         done: list[Any] = []  # what the server holds once the batches are in: set with the last of them
@@ -126,7 +135,7 @@ class MlflowTarget:
         batches = max(-(-len(values) // _METRICS), -(-len(new_params) // 100), 1)
         for k in range(batches):
             batch_tags = (new_tags if k == 0 else []) + (done if k == batches - 1 else [])
-            batch_values, batch_params = values[k * _METRICS:(k + 1) * _METRICS], new_params[k * 100:(k + 1) * 100]
+            batch_values, batch_params = values[k * _METRICS : (k + 1) * _METRICS], new_params[k * 100 : (k + 1) * 100]
             if batch_values or batch_params or batch_tags:
                 self.client.log_batch(run_id, metrics=batch_values, params=batch_params, tags=batch_tags)
         count.metric_values += len(values)

@@ -36,20 +36,20 @@ class Target(Protocol):
 
 def check_uri(uri: str, flag: str = "--to") -> None:
     """UsageError for a `--to` / `--track` URI netdsl does not know."""
-    if not any(uri.startswith(scheme) and uri[len(scheme):] for scheme in SCHEMES):
+    if not any(uri.startswith(scheme) and uri[len(scheme) :] for scheme in SCHEMES):
         raise UsageError(f"{flag} takes mlflow:<tracking URI> or tensorboard:<folder>; received {shown_uri(uri)!r}")
 
 
 def open_target(uri: str, experiment: str = "netdsl") -> Target:
     """The target a `--to` URI names; UsageError for one netdsl does not know."""
     check_uri(uri)
-    if uri.startswith("mlflow:") and uri[len("mlflow:"):]:
+    if uri.startswith("mlflow:") and uri[len("mlflow:") :]:
         from netdsl.tracking.mlflow_target import MlflowTarget
 
-        return MlflowTarget(uri[len("mlflow:"):], experiment)
+        return MlflowTarget(uri[len("mlflow:") :], experiment)
     from netdsl.tracking.tensorboard_target import TensorBoardTarget
 
-    return TensorBoardTarget(Path(uri[len("tensorboard:"):]))
+    return TensorBoardTarget(Path(uri[len("tensorboard:") :]))
 
 
 def items(paths: list[str | os.PathLike]) -> tuple[list[Pushed], list[str]]:

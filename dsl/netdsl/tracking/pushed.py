@@ -36,8 +36,14 @@ from netdsl.tuning.study import shown_url
 RUN_FILES = (CONFIG, REPORT, HISTORY, "curves.svg", "curves.png")
 SWEEP_FILES = ("sweep.json", "best.json", "summary.csv", "history.svg", "history.png", "params.svg", "params.png")
 # netdsl's statuses as a tracking server's (MLflow's RunStatus names)
-STATUSES = {"finished": "FINISHED", "stopped_early": "FINISHED", "pruned": "FINISHED", "failed": "FAILED",
-            "stopped": "KILLED", "running": "RUNNING"}
+STATUSES = {
+    "finished": "FINISHED",
+    "stopped_early": "FINISHED",
+    "pruned": "FINISHED",
+    "failed": "FAILED",
+    "stopped": "KILLED",
+    "running": "RUNNING",
+}
 
 
 @dataclass
@@ -81,12 +87,29 @@ def pushed_run(run: Run, parent: str | None = None, trial: int | None = None) ->
     assert run.dir is not None
     config, spec = run.config, spec_of(run.config)
     created = text(config.get("created"))
-    identity = _identity("trial", parent, trial) if parent is not None else \
-        _identity("run", run.name, text(spec.get("model")), text(spec.get("sha256")), created,
-                  json.dumps(config.get("settings"), sort_keys=True, default=str))
-    item = Pushed(identity=identity, name=run.name if trial is None else f"trial {trial}", folder=run.dir,
-                  status=run.status, start_ms=_start_ms(created), params=run_params(run),
-                  metrics=run_metrics(run), files=_files(run.dir), config=config)
+    identity = (
+        _identity("trial", parent, trial)
+        if parent is not None
+        else _identity(
+            "run",
+            run.name,
+            text(spec.get("model")),
+            text(spec.get("sha256")),
+            created,
+            json.dumps(config.get("settings"), sort_keys=True, default=str),
+        )
+    )
+    item = Pushed(
+        identity=identity,
+        name=run.name if trial is None else f"trial {trial}",
+        folder=run.dir,
+        status=run.status,
+        start_ms=_start_ms(created),
+        params=run_params(run),
+        metrics=run_metrics(run),
+        files=_files(run.dir),
+        config=config,
+    )
     item.spec_text, item.spec_name = _spec_text(spec)
     item.summary = summary(run)
     item.hparams = {key: _hparam(value) for key, value in item.params.items()}
@@ -96,20 +119,38 @@ def pushed_run(run: Run, parent: str | None = None, trial: int | None = None) ->
 def pushed_sweep(sweep: Sweep) -> Pushed:
     """A sweep folder as a parent run, its trials as children."""
     spec = spec_of(sweep.record)
-    identity = _identity("sweep", sweep.name, text(spec.get("sha256")), text(sweep.record.get("study")),
-                         text(sweep.record.get("created")))
-    params = {"spec.sha256": text(spec.get("sha256")), "spec.model": text(spec.get("model")),
-              "sweep.study": text(sweep.record.get("study")), "sweep.trials": str(sweep.record.get("trials", "")),
-              "sweep.seed": str(sweep.record.get("seed", "")), "sweep.sampler": str(sweep.record.get("sampler"))}
+    identity = _identity(
+        "sweep",
+        sweep.name,
+        text(spec.get("sha256")),
+        text(sweep.record.get("study")),
+        text(sweep.record.get("created")),
+    )
+    params = {
+        "spec.sha256": text(spec.get("sha256")),
+        "spec.model": text(spec.get("model")),
+        "sweep.study": text(sweep.record.get("study")),
+        "sweep.trials": str(sweep.record.get("trials", "")),
+        "sweep.seed": str(sweep.record.get("seed", "")),
+        "sweep.sampler": str(sweep.record.get("sampler")),
+    }
     objective = sweep.record.get("objective")
     if isinstance(objective, dict):
         params["sweep.objective"] = f"{objective.get('direction', 'minimize')}({objective.get('metric', '')})"
     space = sweep.record.get("space")
-    for key, value in (space.items() if isinstance(space, dict) else []):
+    for key, value in space.items() if isinstance(space, dict) else []:
         params[f"space.{key}"] = str(value)
-    item = Pushed(identity=identity, name=sweep.name, folder=sweep.dir, status=sweep.status,
-                  start_ms=_start_ms(text(sweep.record.get("created"))), params=params, metrics={},
-                  files=[sweep.dir / name for name in SWEEP_FILES if (sweep.dir / name).is_file()], kind="sweep")
+    item = Pushed(
+        identity=identity,
+        name=sweep.name,
+        folder=sweep.dir,
+        status=sweep.status,
+        start_ms=_start_ms(text(sweep.record.get("created"))),
+        params=params,
+        metrics={},
+        files=[sweep.dir / name for name in SWEEP_FILES if (sweep.dir / name).is_file()],
+        kind="sweep",
+    )
     item.spec_text, item.spec_name = _spec_text(spec)
     best = sweep_best(sweep)
     if best is not None:
@@ -123,11 +164,14 @@ def pushed_sweep(sweep: Sweep) -> Pushed:
 def run_params(run: Run) -> dict[str, str]:
     """defines, train settings, data, backend and seed, as `group.name: text`."""
     config, spec = run.config, spec_of(run.config)
-    params = {"spec.sha256": text(spec.get("sha256")), "spec.model": text(spec.get("model")),
-              "backend": text(config.get("backend"))}
+    params = {
+        "spec.sha256": text(spec.get("sha256")),
+        "spec.model": text(spec.get("model")),
+        "backend": text(config.get("backend")),
+    }
     for group, key in (("define", "defines"), ("train", "settings")):
         values = config.get(key)
-        for name, value in (values.items() if isinstance(values, dict) else []):
+        for name, value in values.items() if isinstance(values, dict) else []:
             params[f"{group}.{name}"] = value if isinstance(value, str) else json.dumps(value, default=str)
     params.update(_data_params(config.get("data"), "data"))
     seed = config.get("settings", {}).get("seed") if isinstance(config.get("settings"), dict) else None
@@ -137,8 +181,12 @@ def run_params(run: Run) -> dict[str, str]:
 
 def _data_params(value: Any, prefix: str) -> dict[str, str]:
     if isinstance(value, dict):
-        return {k: v for key, inner in value.items() if key != "absolute"
-                for k, v in _data_params(inner, f"{prefix}.{key}").items()}
+        return {
+            k: v
+            for key, inner in value.items()
+            if key != "absolute"
+            for k, v in _data_params(inner, f"{prefix}.{key}").items()
+        }
     return {prefix: value if isinstance(value, str) else json.dumps(value, default=str)}
 
 
@@ -261,8 +309,9 @@ def _copy(source: Path, target: Path) -> None:
         with open_regular(source, "run file", follow_links=False, own=True) as fd:
             size = os.fstat(fd).st_size
             if size > MAX_ARTIFACT_BYTES:
-                raise Refused(f"file is too large ({size:,} bytes); a run file pushed may be at most "
-                              f"{MAX_ARTIFACT_BYTES:,} bytes")
+                raise Refused(
+                    f"file is too large ({size:,} bytes); a run file pushed may be at most {MAX_ARTIFACT_BYTES:,} bytes"
+                )
             with os.fdopen(os.dup(fd), "rb") as src, open(target, "wb") as out:
                 shutil.copyfileobj(src, out, 1 << 20)
     except Refused as exc:

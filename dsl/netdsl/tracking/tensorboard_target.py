@@ -29,10 +29,20 @@ def _modules() -> Any:
         from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
         from tensorboard.summary.writer.record_writer import RecordWriter
     except ImportError:
-        raise UsageError("pushing to TensorBoard needs it: install it with `pip install 'netdsl[tensorboard]'`") \
-            from None
-    return event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2, api_pb2, metadata, plugin_data_pb2, \
-        RecordWriter
+        raise UsageError(
+            "pushing to TensorBoard needs it: install it with `pip install 'netdsl[tensorboard]'`"
+        ) from None
+    return (
+        event_pb2,
+        summary_pb2,
+        tensor_pb2,
+        tensor_shape_pb2,
+        types_pb2,
+        api_pb2,
+        metadata,
+        plugin_data_pb2,
+        RecordWriter,
+    )
 
 
 class TensorBoardTarget:
@@ -66,8 +76,17 @@ class TensorBoardTarget:
         return count
 
     def _events(self, item: Pushed) -> bytes:
-        (event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2, api_pb2, metadata, plugin_data_pb2,
-         record_writer) = self.protos
+        (
+            event_pb2,
+            summary_pb2,
+            tensor_pb2,
+            tensor_shape_pb2,
+            types_pb2,
+            api_pb2,
+            metadata,
+            plugin_data_pb2,
+            record_writer,
+        ) = self.protos
         wall = item.start_ms / 1000
         out = io.BytesIO()
         writer = record_writer(out)
@@ -79,34 +98,69 @@ class TensorBoardTarget:
         scalars = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
 
         def scalar(tag: str, value: float) -> Any:
-            tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_DOUBLE, double_val=[value],
-                                            tensor_shape=tensor_shape_pb2.TensorShapeProto())
+            tensor = tensor_pb2.TensorProto(
+                dtype=types_pb2.DT_DOUBLE, double_val=[value], tensor_shape=tensor_shape_pb2.TensorShapeProto()
+            )
             return summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=scalars)
 
-        start = plugin_data_pb2.HParamsPluginData(session_start_info=plugin_data_pb2.SessionStartInfo(
-            hparams={key: _value(api_pb2, value) for key, value in item.hparams.items()}, start_time_secs=wall,
-            group_name=item.name))
-        write(event_pb2.Event(wall_time=wall, step=0, summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(
-            tag=metadata.SESSION_START_INFO_TAG, metadata=metadata.create_summary_metadata(start))])))
+        start = plugin_data_pb2.HParamsPluginData(
+            session_start_info=plugin_data_pb2.SessionStartInfo(
+                hparams={key: _value(api_pb2, value) for key, value in item.hparams.items()},
+                start_time_secs=wall,
+                group_name=item.name,
+            )
+        )
+        write(
+            event_pb2.Event(
+                wall_time=wall,
+                step=0,
+                summary=summary_pb2.Summary(
+                    value=[
+                        summary_pb2.Summary.Value(
+                            tag=metadata.SESSION_START_INFO_TAG, metadata=metadata.create_summary_metadata(start)
+                        )
+                    ]
+                ),
+            )
+        )
         epochs = sorted({epoch for points in item.metrics.values() for epoch, _ in points})
         by_epoch: dict[int, list[Any]] = {epoch: [] for epoch in epochs}
         for name, points in item.metrics.items():
             for epoch, value in points:
                 by_epoch[epoch].append(scalar(name, value))
         for epoch in epochs:
-            write(event_pb2.Event(wall_time=wall + epoch, step=epoch,
-                                  summary=summary_pb2.Summary(value=by_epoch[epoch])))
+            write(
+                event_pb2.Event(wall_time=wall + epoch, step=epoch, summary=summary_pb2.Summary(value=by_epoch[epoch]))
+            )
         last = epochs[-1] if epochs else 0
         if item.summary:
-            write(event_pb2.Event(wall_time=wall + last, step=last, summary=summary_pb2.Summary(
-                value=[scalar(f"hparams/{name}", value) for name, value in sorted(item.summary.items())])))
+            write(
+                event_pb2.Event(
+                    wall_time=wall + last,
+                    step=last,
+                    summary=summary_pb2.Summary(
+                        value=[scalar(f"hparams/{name}", value) for name, value in sorted(item.summary.items())]
+                    ),
+                )
+            )
         if item.status not in ("running",):
             status = api_pb2.STATUS_SUCCESS if item.status != "failed" else api_pb2.STATUS_FAILURE
-            end = plugin_data_pb2.HParamsPluginData(session_end_info=plugin_data_pb2.SessionEndInfo(
-                status=status, end_time_secs=wall + last))
-            write(event_pb2.Event(wall_time=wall + last, step=last, summary=summary_pb2.Summary(
-                value=[summary_pb2.Summary.Value(tag=metadata.SESSION_END_INFO_TAG,
-                                                 metadata=metadata.create_summary_metadata(end))])))
+            end = plugin_data_pb2.HParamsPluginData(
+                session_end_info=plugin_data_pb2.SessionEndInfo(status=status, end_time_secs=wall + last)
+            )
+            write(
+                event_pb2.Event(
+                    wall_time=wall + last,
+                    step=last,
+                    summary=summary_pb2.Summary(
+                        value=[
+                            summary_pb2.Summary.Value(
+                                tag=metadata.SESSION_END_INFO_TAG, metadata=metadata.create_summary_metadata(end)
+                            )
+                        ]
+                    ),
+                )
+            )
         writer.flush()
         return out.getvalue()
 

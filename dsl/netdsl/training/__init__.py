@@ -46,12 +46,31 @@ _OUTSIDE = {
     "spec_sha256": "netdsl.training.run.settings",
 }
 
-__all__ = ["TrainRequest", "TrainConfig", "DataRequest", "resolve", "TrainingError", "DataError", "RunError",
-           "UsageError",
-           # _OUTSIDE's (tests/test_architecture.py holds the two lists equal)
-           "check_source_labels", "output_losses", "DataNames", "DataSource", "check_layout", "open_source",
-           "DEFAULT_BATCH", "run_spec", "Predictions", "logged_value", "loss_first", "CONFIG", "RunFolder",
-           "spec_sha256"]
+__all__ = [
+    "TrainRequest",
+    "TrainConfig",
+    "DataRequest",
+    "resolve",
+    "TrainingError",
+    "DataError",
+    "RunError",
+    "UsageError",
+    # _OUTSIDE's (tests/test_architecture.py holds the two lists equal)
+    "check_source_labels",
+    "output_losses",
+    "DataNames",
+    "DataSource",
+    "check_layout",
+    "open_source",
+    "DEFAULT_BATCH",
+    "run_spec",
+    "Predictions",
+    "logged_value",
+    "loss_first",
+    "CONFIG",
+    "RunFolder",
+    "spec_sha256",
+]
 
 
 def __getattr__(name: str) -> Any:

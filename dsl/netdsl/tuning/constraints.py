@@ -37,8 +37,7 @@ class Budget:
         return "over budget: " + "; ".join(self.broken)
 
 
-def costed_trial(program: Program, model: str, defines: Mapping[str, object],
-                 constraints: list[Constraint]) -> Budget:
+def costed_trial(program: Program, model: str, defines: Mapping[str, object], constraints: list[Constraint]) -> Budget:
     """The trial's model (the spec with `defines`) costed against `constraints`; a `SpecError` when these
     parameters make a spec with errors."""
     graph = LoadedSpec.of(program, defines=defines).model(model).graph
@@ -59,9 +58,14 @@ def costed_trial(program: Program, model: str, defines: Mapping[str, object],
 
 
 def _figure(cost: ModelCost, quantity: str) -> int:
-    return {"params": cost.params, "trainable_params": cost.trainable_params, "macs": cost.macs,
-            "flops": cost.flops, "train_memory": cost.train_memory_bytes,
-            "inference_memory": cost.inference_memory_bytes}[quantity]
+    return {
+        "params": cost.params,
+        "trainable_params": cost.trainable_params,
+        "macs": cost.macs,
+        "flops": cost.flops,
+        "train_memory": cost.train_memory_bytes,
+        "inference_memory": cost.inference_memory_bytes,
+    }[quantity]
 
 
 def _shown(quantity: str, value: float) -> str:

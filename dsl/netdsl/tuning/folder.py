@@ -57,8 +57,7 @@ class SweepFolder:
             raise RunError("no such sweep folder", file=str(path))
         distrust = untrusted(folder.path, "sweep folder")
         if distrust is not None:
-            raise RunError(distrust, file=str(path),
-                           hint="netdsl resumes, joins and shows only sweep folders you made")
+            raise RunError(distrust, file=str(path), hint="netdsl resumes, joins and shows only sweep folders you made")
         if not (folder.path / SWEEP).is_file():
             raise RunError(f"not a sweep folder (no {SWEEP})", file=str(path))
         return folder
@@ -71,8 +70,8 @@ class SweepFolder:
         prefix = f"{model}-sweep-"
         if out.is_dir():
             for entry in out.iterdir():
-                if entry.name.startswith(prefix) and entry.name[len(prefix):].isdigit():
-                    numbered.append((int(entry.name[len(prefix):]), entry))
+                if entry.name.startswith(prefix) and entry.name[len(prefix) :].isdigit():
+                    numbered.append((int(entry.name[len(prefix) :]), entry))
         for _, path in sorted(numbered, reverse=True):
             folder = cls(path)
             if untrusted(path, "sweep folder") is not None or not (path / SWEEP).is_file():
@@ -122,8 +121,9 @@ class SweepFolder:
             os.mkdir(self.trials, RUN_FOLDER_MODE)
         distrust = untrusted(self.trials, "sweep's trials folder")
         if distrust is not None:
-            raise RunError(f"trials: {distrust}", file=str(self.path),
-                           hint="netdsl writes trials only into a folder of its own")
+            raise RunError(
+                f"trials: {distrust}", file=str(self.path), hint="netdsl writes trials only into a folder of its own"
+            )
         if not self.trials.is_dir():
             raise RunError("trials/ is not a folder", file=str(self.path))
         return self.trials / str(int(number))
@@ -152,8 +152,7 @@ class SweepFolder:
             names = os.listdir(fd)
             for name in names:
                 entry = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                if not (_BEFORE_CONFIG.fullmatch(name) and stat.S_ISREG(entry.st_mode)
-                        and entry.st_uid == info.st_uid):
+                if not (_BEFORE_CONFIG.fullmatch(name) and stat.S_ISREG(entry.st_mode) and entry.st_uid == info.st_uid):
                     return False
             for name in names:
                 os.unlink(name, dir_fd=fd)
@@ -168,15 +167,29 @@ class SweepFolder:
 # What netdsl writes into sweep.json, by key: the type each value must have where it is given (a damaged
 # or edited file is one line, not a KeyError deep in a reader).
 _RECORD_TYPES: dict[str, tuple[type, ...]] = {
-    "spec": (dict,), "objective": (dict,), "space": (dict,), "data": (dict,), "defines": (dict,),
-    "sampler": (str, type(None)), "pruner": (str, type(None)), "study": (str,), "storage": (str,),
+    "spec": (dict,),
+    "objective": (dict,),
+    "space": (dict,),
+    "data": (dict,),
+    "defines": (dict,),
+    "sampler": (str, type(None)),
+    "pruner": (str, type(None)),
+    "study": (str,),
+    "storage": (str,),
     "storage_url": (str,),
-    "status": (str,), "created": (str,), "trials": (int,), "seed": (int,), "epochs": (int, type(None)),
+    "status": (str,),
+    "created": (str,),
+    "trials": (int,),
+    "seed": (int,),
+    "epochs": (int, type(None)),
     "batch_size": (int, type(None)),
 }
 _NESTED_TYPES: dict[tuple[str, str], tuple[type, ...]] = {
-    ("spec", "model"): (str,), ("spec", "path"): (str,), ("spec", "sha256"): (str,),
-    ("objective", "metric"): (str,), ("objective", "direction"): (str,),
+    ("spec", "model"): (str,),
+    ("spec", "path"): (str,),
+    ("spec", "sha256"): (str,),
+    ("objective", "metric"): (str,),
+    ("objective", "direction"): (str,),
 }
 
 
@@ -201,5 +214,8 @@ def record_problem(record: dict[str, Any]) -> str | None:
 
 def write_json(target: Path, data: Any, private: bool = False) -> None:
     """`data` as JSON, atomically; `private`: mode 0600 (a file that names a storage database)."""
-    write_bytes(target, (json.dumps(data, indent=2, allow_nan=False, default=str) + "\n").encode(),
-                mode=0o600 if private else None)
+    write_bytes(
+        target,
+        (json.dumps(data, indent=2, allow_nan=False, default=str) + "\n").encode(),
+        mode=0o600 if private else None,
+    )

@@ -92,12 +92,19 @@ def _record(trial: Any) -> TrialRecord:
         raise RunError(f"cannot read the study: a trial numbered {describe_value(trial.number)}")
     value = trial.value if trial.state.name == "COMPLETE" else attrs.get("objective")
     params = {name: v for name, v in trial.params.items() if isinstance(name, str)}
-    return TrialRecord(number=trial.number, params=params, value=_finite(value),
-                       state="infeasible" if attrs.get("infeasible") is True and trial.state.name == "PRUNED"
-                       else STATES.get(trial.state.name, trial.state.name.lower()),
-                       epochs=_whole(attrs.get("epochs")), seconds=_finite(attrs.get("seconds")),
-                       run_dir=_text(attrs.get("run")), reason=_text(attrs.get("reason")),
-                       resumed=_whole(attrs.get("resumed")) or 0)
+    return TrialRecord(
+        number=trial.number,
+        params=params,
+        value=_finite(value),
+        state="infeasible"
+        if attrs.get("infeasible") is True and trial.state.name == "PRUNED"
+        else STATES.get(trial.state.name, trial.state.name.lower()),
+        epochs=_whole(attrs.get("epochs")),
+        seconds=_finite(attrs.get("seconds")),
+        run_dir=_text(attrs.get("run")),
+        reason=_text(attrs.get("reason")),
+        resumed=_whole(attrs.get("resumed")) or 0,
+    )
 
 
 def one_line(exc: BaseException) -> str:
@@ -133,12 +140,23 @@ def write_records(result: SweepResult) -> None:
     """summary.csv, best.json and the plots in the sweep folder."""
     write_bytes(result.dir / "summary.csv", summary_csv(result).encode())
     best = result.best
-    write_json(result.dir / "best.json", None if best is None else {
-        "trial": best.number, "params": best.params,
-        "objective": {"metric": result.metric, "direction": result.direction, "value": best.value},
-        "epochs": best.epochs, "seconds": best.seconds, "run": best.run_dir,
-        "trials": result.counts(), "study": result.study, "storage": result.storage},
-        private=result.storage != SweepFolder(result.dir).own_storage)
+    write_json(
+        result.dir / "best.json",
+        None
+        if best is None
+        else {
+            "trial": best.number,
+            "params": best.params,
+            "objective": {"metric": result.metric, "direction": result.direction, "value": best.value},
+            "epochs": best.epochs,
+            "seconds": best.seconds,
+            "run": best.run_dir,
+            "trials": result.counts(),
+            "study": result.study,
+            "storage": result.storage,
+        },
+        private=result.storage != SweepFolder(result.dir).own_storage,
+    )
     with contextlib.suppress(Exception):  # a picture must not leave a sweep unfinished (as a run's curves)
         write_plots(result)
 
@@ -149,8 +167,18 @@ def summary_csv(result: SweepResult) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["trial", *names, result.metric, "state", "epochs", "seconds", "resumed", "run"])
     for t in result.trials:
-        writer.writerow([t.number, *(_cell(t.params.get(n)) for n in names), _cell(t.value), t.state,
-                         _cell(t.epochs), _cell(t.seconds), t.resumed, t.run_dir or ""])
+        writer.writerow(
+            [
+                t.number,
+                *(_cell(t.params.get(n)) for n in names),
+                _cell(t.value),
+                t.state,
+                _cell(t.epochs),
+                _cell(t.seconds),
+                t.resumed,
+                t.run_dir or "",
+            ]
+        )
     return buffer.getvalue()
 
 
@@ -167,11 +195,22 @@ def show_table(result: SweepResult) -> str:
     names = param_names(result)
     order = {"complete": 0, "pruned": 1, "infeasible": 2, "running": 3, "waiting": 3, "failed": 4}
     sign = 1 if result.direction == "minimize" else -1
-    rows = sorted(result.trials, key=lambda t: (order.get(t.state, 4), sign * t.value if t.value is not None
-                                                 else math.inf, t.number))
+    rows = sorted(
+        result.trials,
+        key=lambda t: (order.get(t.state, 4), sign * t.value if t.value is not None else math.inf, t.number),
+    )
     header = ["trial", *names, result.metric, "state", "epochs", "seconds"]
-    lines = [header] + [[str(t.number), *(_shown(t.params.get(n)) for n in names), _cell(t.value), t.state,
-                         _cell(t.epochs), _cell(t.seconds)] for t in rows]
+    lines = [header] + [
+        [
+            str(t.number),
+            *(_shown(t.params.get(n)) for n in names),
+            _cell(t.value),
+            t.state,
+            _cell(t.epochs),
+            _cell(t.seconds),
+        ]
+        for t in rows
+    ]
     lines = [[printable(cell) for cell in row] for row in lines]  # names and values from a study: escaped
     widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
     text = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in lines]
@@ -207,8 +246,9 @@ def write_plots(result: SweepResult) -> list[Path]:
     for state, marker in (("complete", "o"), ("pruned", "x")):
         shown = [(t, value) for t, value in scored if t.state == state]
         if shown:
-            axes.plot([t.number for t, _ in shown], [value for _, value in shown], marker, linestyle="none",
-                      label=state)
+            axes.plot(
+                [t.number for t, _ in shown], [value for _, value in shown], marker, linestyle="none", label=state
+            )
     complete = [(t, value) for t, value in scored if t.state == "complete"]
     if complete:
         pick = min if result.direction == "minimize" else max
@@ -253,8 +293,14 @@ def write_plots(result: SweepResult) -> list[Path]:
         axes.set_ylabel(printable(result.metric), **PLAIN)
         axes.grid(True, alpha=0.3)
     # Fixed margins: matplotlib's constrained layout took most of the drawing time.
-    params.subplots_adjust(left=0.08 if columns > 1 else 0.14, right=0.98, bottom=0.12 / rows + 0.04,
-                           top=1 - 0.1 / rows, wspace=0.35, hspace=0.45)
+    params.subplots_adjust(
+        left=0.08 if columns > 1 else 0.14,
+        right=0.98,
+        bottom=0.12 / rows + 0.04,
+        top=1 - 0.1 / rows,
+        wspace=0.35,
+        hspace=0.45,
+    )
     written += _save(params, result.dir / "params")
     return written
 

@@ -66,10 +66,15 @@ def _worker_seed(config: SweepConfig) -> int:
 
 
 def _result(config: SweepConfig, study: Any) -> SweepResult:
-    return SweepResult(dir=config.folder.path, study=config.study, storage=studies.shown_url(config.storage),
-                       metric=config.metric, direction=config.space.direction,
-                       trials=records(study, config.trials, config.folder.path),
-                       log_scale=tuple(p.name for p in config.space.params if p.kind == "log_uniform"))
+    return SweepResult(
+        dir=config.folder.path,
+        study=config.study,
+        storage=studies.shown_url(config.storage),
+        metric=config.metric,
+        direction=config.space.direction,
+        trials=records(study, config.trials, config.folder.path),
+        log_scale=tuple(p.name for p in config.space.params if p.kind == "log_uniform"),
+    )
 
 
 def _work(config: SweepConfig, study: Any) -> bool:
@@ -98,8 +103,11 @@ def _repair(config: SweepConfig, study: Any) -> None:
     own = config.storage == config.folder.own_storage
     for frozen in study.get_trials(deepcopy=False, states=(_states().RUNNING,)):
         attrs = frozen.user_attrs
-        if frozen.number >= config.trials or attrs.get("sweep", mine if own else None) != mine \
-                or _alive(attrs.get("worker")):
+        if (
+            frozen.number >= config.trials
+            or attrs.get("sweep", mine if own else None) != mine
+            or _alive(attrs.get("worker"))
+        ):
             continue
         run_dir = config.folder.trial_dir(frozen.number)
         if run_dir.exists() and RunFolder(run_dir).in_use():
@@ -109,8 +117,10 @@ def _repair(config: SweepConfig, study: Any) -> None:
         trial.set_user_attr("resumed", attrs.get("resumed", 0) + 1)  # said in summary.csv
         resume = run_dir if (run_dir / "config.json").is_file() else None
         if resume is None and not config.folder.clear_unstarted(run_dir):
-            reason = (f"its run folder {run_dir} holds files netdsl did not write before a run starts; "
-                      "netdsl left it as it is")
+            reason = (
+                f"its run folder {run_dir} holds files netdsl did not write before a run starts; "
+                "netdsl left it as it is"
+            )
             trial.set_user_attr("reason", reason)
             study.tell(trial, state=_states().FAIL)
             _echo(config, frozen.number, dict(frozen.params), None, "failed", None, reason)
@@ -162,11 +172,15 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
 
     def report(epoch: int, logs: dict[str, Any]) -> str | None:
         if metric not in logs:
-            raise DataError(f"the objective '{metric}' is not in this run's history (it reports: "
-                            f"{', '.join(logs)}); give validation data or pick another metric")
+            raise DataError(
+                f"the objective '{metric}' is not in this run's history (it reports: "
+                f"{', '.join(logs)}); give validation data or pick another metric"
+            )
         if not isinstance(logs[metric], (int, float)):  # a list: one value per class (f1_score without average)
-            raise DataError(f"the objective '{metric}' gives one value per class; an objective is one number: "
-                            f"give the metric average=\"macro\" (or \"micro\", \"weighted\")")
+            raise DataError(
+                f"the objective '{metric}' gives one value per class; an objective is one number: "
+                f'give the metric average="macro" (or "micro", "weighted")'
+            )
         seen.setdefault(metric, []).append(logs[metric])
         if math.isfinite(logs[metric]):
             trial.report(logs[metric], epoch)
@@ -175,13 +189,28 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
         return None
 
     train = TrainRequest(
-        spec=config.program, model=config.model, data=request.data, epochs=request.epochs,
-        batch_size=request.batch_size, seed=config.seed, out=config.folder.trials, resume=resume,
-        include=list(request.include), callbacks=[epoch_hook(report), *request.callbacks],
+        spec=config.program,
+        model=config.model,
+        data=request.data,
+        epochs=request.epochs,
+        batch_size=request.batch_size,
+        seed=config.seed,
+        out=config.folder.trials,
+        resume=resume,
+        include=list(request.include),
+        callbacks=[epoch_hook(report), *request.callbacks],
         defines=defines,
         run_dir=None if resume is not None else run_dir,
-        extra={"sweep": {"folder": str(config.folder.path.resolve()), "study": config.study, "trial": trial.number,
-                         "params": params, "objective": {"direction": space.direction, "metric": metric}}})
+        extra={
+            "sweep": {
+                "folder": str(config.folder.path.resolve()),
+                "study": config.study,
+                "trial": trial.number,
+                "params": params,
+                "objective": {"direction": space.direction, "metric": metric},
+            }
+        },
+    )
     started = time.monotonic()
     try:
         run = run_training(resolve(train))
@@ -211,8 +240,15 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
         study.tell(trial, state=states.FAIL)
     else:
         study.tell(trial, value)
-    _echo(config, trial.number, params, value, "pruned" if run.status == "pruned" else
-          "complete" if value is not None else "failed", len(history), None)
+    _echo(
+        config,
+        trial.number,
+        params,
+        value,
+        "pruned" if run.status == "pruned" else "complete" if value is not None else "failed",
+        len(history),
+        None,
+    )
     return True
 
 
@@ -240,8 +276,15 @@ def _over_budget(config: SweepConfig, study: Any, trial: Any, params: dict, defi
     return True
 
 
-def _echo(config: SweepConfig, number: int, params: dict, value: float | None, state: str, epochs: int | None,
-          reason: str | None) -> None:
+def _echo(
+    config: SweepConfig,
+    number: int,
+    params: dict,
+    value: float | None,
+    state: str,
+    epochs: int | None,
+    reason: str | None,
+) -> None:
     if not config.request.echo:
         return
     # values and reasons come from the spec and the study: escaped (printable), as every printer's

@@ -85,8 +85,10 @@ def resolve_sweep(request: SweepRequest) -> SweepConfig:
     program, name = checked.program, checked.name
     space = checked.sweep
     if space is None:
-        raise UsageError(f"the spec has no sweep section for model '{name}'",
-                         hint=f"add one: sweep {name} {{ width = choice(32, 64)  objective = minimize(val_loss) }}")
+        raise UsageError(
+            f"the spec has no sweep section for model '{name}'",
+            hint=f"add one: sweep {name} {{ width = choice(32, 64)  objective = minimize(val_loss) }}",
+        )
     clash = sorted(set(request.defines) & {p.name for p in space.params})
     if clash:
         raise UsageError(f"-D {clash[0]} fixes a constant this sweep searches; leave it out of the sweep or of -D")
@@ -103,13 +105,27 @@ def resolve_sweep(request: SweepRequest) -> SweepConfig:
         raise UsageError(f"--trials takes a number from 1 to {MAX_SWEEP_TRIALS:,}; received {trials}")
     folder = folder or SweepFolder.create(request.out, name)  # only once everything was checked
     seed = saved.get("seed", request.seed if request.seed is not None else int.from_bytes(os.urandom(4), "little"))
-    storage = request.storage or (saved_storage(folder, saved) if saved
-                                  else os.environ.get(STORAGE_ENV) or folder.own_storage)
-    identity = {"spec": spec_sha256(program), "model": name, "metric": space.metric, "direction": space.direction,
-                "defines": json_defines(request.defines)}
-    config = SweepConfig(request=request, checked=checked, space=space, trials=trials, seed=seed,
-                         storage=storage, study=request.study or saved.get("study") or f"{name}-sweep",
-                         folder=folder, identity=identity)
+    storage = request.storage or (
+        saved_storage(folder, saved) if saved else os.environ.get(STORAGE_ENV) or folder.own_storage
+    )
+    identity = {
+        "spec": spec_sha256(program),
+        "model": name,
+        "metric": space.metric,
+        "direction": space.direction,
+        "defines": json_defines(request.defines),
+    }
+    config = SweepConfig(
+        request=request,
+        checked=checked,
+        space=space,
+        trials=trials,
+        seed=seed,
+        storage=storage,
+        study=request.study or saved.get("study") or f"{name}-sweep",
+        folder=folder,
+        identity=identity,
+    )
     if request.join is None:
         _record(config, saved)
     return config
@@ -129,8 +145,9 @@ def saved_storage(folder: SweepFolder, saved: dict) -> str:
         return saved["storage_url"]
     if os.environ.get(STORAGE_ENV):
         return os.environ[STORAGE_ENV]
-    raise UsageError(f"this sweep's study is in {saved['storage']}; give the URL again with --storage URL "
-                     f"(or in {STORAGE_ENV})")
+    raise UsageError(
+        f"this sweep's study is in {saved['storage']}; give the URL again with --storage URL (or in {STORAGE_ENV})"
+    )
 
 
 def _settings_from(saved: dict, request: SweepRequest) -> None:
@@ -155,10 +172,13 @@ def _settings_from(saved: dict, request: SweepRequest) -> None:
 
 
 def _check_flags(request: SweepRequest) -> None:
-    for flag, value, low, high in (("--workers", request.workers, 1, MAX_SWEEP_WORKERS),
-                                   ("--trials", request.trials, 1, MAX_SWEEP_TRIALS),
-                                   ("--epochs", request.epochs, 1, None), ("--batch-size", request.batch_size, 1, None),
-                                   ("--seed", request.seed, 0, MAX_SEED)):
+    for flag, value, low, high in (
+        ("--workers", request.workers, 1, MAX_SWEEP_WORKERS),
+        ("--trials", request.trials, 1, MAX_SWEEP_TRIALS),
+        ("--epochs", request.epochs, 1, None),
+        ("--batch-size", request.batch_size, 1, None),
+        ("--seed", request.seed, 0, MAX_SEED),
+    ):
         if value is None:
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < low or (high and value > high):
@@ -180,9 +200,11 @@ def _check_validation(metric: str, data: DataRequest, validation_split: float | 
         return
     split = data.split or DEFAULT_SPLIT
     if (data.data is not None and (len(split) < 2 or split[1] <= 0)) or (data.train is not None and data.val is None):
-        raise UsageError(f"the objective {metric} needs validation data, and this sweep has none",
-                         hint="give --val SRC (with --train), a --split with a validation part, or minimize "
-                              "a training metric such as loss")
+        raise UsageError(
+            f"the objective {metric} needs validation data, and this sweep has none",
+            hint="give --val SRC (with --train), a --split with a validation part, or minimize "
+            "a training metric such as loss",
+        )
 
 
 def _check_one_number(metric: str, graph: Any) -> None:
@@ -192,8 +214,10 @@ def _check_one_number(metric: str, graph: Any) -> None:
 
     one_number = per_class_metric_names(graph.train.metrics, graph.output_names).get(metric.removeprefix("val_"))
     if one_number is not None:
-        raise UsageError(f"the objective {metric} gives one value per class; an objective is one number",
-                         hint=f"give the metric {one_number}")
+        raise UsageError(
+            f"the objective {metric} gives one value per class; an objective is one number",
+            hint=f"give the metric {one_number}",
+        )
 
 
 def _existing_folder(request: SweepRequest, model: str) -> SweepFolder | None:
@@ -202,8 +226,11 @@ def _existing_folder(request: SweepRequest, model: str) -> SweepFolder | None:
         return SweepFolder.existing(request.join)
     if request.resume is None:
         return None
-    folder = (SweepFolder.newest_unfinished(request.out, model) if str(request.resume) == "auto"
-              else SweepFolder.existing(request.resume))
+    folder = (
+        SweepFolder.newest_unfinished(request.out, model)
+        if str(request.resume) == "auto"
+        else SweepFolder.existing(request.resume)
+    )
     if folder is not None:
         searched = folder.read().get("spec", {}).get("model")
         if searched != model:
@@ -215,21 +242,31 @@ def _record(config: SweepConfig, saved: dict) -> None:
     request = config.request
     here = config.storage == config.folder.own_storage
     shown = studies.shown_url(config.storage)
-    config.folder.write({
-        "spec": {"path": os.path.abspath(config.program.root), "sha256": config.identity["spec"],
-                 "model": config.model},
-        "objective": {"direction": config.space.direction, "metric": config.space.metric},
-        "space": {p.name: p.describe() for p in config.space.params},
-        "sampler": config.space.sampler, "pruner": config.space.pruner,
-        "trials": config.trials, "seed": config.seed, "study": config.study,
-        "storage": STUDY_FILE if here else shown,
-        # the URL itself only where it holds no secret (`--resume` and `--show` then need no --storage)
-        **({"storage_url": config.storage} if not here and not studies.holds_secret(config.storage) else {}),
-        "data": request.data.describe(), "defines": json_defines(request.defines),
-        "epochs": request.epochs, "batch_size": request.batch_size,
-        "status": "running",
-        "created": saved.get("created") or datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    })
+    config.folder.write(
+        {
+            "spec": {
+                "path": os.path.abspath(config.program.root),
+                "sha256": config.identity["spec"],
+                "model": config.model,
+            },
+            "objective": {"direction": config.space.direction, "metric": config.space.metric},
+            "space": {p.name: p.describe() for p in config.space.params},
+            "sampler": config.space.sampler,
+            "pruner": config.space.pruner,
+            "trials": config.trials,
+            "seed": config.seed,
+            "study": config.study,
+            "storage": STUDY_FILE if here else shown,
+            # the URL itself only where it holds no secret (`--resume` and `--show` then need no --storage)
+            **({"storage_url": config.storage} if not here and not studies.holds_secret(config.storage) else {}),
+            "data": request.data.describe(),
+            "defines": json_defines(request.defines),
+            "epochs": request.epochs,
+            "batch_size": request.batch_size,
+            "status": "running",
+            "created": saved.get("created") or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+    )
 
 
 # ------------------------------------------------------------------ running

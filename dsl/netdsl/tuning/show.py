@@ -19,8 +19,10 @@ def read_sweep(folder: str | os.PathLike, *, storage: str | None = None) -> Swee
     saved = sweep.read()
     for key in ("study", "objective"):
         if key not in saved or (key == "objective" and "metric" not in saved[key]):
-            raise RunError(f"cannot read {SWEEP}: it names no {'objective metric' if key == 'objective' else key}",
-                           file=str(sweep.path))
+            raise RunError(
+                f"cannot read {SWEEP}: it names no {'objective metric' if key == 'objective' else key}",
+                file=str(sweep.path),
+            )
     url = storage or saved_storage(sweep, saved)
     optuna = studies.optuna_module()
     try:
@@ -31,8 +33,12 @@ def read_sweep(folder: str | os.PathLike, *, storage: str | None = None) -> Swee
         raise
     except Exception as exc:  # noqa: BLE001 - a damaged study: Optuna and SQLAlchemy raise what its bytes cause
         raise RunError(f"cannot read the study: {one_line(exc)}", file=str(sweep.path)) from None
-    return SweepResult(dir=sweep.path, study=saved["study"], storage=studies.shown_url(url),
-                       metric=saved["objective"]["metric"], direction=saved["objective"].get("direction", "minimize"),
-                       trials=records(study, saved.get("trials"), sweep.path),
-                       log_scale=tuple(name for name, text in saved.get("space", {}).items()
-                                       if text.startswith("log_uniform")))
+    return SweepResult(
+        dir=sweep.path,
+        study=saved["study"],
+        storage=studies.shown_url(url),
+        metric=saved["objective"]["metric"],
+        direction=saved["objective"].get("direction", "minimize"),
+        trials=records(study, saved.get("trials"), sweep.path),
+        log_scale=tuple(name for name, text in saved.get("space", {}).items() if text.startswith("log_uniform")),
+    )

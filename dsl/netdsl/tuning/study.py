@@ -22,14 +22,15 @@ if TYPE_CHECKING:
     import optuna
 
 
-
 def optuna_module() -> Any:
     """Optuna, quiet (netdsl prints one line per trial itself); UsageError when it is not installed."""
     try:
         import optuna
     except ImportError:
-        raise UsageError("netdsl sweep needs Optuna, which is not installed",
-                         hint="pip install 'netdsl[sweep]' (or: pip install optuna)") from None
+        raise UsageError(
+            "netdsl sweep needs Optuna, which is not installed",
+            hint="pip install 'netdsl[sweep]' (or: pip install optuna)",
+        ) from None
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     return optuna
 
@@ -115,8 +116,7 @@ def _ask_and_tell_grid(grid_sampler: type) -> type:
 # Optuna's pruner for each `pruner =` (None: `none` or not set; sweep_space.PRUNERS names the others).
 PRUNERS: dict[str | None, Callable[[Any, SweepSpace], Any]] = {
     None: lambda pruners, space: pruners.NopPruner(),
-    "median": lambda pruners, space: pruners.MedianPruner(n_startup_trials=space.startup,
-                                                          n_warmup_steps=space.warmup),
+    "median": lambda pruners, space: pruners.MedianPruner(n_startup_trials=space.startup, n_warmup_steps=space.warmup),
 }
 
 
@@ -184,8 +184,11 @@ def _secrets(url: str) -> list[str]:
         values += [found] if isinstance(found, str) else list(found)
     if parsed.host and "@" in parsed.host:
         values.append(parsed.host.rpartition("@")[0])
-    return sorted({v for text in values if len(text) >= MIN_SCRUBBED
-                   for v in (text, quote(text, safe=""), quote_plus(text))}, key=len, reverse=True)
+    return sorted(
+        {v for text in values if len(text) >= MIN_SCRUBBED for v in (text, quote(text, safe=""), quote_plus(text))},
+        key=len,
+        reverse=True,
+    )
 
 
 # Shorter secrets are not looked for in a driver's message: masking them would mask ordinary words.
@@ -204,8 +207,10 @@ def open_storage(url: str) -> Any:
     optuna = optuna_module()
     parsed = _parsed(url)
     if parsed is not None and parsed.host and "@" in parsed.host:  # the driver would look the rest up as a host
-        raise UsageError(f"cannot open the study's storage {shown_url(url)}: its host holds '@'",
-                         hint="write an '@' of the user name or password as %40")
+        raise UsageError(
+            f"cannot open the study's storage {shown_url(url)}: its host holds '@'",
+            hint="write an '@' of the user name or password as %40",
+        )
     engine: dict[str, Any] = {}
     if url.startswith("sqlite"):
         engine = {"connect_args": {"timeout": 60}}  # several workers on one file wait for each other
@@ -216,8 +221,9 @@ def open_storage(url: str) -> Any:
             if attempt + 1 < SCHEMA_ATTEMPTS and _schema_race(exc):
                 time.sleep(0.5 * (attempt + 1))
                 continue
-            raise UsageError(f"cannot open the study's storage {shown_url(url)}: "
-                             f"{_scrubbed(_first_line(exc), url)}") from None
+            raise UsageError(
+                f"cannot open the study's storage {shown_url(url)}: {_scrubbed(_first_line(exc), url)}"
+            ) from None
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -235,8 +241,14 @@ def open_study(storage: Any, name: str, space: SweepSpace, seed: int, identity: 
     optuna = optuna_module()
     for attempt in range(5):  # two workers creating the same study at once: one of them loads it
         try:
-            study = optuna.create_study(storage=storage, study_name=name, direction=space.direction,
-                                        sampler=sampler(space, seed), pruner=pruner(space), load_if_exists=True)
+            study = optuna.create_study(
+                storage=storage,
+                study_name=name,
+                direction=space.direction,
+                sampler=sampler(space, seed),
+                pruner=pruner(space),
+                load_if_exists=True,
+            )
             break
         except optuna.exceptions.DuplicatedStudyError:
             time.sleep(0.2 * (attempt + 1))
@@ -247,8 +259,10 @@ def open_study(storage: Any, name: str, space: SweepSpace, seed: int, identity: 
         study.set_user_attr("netdsl", identity)
     elif known != identity:
         different = [k for k in identity if known.get(k) != identity[k]]
-        raise UsageError(f"the study '{name}' in this storage searches something else ({', '.join(different)} "
-                         "differ)", hint="give another --study NAME, or the same spec, model and -D flags")
+        raise UsageError(
+            f"the study '{name}' in this storage searches something else ({', '.join(different)} differ)",
+            hint="give another --study NAME, or the same spec, model and -D flags",
+        )
     return study
 
 

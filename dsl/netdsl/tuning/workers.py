@@ -31,8 +31,15 @@ def run_workers(config: SweepConfig) -> int:
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)
 
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)
-                if signal.getsignal(s) is not signal.SIG_IGN} if _main_thread() else {}
+    previous = (
+        {
+            s: signal.signal(s, forward)
+            for s in (signal.SIGINT, signal.SIGTERM)
+            if signal.getsignal(s) is not signal.SIG_IGN
+        }
+        if _main_thread()
+        else {}
+    )
     try:
         for index in range(config.request.workers):
             env = {**os.environ, "NETDSL_SWEEP_WORKER": str(index + 1), STORAGE_ENV: config.storage}
@@ -55,9 +62,23 @@ def run_workers(config: SweepConfig) -> int:
 
 def _worker_argv(config: SweepConfig) -> list[str]:
     request = config.request
-    argv = [sys.executable, "-m", "netdsl.cli", "sweep", os.path.abspath(config.program.root),
-            "--model", config.model, "--join", str(config.folder.path.resolve()), "--trials", str(config.trials),
-            "--study", config.study, "--seed", str(config.seed)]
+    argv = [
+        sys.executable,
+        "-m",
+        "netdsl.cli",
+        "sweep",
+        os.path.abspath(config.program.root),
+        "--model",
+        config.model,
+        "--join",
+        str(config.folder.path.resolve()),
+        "--trials",
+        str(config.trials),
+        "--study",
+        config.study,
+        "--seed",
+        str(config.seed),
+    ]
     if not isinstance(request.spec, (str, os.PathLike)):
         raise UsageError("--workers K runs `netdsl sweep` processes: give the spec as a path")
     for key in ("data", "train", "val", "test"):

@@ -58,8 +58,9 @@ def family(name: str) -> Family:
     """The zoo family called `name` (case does not matter), or a ZooError with the nearest names."""
     found = BY_NAME.get(name.lower())
     if found is None:
-        raise ZooError(f"no zoo family is called '{printable(name)}'{_did_you_mean(name)}; "
-                       "`netdsl zoo list` lists them")
+        raise ZooError(
+            f"no zoo family is called '{printable(name)}'{_did_you_mean(name)}; `netdsl zoo list` lists them"
+        )
     return found
 
 
@@ -76,13 +77,18 @@ def cached(found: Family, include_top: bool) -> Weights | None:
     if not os.path.lexists(path):
         return None
     digests = _hash_file(path, published, f"{found.name}'s cached weights")
-    _check(published, digests, f"{found.name}'s cached weights {path}",
-           "delete it, then fetch it again (`netdsl zoo fetch NAME`)")
+    _check(
+        published,
+        digests,
+        f"{found.name}'s cached weights {path}",
+        "delete it, then fetch it again (`netdsl zoo fetch NAME`)",
+    )
     return Weights(found.name, include_top, path, digests["sha256"])
 
 
-def fetch(name: str, include_top: bool = False, source: str | os.PathLike | None = None,
-          progress: IO[str] | None = None) -> Weights:
+def fetch(
+    name: str, include_top: bool = False, source: str | os.PathLike | None = None, progress: IO[str] | None = None
+) -> Weights:
     """The family's weights, from the cache, else from `source` (a local copy of the published
     file, for a machine without a network) or downloaded (`$NETDSL_ZOO_MIRROR` first when set),
     checked against the pinned hash and kept in the cache."""
@@ -121,8 +127,9 @@ def _make_cache(folder: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ZooError(f"cannot make the weights cache {folder}: {exc.strerror or exc}; "
-                       "set KERAS_HOME to a folder you can write") from None
+        raise ZooError(
+            f"cannot make the weights cache {folder}: {exc.strerror or exc}; set KERAS_HOME to a folder you can write"
+        ) from None
     reason = _foreign(folder)
     if reason is not None:
         raise ZooError(f"the weights cache {folder} {reason}; set KERAS_HOME to a folder of your own")
@@ -142,8 +149,7 @@ def _foreign(folder: Path) -> str | None:
     return None
 
 
-def _download(url: str, out: IO[bytes], published: WeightsFile,
-              progress: IO[str] | None) -> dict[str, str]:
+def _download(url: str, out: IO[bytes], published: WeightsFile, progress: IO[str] | None) -> dict[str, str]:
     scheme = urllib.parse.urlsplit(url).scheme
     if scheme not in ("https", "http", "file"):
         raise ZooError(f"cannot fetch {printable(url)}: only https, http and file URLs are fetched")
@@ -155,8 +161,10 @@ def _download(url: str, out: IO[bytes], published: WeightsFile,
         raise ZooError(f"cannot fetch {printable(url)}: HTTP {exc.code} {printable(exc.reason)}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
-        raise ZooError(f"cannot fetch {printable(url)}: {printable(reason)}; without a network, fetch the "
-                       f"file elsewhere and give it with --from FILE") from None
+        raise ZooError(
+            f"cannot fetch {printable(url)}: {printable(reason)}; without a network, fetch the "
+            f"file elsewhere and give it with --from FILE"
+        ) from None
 
 
 def _declared_size(response: object) -> int | None:
@@ -166,8 +174,9 @@ def _declared_size(response: object) -> int | None:
     except ValueError:
         return None
     if size is not None and size > MAX_ZOO_WEIGHTS_BYTES:
-        raise ZooError(f"the server declares {size:,} bytes; a zoo weights file is at most "
-                       f"{MAX_ZOO_WEIGHTS_BYTES:,} bytes")
+        raise ZooError(
+            f"the server declares {size:,} bytes; a zoo weights file is at most {MAX_ZOO_WEIGHTS_BYTES:,} bytes"
+        )
     return size
 
 
@@ -179,14 +188,20 @@ def _copy_local(source: Path, out: IO[bytes], published: WeightsFile) -> dict[st
         raise ZooError(f"{printable(source)}: {exc}") from None
 
 
-def _stream(read: Callable[[int], bytes], write: Callable[[bytes], object], published: WeightsFile,
-            report: Callable[[int], None]) -> dict[str, str]:
+def _stream(
+    read: Callable[[int], bytes],
+    write: Callable[[bytes], object],
+    published: WeightsFile,
+    report: Callable[[int], None],
+) -> dict[str, str]:
     md5, sha256, done = hashlib.md5(usedforsecurity=False), hashlib.sha256(), 0
     while chunk := read(_CHUNK):
         done += len(chunk)
         if done > MAX_ZOO_WEIGHTS_BYTES:
-            raise ZooError(f"{published.fname} is larger than {MAX_ZOO_WEIGHTS_BYTES:,} bytes, "
-                           "more than any published zoo file; not kept")
+            raise ZooError(
+                f"{published.fname} is larger than {MAX_ZOO_WEIGHTS_BYTES:,} bytes, "
+                "more than any published zoo file; not kept"
+            )
         md5.update(chunk)
         sha256.update(chunk)
         write(chunk)
@@ -197,8 +212,10 @@ def _stream(read: Callable[[int], bytes], write: Callable[[bytes], object], publ
 
 def _hash_file(path: Path, published: WeightsFile, what: str) -> dict[str, str]:
     try:
-        with files.open_regular(path, "weights file", follow_links=False, own=True) as fd, \
-                os.fdopen(os.dup(fd), "rb") as src:
+        with (
+            files.open_regular(path, "weights file", follow_links=False, own=True) as fd,
+            os.fdopen(os.dup(fd), "rb") as src,
+        ):
             return _stream(src.read, lambda chunk: None, published, lambda done: None)
     except files.Refused as exc:
         raise ZooError(f"{what} {path}: {exc}") from None
@@ -247,10 +264,12 @@ def spec_line(found: Family) -> str:
 
 def describe(found: Family) -> list[str]:
     """What `netdsl zoo show NAME` prints: the family, its input, its preprocessing, its files."""
-    lines = [f"{found.name}: keras.applications.{found.constructor}",
-             f"  spec: {spec_line(found)}",
-             f"  input: {found.input_size}x{found.input_size}x3",
-             f"  preprocess: {found.preprocess_text}"]
+    lines = [
+        f"{found.name}: keras.applications.{found.constructor}",
+        f"  spec: {spec_line(found)}",
+        f"  input: {found.input_size}x{found.input_size}x3",
+        f"  preprocess: {found.preprocess_text}",
+    ]
     for label, published in (("weights", found.top), ("weights without top", found.notop)):
         here = cache_folder() / published.fname
         state = "cached" if os.path.lexists(here) else "not fetched"
@@ -259,5 +278,14 @@ def describe(found: Family) -> list[str]:
     return lines
 
 
-__all__ = ["MIRROR_VARIABLE", "Weights", "ZooError", "cache_folder", "cached", "describe", "family", "fetch",
-           "spec_line"]
+__all__ = [
+    "MIRROR_VARIABLE",
+    "Weights",
+    "ZooError",
+    "cache_folder",
+    "cached",
+    "describe",
+    "family",
+    "fetch",
+    "spec_line",
+]

@@ -33,8 +33,16 @@ ANATOMY: Mapping[str, Anatomy] = TABLE
 UNKNOWN: dict[str, str] = {name: reason for family in _FAMILIES for name, reason in family.UNKNOWN.items()}
 
 # A rule that cannot tell (a value of the wrong type, an unknown size, a form it leaves to Keras) raises one of these.
-_CANNOT_TELL = (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError, OverflowError,
-                RecursionError)  # wrappers nested deep in wrappers
+_CANNOT_TELL = (
+    TypeError,
+    ValueError,
+    IndexError,
+    KeyError,
+    AttributeError,
+    ZeroDivisionError,
+    OverflowError,
+    RecursionError,
+)  # wrappers nested deep in wrappers
 
 
 def output_count(entry: Entry, kwargs: Mapping[str, Any]) -> int | None:

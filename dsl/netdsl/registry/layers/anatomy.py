@@ -24,9 +24,29 @@ from typing import Any
 from netdsl.errors import BuildError
 from netdsl.registry.table import Entry
 
-__all__ = ["Anatomy", "Args", "Shape", "ShapeRule", "ParamRule", "OutputRule", "one", "same", "no_weights",
-           "shape_text", "anatomy_of", "outputs_of", "params_of", "shapes_of",
-           "size", "dims", "ints", "channels", "channels_last", "axis_size", "conv_dim"]
+__all__ = [
+    "Anatomy",
+    "Args",
+    "Shape",
+    "ShapeRule",
+    "ParamRule",
+    "OutputRule",
+    "one",
+    "same",
+    "no_weights",
+    "shape_text",
+    "anatomy_of",
+    "outputs_of",
+    "params_of",
+    "shapes_of",
+    "size",
+    "dims",
+    "ints",
+    "channels",
+    "channels_last",
+    "axis_size",
+    "conv_dim",
+]
 
 Shape = tuple[Any, ...]
 """Sizes without the batch axis, `None` where a size varies (an unknown part passes through as it is)."""

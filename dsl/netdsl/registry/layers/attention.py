@@ -54,8 +54,13 @@ def _mha_params(args: Args, shapes: list[Shape]) -> int:
         out = math.prod(size(d) for d in out)
     else:
         out = size(out)
-    total = (qd * heads * key_dim + kd * heads * key_dim + vd * heads * value_dim + heads * value_dim * out
-             + (2 * heads * key_dim + heads * value_dim + out if bias else 0))
+    total = (
+        qd * heads * key_dim
+        + kd * heads * key_dim
+        + vd * heads * value_dim
+        + heads * value_dim * out
+        + (2 * heads * key_dim + heads * value_dim + out if bias else 0)
+    )
     if args["use_gate"]:
         total += qd * heads * value_dim + (heads * value_dim if bias else 0)
     return total
@@ -66,8 +71,13 @@ def _gqa_params(args: Args, shapes: list[Shape]) -> int:
     bias = args["use_bias"]
     width = size(args["head_dim"])
     queries, keys = size(args["num_query_heads"]), size(args["num_key_value_heads"])
-    total = (qd * queries * width + kd * keys * width + vd * keys * width + queries * width * qd
-             + (queries * width + 2 * keys * width + qd if bias else 0))
+    total = (
+        qd * queries * width
+        + kd * keys * width
+        + vd * keys * width
+        + queries * width * qd
+        + (queries * width + 2 * keys * width + qd if bias else 0)
+    )
     if args["use_gate"]:
         total += qd * queries * width + (queries * width if bias else 0)
     return total

@@ -33,8 +33,9 @@ def _shape_rule(rank: int, transpose: bool = False, depthwise: bool = False) -> 
     def rule(args: Args, shapes: list[Shape]) -> Shape:
         shape = shapes[0]
         if len(shape) != rank + 1:
-            raise BuildError(f"expected an input of rank {rank + 2} (batch included), received shape "
-                             f"{shape_text(shape)}")
+            raise BuildError(
+                f"expected an input of rank {rank + 2} (batch included), received shape {shape_text(shape)}"
+            )
         if not channels_last(args):
             raise ValueError("channels_first: left to Keras")
         kernel = ints(args["kernel_size"], rank)
@@ -45,16 +46,19 @@ def _shape_rule(rank: int, transpose: bool = False, depthwise: bool = False) -> 
                 raise ValueError("output_padding: left to Keras")
             spatial = tuple(
                 None if s is None else (s * st if padding == "same" else (s - 1) * st + k)
-                for s, k, st in zip(shape[:-1], kernel, strides))
+                for s, k, st in zip(shape[:-1], kernel, strides)
+            )
         else:
             dilation = ints(args["dilation_rate"], rank)
-            spatial = tuple(conv_dim(s, k, st, padding, d)
-                            for s, k, st, d in zip(shape[:-1], kernel, strides, dilation))
+            spatial = tuple(
+                conv_dim(s, k, st, padding, d) for s, k, st, d in zip(shape[:-1], kernel, strides, dilation)
+            )
         if depthwise:
             out = shape[-1] * args["depth_multiplier"] if shape[-1] else None
         else:
             out = args["filters"]
         return spatial + (out,)
+
     return rule
 
 

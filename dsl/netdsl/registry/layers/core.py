@@ -74,8 +74,10 @@ def _reshape(args: Args, shapes: list[Shape]) -> Shape:
             raise BuildError(f"cannot reshape {shape_text(source)} to {shape_text(target)}")
         target = tuple(total // known if d == -1 else d for d in target)
     elif all(d is not None for d in source) and -1 not in target and math.prod(target) != math.prod(source):
-        raise BuildError(f"cannot reshape {shape_text(source)} ({math.prod(source)} values) to "
-                         f"{shape_text(target)} ({math.prod(target)} values)")
+        raise BuildError(
+            f"cannot reshape {shape_text(source)} ({math.prod(source)} values) to "
+            f"{shape_text(target)} ({math.prod(target)} values)"
+        )
     return tuple(None if d == -1 else d for d in target)  # -1 beside a varying size: unknown, as in Keras
 
 
@@ -131,9 +133,18 @@ LAYERS: dict[str, Anatomy] = {
     "repeat_vector": Anatomy(_repeat_vector, no_weights),
     "zero_padding2d": Anatomy(_zero_padding2d, no_weights),
     "up_sampling2d": Anatomy(_up_sampling2d, no_weights),
-    **{name: Anatomy(None, no_weights) for name in (
-        "cropping1d", "cropping2d", "cropping3d", "up_sampling1d", "up_sampling3d", "zero_padding1d",
-        "zero_padding3d")},
+    **{
+        name: Anatomy(None, no_weights)
+        for name in (
+            "cropping1d",
+            "cropping2d",
+            "cropping3d",
+            "up_sampling1d",
+            "up_sampling3d",
+            "zero_padding1d",
+            "zero_padding3d",
+        )
+    },
     "einsum_dense": Anatomy(None, None),
 }
 
@@ -141,7 +152,16 @@ UNKNOWN: dict[str, str] = {
     "reversible_embedding": "shape: its call may reverse (logits over the vocabulary); no shape rule yet",
     "normalization": "parameters: its mean, variance and count depend on `axis` and adapt(); no count rule",
     "einsum_dense": "shape and parameters follow its `equation`; no einsum parser here",
-    **{name: "shape: no shape rule written yet (it has no weights)" for name in (
-        "cropping1d", "cropping2d", "cropping3d", "up_sampling1d", "up_sampling3d", "zero_padding1d",
-        "zero_padding3d")},
+    **{
+        name: "shape: no shape rule written yet (it has no weights)"
+        for name in (
+            "cropping1d",
+            "cropping2d",
+            "cropping3d",
+            "up_sampling1d",
+            "up_sampling3d",
+            "zero_padding1d",
+            "zero_padding3d",
+        )
+    },
 }

@@ -29,16 +29,20 @@ def _concatenate(args: Args, shapes: list[Shape]) -> Shape:
         if i == axis:
             continue
         if len({s[i] for s in shapes if s[i] is not None}) > 1:
-            raise BuildError(f"concatenate on axis {written} needs matching shapes elsewhere, "
-                             f"received {', '.join(shape_text(s) for s in shapes)}")
+            raise BuildError(
+                f"concatenate on axis {written} needs matching shapes elsewhere, "
+                f"received {', '.join(shape_text(s) for s in shapes)}"
+            )
     sizes = [s[axis] for s in shapes]
     out[axis] = None if None in sizes else sum(sizes)
     return tuple(out)
 
 
 LAYERS: dict[str, Anatomy] = {
-    **{name: Anatomy(_elementwise, no_weights)
-       for name in ("add", "subtract", "multiply", "average", "maximum", "minimum")},
+    **{
+        name: Anatomy(_elementwise, no_weights)
+        for name in ("add", "subtract", "multiply", "average", "maximum", "minimum")
+    },
     "concatenate": Anatomy(_concatenate, no_weights),
     "dot": Anatomy(None, no_weights),
 }

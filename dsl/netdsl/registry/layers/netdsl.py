@@ -41,8 +41,7 @@ def _attention_params(args: Args, shapes: list[Shape]) -> int:
 def _residual_shapes(args: Args, shapes: list[Shape]) -> Shape:
     h, w, _ = shapes[0]
     stride = args["stride"]
-    return (None if h is None else math.ceil(h / stride), None if w is None else math.ceil(w / stride),
-            args["filters"])
+    return (None if h is None else math.ceil(h / stride), None if w is None else math.ceil(w / stride), args["filters"])
 
 
 def _residual_params(args: Args, shapes: list[Shape]) -> int:

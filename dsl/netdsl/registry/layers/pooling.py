@@ -15,6 +15,7 @@ def _window_rule(rank: int) -> ShapeRule:
         padding = str(args["padding"]).lower()
         spatial = tuple(conv_dim(s, k, st, padding) for s, k, st in zip(shape[:-1], pool, strides))
         return spatial + (shape[-1],)
+
     return rule
 
 

@@ -37,16 +37,31 @@ if TYPE_CHECKING:
 
     from netdsl.training.data.pipeline import EpochOrder
 
-__all__ = ["NUMERIC_KINDS", "ArraySource", "check_input", "check_target", "describe_dtype", "from_mapping",
-           "from_memory", "from_npz"]
+__all__ = [
+    "NUMERIC_KINDS",
+    "ArraySource",
+    "check_input",
+    "check_target",
+    "describe_dtype",
+    "from_mapping",
+    "from_memory",
+    "from_npz",
+]
 
 
 class ArraySource:
     """Named arrays of one length, checked against the model; batches by gathering rows."""
 
-    def __init__(self, origin: str, signature: Signature, inputs: dict[str, np.ndarray],
-                 targets: dict[str, np.ndarray] | None, classes: dict[str, tuple[str, ...]] | None = None,
-                 columns: dict[str, tuple[str, ...]] | None = None, lines: np.ndarray | None = None):
+    def __init__(
+        self,
+        origin: str,
+        signature: Signature,
+        inputs: dict[str, np.ndarray],
+        targets: dict[str, np.ndarray] | None,
+        classes: dict[str, tuple[str, ...]] | None = None,
+        columns: dict[str, tuple[str, ...]] | None = None,
+        lines: np.ndarray | None = None,
+    ):
         self.origin, self.signature = origin, signature
         self.n = _common_length(origin, {**inputs, **(targets or {})})
         self._arrays = (inputs, targets)
@@ -63,8 +78,9 @@ class ArraySource:
     def has_targets(self) -> bool:
         return self._arrays[1] is not None
 
-    def dataset(self, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None,
-                with_targets: bool = True) -> tf.data.Dataset:
+    def dataset(
+        self, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None, with_targets: bool = True
+    ) -> tf.data.Dataset:
         import tensorflow as tf
 
         from netdsl.training.data.pipeline import finish, index_batches, model_structure
@@ -85,7 +101,7 @@ class ArraySource:
     def batches(self, rows: np.ndarray, batch_size: int, with_targets: bool = True) -> Iterator[Batch]:
         """({input: array}, {output: array} or None) per batch of `rows`, in order, as NumPy (no TensorFlow)."""
         for start in range(0, len(rows), batch_size):
-            yield self.take(rows[start:start + batch_size], with_targets)
+            yield self.take(rows[start : start + batch_size], with_targets)
 
     def targets_in_memory(self) -> dict[str, np.ndarray]:
         """{output: array} of the targets (none when the source holds none): `labels.check_source_labels`."""
@@ -94,15 +110,19 @@ class ArraySource:
     def take(self, index: np.ndarray, with_targets: bool = True) -> Batch:
         """The rows `index` (in that order) as ({input: array}, {output: array} or None), in NumPy."""
         inputs, targets = self._numpy()
-        return ({name: array[index] for name, array in inputs.items()},
-                {name: array[index] for name, array in targets.items()} if with_targets and targets else None)
+        return (
+            {name: array[index] for name, array in inputs.items()},
+            {name: array[index] for name, array in targets.items()} if with_targets and targets else None,
+        )
 
     def _numpy(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
         """The arrays as NumPy (a dataset made first moved them into tensors: read back once from those)."""
         if self._tensors is not None and self._arrays[0] == {}:
             input_tensors, target_tensors = self._tensors
-            self._arrays = ({k: v.numpy() for k, v in input_tensors.items()},
-                            None if target_tensors is None else {k: v.numpy() for k, v in target_tensors.items()})
+            self._arrays = (
+                {k: v.numpy() for k, v in input_tensors.items()},
+                None if target_tensors is None else {k: v.numpy() for k, v in target_tensors.items()},
+            )
         return self._arrays
 
     def _as_tensors(self) -> tuple[dict, dict | None]:
@@ -111,8 +131,10 @@ class ArraySource:
 
         if self._tensors is None:
             inputs, targets = self._arrays
-            self._tensors = ({k: tf.convert_to_tensor(v) for k, v in inputs.items()},
-                             None if targets is None else {k: tf.convert_to_tensor(v) for k, v in targets.items()})
+            self._tensors = (
+                {k: tf.convert_to_tensor(v) for k, v in inputs.items()},
+                None if targets is None else {k: tf.convert_to_tensor(v) for k, v in targets.items()},
+            )
             self._arrays = ({}, None if targets is None else {})
         return self._tensors
 
@@ -137,14 +159,17 @@ def from_memory(data: Any, signature: Signature, need_targets: bool, origin: str
 
 def from_mapping(origin: str, signature: Signature, mapping: Any, need_targets: bool) -> ArraySource:
     keys = sorted(mapping.keys())
-    inputs = {spec.name: check_input(origin, spec, mapping[key_for(origin, spec, "input", "x", keys, signature)])
-              for spec in signature.inputs}
+    inputs = {
+        spec.name: check_input(origin, spec, mapping[key_for(origin, spec, "input", "x", keys, signature)])
+        for spec in signature.inputs
+    }
     targets = None
     wanted = [(spec, find_key(spec, "y", keys, signature)) for spec in signature.outputs]
     if need_targets or all(key is not None for _, key in wanted):
-        targets = {spec.name: check_target(origin, spec,
-                                           mapping[key_for(origin, spec, "output", "y", keys, signature)])
-                   for spec in signature.outputs}
+        targets = {
+            spec.name: check_target(origin, spec, mapping[key_for(origin, spec, "output", "y", keys, signature)])
+            for spec in signature.outputs
+        }
     return ArraySource(origin, signature, inputs, targets)
 
 
@@ -163,8 +188,9 @@ class _LazyArchive:
             return self._archive[key]
         except ValueError as exc:
             if "allow_pickle" in str(exc):
-                raise DataError(f"array '{key}' holds Python objects; netdsl reads numeric arrays only",
-                                file=self._path) from None
+                raise DataError(
+                    f"array '{key}' holds Python objects; netdsl reads numeric arrays only", file=self._path
+                ) from None
             raise DataError(f"array '{key}' cannot be read ({_reason(exc)})", file=self._path) from None
         except ZIP_ERRORS as exc:
             raise DataError(f"array '{key}' cannot be read ({_reason(exc)})", file=self._path) from None
@@ -193,8 +219,9 @@ def _common_length(origin: str, arrays: dict[str, np.ndarray]) -> int:
     lengths = {name: len(a) for name, a in arrays.items()}
     if len(set(lengths.values())) > 1:
         longest, shortest = max(lengths, key=lengths.__getitem__), min(lengths, key=lengths.__getitem__)
-        raise DataError(f"'{longest}' has {lengths[longest]} samples but '{shortest}' has {lengths[shortest]}",
-                        file=origin)
+        raise DataError(
+            f"'{longest}' has {lengths[longest]} samples but '{shortest}' has {lengths[shortest]}", file=origin
+        )
     return next(iter(lengths.values()), 0)
 
 

@@ -48,8 +48,14 @@ KEPT_READINGS = 4
 _READINGS: dict[tuple, tuple[Signature, ArraySource]] = {}
 
 
-def from_csv(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-             names: DataNames | None = None, keep: bool = False) -> ArraySource:
+def from_csv(
+    path: str,
+    signature: Signature,
+    targets: dict[str, str],
+    need_targets: bool,
+    names: DataNames | None = None,
+    keep: bool = False,
+) -> ArraySource:
     """The file as arrays by the model's names. `keep` (the check before TensorFlow loads): the reading is
     kept for the reader, which takes it when the file, the request and the model's inputs are the same."""
     try:
@@ -57,8 +63,16 @@ def from_csv(path: str, signature: Signature, targets: dict[str, str], need_targ
     except OSError as exc:
         raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
     names = names or DataNames()
-    key = (path, stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, tuple(sorted(targets.items())),
-           need_targets, names.key())
+    key = (
+        path,
+        stat.st_dev,
+        stat.st_ino,
+        stat.st_size,
+        stat.st_mtime_ns,
+        tuple(sorted(targets.items())),
+        need_targets,
+        names.key(),
+    )
     kept = _READINGS.pop(key, None)
     if kept is not None and kept[0].inputs == signature.inputs and kept[0].output_names == signature.output_names:
         source = kept[1]
@@ -72,12 +86,15 @@ def from_csv(path: str, signature: Signature, targets: dict[str, str], need_targ
     return source
 
 
-def _from_csv(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-              names: DataNames) -> ArraySource:
+def _from_csv(
+    path: str, signature: Signature, targets: dict[str, str], need_targets: bool, names: DataNames
+) -> ArraySource:
     if len(signature.inputs) != 1:
         input_names = ", ".join(signature.input_names)
-        raise DataError(f"a CSV file feeds a model with one input; this model has {len(signature.inputs)} "
-                        f"({input_names})", file=path)
+        raise DataError(
+            f"a CSV file feeds a model with one input; this model has {len(signature.inputs)} ({input_names})",
+            file=path,
+        )
     spec = signature.inputs[0]
     text = _read_text(path)
     lines = text.splitlines()
@@ -92,8 +109,9 @@ def _from_csv(path: str, signature: Signature, targets: dict[str, str], need_tar
     if spec.dtype == "string":
         return _text_column(path, signature, lines, header, first_cells, target_cols, names)
     feature_cols, skipped = feature_columns(path, header, first_cells, target_cols, names)
-    named = {name: c for name, c in target_cols.items()
-             if c >= len(first_cells) or not is_number(first_cells[c])}  # labels that are class names
+    named = {
+        name: c for name, c in target_cols.items() if c >= len(first_cells) or not is_number(first_cells[c])
+    }  # labels that are class names
     numeric_targets = sorted(c for name, c in target_cols.items() if name not in named)
     if [c for c in feature_cols if c in skipped]:
         check_width(path, spec, header, feature_cols, skipped)  # --features named a text column
@@ -106,13 +124,16 @@ def _from_csv(path: str, signature: Signature, targets: dict[str, str], need_tar
             check_width(path, spec, header, feature_cols, skipped)
         except DataError as exc:
             if ids and names.features is None:
-                exc.message += (f"; {', '.join(repr(i) for i in ids)} holds a different integer on every row, like an "
-                                f"identifier: leave it out with --drop {','.join(ids)}")
+                exc.message += (
+                    f"; {', '.join(repr(i) for i in ids)} holds a different integer on every row, like an "
+                    f"identifier: leave it out with --drop {','.join(ids)}"
+                )
             raise
     if spec.is_integer and not np.array_equal(features, np.round(features)):
         row = int(np.argwhere(features != np.round(features))[0][0])
-        raise DataError(f"input '{spec.name}' expects {spec.dtype} integers, found {features.flat[row]!r} "
-                        f"on a data row", file=path)
+        raise DataError(
+            f"input '{spec.name}' expects {spec.dtype} integers, found {features.flat[row]!r} on a data row", file=path
+        )
     if names.features is None:
         _warn_of_identifiers(path, spec.name, header, feature_cols, features)
     inputs = {spec.name: check_input(path, spec, features.reshape((len(table), *spec.shape)))}
@@ -127,12 +148,26 @@ def _from_csv(path: str, signature: Signature, targets: dict[str, str], need_tar
             else:
                 out[name] = check_target(path, _output(signature, name), table[:, order[c]])
     rows = np.array([i for i, line in enumerate(lines[1:], 2) if line.strip()], dtype=np.int64)
-    return ArraySource(path, signature, inputs, out, classes=classes,
-                       columns={spec.name: tuple(header[c] for c in feature_cols)}, lines=rows)
+    return ArraySource(
+        path,
+        signature,
+        inputs,
+        out,
+        classes=classes,
+        columns={spec.name: tuple(header[c] for c in feature_cols)},
+        lines=rows,
+    )
 
 
-def _text_column(path: str, signature: Signature, lines: list[str], header: list[str], first: list[str],
-                 target_cols: dict[str, int], names: DataNames) -> ArraySource:
+def _text_column(
+    path: str,
+    signature: Signature,
+    lines: list[str],
+    header: list[str],
+    first: list[str],
+    target_cols: dict[str, int],
+    names: DataNames,
+) -> ArraySource:
     """A string input's table: its one text column (the one --features names, else the one column of text that
     is neither a target nor dropped; numeric columns are left out), every cell of it a sample's text."""
     from netdsl.training.data.texts import as_text_array, text_input
@@ -144,8 +179,13 @@ def _text_column(path: str, signature: Signature, lines: list[str], header: list
         listed = ", ".join(repr(header[c]) for c in chosen)
         found = f"found {len(chosen)} ({listed})" if chosen else "found none"
         numbers = f"; left out as numbers: {', '.join(repr(header[c]) for c in feature_cols)}" if feature_cols else ""
-        raise DataError(f"input '{spec.name}' takes one text column, {found}{numbers}", file=path, line=1, col=1,
-                        hint="name it with --features COLUMN" if chosen or feature_cols else None)
+        raise DataError(
+            f"input '{spec.name}' takes one text column, {found}{numbers}",
+            file=path,
+            line=1,
+            col=1,
+            hint="name it with --features COLUMN" if chosen or feature_cols else None,
+        )
     column = chosen[0]
     rows = list(_rows(path, lines, header))
     texts = [cells[column] for _, _, cells in rows]
@@ -158,29 +198,44 @@ def _text_column(path: str, signature: Signature, lines: list[str], header: list
         else:
             labels, classes[name] = _class_indices(path, lines, header, c, names.classes.get(name))
             targets[name] = check_target(path, _output(signature, name), labels)
-    return ArraySource(path, signature, {spec.name: as_text_array(spec, texts)}, targets or None, classes=classes,
-                       columns={spec.name: (header[column],)},
-                       lines=np.array([number for number, _, _ in rows], dtype=np.int64))
+    return ArraySource(
+        path,
+        signature,
+        {spec.name: as_text_array(spec, texts)},
+        targets or None,
+        classes=classes,
+        columns={spec.name: (header[column],)},
+        lines=np.array([number for number, _, _ in rows], dtype=np.int64),
+    )
 
 
-def _class_indices(path: str, lines: list[str], header: list[str], column: int,
-                   known: tuple[str, ...] | None) -> tuple[np.ndarray, tuple[str, ...]]:
+def _class_indices(
+    path: str, lines: list[str], header: list[str], column: int, known: tuple[str, ...] | None
+) -> tuple[np.ndarray, tuple[str, ...]]:
     """A column of class names as indices into the classes: `known` (a run's), else the names found, sorted."""
     cells = []
     for number, line, fields in _rows(path, lines, header):
         name = fields[column].strip()
         if not name:
-            raise DataError(f"an empty cell where a class name belongs (column '{header[column]}')", file=path,
-                            line=number, col=_column_of(line, column))
+            raise DataError(
+                f"an empty cell where a class name belongs (column '{header[column]}')",
+                file=path,
+                line=number,
+                col=_column_of(line, column),
+            )
         cells.append((number, line, name))
     classes = known if known is not None else tuple(sorted({name for _, _, name in cells}))
     index = {name: i for i, name in enumerate(classes)}
     for number, line, name in cells:
         if name not in index:
             shown = ", ".join(classes[:20]) + (", ..." if len(classes) > 20 else "")
-            raise DataError(f"{printable(repr(name))} is not one of the classes the model was trained on "
-                            f"({shown}) (column '{header[column]}')", file=path, line=number,
-                            col=_column_of(line, column))
+            raise DataError(
+                f"{printable(repr(name))} is not one of the classes the model was trained on "
+                f"({shown}) (column '{header[column]}')",
+                file=path,
+                line=number,
+                col=_column_of(line, column),
+            )
     return np.array([index[name] for _, _, name in cells], dtype=np.int64), tuple(classes)
 
 
@@ -194,16 +249,21 @@ def _is_identifier(values: np.ndarray) -> bool:
     return len(np.unique(values)) == len(values) and float(values.max() - values.min()) < 2 * len(values)
 
 
-def _warn_of_identifiers(path: str, input_name: str, header: list[str], columns: list[int],
-                         features: np.ndarray) -> None:
+def _warn_of_identifiers(
+    path: str, input_name: str, header: list[str], columns: list[int], features: np.ndarray
+) -> None:
     """One warning line per input column with a different integer on every row: a row number or an id,
     which a model learns nothing from but the rows it saw (the review's `row_id`: accuracy 0.35 for 0.91)."""
     for at, c in enumerate(columns):
         if _is_identifier(features[:, at]):
-            warnings.warn(DataWarning(
-                f"{path}: column '{header[c]}' holds a different integer on every row, like an identifier, "
-                f"and is part of input '{input_name}'; leave it out with --drop {header[c]} (or name the "
-                "input's columns with --features)"), stacklevel=2)
+            warnings.warn(
+                DataWarning(
+                    f"{path}: column '{header[c]}' holds a different integer on every row, like an identifier, "
+                    f"and is part of input '{input_name}'; leave it out with --drop {header[c]} (or name the "
+                    "input's columns with --features)"
+                ),
+                stacklevel=2,
+            )
 
 
 def _read_text(path: str) -> str:
@@ -221,8 +281,17 @@ def _read_text(path: str) -> str:
 def _parse(path: str, text: str, lines: list[str], header: list[str], used: list[int]) -> np.ndarray:
     """The used columns as a float64 table (rows, len(used))."""
     try:
-        table = np.loadtxt(io.StringIO(text), delimiter=",", skiprows=1, usecols=used, dtype=np.float64,
-                           ndmin=2, comments=None, quotechar='"', encoding=None)
+        table = np.loadtxt(
+            io.StringIO(text),
+            delimiter=",",
+            skiprows=1,
+            usecols=used,
+            dtype=np.float64,
+            ndmin=2,
+            comments=None,
+            quotechar='"',
+            encoding=None,
+        )
     except ValueError as exc:
         _locate_bad_cell(path, lines, header, used)
         raise DataError(f"cannot parse ({str(exc).splitlines()[0]})", file=path) from None
@@ -246,13 +315,15 @@ def _rows(path: str, lines: list[str], header: list[str]) -> Iterator[tuple[int,
             continue
         cells = _fields(line, path, number)
         if len(cells) != len(header):
-            raise DataError(f"{len(cells)} cells on this line, the header has {len(header)}", file=path,
-                            line=number, col=1)
+            raise DataError(
+                f"{len(cells)} cells on this line, the header has {len(header)}", file=path, line=number, col=1
+            )
         yield number, line, cells
 
 
-def _locate_bad_cell(path: str, lines: list[str], header: list[str], used: list[int],
-                     short_rows_only: bool = False) -> None:
+def _locate_bad_cell(
+    path: str, lines: list[str], header: list[str], used: list[int], short_rows_only: bool = False
+) -> None:
     """Raise the DataError for the first row with too few cells or a used cell that is not a number."""
     for number, line, cells in _rows(path, lines, header):
         if short_rows_only:
@@ -261,14 +332,19 @@ def _locate_bad_cell(path: str, lines: list[str], header: list[str], used: list[
             if not is_number(cells[c]):
                 shown = cells[c].strip()
                 what = "an empty cell" if not shown else repr(shown)
-                raise DataError(f"{what} is not a number (column '{header[c]}')", file=path, line=number,
-                                col=_column_of(line, c))
+                raise DataError(
+                    f"{what} is not a number (column '{header[c]}')", file=path, line=number, col=_column_of(line, c)
+                )
 
 
 def _fields(line: str, path: str, number: int) -> list[str]:
     if len(line) > MAX_CSV_FIELD and any(len(cell) > MAX_CSV_FIELD for cell in line.split(",")):
-        raise DataError(f"a cell of more than {MAX_CSV_FIELD:,} characters; a cell holds a number or a short "
-                        f"name", file=path, line=number, col=1)
+        raise DataError(
+            f"a cell of more than {MAX_CSV_FIELD:,} characters; a cell holds a number or a short name",
+            file=path,
+            line=number,
+            col=1,
+        )
     try:
         return next(csv.reader([line]))
     except csv.Error as exc:

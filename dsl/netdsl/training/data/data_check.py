@@ -80,8 +80,11 @@ def npz_headers(path: str) -> dict[str, tuple[tuple, np.dtype]]:
                 check_member(archive, key, path)  # a header declaring more than the member holds, a bomb
                 with archive.open(member) as fh:
                     version = np.lib.format.read_magic(fh)
-                    read = np.lib.format.read_array_header_1_0 if version == (1, 0) \
+                    read = (
+                        np.lib.format.read_array_header_1_0
+                        if version == (1, 0)
                         else np.lib.format.read_array_header_2_0
+                    )
                     shape, _, dtype = read(fh)
                 headers[key] = (tuple(shape), np.dtype(dtype))
     except (ValueError, *ZIP_ERRORS) as exc:
@@ -113,8 +116,9 @@ def check_zip(path: str) -> None:
         raise DataError("not an .npz archive (np.savez writes one: a zip of named arrays)", file=path)
 
 
-def check_mapping(origin: str, signature: Signature, headers: dict[str, tuple[tuple, np.dtype]],
-                   need_targets: bool) -> int | None:
+def check_mapping(
+    origin: str, signature: Signature, headers: dict[str, tuple[tuple, np.dtype]], need_targets: bool
+) -> int | None:
     """The arrays that feed the model checked; their number of samples."""
     keys = sorted(headers)
     used = {}
@@ -131,8 +135,9 @@ def check_mapping(origin: str, signature: Signature, headers: dict[str, tuple[tu
     lengths = {key: shape[0] for key, shape in used.items() if shape}
     if len(set(lengths.values())) > 1:
         longest, shortest = max(lengths, key=lengths.__getitem__), min(lengths, key=lengths.__getitem__)
-        raise DataError(f"'{longest}' has {lengths[longest]} samples but '{shortest}' has {lengths[shortest]}",
-                        file=origin)
+        raise DataError(
+            f"'{longest}' has {lengths[longest]} samples but '{shortest}' has {lengths[shortest]}", file=origin
+        )
     return next(iter(lengths.values()), None)
 
 
@@ -151,9 +156,11 @@ def key_for(origin: str, spec: TensorSpec, role: str, alias: str, keys: list[str
         also = f" (or '{alias}')" if signature.single else ""
         found = ", ".join(keys) if keys else "none"
         near = _near(spec.name, keys)
-        raise DataError(f"no array for {role} '{spec.name}'{also}; keys found: {found}", file=origin,
-                        hint=f"did you mean '{near}'? (arrays are keyed by the spec's input and output names)"
-                        if near else None)
+        raise DataError(
+            f"no array for {role} '{spec.name}'{also}; keys found: {found}",
+            file=origin,
+            hint=f"did you mean '{near}'? (arrays are keyed by the spec's input and output names)" if near else None,
+        )
     return key
 
 
@@ -171,23 +178,22 @@ def check_input_header(origin: str, spec: TensorSpec, shape: tuple, dtype: np.dt
             raise DataError(f"input '{spec.name}' takes text (strings), found {describe_dtype(dtype)}", file=origin)
     elif dtype.kind not in NUMERIC_KINDS:
         if dtype.kind == "O":
-            raise DataError(f"array '{spec.name}' holds Python objects; netdsl reads numeric arrays only",
-                            file=origin)
-        raise DataError(f"input '{spec.name}' expects {spec.dtype} numbers, found {describe_dtype(dtype)}",
-                        file=origin)
+            raise DataError(f"array '{spec.name}' holds Python objects; netdsl reads numeric arrays only", file=origin)
+        raise DataError(f"input '{spec.name}' expects {spec.dtype} numbers, found {describe_dtype(dtype)}", file=origin)
     if spec.is_integer and dtype.kind == "f":
         raise DataError(f"input '{spec.name}' expects {spec.dtype} integers, found {dtype}", file=origin)
     expected = (None, *spec.shape)
     if len(shape) != len(expected) or any(e is not None and e != f for e, f in zip(expected, shape)):
-        raise DataError(f"input '{spec.name}' expects shape {shape_text(('N', *spec.shape))}, "
-                        f"found {shape_text(shape)}", file=origin)
+        raise DataError(
+            f"input '{spec.name}' expects shape {shape_text(('N', *spec.shape))}, found {shape_text(shape)}",
+            file=origin,
+        )
 
 
 def check_target_header(origin: str, spec: TensorSpec, shape: tuple, dtype: np.dtype) -> None:
     """Targets: numbers with a sample axis."""
     if dtype.kind not in NUMERIC_KINDS:
-        raise DataError(f"output '{spec.name}' expects numbers as targets, found {describe_dtype(dtype)}",
-                        file=origin)
+        raise DataError(f"output '{spec.name}' expects numbers as targets, found {describe_dtype(dtype)}", file=origin)
     if len(shape) == 0:
         raise DataError(f"output '{spec.name}' expects one target per sample, found a single value", file=origin)
 
@@ -208,14 +214,16 @@ def _reason(exc: BaseException) -> str:
 # ------------------------------------------------------------------ CSV
 
 
-def check_csv_head(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-                   names: DataNames | None = None) -> None:
+def check_csv_head(
+    path: str, signature: Signature, targets: dict[str, str], need_targets: bool, names: DataNames | None = None
+) -> None:
     """A CSV file's header and first row: one input, the target columns there, the columns --features and
     --drop name there, the input's columns as many as it takes. (The reader checks every row.)"""
     if len(signature.inputs) != 1:
         names_text = ", ".join(signature.input_names)
-        raise DataError(f"a CSV file feeds a model with one input; this model has {len(signature.inputs)} "
-                        f"({names_text})", file=path)
+        raise DataError(
+            f"a CSV file feeds a model with one input; this model has {len(signature.inputs)} ({names_text})", file=path
+        )
     head = _head(path)
     if head is None:
         return  # a bad byte or an oversized cell: the reader names its line and column
@@ -229,8 +237,9 @@ def check_csv_head(path: str, signature: Signature, targets: dict[str, str], nee
     check_width(path, signature.inputs[0], header, features, skipped)
 
 
-def feature_columns(path: str, header: list[str], first: list[str], target_cols: dict[str, int],
-                    names: DataNames) -> tuple[list[int], list[int]]:
+def feature_columns(
+    path: str, header: list[str], first: list[str], target_cols: dict[str, int], names: DataNames
+) -> tuple[list[int], list[int]]:
     """(the columns that form the input, in order; the columns left out as not numeric). `names.features`:
     exactly those; `names.drop`: those left out too. A column either names that the header lacks, or a
     target column named as a feature, is a DataError at the header."""
@@ -238,16 +247,21 @@ def feature_columns(path: str, header: list[str], first: list[str], target_cols:
     flag = "--features" if names.features is not None else "--drop"
     for column in (names.features or ()) + names.drop:
         if column not in header:
-            raise DataError(f"no column '{column}' (named by {flag}); columns: {', '.join(header)}",
-                            file=path, line=1, col=1)
+            raise DataError(
+                f"no column '{column}' (named by {flag}); columns: {', '.join(header)}", file=path, line=1, col=1
+            )
     numeric = [c for c in range(len(header)) if c < len(first) and is_number(first[c])]
     if names.features is not None:
         chosen = [header.index(column) for column in names.features]
         for c in chosen:
             if c in targets:
                 output = next(name for name, at in target_cols.items() if at == c)
-                raise DataError(f"column '{header[c]}' holds the targets of output '{output}'; it cannot be a "
-                                "feature too", file=path, line=1, col=1)
+                raise DataError(
+                    f"column '{header[c]}' holds the targets of output '{output}'; it cannot be a feature too",
+                    file=path,
+                    line=1,
+                    col=1,
+                )
         return chosen, [c for c in chosen if c not in numeric]
     dropped = {header.index(column) for column in names.drop}
     candidates = [c for c in range(len(header)) if c not in targets and c not in dropped]
@@ -258,12 +272,22 @@ def check_width(path: str, spec: TensorSpec, header: list[str], features: list[i
     """The input's columns: numbers, as many as the input takes per sample."""
     named = [c for c in features if c in skipped]
     if named:  # --features named a column whose first value is no number
-        raise DataError(f"column '{header[named[0]]}' (named by --features) holds text, not numbers; the "
-                        f"input '{spec.name}' takes numbers", file=path, line=1, col=1)
+        raise DataError(
+            f"column '{header[named[0]]}' (named by --features) holds text, not numbers; the "
+            f"input '{spec.name}' takes numbers",
+            file=path,
+            line=1,
+            col=1,
+        )
     if spec.size is not None and spec.size != len(features):
         left_out = f"; left out as not numeric: {', '.join(repr(header[c]) for c in skipped)}" if skipped else ""
-        raise DataError(f"input '{spec.name}' expects {spec.size} values per row (shape {spec.shape_text()}), "
-                        f"found {len(features)} numeric columns{left_out}", file=path, line=1, col=1)
+        raise DataError(
+            f"input '{spec.name}' expects {spec.size} values per row (shape {spec.shape_text()}), "
+            f"found {len(features)} numeric columns{left_out}",
+            file=path,
+            line=1,
+            col=1,
+        )
 
 
 def _head(path: str) -> tuple[list[str] | None, list[str] | None] | None:
@@ -282,13 +306,16 @@ def _head(path: str) -> tuple[list[str] | None, list[str] | None] | None:
         raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
 
 
-def target_columns(path: str, signature: Signature, header: list[str], targets: dict[str, str],
-                   need_targets: bool) -> dict[str, int]:
+def target_columns(
+    path: str, signature: Signature, header: list[str], targets: dict[str, str], need_targets: bool
+) -> dict[str, int]:
     """{output name: column index} for the outputs whose column is present."""
     for name in targets:
         if name not in signature.output_names:
-            raise DataError(f"--targets names '{name}', which is not an output of the model "
-                            f"(outputs: {', '.join(signature.output_names)})")
+            raise DataError(
+                f"--targets names '{name}', which is not an output of the model "
+                f"(outputs: {', '.join(signature.output_names)})"
+            )
     columns = {}
     for name in signature.output_names:
         column = targets.get(name, name)
@@ -296,8 +323,13 @@ def target_columns(path: str, signature: Signature, header: list[str], targets: 
             columns[name] = header.index(column)
         elif need_targets:
             how = f"--targets {name}=COLUMN" if name not in targets else f"another column in --targets {name}=..."
-            raise DataError(f"no column '{column}' for output '{name}'; columns: {', '.join(header)}",
-                            file=path, line=1, col=1, hint=f"name one with {how}")
+            raise DataError(
+                f"no column '{column}' for output '{name}'; columns: {', '.join(header)}",
+                file=path,
+                line=1,
+                col=1,
+                hint=f"name one with {how}",
+            )
     return columns
 
 
@@ -317,8 +349,11 @@ def check_image_folder(folder: str, signature: Signature, need_targets: bool) ->
     class sub-folders."""
     _check_image_input(folder, signature)
     if need_targets and len(signature.outputs) != 1:
-        raise DataError(f"an image folder labels one output; this model has {len(signature.outputs)} "
-                        f"({', '.join(signature.output_names)})", file=folder)
+        raise DataError(
+            f"an image folder labels one output; this model has {len(signature.outputs)} "
+            f"({', '.join(signature.output_names)})",
+            file=folder,
+        )
     if need_targets:
         check_class_layout(folder)
 
@@ -326,16 +361,29 @@ def check_image_folder(folder: str, signature: Signature, need_targets: bool) ->
 def check_single_image(path: str, signature: Signature, need_targets: bool) -> None:
     """One image file is something to predict on: it has no label to train or evaluate with."""
     if need_targets:
-        raise DataError("one image holds no label; train and evaluate on a folder with one sub-folder per class "
-                        "(predict takes a single image)", file=path)
+        raise DataError(
+            "one image holds no label; train and evaluate on a folder with one sub-folder per class "
+            "(predict takes a single image)",
+            file=path,
+        )
     _check_image_input(path, signature, "an image feeds")
 
 
 def _check_image_input(origin: str, signature: Signature, what_feeds: str = "an image folder feeds") -> None:
     spec = signature.inputs[0] if len(signature.inputs) == 1 else None
-    if spec is None or len(spec.shape) not in (2, 3) or None in spec.shape[:2] \
-            or (len(spec.shape) == 3 and spec.shape[2] not in (1, 3, 4)):
-        what = (f"input '{spec.name}' has shape {spec.shape_text()}" if spec is not None
-                else f"this model has {len(signature.inputs)} inputs")
-        raise DataError(f"{what_feeds} one image input of shape (height, width) or "
-                        f"(height, width, channels) with 1, 3 or 4 channels; {what}", file=origin)
+    if (
+        spec is None
+        or len(spec.shape) not in (2, 3)
+        or None in spec.shape[:2]
+        or (len(spec.shape) == 3 and spec.shape[2] not in (1, 3, 4))
+    ):
+        what = (
+            f"input '{spec.name}' has shape {spec.shape_text()}"
+            if spec is not None
+            else f"this model has {len(signature.inputs)} inputs"
+        )
+        raise DataError(
+            f"{what_feeds} one image input of shape (height, width) or "
+            f"(height, width, channels) with 1, 3 or 4 channels; {what}",
+            file=origin,
+        )

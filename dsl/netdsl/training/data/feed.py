@@ -50,16 +50,16 @@ class RowSource(Protocol):
     def take(self, index: np.ndarray, with_targets: bool = True) -> Batch: ...
 
 
-def feed(source: DataSource, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None,
-         with_targets: bool = True) -> Any:
+def feed(
+    source: DataSource, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None, with_targets: bool = True
+) -> Any:
     """The rows `rows` of `source` in batches, as the running Keras backend is best fed them."""
     profile = profiles.get(keras.backend.backend())
     if profile is not None and profile.feed == "tf.data":
         return source.dataset(rows, batch_size, order, with_targets)
     if isinstance(source, RowSource):
         return RowBatches(source, rows, batch_size, order, with_targets)
-    return PipelineBatches(source.dataset(rows, batch_size, order, with_targets), len(rows), batch_size,
-                           with_targets)
+    return PipelineBatches(source.dataset(rows, batch_size, order, with_targets), len(rows), batch_size, with_targets)
 
 
 class _EpochBatches(keras.utils.PyDataset):
@@ -81,8 +81,9 @@ class _EpochBatches(keras.utils.PyDataset):
 class RowBatches(_EpochBatches):
     """Batches gathered from arrays by row index, in the epoch's order."""
 
-    def __init__(self, source: RowSource, rows: np.ndarray, batch_size: int, order: EpochOrder | None,
-                 with_targets: bool):
+    def __init__(
+        self, source: RowSource, rows: np.ndarray, batch_size: int, order: EpochOrder | None, with_targets: bool
+    ):
         super().__init__(len(rows), batch_size, with_targets)
         self.source, self.order = source, order
         self._rows = np.asarray(rows, dtype=np.int64)
@@ -90,7 +91,7 @@ class RowBatches(_EpochBatches):
 
     def __getitem__(self, index: int) -> tuple:
         start = index * self.batch_size
-        inputs, targets = self.source.take(self._epoch_rows()[start:start + self.batch_size], self.with_targets)
+        inputs, targets = self.source.take(self._epoch_rows()[start : start + self.batch_size], self.with_targets)
         return self._keras_batch(model_structure(self.source.signature, inputs, targets))
 
     def _epoch_rows(self) -> np.ndarray:

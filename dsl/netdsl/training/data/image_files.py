@@ -48,16 +48,20 @@ def check_class_layout(folder: str) -> None:
     check_labelled_folder(folder, is_image_name, ("an image lies", "images lie"), "images", NO_CLASSES)
 
 
-def check_labelled_folder(folder: str, wanted: Callable[[str], bool], lie: tuple[str, str], what: str,
-                          layout: str) -> None:
+def check_labelled_folder(
+    folder: str, wanted: Callable[[str], bool], lie: tuple[str, str], what: str, layout: str
+) -> None:
     """Files `wanted` accepts in class sub-folders of `folder` and none beside them (one would have no label):
     `lie` says one or several such files lie outside them, `what` names the files, `layout` the folder a
     labelled one is. DataError otherwise."""
     loose = _names(Path(folder), wanted)
     if loose:
         count = f"{len(loose)} {lie[1]}" if len(loose) > 1 else lie[0]
-        raise DataError(f"{count} outside class sub-folders, with no label ('{loose[0]}'): {layout}",
-                        file=folder, hint=f"predict takes any folder of {what}")
+        raise DataError(
+            f"{count} outside class sub-folders, with no label ('{loose[0]}'): {layout}",
+            file=folder,
+            hint=f"predict takes any folder of {what}",
+        )
     if not any(_names(Path(folder, name), wanted) for name in class_folders(folder)):
         raise DataError(f"no {what} in class sub-folders: {layout}", file=folder)
 
@@ -82,8 +86,9 @@ def list_classes(folder: str, known: tuple[str, ...] | None = None) -> tuple[tup
     for name in found:
         if name not in index:
             shown = ", ".join(classes[:20]) + (", ..." if len(classes) > 20 else "")
-            raise DataError(f"the class folder '{name}' is not one of the classes the model was trained on "
-                            f"({shown})", file=folder)
+            raise DataError(
+                f"the class folder '{name}' is not one of the classes the model was trained on ({shown})", file=folder
+            )
         _inside(root / name, real_root)
         for file in sorted((root / name).iterdir()):
             if not is_image_name(file) or not file.is_file():
@@ -127,8 +132,11 @@ def files_under(folder: str, wanted: Callable[[str], bool], what: str) -> list[s
             if entry.is_dir():
                 _inside(path, real_root)
                 if depth + 1 > MAX_IMAGE_FOLDER_DEPTH:
-                    raise DataError(f"folders nested more than {MAX_IMAGE_FOLDER_DEPTH} deep; netdsl looks for "
-                                    f"{what} that deep at most", file=str(path))
+                    raise DataError(
+                        f"folders nested more than {MAX_IMAGE_FOLDER_DEPTH} deep; netdsl looks for "
+                        f"{what} that deep at most",
+                        file=str(path),
+                    )
                 if not entry.is_symlink():  # a link to a folder inside it: its files are found there already
                     pending.append((path, depth + 1))
             elif wanted(entry.name) and entry.is_file():
@@ -140,8 +148,7 @@ def files_under(folder: str, wanted: Callable[[str], bool], what: str) -> list[s
 def _inside(path: Path, real_root: Path) -> None:
     """A link is followed only when it stays inside the image folder."""
     if path.is_symlink() and not path.resolve().is_relative_to(real_root):
-        raise DataError("is a link to outside the image folder; netdsl reads only files inside it",
-                        file=str(path))
+        raise DataError("is a link to outside the image folder; netdsl reads only files inside it", file=str(path))
 
 
 def check_image_file(file: Path) -> None:
@@ -159,8 +166,11 @@ def check_image_file(file: Path) -> None:
         raise DataError(f"not a {kind} image (its first bytes say otherwise)", file=str(file))
     size = _png_size(head) if suffix == ".png" else _jpeg_size(head)
     if size is not None and size[0] * size[1] > MAX_IMAGE_PIXELS:
-        raise DataError(f"the image declares {size[0]:,} x {size[1]:,} pixels; netdsl decodes images of at most "
-                        f"{MAX_IMAGE_PIXELS:,} pixels", file=str(file))
+        raise DataError(
+            f"the image declares {size[0]:,} x {size[1]:,} pixels; netdsl decodes images of at most "
+            f"{MAX_IMAGE_PIXELS:,} pixels",
+            file=str(file),
+        )
 
 
 _HEADER_BYTES = 64 * 1024  # a JPEG's frame header follows its metadata segments; they fit here in practice
@@ -177,8 +187,8 @@ def _jpeg_size(head: bytes) -> tuple[int, int] | None:
     """(width, height) of the first start-of-frame segment found in `head`."""
     at = 2
     while at + 9 <= len(head) and head[at] == 0xFF:
-        marker, length = head[at + 1], int.from_bytes(head[at + 2:at + 4], "big")
+        marker, length = head[at + 1], int.from_bytes(head[at + 2 : at + 4], "big")
         if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-            return int.from_bytes(head[at + 7:at + 9], "big"), int.from_bytes(head[at + 5:at + 7], "big")
+            return int.from_bytes(head[at + 7 : at + 9], "big"), int.from_bytes(head[at + 5 : at + 7], "big")
         at += 2 + length
     return None

@@ -35,8 +35,15 @@ from netdsl.training.errors import DataError
 class ImageSource:
     """Image files by path, labelled (class sub-folders) or not; named by their paths relative to `root`."""
 
-    def __init__(self, origin: str, signature: Signature, paths: list[str], labels: list[int] | None,
-                 classes: tuple[str, ...] = (), root: str | None = None):
+    def __init__(
+        self,
+        origin: str,
+        signature: Signature,
+        paths: list[str],
+        labels: list[int] | None,
+        classes: tuple[str, ...] = (),
+        root: str | None = None,
+    ):
         self.origin, self.signature = origin, signature
         self.n = len(paths)
         self._names = [os.path.relpath(p, root) if root is not None else os.path.basename(p) for p in paths]
@@ -55,8 +62,9 @@ class ImageSource:
         """An image's path relative to the folder given (its file name, for one file)."""
         return [self._names[i] for i in rows]
 
-    def dataset(self, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None,
-                with_targets: bool = True) -> tf.data.Dataset:
+    def dataset(
+        self, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None, with_targets: bool = True
+    ) -> tf.data.Dataset:
         spec, signature = self._spec, self.signature
         height, width = spec.shape[:2]
         channels = spec.shape[2] if len(spec.shape) == 3 else 1
@@ -64,8 +72,9 @@ class ImageSource:
         with_targets = with_targets and labels is not None
 
         def load(index: tf.Tensor):
-            image = tf.io.decode_image(tf.io.read_file(tf.gather(paths, index)), channels=channels,
-                                       expand_animations=False)
+            image = tf.io.decode_image(
+                tf.io.read_file(tf.gather(paths, index)), channels=channels, expand_animations=False
+            )
             image = tf.image.resize(image, (height, width))
             if len(spec.shape) == 2:
                 image = image[..., 0]
@@ -89,8 +98,9 @@ def from_folder(folder: str, signature: Signature, need_targets: bool, names: Da
     known = (names or DataNames()).classes
     out = signature.outputs[0] if len(signature.outputs) == 1 else None
     if not need_targets:
-        return ImageSource(folder, signature, list_images(folder), None, known.get(out.name, ()) if out else (),
-                           root=folder)
+        return ImageSource(
+            folder, signature, list_images(folder), None, known.get(out.name, ()) if out else (), root=folder
+        )
     classes, paths, labels = list_classes(folder, known.get(out.name) if out is not None else None)
     units = out.shape[-1] if out is not None and out.shape else None
     if out is not None and units not in (None, 1) and len(classes) > units:

@@ -102,8 +102,16 @@ def output_losses(graph: Any) -> list[OutputLoss]:
         node = graph.nodes[ref.node]
         shapes = node.output_shapes
         shape = shapes[ref.index] if ref.index < len(shapes) and isinstance(shapes[ref.index], tuple) else ()
-        found.append(OutputLoss(name, shape, _activation(node), resolved.name,
-                                dict(resolved.kwargs).get("from_logits") is True, resolved.span))
+        found.append(
+            OutputLoss(
+                name,
+                shape,
+                _activation(node),
+                resolved.name,
+                dict(resolved.kwargs).get("from_logits") is True,
+                resolved.span,
+            )
+        )
     return found
 
 
@@ -127,8 +135,9 @@ def _activation(node: Any) -> str | None:
 # ------------------------------------------------------------------ the check
 
 
-def check_labels(losses: list[OutputLoss], labels: dict[str, Labels], sources: Sources | None,
-                 model_file: str | None = None) -> None:
+def check_labels(
+    losses: list[OutputLoss], labels: dict[str, Labels], sources: Sources | None, model_file: str | None = None
+) -> None:
     """SpecError at the first output's loss that does not fit its output or its labels (`labels`: by
     output name, for the outputs whose data is known); a loss no spec writes (a `.keras` file's own
     compile): a DataError naming `model_file`."""
@@ -146,40 +155,53 @@ def _problem(loss: OutputLoss, labels: Labels | None) -> tuple[str, str] | None:
     """(what is wrong, the fix), or None."""
     name, out, classes = loss.loss, f"output '{loss.output}'", loss.classes
     if loss.from_logits and loss.activation in PROBABILITIES and name in (*ONE_HOT, *SPARSE, *BINARY):
-        return (f"{name}(from_logits=true) takes raw scores (logits), but {out} ends in {loss.activation}, "
-                f"which gives probabilities",
-                f"drop from_logits=true, or drop the {loss.activation} from the output (the loss applies it)")
+        return (
+            f"{name}(from_logits=true) takes raw scores (logits), but {out} ends in {loss.activation}, "
+            f"which gives probabilities",
+            f"drop from_logits=true, or drop the {loss.activation} from the output (the loss applies it)",
+        )
     if name in BINARY and loss.activation == "softmax" and classes is not None:
-        return (f"{name} scores each of the {classes} units of {out} as a yes/no of its own, but a softmax "
-                f"makes them one choice among {classes} classes",
-                "use sparse_categorical_crossentropy for integer labels (categorical_crossentropy for one-hot "
-                "labels), or sigmoid units for several yes/no labels")
+        return (
+            f"{name} scores each of the {classes} units of {out} as a yes/no of its own, but a softmax "
+            f"makes them one choice among {classes} classes",
+            "use sparse_categorical_crossentropy for integer labels (categorical_crossentropy for one-hot "
+            "labels), or sigmoid units for several yes/no labels",
+        )
     if labels is None:
         return None
     found = f"{labels.where()} holds {_shape_words(labels)}"
     if name in ONE_HOT and classes is not None and labels.shape in (loss.shape[:-1], (*loss.shape[:-1], 1)):
-        return (f"{name} takes one-hot targets, shape {_shape(loss.shape)}, for {out}; {found}",
-                "use sparse_categorical_crossentropy for integer labels, or one-hot the labels")
+        return (
+            f"{name} takes one-hot targets, shape {_shape(loss.shape)}, for {out}; {found}",
+            "use sparse_categorical_crossentropy for integer labels, or one-hot the labels",
+        )
     if name in SPARSE and classes is not None and labels.shape == loss.shape:
-        return (f"{name} takes one class label per sample, shape {_shape(loss.shape[:-1])}, for {out}; "
-                f"{labels.where()} holds one-hot rows of {classes} values, shape {_shape(labels.shape)}",
-                "use categorical_crossentropy for one-hot labels, or give the class indices (each row's argmax)")
+        return (
+            f"{name} takes one class label per sample, shape {_shape(loss.shape[:-1])}, for {out}; "
+            f"{labels.where()} holds one-hot rows of {classes} values, shape {_shape(labels.shape)}",
+            "use categorical_crossentropy for one-hot labels, or give the class indices (each row's argmax)",
+        )
     if name in SPARSE and classes is not None and labels.low is not None and labels.high is not None:
         if labels.whole is False:
-            return (f"{name} takes class labels 0 to {classes - 1} for {out}; {labels.where()} holds values "
-                    f"that are not whole numbers",
-                    "give each sample its class index, or use a regression loss such as mean_squared_error")
+            return (
+                f"{name} takes class labels 0 to {classes - 1} for {out}; {labels.where()} holds values "
+                f"that are not whole numbers",
+                "give each sample its class index, or use a regression loss such as mean_squared_error",
+            )
         if labels.low < 0 or labels.high > classes - 1:
-            return (f"{name} takes class labels 0 to {classes - 1} for the {classes} units of {out}; "
-                    f"{labels.where()} holds labels from {_number(labels.low)} to {_number(labels.high)}",
-                    f"number the classes from 0, or give the output {int(labels.high) + 1} units"
-                    if labels.low >= 0 else "number the classes from 0")
-    if name in BINARY and labels.low is not None and labels.high is not None \
-            and (labels.low < 0 or labels.high > 1):
-        return (f"{name} takes targets from 0 to 1 for {out}; {labels.where()} holds values from "
-                f"{_number(labels.low)} to {_number(labels.high)}",
-                "for several classes: a softmax output of one unit per class with "
-                "sparse_categorical_crossentropy")
+            return (
+                f"{name} takes class labels 0 to {classes - 1} for the {classes} units of {out}; "
+                f"{labels.where()} holds labels from {_number(labels.low)} to {_number(labels.high)}",
+                f"number the classes from 0, or give the output {int(labels.high) + 1} units"
+                if labels.low >= 0
+                else "number the classes from 0",
+            )
+    if name in BINARY and labels.low is not None and labels.high is not None and (labels.low < 0 or labels.high > 1):
+        return (
+            f"{name} takes targets from 0 to 1 for {out}; {labels.where()} holds values from "
+            f"{_number(labels.low)} to {_number(labels.high)}",
+            "for several classes: a softmax output of one unit per class with sparse_categorical_crossentropy",
+        )
     return None
 
 
@@ -218,8 +240,11 @@ def labels_before_reading(src: Any, signature: Signature, targets: dict[str, str
     and nothing for what the data checks (`source.check_source`, run first) would refuse."""
     if not isinstance(src, (str, os.PathLike)):
         mapping = as_mapping(src)
-        return {spec.name: _labels_of("<arrays>", key, mapping[key]) for spec in signature.outputs
-                if (key := find_key(spec, "y", sorted(mapping), signature))}
+        return {
+            spec.name: _labels_of("<arrays>", key, mapping[key])
+            for spec in signature.outputs
+            if (key := find_key(spec, "y", sorted(mapping), signature))
+        }
     path = str(src)
     if os.path.isdir(path):
         if len(signature.outputs) != 1:
@@ -231,8 +256,11 @@ def labels_before_reading(src: Any, signature: Signature, targets: dict[str, str
     if suffix == ".csv":
         head = _head(path)
         header = head[0] if head is not None else None
-        return {spec.name: Labels(path, column, ()) for spec in signature.outputs
-                if header and (column := targets.get(spec.name, spec.name)) in header}
+        return {
+            spec.name: Labels(path, column, ())
+            for spec in signature.outputs
+            if header and (column := targets.get(spec.name, spec.name)) in header
+        }
     return {}
 
 
@@ -257,12 +285,21 @@ def check_request_labels(graph: Any, request: Any, sources: Sources | None) -> N
             check_labels(losses, labels_before_reading(src, signature, dict(request.targets or {})), sources)
 
 
-def check_source_labels(losses: list[OutputLoss], source: Any, columns: dict[str, str],
-                        sources: Sources | None, model_file: str | None = None) -> None:
+def check_source_labels(
+    losses: list[OutputLoss],
+    source: Any,
+    columns: dict[str, str],
+    sources: Sources | None,
+    model_file: str | None = None,
+) -> None:
     """An opened source's targets in memory (a CSV's labels once read; the data `evaluate` scores on)
     against the model's losses (`columns`: --targets, the column an output's labels were read from);
     a source that streams its targets (images, TFRecord): the spec's side only."""
     targets = getattr(source, "targets_in_memory", None)
     found = callable(targets) and targets() or {}
-    check_labels(losses, {name: _labels_of(source.origin, columns.get(name, name), np.asarray(array))
-                          for name, array in found.items()}, sources, model_file)
+    check_labels(
+        losses,
+        {name: _labels_of(source.origin, columns.get(name, name), np.asarray(array)) for name, array in found.items()},
+        sources,
+        model_file,
+    )

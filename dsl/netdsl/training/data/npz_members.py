@@ -28,21 +28,28 @@ def check_member(archive: zipfile.ZipFile, key: str, path: str) -> None:
     except KeyError:
         return  # NumPy says what is missing
     if info.file_size > MAX_NPZ_MEMBER_BYTES or (
-            info.file_size > MAX_NPZ_PLAIN_EXPANSION and info.file_size > MAX_NPZ_RATIO * max(info.compress_size, 1)):
-        raise DataError(f"array '{key}' expands from {info.compress_size:,} to {info.file_size:,} bytes; netdsl "
-                        f"reads at most {MAX_NPZ_MEMBER_BYTES:,} bytes per array, and above "
-                        f"{MAX_NPZ_PLAIN_EXPANSION:,} bytes at most {MAX_NPZ_RATIO}x its compressed size",
-                        file=path)
+        info.file_size > MAX_NPZ_PLAIN_EXPANSION and info.file_size > MAX_NPZ_RATIO * max(info.compress_size, 1)
+    ):
+        raise DataError(
+            f"array '{key}' expands from {info.compress_size:,} to {info.file_size:,} bytes; netdsl "
+            f"reads at most {MAX_NPZ_MEMBER_BYTES:,} bytes per array, and above "
+            f"{MAX_NPZ_PLAIN_EXPANSION:,} bytes at most {MAX_NPZ_RATIO}x its compressed size",
+            file=path,
+        )
     try:
         with archive.open(info) as member:
             version = np.lib.format.read_magic(member)
-            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                           else np.lib.format.read_array_header_2_0)
+            read_header = (
+                np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            )
             shape, _, dtype = read_header(member, max_header_size=10_000)
             header = member.tell()
     except (ValueError, SyntaxError, TypeError, *ZIP_ERRORS):
         return  # not an array header: NumPy's own message names what is wrong
     needed = int(np.prod(shape, dtype=object)) * dtype.itemsize if dtype.kind != "O" else 0
     if needed > info.file_size - header:
-        raise DataError(f"array '{key}' declares shape {shape_text(shape)} of {dtype} ({needed:,} bytes), "
-                        f"but holds {max(info.file_size - header, 0):,} bytes", file=path)
+        raise DataError(
+            f"array '{key}' declares shape {shape_text(shape)} of {dtype} ({needed:,} bytes), "
+            f"but holds {max(info.file_size - header, 0):,} bytes",
+            file=path,
+        )

@@ -47,8 +47,9 @@ def once_per_epoch(compute: Callable[[], np.ndarray | int], shape: tuple[int, ..
     CPU-s a step; `tf.numpy_function` here costs nothing measurable)."""
 
     def value(_: tf.Tensor) -> tf.Tensor:
-        return tf.ensure_shape(tf.numpy_function(lambda: np.asarray(compute(), dtype=np.int64), [], tf.int64,
-                                                 stateful=True), shape)
+        return tf.ensure_shape(
+            tf.numpy_function(lambda: np.asarray(compute(), dtype=np.int64), [], tf.int64, stateful=True), shape
+        )
 
     return tf.data.Dataset.from_tensors(np.int64(0)).map(value)
 
@@ -66,7 +67,7 @@ def index_batches(rows: np.ndarray, batch_size: int, order: EpochOrder | None) -
     def slices(indices: tf.Tensor) -> tf.data.Dataset:
         batches = tf.data.Dataset.from_tensor_slices(tf.reshape(indices[: full * batch_size], (full, batch_size)))
         if n % batch_size:
-            batches = batches.concatenate(tf.data.Dataset.from_tensors(indices[full * batch_size:]))
+            batches = batches.concatenate(tf.data.Dataset.from_tensors(indices[full * batch_size :]))
         return batches
 
     return epoch.flat_map(slices)

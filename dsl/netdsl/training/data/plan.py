@@ -105,7 +105,7 @@ def split_rows(n: int, fractions: tuple[float, ...], seed: int) -> list[np.ndarr
     order = np.random.default_rng(seed).permutation(n)
     parts, start = [], 0
     for fraction, size in zip(fractions, sizes):
-        parts.append(np.sort(order[start:start + size]) if fraction > 0 else None)
+        parts.append(np.sort(order[start : start + size]) if fraction > 0 else None)
         start += size
     return parts + [None] * (3 - len(parts))
 
@@ -114,10 +114,10 @@ def _empty_message(part: Part, request: DataRequest, validation_split: float | N
     what = ROLES[part.role]
     if request.data is not None:
         text = ",".join(f"{f:g}" for f in request.split or DEFAULT_SPLIT)
-        return (f"the {what} split is empty: --split {text} of {part.source.n} samples gives it no sample")
+        return f"the {what} split is empty: --split {text} of {part.source.n} samples gives it no sample"
     if part.role in ("train", "val") and request.val is None and validation_split:
-        return (f"the {what} split is empty: validation_split = {validation_split:g} of "
-                f"{part.source.n} samples gives it no sample")
+        return (
+            f"the {what} split is empty: validation_split = {validation_split:g} of "
+            f"{part.source.n} samples gives it no sample"
+        )
     return f"the {what} data is empty (no samples)"
-
-

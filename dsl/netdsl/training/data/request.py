@@ -80,10 +80,12 @@ def parse_columns(text: str, flag: str) -> tuple[str, ...]:
     return names
 
 
-def check_columns(features: Any, drop: Any, flags: tuple[str, str] = ("features=", "drop=")
-                  ) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+def check_columns(
+    features: Any, drop: Any, flags: tuple[str, str] = ("features=", "drop=")
+) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
     """`features` and `drop` (column names: a sequence, a comma-separated string, or None) checked; `flags`:
     how messages name them (the library's keywords, or the CLI's --features and --drop)."""
+
     def names(value: Any, flag: str) -> tuple[str, ...]:
         if isinstance(value, str):
             return parse_columns(value, flag)
@@ -98,14 +100,19 @@ def check_columns(features: Any, drop: Any, flags: tuple[str, str] = ("features=
     return chosen, dropped
 
 
-
 def check_split(fractions: Any) -> tuple[float, ...]:
     values = tuple(float(f) for f in fractions)
-    if not 1 <= len(values) <= 3 or any(not math.isfinite(f) or f < 0 for f in values) \
-            or abs(sum(values) - 1.0) > 1e-6 or values[0] <= 0:
+    if (
+        not 1 <= len(values) <= 3
+        or any(not math.isfinite(f) or f < 0 for f in values)
+        or abs(sum(values) - 1.0) > 1e-6
+        or values[0] <= 0
+    ):
         text = ",".join(f"{f:g}" for f in values)
-        raise UsageError(f"--split takes up to 3 fractions (train, validation, test) that add up to 1, "
-                         f"like 0.8,0.1,0.1; received {text}")
+        raise UsageError(
+            f"--split takes up to 3 fractions (train, validation, test) that add up to 1, "
+            f"like 0.8,0.1,0.1; received {text}"
+        )
     return values
 
 
@@ -119,6 +126,7 @@ def parse_split(text: str) -> tuple[float, ...]:
 def describe_source(src: Any) -> Any:
     if isinstance(src, (str, os.PathLike)):
         return {"path": str(src), "absolute": os.path.abspath(src)}
-    mapping = src if isinstance(src, dict) else {"x": src[0], "y": src[1]} if isinstance(src, (tuple, list)) \
-        else {"x": src}
+    mapping = (
+        src if isinstance(src, dict) else {"x": src[0], "y": src[1]} if isinstance(src, (tuple, list)) else {"x": src}
+    )
     return {"arrays": {k: list(getattr(v, "shape", ())) for k, v in mapping.items()}}

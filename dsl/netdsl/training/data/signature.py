@@ -47,8 +47,9 @@ class Signature:
     @classmethod
     def of(cls, model: Any) -> Signature:
         inputs = tuple(TensorSpec(_tensor_name(t), tuple(t.shape[1:]), str(t.dtype)) for t in model.inputs)
-        outputs = tuple(TensorSpec(name, tuple(t.shape[1:]), str(t.dtype))
-                        for name, t in zip(model.output_names, model.outputs))
+        outputs = tuple(
+            TensorSpec(name, tuple(t.shape[1:]), str(t.dtype)) for name, t in zip(model.output_names, model.outputs)
+        )
         return cls(inputs, outputs)
 
     @property

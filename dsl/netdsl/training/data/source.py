@@ -68,8 +68,9 @@ class DataSource(Protocol):
         """Whether the source holds the outputs' targets (evaluate needs them, predict does not)."""
         ...
 
-    def dataset(self, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None,
-                with_targets: bool = True) -> tf.data.Dataset:
+    def dataset(
+        self, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None, with_targets: bool = True
+    ) -> tf.data.Dataset:
         """The rows `rows` (sorted indices) in batches, shuffled by `order` when given."""
         ...
 
@@ -96,37 +97,44 @@ class DataFormat:
     open: Open
 
 
-def _check_npz(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-               names: DataNames) -> int | None:
+def _check_npz(
+    path: str, signature: Signature, targets: dict[str, str], need_targets: bool, names: DataNames
+) -> int | None:
     return check_mapping(path, signature, npz_headers(path), need_targets)
 
 
-def _check_csv(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-               names: DataNames) -> int | None:
+def _check_csv(
+    path: str, signature: Signature, targets: dict[str, str], need_targets: bool, names: DataNames
+) -> int | None:
     if len(signature.inputs) != 1 or signature.inputs[0].size is None:
         check_csv_head(path, signature, targets, need_targets, names)  # the reader, with the built model's
-        return None                                                    # shapes, reads the rest
+        return None  # shapes, reads the rest
     from netdsl.training.data import csv_table  # NumPy only: the whole file, read once for the reader too
 
     return csv_table.from_csv(path, signature, targets, need_targets, names, keep=True).n
 
 
-def _check_images(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-                  names: DataNames) -> int | None:
+def _check_images(
+    path: str, signature: Signature, targets: dict[str, str], need_targets: bool, names: DataNames
+) -> int | None:
     if _takes_text(signature):  # a folder feeding a string input is a folder of .txt files
         from netdsl.training.data import texts  # NumPy only: read once, kept for the reader
 
         return _keep_texts(path, texts.from_folder(path, signature, need_targets, names), need_targets, names).n
     if holds_text(path) and not holds_text(path, SUFFIXES):  # .txt files, no image: not an image folder
         spec = signature.inputs[0] if signature.inputs else None
-        raise DataError(f"a folder of .txt files feeds a text input (`input text: (1,) as string`); input "
-                        f"'{spec.name if spec else '?'}' is {spec.dtype if spec else 'none'}", file=path)
+        raise DataError(
+            f"a folder of .txt files feeds a text input (`input text: (1,) as string`); input "
+            f"'{spec.name if spec else '?'}' is {spec.dtype if spec else 'none'}",
+            file=path,
+        )
     check_image_folder(path, signature, need_targets)
     return None
 
 
-def _check_text(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-                names: DataNames) -> int | None:
+def _check_text(
+    path: str, signature: Signature, targets: dict[str, str], need_targets: bool, names: DataNames
+) -> int | None:
     from netdsl.training.data import texts
 
     texts.from_file(path, signature, need_targets)
@@ -147,41 +155,47 @@ def _keep_texts(path: str, source: DataSource, need_targets: bool, names: DataNa
     return source
 
 
-def _check_image(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-                 names: DataNames) -> int | None:
+def _check_image(
+    path: str, signature: Signature, targets: dict[str, str], need_targets: bool, names: DataNames
+) -> int | None:
     check_single_image(path, signature, need_targets)
     return 1
 
 
-def _no_early_check(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-                    names: DataNames) -> int | None:
+def _no_early_check(
+    path: str, signature: Signature, targets: dict[str, str], need_targets: bool, names: DataNames
+) -> int | None:
     return None  # only TensorFlow reads it: the reader checks it
 
 
 # The readers load TensorFlow: each is imported when a source of its format is opened.
-def _open_npz(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-              names: DataNames) -> DataSource:
+def _open_npz(
+    path: str, signature: Signature, targets: dict[str, str], need_targets: bool, names: DataNames
+) -> DataSource:
     from netdsl.training.data import arrays
 
     return arrays.from_npz(path, signature, need_targets)
 
 
-def _open_csv(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-              names: DataNames) -> DataSource:
+def _open_csv(
+    path: str, signature: Signature, targets: dict[str, str], need_targets: bool, names: DataNames
+) -> DataSource:
     from netdsl.training.data import csv_table
 
     return csv_table.from_csv(path, signature, targets, need_targets, names)
 
 
-def _open_tfrecord(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-                   names: DataNames) -> DataSource:
+def _open_tfrecord(
+    path: str, signature: Signature, targets: dict[str, str], need_targets: bool, names: DataNames
+) -> DataSource:
     from netdsl.training.data import tfrecords
 
     return tfrecords.TFRecordSource(path, signature, need_targets)
 
 
-def _open_images(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-                 names: DataNames) -> DataSource:
+def _open_images(
+    path: str, signature: Signature, targets: dict[str, str], need_targets: bool, names: DataNames
+) -> DataSource:
     if _takes_text(signature):
         from netdsl.training.data import texts
 
@@ -194,15 +208,17 @@ def _open_images(path: str, signature: Signature, targets: dict[str, str], need_
     return images.from_folder(path, signature, need_targets, names)
 
 
-def _open_image(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-                names: DataNames) -> DataSource:
+def _open_image(
+    path: str, signature: Signature, targets: dict[str, str], need_targets: bool, names: DataNames
+) -> DataSource:
     from netdsl.training.data import images
 
     return images.from_file(path, signature, need_targets)
 
 
-def _open_text(path: str, signature: Signature, targets: dict[str, str], need_targets: bool,
-               names: DataNames) -> DataSource:
+def _open_text(
+    path: str, signature: Signature, targets: dict[str, str], need_targets: bool, names: DataNames
+) -> DataSource:
     from netdsl.training.data import texts
 
     return texts.from_file(path, signature, need_targets)
@@ -228,13 +244,21 @@ def format_of(path: str) -> DataFormat:
     for data_format in FORMATS:
         if suffix in data_format.suffixes:
             return data_format
-    raise DataError(f"unknown data format '{suffix or Path(path).name}'",
-                    file=path, hint="netdsl reads .npz, .csv and .tfrecord files, folders of images or .txt files "
-                                    "and (to predict on) one .png, .jpg or .txt file")
+    raise DataError(
+        f"unknown data format '{suffix or Path(path).name}'",
+        file=path,
+        hint="netdsl reads .npz, .csv and .tfrecord files, folders of images or .txt files "
+        "and (to predict on) one .png, .jpg or .txt file",
+    )
 
 
-def open_source(src: Any, signature: Signature, targets: dict[str, str] | None = None,
-                need_targets: bool = True, names: DataNames | None = None) -> DataSource:
+def open_source(
+    src: Any,
+    signature: Signature,
+    targets: dict[str, str] | None = None,
+    need_targets: bool = True,
+    names: DataNames | None = None,
+) -> DataSource:
     """The source `src` names (a path) or holds (arrays), checked against the model."""
     if not isinstance(src, (str, os.PathLike)):
         from netdsl.training.data import arrays
@@ -244,8 +268,9 @@ def open_source(src: Any, signature: Signature, targets: dict[str, str] | None =
     return format_of(path).open(path, signature, dict(targets or {}), need_targets, names or DataNames())
 
 
-def check_source(src: Any, signature: Signature, targets: dict[str, str], need_targets: bool = True,
-                 names: DataNames | None = None) -> int | None:
+def check_source(
+    src: Any, signature: Signature, targets: dict[str, str], need_targets: bool = True, names: DataNames | None = None
+) -> int | None:
     """Check one source before TensorFlow loads; the number of its samples when the headers tell it, else None."""
     if not isinstance(src, (str, os.PathLike)):
         headers = {key: (a.shape, a.dtype) for key, a in as_mapping(src).items()}
@@ -271,8 +296,11 @@ def check_layout(src: Any, need_targets: bool) -> None:
 
         texts.from_file(path, Signature((), ()), need_targets)  # the one-line refusal: no label in one file
     elif need_targets and data_format.name == "image":
-        raise DataError("one image holds no label; train and evaluate on a folder with one sub-folder per class "
-                        "(predict takes a single image)", file=path)
+        raise DataError(
+            "one image holds no label; train and evaluate on a folder with one sub-folder per class "
+            "(predict takes a single image)",
+            file=path,
+        )
 
 
 def check_data(request: Any, signature: Signature, validation_split: float | None = None) -> None:
@@ -297,8 +325,11 @@ def check_data(request: Any, signature: Signature, validation_split: float | Non
             at = int(math.floor(n * (1.0 - validation_split)))  # Keras' own split point, as plan.plan_data
             for part, size in (("training", at), ("validation", n - at)):
                 if size == 0:
-                    raise DataError(f"the {part} split is empty: validation_split = {validation_split:g} of "
-                                    f"{n} samples gives it no sample", file=_origin(request.train))
+                    raise DataError(
+                        f"the {part} split is empty: validation_split = {validation_split:g} of "
+                        f"{n} samples gives it no sample",
+                        file=_origin(request.train),
+                    )
 
 
 def _with_csv_classes(path: str, signature: Signature, request: Any, names: DataNames) -> DataNames:
@@ -317,8 +348,9 @@ def _check_split(source: Any, n: int | None, fractions: tuple[float, ...]) -> No
     for fraction, size, what in zip(fractions, sizes, ("training", "validation", "test")):
         if fraction > 0 and size == 0:
             text = ",".join(f"{f:g}" for f in fractions)
-            raise DataError(f"the {what} split is empty: --split {text} of {n} samples gives it no sample",
-                            file=_origin(source))
+            raise DataError(
+                f"the {what} split is empty: --split {text} of {n} samples gives it no sample", file=_origin(source)
+            )
 
 
 def _origin(source: Any) -> str:

@@ -33,6 +33,7 @@ def is_text_name(path: str | Path) -> bool:
 def holds_text(folder: str, suffixes: tuple[str, ...] = (SUFFIX,)) -> bool:
     """Whether a folder holds .txt files (files of `suffixes`), right in it or in its class sub-folders
     (by names: cheap)."""
+
     def texts_in(path: str) -> bool:
         try:
             return any(entry.is_file() and Path(entry.name).suffix.lower() in suffixes for entry in os.scandir(path))
@@ -44,12 +45,12 @@ def holds_text(folder: str, suffixes: tuple[str, ...] = (SUFFIX,)) -> bool:
 
 def check_text_layout(folder: str) -> None:
     """A folder that labels texts has class sub-folders holding .txt files, and none beside them."""
-    check_labelled_folder(folder, is_text_name, ("a text file lies", "text files lie"), ".txt files",
-                          NO_CLASSES)
+    check_labelled_folder(folder, is_text_name, ("a text file lies", "text files lie"), ".txt files", NO_CLASSES)
 
 
-def list_text_classes(folder: str, known: tuple[str, ...] | None = None
-                      ) -> tuple[tuple[str, ...], list[str], list[int]]:
+def list_text_classes(
+    folder: str, known: tuple[str, ...] | None = None
+) -> tuple[tuple[str, ...], list[str], list[int]]:
     """(classes, .txt paths, labels) of a folder of class sub-folders; `known`: a run's classes."""
     check_text_layout(folder)
     root = Path(folder)
@@ -61,8 +62,9 @@ def list_text_classes(folder: str, known: tuple[str, ...] | None = None
     for name in found:
         if name not in index:
             shown = ", ".join(classes[:20]) + (", ..." if len(classes) > 20 else "")
-            raise DataError(f"the class folder '{name}' is not one of the classes the model was trained on "
-                            f"({shown})", file=folder)
+            raise DataError(
+                f"the class folder '{name}' is not one of the classes the model was trained on ({shown})", file=folder
+            )
         _inside(root / name, real_root)
         for file in sorted((root / name).iterdir()):
             if is_text_name(file) and file.is_file():
@@ -87,8 +89,11 @@ def read_texts(paths: list[str], origin: str) -> list[str]:
         text = read_text_file(path)
         total += len(text)
         if total > MAX_TEXT_FOLDER_BYTES:
-            raise DataError(f"the text files hold more than {MAX_TEXT_FOLDER_BYTES:,} characters together; netdsl "
-                            "reads a text folder into memory", file=origin)
+            raise DataError(
+                f"the text files hold more than {MAX_TEXT_FOLDER_BYTES:,} characters together; netdsl "
+                "reads a text folder into memory",
+                file=origin,
+            )
         texts.append(text)
     return texts
 

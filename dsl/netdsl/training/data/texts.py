@@ -29,15 +29,27 @@ from netdsl.training.errors import DataError
 class TextSource(ArraySource):
     """Texts held in memory; a file's sample named by its path relative to the folder given."""
 
-    def __init__(self, origin: str, signature: Signature, texts: list[str], labels: list[int] | None,
-                 classes: tuple[str, ...], names: list[str]):
+    def __init__(
+        self,
+        origin: str,
+        signature: Signature,
+        texts: list[str],
+        labels: list[int] | None,
+        classes: tuple[str, ...],
+        names: list[str],
+    ):
         spec = text_input(origin, signature, "a text folder feeds")
         out = signature.outputs[0] if len(signature.outputs) == 1 else None
         targets = None
         if labels is not None and out is not None:
             targets = {out.name: check_target(origin, out, np.array(labels, dtype=np.int64))}
-        super().__init__(origin, signature, {spec.name: as_text_array(spec, texts)}, targets,
-                         classes={out.name: classes} if out is not None and classes else None)
+        super().__init__(
+            origin,
+            signature,
+            {spec.name: as_text_array(spec, texts)},
+            targets,
+            classes={out.name: classes} if out is not None and classes else None,
+        )
         self._names = names
 
     def row_names(self, rows: np.ndarray) -> list[str]:
@@ -48,10 +60,12 @@ def text_input(origin: str, signature: Signature, what_feeds: str) -> TensorSpec
     """The model's one string input of shape () or (1,); DataError otherwise."""
     spec = signature.inputs[0] if len(signature.inputs) == 1 else None
     if spec is None or spec.dtype != "string" or spec.shape not in ((), (1,)):
-        what = (f"input '{spec.name}' is {spec.dtype} of shape {spec.shape_text()}" if spec is not None
-                else f"this model has {len(signature.inputs)} inputs")
-        raise DataError(f"{what_feeds} one text input, declared as `input text: (1,) as string`; {what}",
-                        file=origin)
+        what = (
+            f"input '{spec.name}' is {spec.dtype} of shape {spec.shape_text()}"
+            if spec is not None
+            else f"this model has {len(signature.inputs)} inputs"
+        )
+        raise DataError(f"{what_feeds} one text input, declared as `input text: (1,) as string`; {what}", file=origin)
     return spec
 
 
@@ -68,8 +82,11 @@ def from_folder(folder: str, signature: Signature, need_targets: bool, names: Da
     known = (names or DataNames()).classes
     out = signature.outputs[0] if len(signature.outputs) == 1 else None
     if need_targets and out is None:
-        raise DataError(f"a text folder labels one output; this model has {len(signature.outputs)} "
-                        f"({', '.join(signature.output_names)})", file=folder)
+        raise DataError(
+            f"a text folder labels one output; this model has {len(signature.outputs)} "
+            f"({', '.join(signature.output_names)})",
+            file=folder,
+        )
     if not need_targets:
         paths = list_texts(folder)
         classes: tuple[str, ...] = tuple(known.get(out.name, ())) if out is not None else ()
@@ -80,15 +97,18 @@ def from_folder(folder: str, signature: Signature, need_targets: bool, names: Da
         units = out.shape[-1] if out.shape else None
         if units not in (None, 1) and len(classes) > units:
             raise DataError(f"{len(classes)} class folders, but output '{out.name}' has {units} units", file=folder)
-    return TextSource(folder, signature, read_texts(paths, folder), labels, classes,
-                      [os.path.relpath(p, folder) for p in paths])
+    return TextSource(
+        folder, signature, read_texts(paths, folder), labels, classes, [os.path.relpath(p, folder) for p in paths]
+    )
 
 
 def from_file(path: str, signature: Signature, need_targets: bool) -> TextSource:
     """One .txt file: one sample to predict on (it holds no label)."""
     if need_targets:
-        raise DataError("one text file holds no label; train and evaluate on a folder with one sub-folder per "
-                        "class of .txt files, or a CSV file with a label column (predict takes a single .txt file)",
-                        file=path)
+        raise DataError(
+            "one text file holds no label; train and evaluate on a folder with one sub-folder per "
+            "class of .txt files, or a CSV file with a label column (predict takes a single .txt file)",
+            file=path,
+        )
     text_input(path, signature, "a text file feeds")
     return TextSource(path, signature, [read_text_file(path)], None, (), [os.path.basename(path)])

@@ -53,8 +53,9 @@ class TFRecordSource:
         self._inputs = {spec.name: _input_feature(path, spec, features) for spec in signature.inputs}
         present = [spec for spec in signature.outputs if spec.name in features]
         if need_targets or len(present) == len(signature.outputs):
-            self._targets: dict[str, tuple] | None = {spec.name: _target_feature(path, spec, features)
-                                                       for spec in signature.outputs}
+            self._targets: dict[str, tuple] | None = {
+                spec.name: _target_feature(path, spec, features) for spec in signature.outputs
+            }
         else:
             self._targets = None
         self.classes: dict[str, tuple[str, ...]] = {}  # labels are numbers in a TFRecord file
@@ -68,8 +69,9 @@ class TFRecordSource:
         """A record by its index in the file."""
         return [str(i) for i in rows]
 
-    def dataset(self, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None,
-                with_targets: bool = True) -> tf.data.Dataset:
+    def dataset(
+        self, rows: np.ndarray, batch_size: int, order: EpochOrder | None = None, with_targets: bool = True
+    ) -> tf.data.Dataset:
         records = tf.data.TFRecordDataset(self.origin)
         if len(rows) != self.n:
             keep = np.zeros(self.n, dtype=bool)
@@ -127,14 +129,17 @@ def _walk(data: mmap.mmap, size: int, path: str) -> int:
         while at < size:
             if size - at < HEADER.size:
                 raise DataError(f"not a readable TFRecord file (truncated record header at byte {at:,})", file=path)
-            header = data[at:at + HEADER.size]
+            header = data[at : at + HEADER.size]
             length, crc = HEADER.unpack(header)
             if header not in sound and crc != _masked_crc32c(header[:8]):
                 raise DataError(f"not a readable TFRecord file (corrupted record header at byte {at:,})", file=path)
             end = at + HEADER.size + length + 4
             if end > size:
-                raise DataError(f"not a readable TFRecord file (record {count + 1} at byte {at:,} declares "
-                                f"{length:,} bytes; only {max(size - at - HEADER.size - 4, 0):,} follow)", file=path)
+                raise DataError(
+                    f"not a readable TFRecord file (record {count + 1} at byte {at:,} declares "
+                    f"{length:,} bytes; only {max(size - at - HEADER.size - 4, 0):,} follow)",
+                    file=path,
+                )
             at, count = end, count + 1
             if len(sound) < 4096:
                 sound.add(header)
@@ -189,11 +194,15 @@ def _input_feature(path: str, spec: TensorSpec, features) -> tuple:
     kind, count = _kind(features[spec.name])
     if kind == "bytes_list" or (spec.is_integer and kind == "float_list"):
         found = "bytes" if kind == "bytes_list" else "floats"
-        raise DataError(f"input '{spec.name}' expects {spec.dtype} numbers, found {found} in feature "
-                        f"'{spec.name}'", file=path)
+        raise DataError(
+            f"input '{spec.name}' expects {spec.dtype} numbers, found {found} in feature '{spec.name}'", file=path
+        )
     if spec.size is None or count != spec.size:
-        raise DataError(f"input '{spec.name}' expects shape {spec.shape_text()} ({spec.size} values), "
-                        f"found {count} values in feature '{spec.name}'", file=path)
+        raise DataError(
+            f"input '{spec.name}' expects shape {spec.shape_text()} ({spec.size} values), "
+            f"found {count} values in feature '{spec.name}'",
+            file=path,
+        )
     dtype = tf.float32 if kind == "float_list" else tf.int64
     return count, dtype, spec.shape, spec.dtype
 
@@ -204,8 +213,11 @@ def _target_feature(path: str, spec: TensorSpec, features) -> tuple:
         raise DataError(f"no feature for output '{spec.name}'; features found: {found}", file=path)
     kind, count = _kind(features[spec.name])
     if kind not in ("float_list", "int64_list") or count == 0:
-        raise DataError(f"output '{spec.name}' expects numbers as targets, found "
-                        f"{'bytes' if kind == 'bytes_list' else 'no values'} in feature '{spec.name}'", file=path)
+        raise DataError(
+            f"output '{spec.name}' expects numbers as targets, found "
+            f"{'bytes' if kind == 'bytes_list' else 'no values'} in feature '{spec.name}'",
+            file=path,
+        )
     dtype = tf.float32 if kind == "float_list" else tf.int64
     shape = () if count == 1 else (count,)
     return count, dtype, shape, "float32" if kind == "float_list" else "int64"

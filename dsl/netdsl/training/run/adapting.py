@@ -57,9 +57,11 @@ def _learned(layer: Any, part: Part) -> str:
     if kind in _VOCABULARY_LAYERS:
         size = int(layer.vocabulary_size())
         if size > MAX_VOCABULARY:
-            raise DataError(f"layer '{layer.name}' adapted a vocabulary of {size:,} tokens, more than "
-                            f"{MAX_VOCABULARY:,}", file=part.source.origin,
-                            hint="give it max_tokens (the most frequent tokens are kept)")
+            raise DataError(
+                f"layer '{layer.name}' adapted a vocabulary of {size:,} tokens, more than {MAX_VOCABULARY:,}",
+                file=part.source.origin,
+                hint="give it max_tokens (the most frequent tokens are kept)",
+            )
         special = 2 if kind == "TextVectorization" else int(getattr(layer, "num_oov_indices", 1)) + 1
         if size <= special:
             raise DataError(f"layer '{layer.name}' found no token in the training data", file=part.source.origin)

@@ -82,10 +82,11 @@ def apply_callback_state(callbacks: list, meta: dict) -> None:
         if not isinstance(state, dict) or state.get("type") != type(cb).__name__:
             continue
         fields = state.get("fields", {})
-        for name, value in (fields.items() if isinstance(fields, dict) else ()):
+        for name, value in fields.items() if isinstance(fields, dict) else ():
             if name not in CALLBACK_FIELDS or not isinstance(value, (bool, int, float)):
-                raise RunError(f"cannot read the checkpoint: callback field {name!r} is not one netdsl saves",
-                               file=file)
+                raise RunError(
+                    f"cannot read the checkpoint: callback field {name!r} is not one netdsl saves", file=file
+                )
             setattr(cb, name, value)
         count = state.get("best_weights")
         if count is not None:
@@ -97,8 +98,7 @@ def _best_weights(callback: Any, stored: dict, index: int, count: Any, file: Any
     shapes = [tuple(w.shape) for w in model.weights] if model is not None else None
     names = [f"callback/{index}/best_weights/{j:04d}" for j in range(count if isinstance(count, int) else -1)]
     weights = [w for w in (stored.get(name) for name in names) if w is not None]
-    if not names or len(weights) != len(names) or (
-            shapes is not None and [tuple(w.shape) for w in weights] != shapes):
+    if not names or len(weights) != len(names) or (shapes is not None and [tuple(w.shape) for w in weights] != shapes):
         raise RunError("cannot read the checkpoint: its best weights do not fit the model", file=file)
     return weights
 
@@ -135,13 +135,18 @@ def _load(archive: Any, prefix: str, variables: list, paths: Any, file: Path) ->
     current = [_path(prefix, variable) for variable in variables]
     paths = paths if isinstance(paths, list) else []
     if current != paths:
-        raise RunError(f"the checkpoint's {prefix} variables do not match the model built from the spec "
-                       f"({len(paths)} saved, {len(current)} now)", file=str(file))
+        raise RunError(
+            f"the checkpoint's {prefix} variables do not match the model built from the spec "
+            f"({len(paths)} saved, {len(current)} now)",
+            file=str(file),
+        )
     for i, variable in enumerate(variables):
         value = archive[f"{prefix}/{i:04d}"]
         if tuple(value.shape) != tuple(variable.shape):
-            raise RunError(f"the checkpoint's {variable.path} has shape {value.shape}, the model's "
-                           f"{tuple(variable.shape)}", file=str(file))
+            raise RunError(
+                f"the checkpoint's {variable.path} has shape {value.shape}, the model's {tuple(variable.shape)}",
+                file=str(file),
+            )
         variable.assign(value)
 
 

@@ -31,8 +31,10 @@ def _lines(values: list | None, label: str) -> list[tuple[list, str]]:
     first = next((v for v in values if isinstance(v, list)), None)
     if first is None:
         return [(values, label)]
-    return [([v[i] if isinstance(v, list) and i < len(v) else math.nan for v in values], f"{label} [{i}]")
-            for i in range(len(first))]
+    return [
+        ([v[i] if isinstance(v, list) and i < len(v) else math.nan for v in values], f"{label} [{i}]")
+        for i in range(len(first))
+    ]
 
 
 def write_curves(history: dict[str, list[float]], epochs: list[int], folder: Path, title: str) -> list[Path]:

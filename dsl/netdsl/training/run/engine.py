@@ -139,9 +139,18 @@ class Session:
     keeper: RunKeeper | None = None
     adapted: list[str] = field(default_factory=list)  # what `adapt` learned, one line a layer
     config_json: dict = field(default_factory=dict)  # what config.json holds, once written
-    state: dict = field(default_factory=lambda: {"epoch": 0, "history": [], "best_val_loss": math.inf,
-                                                 "best_epoch": None, "seconds": 0.0, "samples": 0,
-                                                 "epoch_seconds": [], "write_seconds": []})
+    state: dict = field(
+        default_factory=lambda: {
+            "epoch": 0,
+            "history": [],
+            "best_val_loss": math.inf,
+            "best_epoch": None,
+            "seconds": 0.0,
+            "samples": 0,
+            "epoch_seconds": [],
+            "write_seconds": [],
+        }
+    )
 
     def __post_init__(self) -> None:
         self.writer = RunWriter(self.folder if self.placement.writes else None, self.placement.saving)
@@ -151,12 +160,14 @@ class Session:
         A stop request (Ctrl-C, SIGTERM) here ends the run with no folder: the Run returned."""
         try:
             self._build()
-            self.plan = plan_data(self.config.data, Signature.of(self.model), self.config.seed,
-                                  self.config.validation_split)
+            self.plan = plan_data(
+                self.config.data, Signature.of(self.model), self.config.seed, self.config.validation_split
+            )
             for part in {id(p.source): p for p in (self.plan.train, self.plan.val, self.plan.test) if p}.values():
                 # the labels read with the data (a CSV's), against the losses: before any run folder
-                check_source_labels(self.config.losses, part.source, dict(self.config.data.targets or {}),
-                                    self.config.program.sources())
+                check_source_labels(
+                    self.config.losses, part.source, dict(self.config.data.targets or {}), self.config.program.sources()
+                )
             self._adapt()
             self.placement.prepare(self.plan, self.config.batch_size)
         except Stopped as stop:
@@ -203,8 +214,10 @@ class Session:
 
     def _data_error(self, exc: BaseException) -> DataError:
         source = self.config.data.data  # one source: say which; with --train/--val it could be either
-        return DataError(f"training stopped on data TensorFlow could not use: {tensorflow_message(exc)}",
-                         file=str(source) if isinstance(source, (str, os.PathLike)) else None)
+        return DataError(
+            f"training stopped on data TensorFlow could not use: {tensorflow_message(exc)}",
+            file=str(source) if isinstance(source, (str, os.PathLike)) else None,
+        )
 
     # ------------------------------------------------------------ steps
 
@@ -251,8 +264,9 @@ class Session:
         if second_phase is not None and self.state["epoch"] >= second_phase:
             unfreeze(model)  # resumed in the second phase: its optimizer's variables, then the checkpoint
         order = EpochOrder(config.seed) if config.shuffle else None
-        keeper = RunKeeper(self.writer, self.signals, spec_callbacks, order, self.state,
-                           lambda: self._report("running"), plan.train.n)
+        keeper = RunKeeper(
+            self.writer, self.signals, spec_callbacks, order, self.state, lambda: self._report("running"), plan.train.n
+        )
         self.keeper = keeper
         if config.resume_from is not None and config.resume_from.checkpoint.is_file():
             keeper.restored = checkpoint.restore(config.resume_from.checkpoint, model, spec_callbacks)
@@ -275,10 +289,15 @@ class Session:
         place = self.placement
 
         def fit(start: int, until: int) -> None:
-            model.fit(place.dataset(plan.train, config.batch_size, order),
-                      validation_data=place.dataset(plan.val, config.batch_size) if plan.val is not None else None,
-                      epochs=until, initial_epoch=min(start, until), callbacks=callbacks, verbose=0,
-                      shuffle=False)  # the pipeline shuffles, by seed and epoch
+            model.fit(
+                place.dataset(plan.train, config.batch_size, order),
+                validation_data=place.dataset(plan.val, config.batch_size) if plan.val is not None else None,
+                epochs=until,
+                initial_epoch=min(start, until),
+                callbacks=callbacks,
+                verbose=0,
+                shuffle=False,
+            )  # the pipeline shuffles, by seed and epoch
 
         if second_phase is not None and first < second_phase < config.epochs:
             fit(first, second_phase)
@@ -291,8 +310,7 @@ class Session:
 
     def _early_status(self) -> str:
         """`stopped_early`, or the status of the callback that stopped the run (a sweep's `pruned`)."""
-        return next((cb.stopped_as for cb in self.config.callbacks if getattr(cb, "stopped_as", None)),
-                    "stopped_early")
+        return next((cb.stopped_as for cb in self.config.callbacks if getattr(cb, "stopped_as", None)), "stopped_early")
 
     def _test(self) -> None:
         """The test part scored with the weights `evaluate RUN` uses (`RunFolder.weights`): the best epoch's
@@ -312,8 +330,11 @@ class Session:
                 self.model.set_weights(last)
         self.test = {k: logged_value(v) for k, v in logs.items()}
         best_epoch = self.state["best_epoch"]
-        self.test_weights = ({"checkpoint": "best", "epoch": best_epoch, "val_loss": self.state["best_val_loss"]}
-                             if best_epoch is not None else {"checkpoint": "last", "epoch": self.state["epoch"]})
+        self.test_weights = (
+            {"checkpoint": "best", "epoch": best_epoch, "val_loss": self.state["best_val_loss"]}
+            if best_epoch is not None
+            else {"checkpoint": "last", "epoch": self.state["epoch"]}
+        )
 
     def _best_weights(self) -> list | None:
         """The best epoch's weights when they are not the last epoch's: kept in memory by this run's keeper,
@@ -343,8 +364,9 @@ class Session:
             for key, value in row.items():
                 if key != "epoch":
                     history.setdefault(key, []).append(value)
-        return Run(self._dir, self.model, history, report, self.config_json,
-                   [row["epoch"] for row in self.state["history"]])
+        return Run(
+            self._dir, self.model, history, report, self.config_json, [row["epoch"] for row in self.state["history"]]
+        )
 
     def _planned(self) -> DataPlan:
         """The data plan: `prepare` makes it, and `run_training` runs the session only once prepared."""
@@ -363,23 +385,30 @@ class Session:
         report: dict[str, Any] = {"status": status}
         if reason:
             report["reason"] = reason
-        report.update({
-            "model": config.model,
-            "epochs_run": len(state["history"]),
-            "epochs": config.epochs,
-            "train": {k: last[k] for k in loss_first([k for k in last if k != "epoch" and not k.startswith("val_")])},
-            "val": {k: last[f"val_{k}"] for k in loss_first([k[4:] for k in last if k.startswith("val_")])},
-            "test": {k: self.test[k] for k in loss_first(list(self.test))},
-            **({"test_weights": self.test_weights} if self.test_weights is not None else {}),
-            "best": ({"epoch": state["best_epoch"], "val_loss": state["best_val_loss"]}
-                     if state["best_epoch"] is not None else None),
-            "seconds": round(state["seconds"], 3),
-            "samples_per_second": round(state["samples"] / state["seconds"], 1) if state["seconds"] else None,
-            "epoch_seconds": [round(s, 4) for s in state["epoch_seconds"]],
-            "write_seconds": [round(s, 4) for s in state["write_seconds"]],  # of each epoch's, the state written
-            "samples": self.plan.sizes() if self.plan is not None else None,
-            "seed": config.seed,
-        })
+        report.update(
+            {
+                "model": config.model,
+                "epochs_run": len(state["history"]),
+                "epochs": config.epochs,
+                "train": {
+                    k: last[k] for k in loss_first([k for k in last if k != "epoch" and not k.startswith("val_")])
+                },
+                "val": {k: last[f"val_{k}"] for k in loss_first([k[4:] for k in last if k.startswith("val_")])},
+                "test": {k: self.test[k] for k in loss_first(list(self.test))},
+                **({"test_weights": self.test_weights} if self.test_weights is not None else {}),
+                "best": (
+                    {"epoch": state["best_epoch"], "val_loss": state["best_val_loss"]}
+                    if state["best_epoch"] is not None
+                    else None
+                ),
+                "seconds": round(state["seconds"], 3),
+                "samples_per_second": round(state["samples"] / state["seconds"], 1) if state["seconds"] else None,
+                "epoch_seconds": [round(s, 4) for s in state["epoch_seconds"]],
+                "write_seconds": [round(s, 4) for s in state["write_seconds"]],  # of each epoch's, the state written
+                "samples": self.plan.sizes() if self.plan is not None else None,
+                "seed": config.seed,
+            }
+        )
         return report
 
     def _settings(self) -> dict:
@@ -436,8 +465,13 @@ class Session:
             "compile": compile_config,
             "backend": keras.backend.backend(),
             "distribution": self.placement.describe(),
-            "versions": {"netdsl": __version__, "keras": keras.__version__, "tensorflow": tf.__version__,
-                         "python": platform.python_version(), **_backend_version()},
+            "versions": {
+                "netdsl": __version__,
+                "keras": keras.__version__,
+                "tensorflow": tf.__version__,
+                "python": platform.python_version(),
+                **_backend_version(),
+            },
             "created": saved.get("created") or datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
 

@@ -43,8 +43,11 @@ def _refuse_other_formats(path: Path) -> None:
     """Only a `.keras` zip reaches Keras: it is what netdsl writes, and the one format Keras loads with
     `safe_mode` honoured (HDF5 files ignored it before Keras 3.11.3: CVE-2025-9905)."""
     if path.suffix.lower() != ".keras":
-        raise RunError(f"not a .keras file ('{path.suffix or path.name}'); netdsl loads models saved as .keras",
-                       file=str(path), hint="load it in Keras and save it with model.save('model.keras')")
+        raise RunError(
+            f"not a .keras file ('{path.suffix or path.name}'); netdsl loads models saved as .keras",
+            file=str(path),
+            hint="load it in Keras and save it with model.save('model.keras')",
+        )
     try:
         with open_regular(path, ".keras file") as fd:
             magic = os.pread(fd, 4, 0)
@@ -85,8 +88,14 @@ def load_trained(where: Any, checkpoint: str | None = None) -> tuple[Any, int]:
         raise RunError(f"cannot load the model ({text[0] if text else type(exc).__name__})", file=str(path)) from None
 
 
-def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None,
-             split: str = "test", checkpoint: str | None = None) -> dict[str, LoggedValue]:
+def evaluate(
+    where: Any,
+    data: Any,
+    batch_size: int | None = None,
+    targets: dict | None = None,
+    split: str = "test",
+    checkpoint: str | None = None,
+) -> dict[str, LoggedValue]:
     """`data=None` with a run folder: the run's own `split` ("test", "val" or "train") of its data,
     cut as training cut it (the same sources, fractions and seed, from its config.json)."""
     if data is None and split not in SPLITS:
@@ -98,8 +107,10 @@ def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict
         raise UsageError("evaluate needs --data, except for a run folder (which evaluates on its own test split)")
     model, batch = load_trained(where, checkpoint)
     if not model.compiled or model.loss is None:
-        raise ReportedError("the model has no loss to evaluate (its spec has no train section)",
-                            file=str(where) if isinstance(where, (str, os.PathLike)) else None)
+        raise ReportedError(
+            "the model has no loss to evaluate (its spec has no train section)",
+            file=str(where) if isinstance(where, (str, os.PathLike)) else None,
+        )
     losses = compile_with_run_spec(model, where)
     if data is None:
         source, rows = run_split(where, Signature.of(model), split)
@@ -110,8 +121,9 @@ def evaluate(where: Any, data: Any, batch_size: int | None = None, targets: dict
     if losses is not None:  # the labels against the spec's losses: one line at its loss, not Keras' traceback
         check_source_labels(losses[0], source, columns, losses[1])
     else:  # a .keras file on its own: against the losses it was compiled with
-        check_source_labels(model_losses(model), source, columns, None,
-                            str(where) if isinstance(where, (str, os.PathLike)) else None)
+        check_source_labels(
+            model_losses(model), source, columns, None, str(where) if isinstance(where, (str, os.PathLike)) else None
+        )
     from netdsl.training.data.feed import feed  # Keras is loaded by now (load_trained)
 
     logs = model.evaluate(feed(source, rows, batch_size or batch), return_dict=True, verbose=0)
@@ -133,8 +145,13 @@ def model_losses(model: Any) -> list[OutputLoss]:
     check's errors then name the model file), as `labels.output_losses` reads them from a spec."""
     names = list(model.output_names)
     loss = model.loss
-    per_output = (loss if isinstance(loss, dict) else dict(zip(names, loss)) if isinstance(loss, (list, tuple))
-                  else dict.fromkeys(names, loss))
+    per_output = (
+        loss
+        if isinstance(loss, dict)
+        else dict(zip(names, loss))
+        if isinstance(loss, (list, tuple))
+        else dict.fromkeys(names, loss)
+    )
     found = []
     for name, tensor in zip(names, model.outputs):
         named = _loss_name(per_output.get(name))
@@ -200,8 +217,10 @@ def run_spec(folder: Path, saved: dict) -> tuple[LoadedSpec, str | None]:
         raise RunError(f"the run's spec {where!r} is gone; give it with --spec SPEC.net", file=str(folder))
     spec = LoadedSpec.of(where, saved_include(saved))
     if spec_sha256(spec.program) != recorded.get("sha256"):
-        raise RunError(f"the spec {where} changed since the run trained; give the one to score with "
-                       "--spec SPEC.net", file=str(folder))
+        raise RunError(
+            f"the spec {where} changed since the run trained; give the one to score with --spec SPEC.net",
+            file=str(folder),
+        )
     return LoadedSpec.of(spec.program, defines=saved.get("defines") or {}), recorded.get("model")
 
 
@@ -221,19 +240,24 @@ def run_split(where: Any, signature: Signature, split: str) -> tuple[Any, np.nda
         rows = parts[("train", "val", "test").index(split)]
         if rows is None:
             fractions = ",".join(f"{f:g}" for f in request.split or DEFAULT_SPLIT)
-            raise RunError(f"this run has no {what} split (--split {fractions})", file=str(folder.path),
-                           hint="give the data to evaluate on with --data")
+            raise RunError(
+                f"this run has no {what} split (--split {fractions})",
+                file=str(folder.path),
+                hint="give the data to evaluate on with --data",
+            )
         return source, rows
     given = {"train": request.train, "val": request.val, "test": request.test}[split]
     if given is None:
-        raise RunError(f"this run was given no {what} data", file=str(folder.path),
-                       hint="give the data to evaluate on with --data")
+        raise RunError(
+            f"this run was given no {what} data", file=str(folder.path), hint="give the data to evaluate on with --data"
+        )
     source = open_source(given, signature, request.targets, names=names)
     return source, np.arange(source.n)
 
 
-def predict(where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None,
-            checkpoint: str | None = None) -> Predictions:
+def predict(
+    where: Any, data: Any, batch_size: int | None = None, targets: dict | None = None, checkpoint: str | None = None
+) -> Predictions:
     check_layout(data, need_targets=False)  # before the model file loads TensorFlow
     check_run_data(where, data, targets, need_targets=False)
     model, batch = load_trained(where, checkpoint)

@@ -21,8 +21,16 @@ from netdsl.training.run.signals import StopSignals
 class RunKeeper(keras.callbacks.Callback):
     """Sits after the spec's callbacks, so it saves their state as this epoch left it."""
 
-    def __init__(self, writer: RunWriter, signals: StopSignals, spec_callbacks: list, order: EpochOrder | None,
-                 state: dict, report: Callable[[], dict], samples_per_epoch: int):
+    def __init__(
+        self,
+        writer: RunWriter,
+        signals: StopSignals,
+        spec_callbacks: list,
+        order: EpochOrder | None,
+        state: dict,
+        report: Callable[[], dict],
+        samples_per_epoch: int,
+    ):
         super().__init__()
         self.writer, self.signals, self.spec_callbacks, self.order = writer, signals, spec_callbacks, order
         self.state = state  # epoch, history, best_val_loss, best_epoch, seconds, samples, epoch/write_seconds

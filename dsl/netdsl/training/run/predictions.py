@@ -62,8 +62,9 @@ class Predictions(Mapping[str, np.ndarray]):
     def labels(self) -> np.ndarray:
         """The predicted class names of the model's one classifier output."""
         if len(self.classes) != 1:
-            raise UsageError(f"labels is the one classifier output's; this model has {len(self.classes)} "
-                             "(use predicted(output))")
+            raise UsageError(
+                f"labels is the one classifier output's; this model has {len(self.classes)} (use predicted(output))"
+            )
         return self.predicted(next(iter(self.classes)))
 
     def _class_indices(self, output: str) -> np.ndarray:
@@ -158,8 +159,10 @@ class Predictions(Mapping[str, np.ndarray]):
 
 def _put(table: dict[str, np.ndarray], key: str, values: np.ndarray) -> None:
     if key in table:
-        raise UsageError(f"two columns would be called '{key}' (an output or a class has that name); "
-                         "write an .npz file, or rename the output")
+        raise UsageError(
+            f"two columns would be called '{key}' (an output or a class has that name); "
+            "write an .npz file, or rename the output"
+        )
     table[key] = values
 
 
@@ -189,13 +192,19 @@ def _json_value(value: object) -> object:
 
 # Losses that train an output to say which class a sample is: one unit per class, or one sigmoid unit
 # for two classes (the binary ones).
-CLASS_LOSSES = {"sparse_categorical_crossentropy", "categorical_crossentropy", "categorical_focal_crossentropy",
-                "categorical_generalized_cross_entropy", "categorical_hinge"}
+CLASS_LOSSES = {
+    "sparse_categorical_crossentropy",
+    "categorical_crossentropy",
+    "categorical_focal_crossentropy",
+    "categorical_generalized_cross_entropy",
+    "categorical_hinge",
+}
 BINARY_LOSSES = {"binary_crossentropy", "binary_focal_crossentropy"}
 
 
-def class_names(units: Mapping[str, int | None], losses: Mapping[str, str],
-                named: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+def class_names(
+    units: Mapping[str, int | None], losses: Mapping[str, str], named: Mapping[str, tuple[str, ...]]
+) -> dict[str, tuple[str, ...]]:
     """{output: class names} of the classifier outputs: the names the data gave (padded with "K", "K+1", ...
     when the output has more units), else "0", "1", ... for an output a class loss trained
     (`units`: each output's last size; `losses`: each output's loss name)."""

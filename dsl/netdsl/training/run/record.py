@@ -52,16 +52,23 @@ def open_run(path: str | Path) -> Run:
     folder = RunFolder.existing(path)
     history = read_history(folder)
     epochs = [int(e) for e in history.pop("epoch", [])]  # type: ignore[arg-type]
-    return Run(dir=folder.path, model=None, history=history, report=folder.read_json(REPORT),
-               config=folder.read_json(CONFIG), epochs=epochs)
+    return Run(
+        dir=folder.path,
+        model=None,
+        history=history,
+        report=folder.read_json(REPORT),
+        config=folder.read_json(CONFIG),
+        epochs=epochs,
+    )
 
 
 def read_history(folder: RunFolder) -> dict[str, list[LoggedValue]]:
     """history.csv as {column: one value per row} ({} before the first epoch), `epoch` as ints; RunError
     for a file that is not what report.py writes."""
     try:
-        text = read_regular(folder.path / HISTORY, MAX_HISTORY_BYTES, "run file", follow_links=False,
-                            own=True).decode("utf-8")
+        text = read_regular(folder.path / HISTORY, MAX_HISTORY_BYTES, "run file", follow_links=False, own=True).decode(
+            "utf-8"
+        )
     except Refused as exc:
         if str(exc) == "no such file":
             return {}
@@ -76,13 +83,15 @@ def read_history(folder: RunFolder) -> dict[str, list[LoggedValue]]:
         return {}
     header, body = rows[0], rows[1:]
     if not header or header[0] != "epoch" or len(set(header)) != len(header):
-        raise RunError(f"cannot read {HISTORY}: its first column is not 'epoch', or a column is named twice",
-                       file=str(folder.path))
+        raise RunError(
+            f"cannot read {HISTORY}: its first column is not 'epoch', or a column is named twice", file=str(folder.path)
+        )
     history: dict[str, list[Any]] = {name: [] for name in header}
     for number, row in enumerate(body, start=2):
         if len(row) != len(header):
-            raise RunError(f"cannot read {HISTORY}: line {number} has {len(row)} cells, not {len(header)}",
-                           file=str(folder.path))
+            raise RunError(
+                f"cannot read {HISTORY}: line {number} has {len(row)} cells, not {len(header)}", file=str(folder.path)
+            )
         try:
             history["epoch"].append(int(row[0]))
             for name, cell in zip(header[1:], row[1:]):

@@ -64,8 +64,11 @@ class RunWriter:
 
     def _json(self, name: str, data: dict) -> None:
         if self.folder is not None:
-            write_bytes(self.folder.path / name, (json.dumps(data, indent=2, default=_plain) + "\n").encode(),
-                        new_mode=RUN_FILE_MODE)
+            write_bytes(
+                self.folder.path / name,
+                (json.dumps(data, indent=2, default=_plain) + "\n").encode(),
+                new_mode=RUN_FILE_MODE,
+            )
 
 
 # A logged value: a number, or the list a metric of one value per class gives (f1_score without `average`).

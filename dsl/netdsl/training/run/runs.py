@@ -76,8 +76,9 @@ def refuse_checkpoint(checkpoint: str | None, what: str) -> None:
         raise UsageError(f"--checkpoint chooses a run folder's weights (best or last); {what} has one set")
 
 
-def weights_line(checkpoint: str, epoch: int | None, epochs: int | None, val_loss: float | None = None,
-                 why: str | None = None) -> str:
+def weights_line(
+    checkpoint: str, epoch: int | None, epochs: int | None, val_loss: float | None = None, why: str | None = None
+) -> str:
     """What `weights` says: which weights, of which epoch, and why when it is not the one asked for."""
     details = []
     if isinstance(epoch, int):
@@ -87,6 +88,7 @@ def weights_line(checkpoint: str, epoch: int | None, epochs: int | None, val_los
     if why:
         details.append(why)
     return f"weights: {checkpoint}" + (f" ({', '.join(details)})" if details else "")
+
 
 # Windows has no advisory locks (no fcntl): runs are still never reused. A platform test, not a caught
 # ImportError, so that type checkers know `fcntl` exists wherever it is used.
@@ -162,8 +164,9 @@ class RunFolder:
     def read_json(self, name: str) -> dict:
         """A JSON object the run wrote ({} when the file is not there yet); RunError when it is not one."""
         try:
-            data = json.loads(read_regular(self.path / name, MAX_RUN_JSON_BYTES, "run file", follow_links=False,
-                                           own=True))
+            data = json.loads(
+                read_regular(self.path / name, MAX_RUN_JSON_BYTES, "run file", follow_links=False, own=True)
+            )
         except Refused as exc:
             if str(exc) == "no such file":
                 return {}
@@ -186,14 +189,23 @@ class RunFolder:
         chosen = checkpoint or ("best" if has_best else "last")
         path = self.path / CHECKPOINTS[chosen]
         if chosen == "best" and not has_best:
-            why = "no epoch has ended yet" if status == "running" and not report.get("epochs_run") \
+            why = (
+                "no epoch has ended yet"
+                if status == "running" and not report.get("epochs_run")
                 else "the run had no validation data"
-            raise RunError(f"no best.keras ({why}; status: {status})", file=str(self.path),
-                           hint="--checkpoint last reads model.keras, written when the run ends")
+            )
+            raise RunError(
+                f"no best.keras ({why}; status: {status})",
+                file=str(self.path),
+                hint="--checkpoint last reads model.keras, written when the run ends",
+            )
         if not path.is_file():
-            raise RunError(f"no model.keras yet (status: {status})", file=str(self.path),
-                           hint="it is written when the run ends" + ("; --checkpoint best reads best.keras, the "
-                                                                     "best epoch so far" if has_best else ""))
+            raise RunError(
+                f"no model.keras yet (status: {status})",
+                file=str(self.path),
+                hint="it is written when the run ends"
+                + ("; --checkpoint best reads best.keras, the best epoch so far" if has_best else ""),
+            )
         epochs = report.get("epochs_run")
         if chosen == "best":
             found = report.get("best")
@@ -278,8 +290,10 @@ def untrusted(path: Path, what: str = "run folder") -> str | None:
     if info.st_mode & stat.S_IWOTH:
         return f"other accounts may write into this {what} (it is world-writable)"
     if info.st_mode & stat.S_IWGRP:
-        return (f"the members of its group may write into this {what} (it is group-writable), so the run "
-                "could be changed under you; `chmod -R g-w` it to resume it")
+        return (
+            f"the members of its group may write into this {what} (it is group-writable), so the run "
+            "could be changed under you; `chmod -R g-w` it to resume it"
+        )
     return None
 
 

@@ -103,8 +103,13 @@ class TrainConfig:
 
     def settings(self) -> dict[str, Any]:
         """The resolved settings as config.json keeps them (`init_from` only when given)."""
-        found = {"epochs": self.epochs, "batch_size": self.batch_size, "shuffle": self.shuffle,
-                 "validation_split": self.validation_split, "seed": self.seed}
+        found = {
+            "epochs": self.epochs,
+            "batch_size": self.batch_size,
+            "shuffle": self.shuffle,
+            "validation_split": self.validation_split,
+            "seed": self.seed,
+        }
         return found | ({"init_from": self.init_from} if self.init_from is not None else {})
 
 
@@ -116,14 +121,25 @@ def resolve(request: TrainRequest) -> TrainConfig:
     _check_flags(request)
     fit = {**KERAS_DEFAULTS, **train.fit}
     config = TrainConfig(
-        checked=checked, spec_path=os.path.abspath(program.root), spec_sha256=spec_sha256(program),
-        data=request.data, epochs=request.epochs or fit["epochs"], batch_size=request.batch_size or fit["batch_size"],
-        shuffle=fit["shuffle"], validation_split=fit.get("validation_split") or None,
-        seed=request.seed if request.seed is not None else _fresh_seed(), out=Path(request.out),
-        progress=request.progress, tensorboard=request.tensorboard, callbacks=list(request.callbacks),
+        checked=checked,
+        spec_path=os.path.abspath(program.root),
+        spec_sha256=spec_sha256(program),
+        data=request.data,
+        epochs=request.epochs or fit["epochs"],
+        batch_size=request.batch_size or fit["batch_size"],
+        shuffle=fit["shuffle"],
+        validation_split=fit.get("validation_split") or None,
+        seed=request.seed if request.seed is not None else _fresh_seed(),
+        out=Path(request.out),
+        progress=request.progress,
+        tensorboard=request.tensorboard,
+        callbacks=list(request.callbacks),
         defines=dict(request.defines),
-        run_dir=Path(request.run_dir) if request.run_dir is not None else None, extra=dict(request.extra),
-        init_from=_init_from(request.init_from), include=[os.path.abspath(p) for p in request.include])
+        run_dir=Path(request.run_dir) if request.run_dir is not None else None,
+        extra=dict(request.extra),
+        init_from=_init_from(request.init_from),
+        include=[os.path.abspath(p) for p in request.include],
+    )
     if request.resume is not None:
         _resume_settings(config, request)
     _check_memory(graph, config.batch_size, request, program)
@@ -186,9 +202,14 @@ def _trainable_graph(checked: CheckedModel) -> Any:
     graph, name, program = checked.graph, checked.name, checked.program
     if graph.train is None or graph.train.loss is None:
         what = "no train section" if graph.train is None else "a train section without a loss"
-        raise SpecError(Diagnostic.at(graph.span, f"model '{name}' has {what}; training needs a loss",
-                                      "add: train { optimizer = adam  loss = sparse_categorical_crossentropy }"),
-                        program.sources())
+        raise SpecError(
+            Diagnostic.at(
+                graph.span,
+                f"model '{name}' has {what}; training needs a loss",
+                "add: train { optimizer = adam  loss = sparse_categorical_crossentropy }",
+            ),
+            program.sources(),
+        )
     return graph
 
 
@@ -201,8 +222,10 @@ def _check_flags(request: TrainRequest) -> None:
     if request.progress not in PROGRESS:
         raise UsageError(f"--progress takes one of {', '.join(PROGRESS)}; received {request.progress!r}")
     if request.tensorboard and importlib.util.find_spec("tensorboard") is None:
-        raise UsageError("--tensorboard needs the TensorBoard package, which is not installed",
-                         hint="pip install 'netdsl[tensorboard]' (or: pip install tensorboard)")
+        raise UsageError(
+            "--tensorboard needs the TensorBoard package, which is not installed",
+            hint="pip install 'netdsl[tensorboard]' (or: pip install tensorboard)",
+        )
 
 
 def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
@@ -219,20 +242,29 @@ def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
     if not isinstance(saved.get("spec"), dict):
         raise RunError("config.json's spec entry is damaged", file=where, hint="start a new run (without --resume)")
     if saved.get("spec", {}).get("model") != config.model:
-        raise RunError(f"this run trained model '{saved.get('spec', {}).get('model')}', not '{config.model}'",
-                       file=where)
+        raise RunError(
+            f"this run trained model '{saved.get('spec', {}).get('model')}', not '{config.model}'", file=where
+        )
     if saved.get("spec", {}).get("sha256") != config.spec_sha256:
-        raise RunError("the spec changed since this run started; resuming would train a different model",
-                       file=where, hint="start a new run (without --resume)")
+        raise RunError(
+            "the spec changed since this run started; resuming would train a different model",
+            file=where,
+            hint="start a new run (without --resume)",
+        )
     if saved.get("defines", {}) != json_defines(config.defines):
-        raise RunError(f"the -D overrides {_shown_defines(config.defines)} differ from this run's "
-                       f"{_shown_defines(saved.get('defines', {}))}; resuming would train a different model",
-                       file=where, hint="give the run's own -D flags, or start a new run (without --resume)")
+        raise RunError(
+            f"the -D overrides {_shown_defines(config.defines)} differ from this run's "
+            f"{_shown_defines(saved.get('defines', {}))}; resuming would train a different model",
+            file=where,
+            hint="give the run's own -D flags, or start a new run (without --resume)",
+        )
     settings = _saved_settings(saved, where)
     for flag, key, value in (("--batch-size", "batch_size", request.batch_size), ("--seed", "seed", request.seed)):
         if value is not None and value != settings.get(key):
-            raise RunError(f"{flag} {value} differs from this run's {settings.get(key)}; a resumed run keeps "
-                           f"its settings", file=where)
+            raise RunError(
+                f"{flag} {value} differs from this run's {settings.get(key)}; a resumed run keeps its settings",
+                file=where,
+            )
     config.seed, config.batch_size = settings["seed"], settings["batch_size"]
     config.shuffle, config.validation_split = settings["shuffle"], settings["validation_split"]
     config.epochs = request.epochs or settings["epochs"]
@@ -244,8 +276,10 @@ def _resume_settings(config: TrainConfig, request: TrainRequest) -> None:
     elif config.data.data is not None and "split" in saved.get("data", {}):
         split = tuple(saved["data"]["split"])
         if config.data.split is not None and tuple(config.data.split) != split:
-            raise RunError(f"--split differs from this run's {','.join(f'{f:g}' for f in split)}; a resumed run "
-                           f"keeps its split", file=where)
+            raise RunError(
+                f"--split differs from this run's {','.join(f'{f:g}' for f in split)}; a resumed run keeps its split",
+                file=where,
+            )
         config.data.split = split
     config.resume_from = folder
 
@@ -257,9 +291,13 @@ def json_defines(defines: dict) -> dict:
 
 def _shown_defines(defines: dict) -> str:
     return "(none)" if not defines else " ".join(f"{k}={v!r}" for k, v in defines.items())
+
+
 _SAVED = {  # config.json's settings, checked as the flags are: a damaged or crafted file is one line
-    "epochs": lambda v: _positive(v), "batch_size": lambda v: _positive(v),
-    "seed": lambda v: _integer(v) and 0 <= v <= MAX_SEED, "shuffle": lambda v: isinstance(v, bool),
+    "epochs": lambda v: _positive(v),
+    "batch_size": lambda v: _positive(v),
+    "seed": lambda v: _integer(v) and 0 <= v <= MAX_SEED,
+    "shuffle": lambda v: isinstance(v, bool),
     "validation_split": lambda v: v is None or (_number(v) and 0 <= v < 1),
 }
 
@@ -269,8 +307,11 @@ def _saved_settings(saved: dict, where: str) -> dict:
     for key, valid in _SAVED.items():
         value = settings.get(key) if isinstance(settings, dict) else None
         if not isinstance(settings, dict) or key not in settings or not valid(value):
-            raise RunError(f"config.json's settings.{key} is {value!r}, which netdsl never writes; the run folder "
-                           f"is damaged", file=where, hint="start a new run (without --resume)")
+            raise RunError(
+                f"config.json's settings.{key} is {value!r}, which netdsl never writes; the run folder is damaged",
+                file=where,
+                hint="start a new run (without --resume)",
+            )
     data = saved.get("data", {})
     if not isinstance(data, dict) or ("split" in data and not _split_ok(data["split"])):
         raise RunError("config.json's data entry is damaged", file=where, hint="start a new run (without --resume)")
@@ -331,8 +372,12 @@ def saved_data(saved: dict, where: str, purpose: str = "resume") -> DataRequest:
             continue
         if isinstance(entry, dict) and "arrays" in entry:
             if purpose == "evaluate":
-                raise RunError("this run trained on arrays passed in memory, which its folder does not keep; "
-                               "give the data to evaluate on", file=where, hint="evaluate(run, data=...) (--data SRC)")
+                raise RunError(
+                    "this run trained on arrays passed in memory, which its folder does not keep; "
+                    "give the data to evaluate on",
+                    file=where,
+                    hint="evaluate(run, data=...) (--data SRC)",
+                )
             raise RunError("this run trained on arrays passed in memory; pass them again to resume", file=where)
         if not (isinstance(entry, dict) and isinstance(entry.get("absolute"), str)):
             raise RunError(f"config.json's data entry '{key}' is damaged", file=where)

@@ -50,8 +50,8 @@ class Distribution:
     writes: bool = True
     one_step_per_execution: bool = False  # see _tensorflow and _jax
     topology: Topology = field(default_factory=Topology)
-    replicas: int = 1          # model copies training in step (devices of every process)
-    local_replicas: int = 1    # those of this process
+    replicas: int = 1  # model copies training in step (devices of every process)
+    local_replicas: int = 1  # those of this process
     own_files: frozenset = frozenset()  # roles (train, val, test) read from this process's own file
     strategy: Any = None
     even_batches: bool = False  # every batch must split evenly over the replicas (see _jax)
@@ -112,8 +112,11 @@ class Distribution:
         if extra:
             part.rows = part.rows[: part.n - extra]
             if self.topology.writes:
-                print(f"netdsl: the last {extra} {part.role} samples are left out: the last batch must split "
-                      f"evenly over {split} replicas", file=sys.stderr)
+                print(
+                    f"netdsl: the last {extra} {part.role} samples are left out: the last batch must split "
+                    f"evenly over {split} replicas",
+                    file=sys.stderr,
+                )
 
 
 def set_up(topology: Topology) -> Distribution | None:
@@ -158,8 +161,15 @@ def _tensorflow(topology: Topology) -> Distribution:
         strategy = tf.distribute.MirroredStrategy(names)
     # One step per execution: Keras on TensorFlow fails to feed a MirroredStrategy's
     # replicas several steps at once ("2 root error(s) found" from the data).
-    return Distribution(scope=strategy.scope, writes=True, one_step_per_execution=True, topology=topology,
-                        replicas=wanted, local_replicas=wanted, strategy=strategy)
+    return Distribution(
+        scope=strategy.scope,
+        writes=True,
+        one_step_per_execution=True,
+        topology=topology,
+        replicas=wanted,
+        local_replicas=wanted,
+        strategy=strategy,
+    )
 
 
 # ------------------------------------------------------------------ JAX: DataParallel, jax.distributed
@@ -169,8 +179,9 @@ def _jax(topology: Topology) -> Distribution:
     wanted = topology.devices or 1
     if wanted > 1 and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
         # Only the CPU platform reads this: on a GPU machine the GPUs are used.
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                                   f" --xla_force_host_platform_device_count={wanted}").strip()
+        os.environ["XLA_FLAGS"] = (
+            os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={wanted}"
+        ).strip()
     if topology.multi_process:
         _join(topology)
     init_backend("jax")
@@ -180,12 +191,19 @@ def _jax(topology: Topology) -> Distribution:
     local = jax.local_devices()
     if len(local) < wanted:
         raise UsageError(f"--devices {wanted}: this process sees {len(local)} device(s) ({local[0].platform})")
-    devices = sorted((d for d in jax.devices() if _rank_in_process(d, jax.devices()) < wanted),
-                     key=lambda d: (d.process_index, d.id))
+    devices = sorted(
+        (d for d in jax.devices() if _rank_in_process(d, jax.devices()) < wanted), key=lambda d: (d.process_index, d.id)
+    )
     keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False))
     # A job of several processes steps once per execution: its watchdog marks progress after every step.
-    return Distribution(writes=topology.writes, one_step_per_execution=topology.multi_process, topology=topology,
-                        replicas=len(devices), local_replicas=wanted, even_batches=True)
+    return Distribution(
+        writes=topology.writes,
+        one_step_per_execution=topology.multi_process,
+        topology=topology,
+        replicas=len(devices),
+        local_replicas=wanted,
+        even_batches=True,
+    )
 
 
 # Each profile's engine for several devices (`BackendProfile.strategy`).
@@ -201,14 +219,20 @@ def _join(topology: Topology) -> None:
     host, port = topology.coordinator.rsplit(":", 1)
     bind = f"{host}:{port}" if topology.loopback else None  # a loopback job listens on loopback only
     try:
-        jax.distributed.initialize(coordinator_address=topology.coordinator,
-                                   num_processes=topology.num_processes, process_id=topology.process_id,
-                                   initialization_timeout=faults.INIT_TIMEOUT_S,
-                                   heartbeat_timeout_seconds=faults.HEARTBEAT_S,
-                                   shutdown_timeout_seconds=faults.SHUTDOWN_S, coordinator_bind_address=bind)
+        jax.distributed.initialize(
+            coordinator_address=topology.coordinator,
+            num_processes=topology.num_processes,
+            process_id=topology.process_id,
+            initialization_timeout=faults.INIT_TIMEOUT_S,
+            heartbeat_timeout_seconds=faults.HEARTBEAT_S,
+            shutdown_timeout_seconds=faults.SHUTDOWN_S,
+            coordinator_bind_address=bind,
+        )
     except Exception as exc:  # the coordinator unreachable, a port taken, a process that never came
-        raise UsageError(f"process {topology.process_id} could not join the job at {topology.coordinator} "
-                         f"within {faults.INIT_TIMEOUT_S} s: {faults.one_line(exc)}") from None
+        raise UsageError(
+            f"process {topology.process_id} could not join the job at {topology.coordinator} "
+            f"within {faults.INIT_TIMEOUT_S} s: {faults.one_line(exc)}"
+        ) from None
     faults.watch(topology)
 
 
@@ -226,10 +250,15 @@ def _parts(plan: DataPlan) -> list[Part]:
 
 def _check_batch(batch_size: int, replicas: int, topology: Topology) -> None:
     if batch_size % replicas:
-        how = (f"{topology.num_processes} processes x {replicas // topology.num_processes} devices"
-               if topology.multi_process else f"{replicas} devices")
-        raise UsageError(f"the batch size {batch_size} does not split evenly over {replicas} replicas ({how}): "
-                         f"choose a batch_size divisible by {replicas}")
+        how = (
+            f"{topology.num_processes} processes x {replicas // topology.num_processes} devices"
+            if topology.multi_process
+            else f"{replicas} devices"
+        )
+        raise UsageError(
+            f"the batch size {batch_size} does not split evenly over {replicas} replicas ({how}): "
+            f"choose a batch_size divisible by {replicas}"
+        )
 
 
 def _check_equal_lengths(plan: DataPlan, topology: Topology) -> None:
@@ -244,8 +273,10 @@ def _check_equal_lengths(plan: DataPlan, topology: Topology) -> None:
         counts = every[:, column]
         if (counts != counts[0]).any():
             described = ", ".join(f"process {i}: {int(c) if c >= 0 else 'none'}" for i, c in enumerate(counts))
-            raise DataError(f"the processes' {role} data differ in length ({described}): every process runs "
-                            f"the same number of steps, so each needs a share of equal length")
+            raise DataError(
+                f"the processes' {role} data differ in length ({described}): every process runs "
+                f"the same number of steps, so each needs a share of equal length"
+            )
 
 
 def _share(dataset: Any, index: int, count: int) -> Any:
@@ -254,7 +285,7 @@ def _share(dataset: Any, index: int, count: int) -> Any:
 
     def cut(tensor: Any) -> Any:
         share = tf.shape(tensor)[0] // count
-        return tensor[index * share:(index + 1) * share]
+        return tensor[index * share : (index + 1) * share]
 
     def shard(*element: Any) -> Any:
         return tf.nest.map_structure(cut, element[0] if len(element) == 1 else element)

@@ -47,25 +47,44 @@ from typing import Any
 
 from netdsl.errors import printable
 
-__all__ = ["watch", "fail", "fail_after", "leave", "step_clock", "one_line", "prove", "seal", "opened",
-           "STEP_TIMEOUT_S", "SECRET_ENV"]
+__all__ = [
+    "watch",
+    "fail",
+    "fail_after",
+    "leave",
+    "step_clock",
+    "one_line",
+    "prove",
+    "seal",
+    "opened",
+    "STEP_TIMEOUT_S",
+    "SECRET_ENV",
+]
 
-INIT_TIMEOUT_S = 120   # every process must have joined by then (JAX's default: 300)
-HEARTBEAT_S = 10       # a silent process is declared dead after this (JAX's default: 100)
-SHUTDOWN_S = 10        # a finished process waits this long for the others (JAX's default: 300)
+INIT_TIMEOUT_S = 120  # every process must have joined by then (JAX's default: 300)
+HEARTBEAT_S = 10  # a silent process is declared dead after this (JAX's default: 100)
+SHUTDOWN_S = 10  # a finished process waits this long for the others (JAX's default: 300)
 STEP_TIMEOUT_S = float(os.environ.get("NETDSL_STEP_TIMEOUT", "20"))
 COMPILE_TIMEOUT_S = float(os.environ.get("NETDSL_COMPILE_TIMEOUT", "300"))  # the first step of a phase
 POLL_S = 0.5
 FAILED, PROGRESS, DONE = "netdsl/failed/", "netdsl/progress/", "netdsl/done"
 NONCE, PROOF = "netdsl/nonce", "netdsl/proof/"
 SECRET_ENV = "NETDSL_JOB_SECRET"
-UNPROVEN = ("did not prove the job's secret: another program has joined the job's coordination service, "
-            "or the processes were given different NETDSL_JOB_SECRET values")
+UNPROVEN = (
+    "did not prove the job's secret: another program has joined the job's coordination service, "
+    "or the processes were given different NETDSL_JOB_SECRET values"
+)
 DONE_WAIT_MS = 24 * 3600 * 1000  # writing the run folder may take long; a dead process 0 is seen by the watchdog
 
 _state: dict[str, Any] = {
-    "topology": None, "client": None, "leaving": False, "last": None, "armed": False, "where": "starting",
-    "published": 0.0, "steps": 0,
+    "topology": None,
+    "client": None,
+    "leaving": False,
+    "last": None,
+    "armed": False,
+    "where": "starting",
+    "published": 0.0,
+    "steps": 0,
 }
 _lock = threading.Lock()
 
@@ -147,8 +166,11 @@ def _cause_elsewhere(seconds: float) -> str | None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            failed = [_message(key, value) for key, value in client.key_value_dir_get(FAILED)
-                      if key.rsplit("/", 1)[-1] != str(me)]
+            failed = [
+                _message(key, value)
+                for key, value in client.key_value_dir_get(FAILED)
+                if key.rsplit("/", 1)[-1] != str(me)
+            ]
             if failed:
                 return failed[0]
             gone = [p for p in everyone if p not in client.get_live_nodes(everyone)]
@@ -245,20 +267,23 @@ def _watchdog() -> None:
         if _state["leaving"]:
             return
         try:
-            failed = [(key, value) for key, value in client.key_value_dir_get(FAILED)
-                      if key.rsplit("/", 1)[-1] != str(me)]
+            failed = [
+                (key, value) for key, value in client.key_value_dir_get(FAILED) if key.rsplit("/", 1)[-1] != str(me)
+            ]
             live = client.get_live_nodes(everyone)
         except Exception as exc:  # the service is gone: process 0 died (or this one was cut off)
-            _stop(me, f"process 0 (the coordinator at {topology.coordinator}) stopped answering "
-                      f"({one_line(exc)}): it was killed or lost")
+            _stop(
+                me,
+                f"process 0 (the coordinator at {topology.coordinator}) stopped answering "
+                f"({one_line(exc)}): it was killed or lost",
+            )
             return
         if failed:
             _stop(me, _message(*failed[0]))
             return
         gone = [p for p in everyone if p not in live]
         if gone:
-            _stop(me, f"process {gone[0]} stopped: it was killed or lost (no heartbeat for "
-                      f"{HEARTBEAT_S} s)")
+            _stop(me, f"process {gone[0]} stopped: it was killed or lost (no heartbeat for {HEARTBEAT_S} s)")
             return
         stalled = _stalled()
         if stalled is not None:

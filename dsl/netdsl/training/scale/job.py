@@ -16,9 +16,15 @@ from netdsl.errors import ReportedError, SpecError, UsageError
 from netdsl.training.run.signals import EXIT_STOPPED
 
 
-def run_in_job(config: Any, topology: Any, own_files: frozenset, check: Callable[[], Any],
-               announce: Callable, summarize: Callable[[Any], None],
-               track: Callable[[Any], Callable[[], None]] | None = None) -> int:
+def run_in_job(
+    config: Any,
+    topology: Any,
+    own_files: frozenset,
+    check: Callable[[], Any],
+    announce: Callable,
+    summarize: Callable[[Any], None],
+    track: Callable[[Any], Callable[[], None]] | None = None,
+) -> int:
     """Train `config` (None: checked here by `check()`, once the backend is loaded: the spec needs
     --plugin) as this process of the job; `own_files`: the data parts this process reads from its own
     file. Process 0 gets `announce(folder, first_epoch)` at the start and `summarize(result)` at the end;

@@ -70,13 +70,28 @@ def _launch(command: Sequence[str], processes: int, env: dict | None, coordinato
     env[SECRET_ENV] = secrets.token_hex(32)  # readable by this user only (/proc/PID/environ is 0400)
     children: list[subprocess.Popen] = []
     stopping: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: stopping.append(signum))
-                for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {
+        s: signal.signal(s, lambda signum, frame: stopping.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         for rank in range(processes):
-            children.append(subprocess.Popen(
-                [sys.executable, "-m", "netdsl.cli", *command, "--coordinator", coordinator,
-                 "--num-processes", str(processes), "--process-id", str(rank)], env=env))
+            children.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "netdsl.cli",
+                        *command,
+                        "--coordinator",
+                        coordinator,
+                        "--num-processes",
+                        str(processes),
+                        "--process-id",
+                        str(rank),
+                    ],
+                    env=env,
+                )
+            )
         return _watch(children, stopping)
     finally:
         _end(children)

@@ -23,8 +23,9 @@ from netdsl.training.scale.topology import PROCESS_FIELD, Topology, resolve_topo
 __all__ = ["topology_of", "launch_job", "own_file", "own_roles", "set_up_one_process"]
 
 
-def topology_of(backend: str | None, devices: int | None, coordinator: str | None, num_processes: int | None,
-                process_id: int | None) -> Topology:
+def topology_of(
+    backend: str | None, devices: int | None, coordinator: str | None, num_processes: int | None, process_id: int | None
+) -> Topology:
     """The checked topology of this process (flags first, then SLURM / Open MPI variables)."""
     return resolve_topology(backend, devices, coordinator, num_processes, process_id, os.environ)
 
@@ -60,8 +61,9 @@ def launch_job(argv: list[str], processes: int, backend: str | None, joins_a_job
     if processes < 1:
         raise UsageError(f"--processes takes a number of at least 1; received {processes}")
     if joins_a_job:
-        raise UsageError("--processes starts the processes itself: leave out --coordinator, --num-processes "
-                         "and --process-id")
+        raise UsageError(
+            "--processes starts the processes itself: leave out --coordinator, --num-processes and --process-id"
+        )
     chosen = profiles.chosen(backend, os.environ)
     refusal = profiles.multi_process_refusal(chosen)
     if processes > 1 and refusal is not None:

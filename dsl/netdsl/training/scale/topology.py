@@ -26,19 +26,19 @@ from netdsl.backend import profiles
 from netdsl.backend.profiles import TF_MULTI_PROCESS, TORCH_DISTRIBUTED
 from netdsl.errors import UsageError
 
-__all__ = ["Topology", "resolve_topology", "TF_MULTI_PROCESS", "TORCH_DISTRIBUTED",
-           "PROCESS_FIELD"]
+__all__ = ["Topology", "resolve_topology", "TF_MULTI_PROCESS", "TORCH_DISTRIBUTED", "PROCESS_FIELD"]
 
 PROCESS_FIELD = "{process}"  # in a data path: each process reads its own file
+
 
 @dataclass(frozen=True)
 class Topology:
     backend: str = profiles.DEFAULT
-    devices: int | None = None      # devices of this process to train on (None: the default device)
+    devices: int | None = None  # devices of this process to train on (None: the default device)
     num_processes: int = 1
     process_id: int = 0
     coordinator: str | None = None  # HOST:PORT of process 0's coordination service
-    source: str = "flags"           # where the processes came from: flags, SLURM, Open MPI
+    source: str = "flags"  # where the processes came from: flags, SLURM, Open MPI
 
     @property
     def multi_process(self) -> bool:
@@ -64,12 +64,23 @@ class Topology:
             return False
 
     def describe(self) -> dict:
-        return {"backend": self.backend, "devices": self.devices, "processes": self.num_processes,
-                "coordinator": self.coordinator, "from": self.source}
+        return {
+            "backend": self.backend,
+            "devices": self.devices,
+            "processes": self.num_processes,
+            "coordinator": self.coordinator,
+            "from": self.source,
+        }
 
 
-def resolve_topology(backend: str | None, devices: int | None, coordinator: str | None,
-                     num_processes: int | None, process_id: int | None, environ: Mapping[str, str]) -> Topology:
+def resolve_topology(
+    backend: str | None,
+    devices: int | None,
+    coordinator: str | None,
+    num_processes: int | None,
+    process_id: int | None,
+    environ: Mapping[str, str],
+) -> Topology:
     """The checked topology; `UsageError` (one line) for flags that do not fit together."""
     backend = profiles.chosen(backend, environ)
     profile = profiles.get(backend)
@@ -82,8 +93,9 @@ def resolve_topology(backend: str | None, devices: int | None, coordinator: str 
     if num_processes < 1:
         raise UsageError(f"--num-processes takes a number of at least 1; received {num_processes}")
     if not 0 <= process_id < num_processes:
-        raise UsageError(f"--process-id must be from 0 to {num_processes - 1} for {num_processes} processes; "
-                         f"received {process_id}")
+        raise UsageError(
+            f"--process-id must be from 0 to {num_processes - 1} for {num_processes} processes; received {process_id}"
+        )
     if profile is not None and profile.several_devices is not None and (devices or 1) > 1:
         raise UsageError(profile.several_devices)
     if num_processes > 1:
@@ -93,8 +105,14 @@ def resolve_topology(backend: str | None, devices: int | None, coordinator: str 
         if coordinator is None:
             raise UsageError("several processes need --coordinator HOST:PORT (process 0's address and a free port)")
         _check_address(coordinator)
-    return Topology(backend, devices, num_processes, process_id, coordinator if num_processes > 1 else None,
-                    source if num_processes > 1 else "flags")
+    return Topology(
+        backend,
+        devices,
+        num_processes,
+        process_id,
+        coordinator if num_processes > 1 else None,
+        source if num_processes > 1 else "flags",
+    )
 
 
 def _check_address(address: str) -> None:
@@ -116,16 +134,20 @@ def _from_environment(environ: Mapping[str, str]) -> tuple[str, dict]:
 
 def _slurm(environ: Mapping[str, str]) -> dict:
     nodes = environ.get("SLURM_STEP_NODELIST") or environ.get("SLURM_JOB_NODELIST") or ""
-    found: dict[str, int | str] = {"num_processes": int(environ["SLURM_NTASKS"]),
-                                   "process_id": int(environ["SLURM_PROCID"])}
+    found: dict[str, int | str] = {
+        "num_processes": int(environ["SLURM_NTASKS"]),
+        "process_id": int(environ["SLURM_PROCID"]),
+    }
     if nodes and "SLURM_JOB_ID" in environ:
         found["coordinator"] = f"{first_host(nodes)}:{_job_port(int(environ['SLURM_JOB_ID']))}"
     return found
 
 
 def _open_mpi(environ: Mapping[str, str]) -> dict:
-    found: dict[str, int | str] = {"num_processes": int(environ["OMPI_COMM_WORLD_SIZE"]),
-                                   "process_id": int(environ["OMPI_COMM_WORLD_RANK"])}
+    found: dict[str, int | str] = {
+        "num_processes": int(environ["OMPI_COMM_WORLD_SIZE"]),
+        "process_id": int(environ["OMPI_COMM_WORLD_RANK"]),
+    }
     uri = environ.get("OMPI_MCA_orte_hnp_uri", "")
     match = re.search(r"tcp://(.+?)[,:]|tcp6://\[(.+?)[,\]]", uri)
     if match:

@@ -353,6 +353,19 @@ class PreviewOptions:
     model: Any = model("the spec's first")
     port: int = option("--port", type=int, default=8765, metavar="P", help="the port to serve on; 0: any free one")
     depth: Any = option("--depth", type=int, metavar="N", help="fold blocks nested deeper than N")
+    cost: bool = option(
+        "--cost",
+        action="store_true",
+        default=False,
+        help="each box's FLOPs a sample and output memory, filled the deeper the more FLOPs, as render --cost "
+        "(docs/cost.md)",
+    )
+    batch: Any = option(
+        "--batch",
+        type="positive",
+        metavar="B",
+        help="the batch --cost counts memory for (default: the train section's batch_size, else 32)",
+    )
     plugin: Any = plugin()
     include: Any = include()
     defines: Any = defines()

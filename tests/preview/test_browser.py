@@ -57,11 +57,12 @@ def applied_after(browser: Browser, version: int, shows: str) -> dict:
 
 
 @pytest.fixture
-def preview(tmp_path):
+def preview(tmp_path, request):
     spec = tmp_path / "tiny.net"
     spec.write_text(SPEC, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "dsl")}
-    process = subprocess.Popen([sys.executable, "-m", "netdsl.cli", "preview", "tiny.net", "--port", "0"],
+    flags = getattr(request, "param", [])  # more flags of `netdsl preview`
+    process = subprocess.Popen([sys.executable, "-m", "netdsl.cli", "preview", "tiny.net", "--port", "0", *flags],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
     try:
         line = process.stdout.readline()
@@ -137,3 +138,16 @@ def test_the_page_follows_the_spec(preview, tmp_path):
         assert (tmp_path / "preview.png").read_bytes().startswith(b"\x89PNG")
     print(f"\nsave -> page latency: edit {latency_edit * 1000:.0f} ms, error {latency_error * 1000:.0f} ms, "
           f"fix {latency_fix * 1000:.0f} ms")
+
+
+@pytest.mark.parametrize("preview", [["--cost", "--batch", "4"]], indirect=True)
+def test_cost_fills_the_boxes_and_a_clicked_layer_says_its_cost(preview):
+    """`preview --cost` (issue 31): each box its FLOPs and memory, as `render --cost` draws them; the details too."""
+    spec, url = preview
+    with Browser.start() as browser:
+        browser.get(url)
+        text = browser.wait_for(DIAGRAM_TEXT, timeout=WAIT)
+        assert "1.09 KFLOPs" in text and "batch 4, float32" in text
+        browser.click("#node-n1")
+        details = browser.wait_for("return document.getElementById('details').innerText", timeout=WAIT)
+        assert "cost\t1.09 KFLOPs \u00b7 512 B" in details, details  # innerText folds the two spaces

@@ -76,6 +76,25 @@ def test_a_clean_spec_is_drawn_with_its_details(tmp_path):
 
 
 @needs_dot
+def test_cost_draws_and_details_each_layers_flops_and_memory_as_render_does(tmp_path):
+    """`preview --cost` (issue 31): the boxes filled by FLOPs with their figures, as `render --cost` draws them,
+    and a clicked layer's details say its cost."""
+    import netdsl
+
+    spec = tmp_path / "tiny.net"
+    write(spec, SPEC)
+    snapshot = make_snapshot(str(spec), None, None, cost=True, batch=4)
+    plain = make_snapshot(str(spec), None, None)
+    dot = netdsl.render(spec, cost=True, batch=4).source
+    # dense(16 -> 32, relu): 2 x 512 MACs + 32 bias adds + 32 ReLUs a sample; 4 x 32 x 4 bytes out
+    assert snapshot.nodes["n1"]["cost"] == "1.09 KFLOPs  \u00b7  512 B"
+    assert f"{snapshot.nodes['n1']['cost']}</FONT>" in dot  # the figure render --cost draws in that box
+    assert "cost" not in plain.nodes["n1"] and "FLOPs" not in plain.svg
+    assert "KFLOPs a sample; batch 4, float32" in snapshot.svg
+    assert "cost" not in snapshot.nodes["out0"]  # an output is no step of its own
+
+
+@needs_dot
 def test_a_broken_spec_keeps_the_last_diagram(tmp_path):
     spec = tmp_path / "tiny.net"
     write(spec, SPEC)

@@ -1,4 +1,5 @@
-"""`netdsl preview SPEC [--model NAME] [--port P] [--depth N]`: the live diagram page on 127.0.0.1."""
+"""`netdsl preview SPEC [--model NAME] [--port P] [--depth N] [--cost [--batch B]]`: the live diagram page on
+127.0.0.1."""
 
 from __future__ import annotations
 
@@ -30,7 +31,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         defines = api.parse_defines(args.defines, args.spec)
         server = PreviewServer(
-            args.spec, args.model, port=args.port, include=args.include, depth=args.depth, defines=defines
+            args.spec,
+            args.model,
+            port=args.port,
+            include=args.include,
+            depth=args.depth,
+            defines=defines,
+            cost=args.cost,
+            batch=args.batch,
         )
     except OSError as exc:
         return print_failure(

@@ -203,8 +203,9 @@ def _cost_title(cost: ModelCost) -> str:
 _HEAT = ((0xFF, 0xF4, 0xE6), (0xF7, 0x8C, 0x3C))  # no FLOPs .. the model's largest step
 
 
-def _costed(item: Item, label: str, style: dict[str, str], cost: ModelCost) -> tuple[str, dict[str, str]]:
-    """The item's label with its cost line, and its fill by its share of the largest step's FLOPs."""
+def item_cost(item: Item, cost: ModelCost) -> tuple[str, int]:
+    """A drawn item's cost as its box shows it (`201 KFLOPs  ·  2.0 KiB`: FLOPs a sample, output memory for
+    the batch; `+` or `?` where a step could not be costed) and its FLOPs a sample."""
     steps = [cost.steps[member] for member in item.members if 0 <= member < len(cost.steps)]
     flops = sum(step.flops for step in steps)
     unknown = any(step.unknown is not None for step in steps)
@@ -213,6 +214,12 @@ def _costed(item: Item, label: str, style: dict[str, str], cost: ModelCost) -> t
         f"{'?' if unknown and not flops else flops_text(flops)}{'+' if unknown and flops else ''}"
         f"  \u00b7  {bytes_text(memory)}"
     )
+    return line, flops
+
+
+def _costed(item: Item, label: str, style: dict[str, str], cost: ModelCost) -> tuple[str, dict[str, str]]:
+    """The item's label with its cost line, and its fill by its share of the largest step's FLOPs."""
+    line, flops = item_cost(item, cost)
     largest = max((step.flops for step in cost.steps), default=0)
     share = min(flops / largest, 1.0) if largest else 0.0
     shade = "#" + "".join(f"{round(a + (b - a) * share**0.5):02x}" for a, b in zip(*_HEAT))

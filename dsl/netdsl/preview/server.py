@@ -82,8 +82,11 @@ class PreviewServer:
         depth: int | None = None,
         interval: float = 0.1,
         defines: dict | None = None,
+        cost: bool = False,
+        batch: int | None = None,
     ):
         self.spec, self.model, self.include, self.depth = spec, model, list(include), depth
+        self.cost, self.batch = cost, batch  # --cost: each box's FLOPs and memory (for --batch)
         self.defines = dict(defines or {})  # -D overrides, applied to every snapshot
         self.hub = Hub(self._rebuild(None))
         self.watcher = Watcher(self.hub, self._rebuild, interval)
@@ -137,7 +140,14 @@ class PreviewServer:
     def _rebuild(self, previous: Snapshot | None) -> Snapshot:
         try:
             return make_snapshot(
-                self.spec, self.model, previous, include=self.include, depth=self.depth, defines=self.defines
+                self.spec,
+                self.model,
+                previous,
+                include=self.include,
+                depth=self.depth,
+                defines=self.defines,
+                cost=self.cost,
+                batch=self.batch,
             )
         except Exception as exc:  # a bug: shown on the page as one line, the last diagram kept
             from dataclasses import replace

@@ -17,7 +17,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from netdsl import pipeline
-from netdsl.diagram.dot import shape_text, to_digraph
+from netdsl.cost.model import ModelCost
+from netdsl.cost.readout import costed
+from netdsl.diagram.dot import item_cost, shape_text, to_digraph
 from netdsl.diagram.render import INSTALL_HINT, pipe_image
 from netdsl.diagram.view import Item, View, build_view
 from netdsl.errors import Diagnostic, DotNotFound, RenderError, Sources, SpecError, render_all
@@ -65,8 +67,12 @@ def make_snapshot(
     include: Sequence[str | os.PathLike] = (),
     depth: int | None = None,
     defines: dict | None = None,
+    cost: bool = False,
+    batch: int | None = None,
 ) -> Snapshot:
-    """Check `spec` and draw `model` (default: the spec's first model) unless it has errors."""
+    """Check `spec` and draw `model` (default: the spec's first model) unless it has errors; with `cost`
+    (`preview --cost`), each box's FLOPs a sample and output memory for `batch`, filled by FLOPs, as
+    `render --cost` draws them, and each layer's details say its cost."""
     version = previous.version + 1 if previous is not None else 1
     checked = pipeline.check(pipeline.TypedPath(spec), include=include, defines=defines)
     if checked.program is None:
@@ -86,8 +92,9 @@ def make_snapshot(
     graph = analysis.graphs[name]
     certain = fill_estimates(graph)
     view = build_view(graph, depth=depth)
+    costs = costed(graph, batch=batch) if cost else None
     try:
-        svg = _svg(view)
+        svg = _svg(view, costs)
     except RenderError as exc:
         failed = Diagnostic.for_file(spec, _why_not_drawn(exc))
         return _broken(previous, version, spec, diagnostics + [failed], checked.sources, files, models)
@@ -99,7 +106,7 @@ def make_snapshot(
         diagnostics_text(diagnostics, checked.sources),
         0,
         svg,
-        node_details(graph, view),
+        node_details(graph, view, costs),
         stale=False,
         certain=certain,
         files=files,
@@ -136,8 +143,8 @@ def _why_not_drawn(exc: RenderError) -> str:
     return str(exc)
 
 
-def _svg(view: View) -> str:
-    digraph = to_digraph(view, shapes=True)
+def _svg(view: View, cost: ModelCost | None = None) -> str:
+    digraph = to_digraph(view, shapes=True, cost=cost)
     for item in view.items:  # SVG ids the page finds the layers by (DOT names them n<k>, b<k>, out<k>)
         digraph.node(item.key, id=f"node-{item.key}")
     text = pipe_image(digraph, "svg").decode("utf-8")
@@ -147,12 +154,13 @@ def _svg(view: View) -> str:
 # ------------------------------------------------------------------ details of a drawn node
 
 
-def node_details(graph: Graph, view: View) -> dict[str, dict[str, Any]]:
-    """What clicking a drawn node shows: every argument, the shapes in and out, the parameters, the source."""
-    return {item.key: _details(graph, item) for item in view.items}
+def node_details(graph: Graph, view: View, cost: ModelCost | None = None) -> dict[str, dict[str, Any]]:
+    """What clicking a drawn node shows: every argument, the shapes in and out, the parameters, the source;
+    with a `cost`, its FLOPs a sample and output memory."""
+    return {item.key: _details(graph, item, cost) for item in view.items}
 
 
-def _details(graph: Graph, item: Item) -> dict[str, Any]:
+def _details(graph: Graph, item: Item, cost: ModelCost | None = None) -> dict[str, Any]:
     first = graph.nodes[item.members[0]] if item.members else None
     if item.role == "block" or first is None:
         args = item.args
@@ -176,6 +184,8 @@ def _details(graph: Graph, item: Item) -> dict[str, Any]:
         details["calls"] = item.calls
     if item.dtype:
         details["dtype"] = item.dtype
+    if cost is not None and item.role not in ("output", "op"):
+        details["cost"] = item_cost(item, cost)[0]
     return details
 
 

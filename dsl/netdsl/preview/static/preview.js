@@ -104,6 +104,7 @@ function showDetails(key) {
     ["output shape", info.outputs.join(" | ")],
     ["input shapes", info.inputs.join(" | ")],
     ["parameters", info.params],
+    ["cost", info.cost],
     ["copies", info.copies],
     ["calls", info.calls],
     ["dtype", info.dtype],

@@ -121,9 +121,9 @@ def pipeline_epoch(spec: Path, data: Path, args: argparse.Namespace) -> float:
     import numpy as np
 
     import netdsl
-    from netdsl.training.data.pipeline import EpochOrder
     from netdsl.training.data.signature import Signature
     from netdsl.training.data.source import open_source
+    from netdsl.training.data.tf_data import EpochOrder
 
     source = open_source(str(data), Signature.of(netdsl.build(spec)))
     order = EpochOrder(0) if args.shuffle else None

@@ -172,11 +172,11 @@ def test_keras_tensorflow_and_jax_only_where_models_are_built() -> None:
 
 
 def test_scoring_an_exported_file_uses_the_training_face_alone() -> None:
-    """deploy/inference.py reads data and run folders through `netdsl.training`'s face, none of its modules, so
+    """deploy/exported_inference.py reads data and run folders through `netdsl.training`'s face, none of its modules, so
     that the room can move its insides; the face's lazy table and its `__all__` name the same things."""
     import netdsl.training as training
 
-    inside = [f"line {line}: {target}" for target, line in EDGES["netdsl.deploy.inference"]
+    inside = [f"line {line}: {target}" for target, line in EDGES["netdsl.deploy.exported_inference"]
               if target.startswith("netdsl.training.")]
     assert not inside, inside
     assert set(training._OUTSIDE) <= set(training.__all__)

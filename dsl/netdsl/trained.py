@@ -9,7 +9,7 @@ exported file (`.onnx`, `.tflite`, a SavedModel folder) and returns one interfac
 
 Which kind of thing it is, is asked once, here: a Keras model (`KerasModel`) loads in Keras' safe mode and
 runs on a backend (training/run/inference.py); an exported file (`ExportedFile`) runs in its own runtime
-and is scored in NumPy (deploy/inference.py, scoring/). `netdsl.evaluate`, `netdsl.predict` and the
+and is scored in NumPy (deploy/exported_inference.py, scoring/). `netdsl.evaluate`, `netdsl.predict` and the
 `evaluate` and `predict` commands call the interface and never branch on the kind. Opening reads nothing
 heavy: what a file is, is told by its name and its first bytes; a model loads when first used.
 """
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from netdsl.errors import UsageError
 
 if TYPE_CHECKING:
-    from netdsl.deploy.runtime import ExportedModel
+    from netdsl.deploy.exported_runtime import ExportedModel
     from netdsl.training.data.signature import Signature
     from netdsl.training.run.predictions import Predictions
 
@@ -39,7 +39,7 @@ def open_trained(where: Any, *, checkpoint: Checkpoint | None = None, trust: boo
     run folder's weights ("best" or "last"; anything else has one set: a `UsageError` when it is used);
     `trust` runs a SavedModel whose graph holds ops outside netdsl's allow-list (a `UsageError` for a Keras
     model, which loads in Keras' safe mode)."""
-    from netdsl.deploy.inference import is_exported
+    from netdsl.deploy.exported_inference import is_exported
 
     if is_exported(where):
         from netdsl.training.run.runs import refuse_checkpoint
@@ -210,7 +210,7 @@ class ExportedFile(TrainedModel):
 
     @property
     def classes(self) -> dict[str, tuple[str, ...]]:
-        from netdsl.deploy.inference import exported_names
+        from netdsl.deploy.exported_inference import exported_names
 
         return dict(exported_names(self._opened()).classes)
 
@@ -219,7 +219,7 @@ class ExportedFile(TrainedModel):
         return self._opened().signature
 
     def _opened(self) -> ExportedModel:
-        from netdsl.deploy.runtime import open_exported
+        from netdsl.deploy.exported_runtime import open_exported
 
         return open_exported(self.where, trust=self.trust)
 
@@ -245,7 +245,7 @@ class ExportedFile(TrainedModel):
     def predict(
         self, data: Any, *, batch_size: int | None = None, targets: Mapping[str, str] | None = None
     ) -> Predictions:
-        from netdsl.deploy.inference import predict_exported
+        from netdsl.deploy.exported_inference import predict_exported
 
         return predict_exported(self.where, data, batch_size, dict(targets or {}), self.trust)
 
@@ -260,7 +260,7 @@ class ExportedFile(TrainedModel):
         model: str | None = None,
         include: Sequence[str | os.PathLike[str]] = (),
     ) -> Scores:
-        from netdsl.deploy.inference import evaluate_exported
+        from netdsl.deploy.exported_inference import evaluate_exported
 
         return evaluate_exported(self.where, data, batch_size, dict(targets or {}), spec, model, include, self.trust)
 

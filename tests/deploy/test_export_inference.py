@@ -94,8 +94,8 @@ def test_what_numpy_does_not_score_is_scored_by_keras_alike(work, monkeypatch):
 
 
 def test_a_litert_file_records_its_model_so_evaluate_picks_it_without_model(work, tmp_path, capsys):
+    from netdsl.deploy.exported_runtime import open_exported
     from netdsl.deploy.litert_format import read_metadata, with_entry
-    from netdsl.deploy.runtime import open_exported
     from netdsl.training.run.settings import spec_sha256
 
     file = work / "two_heads.tflite"
@@ -228,7 +228,7 @@ def test_evaluate_reads_a_spec_importing_from_an_include_folder(work, tmp_path, 
 def test_a_saved_model_folders_record_is_read_bounded_and_never_through_a_link(work, tmp_path):
     import shutil
 
-    from netdsl.deploy.runtime import open_exported
+    from netdsl.deploy.exported_runtime import open_exported
     from netdsl.deploy.saved_model_format import METADATA
 
     folder = tmp_path / "sm"
@@ -283,7 +283,7 @@ def test_evaluate_of_onnx_and_litert_imports_no_keras_tensorflow_jax_or_torch(wo
 
 
 def test_a_file_in_a_run_folder_is_run_with_the_runs_batch_size(work, monkeypatch):
-    from netdsl.deploy import inference
+    from netdsl.deploy import exported_inference
     from netdsl.training.run.settings import spec_sha256
 
     run = work / "classifier-2"
@@ -293,13 +293,13 @@ def test_a_file_in_a_run_folder_is_run_with_the_runs_batch_size(work, monkeypatc
                                                  "settings": {"batch_size": 7}}))
     (run / "classifier.onnx").write_bytes((work / FILES["onnx"]).read_bytes())
     seen: list[int] = []
-    real = inference.output_batches
+    real = exported_inference.output_batches
 
     def counted(model, source, batch_size, with_targets=False):
         seen.append(batch_size)
         return real(model, source, batch_size, with_targets)
 
-    monkeypatch.setattr(inference, "output_batches", counted)
+    monkeypatch.setattr(exported_inference, "output_batches", counted)
     netdsl.predict(run / "classifier.onnx", data=work / "classifier.npz")
     netdsl.evaluate(run / "classifier.onnx", data=work / "classifier.npz")
     netdsl.predict(run / "classifier.onnx", data=work / "classifier.npz", batch_size=5)

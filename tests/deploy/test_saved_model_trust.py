@@ -177,7 +177,7 @@ def test_netdsls_own_saved_models_pass_the_allow_list_and_run(spec, model, tmp_p
     found = read_graph_ops(folder)
     assert found.refused() == [] and found.ops <= ALLOWED_OPS and found.saver_ops <= SAVER_OPS | ALLOWED_OPS
     assert {"SaveV2", "RestoreV2", "MergeV2Checkpoints"} <= found.saver_ops  # the saver's own, never run
-    from netdsl.deploy.runtime import open_exported
+    from netdsl.deploy.exported_runtime import open_exported
 
     exported = open_exported(folder)  # what predict opens: the allow-list, then TensorFlow
     batch = {s.name: np.zeros((2, *s.shape), s.dtype) for s in exported.signature.inputs}

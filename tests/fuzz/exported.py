@@ -214,7 +214,7 @@ def check(target: str, path: Path) -> None:
         assert every - ALLOWED_OPS - SAVER_OPS <= refused, f"not refused: {sorted(every - ALLOWED_OPS - SAVER_OPS - refused)}"
         assert refused <= every - ALLOWED_OPS, f"refused but not in the file: {sorted(refused - every)}"
     elif target == "onnx":
-        from netdsl.deploy.runtime import open_exported
+        from netdsl.deploy.exported_runtime import open_exported
 
         _assert_metadata(open_exported(path).metadata)
     else:

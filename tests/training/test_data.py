@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from netdsl.training.data.pipeline import EpochOrder
 from netdsl.training.data.plan import plan_data, split_rows
 from netdsl.training.data.request import DataRequest
 from netdsl.training.data.signature import Signature, TensorSpec
 from netdsl.training.data.source import open_source
+from netdsl.training.data.tf_data import EpochOrder
 from netdsl.training.errors import DataError
 
 RNG = np.random.default_rng(7)

@@ -20,9 +20,9 @@ import pytest
 
 import netdsl
 from netdsl.training.data.feed import PipelineBatches, RowBatches, feed
-from netdsl.training.data.pipeline import EpochOrder
 from netdsl.training.data.signature import Signature
 from netdsl.training.data.source import open_source
+from netdsl.training.data.tf_data import EpochOrder
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -102,7 +102,7 @@ def test_predict_uses_the_same_default(run, tmp_path, capsys):
 
 
 def test_export_and_decompile_pick_the_same_default(run, tmp_path, capsys):
-    from netdsl.deploy.source import resolve
+    from netdsl.deploy.export_source import resolve
 
     assert resolve(run).label == str(run / "best.keras")
     assert resolve(run, checkpoint="last").label == str(run / "model.keras")

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from netdsl.deploy.errors import ExportError, MissingPackage, UnknownFormat, VerifyFailed
+from netdsl.deploy.export_source import Resolved, resolve
 from netdsl.deploy.folders import check_folder_target
 from netdsl.deploy.formats import FORMATS, Format, get_format, require_packages
-from netdsl.deploy.source import Resolved, resolve
 from netdsl.deploy.verify import Verification, check_file
 from netdsl.errors import NetdslError
 

@@ -117,7 +117,7 @@ def load(path: Path, fmt: Format) -> ExportedModel:
     metadata table as the metadata (the model's name: `evaluate` needs no --model)."""
     from ai_edge_litert.interpreter import Interpreter
 
-    from netdsl.deploy.runtime import SIGNATURE_KEY
+    from netdsl.deploy.exported_runtime import SIGNATURE_KEY
 
     interpreter = Interpreter(model_path=str(path))
     listed = interpreter.get_signature_list()

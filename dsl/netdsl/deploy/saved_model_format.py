@@ -48,7 +48,7 @@ def load(path: Path, fmt: Format) -> ExportedModel:
     """The folder's `serving_default` signature in TensorFlow, `assets.extra/netdsl.json` as the metadata."""
     import tensorflow as tf
 
-    from netdsl.deploy.runtime import SIGNATURE_KEY
+    from netdsl.deploy.exported_runtime import SIGNATURE_KEY
 
     loaded = tf.saved_model.load(str(path))
     if SIGNATURE_KEY not in loaded.signatures:

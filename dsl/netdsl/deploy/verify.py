@@ -123,7 +123,7 @@ def keras_outputs(model: keras.Model, inputs: dict[str, np.ndarray]) -> dict[str
 
 def run_exported(fmt: Format, path: Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The exported file's outputs on `inputs`, computed in the format's own runtime."""
-    from netdsl.deploy.runtime import load
+    from netdsl.deploy.exported_runtime import load
 
     return load(path, fmt).run(inputs)
 

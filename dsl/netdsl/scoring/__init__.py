@@ -47,9 +47,9 @@ given several thresholds; evaluate then scores with Keras. A metric of one value
 
 from __future__ import annotations
 
-from netdsl.scoring.common import Metric, ScoringError
+from netdsl.scoring.keras_math import Metric, ScoringError
 from netdsl.scoring.losses import LOSS_FUNCTIONS, Loss, reduce_loss
-from netdsl.scoring.metrics import MEAN_METRICS, in_numpy, make_metric, metric_name
+from netdsl.scoring.mean_metrics import MEAN_METRICS, in_numpy, make_metric, metric_name
 from netdsl.scoring.scorer import NOT_IN_NUMPY, Scorer, not_in_numpy
 
 __all__ = [

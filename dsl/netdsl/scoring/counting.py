@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from netdsl.scoring.common import (
+from netdsl.scoring.keras_math import (
     EPSILON,
     FLOAT32,
     NEG_INF,

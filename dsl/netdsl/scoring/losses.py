@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from netdsl.scoring.common import (
+from netdsl.scoring.keras_math import (
     EPSILON,
     Array,
     Values,

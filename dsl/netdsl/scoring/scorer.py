@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from netdsl.scoring.common import Array, Metric
+from netdsl.scoring.keras_math import Array, Metric
 from netdsl.scoring.losses import Loss, loss_of
-from netdsl.scoring.metrics import in_numpy, make_metric
+from netdsl.scoring.mean_metrics import in_numpy, make_metric
 
 # Registry names Keras scores and NumPy here does not, with why: the one-line reason evaluate gives.
 NOT_IN_NUMPY: dict[tuple[str, str], str] = {}

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from netdsl.training.run.runs import CONFIG, RunFolder
     from netdsl.training.run.settings import spec_sha256
 
-# What scoring a trained thing outside a run needs (deploy/inference.py: an exported file): data read by the
+# What scoring a trained thing outside a run needs (deploy/exported_inference.py: an exported file): data read by the
 # model's names, the predictions' form, and the run folder a file sits in. Loaded when first asked for
 # (`__getattr__`), so that importing the room stays as light as it was.
 _OUTSIDE = {

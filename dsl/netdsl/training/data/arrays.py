@@ -35,7 +35,7 @@ from netdsl.training.errors import DataError
 if TYPE_CHECKING:
     import tensorflow as tf
 
-    from netdsl.training.data.pipeline import EpochOrder
+    from netdsl.training.data.tf_data import EpochOrder
 
 __all__ = [
     "NUMERIC_KINDS",
@@ -83,7 +83,7 @@ class ArraySource:
     ) -> tf.data.Dataset:
         import tensorflow as tf
 
-        from netdsl.training.data.pipeline import finish, index_batches, model_structure
+        from netdsl.training.data.tf_data import finish, index_batches, model_structure
 
         inputs, targets = self._as_tensors()
         signature = self.signature

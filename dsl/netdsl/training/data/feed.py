@@ -34,8 +34,8 @@ import keras
 import numpy as np
 
 from netdsl.backend import profiles
-from netdsl.training.data.pipeline import EpochOrder, model_structure
 from netdsl.training.data.signature import Batch, Signature
+from netdsl.training.data.tf_data import EpochOrder, model_structure
 
 if TYPE_CHECKING:
     from netdsl.training.data.source import DataSource

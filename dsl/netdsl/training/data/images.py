@@ -26,9 +26,9 @@ import tensorflow as tf
 
 from netdsl.training.data.data_check import check_image_folder, check_single_image
 from netdsl.training.data.image_files import check_image_file, list_classes, list_images
-from netdsl.training.data.pipeline import EpochOrder, finish, index_batches, model_structure, numpy_batches
 from netdsl.training.data.request import DataNames
 from netdsl.training.data.signature import Batch, Signature
+from netdsl.training.data.tf_data import EpochOrder, finish, index_batches, model_structure, numpy_batches
 from netdsl.training.errors import DataError
 
 

@@ -29,7 +29,7 @@ from netdsl.training.data.source import DataSource, open_source
 from netdsl.training.errors import DataError
 
 if TYPE_CHECKING:
-    from netdsl.training.data.pipeline import EpochOrder  # it loads TensorFlow
+    from netdsl.training.data.tf_data import EpochOrder  # it loads TensorFlow
 
 ROLES = {"train": "training", "val": "validation", "test": "test"}
 

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     import numpy as np
     import tensorflow as tf
 
-    from netdsl.training.data.pipeline import EpochOrder
+    from netdsl.training.data.tf_data import EpochOrder
 
 
 class DataSource(Protocol):

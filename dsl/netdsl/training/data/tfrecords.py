@@ -21,8 +21,8 @@ import numpy as np
 import tensorflow as tf
 
 from netdsl.files import Refused, open_regular
-from netdsl.training.data.pipeline import EpochOrder, finish, model_structure, numpy_batches, once_per_epoch
 from netdsl.training.data.signature import Batch, Signature, TensorSpec
+from netdsl.training.data.tf_data import EpochOrder, finish, model_structure, numpy_batches, once_per_epoch
 from netdsl.training.errors import DataError, tensorflow_message
 
 SHUFFLE_BUFFER = 10_000

@@ -39,9 +39,9 @@ from typing import Any, Protocol
 from netdsl.backend import profiles
 from netdsl.errors import ReportedError, SpecError, UsageError
 from netdsl.training.data.labels import check_source_labels
-from netdsl.training.data.pipeline import EpochOrder
 from netdsl.training.data.plan import DataPlan, plan_data
 from netdsl.training.data.signature import Signature
+from netdsl.training.data.tf_data import EpochOrder
 from netdsl.training.errors import DataError, tensorflow_message
 from netdsl.training.run import checkpoint
 from netdsl.training.run.keeper import RunKeeper, TorchEpochSeed

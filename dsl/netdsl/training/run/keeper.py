@@ -12,7 +12,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from netdsl.training.data.pipeline import EpochOrder
+from netdsl.training.data.tf_data import EpochOrder
 from netdsl.training.run import checkpoint
 from netdsl.training.run.report import RunWriter, logged_value
 from netdsl.training.run.signals import StopSignals

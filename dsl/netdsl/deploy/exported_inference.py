@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netdsl.deploy.errors import ExportError, SpecChangedWarning
+from netdsl.deploy.exported_runtime import ExportedModel, exported_format, first_line, open_exported
 from netdsl.deploy.formats import recorded_names
-from netdsl.deploy.runtime import ExportedModel, exported_format, first_line, open_exported
 from netdsl.errors import ReportedError, RunError, UsageError
 from netdsl.semantics.session import CheckedModel, LoadedSpec
 from netdsl.training import (  # the training room's face, none of its modules (tests/test_architecture.py)

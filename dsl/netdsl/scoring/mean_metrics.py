@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from netdsl import registry
-from netdsl.scoring.common import EPSILON, FLOAT32, NEG_INF, Array, Metric, floats, same_rank
 from netdsl.scoring.counting import R2, Counts, FBeta, curve_metric, iou_metric
+from netdsl.scoring.keras_math import EPSILON, FLOAT32, NEG_INF, Array, Metric, floats, same_rank
 from netdsl.scoring.losses import (
     LOSS_FUNCTIONS,
     NOT_FUNCTION_ARGS,

@@ -265,3 +265,20 @@ def test_library_summary_imports_no_backend():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines() == ["25636712 25583592 53120", "[]"]  # Keras' ResNet50: 25,583,592 trainable
+
+
+def test_a_chain_of_thousands_of_layers_is_summarised_without_keras(tmp_path):
+    """3,000 dense layers in a row: the layer order Keras lists is walked with a stack, not recursion (a recursive
+    walk ran out of Python's stack, so summary fell back to a Keras build: 72 s of CPU for 10,000 layers, then
+    the same error in Keras)."""
+    lines = ["model chain {", "  input h0: (8,)"]
+    lines += [f"  h{i} = h{i - 1} -> dense(8)" for i in range(1, 3001)]
+    spec = tmp_path / "chain.net"
+    spec.write_text("\n".join([*lines, "  output y = h3000", "}", ""]))
+    done = subprocess.run([sys.executable, "-c", _NO_BACKEND, "summary", str(spec), "--json"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines()[-1] == "[]"  # no backend imported
+    numbers = json.loads("\n".join(done.stdout.splitlines()[:-1]))["chain"]
+    assert (numbers["params"], numbers["trainable_params"], numbers["layers"]) == (3000 * (8 * 8 + 8), 3000 * 72,
+                                                                                   3000)

@@ -174,14 +174,27 @@ def _keras_order(graph: Graph) -> list[Node]:
     finished: set[int] = set()
     post_order: list[int] = []
 
-    def visit(index: int) -> None:
-        if index in finished:
+    def visit(start: int) -> None:
+        """Depth first from `start`, inputs in order: each node's traversal index on entry, its place in
+        `post_order` once its inputs are done. With a stack, not recursion: a chain of 10,000 layers is a
+        spec netdsl takes (a recursive walk ran out of Python's stack and the summary fell back to Keras)."""
+        if start in finished:
             return
-        first.setdefault(keys[index], len(first))
-        for ref in graph.nodes[index].inputs:
-            visit(ref.node)
-        finished.add(index)
-        post_order.append(index)
+        first.setdefault(keys[start], len(first))
+        stack = [(start, 0)]
+        while stack:
+            index, next_input = stack[-1]
+            inputs = graph.nodes[index].inputs
+            if next_input < len(inputs):
+                stack[-1] = (index, next_input + 1)
+                child = inputs[next_input].node
+                if child not in finished:  # a DAG: a node on the stack is never met again before it is done
+                    first.setdefault(keys[child], len(first))
+                    stack.append((child, 0))
+            else:
+                stack.pop()
+                finished.add(index)
+                post_order.append(index)
 
     identities = _identity_outputs(graph)
     parents: dict[int, list[int]] = {i: [ref.node for ref in node.inputs] for i, node in enumerate(graph.nodes)}

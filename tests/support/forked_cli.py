@@ -144,6 +144,10 @@ class _Server:
             timer.start()
             try:
                 reply = self.process.stdout.readline()
+            except BaseException:  # (Ctrl-C) the reply would be read by the next command: end both
+                _kill_group(pid, killed)
+                self.process.kill()
+                raise
             finally:
                 timer.cancel()
             command = [sys.executable, *(["-m", "netdsl.cli"] if script is None else [script]), *args]

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from netdsl.cli import main
+from tests.support import forked_cli
 from tests.support.backend_probe import compare as _compare
 from tests.support.backend_probe import made_once
 from tests.support.backend_probe import probe as _probe
@@ -109,27 +110,33 @@ def test_an_unknown_backend_is_refused_by_the_parser(capsys: pytest.CaptureFixtu
     assert "netdsl summary: error: argument --backend: invalid choice: 'mxnet'" in capsys.readouterr().err
 
 
-def test_evaluate_and_predict_on_jax_match_tensorflow(tmp_path: Path) -> None:
+def test_evaluate_and_predict_on_jax_match_tensorflow(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     import netdsl
 
     model = netdsl.build(str(ROOT / "specs" / "lightning_mlp.net"))
     model.save(tmp_path / "mlp.keras")
     rng = np.random.default_rng(4)
     np.savez(tmp_path / "d.npz", image=rng.random((37, 28, 28), dtype=np.float32), logits=rng.integers(0, 10, 37))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")  # the probes' (one JAX server)
     env.pop("KERAS_BACKEND", None)
     values, predictions = {}, {}
     for backend in ("tensorflow", "jax"):
-        common = [sys.executable, "-m", "netdsl.cli"]
-        result = subprocess.run([*common, "evaluate", str(tmp_path / "mlp.keras"), "--data", str(tmp_path / "d.npz"),
-                                 "--json", "--backend", backend], capture_output=True, text=True, timeout=300, env=env)
-        assert result.returncode == 0, result.stderr
-        values[backend] = json.loads(result.stdout)
+        evaluate = ["evaluate", str(tmp_path / "mlp.keras"), "--data", str(tmp_path / "d.npz"), "--json",
+                    "--backend", backend]
         out = tmp_path / f"{backend}.npz"
-        result = subprocess.run([*common, "predict", str(tmp_path / "mlp.keras"), "--data", str(tmp_path / "d.npz"),
-                                 "-o", str(out), "--backend", backend], capture_output=True, text=True, timeout=300,
-                                env=env)
-        assert result.returncode == 0, result.stderr
+        predict = ["predict", str(tmp_path / "mlp.keras"), "--data", str(tmp_path / "d.npz"), "-o", str(out),
+                   "--backend", backend]
+        for args in (evaluate, predict):
+            if backend == "tensorflow":  # this test process runs on TensorFlow: the reference, in it
+                capsys.readouterr()
+                code = main(args)
+                captured = capsys.readouterr()
+                result = subprocess.CompletedProcess(args, code, captured.out, captured.err)
+            else:  # a process on JAX (forked from one that imported Keras on JAX: tests/support/forked_cli.py)
+                result = forked_cli.run(args, tmp_path, env, timeout=300)
+            assert result.returncode == 0, result.stderr
+            if args is evaluate:
+                values[backend] = json.loads(result.stdout)
         predictions[backend] = np.load(out)["logits"]
     assert values["jax"].keys() == values["tensorflow"].keys() == {"loss", "sparse_categorical_accuracy"}
     for key, value in values["tensorflow"].items():

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from netdsl.cli import main
+from tests.support import forked_cli
 from tests.support.backend_probe import compare, made_once, probe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,9 +31,13 @@ LARGE = ["mobilenet_v2", "resnet50", "transformer", "unet"]
 pytest.importorskip("torch", reason="the torch backend is an optional extra: pip install 'netdsl[torch]'")
 
 
-def _netdsl(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def _netdsl(*args: str, cwd: Path | None = None, fresh: bool = False) -> subprocess.CompletedProcess:
+    """`netdsl ARGS` in its own process: forked from one that imported Keras on the command's backend
+    (tests/support/forked_cli.py), or, `fresh`, a new interpreter that picks the backend itself."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
     env.pop("KERAS_BACKEND", None)
+    if not fresh:
+        return forked_cli.run(list(args), cwd or Path.cwd(), env, timeout=600)
     return subprocess.run([sys.executable, "-m", "netdsl.cli", *args], capture_output=True, text=True, timeout=600,
                           env=env, cwd=cwd, stdin=subprocess.DEVNULL)
 
@@ -74,7 +79,7 @@ def test_large_specs_equal_on_torch(tmp_path: Path, tmp_path_factory: pytest.Tem
 
 
 def test_summary_on_torch(tmp_path: Path) -> None:
-    result = _netdsl("summary", str(ROOT / "specs" / "custom_layers.net"), "--json", "--backend", "torch")
+    result = _netdsl("summary", str(ROOT / "specs" / "custom_layers.net"), "--json", "--backend", "torch", fresh=True)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     summary = json.loads(result.stdout)

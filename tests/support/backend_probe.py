@@ -19,7 +19,6 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -79,7 +78,14 @@ def _train_a_little(np, model, inputs: list) -> None:
     loss = model.loss if isinstance(model.loss, str) else getattr(model.loss, "name", "")
     if "sparse" in str(loss):
         targets = [np.zeros((2, *model.outputs[0].shape[1:-1]), "int32")]
-    model.fit(inputs if len(inputs) > 1 else inputs[0], targets[0], epochs=1, batch_size=2, verbose=0)
+    # One step, run eagerly: tracing the step into a graph (TensorFlow) or compiling it (JAX) costs up to
+    # 15 s for U-Net and is no part of what is checked (the saved weights and optimizer state; the file's
+    # compile config is the one `compile` recorded).
+    eagerly, model.run_eagerly = model.run_eagerly, True
+    try:
+        model.fit(inputs if len(inputs) > 1 else inputs[0], targets[0], epochs=1, batch_size=2, verbose=0)
+    finally:
+        model.run_eagerly = eagerly
 
 
 def _make(np, model, base: Path) -> None:
@@ -113,11 +119,13 @@ def _check(np, model, base: Path) -> None:
 
 
 def probe(mode: str, folder: Path, backend: str, specs: list[str]) -> None:
-    """Run this script in a fresh process on `backend` (asserting it succeeded)."""
+    """Run this script in a process of its own on `backend` (asserting it succeeded): forked from one
+    that imported Keras on that backend (tests/support/forked_cli.py), the start-up paid once."""
+    from tests.support import forked_cli
+
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
-    result = subprocess.run([sys.executable, __file__, mode, str(folder), backend,
-                             *(str(ROOT / "specs" / f"{s}.net") for s in specs)],
-                            capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
+    result = forked_cli.run([mode, str(folder), backend, *(str(ROOT / "specs" / f"{s}.net") for s in specs)], ROOT,
+                            env, timeout=900, script=Path(__file__), backend=backend)
     assert result.returncode == 0, result.stderr[-3000:]
 
 

@@ -3,7 +3,8 @@
 A room is a folder of tests/ (tests/training/ -> "training"); the files directly in tests/ are
 "(whole project)". Two figures per test, each its setup, call and teardown summed: wall seconds as
 the worker measured them (with `-n 2` they sum to about twice the wall time), and CPU seconds: the
-worker's own and those of the processes it started and waited for, which a busy machine hardly changes.
+worker's own and those of the processes it started and waited for (forked_cli's commands
+among them), which a busy machine hardly changes.
 `--room-times FILE` adds this run's figures to FILE (JSON) and prints the sums: `make test` runs in
 stages and prints the whole suite's table after its last one.
 """
@@ -19,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import forked_cli
+
 WHOLE_PROJECT = "(whole project)"
 CPU = "cpu_s"  # the name of the user property that carries a phase's CPU seconds to the controller
 
@@ -26,7 +29,7 @@ CPU = "cpu_s"  # the name of the user property that carries a phase's CPU second
 def cpu_seconds() -> float:
     """This process's CPU seconds, all threads, plus those of its children that ended and were waited for."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
+    return time.process_time() + children.ru_utime + children.ru_stime + forked_cli.children_cpu_seconds()
 
 
 class PhaseCpu:

@@ -100,9 +100,10 @@ test: $(STAMP) graphviz editors chromium postgresql
 	    --room-times=$(ROOM_TIMES) $(addprefix $(CURDIR)/,$(SIGNAL_TESTS)) </dev/null
 
 # The quality gate (also run by tests/test_quality_gate.py in `make test`, and by pre-commit):
-# ruff for lint and import order, mypy with the settings of pyproject.toml.
+# ruff for lint, import order and format, mypy with the settings of pyproject.toml.
 lint: $(STAMP)
 	$(VENV)/bin/python -m ruff check dsl tests bench scripts
+	$(VENV)/bin/python -m ruff format --check dsl tests bench scripts
 	$(VENV)/bin/python -m mypy
 
 # Every generated file, regenerated in dependency order (scripts/regen.py lists them; review the diff),

@@ -124,14 +124,20 @@ def epoch_time(times: list[float]) -> float:
 
 
 def run_torch_hand(network: str, data: Path, args: argparse.Namespace) -> list[float]:
-    done = subprocess.run([sys.executable, "-c", TORCH_HAND, network, str(data), "0", str(args.batch_size),
-                           str(args.epochs)], env=env("torch", args.threads), check=True, capture_output=True,
-                          text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-c", TORCH_HAND, network, str(data), "0", str(args.batch_size), str(args.epochs)],
+        env=env("torch", args.threads),
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def time_side(side: Side, specs: dict[tuple[str, int], Path], data: dict[str, Path], folder: Path,
-              args: argparse.Namespace) -> float:
+def time_side(
+    side: Side, specs: dict[tuple[str, int], Path], data: dict[str, Path], folder: Path, args: argparse.Namespace
+) -> float:
     spec = specs[side.network, side.steps]
     if side.trainer == "netdsl":
         times, _ = run_netdsl(spec, data[side.network], folder / "runs", args, side.backend)
@@ -153,8 +159,10 @@ def seconds(value: float | None) -> str:
 def table(medians: dict[Side, float], networks: list[str], backends: list[str]) -> list[str]:
     """The printed figures: per network and backend, s/epoch of each side and the ratios between them
     (netdsl and hand: steps_per_execution 1; default: the backend's default)."""
-    head = (f"{'backend':<11}{'netdsl':>9}{'hand':>9}{'netdsl/hand':>13}{'keras fit':>11}{'netdsl/keras':>14}"
-            f"{'vs netdsl TF':>14}{'default':>9}{'default/1':>11}")
+    head = (
+        f"{'backend':<11}{'netdsl':>9}{'hand':>9}{'netdsl/hand':>13}{'keras fit':>11}{'netdsl/keras':>14}"
+        f"{'vs netdsl TF':>14}{'default':>9}{'default/1':>11}"
+    )
     lines = []
     for network in networks:
         lines += [f"{network} (s/epoch, median)", head]
@@ -164,9 +172,11 @@ def table(medians: dict[Side, float], networks: list[str], backends: list[str]) 
             hand = medians.get(Side(network, "hand", backend))
             default = medians.get(Side(network, "netdsl", backend, None))
             keras_fit = medians.get(Side(network, "keras" if backend == "torch" else "hand", backend))
-            lines.append(f"{backend:<11}{seconds(ours):>9}{seconds(hand):>9}{ratio(ours, hand):>13}"
-                         f"{seconds(keras_fit):>11}{ratio(ours, keras_fit):>14}"
-                         f"{ratio(ours, tf):>14}{seconds(default):>9}{ratio(default, ours):>11}")
+            lines.append(
+                f"{backend:<11}{seconds(ours):>9}{seconds(hand):>9}{ratio(ours, hand):>13}"
+                f"{seconds(keras_fit):>11}{ratio(ours, keras_fit):>14}"
+                f"{ratio(ours, tf):>14}{seconds(default):>9}{ratio(default, ours):>11}"
+            )
         lines.append("")
     return lines
 
@@ -179,11 +189,18 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--networks", default=",".join(SPECS))
-    parser.add_argument("--defaults-only", action="store_true",
-                        help="time netdsl alone, one step per execution against each backend's default "
-                             "(backend/profiles.py; a backend whose default is one step is left out)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="size every backend's CPU thread pools (bench_train.thread_env); default: each its own")
+    parser.add_argument(
+        "--defaults-only",
+        action="store_true",
+        help="time netdsl alone, one step per execution against each backend's default "
+        "(backend/profiles.py; a backend whose default is one step is left out)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="size every backend's CPU thread pools (bench_train.thread_env); default: each its own",
+    )
     args = parser.parse_args()
     args.shuffle = False
     backends = [b for b in args.backends.split(",") if b]
@@ -211,8 +228,11 @@ def main() -> int:
                 specs[network, steps] = bench_spec(target, False, steps, SPECS[network])
         order = sides(networks, backends, args.defaults_only)
         threads = f"{args.threads} CPU thread(s) per pool" if args.threads else "each backend's own thread pools"
-        print(f"{args.samples} samples, batch {args.batch_size}, {args.epochs} epochs per process (first left out), "
-              f"shuffle off, {threads}; {args.runs} interleaved runs of {len(order)} sides\n", flush=True)
+        print(
+            f"{args.samples} samples, batch {args.batch_size}, {args.epochs} epochs per process (first left out), "
+            f"shuffle off, {threads}; {args.runs} interleaved runs of {len(order)} sides\n",
+            flush=True,
+        )
         results: dict[Side, list[float]] = {side: [] for side in order}
         for run in range(args.runs):
             for side in order if run % 2 == 0 else reversed(order):

@@ -136,10 +136,14 @@ def main() -> int:
 
     netdsl.build(CASES[0][1])  # warm: first Keras use, custom objects, grammar tables
     _clear()
-    print(f"keras {keras.__version__}, backend {keras.backend.backend()}; best of {args.repeat} interleaved runs "
-          f"(median below)\n")
-    header = f"{'model':<14}{'spec s':>9}{'hand s':>9}{'json s':>9}{'spec/hand':>11}{'json/hand':>11}" \
-             f"{'front':>9}{'in-build':>10}"
+    print(
+        f"keras {keras.__version__}, backend {keras.backend.backend()}; best of {args.repeat} interleaved runs "
+        f"(median below)\n"
+    )
+    header = (
+        f"{'model':<14}{'spec s':>9}{'hand s':>9}{'json s':>9}{'spec/hand':>11}{'json/hand':>11}"
+        f"{'front':>9}{'in-build':>10}"
+    )
     print(header)
     print("-" * len(header))
     worst = 0.0
@@ -177,14 +181,20 @@ def main() -> int:
         in_build = min(outsides) / min(totals)
         worst = max(worst, spec / hand)
         worst_share = max(worst_share, front)
-        print(f"{name:<14}{spec:>9.3f}{hand:>9.3f}{from_json:>9.3f}{spec / hand:>11.3f}{from_json / hand:>11.3f}"
-              f"{front:>8.1%}{in_build:>10.1%}")
-        print(f"{'  median':<14}{medians[0]:>9.3f}{medians[1]:>9.3f}{medians[2]:>9.3f}"
-              f"{medians[0] / medians[1]:>11.3f}{medians[2] / medians[1]:>11.3f}")
+        print(
+            f"{name:<14}{spec:>9.3f}{hand:>9.3f}{from_json:>9.3f}{spec / hand:>11.3f}{from_json / hand:>11.3f}"
+            f"{front:>8.1%}{in_build:>10.1%}"
+        )
+        print(
+            f"{'  median':<14}{medians[0]:>9.3f}{medians[1]:>9.3f}{medians[2]:>9.3f}"
+            f"{medians[0] / medians[1]:>11.3f}{medians[2] / medians[1]:>11.3f}"
+        )
     print()
     print(f"spec/hand worst {worst:.3f} (target <= 1.05): {'ok' if worst <= 1.05 else 'OVER'}")
-    print(f"front end's share (parse + check) worst {worst_share:.1%} (target < 5%): "
-          f"{'ok' if worst_share < 0.05 else 'OVER'}")
+    print(
+        f"front end's share (parse + check) worst {worst_share:.1%} (target < 5%): "
+        f"{'ok' if worst_share < 0.05 else 'OVER'}"
+    )
     return 0
 
 

@@ -66,13 +66,16 @@ def let_specs(size: int = 2 * 1024 * 1024 - 4096) -> dict[str, str]:
     repeated = "let a67 = [a66]\n" * (size // 16)
     chain = "".join(f"let a{i} = [a{i - 1}]\n" for i in range(1, 67))
     use = "model m {\n  input x: (4,)\n  output y = x -> dense(1, kernel_initializer=a67)\n}\n"
-    return {"distinct let lines": distinct[:distinct.rindex("\n") + 1],
-            "one let line repeated, then `let (`": repeated + "let (\n",
-            # seed 22 input 71668: every repeat a second declaration of a67, reported and checked
-            "one let line declared again and again": "let a0 = [1]\n" + chain + repeated[:size - 4096] + use,
-            # seed 22 input 20411: one model's line repeated, a syntax error in its last lines
-            "one model line repeated, an error last": "model m {\n" + "  input x: (10, 8)\n" * (size // 19)
-            + "  y = (-> x\n  output y = x\n}\n"}
+    return {
+        "distinct let lines": distinct[: distinct.rindex("\n") + 1],
+        "one let line repeated, then `let (`": repeated + "let (\n",
+        # seed 22 input 71668: every repeat a second declaration of a67, reported and checked
+        "one let line declared again and again": "let a0 = [1]\n" + chain + repeated[: size - 4096] + use,
+        # seed 22 input 20411: one model's line repeated, a syntax error in its last lines
+        "one model line repeated, an error last": "model m {\n"
+        + "  input x: (10, 8)\n" * (size // 19)
+        + "  y = (-> x\n  output y = x\n}\n",
+    }
 
 
 def budget_specs() -> dict[str, str]:
@@ -136,8 +139,14 @@ print(json.dumps({"parse": statistics.median(parse), "check": statistics.median(
 
 
 def in_process(path: Path, repeat: int) -> dict[str, float]:
-    done = subprocess.run([sys.executable, "-c", IN_PROCESS, str(path), str(repeat)], cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", IN_PROCESS, str(path), str(repeat)],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(done.stdout)
 
 
@@ -203,26 +212,35 @@ def speed(args: argparse.Namespace, check: list[str]) -> None:
         tf = results["tf"][0]
         print(f"process time, median of {args.repeat} interleaved runs (peak memory):")
         print(f"  python -c 'import tensorflow'           {tf:7.3f} s")
-        rows = [("resnet50", "netdsl check specs/resnet50.net", "(target <= 0.10)"),
-                ("examples", "netdsl check specs/*.net", "")]
-        rows += [(n, f"netdsl check, {n:,} flat statements", "(target <= 0.45)" if n == 10_000 else "")
-                 for n in FLAT_SIZES]
+        rows = [
+            ("resnet50", "netdsl check specs/resnet50.net", "(target <= 0.10)"),
+            ("examples", "netdsl check specs/*.net", ""),
+        ]
+        rows += [
+            (n, f"netdsl check, {n:,} flat statements", "(target <= 0.45)" if n == 10_000 else "") for n in FLAT_SIZES
+        ]
         for key, label, target in rows:
             seconds, peak = results[key]
-            print(f"  {label:38s}  {seconds:7.3f} s  {seconds / tf:5.2f} x import tensorflow  "
-                  f"{peak / 2**20:6.0f} MiB  {target}")
+            print(
+                f"  {label:38s}  {seconds:7.3f} s  {seconds / tf:5.2f} x import tensorflow  "
+                f"{peak / 2**20:6.0f} MiB  {target}"
+            )
         big, small = results[60_000][0], results[10_000][0]
         size = flat[60_000].stat().st_size
-        print(f"  60,000 / 10,000 statements: {big / small:.2f} x the time ({size / 1e6:.2f} MB; target <= 7, "
-              f"peak memory <= 1 GB)")
+        print(
+            f"  60,000 / 10,000 statements: {big / small:.2f} x the time ({size / 1e6:.2f} MB; target <= 7, "
+            f"peak memory <= 1 GB)"
+        )
         print()
         print(f"in-process, median of {args.repeat} (warm: parse + check of the text, as a language server):")
         for n in FLAT_SIZES:
             got = in_process(flat[n], args.repeat if n < 60_000 else max(2, args.repeat // 2))
             total = got["parse"] + got["check"]
-            print(f"  {n:6,} statements  {total * 1e3:8.1f} ms  (parse {got['parse'] * 1e3:7.1f} ms, "
-                  f"{got['parse'] / total:4.0%} of it; check {got['check'] * 1e3:7.1f} ms)  "
-                  f"{total / n * 1e6:5.1f} us/statement  peak {got['peak'] / 2**20:5.0f} MiB")
+            print(
+                f"  {n:6,} statements  {total * 1e3:8.1f} ms  (parse {got['parse'] * 1e3:7.1f} ms, "
+                f"{got['parse'] / total:4.0%} of it; check {got['check'] * 1e3:7.1f} ms)  "
+                f"{total / n * 1e6:5.1f} us/statement  peak {got['peak'] / 2**20:5.0f} MiB"
+            )
         print("  (target: 1,000 statements within 100 ms)")
     print()
     print("in-process check time of specs made of one block used over and over (parse + check + expand):")
@@ -235,8 +253,10 @@ def speed(args: argparse.Namespace, check: list[str]) -> None:
 def budgets(args: argparse.Namespace, check: list[str]) -> None:
     """Parts 4 and 5: CPU time against the bounds of tests/fuzz/runner.py."""
     print()
-    print(f"CPU time of `netdsl check` on 2 MiB of `let` lines, median of {args.repeat} (bound 10 s; "
-          f"target <= {MARGIN:.0%} of it):")
+    print(
+        f"CPU time of `netdsl check` on 2 MiB of `let` lines, median of {args.repeat} (bound 10 s; "
+        f"target <= {MARGIN:.0%} of it):"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in let_specs().items():
             path = Path(tmp) / "lets.net"
@@ -244,8 +264,10 @@ def budgets(args: argparse.Namespace, check: list[str]) -> None:
             cpu = statistics.median(process_cpu(check + [str(path)]) for _ in range(args.repeat))
             print(f"  {name:38s}  {cpu:6.2f} s  {cpu / LARGE_BOUND:4.0%} of the bound")
     print()
-    print(f"CPU time of checking small files that spend the budgets of `let` functions, in-process, warm, median of "
-          f"{args.repeat} (bound {SMALL_BOUND:.0f} s; target <= {MARGIN:.0%} of it):")
+    print(
+        f"CPU time of checking small files that spend the budgets of `let` functions, in-process, warm, median of "
+        f"{args.repeat} (bound {SMALL_BOUND:.0f} s; target <= {MARGIN:.0%} of it):"
+    )
     for name, text in budget_specs().items():
         cpu = statistics.median(warm_check_cpu(text) for _ in range(args.repeat))
         print(f"  {name:38s}  {cpu:6.2f} s  {cpu / SMALL_BOUND:4.0%} of the bound")

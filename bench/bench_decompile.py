@@ -30,8 +30,9 @@ def run(cmd: list[str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the child): on a shared machine the CPU time is the steadier one."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    done = subprocess.run(
+        cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    )
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -41,9 +42,14 @@ def run(cmd: list[str]) -> tuple[float, float]:
 
 def saved(folder: Path, name: str) -> Path:
     path = folder / f"{name.lower()}.keras"
-    code = (f"import keras; keras.applications.{name}(weights=None).save({str(path)!r})")
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=600,
-                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    code = f"import keras; keras.applications.{name}(weights=None).save({str(path)!r})"
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        capture_output=True,
+        timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
     return path
 
 
@@ -73,15 +79,21 @@ def main() -> None:
             export_s, export_cpu = (statistics.median(t) for t in zip(*exports))
             load_s, load_cpu = (statistics.median(t) for t in zip(*loads))
             size = path.stat().st_size / 2**20
-            print(f"{name} ({size:,.0f} MiB .keras), process time, median of {REPEAT} interleaved runs "
-                  f"(wall / CPU):")
-            print(f"  netdsl decompile {path.name:<22} {export_s:7.3f} s / {export_cpu:6.3f} s"
-                  + (f"   (target <= {TARGET_S:.1f} s: {'ok' if export_s <= TARGET_S else 'MISSED'})"
-                     if name == "ResNet152" else ""))
+            print(f"{name} ({size:,.0f} MiB .keras), process time, median of {REPEAT} interleaved runs (wall / CPU):")
+            print(
+                f"  netdsl decompile {path.name:<22} {export_s:7.3f} s / {export_cpu:6.3f} s"
+                + (
+                    f"   (target <= {TARGET_S:.1f} s: {'ok' if export_s <= TARGET_S else 'MISSED'})"
+                    if name == "ResNet152"
+                    else ""
+                )
+            )
             print(f"  keras.saving.load_model             {load_s:7.3f} s / {load_cpu:6.3f} s")
             print(f"  ratio export / load_model           {export_s / load_s:7.3f}   / {export_cpu / load_cpu:6.3f}")
-            print(f"  in process: netdsl.decompile(path)     {in_process(path, False):7.3f} s"
-                  f"   (flat: {in_process(path, True):.3f} s)")
+            print(
+                f"  in process: netdsl.decompile(path)     {in_process(path, False):7.3f} s"
+                f"   (flat: {in_process(path, True):.3f} s)"
+            )
             print()
 
 

@@ -67,15 +67,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data.npz"
         rng = np.random.default_rng(0)
-        np.savez(data, image=rng.random((args.samples, 28, 28), dtype=np.float32),
-                 logits=rng.integers(0, 10, args.samples))
+        np.savez(
+            data, image=rng.random((args.samples, 28, 28), dtype=np.float32), logits=rng.integers(0, 10, args.samples)
+        )
         times: dict[str, list[float]] = {name: [] for name in configs}
         for round_ in range(args.repeat):
             for name, flags in configs.items():
                 out = Path(tmp) / f"{name.replace(' ', '_')}-{round_}"
                 times[name].extend(_step_seconds(data, out, flags, args, steps))
-    print(f"netdsl train {SPEC.name}: {args.samples} samples, global batch {args.batch}, {steps} steps per epoch, "
-          f"{args.epochs} epochs x {args.repeat} runs each (first epoch of a run left out)")
+    print(
+        f"netdsl train {SPEC.name}: {args.samples} samples, global batch {args.batch}, {steps} steps per epoch, "
+        f"{args.epochs} epochs x {args.repeat} runs each (first epoch of a run left out)"
+    )
     print(f"{'configuration':<18} {'ms/step':>9} {'vs 1 device':>12}")
     for name, values in times.items():
         median = statistics.median(values)
@@ -86,9 +89,26 @@ def main() -> None:
 def _step_seconds(data: Path, out: Path, flags: list[str], args: argparse.Namespace, steps: int) -> list[float]:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("KERAS_BACKEND", None)
-    command = [sys.executable, "-m", "netdsl.cli", "train", str(SPEC), "--train", str(data), "--epochs",
-               str(args.epochs), "--batch-size", str(args.batch), "--seed", "1", "--progress", "none",
-               "-o", str(out), *flags]
+    command = [
+        sys.executable,
+        "-m",
+        "netdsl.cli",
+        "train",
+        str(SPEC),
+        "--train",
+        str(data),
+        "--epochs",
+        str(args.epochs),
+        "--batch-size",
+        str(args.batch),
+        "--seed",
+        "1",
+        "--progress",
+        "none",
+        "-o",
+        str(out),
+        *flags,
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(flags)} failed:\n{result.stdout}\n{result.stderr[-2000:]}")

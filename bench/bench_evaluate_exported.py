@@ -33,8 +33,20 @@ COMMAND = "import sys\nfrom netdsl.cli import main\nsys.exit(main(sys.argv[1:]))
 def one_run(file: Path, data: Path, keras_scoring: bool) -> tuple[float, float]:
     """(seconds, peak MiB) of one `netdsl evaluate` in a fresh process."""
     script = (KERAS_SCORING if keras_scoring else "") + COMMAND
-    args = [sys.executable, "-c", script, "evaluate", str(file), "--spec", str(SPEC), "--model", "classifier",
-            "--data", str(data), "--json"]
+    args = [
+        sys.executable,
+        "-c",
+        script,
+        "evaluate",
+        str(file),
+        "--spec",
+        str(SPEC),
+        "--model",
+        "classifier",
+        "--data",
+        str(data),
+        "--json",
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "dsl")}
     start = time.perf_counter()
     child = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -62,8 +74,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="netdsl-bench-evaluate-") as tmp:
         folder = Path(tmp)
         # In a child of its own: the peak memory Linux reports for a child counts what its parent held
-        subprocess.run([sys.executable, "-c", SETUP, str(folder), str(SPEC), str(SAMPLES)], check=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT / "dsl")}, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-c", SETUP, str(folder), str(SPEC), str(SAMPLES)],
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "dsl")},
+            capture_output=True,
+        )
         data = folder / "d.npz"
         files = [folder / "c.onnx", folder / "c.tflite"]
         print(f"netdsl evaluate FILE --data ({SAMPLES} samples): median of {ROUNDS} interleaved fresh processes")
@@ -74,9 +90,11 @@ def main() -> None:
                     runs[keras_scoring].append(one_run(Path(file), data, keras_scoring))
             numpy_s, keras_s = (statistics.median(r[0] for r in runs[k]) for k in (False, True))
             numpy_mb, keras_mb = (statistics.median(r[1] for r in runs[k]) for k in (False, True))
-            print(f"  {Path(file).name:<9} NumPy scoring {numpy_s:6.2f} s {numpy_mb:6.0f} MiB | Keras scoring "
-                  f"{keras_s:6.2f} s {keras_mb:6.0f} MiB | time x{keras_s / numpy_s:.1f}, memory "
-                  f"x{keras_mb / numpy_mb:.1f}")
+            print(
+                f"  {Path(file).name:<9} NumPy scoring {numpy_s:6.2f} s {numpy_mb:6.0f} MiB | Keras scoring "
+                f"{keras_s:6.2f} s {keras_mb:6.0f} MiB | time x{keras_s / numpy_s:.1f}, memory "
+                f"x{keras_mb / numpy_mb:.1f}"
+            )
 
 
 if __name__ == "__main__":

@@ -49,8 +49,9 @@ def main() -> None:
         print("ResNet50 (weights=None): export time, seconds (one run each; verify=False)")
         paths = {}
         for fmt, name in (("onnx", "r.onnx"), ("saved_model", "r_saved_model"), ("litert", "r.tflite")):
-            seconds = timed(lambda: paths.setdefault(fmt, netdsl.export(model, format=fmt, out=folder / name,
-                                                                         verify=False)))
+            seconds = timed(
+                lambda: paths.setdefault(fmt, netdsl.export(model, format=fmt, out=folder / name, verify=False))
+            )
             print(f"  netdsl export --format {fmt:<12} {seconds:7.1f} s")
         model(np.zeros((1, 224, 224, 3), "float32"))  # Keras' exporter wants a model that was called
         keras_s = timed(lambda: model.export(folder / "k.onnx", format="onnx", verbose=False))
@@ -77,8 +78,9 @@ def main() -> None:
                 for key, fn in runs.items():
                     times[key].append(timed(fn) * 1000)
             med = {k: statistics.median(v) for k, v in times.items()}
-            print(f"  {batch:>5} {med['predict']:>14.1f} {med['call']:>10.1f} {med['onnx']:>12.1f} "
-                  f"{med['litert']:>8.1f}")
+            print(
+                f"  {batch:>5} {med['predict']:>14.1f} {med['call']:>10.1f} {med['onnx']:>12.1f} {med['litert']:>8.1f}"
+            )
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ model cnn {
 }
 """
 
-CHILD = r'''
+CHILD = r"""
 import json, os, sys, time
 os.environ["KERAS_BACKEND"] = "torch"
 import lightning as L
@@ -107,7 +107,7 @@ trainer = L.Trainer(max_epochs=int(epochs), accelerator="cpu", logger=False, ena
                     enable_checkpointing=False, enable_model_summary=False, callbacks=[clock])
 trainer.fit(module, DataLoader(TensorDataset(images, labels), batch_size=64, shuffle=True))
 open(out, "w").write(json.dumps(clock.epochs))
-'''
+"""
 
 
 def main() -> None:
@@ -127,10 +127,24 @@ def main() -> None:
         for run in range(args.runs):
             for side in ("spec", "hand"):
                 out = Path(tmp) / f"{side}-{run}.json"
-                child = subprocess.run([sys.executable, "-c", CHILD, side, str(spec), str(args.epochs),
-                                        str(args.samples), str(args.threads), "1" if args.channels_last else "0",
-                                        str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                       text=True)
+                child = subprocess.run(
+                    [
+                        sys.executable,
+                        "-c",
+                        CHILD,
+                        side,
+                        str(spec),
+                        str(args.epochs),
+                        str(args.samples),
+                        str(args.threads),
+                        "1" if args.channels_last else "0",
+                        str(out),
+                    ],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
                 if child.returncode != 0:  # (the child's own error, not a CalledProcessError of the script)
                     sys.exit(f"bench_lightning: the {side} run failed:\n{child.stderr[-3000:]}")
                 epochs = json.loads(out.read_text())[1:]
@@ -139,8 +153,10 @@ def main() -> None:
     cpu = {side: statistics.median(f[1] for f in runs) for side, runs in figures.items()}
     print(f"SpecModule  {wall['spec']:.3f} s/epoch wall, {cpu['spec']:.3f} s CPU")
     print(f"hand        {wall['hand']:.3f} s/epoch wall, {cpu['hand']:.3f} s CPU")
-    print(f"ratio       {wall['spec'] / wall['hand']:.2f}x wall, {cpu['spec'] / cpu['hand']:.2f}x CPU "
-          f"(threads {args.threads}, {args.samples} samples, batch 64; goal: at most 1.1x)")
+    print(
+        f"ratio       {wall['spec'] / wall['hand']:.2f}x wall, {cpu['spec'] / cpu['hand']:.2f}x CPU "
+        f"(threads {args.threads}, {args.samples} samples, batch 64; goal: at most 1.1x)"
+    )
 
 
 if __name__ == "__main__":

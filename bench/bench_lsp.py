@@ -43,15 +43,29 @@ TYPED = " -> relu6x"  # ten keys; the final text has one error: unknown step 're
 
 def generated_spec(lines_wanted: int = 1000) -> str:
     """A 1,000-line model: dense layers, a block, sums of earlier tensors, one per line."""
-    lines = ["let width = 64", "", "block unit(f, drop=0.1) {", "  input x",
-             "  y = x -> dense(f) -> layer_norm -> relu", "  output out = (y -> dropout(drop)) + x", "}", "",
-             "model big {", "  input x: (64,)", "  h0 = x -> dense(width)"]
+    lines = [
+        "let width = 64",
+        "",
+        "block unit(f, drop=0.1) {",
+        "  input x",
+        "  y = x -> dense(f) -> layer_norm -> relu",
+        "  output out = (y -> dropout(drop)) + x",
+        "}",
+        "",
+        "model big {",
+        "  input x: (64,)",
+        "  h0 = x -> dense(width)",
+    ]
     i = 0
     while len(lines) < lines_wanted - 3:
         i += 1
-        lines.append([f"  h{i} = h{i - 1} -> dense(width, activation=relu)",
-                      f"  h{i} = h{i - 1} -> unit(width)  # a block",
-                      f"  h{i} = (h{i - 1} + h{i - 2}) -> layer_norm"][i % 3])
+        lines.append(
+            [
+                f"  h{i} = h{i - 1} -> dense(width, activation=relu)",
+                f"  h{i} = h{i - 1} -> unit(width)  # a block",
+                f"  h{i} = (h{i - 1} + h{i - 2}) -> layer_norm",
+            ][i % 3]
+        )
     lines += [f"  output y = h{i} -> dense(10, activation=softmax)", "}"]
     return "\n".join(lines) + "\n"
 
@@ -102,14 +116,26 @@ async def typing_bursts(client, folder: Path) -> None:
             edit(client, uri, version, (target - 1, column), (target - 1, column), key)
             column += 1
             last_key = time.perf_counter()
-            pending.append(asyncio.ensure_future(timed(client.text_document_hover_async(
-                types.HoverParams(text_document=doc(uri), position=hover_at)))))
-            pending.append(asyncio.ensure_future(timed(client.text_document_completion_async(
-                types.CompletionParams(text_document=doc(uri), position=pos(target - 1, column))))))
+            pending.append(
+                asyncio.ensure_future(
+                    timed(
+                        client.text_document_hover_async(types.HoverParams(text_document=doc(uri), position=hover_at))
+                    )
+                )
+            )
+            pending.append(
+                asyncio.ensure_future(
+                    timed(
+                        client.text_document_completion_async(
+                            types.CompletionParams(text_document=doc(uri), position=pos(target - 1, column))
+                        )
+                    )
+                )
+            )
             await asyncio.sleep(KEY_GAP)
         published = await client.recorder.wait_for(uri, version, timeout=60)
         after_key.append(client.recorder.published_at(uri, version) - last_key)
-        final = "\n".join(lines[:target - 1] + [lines[target - 1] + TYPED] + lines[target:])
+        final = "\n".join(lines[: target - 1] + [lines[target - 1] + TYPED] + lines[target:])
         check = [d.model_dump() for d in netdsl.check(text=final, filename=str(path))]
         assert_same_as_check(published.diagnostics, check, str(path), final)  # correct, not only fast
         assert [d["message"] for d in check] == ["unknown step 'relu6x'"] or len(check) == 1, check
@@ -118,14 +144,22 @@ async def typing_bursts(client, folder: Path) -> None:
         completions += results[1::2]
         in_process.append(check_seconds(final, path, repeat=1))
     print(f"1,000-line spec ({len(lines) - 1} lines), {BURSTS} bursts of {KEYS} keys {KEY_GAP * 1000:.0f} ms apart:")
-    print(f"  last key -> correct diagnostics: median {statistics.median(after_key):.3f} s, "
-          f"max {max(after_key):.3f} s (target <= 1.0 s)")
-    print(f"  hover during the bursts:      p95 {p95(hovers) * 1000:.1f} ms, max {max(hovers) * 1000:.1f} ms "
-          f"({len(hovers)} requests; target <= 100 ms)")
-    print(f"  completion during the bursts: p95 {p95(completions) * 1000:.1f} ms, "
-          f"max {max(completions) * 1000:.1f} ms ({len(completions)} requests; target <= 100 ms)")
-    print(f"  netdsl.check of the final text in process: median {statistics.median(in_process):.3f} s "
-          f"(last key -> diagnostics is {statistics.median(after_key) / statistics.median(in_process):.2f}x it)")
+    print(
+        f"  last key -> correct diagnostics: median {statistics.median(after_key):.3f} s, "
+        f"max {max(after_key):.3f} s (target <= 1.0 s)"
+    )
+    print(
+        f"  hover during the bursts:      p95 {p95(hovers) * 1000:.1f} ms, max {max(hovers) * 1000:.1f} ms "
+        f"({len(hovers)} requests; target <= 100 ms)"
+    )
+    print(
+        f"  completion during the bursts: p95 {p95(completions) * 1000:.1f} ms, "
+        f"max {max(completions) * 1000:.1f} ms ({len(completions)} requests; target <= 100 ms)"
+    )
+    print(
+        f"  netdsl.check of the final text in process: median {statistics.median(in_process):.3f} s "
+        f"(last key -> diagnostics is {statistics.median(after_key) / statistics.median(in_process):.2f}x it)"
+    )
 
 
 async def example_specs(client) -> None:
@@ -149,11 +183,15 @@ async def example_specs(client) -> None:
             await asyncio.sleep(0.3)
         client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=doc(uri)))
     print(f"example specs ({len(latencies)} changes over {len(latencies) // 10} specs):")
-    print(f"  change -> diagnostics: p95 {p95(latencies) * 1000:.0f} ms, median "
-          f"{statistics.median(latencies) * 1000:.0f} ms (target p95 <= 200 ms)")
+    print(
+        f"  change -> diagnostics: p95 {p95(latencies) * 1000:.0f} ms, median "
+        f"{statistics.median(latencies) * 1000:.0f} ms (target p95 <= 200 ms)"
+    )
     median = statistics.median(checks) * 1000
-    print(f"  netdsl.check in process: p95 {p95(checks) * 1000:.0f} ms, median {median:.0f} ms "
-          f"(ratio of medians {statistics.median(latencies) / statistics.median(checks):.2f})")
+    print(
+        f"  netdsl.check in process: p95 {p95(checks) * 1000:.0f} ms, median {median:.0f} ms "
+        f"(ratio of medians {statistics.median(latencies) / statistics.median(checks):.2f})"
+    )
 
 
 async def main() -> None:

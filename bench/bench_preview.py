@@ -49,8 +49,10 @@ def main() -> int:
         return 0
     from netdsl.preview.snapshot import make_snapshot
 
-    print(f"save -> page latency in headless Chromium, {args.saves} saves each (ms); "
-          "snapshot = check + draw in one process (ms, median of 3)")
+    print(
+        f"save -> page latency in headless Chromium, {args.saves} saves each (ms); "
+        "snapshot = check + draw in one process (ms, median of 3)"
+    )
     print(f"{'spec':28}{'median':>9}{'p95':>9}{'max':>9}{'snapshot':>10}")
     worst = 0.0
     for name, old, new, options in CASES:
@@ -71,16 +73,23 @@ def main() -> int:
         label = name + (" " + " ".join(options) if options else "")
         p95 = statistics.quantiles(latencies, n=20, method="inclusive")[-1] if len(latencies) >= 2 else latencies[0]
         worst = max(worst, max(latencies))
-        print(f"{label:28}{statistics.median(latencies) * 1000:>9.0f}{p95 * 1000:>9.0f}"
-              f"{max(latencies) * 1000:>9.0f}{statistics.median(build) * 1000:>10.0f}")
+        print(
+            f"{label:28}{statistics.median(latencies) * 1000:>9.0f}{p95 * 1000:>9.0f}"
+            f"{max(latencies) * 1000:>9.0f}{statistics.median(build) * 1000:>10.0f}"
+        )
     print("target: every update within 1 s of the save: " + ("met" if worst <= 1.0 else f"MISSED ({worst:.2f} s)"))
     return 0
 
 
 def measure(spec: Path, first: str, second: str, options: list[str], saves: int, browser_class) -> list[float]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "dsl")}
-    process = subprocess.Popen([sys.executable, "-m", "netdsl.cli", "preview", str(spec), "--port", "0", *options],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "netdsl.cli", "preview", str(spec), "--port", "0", *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     latencies = []
     try:
         url = process.stdout.readline().split()[2]
@@ -93,7 +102,10 @@ def measure(spec: Path, first: str, second: str, options: list[str], saves: int,
                 saved = time.time()
                 applied = browser.wait_for(
                     "const p = window.netdslPreview; return p.version > arguments[0] ? p : null;",
-                    version, timeout=60, interval=0.01)
+                    version,
+                    timeout=60,
+                    interval=0.01,
+                )
                 latencies.append(applied["appliedAt"] / 1000 - saved)
                 time.sleep(0.3)
     finally:

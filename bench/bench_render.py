@@ -83,31 +83,53 @@ def commands(repeat: int) -> int:
                 }
                 for variant, argv in variants.items():
                     before, start = _children_cpu(), time.perf_counter()
-                    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=ROOT,
-                                          env={**os.environ, "PYTHONPATH": str(ROOT / "dsl")})
+                    done = subprocess.run(
+                        argv,
+                        capture_output=True,
+                        text=True,
+                        timeout=600,
+                        cwd=ROOT,
+                        env={**os.environ, "PYTHONPATH": str(ROOT / "dsl")},
+                    )
                     times.setdefault((name, variant), []).append(time.perf_counter() - start)
                     cpu.setdefault((name, variant), []).append(_children_cpu() - before)
                     if done.returncode != 0 or (variant == "pure" and done.stdout.split()[-2:] != ["0", "[]"]):
-                        print(f"{name} {variant}: failed or imported TensorFlow: {done.stdout[-200:]}"
-                              f"{done.stderr[-400:]}")
+                        print(
+                            f"{name} {variant}: failed or imported TensorFlow: {done.stdout[-200:]}{done.stderr[-400:]}"
+                        )
                         status = 1
-    print(f"whole render commands, fresh processes, median of {repeat} (s): wall clock | CPU (user+sys, "
-          "with dot: what the machine's load barely changes)")
+    print(
+        f"whole render commands, fresh processes, median of {repeat} (s): wall clock | CPU (user+sys, "
+        "with dot: what the machine's load barely changes)"
+    )
     print(f"{'':44}" + "".join(f"{name:>20}" for name in COMMAND_CASES))
-    rows = [("pure", "render, shapes from pure Python (no TF)"), ("keras", "render, shapes from a Keras build"),
-            ("topology", "render --no-shapes")]
+    rows = [
+        ("pure", "render, shapes from pure Python (no TF)"),
+        ("keras", "render, shapes from a Keras build"),
+        ("topology", "render --no-shapes"),
+    ]
     med = {key: statistics.median(values) for key, values in times.items()}
     med_cpu = {key: statistics.median(values) for key, values in cpu.items()}
     for variant, label in rows:
-        print(f"{label:44}" + "".join(f"{med[(n, variant)]:>11.3f} | {med_cpu[(n, variant)]:5.3f}"
-                                      for n in COMMAND_CASES))
-    print(f"{'ratio keras / pure':44}" + "".join(
-        f"{med[(n, 'keras')] / med[(n, 'pure')]:>10.1f}x | {med_cpu[(n, 'keras')] / med_cpu[(n, 'pure')]:4.1f}x"
-        for n in COMMAND_CASES))
+        print(
+            f"{label:44}" + "".join(f"{med[(n, variant)]:>11.3f} | {med_cpu[(n, variant)]:5.3f}" for n in COMMAND_CASES)
+        )
+    print(
+        f"{'ratio keras / pure':44}"
+        + "".join(
+            f"{med[(n, 'keras')] / med[(n, 'pure')]:>10.1f}x | {med_cpu[(n, 'keras')] / med_cpu[(n, 'pure')]:4.1f}x"
+            for n in COMMAND_CASES
+        )
+    )
     resnet, resnet_cpu = med[("resnet50", "pure")], med_cpu[("resnet50", "pure")]
-    print(f"target: netdsl render specs/resnet50.net with shapes <= 1 s: {resnet:.3f} s wall, {resnet_cpu:.3f} s CPU, "
-          + ("met" if resnet <= 1.0 else "MISSED on the wall clock" + (" (met in CPU time: a loaded machine)"
-                                                                          if resnet_cpu <= 1.0 else "")))
+    print(
+        f"target: netdsl render specs/resnet50.net with shapes <= 1 s: {resnet:.3f} s wall, {resnet_cpu:.3f} s CPU, "
+        + (
+            "met"
+            if resnet <= 1.0
+            else "MISSED on the wall clock" + (" (met in CPU time: a loaded machine)" if resnet_cpu <= 1.0 else "")
+        )
+    )
     print()
     return status
 
@@ -176,7 +198,8 @@ def main() -> int:
                 target = os.path.join(tmp, f"{name}.{fmt}")
                 try:
                     rows[name][f"plot_{fmt}"] = best(
-                        lambda: keras.utils.plot_model(model, to_file=target, show_shapes=True), args.repeat)
+                        lambda: keras.utils.plot_model(model, to_file=target, show_shapes=True), args.repeat
+                    )
                 except Exception as exc:  # reported as the figure
                     rows[name][f"plot_{fmt}"] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
 
@@ -206,8 +229,12 @@ def main() -> int:
         for key in ("plot_svg", "plot_png"):
             if isinstance(rows[name].get(key), str):
                 print(f"{name} {key}: {rows[name][key]}")
-    slow = [f"{name} {key}" for name, _ in CASES for key in ("topo_svg", "topo_png", "shapes_svg", "shapes_png")
-            if rows[name][key] >= 1.0]
+    slow = [
+        f"{name} {key}"
+        for name, _ in CASES
+        for key in ("topo_svg", "topo_png", "shapes_svg", "shapes_png")
+        if rows[name][key] >= 1.0
+    ]
     print("target < 1 s per diagram: " + ("met" if not slow else "MISSED: " + ", ".join(slow)))
     return status
 

@@ -79,8 +79,9 @@ def main() -> None:
     sweep_times, train_times = [], []
     for run in range(args.runs):
         start = time.perf_counter()
-        result = netdsl.sweep(spec, data=data, trials=args.trials, epochs=args.epochs, seed=run,
-                              out=work / f"sweeps{run}")
+        result = netdsl.sweep(
+            spec, data=data, trials=args.trials, epochs=args.epochs, seed=run, out=work / f"sweeps{run}"
+        )
         sweep_times.append(time.perf_counter() - start)
         start = time.perf_counter()
         for trial in result.trials:
@@ -88,8 +89,10 @@ def main() -> None:
         train_times.append(time.perf_counter() - start)
         print(f"run {run}: sweep {sweep_times[-1]:.2f} s, train x{args.trials} {train_times[-1]:.2f} s", flush=True)
     sweep, train = statistics.median(sweep_times), statistics.median(train_times)
-    print(f"sweep / train x{args.trials}: {sweep / train:.3f} (target <= 1.05); "
-          f"overhead per trial {(sweep - train) / args.trials:.3f} s of {train / args.trials:.2f} s")
+    print(
+        f"sweep / train x{args.trials}: {sweep / train:.3f} (target <= 1.05); "
+        f"overhead per trial {(sweep - train) / args.trials:.3f} s of {train / args.trials:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -74,8 +74,13 @@ def env(backend: str | None = None, threads: int | None = None) -> dict:
     """The environment of a benchmarked process: this checkout's netdsl, TensorFlow quiet, Keras on `backend`,
     and with `threads` every backend's CPU thread pools that size (`--threads`)."""
     extra = {"KERAS_BACKEND": backend} if backend else {}
-    return {**os.environ, "PYTHONPATH": str(ROOT / "dsl"), "TF_CPP_MIN_LOG_LEVEL": "3", **extra,
-            **(thread_env(threads) if threads else {})}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "dsl"),
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        **extra,
+        **(thread_env(threads) if threads else {}),
+    }
 
 
 def thread_env(threads: int) -> dict:
@@ -84,23 +89,51 @@ def thread_env(threads: int) -> dict:
     operation for threads that have no core (measured here: the MLP's 63 steps 2.9 s with 2 threads, 0.14 s
     with 1, load about 4 on 2 cores)."""
     n = str(threads)
-    return {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "TF_NUM_INTRAOP_THREADS": n, "TF_NUM_INTEROP_THREADS": n,
-            "XLA_FLAGS": f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'} "
-                         f"intra_op_parallelism_threads={n}"}
+    return {
+        "OMP_NUM_THREADS": n,
+        "MKL_NUM_THREADS": n,
+        "TF_NUM_INTRAOP_THREADS": n,
+        "TF_NUM_INTEROP_THREADS": n,
+        "XLA_FLAGS": f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'} "
+        f"intra_op_parallelism_threads={n}",
+    }
 
 
-def run_netdsl(spec: Path, data: Path, out: Path, args: argparse.Namespace,
-               backend: str | None = None) -> tuple[list[float], list[float]]:
+def run_netdsl(
+    spec: Path, data: Path, out: Path, args: argparse.Namespace, backend: str | None = None
+) -> tuple[list[float], list[float]]:
     """`netdsl train` in a fresh process: its epoch times and its per-epoch write times, from report.json."""
     chosen = ["--backend", backend] if backend else []
     out.mkdir(parents=True, exist_ok=True)
     # A folder of this call's own: run folders are numbered per model (small_cnn-1 after lightning_mlp-6),
     # so "the highest number" in a shared folder can be another network's older run.
     own = Path(tempfile.mkdtemp(dir=out))
-    subprocess.run([sys.executable, "-m", "netdsl.cli", "train", str(spec), "--train", str(data), "--epochs",
-                    str(args.epochs), "--batch-size", str(args.batch_size), "--seed", "0", "--progress", "none",
-                    *chosen, "-o", str(own)], env=env(backend, getattr(args, "threads", None)), check=True,
-                   capture_output=True, timeout=900)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "netdsl.cli",
+            "train",
+            str(spec),
+            "--train",
+            str(data),
+            "--epochs",
+            str(args.epochs),
+            "--batch-size",
+            str(args.batch_size),
+            "--seed",
+            "0",
+            "--progress",
+            "none",
+            *chosen,
+            "-o",
+            str(own),
+        ],
+        env=env(backend, getattr(args, "threads", None)),
+        check=True,
+        capture_output=True,
+        timeout=900,
+    )
     (folder,) = own.iterdir()
     report = json.loads((folder / "report.json").read_text())
     return report["epoch_seconds"], report["write_seconds"]
@@ -108,10 +141,24 @@ def run_netdsl(spec: Path, data: Path, out: Path, args: argparse.Namespace,
 
 def run_hand(spec: Path, data: Path, args: argparse.Namespace, backend: str | None = None) -> list[float]:
     """The hand-written `model.fit` of the spec's model in a fresh process: its epoch times."""
-    done = subprocess.run([sys.executable, "-c", HAND, str(spec), str(data), "0", str(args.batch_size),
-                           str(args.epochs), "1" if args.shuffle else "0"],
-                          env=env(backend, getattr(args, "threads", None)), check=True, capture_output=True, text=True,
-                          timeout=900)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            HAND,
+            str(spec),
+            str(data),
+            "0",
+            str(args.batch_size),
+            str(args.epochs),
+            "1" if args.shuffle else "0",
+        ],
+        env=env(backend, getattr(args, "threads", None)),
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -160,9 +207,11 @@ def main() -> int:
         images, labels = generate(args.samples)
         data = folder / "digits.npz"
         np.savez(data, image=images, logits=labels)
-        print(f"lightning_mlp, {args.samples} samples, batch {args.batch_size}, {args.epochs} epochs, "
-              f"shuffle {'on' if args.shuffle else 'off'}, steps_per_execution {args.steps_per_execution}; "
-              f"{args.runs} interleaved runs per side\n")
+        print(
+            f"lightning_mlp, {args.samples} samples, batch {args.batch_size}, {args.epochs} epochs, "
+            f"shuffle {'on' if args.shuffle else 'off'}, steps_per_execution {args.steps_per_execution}; "
+            f"{args.runs} interleaved runs per side\n"
+        )
         ours, hand, writes = [], [], []
         for i in range(args.runs):
             epochs, written = run_netdsl(spec, data, folder / "runs", args)
@@ -173,12 +222,17 @@ def main() -> int:
         loading = pipeline_epoch(spec, data, args)
     netdsl_epoch, hand_epoch = statistics.median(ours), statistics.median(hand)
     print(f"\nepoch time (median): netdsl {netdsl_epoch:.3f} s, hand-written fit {hand_epoch:.3f} s")
-    print(f"ratio netdsl/hand: {netdsl_epoch / hand_epoch:.3f}  (target <= 1.05); best runs: "
-          f"{min(ours) / min(hand):.3f}")
-    print(f"state written after each epoch (checkpoint, history, report): {statistics.median(writes):.3f} s "
-          f"= {statistics.median(writes) / netdsl_epoch:.1%} of netdsl's epoch")
-    print(f"data loading alone: {loading:.3f} s per epoch = {loading / netdsl_epoch:.1%} of netdsl's epoch "
-          f"(overlapped with training by prefetch)")
+    print(
+        f"ratio netdsl/hand: {netdsl_epoch / hand_epoch:.3f}  (target <= 1.05); best runs: {min(ours) / min(hand):.3f}"
+    )
+    print(
+        f"state written after each epoch (checkpoint, history, report): {statistics.median(writes):.3f} s "
+        f"= {statistics.median(writes) / netdsl_epoch:.1%} of netdsl's epoch"
+    )
+    print(
+        f"data loading alone: {loading:.3f} s per epoch = {loading / netdsl_epoch:.1%} of netdsl's epoch "
+        f"(overlapped with training by prefetch)"
+    )
     return 0
 
 

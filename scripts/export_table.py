@@ -58,13 +58,20 @@ def main() -> None:
 
     if args.applications:
         shape = None if args.size is None else (args.size, args.size, 3)
-        models = [(f"keras.applications.{name}",
-                   lambda n=name: getattr(keras.applications, n)(weights=None, input_shape=shape))
-                  for name in APPLICATIONS]
+        models = [
+            (
+                f"keras.applications.{name}",
+                lambda n=name: getattr(keras.applications, n)(weights=None, input_shape=shape),
+            )
+            for name in APPLICATIONS
+        ]
     else:
         specs = args.specs or sorted((ROOT / "specs").glob("*.net"))
-        models = [(f"{spec.name}: {name}", lambda s=spec, n=name: netdsl.build(s, n))
-                  for spec in specs for name in pick_models(netdsl.parse_file(spec), None)]
+        models = [
+            (f"{spec.name}: {name}", lambda s=spec, n=name: netdsl.build(s, n))
+            for spec in specs
+            for name in pick_models(netdsl.parse_file(spec), None)
+        ]
     with tempfile.TemporaryDirectory(prefix="netdsl-export-table-") as tmp:
         for label, make in models:
             model = make()

@@ -26,10 +26,14 @@ GALLERY = ROOT / "docs" / "gallery"
 
 def page() -> tuple[str, list[tuple[Path, str]]]:
     """The page's text and the (image, model) pairs it shows."""
-    lines = ["# Examples", "",
-             "The example specs that ship with netdsl (`netdsl examples` lists them, `netdsl examples NAME`",
-             "copies one out), each model drawn by `netdsl render SPEC --model NAME --depth 1`.",
-             "This page is written by `scripts/gen_gallery.py`.", ""]
+    lines = [
+        "# Examples",
+        "",
+        "The example specs that ship with netdsl (`netdsl examples` lists them, `netdsl examples NAME`",
+        "copies one out), each model drawn by `netdsl render SPEC --model NAME --depth 1`.",
+        "This page is written by `scripts/gen_gallery.py`.",
+        "",
+    ]
     images = []
     for name, about in examples().items():
         lines += [f"## {name}", "", about, "", f"`specs/{name}.net`", ""]

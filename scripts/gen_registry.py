@@ -135,23 +135,29 @@ EXTRA_ALIASES = {
     },
     "activation": {},
     "initializer": {  # Keras's own string aliases
-        "random_normal": ["normal"], "random_uniform": ["uniform"],
-        "ones": ["one"], "zeros": ["zero"],
+        "random_normal": ["normal"],
+        "random_uniform": ["uniform"],
+        "ones": ["one"],
+        "zeros": ["zero"],
     },
     "regularizer": {"l1_l2": ["l1l2"]},
     "constraint": {},
     "optimizer": {"schedule_free_adamw": ["schedulefreeadamw"]},
     "loss": {
-        "mean_squared_error": ["mse"], "mean_absolute_error": ["mae"],
+        "mean_squared_error": ["mse"],
+        "mean_absolute_error": ["mae"],
         "mean_absolute_percentage_error": ["mape"],
         "mean_squared_logarithmic_error": ["msle"],
-        "kl_divergence": ["kld"], "binary_crossentropy": ["bce"],
+        "kl_divergence": ["kld"],
+        "binary_crossentropy": ["bce"],
     },
     "metric": {
-        "mean_squared_error": ["mse"], "mean_absolute_error": ["mae"],
+        "mean_squared_error": ["mse"],
+        "mean_absolute_error": ["mae"],
         "mean_absolute_percentage_error": ["mape"],
         "mean_squared_logarithmic_error": ["msle"],
-        "binary_crossentropy": ["bce"], "accuracy": ["acc"],
+        "binary_crossentropy": ["bce"],
+        "accuracy": ["acc"],
     },
     "schedule": {},
     "callback": {},
@@ -161,36 +167,70 @@ EXTRA_ALIASES = {
 # Parameter types
 
 BY_NAME = {
-    "activation": "activation", "recurrent_activation": "activation",
-    "kernel_size": "ints", "strides": "ints", "pool_size": "ints",
-    "dilation_rate": "ints", "output_padding": "ints", "tile_grid_size": "ints",
-    "axis": "ints", "axes": "ints", "shared_axes": "ints",
-    "attention_axes": "ints", "output_size": "ints", "ngrams": "ints",
-    "input_axes": "ints", "output_axes": "ints",
-    "noise_shape": "shape", "target_shape": "shape",
+    "activation": "activation",
+    "recurrent_activation": "activation",
+    "kernel_size": "ints",
+    "strides": "ints",
+    "pool_size": "ints",
+    "dilation_rate": "ints",
+    "output_padding": "ints",
+    "tile_grid_size": "ints",
+    "axis": "ints",
+    "axes": "ints",
+    "shared_axes": "ints",
+    "attention_axes": "ints",
+    "output_size": "ints",
+    "ngrams": "ints",
+    "input_axes": "ints",
+    "output_axes": "ints",
+    "noise_shape": "shape",
+    "target_shape": "shape",
     "dims": "tuple",
-    "layer": "layer", "backward_layer": "layer",
+    "layer": "layer",
+    "backward_layer": "layer",
     "learning_rate": "schedule_or_float",
-    "name": "str", "dtype": "dtype", "trainable": "bool",
-    "seed": "int", "data_format": "str",
-    "vocabulary": "list", "idf_weights": "list", "bin_boundaries": "list",
-    "boundaries": "list", "values": "list", "exclude_layers": "list",
+    "name": "str",
+    "dtype": "dtype",
+    "trainable": "bool",
+    "seed": "int",
+    "data_format": "str",
+    "vocabulary": "list",
+    "idf_weights": "list",
+    "bin_boundaries": "list",
+    "boundaries": "list",
+    "values": "list",
+    "exclude_layers": "list",
     "label_weights": "list",
     "renorm_clipping": "dict",
-    "use_cudnn": "any",           # "auto", True or False
-    "mask_token": "any", "oov_token": "any",
-    "output_shape": "any",        # int or tuple (with none)
-    "factor": "any", "height_factor": "any", "width_factor": "any",
-    "brightness_factor": "any", "contrast_factor": "any",
-    "saturation_factor": "any", "hue_factor": "any", "scale_factor": "any",
-    "fill_value": "any", "thresholds": "any", "mean": "any", "variance": "any",
-    "cropping": "any",            # int, tuple, or tuple of tuples
-    "value_range": "tuple", "target_class_ids": "tuple",
-    "standardize": "str", "split": "str",   # callables allowed by Keras: not here
-    "average": "str", "class_aggregation": "str",
-    "monitor": "str", "merge_mode": "str",
-    "flash_attention": "bool", "reverse_dtype": "dtype",
-    "mask_value": "any", "salt": "any",  # int, or (int, int) for salt
+    "use_cudnn": "any",  # "auto", True or False
+    "mask_token": "any",
+    "oov_token": "any",
+    "output_shape": "any",  # int or tuple (with none)
+    "factor": "any",
+    "height_factor": "any",
+    "width_factor": "any",
+    "brightness_factor": "any",
+    "contrast_factor": "any",
+    "saturation_factor": "any",
+    "hue_factor": "any",
+    "scale_factor": "any",
+    "fill_value": "any",
+    "thresholds": "any",
+    "mean": "any",
+    "variance": "any",
+    "cropping": "any",  # int, tuple, or tuple of tuples
+    "value_range": "tuple",
+    "target_class_ids": "tuple",
+    "standardize": "str",
+    "split": "str",  # callables allowed by Keras: not here
+    "average": "str",
+    "class_aggregation": "str",
+    "monitor": "str",
+    "merge_mode": "str",
+    "flash_attention": "bool",
+    "reverse_dtype": "dtype",
+    "mask_value": "any",
+    "salt": "any",  # int, or (int, int) for salt
 }
 BY_SUFFIX = (
     ("_initializer", "initializer"),
@@ -199,24 +239,83 @@ BY_SUFFIX = (
 )
 # Integer-valued by name, whatever the default.
 INT_NAMES = {
-    "units", "filters", "n", "input_dim", "output_dim", "num_heads", "key_dim",
-    "value_dim", "head_dim", "num_query_heads", "num_key_value_heads",
-    "height", "width", "num_bins", "max_number", "groups", "num_classes",
-    "decay_steps", "first_decay_steps", "max_tokens", "num_tokens",
-    "output_sequence_length", "sliding_window", "lora_rank", "class_id",
-    "top_k", "num_labels", "ignore_class", "ema_overwrite_frequency",
-    "gradient_accumulation_steps", "sequence_length", "frame_step",
-    "fft_length", "depth_multiplier", "d_model", "heads", "stride",
+    "units",
+    "filters",
+    "n",
+    "input_dim",
+    "output_dim",
+    "num_heads",
+    "key_dim",
+    "value_dim",
+    "head_dim",
+    "num_query_heads",
+    "num_key_value_heads",
+    "height",
+    "width",
+    "num_bins",
+    "max_number",
+    "groups",
+    "num_classes",
+    "decay_steps",
+    "first_decay_steps",
+    "max_tokens",
+    "num_tokens",
+    "output_sequence_length",
+    "sliding_window",
+    "lora_rank",
+    "class_id",
+    "top_k",
+    "num_labels",
+    "ignore_class",
+    "ema_overwrite_frequency",
+    "gradient_accumulation_steps",
+    "sequence_length",
+    "frame_step",
+    "fft_length",
+    "depth_multiplier",
+    "d_model",
+    "heads",
+    "stride",
 }
 # Float-valued by name, even where Keras writes an integer default.
 FLOAT_NAMES = {
-    "rate", "stddev", "scale", "offset", "initial_learning_rate", "decay_rate",
-    "threshold", "default_value", "recall", "precision", "specificity",
-    "sensitivity", "q", "max_value", "min_value", "min_delta", "label_smoothing",
-    "b", "gamma", "baseline", "min_lr", "adam_lr_ratio", "weight_decay",
-    "clipnorm", "clipvalue", "global_clipnorm", "loss_scale_factor",
-    "lora_alpha", "warmup_target", "max_freq", "logit_soft_cap", "epsilon",
-    "alpha", "l1", "l2", "momentum", "delta",
+    "rate",
+    "stddev",
+    "scale",
+    "offset",
+    "initial_learning_rate",
+    "decay_rate",
+    "threshold",
+    "default_value",
+    "recall",
+    "precision",
+    "specificity",
+    "sensitivity",
+    "q",
+    "max_value",
+    "min_value",
+    "min_delta",
+    "label_smoothing",
+    "b",
+    "gamma",
+    "baseline",
+    "min_lr",
+    "adam_lr_ratio",
+    "weight_decay",
+    "clipnorm",
+    "clipvalue",
+    "global_clipnorm",
+    "loss_scale_factor",
+    "lora_alpha",
+    "warmup_target",
+    "max_freq",
+    "logit_soft_cap",
+    "epsilon",
+    "alpha",
+    "l1",
+    "l2",
+    "momentum",
+    "delta",
 }
 # (entry name, param) -> type, where the rules above are wrong.
 PARAM_OVERRIDES = {
@@ -229,11 +328,11 @@ PARAM_OVERRIDES = {
     ("einsum_dense", "bias_axes"): "str",
     ("einsum_dense", "equation"): "str",
     ("activation", "activation"): "activation",
-    ("residual", "kernel_size"): "int",       # netdsl: one int, all axes
-    ("random_erasing", "scale"): "any",       # (min, max) tuple
+    ("residual", "kernel_size"): "int",  # netdsl: one int, all axes
+    ("random_erasing", "scale"): "any",  # (min, max) tuple
     ("random_perspective", "scale"): "float",
     ("random_elastic_transform", "scale"): "any",
-    ("rescaling", "scale"): "any",            # number or per-channel list
+    ("rescaling", "scale"): "any",  # number or per-channel list
     ("rescaling", "offset"): "any",
     ("orthogonal_regularizer", "mode"): "str",
     ("constant", "value"): "float",
@@ -261,8 +360,7 @@ PADDING = ("valid", "same")
 CHOICES_BY_NAME = {
     "data_format": DATA_FORMATS,
     "merge_mode": ("sum", "mul", "concat", "ave"),
-    "reduction": ("sum_over_batch_size", "sum", "mean",
-                  "mean_with_sample_weight", "none"),
+    "reduction": ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none"),
     "score_mode": ("dot", "concat"),
     "curve": ("ROC", "PR"),
     "summation_method": ("interpolation", "minoring", "majoring"),
@@ -274,8 +372,7 @@ CHOICES_BY_PARAM = {
     ("early_stopping", "mode"): ("auto", "min", "max"),
     ("reduce_lr_on_plateau", "mode"): ("auto", "min", "max"),
     ("variance_scaling", "mode"): ("fan_in", "fan_out", "fan_avg"),
-    ("variance_scaling", "distribution"):
-        ("truncated_normal", "untruncated_normal", "uniform", "normal"),
+    ("variance_scaling", "distribution"): ("truncated_normal", "untruncated_normal", "uniform", "normal"),
     ("orthogonal_regularizer", "mode"): ("rows", "columns"),
     ("r2_score", "class_aggregation"): ("uniform_average", "variance_weighted_average"),
 }
@@ -285,7 +382,7 @@ NULLABLE = {
     ("r2_score", "class_aggregation"),  # None: one R2 per output column
 }
 
-UNTYPED: list[str] = []   # (entry, param) typed "any" by fallback: reviewed
+UNTYPED: list[str] = []  # (entry, param) typed "any" by fallback: reviewed
 
 
 def param_type(entry: str, pname: str, default, required: bool) -> str:
@@ -347,8 +444,7 @@ def make_param(entry, pname, default, positional):
     return d
 
 
-def signature_params(entry, func, *, skip_first=False, base=(),
-                     positional_base=False):
+def signature_params(entry, func, *, skip_first=False, base=(), positional_base=False):
     """Parameter table from `func`'s signature (self dropped; the first
     parameter dropped too with skip_first), **kwargs replaced by `base`."""
     sig = inspect.signature(func)
@@ -403,8 +499,8 @@ def first_sentence(text: str) -> str:
     for i, char in enumerate(text):
         depth += {"(": 1, ")": -1}.get(char, 0)
         if char == "." and depth <= 0 and (i + 1 == len(text) or text[i + 1] == " "):
-            if not text[:i + 1].lower().endswith(_ABBREVIATIONS):
-                return re.sub(r"\.{2,}$", ".", text[:i + 1])
+            if not text[: i + 1].lower().endswith(_ABBREVIATIONS):
+                return re.sub(r"\.{2,}$", ".", text[: i + 1])
     return re.sub(r"\.{2,}$", ".", text)
 
 
@@ -412,26 +508,41 @@ def first_sentence(text: str) -> str:
 # Layers
 
 INPUTS = {
-    "add": (2, None), "average": (2, None), "maximum": (2, None),
-    "minimum": (2, None), "multiply": (2, None), "concatenate": (2, None),
-    "subtract": (2, 2), "dot": (2, 2),
-    "multi_head_attention": (2, 3), "group_query_attention": (2, 3),
-    "dot_product_attention": (2, 3), "additive_attention": (2, 3),
+    "add": (2, None),
+    "average": (2, None),
+    "maximum": (2, None),
+    "minimum": (2, None),
+    "multiply": (2, None),
+    "concatenate": (2, None),
+    "subtract": (2, 2),
+    "dot": (2, 2),
+    "multi_head_attention": (2, 3),
+    "group_query_attention": (2, 3),
+    "dot_product_attention": (2, 3),
+    "additive_attention": (2, 3),
     "hashed_crossing": (2, 2),
-    "attention": (1, 4),   # netdsl: x, (q, kv), (q, k, v) or (q, k, v, mask)
+    "attention": (1, 4),  # netdsl: x, (q, kv), (q, k, v) or (q, k, v, mask)
 }
 CALL_STYLE = {
-    "add": "list", "average": "list", "maximum": "list", "minimum": "list",
-    "multiply": "list", "concatenate": "list", "subtract": "list", "dot": "list",
-    "dot_product_attention": "list", "additive_attention": "list",
-    "hashed_crossing": "list", "attention": "list",
-    "multi_head_attention": "args", "group_query_attention": "args",
+    "add": "list",
+    "average": "list",
+    "maximum": "list",
+    "minimum": "list",
+    "multiply": "list",
+    "concatenate": "list",
+    "subtract": "list",
+    "dot": "list",
+    "dot_product_attention": "list",
+    "additive_attention": "list",
+    "hashed_crossing": "list",
+    "attention": "list",
+    "multi_head_attention": "args",
+    "group_query_attention": "args",
 }
 # Constant keyword arguments of call() a spec may give with the constructor's.
 CALL_PARAMS = {
     name: [("return_attention_scores", False), ("use_causal_mask", False)]
-    for name in ("multi_head_attention", "group_query_attention",
-                 "dot_product_attention", "additive_attention")
+    for name in ("multi_head_attention", "group_query_attention", "dot_product_attention", "additive_attention")
 }
 
 KEY_ARGS = {
@@ -443,17 +554,32 @@ KEY_ARGS = {
     "reversible_embedding": ["input_dim", "output_dim"],
     "multi_head_attention": ["num_heads", "key_dim"],
     "group_query_attention": ["head_dim", "num_query_heads", "num_key_value_heads"],
-    "concatenate": ["axis"], "dot": ["axes"], "softmax": ["axis"],
-    "relu": ["max_value"], "leaky_relu": ["negative_slope"], "elu": ["alpha"],
-    "activation": ["activation"], "group_normalization": ["groups"],
-    "reshape": ["target_shape"], "permute": ["dims"], "repeat_vector": ["n"],
-    "zero_padding1d": ["padding"], "zero_padding2d": ["padding"],
+    "concatenate": ["axis"],
+    "dot": ["axes"],
+    "softmax": ["axis"],
+    "relu": ["max_value"],
+    "leaky_relu": ["negative_slope"],
+    "elu": ["alpha"],
+    "activation": ["activation"],
+    "group_normalization": ["groups"],
+    "reshape": ["target_shape"],
+    "permute": ["dims"],
+    "repeat_vector": ["n"],
+    "zero_padding1d": ["padding"],
+    "zero_padding2d": ["padding"],
     "zero_padding3d": ["padding"],
-    "cropping1d": ["cropping"], "cropping2d": ["cropping"], "cropping3d": ["cropping"],
-    "up_sampling1d": ["size"], "up_sampling2d": ["size"], "up_sampling3d": ["size"],
-    "bidirectional": ["merge_mode"], "resizing": ["height", "width"],
+    "cropping1d": ["cropping"],
+    "cropping2d": ["cropping"],
+    "cropping3d": ["cropping"],
+    "up_sampling1d": ["size"],
+    "up_sampling2d": ["size"],
+    "up_sampling3d": ["size"],
+    "bidirectional": ["merge_mode"],
+    "resizing": ["height", "width"],
     "rescaling": ["scale", "offset"],
-    "linear": ["units"], "scale": ["multiplier"], "scaled_sigmoid": ["scale"],
+    "linear": ["units"],
+    "scale": ["multiplier"],
+    "scaled_sigmoid": ["scale"],
     "attention": ["d_model", "heads"],
     "residual": ["filters", "kernel_size", "stride"],
 }
@@ -496,8 +622,19 @@ def primary_name(obj, pubs):
     return own if own in pubs else pubs[0]
 
 
-def make_entry(kind, name, keras_name, params, desc, aliases, source="keras",
-               inputs=(1, 1), call_style="single", key_args=(), call_params=()):
+def make_entry(
+    kind,
+    name,
+    keras_name,
+    params,
+    desc,
+    aliases,
+    source="keras",
+    inputs=(1, 1),
+    call_style="single",
+    key_args=(),
+    call_params=(),
+):
     return {
         "keras_name": keras_name,
         "params": params,
@@ -530,23 +667,33 @@ def layer_entries(keras):
                 assert call_sig[pname].default == default, (name, pname)
                 call_params.append(make_param(name, pname, default, False))
         out[name] = make_entry(
-            "layer", name, primary, params, description(cls), aliases,
+            "layer",
+            name,
+            primary,
+            params,
+            description(cls),
+            aliases,
             inputs=INPUTS.get(name, (1, 1)),
             call_style=CALL_STYLE.get(name, "single"),
             key_args=layer_key_args(name, params),
             call_params=call_params,
         )
     from netdsl.custom import layers as custom
+
     for name, cls in sorted(custom.LAYERS.items()):
         assert name not in out, f"netdsl layer {name!r} shadows a Keras layer"
-        params = signature_params(name, cls.__init__, base=base,
-                                  positional_base=True)
+        params = signature_params(name, cls.__init__, base=base, positional_base=True)
         twin = cls.__name__
-        aliases = set() if any(twin in e["aliases"] or twin == k
-                               for k, e in out.items()) else {twin}
+        aliases = set() if any(twin in e["aliases"] or twin == k for k, e in out.items()) else {twin}
         out[name] = make_entry(
-            "layer", name, f"netdsl.{cls.__name__}", params, description(cls),
-            aliases, source="netdsl", inputs=INPUTS.get(name, (1, 1)),
+            "layer",
+            name,
+            f"netdsl.{cls.__name__}",
+            params,
+            description(cls),
+            aliases,
+            source="netdsl",
+            inputs=INPUTS.get(name, (1, 1)),
             call_style=CALL_STYLE.get(name, "single"),
             key_args=layer_key_args(name, params),
         )
@@ -566,15 +713,25 @@ def activation_entries(keras):
             continue
         params = signature_params(primary, fn, skip_first=True)
         out[primary] = make_entry(
-            "activation", primary, primary, params, description(fn),
+            "activation",
+            primary,
+            primary,
+            params,
+            description(fn),
             set(pubs) | set(EXTRA_ALIASES["activation"].get(primary, ())),
             key_args=[p["name"] for p in params if p.get("required")],
         )
     from netdsl.custom import activations as custom
+
     for name, fn in sorted(custom.ACTIVATIONS.items()):
         assert name not in out, f"netdsl activation {name!r} shadows Keras's"
         out[name] = make_entry(
-            "activation", name, f"netdsl.{name}", [], description(fn), set(),
+            "activation",
+            name,
+            f"netdsl.{name}",
+            [],
+            description(fn),
+            set(),
             source="netdsl",
         )
     return out, excluded
@@ -594,8 +751,7 @@ def class_entries(kind, module, base, extra=None):
         key_args = [p["name"] for p in params if p.get("required")]
         if kind == "optimizer":
             key_args = ["learning_rate"]
-        out[name] = make_entry(kind, name, primary, params, description(cls),
-                               aliases, key_args=key_args)
+        out[name] = make_entry(kind, name, primary, params, description(cls), aliases, key_args=key_args)
     for name, entry in (extra or {}).items():
         assert name not in out, (kind, name)
         entry["aliases"] = sorted(set(EXTRA_ALIASES[kind].get(name, ())))
@@ -616,22 +772,25 @@ def build() -> dict:
         "optimizer": (keras.optimizers, keras.optimizers.Optimizer),
         "loss": (keras.losses, keras.losses.Loss),
         "metric": (keras.metrics, keras.metrics.Metric),
-        "schedule": (keras.optimizers.schedules,
-                     keras.optimizers.schedules.LearningRateSchedule),
+        "schedule": (keras.optimizers.schedules, keras.optimizers.schedules.LearningRateSchedule),
         "callback": (keras.callbacks, keras.callbacks.Callback),
     }
     extra = {
         "metric": {
             "accuracy": make_entry(
-                "metric", "accuracy", "accuracy", [],
-                "Accuracy as Keras's \"accuracy\" string: binary, categorical "
+                "metric",
+                "accuracy",
+                "accuracy",
+                [],
+                'Accuracy as Keras\'s "accuracy" string: binary, categorical '
                 "or sparse categorical accuracy, chosen from the loss and "
-                "output shape.", ()),
+                "output shape.",
+                (),
+            ),
         },
     }
     for kind, (module, base) in plain.items():
-        kinds[kind], excluded[kind] = class_entries(kind, module, base,
-                                                    extra.get(kind))
+        kinds[kind], excluded[kind] = class_entries(kind, module, base, extra.get(kind))
     # Every key unique within its kind.
     for kind, entries in kinds.items():
         seen = {}
@@ -640,8 +799,7 @@ def build() -> dict:
                 assert key not in seen, f"{kind} key {key!r}: {seen[key]} and {name}"
                 seen[key] = name
     # Every exclusion named in the tables must exist (catches Keras renames).
-    modules = dict(plain, layer=(keras.layers, None),
-                   activation=(keras.activations, None))
+    modules = dict(plain, layer=(keras.layers, None), activation=(keras.activations, None))
     for kind, table in EXCLUDED.items():
         missing = sorted(n for n in table if not hasattr(modules[kind][0], n))
         assert not missing, f"{kind}: excluded names not found in Keras: {missing}"
@@ -660,10 +818,8 @@ def render(data: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true",
-                    help="exit 1 if the committed file differs")
-    ap.add_argument("--verbose", action="store_true",
-                    help="list parameters typed 'any' by fallback")
+    ap.add_argument("--check", action="store_true", help="exit 1 if the committed file differs")
+    ap.add_argument("--verbose", action="store_true", help="list parameters typed 'any' by fallback")
     args = ap.parse_args(argv)
     text = render(build())
     if args.verbose:

@@ -59,27 +59,55 @@ class Generator:
 # In dependency order: the grammar's tables and the registry first (the checker reads both),
 # then what is derived from the grammar, the registry or the checker's messages.
 GENERATORS: tuple[Generator, ...] = (
-    Generator("parser-tables", ("scripts/gen_parser_tables.py",), "dsl/netdsl/syntax/netdsl_tables.json",
-              checks=True),
+    Generator("parser-tables", ("scripts/gen_parser_tables.py",), "dsl/netdsl/syntax/netdsl_tables.json", checks=True),
     Generator("registry", ("scripts/gen_registry.py",), "dsl/netdsl/registry/data.json", checks=True, heavy=True),
-    Generator("textmate", ("scripts/gen_textmate.py",),
-              "editors/textmate/netdsl.tmLanguage.json, editors/vscode/syntaxes/netdsl.tmLanguage.json", checks=True),
-    Generator("error-fixtures", ("tests/support/regen_error_fixtures.py",), "tests/fixtures/errors/*.expected",
-              checked_by="compared by tests/test_diagnostics.py"),
-    Generator("data-error-data", ("tests/fixtures/data_errors/make_data.py",),
-              "tests/fixtures/data_errors/*.npz, images_*/",
-              checked_by="read by tests/training/test_data_errors.py"),
-    Generator("data-error-fixtures", ("tests/support/regen_data_error_fixtures.py",),
-              "tests/fixtures/data_errors/*.expected",
-              heavy=True, checked_by="compared by tests/training/test_data_errors.py"),
-    Generator("decompile-configs", ("tests/fixtures/decompile/make_fixtures.py",), "tests/fixtures/decompile/*.json",
-              heavy=True, checked_by="no test: the inputs of tests/decompiler/test_*.py"),
-    Generator("decompile-outputs", (*PYTEST, "tests/decompiler/test_decompile.py", "-k", "test_fixture_decompiles"),
-              "tests/fixtures/decompile/*.net, tests/fixtures/decompile/*.expected", heavy=True,
-              env={"REGEN_DECOMPILE": "1"}, checked_by="compared by tests/decompiler/test_decompile.py"),
-    Generator("render-goldens", (*PYTEST, "tests/diagram/test_render.py", "-k", "test_golden_dot"),
-              "tests/fixtures/golden/render_small*.dot", env={"NETDSL_UPDATE_GOLDEN": "1"},
-              checked_by="compared by tests/diagram/test_render.py"),
+    Generator(
+        "textmate",
+        ("scripts/gen_textmate.py",),
+        "editors/textmate/netdsl.tmLanguage.json, editors/vscode/syntaxes/netdsl.tmLanguage.json",
+        checks=True,
+    ),
+    Generator(
+        "error-fixtures",
+        ("tests/support/regen_error_fixtures.py",),
+        "tests/fixtures/errors/*.expected",
+        checked_by="compared by tests/test_diagnostics.py",
+    ),
+    Generator(
+        "data-error-data",
+        ("tests/fixtures/data_errors/make_data.py",),
+        "tests/fixtures/data_errors/*.npz, images_*/",
+        checked_by="read by tests/training/test_data_errors.py",
+    ),
+    Generator(
+        "data-error-fixtures",
+        ("tests/support/regen_data_error_fixtures.py",),
+        "tests/fixtures/data_errors/*.expected",
+        heavy=True,
+        checked_by="compared by tests/training/test_data_errors.py",
+    ),
+    Generator(
+        "decompile-configs",
+        ("tests/fixtures/decompile/make_fixtures.py",),
+        "tests/fixtures/decompile/*.json",
+        heavy=True,
+        checked_by="no test: the inputs of tests/decompiler/test_*.py",
+    ),
+    Generator(
+        "decompile-outputs",
+        (*PYTEST, "tests/decompiler/test_decompile.py", "-k", "test_fixture_decompiles"),
+        "tests/fixtures/decompile/*.net, tests/fixtures/decompile/*.expected",
+        heavy=True,
+        env={"REGEN_DECOMPILE": "1"},
+        checked_by="compared by tests/decompiler/test_decompile.py",
+    ),
+    Generator(
+        "render-goldens",
+        (*PYTEST, "tests/diagram/test_render.py", "-k", "test_golden_dot"),
+        "tests/fixtures/golden/render_small*.dot",
+        env={"NETDSL_UPDATE_GOLDEN": "1"},
+        checked_by="compared by tests/diagram/test_render.py",
+    ),
     Generator("gallery", ("scripts/gen_gallery.py",), "docs/examples.md, docs/gallery/*.svg", checks=True),
 )
 
@@ -93,14 +121,22 @@ def _environment(extra: dict[str, str]) -> dict[str, str]:
 def run(generator: Generator, check: bool) -> subprocess.CompletedProcess[str]:
     """Run one generator in the repository root; its output is captured (printed by the caller)."""
     command = [sys.executable, *generator.command, *(["--check"] if check else [])]
-    return subprocess.run(command, cwd=ROOT, env=_environment({} if check else generator.env),
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+    return subprocess.run(
+        command,
+        cwd=ROOT,
+        env=_environment({} if check else generator.env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def selected(cheap: bool, only: list[str] | None, check: bool) -> list[Generator]:
     """The generators to run, in order."""
-    return [g for g in GENERATORS
-            if (not check or g.checks) and not (cheap and g.heavy) and (not only or g.name in only)]
+    return [
+        g for g in GENERATORS if (not check or g.checks) and not (cheap and g.heavy) and (not only or g.name in only)
+    ]
 
 
 def _describe(generator: Generator) -> str:
@@ -112,8 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 naming every stale output")
     parser.add_argument("--cheap", action="store_true", help="skip the generators that import Keras/TensorFlow")
-    parser.add_argument("--only", nargs="+", metavar="NAME", choices=[g.name for g in GENERATORS],
-                        help="run only these generators (still in dependency order)")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="NAME",
+        choices=[g.name for g in GENERATORS],
+        help="run only these generators (still in dependency order)",
+    )
     parser.add_argument("--list", action="store_true", help="list the generators and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -133,8 +174,10 @@ def main(argv: list[str] | None = None) -> int:
             if not args.check:
                 break  # the generators after it may read what it failed to write
     for generator in stale:
-        print(f"regen: {generator.name}: STALE: {generator.outputs} (run scripts/regen.py --only {generator.name})",
-              file=sys.stderr)
+        print(
+            f"regen: {generator.name}: STALE: {generator.outputs} (run scripts/regen.py --only {generator.name})",
+            file=sys.stderr,
+        )
     for generator in failed:
         print(f"regen: {generator.name}: FAILED ({' '.join(generator.command)})", file=sys.stderr)
     return 1 if stale or failed else 0

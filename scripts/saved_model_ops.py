@@ -36,8 +36,10 @@ def main() -> int:
     from netdsl.deploy.saved_model_ops import ALLOWED_OPS, SAVER_OPS, read_graph_ops
     from netdsl.syntax.loader import pick_models
 
-    specs = args.specs or [*sorted((ROOT / "specs").glob("*.net")),
-                           *sorted((ROOT / "tests" / "fixtures" / "deploy").glob("*.net"))]
+    specs = args.specs or [
+        *sorted((ROOT / "specs").glob("*.net")),
+        *sorted((ROOT / "tests" / "fixtures" / "deploy").glob("*.net")),
+    ]
     run: dict[str, str] = {}
     saver: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="netdsl-saved-model-ops-") as tmp:
@@ -51,8 +53,11 @@ def main() -> int:
                     run.setdefault(op, label)
                 for op in sorted(found.saver_ops):
                     saver.setdefault(op, label)
-                print(f"{label}: {len(found.ops)} ops, {len(found.saver_ops)} in the saver only; "
-                      f"outside the allow-list: {', '.join(found.refused()) or 'none'}", flush=True)
+                print(
+                    f"{label}: {len(found.ops)} ops, {len(found.saver_ops)} in the saver only; "
+                    f"outside the allow-list: {', '.join(found.refused()) or 'none'}",
+                    flush=True,
+                )
     print(f"\nops the signatures run ({len(run)}):")
     print("\n".join(f"  {op:32} {label}" for op, label in sorted(run.items())))
     only_saver = {op: label for op, label in saver.items() if op not in run}
@@ -60,8 +65,10 @@ def main() -> int:
     print("\n".join(f"  {op:32} {label}" for op, label in sorted(only_saver.items())))
     outside = sorted(set(run) - ALLOWED_OPS) + sorted(set(only_saver) - ALLOWED_OPS - SAVER_OPS)
     unused = sorted(ALLOWED_OPS - set(run))
-    print(f"outside the allow-list: {', '.join(outside) or 'none'}\nin the allow-list, in no export: "
-          f"{', '.join(unused) or 'none'}")
+    print(
+        f"outside the allow-list: {', '.join(outside) or 'none'}\nin the allow-list, in no export: "
+        f"{', '.join(unused) or 'none'}"
+    )
     return 1 if args.check and outside else 0
 
 

@@ -16,11 +16,28 @@ import keras
 from keras.src.utils import file_utils
 
 CONSTRUCTORS = [
-    "ResNet50", "ResNet101", "ResNet152", "ResNet50V2", "ResNet101V2", "ResNet152V2",
-    "MobileNetV2", "MobileNetV3Small", "MobileNetV3Large",
-    "EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3",
-    "EfficientNetV2B0", "EfficientNetV2B1", "EfficientNetV2B2", "EfficientNetV2B3",
-    "DenseNet121", "Xception", "ConvNeXtTiny", "InceptionV3", "VGG16",
+    "ResNet50",
+    "ResNet101",
+    "ResNet152",
+    "ResNet50V2",
+    "ResNet101V2",
+    "ResNet152V2",
+    "MobileNetV2",
+    "MobileNetV3Small",
+    "MobileNetV3Large",
+    "EfficientNetB0",
+    "EfficientNetB1",
+    "EfficientNetB2",
+    "EfficientNetB3",
+    "EfficientNetV2B0",
+    "EfficientNetV2B1",
+    "EfficientNetV2B2",
+    "EfficientNetV2B3",
+    "DenseNet121",
+    "Xception",
+    "ConvNeXtTiny",
+    "InceptionV3",
+    "VGG16",
 ]
 
 

@@ -28,12 +28,14 @@ SPECS = ROOT / "dsl" / "netdsl" / "zoo" / "specs"
 
 
 def header(family, model) -> str:
-    return (f"# {family.name}: keras.applications.{family.constructor}(include_top=False), decompiled by\n"
-            f"# netdsl (scripts/zoo_specs.py) and checked to be the same model. {model.count_params():,} parameters.\n"
-            f"# ImageNet weights: init = {{\"{family.name}\": \"zoo:{family.name}\"}}\n"
-            f"# (fetched once: `netdsl zoo fetch {family.name}`).\n"
-            f"# Trained at {family.input_size}x{family.input_size}; any size of at least 32 works.\n"
-            f"# Pixels in: {PREPROCESS[family.preprocess]}.\n\n")
+    return (
+        f"# {family.name}: keras.applications.{family.constructor}(include_top=False), decompiled by\n"
+        f"# netdsl (scripts/zoo_specs.py) and checked to be the same model. {model.count_params():,} parameters.\n"
+        f'# ImageNet weights: init = {{"{family.name}": "zoo:{family.name}"}}\n'
+        f"# (fetched once: `netdsl zoo fetch {family.name}`).\n"
+        f"# Trained at {family.input_size}x{family.input_size}; any size of at least 32 works.\n"
+        f"# Pixels in: {PREPROCESS[family.preprocess]}.\n\n"
+    )
 
 
 def write(name: str) -> bool:
@@ -44,8 +46,9 @@ def write(name: str) -> bool:
     text = re.sub(r"^model \w+ \{", f"model {family.name} {{", text, count=1, flags=re.M)
     # Checked at the family's own size: an input of any size (none, none) is fed 1x1 pictures by the check.
     size = family.input_size
-    sized = keras.applications.__dict__[family.constructor](weights=None, include_top=False,
-                                                             input_shape=(size, size, 3))
+    sized = keras.applications.__dict__[family.constructor](
+        weights=None, include_top=False, input_shape=(size, size, 3)
+    )
     sized.set_weights(model.get_weights())
     result, _ = verify_round_trip(sized, text.replace("(none, none, 3)", f"({size}, {size}, 3)", 1))
     if not result.ok:

@@ -68,14 +68,31 @@ def test_the_vocabulary():
 
 def test_every_error_is_exported_and_a_netdsl_error():
     errors = [name for name in netdsl.__all__ if name.endswith("Error") or name.startswith("Dot")]
-    assert sorted(errors) == sorted(["NetdslError", "SpecError", "UsageError", "BackendError", "BuildError",
-                                     "LayoutError", "RenderError", "DotNotFound", "DotFailed", "TrainingError",
-                                     "DataError", "RunError", "ExportError", "LightningError", "ReportedError"])
+    assert sorted(errors) == sorted(
+        [
+            "NetdslError",
+            "SpecError",
+            "UsageError",
+            "BackendError",
+            "BuildError",
+            "LayoutError",
+            "RenderError",
+            "DotNotFound",
+            "DotFailed",
+            "TrainingError",
+            "DataError",
+            "RunError",
+            "ExportError",
+            "LightningError",
+            "ReportedError",
+        ]
+    )
     assert all(issubclass(getattr(netdsl, name), netdsl.NetdslError) for name in errors)
     assert issubclass(netdsl.VerifyFailed, netdsl.ExportError)
     # The one-line family, each named for its cause: an export's error is not a training error, nor data's.
-    assert all(issubclass(getattr(netdsl, name), netdsl.ReportedError) for name in ("DataError", "RunError",
-                                                                                   "ExportError"))
+    assert all(
+        issubclass(getattr(netdsl, name), netdsl.ReportedError) for name in ("DataError", "RunError", "ExportError")
+    )
     assert not issubclass(netdsl.ExportError, (netdsl.DataError, netdsl.RunError))
     assert netdsl.TrainingError is netdsl.ReportedError  # its old name, for one release
     from netdsl.deploy import MissingPackage
@@ -83,7 +100,9 @@ def test_every_error_is_exported_and_a_netdsl_error():
 
     # One usage error for every room: training's name is the same class, the export's refusals are kinds of it.
     assert TrainingUsageError is netdsl.UsageError and issubclass(MissingPackage, netdsl.UsageError)
-    assert str(netdsl.UsageError("--split takes \x1b[31m", hint="give 0.8,0.2")) == "--split takes \\x1b[31m; give 0.8,0.2"
+    assert (
+        str(netdsl.UsageError("--split takes \x1b[31m", hint="give 0.8,0.2")) == "--split takes \\x1b[31m; give 0.8,0.2"
+    )
 
 
 def test_the_package_is_typed():
@@ -106,10 +125,19 @@ def test_a_spec_as_path_text_or_program_checks_alike(tmp_path):
 
 
 def test_spec_text_given_as_a_path_is_refused_with_what_to_do():
-    message = ("this looks like spec text, not the path of a .net file: pass it as text= "
-               "(e.g. netdsl.check(text=source, filename=\"my.net\"))")
-    for function in (netdsl.check, netdsl.format, netdsl.build, netdsl.build_all, netdsl.summary, netdsl.render,
-                     netdsl.train):
+    message = (
+        "this looks like spec text, not the path of a .net file: pass it as text= "
+        '(e.g. netdsl.check(text=source, filename="my.net"))'
+    )
+    for function in (
+        netdsl.check,
+        netdsl.format,
+        netdsl.build,
+        netdsl.build_all,
+        netdsl.summary,
+        netdsl.render,
+        netdsl.train,
+    ):
         with pytest.raises(netdsl.UsageError) as info:
             function(SPEC)
         assert str(info.value) == message, function.__name__

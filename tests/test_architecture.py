@@ -16,15 +16,35 @@ PACKAGE = Path(netdsl.__file__).resolve().parent
 # A room may import only rooms of a lower level (and itself); rooms of one level
 # are siblings that know nothing of each other. docs/architecture.md draws this.
 LEVELS = {
-    "version": 0, "errors": 0, "atomic": 0, "grammar": 0, "limits": 0, "files": 0,
+    "version": 0,
+    "errors": 0,
+    "atomic": 0,
+    "grammar": 0,
+    "limits": 0,
+    "files": 0,
     "options": 0,  # each command's options, declared once (pure data): api and cli read them
-    "syntax": 1, "highlight": 1, "demo_data": 1, "archives": 1,  # demo_data writes through atomic
-    "registry": 2, "starter": 2, "zoo": 2,
-    "semantics": 3, "scoring": 3,
-    "custom": 4, "cost": 4, "layer_listing": 4,  # layer_listing: `netdsl layers`' text, from the registry  # cost: FLOPs and memory from the checked graph (semantics), pure Python
-    "backend": 5, "diagram": 5,
-    "training": 6, "decompiler": 6, "pipeline": 6, "lightning": 6,
-    "lsp": 7, "preview": 7, "tuning": 7, "deploy": 7,
+    "syntax": 1,
+    "highlight": 1,
+    "demo_data": 1,
+    "archives": 1,  # demo_data writes through atomic
+    "registry": 2,
+    "starter": 2,
+    "zoo": 2,
+    "semantics": 3,
+    "scoring": 3,
+    "custom": 4,
+    "cost": 4,
+    "layer_listing": 4,  # layer_listing: `netdsl layers`' text, from the registry  # cost: FLOPs and memory from the checked graph (semantics), pure Python
+    "backend": 5,
+    "diagram": 5,
+    "training": 6,
+    "decompiler": 6,
+    "pipeline": 6,
+    "lightning": 6,
+    "lsp": 7,
+    "preview": 7,
+    "tuning": 7,
+    "deploy": 7,
     "tracking": 8,  # reads run folders (training/) and sweep folders (tuning/)
     "trained": 8,
     "model_report": 7,  # what build and summary print and write: pipeline's models, their tables and files  # one door for trained things: a Keras model (training/) or an exported file (deploy/)
@@ -38,8 +58,23 @@ SUB_LEVELS = {
 }
 HEAVY = ("keras", "tensorflow", "jax", "torch", "lightning")
 MAY_IMPORT_HEAVY = {"backend", "custom", "training", "deploy", "lightning"}
-API_NAMES = {"parse", "parse_file", "check", "format", "build", "build_all", "summary", "fit_kwargs", "render",
-             "train", "decompile", "export", "evaluate", "predict", "sweep"}
+API_NAMES = {
+    "parse",
+    "parse_file",
+    "check",
+    "format",
+    "build",
+    "build_all",
+    "summary",
+    "fit_kwargs",
+    "render",
+    "train",
+    "decompile",
+    "export",
+    "evaluate",
+    "predict",
+    "sweep",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -88,8 +123,12 @@ def _typing_only_lines(path: Path) -> set[int]:
     lines: set[int] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            lines |= {sub.lineno for stmt in node.body for sub in ast.walk(stmt)
-                      if isinstance(sub, (ast.Import, ast.ImportFrom))}
+            lines |= {
+                sub.lineno
+                for stmt in node.body
+                for sub in ast.walk(stmt)
+                if isinstance(sub, (ast.Import, ast.ImportFrom))
+            }
     return lines
 
 
@@ -121,10 +160,15 @@ def test_inside_a_room_split_in_sub_rooms_imports_only_point_down() -> None:
     for room, levels in SUB_LEVELS.items():
         inside = [m for m in MODULES if _room(m) == room]
         assert {_sub_room(m) for m in inside} == set(levels), f"{room}/: sub-rooms without a level in SUB_LEVELS"
-        upward = [f"{MODULES[m].relative_to(PACKAGE.parent)}:{line}: {m} imports {target}"
-                  for m in inside for target, line in EDGES[m]
-                  if target in MODULES and _room(target) == room and _sub_room(target) != _sub_room(m)
-                  and levels[_sub_room(target)] >= levels[_sub_room(m)]]
+        upward = [
+            f"{MODULES[m].relative_to(PACKAGE.parent)}:{line}: {m} imports {target}"
+            for m in inside
+            for target, line in EDGES[m]
+            if target in MODULES
+            and _room(target) == room
+            and _sub_room(target) != _sub_room(m)
+            and levels[_sub_room(target)] >= levels[_sub_room(m)]
+        ]
         assert not upward, "imports that do not point down:\n" + "\n".join(upward)
 
 
@@ -164,10 +208,12 @@ def test_no_import_circles() -> None:
 
 
 def test_keras_tensorflow_and_jax_only_where_models_are_built() -> None:
-    offenders = [f"{module} imports {target} (line {line})"
-                 for module, imports in EDGES.items() for target, line in imports
-                 if target.split(".")[0] in HEAVY and _room(module) not in MAY_IMPORT_HEAVY
-                 and line not in TYPING_ONLY[module]]
+    offenders = [
+        f"{module} imports {target} (line {line})"
+        for module, imports in EDGES.items()
+        for target, line in imports
+        if target.split(".")[0] in HEAVY and _room(module) not in MAY_IMPORT_HEAVY and line not in TYPING_ONLY[module]
+    ]
     assert not offenders, offenders
 
 
@@ -176,8 +222,11 @@ def test_scoring_an_exported_file_uses_the_training_face_alone() -> None:
     that the room can move its insides; the face's lazy table and its `__all__` name the same things."""
     import netdsl.training as training
 
-    inside = [f"line {line}: {target}" for target, line in EDGES["netdsl.deploy.exported_inference"]
-              if target.startswith("netdsl.training.")]
+    inside = [
+        f"line {line}: {target}"
+        for target, line in EDGES["netdsl.deploy.exported_inference"]
+        if target.startswith("netdsl.training.")
+    ]
     assert not inside, inside
     assert set(training._OUTSIDE) <= set(training.__all__)
     assert all(getattr(training, name) is not None for name in training._OUTSIDE)
@@ -199,8 +248,11 @@ def test_the_rule_catches_an_upward_import(tmp_path) -> None:
 
 def test_the_version_is_written_once() -> None:
     root = PACKAGE.parent.parent
-    hits = [str(p.relative_to(root)) for p in [root / "pyproject.toml", *PACKAGE.rglob("*.py")]
-            if f'"{netdsl.__version__}"' in p.read_text(encoding="utf-8")]
+    hits = [
+        str(p.relative_to(root))
+        for p in [root / "pyproject.toml", *PACKAGE.rglob("*.py")]
+        if f'"{netdsl.__version__}"' in p.read_text(encoding="utf-8")
+    ]
     assert hits == ["dsl/netdsl/version.py"]
 
 
@@ -223,29 +275,50 @@ def test_the_tests_mirror_the_rooms() -> None:
     for folder in folders - {"fixtures"}:
         # a package each, so that two rooms may both have a test_hardening.py
         assert (TESTS / folder / "__init__.py").is_file(), f"tests/{folder}/ is not a package"
-    helpers = [str(p.relative_to(TESTS)) for p in TESTS.rglob("*.py")
-               if p.parts[len(TESTS.parts)] not in {"support", "fixtures", "fuzz"}
-               and not p.name.startswith("test_") and p.name not in {"__init__.py", "conftest.py"}]
+    helpers = [
+        str(p.relative_to(TESTS))
+        for p in TESTS.rglob("*.py")
+        if p.parts[len(TESTS.parts)] not in {"support", "fixtures", "fuzz"}
+        and not p.name.startswith("test_")
+        and p.name not in {"__init__.py", "conftest.py"}
+    ]
     assert not helpers, f"helpers belong in tests/support/: {helpers}"
 
 
 # The command line is a skin over the library (issue 29.2): `cli/` imports the API, the errors, the
 # kernel beneath everything, the servers it starts and the job flags' room (a run of several processes
 # is the command line's own), nothing deeper.
-CLI_MAY_IMPORT = ("netdsl.api", "netdsl.errors", "netdsl.atomic", "netdsl.files", "netdsl.version", "netdsl.cli",
-                  "netdsl.lsp.server", "netdsl.preview", "netdsl.training.scale")
+CLI_MAY_IMPORT = (
+    "netdsl.api",
+    "netdsl.errors",
+    "netdsl.atomic",
+    "netdsl.files",
+    "netdsl.version",
+    "netdsl.cli",
+    "netdsl.lsp.server",
+    "netdsl.preview",
+    "netdsl.training.scale",
+)
 # What `cli/` still reaches past the API for, each to move behind it; the list may only shrink (empty since
 # build, summary, render, layers and runs went behind the API: issue 29.2).
 CLI_STILL_REACHES: dict[str, set[str]] = {}
 
 
 def _deeper(module: str) -> set[str]:
-    return {target for target, _ in EDGES[module] if target.startswith("netdsl.") and target != "netdsl"
-            and not any(target == allowed or target.startswith(allowed + ".") for allowed in CLI_MAY_IMPORT)
-            and not target.endswith(".errors")}  # a room's own errors are the errors
+    return {
+        target
+        for target, _ in EDGES[module]
+        if target.startswith("netdsl.")
+        and target != "netdsl"
+        and not any(target == allowed or target.startswith(allowed + ".") for allowed in CLI_MAY_IMPORT)
+        and not target.endswith(".errors")
+    }  # a room's own errors are the errors
 
 
 def test_the_command_line_imports_only_the_api_errors_and_servers() -> None:
-    found = {module.removeprefix("netdsl.cli."): sorted(_deeper(module)) for module in MODULES
-             if _room(module) == "cli" and _deeper(module)}
+    found = {
+        module.removeprefix("netdsl.cli."): sorted(_deeper(module))
+        for module in MODULES
+        if _room(module) == "cli" and _deeper(module)
+    }
     assert found == {name: sorted(targets) for name, targets in CLI_STILL_REACHES.items()}

@@ -155,8 +155,10 @@ def test_fmt_refuses_to_write_through_a_link(tmp_path, capsys):
     link = tmp_path / "link.net"
     link.symlink_to(real)
     assert main(["fmt", str(link)]) == 1
-    assert capsys.readouterr().err == (f"{link}:1:1: error: cannot write file: it is a symbolic link; "
-                                       "netdsl does not write through links\n  let   a=1\n  ^\n")
+    assert capsys.readouterr().err == (
+        f"{link}:1:1: error: cannot write file: it is a symbolic link; "
+        "netdsl does not write through links\n  let   a=1\n  ^\n"
+    )
     assert real.read_text() == "let   a=1\n" and link.is_symlink()
     assert main(["fmt", "--check", str(link)]) == 1  # reading through it is fine
     assert capsys.readouterr().out == f"would reformat {link}\n"

@@ -14,9 +14,14 @@ from bench_backends import Side, epoch_time, sides, table  # noqa: E402
 def test_every_backend_gets_a_side_with_its_default_settings():
     order = sides(["lightning_mlp"], ["tensorflow", "torch"])
     assert [side.label for side in order] == [
-        "lightning_mlp netdsl tensorflow spe 1", "lightning_mlp hand tensorflow spe 1",
-        "lightning_mlp netdsl tensorflow spe default", "lightning_mlp netdsl torch spe 1",
-        "lightning_mlp hand torch spe 1", "lightning_mlp keras torch spe 1", "lightning_mlp netdsl torch spe default"]
+        "lightning_mlp netdsl tensorflow spe 1",
+        "lightning_mlp hand tensorflow spe 1",
+        "lightning_mlp netdsl tensorflow spe default",
+        "lightning_mlp netdsl torch spe 1",
+        "lightning_mlp hand torch spe 1",
+        "lightning_mlp keras torch spe 1",
+        "lightning_mlp netdsl torch spe default",
+    ]
 
 
 def test_the_first_epoch_is_left_out():
@@ -24,9 +29,14 @@ def test_the_first_epoch_is_left_out():
 
 
 def test_table_prints_seconds_and_ratios():
-    medians = {Side("m", "netdsl", "tensorflow"): 1.0, Side("m", "hand", "tensorflow"): 0.8,
-               Side("m", "netdsl", "tensorflow", None): 0.25,
-               Side("m", "netdsl", "torch"): 3.0, Side("m", "hand", "torch"): 2.0, Side("m", "keras", "torch"): 2.5}
+    medians = {
+        Side("m", "netdsl", "tensorflow"): 1.0,
+        Side("m", "hand", "tensorflow"): 0.8,
+        Side("m", "netdsl", "tensorflow", None): 0.25,
+        Side("m", "netdsl", "torch"): 3.0,
+        Side("m", "hand", "torch"): 2.0,
+        Side("m", "keras", "torch"): 2.5,
+    }
     # the "keras fit" column: TensorFlow's and JAX's hand side is Keras fit; torch's is plain PyTorch
     assert table(medians, ["m"], ["tensorflow", "jax", "torch"]) == [
         "m (s/epoch, median)",

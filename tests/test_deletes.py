@@ -25,26 +25,37 @@ def _deletes(node: ast.Call) -> bool:
         return node.func.attr in DELETING_CALLS
     return isinstance(node.func, ast.Name) and node.func.id in DELETING_CALLS
 
+
 # (module, function) -> how many deleting calls it makes, and why each removes only what netdsl made.
 DELETIONS: dict[tuple[str, str], tuple[int, str]] = {
     ("atomic.py", "replacing"): (
-        1, "the temporary file this call created itself, with O_EXCL|O_NOFOLLOW under a random name beside "
-           "the target, removed when the write failed"),
+        1,
+        "the temporary file this call created itself, with O_EXCL|O_NOFOLLOW under a random name beside "
+        "the target, removed when the write failed",
+    ),
     ("deploy/folders.py", "replace_folder"): (
-        1, "the two folders this call named with a fresh random token: `tmp`, which the export filled, and "
-           "`old`, the target it renamed away after check_folder_target proved it a SavedModel netdsl wrote "
-           "(its netdsl.json) in this user's folder; rmtree never follows a link"),
+        1,
+        "the two folders this call named with a fresh random token: `tmp`, which the export filled, and "
+        "`old`, the target it renamed away after check_folder_target proved it a SavedModel netdsl wrote "
+        "(its netdsl.json) in this user's folder; rmtree never follows a link",
+    ),
     ("deploy/litert_format.py", "litert_bytes"): (
-        1, "tempfile.TemporaryDirectory: a 0700 folder of a fresh random name that removes itself"),
+        1,
+        "tempfile.TemporaryDirectory: a 0700 folder of a fresh random name that removes itself",
+    ),
     ("tracking/pushed.py", "staged"): (
-        1, "tempfile.TemporaryDirectory: a 0700 folder of a fresh random name holding the copies push made of "
-           "a run's files and the diagram it drew (tracking/drawing.py writes only there), removed with what "
-           "this call wrote into it"),
+        1,
+        "tempfile.TemporaryDirectory: a 0700 folder of a fresh random name holding the copies push made of "
+        "a run's files and the diagram it drew (tracking/drawing.py writes only there), removed with what "
+        "this call wrote into it",
+    ),
     ("tuning/folder.py", "clear_unstarted"): (
-        2, "a trial's own trials/<k> of this sweep folder (never a path from the study), opened without "
-           "following links, of this user, holding nothing but the .lock and config.json's temporary file a "
-           "run writes first; each file unlinked by name through the folder's descriptor, then rmdir, which "
-           "fails on anything that appeared meanwhile"),
+        2,
+        "a trial's own trials/<k> of this sweep folder (never a path from the study), opened without "
+        "following links, of this user, holding nothing but the .lock and config.json's temporary file a "
+        "run writes first; each file unlinked by name through the folder's descriptor, then rmdir, which "
+        "fails on anything that appeared meanwhile",
+    ),
 }
 
 

@@ -84,8 +84,10 @@ def test_diamond_imports_are_loaded_once(tmp_path):
     (tmp_path / "b.net").write_text('import "d.net"\nlet b_width = depth * 2\n')
     (tmp_path / "c.net").write_text('import "d.net"\nlet c_width = depth * 3\n')
     spec = tmp_path / "a.net"
-    spec.write_text('import "b.net"\nimport "c.net"\nimport "d.net"\n'
-                    "model m {\n  input x: (4,)\n  output y = x -> unit(b_width + c_width)\n}\n")
+    spec.write_text(
+        'import "b.net"\nimport "c.net"\nimport "d.net"\n'
+        "model m {\n  input x: (4,)\n  output y = x -> unit(b_width + c_width)\n}\n"
+    )
     program = netdsl.parse_file(spec)
     assert len(program.files) == 4
     assert netdsl.check(program) == []
@@ -96,8 +98,7 @@ def test_a_ten_megabyte_file_is_one_file_level_error(tmp_path, capsys):
     spec.write_bytes(b"# " + b"x" * (10 * 1024 * 1024) + b"\n")
     code, _, err = run_check(capsys, str(spec))
     assert code == 1
-    assert err == (f"{spec}:1:1: error: file is too large (10,485,763 bytes); "
-                   "a spec may be at most 2,097,152 bytes\n")
+    assert err == (f"{spec}:1:1: error: file is too large (10,485,763 bytes); a spec may be at most 2,097,152 bytes\n")
 
 
 def test_missing_file_is_a_diagnostic(tmp_path, capsys):
@@ -115,10 +116,18 @@ def test_json_format_for_editors(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     code, out, _ = run_check(capsys, "--format", "json", "tests/fixtures/errors/unknown_layer.net")
     assert code == 1
-    assert json.loads(out) == [{
-        "file": "tests/fixtures/errors/unknown_layer.net", "line": 3, "col": 27, "end_line": 3, "end_col": 31,
-        "severity": "error", "message": "unknown layer 'dens'", "hint": "did you mean 'dense'?",
-    }]
+    assert json.loads(out) == [
+        {
+            "file": "tests/fixtures/errors/unknown_layer.net",
+            "line": 3,
+            "col": 27,
+            "end_line": 3,
+            "end_col": 31,
+            "severity": "error",
+            "message": "unknown layer 'dens'",
+            "hint": "did you mean 'dense'?",
+        }
+    ]
 
 
 def test_clean_spec_exits_zero_and_prints_nothing(tmp_path, capsys):

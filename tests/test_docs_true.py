@@ -121,7 +121,7 @@ def resolves(name: str) -> bool:
             folder, module = folder / part, folder / part / "__init__.py"
             continue
         if (folder / f"{part}.py").is_file():
-            rest = parts[index + 1:]
+            rest = parts[index + 1 :]
             return not rest or rest[0] in module_names(folder / f"{part}.py")
         return part in module_names(module)
     return True
@@ -131,7 +131,8 @@ def resolves(name: str) -> bool:
 def test_every_name_the_docs_give_exists(page, name):
     if name.startswith(("netdsl.server", "netdsl.trace")):
         assert any(setting == name or setting.startswith(name + ".") for setting in editor_settings()), (
-            f"{page}: the editor has no setting {name}")
+            f"{page}: the editor has no setting {name}"
+        )
         return
     if name in ENTRY_POINT_GROUPS:
         assert f'"{name}"' in (PACKAGE / "registry" / "plugins.py").read_text(encoding="utf-8")
@@ -167,7 +168,8 @@ def tables(text: str) -> list[list[str]]:
 def test_every_table_renders_as_one_table(page):
     for rows in tables(page.read_text(encoding="utf-8")):
         assert len(rows) >= 2 and re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", rows[1].strip()), (
-            f"{page.name}: rows that are no table (a header and a |---| line must come first): {rows[0][:80]}")
+            f"{page.name}: rows that are no table (a header and a |---| line must come first): {rows[0][:80]}"
+        )
         widths = {len(re.findall(r"(?<!\\)\|", row.strip().replace("`|`", ""))) for row in rows}
         assert len(widths) == 1, f"{page.name}: rows of different widths in the table starting {rows[0][:80]}"
 

@@ -76,20 +76,26 @@ def test_a_report_folder_others_may_write_to_is_refused(tmp_path, capsys):
 
     folder, victim = _planted_report_folder(tmp_path)
     assert main(["--count", "1", "--report", str(folder)]) == 1
-    assert capsys.readouterr().err == (f"{folder}: error: other accounts may write into the report folder; give one "
-                                       f"only you can write to (mktemp -d)\n")
+    assert capsys.readouterr().err == (
+        f"{folder}: error: other accounts may write into the report folder; give one "
+        f"only you can write to (mktemp -d)\n"
+    )
     assert victim.read_bytes() == VICTIM
 
 
-@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="giving a folder to another account needs root")
+@pytest.mark.skipif(
+    not hasattr(os, "getuid") or os.getuid() != 0, reason="giving a folder to another account needs root"
+)
 def test_a_report_folder_of_another_account_is_refused(tmp_path, capsys):
     from tests.fuzz.__main__ import main
 
     folder, victim = _planted_report_folder(tmp_path, 0o755)
     os.chown(folder, os.getuid() + 4242, -1, follow_symlinks=False)
     assert main(["--count", "1", "--report", str(folder)]) == 1
-    assert capsys.readouterr().err == (f"{folder}: error: the report folder belongs to another account (uid "
-                                       f"{os.getuid() + 4242}); give your own (mktemp -d)\n")
+    assert capsys.readouterr().err == (
+        f"{folder}: error: the report folder belongs to another account (uid "
+        f"{os.getuid() + 4242}); give your own (mktemp -d)\n"
+    )
     assert victim.read_bytes() == VICTIM
 
 
@@ -99,8 +105,9 @@ def test_a_link_as_the_report_folder_is_refused(tmp_path, capsys):
     (tmp_path / "elsewhere").mkdir()
     os.symlink(tmp_path / "elsewhere", tmp_path / "fuzz")
     assert main(["--count", "1", "--report", str(tmp_path / "fuzz")]) == 1
-    assert capsys.readouterr().err == (f"{tmp_path / 'fuzz'}: error: the report folder is a symbolic link; give a "
-                                       f"folder of your own (mktemp -d)\n")
+    assert capsys.readouterr().err == (
+        f"{tmp_path / 'fuzz'}: error: the report folder is a symbolic link; give a folder of your own (mktemp -d)\n"
+    )
     assert list((tmp_path / "elsewhere").iterdir()) == []
 
 

@@ -80,5 +80,6 @@ def test_the_same_seed_makes_the_same_exported_files():
 def test_the_same_seed_makes_the_same_weights_files():
     corpus = weights_corpus()
     assert [make_weights(random.Random(k), corpus) for k in range(20)] == [
-        make_weights(random.Random(k), corpus) for k in range(20)]
+        make_weights(random.Random(k), corpus) for k in range(20)
+    ]
     assert {make_weights(random.Random(k), corpus)[1] for k in range(40)} == {".weights.h5", ".keras"}

@@ -1,4 +1,5 @@
-"""The quality gate runs in `make test`: ruff (lint and import order) and mypy, as `make lint` and pre-commit do.
+"""The quality gate runs in `make test`: ruff (lint, import order and format) and mypy, as `make lint` and pre-commit
+do.
 
 mypy reads its settings from pyproject.toml: gradual for the package, strict
 for syntax/, semantics/ and registry/layers/. Both tools come with the `dev`
@@ -20,13 +21,17 @@ ROOT = Path(__file__).resolve().parents[1]
 def _run_tool(module: str, *args: str) -> subprocess.CompletedProcess[str]:
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{module} is not installed (pip install -e '.[dev]')")
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=900)
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True, timeout=900)
 
 
 def test_ruff_finds_nothing():
     done = _run_tool("ruff", "check", "--no-cache", "dsl", "tests", "bench", "scripts")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_code_is_in_ruff_formats_style():
+    done = _run_tool("ruff", "format", "--check", "--no-cache", "dsl", "tests", "bench", "scripts")
+    assert done.returncode == 0, done.stdout + done.stderr  # `ruff format dsl tests bench scripts` fixes it
 
 
 @pytest.mark.slow

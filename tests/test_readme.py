@@ -41,7 +41,7 @@ def test_readme_error_is_what_check_prints(tmp_path, capsys, monkeypatch):
 
 def test_readme_library_example_parse_and_error():
     (code,) = blocks("python")
-    error_part = code[code.index("try:"):]
+    error_part = code[code.index("try:") :]
     namespace: dict = {"netdsl": netdsl}
     exec(compile(error_part, "README.md", "exec"), namespace)  # the README's own example code
     assert "netdsl.SpecError" in code

@@ -16,8 +16,15 @@ REGEN = ROOT / "scripts" / "regen.py"
 
 
 def _regen(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(REGEN), *args], cwd=ROOT.parent, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, str(REGEN), *args],
+        cwd=ROOT.parent,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_the_cheap_generated_files_are_up_to_date():
@@ -38,9 +45,12 @@ def test_a_stale_output_is_named_and_fails_the_check(tmp_path):
         "import regen\n"
         "regen.GENERATORS = (regen.Generator('textmate', ('-c', 'import sys; sys.exit(1)'), 'the grammar',"
         " checks=True),)\n"
-        "sys.exit(regen.main(['--check']))\n", encoding="utf-8")
-    result = subprocess.run([sys.executable, str(script)], stdin=subprocess.DEVNULL, capture_output=True,
-                            text=True, timeout=60, check=False)
+        "sys.exit(regen.main(['--check']))\n",
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [sys.executable, str(script)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False
+    )
     assert result.returncode == 1
     assert "regen: textmate: STALE: the grammar (run scripts/regen.py --only textmate)" in result.stderr
 
@@ -49,5 +59,15 @@ def test_every_generator_is_listed_with_its_outputs():
     result = _regen("--list")
     assert result.returncode == 0, result.stderr
     names = [line.split()[0] for line in result.stdout.splitlines()]
-    assert names == ["parser-tables", "registry", "textmate", "error-fixtures", "data-error-data",
-                     "data-error-fixtures", "decompile-configs", "decompile-outputs", "render-goldens", "gallery"]
+    assert names == [
+        "parser-tables",
+        "registry",
+        "textmate",
+        "error-fixtures",
+        "data-error-data",
+        "data-error-fixtures",
+        "decompile-configs",
+        "decompile-outputs",
+        "render-goldens",
+        "gallery",
+    ]

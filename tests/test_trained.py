@@ -36,8 +36,9 @@ NAMES = ("large", "medium", "small")  # sorted, as the CSV's names are recorded
 def _table(path: Path, seed: int, rows: int) -> Path:
     x = np.random.default_rng(seed).random((rows, 4)).astype("float32")
     kinds = np.digitize(x[:, 0] + x[:, 1], [0.7, 1.3])  # 0, 1, 2 by the first two features
-    lines = ["a,b,c,d,kind"] + [",".join(f"{v:.6f}" for v in row) + f",{('small', 'medium', 'large')[k]}"
-                                for row, k in zip(x, kinds)]
+    lines = ["a,b,c,d,kind"] + [
+        ",".join(f"{v:.6f}" for v in row) + f",{('small', 'medium', 'large')[k]}" for row, k in zip(x, kinds)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -49,16 +50,19 @@ def made(tmp_path_factory) -> dict[str, object]:
     spec = folder / "kinds.net"
     spec.write_text(SPEC)
     parts = {role: _table(folder / f"{role}.csv", seed, 48) for seed, role in enumerate(("train", "val", "test"))}
-    run = netdsl.train(spec, train=parts["train"], val=parts["val"], test=parts["test"], seed=0,
-                       out=folder / "runs")
+    run = netdsl.train(spec, train=parts["train"], val=parts["val"], test=parts["test"], seed=0, out=folder / "runs")
     onnx = netdsl.export(run.dir, format="onnx", out=run.dir / "kinds.onnx")  # in its run folder: its spec scores it
     return {"run": run, "onnx": Path(str(onnx)), "test": parts["test"], "spec": spec}
 
 
 def _opened(made: dict, kind: str) -> TrainedModel:
     run = made["run"]
-    where = {"run folder": run.dir, "best.keras": run.dir / "best.keras", "live model": run.model,
-             "onnx": made["onnx"]}[kind]
+    where = {
+        "run folder": run.dir,
+        "best.keras": run.dir / "best.keras",
+        "live model": run.model,
+        "onnx": made["onnx"],
+    }[kind]
     return netdsl.open_trained(where)
 
 
@@ -86,8 +90,9 @@ def test_every_kind_answers_the_same_questions_the_same_way(kind, made):
     scores = trained.evaluate(made["test"])
     want = reference.evaluate(made["test"])
     assert list(scores) == list(want) == ["loss", "accuracy"]
-    np.testing.assert_allclose([scores["loss"], scores["accuracy"]], [want["loss"], want["accuracy"]],
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        [scores["loss"], scores["accuracy"]], [want["loss"], want["accuracy"]], rtol=1e-5, atol=1e-6
+    )
 
 
 def test_the_library_functions_are_the_door(made):
@@ -95,8 +100,9 @@ def test_the_library_functions_are_the_door(made):
     for kind in ("run folder", "onnx"):
         trained = _opened(made, kind)
         assert netdsl.evaluate(trained.where, data=made["test"]) == trained.evaluate(made["test"])
-        np.testing.assert_array_equal(netdsl.predict(trained.where, data=made["test"])["kind"],
-                                      trained.predict(made["test"])["kind"])
+        np.testing.assert_array_equal(
+            netdsl.predict(trained.where, data=made["test"])["kind"], trained.predict(made["test"])["kind"]
+        )
 
 
 def test_a_run_folder_has_its_own_splits_and_says_which_weights(made):
@@ -111,19 +117,37 @@ def test_a_run_folder_has_its_own_splits_and_says_which_weights(made):
         assert not opened.has_own_splits and opened.weights_line is None
 
 
-@pytest.mark.parametrize(("kind", "call", "message"), [
-    ("onnx", lambda where: netdsl.open_trained(where, checkpoint="best"),
-     "--checkpoint chooses a run folder's weights (best or last); an exported file has one set"),
-    ("run folder", lambda where: netdsl.open_trained(where, trust=True),
-     "--trust runs an exported SavedModel whose graph holds ops outside netdsl's allow-list; a run folder or "
-     ".keras file is loaded in Keras' safe mode, with nothing to trust"),
-    ("onnx", lambda where: netdsl.predict(where, data="unused.npz", backend="jax"),
-     "--backend does not apply to an exported file: it runs in its own runtime"),
-    ("best.keras", lambda where: netdsl.open_trained(where).evaluate("unused.npz", spec="kinds.net"),
-     "--spec, --model and --include give an exported file its loss and metrics; a Keras model has its own"),
-    ("best.keras", lambda where: netdsl.open_trained(where, checkpoint="last").predict("unused.npz"),
-     "--checkpoint chooses a run folder's weights (best or last); a .keras file has one set"),
-])
+@pytest.mark.parametrize(
+    ("kind", "call", "message"),
+    [
+        (
+            "onnx",
+            lambda where: netdsl.open_trained(where, checkpoint="best"),
+            "--checkpoint chooses a run folder's weights (best or last); an exported file has one set",
+        ),
+        (
+            "run folder",
+            lambda where: netdsl.open_trained(where, trust=True),
+            "--trust runs an exported SavedModel whose graph holds ops outside netdsl's allow-list; a run folder or "
+            ".keras file is loaded in Keras' safe mode, with nothing to trust",
+        ),
+        (
+            "onnx",
+            lambda where: netdsl.predict(where, data="unused.npz", backend="jax"),
+            "--backend does not apply to an exported file: it runs in its own runtime",
+        ),
+        (
+            "best.keras",
+            lambda where: netdsl.open_trained(where).evaluate("unused.npz", spec="kinds.net"),
+            "--spec, --model and --include give an exported file its loss and metrics; a Keras model has its own",
+        ),
+        (
+            "best.keras",
+            lambda where: netdsl.open_trained(where, checkpoint="last").predict("unused.npz"),
+            "--checkpoint chooses a run folder's weights (best or last); a .keras file has one set",
+        ),
+    ],
+)
 def test_what_does_not_apply_to_a_kind_is_one_usage_error(kind, call, message, made):
     with pytest.raises(UsageError) as raised:
         call(_opened(made, kind).where)
@@ -143,9 +167,11 @@ def test_the_commands_print_what_the_door_gives(made, capsys):
 
 def test_opening_loads_no_framework(made):
     """Opening a run folder or an exported file, and asking its class names, reads files only."""
-    code = ("import sys, netdsl\n"
-            f"for where in ({str(made['run'].dir)!r}, {str(made['onnx'])!r}):\n"
-            "    assert netdsl.open_trained(where).classes\n"
-            "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))\n")
+    code = (
+        "import sys, netdsl\n"
+        f"for where in ({str(made['run'].dir)!r}, {str(made['onnx'])!r}):\n"
+        "    assert netdsl.open_trained(where).classes\n"
+        "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")

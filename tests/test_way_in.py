@@ -27,8 +27,12 @@ def test_the_readme_has_a_plain_install_line():
     installs = [block for lang, block in fenced(ROOT / "README.md") if lang == "sh" and "pip install" in block]
     lines = [line.split("#")[0].strip() for line in installs[0].splitlines()]
     # a backend is an extra, as in Keras 3; training reads its data with tf.data on every backend
-    assert lines[:4] == ["pip install 'netdsl[tensorflow]'", "pip install 'netdsl[tensorflow,jax]'",
-                         "pip install 'netdsl[tensorflow,torch]'", "pip install netdsl"]
+    assert lines[:4] == [
+        "pip install 'netdsl[tensorflow]'",
+        "pip install 'netdsl[tensorflow,jax]'",
+        "pip install 'netdsl[tensorflow,torch]'",
+        "pip install netdsl",
+    ]
     assert "docs/quickstart.md" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
@@ -68,7 +72,8 @@ def test_init_writes_a_starter_and_says_what_to_run(tmp_path, monkeypatch, capsy
     assert capsys.readouterr().out == (
         "wrote demo/digits.net\nwrote demo/digits.npz\nnext:\n  cd demo\n  netdsl check digits.net\n"
         "  netdsl render digits.net -o digits.svg\n  netdsl train digits.net --data digits.npz\n"
-        "  netdsl evaluate runs/digits-1\n")
+        "  netdsl evaluate runs/digits-1\n"
+    )
     assert main(["check", "demo/digits.net"]) == 0
     import numpy as np
 
@@ -76,7 +81,8 @@ def test_init_writes_a_starter_and_says_what_to_run(tmp_path, monkeypatch, capsy
         assert {k: data[k].shape for k in data.files} == {"image": (2000, 28, 28), "label": (2000,)}
     assert main(["init", "demo"]) == 1
     assert capsys.readouterr().err == (
-        "netdsl init: error: demo/digits.net already exists; netdsl does not overwrite it (choose another folder)\n")
+        "netdsl init: error: demo/digits.net already exists; netdsl does not overwrite it (choose another folder)\n"
+    )
 
 
 def test_examples_are_listed_and_copied_with_their_imports(tmp_path, monkeypatch, capsys):
@@ -84,8 +90,10 @@ def test_examples_are_listed_and_copied_with_their_imports(tmp_path, monkeypatch
     assert main(["examples"]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in listed] == sorted(p.stem for p in (ROOT / "specs").glob("*.net"))
-    assert "multi_output   One trunk, two heads: classify the single object in a 64x64 image and regress its " \
-           "bounding box." in listed
+    assert (
+        "multi_output   One trunk, two heads: classify the single object in a 64x64 image and regress its "
+        "bounding box." in listed
+    )
     assert main(["examples", "unet", "-o", "mine"]) == 0
     assert capsys.readouterr().out == "wrote mine/unet.net\nwrote mine/lib/conv.net\n"
     assert main(["check", "mine/unet.net"]) == 0
@@ -136,7 +144,8 @@ def test_init_refuses_links_at_its_own_names(tmp_path, monkeypatch, capsys):
     os.symlink(victim, tmp_path / "demo" / "digits.npz")
     assert main(["init", "demo"]) == 1
     assert capsys.readouterr().err == (
-        "netdsl init: error: demo/digits.npz already exists; netdsl does not overwrite it (choose another folder)\n")
+        "netdsl init: error: demo/digits.npz already exists; netdsl does not overwrite it (choose another folder)\n"
+    )
     assert victim.read_bytes() == VICTIM
 
 
@@ -148,7 +157,8 @@ def test_examples_write_through_no_link_planted_in_the_folder(tmp_path, monkeypa
     os.symlink(elsewhere, tmp_path / "mine" / "lib")  # unet.net imports lib/conv.net
     assert main(["examples", "unet", "-o", "mine"]) == 1
     assert capsys.readouterr().err == (
-        "netdsl examples: error: mine/lib is a symbolic link; netdsl does not write through links\n")
+        "netdsl examples: error: mine/lib is a symbolic link; netdsl does not write through links\n"
+    )
     assert list(elsewhere.iterdir()) == [] and os.listdir("mine") == ["lib"]  # nothing written
     os.remove(tmp_path / "mine" / "lib")
     victim = tmp_path / "precious.txt"
@@ -182,22 +192,45 @@ def test_init_and_train_with_the_wheel_alone(wheel, tmp_path):
     fresh = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(fresh)], check=True, capture_output=True, timeout=300)
     python = fresh / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True, timeout=60).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout.strip()
+    )
     ours = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
     (site / "dependencies.pth").write_text("\n".join(ours) + "\n")  # appended after the venv's own
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
     work = tmp_path / "work"
     work.mkdir()
-    located = subprocess.run([str(python), "-c", "import netdsl.starter as s; print(s.example_specs())"],
-                             cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    located = subprocess.run(
+        [str(python), "-c", "import netdsl.starter as s; print(s.example_specs())"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert located.stdout.strip() == str(site / "netdsl" / "example_specs"), located.stderr
     netdsl = str(fresh / "bin" / "netdsl")
     subprocess.run([netdsl, "init", "demo"], cwd=work, env=env, check=True, capture_output=True, timeout=60)
-    trained = subprocess.run([netdsl, "train", "digits.net", "--data", "digits.npz", "--progress", "none"],
-                             cwd=work / "demo", env=env, capture_output=True, text=True, timeout=300)
+    trained = subprocess.run(
+        [netdsl, "train", "digits.net", "--data", "digits.npz", "--progress", "none"],
+        cwd=work / "demo",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert trained.returncode == 0, trained.stderr
     assert trained.stdout.splitlines()[0].startswith("status: finished (3 of 3 epochs, ")
     assert trained.stdout.splitlines()[3].startswith("test:  test_loss ")

@@ -128,8 +128,13 @@ def test_flows_example_equals_hand_written_keras():
     hand = keras.Model(x, [z, s, r, w, v])
     assert model.count_params() == 75_232
     assert model.output_names == ["z", "s", "r", "w", "v"]
-    assert [tuple(t.shape) for t in model.outputs] == [(None, 32, 32, 64), (None, 32, 32, 32), (None, 32, 32, 32),
-                                                       (None, 32, 32, 64), (None, 32, 32, 64)]
+    assert [tuple(t.shape) for t in model.outputs] == [
+        (None, 32, 32, 64),
+        (None, 32, 32, 32),
+        (None, 32, 32, 32),
+        (None, 32, 32, 64),
+        (None, 32, 32, 64),
+    ]
     assert_same_function(model, hand, [rand(2, 32, 32, 32)])
 
 
@@ -250,8 +255,9 @@ def test_multi_output_step_destructures():
     seq, h, c = layers.LSTM(4, return_sequences=True, return_state=True)(t)
     # An Identity named after each output taken from the LSTM's states: Keras names
     # outputs after their layers, and this is how a saved model keeps "h" and "c".
-    hand = keras.Model(t, [layers.GlobalAveragePooling1D()(seq), layers.Identity(name="h")(h),
-                           layers.Identity(name="c")(c)])
+    hand = keras.Model(
+        t, [layers.GlobalAveragePooling1D()(seq), layers.Identity(name="h")(h), layers.Identity(name="c")(c)]
+    )
     assert model.output_names == ["last", "h", "c"]
     assert_same_function(model, hand, [rand(2, 5, 3)])
 
@@ -278,7 +284,16 @@ model deep {
 """)
     assert model.count_params() == 40 + 3 * 72 + 18
     assert [layer.name for layer in model.layers] == [
-        "x", "x_2", "x.dense", "x.relu", "x.dense_2", "x.relu_2", "x.dense_3", "x_3", "y"]
+        "x",
+        "x_2",
+        "x.dense",
+        "x.relu",
+        "x.dense_2",
+        "x.relu_2",
+        "x.dense_3",
+        "x_3",
+        "y",
+    ]
 
 
 def test_block_sees_real_shapes_and_decides_if_at_compile_time():
@@ -365,7 +380,14 @@ def test_parameter_counts_are_filled_in_for_the_diagram():
     analysis, models = compile_program(program)
     graph = analysis.graphs["siamese"]
     assert graph.built is models["siamese"]
-    assert {n.name: n.params for n in graph.nodes} == {"a": 0, "b": 0, "ea.enc": 36, "eb.enc": 36, "d.subtract": 0, "d": 5}
+    assert {n.name: n.params for n in graph.nodes} == {
+        "a": 0,
+        "b": 0,
+        "ea.enc": 36,
+        "eb.enc": 36,
+        "d.subtract": 0,
+        "d": 5,
+    }
     assert [n.output_shapes for n in graph.nodes][-1] == [(1,)]
 
 
@@ -410,7 +432,8 @@ def test_build_needs_a_model_name_when_there_are_several():
     (diagnostic,) = caught.value.diagnostics
     assert (diagnostic.message, diagnostic.hint) == (
         "the spec declares 2 models; pick one with --model NAME (model=NAME in the library)",
-        "models: encoder, classifier")
+        "models: encoder, classifier",
+    )
     with pytest.raises(netdsl.SpecError, match="no model named 'encodr'; did you mean 'encoder'"):
         build(NESTED, "encodr")
 
@@ -439,21 +462,24 @@ def test_concatenate_mismatch():
 
 def test_conv_on_too_small_input():
     (message,) = errors("model small {\n  input x: (3, 3, 1)\n  output y = x -> conv2d(8, 5)\n}\n")
-    assert message.startswith("3:19: 'conv2d' cannot take an input of shape (3, 3, 1): "
-                              "Computed output size would be zero or negative.")
+    assert message.startswith(
+        "3:19: 'conv2d' cannot take an input of shape (3, 3, 1): Computed output size would be zero or negative."
+    )
     assert "\n" not in message
 
 
 def test_wrong_rank_is_said_in_the_spec_s_terms():
     assert errors("model m {\n  input x: (16,)\n  output y = x -> gru(4)\n}\n") == [
         "3:19: 'gru' cannot take an input of shape (16,): it needs inputs with 2 dimensions besides the batch "
-        "axis, received 1"]
+        "axis, received 1"
+    ]
 
 
 def test_axis_out_of_range_is_said_in_the_spec_s_terms():
     assert errors("model m {\n  input x: (28, 28)\n  output y = x -> batch_norm(axis=7)\n}\n") == [
         "3:19: 'batch_normalization' cannot take an input of shape (28, 28): axis 7 is out of range for an "
-        "input with 2 dimensions besides the batch axis (axes count the batch axis as 0)"]
+        "input with 2 dimensions besides the batch axis (axes count the batch axis as 0)"
+    ]
 
 
 def test_keras_argument_error():
@@ -461,7 +487,8 @@ def test_keras_argument_error():
     spec = "model m {\n  input x: (8, 4)\n  output y = x -> adaptive_average_pooling1d(output_size=(2, 2))\n}\n"
     assert errors(spec) == [
         "3:19: 'adaptive_average_pooling1d' rejected its arguments: For 1D input, `output_size` tuple must have "
-        "length 1. Received: (2, 2)"]
+        "length 1. Received: (2, 2)"
+    ]
 
 
 def test_every_error_of_a_model_is_reported():
@@ -472,8 +499,10 @@ def test_every_error_of_a_model_is_reported():
   b = x -> dropout(2.0)
   output c = (a, b) -> concatenate
 }
-""") == ["3:18: parameter 'units' of 'dense' is a positive integer, received -1",
-         "4:20: parameter 'rate' of 'dropout' is a fraction in [0, 1], received 2.0"]
+""") == [
+        "3:18: parameter 'units' of 'dense' is a positive integer, received -1",
+        "4:20: parameter 'rate' of 'dropout' is a fraction in [0, 1], received 2.0",
+    ]
 
 
 HUGE = "model huge {\n  input x: (100000,)\n  output y = x -> dense(100000000)\n}\n"
@@ -488,8 +517,7 @@ def test_huge_layer_is_refused_before_any_keras_constructor(monkeypatch):
             super().__init__(*args, **kwargs)
 
     monkeypatch.setattr(keras.layers, "Dense", Spy)
-    assert errors(HUGE) == ["3:19: 'dense' would have about 10,000,100,000,000 parameters; "
-                            "the limit is 1,000,000,000"]
+    assert errors(HUGE) == ["3:19: 'dense' would have about 10,000,100,000,000 parameters; the limit is 1,000,000,000"]
     assert made == []
     assert isinstance(build("model ok {\n  input x: (4,)\n  output y = x -> dense(2)\n}\n").get_layer("y"), Spy)
 
@@ -497,14 +525,15 @@ def test_huge_layer_is_refused_before_any_keras_constructor(monkeypatch):
 def test_parameter_limit_is_the_callers():
     text = "model m {\n  input x: (1000,)\n  output y = x -> dense(1000)\n}\n"
     assert errors(text, param_limit=100_000) == [
-        "3:19: 'dense' would have about 1,001,000 parameters; the limit is 100,000"]
+        "3:19: 'dense' would have about 1,001,000 parameters; the limit is 100,000"
+    ]
     assert build(text).count_params() == 1_001_000
 
 
 def test_code_running_layers_are_unknown_names():
     (message,) = errors("model m {\n  input x: (8,)\n  output y = x -> Lambda(4)\n}\n")
     assert message.startswith("3:19: unknown layer 'Lambda'")
-    (message,) = errors("model m {\n  input x: (8,)\n  output y = x -> TFSMLayer(\"saved\")\n}\n")
+    (message,) = errors('model m {\n  input x: (8,)\n  output y = x -> TFSMLayer("saved")\n}\n')
     assert message.startswith("3:19: unknown layer 'TFSMLayer'")
 
 

@@ -64,8 +64,10 @@ def test_a_certain_check_is_replayed_and_equals_the_interleaved_build(paths, mon
 
 def test_an_uncertain_check_builds_the_interleaved_way(paths):
     # bidirectional(return_state) has no output count the checker can know
-    text = ("model m {\n  input x: (5, 3)\n  seq, f, b = x -> bidirectional(gru(4, return_state=true))\n"
-            "  output seq, f, b\n}\n")
+    text = (
+        "model m {\n  input x: (5, 3)\n  seq, f, b = x -> bidirectional(gru(4, return_state=true))\n"
+        "  output seq, f, b\n}\n"
+    )
     assert analyze(parse(text)).graphs["m"].uncertain
     model = netdsl.build(parse(text))
     assert paths == ["diverged"]
@@ -84,15 +86,18 @@ def test_a_wrong_inferred_shape_falls_back_to_keras(paths, monkeypatch):
 
 def test_a_keras_error_after_a_clean_check_is_reported_in_keras_terms(paths):
     with pytest.raises(netdsl.SpecError) as info:
-        netdsl.build(parse("model m {\n  input x: (8, 4)\n"
-                           "  output y = x -> adaptive_average_pooling1d(output_size=(2, 2))\n}\n"))
+        netdsl.build(
+            parse("model m {\n  input x: (8, 4)\n  output y = x -> adaptive_average_pooling1d(output_size=(2, 2))\n}\n")
+        )
     assert paths == ["diverged"]
     assert "`output_size` tuple must have length 1" in info.value.diagnostics[0].message
 
 
 ENC = "model enc {\n  input x: (6,)\n  output h = x -> dense(4)\n}\n"
-PAIR = ("model pair {\n  input a: (6,)\n  input b: (6,)\n  shared proj = dense(2)\n"
-        "  ha = a -> enc -> proj\n  hb = b -> enc -> proj\n  output d = (ha, hb) -> subtract\n}\n")
+PAIR = (
+    "model pair {\n  input a: (6,)\n  input b: (6,)\n  shared proj = dense(2)\n"
+    "  ha = a -> enc -> proj\n  hb = b -> enc -> proj\n  output d = (ha, hb) -> subtract\n}\n"
+)
 
 
 # build_all replays the models in the file's order, and the checker shares one Graph per model, so
@@ -100,8 +105,9 @@ PAIR = ("model pair {\n  input a: (6,)\n  input b: (6,)\n  shared proj = dense(2
 # - `enc` declared first: its own replay, then `pair`'s, which finds `enc` built and reuses it;
 # - `pair` declared first: `pair`'s replay builds `enc` inside it, and the model `enc` is then
 #   already built, so it is not replayed a second time.
-@pytest.mark.parametrize("text, taken", [(ENC + PAIR, ["replay", "replay"]), (PAIR + ENC, ["replay"])],
-                         ids=["enc-first", "pair-first"])
+@pytest.mark.parametrize(
+    "text, taken", [(ENC + PAIR, ["replay", "replay"]), (PAIR + ENC, ["replay"])], ids=["enc-first", "pair-first"]
+)
 def test_replayed_nested_and_shared_models_share_weights(paths, text, taken):
     models = netdsl.build_all(parse(text))
     assert paths == taken

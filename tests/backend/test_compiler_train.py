@@ -89,8 +89,9 @@ def test_losses_metrics_and_weights_follow_the_output_names():
     logs = model.evaluate(x, {"box": boxes, "probs": labels}, verbose=0, return_dict=True)
     assert {"probs_accuracy", "box_mae"} <= set(logs)  # metrics named as written in the spec
     probs, box = model.predict(x, verbose=0)
-    expected = (keras.losses.SparseCategoricalCrossentropy()(labels, probs)
-                + 5.0 * keras.losses.MeanSquaredError()(boxes, box))
+    expected = keras.losses.SparseCategoricalCrossentropy()(labels, probs) + 5.0 * keras.losses.MeanSquaredError()(
+        boxes, box
+    )
     assert logs["loss"] == pytest.approx(float(expected), rel=1e-4)
     model.fit(x, [labels, boxes], epochs=1, verbose=0)
 

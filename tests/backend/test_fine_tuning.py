@@ -49,7 +49,12 @@ def data(n: int = 16):
 def trained_backbone(tmp_path_factory) -> Path:
     """The backbone with a trained classifier on top, saved: its weights are not the initializer's."""
     folder = tmp_path_factory.mktemp("backbone")
-    spec = spec_file(folder, "pretrain.net", BACKBONE + HEAD + """
+    spec = spec_file(
+        folder,
+        "pretrain.net",
+        BACKBONE
+        + HEAD
+        + """
         model pretrain {
           input image: (8, 8, 3)
           f = image -> backbone
@@ -59,7 +64,8 @@ def trained_backbone(tmp_path_factory) -> Path:
             loss = sparse_categorical_crossentropy
           }
         }
-    """)
+    """,
+    )
     keras.utils.set_random_seed(1)
     model = netdsl.build(spec, model="pretrain")
     model.fit(*data(), epochs=1, batch_size=8, verbose=0)
@@ -69,7 +75,12 @@ def trained_backbone(tmp_path_factory) -> Path:
 
 
 def finetune_spec(folder: Path, train: str) -> Path:
-    return spec_file(folder, "finetune.net", BACKBONE + HEAD + f"""
+    return spec_file(
+        folder,
+        "finetune.net",
+        BACKBONE
+        + HEAD
+        + f"""
         model finetune {{
           input image: (8, 8, 3)
           f = image -> backbone
@@ -80,7 +91,8 @@ def finetune_spec(folder: Path, train: str) -> Path:
             {train}
           }}
         }}
-    """)
+    """,
+    )
 
 
 def weights_of(layer) -> list[np.ndarray]:
@@ -106,11 +118,15 @@ def test_a_whole_model_and_a_block_instance_load_by_name_from_a_keras_file(train
     for name in ("backbone", "probs.head.y.dense", "probs.head.y"):
         got, want = weights_of(whole.get_layer(name)), weights_of(pretrained.get_layer(name))
         assert all(np.array_equal(a, b) for a, b in zip(got, want)), name
-    head_only = netdsl.build(finetune_spec(trained_backbone, 'init = {"probs.head": "pretrain.keras"}'), model="finetune")
-    assert np.array_equal(weights_of(head_only.get_layer("probs.head.y"))[0],
-                          weights_of(pretrained.get_layer("probs.head.y"))[0])
-    assert not np.array_equal(weights_of(head_only.get_layer("backbone"))[0],
-                              weights_of(pretrained.get_layer("backbone"))[0])
+    head_only = netdsl.build(
+        finetune_spec(trained_backbone, 'init = {"probs.head": "pretrain.keras"}'), model="finetune"
+    )
+    assert np.array_equal(
+        weights_of(head_only.get_layer("probs.head.y"))[0], weights_of(pretrained.get_layer("probs.head.y"))[0]
+    )
+    assert not np.array_equal(
+        weights_of(head_only.get_layer("backbone"))[0], weights_of(pretrained.get_layer("backbone"))[0]
+    )
 
 
 def test_a_weights_h5_file_loads_by_structure(trained_backbone):
@@ -125,12 +141,18 @@ def test_a_mismatched_or_missing_layer_is_an_error_naming_it(trained_backbone, t
     other = spec_file(tmp_path, "other.net", BACKBONE.replace("conv2d(4, 3", "conv2d(5, 3"))
     netdsl.build(other, model="backbone").save(trained_backbone / "wide.keras")
     spec = finetune_spec(trained_backbone, 'init = {"backbone": "wide.keras"}')
-    with pytest.raises(netdsl.SpecError, match=r"layer 'conv' has weights of shapes \(3, 3, 3, 4\), \(4,\); "
-                                               r"'wide.keras' holds \(3, 3, 3, 5\), \(5,\) for it"):
+    with pytest.raises(
+        netdsl.SpecError,
+        match=r"layer 'conv' has weights of shapes \(3, 3, 3, 4\), \(4,\); "
+        r"'wide.keras' holds \(3, 3, 3, 5\), \(5,\) for it",
+    ):
         netdsl.build(spec, model="finetune")
     spec = finetune_spec(trained_backbone, 'init = "backbone.keras"')
-    with pytest.raises(netdsl.SpecError, match=r"'backbone.keras' has no weights for layer 'backbone.conv', "
-                                               r"'backbone.features.batch_norm', 'probs.head.y.dense' \(and 1 more\)"):
+    with pytest.raises(
+        netdsl.SpecError,
+        match=r"'backbone.keras' has no weights for layer 'backbone.conv', "
+        r"'backbone.features.batch_norm', 'probs.head.y.dense' \(and 1 more\)",
+    ):
         netdsl.build(spec, model="finetune")
     longer = finetune_spec(trained_backbone, 'init = "pretrain.keras"').read_text()
     longer = longer.replace("output probs = f -> head(3)", "output probs = f -> head(3) -> dense(2)")
@@ -140,8 +162,9 @@ def test_a_mismatched_or_missing_layer_is_an_error_naming_it(trained_backbone, t
     spec.write_text(longer.replace('init = "pretrain.keras"', 'init = "pretrain.keras"\ninit_strict = false'))
     lenient = netdsl.build(spec, model="finetune")
     pretrained = keras.saving.load_model(trained_backbone / "pretrain.keras")
-    assert np.array_equal(weights_of(lenient.get_layer("probs.head.y"))[0],
-                          weights_of(pretrained.get_layer("probs.head.y"))[0])
+    assert np.array_equal(
+        weights_of(lenient.get_layer("probs.head.y"))[0], weights_of(pretrained.get_layer("probs.head.y"))[0]
+    )
 
 
 def test_a_keras_file_with_a_lambda_layer_gives_its_weights_and_runs_nothing(tmp_path):
@@ -156,7 +179,10 @@ def test_a_keras_file_with_a_lambda_layer_gives_its_weights_and_runs_nothing(tmp
     dense = keras.layers.Dense(3, name="out")
     keras.Model(inputs, dense(keras.layers.Lambda(touch)(inputs))).save(tmp_path / "lambda.keras")
     ran.unlink(missing_ok=True)
-    spec = spec_file(tmp_path, "m.net", """
+    spec = spec_file(
+        tmp_path,
+        "m.net",
+        """
         model m {
           input x: (4,)
           output out = x -> dense(3)
@@ -164,14 +190,18 @@ def test_a_keras_file_with_a_lambda_layer_gives_its_weights_and_runs_nothing(tmp
             init = "lambda.keras"
           }
         }
-    """)
+    """,
+    )
     model = netdsl.build(spec, model="m")
     np.testing.assert_array_equal(model.get_layer("out").get_weights()[0], dense.get_weights()[0])
     assert not ran.exists()
 
 
 def test_check_names_the_part_a_pattern_misses_and_refuses_paths_outside_the_folder():
-    text = textwrap.dedent(BACKBONE + HEAD + """
+    text = textwrap.dedent(
+        BACKBONE
+        + HEAD
+        + """
         model finetune {
           input image: (8, 8, 3)
           f = image -> backbone
@@ -181,7 +211,8 @@ def test_check_names_the_part_a_pattern_misses_and_refuses_paths_outside_the_fol
             freeze = ["probs.head*", "nothing*"]
           }
         }
-    """)
+    """
+    )
     found = [(d.line, d.col, d.text) for d in netdsl.check(netdsl.parse(text, filename="ft.net"))]
     assert found == [
         (17, 21, "weights file '../backbone.keras' leaves the spec's folder"),
@@ -192,12 +223,18 @@ def test_check_names_the_part_a_pattern_misses_and_refuses_paths_outside_the_fol
 @pytest.mark.slow
 def test_two_phase_fine_tuning_unfreezes_on_schedule_as_the_hand_written_recipe(trained_backbone, tmp_path):
     """keras.io's transfer-learning recipe: the head with the backbone frozen, then all of it at a lower rate."""
-    spec = finetune_spec(trained_backbone, 'init = {"backbone": "backbone.keras"}\nfreeze = ["backbone"]\n'
-                                           "unfreeze_after = 2\nunfreeze_learning_rate = 0.001\n"
-                                           "batch_size = 8\nepochs = 3\nshuffle = false")
+    spec = finetune_spec(
+        trained_backbone,
+        'init = {"backbone": "backbone.keras"}\nfreeze = ["backbone"]\n'
+        "unfreeze_after = 2\nunfreeze_learning_rate = 0.001\n"
+        "batch_size = 8\nepochs = 3\nshuffle = false",
+    )
     # the head gives logits: a loss that reads them as probabilities is flat, and nothing would train
-    spec.write_text(spec.read_text().replace("loss = sparse_categorical_crossentropy",
-                                             "loss = sparse_categorical_crossentropy(from_logits=true)"))
+    spec.write_text(
+        spec.read_text().replace(
+            "loss = sparse_categorical_crossentropy", "loss = sparse_categorical_crossentropy(from_logits=true)"
+        )
+    )
     x, y = data()
     run = netdsl.train(spec, model="finetune", train=(x, y), seed=4, out=tmp_path / "runs")
     assert run.status == "finished" and len(run.history["loss"]) == 3
@@ -207,8 +244,9 @@ def test_two_phase_fine_tuning_unfreezes_on_schedule_as_the_hand_written_recipe(
     model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
     model.get_layer("backbone").trainable = True
     model.get_layer("backbone").get_layer("features.batch_norm").trainable = False  # the guide: BN stays in inference
-    model.compile(optimizer=keras.optimizers.Adam(0.001),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.001), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     model.fit(x, y, batch_size=8, epochs=3, initial_epoch=2, shuffle=False, verbose=0)
     assert all(np.array_equal(a, b) for a, b in zip(run.model.get_weights(), model.get_weights()))
     saved = keras.saving.load_model(trained_backbone / "backbone.keras")
@@ -249,17 +287,21 @@ def test_build_weights_loads_the_whole_model_as_init_does_and_names_a_mismatch(t
     wide = spec_file(tmp_path, "wide.net", BACKBONE.replace("conv2d(4, 3", "conv2d(5, 3"))
     with pytest.raises(netdsl.UsageError) as error:
         netdsl.build(wide, model="backbone", weights=trained_backbone / "backbone.keras")
-    assert str(error.value) == (f"layer 'conv' has weights of shapes (3, 3, 3, 5), (5,); "
-                                f"'{trained_backbone / 'backbone.keras'}' holds (3, 3, 3, 4), (4,) for it")
+    assert str(error.value) == (
+        f"layer 'conv' has weights of shapes (3, 3, 3, 5), (5,); "
+        f"'{trained_backbone / 'backbone.keras'}' holds (3, 3, 3, 4), (4,) for it"
+    )
     with pytest.raises(netdsl.UsageError, match=r"^weights file 'nowhere.keras' does not exist$"):
         netdsl.build(wide, model="backbone", weights="nowhere.keras")
-    with pytest.raises(netdsl.UsageError,
-                       match=r"^a weights file is a .keras, .weights.h5 or Keras 2 .h5 path, received 'w.hdf5'$"):
+    with pytest.raises(
+        netdsl.UsageError, match=r"^a weights file is a .keras, .weights.h5 or Keras 2 .h5 path, received 'w.hdf5'$"
+    ):
         netdsl.build(wide, model="backbone", weights="w.hdf5")
 
 
-def test_the_cli_prints_what_init_and_weights_loaded_and_summary_shows_the_frozen_part(trained_backbone, tmp_path,
-                                                                                       capsys, monkeypatch):
+def test_the_cli_prints_what_init_and_weights_loaded_and_summary_shows_the_frozen_part(
+    trained_backbone, tmp_path, capsys, monkeypatch
+):
     from netdsl.cli import main
 
     monkeypatch.chdir(trained_backbone)
@@ -267,35 +309,52 @@ def test_the_cli_prints_what_init_and_weights_loaded_and_summary_shows_the_froze
     assert main(["build", str(spec), "-o", str(tmp_path), "--no-diagram", "--model", "finetune"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "init: 2 layers of 'backbone' from backbone.keras" in lines
-    assert main(["build", "finetune.net", "-o", str(tmp_path), "--no-diagram", "--model", "finetune",
-                 "--weights", "pretrain.keras"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "finetune.net",
+                "-o",
+                str(tmp_path),
+                "--no-diagram",
+                "--model",
+                "finetune",
+                "--weights",
+                "pretrain.keras",
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
-    assert lines[lines.index("frozen: backbone") + 1:][:4] == [
+    assert lines[lines.index("frozen: backbone") + 1 :][:4] == [
         "outputs: probs (3,)",
         "init: 2 layers of 'backbone' from backbone.keras",
         "init: 4 layers of the model from pretrain.keras",
-        f"wrote {tmp_path / 'finetune.keras'}"]
+        f"wrote {tmp_path / 'finetune.keras'}",
+    ]
     assert main(["summary", "finetune.net", "--model", "finetune", "--json"]) == 0
     numbers = json.loads(capsys.readouterr().out)["finetune"]
     # by hand: the frozen backbone conv 3*3*3*4+4 = 112 and batch norm 4*4 = 16; the head 4*8+8 + 8*3+3 = 67
     assert (numbers["params"], numbers["trainable_params"], numbers["non_trainable_params"]) == (195, 67, 128)
     assert main(["summary", "finetune.net", "--model", "finetune"]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[-3:] == ["params: 195 (trainable 67, non-trainable 128)", "frozen: backbone",
-                          "outputs: probs (3,)"]
+    assert table[-3:] == ["params: 195 (trainable 67, non-trainable 128)", "frozen: backbone", "outputs: probs (3,)"]
 
 
 def test_train_init_from_starts_from_the_file_and_records_it(trained_backbone, tmp_path, capsys):
     spec = finetune_spec(trained_backbone, 'freeze = ["backbone"]\nbatch_size = 8\nepochs = 1')
     x, y = data()
     weights = trained_backbone / "pretrain.keras"
-    run = netdsl.train(spec, model="finetune", train=(x, y), seed=4, out=tmp_path / "runs", progress="line",
-                       init_from=weights)
+    run = netdsl.train(
+        spec, model="finetune", train=(x, y), seed=4, out=tmp_path / "runs", progress="line", init_from=weights
+    )
     assert run.status == "finished"
     assert f"init: 4 layers of the model from {weights}" in capsys.readouterr().err.splitlines()
     assert json.loads((run.dir / "config.json").read_text())["settings"]["init_from"] == str(weights)
     pretrained = keras.saving.load_model(weights)  # the frozen backbone: still the file's, bitwise
-    assert all(np.array_equal(a, b) for a, b in zip(weights_of(run.model.get_layer("backbone")),
-                                                    weights_of(pretrained.get_layer("backbone"))))
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(weights_of(run.model.get_layer("backbone")), weights_of(pretrained.get_layer("backbone")))
+    )
     with pytest.raises(netdsl.UsageError, match=r"--init-from: weights file 'nowhere.keras' does not exist$"):
         netdsl.train(spec, model="finetune", train=(x, y), out=tmp_path / "runs", init_from="nowhere.keras")

@@ -87,7 +87,7 @@ def _weights(model) -> dict[str, list[np.ndarray]]:
 def test_a_pattern_freezes_exactly_the_layers_it_names(tmp_path, pattern, frozen):
     path = _spec(tmp_path, pattern)
     assert netdsl.check(path) == []
-    (graph, split), = pipeline.inferred_splits(pipeline.load(path), ["m"]).values()  # summary, without Keras
+    ((graph, split),) = pipeline.inferred_splits(pipeline.load(path), ["m"]).values()  # summary, without Keras
     assert list(split.frozen) == frozen
 
     keras.utils.set_random_seed(3)
@@ -108,14 +108,23 @@ def test_a_pattern_freezes_exactly_the_layers_it_names(tmp_path, pattern, frozen
             assert not any(equal), f"{name} is not frozen by {pattern!r} and kept a weight"
 
 
-@pytest.mark.parametrize("pattern, message", [
-    ("e.proj", "'e.proj' names no layer, block instance or nested model of 'm'; did you mean 'e.enc.proj'?"),
-    ("s.y", "'s.y' names no layer, block instance or nested model of 'm'; "
-            "'s' is a nested model, frozen whole: freeze = [\"s\"]"),
-    ("f.z", "'f.z' names no layer, block instance or nested model of 'm'; "
-            "'f' is a nested model, frozen whole: freeze = [\"f\"]"),
-    ("t", "'t' names no layer, block instance or nested model of 'm'"),
-])
+@pytest.mark.parametrize(
+    "pattern, message",
+    [
+        ("e.proj", "'e.proj' names no layer, block instance or nested model of 'm'; did you mean 'e.enc.proj'?"),
+        (
+            "s.y",
+            "'s.y' names no layer, block instance or nested model of 'm'; "
+            "'s' is a nested model, frozen whole: freeze = [\"s\"]",
+        ),
+        (
+            "f.z",
+            "'f.z' names no layer, block instance or nested model of 'm'; "
+            "'f' is a nested model, frozen whole: freeze = [\"f\"]",
+        ),
+        ("t", "'t' names no layer, block instance or nested model of 'm'"),
+    ],
+)
 def test_a_pattern_that_names_nothing_is_an_error_at_the_pattern(tmp_path, pattern, message):
     path = _spec(tmp_path, pattern)
     found = [(d.line, d.col, d.text) for d in netdsl.check(path)]
@@ -144,7 +153,7 @@ def test_a_layer_given_a_name_answers_to_it_and_to_its_binding(tmp_path, pattern
     path = tmp_path / "named.net"
     path.write_text(NAMED.replace("SETTING", f'freeze = ["{pattern}"]'), encoding="utf-8")
     assert netdsl.check(path) == []
-    (graph, split), = pipeline.inferred_splits(pipeline.load(path), ["w"]).values()
+    ((graph, split),) = pipeline.inferred_splits(pipeline.load(path), ["w"]).values()
     assert list(split.frozen) == ["hid"]
     model = netdsl.build(path, model="w")
     assert [(layer.name, layer.trainable) for layer in model.layers] == [("x", True), ("hid", False), ("y", True)]

@@ -79,14 +79,23 @@ def test_a_part_loads_exactly_the_layers_it_names(saved, part, file, loaded):
             assert not any(np.array_equal(g, w) for g, w in zip(got[name], want[name])), name
 
 
-@pytest.mark.parametrize("part, message", [
-    ("e.proj", "'e.proj' names no layer, block instance or nested model of 'm'; did you mean 'e.enc.proj'?"),
-    ("s.y", "'s.y' names no layer, block instance or nested model of 'm'; "
-            "'s' is a nested model, loaded whole: init = {\"s\": \"m.keras\"}"),
-    ("f.z", "'f.z' names no layer, block instance or nested model of 'm'; "
-            "'f' is a nested model, loaded whole: init = {\"f\": \"m.keras\"}"),
-    ("t", "'t' names no layer, block instance or nested model of 'm'"),
-])
+@pytest.mark.parametrize(
+    "part, message",
+    [
+        ("e.proj", "'e.proj' names no layer, block instance or nested model of 'm'; did you mean 'e.enc.proj'?"),
+        (
+            "s.y",
+            "'s.y' names no layer, block instance or nested model of 'm'; "
+            '\'s\' is a nested model, loaded whole: init = {"s": "m.keras"}',
+        ),
+        (
+            "f.z",
+            "'f.z' names no layer, block instance or nested model of 'm'; "
+            '\'f\' is a nested model, loaded whole: init = {"f": "m.keras"}',
+        ),
+        ("t", "'t' names no layer, block instance or nested model of 'm'"),
+    ],
+)
 def test_a_part_that_names_nothing_is_an_error_at_the_part(tmp_path, part, message):
     found = [(d.line, d.col, d.text) for d in netdsl.check(_spec(tmp_path, part))]
     assert found == [(31, 13, message)]

@@ -42,8 +42,16 @@ def test_tensorflow_models_equal_on_jax(tmp_path: Path, tmp_path_factory: pytest
     _probe("check", tmp_path, "jax", SMALL)
     models = _compare(tmp_path)
     # every model of every small spec, the custom and declared layers among them
-    assert {"lightning_mlp", "linear_mlp", "residual_net", "attention_example", "declared_mlp",
-            "declared_attention", "detector", "siamese"} <= set(models)
+    assert {
+        "lightning_mlp",
+        "linear_mlp",
+        "residual_net",
+        "attention_example",
+        "declared_mlp",
+        "declared_attention",
+        "detector",
+        "siamese",
+    } <= set(models)
     assert models["lightning_mlp"] == 101_770
 
 
@@ -67,8 +75,22 @@ def test_large_specs_equal_on_both_backends(tmp_path: Path, tmp_path_factory: py
 def test_build_on_jax_from_the_command_line(tmp_path: Path) -> None:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("KERAS_BACKEND", None)
-    result = subprocess.run([sys.executable, "-m", "netdsl.cli", "summary", str(ROOT / "specs" / "siamese.net"),
-                             "--json", "--backend", "jax"], capture_output=True, text=True, timeout=300, env=env)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "netdsl.cli",
+            "summary",
+            str(ROOT / "specs" / "siamese.net"),
+            "--json",
+            "--backend",
+            "jax",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["siamese"]["params"] == 23_329
     assert result.stderr == ""
@@ -84,22 +106,27 @@ def test_a_second_backend_in_one_process_is_a_one_line_error(capsys: pytest.Capt
     assert capsys.readouterr().err == (
         "netdsl summary: error: Keras is already loaded with the 'tensorflow' backend in this process and picks "
         "its backend once, at import: run with KERAS_BACKEND=jax set before Keras is imported, or in a new "
-        "process\n")
+        "process\n"
+    )
 
 
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_a_backend_not_installed_says_how_to_install_it(backend: str) -> None:
-    code = ("import importlib.util, sys\n"
-            "real = importlib.util.find_spec\n"
-            f"importlib.util.find_spec = lambda name, *a: None if name == {backend!r} else real(name, *a)\n"
-            "from netdsl.cli import main\n"
-            f"sys.exit(main(['build', {str(ROOT / 'specs' / 'lightning_mlp.net')!r}, '--backend', {backend!r}]))\n")
+    code = (
+        "import importlib.util, sys\n"
+        "real = importlib.util.find_spec\n"
+        f"importlib.util.find_spec = lambda name, *a: None if name == {backend!r} else real(name, *a)\n"
+        "from netdsl.cli import main\n"
+        f"sys.exit(main(['build', {str(ROOT / 'specs' / 'lightning_mlp.net')!r}, '--backend', {backend!r}]))\n"
+    )
     env = dict(os.environ)
     env.pop("KERAS_BACKEND", None)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 2
-    assert result.stderr == (f"netdsl build: error: the '{backend}' backend needs the '{backend}' package, which is "
-                             f"not installed: install it with `pip install 'netdsl[{backend}]'`\n")
+    assert result.stderr == (
+        f"netdsl build: error: the '{backend}' backend needs the '{backend}' package, which is "
+        f"not installed: install it with `pip install 'netdsl[{backend}]'`\n"
+    )
     assert "keras" not in result.stdout
 
 
@@ -121,11 +148,26 @@ def test_evaluate_and_predict_on_jax_match_tensorflow(tmp_path: Path, capsys: py
     env.pop("KERAS_BACKEND", None)
     values, predictions = {}, {}
     for backend in ("tensorflow", "jax"):
-        evaluate = ["evaluate", str(tmp_path / "mlp.keras"), "--data", str(tmp_path / "d.npz"), "--json",
-                    "--backend", backend]
+        evaluate = [
+            "evaluate",
+            str(tmp_path / "mlp.keras"),
+            "--data",
+            str(tmp_path / "d.npz"),
+            "--json",
+            "--backend",
+            backend,
+        ]
         out = tmp_path / f"{backend}.npz"
-        predict = ["predict", str(tmp_path / "mlp.keras"), "--data", str(tmp_path / "d.npz"), "-o", str(out),
-                   "--backend", backend]
+        predict = [
+            "predict",
+            str(tmp_path / "mlp.keras"),
+            "--data",
+            str(tmp_path / "d.npz"),
+            "-o",
+            str(out),
+            "--backend",
+            backend,
+        ]
         for args in (evaluate, predict):
             if backend == "tensorflow":  # this test process runs on TensorFlow: the reference, in it
                 capsys.readouterr()
@@ -155,8 +197,14 @@ def test_the_scaling_guide_backend_commands_run(tmp_path: Path) -> None:
     env.pop("KERAS_BACKEND", None)
     for command in commands:
         args = [str(ROOT / a) if a.startswith("specs/") else a for a in command[1:]]
-        result = subprocess.run([sys.executable, "-m", "netdsl.cli", *args], capture_output=True, text=True,
-                                timeout=300, env=env, cwd=tmp_path)
+        result = subprocess.run(
+            [sys.executable, "-m", "netdsl.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            cwd=tmp_path,
+        )
         assert result.returncode == 0, result.stderr
     assert (tmp_path / "build" / "lightning_mlp.keras").is_file()
     assert json.loads(result.stdout)["lightning_mlp"]["params"] == 101_770

@@ -23,7 +23,8 @@ def test_the_refused_models_are_ones_keras_refuses() -> None:
     messages = [d.message for d in netdsl.check(FIXTURE)]
     assert messages == [
         "the layer name 'x' is given to two layers, 'h.b.o' and 'y.b.o'; Keras needs each name once",
-        "the layer name 'h' is given to two layers, 'h' and 'y'; Keras needs each name once"]
+        "the layer name 'h' is given to two layers, 'h' and 'y'; Keras needs each name once",
+    ]
 
 
 def test_a_named_shared_layer_used_twice_builds_under_its_name() -> None:

@@ -45,18 +45,24 @@ def backend_comparisons(source: str) -> list[tuple[int, str]]:
 
 
 def test_no_backend_name_is_compared_outside_its_profile() -> None:
-    offenders = [f"dsl/netdsl/{path.relative_to(PACKAGE)}:{line}: compares with {name!r}"
-                 for path in sorted(PACKAGE.rglob("*.py")) if str(path.relative_to(PACKAGE)) not in ONE_BACKEND
-                 for line, name in backend_comparisons(path.read_text(encoding="utf-8"))]
+    offenders = [
+        f"dsl/netdsl/{path.relative_to(PACKAGE)}:{line}: compares with {name!r}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if str(path.relative_to(PACKAGE)) not in ONE_BACKEND
+        for line, name in backend_comparisons(path.read_text(encoding="utf-8"))
+    ]
     assert not offenders, "ask backend.profiles instead:\n" + "\n".join(offenders)
 
 
-@pytest.mark.parametrize("source", [
-    'if keras.backend.backend() == "torch":\n    pass\n',
-    'ok = backend != "jax"\n',
-    'ok = name in ("tensorflow", "tensorflow-cpu")\n',
-    'match name:\n    case "jax":\n        pass\n',
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        'if keras.backend.backend() == "torch":\n    pass\n',
+        'ok = backend != "jax"\n',
+        'ok = name in ("tensorflow", "tensorflow-cpu")\n',
+        'match name:\n    case "jax":\n        pass\n',
+    ],
+)
 def test_the_walk_finds_a_comparison(source: str) -> None:
     """The checker itself: each way of comparing a name is found."""
     assert backend_comparisons(source)
@@ -70,8 +76,9 @@ def test_every_profile_installs_from_its_extra() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
     for profile in profiles.PROFILES.values():
         required = {re.match(r"[A-Za-z0-9_.-]+", r).group(0) for r in extras[profile.extra]}
-        assert required & set(profile.packages), f"{profile.name}: netdsl[{profile.extra}] installs none of " \
-                                                 f"{profile.packages}"
+        assert required & set(profile.packages), (
+            f"{profile.name}: netdsl[{profile.extra}] installs none of {profile.packages}"
+        )
         assert profile.install_hint == f"install it with `pip install 'netdsl[{profile.extra}]'`"
 
 

@@ -32,7 +32,8 @@ BIG = {"resnet50", "mobilenet_v2"}
 
 # Keras' TensorFlow backend converting tensors under NumPy 2; not ours to fix.
 pytestmark = pytest.mark.filterwarnings(
-    "ignore:__array__ implementation doesn't accept a copy keyword:DeprecationWarning")
+    "ignore:__array__ implementation doesn't accept a copy keyword:DeprecationWarning"
+)
 
 
 def _cases():
@@ -106,8 +107,9 @@ model m {
 def test_output_in_both_branches_of_an_if_is_not_a_duplicate():
     assert netdsl.check(text=BRANCH_OUTPUTS, filename="branches.net") == []
     twice = BRANCH_OUTPUTS.replace("  if flag {\n", "  output y = x\n  if flag {\n")
-    duplicates = [d.line for d in netdsl.check(text=twice, filename="twice.net")
-                  if d.message == "'y' is already an output"]
+    duplicates = [
+        d.line for d in netdsl.check(text=twice, filename="twice.net") if d.message == "'y' is already an output"
+    ]
     assert duplicates == [6, 8]  # each branch repeats the output declared before the `if`
 
 
@@ -161,8 +163,9 @@ def randomize(model, seed=0):
 def copy_weights(source, target):
     """Copy weights layer by layer, weighted layers paired in topological order."""
     src, dst = weighted_layers(source), weighted_layers(target)
-    assert [weight_shapes(x) for x in dst] == [weight_shapes(x) for x in src], \
+    assert [weight_shapes(x) for x in dst] == [weight_shapes(x) for x in src], (
         "weighted layers differ in order or shape"
+    )
     for s, d in zip(src, dst):
         d.set_weights(s.get_weights())
 
@@ -232,8 +235,9 @@ def test_outputs_equal_reference_with_copied_weights(spec, name, builder):
         g, w = to_numpy(g), to_numpy(w)
         assert g.shape == w.shape, f"{gn} vs {wn}"
         scale = max(1.0, float(np.max(np.abs(w.astype("float32")))))
-        np.testing.assert_allclose(g.astype("float32"), w.astype("float32"), rtol=0,
-                                   atol=_tolerance(w) * scale, err_msg=f"{gn} vs {wn}")
+        np.testing.assert_allclose(
+            g.astype("float32"), w.astype("float32"), rtol=0, atol=_tolerance(w) * scale, err_msg=f"{gn} vs {wn}"
+        )
 
     outs = model(x)
     outs = outs if isinstance(outs, (list, tuple)) else [outs]
@@ -355,5 +359,3 @@ def test_built_spec_saves_and_loads_safely(spec, name, builder, tmp_path):
 
 def _as_list(value):
     return list(value) if isinstance(value, (list, tuple)) else [value]
-
-

@@ -38,8 +38,15 @@ def _netdsl(*args: str, cwd: Path | None = None, fresh: bool = False) -> subproc
     env.pop("KERAS_BACKEND", None)
     if not fresh:
         return forked_cli.run(list(args), cwd or Path.cwd(), env, timeout=600)
-    return subprocess.run([sys.executable, "-m", "netdsl.cli", *args], capture_output=True, text=True, timeout=600,
-                          env=env, cwd=cwd, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "netdsl.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_the_probed_specs_are_every_spec() -> None:
@@ -50,8 +57,18 @@ def test_tensorflow_models_equal_on_torch(tmp_path: Path, tmp_path_factory: pyte
     made_once(tmp_path_factory, "tensorflow", SMALL, into=tmp_path)  # test_jax.py checks the same models
     probe("check", tmp_path, "torch", SMALL)  # rebuilt with TensorFlow's weights, and TensorFlow's files loaded
     models = compare(tmp_path)
-    assert {"lightning_mlp", "linear_mlp", "multiply", "activations", "residual_net", "attention_example",
-            "declared_mlp", "declared_attention", "detector", "siamese"} == set(models)
+    assert {
+        "lightning_mlp",
+        "linear_mlp",
+        "multiply",
+        "activations",
+        "residual_net",
+        "attention_example",
+        "declared_mlp",
+        "declared_attention",
+        "detector",
+        "siamese",
+    } == set(models)
     assert models["lightning_mlp"] == 101_770 and models["detector"] == 323_630
 
 
@@ -64,8 +81,11 @@ def test_models_trained_on_torch_load_on_tensorflow_and_jax(tmp_path: Path) -> N
     shutil.copytree(tmp_path, on_jax)
     probe("check", tmp_path, "tensorflow", specs)
     probe("check", on_jax, "jax", specs)
-    assert compare(tmp_path) == compare(on_jax) == {"lightning_mlp": 101_770, "declared_mlp": 7_617,
-                                                    "declared_attention": 819}
+    assert (
+        compare(tmp_path)
+        == compare(on_jax)
+        == {"lightning_mlp": 101_770, "declared_mlp": 7_617, "declared_attention": 819}
+    )
 
 
 @pytest.mark.slow
@@ -84,8 +104,12 @@ def test_summary_on_torch(tmp_path: Path) -> None:
     assert result.stderr == ""
     summary = json.loads(result.stdout)
     assert {name: model["params"] for name, model in summary.items()} == {
-        "linear_mlp": 54_912, "multiply": 273, "activations": 2_305, "residual_net": 78_666,
-        "attention_example": 6_177}
+        "linear_mlp": 54_912,
+        "multiply": 273,
+        "activations": 2_305,
+        "residual_net": 78_666,
+        "attention_example": 6_177,
+    }
 
 
 @pytest.mark.slow
@@ -94,8 +118,23 @@ def test_train_evaluate_predict_on_torch(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     np.savez(tmp_path / "d.npz", image=rng.random((80, 28, 28), dtype=np.float32), logits=rng.integers(0, 10, 80))
     spec = str(ROOT / "specs" / "lightning_mlp.net")
-    result = _netdsl("train", spec, "--data", "d.npz", "--backend", "torch", "--epochs", "2", "--seed", "1",
-                     "-o", "runs", "--progress", "none", cwd=tmp_path)
+    result = _netdsl(
+        "train",
+        spec,
+        "--data",
+        "d.npz",
+        "--backend",
+        "torch",
+        "--epochs",
+        "2",
+        "--seed",
+        "1",
+        "-o",
+        "runs",
+        "--progress",
+        "none",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     run = tmp_path / "runs" / "lightning_mlp-1"
     report = json.loads((run / "report.json").read_text())
@@ -115,8 +154,9 @@ def test_train_evaluate_predict_on_torch(tmp_path: Path) -> None:
     assert on_torch.keys() == on_tensorflow.keys() == {"loss", "sparse_categorical_accuracy"}
     for key, value in on_tensorflow.items():
         assert abs(on_torch[key] - value) <= 1e-5, key
-    np.testing.assert_allclose(np.load(tmp_path / "p.npz")["logits"], model.predict(data["image"], verbose=0),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        np.load(tmp_path / "p.npz")["logits"], model.predict(data["image"], verbose=0), rtol=1e-5, atol=1e-5
+    )
 
 
 # ------------------------------------------------------------------ what torch cannot do: one line each
@@ -134,22 +174,39 @@ def test_steps_per_execution_on_torch_is_one_line(tmp_path: Path) -> None:
     assert result.stderr.splitlines()[0] == (
         f"mlp.net:{line}:1: error: 'lightning_mlp' cannot train on the torch backend: steps_per_execution = 4: "
         f"Keras {keras.__version__} on the torch backend runs one step per execution; set "
-        f"steps_per_execution = 1, or train with --backend tensorflow or jax")
+        f"steps_per_execution = 1, or train with --backend tensorflow or jax"
+    )
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("flags", [["--devices", "2"], ["--num-processes", "2", "--process-id", "0",
-                                                         "--coordinator", "127.0.0.1:1234"], ["--processes", "2"]])
-def test_several_devices_or_processes_on_torch_say_what_can(flags: list[str], tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--devices", "2"],
+        ["--num-processes", "2", "--process-id", "0", "--coordinator", "127.0.0.1:1234"],
+        ["--processes", "2"],
+    ],
+)
+def test_several_devices_or_processes_on_torch_say_what_can(
+    flags: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     rng = np.random.default_rng(0)
     np.savez(tmp_path / "d.npz", image=rng.random((8, 28, 28), dtype=np.float32), logits=rng.integers(0, 10, 8))
-    code = main(["train", str(ROOT / "specs" / "lightning_mlp.net"), "--data", str(tmp_path / "d.npz"),
-                 "--backend", "torch", *flags])
+    code = main(
+        [
+            "train",
+            str(ROOT / "specs" / "lightning_mlp.net"),
+            "--data",
+            str(tmp_path / "d.npz"),
+            "--backend",
+            "torch",
+            *flags,
+        ]
+    )
     assert code == 2
     assert capsys.readouterr().err == (
         "netdsl train: error: Keras' torch backend trains on one device of one process: train with --backend jax for several "
         "devices or processes, or in PyTorch Lightning (netdsl.lightning.SpecModule with strategy='ddp'; "
-        "docs/lightning.md)\n")
+        "docs/lightning.md)\n"
+    )
     assert not (tmp_path / "runs").exists()
-

@@ -36,15 +36,15 @@ NO_LINKS = "netdsl follows no links in a weights file, " + KERAS_SAYS
 REFUSED = {
     "external.weights.h5": f"layers/dense/vars/0 keeps its data in another file (HDF5 external storage); {OUTSIDE}",
     "virtual.weights.h5": f"layers/dense/vars/0 is an HDF5 virtual dataset (its data mapped from other files); "
-                          f"{OUTSIDE}",
+    f"{OUTSIDE}",
     "extlink.weights.h5": f"layers/dense/vars/0 is an HDF5 external link (to another file); {NO_LINKS}",
     "extgroup.weights.h5": f"layers/dense is an HDF5 external link (to another file); {NO_LINKS}",
     "softlink.weights.h5": f"layers/dense/vars/0 is an HDF5 soft link; {NO_LINKS}",
     "loop.weights.h5": "layers/dense/layers is a second link to a group or array already read (a loop?)",
     "bomb.weights.h5": "layers/dense/vars/0 declares (65536, 32768) float32 (8,589,934,592 bytes) but the file "
-                       "stores 0 bytes of it",
+    "stores 0 bytes of it",
     "fill.weights.h5": "layers/dense/vars/0 declares (8192, 8192) float32 (268,435,456 bytes) but the file "
-                       "stores 0 bytes of it",
+    "stores 0 bytes of it",
     "strings.weights.h5": "layers/dense/vars/0 holds strings, not numbers",
 }
 
@@ -58,9 +58,18 @@ def files(tmp_path_factory) -> Path:
     secret.parent.mkdir()
     secret.write_bytes(hostile.SECRET)
     (folder / "plain.net").write_text(hostile.MODEL, encoding="utf-8")
-    for make in (hostile.virtual_dataset, hostile.external_link, hostile.external_link_group, hostile.soft_link,
-                 hostile.hard_link_loop, hostile.shape_bomb, hostile.fill_bomb, hostile.strings,
-                 hostile.dtype_mismatch, hostile.good):
+    for make in (
+        hostile.virtual_dataset,
+        hostile.external_link,
+        hostile.external_link_group,
+        hostile.soft_link,
+        hostile.hard_link_loop,
+        hostile.shape_bomb,
+        hostile.fill_bomb,
+        hostile.strings,
+        hostile.dtype_mismatch,
+        hostile.good,
+    ):
         make(folder)
     hostile.external_storage(folder, secret)
     hostile.config_bomb(folder)
@@ -77,7 +86,8 @@ def _config_of_the_model(folder: Path) -> bytes:
 
 def spec_with_init(folder: Path, weights: str, extra: str = "") -> Path:
     path = folder / "init.net"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         model m {{
           input x: (4,)
           output y = x -> dense(4)
@@ -86,7 +96,9 @@ def spec_with_init(folder: Path, weights: str, extra: str = "") -> Path:
             init = "{weights}"{extra}
           }}
         }}
-    """), encoding="utf-8")
+    """),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -98,8 +110,9 @@ def files_holding(folder: Path, data: bytes) -> list[Path]:
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
-def test_build_weights_refuses_a_hostile_file_with_one_line_naming_the_path_inside_it(files, name, tmp_path,
-                                                                                       capsys, monkeypatch):
+def test_build_weights_refuses_a_hostile_file_with_one_line_naming_the_path_inside_it(
+    files, name, tmp_path, capsys, monkeypatch
+):
     monkeypatch.chdir(files)
     code = main(["build", "plain.net", "--weights", name, "-o", str(tmp_path), "--no-diagram"])
     out, err = capsys.readouterr()
@@ -109,24 +122,29 @@ def test_build_weights_refuses_a_hostile_file_with_one_line_naming_the_path_insi
 
 def test_the_zip_bombs_are_refused_by_ratio_before_they_are_expanded(files, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(files)
-    packed = {name: {i.filename: i.compress_size for i in zipfile.ZipFile(files / name).infolist()}
-              for name in ("bomb_config.keras", "bomb_weights.keras")}
+    packed = {
+        name: {i.filename: i.compress_size for i in zipfile.ZipFile(files / name).infolist()}
+        for name in ("bomb_config.keras", "bomb_weights.keras")
+    }
     assert main(["build", "plain.net", "--weights", "bomb_config.keras", "-o", str(tmp_path), "--no-diagram"]) == 1
     assert capsys.readouterr().err == (
         f"bomb_config.keras: error: config.json expands from {packed['bomb_config.keras']['config.json']:,} bytes "
-        f"to more than 100x that; a model's config expands less (a zip bomb?)\n")
+        f"to more than 100x that; a model's config expands less (a zip bomb?)\n"
+    )
     assert main(["summary", "plain.net", "--weights", "bomb_weights.keras"]) == 1
     assert capsys.readouterr().err == (
         f"bomb_weights.keras: error: model.weights.h5 expands from "
         f"{packed['bomb_weights.keras']['model.weights.h5']:,} bytes to more than 200x that; a model's weights "
-        f"expand less (a zip bomb?)\n")
+        f"expand less (a zip bomb?)\n"
+    )
 
 
 def test_values_of_another_type_are_a_mismatch_named_before_they_are_read(files):
     with pytest.raises(netdsl.UsageError) as error:
         netdsl.build(files / "plain.net", weights=files / "ints.weights.h5")
-    assert str(error.value) == (f"layer 'y' has weights of types float32, float32; '{files / 'ints.weights.h5'}' "
-                                f"holds int64, float32 for it")
+    assert str(error.value) == (
+        f"layer 'y' has weights of types float32, float32; '{files / 'ints.weights.h5'}' holds int64, float32 for it"
+    )
 
 
 # ------------------------------------------------ a spec's init = FILE: the diagnostic at the setting
@@ -140,7 +158,8 @@ def test_a_specs_init_refuses_a_hostile_file_at_the_setting(files, name, tmp_pat
     assert capsys.readouterr().err == (
         f"init.net:6:12: error: weights file '{name}': {REFUSED[name]}\n"
         f'  init = "{name}"\n'
-        f"         {'^' * (len(name) + 2)}\n")
+        f"         {'^' * (len(name) + 2)}\n"
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -166,8 +185,20 @@ def test_train_init_from_refuses_a_hostile_file_before_any_run_folder(files, tmp
     rng = np.random.default_rng(0)
     np.savez(files / "xy.npz", x=rng.normal(size=(8, 4)).astype("float32"), y=rng.normal(size=(8, 4)).astype("float32"))
     for name in ("external.weights.h5", "bomb_weights.keras"):
-        code = main(["train", "train.net", "--data", "xy.npz", "--init-from", name, "-o", str(tmp_path / "runs"),
-                     "--epochs", "1"])
+        code = main(
+            [
+                "train",
+                "train.net",
+                "--data",
+                "xy.npz",
+                "--init-from",
+                name,
+                "-o",
+                str(tmp_path / "runs"),
+                "--epochs",
+                "1",
+            ]
+        )
         err = capsys.readouterr().err.splitlines()
         assert (code, err[-1:]) == (1, [f"{files / name}: error: {_reason(files, name)}"])
     assert not (tmp_path / "runs").exists() or list((tmp_path / "runs").iterdir()) == []
@@ -178,8 +209,10 @@ def _reason(files: Path, name: str) -> str:
     if name in REFUSED:
         return REFUSED[name]
     packed = zipfile.ZipFile(files / name).getinfo("model.weights.h5").compress_size
-    return (f"model.weights.h5 expands from {packed:,} bytes to more than 200x that; a model's weights expand "
-            f"less (a zip bomb?)")
+    return (
+        f"model.weights.h5 expands from {packed:,} bytes to more than 200x that; a model's weights expand "
+        f"less (a zip bomb?)"
+    )
 
 
 # ------------------------------------------------ the fuzzing campaign's findings (python -m tests.fuzz --target weights)
@@ -187,23 +220,36 @@ def _reason(files: Path, name: str) -> str:
 FIXTURES = ROOT / "tests" / "fixtures" / "weights"
 
 
-@pytest.mark.parametrize(("name", "message"), [
-    # seed 1, input 1042: a root group whose header is damaged; hashing it raised TypeError ("Objects of
-    # class FileID cannot be hashed"), printed as the reason
-    ("damaged_root.weights.h5", "not a readable HDF5 file (Can't get info for object: '.' (unable to "
-                                "determine object type))"),
-    # seed 1, input 226: a name that is not UTF-8 (h5py gives it as bytes); sorting it with the others
-    # raised "'<' not supported between instances of 'bytes' and 'str'"
-    ("name_not_utf8.weights.h5", "not a readable HDF5 file (Unable to synchronously open object (bad object "
-                                 "header version number))"),
-    # seed 1, inputs 31397 and 81073: a damaged root header on which HDF5's H5Oget_info (h5py's
-    # h5o.get_info, its hash of an object) looped for good; the walk reads objects' identity with
-    # H5Gget_objinfo, the header's basics only
-    ("header_loop.weights.h5", "not a readable HDF5 file (Unable to get group info (addr overflow, "
-                               "addr = 281476138881620, size = 328, eoa = 9256))"),
-    ("header_loop_2.weights.h5", "not a readable HDF5 file (Unable to get group info (addr overflow, "
-                                 "addr = 281476138881620, size = 328, eoa = 13352))"),
-])
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        # seed 1, input 1042: a root group whose header is damaged; hashing it raised TypeError ("Objects of
+        # class FileID cannot be hashed"), printed as the reason
+        (
+            "damaged_root.weights.h5",
+            "not a readable HDF5 file (Can't get info for object: '.' (unable to determine object type))",
+        ),
+        # seed 1, input 226: a name that is not UTF-8 (h5py gives it as bytes); sorting it with the others
+        # raised "'<' not supported between instances of 'bytes' and 'str'"
+        (
+            "name_not_utf8.weights.h5",
+            "not a readable HDF5 file (Unable to synchronously open object (bad object header version number))",
+        ),
+        # seed 1, inputs 31397 and 81073: a damaged root header on which HDF5's H5Oget_info (h5py's
+        # h5o.get_info, its hash of an object) looped for good; the walk reads objects' identity with
+        # H5Gget_objinfo, the header's basics only
+        (
+            "header_loop.weights.h5",
+            "not a readable HDF5 file (Unable to get group info (addr overflow, "
+            "addr = 281476138881620, size = 328, eoa = 9256))",
+        ),
+        (
+            "header_loop_2.weights.h5",
+            "not a readable HDF5 file (Unable to get group info (addr overflow, "
+            "addr = 281476138881620, size = 328, eoa = 13352))",
+        ),
+    ],
+)
 def test_the_fuzzers_findings_are_one_line_about_the_file(files, name, message):
     with pytest.raises(FileRefused) as refused:
         netdsl.build(files / "plain.net", weights=FIXTURES / name)
@@ -219,11 +265,14 @@ def test_export_weights_reads_through_the_same_reader(files, tmp_path, capsys, m
     for name in ("external.weights.h5", "virtual.weights.h5"):
         assert main(["export", "plain.net", "--format", "onnx", "-o", str(out), "--weights", name, "--no-verify"]) == 1
         assert capsys.readouterr().err == f"{name}: error: {REFUSED[name]}\n"
-    assert main(["export", "plain.net", "--format", "onnx", "-o", str(out), "--weights", "ints.weights.h5",
-                 "--no-verify"]) == 1
+    assert (
+        main(["export", "plain.net", "--format", "onnx", "-o", str(out), "--weights", "ints.weights.h5", "--no-verify"])
+        == 1
+    )
     assert capsys.readouterr().err == (
         "ints.weights.h5: error: cannot load these weights into the model (layer 'y' has weights of types "
-        "float32, float32; 'ints.weights.h5' holds int64, float32 for it)\n")
+        "float32, float32; 'ints.weights.h5' holds int64, float32 for it)\n"
+    )
     assert not out.exists()
 
 
@@ -274,16 +323,29 @@ def test_every_hostile_file_is_refused_within_a_memory_bound(files, tmp_path):
         variants.append(path)
     small = [p for p in sorted(files.iterdir()) if p.name.endswith((".h5", ".keras")) and p.stat().st_size <= 64 * 1024]
     assert len(small) >= 12
-    result = subprocess.run([sys.executable, "-c", BOUNDED, str(files / "plain.net"), str(3 << 29),
-                             *map(str, small + variants + [files / "bomb_weights.keras"])],
-                            capture_output=True, text=True, timeout=600, cwd=ROOT,
-                            env={"PYTHONPATH": str(ROOT / "dsl"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            BOUNDED,
+            str(files / "plain.net"),
+            str(3 << 29),
+            *map(str, small + variants + [files / "bomb_weights.keras"]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT / "dsl"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     answers = json.loads(result.stdout.splitlines()[-1])
     for name in REFUSED:
         assert answers[name] == ["FileRefused", REFUSED[name]], name
-    assert answers["bomb_0.weights.h5"] == ["FileRefused", "layers/dense/vars/0 declares (4, 268435456) float64 "
-                                            "(8,589,934,592 bytes) but the file stores 0 bytes of it"]
+    assert answers["bomb_0.weights.h5"] == [
+        "FileRefused",
+        "layers/dense/vars/0 declares (4, 268435456) float64 (8,589,934,592 bytes) but the file stores 0 bytes of it",
+    ]
     assert answers["bomb_2.weights.h5"][0] == "FileRefused"
     assert answers["good.weights.h5"][0] == answers["other.weights.h5"][0] == "loaded"
     assert {kind for kind, _ in answers.values()} <= {"FileRefused", "UsageError", "loaded"}
@@ -309,7 +371,12 @@ def test_a_memory_error_reading_weights_is_the_files_never_the_specs(tmp_path):
     """A genuine shortage (64 MiB of kernel with 16 MiB to spare): one line about the file."""
     spec = tmp_path / "big.net"
     spec.write_text("model big {\n  input x: (4096,)\n  output y = x -> dense(4096)\n}\n", encoding="utf-8")
-    result = subprocess.run([sys.executable, "-c", SHORT_OF_MEMORY, str(spec), str(tmp_path / "big.weights.h5")],
-                            capture_output=True, text=True, timeout=600, cwd=ROOT,
-                            env={"PYTHONPATH": str(ROOT / "dsl"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    result = subprocess.run(
+        [sys.executable, "-c", SHORT_OF_MEMORY, str(spec), str(tmp_path / "big.weights.h5")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT / "dsl"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
     assert result.stdout.splitlines()[-1:] == ["FileRefused reading it needs more memory than there is"], result.stderr

@@ -126,8 +126,9 @@ def test_build_writes_models_diagrams_and_tables(tmp_path, capsys):
 
 
 def test_build_one_model_without_diagram(tmp_path, capsys):
-    code, out, _ = run(["build", str(SPECS / "custom_layers.net"), "--model", "multiply", "--no-diagram",
-                        "-o", str(tmp_path)], capsys)
+    code, out, _ = run(
+        ["build", str(SPECS / "custom_layers.net"), "--model", "multiply", "--no-diagram", "-o", str(tmp_path)], capsys
+    )
     assert code == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["multiply.keras"]
     assert "params: 273 (trainable 273, non-trainable 0)" in out  # scale(2.0) is a constant: no weight
@@ -140,18 +141,22 @@ def test_missing_dot_or_renderer_is_one_line_and_the_build_succeeds(tmp_path, ca
     assert code == 0 and (tmp_path / "a" / "siamese.keras").is_file()
     assert [line for line in out.splitlines() if "diagram" in line] == [
         "diagram skipped: Graphviz's 'dot' program was not found (install Graphviz, e.g. "
-        "`apt-get install graphviz` or `brew install graphviz`)"]
+        "`apt-get install graphviz` or `brew install graphviz`)"
+    ]
     monkeypatch.undo()
     monkeypatch.setitem(sys.modules, "netdsl.diagram.render", None)
     code, out, _ = run(["build", str(spec), "-o", str(tmp_path / "b")], capsys)
     assert code == 0 and (tmp_path / "b" / "siamese.keras").is_file()
     assert [line for line in out.splitlines() if "diagram" in line][0].startswith(
-        "diagram skipped: netdsl.diagram.render is not available")
+        "diagram skipped: netdsl.diagram.render is not available"
+    )
 
 
 def test_spec_errors_exit_1_with_diagnostics_and_write_nothing(tmp_path, capsys):
-    spec = write(tmp_path, "model bad {\n  input x: (32, 32, 32)\n  y = x -> conv2d(64, 3, padding=\"same\")\n"
-                           "  s = y + x\n  output s\n}\n")
+    spec = write(
+        tmp_path,
+        'model bad {\n  input x: (32, 32, 32)\n  y = x -> conv2d(64, 3, padding="same")\n  s = y + x\n  output s\n}\n',
+    )
     code, out, err = run(["build", str(spec), "-o", str(tmp_path / "out")], capsys)
     assert code == 1 and out == ""
     assert err.splitlines()[:3] == [
@@ -199,7 +204,8 @@ def test_failed_build_leaves_earlier_outputs_untouched(tmp_path, capsys, monkeyp
 
 
 def test_plugin_layer(tmp_path, capsys, monkeypatch):
-    (tmp_path / "twice_plugin.py").write_text(textwrap.dedent("""
+    (tmp_path / "twice_plugin.py").write_text(
+        textwrap.dedent("""
         import keras
         import netdsl
 
@@ -209,19 +215,21 @@ def test_plugin_layer(tmp_path, capsys, monkeypatch):
             "Multiply by two."
             def call(self, x):
                 return x * 2
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = write(tmp_path, "model m {\n  input x: (3,)\n  output y = x -> twice -> dense(1)\n}\n")
     from netdsl import registry
+
     try:
         code, _, err = run(["build", str(spec), "-o", str(tmp_path / "o")], capsys)
         assert code == 1 and "unknown layer 'twice'" in err  # not without --plugin
-        code, out, err = run(["build", str(spec), "--plugin", "twice_plugin", "--no-diagram",
-                              "-o", str(tmp_path / "o")], capsys)
+        code, out, err = run(
+            ["build", str(spec), "--plugin", "twice_plugin", "--no-diagram", "-o", str(tmp_path / "o")], capsys
+        )
         assert code == 0, err
         assert ["y.twice", "twice", "(3,)", "0"] in [line.split() for line in out.splitlines()]
-        code, _, err = run(["build", str(spec), "--plugin", "no_such_plugin_module", "-o", str(tmp_path / "o")],
-                           capsys)
+        code, _, err = run(["build", str(spec), "--plugin", "no_such_plugin_module", "-o", str(tmp_path / "o")], capsys)
         assert code == 1 and "Traceback" not in err
         assert "error: cannot load plugin 'no_such_plugin_module': ModuleNotFoundError" in err
     finally:
@@ -236,8 +244,9 @@ def test_summary_json(tmp_path, capsys):
     spec = write(tmp_path, SIAMESE)
     code, out, _ = run(["summary", str(spec), "--json"], capsys)
     assert code == 0
-    assert json.loads(out) == {"siamese": {"params": 41, "trainable_params": 41, "non_trainable_params": 0, "layers": 3,
-                                           "outputs": {"d": [1]}}}
+    assert json.loads(out) == {
+        "siamese": {"params": 41, "trainable_params": 41, "non_trainable_params": 0, "layers": 3, "outputs": {"d": [1]}}
+    }
     assert list(tmp_path.iterdir()) == [spec]
 
 
@@ -252,8 +261,11 @@ def test_summary_json_of_several_models(capsys):
 
 
 def test_summary_table(tmp_path, capsys):
-    spec = write(tmp_path, "model m {\n  input tokens: (none,) as int32\n"
-                           "  output y = tokens -> embedding(10, 4) -> global_average_pooling1d\n}\n")
+    spec = write(
+        tmp_path,
+        "model m {\n  input tokens: (none,) as int32\n"
+        "  output y = tokens -> embedding(10, 4) -> global_average_pooling1d\n}\n",
+    )
     code, out, _ = run(["summary", str(spec)], capsys)
     assert code == 0
     lines = out.splitlines()
@@ -268,9 +280,16 @@ def test_summary_table(tmp_path, capsys):
 
 
 def test_import_netdsl_does_not_import_tensorflow():
-    done = subprocess.run([sys.executable, "-c", "import sys, netdsl; "
-                           "print(sorted(m for m in ('keras', 'tensorflow') if m in sys.modules))"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, netdsl; print(sorted(m for m in ('keras', 'tensorflow') if m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.stdout.strip() == "[]", done.stderr
 
 
@@ -315,8 +334,9 @@ def test_built_files_load_with_safe_mode_in_a_fresh_process(tmp_path, capsys):
             counts[name] = model.count_params()
     np.savez(out_dir / "expected.npz", **expected)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    done = subprocess.run([sys.executable, "-c", _LOAD, str(out_dir)], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", _LOAD, str(out_dir)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     loaded = {line.split()[0]: int(line.split()[1]) for line in done.stdout.splitlines()}
     assert loaded == counts
@@ -329,8 +349,7 @@ def test_saved_outputs_equal_the_built_model(tmp_path):
     model.save(path)
     again = keras.saving.load_model(path, safe_mode=True)
     inputs = example_inputs(model, seed=1)
-    np.testing.assert_allclose(again.predict(inputs, verbose=0), model.predict(inputs, verbose=0),
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(again.predict(inputs, verbose=0), model.predict(inputs, verbose=0), rtol=1e-6, atol=1e-6)
 
 
 def _tamper(path: Path, target: Path, change) -> None:
@@ -356,12 +375,14 @@ def _configured(config):
 
 
 def test_tampered_activation_names_are_refused_on_load(tmp_path):
-    model = netdsl.build(netdsl.parse("model m {\n  input x: (3,)\n  output y = x -> gelu(approximate=true)\n}\n",
-                                      filename="m.net"))
+    model = netdsl.build(
+        netdsl.parse("model m {\n  input x: (3,)\n  output y = x -> gelu(approximate=true)\n}\n", filename="m.net")
+    )
     path = tmp_path / "m.keras"
     model.save(path)
     assert [c for c in _configured(json.loads(zipfile.ZipFile(path).read("config.json")))] == [
-        {"name": "gelu", "kwargs": {"approximate": True}}]
+        {"name": "gelu", "kwargs": {"approximate": True}}
+    ]
 
     def rename(config):
         for c in _configured(config):
@@ -385,20 +406,38 @@ def test_cli_keeps_tensorflow_noise_out(tmp_path):
     netdsl_cli = Path(sys.executable).with_name("netdsl")
     command = [str(netdsl_cli)] if netdsl_cli.exists() else [sys.executable, "-m", "netdsl.cli"]
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    done = subprocess.run(command + ["build", str(spec), "-o", str(tmp_path / "o"), "--no-diagram"],
-                          capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        command + ["build", str(spec), "-o", str(tmp_path / "o"), "--no-diagram"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert done.stdout.startswith("model siamese\n")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("order", ["import netdsl; import keras", "import keras; import netdsl",
-                                   "import netdsl; import tensorflow as tf; import keras"])
+@pytest.mark.parametrize(
+    "order",
+    [
+        "import netdsl; import keras",
+        "import keras; import netdsl",
+        "import netdsl; import tensorflow as tf; import keras",
+    ],
+)
 def test_netdsl_objects_are_registered_whatever_the_import_order(order):
-    script = (f"{order}\n"
-              "print(all(keras.saving.get_registered_object(n) is not None for n in\n"
-              "          ('netdsl>Linear', 'netdsl>DeclaredLayer', 'netdsl>ConfiguredActivation', 'netdsl>sine')))\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    script = (
+        f"{order}\n"
+        "print(all(keras.saving.get_registered_object(n) is not None for n in\n"
+        "          ('netdsl>Linear', 'netdsl>DeclaredLayer', 'netdsl>ConfiguredActivation', 'netdsl>sine')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
     assert done.stdout.strip() == "True", done.stderr[-2000:]

@@ -46,12 +46,24 @@ def _group_of(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
 
 def option_set(parser: argparse.ArgumentParser) -> list[dict[str, object]]:
     """What a user can type and what each choice gives: one entry per argparse action, in order."""
-    return [{"flags": list(action.option_strings), "dest": action.dest, "action": type(action).__name__,
-             "default": _value(action.default), "const": _value(action.const), "nargs": action.nargs,
-             "choices": list(action.choices) if action.choices is not None else None, "metavar": action.metavar,
-             "type": _value(action.type), "required": action.required, "shown": action.help is not argparse.SUPPRESS,
-             "group": _group_of(parser, action)}
-            for action in parser._actions if not isinstance(action, argparse._SubParsersAction)]
+    return [
+        {
+            "flags": list(action.option_strings),
+            "dest": action.dest,
+            "action": type(action).__name__,
+            "default": _value(action.default),
+            "const": _value(action.const),
+            "nargs": action.nargs,
+            "choices": list(action.choices) if action.choices is not None else None,
+            "metavar": action.metavar,
+            "type": _value(action.type),
+            "required": action.required,
+            "shown": action.help is not argparse.SUPPRESS,
+            "group": _group_of(parser, action),
+        }
+        for action in parser._actions
+        if not isinstance(action, argparse._SubParsersAction)
+    ]
 
 
 def _frozen(name: str, found: str) -> str:

@@ -19,7 +19,8 @@ from netdsl.cli.app import _parser
 ROOT = Path(__file__).resolve().parents[2]
 PARSER = _parser()
 COMMANDS: dict[str, argparse.ArgumentParser] = next(
-    a for a in PARSER._actions if isinstance(a, argparse._SubParsersAction)).choices
+    a for a in PARSER._actions if isinstance(a, argparse._SubParsersAction)
+).choices
 # The commands whose examples run here in a second or so (no TensorFlow, no server).
 RUN_HERE = ("check", "fmt", "layers", "render")
 
@@ -98,18 +99,21 @@ def test_render_says_what_it_wrote(tmp_path, capsys):
 # ------------------------------------------------------------------ earlier spellings of renamed flags
 
 
-@pytest.mark.parametrize("argv, dest, value", [
-    (["build", "s.net", "--max-params", "7"], "param_limit", 7),
-    (["build", "s.net", "--param-limit", "7"], "param_limit", 7),
-    (["build", "s.net", "--output", "d"], "out", "d"),
-    (["render", "s.net", "--expand-repeats"], "collapse_repeats", False),
-    (["render", "s.net", "--no-collapse"], "collapse_repeats", False),
-    (["render", "s.net"], "collapse_repeats", True),
-    (["render", "s.net", "--format", "png"], "image_format", "png"),
-    (["train", "s.net", "--output", "r"], "out", "r"),
-    (["predict", "r", "--data", "d", "--output", "p.npz"], "out", "p.npz"),
-    (["check", "s.net", "-I", "lib", "--include", "more"], "include", ["lib", "more"]),
-])
+@pytest.mark.parametrize(
+    "argv, dest, value",
+    [
+        (["build", "s.net", "--max-params", "7"], "param_limit", 7),
+        (["build", "s.net", "--param-limit", "7"], "param_limit", 7),
+        (["build", "s.net", "--output", "d"], "out", "d"),
+        (["render", "s.net", "--expand-repeats"], "collapse_repeats", False),
+        (["render", "s.net", "--no-collapse"], "collapse_repeats", False),
+        (["render", "s.net"], "collapse_repeats", True),
+        (["render", "s.net", "--format", "png"], "image_format", "png"),
+        (["train", "s.net", "--output", "r"], "out", "r"),
+        (["predict", "r", "--data", "d", "--output", "p.npz"], "out", "p.npz"),
+        (["check", "s.net", "-I", "lib", "--include", "more"], "include", ["lib", "more"]),
+    ],
+)
 def test_old_flag_spellings_still_work(argv, dest, value):
     assert getattr(PARSER.parse_args(argv), dest) == value
 
@@ -122,19 +126,29 @@ def test_renamed_flags_are_not_shown(capsys):
 # ------------------------------------------------------------------ did you mean
 
 
-@pytest.mark.parametrize("argv, last_line", [
-    (["chek", "x.net"], "netdsl: error: argument COMMAND: invalid choice: 'chek' (choose from 'check', 'fmt', "
-                        "'build', 'summary', 'render', 'layers', 'preview', 'decompile', 'export', 'lsp', 'train', 'sweep', 'runs', "
-                        "'evaluate', "
-                        "'predict', 'completion', 'init', 'examples', 'zoo'); did you mean 'check'?"),
-    (["check", "--jsn", "x.net"], "netdsl check: error: unrecognized arguments: --jsn; did you mean '--json'?"),
-    (["build", "x.net", "--param-limt", "5"],
-     "netdsl build: error: unrecognized arguments: --param-limt 5; did you mean '--param-limit'?"),
-    (["render", "x.net", "--image-format", "SVG"],
-     "netdsl render: error: argument --image-format: invalid choice: 'SVG' (choose from 'svg', 'png', 'pdf', "
-     "'dot'); did you mean 'svg'?"),
-    (["check", "--zzz", "x.net"], "netdsl check: error: unrecognized arguments: --zzz"),
-])
+@pytest.mark.parametrize(
+    "argv, last_line",
+    [
+        (
+            ["chek", "x.net"],
+            "netdsl: error: argument COMMAND: invalid choice: 'chek' (choose from 'check', 'fmt', "
+            "'build', 'summary', 'render', 'layers', 'preview', 'decompile', 'export', 'lsp', 'train', 'sweep', 'runs', "
+            "'evaluate', "
+            "'predict', 'completion', 'init', 'examples', 'zoo'); did you mean 'check'?",
+        ),
+        (["check", "--jsn", "x.net"], "netdsl check: error: unrecognized arguments: --jsn; did you mean '--json'?"),
+        (
+            ["build", "x.net", "--param-limt", "5"],
+            "netdsl build: error: unrecognized arguments: --param-limt 5; did you mean '--param-limit'?",
+        ),
+        (
+            ["render", "x.net", "--image-format", "SVG"],
+            "netdsl render: error: argument --image-format: invalid choice: 'SVG' (choose from 'svg', 'png', 'pdf', "
+            "'dot'); did you mean 'svg'?",
+        ),
+        (["check", "--zzz", "x.net"], "netdsl check: error: unrecognized arguments: --zzz"),
+    ],
+)
 def test_did_you_mean(capsys, argv, last_line):
     code, out, err = run(capsys, *argv)
     assert (code, out, err.splitlines()[-1]) == (2, "", last_line)
@@ -160,17 +174,22 @@ def test_version_report_names_everything():
     ]
     text = about.report({}.get, {"KERAS_BACKEND": "jax"}, lambda: "Graphviz not found")
     assert text.splitlines()[2:4] == [
-        "Keras not installed", "backends: tensorflow not installed, jax not installed (default), torch not installed"]
+        "Keras not installed",
+        "backends: tensorflow not installed, jax not installed (default), torch not installed",
+    ]
 
 
 def test_dot_version_without_dot():
     assert about.dot_version(lambda name: None) == (
-        "Graphviz not found: diagrams are written as .dot files (apt-get install graphviz, brew install graphviz)")
+        "Graphviz not found: diagrams are written as .dot files (apt-get install graphviz, brew install graphviz)"
+    )
 
 
 def test_version_reads_no_backend():
-    code = "import sys\nfrom netdsl.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n" \
-           "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))\n"
+    code = (
+        "import sys\nfrom netdsl.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     lines = done.stdout.splitlines()
     assert (done.returncode, done.stderr, lines[-1]) == (0, "", "[]")
@@ -184,21 +203,25 @@ def test_version_reads_no_backend():
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
-@pytest.mark.parametrize("line, completions", [
-    ("netdsl ch", "check"),
-    ("netdsl render x.net --no-", "--no-shapes --no-collapse"),
-    ("netdsl render x.net --image-format p", "png pdf"),
-    ("netdsl build x.net --backend j", "jax"),
-    ("netdsl completion ", "bash zsh"),
-    ("netdsl check --js", "--json"),
-])
+@pytest.mark.parametrize(
+    "line, completions",
+    [
+        ("netdsl ch", "check"),
+        ("netdsl render x.net --no-", "--no-shapes --no-collapse"),
+        ("netdsl render x.net --image-format p", "png pdf"),
+        ("netdsl build x.net --backend j", "jax"),
+        ("netdsl completion ", "bash zsh"),
+        ("netdsl check --js", "--json"),
+    ],
+)
 def test_bash_completion(capsys, line, completions):
     code, script, _ = run(capsys, "completion", "bash")
     words = line.split() + ([""] if line.endswith(" ") else [])
-    program = (f"{script}\nCOMP_WORDS=({' '.join(shlex.quote(w) for w in words)})\n"
-               f"COMP_CWORD={len(words) - 1}\n_netdsl\necho \"${{COMPREPLY[*]}}\"\n")
-    done = subprocess.run(["bash", "--norc", "--noprofile"], input=program, capture_output=True, text=True,
-                          timeout=60)
+    program = (
+        f"{script}\nCOMP_WORDS=({' '.join(shlex.quote(w) for w in words)})\n"
+        f'COMP_CWORD={len(words) - 1}\n_netdsl\necho "${{COMPREPLY[*]}}"\n'
+    )
+    done = subprocess.run(["bash", "--norc", "--noprofile"], input=program, capture_output=True, text=True, timeout=60)
     assert (code, done.returncode, done.stderr, done.stdout) == (0, 0, "", completions + "\n")
 
 

@@ -16,8 +16,12 @@ def test_a_layer_lists_its_short_names_and_its_whole_first_sentence(capsys):
     lines = out.splitlines()
     at = lines.index("  additive_attention(use_scale=true, dropout=0.0)")
     assert lines[at + 1] == "      Additive attention layer, a.k.a. Bahdanau-style attention."
-    for name, short in (("batch_normalization", "batch_norm"), ("layer_normalization", "layer_norm"),
-                        ("max_pooling2d", "max_pool2d"), ("global_average_pooling2d", "global_avg_pool2d")):
+    for name, short in (
+        ("batch_normalization", "batch_norm"),
+        ("layer_normalization", "layer_norm"),
+        ("max_pooling2d", "max_pool2d"),
+        ("global_average_pooling2d", "global_avg_pool2d"),
+    ):
         line = next(line for line in lines if line.startswith(f"  {name}("))
         assert line.endswith(f"  also: {short}"), line
     assert "      1D convolution layer (e.g. temporal convolution)." in lines

@@ -19,13 +19,20 @@ LIBRARY_ONLY = {
     "check": {"text": "spec text instead of a path", "filename": "the name spec text is shown by"},
     "format": {"text": "spec text instead of a path", "filename": "the name spec text is shown by"},
     "build": {"text": "spec text", "filename": "its name"},
-    "summary": {"text": "spec text", "filename": "its name",
-                "param_limit": "netdsl summary counts parameters and refuses none (build's --param-limit)"},
+    "summary": {
+        "text": "spec text",
+        "filename": "its name",
+        "param_limit": "netdsl summary counts parameters and refuses none (build's --param-limit)",
+    },
     "render": {"text": "spec text", "filename": "its name"},
     "decompile": {},
     "export": {"last": "the CLI's --last, a hidden earlier spelling of --checkpoint last"},
-    "train": {"text": "spec text", "filename": "its name", "callbacks": "Keras callback objects",
-              "on_start": "told the run folder (the CLI prints it)"},
+    "train": {
+        "text": "spec text",
+        "filename": "its name",
+        "callbacks": "Keras callback objects",
+        "on_start": "told the run folder (the CLI prints it)",
+    },
     "sweep": {"echo": "the CLI always echoes each trial's line"},
     "evaluate": {},
     "predict": {},
@@ -57,17 +64,24 @@ def test_the_library_takes_the_keywords_its_command_declares(function):
 def test_a_keyword_and_its_flag_have_one_default(function):
     declared = _keywords(options.COMMAND_OPTIONS[COMMAND_OF.get(function, function)])
     parameters = inspect.signature(getattr(api, function)).parameters
-    differ = {name: (field.default, parameters[name].default) for name, field in declared.items()
-              if name == field.name and parameters[name].default is not inspect.Parameter.empty
-              and field.default != parameters[name].default}
+    differ = {
+        name: (field.default, parameters[name].default)
+        for name, field in declared.items()
+        if name == field.name
+        and parameters[name].default is not inspect.Parameter.empty
+        and field.default != parameters[name].default
+    }
     assert not differ, differ
 
 
 def test_every_command_is_declared_and_generated_from_its_declaration():
     assert set(options.COMMAND_OPTIONS) == set(COMMANDS)
     for name, parser in COMMANDS.items():
-        dests = [a.dest for a in parser._actions if a.option_strings != ["-h", "--help"]
-                 and a.default is not argparse.SUPPRESS]
+        dests = [
+            a.dest
+            for a in parser._actions
+            if a.option_strings != ["-h", "--help"] and a.default is not argparse.SUPPRESS
+        ]
         assert dests == [f.name for f in dataclasses.fields(options.COMMAND_OPTIONS[name])], name
 
 

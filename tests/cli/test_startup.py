@@ -15,14 +15,22 @@ ENV_PATH = str(ROOT / "dsl")
 
 
 def _python(code: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=cwd,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ENV_PATH})
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ENV_PATH},
+    )
 
 
 def test_import_netdsl_loads_none_of_its_rooms(tmp_path):
-    code = ("import sys\nimport netdsl\n"
-            "print(sorted(m for m in ('netdsl.api', 'pydantic', 'lark', 'keras', 'netdsl.deploy') if m in sys.modules))\n"
-            "netdsl.parse\nprint('netdsl.api' in sys.modules, 'keras' in sys.modules)\n")
+    code = (
+        "import sys\nimport netdsl\n"
+        "print(sorted(m for m in ('netdsl.api', 'pydantic', 'lark', 'keras', 'netdsl.deploy') if m in sys.modules))\n"
+        "netdsl.parse\nprint('netdsl.api' in sys.modules, 'keras' in sys.modules)\n"
+    )
     done = _python(code, tmp_path)
     assert (done.returncode, done.stderr, done.stdout) == (0, "", "[]\nTrue False\n")
 
@@ -47,13 +55,15 @@ def test_ctrl_c_while_the_command_line_loads_is_a_clean_stop(tmp_path):
     # The Ctrl-C is raised by the import of pydantic itself (a finder that answers for it), the
     # moment a real one would land in CI: deterministic, and through netdsl's real entry point.
     (tmp_path / "mlp.net").write_text("model m {\n  input x: (4,)\n  output y = x -> dense(2)\n}\n")
-    code = ("import sys\n"
-            "class CtrlC:\n"
-            "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name == 'pydantic':\n"
-            "            raise KeyboardInterrupt\n"
-            "sys.meta_path.insert(0, CtrlC())\n"
-            "from netdsl.cli import main\n"
-            "sys.exit(main(['check', 'mlp.net']))\n")
+    code = (
+        "import sys\n"
+        "class CtrlC:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'pydantic':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, CtrlC())\n"
+        "from netdsl.cli import main\n"
+        "sys.exit(main(['check', 'mlp.net']))\n"
+    )
     done = _python(code, tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (130, "", "")

@@ -68,7 +68,9 @@ CASES = [
     ("backbone", FINETUNE, ["backbone"], True),
     # finetune freezes backbone, the very Keras object backbone's own summary counts: left to Keras
     ("both", FINETUNE, ["backbone", "finetune"], False),
-    ("nested_twice", """\
+    (
+        "nested_twice",
+        """\
 model tower {
   input x: (6,)
   output y = x -> dense(4) -> batch_norm
@@ -81,9 +83,14 @@ model twins {
     freeze = ["tower"]
   }
 }
-""", ["twins"], True),
+""",
+        ["twins"],
+        True,
+    ),
     # a step of the nested model that no output uses: Keras leaves its weights out of the nested row
-    ("dead_nested", """\
+    (
+        "dead_nested",
+        """\
 model inner {
   input x: (4,)
   side = x -> dense(7)
@@ -93,36 +100,61 @@ model outer {
   input x: (4,)
   output z = x -> inner -> dense(1)
 }
-""", ["outer"], True),
-    ("dead_step", """\
+""",
+        ["outer"],
+        True,
+    ),
+    (
+        "dead_step",
+        """\
 model dead {
   input x: (4,)
   input unused: (3,)
   side = x -> dense(7) -> batch_norm
   output y = x -> dense(2)
 }
-""", ["dead"], True),
-    ("wrappers", """\
+""",
+        ["dead"],
+        True,
+    ),
+    (
+        "wrappers",
+        """\
 model wrapped {
   input x: (5, 6)
   s = x -> spectral_normalization(dense(3))
   t = x -> time_distributed(batch_norm)
   output y = (s, t) -> concatenate -> bidirectional(lstm(4)) -> dense(2)
 }
-""", ["wrapped"], None),
-    ("scale", """\
+""",
+        ["wrapped"],
+        None,
+    ),
+    (
+        "scale",
+        """\
 model scaled {
   input x: (4,)
   output y = x -> dense(3) -> scale(3.0) -> scale(0.5, trainable=true) -> batch_norm(center=false)
 }
-""", ["scaled"], True),
-    ("lora", """\
+""",
+        ["scaled"],
+        True,
+    ),
+    (
+        "lora",
+        """\
 model lora {
   input x: (4,)
   output y = x -> dense(8, lora_rank=2) -> dense(1)
 }
-""", ["lora"], False),
-    ("mixed", """\
+""",
+        ["lora"],
+        False,
+    ),
+    (
+        "mixed",
+        """\
 block two(width) {
   input x
   output y = x -> dense(width) -> batch_norm -> dense(width)
@@ -136,15 +168,20 @@ model mixed {
     freeze = ["y.two*"]
   }
 }
-""", ["mixed"], False),
+""",
+        ["mixed"],
+        False,
+    ),
 ]
 
 
 def _keras_summaries(program, names: list[str]) -> tuple[list[str], list[str]]:
     analysis, models = pipeline.build(pipeline.LoadedSpec(program).models(names))
     splits = {name: pipeline.built_split(model) for name, model in models.items()}
-    return ([summary_table(analysis.graphs[n], splits[n]) for n in names],
-            [json.dumps(summary_json(analysis.graphs[n], splits[n]), indent=2) for n in names])
+    return (
+        [summary_table(analysis.graphs[n], splits[n]) for n in names],
+        [json.dumps(summary_json(analysis.graphs[n], splits[n]), indent=2) for n in names],
+    )
 
 
 def _inferred_summaries(program, names: list[str]) -> tuple[list[str], list[str]] | None:
@@ -180,8 +217,7 @@ def test_the_frozen_line_follows_keras_layer_order(tmp_path):
     table = _inferred_summaries(pipeline.load(path), ["finetune"])[0][0]
     assert table.splitlines()[-3:] == [
         "params: 1,964 (trainable 105, non-trainable 1,859)",
-        "frozen: h.stage.y.conv2d, h.stage.y.batch_norm, h.stage_2.y.conv2d, h.stage_2.y.batch_norm, proj, "
-        "e.dense, ~",
+        "frozen: h.stage.y.conv2d, h.stage.y.batch_norm, h.stage_2.y.conv2d, h.stage_2.y.batch_norm, proj, e.dense, ~",
         "outputs: probs (3,), aux (5,)",
     ]
 
@@ -192,19 +228,33 @@ _NO_BACKEND = (
 )
 
 
-@pytest.mark.parametrize("spec, flags", [("specs/lightning_mlp.net", []),
-                                         ("finetune.net", ["--model", "finetune"]),
-                                         ("finetune.net", ["--model", "finetune", "--json"])])
+@pytest.mark.parametrize(
+    "spec, flags",
+    [
+        ("specs/lightning_mlp.net", []),
+        ("finetune.net", ["--model", "finetune"]),
+        ("finetune.net", ["--model", "finetune", "--json"]),
+    ],
+)
 def test_summary_imports_no_backend(tmp_path, spec, flags):
     (tmp_path / "finetune.net").write_text(FINETUNE)
     target = ROOT / spec if spec.startswith("specs/") else tmp_path / spec
-    done = subprocess.run([sys.executable, "-c", _NO_BACKEND, "summary", str(target), *flags],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_BACKEND, "summary", str(target), *flags],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines()[-1] == "[]"
-    with_keras = subprocess.run([sys.executable, "-m", "netdsl.cli", "summary", str(target), *flags,
-                                 "--backend", "tensorflow"],
-                                capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    with_keras = subprocess.run(
+        [sys.executable, "-m", "netdsl.cli", "summary", str(target), *flags, "--backend", "tensorflow"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert with_keras.returncode == 0, with_keras.stderr[-2000:]
     assert done.stdout.splitlines()[:-1] == with_keras.stdout.splitlines()
 
@@ -214,15 +264,17 @@ def _pair(name: str, **kwargs):
 
 
 # Every layer the registry counts, as tests/registry's count checks build them, a frozen one, and wrappers.
-_LAYERS = [*_ESTIMATES,
-           ("dense", {"units": 4, "trainable": False}, [(3,)]),
-           ("batch_normalization", {"trainable": False}, [(8, 6)]),
-           ("residual", {"filters": 4, "stride": 2}, [(8, 8, 3)]),
-           ("time_distributed", {"layer": _pair("batch_normalization")}, [(5, 6)]),
-           ("time_distributed", {"layer": _pair("dense", units=3, trainable=False)}, [(5, 6)]),
-           ("bidirectional", {"layer": _pair("lstm", units=4)}, [(None, 6)]),
-           ("spectral_normalization", {"layer": _pair("dense", units=3)}, [(6,)]),
-           ("spectral_normalization", {"layer": _pair("conv2d", filters=4, kernel_size=3)}, [(8, 8, 2)])]
+_LAYERS = [
+    *_ESTIMATES,
+    ("dense", {"units": 4, "trainable": False}, [(3,)]),
+    ("batch_normalization", {"trainable": False}, [(8, 6)]),
+    ("residual", {"filters": 4, "stride": 2}, [(8, 8, 3)]),
+    ("time_distributed", {"layer": _pair("batch_normalization")}, [(5, 6)]),
+    ("time_distributed", {"layer": _pair("dense", units=3, trainable=False)}, [(5, 6)]),
+    ("bidirectional", {"layer": _pair("lstm", units=4)}, [(None, 6)]),
+    ("spectral_normalization", {"layer": _pair("dense", units=3)}, [(6,)]),
+    ("spectral_normalization", {"layer": _pair("conv2d", filters=4, kernel_size=3)}, [(8, 8, 2)]),
+]
 
 
 @pytest.mark.parametrize("name, kwargs, shapes", _LAYERS, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(_LAYERS)])
@@ -237,8 +289,12 @@ def test_non_trainable_params_match_keras(name, kwargs, shapes):
     if kwargs.get("lora_rank"):
         assert counted is None  # Keras freezes the kernel under LoRA: left to Keras
         return
-    built = {k: factory.keras_object(v[0])(**v[1]) if isinstance(v, tuple) and len(v) == 2 and
-             isinstance(v[0], registry.Entry) else keras_value(v) for k, v in kwargs.items()}
+    built = {
+        k: factory.keras_object(v[0])(**v[1])
+        if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], registry.Entry)
+        else keras_value(v)
+        for k, v in kwargs.items()
+    }
     layer = factory.keras_object(entry)(**built)
     _count(keras, layer, shapes)
     assert counted == sum(int(np.prod(w.shape)) for w in layer.non_trainable_weights)
@@ -259,9 +315,11 @@ def test_language_reference_examples_are_summarised_as_keras_counts_them(tmp_pat
 
 
 def test_library_summary_imports_no_backend():
-    code = ("import sys, netdsl\nfound = netdsl.summary('specs/resnet50.net')['resnet50']\n"
-            "print(found['params'], found['trainable_params'], found['non_trainable_params'])\n"
-            "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))\n")
+    code = (
+        "import sys, netdsl\nfound = netdsl.summary('specs/resnet50.net')['resnet50']\n"
+        "print(found['params'], found['trainable_params'], found['non_trainable_params'])\n"
+        "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines() == ["25636712 25583592 53120", "[]"]  # Keras' ResNet50: 25,583,592 trainable
@@ -275,10 +333,14 @@ def test_a_chain_of_thousands_of_layers_is_summarised_without_keras(tmp_path):
     lines += [f"  h{i} = h{i - 1} -> dense(8)" for i in range(1, 3001)]
     spec = tmp_path / "chain.net"
     spec.write_text("\n".join([*lines, "  output y = h3000", "}", ""]))
-    done = subprocess.run([sys.executable, "-c", _NO_BACKEND, "summary", str(spec), "--json"],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_BACKEND, "summary", str(spec), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines()[-1] == "[]"  # no backend imported
     numbers = json.loads("\n".join(done.stdout.splitlines()[:-1]))["chain"]
-    assert (numbers["params"], numbers["trainable_params"], numbers["layers"]) == (3000 * (8 * 8 + 8), 3000 * 72,
-                                                                                   3000)
+    assert (numbers["params"], numbers["trainable_params"], numbers["layers"]) == (3000 * (8 * 8 + 8), 3000 * 72, 3000)

@@ -25,15 +25,34 @@ pytest.importorskip("jax")
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "specs"
-SOURCES = ("lightning_mlp.net", "multi_output.net", "siamese.net", "custom_layers.net", "declared.net",
-           "transformer.net")
+SOURCES = (
+    "lightning_mlp.net",
+    "multi_output.net",
+    "siamese.net",
+    "custom_layers.net",
+    "declared.net",
+    "transformer.net",
+)
 LARGE = ("unet.net", "mobilenet_v2.net", "resnet50.net")  # minutes of compiling on a CPU: marked slow
 
 
 def _measured(folder: Path, sources: tuple[str, ...]) -> dict[str, float]:
     """XLA's forward FLOPs of every model of `sources`: one process, each model jit-compiled on the CPU."""
-    done = subprocess.run([sys.executable, "-m", "tests.support.xla_cost", "--forward", "1", str(folder),
-                           *(str(SPECS / s) for s in sources)], capture_output=True, text=True, timeout=1800, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.support.xla_cost",
+            "--forward",
+            "1",
+            str(folder),
+            *(str(SPECS / s) for s in sources),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return {name: found["inference"]["flops"] for name, found in json.loads(done.stdout.splitlines()[-1]).items()}
 
@@ -73,11 +92,19 @@ def test_netdsls_residual_layer_less_its_padding_taps_is_within_two_percent(xla)
     assert abs(ours.flops - 2 * ours.padding_macs - xla["residual_net"]) / xla["residual_net"] < 0.02
 
 
-@pytest.mark.parametrize("spec, name", [
-    ("custom_layers.net", "linear_mlp"), ("custom_layers.net", "multiply"), ("custom_layers.net", "activations"),
-    ("custom_layers.net", "attention_example"), ("custom_layers.net", "residual_net"),
-    ("declared.net", "declared_mlp"), ("declared.net", "declared_attention"), ("transformer.net", "transformer"),
-])
+@pytest.mark.parametrize(
+    "spec, name",
+    [
+        ("custom_layers.net", "linear_mlp"),
+        ("custom_layers.net", "multiply"),
+        ("custom_layers.net", "activations"),
+        ("custom_layers.net", "attention_example"),
+        ("custom_layers.net", "residual_net"),
+        ("declared.net", "declared_mlp"),
+        ("declared.net", "declared_attention"),
+        ("transformer.net", "transformer"),
+    ],
+)
 def test_custom_and_declared_layers_attention_and_a_resnet_block_are_within_ten_percent(xla, spec, name):
     ours = _ours(spec, name)
     assert abs(ours.flops - xla[name]) / xla[name] < 0.10, (ours.flops, xla[name])

@@ -71,16 +71,20 @@ def test_train_refuses_the_specs_batch_size_at_its_line_before_any_run_folder(wo
     assert main(["train", "mlp.net", "--data", "digits.npz", "-o", "runs"]) == 1
     assert capsys.readouterr().err.splitlines()[0] == (
         "mlp.net:8:18: error: batch_size 4096 needs 30.2 MiB to train (estimated), over max_memory 20.0 MiB; "
-        "the largest batch that fits is 2636")
+        "the largest batch that fits is 2636"
+    )
     assert not (work / "runs").exists()
 
 
 def test_train_max_memory_refuses_a_flags_batch_size_in_one_line(work, capsys):
-    assert main(["train", "mlp.net", "--data", "digits.npz", "-o", "runs", "--batch-size", "512",
-                 "--max-memory", "4MB"]) == 2
+    assert (
+        main(["train", "mlp.net", "--data", "digits.npz", "-o", "runs", "--batch-size", "512", "--max-memory", "4MB"])
+        == 2
+    )
     assert capsys.readouterr().err == (
         "netdsl train: error: --batch-size 512 needs 5.1 MiB to train (estimated), over --max-memory 3.8 MiB; "
-        "the largest batch that fits is 323\n")
+        "the largest batch that fits is 323\n"
+    )
     # 1,628,320 B of weights, gradients and Adam's two slots, + 7,336 B a sample (3,688 kept, 3,648 the
     # first dense's gradients in and out): (4,000,000 - 1,628,320) // 7,336 = 323
     assert not (work / "runs").exists()
@@ -90,7 +94,8 @@ def test_train_max_memory_below_the_weights_and_their_optimizer_state_fits_no_ba
     assert main(["train", "mlp.net", "--data", "digits.npz", "--batch-size", "1", "--max-memory", "1MiB"]) == 2
     assert capsys.readouterr().err == (
         "netdsl train: error: --batch-size 1 needs 1.6 MiB to train (estimated), over --max-memory 1.0 MiB; "
-        "not even a batch of 1 fits\n")
+        "not even a batch of 1 fits\n"
+    )
 
 
 def test_a_bad_max_memory_is_one_line(work, capsys):
@@ -98,7 +103,8 @@ def test_a_bad_max_memory_is_one_line(work, capsys):
         main(["train", "mlp.net", "--data", "digits.npz", "--max-memory", "12Gx"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "netdsl train: error: argument --max-memory: expected a size such as 12GiB or 800MB, received 12Gx")
+        "netdsl train: error: argument --max-memory: expected a size such as 12GiB or 800MB, received 12Gx"
+    )
 
 
 def test_a_bad_max_memory_setting_is_a_spec_error_at_it(work, capsys):
@@ -106,15 +112,26 @@ def test_a_bad_max_memory_setting_is_a_spec_error_at_it(work, capsys):
     assert main(["check", "mlp.net"]) == 1
     assert capsys.readouterr().err.splitlines()[:3] == [
         'mlp.net:9:18: error: max_memory is a size such as "12GiB" or "800MB", received "lots"; '
-        'units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB',
+        "units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB",
         '  max_memory = "lots"',
         "               ^^^^^^",
     ]
 
 
-@pytest.mark.parametrize("text, size", [
-    ("12GiB", 12 * 2**30), ("800MB", 800 * 10**6), ("1.5 gib", 3 * 2**29), ("4096", 4096), ("2kB", 2000),
-    ("12Gx", None), ("", None), ("0", None), ("-1GB", None), ("9" * 400 + "TiB", None),
-])
+@pytest.mark.parametrize(
+    "text, size",
+    [
+        ("12GiB", 12 * 2**30),
+        ("800MB", 800 * 10**6),
+        ("1.5 gib", 3 * 2**29),
+        ("4096", 4096),
+        ("2kB", 2000),
+        ("12Gx", None),
+        ("", None),
+        ("0", None),
+        ("-1GB", None),
+        ("9" * 400 + "TiB", None),
+    ],
+)
 def test_memory_sizes(text, size):
     assert memory_size(text) == size

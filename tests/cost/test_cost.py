@@ -66,17 +66,28 @@ def test_the_mlp_counts_two_flops_per_multiply_add_plus_bias_adds_and_relus():
 
 
 def test_summary_json_has_the_cost_per_model_and_per_layer(capsys):
-    assert main(["summary", str(SPECS / "lightning_mlp.net"), "--cost", "--json", "--precision",
-                 "mixed_bfloat16"]) == 0
+    assert main(["summary", str(SPECS / "lightning_mlp.net"), "--cost", "--json", "--precision", "mixed_bfloat16"]) == 0
     cost = json.loads(capsys.readouterr().out)["lightning_mlp"]["cost"]
-    assert {k: cost[k] for k in ("batch", "precision", "optimizer", "macs", "flops", "param_bytes",
-                                 "lower_bound", "unknown")} == {
-        "batch": 32, "precision": "mixed_bfloat16", "optimizer": "adam", "macs": 101_632, "flops": 203_530,
-        "param_bytes": 407_080, "lower_bound": False, "unknown": []}
+    assert {
+        k: cost[k]
+        for k in ("batch", "precision", "optimizer", "macs", "flops", "param_bytes", "lower_bound", "unknown")
+    } == {
+        "batch": 32,
+        "precision": "mixed_bfloat16",
+        "optimizer": "adam",
+        "macs": 101_632,
+        "flops": 203_530,
+        "param_bytes": 407_080,
+        "lower_bound": False,
+        "unknown": [],
+    }
     assert cost["forward_flops"] == 32 * 203_530
     assert [(layer["name"], layer["flops"], layer["activation_bytes"]) for layer in cost["layers"]] == [
-        ("image", 0, 32 * 784 * 4), ("hidden.flatten", 0, 0), ("hidden", 2 * 100_352 + 256, 32 * 128 * 2),
-        ("logits", 2 * 1280 + 10, 32 * 10 * 2)]
+        ("image", 0, 32 * 784 * 4),
+        ("hidden.flatten", 0, 0),
+        ("hidden", 2 * 100_352 + 256, 32 * 128 * 2),
+        ("logits", 2 * 1280 + 10, 32 * 10 * 2),
+    ]
 
 
 def test_the_library_summary_returns_the_cost():
@@ -105,10 +116,12 @@ def test_a_layer_without_a_rule_is_named_and_the_totals_are_lower_bounds(tmp_pat
 
 def test_a_size_the_inference_cannot_tell_is_named_at_each_step_it_reaches():
     cost = model_cost(_graph(AUGMENTED, "aug"))  # the pure-Python graph: random_flip's shape is left to Keras
-    assert cost.unknown == ["x.random_flip: 'random_flip' has no cost rule",
-                            "x.conv2d: the size of its input is not known",
-                            "x: the size of its input is not known",
-                            "y: the size of its input is not known"]
+    assert cost.unknown == [
+        "x.random_flip: 'random_flip' has no cost rule",
+        "x.conv2d: the size of its input is not known",
+        "x: the size of its input is not known",
+        "y: the size of its input is not known",
+    ]
 
 
 def test_mixed_precision_halves_the_activations_not_the_weights():
@@ -122,19 +135,24 @@ def test_mixed_precision_halves_the_activations_not_the_weights():
 
 def test_the_optimizer_slots_are_the_specs_optimizers():
     adam = _graph(SPECS / "lightning_mlp.net", "lightning_mlp")
-    sgd = _graph((SPECS / "lightning_mlp.net").read_text().replace("adam(learning_rate=1e-3)", "sgd"),
-                 "lightning_mlp")
+    sgd = _graph((SPECS / "lightning_mlp.net").read_text().replace("adam(learning_rate=1e-3)", "sgd"), "lightning_mlp")
     with_adam, with_sgd = model_cost(adam), model_cost(sgd)
     assert (with_adam.optimizer, with_sgd.optimizer) == ("adam", "sgd")
     assert with_adam.train_memory_bytes - with_sgd.train_memory_bytes == 2 * 101_770 * 4  # m and v
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--batch", "0"], "netdsl summary: error: argument --batch: expected a whole number of 1 or more, received 0"),
-    (["--batch", "x"], "netdsl summary: error: argument --batch: expected a whole number of 1 or more, received x"),
-    (["--precision", "fp8"], "netdsl summary: error: argument --precision: invalid choice: 'fp8' "
-                             "(choose from 'float32', 'mixed_bfloat16', 'mixed_float16')"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--batch", "0"], "netdsl summary: error: argument --batch: expected a whole number of 1 or more, received 0"),
+        (["--batch", "x"], "netdsl summary: error: argument --batch: expected a whole number of 1 or more, received x"),
+        (
+            ["--precision", "fp8"],
+            "netdsl summary: error: argument --precision: invalid choice: 'fp8' "
+            "(choose from 'float32', 'mixed_bfloat16', 'mixed_float16')",
+        ),
+    ],
+)
 def test_bad_cost_flags_are_one_line(capsys, flags, message):
     with pytest.raises(SystemExit) as exit_info:
         main(["summary", str(SPECS / "lightning_mlp.net"), "--cost", *flags])
@@ -142,10 +160,13 @@ def test_bad_cost_flags_are_one_line(capsys, flags, message):
     assert capsys.readouterr().err.splitlines()[-1] == message
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"precision": "fp8"}, "unknown precision 'fp8': use one of float32, mixed_float16, mixed_bfloat16"),
-    ({"batch": 0}, "the batch must be a whole number of 1 or more, received 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"precision": "fp8"}, "unknown precision 'fp8': use one of float32, mixed_float16, mixed_bfloat16"),
+        ({"batch": 0}, "the batch must be a whole number of 1 or more, received 0"),
+    ],
+)
 def test_bad_cost_arguments_of_the_library_are_usage_errors(kwargs, message):
     with pytest.raises(UsageError) as error:
         netdsl.summary(SPECS / "lightning_mlp.net", cost=True, **kwargs)
@@ -165,8 +186,13 @@ _NO_BACKEND = (
 
 
 def test_summary_cost_of_resnet50_imports_no_backend():
-    done = subprocess.run([sys.executable, "-c", _NO_BACKEND, str(SPECS / "resnet50.net")],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_BACKEND, str(SPECS / "resnet50.net")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines()[-1] == "[]"
     assert json.loads("\n".join(done.stdout.splitlines()[:-1]))["resnet50"]["cost"]["flops"] == 7_764_021_104
@@ -178,16 +204,32 @@ def test_the_cost_room_imports_no_backend_module():
     room = ROOT / "dsl" / "netdsl" / "cost"
     for path in room.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            assert not [n for n in names if n.split(".")[0] in ("keras", "tensorflow", "jax", "torch")
-                        or n.startswith(("netdsl.backend", "netdsl.custom"))], path
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            assert not [
+                n
+                for n in names
+                if n.split(".")[0] in ("keras", "tensorflow", "jax", "torch")
+                or n.startswith(("netdsl.backend", "netdsl.custom"))
+            ], path
 
 
-@pytest.mark.parametrize("optimizer, slots", [
-    ("sgd", 0), ("sgd(momentum=0.9)", 1), ("rmsprop", 1), ("rmsprop(momentum=0.9, centered=true)", 3),
-    ("adam(amsgrad=true)", 3), ("lion", 1),
-])
+@pytest.mark.parametrize(
+    "optimizer, slots",
+    [
+        ("sgd", 0),
+        ("sgd(momentum=0.9)", 1),
+        ("rmsprop", 1),
+        ("rmsprop(momentum=0.9, centered=true)", 3),
+        ("adam(amsgrad=true)", 3),
+        ("lion", 1),
+    ],
+)
 def test_an_optimizers_arguments_add_the_slots_keras_keeps(optimizer, slots):
     def cost(name: str):
         text = (SPECS / "lightning_mlp.net").read_text().replace("adam(learning_rate=1e-3)", name)

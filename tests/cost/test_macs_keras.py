@@ -20,8 +20,7 @@ def _keras_macs(layer) -> int | None:
     """One sample's multiply-adds of a built Keras layer, from its configuration; None for a layer
     without any (or a kind this check does not read)."""
     kind, config = type(layer).__name__, layer.get_config()
-    if kind not in ("Dense", "Conv1D", "Conv2D", "Conv3D", "DepthwiseConv1D", "DepthwiseConv2D",
-                    "MultiHeadAttention"):
+    if kind not in ("Dense", "Conv1D", "Conv2D", "Conv3D", "DepthwiseConv1D", "DepthwiseConv2D", "MultiHeadAttention"):
         return None
     if kind == "MultiHeadAttention":  # called on (query, value[, key])
         given = [tensor.shape for tensor in layer.input]
@@ -30,8 +29,11 @@ def _keras_macs(layer) -> int | None:
         heads, key_dim = config["num_heads"], config["key_dim"]
         value_dim = config["value_dim"] or key_dim
         n_q, n_k = math.prod(query[1:-1]), math.prod(key[1:-1])
-        projections = (n_q * query[-1] + n_k * key[-1]) * heads * key_dim + n_k * value[-1] * heads * value_dim \
+        projections = (
+            (n_q * query[-1] + n_k * key[-1]) * heads * key_dim
+            + n_k * value[-1] * heads * value_dim
             + n_q * heads * value_dim * layer.output.shape[-1]
+        )
         return projections + heads * n_q * n_k * (key_dim + value_dim)
     inputs = layer.input.shape
     outputs = layer.output.shape
@@ -50,10 +52,16 @@ def _flat(model):
         yield from (_flat(layer) if hasattr(layer, "layers") and layer.layers else [layer])
 
 
-@pytest.mark.parametrize("spec, name", [
-    ("lightning_mlp.net", "lightning_mlp"), ("multi_output.net", "detector"), ("mobilenet_v2.net", "mobilenet_v2"),
-    ("resnet50.net", "resnet50"), ("transformer.net", "transformer"),
-])
+@pytest.mark.parametrize(
+    "spec, name",
+    [
+        ("lightning_mlp.net", "lightning_mlp"),
+        ("multi_output.net", "detector"),
+        ("mobilenet_v2.net", "mobilenet_v2"),
+        ("resnet50.net", "resnet50"),
+        ("transformer.net", "transformer"),
+    ],
+)
 def test_every_weighted_layers_macs_are_its_keras_configurations(spec, name):
     graphs = pipeline.checked_graphs(pipeline.load(SPECS / spec), [name])
     pipeline.unsure_models(graphs)

@@ -20,8 +20,10 @@ def _dot(tmp_path: Path, *flags: str) -> str:
 
 def test_render_cost_shows_each_boxs_flops_and_memory_and_the_totals(tmp_path, capsys):
     dot = _dot(tmp_path, "--cost", "--batch", "4")
-    assert ("<B>lightning_mlp</B>  101,770 parameters<BR/>204 KFLOPs a sample; batch 4, float32: "
-            "inference 411.8 KiB, training 1.6 MiB>") in dot
+    assert (
+        "<B>lightning_mlp</B>  101,770 parameters<BR/>204 KFLOPs a sample; batch 4, float32: "
+        "inference 411.8 KiB, training 1.6 MiB>"
+    ) in dot
     # the first dense: 2 x 100,352 MACs + 128 bias adds + 128 ReLUs; 4 x 128 x 4 bytes
     hidden = next(line for line in dot.splitlines() if line.strip().startswith("n2 "))
     assert '<FONT COLOR="#5c6570">201 KFLOPs  ·  2.0 KiB</FONT>' in hidden
@@ -36,8 +38,9 @@ def test_render_without_cost_is_unchanged(tmp_path):
 
 
 def test_render_cost_needs_the_shapes(tmp_path, capsys):
-    assert main(["render", str(SPECS / "lightning_mlp.net"), "--cost", "--no-shapes", "-o",
-                 str(tmp_path / "m.dot")]) == 2
+    assert (
+        main(["render", str(SPECS / "lightning_mlp.net"), "--cost", "--no-shapes", "-o", str(tmp_path / "m.dot")]) == 2
+    )
     assert capsys.readouterr().err == "netdsl render: error: --cost needs the shapes: leave out --no-shapes\n"
     assert not (tmp_path / "m.dot").exists()
 

@@ -71,9 +71,9 @@ SEED_ATTENTION_OUTPUT = bin_(
         "softmax",
         bin_(
             "/",
-            bin_("@", bin_("@", var("q"), var("wq")),
-                 call("transpose", bin_("@", var("k"), var("wk")),
-                      const([0, 2, 1]))),
+            bin_(
+                "@", bin_("@", var("q"), var("wq")), call("transpose", bin_("@", var("k"), var("wk")), const([0, 2, 1]))
+            ),
             call("sqrt", var("d_model")),
         ),
         axis=num(-1),
@@ -87,16 +87,12 @@ def mish():
 
 
 def declared_linear(units=3, **kwargs):
-    return DeclaredLayer("my_linear", ["x"], {"units": units},
-                         LINEAR_WEIGHTS, [LINEAR_OUTPUT], **kwargs)
+    return DeclaredLayer("my_linear", ["x"], {"units": units}, LINEAR_WEIGHTS, [LINEAR_OUTPUT], **kwargs)
 
 
 def seed_attention(d_model):
-    weights = [{"name": n, "shape": [var("d_model"), var("d_model")]}
-               for n in ("wq", "wk", "wv")]
-    return DeclaredLayer("seed_attention", ["q", "k", "v"],
-                         {"d_model": d_model}, weights,
-                         [SEED_ATTENTION_OUTPUT])
+    weights = [{"name": n, "shape": [var("d_model"), var("d_model")]} for n in ("wq", "wk", "wv")]
+    return DeclaredLayer("seed_attention", ["q", "k", "v"], {"d_model": d_model}, weights, [SEED_ATTENTION_OUTPUT])
 
 
 # -- declared activations ------------------------------------------------------
@@ -112,14 +108,13 @@ def test_mish_matches_its_definition():
 
 def test_activation_with_parameters():
     scaled_tanh = DeclaredActivation(
-        "scaled_tanh", ["x", "scale", "slope"],
+        "scaled_tanh",
+        ["x", "scale", "slope"],
         {"scale": 1.7159, "slope": 0.6667},
-        bin_("*", var("scale"), call("tanh", bin_("*", var("slope"),
-                                                  var("x")))),
+        bin_("*", var("scale"), call("tanh", bin_("*", var("slope"), var("x")))),
     )
     x = _rand(5)
-    np.testing.assert_allclose(scaled_tanh(x), 1.7159 * np.tanh(0.6667 * x),
-                               rtol=1e-6)
+    np.testing.assert_allclose(scaled_tanh(x), 1.7159 * np.tanh(0.6667 * x), rtol=1e-6)
 
 
 def test_activation_config_round_trip():
@@ -135,15 +130,15 @@ def test_activation_config_round_trip():
         ({"params": []}, "Expected at least one parameter"),
         ({"params": ["x", "a"]}, "Expected a value for every parameter"),
         ({"values": {"b": 1.0}}, "Expected values only for the parameters"),
-        ({"body": call("os.system", var("x"))},
-         "Expected a function from netdsl's allowed table, received: "
-         "'os.system'"),
+        (
+            {"body": call("os.system", var("x"))},
+            "Expected a function from netdsl's allowed table, received: 'os.system'",
+        ),
         ({"body": var("y")}, "Expected a name bound in this expression"),
     ],
 )
 def test_activation_rejects_bad_declarations(kwargs, message):
-    arguments = {"name": "act", "params": ["x"], "values": {},
-                 "body": var("x"), **kwargs}
+    arguments = {"name": "act", "params": ["x"], "values": {}, "body": var("x"), **kwargs}
     with pytest.raises(ValueError, match=message):
         DeclaredActivation(**arguments)
 
@@ -170,19 +165,14 @@ def test_activation_layer_applies_the_activation():
 @pytest.mark.parametrize(
     "tree, message",
     [
-        (call("os.system", var("x")),
-         "Expected a function from netdsl's allowed table, received: "
-         "'os.system'"),
+        (call("os.system", var("x")), "Expected a function from netdsl's allowed table, received: 'os.system'"),
         (call("__import__", const("os")), "allowed table"),
         (["lambda", "x"], "Expected an expression node of kind"),
         ("x", "Expected an expression node"),
-        (call("sin", var("x"), var("x")),
-         "Expected 1 positional argument\\(s\\) for 'sin', received: 2"),
+        (call("sin", var("x"), var("x")), "Expected 1 positional argument\\(s\\) for 'sin', received: 2"),
         (call("clip", var("x")), "Expected 3 positional"),
-        (call("sum", var("x"), bogus=num(1)),
-         "Expected keyword arguments of 'sum' among \\(axis, keepdims\\)"),
-        (var("y"), "Expected a name bound in this expression \\(x\\), "
-                   "received: 'y'"),
+        (call("sum", var("x"), bogus=num(1)), "Expected keyword arguments of 'sum' among \\(axis, keepdims\\)"),
+        (var("y"), "Expected a name bound in this expression \\(x\\), received: 'y'"),
         (bin_("%", var("x"), num(2)), "Expected an operator among"),
         (["num", True], "Expected a number"),
         (["const", {"a": 1}], "Expected a JSON constant"),
@@ -207,16 +197,12 @@ def test_static_arguments():
     x = _rand(2, 3, 4)
     env = {"x": x, "axis": 1}
     cases = [
-        (call("transpose", var("x"), const([0, 2, 1])),
-         np.transpose(x, (0, 2, 1))),
+        (call("transpose", var("x"), const([0, 2, 1])), np.transpose(x, (0, 2, 1))),
         (call("reshape", var("x"), const([2, 12])), x.reshape(2, 12)),
-        (call("sum", var("x"), axis=var("axis"), keepdims=const(True)),
-         x.sum(axis=1, keepdims=True)),
+        (call("sum", var("x"), axis=var("axis"), keepdims=const(True)), x.sum(axis=1, keepdims=True)),
         (call("max", var("x"), axis=["neg", num(1)]), x.max(axis=-1)),
-        (call("concatenate", var("x"), var("x"), axis=num(-1)),
-         np.concatenate([x, x], axis=-1)),
-        (call("where", var("x"), num(1.0), num(0.0)),
-         (x != 0).astype("float32")),
+        (call("concatenate", var("x"), var("x"), axis=num(-1)), np.concatenate([x, x], axis=-1)),
+        (call("where", var("x"), num(1.0), num(0.0)), (x != 0).astype("float32")),
     ]
     for tree, expected in cases:
         validate_tree(tree, env)
@@ -260,8 +246,7 @@ GRADIENT_CASES = {
     "minimum": call("minimum", X, num(1.0)),
     "maximum": call("maximum", X, num(1.0)),
     "clip": call("clip", X, num(0.5), num(1.5)),
-    "where": call("where", call("relu", bin_("-", X, num(1.0))),
-                  X, bin_("*", X, X)),
+    "where": call("where", call("relu", bin_("-", X, num(1.0))), X, bin_("*", X, X)),
     "matmul": call("matmul", X, var("m")),
     "transpose": bin_("*", call("transpose", X, const([0, 2, 1])), X),
     "reshape": call("reshape", X, const([2, 9])),
@@ -330,29 +315,32 @@ def test_declared_layer_config_round_trip():
 
 def test_declared_layer_several_inputs_and_outputs():
     layer = DeclaredLayer(
-        "pair", ["a", "b"], {}, [],
-        [bin_("+", var("a"), var("b")),
-         call("concatenate", var("a"), var("b"), axis=num(-1))],
+        "pair",
+        ["a", "b"],
+        {},
+        [],
+        [bin_("+", var("a"), var("b")), call("concatenate", var("a"), var("b"), axis=num(-1))],
     )
     a = keras.Input((3,))
     b = keras.Input((3,))
     total, joined = layer([a, b])
     assert total.shape == (None, 3)
     assert joined.shape == (None, 6)
-    assert layer.compute_output_shape([(None, 3), (None, 3)]) == [
-        (None, 3), (None, 6)]
+    assert layer.compute_output_shape([(None, 3), (None, 3)]) == [(None, 3), (None, 6)]
 
 
 def test_declared_layer_weight_shape_must_be_positive():
     layer = DeclaredLayer(
-        "bad", ["x"], {"units": 0},
+        "bad",
+        ["x"],
+        {"units": 0},
         [{"name": "kernel", "shape": [["dim", "x", -1], var("units")]}],
         [bin_("@", var("x"), var("kernel"))],
     )
     with pytest.raises(
         ValueError,
         match=r"Expected weight 'kernel' to have a shape of positive "
-              r"integers, received: \(4, 0\)",
+        r"integers, received: \(4, 0\)",
     ):
         layer(_rand(2, 4))
 
@@ -363,16 +351,13 @@ def test_declared_layer_weight_shape_must_be_positive():
         ({"outputs": [call("eval", var("x"))]}, "received: 'eval'"),
         ({"outputs": [var("nope")]}, "Expected a name bound"),
         ({"params": {"x": 1}}, "Expected distinct names"),
-        ({"weights": [{"name": "w", "shape": [num(2)], "init": "nope"}]},
-         "nope"),
-        ({"weights": [{"name": "w", "shape": [var("missing")]}]},
-         "Expected a layer parameter"),
+        ({"weights": [{"name": "w", "shape": [num(2)], "init": "nope"}]}, "nope"),
+        ({"weights": [{"name": "w", "shape": [var("missing")]}]}, "Expected a layer parameter"),
         ({"inputs": []}, "Expected at least one input name"),
     ],
 )
 def test_declared_layer_rejects_bad_declarations(change, message):
-    arguments = {"spec_name": "lin", "inputs": ["x"], "params": {},
-                 "weights": [], "outputs": [var("x")], **change}
+    arguments = {"spec_name": "lin", "inputs": ["x"], "params": {}, "weights": [], "outputs": [var("x")], **change}
     with pytest.raises(ValueError, match=message):
         DeclaredLayer(**arguments)
 
@@ -384,8 +369,7 @@ def test_seed_attention_equals_attention_layer():
     declared([q, k, v])
     builtin([q, k, v])
     declared.set_weights(builtin.get_weights())  # both are wq, wk, wv
-    np.testing.assert_allclose(declared([q, k, v]), builtin([q, k, v]),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(declared([q, k, v]), builtin([q, k, v]), rtol=1e-5, atol=1e-6)
 
 
 # -- saving and loading --------------------------------------------------------
@@ -422,9 +406,11 @@ def test_save_and_load_in_a_fresh_process(tmp_path):
     np.savez(tmp_path / "data.npz", x=x, y=np.asarray(model(x)))
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     result = subprocess.run(
-        [sys.executable, "-c", LOAD_SCRIPT, str(path),
-         str(tmp_path / "data.npz")],
-        capture_output=True, text=True, env=env, timeout=120,
+        [sys.executable, "-c", LOAD_SCRIPT, str(path), str(tmp_path / "data.npz")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "LOADED DeclaredActivation" in result.stdout
@@ -432,8 +418,7 @@ def test_save_and_load_in_a_fresh_process(tmp_path):
 
 def _tamper(path, out_path, old, new):
     """Copy a .keras zip, replacing `old` by `new` in its config.json."""
-    with zipfile.ZipFile(path) as source, \
-            zipfile.ZipFile(out_path, "w") as target:
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(out_path, "w") as target:
         for item in source.infolist():
             data = source.read(item.filename)
             if item.filename == "config.json":
@@ -452,8 +437,7 @@ def test_file_saved_before_the_split_still_loads(tmp_path):
     path = tmp_path / "model.keras"
     model.save(path)
     legacy = tmp_path / "legacy.keras"
-    _tamper(path, legacy, '"module": "netdsl.custom.declared_layers"',
-            '"module": "netdsl.custom.expr"')
+    _tamper(path, legacy, '"module": "netdsl.custom.declared_layers"', '"module": "netdsl.custom.expr"')
     loaded = keras.saving.load_model(legacy, safe_mode=True)
     assert isinstance(loaded.layers[1], DeclaredLayer)
     assert isinstance(loaded.layers[2].activation, DeclaredActivation)
@@ -468,10 +452,8 @@ ALLOWED_TABLE = "Expected a function from netdsl's allowed table"
     "old, new, message",
     [
         # a function inside the activation's body
-        ('"smooth_relu"', '"os.system"',
-         ALLOWED_TABLE + ", received: 'os.system'"),
-        ('["call", "tanh"', '["call", "eval"',
-         ALLOWED_TABLE + ", received: 'eval'"),
+        ('"smooth_relu"', '"os.system"', ALLOWED_TABLE + ", received: 'os.system'"),
+        ('["call", "tanh"', '["call", "eval"', ALLOWED_TABLE + ", received: 'eval'"),
         # an operator of the declared layer's output tree
         ('"@"', '"eval"', "Expected an operator among"),
     ],

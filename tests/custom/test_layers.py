@@ -53,15 +53,13 @@ def run_layer_test(
     config = layer.get_config()
     assert cls.from_config(config).get_config() == config
 
-    inputs = [keras.Input(x.shape[1:], dtype=x.dtype)
-              for x in _as_list(input_data)]
+    inputs = [keras.Input(x.shape[1:], dtype=x.dtype) for x in _as_list(input_data)]
     model_inputs = inputs if isinstance(input_data, list) else inputs[0]
     model = keras.Model(model_inputs, cls(**init_kwargs)(model_inputs))
     path = tmp_path / f"{cls.__name__}.keras"
     model.save(path)
     loaded = keras.saving.load_model(path, safe_mode=True)
-    for expected, actual in zip(_as_list(model(input_data)),
-                                _as_list(loaded(input_data))):
+    for expected, actual in zip(_as_list(model(input_data)), _as_list(loaded(input_data))):
         np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6)
     return layer
 
@@ -74,12 +72,9 @@ def test_activation_values():
     np.testing.assert_allclose(sine(x), np.sin(x), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(square(x), x * x, rtol=1e-6)
     expected = np.tanh(x) / (1 + np.exp(-x))
-    np.testing.assert_allclose(sigmoid_tanh(x), expected, rtol=1e-5,
-                               atol=1e-6)
-    np.testing.assert_allclose(smooth_relu(x), np.log1p(np.exp(x)),
-                               rtol=1e-5, atol=1e-6)
-    assert set(ACTIVATIONS) == {"sine", "square", "sigmoid_tanh",
-                                "smooth_relu"}
+    np.testing.assert_allclose(sigmoid_tanh(x), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(smooth_relu(x), np.log1p(np.exp(x)), rtol=1e-5, atol=1e-6)
+    assert set(ACTIVATIONS) == {"sine", "square", "sigmoid_tanh", "smooth_relu"}
 
 
 def test_smooth_relu_does_not_overflow():
@@ -105,17 +100,14 @@ def test_activation_in_dense_saves_and_loads(name, tmp_path):
 
 
 def test_linear(tmp_path):
-    layer = run_layer_test(Linear, {"units": 5}, _rand(2, 3), (2, 5), 1, 0,
-                           tmp_path)
+    layer = run_layer_test(Linear, {"units": 5}, _rand(2, 3), (2, 5), 1, 0, tmp_path)
     x = _rand(2, 3)
-    np.testing.assert_allclose(layer(x), x @ layer.kernel.numpy(),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(layer(x), x @ layer.kernel.numpy(), rtol=1e-5, atol=1e-6)
     assert layer.count_params() == 15
 
 
 def test_scale_is_a_constant_without_weights_by_default(tmp_path):
-    layer = run_layer_test(Scale, {"multiplier": 3.0}, _rand(2, 4), (2, 4),
-                           0, 0, tmp_path)
+    layer = run_layer_test(Scale, {"multiplier": 3.0}, _rand(2, 4), (2, 4), 0, 0, tmp_path)
     x = _rand(2, 4)
     np.testing.assert_allclose(layer(x), 3.0 * x, rtol=1e-6)
 
@@ -145,13 +137,11 @@ def test_scale_matches_the_tutorials_custom_multiply_layer():
 
 
 def test_scale_trainable(tmp_path):
-    run_layer_test(Scale, {"multiplier": 0.5, "trainable": True},
-                   _rand(2, 4), (2, 4), 1, 0, tmp_path)
+    run_layer_test(Scale, {"multiplier": 0.5, "trainable": True}, _rand(2, 4), (2, 4), 1, 0, tmp_path)
 
 
 def test_scaled_sigmoid(tmp_path):
-    layer = run_layer_test(ScaledSigmoid, {"scale": 2.5}, _rand(2, 4),
-                           (2, 4), 0, 0, tmp_path)
+    layer = run_layer_test(ScaledSigmoid, {"scale": 2.5}, _rand(2, 4), (2, 4), 0, 0, tmp_path)
     x = _rand(2, 4)
     np.testing.assert_allclose(layer(x), 2.5 / (1 + np.exp(-x)), rtol=1e-5)
 
@@ -163,8 +153,7 @@ def test_scaled_sigmoid(tmp_path):
         (Scale, {"multiplier": "2"}, "Expected `multiplier` to be a number"),
         (Scale, {"trainable": 1}, "Expected `trainable` to be a boolean"),
         (ScaledSigmoid, {"scale": None}, "Expected `scale` to be a number"),
-        (Attention, {"d_model": 6, "heads": 4},
-         "Expected d_model divisible by heads, received: d_model=6, heads=4"),
+        (Attention, {"d_model": 6, "heads": 4}, "Expected d_model divisible by heads, received: d_model=6, heads=4"),
         (Attention, {"d_model": 4, "dropout": 1.5}, "Expected `dropout`"),
         (Residual, {"filters": -1}, "Expected `filters` to be a positive"),
         (Residual, {"filters": 4, "stride": 0}, "Expected `stride`"),
@@ -184,14 +173,13 @@ def _softmax(x):
 
 
 def test_attention_self(tmp_path):
-    run_layer_test(Attention, {"d_model": 8, "heads": 2}, _rand(2, 5, 4),
-                   (2, 5, 8), 3, 0, tmp_path)
+    run_layer_test(Attention, {"d_model": 8, "heads": 2}, _rand(2, 5, 4), (2, 5, 8), 3, 0, tmp_path)
 
 
 def test_attention_q_kv_with_bias(tmp_path):
-    run_layer_test(Attention, {"d_model": 4, "use_bias": True},
-                   [_rand(2, 3, 4), _rand(2, 5, 6)], (2, 3, 4), 6, 0,
-                   tmp_path)
+    run_layer_test(
+        Attention, {"d_model": 4, "use_bias": True}, [_rand(2, 3, 4), _rand(2, 5, 6)], (2, 3, 4), 6, 0, tmp_path
+    )
 
 
 def test_attention_q_k_v_return_weights(tmp_path):
@@ -211,9 +199,13 @@ def test_attention_mask_input(tmp_path):
     mask = (RNG.random((2, 3, 5)) > 0.3).astype("float32")
     mask[:, :, 0] = 1.0  # every query attends somewhere
     run_layer_test(
-        Attention, {"d_model": 4},
+        Attention,
+        {"d_model": 4},
         [_rand(2, 3, 4), _rand(2, 5, 4), _rand(2, 5, 4), mask],
-        (2, 3, 4), 3, 0, tmp_path,
+        (2, 3, 4),
+        3,
+        0,
+        tmp_path,
     )
 
 
@@ -227,8 +219,7 @@ def test_attention_matches_the_formula_with_one_head():
     layer.wv.assign(wv)
     scores = (q @ wq) @ np.transpose(k @ wk, (0, 2, 1)) / np.sqrt(4)
     expected = _softmax(scores) @ (v @ wv)
-    np.testing.assert_allclose(layer([q, k, v]), expected, rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(layer([q, k, v]), expected, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -242,8 +233,7 @@ def test_attention_fused_and_manual_paths_agree(causal):
     manual([q, k, k, mask])
     manual.set_weights(fused.get_weights())
     output, weights = manual([q, k, k, mask])
-    np.testing.assert_allclose(output, fused([q, k, k, mask]), rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(output, fused([q, k, k, mask]), rtol=1e-5, atol=1e-5)
     weights = np.asarray(weights)
     allowed = mask[:, None] & (np.tril(np.ones((4, 4), bool)) | (not causal))
     assert np.all(weights[~np.broadcast_to(allowed, weights.shape)] < 1e-6)
@@ -279,24 +269,20 @@ def test_attention_rejects_five_inputs():
 def _reference_block(input_shape, filters, kernel_size, stride, project):
     """The hand-written Keras functional block Residual should equal."""
     inputs = keras.Input(input_shape)
-    x = keras.layers.Conv2D(filters, kernel_size, strides=stride,
-                            padding="same", use_bias=False)(inputs)
+    x = keras.layers.Conv2D(filters, kernel_size, strides=stride, padding="same", use_bias=False)(inputs)
     x = keras.layers.ReLU()(keras.layers.BatchNormalization()(x))
-    x = keras.layers.Conv2D(filters, kernel_size, padding="same",
-                            use_bias=False)(x)
+    x = keras.layers.Conv2D(filters, kernel_size, padding="same", use_bias=False)(x)
     x = keras.layers.BatchNormalization()(x)
     skip = inputs
     if project:
-        skip = keras.layers.Conv2D(filters, 1, strides=stride,
-                                   use_bias=False)(inputs)
+        skip = keras.layers.Conv2D(filters, 1, strides=stride, use_bias=False)(inputs)
         skip = keras.layers.BatchNormalization()(skip)
     outputs = keras.layers.ReLU()(keras.layers.Add()([x, skip]))
     return keras.Model(inputs, outputs)
 
 
 def test_residual_identity_skip(tmp_path):
-    layer = run_layer_test(Residual, {"filters": 4}, _rand(2, 6, 6, 4),
-                           (2, 6, 6, 4), 6, 4, tmp_path)
+    layer = run_layer_test(Residual, {"filters": 4}, _rand(2, 6, 6, 4), (2, 6, 6, 4), 6, 4, tmp_path)
     assert layer.proj_conv is None
     reference = _reference_block((6, 6, 4), 4, 3, 1, project=False)
     assert layer.count_params() == reference.count_params()
@@ -306,12 +292,16 @@ def test_residual_identity_skip(tmp_path):
 def test_residual_projected_skip(channels, stride, tmp_path):
     size = 6 // stride
     layer = run_layer_test(
-        Residual, {"filters": 4, "kernel_size": 3, "stride": stride},
-        _rand(2, 6, 6, channels), (2, size, size, 4), 9, 6, tmp_path,
+        Residual,
+        {"filters": 4, "kernel_size": 3, "stride": stride},
+        _rand(2, 6, 6, channels),
+        (2, size, size, 4),
+        9,
+        6,
+        tmp_path,
     )
     assert layer.proj_conv is not None
-    reference = _reference_block((6, 6, channels), 4, 3, stride,
-                                 project=True)
+    reference = _reference_block((6, 6, channels), 4, 3, stride, project=True)
     assert layer.count_params() == reference.count_params()
 
 
@@ -321,8 +311,7 @@ def test_residual_equals_reference_block():
     layer(x)
     reference = _reference_block((5, 5, 3), 4, 3, 2, project=True)
     # Reference layer order: conv1, bn1, conv2, conv_proj, bn2, bn_proj.
-    mine = [layer.conv1, layer.bn1, layer.conv2, layer.proj_conv, layer.bn2,
-            layer.proj_bn]
+    mine = [layer.conv1, layer.bn1, layer.conv2, layer.proj_conv, layer.bn2, layer.proj_bn]
     theirs = [layer for layer in reference.layers if layer.weights]
     for source, target in zip(mine, theirs):
         target.set_weights(source.get_weights())
@@ -335,6 +324,10 @@ def test_residual_symbolic_shape():
 
 
 def test_layers_table():
-    assert LAYERS == {"linear": Linear, "scale": Scale,
-                      "scaled_sigmoid": ScaledSigmoid,
-                      "attention": Attention, "residual": Residual}
+    assert LAYERS == {
+        "linear": Linear,
+        "scale": Scale,
+        "scaled_sigmoid": ScaledSigmoid,
+        "attention": Attention,
+        "residual": Residual,
+    }

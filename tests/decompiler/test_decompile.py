@@ -79,7 +79,9 @@ def test_fixture_decompiles_to_its_exact_spec_or_diagnostics(config, tmp_path, c
 
 
 def test_every_fixture_has_its_expected_output():
-    missing = [p.name for p in CONFIGS if not p.with_suffix(".net").exists() and not p.with_suffix(".expected").exists()]
+    missing = [
+        p.name for p in CONFIGS if not p.with_suffix(".net").exists() and not p.with_suffix(".expected").exists()
+    ]
     assert not missing
 
 
@@ -89,8 +91,9 @@ def test_unexpressible_layers_are_all_named_with_class_and_hint(tmp_path, capsys
     code, _, err = decompile_cli(capsys, "code_layers.keras")
     assert code == 1
     lines = err.splitlines()
-    assert lines[0].startswith("code_layers.keras:1:1: error: layer 'double' (Lambda) cannot be decompiled: "
-                               "Lambda runs Python code")
+    assert lines[0].startswith(
+        "code_layers.keras:1:1: error: layer 'double' (Lambda) cannot be decompiled: Lambda runs Python code"
+    )
     assert lines[1].startswith("code_layers.keras:1:1: error: layer 'twice' (Twice) is not a layer netdsl knows")
     assert "register a plugin" in lines[1]
     assert lines[-1] == "2 errors"
@@ -98,9 +101,11 @@ def test_unexpressible_layers_are_all_named_with_class_and_hint(tmp_path, capsys
 
 def test_decompile_of_a_file_does_not_import_tensorflow_or_keras(tmp_path):
     path = keras_file(tmp_path, "small_cnn")
-    code = ("import sys, netdsl; text = netdsl.decompile(sys.argv[1]); "
-            "heavy = [m for m in ('tensorflow', 'keras', 'jax') if m in sys.modules]; "
-            "print(heavy, len(text.splitlines()))")
+    code = (
+        "import sys, netdsl; text = netdsl.decompile(sys.argv[1]); "
+        "heavy = [m for m in ('tensorflow', 'keras', 'jax') if m in sys.modules]; "
+        "print(heavy, len(text.splitlines()))"
+    )
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("[] ")
@@ -111,8 +116,11 @@ def test_the_weights_are_never_read(tmp_path, monkeypatch):
     path = keras_file(tmp_path, "small_cnn", **{"model.weights.h5": b"\x00" * 1000})
     opened = []
     real_open = zipfile.ZipFile.open
-    monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, name, *a, **k: opened.append(
-        getattr(name, "filename", name)) or real_open(self, name, *a, **k))
+    monkeypatch.setattr(
+        zipfile.ZipFile,
+        "open",
+        lambda self, name, *a, **k: opened.append(getattr(name, "filename", name)) or real_open(self, name, *a, **k),
+    )
     assert netdsl.decompile(path) == (FIXTURES / "small_cnn.net").read_text(encoding="utf-8")
     assert opened == ["config.json"]
 
@@ -135,21 +143,39 @@ def test_flat_decompile_has_no_blocks_and_no_repeats(tmp_path):
     assert "block " in netdsl.decompile(path)
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda d: d / "missing.keras", "missing.keras:1:1: error: no such file"),
-    (lambda d: d, "is a directory, not a .keras file"),
-    (lambda d: written(d / "plain.keras", b"hello"),
-     "plain.keras:1:1: error: not a .keras file (not a zip archive); decompile reads models saved with "
-     "model.save('model.keras')"),
-    (lambda d: keras_file(d, "empty", config=False), "empty.keras:1:1: error: not a .keras file (it has no config.json)"),
-    (lambda d: keras_file(d, "broken", config="{not json"), "broken.keras:1:1: error: config.json is not valid JSON"),
-    (lambda d: keras_file(d, "list", config="[1, 2]"),
-     "list.keras:1:1: error: config.json does not describe a model (expected a JSON object)"),
-    (lambda d: keras_file(d, "deep", config="[" * 100_000 + "]" * 100_000),
-     "deep.keras:1:1: error: config.json is nested too deeply"),
-    (lambda d: written(d / "old.h5", b"\x89HDF"),
-     "old.h5:1:1: error: HDF5 (.h5) models are not supported; load it in Keras and save it as .keras"),
-], ids=["missing", "directory", "not-zip", "no-config", "bad-json", "not-object", "too-deep", "h5"])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: d / "missing.keras", "missing.keras:1:1: error: no such file"),
+        (lambda d: d, "is a directory, not a .keras file"),
+        (
+            lambda d: written(d / "plain.keras", b"hello"),
+            "plain.keras:1:1: error: not a .keras file (not a zip archive); decompile reads models saved with "
+            "model.save('model.keras')",
+        ),
+        (
+            lambda d: keras_file(d, "empty", config=False),
+            "empty.keras:1:1: error: not a .keras file (it has no config.json)",
+        ),
+        (
+            lambda d: keras_file(d, "broken", config="{not json"),
+            "broken.keras:1:1: error: config.json is not valid JSON",
+        ),
+        (
+            lambda d: keras_file(d, "list", config="[1, 2]"),
+            "list.keras:1:1: error: config.json does not describe a model (expected a JSON object)",
+        ),
+        (
+            lambda d: keras_file(d, "deep", config="[" * 100_000 + "]" * 100_000),
+            "deep.keras:1:1: error: config.json is nested too deeply",
+        ),
+        (
+            lambda d: written(d / "old.h5", b"\x89HDF"),
+            "old.h5:1:1: error: HDF5 (.h5) models are not supported; load it in Keras and save it as .keras",
+        ),
+    ],
+    ids=["missing", "directory", "not-zip", "no-config", "bad-json", "not-object", "too-deep", "h5"],
+)
 def test_unreadable_files_are_one_line_errors(make, message, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = make(Path("."))

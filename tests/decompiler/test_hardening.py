@@ -14,19 +14,46 @@ from netdsl.decompiler import graph
 
 def _chain(path: Path, n: int, reverse: bool) -> Path:
     """The review's probe: a functional model of n chained Dense layers, listed in order or reversed."""
+
     def tensor(src: str) -> dict:
-        return {"class_name": "__keras_tensor__",
-                "config": {"shape": [None, 4], "dtype": "float32", "keras_history": [src, 0, 0]}}
-    layers = [{"module": "keras.layers", "class_name": "InputLayer", "name": "x", "registered_name": None,
-               "config": {"batch_shape": [None, 4], "dtype": "float32", "sparse": False, "name": "x"},
-               "inbound_nodes": []}]
-    dense = [{"module": "keras.layers", "class_name": "Dense", "name": f"d{k}", "registered_name": None,
-              "config": {"name": f"d{k}", "units": 4, "activation": "relu", "use_bias": True},
-              "inbound_nodes": [{"args": [tensor("x" if k == 0 else f"d{k - 1}")], "kwargs": {}}]} for k in range(n)]
+        return {
+            "class_name": "__keras_tensor__",
+            "config": {"shape": [None, 4], "dtype": "float32", "keras_history": [src, 0, 0]},
+        }
+
+    layers = [
+        {
+            "module": "keras.layers",
+            "class_name": "InputLayer",
+            "name": "x",
+            "registered_name": None,
+            "config": {"batch_shape": [None, 4], "dtype": "float32", "sparse": False, "name": "x"},
+            "inbound_nodes": [],
+        }
+    ]
+    dense = [
+        {
+            "module": "keras.layers",
+            "class_name": "Dense",
+            "name": f"d{k}",
+            "registered_name": None,
+            "config": {"name": f"d{k}", "units": 4, "activation": "relu", "use_bias": True},
+            "inbound_nodes": [{"args": [tensor("x" if k == 0 else f"d{k - 1}")], "kwargs": {}}],
+        }
+        for k in range(n)
+    ]
     layers += dense[::-1] if reverse else dense
-    config = {"module": "keras", "class_name": "Functional", "registered_name": "Functional",
-              "config": {"name": "m", "layers": layers, "input_layers": [["x", 0, 0]],
-                         "output_layers": [[f"d{n - 1}", 0, 0]]}}
+    config = {
+        "module": "keras",
+        "class_name": "Functional",
+        "registered_name": "Functional",
+        "config": {
+            "name": "m",
+            "layers": layers,
+            "input_layers": [["x", 0, 0]],
+            "output_layers": [[f"d{n - 1}", 0, 0]],
+        },
+    }
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("config.json", json.dumps(config))
     return path
@@ -56,14 +83,19 @@ def test_the_reviews_zip_bomb_is_refused_before_it_is_parsed(tmp_path, capsys):
     packed = zipfile.ZipFile(tmp_path / "bomb.keras").getinfo("config.json").compress_size
     code, out, err = _export(capsys, tmp_path / "bomb.keras")
     assert (code, out) == (1, "")
-    assert err == (f"{tmp_path}/bomb.keras:1:1: error: config.json expands from {packed:,} bytes to more than "
-                   f"100x that; a model's config expands less (a zip bomb?)\n")
+    assert err == (
+        f"{tmp_path}/bomb.keras:1:1: error: config.json expands from {packed:,} bytes to more than "
+        f"100x that; a model's config expands less (a zip bomb?)\n"
+    )
 
 
 def test_a_fifo_named_like_a_keras_file_is_refused_without_blocking(tmp_path, capsys):
     os.mkfifo(tmp_path / "m.keras")
     assert _export(capsys, tmp_path / "m.keras") == (
-        1, "", f"{tmp_path}/m.keras:1:1: error: is a named pipe (FIFO), not a .keras file\n")
+        1,
+        "",
+        f"{tmp_path}/m.keras:1:1: error: is a named pipe (FIFO), not a .keras file\n",
+    )
 
 
 def test_a_model_over_the_layer_limit_is_refused(tmp_path, capsys, monkeypatch):
@@ -89,9 +121,11 @@ def test_problems_of_many_layers_are_collected_without_comparing_them_all(tmp_pa
     code, out, err = _export(capsys, path)
     assert (code, out) == (1, "") and len(err.splitlines()) == 301 and compared == []
     assert err.splitlines()[-1] == "300 errors"
-    assert err.splitlines()[0] == (f"{path}:1:1: error: layer 'd0' (Unknown) is not a layer netdsl knows (module "
-                                   f"keras.layers); declare it in the spec (layer NAME(...) {{ ... }}) or register a "
-                                   f"plugin for it (netdsl.register_layer, then --plugin MODULE)")
+    assert err.splitlines()[0] == (
+        f"{path}:1:1: error: layer 'd0' (Unknown) is not a layer netdsl knows (module "
+        f"keras.layers); declare it in the spec (layer NAME(...) {{ ... }}) or register a "
+        f"plugin for it (netdsl.register_layer, then --plugin MODULE)"
+    )
 
 
 def test_a_corrupt_deflate_stream_is_one_line(tmp_path, capsys):
@@ -99,7 +133,7 @@ def test_a_corrupt_deflate_stream_is_one_line(tmp_path, capsys):
     path = _chain(tmp_path / "m.keras", 20, reverse=False)
     data = bytearray(path.read_bytes())
     start = data.index(b"config.json") + len("config.json")  # the member's compressed bytes follow its name
-    data[start + 10:start + 40] = b"\xff" * 30
+    data[start + 10 : start + 40] = b"\xff" * 30
     path.write_bytes(bytes(data))
     code, out, err = _export(capsys, path)
     assert (code, out) == (1, "")
@@ -113,7 +147,7 @@ def test_a_zip_directory_of_an_unknown_version_is_one_line(tmp_path, capsys):
     path = _chain(tmp_path / "m.keras", 2, reverse=False)
     data = bytearray(path.read_bytes())
     entry = data.index(b"PK\x01\x02")  # the central directory entry; its "version needed" at +6
-    data[entry + 6:entry + 8] = (135).to_bytes(2, "little")
+    data[entry + 6 : entry + 8] = (135).to_bytes(2, "little")
     path.write_bytes(bytes(data))
     code, out, err = _export(capsys, path)
     assert (code, out, err) == (1, "", f"{path}:1:1: error: not a readable .keras file (zip file version 13.5)\n")
@@ -124,13 +158,18 @@ def test_a_nested_object_of_another_module_is_refused_before_keras_sees_it(tmp_p
     path = _chain(tmp_path / "m.keras", 1, reverse=False)
     config = json.loads(zipfile.ZipFile(path).read("config.json"))
     config["config"]["layers"][1]["config"]["kernel_initializer"] = {
-        "module": "evil.initializers", "class_name": "GlorotUniform", "config": {"seed": None}}
+        "module": "evil.initializers",
+        "class_name": "GlorotUniform",
+        "config": {"seed": None},
+    }
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("config.json", json.dumps(config))
     code, out, err = _export(capsys, path)
     assert (code, out) == (1, "")
-    assert err == (f"{path}:1:1: error: layer 'd0' (Dense) cannot be written in a spec: its kernel_initializer "
-                   f"names the module 'evil.initializers'; export reads Keras' and netdsl's objects only\n")
+    assert err == (
+        f"{path}:1:1: error: layer 'd0' (Dense) cannot be written in a spec: its kernel_initializer "
+        f"names the module 'evil.initializers'; export reads Keras' and netdsl's objects only\n"
+    )
 
 
 def test_printable_escapes_what_could_move_or_retitle_a_terminal():
@@ -149,8 +188,10 @@ def test_an_output_index_of_two_to_the_63_is_refused_without_building_that_many(
         archive.writestr("config.json", json.dumps(config))
     code, out, err = _export(capsys, tmp_path / "m.keras")
     assert (code, out) == (1, "")
-    assert err == (f"{tmp_path}/m.keras:1:1: error: model 'operation' names an output it does not compute: "
-                   f"['add', 0, 9223372036854775808]\n")
+    assert err == (
+        f"{tmp_path}/m.keras:1:1: error: model 'operation' names an output it does not compute: "
+        f"['add', 0, 9223372036854775808]\n"
+    )
     config["config"]["output_layers"][2] = 0
     config["config"]["layers"][2]["inbound_nodes"][0]["args"][0]["config"]["keras_history"][2] = 1024
     with zipfile.ZipFile(tmp_path / "m.keras", "w") as archive:
@@ -178,11 +219,13 @@ def test_a_member_name_flagged_utf8_that_is_not_is_one_line(tmp_path, capsys):
         archive.writestr("config.json", "{}")
     data = bytearray(path.read_bytes())
     central = data.rindex(b"PK\x01\x02")
-    data[central + 8:central + 10] = (0x0800).to_bytes(2, "little")  # flag bit 11: the name is UTF-8
+    data[central + 8 : central + 10] = (0x0800).to_bytes(2, "little")  # flag bit 11: the name is UTF-8
     name = central + 46
-    data[name:name + 2] = b"\xc5\x28"  # not UTF-8
+    data[name : name + 2] = b"\xc5\x28"  # not UTF-8
     path.write_bytes(bytes(data))
     code, out, err = _export(capsys, path)
     assert (code, out) == (1, "")
-    assert err == (f"{path}:1:1: error: not a readable .keras file ('utf-8' codec can't decode byte 0xc5 in "
-                   f"position 0: invalid continuation byte)\n")
+    assert err == (
+        f"{path}:1:1: error: not a readable .keras file ('utf-8' codec can't decode byte 0xc5 in "
+        f"position 0: invalid continuation byte)\n"
+    )

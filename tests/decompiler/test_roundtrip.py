@@ -72,19 +72,27 @@ def unet(size: int = 32, base: int = 8):
 
     skips, x = [], image
     for level in range(3):
-        x = double_conv(x, base * 2 ** level)
+        x = double_conv(x, base * 2**level)
         skips.append(x)
         x = layers.MaxPooling2D()(x)
     x = double_conv(x, base * 8)
     for level in reversed(range(3)):
-        x = layers.Conv2DTranspose(base * 2 ** level, 2, strides=2)(x)
-        x = double_conv(layers.Concatenate()([x, skips[level]]), base * 2 ** level)
+        x = layers.Conv2DTranspose(base * 2**level, 2, strides=2)(x)
+        x = double_conv(layers.Concatenate()([x, skips[level]]), base * 2**level)
     return keras.Model(image, layers.Conv2D(2, 1, activation="softmax", name="mask")(x), name="unet")
 
 
 def sequential():
-    return keras.Sequential([keras.Input((20,)), layers.Dense(16, activation="relu"), layers.Dropout(0.1),
-                             layers.Dense(16, activation="relu"), layers.Dense(3)], name="mlp")
+    return keras.Sequential(
+        [
+            keras.Input((20,)),
+            layers.Dense(16, activation="relu"),
+            layers.Dropout(0.1),
+            layers.Dense(16, activation="relu"),
+            layers.Dense(3),
+        ],
+        name="mlp",
+    )
 
 
 def text_encoder():
@@ -125,7 +133,7 @@ def test_resolved_defaults_are_left_out():
 def test_unet_double_convolutions_become_one_block():
     text = assert_round_trip(unet())
     assert text.count("block ") == 1
-    assert "conv2d(filters, 3, padding=\"same\", use_bias=false)" in text
+    assert 'conv2d(filters, 3, padding="same", use_bias=false)' in text
 
 
 @pytest.mark.parametrize("name", ["linear_mlp", "multiply", "activations", "attention_example"])
@@ -202,9 +210,12 @@ def block_uses(text: str) -> list[tuple[str, int]]:
         decl = blocks[callee.id]
         inner = {p.name: number(p.default, env) for p in decl.params if isinstance(p.default, ir.Number)}
         if isinstance(step, ir.Call):
-            inner.update({p.name: number(a, env) for p, a in zip(decl.params, step.args)
-                          if isinstance(a, (ir.Number, ir.Name))})
-            inner.update({k.name: number(k.value, env) for k in step.kwargs if isinstance(k.value, (ir.Number, ir.Name))})
+            inner.update(
+                {p.name: number(a, env) for p, a in zip(decl.params, step.args) if isinstance(a, (ir.Number, ir.Name))}
+            )
+            inner.update(
+                {k.name: number(k.value, env) for k in step.kwargs if isinstance(k.value, (ir.Number, ir.Name))}
+            )
         for _ in range(times):
             body(decl.body, inner)
 
@@ -234,7 +245,7 @@ def block_uses(text: str) -> list[tuple[str, int]]:
 
 
 def model_body(text: str) -> str:
-    return text[text.rindex("\nmodel "):]
+    return text[text.rindex("\nmodel ") :]
 
 
 APPLICATIONS = ["ResNet50", "ResNet101", "MobileNetV2", "EfficientNetB0", "DenseNet121", "InceptionV3", "VGG16"]
@@ -289,8 +300,10 @@ def test_docs_show_the_current_decompile_of_resnet50():
 
 def test_output_made_inside_a_block_keeps_its_name_through_a_file(tmp_path):
     """The last step of an output stays a single step, so the name Keras saves is the spec's."""
-    spec = ("block two(f) {\n  input x\n  output y = x -> dense(f) -> relu\n}\n\n"
-            "model m {\n  input x: (4,)\n  output out = x -> two(3) * 4 -> two(5)\n}\n")
+    spec = (
+        "block two(f) {\n  input x\n  output y = x -> dense(f) -> relu\n}\n\n"
+        "model m {\n  input x: (4,)\n  output out = x -> two(3) * 4 -> two(5)\n}\n"
+    )
     original = netdsl.build(netdsl.parse(spec, filename="two.net"))
     text = assert_round_trip(original)
     _, rebuilt = verify_round_trip(original, text)

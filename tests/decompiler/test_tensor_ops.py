@@ -47,6 +47,7 @@ def test_a_model_built_with_keras_ops_on_tensors_round_trips():
 
 def test_hard_swish_written_as_arithmetic_is_recovered_as_a_block():
     """MobileNetV3's hard-swish as older Keras wrote it: x * ReLU(6)(x + 3) / 6, after each conv."""
+
     def hard_swish(x):
         return layers.Multiply()([x, layers.ReLU(6.0)(x + 3.0) * (1.0 / 6.0)])
 

@@ -65,9 +65,11 @@ def run_onnx(path: Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]
 # ------------------------------------------------------------------ ONNX, in onnxruntime
 
 
-@pytest.mark.parametrize(("spec", "model"), [(SMALL, "mlp"), (SMALL, "two_way"), (VIT, None),
-                                             (ROOT / "specs" / "declared.net", "declared_mlp")],
-                         ids=["mish_gelu_mlp", "two_in_two_out", "vit_tiny", "declared_mish"])
+@pytest.mark.parametrize(
+    ("spec", "model"),
+    [(SMALL, "mlp"), (SMALL, "two_way"), (VIT, None), (ROOT / "specs" / "declared.net", "declared_mlp")],
+    ids=["mish_gelu_mlp", "two_in_two_out", "vit_tiny", "declared_mish"],
+)
 def test_onnx_runs_in_onnxruntime_with_the_specs_names_and_any_batch(spec, model, tmp_path, capsys):
     built = netdsl.build(spec, model=model)
     built.save(tmp_path / "weights.keras")
@@ -87,8 +89,11 @@ def test_onnx_runs_in_onnxruntime_with_the_specs_names_and_any_batch(spec, model
     assert [o.name for o in proto.graph.output] == built.output_names
     assert {v.type.tensor_type.shape.dim[0].dim_param for v in [*proto.graph.input, *proto.graph.output]} == {"batch"}
     meta = {p.key: p.value for p in proto.metadata_props}
-    assert meta == {"netdsl_version": netdsl.__version__, "netdsl_model": built.name,
-                    "netdsl_spec_sha256": spec_sha256(netdsl.parse_file(spec))}
+    assert meta == {
+        "netdsl_version": netdsl.__version__,
+        "netdsl_model": built.name,
+        "netdsl_spec_sha256": spec_sha256(netdsl.parse_file(spec)),
+    }
     inputs = deploy_verify.sample_inputs(built, batch=5, seed=11)
     assert_close(run_onnx(out, inputs), keras_outputs(built, inputs), 1e-5)
 
@@ -104,15 +109,17 @@ def test_without_the_rules_tf2onnx_writes_a_graph_onnxruntime_refuses(monkeypatc
     model = netdsl.build(SMALL, model="mlp")
     monkeypatch.setattr(onnx_format, "OP_RULES", {})
     onnx_format._patch_tf2onnx()
-    proto, _ = tf2onnx.convert.from_function(onnx_format.serving_function(model), onnx_format.input_specs(model),
-                                             opset=onnx_format.OPSET)
+    proto, _ = tf2onnx.convert.from_function(
+        onnx_format.serving_function(model), onnx_format.input_specs(model), opset=onnx_format.OPSET
+    )
     assert sorted(op for _, op in onnx_format.unconverted_ops(proto)) == ["Erfc", "Log1p"]
     with pytest.raises(Exception, match="INVALID_GRAPH"):
         onnxruntime.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     with pytest.raises(ExportError) as caught:
         onnx_format.onnx_bytes(model, {})
-    assert str(caught.value) == ("error: layer 'score.dense' (Dense) cannot be exported to onnx: "
-                                 "TensorFlow op Log1p has no ONNX conversion")
+    assert str(caught.value) == (
+        "error: layer 'score.dense' (Dense) cannot be exported to onnx: TensorFlow op Log1p has no ONNX conversion"
+    )
 
 
 def test_constants_a_layer_holds_are_folded_into_the_onnx_graph(tmp_path):
@@ -141,8 +148,9 @@ def test_a_run_folder_exports_its_best_model_with_the_runs_spec_hash(tmp_path, c
     model = netdsl.build(SMALL, model="convnet")
     run = tmp_path / "convnet-1"
     run.mkdir()
-    (run / "config.json").write_text(json.dumps({"spec": {"path": str(SMALL), "sha256": "ab" * 32,
-                                                          "model": "convnet"}}))
+    (run / "config.json").write_text(
+        json.dumps({"spec": {"path": str(SMALL), "sha256": "ab" * 32, "model": "convnet"}})
+    )
     model.save(run / "best.keras")
     code, stdout, err = cli(capsys, str(run), "--format", "onnx")
     assert (code, err) == (0, "weights: best\n"), err  # which weights, on stderr (no report.json: no epoch to tell)
@@ -152,8 +160,11 @@ def test_a_run_folder_exports_its_best_model_with_the_runs_spec_hash(tmp_path, c
     meta = {p.key: p.value for p in onnx.load(str(run / "convnet.onnx")).metadata_props}
     assert meta == {"netdsl_version": netdsl.__version__, "netdsl_model": "convnet", "netdsl_spec_sha256": "ab" * 32}
     code, _, err = cli(capsys, str(run), "--format", "onnx", "--last")
-    assert (code, err) == (1, f"{run}: error: no model.keras yet (status: running); it is written when the run ends; "
-                              "--checkpoint best reads best.keras, the best epoch so far\n")
+    assert (code, err) == (
+        1,
+        f"{run}: error: no model.keras yet (status: running); it is written when the run ends; "
+        "--checkpoint best reads best.keras, the best epoch so far\n",
+    )
 
 
 # ------------------------------------------------------------------ errors: one line each
@@ -164,23 +175,51 @@ def zip_free(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("case", "expected"), [
-    ("not_a_zip", (1, "{tmp}/broken.keras: error: not a .keras file (not a zip archive)\n")),
-    ("unknown_format", (2, "netdsl export: error: unknown format 'onx'; did you mean 'onnx'? "
-                           "(formats: onnx, saved_model, litert)\n")),
-    ("other_tools_name", (2, "netdsl export: error: unknown format 'tflite'; did you mean 'litert'? "
-                             "(formats: onnx, saved_model, litert)\n")),
-    ("no_such_source", (1, "{tmp}/nothing.net: error: no such spec, run folder or .keras file\n")),
-    ("not_a_source", (1, "{tmp}/notes.txt: error: not a spec (.net), a run folder or a .keras file\n")),
-    ("planted_link", (1, "{tmp}/out.onnx: error: it is a symbolic link; netdsl does not write through links\n")),
-    ("empty_run", (1, "{tmp}/run: error: no model.keras yet (status: running); it is written when the run ends\n")),
-    ("not_a_run", (1, "{tmp}/folder: error: not a run folder (no config.json), or a run killed before it "
-                      "started\n")),
-    ("in_the_way", (1, "{tmp}/taken: error: a folder that is not a SavedModel is in the way; remove it or "
-                       "choose another -o\n")),
-    ("foreign_saved_model", (1, "{tmp}/foreign: error: a SavedModel that netdsl did not write for you is in the "
-                                "way; netdsl replaces only its own: remove it or choose another -o\n")),
-])
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("not_a_zip", (1, "{tmp}/broken.keras: error: not a .keras file (not a zip archive)\n")),
+        (
+            "unknown_format",
+            (
+                2,
+                "netdsl export: error: unknown format 'onx'; did you mean 'onnx'? "
+                "(formats: onnx, saved_model, litert)\n",
+            ),
+        ),
+        (
+            "other_tools_name",
+            (
+                2,
+                "netdsl export: error: unknown format 'tflite'; did you mean 'litert'? "
+                "(formats: onnx, saved_model, litert)\n",
+            ),
+        ),
+        ("no_such_source", (1, "{tmp}/nothing.net: error: no such spec, run folder or .keras file\n")),
+        ("not_a_source", (1, "{tmp}/notes.txt: error: not a spec (.net), a run folder or a .keras file\n")),
+        ("planted_link", (1, "{tmp}/out.onnx: error: it is a symbolic link; netdsl does not write through links\n")),
+        ("empty_run", (1, "{tmp}/run: error: no model.keras yet (status: running); it is written when the run ends\n")),
+        (
+            "not_a_run",
+            (1, "{tmp}/folder: error: not a run folder (no config.json), or a run killed before it started\n"),
+        ),
+        (
+            "in_the_way",
+            (
+                1,
+                "{tmp}/taken: error: a folder that is not a SavedModel is in the way; remove it or choose another -o\n",
+            ),
+        ),
+        (
+            "foreign_saved_model",
+            (
+                1,
+                "{tmp}/foreign: error: a SavedModel that netdsl did not write for you is in the "
+                "way; netdsl replaces only its own: remove it or choose another -o\n",
+            ),
+        ),
+    ],
+)
 def test_bad_input_is_one_line(case, expected, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "victim").write_text("keep me")
@@ -217,8 +256,11 @@ def test_a_missing_runtime_is_an_install_hint(capsys, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
     code, out, err = cli(capsys, str(SMALL), "--format", "onnx")
-    assert (code, out, err) == (2, "", "netdsl export: error: --format onnx needs onnxruntime, which is not installed; "
-                                       "pip install 'netdsl[export]'\n")
+    assert (code, out, err) == (
+        2,
+        "",
+        "netdsl export: error: --format onnx needs onnxruntime, which is not installed; pip install 'netdsl[export]'\n",
+    )
 
 
 def test_the_error_types_are_netdsl_errors():
@@ -246,8 +288,14 @@ def run_litert(path: Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarra
 
 # SavedModel runs TensorFlow's own kernels (differences are 0): two models show the names and metadata;
 # LiteRT lowers every op anew: all four.
-RUNTIME_CASES = [("saved_model", SMALL, "mlp"), ("saved_model", SMALL, "two_way"), ("litert", SMALL, "mlp"),
-                 ("litert", SMALL, "convnet"), ("litert", SMALL, "two_way"), ("litert", VIT, None)]
+RUNTIME_CASES = [
+    ("saved_model", SMALL, "mlp"),
+    ("saved_model", SMALL, "two_way"),
+    ("litert", SMALL, "mlp"),
+    ("litert", SMALL, "convnet"),
+    ("litert", SMALL, "two_way"),
+    ("litert", VIT, None),
+]
 
 
 @pytest.mark.slow
@@ -260,8 +308,11 @@ def test_saved_model_and_litert_run_in_their_runtimes(fmt, spec, model, tmp_path
     want = keras_outputs(built, inputs)
     assert_close({name: got[name] for name in want}, want, FORMATS[fmt].tolerance)
     assert sorted(got) == sorted(want)
-    recorded = (json.loads((out / "assets.extra" / "netdsl.json").read_text()) if fmt == "saved_model"
-                else read_metadata(out.read_bytes()))
+    recorded = (
+        json.loads((out / "assets.extra" / "netdsl.json").read_text())
+        if fmt == "saved_model"
+        else read_metadata(out.read_bytes())
+    )
     assert recorded == {"netdsl_version": netdsl.__version__}
 
 
@@ -271,8 +322,9 @@ BIG = ("resnet50.net", "mobilenet_v2.net")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("spec", [p for p in sorted((ROOT / "specs").glob("*.net")) if p.name not in BIG],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "spec", [p for p in sorted((ROOT / "specs").glob("*.net")) if p.name not in BIG], ids=lambda p: p.stem
+)
 def test_every_example_spec_exports_to_onnx(spec, tmp_path):
     for name in pick_models(netdsl.parse_file(spec), None):
         # verify=True: the file runs in onnxruntime beside Keras, and VerifyFailed is raised past 1e-5
@@ -283,8 +335,13 @@ def test_every_example_spec_exports_to_onnx(spec, tmp_path):
 def test_the_extras_name_the_packages():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
     # the converters and runtimes, and TensorFlow, which tf2onnx and the LiteRT converter run on
-    assert extras["export"] == ["netdsl[tensorflow]", "onnx>=1.16", "onnxruntime>=1.24", "tf2onnx>=1.17",
-                                "ai-edge-litert>=1.2"]
+    assert extras["export"] == [
+        "netdsl[tensorflow]",
+        "onnx>=1.16",
+        "onnxruntime>=1.24",
+        "tf2onnx>=1.17",
+        "ai-edge-litert>=1.2",
+    ]
     assert "netdsl[export]" in extras["dev"]  # the tests run every format
     assert all(importlib.util.find_spec(m) for fmt in FORMATS.values() for m in fmt.modules)
 
@@ -324,8 +381,7 @@ def test_a_keras_applications_family_runs_in_litert(tmp_path):
 
     from netdsl.deploy import export_model
 
-    model = keras.applications.MobileNetV2(weights=None, input_shape=(32, 32, 3), include_top=False,
-                                           pooling="avg")
+    model = keras.applications.MobileNetV2(weights=None, input_shape=(32, 32, 3), include_top=False, pooling="avg")
     exported = export_model(model, format="litert", out=tmp_path / "mobilenet_v2.tflite", quiet=True)
     [check] = exported.verification.outputs
     assert check.ok and check.varies, check

@@ -24,7 +24,7 @@ SMALL = ROOT / "tests" / "fixtures" / "deploy" / "small.net"  # three models: `m
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """"check" per run of the checker, "pick NAME" per model picked, in order."""
+    """ "check" per run of the checker, "pick NAME" per model picked, in order."""
     seen: list[str] = []
     check = analysis._analyze
 
@@ -47,8 +47,9 @@ def test_the_library_exports_a_spec_checking_it_once(calls: list[str], tmp_path:
     assert calls == ["pick mlp", "check"]  # the build replays the checked graph
 
 
-def test_netdsl_export_checks_its_spec_once(calls: list[str], tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_netdsl_export_checks_its_spec_once(
+    calls: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = main(["export", str(SMALL), "--model", "mlp", "--format", "onnx", "-o", str(tmp_path / "mlp.onnx")])
     assert code == 0, capsys.readouterr().err
     assert calls == ["pick mlp", "check"]

@@ -22,7 +22,8 @@ def test_a_saved_model_naming_two_functions_alike_has_the_ops_of_both_refused(tm
     folder = tmp_path / "sm"
     folder.mkdir()
     (folder / "saved_model.pb").write_bytes(
-        (EXPORTED / "findings" / "saved_model_seed1_8989_two_functions_one_name.pb").read_bytes())
+        (EXPORTED / "findings" / "saved_model_seed1_8989_two_functions_one_name.pb").read_bytes()
+    )
     assert {"MatchingFiles", "ReadFile"} <= set(read_graph_ops(folder).refused())
 
 

@@ -25,9 +25,11 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "tests" / "fixtures" / "deploy"
 SECRET = b"TOP-SECRET-ssh-key-material-0123456789abcdef-ABCDEFGHIJKLMNOPQRS"
 OTHER_UID = 12345  # an account that is not this one (the suite runs as root, which may chown)
-REFUSAL = ("{folder}: error: this SavedModel holds TensorFlow ops outside netdsl's allow-list of the compute ops Keras "
-           "models export to: {ops}; a SavedModel is a program; if it comes from someone you trust, run it with "
-           "--trust (trust=True in the library)\n")
+REFUSAL = (
+    "{folder}: error: this SavedModel holds TensorFlow ops outside netdsl's allow-list of the compute ops Keras "
+    "models export to: {ops}; a SavedModel is a program; if it comes from someone you trust, run it with "
+    "--trust (trust=True in the library)\n"
+)
 EVIL_SPEC = """model evil {
   input x: (4,)
   output y = x -> dense(64)
@@ -54,8 +56,9 @@ def write_evil_saved_model(base: Path, layout: str = "direct") -> Path:
     inner = tf.function(leak)
 
     def looped(x):
-        return tf.while_loop(lambda i, y: i < 1, lambda i, y: (i + 1, leak(x)),
-                             (tf.constant(0), tf.zeros((tf.shape(x)[0], 64))))[1]
+        return tf.while_loop(
+            lambda i, y: i < 1, lambda i, y: (i + 1, leak(x)), (tf.constant(0), tf.zeros((tf.shape(x)[0], 64)))
+        )[1]
 
     def branched(x):
         return tf.cond(tf.reduce_sum(x) >= -1e30, lambda: leak(x), lambda: tf.zeros((tf.shape(x)[0], 64)))
@@ -106,8 +109,10 @@ def refusal(folder: Path, ops: str = "DecodeRaw, ReadFile, WriteFile") -> str:
 @pytest.mark.parametrize("command", ["predict", "evaluate"])
 def test_a_saved_model_that_reads_and_writes_files_is_refused_naming_its_ops(command, evil, tmp_path, capsys):
     base = evil.parent
-    args = {"predict": [command, evil, "--data", base / "x.npz", "-o", tmp_path / "p.npz"],
-            "evaluate": [command, evil, "--data", base / "x.npz", "--spec", base / "evil.net"]}[command]
+    args = {
+        "predict": [command, evil, "--data", base / "x.npz", "-o", tmp_path / "p.npz"],
+        "evaluate": [command, evil, "--data", base / "x.npz", "--spec", base / "evil.net"],
+    }[command]
     code, out, err = run_cli(args, capsys)
     assert (code, out, err) == (1, "", refusal(evil))
     assert not (base / "WRITTEN_BY_MODEL").exists() and not (tmp_path / "p.npz").exists()
@@ -117,9 +122,10 @@ def test_a_saved_model_that_reads_and_writes_files_is_refused_naming_its_ops(com
 @pytest.mark.parametrize("command", ["predict", "evaluate"])
 def test_trust_runs_it_and_it_does_what_the_review_showed(command, evil, tmp_path, capsys):
     base = evil.parent
-    args = {"predict": [command, evil, "--data", base / "x.npz", "-o", tmp_path / "p.npz", "--trust"],
-            "evaluate": [command, evil, "--data", base / "x.npz", "--spec", base / "evil.net", "--trust",
-                         "--json"]}[command]
+    args = {
+        "predict": [command, evil, "--data", base / "x.npz", "-o", tmp_path / "p.npz", "--trust"],
+        "evaluate": [command, evil, "--data", base / "x.npz", "--spec", base / "evil.net", "--trust", "--json"],
+    }[command]
     code, out, err = run_cli(args, capsys)
     assert code == 0, err
     assert (base / "WRITTEN_BY_MODEL").read_text() == "written by the model"
@@ -158,22 +164,34 @@ def test_file_ops_are_found_wherever_the_graph_calls_them(layout, tmp_path, caps
 def test_trust_is_for_exported_files(tmp_path, capsys):
     (tmp_path / "m.keras").write_bytes(b"")  # never opened: the flag is refused first
     np.savez(tmp_path / "x.npz", x=np.zeros((2, 4), "float32"))
-    code, out, err = run_cli(["predict", tmp_path / "m.keras", "--data", tmp_path / "x.npz", "-o",
-                              tmp_path / "p.npz", "--trust"], capsys)
-    assert (code, out, err) == (2, "", "netdsl predict: error: --trust runs an exported SavedModel whose graph holds "
-                                       "ops outside netdsl's allow-list; a run folder or .keras file is loaded in "
-                                       "Keras' safe mode, with nothing to trust\n")
+    code, out, err = run_cli(
+        ["predict", tmp_path / "m.keras", "--data", tmp_path / "x.npz", "-o", tmp_path / "p.npz", "--trust"], capsys
+    )
+    assert (code, out, err) == (
+        2,
+        "",
+        "netdsl predict: error: --trust runs an exported SavedModel whose graph holds "
+        "ops outside netdsl's allow-list; a run folder or .keras file is loaded in "
+        "Keras' safe mode, with nothing to trust\n",
+    )
 
 
 # ------------------------------------------------------------------ netdsl's own exports pass
 
 
-@pytest.mark.parametrize(("spec", "model"), [
-    ("small.net", "convnet"), ("ops.net", "recurrent"), ("vit_tiny.net", "vit_tiny"),
-], ids=["conv", "lstm-gru-rnn", "attention"])
+@pytest.mark.parametrize(
+    ("spec", "model"),
+    [
+        ("small.net", "convnet"),
+        ("ops.net", "recurrent"),
+        ("vit_tiny.net", "vit_tiny"),
+    ],
+    ids=["conv", "lstm-gru-rnn", "attention"],
+)
 def test_netdsls_own_saved_models_pass_the_allow_list_and_run(spec, model, tmp_path, capsys):
-    folder = netdsl.export(DEPLOY / spec, model=model, format="saved_model", out=tmp_path / "m_saved_model",
-                           verify=False, seed=1)
+    folder = netdsl.export(
+        DEPLOY / spec, model=model, format="saved_model", out=tmp_path / "m_saved_model", verify=False, seed=1
+    )
     found = read_graph_ops(folder)
     assert found.refused() == [] and found.ops <= ALLOWED_OPS and found.saver_ops <= SAVER_OPS | ALLOWED_OPS
     assert {"SaveV2", "RestoreV2", "MergeV2Checkpoints"} <= found.saver_ops  # the saver's own, never run
@@ -206,8 +224,10 @@ def planted(evil, tmp_path):
             folder = runs / "evil_saved_model"
             shutil.copytree(evil, folder)
             chown_tree(folder, OTHER_UID)
-            return folder, (f"{folder}: error: this saved_model folder belongs to another account (uid {OTHER_UID}); "
-                            "netdsl runs only saved_model folders you made\n")
+            return folder, (
+                f"{folder}: error: this saved_model folder belongs to another account (uid {OTHER_UID}); "
+                "netdsl runs only saved_model folders you made\n"
+            )
         if layout == "in a run folder":
             run = runs / "clf-8"
             folder = run / "clf_saved_model"
@@ -231,25 +251,36 @@ def planted(evil, tmp_path):
             folder = runs / "evil_saved_model"
             shutil.copytree(evil, folder)
             folder.chmod(0o777)
-            return folder, (f"{folder}: error: other accounts may write into this saved_model folder (it is "
-                            "world-writable); netdsl runs only saved_model folders you made\n")
+            return folder, (
+                f"{folder}: error: other accounts may write into this saved_model folder (it is "
+                "world-writable); netdsl runs only saved_model folders you made\n"
+            )
         else:  # a link
             folder = runs / "evil_saved_model"
             folder.symlink_to(evil)
-            return folder, (f"{folder}: error: is a symbolic link, not a saved_model folder; netdsl runs only "
-                            "saved_model folders you made\n")
-        return folder, (f"{run}: error: this run folder belongs to another account (uid {OTHER_UID}); netdsl resumes "
-                        "and reads only run folders you made\n")
+            return folder, (
+                f"{folder}: error: is a symbolic link, not a saved_model folder; netdsl runs only "
+                "saved_model folders you made\n"
+            )
+        return folder, (
+            f"{run}: error: this run folder belongs to another account (uid {OTHER_UID}); netdsl resumes "
+            "and reads only run folders you made\n"
+        )
+
     return plant
 
 
-@pytest.mark.skipif(not hasattr(os, "lchown") or os.geteuid() != 0, reason="planting another account's folder needs root")
+@pytest.mark.skipif(
+    not hasattr(os, "lchown") or os.geteuid() != 0, reason="planting another account's folder needs root"
+)
 @pytest.mark.parametrize("layout", ["saved model folder", "in a run folder", "is a run folder", "onnx in a run folder"])
 @pytest.mark.parametrize("trust", [[], ["--trust"]], ids=["", "trust"])
 def test_a_folder_of_another_account_is_refused_as_run_folders_are(layout, trust, planted, evil, tmp_path, capsys):
     folder, expected = planted(layout)
-    for command in (["predict", folder, "--data", evil.parent / "x.npz", "-o", tmp_path / "p.npz"],
-                    ["evaluate", folder, "--data", evil.parent / "x.npz", "--spec", evil.parent / "evil.net"]):
+    for command in (
+        ["predict", folder, "--data", evil.parent / "x.npz", "-o", tmp_path / "p.npz"],
+        ["evaluate", folder, "--data", evil.parent / "x.npz", "--spec", evil.parent / "evil.net"],
+    ):
         assert run_cli(command + trust, capsys) == (1, "", expected)
     assert not (evil.parent / "WRITTEN_BY_MODEL").exists() and not (tmp_path / "p.npz").exists()
 
@@ -265,15 +296,25 @@ def test_a_world_writable_or_linked_saved_model_folder_is_refused(layout, plante
 # ------------------------------------------------------------------ saved_model.pb itself
 
 
-@pytest.mark.parametrize(("plant", "expected"), [
-    (lambda pb, tmp: pb.write_bytes(b"this is no model"),
-     "saved_model.pb is not a SavedModel (Error parsing message with type 'tensorflow.SavedModel': Wire format "
-     "was corrupt)"),
-    (lambda pb, tmp: os.truncate(pb, 256 * 1024**2 + 1),
-     "saved_model.pb: file is too large (268,435,457 bytes); a SavedModel graph may be at most 268,435,456 bytes"),
-    (lambda pb, tmp: (pb.rename(tmp / "elsewhere.pb"), pb.symlink_to(tmp / "elsewhere.pb")),
-     "saved_model.pb: is a symbolic link, not a SavedModel graph; netdsl does not read through links here"),
-], ids=["garbage", "oversized", "link"])
+@pytest.mark.parametrize(
+    ("plant", "expected"),
+    [
+        (
+            lambda pb, tmp: pb.write_bytes(b"this is no model"),
+            "saved_model.pb is not a SavedModel (Error parsing message with type 'tensorflow.SavedModel': Wire format "
+            "was corrupt)",
+        ),
+        (
+            lambda pb, tmp: os.truncate(pb, 256 * 1024**2 + 1),
+            "saved_model.pb: file is too large (268,435,457 bytes); a SavedModel graph may be at most 268,435,456 bytes",
+        ),
+        (
+            lambda pb, tmp: (pb.rename(tmp / "elsewhere.pb"), pb.symlink_to(tmp / "elsewhere.pb")),
+            "saved_model.pb: is a symbolic link, not a SavedModel graph; netdsl does not read through links here",
+        ),
+    ],
+    ids=["garbage", "oversized", "link"],
+)
 def test_a_saved_model_pb_is_read_bounded_never_through_a_link(plant, expected, evil, tmp_path, capsys):
     folder = tmp_path / "sm"
     shutil.copytree(evil, folder)
@@ -290,8 +331,14 @@ def own_graph(tmp_path_factory):
     """The SavedModel protobuf of a netdsl export, to edit."""
     from tensorflow.core.protobuf import saved_model_pb2
 
-    folder = netdsl.export(DEPLOY / "small.net", model="mlp", format="saved_model",
-                           out=tmp_path_factory.mktemp("own") / "mlp_saved_model", verify=False, seed=1)
+    folder = netdsl.export(
+        DEPLOY / "small.net",
+        model="mlp",
+        format="saved_model",
+        out=tmp_path_factory.mktemp("own") / "mlp_saved_model",
+        verify=False,
+        seed=1,
+    )
     saved = saved_model_pb2.SavedModel()
     saved.ParseFromString((folder / "saved_model.pb").read_bytes())
     return saved
@@ -318,31 +365,59 @@ def call(meta_graph, caller: str, callee: str, op: str = "StatefulPartitionedCal
         node.attr[attr].func.name = callee
 
 
-SAVE = ["DisableCopyOnRead", "MergeV2Checkpoints", "SaveV2", "Select", "ShardedFilename", "StaticRegexFullMatch",
-        "StringJoin"]
+SAVE = [
+    "DisableCopyOnRead",
+    "MergeV2Checkpoints",
+    "SaveV2",
+    "Select",
+    "ShardedFilename",
+    "StaticRegexFullMatch",
+    "StringJoin",
+]
 
 
-@pytest.mark.parametrize(("edit", "refused"), [
-    (lambda mg: None, []),
-    # the saver's functions, called from the signature: their ops run
-    (lambda mg: call(mg, "inference_serve", function(mg, "traced_save").signature.name), SAVE),
-    (lambda mg: call(mg, "signature_wrapper", function(mg, "traced_restore").signature.name, "Case", "list"),
-     ["Case", "RestoreV2"]),  # (Case: no Keras export holds one)
-    # a primitive op called by name, in a function attribute (nested in another one's attributes too)
-    (lambda mg: call(mg, "inference_serve", "WriteFile"), ["WriteFile"]),
-    (lambda mg: call(mg, "inference_serve", "DeleteRecursively", "While", "body"), ["DeleteRecursively"]),
-    # a folder without an object graph loads the TensorFlow 1 way, running its saver
-    (lambda mg: mg.ClearField("object_graph_def"), SAVE + ["RestoreV2"]),
-    # a function no one calls is checked as if it ran; so is a node of the graph itself
-    (lambda mg: mg.graph_def.library.function.add().node_def.add(name="p", op="PyFunc"), ["PyFunc"]),
-    (lambda mg: mg.graph_def.node.add(name="p", op="PrintV2"), ["PrintV2"]),
-    # the saver's own nodes doing something else
-    (lambda mg: setattr(mg.graph_def.node[-1], "op", "MatchingFiles"), ["MatchingFiles"]),
-    # two functions of one name (the saved_model fuzz campaign, seed 1, input 8989): both are read
-    (lambda mg: mg.graph_def.library.function.add().CopyFrom(function(mg, "inference_serve"))
-     or function(mg, "inference_serve").node_def.add(name="p", op="ReadFile"), ["ReadFile"]),
-], ids=["as-exported", "save-from-signature", "restore-from-case", "op-by-name", "op-in-loop-body",
-        "no-object-graph", "uncalled-function", "graph-node", "saver-node-op", "two-functions-one-name"])
+@pytest.mark.parametrize(
+    ("edit", "refused"),
+    [
+        (lambda mg: None, []),
+        # the saver's functions, called from the signature: their ops run
+        (lambda mg: call(mg, "inference_serve", function(mg, "traced_save").signature.name), SAVE),
+        (
+            lambda mg: call(mg, "signature_wrapper", function(mg, "traced_restore").signature.name, "Case", "list"),
+            ["Case", "RestoreV2"],
+        ),  # (Case: no Keras export holds one)
+        # a primitive op called by name, in a function attribute (nested in another one's attributes too)
+        (lambda mg: call(mg, "inference_serve", "WriteFile"), ["WriteFile"]),
+        (lambda mg: call(mg, "inference_serve", "DeleteRecursively", "While", "body"), ["DeleteRecursively"]),
+        # a folder without an object graph loads the TensorFlow 1 way, running its saver
+        (lambda mg: mg.ClearField("object_graph_def"), SAVE + ["RestoreV2"]),
+        # a function no one calls is checked as if it ran; so is a node of the graph itself
+        (lambda mg: mg.graph_def.library.function.add().node_def.add(name="p", op="PyFunc"), ["PyFunc"]),
+        (lambda mg: mg.graph_def.node.add(name="p", op="PrintV2"), ["PrintV2"]),
+        # the saver's own nodes doing something else
+        (lambda mg: setattr(mg.graph_def.node[-1], "op", "MatchingFiles"), ["MatchingFiles"]),
+        # two functions of one name (the saved_model fuzz campaign, seed 1, input 8989): both are read
+        (
+            lambda mg: (
+                mg.graph_def.library.function.add().CopyFrom(function(mg, "inference_serve"))
+                or function(mg, "inference_serve").node_def.add(name="p", op="ReadFile")
+            ),
+            ["ReadFile"],
+        ),
+    ],
+    ids=[
+        "as-exported",
+        "save-from-signature",
+        "restore-from-case",
+        "op-by-name",
+        "op-in-loop-body",
+        "no-object-graph",
+        "uncalled-function",
+        "graph-node",
+        "saver-node-op",
+        "two-functions-one-name",
+    ],
+)
 def test_the_saver_exemption_holds_only_where_tensorflow_2_never_runs_it(edit, refused, own_graph):
     assert graph_ops(edited(own_graph, edit)).refused() == sorted(refused)
 

@@ -83,8 +83,13 @@ def test_dot_is_identical_across_processes():
     outputs = []
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        done = subprocess.run([sys.executable, "-c", _DUMP, str(SMALL), str(SPECS / "resnet50.net")],
-                              capture_output=True, env=env, cwd=ROOT, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", _DUMP, str(SMALL), str(SPECS / "resnet50.net")],
+            capture_output=True,
+            env=env,
+            cwd=ROOT,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr.decode()
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1]
@@ -120,8 +125,14 @@ def test_labels_cannot_break_or_inject_into_dot(depth):
     graph = graph_of(ESCAPE_SPEC, text=True)
     digraph = render_graph(graph, depth=depth)
     source = digraph.source
-    in_dot = (NASTY_SHOWN.replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-              .replace('"', "&quot;").replace("'", "&#39;"))
+    in_dot = (
+        NASTY_SHOWN.replace("\\", "\\\\")
+        .replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&#39;")
+    )
     # in the block's title (or its folded box), and on einsum_dense unless folded away
     assert source.count(in_dot) == (2 if depth is None else 1)
     if not HAVE_DOT:
@@ -255,8 +266,10 @@ def test_api_render_returns_a_digraph_that_shows_in_jupyter():
 
 def test_render_model_picks_the_model_and_reports_spec_errors(tmp_path):
     two = tmp_path / "two.net"
-    two.write_text("model a {\n  input x: (2,)\n  output y = x -> dense(1)\n}\n"
-                   "model b {\n  input x: (2,)\n  output y = x -> dense(3)\n}\n")
+    two.write_text(
+        "model a {\n  input x: (2,)\n  output y = x -> dense(1)\n}\n"
+        "model b {\n  input x: (2,)\n  output y = x -> dense(3)\n}\n"
+    )
     assert "units=3" in render_model(two, model="b", shapes=False).source
     with pytest.raises(netdsl.SpecError, match="pick one"):
         render_model(two, shapes=False)
@@ -276,8 +289,13 @@ print(code, heavy)
 
 
 def test_no_shapes_never_imports_tensorflow(tmp_path):
-    done = subprocess.run([sys.executable, "-c", _NO_TF, str(SPECS / "resnet50.net"), str(tmp_path / "r.dot")],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_TF, str(SPECS / "resnet50.net"), str(tmp_path / "r.dot")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.stdout.splitlines()[-1] == "0 []", done.stdout + done.stderr
     assert (tmp_path / "r.dot").read_text().startswith("digraph resnet50 {")
 
@@ -286,8 +304,7 @@ def test_no_shapes_never_imports_tensorflow(tmp_path):
 
 
 @needs_dot
-@pytest.mark.parametrize("fmt,magic", [("svg", b"<?xml"), ("png", b"\x89PNG"), ("pdf", b"%PDF"),
-                                       ("dot", b"digraph")])
+@pytest.mark.parametrize("fmt,magic", [("svg", b"<?xml"), ("png", b"\x89PNG"), ("pdf", b"%PDF"), ("dot", b"digraph")])
 def test_write_diagram_formats(tmp_path, fmt, magic):
     path = write_diagram(render_graph(graph_of(SMALL)), tmp_path / "sub" / "small", fmt)
     assert path == tmp_path / "sub" / f"small.{fmt}"
@@ -362,8 +379,10 @@ def run_cli(args, cwd):
         os.chdir(old)
 
 
-TWO = ("model first {\n  input x: (2,)\n  output y = x -> dense(1)\n}\n"
-       "model second {\n  input x: (2,)\n  output y = x -> dense(3)\n}\n")
+TWO = (
+    "model first {\n  input x: (2,)\n  output y = x -> dense(1)\n}\n"
+    "model second {\n  input x: (2,)\n  output y = x -> dense(3)\n}\n"
+)
 
 
 @pytest.fixture
@@ -380,8 +399,9 @@ def test_cli_writes_one_file_per_model_in_the_current_folder(tmp_path, two_model
 
 
 def test_cli_output_folder_and_model(tmp_path, two_models):
-    assert run_cli([str(two_models), "--no-shapes", "--format", "dot", "-o", "out/", "--model", "second"],
-                   tmp_path) == 0
+    assert (
+        run_cli([str(two_models), "--no-shapes", "--format", "dot", "-o", "out/", "--model", "second"], tmp_path) == 0
+    )
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["second.dot"]
     (tmp_path / "existing").mkdir()
     assert run_cli([str(two_models), "--no-shapes", "--format", "dot", "-o", "existing"], tmp_path) == 0
@@ -391,17 +411,21 @@ def test_cli_output_folder_and_model(tmp_path, two_models):
 def test_cli_format_from_the_output_suffix(tmp_path, two_models):
     assert run_cli([str(two_models), "--no-shapes", "--model", "first", "-o", "pic.gv"], tmp_path) == 0
     assert (tmp_path / "pic.dot").read_text().startswith("digraph first {")
-    assert run_cli([str(two_models), "--no-shapes", "--model", "first", "-o", "plain", "--format", "dot"],
-                   tmp_path) == 0
+    assert (
+        run_cli([str(two_models), "--no-shapes", "--model", "first", "-o", "plain", "--format", "dot"], tmp_path) == 0
+    )
     assert (tmp_path / "plain.dot").exists()
 
 
-@pytest.mark.parametrize("args,message", [
-    (["-o", "one.dot"], "pick one with --model NAME, or give a folder: -o DIR/"),
-    (["--model", "first", "-o", "x.png", "--format", "svg"], "ends in .png but --image-format is svg"),
-    (["--model", "first", "-o", "x.jpg"], "cannot tell the format"),
-    (["--depth", "-2"], "--depth must be 0 or more"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["-o", "one.dot"], "pick one with --model NAME, or give a folder: -o DIR/"),
+        (["--model", "first", "-o", "x.png", "--format", "svg"], "ends in .png but --image-format is svg"),
+        (["--model", "first", "-o", "x.jpg"], "cannot tell the format"),
+        (["--depth", "-2"], "--depth must be 0 or more"),
+    ],
+)
 def test_cli_usage_errors(tmp_path, two_models, capsys, args, message):
     assert run_cli([str(two_models), "--no-shapes", *args], tmp_path) == 2
     err = capsys.readouterr().err
@@ -420,8 +444,13 @@ def test_cli_spec_errors_are_diagnostics(tmp_path, two_models, capsys):
 
 def test_cli_without_dot_writes_dot_source_and_one_line_hint(tmp_path):
     env = dict(os.environ, PATH=str(tmp_path / "nowhere"))
-    done = subprocess.run([sys.executable, "-m", "netdsl.cli", "render", str(SMALL), "--no-shapes", "-o",
-                           str(tmp_path / "small.png")], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "netdsl.cli", "render", str(SMALL), "--no-shapes", "-o", str(tmp_path / "small.png")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith("netdsl render: error: ")  # the shape of every command's errors
@@ -522,14 +551,27 @@ def test_cli_plugins(tmp_path):
     spec = tmp_path / "p.net"
     spec.write_text("model p {\n  input x: (4,)\n  output y = x -> twin_dense(7)\n}\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
-    command = [sys.executable, "-m", "netdsl.cli", "render", str(spec), "--no-shapes", "--format", "dot", "-o",
-               str(tmp_path) + "/"]
+    command = [
+        sys.executable,
+        "-m",
+        "netdsl.cli",
+        "render",
+        str(spec),
+        "--no-shapes",
+        "--format",
+        "dot",
+        "-o",
+        str(tmp_path) + "/",
+    ]
     done = subprocess.run(command + ["--plugin", "my_plugin"], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "<B>twin_dense</B>" in (tmp_path / "p.dot").read_text() and "units=7" in (tmp_path / "p.dot").read_text()
-    done = subprocess.run(command + ["--plugin", "no_such_plugin"], capture_output=True, text=True, env=env,
-                          timeout=120)
+    done = subprocess.run(
+        command + ["--plugin", "no_such_plugin"], capture_output=True, text=True, env=env, timeout=120
+    )
     # the same one-line error as build, summary and check give (exit 1)
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr == f"{spec}:1:1: error: cannot load plugin 'no_such_plugin': ModuleNotFoundError: " \
-                          "No module named 'no_such_plugin'\n"
+    assert (
+        done.stderr == f"{spec}:1:1: error: cannot load plugin 'no_such_plugin': ModuleNotFoundError: "
+        "No module named 'no_such_plugin'\n"
+    )

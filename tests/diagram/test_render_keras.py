@@ -75,8 +75,12 @@ DOC = (ROOT / "docs" / "render.md").read_text(encoding="utf-8")
 @needs_dot
 def test_the_render_guide_examples_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    commands = [line.split("#")[0].split() for block in re.findall(r"```sh\n(.*?)```", DOC, re.S)
-                for line in block.splitlines() if line.strip()]
+    commands = [
+        line.split("#")[0].split()
+        for block in re.findall(r"```sh\n(.*?)```", DOC, re.S)
+        for line in block.splitlines()
+        if line.strip()
+    ]
     assert len(commands) == 3
     for command in commands:
         assert command[:2] == ["netdsl", "render"]

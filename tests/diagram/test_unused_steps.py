@@ -34,14 +34,25 @@ model sub {
 
 # (case, spec text, the model asked, its nested model's binding, Keras' count of the model, of the nested one)
 CASES = [
-    ("nested", SUB + """\
+    (
+        "nested",
+        SUB
+        + """\
 model top {
   input x: (4,)
   output y = x -> sub
 }
-""", "top", "y", 37, 37),
+""",
+        "top",
+        "y",
+        37,
+        37,
+    ),
     ("top_level", SUB, "sub", None, 37, None),
-    ("nested_twice", SUB + """\
+    (
+        "nested_twice",
+        SUB
+        + """\
 model mid {
   input x: (4,)
   spare = x -> dense(9)
@@ -51,8 +62,15 @@ model top {
   input x: (4,)
   output y = x -> mid -> dense(1)
 }
-""", "top", "y.mid", 37 + 9 + 4, 37 + 9),
-    ("shared_layer_used_on_both", """\
+""",
+        "top",
+        "y.mid",
+        37 + 9 + 4,
+        37 + 9,
+    ),
+    (
+        "shared_layer_used_on_both",
+        """\
 model sub {
   input x: (4,)
   shared p = dense(4)
@@ -63,8 +81,15 @@ model top {
   input x: (4,)
   output y = x -> sub -> dense(1)
 }
-""", "top", "y.sub", 20 + 5, 20),
-    ("unused_block_instance_and_input", """\
+""",
+        "top",
+        "y.sub",
+        20 + 5,
+        20,
+    ),
+    (
+        "unused_block_instance_and_input",
+        """\
 block pair(units) {
   input x
   output y = x -> dense(units) -> dense(units)
@@ -81,8 +106,15 @@ model top {
   input extra: (3,)
   output y = (x, extra) -> sub
 }
-""", "top", "y", 10, 10),
-    ("shared_block", """\
+""",
+        "top",
+        "y",
+        10,
+        10,
+    ),
+    (
+        "shared_block",
+        """\
 block enc(units) {
   input x
   side = x -> dense(7)
@@ -94,7 +126,12 @@ model top {
   shared e = enc(3)
   output y = (a -> e, b -> e) -> add
 }
-""", "top", "y.e", 15, 15),
+""",
+        "top",
+        "y.e",
+        15,
+        15,
+    ),
 ]
 
 
@@ -111,8 +148,7 @@ def _box_count(source: str, binding: str) -> int:
 
 
 @pytest.mark.parametrize("case, text, model, nested, total, nested_total", CASES, ids=[c[0] for c in CASES])
-def test_every_count_leaves_an_unused_step_out_as_keras_does(tmp_path, case, text, model, nested, total,
-                                                              nested_total):
+def test_every_count_leaves_an_unused_step_out_as_keras_does(tmp_path, case, text, model, nested, total, nested_total):
     path = tmp_path / f"{case}.net"
     path.write_text(text)
     graph = checked_graphs(netdsl.parse_file(path), [model])[model]

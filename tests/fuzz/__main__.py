@@ -26,9 +26,13 @@ from .targets import TARGETS
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.splitlines()[0])
-    parser.add_argument("--target", choices=(*TARGETS, *EXPORTED_TARGETS), default="spec",
-                        help="spec: netdsl.check; keras: the Keras -> .net reader; data: the training data readers; "
-                             "saved_model, onnx, tflite: what netdsl reads of an exported file (tests/fuzz/exported.py)")
+    parser.add_argument(
+        "--target",
+        choices=(*TARGETS, *EXPORTED_TARGETS),
+        default="spec",
+        help="spec: netdsl.check; keras: the Keras -> .net reader; data: the training data readers; "
+        "saved_model, onnx, tflite: what netdsl reads of an exported file (tests/fuzz/exported.py)",
+    )
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--start", type=int, default=0, help="index of the first input")
@@ -36,8 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generated", type=float, default=0.4, help="share of inputs derived from the grammar")
     parser.add_argument("--big", type=float, default=0.01, help="share of mutations grown to 64 KB .. 2 MiB")
     parser.add_argument("--report", type=Path, help="folder for summary.json and the findings' inputs")
-    parser.add_argument("--max-seconds", type=float, help="stop after this much wall time (a campaign on a shared "
-                        "machine: the figures say how many inputs ran)")
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        help="stop after this much wall time (a campaign on a shared machine: the figures say how many inputs ran)",
+    )
     parser.add_argument("--print", dest="show", action="store_true", help="print the inputs of --only and stop")
     args = parser.parse_args(argv)
     if args.show:
@@ -53,9 +60,19 @@ def main(argv: list[str] | None = None) -> int:
     if refusal is not None:
         print(f"{printable(str(args.report))}: error: {refusal}", file=sys.stderr)
         return 1
-    report = run(args.count, args.seed, Bounds(), start=args.start, only=args.only, generated_share=args.generated,
-                 big=args.big, save_dir=args.report, progress=lambda r: _progress(r, args.report),
-                 target=args.target, max_seconds=args.max_seconds)
+    report = run(
+        args.count,
+        args.seed,
+        Bounds(),
+        start=args.start,
+        only=args.only,
+        generated_share=args.generated,
+        big=args.big,
+        save_dir=args.report,
+        progress=lambda r: _progress(r, args.report),
+        target=args.target,
+        max_seconds=args.max_seconds,
+    )
     print(_write_summary(report, args.report))
     return 1 if report.findings else 0
 
@@ -71,9 +88,13 @@ def _progress(report: Report, folder: Path | None) -> None:
     """A line of figures, and the summary so far (a campaign stopped early keeps its figures)."""
     _write_summary(report, folder)
     slowest = report.slowest[0] if report.slowest else (0.0, 0, "", 0)
-    print(f"{report.inputs:,} inputs, {len(report.findings)} findings, {dict(report.outcomes)}, "
-          f"slowest {slowest[0]:.2f} s ({slowest[1]:,} bytes, input {slowest[3]}), "
-          f"peak RSS {report.peak_rss_kb / 1024:.0f} MB, {report.wall_seconds or 0:.0f} s", file=sys.stderr, flush=True)
+    print(
+        f"{report.inputs:,} inputs, {len(report.findings)} findings, {dict(report.outcomes)}, "
+        f"slowest {slowest[0]:.2f} s ({slowest[1]:,} bytes, input {slowest[3]}), "
+        f"peak RSS {report.peak_rss_kb / 1024:.0f} MB, {report.wall_seconds or 0:.0f} s",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -34,9 +34,30 @@ CORPUS = ROOT / "tests" / "fixtures" / "exported"
 FILES = {"saved_model": "saved_model.pb", "onnx": "classifier.onnx", "tflite": "classifier.tflite"}
 SUFFIXES = {"saved_model": (".pb", ".json"), "onnx": (".onnx",), "tflite": (".tflite",)}
 # Ops a planted node may hold: allowed ones, the saver's, TensorFlow's file and process ops, made-up ones.
-PLANTED_OPS = ["MatMul", "Identity", "StatefulPartitionedCall", "PartitionedCall", "While", "If", "Case", "SaveV2",
-               "RestoreV2", "MergeV2Checkpoints", "ReadFile", "WriteFile", "DeleteRecursively", "MatchingFiles",
-               "PyFunc", "EagerPyFunc", "PrintV2", "TFRecordDataset", "", "x" * 300, "\x1b[31mred", "Op\nline"]
+PLANTED_OPS = [
+    "MatMul",
+    "Identity",
+    "StatefulPartitionedCall",
+    "PartitionedCall",
+    "While",
+    "If",
+    "Case",
+    "SaveV2",
+    "RestoreV2",
+    "MergeV2Checkpoints",
+    "ReadFile",
+    "WriteFile",
+    "DeleteRecursively",
+    "MatchingFiles",
+    "PyFunc",
+    "EagerPyFunc",
+    "PrintV2",
+    "TFRecordDataset",
+    "",
+    "x" * 300,
+    "\x1b[31mred",
+    "Op\nline",
+]
 
 
 def make_corpus(folder: Path = CORPUS) -> None:
@@ -105,8 +126,9 @@ def _edit_meta_graph(rng: random.Random, meta_graph) -> None:
     names = [f.signature.name for f in library.function] + PLANTED_OPS
     roll = rng.random()
     if roll < 0.3 and library.function:  # a node planted in a function, maybe calling something
-        node = rng.choice(library.function).node_def.add(name=f"planted{rng.randrange(1000)}",
-                                                          op=rng.choice(PLANTED_OPS))
+        node = rng.choice(library.function).node_def.add(
+            name=f"planted{rng.randrange(1000)}", op=rng.choice(PLANTED_OPS)
+        )
         _plant_call(rng, node, names)
     elif roll < 0.45:  # a node planted in the graph itself
         node = graph.node.add(name=rng.choice(["planted", "StatefulPartitionedCall_3", ""]), op=rng.choice(PLANTED_OPS))
@@ -211,7 +233,9 @@ def check(target: str, path: Path) -> None:
 
         refused = set(read_graph_ops(path.parent).refused())
         every = _every_op(path.read_bytes())
-        assert every - ALLOWED_OPS - SAVER_OPS <= refused, f"not refused: {sorted(every - ALLOWED_OPS - SAVER_OPS - refused)}"
+        assert every - ALLOWED_OPS - SAVER_OPS <= refused, (
+            f"not refused: {sorted(every - ALLOWED_OPS - SAVER_OPS - refused)}"
+        )
         assert refused <= every - ALLOWED_OPS, f"refused but not in the file: {sorted(refused - every)}"
     elif target == "onnx":
         from netdsl.deploy.exported_runtime import open_exported
@@ -244,8 +268,11 @@ def _every_op(data: bytes) -> set[str]:
         objects = meta_graph.object_graph_def
         called |= set(objects.concrete_functions)
         called |= {name for node in objects.nodes for name in node.function.concrete_functions}
-        called |= {node.bare_concrete_function.concrete_function_name for node in objects.nodes
-                   if node.WhichOneof("kind") == "bare_concrete_function"}
+        called |= {
+            node.bare_concrete_function.concrete_function_name
+            for node in objects.nodes
+            if node.WhichOneof("kind") == "bare_concrete_function"
+        }
         pending = [value for node in nodes for value in node.attr.values()]
         while pending:
             value = pending.pop()

@@ -19,14 +19,31 @@ from lark.grammar import NonTerminal, Terminal
 
 from netdsl.grammar import grammar_text
 
-NAMES = ("x y z h a b c k n i w units filters blk inner outer m lib seq state probs image "
-         "dense conv2d lstm gru bidirectional time_distributed spectral_normalization dropout "
-         "relu softmax sigmoid tanh batch_norm flatten reshape concatenate add multiply "
-         "scale linear attention residual embedding max_pool2d global_average_pooling2d "
-         "min max len int float round abs glorot_uniform zeros adam mse accuracy l2 "
-         "shape mish sine nosuch").split()
-INTS = ["0", "1", "2", "3", "4", "8", "16", "64", "100", "1000", "10000", "60000", "99999999",
-        "12345678901234567890", "2147483648"]
+NAMES = (
+    "x y z h a b c k n i w units filters blk inner outer m lib seq state probs image "
+    "dense conv2d lstm gru bidirectional time_distributed spectral_normalization dropout "
+    "relu softmax sigmoid tanh batch_norm flatten reshape concatenate add multiply "
+    "scale linear attention residual embedding max_pool2d global_average_pooling2d "
+    "min max len int float round abs glorot_uniform zeros adam mse accuracy l2 "
+    "shape mish sine nosuch"
+).split()
+INTS = [
+    "0",
+    "1",
+    "2",
+    "3",
+    "4",
+    "8",
+    "16",
+    "64",
+    "100",
+    "1000",
+    "10000",
+    "60000",
+    "99999999",
+    "12345678901234567890",
+    "2147483648",
+]
 FLOATS = ["0.5", "1.0", "1e-3", "3.0", ".5", "1e309", "2.5e10", "0.0"]
 STRINGS = ['"same"', '"valid"', '"relu"', '"lib.net"', '""', '"float32"', '"a\\"b"', '"../x.net"']
 COMPARES = ["==", "!=", "<", "<=", ">", ">="]
@@ -52,8 +69,9 @@ def _heights() -> dict[str, int]:
     while changed:
         changed = False
         for name, expansions in rules.items():
-            best = min(1 + max([height[s.name] for s in exp if isinstance(s, NonTerminal)] or [0])
-                       for exp in expansions)
+            best = min(
+                1 + max([height[s.name] for s in exp if isinstance(s, NonTerminal)] or [0]) for exp in expansions
+            )
             if best < height[name]:
                 height[name], changed = best, True
     return height

@@ -19,15 +19,62 @@ from netdsl.syntax.keywords import KEYWORDS as LANGUAGE_KEYWORDS
 from netdsl.syntax.keywords import OPERATOR_KEYWORDS
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS_GLOBS = ["specs/*.net", "specs/lib/*.net", "tests/fixtures/fmt/*.net", "tests/fixtures/errors/*.net", "tests/fixtures/compat/*.net"]
+CORPUS_GLOBS = [
+    "specs/*.net",
+    "specs/lib/*.net",
+    "tests/fixtures/fmt/*.net",
+    "tests/fixtures/errors/*.net",
+    "tests/fixtures/compat/*.net",
+]
 
-TOKEN = re.compile(r'"(?:[^"\\\n]|\\[^\n])*"?|#[^\n]*|\d+\.\d*(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?|'
-                   r'[A-Za-z_][A-Za-z0-9_]*|->|\*\*|//|==|!=|<=|>=|\n|[ \t]+|.', re.S)
-OPERATORS = ["->", "(", ")", "{", "}", "[", "]", ",", "=", ":", "*", "+", "-", "/", "//", "%", "**", "@",
-             ".", ";", "\n", "==", "<", *OPERATOR_KEYWORDS]
+TOKEN = re.compile(
+    r'"(?:[^"\\\n]|\\[^\n])*"?|#[^\n]*|\d+\.\d*(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?|'
+    r"[A-Za-z_][A-Za-z0-9_]*|->|\*\*|//|==|!=|<=|>=|\n|[ \t]+|.",
+    re.S,
+)
+OPERATORS = [
+    "->",
+    "(",
+    ")",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    "=",
+    ":",
+    "*",
+    "+",
+    "-",
+    "/",
+    "//",
+    "%",
+    "**",
+    "@",
+    ".",
+    ";",
+    "\n",
+    "==",
+    "<",
+    *OPERATOR_KEYWORDS,
+]
 KEYWORDS = [k for k in LANGUAGE_KEYWORDS if k not in OPERATOR_KEYWORDS]
-EXTREME_NUMBERS = ["0", "-1", "1", "10000", "10001", "50001", "99999999", "1e308", "1e309", "2147483648",
-                   "9" * 39, "9" * 41, "0.0", "-0.5"]
+EXTREME_NUMBERS = [
+    "0",
+    "-1",
+    "1",
+    "10000",
+    "10001",
+    "50001",
+    "99999999",
+    "1e308",
+    "1e309",
+    "2147483648",
+    "9" * 39,
+    "9" * 41,
+    "0.0",
+    "-0.5",
+]
 
 
 def load_corpus(root: Path = ROOT) -> list[tuple[str, str]]:
@@ -80,7 +127,7 @@ class Mutator:
         if not toks:
             return toks
         i = self.rng.randrange(len(toks))
-        return toks[:i] + toks[i + self.rng.randint(1, 3):]
+        return toks[:i] + toks[i + self.rng.randint(1, 3) :]
 
     def _insert(self, toks: list[str]) -> list[str]:
         i = self._where(toks)
@@ -91,13 +138,13 @@ class Mutator:
         if not solid:
             return self._insert(toks)
         i = self.rng.choice(solid)
-        return toks[:i] + [self._any_token()] + toks[i + 1:]
+        return toks[:i] + [self._any_token()] + toks[i + 1 :]
 
     def _duplicate(self, toks: list[str]) -> list[str]:
         if not toks:
             return toks
         i = self.rng.randrange(len(toks))
-        span = toks[i:i + self.rng.randint(1, 12)]
+        span = toks[i : i + self.rng.randint(1, 12)]
         j = self._where(toks)
         return toks[:j] + span + toks[j:]
 
@@ -114,14 +161,14 @@ class Mutator:
         if not numbers:
             return self._insert(toks)
         i = self.rng.choice(numbers)
-        return toks[:i] + [self.rng.choice(EXTREME_NUMBERS)] + toks[i + 1:]
+        return toks[:i] + [self.rng.choice(EXTREME_NUMBERS)] + toks[i + 1 :]
 
     def _splice(self, toks: list[str]) -> list[str]:
         _, other = self.rng.choice(self.corpus)
         if not other:
             return toks
         start = self.rng.randrange(len(other))
-        span = other[start:start + self.rng.randint(1, 60)]
+        span = other[start : start + self.rng.randint(1, 60)]
         i = self._where(toks)
         return toks[:i] + span + toks[i:]
 
@@ -140,15 +187,31 @@ class Mutator:
         i = self.rng.choice(solid)
         depth = self.rng.choice([1, 2, 5, 30, 70])
         opener, closer = self.rng.choice([("(", ")"), ("[", "]")])
-        return toks[:i] + [opener] * depth + [toks[i]] + [closer] * depth + toks[i + 1:]
+        return toks[:i] + [opener] * depth + [toks[i]] + [closer] * depth + toks[i + 1 :]
 
     def _odd_character(self, toks: list[str]) -> list[str]:
         i = self._where(toks)
-        return toks[:i] + [self.rng.choice(["\t", "\r", "\x00", "\ufeff", "é", "\u200b", "\\", "'", "$", "`",
-                                            "\x7f", "🙂"])] + toks[i:]
+        return (
+            toks[:i]
+            + [self.rng.choice(["\t", "\r", "\x00", "\ufeff", "é", "\u200b", "\\", "'", "$", "`", "\x7f", "🙂"])]
+            + toks[i:]
+        )
 
-    _MUTATIONS = [_delete, _delete, _insert, _insert, _replace, _replace, _duplicate, _swap, _extreme_number,
-                  _splice, _repeat_line, _nest, _odd_character]
+    _MUTATIONS = [
+        _delete,
+        _delete,
+        _insert,
+        _insert,
+        _replace,
+        _replace,
+        _duplicate,
+        _swap,
+        _extreme_number,
+        _splice,
+        _repeat_line,
+        _nest,
+        _odd_character,
+    ]
 
     def _any_token(self) -> str:
         roll = self.rng.random()

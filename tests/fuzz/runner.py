@@ -76,14 +76,14 @@ class Report:
     def summary(self) -> dict:
         out = asdict(self)
         out["findings"] = [asdict(f) for f in self.findings]
-        out["slowest"] = [{"cpu_seconds": round(s, 3), "bytes": b, "source": src, "index": i}
-                          for s, b, src, i in self.slowest]
+        out["slowest"] = [
+            {"cpu_seconds": round(s, 3), "bytes": b, "source": src, "index": i} for s, b, src, i in self.slowest
+        ]
         out["sources"], out["outcomes"] = dict(self.sources), dict(self.outcomes)
         return out
 
 
-def make_input(seed: int, index: int, corpus: list, generated_share: float = 0.4,
-               big: float = 0.01) -> tuple[str, str]:
+def make_input(seed: int, index: int, corpus: list, generated_share: float = 0.4, big: float = 0.01) -> tuple[str, str]:
     """(where it came from, text) of input `index` of `seed`."""
     rng = random.Random(seed * 1_000_003 + index)
     if rng.random() < generated_share:
@@ -136,10 +136,14 @@ class Worker:
         cwd = Path(__file__).resolve().parents[len(package.split("."))]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(cwd)] + sys.path))
         self.folder = tempfile.mkdtemp(prefix="netdsl-fuzz-")
-        self.proc = subprocess.Popen([sys.executable, "-m", f"{package}.worker", str(self.bounds.memory_bytes),
-                                      self.target, self.folder],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     cwd=cwd, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", f"{package}.worker", str(self.bounds.memory_bytes), self.target, self.folder],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=cwd,
+            env=env,
+        )
         ready, _, _ = select.select([self.proc.stdout], [], [], STARTUP_S)
         if not ready or self.proc.stdout.readline() != b"ready\n":
             raise RuntimeError(f"the fuzzing worker did not start within {STARTUP_S} s")
@@ -174,8 +178,10 @@ class Worker:
             ready, _, _ = select.select([self.proc.stdout], [], [], min(timeout, 0.5))
             if ready:
                 return True
-            if (_cpu_seconds(self.proc.pid) - began_cpu > timeout
-                    or time.monotonic() - began_wall > WALL_FACTOR * timeout):
+            if (
+                _cpu_seconds(self.proc.pid) - began_cpu > timeout
+                or time.monotonic() - began_wall > WALL_FACTOR * timeout
+            ):
                 return False
 
     def stop(self) -> None:
@@ -188,10 +194,20 @@ class Worker:
             self.folder = None
 
 
-def run(count: int, seed: int = 0, bounds: Bounds = Bounds(), start: int = 0, only: list[int] | None = None,
-        generated_share: float = 0.4, big: float = 0.01, save_dir: Path | None = None, keep_slowest: int = 10,
-        progress: Callable[[Report], None] | None = None, max_seconds: float | None = None,
-        target: str = "spec") -> Report:
+def run(
+    count: int,
+    seed: int = 0,
+    bounds: Bounds = Bounds(),
+    start: int = 0,
+    only: list[int] | None = None,
+    generated_share: float = 0.4,
+    big: float = 0.01,
+    save_dir: Path | None = None,
+    keep_slowest: int = 10,
+    progress: Callable[[Report], None] | None = None,
+    max_seconds: float | None = None,
+    target: str = "spec",
+) -> Report:
     """Check `count` inputs (or the `only` ones) of `seed`; findings saved to `save_dir` if given
     (made, or checked by `report_folder`: ValueError saying why it is refused)."""
     if save_dir is not None:
@@ -204,7 +220,7 @@ def run(count: int, seed: int = 0, bounds: Bounds = Bounds(), start: int = 0, on
     filename = str(ROOT / "specs" / "fuzz.net")  # relative imports reach specs/ and specs/lib/
     began = time.perf_counter()
     try:
-        for index in (only if only is not None else range(start, start + count)):
+        for index in only if only is not None else range(start, start + count):
             if max_seconds is not None and time.perf_counter() - began > max_seconds:
                 break
             if target == "spec":
@@ -223,8 +239,18 @@ def run(count: int, seed: int = 0, bounds: Bounds = Bounds(), start: int = 0, on
     return report
 
 
-def _check(worker: Worker, report: Report, bounds: Bounds, index: int, source: str, text: str | bytes,
-           filename: str, save_dir: Path | None, keep_slowest: int, request: dict | None = None) -> None:
+def _check(
+    worker: Worker,
+    report: Report,
+    bounds: Bounds,
+    index: int,
+    source: str,
+    text: str | bytes,
+    filename: str,
+    save_dir: Path | None,
+    keep_slowest: int,
+    request: dict | None = None,
+) -> None:
     size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8"))
     limit = bounds.seconds(size)
     answer = worker.check(text if isinstance(text, str) else "", filename, limit * bounds.slack, request)
@@ -232,20 +258,34 @@ def _check(worker: Worker, report: Report, bounds: Bounds, index: int, source: s
     report.sources["grammar" if source.startswith(("grammar", "generated")) else "mutation"] += 1
     report.largest_input = max(report.largest_input, size)
     if answer is None:
-        detail = (f"no answer within {limit * bounds.slack:.0f} s of CPU time" if worker.failure == "timeout"
-                  else "the worker died (the memory limit, or a crash of native code)")
+        detail = (
+            f"no answer within {limit * bounds.slack:.0f} s of CPU time"
+            if worker.failure == "timeout"
+            else "the worker died (the memory limit, or a crash of native code)"
+        )
         _finding(report, Finding(worker.failure, index, source, size, limit * bounds.slack, detail), text, save_dir)
         return
     report.cpu_seconds += answer["cpu"]
     report.peak_rss_kb = max(report.peak_rss_kb, answer["rss_kb"])
     report.slowest = sorted(report.slowest + [(answer["cpu"], size, source, index)], reverse=True)[:keep_slowest]
     if answer["status"] != "ok":
-        _finding(report, Finding(answer["status"], index, source, size, answer["cpu"], answer["detail"]),
-                 text, save_dir)
+        _finding(
+            report, Finding(answer["status"], index, source, size, answer["cpu"], answer["detail"]), text, save_dir
+        )
     elif answer["cpu"] > limit:
-        _finding(report, Finding("slow", index, source, size, answer["cpu"],
-                                 f"{answer['cpu']:.2f} s of CPU for {size:,} bytes (bound {limit:.0f} s)"),
-                 text, save_dir)
+        _finding(
+            report,
+            Finding(
+                "slow",
+                index,
+                source,
+                size,
+                answer["cpu"],
+                f"{answer['cpu']:.2f} s of CPU for {size:,} bytes (bound {limit:.0f} s)",
+            ),
+            text,
+            save_dir,
+        )
     else:
         report.outcomes["diagnostics" if answer["diagnostics"] else "clean"] += 1
 

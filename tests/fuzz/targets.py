@@ -81,29 +81,69 @@ def _chain(rng: random.Random) -> dict:
     kinds = ["Dense", "Dropout", "Activation", "ReLU", "LayerNormalization", "Flatten", "Unknown"]
 
     def tensor(src: str) -> dict:
-        return {"class_name": "__keras_tensor__",
-                "config": {"shape": [None, 4], "dtype": "float32", "keras_history": [src, 0, 0]}}
-    layers = [{"module": "keras.layers", "class_name": "InputLayer", "name": "x",
-               "config": {"batch_shape": [None, 4], "dtype": "float32", "name": "x"}, "inbound_nodes": []}]
+        return {
+            "class_name": "__keras_tensor__",
+            "config": {"shape": [None, 4], "dtype": "float32", "keras_history": [src, 0, 0]},
+        }
+
+    layers = [
+        {
+            "module": "keras.layers",
+            "class_name": "InputLayer",
+            "name": "x",
+            "config": {"batch_shape": [None, 4], "dtype": "float32", "name": "x"},
+            "inbound_nodes": [],
+        }
+    ]
     for k in range(n):
         kind = rng.choice(kinds)
         config = {"name": f"l{k}", "units": 4, "rate": 0.5, "activation": "relu"}
-        layers.append({"module": "keras.layers", "class_name": kind, "name": f"l{k}", "config": config,
-                       "inbound_nodes": [{"args": [tensor("x" if k == 0 else f"l{rng.randrange(k)}")],
-                                          "kwargs": {}}]})
+        layers.append(
+            {
+                "module": "keras.layers",
+                "class_name": kind,
+                "name": f"l{k}",
+                "config": config,
+                "inbound_nodes": [{"args": [tensor("x" if k == 0 else f"l{rng.randrange(k)}")], "kwargs": {}}],
+            }
+        )
     order = rng.choice(["forward", "reverse", "shuffled"])
     body = layers[1:]
     if order == "reverse":
         body.reverse()
     elif order == "shuffled":
         rng.shuffle(body)
-    return {"module": "keras", "class_name": "Functional", "registered_name": "Functional",
-            "config": {"name": "m", "layers": [layers[0], *body], "input_layers": [["x", 0, 0]],
-                       "output_layers": [[f"l{n - 1}", 0, 0]]}}
+    return {
+        "module": "keras",
+        "class_name": "Functional",
+        "registered_name": "Functional",
+        "config": {
+            "name": "m",
+            "layers": [layers[0], *body],
+            "input_layers": [["x", 0, 0]],
+            "output_layers": [[f"l{n - 1}", 0, 0]],
+        },
+    }
 
 
-_ODD_VALUES = [None, True, -1, 0, 2**63, 1e308, "", "x" * 1000, "\x1b[2J", [], {}, [[[[[]]]]], {"class_name": "os"},
-               {"module": "evil", "class_name": "GlorotUniform", "config": {}}, ["a", 0, 0], [None, 4]]
+_ODD_VALUES = [
+    None,
+    True,
+    -1,
+    0,
+    2**63,
+    1e308,
+    "",
+    "x" * 1000,
+    "\x1b[2J",
+    [],
+    {},
+    [[[[[]]]]],
+    {"class_name": "os"},
+    {"module": "evil", "class_name": "GlorotUniform", "config": {}},
+    ["a", 0, 0],
+    [None, 4],
+]
 
 
 def _mutate_json(rng: random.Random, value):
@@ -151,15 +191,16 @@ def _mutate_bytes(rng: random.Random, data: bytes) -> bytes:
         if roll < 0.5:
             data[at] = rng.randrange(256)
         elif roll < 0.7:
-            del data[at:at + rng.randint(1, 64)]
+            del data[at : at + rng.randint(1, 64)]
         elif roll < 0.85:
-            data[at:at] = data[at:at + rng.randint(1, 32)] * rng.choice([1, 2, 100])
+            data[at:at] = data[at : at + rng.randint(1, 32)] * rng.choice([1, 2, 100])
         else:
-            data[at:at + 8] = struct.pack("<Q", rng.choice([0, 1, 2**31, 2**40, 2**63 - 1]))
+            data[at : at + 8] = struct.pack("<Q", rng.choice([0, 1, 2**31, 2**40, 2**63 - 1]))
     return bytes(data)
 
 
 # ------------------------------------------------------------------ data files
+
 
 # The model the data readers check against: input x: (4,), output y: (3,) (class indices).
 def make_data(rng: random.Random) -> tuple[str, str, bytes]:
@@ -216,6 +257,7 @@ def _masked_crc(data: bytes) -> int:
 
 def _example(x: list[float], y: int) -> bytes:
     """A tf.train.Example {x: float_list, y: int64_list}, serialised by hand (no TensorFlow here)."""
+
     def varint(value: int) -> bytes:
         out = bytearray()
         value &= (1 << 64) - 1
@@ -250,6 +292,7 @@ def _png(rng: random.Random) -> bytes:
 
     def chunk(kind: bytes, payload: bytes) -> bytes:
         return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
@@ -258,16 +301,32 @@ def _png(rng: random.Random) -> bytes:
 SWEEP_RECORD = {
     "spec": {"path": "/nowhere/mlp.net", "sha256": "0" * 64, "model": "mlp"},
     "objective": {"direction": "minimize", "metric": "val_loss"},
-    "space": {"width": "choice(4, 8)", "lr": "log_uniform(0.001, 0.1)", "act": "choice(\"relu\", \"tanh\")"},
-    "sampler": "tpe", "pruner": "none", "trials": 5, "seed": 1, "study": "mlp-sweep", "storage": "study.db",
-    "data": {}, "defines": {}, "epochs": 1, "batch_size": 32, "status": "finished",
+    "space": {"width": "choice(4, 8)", "lr": "log_uniform(0.001, 0.1)", "act": 'choice("relu", "tanh")'},
+    "sampler": "tpe",
+    "pruner": "none",
+    "trials": 5,
+    "seed": 1,
+    "study": "mlp-sweep",
+    "storage": "study.db",
+    "data": {},
+    "defines": {},
+    "epochs": 1,
+    "batch_size": 32,
+    "status": "finished",
     "created": "2026-12-07T00:00:00+00:00",
 }
 _STUDY_EDITS = (  # (table, column) a mutation sets to an odd value
-    ("trial_user_attributes", "value_json"), ("trial_user_attributes", "key"),
-    ("trial_params", "param_value"), ("trial_params", "distribution_json"), ("trial_params", "param_name"),
-    ("trial_values", "value"), ("trials", "state"), ("trials", "number"), ("studies", "study_name"),
-    ("study_directions", "direction"), ("trial_intermediate_values", "intermediate_value"),
+    ("trial_user_attributes", "value_json"),
+    ("trial_user_attributes", "key"),
+    ("trial_params", "param_value"),
+    ("trial_params", "distribution_json"),
+    ("trial_params", "param_name"),
+    ("trial_values", "value"),
+    ("trials", "state"),
+    ("trials", "number"),
+    ("studies", "study_name"),
+    ("study_directions", "direction"),
+    ("trial_intermediate_values", "intermediate_value"),
 )
 _base_study: list[bytes] = []  # built once per process: Optuna's SQLite schema with five trials
 
@@ -281,9 +340,11 @@ def base_study() -> bytes:
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "study.db"
             study = optuna.create_study(study_name="mlp-sweep", storage=f"sqlite:///{path}")
-            space = {"width": optuna.distributions.CategoricalDistribution([4, 8]),
-                     "lr": optuna.distributions.FloatDistribution(1e-3, 0.1, log=True),
-                     "act": optuna.distributions.CategoricalDistribution(["relu", "tanh"])}
+            space = {
+                "width": optuna.distributions.CategoricalDistribution([4, 8]),
+                "lr": optuna.distributions.FloatDistribution(1e-3, 0.1, log=True),
+                "act": optuna.distributions.CategoricalDistribution(["relu", "tanh"]),
+            }
             states = optuna.trial.TrialState
             for number, state in enumerate(("complete", "pruned", "failed", "running", "complete")):
                 trial = study.ask(space)
@@ -333,14 +394,38 @@ def _edit_study(rng: random.Random, study: bytes) -> bytes:
         connection.deserialize(study)
         for _ in range(rng.randint(1, 4)):
             table, column = rng.choice(_STUDY_EDITS)
-            odd = rng.choice([None, -1, 2**63 - 1, 1e308, float("nan"), "", "x" * rng.choice([1, 300, 70_000]),
-                              "\x1b]0;PWNED\x07\x1b[31m", "$\\notacommand$", "{", "[]", "{}", '"text"', "1e999",
-                              json.dumps({"name": "CategoricalDistribution", "attributes": {"choices": []}}),
-                              json.dumps({"name": "FloatDistribution", "attributes": {"low": 1, "high": 0}}),
-                              "[" * 5000 + "]" * 5000, "RUNNING", "COMPLETE", "WAITING", "MINIMIZE", "NOT_SET", 7])
+            odd = rng.choice(
+                [
+                    None,
+                    -1,
+                    2**63 - 1,
+                    1e308,
+                    float("nan"),
+                    "",
+                    "x" * rng.choice([1, 300, 70_000]),
+                    "\x1b]0;PWNED\x07\x1b[31m",
+                    "$\\notacommand$",
+                    "{",
+                    "[]",
+                    "{}",
+                    '"text"',
+                    "1e999",
+                    json.dumps({"name": "CategoricalDistribution", "attributes": {"choices": []}}),
+                    json.dumps({"name": "FloatDistribution", "attributes": {"low": 1, "high": 0}}),
+                    "[" * 5000 + "]" * 5000,
+                    "RUNNING",
+                    "COMPLETE",
+                    "WAITING",
+                    "MINIMIZE",
+                    "NOT_SET",
+                    7,
+                ]
+            )
             with contextlib.suppress(sqlite3.Error):
-                connection.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?",  # noqa: S608 - fixed names
-                                   (odd, rng.randint(1, 6)))
+                connection.execute(
+                    f"UPDATE {table} SET {column} = ? WHERE rowid = ?",  # noqa: S608 - fixed names
+                    (odd, rng.randint(1, 6)),
+                )
         connection.commit()
         return connection.serialize()
     finally:
@@ -350,7 +435,7 @@ def _edit_study(rng: random.Random, study: bytes) -> bytes:
 def unpack_sweep(data: bytes) -> tuple[bytes, bytes]:
     """(sweep.json, study.db) of a packed sweep folder."""
     (size,) = struct.unpack(">I", data[:4]) if len(data) >= 4 else (0,)
-    return data[4:4 + size], data[4 + size:]
+    return data[4 : 4 + size], data[4 + size :]
 
 
 # ------------------------------------------------------------------ weights files (issue 27)
@@ -393,10 +478,35 @@ def make_weights(rng: random.Random, corpus: list[tuple[str, bytes]]) -> tuple[s
 
 
 _SHAPES = [(4, 4)] * 6 + [(4,), (), (0, 4), (4, 4, 1), (16,), (65536, 32768), (1 << 40,), (3, 5)]
-_DTYPES = ["float32"] * 6 + ["float64", "float16", ">f4", "int32", "uint8", "bool", "complex64", "S4", "string",
-                             "compound", "vlen"]
-_KINDS = ["written"] * 6 + ["unwritten", "chunked", "compact", "filtered", "big chunks", "external", "virtual",
-                            "external link", "soft link", "loop", "named type", "group", "nested", "extra layers"]
+_DTYPES = ["float32"] * 6 + [
+    "float64",
+    "float16",
+    ">f4",
+    "int32",
+    "uint8",
+    "bool",
+    "complex64",
+    "S4",
+    "string",
+    "compound",
+    "vlen",
+]
+_KINDS = ["written"] * 6 + [
+    "unwritten",
+    "chunked",
+    "compact",
+    "filtered",
+    "big chunks",
+    "external",
+    "virtual",
+    "external link",
+    "soft link",
+    "loop",
+    "named type",
+    "group",
+    "nested",
+    "extra layers",
+]
 
 
 def _kernel(rng: random.Random, group) -> None:
@@ -418,8 +528,11 @@ def _make_kernel(rng: random.Random, group) -> None:
     from tests.support.hostile_weights import dataset, virtual
 
     shape, kind, name = rng.choice(_SHAPES), rng.choice(_KINDS), rng.choice(_DTYPES)
-    dtype = {"string": h5py.string_dtype(), "compound": np.dtype([("a", "f4"), ("b", "i4")]),
-             "vlen": h5py.vlen_dtype("f4")}.get(name, name)
+    dtype = {
+        "string": h5py.string_dtype(),
+        "compound": np.dtype([("a", "f4"), ("b", "i4")]),
+        "vlen": h5py.vlen_dtype("f4"),
+    }.get(name, name)
     small = int(np.prod(shape)) <= 4096
     data = np.zeros(shape, dtype=dtype) if small and name not in ("string", "vlen") else None
     if kind == "written" and data is not None:
@@ -427,12 +540,26 @@ def _make_kernel(rng: random.Random, group) -> None:
     elif kind in ("chunked", "filtered", "big chunks") and shape and 0 not in shape:
         side = 1 << (26 // len(shape))  # big chunks: 2**26 values each, far beyond the array
         chunks = tuple(min(d, 1 << 12) for d in shape) if kind != "big chunks" else tuple(side for _ in shape)
-        options = {"compression": rng.choice(["gzip", "lzf", None]), "shuffle": rng.random() < 0.3,
-                   "fletcher32": rng.random() < 0.3} if kind == "filtered" else {}
+        options = (
+            {
+                "compression": rng.choice(["gzip", "lzf", None]),
+                "shuffle": rng.random() < 0.3,
+                "fletcher32": rng.random() < 0.3,
+            }
+            if kind == "filtered"
+            else {}
+        )
         if kind == "filtered" and rng.random() < 0.3 and name in ("float32", "int32"):
             options = {"scaleoffset": 2}
-        made = dataset(group, "0", shape=shape, dtype=dtype, chunks=chunks,
-                       maxshape=tuple(None for _ in shape) if kind == "big chunks" else None, **options)
+        made = dataset(
+            group,
+            "0",
+            shape=shape,
+            dtype=dtype,
+            chunks=chunks,
+            maxshape=tuple(None for _ in shape) if kind == "big chunks" else None,
+            **options,
+        )
         if data is not None and kind != "big chunks" and rng.random() < 0.7:
             made[()] = data
     elif kind == "compact" and data is not None and data.nbytes < 32_000:
@@ -446,8 +573,9 @@ def _make_kernel(rng: random.Random, group) -> None:
     elif kind == "virtual" and shape:
         virtual(group, "0", "other.weights.h5", shape, "float32")
     elif kind == "external link":
-        group["0"] = h5py.ExternalLink(rng.choice(["other.weights.h5", "/etc/passwd", "input.weights.h5"]),
-                                       "layers/dense/vars/0")
+        group["0"] = h5py.ExternalLink(
+            rng.choice(["other.weights.h5", "/etc/passwd", "input.weights.h5"]), "layers/dense/vars/0"
+        )
     elif kind == "soft link":
         group["0"] = h5py.SoftLink(rng.choice(["/layers/dense/vars/1", "/nowhere", "/layers"]))
     elif kind == "loop":

@@ -71,9 +71,14 @@ def check_one(text: str, filename: str) -> dict:
     else:
         count, detail = len(diagnostics), _malformed(diagnostics, rendered)
         status = "bad" if detail else "ok"
-    return {"status": status, "diagnostics": count, "cpu": time.process_time() - start_cpu,
-            "wall": time.perf_counter() - start_wall,
-            "rss_kb": peak_rss_kb(), "detail": detail}
+    return {
+        "status": status,
+        "diagnostics": count,
+        "cpu": time.process_time() - start_cpu,
+        "wall": time.perf_counter() - start_wall,
+        "rss_kb": peak_rss_kb(),
+        "detail": detail,
+    }
 
 
 def check_file(target: str, data: bytes, suffix: str, folder: str) -> dict:
@@ -127,9 +132,14 @@ def check_file(target: str, data: bytes, suffix: str, folder: str) -> dict:
             status, detail = "bad", f"{what}: {text[:300]!r}"
     except BaseException:  # noqa: BLE001 - exactly what the fuzzer looks for
         status, detail = "exception", traceback.format_exc(limit=-12)
-    return {"status": status, "diagnostics": count, "cpu": time.process_time() - start_cpu,
-            "wall": time.perf_counter() - start_wall,
-            "rss_kb": peak_rss_kb(), "detail": detail}
+    return {
+        "status": status,
+        "diagnostics": count,
+        "cpu": time.process_time() - start_cpu,
+        "wall": time.perf_counter() - start_wall,
+        "rss_kb": peak_rss_kb(),
+        "detail": detail,
+    }
 
 
 def _show_sweep(path: str) -> None:
@@ -195,8 +205,13 @@ def main() -> None:
     folder = sys.argv[3] if len(sys.argv) > 3 else tempfile.mkdtemp(prefix="netdsl-fuzz-")  # the runner removes it
     check_one("model m {\n  input x: (4,)\n  output y = x -> dense(2)\n}\n", "warm.net")  # imports done
     if target != "spec":  # the readers' imports (TensorFlow for data) before the limit
-        warm = {"data": DATA_KINDS, "keras": (".keras",), "sweep": (".sweep",), "weights": (".weights.h5", ".keras"),
-                **exported.SUFFIXES}[target]
+        warm = {
+            "data": DATA_KINDS,
+            "keras": (".keras",),
+            "sweep": (".sweep",),
+            "weights": (".weights.h5", ".keras"),
+            **exported.SUFFIXES,
+        }[target]
         for suffix in warm:
             check_file(target, b"", suffix, tempfile.mkdtemp(dir=folder))
     limit_memory(extra)

@@ -130,9 +130,48 @@ def assert_lines_up(text: str):
         assert _allowed(tok.type, tok.value, types), f"{tok.type} {tok.value!r} lexed as {types}"
 
 
-INSERTS = ["$", "?", "!", "&", "|", "\\", "'", "^", "~", "`", "é", "™", "\v", '"', '"a\\"b',
-           '\\"', "->", "#", "\n", ";", "1.e5", ".5", "1e", "0x1", "if", "activation", "train {",
-           "model m", "model if", "let else", "(", ")", "]", "{", "==", "=", "**", "// 2", "\t", "x.5"]
+INSERTS = [
+    "$",
+    "?",
+    "!",
+    "&",
+    "|",
+    "\\",
+    "'",
+    "^",
+    "~",
+    "`",
+    "é",
+    "™",
+    "\v",
+    '"',
+    '"a\\"b',
+    '\\"',
+    "->",
+    "#",
+    "\n",
+    ";",
+    "1.e5",
+    ".5",
+    "1e",
+    "0x1",
+    "if",
+    "activation",
+    "train {",
+    "model m",
+    "model if",
+    "let else",
+    "(",
+    ")",
+    "]",
+    "{",
+    "==",
+    "=",
+    "**",
+    "// 2",
+    "\t",
+    "x.5",
+]
 
 
 def _mutations(count: int, seed: int = 12):
@@ -140,13 +179,13 @@ def _mutations(count: int, seed: int = 12):
     for _ in range(count):
         _, text = rng.choice(TEXTS)
         start = rng.randrange(max(1, len(text) - 300))
-        window = text[start:start + 300]
+        window = text[start : start + 300]
         for _ in range(rng.randint(1, 3)):
             at = rng.randrange(len(window) + 1)
             if rng.random() < 0.7:
                 window = window[:at] + rng.choice(INSERTS) + window[at:]
             else:
-                window = window[:at] + window[at + rng.randint(1, 6):]
+                window = window[:at] + window[at + rng.randint(1, 6) :]
         yield window
 
 
@@ -210,7 +249,7 @@ def test_builtins_are_the_registry_names():
 # --------------------------------------------------------------------------
 # What the tokens mean
 
-SAMPLE = '''\
+SAMPLE = """\
 import "lib/blocks.net" as lib
 let width = 64; let half(v, d=2) = max(1, v // d)
 activation mish(x) = x * tanh(smooth_relu(x))
@@ -232,36 +271,80 @@ model m {
     optimizer = adam(learning_rate=1e-3)
   }
 }
-'''
+"""
 
 
 def test_tokens_say_what_each_word_is():
     expected = [
-        ("import", Keyword.Namespace), ('"lib/blocks.net"', String.Double), ("as", Keyword),
-        ("let", Keyword.Declaration), ("width", Name.Constant), ("=", Operator),
-        ("64", Number.Integer), (";", Punctuation),
-        ("let", Keyword.Declaration), ("half", Name.Function), ("d", Name.Attribute),
-        ("max", Name.Function), ("//", Operator),
-        ("activation", Keyword.Declaration), ("mish", Name.Function),
-        ("tanh", Name.Builtin), ("smooth_relu", Name.Builtin),
-        ("layer", Keyword.Declaration), ("my_linear", Name.Class), ("units", Name.Attribute),
-        ("input", Keyword), ("weight", Keyword), ("kernel", Name.Variable), (":", Punctuation),
-        (".", Punctuation), ("shape", Name), ("glorot_uniform", Name.Builtin),
-        ("output", Keyword), ("@", Operator),
-        ("block", Keyword.Declaration), ("conv", Name.Class),
-        ("activation", Name.Attribute), ("relu", Name.Builtin),
-        ("->", Operator), ("conv2d", Name.Builtin), ("padding", Name.Attribute),
-        ('"sa', String.Double), ('\\"', String.Escape), ('me"', String.Double),
-        ("->", Operator), ("lib", Name.Namespace), (".", Punctuation), ("bottleneck", Name.Function),
-        ("->", Operator), ("my_linear", Name.Function), ("# a comment", Comment.Single),
-        ("model", Keyword.Declaration), ("m", Name.Class),
-        ("shared", Keyword), ("enc", Name.Variable), ("conv", Name.Function),
-        ("->", Operator), ("enc", Name.Function), ("dense", Name.Builtin),
-        ("activation", Name.Attribute), ("softmax", Name.Builtin), ("*", Operator),
-        ("if", Keyword), ("true", Keyword.Constant), ("and", Operator.Word), ("not", Operator.Word),
-        ("false", Keyword.Constant), ("else", Keyword), ("none", Keyword.Constant),
-        ("train", Keyword), ("optimizer", Name), ("adam", Name.Builtin),
-        ("learning_rate", Name.Attribute), ("1e-3", Number.Float),
+        ("import", Keyword.Namespace),
+        ('"lib/blocks.net"', String.Double),
+        ("as", Keyword),
+        ("let", Keyword.Declaration),
+        ("width", Name.Constant),
+        ("=", Operator),
+        ("64", Number.Integer),
+        (";", Punctuation),
+        ("let", Keyword.Declaration),
+        ("half", Name.Function),
+        ("d", Name.Attribute),
+        ("max", Name.Function),
+        ("//", Operator),
+        ("activation", Keyword.Declaration),
+        ("mish", Name.Function),
+        ("tanh", Name.Builtin),
+        ("smooth_relu", Name.Builtin),
+        ("layer", Keyword.Declaration),
+        ("my_linear", Name.Class),
+        ("units", Name.Attribute),
+        ("input", Keyword),
+        ("weight", Keyword),
+        ("kernel", Name.Variable),
+        (":", Punctuation),
+        (".", Punctuation),
+        ("shape", Name),
+        ("glorot_uniform", Name.Builtin),
+        ("output", Keyword),
+        ("@", Operator),
+        ("block", Keyword.Declaration),
+        ("conv", Name.Class),
+        ("activation", Name.Attribute),
+        ("relu", Name.Builtin),
+        ("->", Operator),
+        ("conv2d", Name.Builtin),
+        ("padding", Name.Attribute),
+        ('"sa', String.Double),
+        ('\\"', String.Escape),
+        ('me"', String.Double),
+        ("->", Operator),
+        ("lib", Name.Namespace),
+        (".", Punctuation),
+        ("bottleneck", Name.Function),
+        ("->", Operator),
+        ("my_linear", Name.Function),
+        ("# a comment", Comment.Single),
+        ("model", Keyword.Declaration),
+        ("m", Name.Class),
+        ("shared", Keyword),
+        ("enc", Name.Variable),
+        ("conv", Name.Function),
+        ("->", Operator),
+        ("enc", Name.Function),
+        ("dense", Name.Builtin),
+        ("activation", Name.Attribute),
+        ("softmax", Name.Builtin),
+        ("*", Operator),
+        ("if", Keyword),
+        ("true", Keyword.Constant),
+        ("and", Operator.Word),
+        ("not", Operator.Word),
+        ("false", Keyword.Constant),
+        ("else", Keyword),
+        ("none", Keyword.Constant),
+        ("train", Keyword),
+        ("optimizer", Name),
+        ("adam", Name.Builtin),
+        ("learning_rate", Name.Attribute),
+        ("1e-3", Number.Float),
     ]
     tokens = iter(visible(SAMPLE))
     for want in expected:  # in order, each one somewhere after the previous one
@@ -269,7 +352,7 @@ def test_tokens_say_what_each_word_is():
 
 
 def test_soft_keywords_name_things_where_no_declaration_starts():
-    assert visible("x -> activation(\"relu\")\n")[2] == ("activation", Name.Builtin)
+    assert visible('x -> activation("relu")\n')[2] == ("activation", Name.Builtin)
     assert visible("layer = x -> dense(2)\n")[0] == ("layer", Name)
     assert visible("f(model=1)\n")[2] == ("model", Name.Attribute)
     assert visible("f(input=1)\n")[2] == ("input", Name.Attribute)  # a hard keyword as kwarg
@@ -293,9 +376,12 @@ def test_leading_blank_lines_are_kept_so_line_numbers_match_diagnostics():
 
 
 def test_found_by_name_alias_file_and_mimetype_in_this_environment():
-    for lexer in (get_lexer_by_name("netdsl"), get_lexer_by_name("net"),
-                  get_lexer_for_filename("specs/resnet50.net"),
-                  get_lexer_for_mimetype("text/x-netdsl")):
+    for lexer in (
+        get_lexer_by_name("netdsl"),
+        get_lexer_by_name("net"),
+        get_lexer_for_filename("specs/resnet50.net"),
+        get_lexer_for_mimetype("text/x-netdsl"),
+    ):
         assert type(lexer).__name__ == "NetdslLexer"
 
 
@@ -312,8 +398,7 @@ def test_the_pygmentize_commands_of_the_editors_guide_do_what_it_says(tmp_path):
     outputs = []
     for line in block.splitlines():
         command = line.split("#")[0].strip()
-        result = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True,
-                                text=True, timeout=60)
+        result = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, (command, result.stderr)
         outputs.append(result.stdout)
     assert len(outputs) == 3
@@ -377,32 +462,39 @@ def _run(cmd, timeout, **kw):
 
 @pytest.mark.slow
 def test_the_wheel_registers_the_lexer_in_a_clean_environment(tmp_path):
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "dist"),
-          str(ROOT)], timeout=300)
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "dist"), str(ROOT)],
+        timeout=300,
+    )
     (wheel,) = (tmp_path / "dist").glob("netdsl-*.whl")
     env_dir = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(env_dir)], timeout=120)
     python = env_dir / "bin" / "python"
-    _run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", str(wheel)],
-         timeout=120)
+    _run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", str(wheel)], timeout=120)
     # pygments, lark, pydantic...: linked from this environment, one by one.
     deps = tmp_path / "deps"
     deps.mkdir()
     for _module, path in json.loads(_run([sys.executable, "-c", NEEDED_MODULES], timeout=120)).items():
         (deps / Path(path).name).symlink_to(path)
-    site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                     timeout=60).strip())
+    site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], timeout=60).strip())
     (site / "outer_deps.pth").write_text(f"{deps}\n", encoding="utf-8")
 
     spec = ROOT / "specs" / "resnet50.net"
-    report = json.loads(_run([str(python), "-I", "-c", WHEEL_CHECK, str(spec)], timeout=120,
-                             cwd=tmp_path, env={**os.environ, "PYTHONPATH": ""}))
+    report = json.loads(
+        _run(
+            [str(python), "-I", "-c", WHEEL_CHECK, str(spec)],
+            timeout=120,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": ""},
+        )
+    )
     assert report["classes"] == ["netdsl.highlight.pygments_lexer.NetdslLexer"] * 4
     assert report["netdsl"].startswith(str(site))  # the wheel's copy, not the source tree
     assert report["errors"] == 0 and report["round_trip"]
     assert report["dense"] == ["Token.Name.Builtin"]  # the registry data shipped too
     # pygmentize itself, from the installed entry point
-    html = _run([str(env_dir / "bin" / "python"), "-I", "-m", "pygments", "-f", "html", str(spec)],
-                timeout=120, cwd=tmp_path)
+    html = _run(
+        [str(env_dir / "bin" / "python"), "-I", "-m", "pygments", "-f", "html", str(spec)], timeout=120, cwd=tmp_path
+    )
     assert '<span class="kd">model</span>' in html
     assert _run([str(python), "-I", "-m", "pygments", "-N", "x.net"], timeout=60).strip() == "netdsl"

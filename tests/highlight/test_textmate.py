@@ -24,15 +24,23 @@ VSCODE = ROOT / "editors" / "vscode"
 GRAMMAR = ROOT / "editors" / "textmate" / "netdsl.tmLanguage.json"
 NODE = shutil.which("node")
 
-needs_node = pytest.mark.skipif(NODE is None, reason="Node.js is not installed (make test installs "
-                                "it with apt-get where it can); the TextMate engine runs on it")
+needs_node = pytest.mark.skipif(
+    NODE is None,
+    reason="Node.js is not installed (make test installs it with apt-get where it can); the TextMate engine runs on it",
+)
 
 
 def node(script: str, *args: str, stdin: str = "") -> str:
     if not (VSCODE / "node_modules" / "vscode-textmate").is_dir():
         pytest.fail("editors/vscode/node_modules is missing: run `make editors` (make test does)")
-    result = subprocess.run([NODE, str(VSCODE / "test" / script), *args], input=stdin,
-                            capture_output=True, text=True, timeout=120, cwd=VSCODE)
+    result = subprocess.run(
+        [NODE, str(VSCODE / "test" / script), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=VSCODE,
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -58,8 +66,9 @@ def scope_of(line: str, word: str, nth: int = 0) -> str:
 def test_the_committed_grammars_are_the_generated_one():
     generated = grammar_json()
     for path in (GRAMMAR, VSCODE / "syntaxes" / "netdsl.tmLanguage.json"):
-        assert path.read_text(encoding="utf-8") == generated, \
+        assert path.read_text(encoding="utf-8") == generated, (
             f"{path.relative_to(ROOT)} is stale: run scripts/gen_textmate.py"
+        )
 
 
 def test_gen_textmate_check_reports_a_stale_copy(tmp_path, monkeypatch):
@@ -102,25 +111,17 @@ SCOPES = [
     ("activation mish(x) = x * tanh(x)", "mish", "entity.name.function.activation.netdsl"),
     ("activation mish(x) = x * tanh(x)", "tanh", "support.function.builtin.netdsl"),
     ("activation mish(x) = x * tanh(x)", "*", "keyword.operator.arithmetic.netdsl"),
-    ("  weight kernel: (x.shape[-1], units) init=glorot_uniform", "weight",
-     "keyword.other.weight.netdsl"),
-    ("  weight kernel: (x.shape[-1], units) init=glorot_uniform", "kernel",
-     "variable.other.weight.netdsl"),
-    ("  weight kernel: (x.shape[-1], units) init=glorot_uniform", "glorot_uniform",
-     "support.function.builtin.netdsl"),
+    ("  weight kernel: (x.shape[-1], units) init=glorot_uniform", "weight", "keyword.other.weight.netdsl"),
+    ("  weight kernel: (x.shape[-1], units) init=glorot_uniform", "kernel", "variable.other.weight.netdsl"),
+    ("  weight kernel: (x.shape[-1], units) init=glorot_uniform", "glorot_uniform", "support.function.builtin.netdsl"),
     ("  input image: (28, 28, 1)", "input", "keyword.other.input.netdsl"),
     ("  input image: (28, 28, 1)", "image", "variable.other.netdsl"),
     ("  input image: (28, 28, 1)", ",", "punctuation.separator.comma.netdsl"),
-    ("  h = image -> conv_bn(32) -> dense(10) -> lib.bottleneck", "->",
-     "keyword.operator.arrow.netdsl"),
-    ("  h = image -> conv_bn(32) -> dense(10) -> lib.bottleneck", "conv_bn",
-     "entity.name.function.step.netdsl"),
-    ("  h = image -> conv_bn(32) -> dense(10) -> lib.bottleneck", "dense",
-     "support.function.builtin.netdsl"),
-    ("  h = image -> conv_bn(32) -> dense(10) -> lib.bottleneck", "lib",
-     "entity.name.namespace.netdsl"),
-    ("  h = image -> conv_bn(32) -> dense(10) -> lib.bottleneck", "bottleneck",
-     "entity.name.function.step.netdsl"),
+    ("  h = image -> conv_bn(32) -> dense(10) -> lib.bottleneck", "->", "keyword.operator.arrow.netdsl"),
+    ("  h = image -> conv_bn(32) -> dense(10) -> lib.bottleneck", "conv_bn", "entity.name.function.step.netdsl"),
+    ("  h = image -> conv_bn(32) -> dense(10) -> lib.bottleneck", "dense", "support.function.builtin.netdsl"),
+    ("  h = image -> conv_bn(32) -> dense(10) -> lib.bottleneck", "lib", "entity.name.namespace.netdsl"),
+    ("  h = image -> conv_bn(32) -> dense(10) -> lib.bottleneck", "bottleneck", "entity.name.function.step.netdsl"),
     ('  y = x -> conv2d(8, 3, padding="sa\\"me")', '\\"', "constant.character.escape.netdsl"),
     ('  y = x -> conv2d(8, 3, padding="sa\\"me")', "padding", "variable.parameter.netdsl"),
     ("  optimizer = adam(learning_rate=1e-3)", "1e-3", "constant.numeric.float.netdsl"),
@@ -132,7 +133,7 @@ SCOPES = [
     ("  train {", "train", "keyword.other.train.netdsl"),
     ("sweep mnist {", "sweep", "storage.type.sweep.netdsl"),
     ("sweep mnist {", "mnist", "entity.name.type.model.netdsl"),
-    ("  x -> activation(\"relu\")", "activation", "support.function.builtin.netdsl"),
+    ('  x -> activation("relu")', "activation", "support.function.builtin.netdsl"),
     ("  output x @ kernel", "@", "keyword.operator.matrix.netdsl"),
     ("  h = x $ 2", "$", "invalid.illegal.character.netdsl"),
     ('  p = "unclosed', '"', "invalid.illegal.unclosed-string.netdsl"),
@@ -153,7 +154,7 @@ def test_scopes_of_representative_lines():
 
 @needs_node
 def test_a_call_spanning_lines_keeps_its_argument_scopes():
-    ((first, second, third),) = scopes_of(["y = x -> conv2d(\n  32,\n  padding=\"same\")"])
+    ((first, second, third),) = scopes_of(['y = x -> conv2d(\n  32,\n  padding="same")'])
     assert [s[-1] for t, s in third if t == "padding"] == ["variable.parameter.netdsl"]
     assert "meta.group.netdsl" in [s for t, s in second if t == "32"][0]
 
@@ -162,16 +163,26 @@ def test_a_call_spanning_lines_keeps_its_argument_scopes():
 # The same meaning as the Pygments lexer, on every text of the project
 
 PYGMENTS_TO_SCOPE = [  # most specific first
-    (Keyword.Declaration, "storage.type."), (Keyword.Namespace, "keyword.control.import."),
-    (Keyword.Constant, "constant.language."), (Operator.Word, "keyword.operator.logical."),
-    (Keyword, "keyword."), (Number.Integer, "constant.numeric.integer."),
-    (Number.Float, "constant.numeric.float."), (String.Escape, "constant.character.escape."),
-    (String, "string.quoted.double."), (Comment, "comment.line."),
-    (Operator, "keyword.operator."), (Punctuation, "punctuation."),
-    (Name.Builtin, "support.function.builtin."), (Name.Class, "entity.name.type."),
-    (Name.Function, "entity.name.function."), (Name.Constant, "variable.other.constant."),
-    (Name.Attribute, "variable.parameter."), (Name.Namespace, "entity.name.namespace."),
-    (Name.Variable, "variable.other."), (Name, "variable.other."),
+    (Keyword.Declaration, "storage.type."),
+    (Keyword.Namespace, "keyword.control.import."),
+    (Keyword.Constant, "constant.language."),
+    (Operator.Word, "keyword.operator.logical."),
+    (Keyword, "keyword."),
+    (Number.Integer, "constant.numeric.integer."),
+    (Number.Float, "constant.numeric.float."),
+    (String.Escape, "constant.character.escape."),
+    (String, "string.quoted.double."),
+    (Comment, "comment.line."),
+    (Operator, "keyword.operator."),
+    (Punctuation, "punctuation."),
+    (Name.Builtin, "support.function.builtin."),
+    (Name.Class, "entity.name.type."),
+    (Name.Function, "entity.name.function."),
+    (Name.Constant, "variable.other.constant."),
+    (Name.Attribute, "variable.parameter."),
+    (Name.Namespace, "entity.name.namespace."),
+    (Name.Variable, "variable.other."),
+    (Name, "variable.other."),
 ]
 
 
@@ -233,25 +244,36 @@ def test_language_configuration_matches_the_language():
     conf = LANGUAGE_CONFIGURATION
     assert conf["comments"] == {"lineComment": "#"}
     assert conf["brackets"] == [["{", "}"], ["[", "]"], ["(", ")"]]
-    assert [(p["open"], p["close"]) for p in conf["autoClosingPairs"]] == \
-        [("{", "}"), ("[", "]"), ("(", ")"), ('"', '"')]
+    assert [(p["open"], p["close"]) for p in conf["autoClosingPairs"]] == [
+        ("{", "}"),
+        ("[", "]"),
+        ("(", ")"),
+        ('"', '"'),
+    ]
     word = re.compile(conf["wordPattern"])
     assert word.fullmatch("global_average_pooling2d") and word.fullmatch("1e-3")
 
 
-@pytest.mark.parametrize("line,indents", [
-    ("model m {", True), ("  h = x -> conv2d(", True), ("  metrics = [", True),
-    ("model m {  # a comment", True), ('  p = "{"', False), ("  h = x -> dense(8)", False),
-    ('  f("(", {', True), ("# model m {", False),
-])
+@pytest.mark.parametrize(
+    "line,indents",
+    [
+        ("model m {", True),
+        ("  h = x -> conv2d(", True),
+        ("  metrics = [", True),
+        ("model m {  # a comment", True),
+        ('  p = "{"', False),
+        ("  h = x -> dense(8)", False),
+        ('  f("(", {', True),
+        ("# model m {", False),
+    ],
+)
 def test_indentation_rules_open_a_level_after_an_open_bracket(line, indents):
     # The patterns are JavaScript regular expressions; these features read the same in Python.
     pattern = re.compile(LANGUAGE_CONFIGURATION["indentationRules"]["increaseIndentPattern"])
     assert bool(pattern.search(line)) is indents
 
 
-@pytest.mark.parametrize("line,dedents", [("}", True), ("  )", True), ("  ] + x", True),
-                                          ("  h = x", False)])
+@pytest.mark.parametrize("line,dedents", [("}", True), ("  )", True), ("  ] + x", True), ("  h = x", False)])
 def test_indentation_rules_close_a_level_on_a_closing_bracket(line, dedents):
     pattern = re.compile(LANGUAGE_CONFIGURATION["indentationRules"]["decreaseIndentPattern"])
     assert bool(pattern.search(line)) is dedents
@@ -272,22 +294,30 @@ def _activate(settings: dict) -> list:
 
 @needs_node
 def test_the_client_starts_netdsl_lsp_over_stdio_with_the_configured_executable():
-    events = _activate({"server.path": "${workspaceFolder}/.venv/bin/netdsl",
-                        "server.args": ["--plugin", "my_layers"]})
+    events = _activate({"server.path": "${workspaceFolder}/.venv/bin/netdsl", "server.args": ["--plugin", "my_layers"]})
     assert events[0] == ["resolved", "node_modules/vscode-languageclient/node.js"]
     clients = [e for e in events if e[0] == "client"]
     _, ident, _, server, client = clients[0]
     assert ident == "netdsl"
     # No transport: the client then neither adds --stdio nor uses sockets.
-    assert server == {"command": "/work/space/.venv/bin/netdsl",
-                      "args": ["lsp", "--plugin", "my_layers"]}
+    assert server == {"command": "/work/space/.venv/bin/netdsl", "args": ["lsp", "--plugin", "my_layers"]}
     assert {"scheme": "file", "language": "netdsl"} in client["documentSelector"]
     assert client["synchronize"]["fileEvents"] == {"glob": "**/*.net"}
     # A settings change of netdsl.server restarts it; other settings do not; deactivate stops it.
     kinds = [e[0] for e in events]
-    assert kinds == ["resolved", "command", "client", "start", "subscriptions",
-                     "configuration changed", "configuration changed", "stop", "client", "start",
-                     "stop"]
+    assert kinds == [
+        "resolved",
+        "command",
+        "client",
+        "start",
+        "subscriptions",
+        "configuration changed",
+        "configuration changed",
+        "stop",
+        "client",
+        "start",
+        "stop",
+    ]
 
 
 @needs_node

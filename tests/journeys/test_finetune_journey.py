@@ -91,8 +91,9 @@ def journey(tmp_path_factory):
 def layer_weights(h5: h5py.File, layer: str) -> list[np.ndarray]:
     """A layer's arrays from a Keras 2 `.h5` file, in the order its `weight_names` lists them."""
     group = h5[layer]
-    return [np.asarray(group[name.decode() if isinstance(name, bytes) else name])
-            for name in group.attrs["weight_names"]]
+    return [
+        np.asarray(group[name.decode() if isinstance(name, bytes) else name]) for name in group.attrs["weight_names"]
+    ]
 
 
 @pytest.mark.slow  # trains in `netdsl` processes

@@ -42,6 +42,7 @@ model shapes {
 
 def png(pixels: np.ndarray) -> bytes:
     """An 8-bit RGB PNG of `pixels` (H, W, 3), written with zlib alone."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
@@ -85,15 +86,15 @@ def journey(tmp_path_factory):
     return work, truth
 
 
-
 def on_a_terminal(work: Path, *args: str) -> tuple[int, str]:
     """`netdsl ARGS` with its output on a pseudo-terminal, as a person at a terminal runs it: (exit code, text)."""
     import pty
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "dsl"), os.environ.get("PYTHONPATH", "")])}
     leader, follower = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "netdsl.cli", *args], cwd=work, env=env, stdout=follower,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "netdsl.cli", *args], cwd=work, env=env, stdout=follower, stderr=subprocess.DEVNULL
+    )
     os.close(follower)
     chunks = []
     while True:
@@ -161,26 +162,31 @@ def test_pictures_to_predictions_to_a_tflite_file_and_the_same_classes(journey):
     with np.load(work / "lite.npz") as lite:
         assert lite["classes"].tolist() == list(CLASSES)
         assert dict(zip(lite["source"].tolist(), lite["class"].tolist())) == truth
-        np.testing.assert_allclose(lite["probs"], [[float(row[name]) for name in CLASSES]
-                                                   for row in rows(work / "best.csv")], atol=1e-4)
+        np.testing.assert_allclose(
+            lite["probs"], [[float(row[name]) for name in CLASSES] for row in rows(work / "best.csv")], atol=1e-4
+        )
 
 
 def test_pictures_a_command_cannot_use_are_one_line_before_tensorflow_loads(journey):
     """Training needs labels: a folder of loose pictures and one picture are refused, as the review's
     problem 15 asks, before TensorFlow is imported and before any run folder is made."""
     work, _ = journey
-    script = ("import sys\nfrom netdsl.cli import main\n"
-              "for data in ('new', 'new/photo0.png'):\n"
-              "    assert main(['train', 'shapes.net', '--data', data, '--progress', 'none']) == 1\n"
-              "print(sorted(m for m in ('keras', 'tensorflow') if m in sys.modules))\n")
+    script = (
+        "import sys\nfrom netdsl.cli import main\n"
+        "for data in ('new', 'new/photo0.png'):\n"
+        "    assert main(['train', 'shapes.net', '--data', data, '--progress', 'none']) == 1\n"
+        "print(sorted(m for m in ('keras', 'tensorflow') if m in sys.modules))\n"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "dsl"), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", script], cwd=work, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=120
+    )
     assert (done.returncode, done.stdout) == (0, "[]\n")
     assert done.stderr.splitlines() == [
         "new: error: 6 images lie outside class sub-folders, with no label ('photo0.png'): an image folder to "
         "train or evaluate on holds one sub-folder per class with .png or .jpg files; predict takes any folder of "
         "images",
         "new/photo0.png: error: one image holds no label; train and evaluate on a folder with one sub-folder per "
-        "class (predict takes a single image)"]
+        "class (predict takes a single image)",
+    ]
     assert not (work / "runs" / "shapes-2").exists()

@@ -30,8 +30,14 @@ from tests.lightning.test_module import PROBE, ROOT, _run  # noqa: E402  (after 
 
 def _export(checkpoint: Path, cwd: Path) -> subprocess.CompletedProcess:
     env = {"PYTHONPATH": str(ROOT / "dsl"), "TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "netdsl.cli", "export", str(checkpoint), "--format", "onnx"],
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "netdsl.cli", "export", str(checkpoint), "--format", "onnx"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=600,
+    )
 
 
 @pytest.mark.slow  # trains in `netdsl` processes
@@ -41,13 +47,16 @@ def test_spec_module_fit_reload_anywhere_and_export(tmp_path: Path) -> None:
     found = json.loads((tmp_path / "first.json").read_text())
 
     # metrics = [accuracy] resolved as Keras' compile resolves it: the same value as Keras' evaluate
-    assert found["tested"] == pytest.approx({"test_loss": found["keras"]["loss"],
-                                             "test_accuracy": found["keras"]["accuracy"]}, abs=1e-5)
+    assert found["tested"] == pytest.approx(
+        {"test_loss": found["keras"]["loss"], "test_accuracy": found["keras"]["accuracy"]}, abs=1e-5
+    )
     assert found["loaded_difference"] == 0.0  # loaded twice after a fit in the same process
     assert found["tensorflow_imported"] is False
-    assert found["nchw"] == ("LightningError: input 'image' takes batches of shape (N, 12, 12, 1), channels last "
-                             "(Keras' layout); this batch is (48, 1, 12, 12), channels first (PyTorch's): pass "
-                             "SpecModule(..., channels_first=True)")
+    assert found["nchw"] == (
+        "LightningError: input 'image' takes batches of shape (N, 12, 12, 1), channels last "
+        "(Keras' layout); this batch is (48, 1, 12, 12), channels first (PyTorch's): pass "
+        "SpecModule(..., channels_first=True)"
+    )
     assert found["channels_first_difference"] <= 1e-6
     assert found["hparams"] == ["channels_first", "defines", "include", "model", "recorded", "spec"]
 
@@ -74,9 +83,11 @@ def test_spec_module_fit_reload_anywhere_and_export(tmp_path: Path) -> None:
     assert reloaded["root"] == spec
     assert reloaded["explicit_edited"] == (
         f"LightningError: {shipped / 'edited.net'}: the spec changed since this checkpoint (its sha256 differs "
-        "from the one the checkpoint records); load without spec= to use the checkpoint's own copy")
-    assert reloaded["warned"] == [f"{spec}: the spec changed since this checkpoint; loaded with the checkpoint's "
-                                  "own copy of it"]
+        "from the one the checkpoint records); load without spec= to use the checkpoint's own copy"
+    )
+    assert reloaded["warned"] == [
+        f"{spec}: the spec changed since this checkpoint; loaded with the checkpoint's own copy of it"
+    ]
     assert reloaded["edited_difference"] == 0.0
 
     # export: the ONNX file predicts what the Lightning module predicted

@@ -42,11 +42,14 @@ sweep clf {
 """
 
 
-
 def scores(stdout: str) -> dict[str, float]:
     """`loss 0.123` lines of `netdsl evaluate` (the classes line left aside)."""
-    return {name: float(value) for name, value in (line.split() for line in stdout.splitlines()
-                                                   if len(line.split()) == 2 and not line.startswith("classes"))}
+    return {
+        name: float(value)
+        for name, value in (
+            line.split() for line in stdout.splitlines() if len(line.split()) == 2 and not line.startswith("classes")
+        )
+    }
 
 
 @pytest.mark.slow  # trains in `netdsl` processes

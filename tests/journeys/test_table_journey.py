@@ -46,8 +46,15 @@ def journey(tmp_path_factory):
     with (work / "customers.csv").open("w") as fh:
         fh.write("id,f0,f1,f2,f3,segment\n")
         fh.writelines(f"{7000 + i},{','.join(f'{v:.4f}' for v in row)},{segment(row)}\n" for i, row in enumerate(x))
-    new = np.array([[2.0, 1.0, 0.0, 0.0], [-2.0, -1.0, 0.3, 0.1], [0.0, 0.1, -0.5, 0.2], [1.8, 0.8, 0.1, -0.4],
-                    [-1.5, -1.2, 0.0, 0.0]])
+    new = np.array(
+        [
+            [2.0, 1.0, 0.0, 0.0],
+            [-2.0, -1.0, 0.3, 0.1],
+            [0.0, 0.1, -0.5, 0.2],
+            [1.8, 0.8, 0.1, -0.4],
+            [-1.5, -1.2, 0.0, 0.0],
+        ]
+    )
     with (work / "new.csv").open("w") as fh:
         fh.write("id,f3,f2,f1,f0\n")  # the columns in another order: read by the names the run recorded
         fh.writelines(f"{9000 + i},{row[3]},{row[2]},{row[1]},{row[0]}\n" for i, row in enumerate(new))
@@ -62,10 +69,10 @@ def trained(journey):
     work, _ = journey
     wide = netdsl(work, "train", "customers.net", "--data", "customers.csv", "--progress", "none")
     runs_after_the_refusal = (work / "runs").exists()
-    trained = netdsl(work, "train", "customers.net", "--data", "customers.csv", "--drop", "id", "--seed", "0",
-                     "--progress", "none")
+    trained = netdsl(
+        work, "train", "customers.net", "--data", "customers.csv", "--drop", "id", "--seed", "0", "--progress", "none"
+    )
     return wide, runs_after_the_refusal, trained
-
 
 
 def rows(path: Path) -> list[dict[str, str]]:
@@ -78,9 +85,13 @@ def test_a_table_with_class_names_and_an_id_to_predictions_and_an_onnx_file(jour
     work, truth = journey
     wide, runs_after_the_refusal, trained = trained
     # the spec takes 4 values; the file has 5 numeric columns: the id is named, with the fix
-    assert (wide.returncode, wide.stderr) == (1, (
-        "customers.csv:1:1: error: input 'x' expects 4 values per row (shape (4,)), found 5 numeric columns; 'id' "
-        "holds a different integer on every row, like an identifier: leave it out with --drop id\n"))
+    assert (wide.returncode, wide.stderr) == (
+        1,
+        (
+            "customers.csv:1:1: error: input 'x' expects 4 values per row (shape (4,)), found 5 numeric columns; 'id' "
+            "holds a different integer on every row, like an identifier: leave it out with --drop id\n"
+        ),
+    )
     assert not runs_after_the_refusal
 
     assert trained.returncode == 0, trained.stderr
@@ -113,8 +124,11 @@ def test_a_table_with_class_names_and_an_id_to_predictions_and_an_onnx_file(jour
     # the file holds the run's best epoch (best.keras): its probabilities are that model's
     best = netdsl(work, "predict", "runs/customers-1/best.keras", "--data", "new.csv", "-o", "best.csv")
     assert best.returncode == 0, best.stderr
-    np.testing.assert_allclose([[float(row[s]) for s in SEGMENTS] for row in from_file],
-                               [[float(row[s]) for s in SEGMENTS] for row in rows(work / "best.csv")], atol=1e-5)
+    np.testing.assert_allclose(
+        [[float(row[s]) for s in SEGMENTS] for row in from_file],
+        [[float(row[s]) for s in SEGMENTS] for row in rows(work / "best.csv")],
+        atol=1e-5,
+    )
     scored = netdsl(work, "evaluate", "runs/customers-1/customers.onnx", "--data", "customers.csv")
     assert scored.returncode == 0, scored.stderr
     assert scored.stdout.splitlines()[-1] == "classes: high, low, mid"
@@ -129,27 +143,54 @@ def test_an_id_column_the_model_would_take_is_named_in_a_warning(journey):
     assert trained.stderr.splitlines()[0] == (
         "netdsl train: warning: customers.csv: column 'id' holds a different integer on every row, like an "
         "identifier, and is part of input 'x'; leave it out with --drop id (or name the input's columns with "
-        "--features)")
-    picked = netdsl(work, "train", "customers.net", "--data", "customers.csv", "--features", "f0,f1,f2,f3",
-                    "--epochs", "1", "--progress", "none")
+        "--features)"
+    )
+    picked = netdsl(
+        work,
+        "train",
+        "customers.net",
+        "--data",
+        "customers.csv",
+        "--features",
+        "f0,f1,f2,f3",
+        "--epochs",
+        "1",
+        "--progress",
+        "none",
+    )
     assert picked.returncode == 0, picked.stderr
     assert "warning" not in picked.stderr
 
 
-@pytest.mark.parametrize(("args", "code", "message"), [
-    (["--features", "f0,f1,f9,f3"], 1, "customers.csv:1:1: error: no column 'f9' (named by --features); columns: id, "
-                                       "f0, f1, f2, f3, segment"),
-    (["--features", "f0,f1,f2,segment"], 1, "customers.csv:1:1: error: column 'segment' holds the targets of output "
-                                            "'segment'; it cannot be a feature too"),
-    (["--drop", "ID"], 1, "customers.csv:1:1: error: no column 'ID' (named by --drop); columns: id, f0, f1, f2, f3, "
-                          "segment"),
-    (["--drop", "id", "--features", "f0"], 2, "netdsl train: error: give the input's columns with --features or "
-                                              "leave some out with --drop, not both"),
-])
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (
+            ["--features", "f0,f1,f9,f3"],
+            1,
+            "customers.csv:1:1: error: no column 'f9' (named by --features); columns: id, f0, f1, f2, f3, segment",
+        ),
+        (
+            ["--features", "f0,f1,f2,segment"],
+            1,
+            "customers.csv:1:1: error: column 'segment' holds the targets of output "
+            "'segment'; it cannot be a feature too",
+        ),
+        (
+            ["--drop", "ID"],
+            1,
+            "customers.csv:1:1: error: no column 'ID' (named by --drop); columns: id, f0, f1, f2, f3, segment",
+        ),
+        (
+            ["--drop", "id", "--features", "f0"],
+            2,
+            "netdsl train: error: give the input's columns with --features or leave some out with --drop, not both",
+        ),
+    ],
+)
 def test_columns_named_wrong_are_one_line_before_anything_trains(journey, args, code, message):
     work, _ = journey
-    done = netdsl(work, "train", "customers.net", "--data", "customers.csv", "--progress", "none", "-o", "wrong",
-                  *args)
+    done = netdsl(work, "train", "customers.net", "--data", "customers.csv", "--progress", "none", "-o", "wrong", *args)
     assert (done.returncode, done.stdout, done.stderr) == (code, "", message + "\n")
     assert not (work / "wrong").exists()
 
@@ -162,5 +203,8 @@ def test_a_label_the_run_never_saw_is_named_at_its_line(journey, trained):
     run = trained.stdout.splitlines()[-1].removeprefix("run folder: ")
     (work / "other.csv").write_text("id,f0,f1,f2,f3,segment\n1,0.1,0.2,0.3,0.4,low\n2,0.1,0.2,0.3,0.4,huge\n")
     done = netdsl(work, "evaluate", run, "--data", "other.csv")
-    assert (done.returncode, done.stderr) == (1, "other.csv:3:19: error: 'huge' is not one of the classes the model "
-                                                 "was trained on (high, low, mid) (column 'segment')\n")
+    assert (done.returncode, done.stderr) == (
+        1,
+        "other.csv:3:19: error: 'huge' is not one of the classes the model "
+        "was trained on (high, low, mid) (column 'segment')\n",
+    )

@@ -20,16 +20,42 @@ from tests.journeys import netdsl
 
 TOPICS = ("cooking", "sports", "weather")  # sorted: the order the classes take
 PHRASES = {
-    "sports": (["the striker scored", "our team won the match", "the coach praised the defenders",
-                "a late goal decided the final", "the goalkeeper saved a penalty", "fans cheered in the stadium",
-                "the referee showed a red card"],
-               ["after halftime", "in the league", "on saturday", "against the champions", "in extra time"]),
-    "cooking": (["simmer the onions", "bake the bread", "whisk the eggs with sugar", "season the soup with salt",
-                 "roast the vegetables", "knead the dough", "stir the sauce slowly"],
-                ["for ten minutes", "until golden", "in a hot oven", "over low heat", "before serving"]),
-    "weather": (["heavy rain is expected", "a cold front moves in", "skies will clear", "strong winds hit the coast",
-                 "snow falls in the mountains", "temperatures drop sharply", "a warm sunny day ahead"],
-                ["tonight", "by the weekend", "across the north", "this afternoon", "with scattered showers"]),
+    "sports": (
+        [
+            "the striker scored",
+            "our team won the match",
+            "the coach praised the defenders",
+            "a late goal decided the final",
+            "the goalkeeper saved a penalty",
+            "fans cheered in the stadium",
+            "the referee showed a red card",
+        ],
+        ["after halftime", "in the league", "on saturday", "against the champions", "in extra time"],
+    ),
+    "cooking": (
+        [
+            "simmer the onions",
+            "bake the bread",
+            "whisk the eggs with sugar",
+            "season the soup with salt",
+            "roast the vegetables",
+            "knead the dough",
+            "stir the sauce slowly",
+        ],
+        ["for ten minutes", "until golden", "in a hot oven", "over low heat", "before serving"],
+    ),
+    "weather": (
+        [
+            "heavy rain is expected",
+            "a cold front moves in",
+            "skies will clear",
+            "strong winds hit the coast",
+            "snow falls in the mountains",
+            "temperatures drop sharply",
+            "a warm sunny day ahead",
+        ],
+        ["tonight", "by the weekend", "across the north", "this afternoon", "with scattered showers"],
+    ),
 }
 SPEC = """\
 model topics {
@@ -87,15 +113,20 @@ def test_sentences_to_a_text_classifier_to_predictions_and_a_saved_model(journey
     work, truth = journey
     # two text columns: which one is the text is the user's to say
     both = netdsl(work, "train", "topics.net", "--data", "reviews.csv", "--progress", "none")
-    assert (both.returncode, both.stderr) == (1, (
-        "reviews.csv:1:1: error: input 'text' takes one text column, found 2 ('ref', 'sentence'); name it with "
-        "--features COLUMN\n"))
+    assert (both.returncode, both.stderr) == (
+        1,
+        (
+            "reviews.csv:1:1: error: input 'text' takes one text column, found 2 ('ref', 'sentence'); name it with "
+            "--features COLUMN\n"
+        ),
+    )
 
     trained = netdsl(work, "train", "topics.net", "--data", "reviews.csv", "--features", "sentence", "--seed", "0")
     assert trained.returncode == 0, trained.stderr
     adapted = [line for line in trained.stderr.splitlines() if line.startswith("adapt:")]
     assert len(adapted) == 1 and adapted[0].startswith(
-        "adapt: tokens (text_vectorization) on 144 training samples: a vocabulary of ")  # 0.8 of 180 rows
+        "adapt: tokens (text_vectorization) on 144 training samples: a vocabulary of "
+    )  # 0.8 of 180 rows
     config = json.loads((work / "runs/topics-1/config.json").read_text())
     assert config["classes"] == {"topic": list(TOPICS)}
     assert config["columns"] == {"text": ["sentence"]}
@@ -129,7 +160,8 @@ def test_sentences_to_a_text_classifier_to_predictions_and_a_saved_model(journey
     assert onnx.stderr.splitlines()[-1] == (
         "netdsl export: error: the model takes text (input 'text' as string), which onnx cannot hold: tf2onnx "
         "converts no string ops (StringLower, StringSplit, the vocabulary's hash table), and standard ONNX has "
-        "none; export it with --format saved_model, which holds the string ops and the vocabulary")
+        "none; export it with --format saved_model, which holds the string ops and the vocabulary"
+    )
     exported = netdsl(work, "export", "runs/topics-1", "--format", "saved_model")
     assert exported.returncode == 0, exported.stderr
     from_file = netdsl(work, "predict", "runs/topics-1/topics_saved_model", "--data", "new.csv", "-o", "sm.csv")
@@ -147,8 +179,9 @@ def test_a_folder_of_text_files_per_class_trains_and_names_its_classes(journey):
     for i, (text, topic) in enumerate(sentences(90, 3)):
         (work / "posts" / topic).mkdir(parents=True, exist_ok=True)
         (work / "posts" / topic / f"{i:03d}.txt").write_text(text)
-    trained = netdsl(work, "train", "topics.net", "--data", "posts", "--seed", "0", "--progress", "none",
-                     "-o", "folder_runs")
+    trained = netdsl(
+        work, "train", "topics.net", "--data", "posts", "--seed", "0", "--progress", "none", "-o", "folder_runs"
+    )
     assert trained.returncode == 0, trained.stderr
     config = json.loads((work / "folder_runs/topics-1/config.json").read_text())
     assert config["classes"] == {"topic": list(TOPICS)}  # the class sub-folders, in name order

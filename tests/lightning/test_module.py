@@ -36,8 +36,15 @@ GUIDE = ROOT / "docs" / "lightning.md"
 
 def _env(port: int) -> dict[str, str]:
     """The probes' environment; `port` is held by the caller (launch.reserved_port) until they end."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore", KERAS_BACKEND="torch",
-               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
+    env = dict(
+        os.environ,
+        TF_CPP_MIN_LOG_LEVEL="3",
+        PYTHONWARNINGS="ignore",
+        KERAS_BACKEND="torch",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        GLOO_SOCKET_IFNAME="lo",
+    )
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "dsl"), *filter(None, [os.environ.get("PYTHONPATH")])])
     return env
 
@@ -51,9 +58,16 @@ def port() -> Iterator[int]:
 def _run(args: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
     """A probe in its own session; whatever it started is killed when it ends or times out."""
     with reserved_port() as port:
-        process = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, env=_env(port), cwd=cwd, stdin=subprocess.DEVNULL,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=_env(port),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             out, _ = process.communicate(timeout=timeout)
         finally:
@@ -96,18 +110,33 @@ def test_metrics_are_resolved_as_keras_compile_resolves_them(found: dict) -> Non
     accuracy by the shapes (it crashed as Keras' exact-match Accuracy); the values are Keras' own."""
     lightning, keras = found["as_keras"]["lightning"], found["as_keras"]["keras"]
     assert sorted(lightning) == ["val_box_loss", "val_box_mae", "val_loss", "val_probs_accuracy", "val_probs_loss"]
-    assert {name[len("val_"):]: value for name, value in lightning.items()} == pytest.approx(keras, rel=1e-5)
+    assert {name[len("val_") :]: value for name, value in lightning.items()} == pytest.approx(keras, rel=1e-5)
 
 
 def test_two_outputs_from_dict_batches(found: dict) -> None:
     heads = found["two_heads"]
     computed, by_hand = heads["loss"]  # cross-entropy + 3 x mse + the l2 regularizer, computed by hand
     assert computed == pytest.approx(by_hand, rel=1e-6)
-    assert heads["logged"] == ["train_label_loss", "train_label_sparse_categorical_accuracy", "train_loss",
-                               "train_loss_step", "train_size_loss", "train_size_mae", "val_label_loss",
-                               "val_label_sparse_categorical_accuracy", "val_loss", "val_size_loss", "val_size_mae"]
-    assert heads["tested"] == ["test_label_loss", "test_label_sparse_categorical_accuracy", "test_loss",
-                               "test_size_loss", "test_size_mae"]
+    assert heads["logged"] == [
+        "train_label_loss",
+        "train_label_sparse_categorical_accuracy",
+        "train_loss",
+        "train_loss_step",
+        "train_size_loss",
+        "train_size_mae",
+        "val_label_loss",
+        "val_label_sparse_categorical_accuracy",
+        "val_loss",
+        "val_size_loss",
+        "val_size_mae",
+    ]
+    assert heads["tested"] == [
+        "test_label_loss",
+        "test_label_sparse_categorical_accuracy",
+        "test_loss",
+        "test_size_loss",
+        "test_size_mae",
+    ]
 
 
 def test_schedule_override_and_clipping_map_onto_torch(found: dict) -> None:
@@ -125,18 +154,25 @@ def test_a_checkpoint_resumes_the_same_curve(found: dict) -> None:
     assert resumed["difference"] <= 1e-6
     loaded = resumed["loaded_hparams"]
     assert {k: v for k, v in loaded.items() if k != "recorded"} == {
-        "spec": str(ROOT / "specs" / "lightning_mlp.net"), "model": "lightning_mlp", "defines": {}, "include": [],
-        "channels_first": False}
+        "spec": str(ROOT / "specs" / "lightning_mlp.net"),
+        "model": "lightning_mlp",
+        "defines": {},
+        "include": [],
+        "channels_first": False,
+    }
     assert loaded["recorded"]["texts"] == {loaded["spec"]: (ROOT / "specs" / "lightning_mlp.net").read_text()}
 
 
 def test_what_cannot_be_mapped_is_one_line(found: dict) -> None:
     said = found["errors"]
-    assert said["lion"] == ("the optimizer Lion has no torch.optim equivalent: use one of adadelta, adagrad, adam, "
-                            "adamax, adamw, nadam, rmsprop, sgd in the spec, or override configure_optimizers")
+    assert said["lion"] == (
+        "the optimizer Lion has no torch.optim equivalent: use one of adadelta, adagrad, adam, "
+        "adamax, adamw, nadam, rmsprop, sgd in the spec, or override configure_optimizers"
+    )
     assert said["override"].startswith("Adam has no argument 'momentum': its arguments are amsgrad, beta_1, ")
-    assert said["batch"] == ("a dict batch is missing 'image', 'logits': the spec's names are image, logits; "
-                             "received keys 'pixels'")
+    assert said["batch"] == (
+        "a dict batch is missing 'image', 'logits': the spec's names are image, logits; received keys 'pixels'"
+    )
     assert all("\n" not in line for line in said.values())
 
 
@@ -166,14 +202,23 @@ def test_what_export_cannot_read_from_a_checkpoint_is_one_line(tmp_path: Path) -
     _torch_save(tmp_path / "odd.ckpt", "{'state_dict': {}, 'hyper_parameters': {'x': fractions.Fraction(1, 3)}}")
     said = {}
     for name in ("notes", "hand", "odd"):
-        result = subprocess.run([sys.executable, "-m", "netdsl.cli", "export", f"{name}.ckpt", "--format", "onnx"],
-                                capture_output=True, text=True, cwd=tmp_path, timeout=300, env=_env(0))
+        result = subprocess.run(
+            [sys.executable, "-m", "netdsl.cli", "export", f"{name}.ckpt", "--format", "onnx"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=300,
+            env=_env(0),
+        )
         said[name] = (result.returncode, result.stderr)
     assert said == {
         "notes": (1, "notes.ckpt: error: not a Lightning checkpoint (not a torch zip archive)\n"),
         "hand": (1, "hand.ckpt: error: not a checkpoint of netdsl.lightning.SpecModule (it records no spec)\n"),
-        "odd": (1, "odd.ckpt: error: cannot read the checkpoint with torch's weights-only loader: it holds objects "
-                   "other than tensors and plain values\n"),
+        "odd": (
+            1,
+            "odd.ckpt: error: cannot read the checkpoint with torch's weights-only loader: it holds objects "
+            "other than tensors and plain values\n",
+        ),
     }
     assert not list(tmp_path.glob("*.onnx"))
 
@@ -218,9 +263,16 @@ def test_two_processes_train_as_one(tmp_path: Path) -> None:
 def test_a_killed_process_ends_the_job(tmp_path: Path, port: int) -> None:
     out = tmp_path / "w.npz"
     killed = Path(f"{out}.killed")
-    process = subprocess.Popen([sys.executable, str(PROBE), "fit", str(out), "2", "16", "3"],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(port),
-                               cwd=tmp_path, stdin=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, str(PROBE), "fit", str(out), "2", "16", "3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(port),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 600
         while not killed.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -258,9 +310,15 @@ def test_a_cnn_runs_on_torch_directly_as_keras_computes_it(paths: dict) -> None:
         assert found[layout]["output_difference"] <= 1e-5, layout
         assert found[layout]["gradient_difference"] <= 1e-4, layout  # relative to the largest
     lightning, keras = found["validated"]["lightning"], found["validated"]["keras"]
-    assert sorted(lightning) == ["val_loss", "val_probs_accuracy", "val_probs_loss",
-                                 "val_probs_sparse_categorical_crossentropy", "val_size_loss", "val_size_mae"]
-    assert {name[len("val_"):]: value for name, value in lightning.items()} == pytest.approx(keras, rel=1e-5)
+    assert sorted(lightning) == [
+        "val_loss",
+        "val_probs_accuracy",
+        "val_probs_loss",
+        "val_probs_sparse_categorical_crossentropy",
+        "val_size_loss",
+        "val_size_mae",
+    ]
+    assert {name[len("val_") :]: value for name, value in lightning.items()} == pytest.approx(keras, rel=1e-5)
 
 
 @pytest.mark.parametrize("model", ["batch_norm", "average_same"])
@@ -274,4 +332,4 @@ def test_a_model_the_torch_path_refuses_runs_through_keras(paths: dict, model: s
     assert found["output_difference"] <= 1e-6  # the same Keras call, the batch moved to channels last
     lightning, keras = found["validated"]["lightning"], found["validated"]["keras"]
     assert sorted(lightning) == ["val_accuracy", "val_loss"]
-    assert {name[len("val_"):]: value for name, value in lightning.items()} == pytest.approx(keras, rel=1e-5)
+    assert {name[len("val_") :]: value for name, value in lightning.items()} == pytest.approx(keras, rel=1e-5)

@@ -41,17 +41,20 @@ async def client(lsp_client: LanguageClient):
 
 def _check_json(paths: list[str]) -> dict[str, list[dict]]:
     """`netdsl check --format json` of each path, run from the repository root (one process)."""
-    script = ("import json, sys, contextlib, io\n"
-              "from netdsl.cli import main\n"
-              "out = {}\n"
-              "for p in sys.argv[1:]:\n"
-              "    buf = io.StringIO()\n"
-              "    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):\n"
-              "        main(['check', '--format', 'json', p])\n"
-              "    out[p] = json.loads(buf.getvalue())\n"
-              "print(json.dumps(out))\n")
-    done = subprocess.run([sys.executable, "-c", script, *paths], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, check=True)
+    script = (
+        "import json, sys, contextlib, io\n"
+        "from netdsl.cli import main\n"
+        "out = {}\n"
+        "for p in sys.argv[1:]:\n"
+        "    buf = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):\n"
+        "        main(['check', '--format', 'json', p])\n"
+        "    out[p] = json.loads(buf.getvalue())\n"
+        "print(json.dumps(out))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, *paths], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    )
     return json.loads(done.stdout)
 
 
@@ -87,7 +90,9 @@ async def test_diagnostics_equal_netdsl_check(client: LanguageClient, spec):
         assert where.message == text_
         assert where.location.uri == (ROOT / d["file"]).as_uri()
         assert (where.location.range.start.line, where.location.range.start.character) == (d["line"] - 1, d["col"] - 1)
-    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
 
 
 EMOJI = 'model m {\n  input x: (4,)\n  # 🙂🙂 emoji\n  y = x -> dense(2, name="🙂🙂") -> dens(3)\n  output y\n}\n'
@@ -118,7 +123,9 @@ async def test_change_publishes_its_version_and_close_clears(client: LanguageCli
     assert list((await client.recorder.wait_for(uri, 3)).diagnostics) == []
     replace_all(client, uri, good.replace("dense", "dens"), 4)
     await client.recorder.wait_for(uri, 4)
-    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
     cleared = await client.recorder.wait_for(uri, None)
     assert list(cleared.diagnostics) == []
 
@@ -168,12 +175,14 @@ async def test_save_checks_again_with_the_files_on_disk(client: LanguageClient, 
     first = await client.recorder.wait_for(main.as_uri(), 1)
     assert [d.message for d in first.diagnostics] == ["unknown name 'depth'"]
     lib.write_text("let width = 8\nlet depth = 3\n")  # changed outside the editor
+
     def publishes() -> int:
         return sum(1 for _, p in client.recorder.publishes if p.uri == main.as_uri())
 
     count = publishes()
-    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(
-        uri=main.as_uri())))
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=main.as_uri()))
+    )
     for _ in range(200):
         if publishes() > count:
             break

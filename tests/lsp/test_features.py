@@ -99,6 +99,7 @@ async def hover(client, uri, position) -> str:
 
 # ------------------------------------------------------------------ hover
 
+
 async def test_hover_a_layer_shows_signature_table_and_description(client, main_uri):
     text = await hover(client, main_uri, at(17, "dense"))
     assert "dense(units, activation=none, use_bias=true" in text
@@ -148,9 +149,11 @@ async def test_hover_a_keyword_argument_names_the_parameter(client, main_uri):
 
 # ------------------------------------------------------------------ completion
 
+
 async def complete(client, uri, position) -> list[str]:
     result = await client.text_document_completion_async(
-        types.CompletionParams(text_document=doc(uri), position=position))
+        types.CompletionParams(text_document=doc(uri), position=position)
+    )
     return [item.label for item in result.items]
 
 
@@ -176,7 +179,8 @@ async def test_completion_after_an_arrow_offers_layers_activations_and_spec_step
 
 async def test_a_completion_item_resolves_to_its_signature_and_description(client, main_uri):
     result = await client.text_document_completion_async(
-        types.CompletionParams(text_document=doc(main_uri), position=at(17, "flatten")))
+        types.CompletionParams(text_document=doc(main_uri), position=at(17, "flatten"))
+    )
     dense = next(item for item in result.items if item.label == "dense")
     resolved = await client.completion_item_resolve_async(dense)
     assert resolved.detail.startswith("dense(units, activation=none")
@@ -206,23 +210,27 @@ async def test_completion_of_keyword_values_and_names_in_scope(client, project):
 
 
 async def test_signature_help_on_open_paren_and_comma(client, main_uri):
-    result = await client.text_document_signature_help_async(types.SignatureHelpParams(
-        text_document=doc(main_uri), position=at(17, "activation")))
+    result = await client.text_document_signature_help_async(
+        types.SignatureHelpParams(text_document=doc(main_uri), position=at(17, "activation"))
+    )
     (signature,) = result.signatures
     assert signature.label.startswith("dense(units, activation=none")
     assert result.active_parameter == 1
     start, end = signature.parameters[1].label
     assert signature.label[start:end] == "activation"
-    result = await client.text_document_signature_help_async(types.SignatureHelpParams(
-        text_document=doc(main_uri), position=at(16, "width")))
+    result = await client.text_document_signature_help_async(
+        types.SignatureHelpParams(text_document=doc(main_uri), position=at(16, "width"))
+    )
     assert result.signatures[0].label == "stage(filters, stride=1)" and result.active_parameter == 0
 
 
 # ------------------------------------------------------------------ navigation
 
+
 async def definition(client, uri, position) -> list[types.Location]:
-    return await client.text_document_definition_async(types.DefinitionParams(text_document=doc(uri),
-                                                                             position=position))
+    return await client.text_document_definition_async(
+        types.DefinitionParams(text_document=doc(uri), position=position)
+    )
 
 
 async def test_definition_of_tensors_blocks_constants_and_imported_names(client, main_uri, project):
@@ -244,51 +252,71 @@ async def test_definition_of_tensors_blocks_constants_and_imported_names(client,
 
 
 async def test_references_across_files(client, main_uri, project):
-    found = await client.text_document_references_async(types.ReferenceParams(
-        text_document=doc(main_uri), position=at(16, "width"),
-        context=types.ReferenceContext(include_declaration=True)))
+    found = await client.text_document_references_async(
+        types.ReferenceParams(
+            text_document=doc(main_uri),
+            position=at(16, "width"),
+            context=types.ReferenceContext(include_declaration=True),
+        )
+    )
     places = sorted((loc.uri.rsplit("/", 1)[-1], loc.range.start.line, loc.range.start.character) for loc in found)
     assert places == [("blocks.net", 0, 4), ("main.net", 15, at(16, "width").character)]
-    found = await client.text_document_references_async(types.ReferenceParams(
-        text_document=doc(main_uri), position=at(15, "image"),
-        context=types.ReferenceContext(include_declaration=False)))
+    found = await client.text_document_references_async(
+        types.ReferenceParams(
+            text_document=doc(main_uri),
+            position=at(15, "image"),
+            context=types.ReferenceContext(include_declaration=False),
+        )
+    )
     assert [(loc.range.start.line, loc.range.start.character) for loc in found] == [(15, 6)]
 
 
 async def rename(client, uri, position, new_name) -> dict[str, list[tuple]]:
-    edit = await client.text_document_rename_async(types.RenameParams(text_document=doc(uri), position=position,
-                                                                       new_name=new_name))
-    return {uri.rsplit("/", 1)[-1]: sorted((e.range.start.line, e.range.start.character, e.range.end.character,
-                                            e.new_text) for e in edits)
-            for uri, edits in edit.changes.items()}
+    edit = await client.text_document_rename_async(
+        types.RenameParams(text_document=doc(uri), position=position, new_name=new_name)
+    )
+    return {
+        uri.rsplit("/", 1)[-1]: sorted(
+            (e.range.start.line, e.range.start.character, e.range.end.character, e.new_text) for e in edits
+        )
+        for uri, edits in edit.changes.items()
+    }
 
 
 async def test_rename_a_tensor(client, main_uri):
     assert await rename(client, main_uri, at(17, "h"), "hidden") == {
-        "main.net": [edit_at(16, "h", "hidden"), edit_at(17, "h", "hidden")]}
+        "main.net": [edit_at(16, "h", "hidden"), edit_at(17, "h", "hidden")]
+    }
 
 
 async def test_rename_an_imported_block_and_its_parameter(client, main_uri):
     assert await rename(client, main_uri, at(16, "stage"), "down") == {
-        "blocks.net": [edit_at(3, "stage", "down", BLOCK_LINES)], "main.net": [edit_at(16, "stage", "down")]}
+        "blocks.net": [edit_at(3, "stage", "down", BLOCK_LINES)],
+        "main.net": [edit_at(16, "stage", "down")],
+    }
     assert await rename(client, main_uri, at(16, "stride"), "step") == {
         "blocks.net": [edit_at(3, "stride", "step", BLOCK_LINES), edit_at(5, "stride", "step", BLOCK_LINES, nth=1)],
-        "main.net": [edit_at(16, "stride", "step")]}
+        "main.net": [edit_at(16, "stride", "step")],
+    }
 
 
 async def test_rename_constants_declared_names_and_an_alias(client, main_uri):
     assert await rename(client, main_uri, at(18, "classes"), "n_classes") == {
-        "main.net": [edit_at(12, "classes", "n_classes"), edit_at(18, "classes", "n_classes")]}
+        "main.net": [edit_at(12, "classes", "n_classes"), edit_at(18, "classes", "n_classes")]
+    }
     assert await rename(client, main_uri, at(4, "mish"), "mish2") == {
-        "main.net": [edit_at(4, "mish", "mish2"), edit_at(17, "mish", "mish2")]}
+        "main.net": [edit_at(4, "mish", "mish2"), edit_at(17, "mish", "mish2")]
+    }
     assert await rename(client, main_uri, at(18, "my_linear"), "proj") == {
-        "main.net": [edit_at(6, "my_linear", "proj"), edit_at(18, "my_linear", "proj")]}
+        "main.net": [edit_at(6, "my_linear", "proj"), edit_at(18, "my_linear", "proj")]
+    }
     assert await rename(client, main_uri, at(17, "lib"), "extra") == {
-        "main.net": [(1, LINES[1].rindex("lib"), LINES[1].rindex("lib") + 3, "extra"), edit_at(17, "lib", "extra")]}
+        "main.net": [(1, LINES[1].rindex("lib"), LINES[1].rindex("lib") + 3, "extra"), edit_at(17, "lib", "extra")]
+    }
 
 
 async def test_rename_reaches_other_open_documents_that_import_the_file(client, main_uri, project):
-    other = "import \"lib/blocks.net\"\nmodel o {\n  input x: (8, 8, 3)\n  output y = x -> stage(4)\n}\n"
+    other = 'import "lib/blocks.net"\nmodel o {\n  input x: (8, 8, 3)\n  output y = x -> stage(4)\n}\n'
     uri = await scratch(client, project, "other.net", other)
     renamed = await rename(client, main_uri, at(16, "stage"), "down")
     assert renamed["other.net"] == [edit_at(4, "stage", "down", other.split("\n"))]
@@ -299,17 +327,23 @@ async def test_rename_reaches_other_open_documents_that_import_the_file(client, 
 async def test_rename_refuses_what_is_not_a_name(client, main_uri):
     with pytest.raises(Exception, match="is not a name netdsl accepts"):
         await rename(client, main_uri, at(17, "h"), "model")
-    prepared = await client.text_document_prepare_rename_async(types.PrepareRenameParams(
-        text_document=doc(main_uri), position=at(17, "dense")))
+    prepared = await client.text_document_prepare_rename_async(
+        types.PrepareRenameParams(text_document=doc(main_uri), position=at(17, "dense"))
+    )
     assert prepared is None  # a built-in layer is not the spec's to rename
 
 
 # ------------------------------------------------------------------ outline, format, inlay hints
 
+
 async def test_document_symbols(client, main_uri):
     found = await client.text_document_document_symbol_async(types.DocumentSymbolParams(text_document=doc(main_uri)))
-    assert [(s.name, s.detail) for s in found] == [("mish", "activation"), ("my_linear", "layer"),
-                                                   ("classes", "constant"), ("net", "model")]
+    assert [(s.name, s.detail) for s in found] == [
+        ("mish", "activation"),
+        ("my_linear", "layer"),
+        ("classes", "constant"),
+        ("net", "model"),
+    ]
     net = found[-1]
     assert (net.range.start.line, net.range.end.line) == (13, 18)
     assert (net.selection_range.start.line, net.selection_range.start.character) == (13, 6)
@@ -320,21 +354,28 @@ async def test_document_symbols(client, main_uri):
 async def test_formatting_is_netdsl_fmt(client, project):
     messy = "model   m{\n input x:(4,)\n   output y=x->dense(2)   # done\n}\n"
     uri = await scratch(client, project, "messy.net", messy)
-    edits = await client.text_document_formatting_async(types.DocumentFormattingParams(
-        text_document=doc(uri), options=types.FormattingOptions(tab_size=2, insert_spaces=True)))
+    edits = await client.text_document_formatting_async(
+        types.DocumentFormattingParams(
+            text_document=doc(uri), options=types.FormattingOptions(tab_size=2, insert_spaces=True)
+        )
+    )
     (edit,) = edits
     assert edit.new_text == format_text(messy)
     assert (edit.range.start.line, edit.range.end.line) == (0, 4)
     replace_all(client, uri, edit.new_text, 2)
-    edits = await client.text_document_formatting_async(types.DocumentFormattingParams(
-        text_document=doc(uri), options=types.FormattingOptions(tab_size=2, insert_spaces=True)))
+    edits = await client.text_document_formatting_async(
+        types.DocumentFormattingParams(
+            text_document=doc(uri), options=types.FormattingOptions(tab_size=2, insert_spaces=True)
+        )
+    )
     assert list(edits) == []
     await close(client, uri)
 
 
 async def test_inlay_hints_show_each_statements_shape_and_parameters(client, main_uri):
-    hints = await client.text_document_inlay_hint_async(types.InlayHintParams(
-        text_document=doc(main_uri), range=types.Range(start=pos(0, 0), end=pos(19, 0))))
+    hints = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(text_document=doc(main_uri), range=types.Range(start=pos(0, 0), end=pos(19, 0)))
+    )
     shown = [(h.position.line, h.position.character, h.label) for h in hints]
     assert shown == [
         # the model's total (docs/cost.md), at batch 32 (no train section), RMSprop's slot, float32

@@ -19,9 +19,49 @@ import netdsl
 from tests.support.lsp_harness import CONFIG, ROOT, assert_same_as_check, edit, initialize, open_doc, utf16_column
 
 SPECS = sorted((ROOT / "specs").glob("*.net"))
-PIECES = ["->", "(", ")", ",", "=", "*", "+", " ", "\n", "x", "h", "dense(4)", "relu", "-> relu", " * 2",
-          "#", '"', "{", "}", "[", "]", "🙂", "é", "let", "model", "input", "output", "block", "1e-3", "none",
-          "conv2d(8, 3)", "  ", "\t", ";", ".", "shape", "-1", "(none,)", "import \"lib/conv.net\"", "if", "else"]
+PIECES = [
+    "->",
+    "(",
+    ")",
+    ",",
+    "=",
+    "*",
+    "+",
+    " ",
+    "\n",
+    "x",
+    "h",
+    "dense(4)",
+    "relu",
+    "-> relu",
+    " * 2",
+    "#",
+    '"',
+    "{",
+    "}",
+    "[",
+    "]",
+    "🙂",
+    "é",
+    "let",
+    "model",
+    "input",
+    "output",
+    "block",
+    "1e-3",
+    "none",
+    "conv2d(8, 3)",
+    "  ",
+    "\t",
+    ";",
+    ".",
+    "shape",
+    "-1",
+    "(none,)",
+    'import "lib/conv.net"',
+    "if",
+    "else",
+]
 FAST, FULL = 25, 1000
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -52,7 +92,7 @@ def _position(text: str, index: int) -> tuple[int, int]:
     line = text.count("\n", 0, index)
     line_start = text.rfind("\n", 0, index) + 1
     line_end = text.find("\n", index)
-    line_text = text[line_start: line_end if line_end >= 0 else len(text)]
+    line_text = text[line_start : line_end if line_end >= 0 else len(text)]
     return line, utf16_column(line_text, index - line_start)
 
 
@@ -75,7 +115,9 @@ async def run_sequences(client: LanguageClient, first: int, count: int, capfd) -
             assert_same_as_check(published.diagnostics, check, str(path), text)
         except AssertionError as exc:
             raise AssertionError(f"sequence {number} ({spec.name}): {exc}\n--- final text ---\n{text}") from None
-        client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
     assert client._server.returncode is None, "the server exited"
     errors = [m.message for m in client.log_messages if m.type == types.MessageType.Error or "Traceback" in m.message]
     assert errors == [] and list(client.messages) == [], (errors, client.messages)

@@ -24,20 +24,23 @@ def test_columns_past_emoji_in_each_encoding(encoding, expected):
     assert lines.point(lines.position(2, index + 1)) == (2, index + 1)
 
 
-@pytest.mark.parametrize("before, kind, callee, argument, keyword", [
-    ("  y = x -> ", "step", None, 0, None),
-    ("  y = x -> den", "step", None, 0, None),
-    ("  y = x\n    -> ", "step", None, 0, None),
-    ("  y = x -> dense(", "argument", "dense", 0, None),
-    ("  y = x -> dense(64, ", "argument", "dense", 1, None),
-    ("  y = x -> dense(64, activation=", "value", "dense", 1, "activation"),
-    ("  y = x -> dense(64, activation=re", "value", "dense", 1, "activation"),
-    ("  y = x -> conv2d(8, (3, 3), ", "argument", "conv2d", 2, None),
-    ("  y = x -> lib.stage(", "argument", "lib.stage", 0, None),
-    ("  y = x -> dense(64)\n  ", "general", None, 0, None),
-    ("  y = x -> dense(64)  # -> ", "none", None, 0, None),
-    ('  y = x -> conv2d(8, 3, padding="sa', "none", None, 0, None),
-])
+@pytest.mark.parametrize(
+    "before, kind, callee, argument, keyword",
+    [
+        ("  y = x -> ", "step", None, 0, None),
+        ("  y = x -> den", "step", None, 0, None),
+        ("  y = x\n    -> ", "step", None, 0, None),
+        ("  y = x -> dense(", "argument", "dense", 0, None),
+        ("  y = x -> dense(64, ", "argument", "dense", 1, None),
+        ("  y = x -> dense(64, activation=", "value", "dense", 1, "activation"),
+        ("  y = x -> dense(64, activation=re", "value", "dense", 1, "activation"),
+        ("  y = x -> conv2d(8, (3, 3), ", "argument", "conv2d", 2, None),
+        ("  y = x -> lib.stage(", "argument", "lib.stage", 0, None),
+        ("  y = x -> dense(64)\n  ", "general", None, 0, None),
+        ("  y = x -> dense(64)  # -> ", "none", None, 0, None),
+        ('  y = x -> conv2d(8, 3, padding="sa', "none", None, 0, None),
+    ],
+)
 def test_completion_context_from_the_text_before_the_cursor(before, kind, callee, argument, keyword):
     context = context_at(before)
     assert (context.kind, context.callee, context.argument, context.keyword) == (kind, callee, argument, keyword)
@@ -69,14 +72,17 @@ def test_the_server_never_imports_tensorflow():
 
 
 def test_without_the_lsp_extra_the_command_says_how_to_install_it():
-    script = ("import sys\n"
-              "sys.modules['pygls'] = None  # as if netdsl[lsp] were not installed\n"
-              "from netdsl.cli import main\n"
-              "sys.exit(main(['lsp']))\n")
+    script = (
+        "import sys\n"
+        "sys.modules['pygls'] = None  # as if netdsl[lsp] were not installed\n"
+        "from netdsl.cli import main\n"
+        "sys.exit(main(['lsp']))\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
-    assert done.stderr == ("netdsl lsp: the language server needs pygls (pygls is missing); "
-                           "install it with: pip install 'netdsl[lsp]'\n")
+    assert done.stderr == (
+        "netdsl lsp: the language server needs pygls (pygls is missing); install it with: pip install 'netdsl[lsp]'\n"
+    )
 
 
 def test_an_open_buffer_never_lets_an_import_leave_the_folder(tmp_path):

@@ -52,8 +52,11 @@ def applied_after(browser: Browser, version: int, shows: str) -> dict:
     what was saved. A save writes in place (truncate, then write), and on a loaded machine the preview
     may draw the file in between, empty or half written, as a version of its own; the save's own
     version follows it (seen in `make test`: the fixed spec's check found the page still stale)."""
-    return browser.wait_for(f"const p = window.netdslPreview; return p.version > arguments[0] && ({shows}) ? p : null;",
-                            version, timeout=WAIT)
+    return browser.wait_for(
+        f"const p = window.netdslPreview; return p.version > arguments[0] && ({shows}) ? p : null;",
+        version,
+        timeout=WAIT,
+    )
 
 
 @pytest.fixture
@@ -62,8 +65,14 @@ def preview(tmp_path, request):
     spec.write_text(SPEC, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "dsl")}
     flags = getattr(request, "param", [])  # more flags of `netdsl preview`
-    process = subprocess.Popen([sys.executable, "-m", "netdsl.cli", "preview", "tiny.net", "--port", "0", *flags],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "netdsl.cli", "preview", "tiny.net", "--port", "0", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
     try:
         line = process.stdout.readline()
         assert line.startswith("netdsl preview: http://127.0.0.1:"), line + process.stderr.read()
@@ -93,7 +102,9 @@ def test_the_page_follows_the_spec(preview, tmp_path):
 
         # 2. an edit, saved: drawn anew
         saved = save(spec, SPEC.replace("mlp(32)", "mlp(48)"))
-        applied = applied_after(browser, version, "document.getElementById('diagram').textContent.includes('816 params')")
+        applied = applied_after(
+            browser, version, "document.getElementById('diagram').textContent.includes('816 params')"
+        )
         latency_edit = applied["appliedAt"] / 1000 - saved
         text = browser.script(DIAGRAM_TEXT)
         assert "(48,)" in text and "816 params" in text and "(32,)" not in text
@@ -101,33 +112,51 @@ def test_the_page_follows_the_spec(preview, tmp_path):
         # 3. the spec broken: the diagnostics of `netdsl check`, the last diagram kept (dimmed)
         broken = SPEC.replace("dense(3, activation=softmax)", "dens(3, activation=softmax)")
         saved = save(spec, broken)
-        applied = applied_after(browser, applied["version"],
-                                "document.getElementById('diagnostics').textContent.includes(\"unknown layer 'dens'\")")
+        applied = applied_after(
+            browser,
+            applied["version"],
+            "document.getElementById('diagnostics').textContent.includes(\"unknown layer 'dens'\")",
+        )
         latency_error = applied["appliedAt"] / 1000 - saved
-        check = subprocess.run([sys.executable, "-m", "netdsl.cli", "check", "tiny.net"], capture_output=True,
-                               text=True, cwd=tmp_path, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT / "dsl")})
+        check = subprocess.run(
+            [sys.executable, "-m", "netdsl.cli", "check", "tiny.net"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "dsl")},
+        )
         assert check.returncode == 1
-        shown = browser.script("const d = document.getElementById('diagnostics'); "
-                               "return d.hidden ? null : d.textContent;")
+        shown = browser.script(
+            "const d = document.getElementById('diagnostics'); return d.hidden ? null : d.textContent;"
+        )
         assert shown + "\n" == check.stderr
         assert shown.startswith("tiny.net:9:28: error: unknown layer 'dens'")
         assert browser.script("return document.getElementById('diagram').classList.contains('stale')")
         assert "(48,)" in browser.script(DIAGRAM_TEXT)
         assert browser.script("return document.getElementById('status').textContent") == (
-            "1 error \u2014 showing the last good diagram")
+            "1 error \u2014 showing the last good diagram"
+        )
 
         # 4. fixed again; a layer clicked: its arguments, shapes and parameters
         saved = save(spec, SPEC.replace("mlp(32)", "mlp(48)").replace("dropout(0.1)", "dropout(0.25)"))
-        applied = applied_after(browser, applied["version"],
-                                "!document.getElementById('diagram').classList.contains('stale')")
+        applied = applied_after(
+            browser, applied["version"], "!document.getElementById('diagram').classList.contains('stale')"
+        )
         latency_fix = applied["appliedAt"] / 1000 - saved
         assert not browser.script("return document.getElementById('diagram').classList.contains('stale')")
         assert browser.script("return document.getElementById('diagnostics').hidden")
         browser.click("#node-n1")
         details = browser.wait_for("return document.getElementById('details').innerText", timeout=WAIT)
         assert details.splitlines()[:2] == ["dense", "hidden.mlp.y.dense"]
-        for fact in ("output shape\t(48,)", "input shapes\t(16,)", "parameters\t816", "units\t48",
-                     "activation\trelu", "defined at\ttiny.net:3:19"):
+        for fact in (
+            "output shape\t(48,)",
+            "input shapes\t(16,)",
+            "parameters\t816",
+            "units\t48",
+            "activation\trelu",
+            "defined at\ttiny.net:3:19",
+        ):
             assert fact in details, (fact, details)
         assert browser.script("return document.getElementById('node-n1').classList.contains('selected')")
         browser.click("#node-n2")
@@ -136,8 +165,10 @@ def test_the_page_follows_the_spec(preview, tmp_path):
 
         browser.screenshot(tmp_path / "preview.png")
         assert (tmp_path / "preview.png").read_bytes().startswith(b"\x89PNG")
-    print(f"\nsave -> page latency: edit {latency_edit * 1000:.0f} ms, error {latency_error * 1000:.0f} ms, "
-          f"fix {latency_fix * 1000:.0f} ms")
+    print(
+        f"\nsave -> page latency: edit {latency_edit * 1000:.0f} ms, error {latency_error * 1000:.0f} ms, "
+        f"fix {latency_fix * 1000:.0f} ms"
+    )
 
 
 @pytest.mark.parametrize("preview", [["--cost", "--batch", "4"]], indirect=True)

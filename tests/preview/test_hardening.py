@@ -70,8 +70,7 @@ def test_stream_slots_are_bounded_per_origin_and_freed_within_seconds_when_a_cli
         assert all(head.startswith(b"HTTP/1.0 200 ") for _, head in programs)
         response = _rest(*_request(preview.port, "/events"))
         assert response.startswith(b"HTTP/1.0 503 ")
-        assert response.endswith(f"\r\n\r\ntoo many open previews from this origin (at most {per_origin})\n"
-                                 .encode())
+        assert response.endswith(f"\r\n\r\ntoo many open previews from this origin (at most {per_origin})\n".encode())
         pages = [_request(preview.port, "/events", SAME_ORIGIN) for _ in range(total - per_origin)]
         assert all(head.startswith(b"HTTP/1.0 200 ") for _, head in pages)  # the pages still have theirs
         response = _rest(*_request(preview.port, "/events", f"Origin: http://localhost:{preview.port}\r\n"))
@@ -179,8 +178,13 @@ def test_slow_senders_lose_their_slots_at_the_request_deadline(tmp_path, monkeyp
 def test_a_spec_importing_a_fifo_is_served_and_its_error_shown(tmp_path):
     os.mkfifo(tmp_path / "p.net")
     (tmp_path / "spec.net").write_text('import "p.net"\n' + SPEC)
-    process = subprocess.Popen([sys.executable, "-m", "netdsl.cli", "preview", "spec.net", "--port", "0"],
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "netdsl.cli", "preview", "spec.net", "--port", "0"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = process.stdout.readline()  # 0.1.0 hung here, before the URL: the watcher opened the FIFO
         assert line.startswith("netdsl preview: http://127.0.0.1:")
@@ -205,8 +209,13 @@ def test_a_spec_importing_a_fifo_is_served_and_its_error_shown(tmp_path):
 
 def test_a_fifo_given_as_the_spec_is_refused_at_once(tmp_path):
     os.mkfifo(tmp_path / "p.net")
-    result = subprocess.run([sys.executable, "-m", "netdsl.cli", "preview", "p.net", "--port", "0"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "netdsl.cli", "preview", "p.net", "--port", "0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if shutil.which("dot") is None:
         pytest.skip("Graphviz's dot is not installed")
     assert (result.returncode, result.stdout) == (1, "")

@@ -66,9 +66,14 @@ def test_a_clean_spec_is_drawn_with_its_details(tmp_path):
     assert snapshot.certain and snapshot.svg.startswith("<svg")
     dense = snapshot.nodes["n1"]
     assert dense == {
-        "kind": "dense", "role": "layer", "name": "hidden.mlp.y.dense",
+        "kind": "dense",
+        "role": "layer",
+        "name": "hidden.mlp.y.dense",
         "args": [["units", "32"], ["activation", "relu"]],
-        "inputs": ["(16,)"], "outputs": ["(32,)"], "params": "544", "block": "hidden.mlp",
+        "inputs": ["(16,)"],
+        "outputs": ["(32,)"],
+        "params": "544",
+        "block": "hidden.mlp",
         "where": f"{spec}:3:19",
     }
     assert 'id="node&#45;n1"' in snapshot.svg  # the page finds the drawn layer by it
@@ -112,8 +117,11 @@ def test_a_broken_spec_keeps_the_last_diagram(tmp_path):
 @needs_dot
 def test_what_the_spec_says_reaches_the_page_escaped(tmp_path):
     spec = tmp_path / "x.net"
-    write(spec, 'block b(tag) {\n  input x\n  output y = x -> dense(2, name="<script>alert(1)</script>&")\n}\n'
-                'model m {\n  input x: (4,)\n  output y = x -> b("<script>alert(2)</script>")\n}\n')
+    write(
+        spec,
+        'block b(tag) {\n  input x\n  output y = x -> dense(2, name="<script>alert(1)</script>&")\n}\n'
+        'model m {\n  input x: (4,)\n  output y = x -> b("<script>alert(2)</script>")\n}\n',
+    )
     snapshot = make_snapshot(str(spec), None, None)
     assert snapshot.errors == 0, snapshot.diagnostics
     assert "<script" not in snapshot.svg and "&lt;script&gt;alert(2)" in snapshot.svg  # the block's title
@@ -125,8 +133,9 @@ def test_a_model_that_does_not_exist_is_said(tmp_path):
     spec = tmp_path / "tiny.net"
     write(spec, SPEC)
     snapshot = make_snapshot(str(spec), "nope", None)
-    assert snapshot.diagnostics == (f"{spec}:1:1: error: no model named 'nope'; models: tiny\n"
-                                    "  block mlp(units) {\n  ^")
+    assert snapshot.diagnostics == (
+        f"{spec}:1:1: error: no model named 'nope'; models: tiny\n  block mlp(units) {{\n  ^"
+    )
 
 
 # ====================================================================== watching
@@ -230,8 +239,15 @@ def test_the_known_routes_and_nothing_else(served):
     assert get(server, "/preview.js")[0] == 200 and get(server, "/preview.css")[0] == 200
     status, headers, body = get(server, "/state")
     assert status == 200 and json.loads(body)["model"] == "tiny"
-    for path in ("/tiny.net", f"/{spec}", "/../" + spec.name, "/static/index.html", "/%2e%2e/etc/passwd",
-                 "//etc/passwd", "/index.html"):
+    for path in (
+        "/tiny.net",
+        f"/{spec}",
+        "/../" + spec.name,
+        "/static/index.html",
+        "/%2e%2e/etc/passwd",
+        "//etc/passwd",
+        "/index.html",
+    ):
         assert get(server, path)[0] == 404, path
 
 
@@ -299,7 +315,9 @@ def _next_event(response) -> dict:
 def test_cli_refuses_a_missing_spec(tmp_path, capsys):
     assert main(["preview", str(tmp_path / "nope.net"), "--port", "0"]) == 1
     err = capsys.readouterr().err
-    assert err == f"netdsl preview: error: cannot read {tmp_path / 'nope.net'}: no such file\n"  # as `netdsl check` says it
+    assert (
+        err == f"netdsl preview: error: cannot read {tmp_path / 'nope.net'}: no such file\n"
+    )  # as `netdsl check` says it
 
 
 def test_cli_refuses_a_bad_port(tmp_path, capsys):
@@ -316,16 +334,23 @@ def test_cli_says_when_the_port_is_taken(tmp_path, capsys):
         taken.listen()
         port = taken.getsockname()[1]
         assert main(["preview", str(spec), "--port", str(port)]) == 1
-    assert capsys.readouterr().err == (f"netdsl preview: error: cannot listen on 127.0.0.1:{port}: Address already in use; "
-                                       "pick another port with --port, or --port 0 for any free one\n")
+    assert capsys.readouterr().err == (
+        f"netdsl preview: error: cannot listen on 127.0.0.1:{port}: Address already in use; "
+        "pick another port with --port, or --port 0 for any free one\n"
+    )
 
 
 @needs_dot
 def test_cli_prints_the_url_and_serves_until_stopped(tmp_path):
     spec = tmp_path / "tiny.net"
     write(spec, SPEC)
-    process = subprocess.Popen([sys.executable, "-m", "netdsl.cli", "preview", str(spec), "--port", "0"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "netdsl.cli", "preview", str(spec), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     try:
         line = process.stdout.readline()
         assert line.startswith("netdsl preview: http://127.0.0.1:") and line.endswith("/  (Ctrl-C to stop)\n")
@@ -352,11 +377,20 @@ GUIDE = (ROOT / "docs" / "preview.md").read_text(encoding="utf-8")
 
 @needs_dot
 def test_the_guide_command_serves(tmp_path):
-    (command,) = [line.split("#")[0].split() for block in re.findall(r"```sh\n(.*?)```", GUIDE, re.S)
-                  for line in block.splitlines() if line.strip()]
+    (command,) = [
+        line.split("#")[0].split()
+        for block in re.findall(r"```sh\n(.*?)```", GUIDE, re.S)
+        for line in block.splitlines()
+        if line.strip()
+    ]
     assert command[:2] == ["netdsl", "preview"]
-    process = subprocess.Popen([sys.executable, "-m", "netdsl.cli", *command[1:]], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "netdsl.cli", *command[1:]],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     try:
         line = process.stdout.readline()
         port = int(line.split(":")[3].split("/")[0])

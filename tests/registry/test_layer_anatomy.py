@@ -76,24 +76,34 @@ SHAPE_CASES = [
     ("time_distributed", {"layer": _pair("conv2d", filters=4, kernel_size=3)}, [(5, 9, 9, 2)]),
     ("time_distributed", {"layer": _pair("flatten")}, [(5, 3, 2)]),
     ("spectral_normalization", {"layer": _pair("dense", units=3)}, [(6,)]),
-    *[("bidirectional", {"layer": _pair(rnn, units=5, **flags), "merge_mode": mode}, [(7, 3)])
-      for rnn, flags, mode in [
-          ("lstm", {}, "concat"), ("lstm", {"return_sequences": True}, "concat"), ("gru", {}, "sum"),
-          ("simple_rnn", {"return_sequences": True}, "mul"), ("lstm", {}, None),
-      ]],
+    *[
+        ("bidirectional", {"layer": _pair(rnn, units=5, **flags), "merge_mode": mode}, [(7, 3)])
+        for rnn, flags, mode in [
+            ("lstm", {}, "concat"),
+            ("lstm", {"return_sequences": True}, "concat"),
+            ("gru", {}, "sum"),
+            ("simple_rnn", {"return_sequences": True}, "mul"),
+            ("lstm", {}, None),
+        ]
+    ],
 ]
 
 
 def _keras_layer(keras, name: str, kwargs: dict):
     from netdsl.custom import factory
 
-    made = {key: _keras_layer(keras, value[0].name, value[1]) if isinstance(value, tuple) and len(value) == 2
-            and isinstance(value[0], registry.Entry) else value for key, value in kwargs.items()}
+    made = {
+        key: _keras_layer(keras, value[0].name, value[1])
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], registry.Entry)
+        else value
+        for key, value in kwargs.items()
+    }
     return factory.keras_object(registry.lookup("layer", name))(**made)
 
 
-@pytest.mark.parametrize("name, kwargs, shapes", SHAPE_CASES,
-                         ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(SHAPE_CASES)])
+@pytest.mark.parametrize(
+    "name, kwargs, shapes", SHAPE_CASES, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(SHAPE_CASES)]
+)
 def test_shape_rules_match_keras(name, kwargs, shapes):
     keras = pytest.importorskip("keras")
     entry = registry.lookup("layer", name)
@@ -141,7 +151,9 @@ def test_every_layer_returns_one_tensor_by_default_except_wrappers_of_a_layer_it
 def test_check_sees_through_bidirectional_and_refuses_a_too_large_layer_after_it():
     import netdsl
 
-    text = ("model m {\n  input x: (10, 16)\n"
-            "  output y = x -> bidirectional(lstm(8, return_sequences=true)) -> dense(40000) -> dense(40000)\n}\n")
+    text = (
+        "model m {\n  input x: (10, 16)\n"
+        "  output y = x -> bidirectional(lstm(8, return_sequences=true)) -> dense(40000) -> dense(40000)\n}\n"
+    )
     found = [(d.line, d.col, d.message) for d in netdsl.check(text=text, filename="bi.net")]
     assert found == [(3, 84, "'dense' would have about 1,600,040,000 parameters; the limit is 1,000,000,000")]

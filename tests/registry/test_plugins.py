@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
-PLUGINS = GUIDE[GUIDE.index("## 14. Python plugins"):]
+PLUGINS = GUIDE[GUIDE.index("## 14. Python plugins") :]
 # The plugin and its entry point exactly as the language guide shows them.
 TWICE = re.search(r"```python\n(.*?)```", PLUGINS, re.S).group(1)
 ENTRY_POINT = re.search(r'```toml\n\[project.entry-points."netdsl.layers"\]\n(\w+) = "(\w+)"\n```', PLUGINS)
@@ -63,22 +63,43 @@ def _environment(folder: Path) -> Path:
     """A new virtual environment (no pip of its own) that sees this netdsl, Keras and TensorFlow."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
     python = folder / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True, timeout=60).stdout.strip()
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
     seen = [sysconfig.get_paths()["purelib"], str(Path(netdsl.__file__).resolve().parents[1])]
     (Path(site) / "netdsl_tests_outer.pth").write_text("\n".join(seen) + "\n")
     return python
 
 
 def _install(python: Path, wheel: Path) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-                    "--no-index", "--disable-pip-version-check", str(wheel)], check=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--disable-pip-version-check",
+            str(wheel),
+        ],
+        check=True,
+        timeout=300,
+    )
 
 
 def _netdsl(python: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    return subprocess.run([str(python), "-m", "netdsl.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env=env)
+    return subprocess.run(
+        [str(python), "-m", "netdsl.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 def test_an_installed_plugin_is_found_by_every_command(tmp_path):
@@ -113,5 +134,6 @@ def test_an_installed_plugin_that_fails_on_import_is_one_line(tmp_path):
     for command in (["check"], ["build", "--no-diagram"], ["summary"], ["render", "--no-shapes"]):
         done = _netdsl(python, command[0], "spec.net", *command[1:], cwd=tmp_path)
         assert (done.returncode, done.stdout) == (1, ""), command
-        assert done.stderr == ("spec.net:1:1: error: cannot load installed plugins: "
-                               "RuntimeError: the plugin is broken\n"), command
+        assert done.stderr == (
+            "spec.net:1:1: error: cannot load installed plugins: RuntimeError: the plugin is broken\n"
+        ), command

@@ -43,148 +43,192 @@ def test_import_and_queries_do_not_import_keras_or_tensorflow():
         "             if m.split('.')[0] in ('keras', 'tensorflow', 'jax', 'torch'))\n"
         "print(bad)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("camel, snake", [
-    ("Conv2D", "conv2d"),
-    ("Conv2DTranspose", "conv2d_transpose"),
-    ("Conv1DTranspose", "conv1d_transpose"),
-    ("MaxPooling2D", "max_pooling2d"),
-    ("GlobalAveragePooling2D", "global_average_pooling2d"),
-    ("LSTM", "lstm"),
-    ("GRU", "gru"),
-    ("ConvLSTM2D", "conv_lstm2d"),
-    ("PReLU", "prelu"),
-    ("ReLU", "relu"),
-    ("LeakyReLU", "leaky_relu"),
-    ("ELU", "elu"),
-    ("ZeroPadding2D", "zero_padding2d"),
-    ("UpSampling2D", "up_sampling2d"),
-    ("BatchNormalization", "batch_normalization"),
-    ("SeparableConv2D", "separable_conv2d"),
-    ("DepthwiseConv2D", "depthwise_conv2d"),
-    ("MultiHeadAttention", "multi_head_attention"),
-    ("RMSNormalization", "rms_normalization"),
-    ("STFTSpectrogram", "stft_spectrogram"),
-    ("KLDivergence", "kl_divergence"),
-    ("SparseTopKCategoricalAccuracy", "sparse_top_k_categorical_accuracy"),
-    ("F1Score", "f1_score"),
-    ("FBetaScore", "fbeta_score"),
-    ("R2Score", "r2_score"),
-    ("OneHotMeanIoU", "one_hot_mean_iou"),
-    ("AUC", "auc"),
-    ("L1L2", "l1_l2"),
-    ("AdamW", "adamw"),
-    ("RMSprop", "rmsprop"),
-    ("SGD", "sgd"),
-    ("ReduceLROnPlateau", "reduce_lr_on_plateau"),
-    ("TerminateOnNaN", "terminate_on_nan"),
-    ("CSVLogger", "csv_logger"),
-    ("dense", "dense"),
-    ("batch_normalization", "batch_normalization"),
-])
+@pytest.mark.parametrize(
+    "camel, snake",
+    [
+        ("Conv2D", "conv2d"),
+        ("Conv2DTranspose", "conv2d_transpose"),
+        ("Conv1DTranspose", "conv1d_transpose"),
+        ("MaxPooling2D", "max_pooling2d"),
+        ("GlobalAveragePooling2D", "global_average_pooling2d"),
+        ("LSTM", "lstm"),
+        ("GRU", "gru"),
+        ("ConvLSTM2D", "conv_lstm2d"),
+        ("PReLU", "prelu"),
+        ("ReLU", "relu"),
+        ("LeakyReLU", "leaky_relu"),
+        ("ELU", "elu"),
+        ("ZeroPadding2D", "zero_padding2d"),
+        ("UpSampling2D", "up_sampling2d"),
+        ("BatchNormalization", "batch_normalization"),
+        ("SeparableConv2D", "separable_conv2d"),
+        ("DepthwiseConv2D", "depthwise_conv2d"),
+        ("MultiHeadAttention", "multi_head_attention"),
+        ("RMSNormalization", "rms_normalization"),
+        ("STFTSpectrogram", "stft_spectrogram"),
+        ("KLDivergence", "kl_divergence"),
+        ("SparseTopKCategoricalAccuracy", "sparse_top_k_categorical_accuracy"),
+        ("F1Score", "f1_score"),
+        ("FBetaScore", "fbeta_score"),
+        ("R2Score", "r2_score"),
+        ("OneHotMeanIoU", "one_hot_mean_iou"),
+        ("AUC", "auc"),
+        ("L1L2", "l1_l2"),
+        ("AdamW", "adamw"),
+        ("RMSprop", "rmsprop"),
+        ("SGD", "sgd"),
+        ("ReduceLROnPlateau", "reduce_lr_on_plateau"),
+        ("TerminateOnNaN", "terminate_on_nan"),
+        ("CSVLogger", "csv_logger"),
+        ("dense", "dense"),
+        ("batch_normalization", "batch_normalization"),
+    ],
+)
 def test_snake_case(camel, snake):
     assert r.snake_case(camel) == snake
 
 
-@pytest.mark.parametrize("kind, key, name", [
-    ("layer", "dense", "dense"),
-    ("layer", "Dense", "dense"),
-    ("layer", "conv2d", "conv2d"),
-    ("layer", "Conv2D", "conv2d"),
-    ("layer", "Convolution2D", "conv2d"),
-    ("layer", "conv2d_transpose", "conv2d_transpose"),
-    ("layer", "lstm", "lstm"),
-    ("layer", "LSTM", "lstm"),
-    ("layer", "gru", "gru"),
-    ("layer", "GRU", "gru"),
-    ("layer", "batch_norm", "batch_normalization"),
-    ("layer", "BatchNormalization", "batch_normalization"),
-    ("layer", "layer_norm", "layer_normalization"),
-    ("layer", "max_pool1d", "max_pooling1d"),
-    ("layer", "max_pool2d", "max_pooling2d"),
-    ("layer", "max_pool3d", "max_pooling3d"),
-    ("layer", "MaxPool2D", "max_pooling2d"),
-    ("layer", "avg_pool2d", "average_pooling2d"),
-    ("layer", "global_avg_pool2d", "global_average_pooling2d"),
-    ("layer", "global_max_pool2d", "global_max_pooling2d"),
-    ("layer", "global_average_pooling2d", "global_average_pooling2d"),
-    ("layer", "upsampling2d", "up_sampling2d"),
-    ("layer", "up_sampling2d", "up_sampling2d"),
-    ("layer", "zero_padding2d", "zero_padding2d"),
-    ("layer", "multi_head_attention", "multi_head_attention"),
-    ("layer", "MultiHeadAttention", "multi_head_attention"),
-    ("layer", "embedding", "embedding"),
-    ("layer", "dropout", "dropout"),
-    ("layer", "flatten", "flatten"),
-    ("layer", "concatenate", "concatenate"),
-    ("layer", "add", "add"),
-    ("layer", "multiply", "multiply"),
-    ("layer", "subtract", "subtract"),
-    ("layer", "relu", "relu"),
-    ("layer", "ReLU", "relu"),
-    ("layer", "softmax", "softmax"),
-    ("layer", "leaky_relu", "leaky_relu"),
-    ("layer", "prelu", "prelu"),
-    ("layer", "PReLU", "prelu"),
-    ("layer", "elu", "elu"),
-    ("layer", "separable_conv2d", "separable_conv2d"),
-    ("layer", "depthwise_conv2d", "depthwise_conv2d"),
-    ("layer", "Attention", "dot_product_attention"),
-    ("layer", "attention", "attention"),
-    ("layer", "Linear", "linear"),
-    ("activation", "relu", "relu"),
-    ("activation", "swish", "silu"),
-    ("activation", "sine", "sine"),
-    ("initializer", "he_normal", "he_normal"),
-    ("initializer", "HeNormal", "he_normal"),
-    ("initializer", "uniform", "random_uniform"),
-    ("regularizer", "l2", "l2"),
-    ("regularizer", "L1L2", "l1_l2"),
-    ("constraint", "max_norm", "max_norm"),
-    ("optimizer", "adam", "adam"),
-    ("optimizer", "AdamW", "adamw"),
-    ("loss", "sparse_categorical_crossentropy", "sparse_categorical_crossentropy"),
-    ("loss", "SparseCategoricalCrossentropy", "sparse_categorical_crossentropy"),
-    ("loss", "mse", "mean_squared_error"),
-    ("loss", "huber", "huber"),
-    ("metric", "accuracy", "accuracy"),
-    ("metric", "acc", "accuracy"),
-    ("metric", "AUC", "auc"),
-    ("metric", "mae", "mean_absolute_error"),
-    ("schedule", "cosine_decay", "cosine_decay"),
-    ("callback", "early_stopping", "early_stopping"),
-    ("callback", "EarlyStopping", "early_stopping"),
-])
+@pytest.mark.parametrize(
+    "kind, key, name",
+    [
+        ("layer", "dense", "dense"),
+        ("layer", "Dense", "dense"),
+        ("layer", "conv2d", "conv2d"),
+        ("layer", "Conv2D", "conv2d"),
+        ("layer", "Convolution2D", "conv2d"),
+        ("layer", "conv2d_transpose", "conv2d_transpose"),
+        ("layer", "lstm", "lstm"),
+        ("layer", "LSTM", "lstm"),
+        ("layer", "gru", "gru"),
+        ("layer", "GRU", "gru"),
+        ("layer", "batch_norm", "batch_normalization"),
+        ("layer", "BatchNormalization", "batch_normalization"),
+        ("layer", "layer_norm", "layer_normalization"),
+        ("layer", "max_pool1d", "max_pooling1d"),
+        ("layer", "max_pool2d", "max_pooling2d"),
+        ("layer", "max_pool3d", "max_pooling3d"),
+        ("layer", "MaxPool2D", "max_pooling2d"),
+        ("layer", "avg_pool2d", "average_pooling2d"),
+        ("layer", "global_avg_pool2d", "global_average_pooling2d"),
+        ("layer", "global_max_pool2d", "global_max_pooling2d"),
+        ("layer", "global_average_pooling2d", "global_average_pooling2d"),
+        ("layer", "upsampling2d", "up_sampling2d"),
+        ("layer", "up_sampling2d", "up_sampling2d"),
+        ("layer", "zero_padding2d", "zero_padding2d"),
+        ("layer", "multi_head_attention", "multi_head_attention"),
+        ("layer", "MultiHeadAttention", "multi_head_attention"),
+        ("layer", "embedding", "embedding"),
+        ("layer", "dropout", "dropout"),
+        ("layer", "flatten", "flatten"),
+        ("layer", "concatenate", "concatenate"),
+        ("layer", "add", "add"),
+        ("layer", "multiply", "multiply"),
+        ("layer", "subtract", "subtract"),
+        ("layer", "relu", "relu"),
+        ("layer", "ReLU", "relu"),
+        ("layer", "softmax", "softmax"),
+        ("layer", "leaky_relu", "leaky_relu"),
+        ("layer", "prelu", "prelu"),
+        ("layer", "PReLU", "prelu"),
+        ("layer", "elu", "elu"),
+        ("layer", "separable_conv2d", "separable_conv2d"),
+        ("layer", "depthwise_conv2d", "depthwise_conv2d"),
+        ("layer", "Attention", "dot_product_attention"),
+        ("layer", "attention", "attention"),
+        ("layer", "Linear", "linear"),
+        ("activation", "relu", "relu"),
+        ("activation", "swish", "silu"),
+        ("activation", "sine", "sine"),
+        ("initializer", "he_normal", "he_normal"),
+        ("initializer", "HeNormal", "he_normal"),
+        ("initializer", "uniform", "random_uniform"),
+        ("regularizer", "l2", "l2"),
+        ("regularizer", "L1L2", "l1_l2"),
+        ("constraint", "max_norm", "max_norm"),
+        ("optimizer", "adam", "adam"),
+        ("optimizer", "AdamW", "adamw"),
+        ("loss", "sparse_categorical_crossentropy", "sparse_categorical_crossentropy"),
+        ("loss", "SparseCategoricalCrossentropy", "sparse_categorical_crossentropy"),
+        ("loss", "mse", "mean_squared_error"),
+        ("loss", "huber", "huber"),
+        ("metric", "accuracy", "accuracy"),
+        ("metric", "acc", "accuracy"),
+        ("metric", "AUC", "auc"),
+        ("metric", "mae", "mean_absolute_error"),
+        ("schedule", "cosine_decay", "cosine_decay"),
+        ("callback", "early_stopping", "early_stopping"),
+        ("callback", "EarlyStopping", "early_stopping"),
+    ],
+)
 def test_lookup(kind, key, name):
     entry = r.lookup(kind, key)
     assert entry is not None and entry.name == name and entry.kind == kind
 
 
-@pytest.mark.parametrize("kind, key", [
-    ("layer", k) for k in (
-        "Lambda", "lambda", "TFSMLayer", "tfsm_layer", "TorchModuleWrapper",
-        "torch_module_wrapper", "JaxLayer", "jax_layer", "FlaxLayer",
-        "flax_layer", "Layer", "layer", "InputLayer", "input_layer", "Input",
-        "InputSpec", "RNN", "rnn", "Wrapper", "Pipeline", "StackedRNNCells",
-        "LSTMCell", "lstm_cell", "GRUCell", "SimpleRNNCell",
-        "dens", "conv2D",
-    )
-] + [
-    ("callback", k) for k in (
-        "lambda_callback", "LambdaCallback", "model_checkpoint",
-        "ModelCheckpoint", "csv_logger", "CSVLogger", "tensorboard",
-        "TensorBoard", "learning_rate_scheduler", "remote_monitor",
-        "backup_and_restore", "orbax_checkpoint",
-    )
-] + [
-    ("activation", "get"), ("activation", "serialize"),
-    ("activation", "deserialize"), ("optimizer", "loss_scale_optimizer"),
-    ("metric", "Accuracy"), ("metric", "mean_metric_wrapper"),
-])
+@pytest.mark.parametrize(
+    "kind, key",
+    [
+        ("layer", k)
+        for k in (
+            "Lambda",
+            "lambda",
+            "TFSMLayer",
+            "tfsm_layer",
+            "TorchModuleWrapper",
+            "torch_module_wrapper",
+            "JaxLayer",
+            "jax_layer",
+            "FlaxLayer",
+            "flax_layer",
+            "Layer",
+            "layer",
+            "InputLayer",
+            "input_layer",
+            "Input",
+            "InputSpec",
+            "RNN",
+            "rnn",
+            "Wrapper",
+            "Pipeline",
+            "StackedRNNCells",
+            "LSTMCell",
+            "lstm_cell",
+            "GRUCell",
+            "SimpleRNNCell",
+            "dens",
+            "conv2D",
+        )
+    ]
+    + [
+        ("callback", k)
+        for k in (
+            "lambda_callback",
+            "LambdaCallback",
+            "model_checkpoint",
+            "ModelCheckpoint",
+            "csv_logger",
+            "CSVLogger",
+            "tensorboard",
+            "TensorBoard",
+            "learning_rate_scheduler",
+            "remote_monitor",
+            "backup_and_restore",
+            "orbax_checkpoint",
+        )
+    ]
+    + [
+        ("activation", "get"),
+        ("activation", "serialize"),
+        ("activation", "deserialize"),
+        ("optimizer", "loss_scale_optimizer"),
+        ("metric", "Accuracy"),
+        ("metric", "mean_metric_wrapper"),
+    ],
+)
 def test_not_allowed(kind, key):
     assert r.lookup(kind, key) is None
 
@@ -250,47 +294,50 @@ def test_data_file_is_canonical_json():
     assert text == json.dumps(json.loads(text), indent=1, sort_keys=True) + "\n"
 
 
-@pytest.mark.parametrize("name, param, ptype, default, positional", [
-    ("dense", "units", "int", REQUIRED, True),
-    ("dense", "activation", "activation", None, True),
-    ("dense", "use_bias", "bool", True, True),
-    ("dense", "kernel_initializer", "initializer", "glorot_uniform", True),
-    ("dense", "kernel_regularizer", "regularizer", None, True),
-    ("dense", "activity_regularizer", "regularizer", None, True),
-    ("dense", "kernel_constraint", "constraint", None, True),
-    ("dense", "name", "str", None, False),
-    ("dense", "dtype", "dtype", None, False),
-    ("dense", "trainable", "bool", True, False),
-    ("conv2d", "filters", "int", REQUIRED, True),
-    ("conv2d", "kernel_size", "ints", REQUIRED, True),
-    ("conv2d", "strides", "ints", (1, 1), True),
-    ("conv2d", "dilation_rate", "ints", (1, 1), True),
-    ("max_pooling2d", "pool_size", "ints", (2, 2), True),
-    ("up_sampling2d", "size", "ints", (2, 2), True),
-    ("dropout", "rate", "float", REQUIRED, True),
-    ("dropout", "noise_shape", "shape", None, True),
-    ("embedding", "input_dim", "int", REQUIRED, True),
-    ("embedding", "output_dim", "int", REQUIRED, True),
-    ("multi_head_attention", "num_heads", "int", REQUIRED, True),
-    ("multi_head_attention", "key_dim", "int", REQUIRED, True),
-    ("lstm", "recurrent_activation", "activation", "sigmoid", True),
-    ("lstm", "return_sequences", "bool", False, True),
-    ("batch_normalization", "axis", "ints", -1, True),
-    ("batch_normalization", "momentum", "float", 0.99, True),
-    ("reshape", "target_shape", "shape", REQUIRED, True),
-    ("permute", "dims", "tuple", REQUIRED, True),
-    ("bidirectional", "layer", "layer", REQUIRED, True),
-    ("time_distributed", "layer", "layer", REQUIRED, True),
-    ("string_lookup", "vocabulary", "list", None, True),
-    ("text_vectorization", "vocabulary", "list", None, True),
-    ("relu", "max_value", "float", None, True),
-    ("leaky_relu", "negative_slope", "float", 0.3, True),
-    ("scale", "multiplier", "float", 2.0, True),
-    ("scale", "trainable", "bool", False, True),
-    ("attention", "d_model", "int", REQUIRED, True),
-    ("attention", "return_weights", "bool", False, True),
-    ("residual", "kernel_size", "int", 3, True),
-])
+@pytest.mark.parametrize(
+    "name, param, ptype, default, positional",
+    [
+        ("dense", "units", "int", REQUIRED, True),
+        ("dense", "activation", "activation", None, True),
+        ("dense", "use_bias", "bool", True, True),
+        ("dense", "kernel_initializer", "initializer", "glorot_uniform", True),
+        ("dense", "kernel_regularizer", "regularizer", None, True),
+        ("dense", "activity_regularizer", "regularizer", None, True),
+        ("dense", "kernel_constraint", "constraint", None, True),
+        ("dense", "name", "str", None, False),
+        ("dense", "dtype", "dtype", None, False),
+        ("dense", "trainable", "bool", True, False),
+        ("conv2d", "filters", "int", REQUIRED, True),
+        ("conv2d", "kernel_size", "ints", REQUIRED, True),
+        ("conv2d", "strides", "ints", (1, 1), True),
+        ("conv2d", "dilation_rate", "ints", (1, 1), True),
+        ("max_pooling2d", "pool_size", "ints", (2, 2), True),
+        ("up_sampling2d", "size", "ints", (2, 2), True),
+        ("dropout", "rate", "float", REQUIRED, True),
+        ("dropout", "noise_shape", "shape", None, True),
+        ("embedding", "input_dim", "int", REQUIRED, True),
+        ("embedding", "output_dim", "int", REQUIRED, True),
+        ("multi_head_attention", "num_heads", "int", REQUIRED, True),
+        ("multi_head_attention", "key_dim", "int", REQUIRED, True),
+        ("lstm", "recurrent_activation", "activation", "sigmoid", True),
+        ("lstm", "return_sequences", "bool", False, True),
+        ("batch_normalization", "axis", "ints", -1, True),
+        ("batch_normalization", "momentum", "float", 0.99, True),
+        ("reshape", "target_shape", "shape", REQUIRED, True),
+        ("permute", "dims", "tuple", REQUIRED, True),
+        ("bidirectional", "layer", "layer", REQUIRED, True),
+        ("time_distributed", "layer", "layer", REQUIRED, True),
+        ("string_lookup", "vocabulary", "list", None, True),
+        ("text_vectorization", "vocabulary", "list", None, True),
+        ("relu", "max_value", "float", None, True),
+        ("leaky_relu", "negative_slope", "float", 0.3, True),
+        ("scale", "multiplier", "float", 2.0, True),
+        ("scale", "trainable", "bool", False, True),
+        ("attention", "d_model", "int", REQUIRED, True),
+        ("attention", "return_weights", "bool", False, True),
+        ("residual", "kernel_size", "int", 3, True),
+    ],
+)
 def test_layer_params(name, param, ptype, default, positional):
     p = r.lookup("layer", name).param(param)
     assert (p.type, p.default, p.positional) == (ptype, default, positional)
@@ -337,10 +384,26 @@ def test_sources_and_names():
         assert e.source == "netdsl" and e.keras_name.startswith("netdsl.")
     for name in ("sine", "square", "sigmoid_tanh", "smooth_relu"):
         assert r.lookup("activation", name).source == "netdsl"
-    for name in ("relu", "sigmoid", "tanh", "softmax", "gelu", "silu", "elu",
-                 "selu", "softplus", "softsign", "swish", "linear",
-                 "exponential", "hard_sigmoid", "leaky_relu", "relu6", "mish",
-                 "log_softmax"):
+    for name in (
+        "relu",
+        "sigmoid",
+        "tanh",
+        "softmax",
+        "gelu",
+        "silu",
+        "elu",
+        "selu",
+        "softplus",
+        "softsign",
+        "swish",
+        "linear",
+        "exponential",
+        "hard_sigmoid",
+        "leaky_relu",
+        "relu6",
+        "mish",
+        "log_softmax",
+    ):
         assert r.lookup("activation", name).source == "keras"
     # Activation and layer share these names; the layer exists for each.
     for name in ("relu", "softmax", "elu", "leaky_relu"):
@@ -350,86 +413,95 @@ def test_sources_and_names():
     assert r.lookup("layer", "dense").description.startswith("Just your regular")
 
 
-@pytest.mark.parametrize("name, inputs, style", [
-    ("dense", (1, 1), "single"),
-    ("add", (2, None), "list"),
-    ("concatenate", (2, None), "list"),
-    ("multiply", (2, None), "list"),
-    ("subtract", (2, 2), "list"),
-    ("dot", (2, 2), "list"),
-    ("multi_head_attention", (2, 3), "args"),
-    ("dot_product_attention", (2, 3), "list"),
-    ("attention", (1, 4), "list"),
-])
+@pytest.mark.parametrize(
+    "name, inputs, style",
+    [
+        ("dense", (1, 1), "single"),
+        ("add", (2, None), "list"),
+        ("concatenate", (2, None), "list"),
+        ("multiply", (2, None), "list"),
+        ("subtract", (2, 2), "list"),
+        ("dot", (2, 2), "list"),
+        ("multi_head_attention", (2, 3), "args"),
+        ("dot_product_attention", (2, 3), "list"),
+        ("attention", (1, 4), "list"),
+    ],
+)
 def test_inputs_and_call_style(name, inputs, style):
     e = r.lookup("layer", name)
     assert (e.inputs, e.call_style) == (inputs, style)
 
 
-@pytest.mark.parametrize("name, key_args", [
-    ("dense", ("units", "activation")),
-    ("conv2d", ("filters", "kernel_size", "strides", "activation")),
-    ("dropout", ("rate",)),
-    ("max_pooling2d", ("pool_size", "strides")),
-    ("embedding", ("input_dim", "output_dim")),
-    ("lstm", ("units", "return_sequences")),
-    ("gru", ("units", "return_sequences")),
-    ("multi_head_attention", ("num_heads", "key_dim")),
-    ("batch_normalization", ()),
-    ("flatten", ()),
-])
+@pytest.mark.parametrize(
+    "name, key_args",
+    [
+        ("dense", ("units", "activation")),
+        ("conv2d", ("filters", "kernel_size", "strides", "activation")),
+        ("dropout", ("rate",)),
+        ("max_pooling2d", ("pool_size", "strides")),
+        ("embedding", ("input_dim", "output_dim")),
+        ("lstm", ("units", "return_sequences")),
+        ("gru", ("units", "return_sequences")),
+        ("multi_head_attention", ("num_heads", "key_dim")),
+        ("batch_normalization", ()),
+        ("flatten", ()),
+    ],
+)
 def test_key_args(name, key_args):
     assert r.lookup("layer", name).key_args == key_args
 
 
 def test_call_params_and_split():
     mha = r.lookup("layer", "multi_head_attention")
-    assert {p.name for p in mha.call_params} == {"return_attention_scores",
-                                                 "use_causal_mask"}
-    ctor, call = r.split_kwargs(mha, {"num_heads": 2, "key_dim": 4,
-                                      "use_causal_mask": True})
+    assert {p.name for p in mha.call_params} == {"return_attention_scores", "use_causal_mask"}
+    ctor, call = r.split_kwargs(mha, {"num_heads": 2, "key_dim": 4, "use_causal_mask": True})
     assert ctor == {"num_heads": 2, "key_dim": 4}
     assert call == {"use_causal_mask": True}
 
 
-@pytest.mark.parametrize("name, kinds, expected", [
-    ("dens", ["layer"], "dense"),
-    ("Conv2d", ["layer"], "conv2d"),
-    ("conv2D", ["layer"], "conv2d"),
-    ("maxpooling2d", ["layer"], "max_pooling2d"),
-    ("maxpool2d", ["layer"], "max_pool2d"),
-    ("batchnorm", ["layer"], "batch_norm"),
-    ("Dens", ["layer"], "Dense"),
-    ("lstn", ["layer"], "lstm"),
-    ("relu", ["activation"], "relu"),
-    ("sigmod", ["activation"], "sigmoid"),
-    ("he_norml", ["initializer"], "he_normal"),
-    ("adm", ["optimizer"], "adam"),
-    ("sparse_categorical_cross_entropy", ["loss"], "sparse_categorical_crossentropy"),
-    ("accuracyy", ["metric"], "accuracy"),
-    ("earlystopping", ["callback"], "early_stopping"),
-    ("xyzzy", ["layer", "activation"], None),
-])
+@pytest.mark.parametrize(
+    "name, kinds, expected",
+    [
+        ("dens", ["layer"], "dense"),
+        ("Conv2d", ["layer"], "conv2d"),
+        ("conv2D", ["layer"], "conv2d"),
+        ("maxpooling2d", ["layer"], "max_pooling2d"),
+        ("maxpool2d", ["layer"], "max_pool2d"),
+        ("batchnorm", ["layer"], "batch_norm"),
+        ("Dens", ["layer"], "Dense"),
+        ("lstn", ["layer"], "lstm"),
+        ("relu", ["activation"], "relu"),
+        ("sigmod", ["activation"], "sigmoid"),
+        ("he_norml", ["initializer"], "he_normal"),
+        ("adm", ["optimizer"], "adam"),
+        ("sparse_categorical_cross_entropy", ["loss"], "sparse_categorical_crossentropy"),
+        ("accuracyy", ["metric"], "accuracy"),
+        ("earlystopping", ["callback"], "early_stopping"),
+        ("xyzzy", ["layer", "activation"], None),
+    ],
+)
 def test_suggest(name, kinds, expected):
     assert r.suggest(name, kinds) == expected
 
 
-@pytest.mark.parametrize("name, kwargs, count", [
-    ("dense", {"units": 3}, 1),
-    ("lstm", {"units": 3}, 1),
-    ("lstm", {"units": 3, "return_state": True}, 3),
-    ("lstm", {"units": 3, "return_state": False, "return_sequences": True}, 1),
-    ("gru", {"units": 3, "return_state": True}, 2),
-    ("simple_rnn", {"units": 3, "return_state": True}, 2),
-    ("conv_lstm2d", {"filters": 3, "kernel_size": 3, "return_state": True}, 3),
-    ("multi_head_attention", {"num_heads": 2, "key_dim": 4}, 1),
-    ("multi_head_attention",
-     {"num_heads": 2, "key_dim": 4, "return_attention_scores": True}, 2),
-    ("attention", {"d_model": 8}, 1),
-    ("attention", {"d_model": 8, "return_weights": True}, 2),
-    ("bidirectional", {"layer": object()}, None),
-    ("flatten", {}, 1),
-])
+@pytest.mark.parametrize(
+    "name, kwargs, count",
+    [
+        ("dense", {"units": 3}, 1),
+        ("lstm", {"units": 3}, 1),
+        ("lstm", {"units": 3, "return_state": True}, 3),
+        ("lstm", {"units": 3, "return_state": False, "return_sequences": True}, 1),
+        ("gru", {"units": 3, "return_state": True}, 2),
+        ("simple_rnn", {"units": 3, "return_state": True}, 2),
+        ("conv_lstm2d", {"filters": 3, "kernel_size": 3, "return_state": True}, 3),
+        ("multi_head_attention", {"num_heads": 2, "key_dim": 4}, 1),
+        ("multi_head_attention", {"num_heads": 2, "key_dim": 4, "return_attention_scores": True}, 2),
+        ("attention", {"d_model": 8}, 1),
+        ("attention", {"d_model": 8, "return_weights": True}, 2),
+        ("bidirectional", {"layer": object()}, None),
+        ("flatten", {}, 1),
+    ],
+)
 def test_output_count(name, kwargs, count):
     assert r.output_count(r.lookup("layer", name), kwargs) == count
 
@@ -444,23 +516,26 @@ def test_output_count_of_wrappers_with_a_visible_inner_layer():
     assert r.output_count(td, {"layer": (r.lookup("layer", "dense"), {"units": 3})}) == 1
 
 
-@pytest.mark.parametrize("name, kwargs, shapes, expected", [
-    ("dense", {"units": 10}, [(784,)], 7850),
-    ("dense", {"units": 10, "use_bias": False}, [(None, 4)], 40),
-    ("dense", {"units": 10}, [(None,)], None),          # unknown features
-    ("dense", {"units": "ten"}, [(4,)], None),          # wrong type
-    ("dense", {}, [(4,)], None),                        # missing units
-    ("conv2d", {"filters": 32, "kernel_size": 3}, [(28, 28, 1)], 320),
-    ("conv2d", {"filters": 8, "kernel_size": (3, 5)}, [(None, None, 4)], 488),
-    ("conv2d", {"filters": 8, "kernel_size": 3}, [(None, None, None)], None),
-    ("embedding", {"input_dim": 1000, "output_dim": 64}, [(None,)], 64000),
-    ("batch_normalization", {}, [(8, 8, 16)], 64),
-    ("dropout", {"rate": 0.5}, [(None, 7)], 0),
-    ("flatten", {}, [(None, 7)], 0),
-    ("add", {}, [(4,), (4,)], 0),
-    ("linear", {"units": 5}, [(3, 7)], 35),
-    ("einsum_dense", {"equation": "ab,bc->ac", "output_shape": 4}, [(3,)], None),
-])
+@pytest.mark.parametrize(
+    "name, kwargs, shapes, expected",
+    [
+        ("dense", {"units": 10}, [(784,)], 7850),
+        ("dense", {"units": 10, "use_bias": False}, [(None, 4)], 40),
+        ("dense", {"units": 10}, [(None,)], None),  # unknown features
+        ("dense", {"units": "ten"}, [(4,)], None),  # wrong type
+        ("dense", {}, [(4,)], None),  # missing units
+        ("conv2d", {"filters": 32, "kernel_size": 3}, [(28, 28, 1)], 320),
+        ("conv2d", {"filters": 8, "kernel_size": (3, 5)}, [(None, None, 4)], 488),
+        ("conv2d", {"filters": 8, "kernel_size": 3}, [(None, None, None)], None),
+        ("embedding", {"input_dim": 1000, "output_dim": 64}, [(None,)], 64000),
+        ("batch_normalization", {}, [(8, 8, 16)], 64),
+        ("dropout", {"rate": 0.5}, [(None, 7)], 0),
+        ("flatten", {}, [(None, 7)], 0),
+        ("add", {}, [(4,), (4,)], 0),
+        ("linear", {"units": 5}, [(3, 7)], 35),
+        ("einsum_dense", {"equation": "ab,bc->ac", "output_shape": 4}, [(3,)], None),
+    ],
+)
 def test_estimate_params_without_keras(name, kwargs, shapes, expected):
     assert r.estimate_params(r.lookup("layer", name), kwargs, shapes) == expected
 
@@ -478,8 +553,7 @@ def test_register_plugin():
     def gelu2(x, alpha=1.0):
         return x
 
-    entry = r.register_plugin("activation", "gelu2_plugin", (_param("alpha"),),
-                              "A plugin.\n  Second line.", gelu2)
+    entry = r.register_plugin("activation", "gelu2_plugin", (_param("alpha"),), "A plugin.\n  Second line.", gelu2)
     assert entry.source == "plugin" and entry.description == "A plugin. Second line."
     assert r.lookup("activation", "gelu2_plugin") is entry
     assert r.lookup("activation", "Gelu2Plugin") is entry
@@ -497,23 +571,26 @@ def test_register_plugin():
         r.register_plugin("layer", "my_block", (), "Again.", MyBlock)
 
 
-@pytest.mark.parametrize("kind, name", [
-    ("layer", "dense"),          # canonical name
-    ("layer", "Dense"),          # class name
-    ("layer", "batch_norm"),     # alias
-    ("layer", "Conv2D"),
-    ("layer", "max_pool2d"),
-    ("layer", "Linear"),         # netdsl
-    ("layer", "sine"),           # an activation: both are steps
-    ("activation", "relu"),
-    ("activation", "Relu"),      # its snake_case twin is the layer relu
-    ("activation", "dense"),
-    ("loss", "mse"),
-    ("optimizer", "Adam"),
-    ("layer", "model"),          # a keyword
-    ("layer", "not-a-name"),
-    ("layer", ""),
-])
+@pytest.mark.parametrize(
+    "kind, name",
+    [
+        ("layer", "dense"),  # canonical name
+        ("layer", "Dense"),  # class name
+        ("layer", "batch_norm"),  # alias
+        ("layer", "Conv2D"),
+        ("layer", "max_pool2d"),
+        ("layer", "Linear"),  # netdsl
+        ("layer", "sine"),  # an activation: both are steps
+        ("activation", "relu"),
+        ("activation", "Relu"),  # its snake_case twin is the layer relu
+        ("activation", "dense"),
+        ("loss", "mse"),
+        ("optimizer", "Adam"),
+        ("layer", "model"),  # a keyword
+        ("layer", "not-a-name"),
+        ("layer", ""),
+    ],
+)
 def test_register_plugin_refuses(kind, name):
     with pytest.raises(ValueError):
         r.register_plugin(kind, name, (), "x", lambda x: x)
@@ -552,23 +629,55 @@ def test_regenerating_gives_the_committed_file(keras):
     gen = _gen_module()
     assert gen.render(gen.build()) == DATA_FILE.read_text(encoding="utf-8"), (
         "Keras (or netdsl.custom) changed: run scripts/gen_registry.py and "
-        "review the diff of dsl/netdsl/registry_data.json")
+        "review the diff of dsl/netdsl/registry_data.json"
+    )
 
 
 _SAMPLES = {  # values for required parameters, by name
-    "units": 2, "filters": 2, "kernel_size": 3, "rate": 0.5, "stddev": 0.1,
-    "input_dim": 10, "output_dim": 4, "num_heads": 2, "key_dim": 4,
-    "head_dim": 4, "num_query_heads": 2, "num_key_value_heads": 1,
-    "pool_size": 2, "target_shape": (2, 2), "dims": (2, 1), "n": 3,
-    "axes": 1, "height": 4, "width": 4, "num_bins": 4, "max_number": 2,
-    "output_size": 2, "factor": 0.1, "height_factor": 0.1,
-    "width_factor": 0.1, "scale": 0.5, "equation": "ab,bc->ac",
-    "output_shape": 4, "d_model": 8, "activation": "relu",
-    "initial_learning_rate": 0.1, "decay_steps": 10, "first_decay_steps": 10,
-    "decay_rate": 0.9, "boundaries": [10], "values": [0.1, 0.01],
-    "num_classes": 3, "target_class_ids": [0, 1], "recall": 0.5,
-    "precision": 0.5, "specificity": 0.5, "sensitivity": 0.5,
-    "threshold": 0.5, "default_value": 0.0,
+    "units": 2,
+    "filters": 2,
+    "kernel_size": 3,
+    "rate": 0.5,
+    "stddev": 0.1,
+    "input_dim": 10,
+    "output_dim": 4,
+    "num_heads": 2,
+    "key_dim": 4,
+    "head_dim": 4,
+    "num_query_heads": 2,
+    "num_key_value_heads": 1,
+    "pool_size": 2,
+    "target_shape": (2, 2),
+    "dims": (2, 1),
+    "n": 3,
+    "axes": 1,
+    "height": 4,
+    "width": 4,
+    "num_bins": 4,
+    "max_number": 2,
+    "output_size": 2,
+    "factor": 0.1,
+    "height_factor": 0.1,
+    "width_factor": 0.1,
+    "scale": 0.5,
+    "equation": "ab,bc->ac",
+    "output_shape": 4,
+    "d_model": 8,
+    "activation": "relu",
+    "initial_learning_rate": 0.1,
+    "decay_steps": 10,
+    "first_decay_steps": 10,
+    "decay_rate": 0.9,
+    "boundaries": [10],
+    "values": [0.1, 0.01],
+    "num_classes": 3,
+    "target_class_ids": [0, 1],
+    "recall": 0.5,
+    "precision": 0.5,
+    "specificity": 0.5,
+    "sensitivity": 0.5,
+    "threshold": 0.5,
+    "default_value": 0.0,
 }
 
 
@@ -641,8 +750,7 @@ def test_activation_params_are_accepted(keras):
     x = keras.ops.convert_to_tensor([[-1.0, 0.5, 2.0, 3.0]])
     for name in r.names("activation"):
         entry = r.lookup("activation", name)
-        kwargs = {p.name: (_SAMPLES[p.name] if p.required else p.default)
-                  for p in entry.params}
+        kwargs = {p.name: (_SAMPLES[p.name] if p.required else p.default) for p in entry.params}
         fn = rk.make(entry, kwargs)
         assert tuple(fn(x).shape)[0] == 1, name
 
@@ -674,8 +782,7 @@ def test_make(keras):
     loss = rk.make(r.lookup("loss", "sparse_categorical_crossentropy"), {"from_logits": True})
     assert loss.get_config()["from_logits"] is True
     assert rk.make(r.lookup("activation", "relu")) is keras.activations.relu
-    assert isinstance(rk.make(r.lookup("initializer", "he_normal")),
-                      keras.initializers.HeNormal)
+    assert isinstance(rk.make(r.lookup("initializer", "he_normal")), keras.initializers.HeNormal)
     with pytest.raises(ValueError):
         rk.make(r.lookup("layer", "dense"), {"units": 2})
 
@@ -706,8 +813,7 @@ _ESTIMATES = [
     ("conv1d", {"filters": 4, "kernel_size": 5}, [(20, 3)]),
     ("conv2d", {"filters": 32, "kernel_size": 3}, [(28, 28, 1)]),
     ("conv2d", {"filters": 8, "kernel_size": (3, 5), "groups": 2}, [(9, 9, 4)]),
-    ("conv2d", {"filters": 8, "kernel_size": 3, "data_format": "channels_first",
-                "use_bias": False}, [(4, 9, 9)]),
+    ("conv2d", {"filters": 8, "kernel_size": 3, "data_format": "channels_first", "use_bias": False}, [(4, 9, 9)]),
     ("conv3d", {"filters": 2, "kernel_size": 2}, [(4, 4, 4, 3)]),
     ("conv2d_transpose", {"filters": 5, "kernel_size": 3}, [(8, 8, 3)]),
     ("conv1d_transpose", {"filters": 5, "kernel_size": 3}, [(8, 3)]),
@@ -715,13 +821,11 @@ _ESTIMATES = [
     ("depthwise_conv2d", {"kernel_size": 3, "depth_multiplier": 2}, [(8, 8, 6)]),
     ("depthwise_conv1d", {"kernel_size": 3}, [(8, 6)]),
     ("separable_conv2d", {"filters": 16, "kernel_size": 3}, [(8, 8, 6)]),
-    ("separable_conv1d", {"filters": 16, "kernel_size": 3, "depth_multiplier": 2},
-     [(8, 6)]),
+    ("separable_conv1d", {"filters": 16, "kernel_size": 3, "depth_multiplier": 2}, [(8, 6)]),
     ("embedding", {"input_dim": 1000, "output_dim": 64}, [(12,)]),
     ("embedding", {"input_dim": 100, "output_dim": 8, "lora_rank": 3}, [(12,)]),
     ("reversible_embedding", {"input_dim": 100, "output_dim": 8}, [(12,)]),
-    ("reversible_embedding", {"input_dim": 100, "output_dim": 8,
-                              "tie_weights": False}, [(12,)]),
+    ("reversible_embedding", {"input_dim": 100, "output_dim": 8, "tie_weights": False}, [(12,)]),
     ("lstm", {"units": 16}, [(None, 8)]),
     ("gru", {"units": 16}, [(None, 8)]),
     ("gru", {"units": 16, "reset_after": False}, [(None, 8)]),
@@ -737,15 +841,18 @@ _ESTIMATES = [
     ("prelu", {}, [(5, 6)]),
     ("prelu", {"shared_axes": (1, 2)}, [(5, 5, 6)]),
     ("multi_head_attention", {"num_heads": 4, "key_dim": 16}, [(10, 32), (10, 32)]),
-    ("multi_head_attention", {"num_heads": 2, "key_dim": 8, "value_dim": 4,
-                              "use_bias": False}, [(10, 32), (7, 12)]),
-    ("multi_head_attention", {"num_heads": 2, "key_dim": 8, "output_shape": 5,
-                              "use_gate": True}, [(10, 32), (7, 12), (7, 6)]),
-    ("group_query_attention", {"head_dim": 8, "num_query_heads": 4,
-                               "num_key_value_heads": 2}, [(10, 32), (7, 32)]),
-    ("group_query_attention", {"head_dim": 8, "num_query_heads": 4,
-                               "num_key_value_heads": 1, "use_bias": False,
-                               "use_gate": True}, [(10, 32), (7, 32), (7, 32)]),
+    ("multi_head_attention", {"num_heads": 2, "key_dim": 8, "value_dim": 4, "use_bias": False}, [(10, 32), (7, 12)]),
+    (
+        "multi_head_attention",
+        {"num_heads": 2, "key_dim": 8, "output_shape": 5, "use_gate": True},
+        [(10, 32), (7, 12), (7, 6)],
+    ),
+    ("group_query_attention", {"head_dim": 8, "num_query_heads": 4, "num_key_value_heads": 2}, [(10, 32), (7, 32)]),
+    (
+        "group_query_attention",
+        {"head_dim": 8, "num_query_heads": 4, "num_key_value_heads": 1, "use_bias": False, "use_gate": True},
+        [(10, 32), (7, 32), (7, 32)],
+    ),
     ("dot_product_attention", {"use_scale": True}, [(10, 8), (7, 8)]),
     ("additive_attention", {}, [(10, 8), (7, 8)]),
     ("dropout", {"rate": 0.5}, [(7,)]),
@@ -776,18 +883,22 @@ def test_estimate_params_of_wrappers_matches_keras(keras):
     dense = r.lookup("layer", "dense")
     bi, td = r.lookup("layer", "bidirectional"), r.lookup("layer", "time_distributed")
     cases = [
-        (bi, {"layer": (lstm, {"units": 4})}, [(None, 6)],
-         lambda: keras.layers.Bidirectional(keras.layers.LSTM(4))),
-        (bi, {"layer": (lstm, {"units": 4}),
-              "backward_layer": (lstm, {"units": 4, "go_backwards": True})},
-         [(None, 6)],
-         lambda: keras.layers.Bidirectional(
-             keras.layers.LSTM(4),
-             backward_layer=keras.layers.LSTM(4, go_backwards=True))),
-        (bi, {"layer": (gru, {"units": 3, "return_sequences": True})}, [(5, 6)],
-         lambda: keras.layers.Bidirectional(keras.layers.GRU(3, return_sequences=True))),
-        (td, {"layer": (dense, {"units": 3})}, [(5, 6)],
-         lambda: keras.layers.TimeDistributed(keras.layers.Dense(3))),
+        (bi, {"layer": (lstm, {"units": 4})}, [(None, 6)], lambda: keras.layers.Bidirectional(keras.layers.LSTM(4))),
+        (
+            bi,
+            {"layer": (lstm, {"units": 4}), "backward_layer": (lstm, {"units": 4, "go_backwards": True})},
+            [(None, 6)],
+            lambda: keras.layers.Bidirectional(
+                keras.layers.LSTM(4), backward_layer=keras.layers.LSTM(4, go_backwards=True)
+            ),
+        ),
+        (
+            bi,
+            {"layer": (gru, {"units": 3, "return_sequences": True})},
+            [(5, 6)],
+            lambda: keras.layers.Bidirectional(keras.layers.GRU(3, return_sequences=True)),
+        ),
+        (td, {"layer": (dense, {"units": 3})}, [(5, 6)], lambda: keras.layers.TimeDistributed(keras.layers.Dense(3))),
     ]
     for entry, kwargs, shapes, build in cases:
         assert r.estimate_params(entry, kwargs, shapes) == _count(keras, build(), shapes)
@@ -795,8 +906,7 @@ def test_estimate_params_of_wrappers_matches_keras(keras):
     assert rk.keras_object(bi) is keras.layers.Bidirectional
 
 
-@pytest.mark.parametrize("name, kwargs, shapes", _ESTIMATES,
-                         ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(_ESTIMATES)])
+@pytest.mark.parametrize("name, kwargs, shapes", _ESTIMATES, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(_ESTIMATES)])
 def test_estimate_params_matches_keras(keras, name, kwargs, shapes):
     from netdsl.custom import factory as rk
 

@@ -64,29 +64,43 @@ def arrays(kind: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]
 # (loss, metrics, kind): every loss and metric NumPy computes, with arguments that change them
 CASES = [
     ("binary_crossentropy", "[binary_accuracy(threshold=0.3), accuracy]", "binary"),
-    ("binary_crossentropy(from_logits=true, label_smoothing=0.1)", "[binary_crossentropy(from_logits=true)]",
-     "binary_logits"),
-    ("binary_focal_crossentropy(apply_class_balancing=true, gamma=3.0)",
-     "[true_positives, false_positives, true_negatives, false_negatives]", "binary"),
-    ("binary_focal_crossentropy(from_logits=true, label_smoothing=0.2)", "[hinge, squared_hinge]",
-     "binary_logits"),
-    ("binary_crossentropy", "[precision, recall, true_positives(thresholds=0.3), precision(thresholds=0.7)]",
-     "binary"),
+    (
+        "binary_crossentropy(from_logits=true, label_smoothing=0.1)",
+        "[binary_crossentropy(from_logits=true)]",
+        "binary_logits",
+    ),
+    (
+        "binary_focal_crossentropy(apply_class_balancing=true, gamma=3.0)",
+        "[true_positives, false_positives, true_negatives, false_negatives]",
+        "binary",
+    ),
+    ("binary_focal_crossentropy(from_logits=true, label_smoothing=0.2)", "[hinge, squared_hinge]", "binary_logits"),
+    ("binary_crossentropy", "[precision, recall, true_positives(thresholds=0.3), precision(thresholds=0.7)]", "binary"),
     ("categorical_crossentropy", "[accuracy, categorical_accuracy, top_k_categorical_accuracy(k=2)]", "onehot"),
-    ("categorical_crossentropy(from_logits=true, label_smoothing=0.2)",
-     "[categorical_crossentropy(from_logits=true, label_smoothing=0.1)]", "onehot_logits"),
+    (
+        "categorical_crossentropy(from_logits=true, label_smoothing=0.2)",
+        "[categorical_crossentropy(from_logits=true, label_smoothing=0.1)]",
+        "onehot_logits",
+    ),
     ("categorical_focal_crossentropy(alpha=0.5, gamma=1.5)", "[categorical_hinge, kl_divergence]", "onehot"),
-    ("categorical_focal_crossentropy(from_logits=true, label_smoothing=0.1)", "[categorical_accuracy]",
-     "onehot_logits"),
+    (
+        "categorical_focal_crossentropy(from_logits=true, label_smoothing=0.1)",
+        "[categorical_accuracy]",
+        "onehot_logits",
+    ),
     ("categorical_generalized_cross_entropy(q=0.7)", "[sparse_top_k_categorical_accuracy(k=2)]", "sparse"),
     ("categorical_hinge", "[precision(top_k=2), recall(class_id=1)]", "multilabel"),
-    ("sparse_categorical_crossentropy", "[accuracy, sparse_categorical_accuracy, sparse_categorical_crossentropy]",
-     "sparse"),
-    ("sparse_categorical_crossentropy(from_logits=true)",
-     "[sparse_categorical_crossentropy(from_logits=true), sparse_top_k_categorical_accuracy(k=1)]",
-     "sparse_logits"),
-    ("sparse_categorical_crossentropy(ignore_class=0)", "[sparse_categorical_crossentropy(ignore_class=0)]",
-     "sparse"),
+    (
+        "sparse_categorical_crossentropy",
+        "[accuracy, sparse_categorical_accuracy, sparse_categorical_crossentropy]",
+        "sparse",
+    ),
+    (
+        "sparse_categorical_crossentropy(from_logits=true)",
+        "[sparse_categorical_crossentropy(from_logits=true), sparse_top_k_categorical_accuracy(k=1)]",
+        "sparse_logits",
+    ),
+    ("sparse_categorical_crossentropy(ignore_class=0)", "[sparse_categorical_crossentropy(ignore_class=0)]", "sparse"),
     ("kl_divergence", "[kl_divergence, cosine_similarity]", "soft"),
     ("dice", "[binary_accuracy]", "multilabel"),
     ("dice(axis=-1)", "[accuracy]", "multilabel"),
@@ -95,44 +109,64 @@ CASES = [
     ("hinge", "[hinge]", "multilabel"),
     ("squared_hinge", "[squared_hinge]", "multilabel"),
     ("mean_squared_error", "[mse, mae, mape, msle, root_mean_squared_error]", "regression"),
-    ("mean_absolute_error", "[mean_squared_error, mean_absolute_error, mean_absolute_percentage_error]",
-     "regression"),
+    ("mean_absolute_error", "[mean_squared_error, mean_absolute_error, mean_absolute_percentage_error]", "regression"),
     ("mean_absolute_percentage_error", "[mean_squared_logarithmic_error, log_cosh_error]", "regression"),
     ("mean_squared_logarithmic_error", "[poisson, cosine_similarity(axis=-1)]", "regression"),
-    ("huber(delta=0.5)", "[log_cosh_error(name=\"lc\")]", "regression"),
+    ("huber(delta=0.5)", '[log_cosh_error(name="lc")]', "regression"),
     ("log_cosh", "[mae, mae]", "regression"),  # the same name twice: Keras calls the second mae_1
     ("poisson", "[poisson]", "regression"),
     ("cosine_similarity(axis=-1)", "[cosine_similarity]", "regression"),
-    ("mean_squared_error(reduction=\"sum\")", "[mse]", "regression"),
-    ("mean_squared_error(reduction=\"mean_with_sample_weight\")", "[mse]", "regression"),
-    ("mean_squared_error(reduction=\"none\")", "[mse]", "regression"),
-    ("sparse_categorical_crossentropy(ignore_class=1, reduction=\"sum\")", "[acc]", "sparse"),
+    ('mean_squared_error(reduction="sum")', "[mse]", "regression"),
+    ('mean_squared_error(reduction="mean_with_sample_weight")', "[mse]", "regression"),
+    ('mean_squared_error(reduction="none")', "[mse]", "regression"),
+    ('sparse_categorical_crossentropy(ignore_class=1, reduction="sum")', "[acc]", "sparse"),
     # metrics with a state of their own
-    ("binary_crossentropy", "[auc, auc(curve=\"PR\"), auc(num_thresholds=50, summation_method=\"minoring\")]",
-     "binary"),
-    ("binary_crossentropy", "[auc(curve=\"PR\", summation_method=\"majoring\"), auc(thresholds=[0.2, 0.5, 0.9])]",
-     "binary"),
+    ("binary_crossentropy", '[auc, auc(curve="PR"), auc(num_thresholds=50, summation_method="minoring")]', "binary"),
+    (
+        "binary_crossentropy",
+        '[auc(curve="PR", summation_method="majoring"), auc(thresholds=[0.2, 0.5, 0.9])]',
+        "binary",
+    ),
     ("binary_crossentropy(from_logits=true)", "[auc(from_logits=true)]", "binary_logits"),
-    ("binary_crossentropy", "[precision_at_recall(0.5), recall_at_precision(0.6), "
-     "sensitivity_at_specificity(0.5, num_thresholds=1), specificity_at_sensitivity(0.4, num_thresholds=20)]",
-     "binary"),
-    ("binary_crossentropy", "[precision_at_recall(0.5, class_id=2), recall_at_precision(0.3, class_id=1)]",
-     "multilabel"),
-    ("sparse_categorical_crossentropy", "[iou(num_classes=4, target_class_ids=[0, 2], sparse_y_pred=false), "
-     "mean_iou(num_classes=4, sparse_y_pred=false, ignore_class=3)]", "sparse"),
-    ("categorical_crossentropy", "[one_hot_iou(num_classes=4, target_class_ids=[1]), one_hot_mean_iou(num_classes=4)]",
-     "onehot"),
+    (
+        "binary_crossentropy",
+        "[precision_at_recall(0.5), recall_at_precision(0.6), "
+        "sensitivity_at_specificity(0.5, num_thresholds=1), specificity_at_sensitivity(0.4, num_thresholds=20)]",
+        "binary",
+    ),
+    (
+        "binary_crossentropy",
+        "[precision_at_recall(0.5, class_id=2), recall_at_precision(0.3, class_id=1)]",
+        "multilabel",
+    ),
+    (
+        "sparse_categorical_crossentropy",
+        "[iou(num_classes=4, target_class_ids=[0, 2], sparse_y_pred=false), "
+        "mean_iou(num_classes=4, sparse_y_pred=false, ignore_class=3)]",
+        "sparse",
+    ),
+    (
+        "categorical_crossentropy",
+        "[one_hot_iou(num_classes=4, target_class_ids=[1]), one_hot_mean_iou(num_classes=4)]",
+        "onehot",
+    ),
     ("binary_crossentropy", "[binary_iou, binary_iou(target_class_ids=[1], threshold=0.3)]", "multilabel"),
-    ("categorical_crossentropy", "[f1_score(average=\"macro\"), fbeta_score(average=\"weighted\", beta=2.0), "
-     "f1_score(average=\"micro\", threshold=0.3)]", "onehot"),
-    ("mean_squared_error", "[r2_score, r2_score(class_aggregation=\"variance_weighted_average\")]", "regression"),
+    (
+        "categorical_crossentropy",
+        '[f1_score(average="macro"), fbeta_score(average="weighted", beta=2.0), '
+        'f1_score(average="micro", threshold=0.3)]',
+        "onehot",
+    ),
+    ("mean_squared_error", '[r2_score, r2_score(class_aggregation="variance_weighted_average")]', "regression"),
     # netdsl's AdjustedR2Score (compiled: Keras' own R2Score fails there); 200 regressors: the plain score
-    ("mean_squared_error", "[r2_score(num_regressors=2), r2_score(num_regressors=200, name=\"plain\")]",
-     "regression"),
+    ("mean_squared_error", '[r2_score(num_regressors=2), r2_score(num_regressors=200, name="plain")]', "regression"),
     # one value per class: a list
     ("categorical_crossentropy", "[f1_score, fbeta_score(beta=2.0, threshold=0.3)]", "onehot"),
-    ("mean_squared_error", "[r2_score(class_aggregation=none), r2_score(class_aggregation=none, num_regressors=2, "
-     "name=\"adjusted\")]", "regression"),  # one R2 per output column (Keras' class_aggregation=None)
+    (
+        "mean_squared_error",
+        '[r2_score(class_aggregation=none), r2_score(class_aggregation=none, num_regressors=2, name="adjusted")]',
+        "regression",
+    ),  # one R2 per output column (Keras' class_aggregation=None)
     ("mean_squared_error", "[pearson_correlation, concordance_correlation]", "regression"),
     ("circle", "[]", "embeddings"),
     ("circle(gamma=10.0, margin=0.25, remove_diagonal=false)", "[]", "embeddings"),
@@ -141,8 +175,10 @@ CASES = [
 
 
 def one_output_spec(loss: str, metrics: str, shape: tuple[int, ...]) -> str:
-    return (f"model m {{\n  input x: {shape}\n  output y = x -> dense({shape[-1]})\n"
-            f"  train {{\n    optimizer = adam\n    loss = {loss}\n    metrics = {metrics}\n  }}\n}}\n")
+    return (
+        f"model m {{\n  input x: {shape}\n  output y = x -> dense({shape[-1]})\n"
+        f"  train {{\n    optimizer = adam\n    loss = {loss}\n    metrics = {metrics}\n  }}\n}}\n"
+    )
 
 
 def keras_evaluate(program, predictions: dict[str, np.ndarray], targets: dict[str, np.ndarray]) -> dict[str, float]:
@@ -159,8 +195,9 @@ def keras_evaluate(program, predictions: dict[str, np.ndarray], targets: dict[st
     # leaves it out, so a reloaded .keras file scores huber(delta=0.5) with delta 1.0)
     given = built._compile_config.config
     model.compile(loss=given["loss"], metrics=given["metrics"], loss_weights=given["loss_weights"])
-    logs = model.evaluate([predictions[n] for n in names], [targets[n] for n in names], batch_size=BATCH,
-                          return_dict=True, verbose=0)
+    logs = model.evaluate(
+        [predictions[n] for n in names], [targets[n] for n in names], batch_size=BATCH, return_dict=True, verbose=0
+    )
     return {key: np.asarray(logs[key], dtype=np.float64).tolist() for key in loss_first(list(logs))}  # a list per class
 
 
@@ -170,8 +207,10 @@ def numpy_evaluate(program, predictions: dict[str, np.ndarray], targets: dict[st
     assert scoring.not_in_numpy(graph.train, graph.output_names) is None
     scorer = scoring.Scorer.of(graph.train, graph.output_names)
     for start in range(0, N, BATCH):
-        scorer.update({n: a[start:start + BATCH] for n, a in targets.items()},
-                      {n: a[start:start + BATCH] for n, a in predictions.items()})
+        scorer.update(
+            {n: a[start : start + BATCH] for n, a in targets.items()},
+            {n: a[start : start + BATCH] for n, a in predictions.items()},
+        )
     logs = scorer.result()
     return {key: logs[key] for key in loss_first(list(logs))}
 
@@ -219,10 +258,13 @@ def test_adjusted_r2_equals_keras_own_r2score_run_eagerly():
     program = netdsl.parse(one_output_spec("mse", "[r2_score(num_regressors=2)]", (3,)))
     got = numpy_evaluate(program, {"y": predictions}, {"y": targets})
     for regressors in (2, 200):  # 200: more than the samples, Keras falls back to the plain score (warning)
-        keras_own, netdsl_own = keras.metrics.R2Score(num_regressors=regressors), AdjustedR2Score(num_regressors=regressors)
+        keras_own, netdsl_own = (
+            keras.metrics.R2Score(num_regressors=regressors),
+            AdjustedR2Score(num_regressors=regressors),
+        )
         for start in range(0, N, BATCH):
             for metric in (keras_own, netdsl_own):
-                metric.update_state(targets[start:start + BATCH], predictions[start:start + BATCH])
+                metric.update_state(targets[start : start + BATCH], predictions[start : start + BATCH])
         with pytest.warns(UserWarning) if regressors == 200 else contextlib.nullcontext():
             want = float(keras_own.result())
         np.testing.assert_allclose(float(netdsl_own.result()), want, rtol=RTOL)
@@ -254,8 +296,12 @@ def test_numpy_equals_keras_evaluate_on_several_outputs(variant):
 def test_every_registry_loss_and_metric_is_in_numpy_or_says_why_not():
     """A loss or metric added to the registry needs its NumPy twin here, or a reason in NOT_IN_NUMPY
     (evaluate then scores an exported file with Keras)."""
-    missing = [(kind, name) for kind in ("loss", "metric") for name in registry.names(kind)
-               if not scoring.in_numpy(kind, name) and (kind, name) not in scoring.NOT_IN_NUMPY]
+    missing = [
+        (kind, name)
+        for kind in ("loss", "metric")
+        for name in registry.names(kind)
+        if not scoring.in_numpy(kind, name) and (kind, name) not in scoring.NOT_IN_NUMPY
+    ]
     assert missing == []
     stale = [key for key in scoring.NOT_IN_NUMPY if scoring.in_numpy(*key) or key[1] not in registry.names(key[0])]
     assert stale == []
@@ -268,14 +314,23 @@ def test_every_numpy_loss_and_metric_is_compared_with_keras():
             if scoring.in_numpy(kind, name):
                 entry = registry.lookup(kind, name)
                 spellings = {name, *entry.aliases}
-                assert any(s in written.replace("(", " ").replace(",", " ").replace("[", " ").replace("]", " ").split()
-                           for s in spellings), (kind, name)
+                assert any(
+                    s in written.replace("(", " ").replace(",", " ").replace("[", " ").replace("]", " ").split()
+                    for s in spellings
+                ), (kind, name)
 
 
-@pytest.mark.parametrize(("loss", "metrics", "reason"), [
-    ("mse", "[auc(multi_label=true)]", "the metric 'auc(multi_label=true)' (multi_label and label_weights)"),
-    ("mse", "[precision(thresholds=[0.3, 0.6])]", "the metric 'precision(thresholds=[0.3, 0.6])' (several thresholds)"),
-])
+@pytest.mark.parametrize(
+    ("loss", "metrics", "reason"),
+    [
+        ("mse", "[auc(multi_label=true)]", "the metric 'auc(multi_label=true)' (multi_label and label_weights)"),
+        (
+            "mse",
+            "[precision(thresholds=[0.3, 0.6])]",
+            "the metric 'precision(thresholds=[0.3, 0.6])' (several thresholds)",
+        ),
+    ],
+)
 def test_a_train_section_numpy_does_not_score_says_which(loss, metrics, reason):
     program = netdsl.parse(one_output_spec(loss, metrics, (4,)))
     graph = checked_graphs(program, ["m"])["m"]

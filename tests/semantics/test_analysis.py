@@ -26,8 +26,10 @@ def errors_of(text: str) -> list[str]:
 
 
 def test_parse_returns_a_program_with_model_names():
-    program = netdsl.parse("model a {\n input x: (2,)\n output y = x -> relu\n}\nmodel b {\n"
-                           " input x: (2,)\n output x\n}\n", filename="two.net")
+    program = netdsl.parse(
+        "model a {\n input x: (2,)\n output y = x -> relu\n}\nmodel b {\n input x: (2,)\n output x\n}\n",
+        filename="two.net",
+    )
     assert isinstance(program, Program)
     assert program.model_names == ["a", "b"]
 
@@ -46,8 +48,11 @@ def test_ir_is_frozen_validates_and_carries_spans():
 
 
 def test_every_node_has_a_span_within_the_file():
-    text = open("specs/resnet50.net").read() if __import__("os").path.exists("specs/resnet50.net") else (
-        "model m {\n  input x: (4,)\n  output y = x -> dense(2)\n}\n")
+    text = (
+        open("specs/resnet50.net").read()
+        if __import__("os").path.exists("specs/resnet50.net")
+        else ("model m {\n  input x: (4,)\n  output y = x -> dense(2)\n}\n")
+    )
     program = netdsl.parse(text, filename="s.net")
 
     def walk(node):
@@ -80,16 +85,20 @@ def test_line_continuation_rules():
 
 
 def test_keywords_still_name_keyword_arguments_and_parameters():
-    graph = graph_of("block conv(filters, activation=relu) {\n  input x\n"
-                     "  output y = x -> conv2d(filters, 3, activation=activation)\n}\n"
-                     "model m {\n  input x: (8, 8, 3)\n  output y = x -> conv(4, activation=gelu)\n}\n")
+    graph = graph_of(
+        "block conv(filters, activation=relu) {\n  input x\n"
+        "  output y = x -> conv2d(filters, 3, activation=activation)\n}\n"
+        "model m {\n  input x: (8, 8, 3)\n  output y = x -> conv(4, activation=gelu)\n}\n"
+    )
     assert graph.nodes[1].args["activation"].name == "gelu"
 
 
 def test_dict_braces_and_block_braces():
-    text = ("model m {\n  input x: (4,)\n  output probs = x -> dense(3, activation=softmax)\n"
-            "  train {\n    optimizer = adam(learning_rate=1e-3)\n"
-            "    loss = {\n      probs: sparse_categorical_crossentropy,\n    }\n  }\n}\n")
+    text = (
+        "model m {\n  input x: (4,)\n  output probs = x -> dense(3, activation=softmax)\n"
+        "  train {\n    optimizer = adam(learning_rate=1e-3)\n"
+        "    loss = {\n      probs: sparse_categorical_crossentropy,\n    }\n  }\n}\n"
+    )
     graph = graph_of(text)
     assert graph.train.loss["probs"].name == "sparse_categorical_crossentropy"
 
@@ -97,14 +106,38 @@ def test_dict_braces_and_block_braces():
 # ------------------------------------------------------------------ constants
 
 
-@pytest.mark.parametrize("expr, value", [
-    ("1 + 2 * 3", 7), ("(1 + 2) * 3", 9), ("7 // 2", 3), ("7 % 4", 3), ("2 ** 10", 1024), ("-1", -1),
-    ("1e-3", 0.001), ("max(3, 8, 5)", 8), ("min((4, 2))", 2), ("abs(-3)", 3), ("int(2.9)", 2),
-    ("float(2)", 2.0), ("round(2.6)", 3), ("floor(2.5)", 2), ("ceil(2.1)", 3), ("len([1, 2, 3])", 3),
-    ("(1, 2)[-1]", 2), ("(1, 2, 3)[1:]", (2, 3)), ("[1] * 3", [1, 1, 1]), ('"a" + "b"', "ab"),
-    ("1 if 2 > 1 else 0", 1), ("true and not false", True), ("none or 5", 5), ("{a: 1}[\"a\"]", 1),
-    ("make_divisible(37)", 40), ("make_divisible(37, 16)", 32), ("3 == 3.0", True),
-])
+@pytest.mark.parametrize(
+    "expr, value",
+    [
+        ("1 + 2 * 3", 7),
+        ("(1 + 2) * 3", 9),
+        ("7 // 2", 3),
+        ("7 % 4", 3),
+        ("2 ** 10", 1024),
+        ("-1", -1),
+        ("1e-3", 0.001),
+        ("max(3, 8, 5)", 8),
+        ("min((4, 2))", 2),
+        ("abs(-3)", 3),
+        ("int(2.9)", 2),
+        ("float(2)", 2.0),
+        ("round(2.6)", 3),
+        ("floor(2.5)", 2),
+        ("ceil(2.1)", 3),
+        ("len([1, 2, 3])", 3),
+        ("(1, 2)[-1]", 2),
+        ("(1, 2, 3)[1:]", (2, 3)),
+        ("[1] * 3", [1, 1, 1]),
+        ('"a" + "b"', "ab"),
+        ("1 if 2 > 1 else 0", 1),
+        ("true and not false", True),
+        ("none or 5", 5),
+        ('{a: 1}["a"]', 1),
+        ("make_divisible(37)", 40),
+        ("make_divisible(37, 16)", 32),
+        ("3 == 3.0", True),
+    ],
+)
 def test_constant_folding(expr, value):
     text = f"let make_divisible(v, d=8) = max(d, (v + d // 2) // d * d)\nlet result = {expr}\n"
     from netdsl.semantics.analysis import _check_declarations  # noqa: F401  (module loads)
@@ -167,26 +200,32 @@ def test_blocks_expand_into_clusters_with_deterministic_names():
 
 
 def test_shape_dependent_block_decides_its_branch_from_the_input():
-    text = ("block adapt(filters) {\n  input x\n  if x.shape[-1] != filters {\n"
-            "    s = x -> conv2d(filters, 1)\n  } else {\n    s = x\n  }\n  output y = (x -> conv2d(filters, 3, "
-            "padding=\"same\") + s) -> relu\n}\n"
-            "model m {\n  input a: (8, 8, 16)\n  b = a -> adapt(16)\n  output c = b -> adapt(32)\n}\n")
+    text = (
+        "block adapt(filters) {\n  input x\n  if x.shape[-1] != filters {\n"
+        "    s = x -> conv2d(filters, 1)\n  } else {\n    s = x\n  }\n  output y = (x -> conv2d(filters, 3, "
+        'padding="same") + s) -> relu\n}\n'
+        "model m {\n  input a: (8, 8, 16)\n  b = a -> adapt(16)\n  output c = b -> adapt(32)\n}\n"
+    )
     graph = graph_of(text)
     projections = [n.name for n in graph.nodes if n.name.endswith(".s")]
     assert projections == ["c.adapt.s"]
 
 
 def test_block_checked_alone_with_unknown_shapes_is_not_rejected():
-    text = ("block adapt(filters) {\n  input x\n  if x.shape[-1] != filters {\n    s = x -> conv2d(filters, 1)\n"
-            "  } else {\n    s = x\n  }\n  output y = s\n}\n")
+    text = (
+        "block adapt(filters) {\n  input x\n  if x.shape[-1] != filters {\n    s = x -> conv2d(filters, 1)\n"
+        "  } else {\n    s = x\n  }\n  output y = s\n}\n"
+    )
     assert errors_of(text) == []
 
 
 def test_shared_instances_reuse_one_key_and_repeats_are_marked():
-    text = ("block encoder(units) {\n  input x\n  output y = x -> dense(units, activation=relu) * 2\n}\n"
-            "model siamese {\n  input a: (8,)\n  input b: (8,)\n  shared enc = encoder(4)\n"
-            "  shared head = dense(2)\n  ea = a -> enc -> head\n  eb = b -> enc -> head\n"
-            "  output d = (ea, eb) -> subtract\n}\n")
+    text = (
+        "block encoder(units) {\n  input x\n  output y = x -> dense(units, activation=relu) * 2\n}\n"
+        "model siamese {\n  input a: (8,)\n  input b: (8,)\n  shared enc = encoder(4)\n"
+        "  shared head = dense(2)\n  ea = a -> enc -> head\n  eb = b -> enc -> head\n"
+        "  output d = (ea, eb) -> subtract\n}\n"
+    )
     graph = graph_of(text)
     shared = [n for n in graph.nodes if n.shared]
     assert {n.shared for n in shared} == {"shared:enc", "shared:head"}
@@ -202,9 +241,11 @@ def test_rebinding_shadows_from_that_line_on():
 
 
 def test_nested_model_as_a_step_and_multi_output_destructuring():
-    text = ("model enc {\n  input x: (8,)\n  output h = x -> dense(4)\n}\n"
-            "model full {\n  input x: (8,)\n  h = x -> enc\n"
-            "  seq, state = (h -> reshape((4, 1))) -> gru(3, return_state=true)\n  output seq, state\n}\n")
+    text = (
+        "model enc {\n  input x: (8,)\n  output h = x -> dense(4)\n}\n"
+        "model full {\n  input x: (8,)\n  h = x -> enc\n"
+        "  seq, state = (h -> reshape((4, 1))) -> gru(3, return_state=true)\n  output seq, state\n}\n"
+    )
     graph = graph_of(text, "full")
     assert [n.op for n in graph.nodes] == ["input", "model", "layer", "layer"]
     assert graph.nodes[-1].n_outputs == 2
@@ -222,21 +263,25 @@ def test_import_with_alias(tmp_path):
 
 
 def test_check_reports_undefined_names_after_an_unknown_if():
-    text = ("block b(flag) {\n  input x\n  if flag {\n    y = x -> dense(2)\n  }\n  output z = y\n}\n")
+    text = "block b(flag) {\n  input x\n  if flag {\n    y = x -> dense(2)\n  }\n  output z = y\n}\n"
     assert errors_of(text) == []  # y may be defined: never reject a valid spec
-    text_known = ("model m {\n  input x: (4,)\n  if false {\n    y = x -> dense(2)\n  }\n  output z = y\n}\n")
+    text_known = "model m {\n  input x: (4,)\n  if false {\n    y = x -> dense(2)\n  }\n  output z = y\n}\n"
     assert errors_of(text_known) == ["6:14: undefined tensor 'y'"]
 
 
 def test_a_duplicate_block_output_is_one_error_not_two():
-    text = ("block twice() {\n  input x\n  output y = x -> dense(2)\n  output y = x -> dense(3)\n}\n"
-            "model m {\n  input x: (4,)\n  z = x -> twice\n  output z\n}\n")
+    text = (
+        "block twice() {\n  input x\n  output y = x -> dense(2)\n  output y = x -> dense(3)\n}\n"
+        "model m {\n  input x: (4,)\n  z = x -> twice\n  output z\n}\n"
+    )
     assert errors_of(text) == ["4:10: 'y' is already an output"]
 
 
 def test_destructuring_a_layer_whose_output_count_check_cannot_know_is_accepted():
-    text = ("model m {\n  input x: (5, 3)\n  seq, f, b = x -> bidirectional(gru(4, return_state=true))\n"
-            "  output seq, f, b\n}\n")
+    text = (
+        "model m {\n  input x: (5, 3)\n  seq, f, b = x -> bidirectional(gru(4, return_state=true))\n"
+        "  output seq, f, b\n}\n"
+    )
     assert errors_of(text) == []
     graph = analyze(netdsl.parse(text, filename="t.net")).graphs["m"]
     assert graph.uncertain and graph.nodes[-1].n_outputs == 3

@@ -17,8 +17,7 @@ from netdsl.semantics.args import Arguments
 SPAN = Span.at("spec.net", 1, 1)
 
 # Values tried for each numeric parameter (tuples of the right length are the shape rules' business).
-OUT_OF_RANGE = {"int": [-1, 0, 1], "ints": [-1, 0], "float": [-0.5, 0.0, 1.0, 1.5],
-                "schedule_or_float": [-0.5, 0.0]}
+OUT_OF_RANGE = {"int": [-1, 0, 1], "ints": [-1, 0], "float": [-0.5, 0.0, 1.0, 1.5], "schedule_or_float": [-0.5, 0.0]}
 
 # Valid values of required parameters where the type alone does not give one.
 REQUIRED_VALUES = {
@@ -28,9 +27,19 @@ REQUIRED_VALUES = {
     ("permute", "dims"): (1,),
     ("category_encoding", "num_tokens"): 4,
     ("hashing", "num_bins"): 3,
-    **{(name, "factor"): 0.5 for name in (
-        "random_color_degeneration", "random_contrast", "random_hue", "random_saturation",
-        "random_sharpness", "random_brightness", "random_rotation", "random_erasing")},
+    **{
+        (name, "factor"): 0.5
+        for name in (
+            "random_color_degeneration",
+            "random_contrast",
+            "random_hue",
+            "random_saturation",
+            "random_sharpness",
+            "random_brightness",
+            "random_rotation",
+            "random_erasing",
+        )
+    },
     ("random_posterization", "factor"): 4,
     ("random_translation", "height_factor"): 0.2,
     ("random_translation", "width_factor"): 0.2,
@@ -40,8 +49,17 @@ REQUIRED_VALUES = {
     ("piecewise_constant_decay", "boundaries"): [10],
     ("piecewise_constant_decay", "values"): [0.1, 0.01],
 }
-_BY_TYPE = {"int": 2, "ints": 2, "float": 0.5, "bool": False, "shape": (2,), "tuple": (2,), "list": [1, 2],
-            "str": "x", "activation": "relu"}
+_BY_TYPE = {
+    "int": 2,
+    "ints": 2,
+    "float": 0.5,
+    "bool": False,
+    "shape": (2,),
+    "tuple": (2,),
+    "list": [1, 2],
+    "str": "x",
+    "activation": "relu",
+}
 # Layers that take another layer (bidirectional, time_distributed) are checked through the layer they wrap.
 WRAPPERS = {"bidirectional", "time_distributed"}
 
@@ -51,7 +69,8 @@ def base_arguments(entry: registry.Entry) -> dict:
     for param in entry.params:
         if param.required:
             values[param.name] = REQUIRED_VALUES.get(
-                (entry.name, param.name), param.choices[0] if param.choices else _BY_TYPE.get(param.type))
+                (entry.name, param.name), param.choices[0] if param.choices else _BY_TYPE.get(param.type)
+            )
     return values
 
 
@@ -112,9 +131,11 @@ def test_check_accepts_the_edges_keras_accepts():
 def test_optimizer_rules_and_combinations():
     sgd, adam = registry.lookup("optimizer", "sgd"), registry.lookup("optimizer", "adam")
     assert check_refuses(sgd, {"momentum": 1.5}) == (
-        "parameter 'momentum' of 'sgd' is a fraction in [0, 1], received 1.5")
+        "parameter 'momentum' of 'sgd' is a fraction in [0, 1], received 1.5"
+    )
     assert check_refuses(adam, {"clipnorm": 1.0, "clipvalue": 1.0}) == (
-        "'adam' takes one of clipnorm, clipvalue, global_clipnorm; received clipnorm and clipvalue")
+        "'adam' takes one of clipnorm, clipvalue, global_clipnorm; received clipnorm and clipvalue"
+    )
     assert check_refuses(adam, {"gradient_accumulation_steps": 0}) is None
 
 

@@ -14,4 +14,7 @@ def test_a_check_reports_at_most_max_diagnostics_then_how_many_more():
     assert [d.message for d in diagnostics[:2]] == ["'s' is already defined at line 1"] * 2
     last = diagnostics[-1]
     assert (last.line, last.severity, last.message) == (
-        MAX_DIAGNOSTICS + 2, "error", "249 more diagnostics from here on are not shown")
+        MAX_DIAGNOSTICS + 2,
+        "error",
+        "249 more diagnostics from here on are not shown",
+    )

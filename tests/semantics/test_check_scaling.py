@@ -81,7 +81,9 @@ def test_a_syntax_error_after_many_declarations_parses_them_once(monkeypatch):
     lets = "".join(f"let a{i} = [{i}]\n" for i in range(500))
     diagnostics = netdsl.check(text=lets + "let = 1\nlet b = (\n", filename="x.net")
     assert [(d.line, d.col, d.message) for d in diagnostics] == [
-        (501, 5, "expected a name after 'let', found '='"), (502, 9, "missing ')'")]
+        (501, 5, "expected a name after 'let', found '='"),
+        (502, 9, "missing ')'"),
+    ]
     assert parsed_alone == [501, 502]
     parsed_alone.clear()
     diagnostics = netdsl.check(text="let = 1\n" + lets, filename="x.net")  # the error first: each is parsed
@@ -113,8 +115,9 @@ def test_one_let_line_declared_thousands_of_times():
     diagnostics = netdsl.check(text=text, filename="x.net")
     seen = [(d.line, d.col, d.message) for d in diagnostics]
     assert seen[:2] == [(3, 1, "'a1' is already defined at line 2"), (3, 10, "unknown name 'b'")]
-    assert seen[2:MAX_DIAGNOSTICS] == [(line, 1, "'a1' is already defined at line 2")
-                                       for line in range(4, MAX_DIAGNOSTICS + 2)]
+    assert seen[2:MAX_DIAGNOSTICS] == [
+        (line, 1, "'a1' is already defined at line 2") for line in range(4, MAX_DIAGNOSTICS + 2)
+    ]
     more = repeats + 2 - MAX_DIAGNOSTICS
     assert seen[MAX_DIAGNOSTICS:] == [(MAX_DIAGNOSTICS + 2, 1, f"{more:,} more diagnostics from here on are not shown")]
     assert all(d.severity == "error" for d in diagnostics)
@@ -138,7 +141,9 @@ def test_a_syntax_error_at_the_end_of_one_long_model_is_described_without_a_reco
     text = f"let a = 1\nmodel m {{\n{body}  y = (-> x\n  output y = x\n}}\nlet b = (\n"
     diagnostics = netdsl.check(text=text, filename="x.net")
     assert [(d.line, d.col, d.message) for d in diagnostics] == [
-        (303, 8, "unexpected '->'; expected a value or ')'"), (306, 9, "missing ')'")]
+        (303, 8, "unexpected '->'; expected a value or ')'"),
+        (306, 9, "missing ')'"),
+    ]
     assert recognized == [306]  # the declaration after the model's, which the file's parse never reached
 
 
@@ -164,13 +169,26 @@ def test_a_syntax_error_at_the_end_of_one_long_model_is_described_without_parsin
     assert described == []
     diagnostics = netdsl.check(text=f"let a = 1\n{model}let b = (\n", filename="x.net")
     assert [(d.line, d.col, d.message) for d in diagnostics] == [
-        (303, 8, "unexpected '->'; expected a value or ')'"), (306, 9, "missing ')'")]
+        (303, 8, "unexpected '->'; expected a value or ')'"),
+        (306, 9, "missing ')'"),
+    ]
     assert described == [306]  # the declaration after the model's, which the file's parse never reached
 
 
-BROKEN_STATEMENTS = ["  y = (-> x\n", "  h = x -> dense(4, a=[1, (3\n", "  h = x -> dense(4) dense(3)\n",
-                     "  h = x ->\n", "  if a {\n    h = x -> dense(4) ->\n  }\n", "  h = {1: (2\n", "  h = x => y\n",
-                     "  output\n", "  z = f(x,, y)\n", "}\n}\n", "  let = 3\n", "  h = [1, 2\n  ]]\n"]
+BROKEN_STATEMENTS = [
+    "  y = (-> x\n",
+    "  h = x -> dense(4, a=[1, (3\n",
+    "  h = x -> dense(4) dense(3)\n",
+    "  h = x ->\n",
+    "  if a {\n    h = x -> dense(4) ->\n  }\n",
+    "  h = {1: (2\n",
+    "  h = x => y\n",
+    "  output\n",
+    "  z = f(x,, y)\n",
+    "}\n}\n",
+    "  let = 3\n",
+    "  h = [1, 2\n  ]]\n",
+]
 
 
 def test_an_error_described_from_the_files_parse_reads_as_described_from_its_start(monkeypatch):

@@ -59,10 +59,18 @@ def test_a_define_changes_the_model_as_editing_the_file_would(spec, tmp_path):
 
 
 def test_cli_values_are_spec_literals(spec):
-    values = parse_defines(["width=32", "lr=-3e-4", 'tag="a \\"b\\""', "act=gelu", "sizes=[1, 2]", "flag=true",
-                            "shape=(2, 3)"])
-    assert values == {"width": 32, "lr": -3e-4, "tag": 'a "b"', "act": "gelu", "sizes": [1, 2], "flag": True,
-                      "shape": (2, 3)}
+    values = parse_defines(
+        ["width=32", "lr=-3e-4", 'tag="a \\"b\\""', "act=gelu", "sizes=[1, 2]", "flag=true", "shape=(2, 3)"]
+    )
+    assert values == {
+        "width": 32,
+        "lr": -3e-4,
+        "tag": 'a "b"',
+        "act": "gelu",
+        "sizes": [1, 2],
+        "flag": True,
+        "shape": (2, 3),
+    }
     assert isinstance(values["act"], SpecName)
     # a bare name is a name for a constant holding one, a string for a string constant
     program = apply_defines(netdsl.parse_file(spec), parse_defines(["act=gelu", "tag=other", "lr=1"]))
@@ -72,8 +80,9 @@ def test_cli_values_are_spec_literals(spec):
     assert lets["lr"].value == 1.0 and isinstance(lets["lr"].value, float)  # an integer where a number is
 
 
-@pytest.mark.parametrize("value", [32, -3e-4, 1e-12, 'a "b" \\ c', SpecName("gelu"), [1, [2.5, "x"]], (2,), (2, 3),
-                                   True, False, None])
+@pytest.mark.parametrize(
+    "value", [32, -3e-4, 1e-12, 'a "b" \\ c', SpecName("gelu"), [1, [2.5, "x"]], (2,), (2, 3), True, False, None]
+)
 def test_a_value_written_as_spec_text_reads_back_the_same(value):
     # how `netdsl sweep --workers K` hands each worker a trial's values: `-D NAME=TEXT`
     (back,) = parse_defines([f"v={describe_value(value, limit=None)}"]).values()
@@ -90,7 +99,7 @@ def test_control_characters_are_escaped_when_shown_and_kept_for_a_worker(value):
 
 
 def test_a_string_value_is_shown_escaped():
-    assert describe_value("x\x1b]0;T\x07\\ \"q\"\n") == '"x\\x1b]0;T\\x07\\\\ \\"q\\"\\n"'
+    assert describe_value('x\x1b]0;T\x07\\ "q"\n') == '"x\\x1b]0;T\\x07\\\\ \\"q\\"\\n"'
 
 
 def check(capsys, *argv: str) -> tuple[int, str]:
@@ -100,28 +109,36 @@ def check(capsys, *argv: str) -> tuple[int, str]:
 
 def test_unknown_name_gets_a_did_you_mean(spec, capsys):
     assert check(capsys, spec, "-D", "widht=3") == (
-        1, f"{spec}:1:1: error: -D widht: the spec has no constant 'widht'; did you mean 'width'?\n")
+        1,
+        f"{spec}:1:1: error: -D widht: the spec has no constant 'widht'; did you mean 'width'?\n",
+    )
 
 
 def test_wrong_type_names_both_types_at_the_constant(spec, capsys):
     code, err = check(capsys, spec, "-D", 'width="wide"', "--define", "act=3")
     assert code == 1
-    assert err == (f"{spec}:1:13: error: -D width: the constant is an integer, received a string 'wide'\n"
-                   "  let width = 16\n"
-                   "              ^^\n"
-                   f"{spec}:3:11: error: -D act: the constant is a name, received an integer 3\n"
-                   "  let act = relu\n"
-                   "            ^^^^\n"
-                   "2 errors\n")
+    assert err == (
+        f"{spec}:1:13: error: -D width: the constant is an integer, received a string 'wide'\n"
+        "  let width = 16\n"
+        "              ^^\n"
+        f"{spec}:3:11: error: -D act: the constant is a name, received an integer 3\n"
+        "  let act = relu\n"
+        "            ^^^^\n"
+        "2 errors\n"
+    )
 
 
 def test_a_value_that_is_not_a_literal_or_not_name_value(spec, capsys):
     assert check(capsys, spec, "-D", "width=2+3") == (
-        1, f"{spec}:1:1: error: -D width: '2+3' is not a literal; values are integers, numbers, strings in quotes, "
-           "true/false, none, names, or lists of them\n")
+        1,
+        f"{spec}:1:1: error: -D width: '2+3' is not a literal; values are integers, numbers, strings in quotes, "
+        "true/false, none, names, or lists of them\n",
+    )
     assert check(capsys, spec, "-D", "width") == (
-        1, f"{spec}:1:1: error: -D takes NAME=VALUE, received 'width'; for example: -D width=128 -D lr=3e-4 "
-           "-D 'act=\"gelu\"'\n")
+        1,
+        f"{spec}:1:1: error: -D takes NAME=VALUE, received 'width'; for example: -D width=128 -D lr=3e-4 "
+        "-D 'act=\"gelu\"'\n",
+    )
 
 
 def test_an_error_the_new_value_causes_points_at_the_constant(spec, capsys):

@@ -72,8 +72,13 @@ print(code, heavy)
 
 def test_render_with_shapes_of_resnet50_never_imports_tensorflow(tmp_path):
     target = tmp_path / "resnet50.dot"
-    done = subprocess.run([sys.executable, "-c", _RENDER, str(SPECS / "resnet50.net"), str(target)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _RENDER, str(SPECS / "resnet50.net"), str(target)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.stdout.splitlines()[-1] == "0 []", done.stdout + done.stderr
     dot = target.read_text(encoding="utf-8")
     assert "25,636,712 parameters" in dot  # Keras' count_params of the built ResNet-50

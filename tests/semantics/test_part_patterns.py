@@ -38,23 +38,33 @@ def graph():
     return pipeline.model_graphs(_program('freeze = ["a*"]'), ["w"], shapes=False)["w"]
 
 
-@pytest.mark.parametrize("patterns, named", [
-    (["a*"], ["a0", "ab"]),
-    (["*a"], ["ba"]),
-    (["*"], ["a0", "ab", "ba", "y"]),
-    (["a?"], []),
-    (["a[0]"], []),
-    (["a[!b]"], []),
-    (["[ab]*"], []),
-    (["?0"], []),
-    (["a.*"], []),  # `.` is itself too, not a regex's any character
-])
+@pytest.mark.parametrize(
+    "patterns, named",
+    [
+        (["a*"], ["a0", "ab"]),
+        (["*a"], ["ba"]),
+        (["*"], ["a0", "ab", "ba", "y"]),
+        (["a?"], []),
+        (["a[0]"], []),
+        (["a[!b]"], []),
+        (["[ab]*"], []),
+        (["?0"], []),
+        (["a.*"], []),  # `.` is itself too, not a regex's any character
+    ],
+)
 def test_only_star_is_a_wildcard(graph, patterns, named):
     assert part_layer_names(graph, patterns) == named
 
 
-@pytest.mark.parametrize("setting, col", [('freeze = ["a[0]"]', 15), ('freeze = ["a?"]', 15),
-                                          ('init = {"a[0]": "w.keras"}', 13), ('init = {"a?": "w.keras"}', 13)])
+@pytest.mark.parametrize(
+    "setting, col",
+    [
+        ('freeze = ["a[0]"]', 15),
+        ('freeze = ["a?"]', 15),
+        ('init = {"a[0]": "w.keras"}', 13),
+        ('init = {"a?": "w.keras"}', 13),
+    ],
+)
 def test_a_question_mark_or_bracket_names_nothing_and_check_says_so_at_the_pattern(setting, col):
     pattern = setting.split('"')[1]
     found = [(d.line, d.col, d.text) for d in netdsl.check(_program(setting))]

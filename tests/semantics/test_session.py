@@ -59,8 +59,10 @@ def test_a_name_the_spec_lacks_is_the_pick_error_it_always_was(tmp_path: Path, c
     assert str(raised.value) == f"{spec}:1:1: error: no model named 'frist'; did you mean 'first'?"
     with pytest.raises(SpecError) as raised:
         LoadedSpec.of(str(spec)).model(None)
-    assert str(raised.value) == (f"{spec}:1:1: error: the spec declares 2 models; pick one with --model NAME "
-                                 "(model=NAME in the library); models: first, second")
+    assert str(raised.value) == (
+        f"{spec}:1:1: error: the spec declares 2 models; pick one with --model NAME "
+        "(model=NAME in the library); models: first, second"
+    )
     assert checks == []
 
 

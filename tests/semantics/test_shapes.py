@@ -19,8 +19,11 @@ from netdsl.semantics.values import UNKNOWN
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted(p for p in (ROOT / "specs").glob("*.net"))
-GUIDE = [code for code in re.findall(r"```net\n(.*?)```", (ROOT / "docs" / "language.md").read_text(), re.S)
-         if "\nmodel " in "\n" + code]
+GUIDE = [
+    code
+    for code in re.findall(r"```net\n(.*?)```", (ROOT / "docs" / "language.md").read_text(), re.S)
+    if "\nmodel " in "\n" + code
+]
 
 
 CASES = [(p.stem, p.read_text(encoding="utf-8")) for p in SPECS] + [(f"guide{i}", c) for i, c in enumerate(GUIDE)]

@@ -44,23 +44,39 @@ def space():
 
 def test_the_section_as_checked():
     s = space()
-    assert s.params == [Param("width", "int_range", low=16, high=70, step=16),
-                        Param("lr", "log_uniform", low=1e-4, high=1e-2),
-                        Param("act", "choice", choices=("relu", "gelu"), names=True)]
+    assert s.params == [
+        Param("width", "int_range", low=16, high=70, step=16),
+        Param("lr", "log_uniform", low=1e-4, high=1e-2),
+        Param("act", "choice", choices=("relu", "gelu"), names=True),
+    ]
     assert (s.direction, s.metric, s.pruner, s.warmup, s.startup, s.sampler, s.trials) == (
-        "maximize", "val_sparse_categorical_accuracy", "median", 2, 3, "random", None)
+        "maximize",
+        "val_sparse_categorical_accuracy",
+        "median",
+        2,
+        3,
+        "random",
+        None,
+    )
 
 
 def test_the_metrics_a_model_reports():
     graph = analyze(netdsl.parse(SPEC, filename="s.net")).graphs["mlp"]
-    assert reported_metrics(graph.train, ["y"]) == ["loss", "sparse_categorical_accuracy", "val_loss",
-                                                    "val_sparse_categorical_accuracy"]
+    assert reported_metrics(graph.train, ["y"]) == [
+        "loss",
+        "sparse_categorical_accuracy",
+        "val_loss",
+        "val_sparse_categorical_accuracy",
+    ]
 
 
 def test_the_editor_sees_the_sweep_names_as_uses():
     index = build_index(netdsl.parse(SPEC, filename="s.net"))
-    uses = {sym.name: [(o.span.line, o.span.col) for o in occs if not o.definition]
-            for sym, occs in index.by_symbol.items() if sym.kind == "decl"}
+    uses = {
+        sym.name: [(o.span.line, o.span.col) for o in occs if not o.definition]
+        for sym, occs in index.by_symbol.items()
+        if sym.kind == "decl"
+    }
     assert uses["width"] == [(7, 25), (16, 3)] and uses["act"] == [(7, 43), (18, 3)]
     assert uses["mlp"] == [(15, 7)]  # the model a sweep names: rename renames it too
 
@@ -73,12 +89,17 @@ def test_optuna_distributions_and_the_trial_defines():
     from netdsl.tuning import study
 
     dists = study.distributions(space())
-    assert dists == {"width": IntDistribution(16, 64, step=16), "lr": FloatDistribution(1e-4, 1e-2, log=True),
-                     "act": CategoricalDistribution(("relu", "gelu"))}  # 70 is not on a step: 64 is the top
+    assert dists == {
+        "width": IntDistribution(16, 64, step=16),
+        "lr": FloatDistribution(1e-4, 1e-2, log=True),
+        "act": CategoricalDistribution(("relu", "gelu")),
+    }  # 70 is not on a step: 64 is the top
     defines = study.trial_defines(space(), {"width": 32, "lr": 1e-3, "act": "gelu"})
     assert isinstance(defines["act"], SpecName) and defines["width"] == 32
-    program = netdsl.parse(SPEC.replace("sampler = random", "sampler = grid").replace(
-        "  lr = log_uniform(1e-4, 1e-2)\n", ""), filename="g.net")
+    program = netdsl.parse(
+        SPEC.replace("sampler = random", "sampler = grid").replace("  lr = log_uniform(1e-4, 1e-2)\n", ""),
+        filename="g.net",
+    )
     assert study.grid_size(analyze(program).sweeps["mlp"]) == 4 * 2
     assert study.shown_url("postgresql://me:pw@db:5432/s") == "postgresql://me:***@db:5432/s"
     assert study.storage_url("postgres://me@db/s") == "postgresql+psycopg://me@db/s"
@@ -86,24 +107,34 @@ def test_optuna_distributions_and_the_trial_defines():
 
 def test_a_grid_is_counted_never_listed():
     assert grid_size([Param("width", "int_range", low=16, high=70, step=16)]) == 4  # 16, 32, 48, 64
-    assert grid_size([Param("w", "int_range", low=1, high=10**12), Param("a", "choice", choices=("x", "y"))]) == \
-        2 * 10**12
+    assert (
+        grid_size([Param("w", "int_range", low=1, high=10**12), Param("a", "choice", choices=("x", "y"))]) == 2 * 10**12
+    )
     assert grid_size([Param("w", "int_range", low=0, high=999, step=1)] * 4) == 10**12
 
 
-@pytest.mark.parametrize("url, shown, secret", [
-    ("postgresql://me:pw@db:5432/s", "postgresql://me:***@db:5432/s", True),
-    ("postgresql://sweeper:s3cr/et@db.cluster/sweeps", "postgresql://sweeper:***@db.cluster/sweeps", True),
-    ("postgresql://me@db/s?password=a/b&application_name=x", "postgresql://me@db/s?application_name=x&password=***",
-     True),
-    ("postgresql://me@db/s?passfile=/home/me/pg&sslkey=/k&sslpassword=z",
-     "postgresql://me@db/s?passfile=***&sslkey=***&sslpassword=***", True),
-    ("postgresql://me:p@ss@db/s", "postgresql://me:***@***@db/s", True),  # SQLAlchemy: password 'p', host 'ss@db'
-    ("postgresql://me@db:5432/s", "postgresql://me@db:5432/s", False),
-    ("sqlite:////shared/sweeps/study.db", "sqlite:////shared/sweeps/study.db", False),
-    ("no url at all", "***", True),  # unreadable: nothing shown, nothing kept
-    ("postgresql://me:pw@db:port/s", "postgresql://***", True),
-])
+@pytest.mark.parametrize(
+    "url, shown, secret",
+    [
+        ("postgresql://me:pw@db:5432/s", "postgresql://me:***@db:5432/s", True),
+        ("postgresql://sweeper:s3cr/et@db.cluster/sweeps", "postgresql://sweeper:***@db.cluster/sweeps", True),
+        (
+            "postgresql://me@db/s?password=a/b&application_name=x",
+            "postgresql://me@db/s?application_name=x&password=***",
+            True,
+        ),
+        (
+            "postgresql://me@db/s?passfile=/home/me/pg&sslkey=/k&sslpassword=z",
+            "postgresql://me@db/s?passfile=***&sslkey=***&sslpassword=***",
+            True,
+        ),
+        ("postgresql://me:p@ss@db/s", "postgresql://me:***@***@db/s", True),  # SQLAlchemy: password 'p', host 'ss@db'
+        ("postgresql://me@db:5432/s", "postgresql://me@db:5432/s", False),
+        ("sqlite:////shared/sweeps/study.db", "sqlite:////shared/sweeps/study.db", False),
+        ("no url at all", "***", True),  # unreadable: nothing shown, nothing kept
+        ("postgresql://me:pw@db:port/s", "postgresql://***", True),
+    ],
+)
 def test_a_storage_url_is_shown_without_its_secrets(url, shown, secret):
     pytest.importorskip("sqlalchemy", reason="netdsl[sweep] (Optuna, SQLAlchemy) is not installed")
     from netdsl.tuning import study

@@ -171,8 +171,7 @@ def test_check_infers_the_shapes_keras_computes():
     """
     graph = graph_of(spec, "m")
     model = build(spec)
-    want = {name: tuple(layer.output.shape[1:]) for name in graph.output_names
-            for layer in [model.get_layer(name)]}
+    want = {name: tuple(layer.output.shape[1:]) for name in graph.output_names for layer in [model.get_layer(name)]}
     inferred = {name: graph.node_of(ref).output_shapes[ref.index] for name, ref in graph.outputs}
     assert inferred == want
     assert inferred["u"] == (8, 16) and inferred["m3"] == () and inferred["m2"] == (8, 1) and inferred["r"] == (16, 16)

@@ -108,8 +108,9 @@ def _check(np, model, base: Path) -> None:
     inputs = [made[f"x{i}"] for i in range(len(model.inputs))]
     model.set_weights(weights)
     outputs = _outputs(np, model, inputs)
-    np.savez(f"{base}.rebuilt.npz", params=np.int64(model.count_params()),
-             **{f"y{i}": y for i, y in enumerate(outputs)})
+    np.savez(
+        f"{base}.rebuilt.npz", params=np.int64(model.count_params()), **{f"y{i}": y for i, y in enumerate(outputs)}
+    )
     loaded = keras.saving.load_model(base.with_suffix(".keras"), safe_mode=True)
     outputs = _outputs(np, loaded, inputs)
     np.savez(f"{base}.loaded.npz", **{f"y{i}": y for i, y in enumerate(outputs)})
@@ -124,8 +125,14 @@ def probe(mode: str, folder: Path, backend: str, specs: list[str]) -> None:
     from tests.support import forked_cli
 
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
-    result = forked_cli.run([mode, str(folder), backend, *(str(ROOT / "specs" / f"{s}.net") for s in specs)], ROOT,
-                            env, timeout=900, script=Path(__file__), backend=backend)
+    result = forked_cli.run(
+        [mode, str(folder), backend, *(str(ROOT / "specs" / f"{s}.net") for s in specs)],
+        ROOT,
+        env,
+        timeout=900,
+        script=Path(__file__),
+        backend=backend,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
 
 

@@ -120,23 +120,41 @@ for line in requests:
 
 class _Server:
     def __init__(self, env: dict[str, str], backend: str) -> None:
-        self.process = subprocess.Popen([sys.executable, "-c", _SERVER, json.dumps(env), backend], env=env,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        text=True, cwd=tempfile.gettempdir())
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _SERVER, json.dumps(env), backend],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=tempfile.gettempdir(),
+        )
         assert self.process.stdout is not None
         self.counted_cpu_s = json.loads(self.process.stdout.readline())["ready_cpu_s"]  # its imports
         _count(self.counted_cpu_s)
         self.lock = threading.Lock()
 
-    def run(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float,
-            script: str | None) -> subprocess.CompletedProcess:
+    def run(
+        self, args: list[str], cwd: Path, env: dict[str, str], timeout: float, script: str | None
+    ) -> subprocess.CompletedProcess:
         assert self.process.stdin is not None and self.process.stdout is not None
         with self.lock, tempfile.TemporaryDirectory(prefix="netdsl-forked-") as folder:
             out, err = Path(folder) / "stdout", Path(folder) / "stderr"
             out.touch()
             err.touch()
-            self.process.stdin.write(json.dumps({"args": args, "cwd": str(cwd), "env": env, "stdout": str(out),
-                                                 "stderr": str(err), "script": script}) + "\n")
+            self.process.stdin.write(
+                json.dumps(
+                    {
+                        "args": args,
+                        "cwd": str(cwd),
+                        "env": env,
+                        "stdout": str(out),
+                        "stderr": str(err),
+                        "script": script,
+                    }
+                )
+                + "\n"
+            )
             self.process.stdin.flush()
             pid = json.loads(self.process.stdout.readline())["pid"]
             killed = threading.Event()
@@ -158,8 +176,7 @@ class _Server:
             ended = json.loads(reply)
             self.counted_cpu_s += ended["cpu_s"]
             _count(ended["cpu_s"])
-            return subprocess.CompletedProcess(command, ended["code"], _text(out.read_bytes()),
-                                               _text(err.read_bytes()))
+            return subprocess.CompletedProcess(command, ended["code"], _text(out.read_bytes()), _text(err.read_bytes()))
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -227,8 +244,15 @@ def _backend(args: list[str], env: Mapping[str, str]) -> str | None:
     return name if name in ("tensorflow", "jax", "torch") else None
 
 
-def run(args: list[str], cwd: Path, env: Mapping[str, str], timeout: float = 600, *, script: Path | None = None,
-        backend: str | None = None) -> subprocess.CompletedProcess:
+def run(
+    args: list[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float = 600,
+    *,
+    script: Path | None = None,
+    backend: str | None = None,
+) -> subprocess.CompletedProcess:
     """`python -m netdsl.cli ARGS` in `cwd` with exactly `env`: exit code and text of stdout and stderr.
     With `script`, `python SCRIPT ARGS` instead, on `backend` (a script that picks it itself)."""
     args, env = [str(a) for a in args], dict(env)

@@ -67,8 +67,10 @@ def good(folder: Path, name: str = "good.weights.h5") -> Path:
 
 def external_storage(folder: Path, secret: Path | str) -> Path:
     """N2: the kernel's bytes kept in `secret`, a file outside the weights file."""
-    return _weights_file(folder / "external.weights.h5", lambda g: dataset(
-        g, "0", shape=(4, 4), dtype="float32", external=[(str(secret), 0, 64)]))
+    return _weights_file(
+        folder / "external.weights.h5",
+        lambda g: dataset(g, "0", shape=(4, 4), dtype="float32", external=[(str(secret), 0, 64)]),
+    )
 
 
 def virtual_dataset(folder: Path) -> Path:
@@ -80,8 +82,9 @@ def virtual_dataset(folder: Path) -> Path:
 def external_link(folder: Path) -> Path:
     """The kernel as a link to a dataset of another file."""
     other = good(folder, "linked.weights.h5")
-    return _weights_file(folder / "extlink.weights.h5", lambda g: g.__setitem__("0", h5py.ExternalLink(other.name,
-                                                                                                       KERNEL)))
+    return _weights_file(
+        folder / "extlink.weights.h5", lambda g: g.__setitem__("0", h5py.ExternalLink(other.name, KERNEL))
+    )
 
 
 def external_link_group(folder: Path) -> Path:
@@ -107,14 +110,17 @@ def soft_link(folder: Path) -> Path:
 
 def shape_bomb(folder: Path) -> Path:
     """N3.2: a 4.7 KB file whose kernel declares (65536, 32768) float32, 8 GiB never written."""
-    return _weights_file(folder / "bomb.weights.h5",
-                         lambda g: dataset(g, "0", shape=(65536, 32768), dtype="float32"))
+    return _weights_file(folder / "bomb.weights.h5", lambda g: dataset(g, "0", shape=(65536, 32768), dtype="float32"))
 
 
 def fill_bomb(folder: Path) -> Path:
     """A kernel of the model's own shape, chunked and compressed, never written: only its fill value."""
-    return _weights_file(folder / "fill.weights.h5", lambda g: dataset(
-        g, "0", shape=(8192, 8192), dtype="float32", chunks=(1024, 1024), compression="gzip", fillvalue=1.0))
+    return _weights_file(
+        folder / "fill.weights.h5",
+        lambda g: dataset(
+            g, "0", shape=(8192, 8192), dtype="float32", chunks=(1024, 1024), compression="gzip", fillvalue=1.0
+        ),
+    )
 
 
 def dtype_mismatch(folder: Path) -> Path:
@@ -124,8 +130,10 @@ def dtype_mismatch(folder: Path) -> Path:
 
 def strings(folder: Path) -> Path:
     """A kernel of the right shape holding strings."""
-    return _weights_file(folder / "strings.weights.h5", lambda g: dataset(
-        g, "0", data=np.array([["abcd"] * 4] * 4, dtype=h5py.string_dtype())))
+    return _weights_file(
+        folder / "strings.weights.h5",
+        lambda g: dataset(g, "0", data=np.array([["abcd"] * 4] * 4, dtype=h5py.string_dtype())),
+    )
 
 
 def hard_link_loop(folder: Path) -> Path:
@@ -140,9 +148,17 @@ def hard_link_loop(folder: Path) -> Path:
 
 
 # A config.json of MODEL as Keras writes it, cut to what the weights reader reads (class names, names).
-CONFIG = {"module": "keras", "class_name": "Functional", "config": {"name": "m", "layers": [
-    {"module": "keras.layers", "class_name": "InputLayer", "name": "x", "config": {"name": "x"}},
-    {"module": "keras.layers", "class_name": "Dense", "name": "y", "config": {"name": "y", "units": 4}}]}}
+CONFIG = {
+    "module": "keras",
+    "class_name": "Functional",
+    "config": {
+        "name": "m",
+        "layers": [
+            {"module": "keras.layers", "class_name": "InputLayer", "name": "x", "config": {"name": "x"}},
+            {"module": "keras.layers", "class_name": "Dense", "name": "y", "config": {"name": "y", "units": 4}},
+        ],
+    },
+}
 
 
 def member(name: str) -> zipfile.ZipInfo:
@@ -166,8 +182,9 @@ def good_keras(folder: Path) -> Path:
 
 def config_bomb(folder: Path) -> Path:
     """N3.3: a 65 KB `.keras` file whose config.json is 64 MiB of `[{},{},...]`."""
-    return keras_file(folder / "bomb_config.keras", b"[" + b"{}," * (64 * 1024**2 // 3 - 1) + b"{}]",
-                      good(folder).read_bytes())
+    return keras_file(
+        folder / "bomb_config.keras", b"[" + b"{}," * (64 * 1024**2 // 3 - 1) + b"{}]", good(folder).read_bytes()
+    )
 
 
 def weights_bomb(folder: Path, config: bytes, gib: float = 1) -> Path:
@@ -194,8 +211,20 @@ def h5_bytes(write: Callable[[h5py.File], None]) -> bytes:
 def seeds(folder: Path) -> list[Path]:
     """Every file above (but the 1 GiB bomb: a 256 MiB one), made in `folder`: the fuzzing target's seeds.
     External storage names `secret.txt`, a file of the folder the reader runs in."""
-    made = [good(folder), good_keras(folder), virtual_dataset(folder), external_link(folder),
-            external_link_group(folder), soft_link(folder), shape_bomb(folder), fill_bomb(folder),
-            dtype_mismatch(folder), strings(folder), hard_link_loop(folder), external_storage(folder, "secret.txt"),
-            config_bomb(folder), weights_bomb(folder, json.dumps(CONFIG).encode(), gib=0.25)]
+    made = [
+        good(folder),
+        good_keras(folder),
+        virtual_dataset(folder),
+        external_link(folder),
+        external_link_group(folder),
+        soft_link(folder),
+        shape_bomb(folder),
+        fill_bomb(folder),
+        dtype_mismatch(folder),
+        strings(folder),
+        hard_link_loop(folder),
+        external_storage(folder, "secret.txt"),
+        config_bomb(folder),
+        weights_bomb(folder, json.dumps(CONFIG).encode(), gib=0.25),
+    ]
     return sorted(made)

@@ -57,9 +57,7 @@ def resnet50_handwritten() -> keras.Model:
     x = layers.Activation("relu", name="conv1_relu")(x)
     x = layers.ZeroPadding2D(((1, 1), (1, 1)), name="pool1_pad")(x)
     x = layers.MaxPooling2D(3, strides=2, name="pool1_pool")(x)
-    for stage, (filters, blocks, stride) in enumerate(
-        [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)], start=2
-    ):
+    for stage, (filters, blocks, stride) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)], start=2):
         x = _resnet_bottleneck(x, filters, stride, project=True, name=f"conv{stage}_block1")
         for i in range(2, blocks + 1):
             x = _resnet_bottleneck(x, filters, name=f"conv{stage}_block{i}")
@@ -119,8 +117,15 @@ def mobilenet_v2_handwritten() -> keras.Model:
     x = _bn("bn_Conv1")(x)
     x = layers.ReLU(6.0, name="Conv1_relu")(x)
     # (expansion, channels, repeats, first stride), the paper's table 2
-    settings = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
-                (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]
+    settings = [
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    ]
     block = 0
     for expansion, channels, repeats, stride in settings:
         for i in range(repeats):
@@ -195,8 +200,8 @@ class PositionEmbedding(layers.Layer):
 
     def build(self, input_shape):
         self.table = self.add_weight(
-            name="table", shape=tuple(input_shape[1:]),
-            initializer=keras.initializers.RandomUniform(-0.05, 0.05))
+            name="table", shape=tuple(input_shape[1:]), initializer=keras.initializers.RandomUniform(-0.05, 0.05)
+        )
 
     def call(self, x):
         return x + self.table
@@ -354,8 +359,7 @@ class MyLinear(layers.Layer):
         self.units = units
 
     def build(self, input_shape):
-        self.kernel = self.add_weight(name="kernel", shape=(input_shape[-1], self.units),
-                                      initializer="glorot_uniform")
+        self.kernel = self.add_weight(name="kernel", shape=(input_shape[-1], self.units), initializer="glorot_uniform")
         self.bias = self.add_weight(name="bias", shape=(self.units,), initializer="zeros")
 
     def call(self, x):

@@ -55,8 +55,7 @@ model two_heads {
 
 def digits(n: int, seed: int = 0) -> TensorDataset:
     rng = np.random.default_rng(seed)
-    return TensorDataset(torch.tensor(rng.random((n, 28, 28), dtype=np.float32)),
-                         torch.tensor(rng.integers(0, 10, n)))
+    return TensorDataset(torch.tensor(rng.random((n, 28, 28), dtype=np.float32)), torch.tensor(rng.integers(0, 10, n)))
 
 
 class Named(Dataset):
@@ -64,8 +63,12 @@ class Named(Dataset):
 
     def __init__(self, n: int) -> None:
         rng = np.random.default_rng(5)
-        self.rows = {"image": rng.normal(size=(n, 6)).astype("float32"), "extra": rng.normal(size=(n, 3)).astype(
-            "float32"), "label": rng.integers(0, 4, n), "size": rng.random((n, 1), dtype=np.float32)}
+        self.rows = {
+            "image": rng.normal(size=(n, 6)).astype("float32"),
+            "extra": rng.normal(size=(n, 3)).astype("float32"),
+            "label": rng.integers(0, 4, n),
+            "size": rng.random((n, 1), dtype=np.float32),
+        }
 
     def __len__(self) -> int:
         return len(self.rows["image"])
@@ -107,8 +110,10 @@ def checks(out: Path, tmp: Path) -> None:
     found["names"] = [spec.input_names, spec.output_names]
     # the tutorial's forward and loss, with the spec's weights copied into the hand-written module
     by_hand = LitModel()
-    kernel1, bias1, kernel2, bias2 = (spec.net.get_layer(n).weights[i].numpy() for n, i in
-                                      [("hidden", 0), ("hidden", 1), ("logits", 0), ("logits", 1)])
+    kernel1, bias1, kernel2, bias2 = (
+        spec.net.get_layer(n).weights[i].numpy()
+        for n, i in [("hidden", 0), ("hidden", 1), ("logits", 0), ("logits", 1)]
+    )
     with torch.no_grad():
         for layer, kernel, bias in [(by_hand.l1, kernel1, bias1), (by_hand.l2, kernel2, bias2)]:
             layer.weight.copy_(torch.tensor(kernel.T))
@@ -168,26 +173,37 @@ def paths(out: Path, tmp: Path) -> None:
             module.zero_grad()
             outputs = module(given) if side == "spec" else module.net({"image": image}, training=False)
             sum((output * weight).sum() for output, weight in zip(outputs, weights)).backward()
-            sides[side] = ([output.detach().numpy() for output in outputs],
-                           [p.grad.numpy().copy() for p in module.parameters() if p.requires_grad])
+            sides[side] = (
+                [output.detach().numpy() for output in outputs],
+                [p.grad.numpy().copy() for p in module.parameters() if p.requires_grad],
+            )
         found[layout] = {
             "on_torch": module._path is not None,
             "output_difference": max(float(np.abs(a - b).max()) for a, b in zip(sides["spec"][0], sides["keras"][0])),
-            "gradient_difference": max(float(np.abs(a - b).max() / np.abs(b).max())
-                                       for a, b in zip(sides["spec"][1], sides["keras"][1])),
+            "gradient_difference": max(
+                float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(sides["spec"][1], sides["keras"][1])
+            ),
             "parameters": len(sides["spec"][1]),
         }
     # three batches: the first resolves the metrics through Keras' objects, the others by their batch means
     trainer = L.Trainer(**QUIET, enable_checkpointing=False)
-    batches = DataLoader(TensorDataset(image.permute(0, 3, 1, 2), probs, size), batch_size=8, collate_fn=lambda rows: (
-        torch.stack([r[0] for r in rows]), {"probs": torch.stack([r[1] for r in rows]),
-                                            "size": torch.stack([r[2] for r in rows])}))
+    batches = DataLoader(
+        TensorDataset(image.permute(0, 3, 1, 2), probs, size),
+        batch_size=8,
+        collate_fn=lambda rows: (
+            torch.stack([r[0] for r in rows]),
+            {"probs": torch.stack([r[1] for r in rows]), "size": torch.stack([r[2] for r in rows])},
+        ),
+    )
     module = SpecModule(tmp / "cnn.net", channels_first=True)
     logged = trainer.validate(module, batches, verbose=False)[0]
-    by_keras = module.net.evaluate(image.numpy(), {"probs": probs.numpy(), "size": size.numpy()}, batch_size=8,
-                                   verbose=0, return_dict=True)
-    found["validated"] = {"lightning": {k: float(v) for k, v in logged.items()},
-                          "keras": {k: float(v) for k, v in by_keras.items()}}
+    by_keras = module.net.evaluate(
+        image.numpy(), {"probs": probs.numpy(), "size": size.numpy()}, batch_size=8, verbose=0, return_dict=True
+    )
+    found["validated"] = {
+        "lightning": {k: float(v) for k, v in logged.items()},
+        "keras": {k: float(v) for k, v in by_keras.items()},
+    }
     found["fallback"] = {name: _through_keras(tmp, name, layer, image, probs) for name, layer in FALLBACKS.items()}
     out.write_text(json.dumps(found, indent=1))
 
@@ -225,10 +241,15 @@ def _through_keras(tmp: Path, name: str, layer: str, image: torch.Tensor, probs:
         given, keras_own = module(first), module.net(image, training=False)
     logged = trainer.validate(module, batches, verbose=False)[0]
     by_keras = module.net.evaluate(image.numpy(), probs.numpy(), batch_size=8, verbose=0, return_dict=True)
-    return {"on_torch": module._path is not None, "train_loss": trained,
-            "output_difference": float((given - keras_own).abs().max()),
-            "validated": {"lightning": {k: float(v) for k, v in logged.items()},
-                          "keras": {k: float(v) for k, v in by_keras.items()}}}
+    return {
+        "on_torch": module._path is not None,
+        "train_loss": trained,
+        "output_difference": float((given - keras_own).abs().max()),
+        "validated": {
+            "lightning": {k: float(v) for k, v in logged.items()},
+            "keras": {k: float(v) for k, v in by_keras.items()},
+        },
+    }
 
 
 def _optimizer_of(module: SpecModule) -> dict:
@@ -248,13 +269,21 @@ def as_keras() -> dict:
     image = torch.tensor(rng.random((8, 64, 64, 3), dtype=np.float32) * 255)
     probs, box = torch.tensor(rng.integers(0, 10, 8)), torch.tensor(rng.random((8, 4), dtype=np.float32))
     trainer = L.Trainer(**QUIET, enable_checkpointing=False)
-    logged = trainer.validate(module, DataLoader(TensorDataset(image, probs, box), batch_size=8,
-                                                 collate_fn=lambda rows: (torch.stack([r[0] for r in rows]), {
-                                                     "probs": torch.stack([r[1] for r in rows]),
-                                                     "box": torch.stack([r[2] for r in rows])})),
-                              verbose=False)[0]
-    by_keras = module.net.evaluate(image.numpy(), {"probs": probs.numpy(), "box": box.numpy()}, batch_size=8,
-                                   verbose=0, return_dict=True)
+    logged = trainer.validate(
+        module,
+        DataLoader(
+            TensorDataset(image, probs, box),
+            batch_size=8,
+            collate_fn=lambda rows: (
+                torch.stack([r[0] for r in rows]),
+                {"probs": torch.stack([r[1] for r in rows]), "box": torch.stack([r[2] for r in rows])},
+            ),
+        ),
+        verbose=False,
+    )[0]
+    by_keras = module.net.evaluate(
+        image.numpy(), {"probs": probs.numpy(), "box": box.numpy()}, batch_size=8, verbose=0, return_dict=True
+    )
     return {"lightning": {k: float(v) for k, v in logged.items()}, "keras": {k: float(v) for k, v in by_keras.items()}}
 
 
@@ -270,7 +299,7 @@ def two_heads(tmp: Path) -> dict:
     predicted = module.net({"image": batch["image"], "extra": batch["extra"]}, training=False)
     ce = torch.nn.functional.cross_entropy(predicted[0], batch["label"])
     mse = torch.mean((predicted[1] - batch["size"]) ** 2)
-    l2 = sum(0.01 * torch.sum(w.value ** 2) for w in module.net.get_layer("joined").weights[:1])
+    l2 = sum(0.01 * torch.sum(w.value**2) for w in module.net.get_layer("joined").weights[:1])
     module.eval()
     with torch.no_grad():
         by_hand = float(ce + 3.0 * mse + l2)
@@ -294,9 +323,15 @@ def two_heads(tmp: Path) -> dict:
     import keras
 
     schedule = keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=2, decay_rate=0.5)
-    return {"loss": [float(total), by_hand], "logged": logged, "tested": sorted(trainer.callback_metrics),
-            "optimizer": _optimizer_of(module), "rates": rates, "keras_rates": [float(schedule(s)) for s in range(3)],
-            "largest_norm": max(norms)}
+    return {
+        "loss": [float(total), by_hand],
+        "logged": logged,
+        "tested": sorted(trainer.callback_metrics),
+        "optimizer": _optimizer_of(module),
+        "rates": rates,
+        "keras_rates": [float(schedule(s)) for s in range(3)],
+        "largest_norm": max(norms),
+    }
 
 
 def resume(tmp: Path) -> dict:
@@ -320,8 +355,7 @@ def resume(tmp: Path) -> dict:
     straight, curve = fit(3, tmp / "straight")
     first = sorted((tmp / "straight").glob("epoch=0-*.ckpt"))[0]
     resumed, rest = fit(3, tmp / "resumed", first)
-    difference = max(float(np.abs(a - b).max()) for a, b in zip(weights(straight).values(),
-                                                                 weights(resumed).values()))
+    difference = max(float(np.abs(a - b).max()) for a, b in zip(weights(straight).values(), weights(resumed).values()))
     loaded = SpecModule.load_from_checkpoint(first)
     return {"curve": curve, "resumed_curve": rest, "difference": difference, "loaded_hparams": dict(loaded.hparams)}
 
@@ -366,7 +400,7 @@ def pictures(n: int, seed: int) -> TensorDataset:
     labels = rng.integers(0, 3, n)
     images = rng.random((n, 12, 12, 1), dtype=np.float32) * 0.3
     for i, label in enumerate(labels):
-        images[i, 4 * label:4 * label + 4] += 0.7
+        images[i, 4 * label : 4 * label + 4] += 0.7
     return TensorDataset(torch.tensor(images), torch.tensor(labels))
 
 
@@ -386,8 +420,14 @@ def journey(out: Path, tmp: Path) -> None:
     train, val = DataLoader(pictures(96, 1), batch_size=32, shuffle=True), DataLoader(pictures(48, 2), batch_size=48)
     module = SpecModule(spec)
     best = ModelCheckpoint(dirpath=tmp / "ckpts", monitor="val_loss", save_last=True)
-    trainer = L.Trainer(max_epochs=3, accelerator="cpu", enable_progress_bar=False, enable_model_summary=False,
-                        logger=CSVLogger(tmp / "logs", name="digits"), callbacks=[best])
+    trainer = L.Trainer(
+        max_epochs=3,
+        accelerator="cpu",
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        logger=CSVLogger(tmp / "logs", name="digits"),
+        callbacks=[best],
+    )
     trainer.fit(module, train, val)
     found["best"] = best.best_model_path
     loaded = [SpecModule.load_from_checkpoint(best.best_model_path) for _ in range(2)]  # after a fit: twice
@@ -408,8 +448,7 @@ def journey(out: Path, tmp: Path) -> None:
     except Exception as exc:  # noqa: BLE001 (the test asserts on its type and message)
         found["nchw"] = f"{type(exc).__name__}: {exc}"
     first = SpecModule.load_from_checkpoint(best.best_model_path, channels_first=True).eval()
-    found["channels_first_difference"] = float(np.abs(first(x.permute(0, 3, 1, 2)).detach().numpy()
-                                                      - outputs[0]).max())
+    found["channels_first_difference"] = float(np.abs(first(x.permute(0, 3, 1, 2)).detach().numpy() - outputs[0]).max())
     found["hparams"] = sorted(loaded[0].hparams)
     out.write_text(json.dumps(found, indent=1))
 
@@ -423,8 +462,11 @@ def reload(out: Path, checkpoint: Path) -> None:
     x, _ = pictures(48, 2)[:]
     loaded = [SpecModule.load_from_checkpoint(checkpoint, weights_only=True).eval() for _ in range(2)]
     outputs = [m(x).detach().numpy() for m in loaded]
-    found: dict = {"difference": float(np.abs(outputs[0] - outputs[1]).max()), "root": loaded[0].program.root,
-                   "tensorflow_imported": "tensorflow" in sys.modules}
+    found: dict = {
+        "difference": float(np.abs(outputs[0] - outputs[1]).max()),
+        "root": loaded[0].program.root,
+        "tensorflow_imported": "tensorflow" in sys.modules,
+    }
     np.save(out.with_suffix(".npy"), outputs[0])
     edited = JOURNEY.replace("conv2d(4, 3", "conv2d(6, 3")
     (out.parent / "edited.net").write_text(edited)
@@ -450,8 +492,9 @@ def fit(out: Path, devices: int, batch: int, kill_at: int | None) -> None:
     L.seed_everything(0, verbose=False)
     module = SpecModule(MLP)
     callbacks = [Killer(out, kill_at)] if kill_at is not None else []
-    trainer = L.Trainer(max_epochs=2, devices=devices, strategy="ddp", callbacks=callbacks, **QUIET,
-                        enable_checkpointing=False)
+    trainer = L.Trainer(
+        max_epochs=2, devices=devices, strategy="ddp", callbacks=callbacks, **QUIET, enable_checkpointing=False
+    )
     trainer.fit(module, DataLoader(digits(128, seed=4), batch_size=batch))
     if trainer.global_rank == 0:
         np.savez(out, **weights(module))

@@ -85,30 +85,44 @@ def capabilities(encodings: list[str] | None = None) -> types.ClientCapabilities
 
 
 async def initialize(client: LanguageClient, encodings: list[str] | None = None, root: Path = ROOT):
-    return await client.initialize_session(types.InitializeParams(
-        capabilities=capabilities(encodings), root_uri=root.as_uri(),
-        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)]))
+    return await client.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities(encodings),
+            root_uri=root.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+        )
+    )
 
 
 def open_doc(client: LanguageClient, uri: str, text: str, version: int = 1) -> None:
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="netdsl", version=version, text=text)))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="netdsl", version=version, text=text)
+        )
+    )
 
 
 def replace_all(client: LanguageClient, uri: str, text: str, version: int) -> None:
     """A full-text change (what a client sends when it does not send ranges)."""
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
 
 
 def edit(client: LanguageClient, uri: str, version: int, start: tuple[int, int], end: tuple[int, int], text: str):
     """An incremental change of the range start..end (0-based line, client character)."""
-    rng = types.Range(start=types.Position(line=start[0], character=start[1]),
-                      end=types.Position(line=end[0], character=end[1]))
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        content_changes=[types.TextDocumentContentChangePartial(range=rng, text=text)]))
+    rng = types.Range(
+        start=types.Position(line=start[0], character=start[1]), end=types.Position(line=end[0], character=end[1])
+    )
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangePartial(range=rng, text=text)],
+        )
+    )
 
 
 def doc(uri: str) -> types.TextDocumentIdentifier:
@@ -136,15 +150,28 @@ def expected_lsp(check_json: list[dict], display: str, text: str) -> list[dict]:
         if d["file"] != display:
             continue
         text_ = d["message"] + (f"; {d['hint']}" if d["hint"] else "")
-        out.append({"range": ((d["line"] - 1, column(d["line"], d["col"])),
-                              (d["end_line"] - 1, column(d["end_line"], d["end_col"]))),
-                    "message": text_, "severity": 1 if d["severity"] == "error" else 2})
+        out.append(
+            {
+                "range": (
+                    (d["line"] - 1, column(d["line"], d["col"])),
+                    (d["end_line"] - 1, column(d["end_line"], d["end_col"])),
+                ),
+                "message": text_,
+                "severity": 1 if d["severity"] == "error" else 2,
+            }
+        )
     return out
 
 
 def as_dicts(diagnostics) -> list[dict]:
-    return [{"range": ((d.range.start.line, d.range.start.character), (d.range.end.line, d.range.end.character)),
-             "message": d.message, "severity": int(d.severity)} for d in diagnostics]
+    return [
+        {
+            "range": ((d.range.start.line, d.range.start.character), (d.range.end.line, d.range.end.character)),
+            "message": d.message,
+            "severity": int(d.severity),
+        }
+        for d in diagnostics
+    ]
 
 
 def assert_same_as_check(diagnostics, check: list[dict], display: str, text: str) -> None:
@@ -154,6 +181,9 @@ def assert_same_as_check(diagnostics, check: list[dict], display: str, text: str
     wanted = expected_lsp(check, display, text)
     assert own == wanted, f"published {own}\nnetdsl check {wanted}"
     related = [d.message for d in diagnostics if d.related_information]
-    wanted = [f"{d['file']}:{d['line']}:{d['col']}: {d['message']}" + (f"; {d['hint']}" if d["hint"] else "")
-              for d in check if d["file"] != display]
+    wanted = [
+        f"{d['file']}:{d['line']}:{d['col']}: {d['message']}" + (f"; {d['hint']}" if d["hint"] else "")
+        for d in check
+        if d["file"] != display
+    ]
     assert related == wanted, f"published {related}\nnetdsl check {wanted}"

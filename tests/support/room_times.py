@@ -58,8 +58,9 @@ class PhaseCpu:
         return (yield from self._measure(item, "teardown"))
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item,
-                                  call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         spent = self.spent.pop(item.nodeid + call.when, None)
         if spent is not None:
@@ -71,7 +72,7 @@ def room_of(nodeid: str) -> str:
     """`tests/training/test_engine.py::test_x` -> "training" (nodeids are relative to the rootdir)."""
     parts = nodeid.split("::", 1)[0].split("/")
     if "tests" in parts:
-        parts = parts[parts.index("tests") + 1:]
+        parts = parts[parts.index("tests") + 1 :]
     return parts[0] if len(parts) > 1 else WHOLE_PROJECT
 
 
@@ -93,8 +94,11 @@ class RoomTimes:
                 cpu += value
         new = report.nodeid not in self.seen
         self.seen.add(report.nodeid)
-        for kind, key in (("rooms", room_of(report.nodeid)), ("files", report.nodeid.split("::", 1)[0]),
-                          ("tests", report.nodeid)):
+        for kind, key in (
+            ("rooms", room_of(report.nodeid)),
+            ("files", report.nodeid.split("::", 1)[0]),
+            ("tests", report.nodeid),
+        ):
             figures = self.figures[kind].setdefault(key, [0.0, 0.0, 0.0])
             figures[0] += report.duration
             figures[1] += cpu
@@ -108,8 +112,9 @@ class RoomTimes:
             earlier = json.loads(self.path.read_text())
         except (OSError, ValueError):
             earlier = {}
-        totals = {kind: {key: list(figures) for key, figures in by_key.items()}
-                  for kind, by_key in self.figures.items()}
+        totals = {
+            kind: {key: list(figures) for key, figures in by_key.items()} for kind, by_key in self.figures.items()
+        }
         for kind, by_key in earlier.items():
             for key, figures in by_key.items():
                 now = totals.setdefault(kind, {}).setdefault(key, [0.0, 0.0, 0.0])
@@ -135,8 +140,12 @@ class RoomTimes:
 
 
 def addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--room-times", metavar="FILE", default=None,
-                     help="add this run's seconds per room of tests/ to FILE (JSON) and print the sum")
+    parser.addoption(
+        "--room-times",
+        metavar="FILE",
+        default=None,
+        help="add this run's seconds per room of tests/ to FILE (JSON) and print the sum",
+    )
 
 
 def register(config: pytest.Config) -> None:

@@ -58,8 +58,9 @@ def make_project(folder: Path) -> Project:
     y = (x[:, 0] > 0).astype("int64") + (x[:, 1] > 0.5).astype("int64")
     np.savez(folder / "data.npz", x=x, y=y)
     first = netdsl.train(folder / "tiny.net", data=folder / "data.npz", seed=1, out=folder / "runs").dir
-    second = netdsl.train(folder / "tiny.net", data=folder / "data.npz", seed=1, out=folder / "runs",
-                          defines={"width": 16}).dir
+    second = netdsl.train(
+        folder / "tiny.net", data=folder / "data.npz", seed=1, out=folder / "runs", defines={"width": 16}
+    ).dir
     sweep = netdsl.sweep(folder / "tiny.net", data=folder / "data.npz", seed=2, epochs=1, out=folder / "sweeps").dir
     assert first is not None and second is not None
     return Project(folder, first, second, sweep)

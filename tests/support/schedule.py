@@ -63,8 +63,7 @@ def longest_files_first(items: list[pytest.Item], seconds: dict[str, float]) -> 
 def main(room_times: str) -> None:
     """Writes TEST_SECONDS from a `--room-times` file: each test's CPU seconds, to a hundredth."""
     tests = json.loads(Path(room_times).read_text())["tests"]
-    table = {nodeid: round(figures[1], 2) for nodeid, figures in sorted(tests.items())
-             if figures[1] >= RECORDED_S}
+    table = {nodeid: round(figures[1], 2) for nodeid, figures in sorted(tests.items()) if figures[1] >= RECORDED_S}
     TEST_SECONDS.write_text(json.dumps(table, indent=0) + "\n")
 
 

@@ -29,9 +29,18 @@ from netdsl.training.scale.launch import reserved_port
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 # The flags that work on these machines (no sandbox as root, no GPU, no calls home).
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--window-size=1400,900"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1400,900",
+]
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"  # the key WebDriver names an element by
 CALL_TIMEOUT = 30  # seconds any one WebDriver call may take
 
@@ -58,8 +67,12 @@ class Browser:
     def start(cls, startup_timeout: float = 30.0) -> Browser:
         profile = tempfile.mkdtemp(prefix="netdsl-chromium-")
         with reserved_port() as port:  # no other process takes it before chromedriver listens on it
-            driver = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, start_new_session=True)
+            driver = subprocess.Popen(
+                [CHROMEDRIVER, f"--port={port}"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             browser = cls(driver, port, profile)
             try:
                 browser._wait_until_ready(startup_timeout)
@@ -68,8 +81,19 @@ class Browser:
                 raise
         try:
             options = {"binary": CHROMIUM, "args": [*FLAGS, f"--user-data-dir={profile}"]}
-            created = browser._call("POST", "/session", {"capabilities": {"alwaysMatch": {
-                "browserName": "chrome", "goog:chromeOptions": options, "pageLoadStrategy": "normal"}}})
+            created = browser._call(
+                "POST",
+                "/session",
+                {
+                    "capabilities": {
+                        "alwaysMatch": {
+                            "browserName": "chrome",
+                            "goog:chromeOptions": options,
+                            "pageLoadStrategy": "normal",
+                        }
+                    }
+                },
+            )
             browser.session = created["sessionId"]
         except BaseException:
             browser.close()
@@ -133,8 +157,12 @@ class Browser:
 
     def _call(self, method: str, path: str, body: dict | None = None, timeout: float = CALL_TIMEOUT) -> Any:
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 answer = json.loads(response.read())

@@ -31,9 +31,14 @@ def _figures(compiled: Any) -> dict[str, float]:
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
     memory = compiled.memory_analysis()
-    return {"flops": float(cost.get("flops", 0.0)), "transcendentals": float(cost.get("transcendentals", 0.0)),
-            "argument_bytes": memory.argument_size_in_bytes, "output_bytes": memory.output_size_in_bytes,
-            "temp_bytes": memory.temp_size_in_bytes, "alias_bytes": memory.alias_size_in_bytes}
+    return {
+        "flops": float(cost.get("flops", 0.0)),
+        "transcendentals": float(cost.get("transcendentals", 0.0)),
+        "argument_bytes": memory.argument_size_in_bytes,
+        "output_bytes": memory.output_size_in_bytes,
+        "temp_bytes": memory.temp_size_in_bytes,
+        "alias_bytes": memory.alias_size_in_bytes,
+    }
 
 
 def measure(model: keras.Model, batch: int, forward_only: bool = False) -> dict[str, dict[str, float]]:

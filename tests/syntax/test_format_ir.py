@@ -28,9 +28,17 @@ def test_printed_ir_reads_back_and_is_formatted(path):
     assert format_text(text) == text
 
 
-@pytest.mark.parametrize("value, text", [
-    (1.001e-05, "1.001e-5"), (1e-3, "0.001"), (1e16, "1e16"), (6.0, "6.0"), (-2, "-2"), (0.5, "0.5"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (1.001e-05, "1.001e-5"),
+        (1e-3, "0.001"),
+        (1e16, "1e16"),
+        (6.0, "6.0"),
+        (-2, "-2"),
+        (0.5, "0.5"),
+    ],
+)
 def test_numbers_print_as_a_spec_writes_them(value, text):
     assert number_text(value) == text
     assert float(text) == value
@@ -38,10 +46,16 @@ def test_numbers_print_as_a_spec_writes_them(value, text):
 
 def test_long_flow_breaks_before_arrows():
     span = Span.at("<decompile>", 1, 1)
-    step = ir.Call.model_construct(span=span, kind="call", func=ir.Name.model_construct(span=span, kind="name", id="dense"),
-                                   args=[ir.Number.model_construct(span=span, kind="number", value=1024)], kwargs=[])
-    flow = ir.Flow.model_construct(span=span, kind="flow",
-                                   items=[ir.Name.model_construct(span=span, kind="name", id="x")] + [step] * 12)
+    step = ir.Call.model_construct(
+        span=span,
+        kind="call",
+        func=ir.Name.model_construct(span=span, kind="name", id="dense"),
+        args=[ir.Number.model_construct(span=span, kind="number", value=1024)],
+        kwargs=[],
+    )
+    flow = ir.Flow.model_construct(
+        span=span, kind="flow", items=[ir.Name.model_construct(span=span, kind="name", id="x")] + [step] * 12
+    )
     body = [ir.Assign.model_construct(span=span, kind="assign", targets=["y"], value=flow)]
     text = format_ir([ir.ModelDecl.model_construct(span=span, kind="model", name="m", body=body)])
     lines = text.splitlines()

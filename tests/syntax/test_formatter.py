@@ -59,10 +59,10 @@ def assert_properties(text: str) -> str:
     once = format_text(text)
     after = to_ir(once, "<string>")
     assert format_text(once) == once, "not idempotent"
-    assert [plain(d.model_dump()) for d in after.decls] == [plain(d.model_dump()) for d in before.decls], \
+    assert [plain(d.model_dump()) for d in after.decls] == [plain(d.model_dump()) for d in before.decls], (
         "meaning changed"
-    assert [c.text for c in after.comments] == [c.text for c in before.comments], \
-        "comments lost, split or reordered"
+    )
+    assert [c.text for c in after.comments] == [c.text for c in before.comments], "comments lost, split or reordered"
     return once
 
 
@@ -95,9 +95,29 @@ def test_identity_fixture_is_unchanged():
 
 def test_identity_fixture_covers_the_language():
     text = (FIXTURES / "identity.net").read_text(encoding="utf-8")
-    for construct in ("import ", " as lib", "let ", "activation ", "layer ", "weight ", "block ", "model ",
-                      "} else if ", "} else {", "shared ", "train {", "input ", "output ", "  # ", "\n        -> ",
-                      " * 2", "a, b = ", '\\"', "{}", "(1,)"):
+    for construct in (
+        "import ",
+        " as lib",
+        "let ",
+        "activation ",
+        "layer ",
+        "weight ",
+        "block ",
+        "model ",
+        "} else if ",
+        "} else {",
+        "shared ",
+        "train {",
+        "input ",
+        "output ",
+        "  # ",
+        "\n        -> ",
+        " * 2",
+        "a, b = ",
+        '\\"',
+        "{}",
+        "(1,)",
+    ):
         assert construct in text, construct
 
 
@@ -186,31 +206,34 @@ def test_parentheses_exactly_where_precedence_needs_them():
     assert checked > 150
 
 
-@pytest.mark.parametrize("source,expected", [
-    ("let v = (conv2d(64, 3) -> relu) * 2", "let v = (conv2d(64, 3) -> relu) * 2"),
-    ("let v = (y + x) -> relu", "let v = (y + x) -> relu"),
-    ("let v = (a -> f) + (b -> g)", "let v = a -> f + b -> g"),
-    ("let v = ((1 + 2)) * 3", "let v = (1 + 2) * 3"),
-    ("let v = 1 - (2 - 3)", "let v = 1 - (2 - 3)"),
-    ("let v = (1 - 2) - 3", "let v = 1 - 2 - 3"),
-    ("let v = 2 ** (3 ** 2)", "let v = 2 ** 3 ** 2"),
-    ("let v = (2 ** 3) ** 2", "let v = (2 ** 3) ** 2"),
-    ("let v = (-2) ** 2", "let v = (-2) ** 2"),
-    ("let v = -(2 ** 2)", "let v = -2 ** 2"),
-    ("let v = -(-1)", "let v = - -1"),
-    ("let v = not (a and b)", "let v = not (a and b)"),
-    ("let v = (not a) and b", "let v = not a and b"),
-    ("let v = (a < b) == c", "let v = (a < b) == c"),
-    ("let v = (a if b else c) if d else e", "let v = (a if b else c) if d else e"),
-    ("let v = a if b else (c if d else e)", "let v = a if b else c if d else e"),
-    ("let v = (1).shape", "let v = (1).shape"),
-    ("let v = (x.shape)[-1]", "let v = x.shape[-1]"),
-    ("let v = x[ 1 : ]", "let v = x[1:]"),
-    ("let v = ( 1 , )", "let v = (1,)"),
-    ("let v = 1e-3 + 1E3 + .5 + 1. + 007", "let v = 1e-3 + 1E3 + .5 + 1. + 007"),
-    ('let v = "a\\"b\\\\c\\td\\ne"', 'let v = "a\\"b\\\\c\\td\\ne"'),
-    ("model m {\n  output ({a: 1})\n}", "model m {\n  output ({a: 1})\n}"),
-])
+@pytest.mark.parametrize(
+    "source,expected",
+    [
+        ("let v = (conv2d(64, 3) -> relu) * 2", "let v = (conv2d(64, 3) -> relu) * 2"),
+        ("let v = (y + x) -> relu", "let v = (y + x) -> relu"),
+        ("let v = (a -> f) + (b -> g)", "let v = a -> f + b -> g"),
+        ("let v = ((1 + 2)) * 3", "let v = (1 + 2) * 3"),
+        ("let v = 1 - (2 - 3)", "let v = 1 - (2 - 3)"),
+        ("let v = (1 - 2) - 3", "let v = 1 - 2 - 3"),
+        ("let v = 2 ** (3 ** 2)", "let v = 2 ** 3 ** 2"),
+        ("let v = (2 ** 3) ** 2", "let v = (2 ** 3) ** 2"),
+        ("let v = (-2) ** 2", "let v = (-2) ** 2"),
+        ("let v = -(2 ** 2)", "let v = -2 ** 2"),
+        ("let v = -(-1)", "let v = - -1"),
+        ("let v = not (a and b)", "let v = not (a and b)"),
+        ("let v = (not a) and b", "let v = not a and b"),
+        ("let v = (a < b) == c", "let v = (a < b) == c"),
+        ("let v = (a if b else c) if d else e", "let v = (a if b else c) if d else e"),
+        ("let v = a if b else (c if d else e)", "let v = a if b else c if d else e"),
+        ("let v = (1).shape", "let v = (1).shape"),
+        ("let v = (x.shape)[-1]", "let v = x.shape[-1]"),
+        ("let v = x[ 1 : ]", "let v = x[1:]"),
+        ("let v = ( 1 , )", "let v = (1,)"),
+        ("let v = 1e-3 + 1E3 + .5 + 1. + 007", "let v = 1e-3 + 1E3 + .5 + 1. + 007"),
+        ('let v = "a\\"b\\\\c\\td\\ne"', 'let v = "a\\"b\\\\c\\td\\ne"'),
+        ("model m {\n  output ({a: 1})\n}", "model m {\n  output ({a: 1})\n}"),
+    ],
+)
 def test_single_constructs(source, expected):
     assert format_text(source + "\n") == expected + "\n"
 
@@ -230,7 +253,8 @@ def test_layout_rules():
     assert format_text("let a = 1; let b = 2  # both") == "let a = 1\nlet b = 2  # both\n"
     assert format_text("model m {}\nmodel n {\n\n}") == "model m {}\n\nmodel n {}\n"
     assert format_text("model m { input x: (1,); output x }  # c") == (
-        "model m {\n  input x: (1,)\n  output x\n}  # c\n")
+        "model m {\n  input x: (1,)\n  output x\n}  # c\n"
+    )
     # Blank lines: kept (as one) between one-line declarations and inside bodies, never after `{`.
     assert format_text("let a = 1\n\n\n\nlet b = 2\nlet c = 3\n") == "let a = 1\n\nlet b = 2\nlet c = 3\n"
     assert format_text("model m {\n\n  input x\n\n\n  output x\n\n}\n") == "model m {\n  input x\n\n  output x\n}\n"

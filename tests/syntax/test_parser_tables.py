@@ -23,8 +23,9 @@ GOLDEN = ROOT / "tests" / "fixtures" / "golden"
 
 def test_committed_tables_are_what_lark_makes_of_the_grammar():
     committed = tables.TABLES_PATH.read_text(encoding="utf-8")
-    assert tables.render(tables.generate(grammar_text())) == committed, \
+    assert tables.render(tables.generate(grammar_text())) == committed, (
         "the grammar changed: run scripts/gen_parser_tables.py"
+    )
     data = json.loads(committed)
     assert data["grammar_sha256"] == tables.grammar_digest(grammar_text())
 
@@ -46,15 +47,22 @@ def test_parsing_imports_no_lark_and_writes_nothing(tmp_path):
     """No parser cache anywhere: the tables are package data read as JSON, and
     neither a spec nor one with syntax errors needs lark to be imported."""
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT / "dsl")}
-    code = ("import sys\n"
-            "from netdsl.errors import SpecError\n"
-            "from netdsl.syntax.transform import to_ir\n"
-            "to_ir(open(sys.argv[1]).read(), 'resnet50.net')\n"
-            "try:\n    to_ir('let a = (1 +\\nlet b = = 2\\n', 'bad.net')\n"
-            "except SpecError as exc:\n    assert len(exc.diagnostics) == 2\n"
-            "print(sorted(m for m in sys.modules if 'lark' in m))\n")
-    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "specs" / "resnet50.net")],
-                          capture_output=True, text=True, env=env, timeout=120)
+    code = (
+        "import sys\n"
+        "from netdsl.errors import SpecError\n"
+        "from netdsl.syntax.transform import to_ir\n"
+        "to_ir(open(sys.argv[1]).read(), 'resnet50.net')\n"
+        "try:\n    to_ir('let a = (1 +\\nlet b = = 2\\n', 'bad.net')\n"
+        "except SpecError as exc:\n    assert len(exc.diagnostics) == 2\n"
+        "print(sorted(m for m in sys.modules if 'lark' in m))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT / "specs" / "resnet50.net")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
     assert list(tmp_path.iterdir()) == []
@@ -145,13 +153,16 @@ def test_building_errors_wait_for_syntax_errors():
     assert [d.message for d in caught.value.diagnostics] == ["number too long (50 digits; at most 40)"]
 
 
-@pytest.mark.parametrize("expression", [
-    " + ".join(["1"] * 250),
-    "-" * 250 + "1",
-    "f" + "(1)" * 250,
-    "x" + ".a" * 250,
-    "[" * 60 + " + ".join(["1"] * 160) + "]" * 60,
-])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        " + ".join(["1"] * 250),
+        "-" * 250 + "1",
+        "f" + "(1)" * 250,
+        "x" + ".a" * 250,
+        "[" * 60 + " + ".join(["1"] * 160) + "]" * 60,
+    ],
+)
 def test_an_expression_nested_too_deeply_is_one_diagnostic(expression):
     with pytest.raises(SpecError) as caught:
         to_ir(f"let ok = 1\nlet deep = {expression}\n", "t.net")

@@ -32,11 +32,26 @@ def test_one_line_per_run_and_sweep_newest_first(project, capsys, monkeypatch):
     assert [line.split()[0] for line in lines[1:]] == ["sweeps/tiny-sweep-1/", "runs/tiny-2", "runs/tiny-1"]
     best = json.loads((project.sweep / "best.json").read_text())
     sha = json.loads((project.first / "config.json").read_text())["spec"]["sha256"]
-    assert lines[1].split() == ["sweeps/tiny-sweep-1/", "tiny", "finished", "6", "trials", "val_loss",
-                                f"{best['objective']['value']:.4g}", sha[:12]]
+    assert lines[1].split() == [
+        "sweeps/tiny-sweep-1/",
+        "tiny",
+        "finished",
+        "6",
+        "trials",
+        "val_loss",
+        f"{best['objective']['value']:.4g}",
+        sha[:12],
+    ]
     report = json.loads((project.second / "report.json").read_text())
-    assert lines[2].split() == ["runs/tiny-2", "tiny", "finished", "3", "val_loss",
-                                f"{report['best']['val_loss']:.4g}", sha[:12]]
+    assert lines[2].split() == [
+        "runs/tiny-2",
+        "tiny",
+        "finished",
+        "3",
+        "val_loss",
+        f"{report['best']['val_loss']:.4g}",
+        sha[:12],
+    ]
     assert out.err == ""
 
 
@@ -72,8 +87,12 @@ def test_open_run_gives_history_csv_exactly(project):
 
 def test_train_returns_the_same_run(project):
     run = netdsl.open_run(project.second)
-    assert run.model is None and set(run.history) == {"loss", "sparse_categorical_accuracy", "val_loss",
-                                                       "val_sparse_categorical_accuracy"}
+    assert run.model is None and set(run.history) == {
+        "loss",
+        "sparse_categorical_accuracy",
+        "val_loss",
+        "val_sparse_categorical_accuracy",
+    }
 
 
 def test_another_accounts_or_a_writable_folder_is_passed_over(project, tmp_path, capsys):
@@ -84,8 +103,11 @@ def test_another_accounts_or_a_writable_folder_is_passed_over(project, tmp_path,
     assert main(["runs", str(tmp_path)]) == 0
     out = capsys.readouterr()
     assert out.out == ""
-    assert out.err == (f"netdsl runs: warning: {tmp_path / 'runs' / 'tiny-9'}: other accounts may write into this "
-                       "run folder (it is world-writable); passed over\nno runs under " f"{tmp_path}\n")
+    assert out.err == (
+        f"netdsl runs: warning: {tmp_path / 'runs' / 'tiny-9'}: other accounts may write into this "
+        "run folder (it is world-writable); passed over\nno runs under "
+        f"{tmp_path}\n"
+    )
     with pytest.raises(netdsl.RunError, match="world-writable"):
         netdsl.open_run(tmp_path / "runs" / "tiny-9")
 
@@ -101,11 +123,13 @@ def test_mistakes_are_one_line(project, tmp_path, capsys):
     shutil.copytree(project.first, bad)
     (bad / "history.csv").write_text("epoch,loss\n1,0.5\n2,zero\x1b[31m\n")
     assert main(["runs", "compare", str(project.first), str(bad)]) == 1
-    assert capsys.readouterr().err == (f"{bad}: error: cannot read history.csv: line 3: could not convert string "
-                                       "to float: 'zero\\x1b[31m'\n")
+    assert capsys.readouterr().err == (
+        f"{bad}: error: cannot read history.csv: line 3: could not convert string to float: 'zero\\x1b[31m'\n"
+    )
     assert main(["runs", "push", str(project.first)]) == 2
-    assert capsys.readouterr().err == ("netdsl runs: error: push needs --to mlflow:<tracking URI> or --to "
-                                       "tensorboard:<folder>\n")
+    assert capsys.readouterr().err == (
+        "netdsl runs: error: push needs --to mlflow:<tracking URI> or --to tensorboard:<folder>\n"
+    )
 
 
 _WITHOUT_BACKENDS = """
@@ -120,7 +144,14 @@ print([main(args) for args in {commands!r}])
 def test_list_and_compare_need_no_backend(project):
     commands = [["runs", str(project.folder)], ["runs", "compare", str(project.first), str(project.second)]]
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
-    done = subprocess.run([sys.executable, "-c", _WITHOUT_BACKENDS.format(commands=commands)], capture_output=True,
-                          text=True, timeout=300, env=env, cwd=project.folder, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_BACKENDS.format(commands=commands)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=project.folder,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.stdout.splitlines()[-1] == "[0, 0]", done.stderr
     assert "runs/tiny-1" in done.stdout and "define width" in done.stdout

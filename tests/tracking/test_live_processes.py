@@ -26,18 +26,36 @@ def _history(run: Path) -> dict[str, list[tuple[int, float]]]:
     return {key: [(int(row["epoch"]), float(row[key])) for row in rows] for key in rows[0] if key != "epoch"}
 
 
-@pytest.mark.parametrize("flags", [["--processes", "2"],
-                                   ["--coordinator", "127.0.0.1:1", "--num-processes", "2", "--process-id", "0"]])
+@pytest.mark.parametrize(
+    "flags", [["--processes", "2"], ["--coordinator", "127.0.0.1:1", "--num-processes", "2", "--process-id", "0"]]
+)
 def test_a_job_given_a_uri_netdsl_cannot_push_to_is_refused_before_anything_starts(tmp_path, capsys, flags):
     from netdsl.cli import main
 
     rng = np.random.default_rng(0)
     data = tmp_path / "d.npz"
     np.savez(data, image=rng.random((64, 28, 28), dtype=np.float32), logits=rng.integers(0, 10, 64))
-    assert main(["train", SPEC, "--train", str(data), "--backend", "jax", "-o", str(tmp_path / "runs"), *flags,
-                 "--track", "wandb:x"]) == 2
-    assert capsys.readouterr().err == ("netdsl train: error: --track takes mlflow:<tracking URI> or "
-                                       "tensorboard:<folder>; received 'wandb:x'\n")
+    assert (
+        main(
+            [
+                "train",
+                SPEC,
+                "--train",
+                str(data),
+                "--backend",
+                "jax",
+                "-o",
+                str(tmp_path / "runs"),
+                *flags,
+                "--track",
+                "wandb:x",
+            ]
+        )
+        == 2
+    )
+    assert capsys.readouterr().err == (
+        "netdsl train: error: --track takes mlflow:<tracking URI> or tensorboard:<folder>; received 'wandb:x'\n"
+    )
     assert not (tmp_path / "runs").exists()
 
 
@@ -55,9 +73,33 @@ def test_a_job_of_two_processes_is_tracked_once_by_the_process_that_writes_the_r
     data = tmp_path / "d.npz"
     np.savez(data, image=rng.random((128, 28, 28), dtype=np.float32), logits=rng.integers(0, 10, 128))
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    done = subprocess.run([sys.executable, "-m", "netdsl.cli", "train", SPEC, "--train", str(data), "--epochs", "2",
-                           "--backend", "jax", "--processes", "2", "--progress", "none", "-o", str(tmp_path / "runs"),
-                           "--track", f"mlflow:{uri}"], capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "netdsl.cli",
+            "train",
+            SPEC,
+            "--train",
+            str(data),
+            "--epochs",
+            "2",
+            "--backend",
+            "jax",
+            "--processes",
+            "2",
+            "--progress",
+            "none",
+            "-o",
+            str(tmp_path / "runs"),
+            "--track",
+            f"mlflow:{uri}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "warning" not in done.stderr
     (run,) = (tmp_path / "runs").iterdir()
@@ -99,9 +141,15 @@ def test_the_workers_trials_are_tracked_as_they_train_not_when_the_sweep_ends(tm
         client = MlflowClient(tracking_uri=uri)
         experiment = client.get_experiment_by_name("netdsl")
         found = client.search_runs([experiment.experiment_id]) if experiment is not None else []
-        return {r.info.run_name: (r.info.status, [m.step for m in client.get_metric_history(r.info.run_id, "val_loss")],
-                                  {a.path for a in client.list_artifacts(r.info.run_id)})
-                for r in found if r.data.tags.get("netdsl.kind") == "run"}
+        return {
+            r.info.run_name: (
+                r.info.status,
+                [m.step for m in client.get_metric_history(r.info.run_id, "val_loss")],
+                {a.path for a in client.list_artifacts(r.info.run_id)},
+            )
+            for r in found
+            if r.data.tags.get("netdsl.kind") == "run"
+        }
 
     def then_look(config):  # the workers have ended; the sweep has not (no summary, no best.json yet)
         code = workers(config)
@@ -109,18 +157,39 @@ def test_the_workers_trials_are_tracked_as_they_train_not_when_the_sweep_ends(tm
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             seen.update(look())
-            if all(seen.get(f"trial {k}", ("",))[0] == "FINISHED" and "diagram.svg" in seen[f"trial {k}"][2]
-                   for k in (0, 1)):
+            if all(
+                seen.get(f"trial {k}", ("",))[0] == "FINISHED" and "diagram.svg" in seen[f"trial {k}"][2]
+                for k in (0, 1)
+            ):
                 break
             time.sleep(0.5)
         return code
 
     monkeypatch.setattr(runner, "run_workers", then_look)
-    assert main(["sweep", str(project / "tiny.net"), "--data", str(project / "data.npz"), "--workers", "2",
-                 "--seed", "4", "-o", str(tmp_path / "sweeps"), "--track", f"mlflow:{uri}"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                str(project / "tiny.net"),
+                "--data",
+                str(project / "data.npz"),
+                "--workers",
+                "2",
+                "--seed",
+                "4",
+                "-o",
+                str(tmp_path / "sweeps"),
+                "--track",
+                f"mlflow:{uri}",
+            ]
+        )
+        == 0
+    )
     assert "warning" not in capsys.readouterr().err
     assert {name: (status, epochs) for name, (status, epochs, _) in seen.items()} == {
-        "trial 0": ("FINISHED", [1, 2]), "trial 1": ("FINISHED", [1, 2])}
+        "trial 0": ("FINISHED", [1, 2]),
+        "trial 1": ("FINISHED", [1, 2]),
+    }
     assert all({"best.keras", "history.csv", "diagram.svg"} <= files for _, _, files in seen.values())
     client = MlflowClient(tracking_uri=uri)
     tracked = client.search_runs([client.get_experiment_by_name("netdsl").experiment_id])
@@ -129,11 +198,14 @@ def test_the_workers_trials_are_tracked_as_they_train_not_when_the_sweep_ends(tm
     for run in tracked:
         if run.info.run_name.startswith("trial "):
             history = _history(folder / "trials" / run.info.run_name.split()[1])
-            assert {name: sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, name))
-                    for name in history} == history
+            assert {
+                name: sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, name))
+                for name in history
+            } == history
     assert main(["runs", "push", str(folder), "--to", f"mlflow:{uri}"]) == 0
-    assert capsys.readouterr().out.startswith(f"mlflow:{uri}: 0 created, 0 updated, 3 unchanged; 0 metric values, "
-                                              "0 files")
+    assert capsys.readouterr().out.startswith(
+        f"mlflow:{uri}: 0 created, 0 updated, 3 unchanged; 0 metric values, 0 files"
+    )
 
 
 def _free_port() -> int:
@@ -148,10 +220,30 @@ def test_a_server_that_is_down_never_fails_a_sweep_of_workers(tmp_path, capsys):
 
     project = _sweep_project(tmp_path)
     uri = f"mlflow:http://127.0.0.1:{_free_port()}"  # nothing listens there
-    assert main(["sweep", str(project / "tiny.net"), "--data", str(project / "data.npz"), "--workers", "2",
-                 "--epochs", "1", "--seed", "4", "-o", str(tmp_path / "sweeps"), "--track", uri]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                str(project / "tiny.net"),
+                "--data",
+                str(project / "data.npz"),
+                "--workers",
+                "2",
+                "--epochs",
+                "1",
+                "--seed",
+                "4",
+                "-o",
+                str(tmp_path / "sweeps"),
+                "--track",
+                uri,
+            ]
+        )
+        == 0
+    )
     folder = tmp_path / "sweeps" / "tiny-sweep-1"
     assert [line for line in capsys.readouterr().err.splitlines() if "warning" in line] == [
         f"netdsl sweep: warning: {uri}: not tracked (cannot reach MLflow: [Errno 111] Connection refused); the sweep "
-        f"goes on, and `netdsl runs push {folder} --to URI` completes it later"]
+        f"goes on, and `netdsl runs push {folder} --to URI` completes it later"
+    ]
     assert json.loads((folder / "sweep.json").read_text())["status"] == "finished"

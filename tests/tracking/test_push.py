@@ -42,10 +42,27 @@ def _free_port() -> int:
 def _mlflow_server(folder: Path, port: int) -> Iterator[str]:
     """`mlflow server` on a SQLite database in `folder` and `port`, waited for, stopped afterwards."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
-         "--artifacts-destination", str(folder / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
-         "--workers", "1"], cwd=folder, stdout=subprocess.DEVNULL, stderr=open(folder / "server.log", "wb"),
-        stdin=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{folder / 'mlflow.db'}",
+            "--artifacts-destination",
+            str(folder / "artifacts"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        cwd=folder,
+        stdout=subprocess.DEVNULL,
+        stderr=open(folder / "server.log", "wb"),
+        stdin=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 240
     while True:
@@ -112,8 +129,16 @@ def test_a_sweep_and_runs_on_a_real_server_twice(project, server, capsys):
     assert second.info.status == "FINISHED"
     assert _pushed_metrics(client, second.info.run_id, _history(project.second)) == _history(project.second)
     artifacts = {a.path for a in client.list_artifacts(second.info.run_id)}
-    assert {"config.json", "history.csv", "report.json", "curves.svg", "curves.png", "best.keras", "spec",
-            "diagram.svg"} <= artifacts
+    assert {
+        "config.json",
+        "history.csv",
+        "report.json",
+        "curves.svg",
+        "curves.png",
+        "best.keras",
+        "spec",
+        "diagram.svg",
+    } <= artifacts
     assert all("diagram.svg" in {a.path for a in client.list_artifacts(child.info.run_id)} for child in children)
     rows = _metric_rows(client, runs)
 
@@ -166,8 +191,9 @@ def test_the_diagram_is_drawn_from_the_spec_as_the_run_read_it(project, tmp_path
     assert _diagram(client, runs["tiny-1"]) != _diagram(client, runs["tiny-2"])
     assert not (project.first / "diagram.svg").exists()  # drawn where push stages, not in the run folder
     assert main(["runs", "push", str(project.first), str(project.second), "--to", f"mlflow:{uri}"]) == 0
-    assert capsys.readouterr().out.startswith(f"mlflow:{uri}: 0 created, 0 updated, 2 unchanged; 0 metric values, "
-                                              "0 files")
+    assert capsys.readouterr().out.startswith(
+        f"mlflow:{uri}: 0 created, 0 updated, 2 unchanged; 0 metric values, 0 files"
+    )
 
 
 def test_a_run_whose_spec_changed_or_went_is_pushed_without_a_diagram(project, tmp_path, capsys):
@@ -191,7 +217,9 @@ def test_a_run_whose_spec_changed_or_went_is_pushed_without_a_diagram(project, t
     spec.write_text(spec.read_text().replace("let width = 8", "let width = 9"))
     assert main(["runs", "push", str(run), "--to", f"mlflow:{uri}"]) == 0
     out, err = capsys.readouterr()
-    assert err == f"netdsl runs: warning: {run}: pushed without a diagram: its spec {spec} changed since the run trained\n"
+    assert (
+        err == f"netdsl runs: warning: {run}: pushed without a diagram: its spec {spec} changed since the run trained\n"
+    )
     assert out.startswith(f"mlflow:{uri}: 1 created, 0 updated, 0 unchanged;")
     assert "diagram.svg" not in artifacts() and "best.keras" in artifacts()
 
@@ -220,9 +248,14 @@ def test_without_graphviz_the_diagram_is_its_dot_source(project, tmp_path):
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     env = {**os.environ, "PATH": str(tmp_path / "no-programs"), "PYTHONPATH": str(ROOT / "dsl")}
-    done = subprocess.run([sys.executable, "-m", "netdsl.cli", "runs", "push", str(project.second), "--to",
-                           f"mlflow:{uri}"], env=env, capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, "-m", "netdsl.cli", "runs", "push", str(project.second), "--to", f"mlflow:{uri}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0 and done.stderr == "", done.stderr
     client = MlflowClient(tracking_uri=uri)
     (tracked,) = client.search_runs([client.get_experiment_by_name("netdsl").experiment_id])
@@ -249,8 +282,11 @@ def test_tensorboard_scalars_and_hparams_read_back(project, tmp_path, capsys):
         assert read == points  # float64: history.csv's values exactly
     report = json.loads((project.second / "report.json").read_text())
     best_epoch = report["best"]["epoch"]
-    summary = {tag: float(tensor_util.make_ndarray(events.Tensors(tag)[0].tensor_proto))
-               for tag in events.Tags()["tensors"] if tag.startswith("hparams/")}
+    summary = {
+        tag: float(tensor_util.make_ndarray(events.Tensors(tag)[0].tensor_proto))
+        for tag in events.Tags()["tensors"]
+        if tag.startswith("hparams/")
+    }
     losses = [v for _, v in history["val_loss"]]
     assert summary["hparams/best_val_loss"] == dict(history["val_loss"])[best_epoch] == report["best"]["val_loss"]
     assert summary["hparams/final_val_loss"] == losses[-1] and summary["hparams/min_val_loss"] == min(losses)
@@ -267,11 +303,14 @@ def test_a_server_that_is_down_is_one_line_with_its_password_masked(project, cap
     uri = f"mlflow:http://user:s3cret@127.0.0.1:{_free_port()}"
     assert main(["runs", "push", str(project.first), "--to", uri]) == 1
     err = capsys.readouterr().err
-    assert err == (f"mlflow:http://user:***@127.0.0.1:{uri.rsplit(':', 1)[1]}: error: cannot reach MLflow: "
-                   "[Errno 111] Connection refused\n")
+    assert err == (
+        f"mlflow:http://user:***@127.0.0.1:{uri.rsplit(':', 1)[1]}: error: cannot reach MLflow: "
+        "[Errno 111] Connection refused\n"
+    )
     assert main(["runs", "push", str(project.first), "--to", "wandb:x"]) == 2
-    assert capsys.readouterr().err == ("netdsl runs: error: --to takes mlflow:<tracking URI> or tensorboard:<folder>; "
-                                       "received 'wandb:x'\n")
+    assert capsys.readouterr().err == (
+        "netdsl runs: error: --to takes mlflow:<tracking URI> or tensorboard:<folder>; received 'wandb:x'\n"
+    )
 
 
 def test_train_tracks_as_it_trains_then_push_finds_it_complete(project, tmp_path, capsys):
@@ -287,12 +326,22 @@ def test_train_tracks_as_it_trains_then_push_finds_it_complete(project, tmp_path
         client = MlflowClient(tracking_uri=uri)
         experiment = client.get_experiment_by_name("netdsl")
         tracked = client.search_runs([experiment.experiment_id]) if experiment is not None else []
-        seen.append((epoch, tracked[0].info.status if tracked else "-",
-                     [m.step for m in client.get_metric_history(tracked[0].info.run_id, "val_loss")] if tracked
-                     else []))
+        seen.append(
+            (
+                epoch,
+                tracked[0].info.status if tracked else "-",
+                [m.step for m in client.get_metric_history(tracked[0].info.run_id, "val_loss")] if tracked else [],
+            )
+        )
 
-    run = netdsl.train(project.folder / "tiny.net", data=project.folder / "data.npz", seed=3, out=tmp_path / "runs",
-                       track=f"mlflow:{uri}", callbacks=[epoch_hook(look)])
+    run = netdsl.train(
+        project.folder / "tiny.net",
+        data=project.folder / "data.npz",
+        seed=3,
+        out=tmp_path / "runs",
+        track=f"mlflow:{uri}",
+        callbacks=[epoch_hook(look)],
+    )
     assert run.status == "finished" and run.dir is not None
     assert seen == [(1, "-", []), (2, "RUNNING", [1]), (3, "RUNNING", [1, 2])]
     client = MlflowClient(tracking_uri=uri)
@@ -309,18 +358,40 @@ def test_train_tracks_as_it_trains_then_push_finds_it_complete(project, tmp_path
 def test_sweep_tracks_its_trials_on_a_real_server(project, server, tmp_path, capsys):
     from mlflow.tracking import MlflowClient
 
-    assert main(["sweep", str(project.folder / "tiny.net"), "--data", str(project.folder / "data.npz"), "--trials",
-                 "2", "--epochs", "2", "--seed", "4", "-o", str(tmp_path / "sweeps"), "--track",
-                 f"mlflow:{server}"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                str(project.folder / "tiny.net"),
+                "--data",
+                str(project.folder / "data.npz"),
+                "--trials",
+                "2",
+                "--epochs",
+                "2",
+                "--seed",
+                "4",
+                "-o",
+                str(tmp_path / "sweeps"),
+                "--track",
+                f"mlflow:{server}",
+            ]
+        )
+        == 0
+    )
     assert "warning" not in capsys.readouterr().err
     folder = tmp_path / "sweeps" / "tiny-sweep-1"
     client = MlflowClient(tracking_uri=server)
     experiment = client.get_experiment_by_name("netdsl").experiment_id
-    mine = [r for r in client.search_runs([experiment], max_results=1000)
-            if r.data.tags["netdsl.folder"].startswith(str(folder))]
+    mine = [
+        r
+        for r in client.search_runs([experiment], max_results=1000)
+        if r.data.tags["netdsl.folder"].startswith(str(folder))
+    ]
     parent = next(r for r in mine if r.data.tags["netdsl.kind"] == "sweep")
-    children = sorted((r for r in mine if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id),
-                      key=lambda r: r.info.run_name)
+    children = sorted(
+        (r for r in mine if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id), key=lambda r: r.info.run_name
+    )
     assert len(mine) == 3 and [r.info.run_name for r in children] == ["trial 0", "trial 1"]
     assert {r.info.status for r in mine} == {"FINISHED"}
     for k, child in enumerate(children):
@@ -339,14 +410,30 @@ def test_a_tracking_server_that_is_down_never_fails_the_run_and_push_completes_i
 
     port = _free_port()  # nothing listens there yet
     uri = f"mlflow:http://127.0.0.1:{port}"
-    code = main(["train", str(project.folder / "tiny.net"), "--data", str(project.folder / "data.npz"), "--seed", "1",
-                 "-o", str(tmp_path / "runs"), "--progress", "none", "--track", uri])
+    code = main(
+        [
+            "train",
+            str(project.folder / "tiny.net"),
+            "--data",
+            str(project.folder / "data.npz"),
+            "--seed",
+            "1",
+            "-o",
+            str(tmp_path / "runs"),
+            "--progress",
+            "none",
+            "--track",
+            uri,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 0
     run = tmp_path / "runs" / "tiny-1"
     warned = [line for line in err.splitlines() if "warning" in line]
-    assert warned == [f"netdsl train: warning: {uri}: not tracked (cannot reach MLflow: [Errno 111] Connection "
-                      f"refused); the run goes on, and `netdsl runs push {run} --to URI` completes it later"]
+    assert warned == [
+        f"netdsl train: warning: {uri}: not tracked (cannot reach MLflow: [Errno 111] Connection "
+        f"refused); the run goes on, and `netdsl runs push {run} --to URI` completes it later"
+    ]
     assert json.loads((run / "report.json").read_text())["status"] == "finished"
 
     (tmp_path / "server").mkdir()
@@ -362,12 +449,40 @@ def test_a_tracking_server_that_is_down_never_fails_the_run_and_push_completes_i
         assert capsys.readouterr().out.startswith(f"{uri}: 0 created, 0 updated, 1 unchanged; 0 metric values")
         assert _metric_rows(client, tracked) == rows
 
-    assert main(["train", str(project.folder / "tiny.net"), "--data", str(project.folder / "data.npz"), "-o",
-                 str(tmp_path / "runs"), "--track", "wandb:x"]) == 2
-    assert capsys.readouterr().err.endswith("netdsl train: error: --track takes mlflow:<tracking URI> or "
-                                            "tensorboard:<folder>; received 'wandb:x'\n")
-    assert main(["sweep", str(project.folder / "tiny.net"), "--data", str(project.folder / "data.npz"), "-o",
-                 str(tmp_path / "sweeps"), "--track", "tensorboard:"]) == 2
-    assert capsys.readouterr().err.endswith("netdsl sweep: error: --track takes mlflow:<tracking URI> or "
-                                            "tensorboard:<folder>; received 'tensorboard:'\n")
+    assert (
+        main(
+            [
+                "train",
+                str(project.folder / "tiny.net"),
+                "--data",
+                str(project.folder / "data.npz"),
+                "-o",
+                str(tmp_path / "runs"),
+                "--track",
+                "wandb:x",
+            ]
+        )
+        == 2
+    )
+    assert capsys.readouterr().err.endswith(
+        "netdsl train: error: --track takes mlflow:<tracking URI> or tensorboard:<folder>; received 'wandb:x'\n"
+    )
+    assert (
+        main(
+            [
+                "sweep",
+                str(project.folder / "tiny.net"),
+                "--data",
+                str(project.folder / "data.npz"),
+                "-o",
+                str(tmp_path / "sweeps"),
+                "--track",
+                "tensorboard:",
+            ]
+        )
+        == 2
+    )
+    assert capsys.readouterr().err.endswith(
+        "netdsl sweep: error: --track takes mlflow:<tracking URI> or tensorboard:<folder>; received 'tensorboard:'\n"
+    )
     assert not (tmp_path / "sweeps").exists()

@@ -35,11 +35,21 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _counted(*argv: str, record: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, NETDSL_SPEC_CALLS=str(record), TF_CPP_MIN_LOG_LEVEL="3",
-               PYTHONPATH=os.pathsep.join([str(COUNTER), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    env = dict(
+        os.environ,
+        NETDSL_SPEC_CALLS=str(record),
+        TF_CPP_MIN_LOG_LEVEL="3",
+        PYTHONPATH=os.pathsep.join([str(COUNTER), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    )
     env.pop("KERAS_BACKEND", None)
-    return subprocess.run([sys.executable, "-m", "netdsl.cli", *argv], capture_output=True, text=True, env=env,
-                          timeout=LIMIT_S, start_new_session=True)
+    return subprocess.run(
+        [sys.executable, "-m", "netdsl.cli", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=LIMIT_S,
+        start_new_session=True,
+    )
 
 
 def _per_process(record: Path) -> list[Counter]:
@@ -51,8 +61,9 @@ def _per_process(record: Path) -> list[Counter]:
     return list(found.values())
 
 
-def test_the_library_checks_a_training_runs_spec_once(data: Path, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_library_checks_a_training_runs_spec_once(
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     checks: list[object] = []
     original = analysis._analyze
 
@@ -72,8 +83,21 @@ def test_the_library_checks_a_training_runs_spec_once(data: Path, tmp_path: Path
 
 def test_netdsl_train_checks_its_spec_once(data: Path, tmp_path: Path) -> None:
     record = tmp_path / "calls.txt"
-    done = _counted("train", str(SPEC), "--data", str(data), "--epochs", "1", "--seed", "1", "--progress", "none",
-                    "-o", str(tmp_path / "runs"), record=record)
+    done = _counted(
+        "train",
+        str(SPEC),
+        "--data",
+        str(data),
+        "--epochs",
+        "1",
+        "--seed",
+        "1",
+        "--progress",
+        "none",
+        "-o",
+        str(tmp_path / "runs"),
+        record=record,
+    )
     assert done.returncode == 0, done.stderr
     assert _per_process(record) == [Counter(check=1, pick=1)]
 
@@ -84,7 +108,24 @@ def test_each_process_of_a_job_checks_its_spec_once(data: Path, tmp_path: Path) 
     """The launcher checks the spec before any process starts (its errors once); each process checks it
     once more, for itself, and builds what it checked."""
     record = tmp_path / "calls.txt"
-    done = _counted("train", str(SPEC), "--train", str(data), "--epochs", "1", "--seed", "1", "--progress", "none",
-                    "-o", str(tmp_path / "runs"), "--backend", "jax", "--processes", "2", record=record)
+    done = _counted(
+        "train",
+        str(SPEC),
+        "--train",
+        str(data),
+        "--epochs",
+        "1",
+        "--seed",
+        "1",
+        "--progress",
+        "none",
+        "-o",
+        str(tmp_path / "runs"),
+        "--backend",
+        "jax",
+        "--processes",
+        "2",
+        record=record,
+    )
     assert done.returncode == 0, done.stderr
     assert _per_process(record) == [Counter(check=1, pick=1)] * 3  # the launcher, then its two processes

@@ -45,9 +45,14 @@ model steady {
 
 def _start(tmp_path: Path, *args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "dsl"), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.Popen([sys.executable, "-m", "netdsl.cli", "train", "steady.net", "-o", "runs",
-                             "--progress", "line", *args], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "netdsl.cli", "train", "steady.net", "-o", "runs", "--progress", "line", *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_for(condition, process: subprocess.Popen, timeout: float = 120) -> None:

@@ -17,8 +17,10 @@ from netdsl.training.errors import DataError
 RNG = np.random.default_rng(7)
 IMAGE = Signature((TensorSpec("image", (4, 4, 1), "float32"),), (TensorSpec("probs", (3,), "float32"),))
 TABLE = Signature((TensorSpec("x", (3,), "float32"),), (TensorSpec("probs", (2,), "float32"),))
-TWO = Signature((TensorSpec("a", (2,), "float32"), TensorSpec("b", (3,), "int32")),
-                (TensorSpec("p", (4,), "float32"), TensorSpec("q", (1,), "float32")))
+TWO = Signature(
+    (TensorSpec("a", (2,), "float32"), TensorSpec("b", (3,), "int32")),
+    (TensorSpec("p", (4,), "float32"), TensorSpec("q", (1,), "float32")),
+)
 
 
 def batches(source, rows=None, batch_size=4, order=None, with_targets=True):
@@ -58,8 +60,9 @@ def test_csv_targets_by_output_name_or_flag_and_non_numeric_columns_left_out(tmp
     with pytest.raises(DataError, match="no column 'probs' for output 'probs'"):
         open_source(str(path), TABLE)
     # predict needs no target: the label column is then left out of the input
-    assert batches(open_source(str(path), TABLE, {"probs": "label"}, need_targets=False),
-                   with_targets=False)[0].shape == (2, 3)
+    assert batches(open_source(str(path), TABLE, {"probs": "label"}, need_targets=False), with_targets=False)[
+        0
+    ].shape == (2, 3)
 
 
 def test_csv_error_points_at_the_cell_when_quotes_hide_commas(tmp_path):
@@ -100,8 +103,10 @@ def _tfrecord(path, n):
     data = RNG.random((n, 4, 4, 1)).astype("float32"), RNG.integers(0, 3, n)
     with tf.io.TFRecordWriter(str(path)) as writer:
         for image, label in zip(*data):
-            features = {"image": tf.train.Feature(float_list=tf.train.FloatList(value=image.reshape(-1))),
-                        "probs": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))}
+            features = {
+                "image": tf.train.Feature(float_list=tf.train.FloatList(value=image.reshape(-1))),
+                "probs": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+            }
             writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
     return data
 
@@ -143,8 +148,10 @@ def test_a_tfrecord_order_depends_on_the_epoch_seed_alone_whatever_the_global_se
 
 
 def _numpy(found):
-    return [({k: v.tolist() for k, v in x.items()}, None if y is None else {k: v.tolist() for k, v in y.items()})
-            for x, y in found]
+    return [
+        ({k: v.tolist() for k, v in x.items()}, None if y is None else {k: v.tolist() for k, v in y.items()})
+        for x, y in found
+    ]
 
 
 def test_every_format_gives_numpy_batches_by_name(tmp_path):
@@ -154,18 +161,23 @@ def test_every_format_gives_numpy_batches_by_name(tmp_path):
     p, q = RNG.random((6, 4)).astype("float32"), RNG.random(6).astype("float32")
     np.savez(tmp_path / "d.npz", a=a, b=b, p=p, q=q)
     arrays = open_source(str(tmp_path / "d.npz"), TWO)
-    assert _numpy(arrays.batches(rows, 3)) == _numpy([({"a": a[[0, 2, 3]], "b": b[[0, 2, 3]]},
-                                                       {"p": p[[0, 2, 3]], "q": q[[0, 2, 3]]}),
-                                                      ({"a": a[[5]], "b": b[[5]]}, {"p": p[[5]], "q": q[[5]]})])
+    assert _numpy(arrays.batches(rows, 3)) == _numpy(
+        [
+            ({"a": a[[0, 2, 3]], "b": b[[0, 2, 3]]}, {"p": p[[0, 2, 3]], "q": q[[0, 2, 3]]}),
+            ({"a": a[[5]], "b": b[[5]]}, {"p": p[[5]], "q": q[[5]]}),
+        ]
+    )
     images, labels = _tfrecord(tmp_path / "d.tfrecord", 6)
     records = open_source(str(tmp_path / "d.tfrecord"), IMAGE)
-    assert _numpy(records.batches(rows, 3)) == _numpy([({"image": images[[0, 2, 3]]}, {"probs": labels[[0, 2, 3]]}),
-                                                       ({"image": images[[5]]}, {"probs": labels[[5]]})])
+    assert _numpy(records.batches(rows, 3)) == _numpy(
+        [({"image": images[[0, 2, 3]]}, {"probs": labels[[0, 2, 3]]}), ({"image": images[[5]]}, {"probs": labels[[5]]})]
+    )
     assert _numpy(records.batches(rows[:2], 3, with_targets=False)) == _numpy([({"image": images[[0, 2]]}, None)])
     pixels = _png_folder(tmp_path, ["a", "b"])
     folder = open_source(str(tmp_path / "imgs"), IMAGE)
     assert _numpy(folder.batches(np.array([1, 2]), 2)) == _numpy(
-        [({"image": np.stack([pixels[(0, 1)], pixels[(1, 0)]]).astype("float32")}, {"probs": np.array([0, 1])})])
+        [({"image": np.stack([pixels[(0, 1)], pixels[(1, 0)]]).astype("float32")}, {"probs": np.array([0, 1])})]
+    )
 
 
 def test_split_is_a_partition_given_by_the_seed():

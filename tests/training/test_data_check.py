@@ -53,15 +53,23 @@ def work(tmp_path, monkeypatch):
 
 
 def run_without_tensorflow(*args: str) -> tuple[str, str]:
-    done = subprocess.run([sys.executable, "-c", NO_TENSORFLOW, *args], capture_output=True, text=True,
-                          timeout=120, env={"PYTHONPATH": str(ROOT / "dsl"), "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-c", NO_TENSORFLOW, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT / "dsl"), "PATH": "/usr/bin:/bin"},
+    )
     return done.stdout, done.stderr
 
 
-@pytest.mark.parametrize("data, message", [
-    ("typo.npz", "typo.npz: error: no array for input 'photo'; keys found: features, image, kind\n"),
-    ("flat.npz", "flat.npz: error: input 'photo' expects shape (N, 4, 4, 3), found (40, 48)\n"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ("typo.npz", "typo.npz: error: no array for input 'photo'; keys found: features, image, kind\n"),
+        ("flat.npz", "flat.npz: error: input 'photo' expects shape (N, 4, 4, 3), found (40, 48)\n"),
+    ],
+)
 def test_a_data_error_comes_before_tensorflow_and_leaves_no_run_folder(work, data, message):
     out, err = run_without_tensorflow("train", "house.net", "--data", data, "-o", "runs")
     assert err == message
@@ -72,8 +80,10 @@ def test_a_data_error_comes_before_tensorflow_and_leaves_no_run_folder(work, dat
 def test_a_near_key_is_suggested(work):
     np.savez("near.npz", photos=np.zeros((4, 4, 4, 3)), features=np.zeros((4, 2)), kind=np.zeros(4))
     out, err = run_without_tensorflow("train", "house.net", "--data", "near.npz")
-    assert err == ("near.npz: error: no array for input 'photo'; keys found: features, kind, photos; did you mean "
-                   "'photos'? (arrays are keyed by the spec's input and output names)\n")
+    assert err == (
+        "near.npz: error: no array for input 'photo'; keys found: features, kind, photos; did you mean "
+        "'photos'? (arrays are keyed by the spec's input and output names)\n"
+    )
 
 
 @pytest.mark.slow
@@ -98,4 +108,5 @@ def test_evaluate_without_data_needs_a_run_folder(work, capsys):
     Path("model.keras").write_bytes(b"")
     assert main(["evaluate", "model.keras"]) == 2
     assert capsys.readouterr().err == (
-        "netdsl evaluate: error: evaluate needs --data SRC, except for a run folder (its own test split by default)\n")
+        "netdsl evaluate: error: evaluate needs --data SRC, except for a run folder (its own test split by default)\n"
+    )

@@ -26,12 +26,15 @@ def _train(tmp_path: Path, capsys, data: str, spec: str = "classifier.net") -> t
     return code, err, sorted(runs.glob("*")) if runs.exists() else []
 
 
-@pytest.mark.parametrize("data, message", [
-    ("/dev/zero", "/dev/zero: error: is a device, not a data file\n"),
-    ("{tmp}/zero.csv", "{tmp}/zero.csv: error: is a device, not a data file\n"),
-    ("{tmp}/fifo.npz", "{tmp}/fifo.npz: error: is a named pipe (FIFO), not a data file\n"),
-    ("{tmp}/fifo.tfrecord", "{tmp}/fifo.tfrecord: error: is a named pipe (FIFO), not a data file\n"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ("/dev/zero", "/dev/zero: error: is a device, not a data file\n"),
+        ("{tmp}/zero.csv", "{tmp}/zero.csv: error: is a device, not a data file\n"),
+        ("{tmp}/fifo.npz", "{tmp}/fifo.npz: error: is a named pipe (FIFO), not a data file\n"),
+        ("{tmp}/fifo.tfrecord", "{tmp}/fifo.tfrecord: error: is a named pipe (FIFO), not a data file\n"),
+    ],
+)
 def test_a_device_or_a_fifo_as_data_is_refused_and_leaves_no_run_folder(tmp_path, capsys, data, message):
     os.symlink("/dev/zero", tmp_path / "zero.csv")
     os.mkfifo(tmp_path / "fifo.npz")
@@ -51,9 +54,11 @@ def test_a_deflated_npz_member_that_expands_past_the_bound_is_refused_before_it_
     info = zipfile.ZipFile(tmp_path / "bomb.npz").getinfo("image.npy")
     code, err, folders = _train(tmp_path, capsys, str(tmp_path / "bomb.npz"))
     assert (code, folders) == (1, [])
-    assert err == (f"{tmp_path}/bomb.npz: error: array 'image' expands from {info.compress_size:,} to "
-                   f"{info.file_size:,} bytes; netdsl reads at most 68,719,476,736 bytes per array, and above "
-                   f"67,108,864 bytes at most 200x its compressed size\n")
+    assert err == (
+        f"{tmp_path}/bomb.npz: error: array 'image' expands from {info.compress_size:,} to "
+        f"{info.file_size:,} bytes; netdsl reads at most 68,719,476,736 bytes per array, and above "
+        f"67,108,864 bytes at most 200x its compressed size\n"
+    )
 
 
 def test_a_tfrecord_walk_counts_records_and_refuses_a_bad_header_crc(tmp_path):
@@ -109,8 +114,9 @@ def stopped_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("stopped")
     (base / "plain.net").write_text(PLAIN)
     with pytest.raises(RuntimeError):
-        netdsl.train(str(base / "plain.net"), train=(X, Y), seed=1, out=base / "runs",
-                     callbacks=[StopAfterFirstEpoch()])
+        netdsl.train(
+            str(base / "plain.net"), train=(X, Y), seed=1, out=base / "runs", callbacks=[StopAfterFirstEpoch()]
+        )
     return base
 
 
@@ -140,8 +146,10 @@ def test_resume_auto_passes_over_a_run_folder_of_another_account(run_copy, monke
     assert run.dir == base / "runs" / "plain-2" and run.status == "finished"
     with pytest.raises(RunError) as caught:
         _resume(base, str(folder))
-    assert str(caught.value) == (f"{folder}: error: this run folder belongs to another account (uid {real}); "
-                                 f"netdsl resumes and reads only run folders you made")
+    assert str(caught.value) == (
+        f"{folder}: error: this run folder belongs to another account (uid {real}); "
+        f"netdsl resumes and reads only run folders you made"
+    )
 
 
 def test_resume_auto_passes_over_a_world_writable_run_folder(run_copy):
@@ -150,9 +158,11 @@ def test_resume_auto_passes_over_a_world_writable_run_folder(run_copy):
     assert _resume(base).dir == base / "runs" / "plain-2"
 
 
-GROUP_WRITABLE = ("the members of its group may write into this run folder (it is group-writable), so the run "
-                  "could be changed under you; `chmod -R g-w` it to resume it; netdsl resumes and reads only run "
-                  "folders you made")
+GROUP_WRITABLE = (
+    "the members of its group may write into this run folder (it is group-writable), so the run "
+    "could be changed under you; `chmod -R g-w` it to resume it; netdsl resumes and reads only run "
+    "folders you made"
+)
 
 
 def test_a_group_writable_run_folder_is_passed_over_by_auto_and_refused_by_name(run_copy):
@@ -184,11 +194,18 @@ def test_a_run_made_under_umask_002_is_its_owners_alone_and_resumable(tmp_path):
     before = os.umask(0o002)
     try:
         with pytest.raises(RuntimeError):
-            netdsl.train(str(tmp_path / "plain.net"), train=(X, Y), seed=1, out=tmp_path / "runs",
-                         callbacks=[StopAfterFirstEpoch()])
+            netdsl.train(
+                str(tmp_path / "plain.net"),
+                train=(X, Y),
+                seed=1,
+                out=tmp_path / "runs",
+                callbacks=[StopAfterFirstEpoch()],
+            )
         folder = tmp_path / "runs" / "plain-1"
-        modes = {path.name: stat.S_IMODE(path.stat().st_mode)
-                 for path in [folder, *(folder / name for name in ("config.json", "report.json", "checkpoint.npz"))]}
+        modes = {
+            path.name: stat.S_IMODE(path.stat().st_mode)
+            for path in [folder, *(folder / name for name in ("config.json", "report.json", "checkpoint.npz"))]
+        }
         assert modes == {"plain-1": 0o755, "config.json": 0o644, "report.json": 0o644, "checkpoint.npz": 0o644}
         run = _resume(tmp_path)
     finally:
@@ -197,14 +214,29 @@ def test_a_run_made_under_umask_002_is_its_owners_alone_and_resumable(tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="giving a file to another account needs root")
-@pytest.mark.parametrize("name, resume, message", [
-    ("config.json", "DIR", "{folder}: error: cannot read config.json: belongs to another account (uid {uid}); netdsl reads "
-                    "only run files you made"),
-    ("report.json", "auto", "{folder}: error: cannot read report.json: belongs to another account (uid {uid}); netdsl reads "
-                    "only run files you made"),
-    ("checkpoint.npz", "DIR", "{folder}/checkpoint.npz: error: cannot read the checkpoint: belongs to another account "
-                       "(uid {uid}); netdsl reads only checkpoints you made"),
-])
+@pytest.mark.parametrize(
+    "name, resume, message",
+    [
+        (
+            "config.json",
+            "DIR",
+            "{folder}: error: cannot read config.json: belongs to another account (uid {uid}); netdsl reads "
+            "only run files you made",
+        ),
+        (
+            "report.json",
+            "auto",
+            "{folder}: error: cannot read report.json: belongs to another account (uid {uid}); netdsl reads "
+            "only run files you made",
+        ),
+        (
+            "checkpoint.npz",
+            "DIR",
+            "{folder}/checkpoint.npz: error: cannot read the checkpoint: belongs to another account "
+            "(uid {uid}); netdsl reads only checkpoints you made",
+        ),
+    ],
+)
 def test_a_run_file_of_another_account_inside_the_users_folder_is_refused(run_copy, name, resume, message):
     from netdsl.training.errors import RunError
 
@@ -223,15 +255,23 @@ def test_a_group_writable_run_file_is_refused(run_copy):
     (folder / "report.json").chmod(0o664)
     with pytest.raises(RunError) as caught:
         _resume(base)
-    assert str(caught.value) == (f"{folder}: error: cannot read report.json: its group may write to it (mode 664); "
-                                 f"`chmod go-w` it if you trust its content")
+    assert str(caught.value) == (
+        f"{folder}: error: cannot read report.json: its group may write to it (mode 664); "
+        f"`chmod go-w` it if you trust its content"
+    )
 
 
-@pytest.mark.parametrize("plant, message", [
-    (lambda p: os.mkfifo(p), "is a named pipe (FIFO), not a run file"),
-    (lambda p: os.symlink("/dev/zero", p),
-     "is a symbolic link, not a run file; netdsl does not read through links here"),
-], ids=["fifo", "dev-zero-link"])
+@pytest.mark.parametrize(
+    "plant, message",
+    [
+        (lambda p: os.mkfifo(p), "is a named pipe (FIFO), not a run file"),
+        (
+            lambda p: os.symlink("/dev/zero", p),
+            "is a symbolic link, not a run file; netdsl does not read through links here",
+        ),
+    ],
+    ids=["fifo", "dev-zero-link"],
+)
 def test_a_planted_report_json_is_refused_at_once(run_copy, plant, message):
     from netdsl.training.errors import RunError
 
@@ -272,8 +312,10 @@ def test_a_checkpoint_holding_an_object_array_is_one_line(run_copy):
             archive.writestr(name, data)
     with pytest.raises(RunError) as caught:
         _resume(base)
-    assert str(caught.value) == (f"{folder}/checkpoint.npz: error: cannot read the checkpoint: Object arrays "
-                                 f"cannot be loaded when allow_pickle=False")
+    assert str(caught.value) == (
+        f"{folder}/checkpoint.npz: error: cannot read the checkpoint: Object arrays "
+        f"cannot be loaded when allow_pickle=False"
+    )
 
 
 def test_a_damaged_setting_in_config_json_is_one_line(run_copy):
@@ -285,8 +327,10 @@ def test_a_damaged_setting_in_config_json_is_one_line(run_copy):
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(RunError) as caught:
         _resume(base)
-    assert str(caught.value) == (f"{folder}: error: config.json's settings.batch_size is 'eight', which netdsl "
-                                 f"never writes; the run folder is damaged; start a new run (without --resume)")
+    assert str(caught.value) == (
+        f"{folder}: error: config.json's settings.batch_size is 'eight', which netdsl "
+        f"never writes; the run folder is damaged; start a new run (without --resume)"
+    )
 
 
 def test_a_checkpoint_sets_only_the_callback_fields_netdsl_saves():
@@ -297,8 +341,17 @@ def test_a_checkpoint_sets_only_the_callback_fields_netdsl_saves():
 
     callback = keras.callbacks.EarlyStopping()
     with pytest.raises(RunError) as caught:
-        checkpoint.apply_callback_state([callback], {"callbacks": [{"type": "EarlyStopping", "fields": {
-            "monitor": "anything", "monitor_op": "not callable", "on_epoch_end": "shadowed"}}]})
+        checkpoint.apply_callback_state(
+            [callback],
+            {
+                "callbacks": [
+                    {
+                        "type": "EarlyStopping",
+                        "fields": {"monitor": "anything", "monitor_op": "not callable", "on_epoch_end": "shadowed"},
+                    }
+                ]
+            },
+        )
     assert str(caught.value) == "error: cannot read the checkpoint: callback field 'monitor' is not one netdsl saves"
     assert callback.monitor == "val_loss" and callable(callback.on_epoch_end)
     checkpoint.apply_callback_state([callback], {"callbacks": [{"type": "EarlyStopping", "fields": {"wait": 2}}]})
@@ -344,8 +397,9 @@ def _image_folder(tmp_path: Path) -> Path:
 
 def _train_images(tmp_path: Path, capsys) -> tuple[int, str]:
     runs = tmp_path / "runs"
-    code = main(["train", str(tmp_path / "pics.net"), "--data", str(tmp_path / "imgs"), "-o", str(runs),
-                 "--progress", "none"])
+    code = main(
+        ["train", str(tmp_path / "pics.net"), "--data", str(tmp_path / "imgs"), "-o", str(runs), "--progress", "none"]
+    )
     assert not runs.exists() or code == 0
     return code, capsys.readouterr().err
 
@@ -356,11 +410,15 @@ def test_a_class_folder_or_an_image_linking_outside_the_image_folder_is_refused(
     (tmp_path / "secret" / "p.png").write_bytes(_png())
     os.symlink(tmp_path / "secret" / "p.png", folder / "cat" / "f.png")
     assert _train_images(tmp_path, capsys) == (
-        1, f"{folder}/cat/f.png: error: is a link to outside the image folder; netdsl reads only files inside it\n")
+        1,
+        f"{folder}/cat/f.png: error: is a link to outside the image folder; netdsl reads only files inside it\n",
+    )
     (folder / "cat" / "f.png").unlink()
     os.symlink(tmp_path / "secret", folder / "fish")
     assert _train_images(tmp_path, capsys) == (
-        1, f"{folder}/fish: error: is a link to outside the image folder; netdsl reads only files inside it\n")
+        1,
+        f"{folder}/fish: error: is a link to outside the image folder; netdsl reads only files inside it\n",
+    )
     (folder / "fish").unlink()
     os.symlink(folder / "cat" / "a.png", folder / "dog" / "f.png")  # a link inside the folder is read
     assert _train_images(tmp_path, capsys)[0] == 0
@@ -370,18 +428,27 @@ def test_a_png_declaring_huge_dimensions_is_refused_before_it_is_decoded(tmp_pat
     folder = _image_folder(tmp_path)
     (folder / "dog" / "huge.png").write_bytes(_png(100_000, 100_000)[:33] + bytes(16))
     assert _train_images(tmp_path, capsys) == (
-        1, f"{folder}/dog/huge.png: error: the image declares 100,000 x 100,000 pixels; netdsl decodes images of "
-           f"at most 268,435,456 pixels\n")
+        1,
+        f"{folder}/dog/huge.png: error: the image declares 100,000 x 100,000 pixels; netdsl decodes images of "
+        f"at most 268,435,456 pixels\n",
+    )
 
 
 # ------------------------------------------------------------------ evaluate / predict load only .keras (finding 5)
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("old.h5", b"\x89HDF\r\n\x1a\n", "not a .keras file ('.h5'); netdsl loads models saved as .keras; load it in "
-                                     "Keras and save it with model.save('model.keras')"),
-    ("fake.keras", b"\x89HDF\r\n\x1a\n", "not a .keras file (not a zip archive)"),
-])
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        (
+            "old.h5",
+            b"\x89HDF\r\n\x1a\n",
+            "not a .keras file ('.h5'); netdsl loads models saved as .keras; load it in "
+            "Keras and save it with model.save('model.keras')",
+        ),
+        ("fake.keras", b"\x89HDF\r\n\x1a\n", "not a .keras file (not a zip archive)"),
+    ],
+)
 def test_evaluate_and_predict_load_only_keras_zips(tmp_path, capsys, name, content, message):
     (tmp_path / name).write_bytes(content)
     np.savez(tmp_path / "d.npz", x=np.zeros((4, 4), "float32"), y=np.zeros(4, "int64"))

@@ -39,8 +39,13 @@ LIMIT_S = 120  # any one command
 
 
 def test_processes_come_from_slurm() -> None:
-    env = {"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_JOB_ID": "81234",
-           "SLURM_STEP_NODELIST": "gpu[07-08,11],cpu1", "KERAS_BACKEND": "jax"}
+    env = {
+        "SLURM_PROCID": "3",
+        "SLURM_NTASKS": "4",
+        "SLURM_JOB_ID": "81234",
+        "SLURM_STEP_NODELIST": "gpu[07-08,11],cpu1",
+        "KERAS_BACKEND": "jax",
+    }
     topology = resolve_topology(None, None, None, None, None, env)
     assert (topology.num_processes, topology.process_id, topology.source) == (4, 3, "SLURM")
     assert topology.coordinator == f"gpu07:{81234 % 4096 + 61440}"
@@ -48,8 +53,11 @@ def test_processes_come_from_slurm() -> None:
 
 
 def test_processes_come_from_open_mpi() -> None:
-    env = {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2",
-           "OMPI_MCA_orte_hnp_uri": "1531576320.0;tcp://10.96.0.1,10.148.0.1:34911"}
+    env = {
+        "OMPI_COMM_WORLD_RANK": "0",
+        "OMPI_COMM_WORLD_SIZE": "2",
+        "OMPI_MCA_orte_hnp_uri": "1531576320.0;tcp://10.96.0.1,10.148.0.1:34911",
+    }
     topology = resolve_topology("jax", None, None, None, None, env)
     assert (topology.num_processes, topology.process_id, topology.source) == (2, 0, "Open MPI")
     assert topology.coordinator == f"10.96.0.1:{(1531576320 // 4096) % 4096 + 61440}"
@@ -59,25 +67,35 @@ def test_flags_win_over_the_environment() -> None:
     env = {"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_JOB_ID": "5", "SLURM_JOB_NODELIST": "n1"}
     topology = resolve_topology("jax", None, "127.0.0.1:29500", 3, 2, env)
     assert (topology.num_processes, topology.process_id, topology.coordinator, topology.source) == (
-        3, 2, "127.0.0.1:29500", "flags")
+        3,
+        2,
+        "127.0.0.1:29500",
+        "flags",
+    )
     assert topology.loopback
 
 
-@pytest.mark.parametrize("nodes, first", [("node001", "node001"), ("node001,host2", "node001"),
-                                           ("node[001-0015],host2", "node001"), ("n[7,9-12]", "n7")])
+@pytest.mark.parametrize(
+    "nodes, first",
+    [("node001", "node001"), ("node001,host2", "node001"), ("node[001-0015],host2", "node001"), ("n[7,9-12]", "n7")],
+)
 def test_first_host_of_a_slurm_node_list(nodes: str, first: str) -> None:
     assert first_host(nodes) == first
 
 
-@pytest.mark.parametrize("flags, message", [
-    (("tensorflow", None, "127.0.0.1:1", 2, 0), TF_MULTI_PROCESS),
-    (("jax", None, None, 2, 0), "several processes need --coordinator HOST:PORT (process 0's address and a "
-                                "free port)"),
-    (("jax", None, "127.0.0.1", 2, 0), "--coordinator takes HOST:PORT, like 127.0.0.1:29500; received "
-                                       "'127.0.0.1'"),
-    (("jax", None, "h:1", 2, 2), "--process-id must be from 0 to 1 for 2 processes; received 2"),
-    (("jax", 0, None, None, None), "--devices takes a number of devices of at least 1; received 0"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (("tensorflow", None, "127.0.0.1:1", 2, 0), TF_MULTI_PROCESS),
+        (
+            ("jax", None, None, 2, 0),
+            "several processes need --coordinator HOST:PORT (process 0's address and a free port)",
+        ),
+        (("jax", None, "127.0.0.1", 2, 0), "--coordinator takes HOST:PORT, like 127.0.0.1:29500; received '127.0.0.1'"),
+        (("jax", None, "h:1", 2, 2), "--process-id must be from 0 to 1 for 2 processes; received 2"),
+        (("jax", 0, None, None, None), "--devices takes a number of devices of at least 1; received 0"),
+    ],
+)
 def test_flags_that_do_not_fit_are_one_line_errors(flags: tuple, message: str) -> None:
     with pytest.raises(UsageError) as info:
         resolve_topology(*flags, environ={})
@@ -86,8 +104,20 @@ def test_flags_that_do_not_fit_are_one_line_errors(flags: tuple, message: str) -
 
 def test_several_tensorflow_processes_say_to_use_jax(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
     data = _data(tmp_path / "d.npz", 64)
-    code = main(["train", SPEC, "--train", str(data), "--processes", "2", "--backend", "tensorflow",
-                 "-o", str(tmp_path / "runs")])
+    code = main(
+        [
+            "train",
+            SPEC,
+            "--train",
+            str(data),
+            "--processes",
+            "2",
+            "--backend",
+            "tensorflow",
+            "-o",
+            str(tmp_path / "runs"),
+        ]
+    )
     assert code == 2
     assert capsys.readouterr().err == f"netdsl train: error: {TF_MULTI_PROCESS}\n"
     assert not (tmp_path / "runs").exists()
@@ -95,11 +125,25 @@ def test_several_tensorflow_processes_say_to_use_jax(capsys: pytest.CaptureFixtu
 
 def test_processes_flag_leaves_the_job_flags_to_the_launcher(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
     data = _data(tmp_path / "d.npz", 64)
-    code = main(["train", SPEC, "--train", str(data), "--processes", "2", "--backend", "jax",
-                 "--coordinator", "127.0.0.1:29500"])
+    code = main(
+        [
+            "train",
+            SPEC,
+            "--train",
+            str(data),
+            "--processes",
+            "2",
+            "--backend",
+            "jax",
+            "--coordinator",
+            "127.0.0.1:29500",
+        ]
+    )
     assert code == 2
-    assert capsys.readouterr().err == ("netdsl train: error: --processes starts the processes itself: leave out "
-                                       "--coordinator, --num-processes and --process-id\n")
+    assert capsys.readouterr().err == (
+        "netdsl train: error: --processes starts the processes itself: leave out "
+        "--coordinator, --num-processes and --process-id\n"
+    )
 
 
 def test_a_reserved_port_is_kept_from_others_and_given_to_its_server() -> None:
@@ -131,8 +175,13 @@ def _started() -> Iterator[Callable[..., subprocess.Popen]]:
     def start(*args: str, log: Path) -> subprocess.Popen:
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
         env.pop("KERAS_BACKEND", None)
-        process = subprocess.Popen([sys.executable, "-m", "netdsl.cli", *args], stdout=log.open("w"),
-                                   stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "netdsl.cli", *args],
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
         started.append(process)
         return process
 
@@ -168,8 +217,22 @@ def _data(path: Path, n: int, seed: int = 0) -> Path:
 
 def _train(jobs, tmp_path: Path, name: str, *flags: str, data: Path, epochs: int = 2) -> tuple[int, str, Path]:
     log = tmp_path / f"{name}.log"
-    process = jobs("train", SPEC, "--train", str(data), "--epochs", str(epochs), "--seed", "3", "--progress",
-                   "none", "-o", str(tmp_path / name), *flags, log=log)
+    process = jobs(
+        "train",
+        SPEC,
+        "--train",
+        str(data),
+        "--epochs",
+        str(epochs),
+        "--seed",
+        "3",
+        "--progress",
+        "none",
+        "-o",
+        str(tmp_path / name),
+        *flags,
+        log=log,
+    )
     code = process.wait(timeout=LIMIT_S)
     return code, log.read_text(), tmp_path / name
 
@@ -220,8 +283,9 @@ def jax_one_device(tmp_path_factory: pytest.TempPathFactory, small_data: Path) -
 @pytest.mark.processes
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
-def test_two_devices_train_as_one(jobs, tmp_path: Path, small_data: Path, backend: str,
-                                  request: pytest.FixtureRequest) -> None:
+def test_two_devices_train_as_one(
+    jobs, tmp_path: Path, small_data: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
     if backend == "jax":
         reference = request.getfixturevalue("jax_one_device")
     else:
@@ -235,7 +299,8 @@ def test_two_devices_train_as_one(jobs, tmp_path: Path, small_data: Path, backen
     (folder,) = [p for p in two.iterdir() if p.is_dir()]
     config = json.loads((folder / "config.json").read_text())
     assert (config["settings"]["steps_per_execution"], config["settings_from"]["steps_per_execution"]) == (
-        (1, "default for tensorflow in a distributed job") if backend == "tensorflow" else (32, "default for jax"))
+        (1, "default for tensorflow in a distributed job") if backend == "tensorflow" else (32, "default for jax")
+    )
 
 
 # One process that stops before training: it runs in the parallel stage.
@@ -246,8 +311,21 @@ def test_steps_per_execution_on_two_tensorflow_devices_is_one_line(jobs, tmp_pat
     spec = tmp_path / "mlp.net"
     spec.write_text(text)
     log = tmp_path / "two.log"
-    process = jobs("train", str(spec), "--train", str(small_data), "--progress", "none", "-o",
-                   str(tmp_path / "runs"), "--backend", "tensorflow", "--devices", "2", log=log)
+    process = jobs(
+        "train",
+        str(spec),
+        "--train",
+        str(small_data),
+        "--progress",
+        "none",
+        "-o",
+        str(tmp_path / "runs"),
+        "--backend",
+        "tensorflow",
+        "--devices",
+        "2",
+        log=log,
+    )
     assert process.wait(timeout=LIMIT_S) == 1
     line = next(i for i, t in enumerate(text.splitlines(), 1) if t.startswith("model lightning_mlp"))
     import keras
@@ -255,26 +333,49 @@ def test_steps_per_execution_on_two_tensorflow_devices_is_one_line(jobs, tmp_pat
     assert log.read_text().splitlines()[0] == (
         f"{spec}:{line}:1: error: 'lightning_mlp' cannot train on several TensorFlow devices: "
         f"steps_per_execution = 4: Keras {keras.__version__} feeds TensorFlow's MirroredStrategy one step per "
-        f"execution; set steps_per_execution = 1, or train with --backend jax --devices 2")
+        f"execution; set steps_per_execution = 1, or train with --backend jax --devices 2"
+    )
     assert not (tmp_path / "runs").exists()
 
 
 @pytest.mark.processes
 @pytest.mark.slow
-def test_two_processes_train_as_one_device(jobs, tmp_path: Path, small_data: Path, port: int,
-                                          jax_one_device: list[np.ndarray]) -> None:
+def test_two_processes_train_as_one_device(
+    jobs, tmp_path: Path, small_data: Path, port: int, jax_one_device: list[np.ndarray]
+) -> None:
     reference = jax_one_device
     started = time.monotonic()
-    code, log, launched = _train(jobs, tmp_path, "launched", "--backend", "jax", "--processes", "2",
-                                 data=small_data)
+    code, log, launched = _train(jobs, tmp_path, "launched", "--backend", "jax", "--processes", "2", data=small_data)
     assert code == 0, log
     assert len(list(launched.iterdir())) == 1  # one run folder
     assert _largest_difference(reference, _weights(launched)) <= 1e-6
 
-    commands = [jobs("train", SPEC, "--train", str(small_data), "--epochs", "2", "--seed", "3", "--progress",
-                     "none", "-o", str(tmp_path / "by_hand"), "--backend", "jax", "--coordinator",
-                     f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(i),
-                     log=tmp_path / f"by_hand{i}.log") for i in (0, 1)]
+    commands = [
+        jobs(
+            "train",
+            SPEC,
+            "--train",
+            str(small_data),
+            "--epochs",
+            "2",
+            "--seed",
+            "3",
+            "--progress",
+            "none",
+            "-o",
+            str(tmp_path / "by_hand"),
+            "--backend",
+            "jax",
+            "--coordinator",
+            f"127.0.0.1:{port}",
+            "--num-processes",
+            "2",
+            "--process-id",
+            str(i),
+            log=tmp_path / f"by_hand{i}.log",
+        )
+        for i in (0, 1)
+    ]
     assert [c.wait(timeout=LIMIT_S) for c in commands] == [0, 0], (tmp_path / "by_hand0.log").read_text()
     assert time.monotonic() - started <= 2 * LIMIT_S
     assert len(list((tmp_path / "by_hand").iterdir())) == 1
@@ -284,9 +385,26 @@ def test_two_processes_train_as_one_device(jobs, tmp_path: Path, small_data: Pat
 
 
 def _two_by_hand(jobs, tmp_path: Path, data: Path, runs: Path, epochs: int, port: int) -> list[subprocess.Popen]:
-    flags = ["train", SPEC, "--train", str(data), "--epochs", str(epochs), "--seed", "3", "--progress", "none",
-             "-o", str(runs), "--backend", "jax", "--coordinator", f"127.0.0.1:{port}", "--num-processes",
-             "2"]
+    flags = [
+        "train",
+        SPEC,
+        "--train",
+        str(data),
+        "--epochs",
+        str(epochs),
+        "--seed",
+        "3",
+        "--progress",
+        "none",
+        "-o",
+        str(runs),
+        "--backend",
+        "jax",
+        "--coordinator",
+        f"127.0.0.1:{port}",
+        "--num-processes",
+        "2",
+    ]
     return [jobs(*flags, "--process-id", str(i), log=tmp_path / f"p{i}.log") for i in (0, 1)]
 
 
@@ -313,9 +431,24 @@ def test_each_process_reads_its_own_file(jobs, tmp_path: Path, small_data: Path)
         np.savez(tmp_path / f"part-{i}.npz", **{k: v[:, i].reshape(-1, *v.shape[3:]) for k, v in batches.items()})
     runs = []
     for name, flags, source in (("one", [], small_data), ("own", ["--processes", "2"], "part-{process}.npz")):
-        process = jobs("train", str(spec), "--train", str(tmp_path / source), "--epochs", "2", "--seed", "3",
-                       "--progress", "none", "-o", str(tmp_path / name), "--backend", "jax", *flags,
-                       log=tmp_path / f"{name}.log")
+        process = jobs(
+            "train",
+            str(spec),
+            "--train",
+            str(tmp_path / source),
+            "--epochs",
+            "2",
+            "--seed",
+            "3",
+            "--progress",
+            "none",
+            "-o",
+            str(tmp_path / name),
+            "--backend",
+            "jax",
+            *flags,
+            log=tmp_path / f"{name}.log",
+        )
         assert process.wait(timeout=LIMIT_S) == 0, (tmp_path / f"{name}.log").read_text()
         runs.append(_weights(tmp_path / name))
     assert _largest_difference(*runs) <= 1e-6
@@ -336,8 +469,9 @@ def test_a_killed_process_ends_the_job_and_the_run_resumes(jobs, tmp_path: Path,
     assert "netdsl: process 0 stops: process 1 stopped: it was killed or lost" in log, log
     assert _history_epochs(runs) == [1, 2]
 
-    code, log, _ = _train(jobs, tmp_path, "runs", "--backend", "jax", "--processes", "2", "--resume", "auto",
-                          data=data, epochs=6)
+    code, log, _ = _train(
+        jobs, tmp_path, "runs", "--backend", "jax", "--processes", "2", "--resume", "auto", data=data, epochs=6
+    )
     assert code == 0, log
     assert "(resuming after epoch 2)" in log
     assert _history_epochs(runs) == [1, 2, 3, 4, 5, 6]
@@ -360,8 +494,10 @@ def test_a_hanging_process_ends_the_job_and_is_named(jobs, tmp_path: Path, port:
     assert time.monotonic() - stopped <= 30
     log = (tmp_path / "p0.log").read_text()
     # Frozen whole, process 1 also stops its heartbeats: whichever is seen first names it.
-    assert ("netdsl: process 0 stops: process 1 hangs (last seen at epoch 3" in log
-            or "netdsl: process 0 stops: process 1 stopped: it was killed or lost" in log), log
+    assert (
+        "netdsl: process 0 stops: process 1 hangs (last seen at epoch 3" in log
+        or "netdsl: process 0 stops: process 1 stopped: it was killed or lost" in log
+    ), log
 
 
 @pytest.mark.processes
@@ -370,8 +506,9 @@ def test_an_unreadable_shard_ends_both_processes_with_the_error(jobs, tmp_path: 
     _data(tmp_path / "part-0.npz", 128)
     (tmp_path / "part-1.npz").write_bytes(b"PK\x03\x04 not really a zip file")
     started = time.monotonic()
-    code, log, runs = _train(jobs, tmp_path, "runs", "--backend", "jax", "--processes", "2",
-                             data=tmp_path / "part-{process}.npz")
+    code, log, runs = _train(
+        jobs, tmp_path, "runs", "--backend", "jax", "--processes", "2", data=tmp_path / "part-{process}.npz"
+    )
     assert code == 1
     assert time.monotonic() - started <= LIMIT_S
     shard = tmp_path / "part-1.npz"
@@ -387,11 +524,14 @@ def test_an_unreadable_shard_ends_both_processes_with_the_error(jobs, tmp_path: 
 def test_shards_of_unequal_length_are_refused_before_training(jobs, tmp_path: Path) -> None:
     _data(tmp_path / "part-0.npz", 128)
     _data(tmp_path / "part-1.npz", 96)
-    code, log, runs = _train(jobs, tmp_path, "runs", "--backend", "jax", "--processes", "2",
-                             data=tmp_path / "part-{process}.npz")
+    code, log, runs = _train(
+        jobs, tmp_path, "runs", "--backend", "jax", "--processes", "2", data=tmp_path / "part-{process}.npz"
+    )
     assert code == 1
-    assert ("error: the processes' train data differ in length (process 0: 128, process 1: 96): every process "
-            "runs the same number of steps, so each needs a share of equal length") in log
+    assert (
+        "error: the processes' train data differ in length (process 0: 128, process 1: 96): every process "
+        "runs the same number of steps, so each needs a share of equal length"
+    ) in log
 
 
 @pytest.mark.processes
@@ -399,8 +539,25 @@ def test_shards_of_unequal_length_are_refused_before_training(jobs, tmp_path: Pa
 def test_sigterm_to_the_launcher_stops_every_process(jobs, tmp_path: Path) -> None:
     data = _data(tmp_path / "big.npz", 1024, seed=1)
     runs = tmp_path / "runs"
-    launcher = jobs("train", SPEC, "--train", str(data), "--epochs", "50", "--seed", "3", "--progress", "none",
-                    "-o", str(runs), "--backend", "jax", "--processes", "2", log=tmp_path / "launcher.log")
+    launcher = jobs(
+        "train",
+        SPEC,
+        "--train",
+        str(data),
+        "--epochs",
+        "50",
+        "--seed",
+        "3",
+        "--progress",
+        "none",
+        "-o",
+        str(runs),
+        "--backend",
+        "jax",
+        "--processes",
+        "2",
+        log=tmp_path / "launcher.log",
+    )
     deadline = time.monotonic() + LIMIT_S
     while time.monotonic() < deadline and not list(runs.glob("*/history.csv")):
         time.sleep(0.1)
@@ -454,8 +611,15 @@ def test_the_step_clock_names_the_process_that_lags(monkeypatch: pytest.MonkeyPa
     from netdsl.training.scale.topology import Topology
 
     # store messages are sealed with the job's secret (an unsealed one is another account's: ignored)
-    store = _FakeStore({key: faults.seal(key, value) for key, value in
-                        {"netdsl/progress/1": "12|epoch 3, step 5", "netdsl/progress/2": "40|epoch 3, step 18"}.items()})
+    store = _FakeStore(
+        {
+            key: faults.seal(key, value)
+            for key, value in {
+                "netdsl/progress/1": "12|epoch 3, step 5",
+                "netdsl/progress/2": "40|epoch 3, step 18",
+            }.items()
+        }
+    )
     monkeypatch.setitem(faults._state, "topology", Topology("jax", None, 3, 0, "127.0.0.1:1"))
     monkeypatch.setitem(faults._state, "client", store)
     monkeypatch.setitem(faults._state, "steps", 0)

@@ -39,8 +39,11 @@ model plain {
 """
 
 # Shuffled batches and dropout: only the seed and the epoch decide them.
-NOISY = PLAIN.replace("shuffle = false", "steps_per_execution = 2").replace(
-    "dense(16, activation=relu)", "dense(16, activation=relu) -> dropout(0.3)").replace("plain", "noisy")
+NOISY = (
+    PLAIN.replace("shuffle = false", "steps_per_execution = 2")
+    .replace("dense(16, activation=relu)", "dense(16, activation=relu) -> dropout(0.3)")
+    .replace("plain", "noisy")
+)
 
 TWO_HEADS = """\
 model two_heads {
@@ -73,8 +76,16 @@ def test_a_run_folder_holds_models_history_report_config_and_curves(tmp_path):
     np.savez(tmp_path / "d.npz", image=X, logits=Y)
     run = netdsl.train(spec(tmp_path), data=str(tmp_path / "d.npz"), seed=3, out=tmp_path / "runs")
     assert run.dir == tmp_path / "runs" / "plain-1" and run.status == "finished"
-    assert {p.name for p in run.dir.iterdir()} >= {"model.keras", "best.keras", "history.csv", "report.json",
-                                                   "config.json", "curves.svg", "curves.png", "checkpoint.npz"}
+    assert {p.name for p in run.dir.iterdir()} >= {
+        "model.keras",
+        "best.keras",
+        "history.csv",
+        "report.json",
+        "config.json",
+        "curves.svg",
+        "curves.png",
+        "checkpoint.npz",
+    }
     lines = (run.dir / "history.csv").read_text().splitlines()
     assert lines[0] == "epoch,loss,sparse_categorical_accuracy,val_loss,val_sparse_categorical_accuracy"
     assert [line.split(",")[0] for line in lines[1:]] == ["1", "2", "3"]
@@ -87,13 +98,22 @@ def test_a_run_folder_holds_models_history_report_config_and_curves(tmp_path):
     assert report["best"]["val_loss"] == min(run.history["val_loss"]) and report["samples_per_second"] > 0
     config = json.loads((run.dir / "config.json").read_text())
     assert config["spec"]["model"] == "plain" and len(config["spec"]["sha256"]) == 64
-    assert config["settings"] == {"epochs": 3, "batch_size": 8, "shuffle": False, "validation_split": None,
-                                  "seed": 3, "steps_per_execution": 32, "jit_compile": "auto"}
-    assert config["settings_from"] == {"steps_per_execution": "default for tensorflow",
-                                       "jit_compile": "default for tensorflow"}
+    assert config["settings"] == {
+        "epochs": 3,
+        "batch_size": 8,
+        "shuffle": False,
+        "validation_split": None,
+        "seed": 3,
+        "steps_per_execution": 32,
+        "jit_compile": "auto",
+    }
+    assert config["settings_from"] == {
+        "steps_per_execution": "default for tensorflow",
+        "jit_compile": "default for tensorflow",
+    }
     assert set(config["versions"]) == {"netdsl", "keras", "tensorflow", "python"}
     assert config["data"]["split"] == [0.8, 0.1, 0.1]
-    assert (run.dir / "curves.svg").read_text().count("<g id=\"axes_") == 2  # loss, accuracy
+    assert (run.dir / "curves.svg").read_text().count('<g id="axes_') == 2  # loss, accuracy
     assert (run.dir / "curves.png").read_bytes()[:4] == b"\x89PNG"
     loaded = keras.saving.load_model(run.dir / "model.keras", safe_mode=True)
     assert same_weights(loaded, run.model)
@@ -101,8 +121,11 @@ def test_a_run_folder_holds_models_history_report_config_and_curves(tmp_path):
     assert np.isclose(best.evaluate(X[:1], Y[:1], verbose=0)[0], best.evaluate(X[:1], Y[:1], verbose=0)[0])
 
 
-@pytest.mark.parametrize("extra, fit", [("", {}), ("steps_per_execution = 3\n    validation_split = 0.25",
-                                                    {"validation_split": 0.25})], ids=["plain", "spe3-valsplit"])
+@pytest.mark.parametrize(
+    "extra, fit",
+    [("", {}), ("steps_per_execution = 3\n    validation_split = 0.25", {"validation_split": 0.25})],
+    ids=["plain", "spe3-valsplit"],
+)
 def test_weights_equal_the_hand_written_fit_bitwise(tmp_path, extra, fit):
     path = spec(tmp_path, PLAIN.replace("shuffle = false", f"shuffle = false\n    {extra}"))
     run = netdsl.train(path, train=(X, Y), seed=21, out=tmp_path / "runs")
@@ -115,7 +138,8 @@ def test_weights_equal_the_hand_written_fit_bitwise(tmp_path, extra, fit):
     assert run.model.steps_per_execution == model.steps_per_execution == (3 if extra else 32)
     config = json.loads((run.dir / "config.json").read_text())
     assert (config["settings"]["steps_per_execution"], config["settings_from"]["steps_per_execution"]) == (
-        (3, "spec") if extra else (32, "default for tensorflow"))
+        (3, "spec") if extra else (32, "default for tensorflow")
+    )
 
 
 def test_a_job_placement_steps_once_and_the_next_build_has_the_backend_default(tmp_path):
@@ -126,8 +150,7 @@ def test_a_job_placement_steps_once_and_the_next_build_has_the_backend_default(t
     path = spec(tmp_path, PLAIN)
 
     def trained(placement: Placement | None) -> tuple[int, str]:
-        request = TrainRequest(spec=path, epochs=1, seed=2, out=tmp_path / "runs",
-                               data=DataRequest(train=(X, Y)))
+        request = TrainRequest(spec=path, epochs=1, seed=2, out=tmp_path / "runs", data=DataRequest(train=(X, Y)))
         run = run_training(resolve(request), placement)
         config = json.loads((run.dir / "config.json").read_text())
         assert config["settings"]["steps_per_execution"] == run.model.steps_per_execution
@@ -188,8 +211,10 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_weights_even_shuffled_with_d
 def test_ctrl_c_stops_cleanly_and_the_run_resumes(tmp_path):
     # one step per execution, so that the middle of an epoch is a step boundary Ctrl-C can land on
     # (with TensorFlow's default of 32, an epoch of 6 batches is one execution)
-    path, runs = spec(tmp_path, PLAIN.replace("shuffle = false", "shuffle = false\n    steps_per_execution = 1")), \
-        tmp_path / "runs"
+    path, runs = (
+        spec(tmp_path, PLAIN.replace("shuffle = false", "shuffle = false\n    steps_per_execution = 1")),
+        tmp_path / "runs",
+    )
     before = signal.getsignal(signal.SIGINT)  # Python's own handler, or SIG_IGN when started in the background
     whole = netdsl.train(path, train=(X, Y), seed=2, out=runs, epochs=3)
     stopped = netdsl.train(path, train=(X, Y), seed=2, out=runs, epochs=3, callbacks=[_CtrlC(2)])

@@ -40,8 +40,12 @@ model pair {
 def _source(with_targets: bool = True):
     model = netdsl.build(text=TWO_IN_TWO_OUT)
     rng = np.random.default_rng(3)
-    arrays = {"a": rng.random((23, 3), dtype=np.float32), "b": rng.random((23, 2), dtype=np.float32),
-              "probs": rng.integers(0, 3, 23), "box": rng.random((23, 2), dtype=np.float32)}
+    arrays = {
+        "a": rng.random((23, 3), dtype=np.float32),
+        "b": rng.random((23, 2), dtype=np.float32),
+        "probs": rng.integers(0, 3, 23),
+        "box": rng.random((23, 2), dtype=np.float32),
+    }
     return open_source(arrays, Signature.of(model), need_targets=with_targets)
 
 
@@ -67,8 +71,10 @@ def _epochs(batches, order: EpochOrder | None, epochs: int = 3) -> list[list[lis
 
 def _same(a: list, b: list) -> bool:
     return len(a) == len(b) and all(
-        len(x) == len(y) and all(len(u) == len(v) and all(np.array_equal(p, q) for p, q in zip(u, v))
-                                 for u, v in zip(x, y)) for x, y in zip(a, b))
+        len(x) == len(y)
+        and all(len(u) == len(v) and all(np.array_equal(p, q) for p, q in zip(u, v)) for u, v in zip(x, y))
+        for x, y in zip(a, b)
+    )
 
 
 @pytest.mark.parametrize("shuffled", [False, True], ids=["in-order", "shuffled"])
@@ -188,13 +194,28 @@ def test_training_on_a_backend_fed_by_netdsl_keeps_fit_parity_and_resumes(tmp_pa
     pytest.importorskip(backend)
     from tests.training.test_engine import NOISY, PLAIN
 
-    (tmp_path / "plain.net").write_text(PLAIN.replace("shuffle = false", "shuffle = false\n    steps_per_execution = 1"))
+    (tmp_path / "plain.net").write_text(
+        PLAIN.replace("shuffle = false", "shuffle = false\n    steps_per_execution = 1")
+    )
     (tmp_path / "noisy.net").write_text(NOISY.replace("steps_per_execution = 2", "steps_per_execution = 1"))
     (tmp_path / "images.net").write_text(IMAGES)
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT / "dsl"))
-    done = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "plain.net"), str(tmp_path / "runs")],
-                          capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(tmp_path / "plain.net"), str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
-        "fit_weights": True, "fit_history": True, "feed": "RowBatches",
-        "resumed_weights": True, "resumed_history": True, "seeded": True, "images_seeded": True, "images_test": True}
+        "fit_weights": True,
+        "fit_history": True,
+        "feed": "RowBatches",
+        "resumed_weights": True,
+        "resumed_history": True,
+        "seeded": True,
+        "images_seeded": True,
+        "images_test": True,
+    }

@@ -46,8 +46,10 @@ def test_processes_holding_the_secret_prove_it_to_each_other(monkeypatch):
     monkeypatch.setenv(faults.SECRET_ENV, "s3cret")
     store = Store()
     results = []
-    threads = [threading.Thread(target=lambda me=me: results.append(faults.prove(me, 3, store, timeout_s=10)))
-               for me in range(3)]
+    threads = [
+        threading.Thread(target=lambda me=me: results.append(faults.prove(me, 3, store, timeout_s=10)))
+        for me in range(3)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -60,8 +62,12 @@ def test_a_process_without_the_secret_is_named(monkeypatch):
     monkeypatch.setenv(faults.SECRET_ENV, "s3cret")
     store = Store()
     # the intruder takes process 1's place: it can read the nonce but seals with a guess
-    threading.Timer(0.2, lambda: store.key_value_set(
-        "netdsl/proof/1", "0" * 64 + "|" + store.blocking_key_value_get("netdsl/nonce", 5000))).start()
+    threading.Timer(
+        0.2,
+        lambda: store.key_value_set(
+            "netdsl/proof/1", "0" * 64 + "|" + store.blocking_key_value_get("netdsl/nonce", 5000)
+        ),
+    ).start()
     assert faults.prove(0, 2, store, timeout_s=10) == 1
     assert faults.prove(0, 2, Store(), timeout_s=0.2) == 1  # no proof at all
 
@@ -96,9 +102,11 @@ def test_the_reviews_intruder_cannot_take_a_processs_place(tmp_path):
     pytest.importorskip("jax")
     rng = np.random.default_rng(0)
     np.savez(tmp_path / "good.npz", x=rng.normal(size=(40, 4)).astype("float32"), y=rng.integers(0, 3, 40))
-    (tmp_path / "spec.net").write_text("model clf {\n  input x: (4,)\n  output y = x -> dense(3)\n  train {\n"
-                                       "    optimizer = adam\n    loss = sparse_categorical_crossentropy(from_logits"
-                                       "=true)\n    epochs = 1\n    batch_size = 8\n  }\n}\n")
+    (tmp_path / "spec.net").write_text(
+        "model clf {\n  input x: (4,)\n  output y = x -> dense(3)\n  train {\n"
+        "    optimizer = adam\n    loss = sparse_categorical_crossentropy(from_logits"
+        "=true)\n    epochs = 1\n    batch_size = 8\n  }\n}\n"
+    )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1", NETDSL_JOB_SECRET="the job's own")
     env.pop("KERAS_BACKEND", None)
     with reserved_port() as port:  # no other process takes it before process 0 binds it
@@ -108,21 +116,52 @@ def test_the_reviews_intruder_cannot_take_a_processs_place(tmp_path):
 def _intrude(tmp_path, env: dict, port: int) -> None:
     started = []
     try:
-        first = subprocess.Popen([sys.executable, "-m", "netdsl.cli", "train", "spec.net", "--data", "good.npz",
-                                  "--backend", "jax", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2",
-                                  "--process-id", "0", "-o", "runs", "--progress", "none"], cwd=tmp_path, env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        first = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "netdsl.cli",
+                "train",
+                "spec.net",
+                "--data",
+                "good.npz",
+                "--backend",
+                "jax",
+                "--coordinator",
+                f"127.0.0.1:{port}",
+                "--num-processes",
+                "2",
+                "--process-id",
+                "0",
+                "-o",
+                "runs",
+                "--progress",
+                "none",
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         started.append(first)
         intruder_env = {k: v for k, v in env.items() if k != "NETDSL_JOB_SECRET"}
-        intruder = subprocess.Popen([sys.executable, "-c", INTRUDER, str(port)], cwd=tmp_path, env=intruder_env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        intruder = subprocess.Popen(
+            [sys.executable, "-c", INTRUDER, str(port)],
+            cwd=tmp_path,
+            env=intruder_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         started.append(intruder)
         out, _ = first.communicate(timeout=180)
         assert first.returncode == 1
         text = out.decode()
         assert text.splitlines()[-1] == (
             "netdsl: process 0 stops: process 1 did not prove the job's secret: another program has joined the job's "
-            "coordination service, or the processes were given different NETDSL_JOB_SECRET values"), text
+            "coordination service, or the processes were given different NETDSL_JOB_SECRET values"
+        ), text
         assert "\x1b" not in text and "\x07" not in text and "intruder's choosing" not in text
         assert not (tmp_path / "runs").exists()  # nothing was written: the job never trained
     finally:

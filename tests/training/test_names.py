@@ -49,8 +49,9 @@ def test_a_name_the_run_never_saw_is_an_error_at_its_cell(tmp_path):
     path = table(tmp_path / "t.csv", ["a,b,kind", "1,2,mid", '3,4,"huge"'])
     with pytest.raises(DataError) as caught:
         open_source(path, TABLE, names=DataNames(classes={"kind": ("high", "low", "mid")}))
-    assert str(caught.value) == (f"{path}:3:5: error: 'huge' is not one of the classes the model was trained on "
-                                 "(high, low, mid) (column 'kind')")
+    assert str(caught.value) == (
+        f"{path}:3:5: error: 'huge' is not one of the classes the model was trained on (high, low, mid) (column 'kind')"
+    )
     empty = table(tmp_path / "e.csv", ["a,b,kind", "1,2,mid", "3,4, "])
     with pytest.raises(DataError, match=r"e.csv:3:5: error: an empty cell where a class name belongs"):
         open_source(empty, TABLE)
@@ -65,7 +66,8 @@ def test_features_and_drop_pick_the_input_columns_by_name(tmp_path):
     # new rows without the label column, their columns in another order: read by the run's names
     new = table(tmp_path / "new.csv", ["a,id,c", "7,1,5"])
     assert open_source(new, TABLE, need_targets=False, names=DataNames(features=("a", "c"))).take(
-        np.arange(1), with_targets=False)[0]["x"].tolist() == [[7, 5]]
+        np.arange(1), with_targets=False
+    )[0]["x"].tolist() == [[7, 5]]
     with pytest.raises(DataError) as caught:
         open_source(path, TABLE, names=DataNames(features=("a", "z")))
     assert str(caught.value) == f"{path}:1:1: error: no column 'z' (named by --features); columns: id, c, b, a, kind"
@@ -91,7 +93,8 @@ def test_an_input_column_with_a_different_integer_on_every_row_is_named_in_a_war
         open_source(path, TABLE)
     assert [str(w.message) for w in caught if w.category is DataWarning] == [
         f"{path}: column 'row' holds a different integer on every row, like an identifier, and is part of input "
-        "'x'; leave it out with --drop row (or name the input's columns with --features)"]
+        "'x'; leave it out with --drop row (or name the input's columns with --features)"
+    ]
     with warnings.catch_warnings(record=True) as caught:  # named on purpose: no warning
         warnings.simplefilter("always")
         open_source(path, TABLE, names=DataNames(features=("row", "a")))
@@ -102,8 +105,10 @@ def test_an_input_column_with_a_different_integer_on_every_row_is_named_in_a_war
         open_source(few, TABLE)
     assert caught == []
     # a count that differs on every row (msft.csv's traded Volume) spans far more than the rows: a feature
-    counts = table(tmp_path / "counts.csv", ["volume,a,kind"] + [f"{92433800 - 1234567 * i + i * i},{i % 3}.5,{i % 3}"
-                                                               for i in range(25)])
+    counts = table(
+        tmp_path / "counts.csv",
+        ["volume,a,kind"] + [f"{92433800 - 1234567 * i + i * i},{i % 3}.5,{i % 3}" for i in range(25)],
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         open_source(counts, TABLE)
@@ -113,8 +118,11 @@ def test_an_input_column_with_a_different_integer_on_every_row_is_named_in_a_war
 def test_a_csv_is_read_whole_before_tensorflow_and_the_validation_file_names_as_the_training_one(tmp_path):
     train = table(tmp_path / "train.csv", ["a,b,kind", "1,2,mid", "3,4,low", "5,6,high"])
     val = table(tmp_path / "val.csv", ["a,b,kind", "1,2,mid", "3,4,nope"])
-    with pytest.raises(DataError, match=r"val.csv:3:5: error: 'nope' is not one of the classes the model was "
-                                        r"trained on \(high, low, mid\)"):
+    with pytest.raises(
+        DataError,
+        match=r"val.csv:3:5: error: 'nope' is not one of the classes the model was "
+        r"trained on \(high, low, mid\)",
+    ):
         check_data(DataRequest(train=train, val=val), TABLE)
 
 
@@ -145,9 +153,11 @@ def test_what_cannot_be_data_is_told_without_the_model(tmp_path):
     check_layout(str(tmp_path / "loose"), need_targets=False)  # predict takes it
     with pytest.raises(DataError) as caught:
         check_layout(str(tmp_path / "loose"), need_targets=True)
-    assert str(caught.value) == (f"{tmp_path / 'loose'}: error: an image lies outside class sub-folders, with no "
-                                 "label ('a.png'): an image folder to train or evaluate on holds one sub-folder per "
-                                 "class with .png or .jpg files; predict takes any folder of images")
+    assert str(caught.value) == (
+        f"{tmp_path / 'loose'}: error: an image lies outside class sub-folders, with no "
+        "label ('a.png'): an image folder to train or evaluate on holds one sub-folder per "
+        "class with .png or .jpg files; predict takes any folder of images"
+    )
     with pytest.raises(DataError, match="one image holds no label"):
         check_layout(str(tmp_path / "loose" / "a.png"), need_targets=True)
 
@@ -160,21 +170,47 @@ def test_class_names_come_from_the_data_else_number_the_units_of_a_class_loss():
 
 
 def test_predictions_are_written_with_names_as_csv_npz_and_json(tmp_path):
-    result = Predictions({"probs": np.float32([[0.1, 0.7, 0.2], [0.8, 0.1, 0.1]]), "yes": np.float32([[0.9], [0.2]]),
-                          "price": np.float32([[1.5, 2.0], [3.0, 4.0]])},
-                         ["a/1.png", "2.png"], {"probs": ("cat", "dog", "eel"), "yes": ("no", "yes")})
+    result = Predictions(
+        {
+            "probs": np.float32([[0.1, 0.7, 0.2], [0.8, 0.1, 0.1]]),
+            "yes": np.float32([[0.9], [0.2]]),
+            "price": np.float32([[1.5, 2.0], [3.0, 4.0]]),
+        },
+        ["a/1.png", "2.png"],
+        {"probs": ("cat", "dog", "eel"), "yes": ("no", "yes")},
+    )
     assert result.predicted("probs").tolist() == ["dog", "cat"] and result.predicted("yes").tolist() == ["yes", "no"]
     result.write(tmp_path / "p.csv")
     with (tmp_path / "p.csv").open(newline="") as fh:
         rows = list(csv.reader(fh))
-    assert rows == [["source", "probs_class", "probs_cat", "probs_dog", "probs_eel", "yes_class", "yes_no", "yes_yes",
-                     "price_0", "price_1"],
-                    ["a/1.png", "dog", "0.1", "0.7", "0.2", "yes", "0.1", "0.9", "1.5", "2"],
-                    ["2.png", "cat", "0.8", "0.1", "0.1", "no", "0.8", "0.2", "3", "4"]]
+    assert rows == [
+        [
+            "source",
+            "probs_class",
+            "probs_cat",
+            "probs_dog",
+            "probs_eel",
+            "yes_class",
+            "yes_no",
+            "yes_yes",
+            "price_0",
+            "price_1",
+        ],
+        ["a/1.png", "dog", "0.1", "0.7", "0.2", "yes", "0.1", "0.9", "1.5", "2"],
+        ["2.png", "cat", "0.8", "0.1", "0.1", "no", "0.8", "0.2", "3", "4"],
+    ]
     result.write(tmp_path / "p.npz")
     with np.load(tmp_path / "p.npz", allow_pickle=False) as arrays:
-        assert arrays.files == ["source", "probs", "probs_class", "probs_classes", "yes", "yes_class", "yes_classes",
-                                "price"]
+        assert arrays.files == [
+            "source",
+            "probs",
+            "probs_class",
+            "probs_classes",
+            "yes",
+            "yes_class",
+            "yes_classes",
+            "price",
+        ]
         assert arrays["source"].dtype.kind == "U" and arrays["probs_classes"].tolist() == ["cat", "dog", "eel"]
     result.write(tmp_path / "p.json")
     document = json.loads((tmp_path / "p.json").read_text())
@@ -185,8 +221,9 @@ def test_predictions_are_written_with_names_as_csv_npz_and_json(tmp_path):
 
 
 def test_one_classifier_output_gives_class_and_a_column_per_class_and_a_printable_table():
-    result = Predictions({"kind": np.float32([[0.2, 0.8]] * 12)}, [f"x\x1b{i}.png" for i in range(12)],
-                         {"kind": ("bad", "good")})
+    result = Predictions(
+        {"kind": np.float32([[0.2, 0.8]] * 12)}, [f"x\x1b{i}.png" for i in range(12)], {"kind": ("bad", "good")}
+    )
     assert list(result.columns()) == ["source", "class", "bad", "good"] and result.labels.tolist() == ["good"] * 12
     lines = result.table().splitlines()
     assert lines[0].split() == ["source", "class", "bad", "good"]

@@ -11,8 +11,11 @@ from netdsl.training.run.inference import write_predictions
 def test_every_output_name_is_an_array_of_the_file(tmp_path):
     # `file` and `allow_pickle` are names a spec may give its outputs; np.savez(f, **predictions) took
     # them as its own parameters (a TypeError for `file`, `allow_pickle` silently left out of the file).
-    predictions = {"file": np.arange(6, dtype=np.float32).reshape(3, 2), "allow_pickle": np.array([1, 0, 1]),
-                   "kind": np.eye(3)}
+    predictions = {
+        "file": np.arange(6, dtype=np.float32).reshape(3, 2),
+        "allow_pickle": np.array([1, 0, 1]),
+        "kind": np.eye(3),
+    }
     target = write_predictions(predictions, tmp_path / "out.npz")
     with np.load(target, allow_pickle=False) as saved:
         assert saved.files == ["file", "allow_pickle", "kind"]

@@ -47,9 +47,24 @@ def run(tmp_path_factory) -> Path:
     (where / "flip.net").write_text(SPEC)
     for name, arrays in (("train", _arrays(0)), ("val", _arrays(1, flip=True)), ("test", _arrays(2))):
         np.savez(where / f"{name}.npz", **arrays)
-    code = main(["train", str(where / "flip.net"), "--train", str(where / "train.npz"), "--val",
-                 str(where / "val.npz"), "--test", str(where / "test.npz"), "--seed", "3", "-o",
-                 str(where / "runs"), "--progress", "none"])
+    code = main(
+        [
+            "train",
+            str(where / "flip.net"),
+            "--train",
+            str(where / "train.npz"),
+            "--val",
+            str(where / "val.npz"),
+            "--test",
+            str(where / "test.npz"),
+            "--seed",
+            "3",
+            "-o",
+            str(where / "runs"),
+            "--progress",
+            "none",
+        ]
+    )
     assert code == 0
     return where / "runs" / "flip-1"
 
@@ -93,10 +108,13 @@ def test_predict_uses_the_same_default(run, tmp_path, capsys):
     np.testing.assert_array_equal(default, netdsl.predict(run / "best.keras", data=x)["probs"])
     assert not np.allclose(default, netdsl.predict(run, data=x, checkpoint="last")["probs"])
     np.savez(tmp_path / "new.npz", x=x)
-    code, out, err = _cli(capsys, "predict", str(run), "--data", str(tmp_path / "new.npz"), "-o",
-                          str(tmp_path / "p.npz"))
-    assert (code, err.splitlines()[0]) == (0, f"weights: best (epoch 1 of 4, val_loss "
-                                              f"{_report(run)['best']['val_loss']:.4f})")
+    code, out, err = _cli(
+        capsys, "predict", str(run), "--data", str(tmp_path / "new.npz"), "-o", str(tmp_path / "p.npz")
+    )
+    assert (code, err.splitlines()[0]) == (
+        0,
+        f"weights: best (epoch 1 of 4, val_loss {_report(run)['best']['val_loss']:.4f})",
+    )
     with np.load(tmp_path / "p.npz") as saved:
         np.testing.assert_array_equal(saved["probs"], default)
 
@@ -107,11 +125,13 @@ def test_export_and_decompile_pick_the_same_default(run, tmp_path, capsys):
     assert resolve(run).label == str(run / "best.keras")
     assert resolve(run, checkpoint="last").label == str(run / "model.keras")
     line = f"weights: best (epoch 1 of 4, val_loss {_report(run)['best']['val_loss']:.4f})\n"
-    code, out, err = _cli(capsys, "export", str(run), "--format", "onnx", "--no-verify", "-o",
-                          str(tmp_path / "flip.onnx"))
+    code, out, err = _cli(
+        capsys, "export", str(run), "--format", "onnx", "--no-verify", "-o", str(tmp_path / "flip.onnx")
+    )
     assert (code, err, out) == (0, line, f"wrote {tmp_path / 'flip.onnx'} (onnx)\n")
-    code, _, err = _cli(capsys, "export", str(run), "--format", "onnx", "--no-verify", "--last", "-o",
-                        str(tmp_path / "last.onnx"))  # the earlier spelling of --checkpoint last
+    code, _, err = _cli(
+        capsys, "export", str(run), "--format", "onnx", "--no-verify", "--last", "-o", str(tmp_path / "last.onnx")
+    )  # the earlier spelling of --checkpoint last
     assert (code, err) == (0, "weights: last (epoch 4 of 4)\n")
     code, out, err = _cli(capsys, "decompile", str(run))
     assert (code, err) == (0, line)
@@ -121,8 +141,21 @@ def test_export_and_decompile_pick_the_same_default(run, tmp_path, capsys):
 def test_train_prints_which_weights_scored_the_test_split(tmp_path, capsys):
     (tmp_path / "flip.net").write_text(SPEC.replace("epochs = 4", "epochs = 1"))
     np.savez(tmp_path / "data.npz", **_arrays(0))
-    code, out, err = _cli(capsys, "train", str(tmp_path / "flip.net"), "--data", str(tmp_path / "data.npz"),
-                          "--split", "0.8,0,0.2", "--seed", "0", "-o", str(tmp_path / "runs"), "--progress", "none")
+    code, out, err = _cli(
+        capsys,
+        "train",
+        str(tmp_path / "flip.net"),
+        "--data",
+        str(tmp_path / "data.npz"),
+        "--split",
+        "0.8,0,0.2",
+        "--seed",
+        "0",
+        "-o",
+        str(tmp_path / "runs"),
+        "--progress",
+        "none",
+    )
     assert code == 0 and "test:  test_loss" in out
     assert err.splitlines()[-1] == "weights: last (epoch 1 of 1, no validation data, so no best epoch)"
     run = tmp_path / "runs" / "flip-1"
@@ -130,29 +163,45 @@ def test_train_prints_which_weights_scored_the_test_split(tmp_path, capsys):
     assert RunFolder(run).weights().line == "weights: last (epoch 1 of 1, no validation data, so no best epoch)"
     with pytest.raises(RunError) as raised:
         RunFolder(run).weights("best")
-    assert str(raised.value) == (f"{run}: error: no best.keras (the run had no validation data; status: finished); "
-                                 "--checkpoint last reads model.keras, written when the run ends")
+    assert str(raised.value) == (
+        f"{run}: error: no best.keras (the run had no validation data; status: finished); "
+        "--checkpoint last reads model.keras, written when the run ends"
+    )
 
 
 def test_a_run_without_weights_yet_says_what_is_missing(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(RunError) as raised:
         RunFolder(tmp_path).weights()
-    assert str(raised.value) == f"{tmp_path}: error: no model.keras yet (status: running); it is written when the run ends"
+    assert (
+        str(raised.value) == f"{tmp_path}: error: no model.keras yet (status: running); it is written when the run ends"
+    )
     with pytest.raises(RunError) as raised:
         RunFolder(tmp_path).weights("best")
-    assert str(raised.value) == (f"{tmp_path}: error: no best.keras (no epoch has ended yet; status: running); "
-                                 "--checkpoint last reads model.keras, written when the run ends")
+    assert str(raised.value) == (
+        f"{tmp_path}: error: no best.keras (no epoch has ended yet; status: running); "
+        "--checkpoint last reads model.keras, written when the run ends"
+    )
     with pytest.raises(UsageError) as refused:
         RunFolder(tmp_path).weights("final")
     assert str(refused.value) == "checkpoint takes 'best' or 'last'; received 'final'"
 
 
 def test_checkpoint_is_refused_where_there_is_one_set_of_weights(run, capsys):
-    code, _, err = _cli(capsys, "evaluate", str(run / "model.keras"), "--data", str(run.parent.parent / "test.npz"),
-                        "--checkpoint", "best")
-    assert (code, err) == (2, "netdsl evaluate: error: --checkpoint chooses a run folder's weights (best or last); "
-                              "a .keras file has one set\n")
+    code, _, err = _cli(
+        capsys,
+        "evaluate",
+        str(run / "model.keras"),
+        "--data",
+        str(run.parent.parent / "test.npz"),
+        "--checkpoint",
+        "best",
+    )
+    assert (code, err) == (
+        2,
+        "netdsl evaluate: error: --checkpoint chooses a run folder's weights (best or last); "
+        "a .keras file has one set\n",
+    )
 
 
 # ------------------------------------------------------------------ errors that pointed the wrong way (13a-c)
@@ -170,8 +219,10 @@ def test_evaluating_a_run_trained_on_arrays_asks_for_the_data(tmp_path):
     run = netdsl.train(text=SPEC.replace("epochs = 4", "epochs = 1"), data=_arrays(0), seed=0, out=tmp_path)
     with pytest.raises(RunError) as raised:
         netdsl.evaluate(run.dir)
-    assert str(raised.value) == (f"{run.dir}: error: this run trained on arrays passed in memory, which its folder "
-                                 "does not keep; give the data to evaluate on; evaluate(run, data=...) (--data SRC)")
+    assert str(raised.value) == (
+        f"{run.dir}: error: this run trained on arrays passed in memory, which its folder "
+        "does not keep; give the data to evaluate on; evaluate(run, data=...) (--data SRC)"
+    )
     assert set(netdsl.evaluate(run.dir, data=_arrays(4))) == {"loss", "accuracy"}
 
 
@@ -180,11 +231,20 @@ def test_decompile_of_a_run_folder_loads_no_backend(run, tmp_path):
     import subprocess
     import sys
 
-    probe = ("import sys; from netdsl.cli import main; code = main(['decompile', sys.argv[1], '-o', sys.argv[2]]); "
-             "print(code, [m for m in ('tensorflow', 'keras', 'jax', 'torch') if m in sys.modules])")
+    probe = (
+        "import sys; from netdsl.cli import main; code = main(['decompile', sys.argv[1], '-o', sys.argv[2]]); "
+        "print(code, [m for m in ('tensorflow', 'keras', 'jax', 'torch') if m in sys.modules])"
+    )
     dsl = str(Path(__file__).resolve().parents[2] / "dsl")
-    done = subprocess.run([sys.executable, "-c", probe, str(run), str(tmp_path / "flip.net")], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": dsl})
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(run), str(tmp_path / "flip.net")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": dsl},
+    )
     assert (done.stdout, done.stderr.splitlines()[-1]) == (
-        "0 []\n", f"weights: best (epoch 1 of 4, val_loss {_report(run)['best']['val_loss']:.4f})")
+        "0 []\n",
+        f"weights: best (epoch 1 of 4, val_loss {_report(run)['best']['val_loss']:.4f})",
+    )
     assert (tmp_path / "flip.net").read_text() == netdsl.decompile(run)

@@ -43,7 +43,9 @@ def test_the_library_example_runs(project):
 @pytest.mark.slow
 def test_the_commands_run_and_print_what_the_guide_shows(project, capsys):
     commands = [line.split("#")[0].strip() for line in blocks("sh")[0].splitlines()]
-    generate, *netdsl_commands = [c for c in commands if c and "--resume" not in c]  # resuming: training/test_engine.py, training/test_checkpoint_kill.py
+    generate, *netdsl_commands = [
+        c for c in commands if c and "--resume" not in c
+    ]  # resuming: training/test_engine.py, training/test_checkpoint_kill.py
     subprocess.run([sys.executable, *shlex.split(generate)[1:]], check=True, capture_output=True, timeout=120)
     for command in netdsl_commands:
         args = shlex.split(command)[1:]

@@ -29,9 +29,14 @@ def test_the_tables_name_what_the_check_accepts() -> None:
     assert tuple(study.DISTRIBUTIONS) == sweep_space.DISTRIBUTIONS
 
 
-@pytest.mark.parametrize(("name", "made"), [("tpe", optuna.samplers.TPESampler),
-                                             ("random", optuna.samplers.RandomSampler),
-                                             ("grid", optuna.samplers.GridSampler)])
+@pytest.mark.parametrize(
+    ("name", "made"),
+    [
+        ("tpe", optuna.samplers.TPESampler),
+        ("random", optuna.samplers.RandomSampler),
+        ("grid", optuna.samplers.GridSampler),
+    ],
+)
 def test_each_sampler_is_the_one_named(name: str, made: type) -> None:
     assert set(sweep_space.SAMPLERS) == {"tpe", "random", "grid"}  # a new name needs its row here too
     assert isinstance(study.sampler(_space(sampler=name), seed=0), made)

@@ -108,18 +108,21 @@ def test_the_same_seed_gives_the_same_parameters_and_results(first, project):
     assert [t.value for t in again.trials] == pytest.approx([t.value for t in first.trials], rel=1e-6)
 
 
-PRUNED = SPEC.replace("""sweep tiny {
+PRUNED = SPEC.replace(
+    """sweep tiny {
   width = choice(4, 8, 16)
   lr = log_uniform(1e-3, 1e-1)
   objective = minimize(val_loss)
   trials = 3
-}""", """sweep tiny {
+}""",
+    """sweep tiny {
   lr = choice(0.05, 1e-9)
   objective = minimize(val_loss)
   pruner = median(warmup=0, startup=1)
   sampler = grid
   trials = 2
-}""").replace("epochs = 2", "epochs = 3")
+}""",
+).replace("epochs = 2", "epochs = 3")
 
 
 def test_a_pruned_trial_stops_and_keeps_its_run_folder(tmp_path):
@@ -140,10 +143,33 @@ def test_a_pruned_trial_stops_and_keeps_its_run_folder(tmp_path):
 def test_two_workers_share_one_study(project):
     """`--workers 2`: two processes, one study (SQLite in the sweep folder), 6 trials in all (the issue's fast case)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "dsl"), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    done = subprocess.run([sys.executable, "-m", "netdsl.cli", "sweep", "tiny.net", "--data", "data.npz",
-                           "--trials", "6", "--workers", "2", "--epochs", "1", "--seed", "2", "-o", "two"],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "netdsl.cli",
+            "sweep",
+            "tiny.net",
+            "--data",
+            "data.npz",
+            "--trials",
+            "6",
+            "--workers",
+            "2",
+            "--epochs",
+            "1",
+            "--seed",
+            "2",
+            "-o",
+            "two",
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
     folder = project / "two" / "tiny-sweep-1"
     assert sorted(int(p.name) for p in (folder / "trials").iterdir()) == [0, 1, 2, 3, 4, 5]
@@ -166,19 +192,36 @@ def test_mistakes_are_said_before_anything_trains(project, tmp_path, capsys, mon
     plain = tmp_path / "plain.net"
     plain.write_text(SPEC.split("sweep tiny")[0])
     assert sweep_cli(capsys, str(plain), "--data", "data.npz") == (
-        2, "netdsl sweep: error: the spec has no sweep section for model 'tiny'; add one: sweep tiny { width = "
-           "choice(32, 64)  objective = minimize(val_loss) }\n")
+        2,
+        "netdsl sweep: error: the spec has no sweep section for model 'tiny'; add one: sweep tiny { width = "
+        "choice(32, 64)  objective = minimize(val_loss) }\n",
+    )
     assert sweep_cli(capsys, "tiny.net", "--data", "data.npz", "-D", "width=4") == (
-        2, "netdsl sweep: error: -D width fixes a constant this sweep searches; leave it out of the sweep or of -D\n")
+        2,
+        "netdsl sweep: error: -D width fixes a constant this sweep searches; leave it out of the sweep or of -D\n",
+    )
     assert sweep_cli(capsys, "tiny.net", "--train", "data.npz", "-o", str(tmp_path)) == (
-        2, "netdsl sweep: error: the objective val_loss needs validation data, and this sweep has none; give --val SRC "
-           "(with --train), a --split with a validation part, or minimize a training metric such as loss\n")
+        2,
+        "netdsl sweep: error: the objective val_loss needs validation data, and this sweep has none; give --val SRC "
+        "(with --train), a --split with a validation part, or minimize a training metric such as loss\n",
+    )
     assert sweep_cli(capsys, "tiny.net", "--data", "data.npz", "--workers", "0") == (
-        2, "netdsl sweep: error: --workers takes a whole number from 1 to 64; received 0\n")
-    code, err = sweep_cli(capsys, "tiny.net", "--data", "data.npz", "-o", str(tmp_path),
-                          "--storage", "postgresql://someone:secret@127.0.0.1:9/none")
-    assert code == 2 and err.startswith("netdsl sweep: error: cannot open the study's storage "
-                                        "postgresql://someone:***@127.0.0.1:9/none: ")
+        2,
+        "netdsl sweep: error: --workers takes a whole number from 1 to 64; received 0\n",
+    )
+    code, err = sweep_cli(
+        capsys,
+        "tiny.net",
+        "--data",
+        "data.npz",
+        "-o",
+        str(tmp_path),
+        "--storage",
+        "postgresql://someone:secret@127.0.0.1:9/none",
+    )
+    assert code == 2 and err.startswith(
+        "netdsl sweep: error: cannot open the study's storage postgresql://someone:***@127.0.0.1:9/none: "
+    )
     assert "secret" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.net", "tiny-sweep-1"]
     assert not (tmp_path / "tiny-sweep-1" / "trials").exists()
@@ -187,43 +230,65 @@ def test_mistakes_are_said_before_anything_trains(project, tmp_path, capsys, mon
 def test_an_objective_of_one_value_per_class_is_said_before_anything_trains(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_data(tmp_path)
-    Path("f1.net").write_text(SPEC.replace("loss = sparse_categorical_crossentropy(from_logits=true)",
-                                           "loss = categorical_crossentropy(from_logits=true)")
-                              .replace("metrics = [sparse_categorical_accuracy]", "metrics = [f1_score]")
-                              .replace("objective = minimize(val_loss)", "objective = maximize(val_f1_score)"))
+    Path("f1.net").write_text(
+        SPEC.replace(
+            "loss = sparse_categorical_crossentropy(from_logits=true)",
+            "loss = categorical_crossentropy(from_logits=true)",
+        )
+        .replace("metrics = [sparse_categorical_accuracy]", "metrics = [f1_score]")
+        .replace("objective = minimize(val_loss)", "objective = maximize(val_f1_score)")
+    )
     assert sweep_cli(capsys, "f1.net", "--data", "data.npz") == (
-        2, "netdsl sweep: error: the objective val_f1_score gives one value per class; an objective is one number; "
-           "give the metric average=\"macro\" (or \"micro\", \"weighted\")\n")
+        2,
+        "netdsl sweep: error: the objective val_f1_score gives one value per class; an objective is one number; "
+        'give the metric average="macro" (or "micro", "weighted")\n',
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.npz", "f1.net"]
     # r2_score(class_aggregation=none): one R2 per output column
-    Path("r2.net").write_text(SPEC.replace("metrics = [sparse_categorical_accuracy]",
-                                           "metrics = [r2_score(class_aggregation=none)]")
-                              .replace("objective = minimize(val_loss)", "objective = maximize(val_r2_score)"))
+    Path("r2.net").write_text(
+        SPEC.replace("metrics = [sparse_categorical_accuracy]", "metrics = [r2_score(class_aggregation=none)]").replace(
+            "objective = minimize(val_loss)", "objective = maximize(val_r2_score)"
+        )
+    )
     assert sweep_cli(capsys, "r2.net", "--data", "data.npz") == (
-        2, "netdsl sweep: error: the objective val_r2_score gives one value per class; an objective is one number; "
-           "give the metric class_aggregation=\"uniform_average\" (or \"variance_weighted_average\")\n")
+        2,
+        "netdsl sweep: error: the objective val_r2_score gives one value per class; an objective is one number; "
+        'give the metric class_aggregation="uniform_average" (or "variance_weighted_average")\n',
+    )
 
 
 # ------------------------------------------------------------------ bounds, secrets, escapes (review 12b)
 
 
-@pytest.mark.parametrize("searched, at, said", [
-    ("width = int_range(1, 1000000000000)", "21:11",
-     "the grid has 1,000,000,000,000 points, more than a sweep's 10,000 trials: 'width' alone takes "
-     "1,000,000,000,000 values"),
-    ("width = int_range(1, 1000)\n  lr = choice(0.001, 0.01)\n  a = int_range(1, 1000)\n  b = int_range(0, 999)\n"
-     "  c = int_range(2, 2000, 2)", "23:7",
-     "the grid has 2,000,000,000,000 points, more than a sweep's 10,000 trials: 'a' takes 1,000 values, "
-     "times 2,000 from the parameters before it"),
-])
+@pytest.mark.parametrize(
+    "searched, at, said",
+    [
+        (
+            "width = int_range(1, 1000000000000)",
+            "21:11",
+            "the grid has 1,000,000,000,000 points, more than a sweep's 10,000 trials: 'width' alone takes "
+            "1,000,000,000,000 values",
+        ),
+        (
+            "width = int_range(1, 1000)\n  lr = choice(0.001, 0.01)\n  a = int_range(1, 1000)\n  b = int_range(0, 999)\n"
+            "  c = int_range(2, 2000, 2)",
+            "23:7",
+            "the grid has 2,000,000,000,000 points, more than a sweep's 10,000 trials: 'a' takes 1,000 values, "
+            "times 2,000 from the parameters before it",
+        ),
+    ],
+)
 def test_a_grid_too_large_is_refused_before_any_folder(project, tmp_path, capsys, monkeypatch, searched, at, said):
     """Counted at `check`, never listed: one diagnostic at the parameter that takes the grid past the bound."""
     monkeypatch.chdir(tmp_path)
-    Path("grid.net").write_text(SPEC.replace("let lr = 0.01", "let lr = 0.01\nlet a = 1\nlet b = 1\nlet c = 1").replace(
-        "  width = choice(4, 8, 16)\n  lr = log_uniform(1e-3, 1e-1)", f"  {searched}").replace(
-        "trials = 3", "sampler = grid"))
-    first = (f"grid.net:{at}: error: {said}; narrow the ranges, give int_range a STEP, or use sampler = tpe "
-             "with trials = N")
+    Path("grid.net").write_text(
+        SPEC.replace("let lr = 0.01", "let lr = 0.01\nlet a = 1\nlet b = 1\nlet c = 1")
+        .replace("  width = choice(4, 8, 16)\n  lr = log_uniform(1e-3, 1e-1)", f"  {searched}")
+        .replace("trials = 3", "sampler = grid")
+    )
+    first = (
+        f"grid.net:{at}: error: {said}; narrow the ranges, give int_range a STEP, or use sampler = tpe with trials = N"
+    )
     assert main(["check", "grid.net"]) == 1
     checked = capsys.readouterr().err.splitlines()
     assert checked[0] == first and len(checked) == 3  # the line, the source line, its caret
@@ -234,19 +299,29 @@ def test_a_grid_too_large_is_refused_before_any_folder(project, tmp_path, capsys
 
 SECRET_URLS = [  # (the URL, its secret, how it is shown)
     ("postgresql://sweeper:s3cr/et@127.0.0.1:1/sweeps", "s3cr/et", "postgresql://sweeper:***@127.0.0.1:1/sweeps"),
-    ("postgresql://sweeper:p%40ss%2Fw0rd@127.0.0.1:1/sweeps", "p@ss/w0rd",
-     "postgresql://sweeper:***@127.0.0.1:1/sweeps"),
-    ("postgresql://sweeper@127.0.0.1:1/sweeps?password=s3cr/et&connect_timeout=5", "s3cr/et",
-     "postgresql://sweeper@127.0.0.1:1/sweeps?connect_timeout=5&password=***"),
-    ("postgresql://sweeper@127.0.0.1:1/sweeps?sslpassword=k3y-s3cret", "k3y-s3cret",
-     "postgresql://sweeper@127.0.0.1:1/sweeps?sslpassword=***"),
+    (
+        "postgresql://sweeper:p%40ss%2Fw0rd@127.0.0.1:1/sweeps",
+        "p@ss/w0rd",
+        "postgresql://sweeper:***@127.0.0.1:1/sweeps",
+    ),
+    (
+        "postgresql://sweeper@127.0.0.1:1/sweeps?password=s3cr/et&connect_timeout=5",
+        "s3cr/et",
+        "postgresql://sweeper@127.0.0.1:1/sweeps?connect_timeout=5&password=***",
+    ),
+    (
+        "postgresql://sweeper@127.0.0.1:1/sweeps?sslpassword=k3y-s3cret",
+        "k3y-s3cret",
+        "postgresql://sweeper@127.0.0.1:1/sweeps?sslpassword=***",
+    ),
 ]
 
 
 @pytest.mark.parametrize("url, secret, shown", SECRET_URLS)
 @pytest.mark.parametrize("given", ["flag", "environment"])
-def test_a_storage_password_is_never_written_nor_printed(project, tmp_path, capsys, monkeypatch, url, secret, shown,
-                                                         given):
+def test_a_storage_password_is_never_written_nor_printed(
+    project, tmp_path, capsys, monkeypatch, url, secret, shown, given
+):
     """Port 1 on 127.0.0.1: the connection fails at once, after sweep.json was written."""
     pytest.importorskip("psycopg", reason="psycopg (netdsl[sweep]) is not installed")
     monkeypatch.chdir(project)
@@ -269,19 +344,35 @@ def test_a_storage_password_is_never_written_nor_printed(project, tmp_path, caps
 
 def test_a_password_with_an_at_sign_written_plain_is_refused_masked(project, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(project)
-    code, err = sweep_cli(capsys, "tiny.net", "--data", "data.npz", "-o", str(tmp_path),
-                          "--storage", "postgresql://sweeper:s3cr@t99@127.0.0.1:1/sweeps")
-    assert (code, err) == (2, "netdsl sweep: error: cannot open the study's storage "
-                              "postgresql://sweeper:***@***@127.0.0.1:1/sweeps: its host holds '@'; write an '@' of "
-                              "the user name or password as %40\n")
+    code, err = sweep_cli(
+        capsys,
+        "tiny.net",
+        "--data",
+        "data.npz",
+        "-o",
+        str(tmp_path),
+        "--storage",
+        "postgresql://sweeper:s3cr@t99@127.0.0.1:1/sweeps",
+    )
+    assert (code, err) == (
+        2,
+        "netdsl sweep: error: cannot open the study's storage "
+        "postgresql://sweeper:***@***@127.0.0.1:1/sweeps: its host holds '@'; write an '@' of "
+        "the user name or password as %40\n",
+    )
     assert "s3cr" not in (tmp_path / "tiny-sweep-1" / "sweep.json").read_text()
 
 
-ESCAPED = SPEC.replace("let lr = 0.01", "let lr = 0.01\nlet act = \"relu\"").replace(
-    "dense(width, activation=relu)", "dense(width, activation=act)").replace(
-    "  width = choice(4, 8, 16)\n  lr = log_uniform(1e-3, 1e-1)",
-    "  act = choice(\"relu\", \"x$\\\\alpha$\x1b]0;PWNED\x07\x1b[31mred\")\n  sampler = grid").replace(
-    "trials = 3", "trials = 2").replace("epochs = 2", "epochs = 1")
+ESCAPED = (
+    SPEC.replace("let lr = 0.01", 'let lr = 0.01\nlet act = "relu"')
+    .replace("dense(width, activation=relu)", "dense(width, activation=act)")
+    .replace(
+        "  width = choice(4, 8, 16)\n  lr = log_uniform(1e-3, 1e-1)",
+        '  act = choice("relu", "x$\\\\alpha$\x1b]0;PWNED\x07\x1b[31mred")\n  sampler = grid',
+    )
+    .replace("trials = 3", "trials = 2")
+    .replace("epochs = 2", "epochs = 1")
+)
 
 
 def test_outside_text_is_escaped_in_the_output_and_drawn_as_it_is(tmp_path, capsys, monkeypatch):
@@ -303,10 +394,14 @@ def test_outside_text_is_escaped_in_the_output_and_drawn_as_it_is(tmp_path, caps
     assert failed.startswith("trial ") and "act=x$\\alpha$\\x1b]0;PWNED\\x07\\x1b[31mred -> " in failed
     assert "unknown activation" in failed
     title = shown.splitlines()[0]  # the counts in the order of the trials' numbers
-    assert title in (f"m$\\notacommand$\\x1b]0;PWNED\\x07\\x1b[2J: 2 trials ({counts}); minimize val_loss"
-                     for counts in ("1 complete, 1 failed", "1 failed, 1 complete"))
-    rows = {next(w for w in line.split() if w in ("complete", "failed")): line.split()[1]  # state: act
-            for line in shown.splitlines()[2:]}
+    assert title in (
+        f"m$\\notacommand$\\x1b]0;PWNED\\x07\\x1b[2J: 2 trials ({counts}); minimize val_loss"
+        for counts in ("1 complete, 1 failed", "1 failed, 1 complete")
+    )
+    rows = {
+        next(w for w in line.split() if w in ("complete", "failed")): line.split()[1]  # state: act
+        for line in shown.splitlines()[2:]
+    }
     assert rows == {"complete": '"relu"', "failed": value}
     assert out.splitlines()[-1] == "sweep folder: sweeps/tiny-sweep-1"
     record = json.loads((folder / "sweep.json").read_text())

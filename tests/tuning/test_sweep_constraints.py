@@ -43,8 +43,11 @@ sweep tiny {
 @pytest.fixture()
 def project(tmp_path: Path) -> Path:
     rng = np.random.default_rng(0)
-    np.savez(tmp_path / "data.npz", x=rng.normal(size=(32, 8)).astype("float32"),
-             y=rng.normal(size=(32, 2)).astype("float32"))
+    np.savez(
+        tmp_path / "data.npz",
+        x=rng.normal(size=(32, 8)).astype("float32"),
+        y=rng.normal(size=(32, 2)).astype("float32"),
+    )
     return tmp_path
 
 
@@ -65,20 +68,26 @@ def built_widths(monkeypatch) -> list[int]:
 
 def test_a_trial_over_budget_is_never_built(project, built_widths, capsys):
     (project / "tiny.net").write_text(SPEC.replace("SAMPLER", "sampler = grid"))
-    result = netdsl.sweep(project / "tiny.net", data=project / "data.npz", seed=0, out=project / "sweeps",
-                          echo=True)
+    result = netdsl.sweep(project / "tiny.net", data=project / "data.npz", seed=0, out=project / "sweeps", echo=True)
     by_width = {t.params["width"]: t for t in result.trials}
     assert sorted(built_widths) == [2, 4]  # half the grid is over budget: none of it built
-    assert {w: t.state for w, t in by_width.items()} == {2: "complete", 4: "complete", 64: "infeasible",
-                                                       128: "infeasible"}
+    assert {w: t.state for w, t in by_width.items()} == {
+        2: "complete",
+        4: "complete",
+        64: "infeasible",
+        128: "infeasible",
+    }
     assert by_width[64].reason == "over budget: params < 200 (estimated 706)"
     assert by_width[128].reason == "over budget: params < 200 (estimated 1,410)"
     assert by_width[64].run_dir is None and by_width[64].value is None
     assert sorted(p.name for p in (result.dir / "trials").iterdir()) == sorted(
-        str(t.number) for t in result.trials if t.state == "complete")
+        str(t.number) for t in result.trials if t.state == "complete"
+    )
     printed = capsys.readouterr().out
-    assert f"trial {by_width[64].number}: width=64 -> over budget: params < 200 (estimated 706) (infeasible)" \
+    assert (
+        f"trial {by_width[64].number}: width=64 -> over budget: params < 200 (estimated 706) (infeasible)"
         in printed.splitlines()
+    )
     with open(result.dir / "summary.csv", newline="") as f:
         states = {row["width"]: row["state"] for row in csv.DictReader(f)}
     assert states == {"2": "complete", "4": "complete", "64": "infeasible", "128": "infeasible"}
@@ -86,7 +95,7 @@ def test_a_trial_over_budget_is_never_built(project, built_widths, capsys):
     assert main(["sweep", "--show", str(result.dir)]) == 0
     title = capsys.readouterr().out.splitlines()[0]
     assert title.startswith("tiny-sweep: 4 trials (") and title.endswith("); minimize loss")
-    assert sorted(title[title.index("(") + 1:title.index(")")].split(", ")) == ["2 complete", "2 infeasible"]
+    assert sorted(title[title.index("(") + 1 : title.index(")")].split(", ")) == ["2 complete", "2 infeasible"]
 
 
 def test_tpe_is_told_each_trials_constraint_values(project, built_widths):

@@ -37,9 +37,16 @@ SLOW_SPEC = SPEC.replace("epochs = 2", "epochs = 3").replace("batch_size = 16", 
 
 
 def start(cwd: Path, *argv: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "netdsl.cli", "sweep", *argv], cwd=cwd, env=ENV,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "netdsl.cli", "sweep", *argv],
+        cwd=cwd,
+        env=ENV,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def finish(process: subprocess.Popen, timeout: float = 600) -> tuple[int, str, str]:
@@ -114,8 +121,22 @@ def test_kill_9_of_a_sweep_then_resume_auto_finishes_exactly_n_trials(project):
 
 def test_kill_9_of_one_worker_the_sweep_still_ends_with_n_trials(project):
     folder = project / "out" / "tiny-sweep-1"
-    process = start(project, "tiny.net", "--data", "data.npz", "--trials", "4", "--workers", "2", "--seed", "6",
-                    "--epochs", "2", "-o", "out")
+    process = start(
+        project,
+        "tiny.net",
+        "--data",
+        "data.npz",
+        "--trials",
+        "4",
+        "--workers",
+        "2",
+        "--seed",
+        "6",
+        "--epochs",
+        "2",
+        "-o",
+        "out",
+    )
     try:
         wait_for(lambda: any((folder / "trials").glob("*/checkpoint.npz")), process)
         run = next((folder / "trials").glob("*/checkpoint.npz")).parent
@@ -151,8 +172,9 @@ def postgres_server() -> Iterator[str]:
     root); its URL. Always stopped and removed at the end."""
     initdb, pg_ctl = postgres_binary("initdb"), postgres_binary("pg_ctl")
     if initdb is None or pg_ctl is None:
-        pytest.skip("PostgreSQL's initdb and pg_ctl are not installed (apt-get install postgresql; "
-                    "`make test` installs them)")
+        pytest.skip(
+            "PostgreSQL's initdb and pg_ctl are not installed (apt-get install postgresql; `make test` installs them)"
+        )
     pytest.importorskip("psycopg", reason="psycopg (netdsl[sweep]) is not installed")
     base = Path(tempfile.mkdtemp(prefix="netdsl-pg-"))  # short: the socket's path has a length limit
     as_user: list[str] = []
@@ -162,17 +184,42 @@ def postgres_server() -> Iterator[str]:
         as_user = ["runuser", "-u", "nobody", "--"]
     data = base / "data"
     with reserved_port() as port:  # kept from other processes until the server binds it
-        quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE,
-                 "timeout": 180, "cwd": base}
+        quiet = {
+            "stdin": subprocess.DEVNULL,
+            "stdout": subprocess.DEVNULL,
+            "stderr": subprocess.PIPE,
+            "timeout": 180,
+            "cwd": base,
+        }
         try:
-            subprocess.run([*as_user, initdb, "-D", str(data), "-U", "netdsl", "-A", "trust", "-E", "UTF8",
-                            "--no-sync"], check=True, **quiet)
-            subprocess.run([*as_user, pg_ctl, "-D", str(data), "-l", str(base / "server.log"), "-w", "-t", "120",
-                            "-o", f"-p {port} -k {base} -h 127.0.0.1 -c fsync=off", "start"], check=True, **quiet)
+            subprocess.run(
+                [*as_user, initdb, "-D", str(data), "-U", "netdsl", "-A", "trust", "-E", "UTF8", "--no-sync"],
+                check=True,
+                **quiet,
+            )
+            subprocess.run(
+                [
+                    *as_user,
+                    pg_ctl,
+                    "-D",
+                    str(data),
+                    "-l",
+                    str(base / "server.log"),
+                    "-w",
+                    "-t",
+                    "120",
+                    "-o",
+                    f"-p {port} -k {base} -h 127.0.0.1 -c fsync=off",
+                    "start",
+                ],
+                check=True,
+                **quiet,
+            )
             yield f"postgresql://netdsl@127.0.0.1:{port}/postgres"
         finally:
-            subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "-t", "60", "stop"],
-                           check=False, **quiet)
+            subprocess.run(
+                [*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "-t", "60", "stop"], check=False, **quiet
+            )
             with contextlib.suppress(OSError, ValueError, IndexError):  # pg_ctl could not stop it: its pid
                 os.kill(int((data / "postmaster.pid").read_text().splitlines()[0]), signal.SIGKILL)
             shutil.rmtree(base, ignore_errors=True)
@@ -193,12 +240,19 @@ def test_two_machines_share_a_study_in_postgresql(project):
         folders = [project / "machine1" / "tiny-sweep-1", project / "machine2" / "tiny-sweep-1"]
         mine = [sorted(int(p.name) for p in (f / "trials").iterdir()) for f in folders]
         assert sorted(mine[0] + mine[1]) == [0, 1, 2, 3]  # each trial trained once, by one of them
-        study = optuna.load_study(study_name="tiny-sweep", storage=url.replace("postgresql://",
-                                                                               "postgresql+psycopg://"))
+        study = optuna.load_study(
+            study_name="tiny-sweep", storage=url.replace("postgresql://", "postgresql+psycopg://")
+        )
         counted = [t for t in study.trials if not t.user_attrs.get("excess")]
         assert [t.state.name for t in counted] == ["COMPLETE"] * 4
-        shown = subprocess.run([sys.executable, "-m", "netdsl.cli", "sweep", "--show", str(folders[0])],
-                               env=ENV, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        shown = subprocess.run(
+            [sys.executable, "-m", "netdsl.cli", "sweep", "--show", str(folders[0])],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
         assert shown.returncode == 0, shown.stderr
         assert shown.stdout.splitlines()[0] == "tiny-sweep: 4 trials (4 complete); minimize val_loss"
         assert sorted(int(line.split()[0]) for line in shown.stdout.splitlines()[2:]) == [0, 1, 2, 3]
@@ -212,8 +266,26 @@ def test_a_password_for_a_real_server_is_written_nowhere_and_reaches_the_workers
     with postgres_server() as plain:  # trust authentication: the server takes any password
         url = plain.replace("netdsl@", "netdsl:s3cr/et@") + "?sslpassword=k3y-s3cret"
         shown = plain.replace("netdsl@", "netdsl:***@") + "?sslpassword=***"
-        code, out, err = finish(start(project, "tiny.net", "--data", "data.npz", "--trials", "2", "--epochs", "1",
-                                      "--workers", "2", "--seed", "3", "--storage", url, "-o", "pw"))
+        code, out, err = finish(
+            start(
+                project,
+                "tiny.net",
+                "--data",
+                "data.npz",
+                "--trials",
+                "2",
+                "--epochs",
+                "1",
+                "--workers",
+                "2",
+                "--seed",
+                "3",
+                "--storage",
+                url,
+                "-o",
+                "pw",
+            )
+        )
         assert code == 0, err
         folder = project / "pw" / "tiny-sweep-1"
         texts = [out, err]
@@ -225,10 +297,19 @@ def test_a_password_for_a_real_server_is_written_nowhere_and_reaches_the_workers
         assert [r["state"] for r in rows(folder / "summary.csv")] == ["complete", "complete"]
         show = [sys.executable, "-m", "netdsl.cli", "sweep", "--show", str(folder)]
         asked = subprocess.run(show, env=ENV, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-        assert (asked.returncode, asked.stderr) == (2, f"netdsl sweep: error: this sweep's study is in {shown}; give "
-                                                       "the URL again with --storage URL (or in NETDSL_SWEEP_STORAGE)\n")
-        given = subprocess.run(show, env={**ENV, "NETDSL_SWEEP_STORAGE": url}, capture_output=True, text=True,
-                               timeout=120, stdin=subprocess.DEVNULL)
+        assert (asked.returncode, asked.stderr) == (
+            2,
+            f"netdsl sweep: error: this sweep's study is in {shown}; give "
+            "the URL again with --storage URL (or in NETDSL_SWEEP_STORAGE)\n",
+        )
+        given = subprocess.run(
+            show,
+            env={**ENV, "NETDSL_SWEEP_STORAGE": url},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
         assert given.returncode == 0, given.stderr
         assert given.stdout.splitlines()[0] == "tiny-sweep: 2 trials (2 complete); minimize val_loss"
         texts += [asked.stdout, asked.stderr, given.stdout, given.stderr]

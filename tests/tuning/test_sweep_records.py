@@ -36,21 +36,36 @@ def edited(**changes: object) -> dict:
     return record
 
 
-@pytest.mark.parametrize("record, edits, message", [
-    (edited(objective=None), (), "cannot read sweep.json: it names no objective metric"),
-    (edited(objective=[1]), (), "cannot read sweep.json: 'objective' holds list, not dict"),
-    (edited(trials="5"), (), "cannot read sweep.json: 'trials' holds str, not int"),
-    (edited(space={"width": {}}), (), "cannot read sweep.json: 'space' holds a parameter that is not described by "
-                                      "a string"),
-    (edited(objective={"metric": "loss", "direction": "sideways"}), (),
-     "cannot read sweep.json: 'objective.direction' is neither minimize nor maximize"),
-    (edited(), [("UPDATE trials SET state = ? WHERE rowid = 1", "x")],
-     "cannot read the study: LookupError: 'x' is not among the defined enum values. Enum name: trialstate. "
-     "Possible values: RUNNING, COMPLETE, PRUNED, ..., WAITING"),
-    (edited(), [("UPDATE trial_params SET distribution_json = ? WHERE rowid = 1", "{")],
-     "cannot read the study: JSONDecodeError: Expecting property name enclosed in double quotes: line 1 column 2 "
-     "(char 1)"),
-])
+@pytest.mark.parametrize(
+    "record, edits, message",
+    [
+        (edited(objective=None), (), "cannot read sweep.json: it names no objective metric"),
+        (edited(objective=[1]), (), "cannot read sweep.json: 'objective' holds list, not dict"),
+        (edited(trials="5"), (), "cannot read sweep.json: 'trials' holds str, not int"),
+        (
+            edited(space={"width": {}}),
+            (),
+            "cannot read sweep.json: 'space' holds a parameter that is not described by a string",
+        ),
+        (
+            edited(objective={"metric": "loss", "direction": "sideways"}),
+            (),
+            "cannot read sweep.json: 'objective.direction' is neither minimize nor maximize",
+        ),
+        (
+            edited(),
+            [("UPDATE trials SET state = ? WHERE rowid = 1", "x")],
+            "cannot read the study: LookupError: 'x' is not among the defined enum values. Enum name: trialstate. "
+            "Possible values: RUNNING, COMPLETE, PRUNED, ..., WAITING",
+        ),
+        (
+            edited(),
+            [("UPDATE trial_params SET distribution_json = ? WHERE rowid = 1", "{")],
+            "cannot read the study: JSONDecodeError: Expecting property name enclosed in double quotes: line 1 column 2 "
+            "(char 1)",
+        ),
+    ],
+)
 def test_a_damaged_sweep_folder_is_one_line(tmp_path, capsys, record, edits, message):
     sweep = plant(tmp_path, record, *edits)
     assert main(["sweep", "--show", str(sweep)]) == 1

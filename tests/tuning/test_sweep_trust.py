@@ -77,9 +77,19 @@ def plant_study(storage: str, study: str, run: Path, sweep: Path | None = None) 
 def plant_sweep_folder(out: Path, victim: Path) -> Path:
     folder = out / "mlp-sweep-7"
     folder.mkdir(parents=True)
-    (folder / "sweep.json").write_text(json.dumps({
-        "spec": {"model": "mlp"}, "objective": {"direction": "minimize", "metric": "loss"},
-        "status": "running", "storage": "study.db", "study": "mlp-sweep", "trials": 1, "seed": 1}))
+    (folder / "sweep.json").write_text(
+        json.dumps(
+            {
+                "spec": {"model": "mlp"},
+                "objective": {"direction": "minimize", "metric": "loss"},
+                "status": "running",
+                "storage": "study.db",
+                "study": "mlp-sweep",
+                "trials": 1,
+                "seed": 1,
+            }
+        )
+    )
     plant_study(f"sqlite:///{folder / 'study.db'}", "mlp-sweep", victim)
     return folder
 
@@ -91,8 +101,9 @@ def chown_tree(path: Path, uid: int) -> None:
     os.chown(path, uid, -1)
 
 
-needs_root = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
-                                reason="planting another account's folder needs root (chown)")
+needs_root = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="planting another account's folder needs root (chown)"
+)
 
 
 @needs_root
@@ -116,7 +127,8 @@ def test_resume_dir_and_show_refuse_another_accounts_sweep_folder(project, monke
     assert main(["sweep", "mlp.net", "--data", "good.npz", "--resume", str(planted)]) == 1
     assert capsys.readouterr().err == (
         f"{planted}: error: this sweep folder belongs to another account (uid {OTHER_UID}); "
-        "netdsl resumes, joins and shows only sweep folders you made\n")
+        "netdsl resumes, joins and shows only sweep folders you made\n"
+    )
     assert main(["sweep", "--show", str(planted)]) == 1
     assert "belongs to another account" in capsys.readouterr().err
     assert victim_intact(project)
@@ -141,8 +153,22 @@ def test_a_trial_added_to_a_shared_study_cannot_make_a_new_sweep_delete(project,
     storage = f"sqlite:///{project / 'team.db'}"
     mine = (project / "sweeps" / "mlp-sweep-1").resolve()
     plant_study(storage, "team-study", project / "victim_data", sweep=mine)
-    code = main(["sweep", "mlp.net", "--data", "good.npz", "--storage", storage, "--study", "team-study",
-                 "-o", "sweeps", "--trials", "2"])
+    code = main(
+        [
+            "sweep",
+            "mlp.net",
+            "--data",
+            "good.npz",
+            "--storage",
+            storage,
+            "--study",
+            "team-study",
+            "-o",
+            "sweeps",
+            "--trials",
+            "2",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     assert victim_intact(project)
     assert sorted(p.name for p in (mine / "trials").iterdir()) == ["0", "1"]
@@ -159,8 +185,10 @@ def test_a_trial_folder_holding_files_a_run_does_not_write_first_is_left_and_sai
     out = capsys.readouterr().out
     assert code == 0
     assert (trial / "notes.txt").read_text() == "mine" and (trial / ".lock").is_file()
-    assert (f"trial 0: width=4 -> its run folder {trial} holds files netdsl did not write before a run "
-            "starts; netdsl left it as it is (failed)") in out.replace("width=8", "width=4")
+    assert (
+        f"trial 0: width=4 -> its run folder {trial} holds files netdsl did not write before a run "
+        "starts; netdsl left it as it is (failed)"
+    ) in out.replace("width=8", "width=4")
 
 
 def test_a_linked_trials_folder_is_refused(project, monkeypatch, capsys):
@@ -172,7 +200,8 @@ def test_a_linked_trials_folder_is_refused(project, monkeypatch, capsys):
     assert main(["sweep", "mlp.net", "--data", "good.npz", "--resume", str(planted)]) == 1
     assert capsys.readouterr().err == (
         f"{planted}: error: trials: is a symbolic link, not a sweep's trials folder; "
-        "netdsl writes trials only into a folder of its own\n")
+        "netdsl writes trials only into a folder of its own\n"
+    )
     assert (elsewhere / "0").is_dir()
 
 
@@ -191,11 +220,13 @@ def test_sweep_json_is_read_as_a_run_file(project, plant, capsys):
         os.mkfifo(target)
     else:
         target.write_text("[1, 2]")
-    expected = {"link": "cannot read sweep.json: is a symbolic link, not a sweep file; netdsl does not read through links here",
-                "huge": "cannot read sweep.json: file is too large (8,589,934,592 bytes); a sweep file may be at "
-                        "most 16,777,216 bytes",
-                "fifo": "cannot read sweep.json: is a named pipe (FIFO), not a sweep file",
-                "list": "cannot read sweep.json: not a JSON object"}[plant]
+    expected = {
+        "link": "cannot read sweep.json: is a symbolic link, not a sweep file; netdsl does not read through links here",
+        "huge": "cannot read sweep.json: file is too large (8,589,934,592 bytes); a sweep file may be at "
+        "most 16,777,216 bytes",
+        "fifo": "cannot read sweep.json: is a named pipe (FIFO), not a sweep file",
+        "list": "cannot read sweep.json: not a JSON object",
+    }[plant]
     with pytest.raises(netdsl.errors.NetdslError) as caught:
         SweepFolder(folder).read()
     assert str(caught.value) == f"{folder}: error: {expected}"

@@ -79,8 +79,11 @@ def test_a_zoo_backbone_is_keras_applications_model_with_its_weights(cache, monk
     assert np.max(np.abs(ours - theirs)) <= 1e-5
     assert not backbone.trainable and all(not layer.trainable for layer in backbone.layers)
     # and the same as keras.applications loading the same file itself (Keras 2's rule: layers in order)
-    keras_loaded = keras.applications.MobileNetV2(weights=str(home / "models" / BY_NAME["mobilenet_v2"].notop.fname),
-                                                  include_top=False, input_shape=(SIZE, SIZE, 3))
+    keras_loaded = keras.applications.MobileNetV2(
+        weights=str(home / "models" / BY_NAME["mobilenet_v2"].notop.fname),
+        include_top=False,
+        input_shape=(SIZE, SIZE, 3),
+    )
     assert np.max(np.abs(ours - keras.ops.convert_to_numpy(keras_loaded(pictures, training=False)))) <= 1e-5
 
 
@@ -101,12 +104,19 @@ def test_check_knows_the_backbone_without_a_backend(tmp_path):
 
     spec = tmp_path / "flowers.net"
     spec.write_text(SPEC)
-    code = ("import sys, time; from netdsl.cli import main; t = time.perf_counter(); "
-            f"code = main(['check', {str(spec)!r}]); took = time.perf_counter() - t; "
-            "print(code, sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules)); "
-            "print(f'{took * 1000:.0f} ms', file=sys.stderr)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": str(Path(netdsl.__file__).parents[1])})
+    code = (
+        "import sys, time; from netdsl.cli import main; t = time.perf_counter(); "
+        f"code = main(['check', {str(spec)!r}]); took = time.perf_counter() - t; "
+        "print(code, sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules)); "
+        "print(f'{took * 1000:.0f} ms', file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(netdsl.__file__).parents[1])},
+    )
     assert done.stdout.splitlines() == [f"{spec}: no problems found", "0 []"]
     print(f"check of a fine-tuning spec with mobilenet_v2: {done.stderr.strip()}")  # measured, not asserted
 
@@ -119,22 +129,39 @@ def test_summary_counts_the_frozen_backbone_offline_without_a_backend(tmp_path):
 
     spec = tmp_path / "flowers.net"
     spec.write_text(SPEC)
-    code = (f"import sys; from netdsl.cli import main; code = main(['summary', {str(spec)!r}]); "
-            "print(code, sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": str(Path(netdsl.__file__).parents[1]),
-                               "KERAS_HOME": str(tmp_path / "empty"), zoo_weights.MIRROR_VARIABLE: "http://127.0.0.1:9"})
+    code = (
+        f"import sys; from netdsl.cli import main; code = main(['summary', {str(spec)!r}]); "
+        "print(code, sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(Path(netdsl.__file__).parents[1]),
+            "KERAS_HOME": str(tmp_path / "empty"),
+            zoo_weights.MIRROR_VARIABLE: "http://127.0.0.1:9",
+        },
+    )
     out = done.stdout.splitlines()
     assert "params: 2,264,389 (trainable 6,405, non-trainable 2,257,984)" in out  # the head: 1280 * 5 + 5
     assert "frozen: mobilenet_v2" in out
     assert out[-1] == "0 []" and not (tmp_path / "empty").exists()
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ('import "zoo:mobilenet_v3"\n', "no zoo family is called 'mobilenet_v3'"),
-    ('model m {\n  input x: (4,)\n  output y = x -> dense(2)\n  train {\n    optimizer = adam\n'
-     '    loss = mse\n    init = {"y": "zoo:resnet5"}\n  }\n}\n', "no zoo family is called 'resnet5'"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('import "zoo:mobilenet_v3"\n', "no zoo family is called 'mobilenet_v3'"),
+        (
+            "model m {\n  input x: (4,)\n  output y = x -> dense(2)\n  train {\n    optimizer = adam\n"
+            '    loss = mse\n    init = {"y": "zoo:resnet5"}\n  }\n}\n',
+            "no zoo family is called 'resnet5'",
+        ),
+    ],
+)
 def test_an_unknown_family_is_a_diagnostic_with_the_nearest(tmp_path, capsys, text, message):
     spec = tmp_path / "bad.net"
     spec.write_text(text)
@@ -150,8 +177,9 @@ def test_weights_that_cannot_be_had_are_one_line_at_the_setting(monkeypatch, tmp
     spec.write_text(SPEC)
     assert main(["build", str(spec), "-o", str(tmp_path / "out.keras")]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"{spec}:11:13: error: cannot fetch http://127.0.0.1:9/"
-                          f"{BY_NAME['mobilenet_v2'].notop.fname}: ")
+    assert err.startswith(
+        f"{spec}:11:13: error: cannot fetch http://127.0.0.1:9/{BY_NAME['mobilenet_v2'].notop.fname}: "
+    )
     assert "give it with --from FILE" in err
     assert "Traceback" not in err
 
@@ -204,22 +232,26 @@ def test_every_shipped_backbone_is_its_keras_application(name, tmp_path, monkeyp
     weighted layers in the same order, and the same outputs after netdsl loads the published-layout file."""
     family = BY_NAME[name]
     keras.utils.set_random_seed(11)
-    reference = getattr(keras.applications, family.constructor)(weights=None, include_top=False,
-                                                               input_shape=(ZOO_CHECK_SIZE, ZOO_CHECK_SIZE, 3))
+    reference = getattr(keras.applications, family.constructor)(
+        weights=None, include_top=False, input_shape=(ZOO_CHECK_SIZE, ZOO_CHECK_SIZE, 3)
+    )
     _varied_batch_norms(reference)
     (tmp_path / "models").mkdir()
     from keras.src.legacy.saving.legacy_h5_format import save_weights_to_hdf5_group
+
     with h5py.File(tmp_path / "models" / family.notop.fname, "w") as h5:
         save_weights_to_hdf5_group(h5, reference)
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
     unpinned = dataclasses.replace(family.notop, file_hash=None)  # the file is ours, not the published one
     monkeypatch.setitem(zoo_weights.BY_NAME, name, dataclasses.replace(family, notop=unpinned))
     spec = tmp_path / "backbone.net"
-    spec.write_text(f'import "zoo:{name}"\n\nmodel features {{\n'
-                    f'  input image: ({ZOO_CHECK_SIZE}, {ZOO_CHECK_SIZE}, 3)\n'
-                    f'  output f = image -> {name}\n\n'
-                    f'  train {{\n    optimizer = adam(1e-3)\n    loss = mse\n'
-                    f'    init = {{"{name}": "zoo:{name}"}}\n  }}\n}}\n')
+    spec.write_text(
+        f'import "zoo:{name}"\n\nmodel features {{\n'
+        f"  input image: ({ZOO_CHECK_SIZE}, {ZOO_CHECK_SIZE}, 3)\n"
+        f"  output f = image -> {name}\n\n"
+        f"  train {{\n    optimizer = adam(1e-3)\n    loss = mse\n"
+        f'    init = {{"{name}": "zoo:{name}"}}\n  }}\n}}\n'
+    )
     backbone = netdsl.build(spec).get_layer(name)
     assert backbone.count_params() == reference.count_params()
     # the weighted layers in Keras' order (the order a Keras 2 file is matched in), kind and shapes; the names

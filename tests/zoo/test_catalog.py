@@ -41,7 +41,8 @@ def test_the_catalog_pins_what_keras_applications_pins(family):
     for include_top in (True, False):
         published = family.weights(include_top)
         assert (published.fname, published.origin, published.file_hash) == pinned_by_keras(
-            family.constructor, include_top)
+            family.constructor, include_top
+        )
 
 
 def test_every_family_names_a_known_preprocessing_and_a_unique_name():

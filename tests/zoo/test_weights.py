@@ -89,7 +89,8 @@ def test_list_names_every_family_and_the_cache(capsys, monkeypatch, tmp_path):
     # which families a spec can import, and which have weights only
     assert "convnext_tiny       weights only  keras.applications.ConvNeXtTiny, 224x224, preprocess none" in lines
     assert run(capsys, "show", "convnext_tiny")[1].splitlines()[1] == (
-        "  spec: none yet (netdsl's decompiler has not proved one the same model): weights only")
+        "  spec: none yet (netdsl's decompiler has not proved one the same model): weights only"
+    )
 
 
 def test_show_says_input_preprocessing_and_files(capsys, monkeypatch, tmp_path):
@@ -100,17 +101,26 @@ def test_show_says_input_preprocessing_and_files(capsys, monkeypatch, tmp_path):
         "resnet50: keras.applications.ResNet50",
         '  spec: import "zoo:resnet50"',
         "  input: 224x224x3",
-        "  preprocess: caffe: RGB to BGR, then each channel minus the ImageNet mean (0..255 pixels in)"]
-    assert (f"  weights without top: https://storage.googleapis.com/tensorflow/keras-applications/resnet/{NOTOP} "
-            "(md5 4d473c1dd8becc155b73f8504c6f6626; not fetched)") in out
+        "  preprocess: caffe: RGB to BGR, then each channel minus the ImageNet mean (0..255 pixels in)",
+    ]
+    assert (
+        f"  weights without top: https://storage.googleapis.com/tensorflow/keras-applications/resnet/{NOTOP} "
+        "(md5 4d473c1dd8becc155b73f8504c6f6626; not fetched)"
+    ) in out
 
 
 def test_an_unknown_family_is_one_line_with_the_nearest(capsys):
     assert run(capsys, "show", "resnet5") == (
-        1, "", "netdsl zoo: error: no zoo family is called 'resnet5' (did you mean 'resnet50'?); "
-               "`netdsl zoo list` lists them\n")
-    assert run(capsys, "fetch") == (1, "", "netdsl zoo: error: `netdsl zoo fetch` needs a NAME; `netdsl zoo list` "
-                                           "lists them\n")
+        1,
+        "",
+        "netdsl zoo: error: no zoo family is called 'resnet5' (did you mean 'resnet50'?); "
+        "`netdsl zoo list` lists them\n",
+    )
+    assert run(capsys, "fetch") == (
+        1,
+        "",
+        "netdsl zoo: error: `netdsl zoo fetch` needs a NAME; `netdsl zoo list` lists them\n",
+    )
 
 
 def test_fetch_downloads_once_into_keras_cache(capsys, server, pinned, tmp_path):
@@ -133,7 +143,8 @@ def test_a_file_whose_hash_is_not_the_published_one_is_not_kept(capsys, server, 
     assert (code, out) == (1, "")
     assert err.splitlines()[-1] == (
         f"netdsl zoo: error: resnet50's weights from {server.url}/{NOTOP}: md5 hash {got} is not the "
-        "published 4d473c1dd8becc155b73f8504c6f6626; the file was not kept")
+        "published 4d473c1dd8becc155b73f8504c6f6626; the file was not kept"
+    )
     assert os.listdir(tmp_path / "keras-home" / "models") == []
 
 
@@ -155,9 +166,11 @@ def test_from_a_local_copy_checks_and_keeps_it(capsys, server, pinned, tmp_path)
     copy.write_bytes(CONTENT + b"more")
     code, _, err = run(capsys, "fetch", "resnet50", "--from", str(copy))
     assert code == 1
-    assert err == (f"netdsl zoo: error: resnet50's weights from {copy}: md5 hash "
-                   f"{hashlib.md5(CONTENT + b'more').hexdigest()} is not the published "
-                   f"{hashlib.md5(CONTENT).hexdigest()}; the file was not kept\n")
+    assert err == (
+        f"netdsl zoo: error: resnet50's weights from {copy}: md5 hash "
+        f"{hashlib.md5(CONTENT + b'more').hexdigest()} is not the published "
+        f"{hashlib.md5(CONTENT).hexdigest()}; the file was not kept\n"
+    )
     assert os.listdir(tmp_path / "keras-home" / "models") == []
     copy.write_bytes(CONTENT)
     code, out, err = run(capsys, "fetch", "resnet50", "--from", str(copy))
@@ -172,9 +185,11 @@ def test_a_damaged_cached_file_is_refused_not_replaced(capsys, server, pinned, t
     (models / NOTOP).write_bytes(b"half a download")
     code, _, err = run(capsys, "fetch", "resnet50")
     assert code == 1
-    assert err == (f"netdsl zoo: error: resnet50's cached weights {models / NOTOP}: md5 hash "
-                   f"{hashlib.md5(b'half a download').hexdigest()} is not the published "
-                   f"{hashlib.md5(CONTENT).hexdigest()}; delete it, then fetch it again (`netdsl zoo fetch NAME`)\n")
+    assert err == (
+        f"netdsl zoo: error: resnet50's cached weights {models / NOTOP}: md5 hash "
+        f"{hashlib.md5(b'half a download').hexdigest()} is not the published "
+        f"{hashlib.md5(CONTENT).hexdigest()}; delete it, then fetch it again (`netdsl zoo fetch NAME`)\n"
+    )
     assert (models / NOTOP).read_bytes() == b"half a download", "netdsl deletes only what it made"
     assert server.requests == []
 
@@ -187,8 +202,10 @@ def test_a_cache_that_is_a_link_or_shared_is_not_written(capsys, server, pinned,
     (home / "models").symlink_to(elsewhere)
     code, _, err = run(capsys, "fetch", "resnet50")
     assert code == 1
-    assert err == (f"netdsl zoo: error: the weights cache {home / 'models'} is a symbolic link; set KERAS_HOME "
-                   "to a folder of your own\n")
+    assert err == (
+        f"netdsl zoo: error: the weights cache {home / 'models'} is a symbolic link; set KERAS_HOME "
+        "to a folder of your own\n"
+    )
     assert os.listdir(elsewhere) == []
     (home / "models").unlink()
     (home / "models").mkdir(mode=0o777)
@@ -206,24 +223,34 @@ def test_a_planted_link_in_the_cache_is_not_read(capsys, server, pinned, tmp_pat
     (models / NOTOP).symlink_to(secret)
     code, _, err = run(capsys, "fetch", "resnet50")
     assert code == 1
-    assert err == (f"netdsl zoo: error: resnet50's cached weights {models / NOTOP}: is a symbolic link, not a "
-                   "weights file; netdsl does not read through links here\n")
+    assert err == (
+        f"netdsl zoo: error: resnet50's cached weights {models / NOTOP}: is a symbolic link, not a "
+        "weights file; netdsl does not read through links here\n"
+    )
 
 
 def test_a_server_sending_more_than_any_published_file_is_cut_off(capsys, server, pinned, monkeypatch):
     monkeypatch.setattr(zoo_weights, "MAX_ZOO_WEIGHTS_BYTES", 1000)
     code, _, err = run(capsys, "fetch", "resnet50")
     assert code == 1
-    assert err == (f"netdsl zoo: error: the server declares {len(CONTENT):,} bytes; a zoo weights file is at "
-                   "most 1,000 bytes\n")
+    assert err == (
+        f"netdsl zoo: error: the server declares {len(CONTENT):,} bytes; a zoo weights file is at most 1,000 bytes\n"
+    )
 
 
 def test_zoo_imports_no_backend():
     import subprocess
     import sys
 
-    code = ("import sys; from netdsl.cli import main; main(['zoo', 'list']); "
-            "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(Path(zoo_weights.__file__).parents[2])}).stdout
+    code = (
+        "import sys; from netdsl.cli import main; main(['zoo', 'list']); "
+        "print(sorted(m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(zoo_weights.__file__).parents[2])},
+    ).stdout
     assert out.splitlines()[-1] == "[]"

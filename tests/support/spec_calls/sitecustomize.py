@@ -20,6 +20,7 @@ def _count() -> None:
             with open(record, "a") as out:
                 out.write(f"{os.getpid()} {kind}\n")
             return function(*args, **kwargs)
+
         return call
 
     # before any other module imports its name: every `from netdsl.syntax.loader import pick_model` gets this one

@@ -18,6 +18,7 @@ pytest.importorskip("mlflow", reason="netdsl[mlflow] is not installed")
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = str(ROOT / "specs" / "lightning_mlp.net")
+LARGEST_SEED = 2**32 - 1
 
 
 def _history(run: Path) -> dict[str, list[tuple[int, float]]]:
@@ -63,7 +64,9 @@ def test_a_job_given_a_uri_netdsl_cannot_push_to_is_refused_before_anything_star
 @pytest.mark.slow
 def test_a_job_of_two_processes_is_tracked_once_by_the_process_that_writes_the_run(tmp_path):
     """`train --processes 2 --track`: process 0 alone tracks the one run folder the job writes: one run on the
-    server, FINISHED, every epoch of every metric equal to history.csv, its files; process 1 creates nothing."""
+    server, FINISHED, every epoch of every metric equal to history.csv, its files; process 1 creates nothing.
+    The seed is the largest there is: process 0 sends it to process 1, and a seed of 2**31 or more once came
+    back negative (JAX sends an int64 as an int32), which failed half the jobs with a drawn seed."""
     import subprocess
     import sys
 
@@ -88,6 +91,8 @@ def test_a_job_of_two_processes_is_tracked_once_by_the_process_that_writes_the_r
             "jax",
             "--processes",
             "2",
+            "--seed",
+            str(LARGEST_SEED),
             "--progress",
             "none",
             "-o",
@@ -107,6 +112,7 @@ def test_a_job_of_two_processes_is_tracked_once_by_the_process_that_writes_the_r
     experiment = client.get_experiment_by_name("netdsl")
     (tracked,) = client.search_runs([experiment.experiment_id])
     assert tracked.info.status == "FINISHED"
+    assert json.loads((run / "config.json").read_text())["settings"]["seed"] == LARGEST_SEED  # as process 0 sent it
     for key, values in _history(run).items():
         assert [(m.step, m.value) for m in client.get_metric_history(tracked.info.run_id, key)] == values, key
     assert {"model.keras", "history.csv", "diagram.svg"} <= {a.path for a in client.list_artifacts(tracked.info.run_id)}

@@ -101,7 +101,11 @@ class Distribution:
         import numpy as np
         from jax.experimental import multihost_utils
 
-        return int(multihost_utils.broadcast_one_to_all(np.asarray(seed, dtype=np.int64)))
+        # Sent as two 16-bit halves: without x64 JAX turns an int64 into an int32, and a seed of
+        # 2**31 or more came back negative ("Seed must be between 0 and 2**32 - 1"), half the time.
+        halves = np.asarray([seed >> 16, seed & 0xFFFF], dtype=np.int32)
+        high, low = (int(half) for half in multihost_utils.broadcast_one_to_all(halves))
+        return (high << 16) | low
 
     def _trim(self, part: Part, batch_size: int) -> None:
         """Leave out the last few samples when the last batch would not split evenly over the replicas."""

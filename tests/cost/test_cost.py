@@ -242,3 +242,32 @@ def test_a_flattened_tensor_lives_as_long_as_its_view_is_read():
     cost = model_cost(_graph(SPECS / "lightning_mlp.net", "lightning_mlp"))
     # the image's 3,136 B (read again through flatten by the first dense) and that dense's 512 B at once
     assert cost.inference_memory_bytes == 101_770 * 4 + 784 * 4 + 128 * 4
+
+
+def test_a_backbone_of_any_size_costs_what_it_does_on_the_callers_pictures():
+    """A zoo backbone takes `(none, none, 3)`; called on 160x160 pictures it is costed at that size, step by
+    step, exactly as the same spec declared for 160x160 and used alone, with no unknown step."""
+    zoo = ROOT / "dsl" / "netdsl" / "zoo" / "specs" / "mobilenet_v2.net"
+    alone = _graph(zoo.read_text().replace("(none, none, 3)", "(160, 160, 3)"), "mobilenet_v2")
+    used = _graph(
+        'import "zoo:mobilenet_v2"\n\nmodel flowers {\n  input image: (160, 160, 3)\n'
+        "  output f = image -> mobilenet_v2 -> global_average_pooling2d\n}\n",
+        "flowers",
+    )
+    mine, theirs = model_cost(used), model_cost(alone)
+    (backbone,) = [step for step in mine.steps if step.kind == "model mobilenet_v2"]
+    assert not mine.unknown and not theirs.unknown
+    assert backbone.macs == theirs.macs == 152_803_200  # MobileNetV2 1.0 at 160x160: 153 M multiply-adds
+    assert backbone.flops == theirs.flops
+    assert [s.output_shapes for s in used.nodes if s.kind == "mobilenet_v2"] == [[(5, 5, 1280)]]
+
+
+def test_the_unknown_steps_of_a_backbone_of_unknown_size_are_counted_not_listed():
+    used = _graph(
+        'import "zoo:mobilenet_v2"\n\nmodel any {\n  input image: (none, none, 3)\n'
+        "  output f = image -> mobilenet_v2 -> global_average_pooling2d\n}\n",
+        "any",
+    )
+    (backbone,) = [step for step in model_cost(used).steps if step.kind == "model mobilenet_v2"]
+    assert backbone.unknown.startswith("input_layer: the input's size varies; ")
+    assert backbone.unknown.endswith("; and 151 more of its steps")

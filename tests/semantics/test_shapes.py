@@ -26,7 +26,27 @@ GUIDE = [
 ]
 
 
-CASES = [(p.stem, p.read_text(encoding="utf-8")) for p in SPECS] + [(f"guide{i}", c) for i, c in enumerate(GUIDE)]
+# A model of any picture size, called on pictures of one size: Keras gives the call that size's
+# shapes, and so must check (a zoo backbone is such a model; its `(none, none, 1280)` once made every
+# spec using one fall back from replaying the checked graph to a second, interleaved build).
+ANY_SIZE = """
+model features {
+  input x: (none, none, 3)
+  h = x -> conv2d(8, 3, strides=2) -> max_pooling2d
+  output y = h -> conv2d(16, 3, padding="same") -> relu
+}
+
+model tagger {
+  input image: (33, 47, 3)
+  output probs = image -> features -> global_average_pooling2d -> dense(4, activation=softmax)
+}
+"""
+
+CASES = (
+    [(p.stem, p.read_text(encoding="utf-8")) for p in SPECS]
+    + [(f"guide{i}", c) for i, c in enumerate(GUIDE)]
+    + [("nested_any_size", ANY_SIZE)]
+)
 
 
 @pytest.mark.slow
@@ -57,3 +77,8 @@ def test_declared_layer_shapes_are_inferred():
     program = netdsl.parse_file(ROOT / "specs" / "declared.net")
     graph = analyze(program).graphs["declared_attention"]
     assert {n.name: n.output_shapes for n in graph.nodes}["mixed"] == [(10, 16)]
+
+
+def test_a_nested_model_of_any_size_has_its_callers_shapes():
+    graph = analyze(netdsl.parse(ANY_SIZE)).graphs["tagger"]
+    assert {n.name: n.output_shapes for n in graph.nodes}["probs.features"] == [(8, 11, 16)]

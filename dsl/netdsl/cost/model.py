@@ -39,6 +39,7 @@ from netdsl.cost.layers import (
 )
 from netdsl.registry.layers.anatomy import Args
 from netdsl.semantics.graph import Graph, Node
+from netdsl.semantics.shapes import called_graph
 from netdsl.semantics.trainable import split_params
 
 __all__ = ["PRECISIONS", "OPTIMIZER_SLOTS", "StepCost", "ModelCost", "model_cost"]
@@ -246,7 +247,7 @@ def _step(
             params = 0
         seen_shared.add(node.shared)
     if node.op == "model" and isinstance(node.decl, Graph):
-        return _nested(node, node.decl, width, params, needs_input_gradient)
+        return _nested(node, called_graph(node.decl, ins), width, params, needs_input_gradient)
     unknown = None
     sized = all(_sized(s) for s in ins + outs)  # then the bytes are known, also for a step without a rule
     out_bytes = sum(elements(s) for s in outs if s is not None) * element if sized else 0
@@ -280,11 +281,17 @@ def _step(
     return step, out_bytes
 
 
+_NAMED_UNKNOWN = 3  # the unknown steps of a nested model named one by one
+
+
 def _nested(node: Node, inner: Graph, width: int, params: int, needs_input_gradient: bool) -> tuple[StepCost, int]:
-    """A nested model as one step: the sum of its own steps (a shared one's weights counted once, its
-    backward pass at each use); its inner peak is a transient of this one."""
+    """A nested model as one step: the sum of its own steps at the caller's shapes (`called_graph`: a
+    backbone of any picture size costs what it does on this model's pictures; a shared one's weights
+    counted once, its backward pass at each use); its inner peak is a transient of this one."""
     steps, peak = _walk(inner, width, needs_input_gradient)
     unknown = [f"{s.name}: {s.unknown}" for s in steps if s.unknown is not None]
+    if len(unknown) > _NAMED_UNKNOWN:  # the first says why; a backbone's hundred steps would bury it
+        unknown[_NAMED_UNKNOWN:] = [f"and {len(unknown) - _NAMED_UNKNOWN} more of its steps"]
     out_bytes = sum(elements(s) for s in node.output_shapes if _sized(s)) * width
     step = StepCost(
         node.name,

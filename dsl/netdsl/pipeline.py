@@ -237,8 +237,15 @@ def model_summary(graph: Graph, split: ParamSplit) -> ModelSummary:
 
 
 def frozen_layers(model: keras.Model) -> list[str]:
-    """The names of a built model's layers (nested models as one) that hold weights and are frozen."""
-    return [layer.name for layer in model.layers if layer.weights and not layer.trainable]
+    """The names of a built model's layers that hold weights and are frozen: a frozen nested model as
+    one, the frozen layers of one that trains as `backbone/conv1` (`freeze`'s names for them)."""
+    found = []
+    for layer in model.layers:
+        if layer.weights and not layer.trainable:
+            found.append(layer.name)
+        elif hasattr(layer, "get_layer"):  # a nested model
+            found += [f"{layer.name}/{inner}" for inner in frozen_layers(layer)]
+    return found
 
 
 def param_counts(model: keras.Model) -> tuple[int, int]:

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import netdsl
+from netdsl import pipeline
 from netdsl.cli import main
 from netdsl.syntax.loader import zoo_specs
 from netdsl.zoo import weights as zoo_weights
@@ -149,6 +150,39 @@ def test_summary_counts_the_frozen_backbone_offline_without_a_backend(tmp_path):
     assert "params: 2,264,389 (trainable 6,405, non-trainable 2,257,984)" in out  # the head: 1280 * 5 + 5
     assert "frozen: mobilenet_v2" in out
     assert out[-1] == "0 []" and not (tmp_path / "empty").exists()
+
+
+PARTLY_FROZEN = SPEC.replace(
+    'freeze = ["mobilenet_v2"]', 'freeze = ["mobilenet_v2.out_relu.conv_block.*", "mobilenet_v2.out_relu.conv_block2*"]'
+)
+
+
+def test_a_pattern_reaches_into_the_backbone_and_freezes_its_first_stages(cache, monkeypatch, tmp_path):
+    """`freeze = ["mobilenet_v2.out_relu.conv_block2*", ...]`: the backbone's first stages stay as loaded, the rest
+    trains. summary counts it without Keras (names `mobilenet_v2/LAYER`), the build freezes exactly those layers
+    inside the nested model, and training leaves their weights bit for bit. (Whether every other layer moves
+    is tests/backend/test_freeze_names.py's: this file's drawn weights saturate the ReLU6s, so the gradients
+    of the backbone's early layers are 0.)"""
+    home, _ = cache
+    monkeypatch.setenv("KERAS_HOME", str(home))
+    spec = tmp_path / "flowers.net"
+    spec.write_text(PARTLY_FROZEN)
+    ((_, split),) = pipeline.inferred_splits(pipeline.load(spec), ["flowers"]).values()
+    assert len(split.frozen) == 30 and all(name.startswith("mobilenet_v2/out_relu.conv_block") for name in split.frozen)
+    assert (split.total, split.trainable) == (2_264_389, 2_036_997)
+    model = netdsl.build(spec)
+    assert pipeline.built_split(model) == split
+    backbone = model.get_layer("mobilenet_v2")
+    frozen = {name.split("/", 1)[1] for name in split.frozen}
+    assert backbone.trainable
+    assert {layer.name for layer in backbone.layers if layer.weights and not layer.trainable} == frozen
+    before = {layer.name: [np.array(w) for w in layer.get_weights()] for layer in model.layers + backbone.layers}
+    rng = np.random.default_rng(1)
+    model.fit(rng.uniform(0, 255, (8, SIZE, SIZE, 3)), rng.integers(0, 5, 8), epochs=1, batch_size=4, verbose=0)
+    for layer in backbone.layers:
+        if layer.name in frozen:
+            assert all(np.array_equal(b, np.array(a)) for b, a in zip(before[layer.name], layer.get_weights()))
+    assert not np.array_equal(before["probs"][0], model.get_layer("probs").get_weights()[0])
 
 
 @pytest.mark.parametrize(

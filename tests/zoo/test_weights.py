@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import netdsl
 from netdsl.cli import main
 from netdsl.zoo import weights as zoo_weights
 from netdsl.zoo.catalog import BY_NAME, FAMILIES
@@ -103,6 +104,8 @@ def test_show_says_input_preprocessing_and_files(capsys, monkeypatch, tmp_path):
         "  input: 224x224x3",
         "  preprocess: caffe: RGB to BGR, then each channel minus the ImageNet mean (0..255 pixels in)",
     ]
+    spec = Path(netdsl.__file__).parent / "zoo" / "specs" / "resnet50.net"
+    assert out.splitlines()[4] == f"  file: {spec} (its layers' names: netdsl summary FILE)"
     assert (
         f"  weights without top: https://storage.googleapis.com/tensorflow/keras-applications/resnet/{NOTOP} "
         "(md5 4d473c1dd8becc155b73f8504c6f6626; not fetched)"

@@ -53,7 +53,7 @@ from netdsl.limits import (
     MAX_WEIGHTS_PLAIN_EXPANSION,
     MAX_WEIGHTS_RATIO,
 )
-from netdsl.semantics.fine_tuning import WEIGHT_FILES, InitFrom, Pattern, part_layer_names, zoo_weights
+from netdsl.semantics.fine_tuning import INSIDE, WEIGHT_FILES, InitFrom, Pattern, part_layer_names, zoo_weights
 
 __all__ = ["apply_fine_tuning", "load_weights_file", "set_trainable"]
 
@@ -150,13 +150,17 @@ def load_weights_file(model: Any, path: str | os.PathLike[str]) -> str:
 def set_trainable(model: Any, graph: Any, trainable: bool) -> None:
     """Freeze (or unfreeze) the layers the train section's `freeze` names: those
     `semantics.fine_tuning.part_layer_names` finds in the graph (what `check`
-    accepted and `summary` counted), by their Keras names among `model.layers`."""
-    names = set(part_layer_names(graph, [p.text for p in graph.train.freeze]))
-    for layer in model.layers:
-        if layer.name in names:
-            layer.trainable = trainable
-            if trainable:
-                _keep_batch_norms_frozen(layer)
+    accepted and `summary` counted), by their Keras names among `model.layers`
+    (`backbone/conv1`: `conv1` of the nested model `backbone`). In Keras' order,
+    a nested model before its own layers: setting a model's `trainable` sets
+    every layer inside it."""
+    for name in part_layer_names(graph, [p.text for p in graph.train.freeze], nested=True):
+        layer = model
+        for part in name.split(INSIDE):  # "backbone/conv1": a layer of a nested model
+            layer = layer.get_layer(part)
+        layer.trainable = trainable
+        if trainable:
+            _keep_batch_norms_frozen(layer)
 
 
 def _keep_batch_norms_frozen(layer: Any) -> None:

@@ -24,7 +24,9 @@ to the name `summary` and `render` show (`e.enc.y.proj`), to its Keras
 layer's (a shared instance's `e.enc.proj`, a nested model's `backbone`: the
 `frozen:` line's names) and to the block instances it lies in (`e.enc`). A
 shared layer or nested model is one set of weights: naming one of its uses
-freezes (or loads) it everywhere.
+freezes (or loads) it everywhere. A `freeze` pattern also reaches into a
+nested model after its name (`backbone.stage_4*`: those of its layers, named
+`backbone/LAYER`); `init` loads a nested model whole.
 """
 
 from __future__ import annotations
@@ -165,16 +167,16 @@ def check_parts(graph: Graph, spec: Any) -> list[Diagnostic]:
         )
     if spec.unfreeze_after is not None and not spec.freeze:
         found.append(Diagnostic.at(graph.span, "unfreeze_after needs freeze: the parts frozen for the first phase"))
-    layers_by_name = _layers_by_name(graph)
-    named: list[tuple[Pattern, Callable[[str], str]]] = [
-        (p.part, partial(_init_whole, p.path)) for p in spec.init if p.part.text
-    ]
-    named += [(p, _freeze_whole) for p in spec.freeze]
-    for pattern, whole in named:
-        if not _matching(layers_by_name, [pattern.text]):
-            found.append(
-                _names_nothing(graph, pattern, list(layers_by_name), _inside_nested_model(graph, pattern.text, whole))
-            )
+    whole = _layers_by_name(graph)
+    for init in spec.init:
+        if init.part.text and not _matching(whole, [init.part.text]):
+            hint = _inside_nested_model(graph, init.part.text, partial(_init_whole, init.path))
+            found.append(_names_nothing(graph, init.part, list(whole), hint))
+    if spec.freeze:
+        reaching = _layers_by_name(graph, nested=True)
+        found += [
+            _names_nothing(graph, p, list(reaching), None) for p in spec.freeze if not _matching(reaching, [p.text])
+        ]
     return found
 
 
@@ -186,21 +188,38 @@ def _names_nothing(graph: Graph, pattern: Pattern, names: list[str], hint: str |
     )
 
 
-def part_layer_names(graph: Graph, patterns: Sequence[str]) -> list[str]:
-    """The Keras names of the layers `patterns` name, in graph order: those with a name a pattern matches.
+def part_layer_names(graph: Graph, patterns: Sequence[str], *, nested: bool = False) -> list[str]:
+    """The Keras names of the layers `patterns` name, in Keras' order: those with a name a pattern matches.
 
     The one rule of `check` (`check_parts`), `summary` (`semantics/trainable.py`)
     and the build (`backend/fine_tuning`: the layers `freeze` freezes and those
-    an `init` part loads), so that they cannot disagree."""
-    named = _matching(_layers_by_name(graph), patterns)
-    order = dict.fromkeys(keras_layer_name(node) for node in graph.nodes if node.op != "input")
-    return [name for name in order if name in named]
+    an `init` part loads), so that they cannot disagree. `nested` (`freeze`'s):
+    a pattern reaches into a nested model (`backbone.stage_4*`), naming its
+    layers as `backbone/LAYER` (Keras never puts a `/` in a layer's name)."""
+    named = _matching(_layers_by_name(graph, nested=nested), patterns)
+    return [name for name in _ordered_layer_names(graph, nested) if name in named]
 
 
-def _layers_by_name(graph: Graph) -> dict[str, set[str]]:
+def _ordered_layer_names(graph: Graph, nested: bool) -> list[str]:
+    order: dict[str, None] = {}
+    for node in graph.nodes:
+        if node.op == "input":
+            continue
+        layer = keras_layer_name(node)
+        order[layer] = None
+        if nested and node.op == "model" and isinstance(node.decl, Graph):
+            order.update((f"{layer}{INSIDE}{inner}", None) for inner in _ordered_layer_names(node.decl, nested))
+    return list(order)
+
+
+INSIDE = "/"  # between a nested model's Keras name and one of its layers': "backbone/conv1"
+
+
+def _layers_by_name(graph: Graph, *, nested: bool = False) -> dict[str, set[str]]:
     """Every name a pattern may use -> the Keras layers it names. A layer answers to its node's name
     (`summary`, `render`), its Keras layer's (a shared instance's, a nested model's) and to every
-    block instance it lies in."""
+    block instance it lies in; with `nested`, a nested model's own layers answer to their names
+    after the model's (`backbone.stage_4.conv2d` -> `backbone/stage_4.conv2d`)."""
     table: dict[str, set[str]] = {}
     for node in graph.nodes:
         if node.op == "input":
@@ -209,6 +228,11 @@ def _layers_by_name(graph: Graph) -> dict[str, set[str]]:
         paths = [".".join(node.cluster[:depth]) for depth in range(1, len(node.cluster) + 1)]
         for name in (node.name, layer, *paths):
             table.setdefault(name, set()).add(layer)
+        if nested and node.op == "model" and isinstance(node.decl, Graph):
+            inside = _layers_by_name(node.decl, nested=True)
+            for outer in dict.fromkeys((node.name, layer)):
+                for name, layers in inside.items():
+                    table.setdefault(f"{outer}.{name}", set()).update(f"{layer}{INSIDE}{i}" for i in layers)
     return table
 
 
@@ -240,10 +264,6 @@ def _inside_nested_model(graph: Graph, text: str, whole: Callable[[str], str]) -
                 if text.startswith(name + "."):
                     return f"'{name}' is a nested model, {whole(name)}"
     return None
-
-
-def _freeze_whole(name: str) -> str:
-    return f'frozen whole: freeze = ["{name}"]'
 
 
 def _init_whole(path: str, name: str) -> str:

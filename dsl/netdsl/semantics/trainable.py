@@ -27,7 +27,7 @@ from typing import Any
 from netdsl import registry
 from netdsl.registry.layers.anatomy import Args, axis_size, params_of, size
 from netdsl.registry.layers.wrappers import nested
-from netdsl.semantics.fine_tuning import part_layer_names
+from netdsl.semantics.fine_tuning import INSIDE, part_layer_names
 from netdsl.semantics.graph import Graph, Node, keras_layer_name
 from netdsl.semantics.shapes_declared import declared_non_trainable_count
 
@@ -58,7 +58,7 @@ class ParamSplit:
 def split_params(graph: Graph, freeze: Sequence[str] = ()) -> ParamSplit | None:
     """The split of a graph `fill_estimates` completed, with the layers `freeze` names frozen; None when unsure."""
     try:
-        split = _split(graph, _keras_order(graph), set(part_layer_names(graph, freeze)))
+        split = _split(graph, _keras_order(graph), set(part_layer_names(graph, freeze, nested=True)))
     except _CANNOT_TELL:
         return None
     if split is not None and len(split.frozen) > 1 and _mixed_precision(graph):
@@ -70,24 +70,33 @@ def _split(graph: Graph, order: list[Node], frozen_names: set[str]) -> ParamSpli
     total = non_trainable = 0
     frozen: list[str] = []
     for node in order:  # one node per Keras layer, in model.layers order
-        counts = _node_split(graph, node)
+        name = keras_layer_name(node)
+        counts = _node_split(graph, node, _inside(name, frozen_names))
         if counts is None:
             return None
-        params, fixed = counts
-        name = keras_layer_name(node)
+        params, fixed, frozen_inside = counts
         if name in frozen_names or _frozen_step(node):
             fixed = params
             if params:
                 frozen.append(name)
+        else:
+            frozen += [f"{name}{INSIDE}{inner}" for inner in frozen_inside]
         total += params
         non_trainable += fixed
     return ParamSplit(total, total - non_trainable, tuple(frozen))
 
 
-def _node_split(graph: Graph, node: Node) -> tuple[int, int] | None:
-    """(parameters, non-trainable parameters) of one layer, before any `freeze`."""
+def _inside(model: str, frozen_names: set[str]) -> set[str]:
+    """The frozen layers of a nested model called `model`, by their names inside it."""
+    prefix = model + INSIDE
+    return {name[len(prefix) :] for name in frozen_names if name.startswith(prefix)}
+
+
+def _node_split(graph: Graph, node: Node, frozen_inside: set[str]) -> tuple[int, int, tuple[str, ...]] | None:
+    """(parameters, non-trainable parameters, its frozen layers) of one layer, with a nested model's
+    `frozen_inside` layers frozen (`freeze = ["backbone.stage_4*"]`) and no other `freeze`."""
     if node.op in _WEIGHTLESS:
-        return 0, 0
+        return 0, 0, ()
     if node.params is None:
         return None
     if node.op == "layer":
@@ -95,15 +104,15 @@ def _node_split(graph: Graph, node: Node) -> tuple[int, int] | None:
         if entry is None or entry.source == "plugin":
             return None
         fixed = node.params if _frozen_step(node) else _statistics(Args(entry, node.args), _input_shapes(graph, node))
-        return (node.params, fixed) if fixed is not None else None
+        return (node.params, fixed, ()) if fixed is not None else None
     if node.op == "declared_layer":
         fixed = declared_non_trainable_count(node.decl.config, _input_shapes(graph, node))
-        return (node.params, fixed) if fixed is not None else None
+        return (node.params, fixed, ()) if fixed is not None else None
     if node.op == "model" and isinstance(node.decl, Graph):
-        inner = _split(node.decl, _keras_order(node.decl), set())
+        inner = _split(node.decl, _keras_order(node.decl), frozen_inside)
         if inner is None or inner.total != node.params:  # a count of another origin (a Keras build) that differs
             return None
-        return inner.total, inner.total - inner.trainable
+        return inner.total, inner.total - inner.trainable, inner.frozen
     return None
 
 

@@ -270,6 +270,9 @@ def describe(found: Family) -> list[str]:
         f"  input: {found.input_size}x{found.input_size}x3",
         f"  preprocess: {found.preprocess_text}",
     ]
+    spec = zoo_specs().get(found.name)
+    if spec is not None:  # the names `freeze = ["NAME.PATTERN"]` reaches inside it by
+        lines.append(f"  file: {spec} (its layers' names: netdsl summary FILE)")
     for label, published in (("weights", found.top), ("weights without top", found.notop)):
         here = cache_folder() / published.fname
         state = "cached" if os.path.lexists(here) else "not fetched"

@@ -258,6 +258,92 @@ def test_two_phase_fine_tuning_unfreezes_on_schedule_as_the_hand_written_recipe(
     assert float(run.model.optimizer.learning_rate) == pytest.approx(0.001)
 
 
+DEEP = """
+model deep {
+  input image: (8, 8, 3)
+  h = image -> conv2d(4, 3, padding="same", name="low") -> batch_norm(name="low_bn") -> relu
+  output features = h -> conv2d(4, 3, name="top") -> batch_norm(name="top_bn") -> tanh -> global_avg_pool2d
+}
+
+model tuned {
+  input image: (8, 8, 3)
+  output probs = image -> deep -> dense(3)
+  train {
+    optimizer = adam(0.05)
+    loss = sparse_categorical_crossentropy(from_logits=true)
+    freeze = ["deep"]
+    unfreeze = ["deep.top*"]
+    unfreeze_after = 1
+    unfreeze_learning_rate = 0.01
+    batch_size = 8
+    epochs = 2
+    shuffle = false
+  }
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_second_phase_that_unfreezes_the_top_of_the_backbone_is_the_hand_written_recipe(tmp_path):
+    """keras.io's EfficientNet example: the head trains on a frozen backbone, then only the backbone's top
+    layers join it, batch norms excepted. `unfreeze = ["deep.top*"]` is that recipe written by hand in Keras:
+    the same weights after both phases, the low layers and every batch norm as they were built."""
+    spec = spec_file(tmp_path, "tuned.net", DEEP)
+    x, y = data()
+    run = netdsl.train(spec, model="tuned", train=(x, y), seed=4, out=tmp_path / "runs")
+    assert run.status == "finished" and len(run.history["loss"]) == 2
+
+    keras.utils.set_random_seed(4)
+    model = netdsl.build(spec, model="tuned")
+    built = weights_of(model.get_layer("deep"))
+    model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    deep = model.get_layer("deep")
+    deep.trainable = True
+    for layer in deep.layers:  # the top convolution trains; its batch norm stays in inference mode
+        layer.trainable = layer.name == "top"
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.01), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    model.fit(x, y, batch_size=8, epochs=2, initial_epoch=1, shuffle=False, verbose=0)
+    assert all(np.array_equal(a, b) for a, b in zip(run.model.get_weights(), model.get_weights()))
+    assert sorted(w.path for w in run.model.trainable_weights) == sorted(w.path for w in model.trainable_weights)
+    after = {layer.name: weights_of(layer) for layer in run.model.get_layer("deep").layers if layer.weights}
+    before = dict(zip([layer.name for layer in deep.layers if layer.weights], _split(built, deep)))
+    for name in ("low", "low_bn", "top_bn"):
+        assert all(np.array_equal(a, b) for a, b in zip(after[name], before[name])), name
+    assert not np.array_equal(after["top"][0], before["top"][0]), "the second phase trained the top convolution"
+
+
+def _split(weights: list[np.ndarray], model) -> list[list[np.ndarray]]:
+    """`weights` (a model's get_weights()) cut into its layers' lists, in `model.layers` order."""
+    cut, at = [], 0
+    for layer in model.layers:
+        if layer.weights:
+            cut.append(weights[at : at + len(layer.weights)])
+            at += len(layer.weights)
+    return cut
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ('unfreeze = ["deep.top*"]', "unfreeze needs unfreeze_after (the epochs of the first phase)"),
+        (
+            'unfreeze = ["probs"]\n    unfreeze_after = 1',
+            "'probs' names 'probs', which freeze does not freeze: the second phase unfreezes parts of what the "
+            "first froze",
+        ),
+        ("unfreeze = []\n    unfreeze_after = 1", "unfreeze names at least one part"),
+    ],
+)
+def test_unfreeze_is_checked_against_freeze(setting, message):
+    text = DEEP.replace(
+        'unfreeze = ["deep.top*"]\n    unfreeze_after = 1\n    unfreeze_learning_rate = 0.01\n', setting + "\n"
+    )
+    assert setting in text
+    assert [d.text for d in netdsl.check(netdsl.parse(text, filename="tuned.net"))] == [message]
+
+
 def test_the_second_phase_keeps_the_first_phases_steps_per_execution(tmp_path):
     # A job's model steps once per execution (its placement says so at build); unfreezing, mid-run and
     # outside the placement's scope, recompiles with the same settings, not the backend's default.

@@ -293,10 +293,10 @@ def unfreeze_epoch(model: Any) -> int | None:
 
 def unfreeze(model: Any) -> None:
     """Start the second phase: the frozen parts train again, at `unfreeze_learning_rate` (recompiled)."""
-    from netdsl.backend.fine_tuning import set_trainable
+    from netdsl.backend.fine_tuning import thaw_for_second_phase
 
     graph = _PHASES[model]
-    set_trainable(model, graph, True)
+    thaw_for_second_phase(model, graph)
     # The first phase's steps and jit_compile (none when the section compiles nothing: nor does this phase).
     execution = _EXECUTION.get(model) or execution_settings(graph.train, current_backend())
     _compile_training(model, graph, execution, second_phase=True)

@@ -53,9 +53,17 @@ from netdsl.limits import (
     MAX_WEIGHTS_PLAIN_EXPANSION,
     MAX_WEIGHTS_RATIO,
 )
-from netdsl.semantics.fine_tuning import INSIDE, WEIGHT_FILES, InitFrom, Pattern, part_layer_names, zoo_weights
+from netdsl.semantics.fine_tuning import (
+    INSIDE,
+    WEIGHT_FILES,
+    InitFrom,
+    Pattern,
+    part_layer_names,
+    second_phase_frozen,
+    zoo_weights,
+)
 
-__all__ = ["apply_fine_tuning", "load_weights_file", "set_trainable"]
+__all__ = ["apply_fine_tuning", "load_weights_file", "set_trainable", "thaw_for_second_phase"]
 
 _WEIGHTS_ENTRY = "model.weights.h5"
 
@@ -155,12 +163,65 @@ def set_trainable(model: Any, graph: Any, trainable: bool) -> None:
     a nested model before its own layers: setting a model's `trainable` sets
     every layer inside it."""
     for name in part_layer_names(graph, [p.text for p in graph.train.freeze], nested=True):
-        layer = model
-        for part in name.split(INSIDE):  # "backbone/conv1": a layer of a nested model
-            layer = layer.get_layer(part)
+        layer = _layer_at(model, name)  # "backbone/conv1": a layer of a nested model
         layer.trainable = trainable
         if trainable:
             _keep_batch_norms_frozen(layer)
+
+
+def thaw_for_second_phase(model: Any, graph: Any) -> None:
+    """The second phase: the parts `freeze` froze train again, batch norms excepted — only those
+    `unfreeze` names when it is given (keras.io's EfficientNet example unfreezes the top of the
+    backbone). Keras makes a layer's weights trainable when it and every model around it are, so:
+    everything trainable, then each layer of the first phase's frozen ones that is not unfrozen
+    frozen again, then the unfrozen parts' batch norms."""
+    if not graph.train.unfreeze:
+        set_trainable(model, graph, True)
+        return
+    frozen = [path for path, layer in _weighted_leaves(model, "") if not _trains(model, path)]
+    still = second_phase_frozen(graph, graph.train, frozen)
+    _all_trainable(model)
+    for path in still:
+        _layer_at(model, path).trainable = False
+    for path in part_layer_names(graph, [p.text for p in graph.train.unfreeze], nested=True):
+        _keep_batch_norms_frozen(_layer_at(model, path))
+
+
+def _all_trainable(model: Any) -> None:
+    """Every layer of `model` and of the models nested in it trainable. (A Keras 3 functional model's
+    `trainable = True` does not reach the layers of the model that holds it.)"""
+    model.trainable = True
+    for layer in model.layers:
+        layer.trainable = True
+        if hasattr(layer, "get_layer"):
+            _all_trainable(layer)
+
+
+def _weighted_leaves(model: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    """Every layer holding weights of its own (a nested model's, as `backbone/conv1`), in Keras' order."""
+    for layer in model.layers:
+        path = prefix + layer.name
+        if hasattr(layer, "get_layer"):  # a nested model
+            yield from _weighted_leaves(layer, path + INSIDE)
+        elif layer.weights:
+            yield path, layer
+
+
+def _trains(model: Any, path: str) -> bool:
+    """Whether the layer at `path` trains: it and every model around it are trainable."""
+    layer = model
+    for part in path.split(INSIDE):
+        layer = layer.get_layer(part)
+        if not layer.trainable:
+            return False
+    return True
+
+
+def _layer_at(model: Any, path: str) -> Any:
+    layer = model
+    for part in path.split(INSIDE):
+        layer = layer.get_layer(part)
+    return layer
 
 
 def _keep_batch_norms_frozen(layer: Any) -> None:

@@ -86,11 +86,12 @@ def setting(spec: Any, item: Any, value: Any) -> None:
         if not isinstance(value, bool):
             raise Fail(span, f"init_strict is true or false, received {describe_value(value)}")
         spec.init_strict = value
-    elif name == "freeze":
+    elif name in ("freeze", "unfreeze"):
         items = value if isinstance(value, (list, tuple)) else [value]
         if not items:
-            raise Fail(span, "freeze names at least one part")
-        spec.freeze = [Pattern(_part(v, at), at) for v, at in zip(items, _written_spans(item.value, len(items)))]
+            raise Fail(span, f"{name} names at least one part")
+        patterns = [Pattern(_part(v, at), at) for v, at in zip(items, _written_spans(item.value, len(items)))]
+        setattr(spec, name, patterns)
     elif name == "unfreeze_after":
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise Fail(span, f"unfreeze_after is a number of epochs (1 or more), received {describe_value(value)}")
@@ -172,12 +173,50 @@ def check_parts(graph: Graph, spec: Any) -> list[Diagnostic]:
         if init.part.text and not _matching(whole, [init.part.text]):
             hint = _inside_nested_model(graph, init.part.text, partial(_init_whole, init.path))
             found.append(_names_nothing(graph, init.part, list(whole), hint))
-    if spec.freeze:
+    if spec.freeze or spec.unfreeze:
         reaching = _layers_by_name(graph, nested=True)
         found += [
-            _names_nothing(graph, p, list(reaching), None) for p in spec.freeze if not _matching(reaching, [p.text])
+            _names_nothing(graph, p, list(reaching), None)
+            for p in spec.freeze + spec.unfreeze
+            if not _matching(reaching, [p.text])
         ]
+    if spec.unfreeze and spec.unfreeze_after is None:
+        found.append(
+            Diagnostic.at(spec.unfreeze[0].span, "unfreeze needs unfreeze_after (the epochs of the first phase)")
+        )
+    elif spec.unfreeze:
+        frozen = part_layer_names(graph, [p.text for p in spec.freeze], nested=True)
+        for pattern in spec.unfreeze:
+            thawed = [n for n in part_layer_names(graph, [pattern.text], nested=True) if not _within(n, frozen)]
+            if thawed:
+                found.append(
+                    Diagnostic.at(
+                        pattern.span,
+                        f"'{pattern.text}' names {_quoted(thawed)}, which freeze does not freeze: the second "
+                        f"phase unfreezes parts of what the first froze",
+                    )
+                )
     return found
+
+
+def _within(name: str, parts: Sequence[str]) -> bool:
+    """Whether the layer `name` is one of `parts` or inside one (`backbone/conv1` inside `backbone`)."""
+    return any(name == part or name.startswith(part + INSIDE) for part in parts)
+
+
+def _quoted(names: list[str]) -> str:
+    shown = ", ".join(f"'{n}'" for n in names[:3])
+    return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def second_phase_frozen(graph: Graph, spec: Any, frozen_leaves: Sequence[str]) -> list[str]:
+    """The layers frozen in the second phase, of `frozen_leaves` (the first phase's, every frozen layer
+    that holds weights itself, `backbone/conv1` inside a nested model): all but those `unfreeze` names
+    (every one without `unfreeze`). Batch norms the second phase unfreezes stay frozen: the build's."""
+    if not spec.unfreeze:
+        return []
+    thawed = part_layer_names(graph, [p.text for p in spec.unfreeze], nested=True)
+    return [leaf for leaf in frozen_leaves if not _within(leaf, thawed)]
 
 
 def _names_nothing(graph: Graph, pattern: Pattern, names: list[str], hint: str | None) -> Diagnostic:

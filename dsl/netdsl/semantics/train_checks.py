@@ -37,6 +37,7 @@ class TrainSpec:
     init: list[InitFrom] = field(default_factory=list)
     init_strict: bool = True
     freeze: list[Pattern] = field(default_factory=list)
+    unfreeze: list[Pattern] = field(default_factory=list)  # what the second phase unfreezes (default: all)
     unfreeze_after: int | None = None  # epochs of the first phase; then every part trains
     unfreeze_learning_rate: float | None = None  # the second phase's learning rate
     adapt: bool | list[Pattern] = False  # preprocessing layers adapted to the training data (`adapting.py`)
@@ -60,6 +61,7 @@ _SETTINGS = (
     "init",
     "init_strict",
     "freeze",
+    "unfreeze",
     "unfreeze_after",
     "unfreeze_learning_rate",
     "adapt",
@@ -178,7 +180,7 @@ class TrainChecker:
             spec.jit_compile = value
         elif name == "callbacks":
             spec.callbacks = [resolve(_named(c, span, "callback"), ("callback",), span) for c in _as_list(value)]
-        elif name in ("init", "init_strict", "freeze", "unfreeze_after", "unfreeze_learning_rate"):
+        elif name in ("init", "init_strict", "freeze", "unfreeze", "unfreeze_after", "unfreeze_learning_rate"):
             fine_tuning.setting(spec, item, value)
         elif name == "adapt":
             adapting.setting(spec, item, value)

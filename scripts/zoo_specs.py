@@ -6,11 +6,18 @@ rebuilt and checked to be the same model (layer classes, weight shapes, outputs 
 weights: `decompiler.verify`), and written with a header saying what it is. A family the
 decompiler cannot prove is reported and not written.
 
-    python scripts/zoo_specs.py [NAME ...]
+Beside each spec, NAME.names.json maps the spec's layer names to keras.applications' own
+(`Conv1`, `conv4_block6_out`): netdsl gives a zoo backbone's layers Keras' names, so that
+`freeze`, `summary` and `model.get_layer` use the names users know. Written by pairing the
+two models' layers in order, which must be of the same classes one for one.
+
+    python scripts/zoo_specs.py [NAME ...]          # specs and names
+    python scripts/zoo_specs.py --names [NAME ...]  # the names only, of the specs there are
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -57,6 +64,29 @@ def write(name: str) -> bool:
     SPECS.mkdir(exist_ok=True)
     (SPECS / f"{name}.net").write_text(header(family, model) + text, encoding="utf-8")
     print(f"{name}: {len(text.splitlines())} lines", flush=True)
+    return write_names(name, model)
+
+
+def write_names(name: str, theirs: keras.Model | None = None) -> bool:
+    """NAME.names.json: {the spec's layer name: keras.applications' name}, for the layers whose names differ."""
+    family = BY_NAME[name]
+    if theirs is None:
+        keras.backend.clear_session(free_memory=False)
+        theirs = getattr(keras.applications, family.constructor)(weights=None, include_top=False)
+    names = SPECS / f"{name}.names.json"
+    names.unlink(missing_ok=True)  # the spec's own names are the ones to pair
+    built = netdsl.build(SPECS / f"{name}.net", model=name)
+    # Arithmetic on tensors (MobileNetV3's hard sigmoid, `x + 3`) is an operation of the functional graph
+    # in keras.applications, not a layer of model.layers; netdsl makes it a layer (TensorOp): unpaired.
+    known = {type(layer).__name__ for layer in theirs.layers}
+    ours = [layer for layer in built.layers if type(layer).__name__ != "TensorOp" or "TensorOp" in known]
+    classes = [type(layer).__name__ for layer in ours], [type(layer).__name__ for layer in theirs.layers]
+    if classes[0] != classes[1]:
+        print(f"{name}: the layers are not of the same classes one for one: no names written", flush=True)
+        return False
+    renamed = {a.name: b.name for a, b in zip(ours, theirs.layers) if a.name != b.name}
+    names.write_text(json.dumps(renamed, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"{name}: {len(renamed)} of {len(built.layers)} layers renamed", flush=True)
     return True
 
 
@@ -69,6 +99,9 @@ def written(name: str) -> bool:
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [family.name for family in FAMILIES]
-    failed = [name for name in names if not written(name)]
+    only_names = "--names" in sys.argv[1:]
+    names = [a for a in sys.argv[1:] if a != "--names"] or [f.name for f in FAMILIES]
+    if only_names:
+        names = [name for name in names if (SPECS / f"{name}.net").is_file()]
+    failed = [name for name in names if not (write_names(name) if only_names else written(name))]
     sys.exit(1 if failed else 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from pathlib import Path
 
 import h5py
@@ -152,14 +153,28 @@ def test_summary_counts_the_frozen_backbone_offline_without_a_backend(tmp_path):
     assert out[-1] == "0 []" and not (tmp_path / "empty").exists()
 
 
+@pytest.mark.parametrize("name", sorted(zoo_specs()))
+def test_every_backbone_takes_the_names_paired_with_keras_applications(name):
+    """NAME.names.json (scripts/zoo_specs.py --names) renames each of its layers, in pure Python: a names file
+    left stale by a rewritten spec would leave the spec's own names, silently."""
+    path = zoo_specs()[name]
+    renamed = json.loads(path.with_suffix(".names.json").read_text())
+    graph = pipeline.checked_graphs(pipeline.load(path), [name])[name]
+    assert graph.keras_application
+    names = {node.name for node in graph.nodes}
+    assert set(renamed.values()) <= names and not set(renamed) & (names - set(renamed.values()))
+
+
 PARTLY_FROZEN = SPEC.replace(
-    'freeze = ["mobilenet_v2"]', 'freeze = ["mobilenet_v2.out_relu.conv_block.*", "mobilenet_v2.out_relu.conv_block2*"]'
+    'freeze = ["mobilenet_v2"]',
+    'freeze = ["mobilenet_v2.*Conv1", "mobilenet_v2.expanded_conv_*", "mobilenet_v2.block_1_*", "mobilenet_v2.block_2_*"]',
 )
 
 
 def test_a_pattern_reaches_into_the_backbone_and_freezes_its_first_stages(cache, monkeypatch, tmp_path):
-    """`freeze = ["mobilenet_v2.out_relu.conv_block2*", ...]`: the backbone's first stages stay as loaded, the rest
-    trains. summary counts it without Keras (names `mobilenet_v2/LAYER`), the build freezes exactly those layers
+    """`freeze = ["mobilenet_v2.block_1_*", ...]`, by keras.applications' layer names: the backbone's stem and first
+    blocks stay as loaded, the rest trains. summary counts it without Keras (`mobilenet_v2/Conv1`, ...), the build
+    freezes exactly those layers
     inside the nested model, and training leaves their weights bit for bit. (Whether every other layer moves
     is tests/backend/test_freeze_names.py's: this file's drawn weights saturate the ReLU6s, so the gradients
     of the backbone's early layers are 0.)"""
@@ -168,8 +183,9 @@ def test_a_pattern_reaches_into_the_backbone_and_freezes_its_first_stages(cache,
     spec = tmp_path / "flowers.net"
     spec.write_text(PARTLY_FROZEN)
     ((_, split),) = pipeline.inferred_splits(pipeline.load(spec), ["flowers"]).values()
-    assert len(split.frozen) == 30 and all(name.startswith("mobilenet_v2/out_relu.conv_block") for name in split.frozen)
-    assert (split.total, split.trainable) == (2_264_389, 2_036_997)
+    assert split.frozen[:3] == ("mobilenet_v2/Conv1", "mobilenet_v2/bn_Conv1", "mobilenet_v2/expanded_conv_depthwise")
+    assert len(split.frozen) == 18 and split.frozen[-1] == "mobilenet_v2/block_2_project_BN"
+    assert (split.total, split.trainable) == (2_264_389, 2_214_485)
     model = netdsl.build(spec)
     assert pipeline.built_split(model) == split
     backbone = model.get_layer("mobilenet_v2")
@@ -273,9 +289,13 @@ def _varied_batch_norms(model: keras.Model, size: int) -> None:
 @pytest.mark.parametrize("name", sorted(zoo_specs()))
 def test_every_shipped_backbone_is_its_keras_application(name, tmp_path, monkeypatch):
     """Each spec in the package, built by netdsl, against keras.applications: the same parameters, the same
-    weighted layers in the same order, and the same outputs after netdsl loads the published-layout file."""
+    weighted layers in the same order, the same layer names, and the same outputs after netdsl loads the
+    published-layout file."""
     family = BY_NAME[name]
     keras.utils.set_random_seed(11)
+    # the application's own names (`rescaling`, not `rescaling_3`: Keras numbers the names it makes up by the
+    # models built before in the process; scripts/zoo_specs.py paired them in a fresh session)
+    keras.backend.clear_session(free_memory=False)
     reference = getattr(keras.applications, family.constructor)(
         weights=None, include_top=False, input_shape=(ZOO_CHECK_SIZE, ZOO_CHECK_SIZE, 3)
     )
@@ -298,9 +318,13 @@ def test_every_shipped_backbone_is_its_keras_application(name, tmp_path, monkeyp
     )
     backbone = netdsl.build(spec).get_layer(name)
     assert backbone.count_params() == reference.count_params()
-    # the weighted layers in Keras' order (the order a Keras 2 file is matched in), kind and shapes; the names
-    # are netdsl's own, and Keras' tensor arithmetic (MobileNetV3's `x + 3`) is a layer here, an operation there
+    # the weighted layers in Keras' order (the order a Keras 2 file is matched in), kind and shapes
     assert weighted_layers(backbone) == weighted_layers(reference)
+    # every layer under keras.applications' name; Keras' tensor arithmetic (MobileNetV3's `x + 3`) is a layer
+    # here (named by the spec), an operation of the functional graph there
+    assert [layer.name for layer in backbone.layers if type(layer).__name__ != "TensorOp"] == [
+        layer.name for layer in reference.layers
+    ]
     pictures = np.random.default_rng(0).uniform(0, 255, (2, ZOO_CHECK_SIZE, ZOO_CHECK_SIZE, 3)).astype("float32")
     ours = keras.ops.convert_to_numpy(backbone(pictures, training=False))
     theirs = keras.ops.convert_to_numpy(reference(pictures, training=False))

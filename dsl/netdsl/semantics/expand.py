@@ -35,6 +35,7 @@ from netdsl.semantics.steps import StepResolver, block_inputs, walk_inputs
 from netdsl.semantics.tensor_exprs import TensorExpressions
 from netdsl.semantics.values import UNKNOWN, Closure, Env, Sym, SymCall, binding_name, describe_value, type_name
 from netdsl.syntax import ir
+from netdsl.syntax.loader import zoo_keras_names
 
 
 class FlowExpander:
@@ -60,6 +61,7 @@ class FlowExpander:
             self._model_inputs(decl, env)
             self.run(decl.body, env, where="model")
             graph.outputs = [(name, t.ref) for name, t in state.build.outputs if t.ref is not None]  # not poisoned
+            _keras_application_names(graph, decl)
             state.diagnostics.extend(repeated_layer_names(graph))
             if graph.train is not None:
                 state.diagnostics.extend(check_parts(graph, graph.train))
@@ -481,3 +483,13 @@ def _name_span(decl: ir.ModelDecl, keyword: str) -> Span:
     """The span of a declaration's name (just after its keyword)."""
     col = decl.span.col + len(keyword) + 1
     return Span.at(decl.span.file, decl.span.line, col, len(decl.name))
+
+
+def _keras_application_names(graph: Graph, decl: ir.ModelDecl) -> None:
+    """A zoo backbone's layers take keras.applications' names (`conv4_block6_out`, not the spec's
+    `stage_3.y.relu`): its Keras model's layers are named as the application's, and `freeze`,
+    `summary` and `render` use the names users know, and name its parts alone (`freeze`)."""
+    names = zoo_keras_names(decl.span.file, decl.name)
+    for node in graph.nodes if names else ():
+        node.name = names.get(node.name, node.name)
+    graph.keras_application = bool(names)

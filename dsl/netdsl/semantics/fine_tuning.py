@@ -257,15 +257,16 @@ INSIDE = "/"  # between a nested model's Keras name and one of its layers': "bac
 def _layers_by_name(graph: Graph, *, nested: bool = False) -> dict[str, set[str]]:
     """Every name a pattern may use -> the Keras layers it names. A layer answers to its node's name
     (`summary`, `render`), its Keras layer's (a shared instance's, a nested model's) and to every
-    block instance it lies in; with `nested`, a nested model's own layers answer to their names
-    after the model's (`backbone.stage_4.conv2d` -> `backbone/stage_4.conv2d`)."""
+    block instance it lies in (a zoo backbone's layers: to their keras.applications names alone);
+    with `nested`, a nested model's own layers answer to their names after the model's
+    (`backbone.stage_4.conv2d` -> `backbone/stage_4.conv2d`)."""
     table: dict[str, set[str]] = {}
     for node in graph.nodes:
         if node.op == "input":
             continue
         layer = keras_layer_name(node)
         paths = [".".join(node.cluster[:depth]) for depth in range(1, len(node.cluster) + 1)]
-        for name in (node.name, layer, *paths):
+        for name in (node.name, layer, *(paths if not graph.keras_application else ())):
             table.setdefault(name, set()).add(layer)
         if nested and node.op == "model" and isinstance(node.decl, Graph):
             inside = _layers_by_name(node.decl, nested=True)

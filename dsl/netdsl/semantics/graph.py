@@ -59,6 +59,9 @@ class Graph:
     train: Any = None  # train.TrainSpec, when the model has a `train` section
     built: Any = None  # what the backend made of it (a keras.Model), for nested use
     uncertain: bool = False  # check had to guess somewhere (see ExpansionState.uncertain)
+    # A zoo backbone's: its layers carry keras.applications' names, and parts are named by them alone
+    # (its block instances are the decompiler's, `top_activation.stage_3`: a `top_*` would name them all).
+    keras_application: bool = False
 
     def node_of(self, ref: TensorRef) -> Node:
         return self.nodes[ref.node]

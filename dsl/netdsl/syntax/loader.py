@@ -9,8 +9,10 @@ cycle is reported with its chain.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import hashlib
+import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -278,6 +280,27 @@ def zoo_specs() -> dict[str, Path]:
 
 def is_zoo_file(display: str) -> bool:
     return display.startswith(ZOO_IMPORT)
+
+
+def zoo_keras_names(file: str, model: str) -> dict[str, str]:
+    """{the spec's layer name: keras.applications' name} for the zoo backbone `model` of `file` (imported
+    as `zoo:NAME`, or the spec opened by its path); {} for any other model. Written beside the spec by
+    scripts/zoo_specs.py, which paired the two models' layers; a file of the package, read once."""
+    if is_zoo_file(file):
+        family = file[len(ZOO_IMPORT) :]
+    elif file.endswith(".net") and _inside(Path(file).resolve(), ZOO_SPECS.resolve()):
+        family = Path(file).stem
+    else:
+        return {}
+    return dict(_zoo_names(family)) if family == model else {}
+
+
+@functools.cache
+def _zoo_names(family: str) -> tuple[tuple[str, str], ...]:
+    path = ZOO_SPECS / f"{family}.names.json"
+    if not path.is_file():
+        return ()
+    return tuple(sorted(json.loads(path.read_text(encoding="utf-8")).items()))
 
 
 def _inside(path: Path, folder: Path) -> bool:

@@ -338,15 +338,17 @@ class _SweepChecker:
 
     def _objectives(self, value: Any) -> list[Objective]:
         """`[maximize(val_accuracy), minimize(flops)]`: each objective's mistake at its place, none twice."""
-        example = "for example: [maximize(val_accuracy), minimize(flops)]"
-        if not isinstance(value, ir.List) or not value.items:
-            raise Fail(value.span, "objectives is a list of minimize(...) and maximize(...)", example)
-        if len(value.items) > MAX_SWEEP_OBJECTIVES:
+        entries = value.items if isinstance(value, ir.List) else [value]  # one alone, as constraints takes it
+        if not entries:
             raise Fail(
-                value.span, f"a sweep has at most {MAX_SWEEP_OBJECTIVES} objectives, received {len(value.items)}"
+                value.span,
+                "objectives is a list of minimize(...) and maximize(...)",
+                "for example: [maximize(val_accuracy), minimize(flops)]",
             )
+        if len(entries) > MAX_SWEEP_OBJECTIVES:
+            raise Fail(value.span, f"a sweep has at most {MAX_SWEEP_OBJECTIVES} objectives, received {len(entries)}")
         objectives: list[Objective] = []
-        for entry in value.items:
+        for entry in entries:
             try:
                 objective = self._objective(entry)
             except Fail as exc:

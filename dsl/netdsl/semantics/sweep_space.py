@@ -7,7 +7,7 @@
       # or several: objectives = [maximize(val_accuracy), minimize(flops)]  (a metric or a cost figure each)
       trials = 12                          # optional: the study's total
       pruner = median(warmup=1)            # optional: none (default) or median(warmup=E, startup=T)
-      sampler = tpe                        # optional: tpe (default), random or grid
+      sampler = tpe                        # optional: tpe (default), random, grid or nsga2
       constraints = [params < 5e6, train_memory(batch=64) < "12GiB"]   # optional: a budget, costed statically
     }
 

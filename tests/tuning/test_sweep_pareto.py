@@ -326,19 +326,18 @@ sweep aug {
 """
 
 
-def test_a_cost_objective_the_cost_model_can_only_bound_fails_the_trial_unbuilt(tmp_path, monkeypatch):
-    """A lower bound would rank a trial above better ones: the trial fails, saying why, and is never built."""
+def test_a_cost_objective_the_cost_model_can_only_bound_fails_the_trial_unbuilt(tmp_path, monkeypatch, capsys):
+    """A lower bound would rank a trial above better ones: the trial fails, saying why, and is never built.
+    `netdsl sweep ... --json` prints the result alone: no trial lines."""
     from netdsl.backend import compiler
 
     built: list[object] = []
     monkeypatch.setattr(compiler, "build", lambda *a, **k: built.append(a))
     (tmp_path / "aug.net").write_text(FLIPPED)
     np.savez(tmp_path / "data.npz", x=np.zeros((8, 8, 8, 3), "float32"), y=np.zeros((8, 2), "float32"))
-    result = netdsl.sweep(tmp_path / "aug.net", data=tmp_path / "data.npz", seed=0, out=tmp_path / "sweeps")
-    assert [(t.state, t.reason) for t in result.trials] == [
-        (
-            "failed",
-            "flops is only a lower bound: the cost model cannot count y.random_flip: 'random_flip' has no cost rule",
-        )
-    ] * 2
-    assert built == [] and result.pareto == []
+    argv = [str(tmp_path / "aug.net"), "--data", str(tmp_path / "data.npz"), "--seed", "0", "-o", str(tmp_path)]
+    assert main(["sweep", *argv, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)  # the whole output is one JSON object
+    reason = "flops is only a lower bound: the cost model cannot count y.random_flip: 'random_flip' has no cost rule"
+    assert [(t["state"], t["reason"], t["run"]) for t in shown["trials"]] == [("failed", reason, None)] * 2
+    assert built == [] and shown["pareto"] == [] and shown["counts"] == {"failed": 2}

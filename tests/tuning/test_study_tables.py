@@ -88,3 +88,8 @@ def test_every_sampler_proposes_for_several_objectives(name: str) -> None:
         trial = made.ask(dists)
         made.tell(trial, [trial.params["units"] / 16, trial.params["units"] * trial.params["depth"]])
     assert len(made.best_trials) >= 1
+
+
+def test_nsga2_takes_its_population_from_the_spec() -> None:
+    assert study.sampler(_space(sampler="nsga2", population=12), seed=0)._population_size == 12
+    assert study.sampler(_space(sampler="nsga2"), seed=0)._population_size == 50  # Optuna's default

@@ -7,7 +7,7 @@
       # or several: objectives = [maximize(val_accuracy), minimize(flops)]  (a metric or a cost figure each)
       trials = 12                          # optional: the study's total
       pruner = median(warmup=1)            # optional: none (default) or median(warmup=E, startup=T)
-      sampler = tpe                        # optional: tpe (default), random, grid or nsga2
+      sampler = tpe                        # optional: tpe (default), random, grid, nsga2 or nsga2(population=N)
       constraints = [params < 5e6, train_memory(batch=64) < "12GiB"]   # optional: a budget, costed statically
     }
 
@@ -121,6 +121,7 @@ class SweepSpace:
     warmup: int = 0  # epochs a trial runs before the pruner may stop it
     startup: int = 5  # trials finished before the pruner stops any (Optuna's default)
     sampler: str = "tpe"
+    population: int | None = None  # nsga2(population=N): trials per generation (None: Optuna's 50)
     constraints: list[Constraint] = field(default_factory=list)  # a budget each trial is costed against
 
     @property
@@ -303,13 +304,28 @@ class _SweepChecker:
                     if exc.diagnostic is not None:
                         self.diagnostics.append(exc.diagnostic)
         elif item.name == "sampler":
-            if not isinstance(value, ir.Name) or value.id not in SAMPLERS:
+            space.sampler, space.population = self._sampler(value)
+
+    def _sampler(self, value: Any) -> tuple[str, int | None]:
+        """`tpe`, `random`, `grid`, `nsga2`, or `nsga2(population=N)`: NSGA-II's generation of N trials."""
+        if isinstance(value, ir.Call) and isinstance(value.func, ir.Name) and value.func.id == "nsga2":
+            if value.args or [k.name for k in value.kwargs] != ["population"]:
+                raise Fail(value.span, "nsga2 takes population=N", "for example: nsga2(population=20)")
+            size = self._fold(value.kwargs[0].value)
+            if isinstance(size, bool) or not isinstance(size, int) or not 2 <= size <= MAX_SWEEP_TRIALS:
                 raise Fail(
-                    value.span,
-                    f"sampler is one of {', '.join(SAMPLERS)}",
-                    did_you_mean(value.id, SAMPLERS) if isinstance(value, ir.Name) else None,
+                    value.kwargs[0].value.span,
+                    f"population is a whole number of trials from 2 to {MAX_SWEEP_TRIALS:,}, "
+                    f"received {describe_value(size)}",
                 )
-            space.sampler = value.id
+            return "nsga2", size
+        if not isinstance(value, ir.Name) or value.id not in SAMPLERS:
+            raise Fail(
+                value.span,
+                f"sampler is one of {', '.join(SAMPLERS)}",
+                did_you_mean(value.id, SAMPLERS) if isinstance(value, ir.Name) else None,
+            )
+        return value.id, None
 
     def _pruner(self, value: Any) -> tuple[str | None, int, int]:
         if isinstance(value, ir.NoneLit):

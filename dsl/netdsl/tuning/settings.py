@@ -258,7 +258,8 @@ def _record(config: SweepConfig, saved: dict) -> None:
                 {"direction": o.direction, "name": o.name, "figure": o.figure} for o in config.space.objectives
             ],
             "space": {p.name: p.describe() for p in config.space.params},
-            "sampler": config.space.sampler,
+            "sampler": config.space.sampler
+            + (f"(population={config.space.population})" if config.space.population else ""),
             "pruner": config.space.pruner,
             "trials": config.trials,
             "seed": config.seed,

@@ -85,22 +85,24 @@ SAMPLERS: dict[str, Callable[[Any, SweepSpace, int], Any]] = {
     "tpe": lambda samplers, space, seed: _budgeted(samplers.TPESampler, space, seed),
     "random": lambda samplers, space, seed: samplers.RandomSampler(seed=seed),
     "grid": lambda samplers, space, seed: _ask_and_tell_grid(samplers.GridSampler)(_grid(space), seed=seed),
-    "nsga2": lambda samplers, space, seed: _budgeted(samplers.NSGAIISampler, space, seed),
+    "nsga2": lambda samplers, space, seed: _budgeted(
+        samplers.NSGAIISampler, space, seed, **({"population_size": space.population} if space.population else {})
+    ),
 }
 
 
-def _budgeted(made: Callable[..., Any], space: SweepSpace, seed: int) -> Any:
+def _budgeted(made: Callable[..., Any], space: SweepSpace, seed: int, **settings: Any) -> Any:
     """A sampler that takes `constraints_func`; with a budget (`constraints`), told each trial's constraint
     values so that it proposes inside it."""
     if not space.constraints:
-        return made(seed=seed)
+        return made(seed=seed, **settings)
     import warnings
 
     from netdsl.tuning.constraints import constraint_values
 
     with warnings.catch_warnings():  # constraints_func is marked experimental in Optuna 3 to 5
         warnings.simplefilter("ignore")
-        return made(seed=seed, constraints_func=constraint_values)
+        return made(seed=seed, constraints_func=constraint_values, **settings)
 
 
 def sampler(space: SweepSpace, seed: int) -> Any:

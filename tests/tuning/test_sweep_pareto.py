@@ -156,6 +156,15 @@ def test_the_plot_is_written_and_the_same_twice(swept):
     assert {name: (swept.dir / name).read_bytes() for name in first} == first
 
 
+def test_a_tracking_server_is_sent_the_objectives_and_the_plot(swept):
+    from netdsl.tracking.found import open_sweep
+    from netdsl.tracking.pushed import pushed_sweep
+
+    item = pushed_sweep(open_sweep(swept.dir))
+    assert item.params["sweep.objectives"] == "minimize(loss), minimize(flops), minimize(mae)"
+    assert {"pareto.svg", "pareto.png", "summary.csv", "best.json"} <= {path.name for path in item.files}
+
+
 def test_a_stopped_multi_objective_sweep_resumes_to_its_total(project, monkeypatch):
     """A sweep stopped after two trials (its third left running, as Ctrl-C leaves it) is finished by
     `resume`: the study reopened with its directions, the third trial taken up again, none counted twice."""

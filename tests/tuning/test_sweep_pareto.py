@@ -15,7 +15,8 @@ import pytest
 
 import netdsl
 from netdsl.cli import main
-from netdsl.semantics.sweep_space import Objective
+from netdsl.errors import Span
+from netdsl.semantics.sweep_space import Objective, SweepSpace
 from netdsl.tuning import records as sweep_records
 from netdsl.tuning import runner
 from netdsl.tuning.records import SweepResult, TrialRecord, pareto_front
@@ -219,6 +220,25 @@ def test_a_budget_and_a_cost_objective_together(project, capsys):
 
 
 # ------------------------------------------------------------------ the front and its table, by hand
+
+
+def test_the_trained_values_are_read_at_the_first_objectives_best_epoch():
+    space = SweepSpace(
+        model="m",
+        span=Span(file="s.net", line=1, col=1, end_line=1, end_col=2),
+        objectives=[
+            Objective("minimize", "val_loss"),
+            Objective("minimize", "flops", "flops"),
+            Objective("maximize", "val_accuracy"),
+        ],
+    )
+    history = {"val_loss": [0.5, 0.3, 0.3, 0.4], "val_accuracy": [0.6, 0.7, 0.95, 0.9]}
+    # the earliest of val_loss's equal best epochs, not val_accuracy's own best
+    assert runner.epoch_values(space, history) == [0.3, 0.7]
+    assert runner.told_values(space, [0.3, 0.7], (1234.0,)) == [0.3, 1234.0, 0.7]  # in the order written
+    assert runner.epoch_values(space, {"val_loss": [0.5, 0.3], "val_accuracy": [0.6, float("nan")]}) is None
+    assert runner.epoch_values(space, {"val_loss": [float("nan")], "val_accuracy": [0.6]}) is None
+
 
 GOALS = (Objective("maximize", "val_accuracy"), Objective("minimize", "flops", "flops"))
 

@@ -192,7 +192,6 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
                 return "pruned"
         return None
 
-    objectives = {"direction": space.direction, "metric": metric}
     train = TrainRequest(
         spec=config.program,
         model=config.model,
@@ -212,7 +211,7 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
                 "study": config.study,
                 "trial": trial.number,
                 "params": params,
-                "objective": objectives,
+                "objective": {"direction": space.direction, "metric": metric},
                 **({"objectives": [o.describe() for o in space.objectives]} if space.multi else {}),
             }
         },

@@ -367,6 +367,11 @@ def _front_table(result: SweepResult) -> str:
     return "\n".join([_title(result), heading, *_aligned(front_lines), "", "Every trial:", *_aligned(every)])
 
 
+def _json_value(value: Any) -> Any:
+    """A parameter as JSON holds it: a number that is no finite one (a damaged study's) as null."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def _title(result: SweepResult) -> str:
     counts = ", ".join(f"{n} {state}" for state, n in result.counts().items())
     goals = ", ".join(f"{g.direction} {g.name}" for g in result.goals)
@@ -408,7 +413,7 @@ def sweep_json(result: SweepResult) -> dict[str, Any]:
         "trials": [
             {
                 "number": t.number,
-                "params": t.params,
+                "params": {name: _json_value(v) for name, v in t.params.items()},
                 "values": _named_values(result, t),
                 "pareto": t.number in on,
                 "state": t.state,

@@ -28,6 +28,7 @@ def read_sweep(folder: str | os.PathLike, *, storage: str | None = None) -> Swee
     optuna = studies.optuna_module()
     try:
         study = optuna.load_study(study_name=saved["study"], storage=studies.open_storage(url))
+        directions = len(study.directions)
     except KeyError:
         raise UsageError(f"the storage {studies.shown_url(url)} has no study '{printable(saved['study'])}'") from None
     except NetdslError:
@@ -36,6 +37,12 @@ def read_sweep(folder: str | os.PathLike, *, storage: str | None = None) -> Swee
         raise RunError(f"cannot read the study: {one_line(exc)}", file=str(sweep.path)) from None
     # sweep.json's objectives (a sweep recorded before them: its one objective)
     objectives = tuple(Objective(o["direction"], o["name"], o["figure"]) for o in saved.get("objectives", []))
+    if directions != max(len(objectives), 1):
+        raise RunError(
+            f"cannot read the study: it optimizes {directions} objective{'s' * (directions != 1)}, "
+            f"{SWEEP} names {max(len(objectives), 1)}",
+            file=str(sweep.path),
+        )
     return SweepResult(
         dir=sweep.path,
         study=saved["study"],

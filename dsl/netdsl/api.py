@@ -1063,10 +1063,19 @@ def export_report(
 
 
 def sweep_table(result: SweepResult) -> str:
-    """A sweep's trials as `netdsl sweep` prints them: sorted by the objective, best first, aligned."""
+    """A sweep's trials as `netdsl sweep` prints them: sorted by the objective, best first, aligned (several
+    objectives: the Pareto front, then every trial)."""
     from netdsl.tuning.records import show_table
 
     return show_table(result)
+
+
+def sweep_json(result: SweepResult) -> dict[str, Any]:
+    """A sweep as `netdsl sweep --json` prints it: its objectives, every trial with each objective's value
+    and whether it is on the Pareto front, the front's trial numbers (sorted) and the best trial's."""
+    from netdsl.tuning.records import sweep_json as as_json
+
+    return as_json(result)
 
 
 def graphviz_hint() -> str:

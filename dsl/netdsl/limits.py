@@ -173,6 +173,10 @@ MAX_SWEEP_TRIALS = 10_000
 # Values of one `choice(...)`: Optuna stores every choice in each trial's distribution.
 MAX_SWEEP_CHOICES = 1_000
 
+# Objectives of one sweep (`objectives = [...]`): the Pareto plot draws every pair of them
+# (28 panels at 8); a front over more dimensions holds nearly every trial and says little.
+MAX_SWEEP_OBJECTIVES = 8
+
 # Processes of one `netdsl sweep --workers K` on one machine: each loads TensorFlow (about
 # 500 MB); more than this is a typo for --trials.
 MAX_SWEEP_WORKERS = 64

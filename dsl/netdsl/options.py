@@ -594,6 +594,7 @@ class SweepOptions:
     show: Any = option(
         "--show", metavar="DIR", cli_only=True, help="print a sweep folder's trials, best first, and stop"
     )
+    json: bool = json_flag("the trials, the objectives and the Pareto front (with a sweep: instead of its lines)")
     model: Any = model("the model the spec's one sweep section names")
     data: Any = data("one source, split by --split (as netdsl train)")
     train: Any = train_source()

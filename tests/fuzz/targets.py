@@ -301,6 +301,7 @@ def _png(rng: random.Random) -> bytes:
 SWEEP_RECORD = {
     "spec": {"path": "/nowhere/mlp.net", "sha256": "0" * 64, "model": "mlp"},
     "objective": {"direction": "minimize", "metric": "val_loss"},
+    "objectives": [{"direction": "minimize", "name": "val_loss", "figure": None}],
     "space": {"width": "choice(4, 8)", "lr": "log_uniform(0.001, 0.1)", "act": 'choice("relu", "tanh")'},
     "sampler": "tpe",
     "pruner": "none",
@@ -328,33 +329,42 @@ _STUDY_EDITS = (  # (table, column) a mutation sets to an odd value
     ("study_directions", "direction"),
     ("trial_intermediate_values", "intermediate_value"),
 )
-_base_study: list[bytes] = []  # built once per process: Optuna's SQLite schema with five trials
+_base_study: dict[int, bytes] = {}  # built once per process and count of objectives: five trials each
 
 
-def base_study() -> bytes:
-    """A real study.db: trials complete, pruned, failed, running (its worker, run and reason recorded)."""
-    if not _base_study:
+def base_study(objectives: int = 1) -> bytes:
+    """A real study.db: trials complete, pruned, failed, running (its worker, run and reason recorded); of two
+    objectives (val_loss and flops), no trial is pruned (Optuna prunes single-objective studies only)."""
+    if objectives not in _base_study:
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.ERROR)
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "study.db"
-            study = optuna.create_study(study_name="mlp-sweep", storage=f"sqlite:///{path}")
+            study = optuna.create_study(
+                study_name="mlp-sweep", storage=f"sqlite:///{path}", directions=["minimize"] * objectives
+            )
             space = {
                 "width": optuna.distributions.CategoricalDistribution([4, 8]),
                 "lr": optuna.distributions.FloatDistribution(1e-3, 0.1, log=True),
                 "act": optuna.distributions.CategoricalDistribution(["relu", "tanh"]),
             }
             states = optuna.trial.TrialState
-            for number, state in enumerate(("complete", "pruned", "failed", "running", "complete")):
+            states_told = ("complete", "pruned", "failed", "running", "complete")
+            for number, state in enumerate(
+                states_told if objectives == 1 else ("complete", "complete", *states_told[2:])
+            ):
                 trial = study.ask(space)
                 trial.set_user_attr("run", f"/sweeps/mlp-sweep-1/trials/{number}")
                 trial.set_user_attr("epochs", 2)
                 trial.set_user_attr("seconds", 1.5)
                 trial.set_user_attr("worker", {"host": "node", "pid": 1})
-                trial.report(0.5, 0)
+                if objectives == 1:
+                    trial.report(0.5, 0)
+                else:
+                    trial.set_user_attr("figures", {"flops": 100.0 * (5 - number)})
                 if state == "complete":
-                    study.tell(trial, 0.25 + number)
+                    study.tell(trial, [0.25 + number, 100.0 * (5 - number)][:objectives])
                 elif state == "pruned":
                     trial.set_user_attr("objective", 0.75)
                     study.tell(trial, state=states.PRUNED)
@@ -362,14 +372,18 @@ def base_study() -> bytes:
                     trial.set_user_attr("reason", "no finite value of val_loss")
                     study.tell(trial, state=states.FAIL)
             study._storage.remove_session()  # the file is complete and closed before it is read
-            _base_study.append(path.read_bytes())
-    return _base_study[0]
+            _base_study[objectives] = path.read_bytes()
+    return _base_study[objectives]
 
 
 def make_sweep(rng: random.Random) -> tuple[str, bytes]:
     """(where it came from, the folder packed: 4-byte length, sweep.json, study.db)."""
     record = json.loads(json.dumps(SWEEP_RECORD))
     sources = []
+    objectives = 2 if rng.random() < 0.3 else 1  # a sweep of two objectives: its front read and drawn
+    if objectives == 2:
+        record["objectives"].append({"direction": "minimize", "name": "flops", "figure": "flops"})
+        sources.append("two objectives")
     if rng.random() < 0.5:
         for _ in range(rng.randint(1, 4)):
             record = _mutate_json(rng, record)
@@ -380,7 +394,7 @@ def make_sweep(rng: random.Random) -> tuple[str, bytes]:
     text = json.dumps(record).encode()
     if rng.random() < 0.1:
         text, sources = _mutate_bytes(rng, text), [*sources, "sweep.json bytes"]
-    study = base_study()
+    study = base_study(objectives)
     if rng.random() < 0.7:
         study, sources = _edit_study(rng, study), [*sources, "study edited by SQL"]
     if rng.random() < 0.1:

@@ -143,13 +143,17 @@ def check_file(target: str, data: bytes, suffix: str, folder: str) -> dict:
 
 
 def _show_sweep(path: str) -> None:
-    """What `netdsl sweep --show DIR` prints: the table must be escaped text."""
-    from netdsl.tuning.records import show_table
+    """What `netdsl sweep --show DIR [--json]` prints: the table must be escaped text, the JSON strict JSON."""
+    import json
+
+    from netdsl.tuning.records import show_table, sweep_json
     from netdsl.tuning.show import read_sweep
 
-    table = show_table(read_sweep(path))
+    result = read_sweep(path)
+    table = show_table(result)
     if "\x1b" in table or "\x07" in table:
         raise AssertionError(f"a raw terminal escape in the table: {table[:300]!r}")
+    json.loads(json.dumps(sweep_json(result), allow_nan=False, default=str))
 
 
 _MODEL: list = []

@@ -140,3 +140,12 @@ def test_a_storage_url_is_shown_without_its_secrets(url, shown, secret):
     from netdsl.tuning import study
 
     assert (study.shown_url(url), study.holds_secret(url)) == (shown, secret)
+
+
+def test_nsga2_with_a_population():
+    spec = SPEC.replace("sampler = random", "sampler = nsga2(population=16)").replace(
+        "pruner = median(warmup=2, startup=3)\n", ""
+    )
+    analysis = analyze(netdsl.parse(spec, filename="s.net"))
+    assert analysis.diagnostics == []
+    assert (analysis.sweeps["mlp"].sampler, analysis.sweeps["mlp"].population) == ("nsga2", 16)

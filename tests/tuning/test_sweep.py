@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -100,6 +101,25 @@ def test_show_prints_the_trials_best_first(first, capsys):
     assert lines[1].split() == ["trial", "width", "lr", "val_loss", "state", "epochs", "seconds"]
     ordered = sorted(first.trials, key=lambda t: t.value)
     assert [int(line.split()[0]) for line in lines[2:]] == [t.number for t in ordered]
+
+
+def test_show_json_of_one_objective_and_of_a_folder_from_before_objectives(first, tmp_path, capsys):
+    """One objective: the front is the best trial; a sweep.json written before `objectives` is read the same."""
+    assert main(["sweep", "--show", str(first.dir), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["objectives"] == [{"name": "val_loss", "direction": "minimize", "figure": None}]
+    assert shown["best"] == first.best.number and shown["pareto"] == [first.best.number]
+    assert [t["values"] for t in shown["trials"]] == [{"val_loss": t.value} for t in first.trials]
+    older = tmp_path / "older"
+    shutil.copytree(first.dir, older)
+    record = json.loads((older / "sweep.json").read_text())
+    del record["objectives"]
+    (older / "sweep.json").write_text(json.dumps(record))
+    assert main(["sweep", "--show", str(older), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert {k: v for k, v in again.items() if k not in ("dir", "storage")} == {
+        k: v for k, v in shown.items() if k not in ("dir", "storage")
+    }
 
 
 def test_the_same_seed_gives_the_same_parameters_and_results(first, project):

@@ -259,6 +259,30 @@ def test_two_machines_share_a_study_in_postgresql(project):
         assert json.loads((folders[0] / "sweep.json").read_text())["storage"] == url
 
 
+# The tiny classifier with two objectives: val_loss, and one sample's forward FLOPs (20 * width + 3).
+MULTI_SPEC = SPEC.replace("objective = minimize(val_loss)", "objectives = [minimize(val_loss), minimize(flops)]")
+
+
+def test_several_objectives_in_postgresql_with_two_workers(project):
+    """A multi-objective study in a real PostgreSQL server, its trials shared by `--workers 2`: every trial
+    told both values, the front in summary.csv Optuna's own."""
+    (project / "multi.net").write_text(MULTI_SPEC)
+    with postgres_server() as url:
+        argv = ("multi.net", "--data", "data.npz", "--trials", "4", "--epochs", "1", "--workers", "2")
+        code, _, err = finish(start(project, *argv, "--storage", url, "--seed", "5", "-o", "out"))
+        assert code == 0, err
+        study = optuna.load_study(
+            study_name="tiny-sweep", storage=url.replace("postgresql://", "postgresql+psycopg://")
+        )
+        counted = [t for t in study.trials if not t.user_attrs.get("excess")]
+        assert [t.state.name for t in counted] == ["COMPLETE"] * 4
+        assert study.directions == [optuna.study.StudyDirection.MINIMIZE] * 2
+        summary = rows(project / "out" / "tiny-sweep-1" / "summary.csv")
+        assert [float(r["flops"]) for r in summary] == [20 * t.params["width"] + 3 for t in counted]
+        front = {t.number for t in study.best_trials}
+        assert {int(r["trial"]) for r in summary if r["pareto"] == "true"} == front
+
+
 def test_a_password_for_a_real_server_is_written_nowhere_and_reaches_the_workers(project):
     """Its password in the URL (with a `/`, as SQLAlchemy reads it) and a key's password in the query:
     masked in sweep.json and best.json (both 0600), in every line printed; the workers of `--workers 2`

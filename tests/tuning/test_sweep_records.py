@@ -64,6 +64,16 @@ def edited(**changes: object) -> dict:
             "cannot read the study: JSONDecodeError: Expecting property name enclosed in double quotes: line 1 column 2 "
             "(char 1)",
         ),
+        (
+            edited(objectives=[{"direction": "minimize", "name": "val_loss", "figure": None}] * 2),
+            (),
+            "cannot read the study: it optimizes 1 objective, sweep.json names 2",
+        ),
+        (
+            edited(objectives=[{"direction": "up", "name": "val_loss", "figure": None}]),
+            (),
+            "cannot read sweep.json: 'objectives' holds an entry that is not {direction, name, figure}",
+        ),
     ],
 )
 def test_a_damaged_sweep_folder_is_one_line(tmp_path, capsys, record, edits, message):

@@ -60,3 +60,20 @@ def test_the_commands_run(project, capsys):
     assert sum(line.startswith("trial ") and " -> val_loss " in line for line in out.splitlines()) == 3
     assert out.count("mlp-sweep: 3 trials") == 2  # the end of the sweep and --show print the same table
     assert (project / "sweeps" / "mlp-sweep-1" / "best.json").is_file()
+
+
+def test_the_pareto_spec_checks_clean_and_its_objectives_are_read(tmp_path):
+    (tmp_path / "pareto.net").write_text(blocks("net")[2], encoding="utf-8")
+    assert netdsl.check(tmp_path / "pareto.net") == []
+    from netdsl.semantics.analysis import analyze
+
+    space = analyze(netdsl.parse_file(tmp_path / "pareto.net")).sweeps["mlp"]
+    assert [(o.describe(), o.figure) for o in space.objectives] == [
+        ("maximize(val_sparse_categorical_accuracy)", None),
+        ("minimize(flops)", "flops"),
+    ]
+    assert (space.multi, space.metric, [c.text for c in space.constraints]) == (
+        True,
+        "val_sparse_categorical_accuracy",
+        ['train_memory(batch=64) < "2GiB"'],
+    )

@@ -1,6 +1,6 @@
 """`netdsl sweep SPEC [--model M] (--data SRC | --train SRC [--val SRC] [--test SRC]) [--trials N]
 [--workers K] [--storage URL] [--study NAME] [--seed S] [-o DIR] [--resume auto|DIR]` and
-`netdsl sweep --show DIR`: a spec's sweep section searched with Optuna (docs/sweeps.md).
+`netdsl sweep --show DIR [--json]`: a spec's sweep section searched with Optuna (docs/sweeps.md).
 
 Exit codes: 0 the sweep has its trials (pruned and failed trials included), 1 spec or data
 errors, 2 usage errors (a flag, Optuna missing, a storage that cannot be opened), 130 stopped
@@ -10,6 +10,7 @@ by Ctrl-C (`--resume auto` goes on).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from netdsl import api
@@ -24,7 +25,7 @@ from netdsl.errors import UsageError, printable
 
 def run(args: argparse.Namespace) -> int:
     if args.show:
-        print(api.sweep_table(api.show_sweep(args.show, storage=args.storage)))
+        _print(api.show_sweep(args.show, storage=args.storage), as_json=args.json)
         return 0
     if not args.spec:
         raise UsageError("give a SPEC to sweep, or --show DIR")
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             include=args.include,
             plugins=args.plugin,
             join=args.join,
-            echo=True,
+            echo=not args.json,  # --json: the result alone on stdout
             track=args.track if not args.join else None,
         )
     except KeyboardInterrupt:
@@ -59,6 +60,14 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_STOPPED
     if args.join:  # one of the processes of --workers K: the starting process sums up
         return 0
-    print(api.sweep_table(result))
-    print(f"sweep folder: {printable(result.dir)}")
+    _print(result, as_json=args.json)
+    if not args.json:
+        print(f"sweep folder: {printable(result.dir)}")
     return 0
+
+
+def _print(result: api.SweepResult, *, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(api.sweep_json(result), indent=2, allow_nan=False, default=str))
+    else:
+        print(api.sweep_table(result))

@@ -153,9 +153,7 @@ def _check_sweep_metrics(program: Program, analysis: Analysis, diagnostics: list
                 Diagnostic.at(decl.span, f"model '{decl.name}' has no train section with a loss; a sweep trains it")
             )
             continue
-        problem = check_metric(space, decl, graph.train, [name for name, _ in graph.outputs])
-        if problem is not None:
-            diagnostics.append(problem)
+        diagnostics.extend(check_metric(space, graph.train, [name for name, _ in graph.outputs]))
 
 
 def _check_declarations(scope: FileScope, expander: FlowExpander) -> None:

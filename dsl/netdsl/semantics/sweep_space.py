@@ -4,9 +4,10 @@
       width = choice(32, 64, 128)          # a file-level constant and its distribution
       lr = log_uniform(1e-4, 1e-2)
       objective = minimize(val_loss)       # or maximize(val_accuracy): a metric the run reports
+      # or several: objectives = [maximize(val_accuracy), minimize(flops)]  (a metric or a cost figure each)
       trials = 12                          # optional: the study's total
       pruner = median(warmup=1)            # optional: none (default) or median(warmup=E, startup=T)
-      sampler = tpe                        # optional: tpe (default), random or grid
+      sampler = tpe                        # optional: tpe (default), random, grid, nsga2 or nsga2(population=N)
       constraints = [params < 5e6, train_memory(batch=64) < "12GiB"]   # optional: a budget, costed statically
     }
 
@@ -17,10 +18,10 @@ Pure Python: `netdsl.tuning` turns a `SweepSpace` into Optuna's distributions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from netdsl.errors import Diagnostic, Fail, Span, did_you_mean
-from netdsl.limits import MAX_SWEEP_CHOICES, MAX_SWEEP_TRIALS
+from netdsl.limits import MAX_SWEEP_CHOICES, MAX_SWEEP_OBJECTIVES, MAX_SWEEP_TRIALS
 from netdsl.semantics.scope import FileScope
 from netdsl.semantics.values import UNKNOWN, Env, Resolved, Sym, describe_value, type_name
 from netdsl.syntax import ir
@@ -30,8 +31,10 @@ if TYPE_CHECKING:
     from netdsl.semantics.train_checks import TrainSpec
 
 DISTRIBUTIONS = ("choice", "uniform", "log_uniform", "int_range")
-SETTINGS = ("objective", "trials", "pruner", "sampler", "constraints")
-SAMPLERS = ("tpe", "random", "grid")  # each one Optuna's, in tuning/study.py's table of the same names
+SETTINGS = ("objective", "objectives", "trials", "pruner", "sampler", "constraints")
+# Each one Optuna's, in tuning/study.py's table of the same names; every one of them takes several
+# objectives in Optuna 4 and 5 (tpe as MOTPE, nsga2 is NSGA-II), so none is refused with `objectives`.
+SAMPLERS = ("tpe", "random", "grid", "nsga2")
 PRUNERS = ("median",)  # `pruner = NAME` or `none`; the same, tuning/study.py's PRUNERS
 DIRECTIONS = ("minimize", "maximize")
 # What a constraint may bound, each from the cost model of the trial's checked graph (tuning/constraints.py):
@@ -39,6 +42,7 @@ DIRECTIONS = ("minimize", "maximize")
 QUANTITIES = ("params", "trainable_params", "macs", "flops")
 MEMORIES = ("train_memory", "inference_memory")
 BOUNDS = ("<", "<=", ">", ">=")
+FIGURES = (*QUANTITIES, *MEMORIES)  # what a constraint bounds and a static objective optimizes
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,27 @@ class Constraint:
         return {"<": value < self.limit, "<=": value <= self.limit, ">": value > self.limit, ">=": value >= self.limit}[
             self.op
         ]
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One thing a sweep optimizes: a metric a trial's run reports (`val_accuracy`, its best epoch), or a
+    figure of the cost model (`flops`, `train_memory(batch=64)`), costed from the trial's spec before it is
+    built."""
+
+    direction: str  # one of DIRECTIONS
+    name: str  # as written: the metric, or the figure with its batch ("train_memory(batch=64)")
+    figure: str | None = None  # one of FIGURES when the objective is a cost figure, else None
+    batch: int | None = None  # a memory figure's batch (None: the train section's batch_size, else 32)
+    span: Span | None = field(default=None, compare=False)  # where the metric is written (check_metric)
+
+    @property
+    def static(self) -> bool:
+        """Whether the objective is a cost figure, known before the trial trains."""
+        return self.figure is not None
+
+    def describe(self) -> str:
+        return f"{self.direction}({self.name})"
 
 
 @dataclass(frozen=True)
@@ -90,14 +115,34 @@ class SweepSpace:
     model: str
     span: Span
     params: list[Param] = field(default_factory=list)
-    direction: str = "minimize"
-    metric: str | None = None  # None: the objective was not given (or is wrong)
+    objectives: list[Objective] = field(default_factory=list)  # `objective` is a list of one; empty: not given
     trials: int | None = None
     pruner: str | None = None  # "median" or None
     warmup: int = 0  # epochs a trial runs before the pruner may stop it
     startup: int = 5  # trials finished before the pruner stops any (Optuna's default)
     sampler: str = "tpe"
+    population: int | None = None  # nsga2(population=N): trials per generation (None: Optuna's 50)
     constraints: list[Constraint] = field(default_factory=list)  # a budget each trial is costed against
+
+    @property
+    def trained(self) -> list[Objective]:
+        """The objectives a trial's run reports, in the order written."""
+        return [o for o in self.objectives if not o.static]
+
+    @property
+    def metric(self) -> str | None:
+        """The metric each epoch of a trial reports to Optuna (its first trained objective); None: none given."""
+        return self.trained[0].name if self.trained else None
+
+    @property
+    def direction(self) -> str:
+        """The first trained objective's direction (a single objective's: the study's)."""
+        return self.trained[0].direction if self.trained else "minimize"
+
+    @property
+    def multi(self) -> bool:
+        """Whether the sweep has several objectives: a multi-objective study and its Pareto front."""
+        return len(self.objectives) > 1
 
 
 def check_sweeps(scope: FileScope, consts: Consts, diagnostics: list[Diagnostic]) -> dict[str, SweepSpace]:
@@ -142,6 +187,12 @@ class _SweepChecker:
             try:
                 if item.name in seen:
                     raise Fail(item.span, f"'{item.name}' is set twice in this sweep")
+                if item.name in ("objective", "objectives") and seen & {"objective", "objectives"}:
+                    raise Fail(
+                        item.span,
+                        "a sweep sets objective or objectives, not both",
+                        "objectives = [maximize(val_accuracy), minimize(flops)] holds every objective",
+                    )
                 seen.add(item.name)
                 if item.name in SETTINGS:
                     self._setting(space, item)
@@ -164,10 +215,11 @@ class _SweepChecker:
             )
         elif space.sampler == "grid":
             self._bound_grid(space, decl)
-        if "objective" not in seen:
+        if not seen & {"objective", "objectives"}:
             self.diagnostics.append(
                 Diagnostic.at(_name_span(decl), "this sweep has no objective", "add: objective = minimize(val_loss)")
             )
+        self._check_objectives(space, decl)
         if not decl.items or (not space.params and seen <= set(SETTINGS)):
             self.diagnostics.append(
                 Diagnostic.at(
@@ -175,6 +227,27 @@ class _SweepChecker:
                 )
             )
         return space
+
+    def _check_objectives(self, space: SweepSpace, decl: ir.SweepDecl) -> None:
+        """What the objectives need of the rest: a metric to train for, and no pruner beside several."""
+        setting = next((i for i in decl.items if i.name in ("objective", "objectives")), None)
+        if setting is not None and space.objectives and not space.trained:
+            self.diagnostics.append(
+                Diagnostic.at(
+                    setting.value.span,
+                    "every objective here is a cost figure, known without training; a sweep trains for a metric",
+                    "add one such as maximize(val_accuracy), or bound the figures with constraints = [...]",
+                )
+            )
+        pruner = next((i for i in decl.items if i.name == "pruner"), None)
+        if space.multi and space.pruner is not None and pruner is not None:
+            self.diagnostics.append(
+                Diagnostic.at(
+                    pruner.value.span,
+                    "a pruner stops a trial by one objective; a sweep of several objectives cannot prune",
+                    "remove the pruner (Optuna prunes single-objective studies only)",
+                )
+            )
 
     def _bound_grid(self, space: SweepSpace, decl: ir.SweepDecl) -> None:
         """A grid of more points than a sweep has trials, said at the parameter that takes it past the
@@ -207,7 +280,9 @@ class _SweepChecker:
     def _setting(self, space: SweepSpace, item: ir.Kwarg) -> None:
         value = item.value
         if item.name == "objective":
-            space.direction, space.metric = _objective(value)
+            space.objectives = [self._objective(value)]
+        elif item.name == "objectives":
+            space.objectives = self._objectives(value)
         elif item.name == "trials":
             number = self._fold(value)
             if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= MAX_SWEEP_TRIALS:
@@ -229,13 +304,28 @@ class _SweepChecker:
                     if exc.diagnostic is not None:
                         self.diagnostics.append(exc.diagnostic)
         elif item.name == "sampler":
-            if not isinstance(value, ir.Name) or value.id not in SAMPLERS:
+            space.sampler, space.population = self._sampler(value)
+
+    def _sampler(self, value: Any) -> tuple[str, int | None]:
+        """`tpe`, `random`, `grid`, `nsga2`, or `nsga2(population=N)`: NSGA-II's generation of N trials."""
+        if isinstance(value, ir.Call) and isinstance(value.func, ir.Name) and value.func.id == "nsga2":
+            if value.args or [k.name for k in value.kwargs] != ["population"]:
+                raise Fail(value.span, "nsga2 takes population=N", "for example: nsga2(population=20)")
+            size = self._fold(value.kwargs[0].value)
+            if isinstance(size, bool) or not isinstance(size, int) or not 2 <= size <= MAX_SWEEP_TRIALS:
                 raise Fail(
-                    value.span,
-                    f"sampler is one of {', '.join(SAMPLERS)}",
-                    did_you_mean(value.id, SAMPLERS) if isinstance(value, ir.Name) else None,
+                    value.kwargs[0].value.span,
+                    f"population is a whole number of trials from 2 to {MAX_SWEEP_TRIALS:,}, "
+                    f"received {describe_value(size)}",
                 )
-            space.sampler = value.id
+            return "nsga2", size
+        if not isinstance(value, ir.Name) or value.id not in SAMPLERS:
+            raise Fail(
+                value.span,
+                f"sampler is one of {', '.join(SAMPLERS)}",
+                did_you_mean(value.id, SAMPLERS) if isinstance(value, ir.Name) else None,
+            )
+        return value.id, None
 
     def _pruner(self, value: Any) -> tuple[str | None, int, int]:
         if isinstance(value, ir.NoneLit):
@@ -261,6 +351,58 @@ class _SweepChecker:
             "pruner is median(warmup=EPOCHS) or none",
             "median stops a trial whose objective is worse than the median of the others at that epoch",
         )
+
+    def _objectives(self, value: Any) -> list[Objective]:
+        """`[maximize(val_accuracy), minimize(flops)]`: each objective's mistake at its place, none twice."""
+        entries = value.items if isinstance(value, ir.List) else [value]  # one alone, as constraints takes it
+        if not entries:
+            raise Fail(
+                value.span,
+                "objectives is a list of minimize(...) and maximize(...)",
+                "for example: [maximize(val_accuracy), minimize(flops)]",
+            )
+        if len(entries) > MAX_SWEEP_OBJECTIVES:
+            raise Fail(value.span, f"a sweep has at most {MAX_SWEEP_OBJECTIVES} objectives, received {len(entries)}")
+        objectives: list[Objective] = []
+        for entry in entries:
+            try:
+                objective = self._objective(entry)
+            except Fail as exc:
+                if exc.diagnostic is not None:
+                    self.diagnostics.append(exc.diagnostic)
+                continue
+            if any(o.name == objective.name for o in objectives):
+                self.diagnostics.append(
+                    Diagnostic.at(entry.span, f"'{objective.name}' is an objective twice", "keep one of them")
+                )
+                continue
+            objectives.append(objective)
+        return objectives
+
+    def _objective(self, value: Any) -> Objective:
+        """`minimize(METRIC)` / `maximize(METRIC)`, where METRIC is a metric the run reports (checked against
+        the model by `check_metric`) or a cost figure: one of FIGURES, a memory with its `batch=B`."""
+        if not (isinstance(value, ir.Call) and isinstance(value.func, ir.Name) and value.func.id in DIRECTIONS):
+            raise Fail(
+                value.span, "an objective is minimize(METRIC) or maximize(METRIC)", "for example: minimize(val_loss)"
+            )
+        direction = value.func.id
+        if len(value.args) != 1 or value.kwargs:
+            raise Fail(value.span, f"{direction} takes one metric name, like {direction}(val_loss)")
+        target = value.args[0]
+        if isinstance(target, ir.Call) and isinstance(target.func, ir.Name) and target.func.id in MEMORIES:
+            figure, batch = self._quantity(target)
+            written = f"{figure}(batch={batch})" if batch is not None else figure
+            return Objective(direction, written, figure, batch, target.span)
+        if isinstance(target, ir.Name) and target.id in FIGURES:
+            return Objective(direction, target.id, target.id, None, target.span)
+        if not isinstance(target, (ir.Name, ir.String)):
+            raise Fail(
+                target.span,
+                f"{direction} takes a metric name or a cost figure ({', '.join(FIGURES)})",
+                f"for example: {direction}(val_loss) or {direction}(flops)",
+            )
+        return Objective(direction, target.id if isinstance(target, ir.Name) else target.value, span=target.span)
 
     def _constraint(self, bound: Any) -> Constraint:
         """`QUANTITY < LIMIT` (or <=, >, >=): a count or FLOPs bounded by a number, a memory peak
@@ -448,15 +590,6 @@ def grid_size(params: list[Param]) -> int:
     return size
 
 
-def _objective(value: Any) -> tuple[str, str]:
-    if not (isinstance(value, ir.Call) and isinstance(value.func, ir.Name) and value.func.id in DIRECTIONS):
-        raise Fail(value.span, "objective is minimize(METRIC) or maximize(METRIC)", "for example: minimize(val_loss)")
-    if len(value.args) != 1 or value.kwargs or not isinstance(value.args[0], (ir.Name, ir.String)):
-        raise Fail(value.span, f"{value.func.id} takes one metric name, like {value.func.id}(val_loss)")
-    metric = value.args[0]
-    return value.func.id, metric.id if isinstance(metric, ir.Name) else metric.value
-
-
 def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, (bool, int, float, str, Sym, Resolved))
 
@@ -480,15 +613,15 @@ def reported_metrics(train: TrainSpec | None, outputs: list[str]) -> list[str]:
     return names + [f"val_{name}" for name in names]
 
 
-def check_metric(
-    space: SweepSpace, decl: ir.SweepDecl, train: TrainSpec | None, outputs: list[str]
-) -> Diagnostic | None:
-    """A diagnostic when the objective's metric is one the model's runs do not report."""
+def check_metric(space: SweepSpace, train: TrainSpec | None, outputs: list[str]) -> list[Diagnostic]:
+    """A diagnostic for each trained objective whose metric the model's runs do not report."""
     known = reported_metrics(train, outputs)
-    if space.metric in known:
-        return None
-    objective = next(item for item in decl.items if item.name == "objective")
-    hint = did_you_mean(cast(str, space.metric), known) or f"the model reports: {', '.join(known)}"
-    return Diagnostic.at(
-        cast(ir.Call, objective.value).args[0].span, f"model '{space.model}' does not report '{space.metric}'", hint
-    )
+    problems = []
+    for objective in space.trained:
+        if objective.name in known or objective.span is None:
+            continue
+        hint = did_you_mean(objective.name, [*known, *FIGURES]) or f"the model reports: {', '.join(known)}"
+        problems.append(
+            Diagnostic.at(objective.span, f"model '{space.model}' does not report '{objective.name}'", hint)
+        )
+    return problems

@@ -34,7 +34,17 @@ from netdsl.tuning.study import shown_url
 
 # The files of a run folder a server keeps (best.keras, or model.keras when the run has no best epoch).
 RUN_FILES = (CONFIG, REPORT, HISTORY, "curves.svg", "curves.png")
-SWEEP_FILES = ("sweep.json", "best.json", "summary.csv", "history.svg", "history.png", "params.svg", "params.png")
+SWEEP_FILES = (
+    "sweep.json",
+    "best.json",
+    "summary.csv",
+    "history.svg",
+    "history.png",
+    "params.svg",
+    "params.png",
+    "pareto.svg",  # several objectives: the trials and the Pareto front
+    "pareto.png",
+)
 # netdsl's statuses as a tracking server's (MLflow's RunStatus names)
 STATUSES = {
     "finished": "FINISHED",
@@ -137,6 +147,11 @@ def pushed_sweep(sweep: Sweep) -> Pushed:
     objective = sweep.record.get("objective")
     if isinstance(objective, dict):
         params["sweep.objective"] = f"{objective.get('direction', 'minimize')}({objective.get('metric', '')})"
+    objectives = sweep.record.get("objectives")
+    if isinstance(objectives, list) and len(objectives) > 1:  # several: each, as the spec writes it
+        params["sweep.objectives"] = ", ".join(
+            f"{o.get('direction')}({o.get('name')})" for o in objectives if isinstance(o, dict)
+        )
     space = sweep.record.get("space")
     for key, value in space.items() if isinstance(space, dict) else []:
         params[f"space.{key}"] = str(value)

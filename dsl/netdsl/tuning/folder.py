@@ -1,13 +1,15 @@
 """Sweep folders: `DIR/<model>-sweep-<N>/`, one per sweep (per worker on a shared study).
 
     mlp-sweep-1/
-      sweep.json            what was asked: spec, model, objective, storage, study, seed, data, status
+      sweep.json            what was asked: spec, model, objectives, storage, study, seed, data, status
       study.db              the study (SQLite) when no --storage was given
       trials/<k>/           one ordinary run folder per trial k (what `netdsl train` writes)
       summary.csv           trial, parameters, objective, state, epochs, seconds, run
-      best.json             the best trial: its parameters, objective and run folder
-      history.png/.svg      the objective per trial with the running best
-      params.png/.svg       the objective against each parameter
+      best.json             the best trial: its parameters, objective and run folder (several
+                            objectives: the Pareto front, each trial's values)
+      history.png/.svg      the objective per trial with the running best (several: the first)
+      params.png/.svg       the objective against each parameter (several: the first)
+      pareto.png/.svg       several objectives: the trials and the Pareto front
 
 Statuses in sweep.json: running, finished, stopped (Ctrl-C; `--resume` goes on).
 
@@ -169,6 +171,7 @@ class SweepFolder:
 _RECORD_TYPES: dict[str, tuple[type, ...]] = {
     "spec": (dict,),
     "objective": (dict,),
+    "objectives": (list,),
     "space": (dict,),
     "data": (dict,),
     "defines": (dict,),
@@ -205,6 +208,14 @@ def record_problem(record: dict[str, Any]) -> str | None:
             return f"'{outer}.{key}' holds {type(value).__name__}, not {' or '.join(k.__name__ for k in kinds)}"
     if record.get("objective", {}).get("direction", "minimize") not in ("minimize", "maximize"):
         return "'objective.direction' is neither minimize nor maximize"
+    for objective in record.get("objectives", []):
+        if not (
+            isinstance(objective, dict)
+            and objective.get("direction") in ("minimize", "maximize")
+            and isinstance(objective.get("name"), str)
+            and isinstance(objective.get("figure"), (str, type(None)))
+        ):
+            return "'objectives' holds an entry that is not {direction, name, figure}"
     if not all(isinstance(text, str) for text in record.get("space", {}).values()):
         return "'space' holds a parameter that is not described by a string"
     if not 1 <= record.get("trials", 1) <= MAX_SWEEP_TRIALS:

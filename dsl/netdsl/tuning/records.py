@@ -1,4 +1,5 @@
-"""What a sweep leaves to read: summary.csv, best.json, the table of `--show`, and two plots.
+"""What a sweep leaves to read: summary.csv, best.json, the table of `--show` (and its JSON), and the
+plots; with several objectives, the Pareto front in each of them and pareto.svg/png.
 
 Everything is read from the study itself (its storage), so a sweep shared by many workers
 is summed up whole by any of them. Trials whose number reaches the study's total (two
@@ -14,14 +15,16 @@ import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from netdsl.atomic import replacing, write_bytes
 from netdsl.errors import NetdslError, printable
+from netdsl.semantics.sweep_space import Objective
 from netdsl.semantics.values import describe_value
 from netdsl.training.errors import RunError
 from netdsl.tuning.folder import SweepFolder, write_json
 
+FIGURES = "figures"  # a trial's user attribute: each cost objective's figure, by its name (runner.py)
 STATES = {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed", "RUNNING": "running", "WAITING": "waiting"}
 
 
@@ -31,13 +34,14 @@ class TrialRecord:
 
     number: int
     params: dict[str, Any]
-    value: float | None  # the objective: the metric's best epoch (None: failed, or still running)
-    state: str  # complete, pruned, failed, running
+    value: float | None  # the objective: the metric's best epoch (None: failed, or still running); several: the first's
+    state: str  # complete, pruned, infeasible, failed, running
     epochs: int | None
     seconds: float | None
     run_dir: str | None
     reason: str | None = None  # why a trial failed
     resumed: int = 0  # times taken up again from its checkpoint after its worker died
+    values: tuple[float | None, ...] = ()  # each objective's value, in the order of SweepResult.goals
 
 
 @dataclass(frozen=True)
@@ -51,9 +55,29 @@ class SweepResult:
     direction: str
     trials: list[TrialRecord] = field(default_factory=list)
     log_scale: tuple[str, ...] = ()  # parameters drawn from log_uniform: plotted on a log axis
+    objectives: tuple[Objective, ...] = ()  # what the sweep optimizes (empty: `metric`, `direction` alone)
+
+    @property
+    def goals(self) -> tuple[Objective, ...]:
+        """The objectives, in the order written (a sweep recorded before `objectives`: its one metric)."""
+        return self.objectives or (Objective(self.direction, self.metric),)
+
+    @property
+    def multi(self) -> bool:
+        """Whether the sweep has several objectives (then it has a Pareto front, and no best trial)."""
+        return len(self.goals) > 1
+
+    @property
+    def pareto(self) -> list[TrialRecord]:
+        """The complete trials no other complete trial dominates, sorted by the first objective (best
+        first), then the next; with one objective, the best trial and any equal to it."""
+        return pareto_front(self.trials, [goal.direction for goal in self.goals])
 
     @property
     def best(self) -> TrialRecord | None:
+        """The complete trial of the best objective value; None with several objectives (see `pareto`)."""
+        if self.multi:
+            return None
         scored = [(t, value) for t, value in scored_trials(self.trials) if t.state == "complete"]
         if not scored:
             return None
@@ -72,13 +96,38 @@ def scored_trials(trials: list[TrialRecord]) -> list[tuple[TrialRecord, float]]:
     return [(t, t.value) for t in trials if t.value is not None]
 
 
-def records(study: Any, total: int | None, where: Path | None = None) -> list[TrialRecord]:
-    """The study's trials below `total` (None: all), by number. A study is data others may have
-    written (a shared storage, a received folder): a value of the wrong kind is left out, and a
-    study Optuna cannot read is one line (about the sweep folder `where`)."""
+def pareto_front(trials: list[TrialRecord], directions: list[str]) -> list[TrialRecord]:
+    """The complete trials with a finite value for every objective that no other such trial dominates (is at
+    least as good on every objective and better on one), sorted best first by the first objective, then the
+    next. Trials of equal values are all on it. Sorted so, a trial can only be dominated by one before it, and
+    then by one of the front found so far: n times the front's size comparisons, not n squared."""
+    signs = [1.0 if direction == "minimize" else -1.0 for direction in directions]
+    points = []
+    for t in trials:
+        if t.state == "complete" and len(t.values) == len(signs) and all(v is not None for v in t.values):
+            points.append((tuple(sign * cast(float, v) for sign, v in zip(signs, t.values)), t.number, t))
+    points.sort(key=lambda point: point[:2])
+    front: list[tuple[tuple[float, ...], TrialRecord]] = []
+    for point, _, t in points:
+        if not any(_dominates(other, point) for other, _ in front):
+            front.append((point, t))
+    return [t for _, t in front]
+
+
+def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    """Whether `a` is no worse than `b` everywhere and better somewhere (both to minimize)."""
+    return all(x <= y for x, y in zip(a, b)) and a != b
+
+
+def records(
+    study: Any, total: int | None, where: Path | None = None, objectives: tuple[Objective, ...] | list[Objective] = ()
+) -> list[TrialRecord]:
+    """The study's trials below `total` (None: all), by number, each with the value of each of `objectives`.
+    A study is data others may have written (a shared storage, a received folder): a value of the wrong kind
+    is left out, and a study Optuna cannot read is one line (about the sweep folder `where`)."""
     try:
         trials = study.get_trials(deepcopy=False)
-        out = [_record(trial) for trial in trials if total is None or trial.number < total]
+        out = [_record(trial, tuple(objectives)) for trial in trials if total is None or trial.number < total]
         return sorted(out, key=lambda t: t.number)
     except NetdslError:
         raise
@@ -86,16 +135,17 @@ def records(study: Any, total: int | None, where: Path | None = None) -> list[Tr
         raise RunError(f"cannot read the study: {one_line(exc)}", file=None if where is None else str(where)) from None
 
 
-def _record(trial: Any) -> TrialRecord:
+def _record(trial: Any, objectives: tuple[Objective, ...]) -> TrialRecord:
     attrs = trial.user_attrs
     if not isinstance(trial.number, int):
         raise RunError(f"cannot read the study: a trial numbered {describe_value(trial.number)}")
-    value = trial.value if trial.state.name == "COMPLETE" else attrs.get("objective")
+    values = _values(trial, objectives)
     params = {name: v for name, v in trial.params.items() if isinstance(name, str)}
     return TrialRecord(
         number=trial.number,
         params=params,
-        value=_finite(value),
+        value=values[0] if values else None,
+        values=values,
         state="infeasible"
         if attrs.get("infeasible") is True and trial.state.name == "PRUNED"
         else STATES.get(trial.state.name, trial.state.name.lower()),
@@ -105,6 +155,27 @@ def _record(trial: Any) -> TrialRecord:
         reason=_text(attrs.get("reason")),
         resumed=_whole(attrs.get("resumed")) or 0,
     )
+
+
+def _values(trial: Any, objectives: tuple[Objective, ...]) -> tuple[float | None, ...]:
+    """Each objective's value: a complete trial's as told to Optuna; another's its cost figures (recorded
+    before it was built) and, pruned, its metric's best epoch so far."""
+    count = max(len(objectives), 1)
+    told = trial.values if trial.state.name == "COMPLETE" else None
+    if isinstance(told, (list, tuple)) and len(told) == count:
+        return tuple(_finite(v) for v in told)
+    figures = trial.user_attrs.get(FIGURES)
+    figures = figures if isinstance(figures, dict) else {}
+    first_trained = next((i for i, o in enumerate(objectives) if not o.static), 0)
+    values: list[float | None] = []
+    for i in range(count):
+        if i < len(objectives) and objectives[i].static:
+            values.append(_finite(figures.get(objectives[i].name)))
+        elif i == first_trained:  # a pruned trial's best epoch so far
+            values.append(_finite(trial.user_attrs.get("objective")))
+        else:
+            values.append(None)
+    return tuple(values)
 
 
 def one_line(exc: BaseException) -> str:
@@ -139,39 +210,82 @@ def param_names(result: SweepResult) -> list[str]:
 def write_records(result: SweepResult) -> None:
     """summary.csv, best.json and the plots in the sweep folder."""
     write_bytes(result.dir / "summary.csv", summary_csv(result).encode())
-    best = result.best
     write_json(
         result.dir / "best.json",
-        None
-        if best is None
-        else {
-            "trial": best.number,
-            "params": best.params,
-            "objective": {"metric": result.metric, "direction": result.direction, "value": best.value},
-            "epochs": best.epochs,
-            "seconds": best.seconds,
-            "run": best.run_dir,
-            "trials": result.counts(),
-            "study": result.study,
-            "storage": result.storage,
-        },
+        _front_record(result) if result.multi else _best_record(result),
         private=result.storage != SweepFolder(result.dir).own_storage,
     )
     with contextlib.suppress(Exception):  # a picture must not leave a sweep unfinished (as a run's curves)
         write_plots(result)
 
 
+def _best_record(result: SweepResult) -> dict[str, Any] | None:
+    best = result.best
+    if best is None:
+        return None
+    return {
+        "trial": best.number,
+        "params": best.params,
+        "objective": {"metric": result.metric, "direction": result.direction, "value": best.value},
+        "epochs": best.epochs,
+        "seconds": best.seconds,
+        "run": best.run_dir,
+        "trials": result.counts(),
+        "study": result.study,
+        "storage": result.storage,
+    }
+
+
+def _front_record(result: SweepResult) -> dict[str, Any]:
+    """best.json of a sweep of several objectives: no one best trial, but the Pareto front, sorted."""
+    return {
+        "objectives": [goal.describe() for goal in result.goals],
+        "pareto": [
+            {
+                "trial": t.number,
+                "params": t.params,
+                "values": _named_values(result, t),
+                "epochs": t.epochs,
+                "seconds": t.seconds,
+                "run": t.run_dir,
+            }
+            for t in result.pareto
+        ],
+        "trials": result.counts(),
+        "study": result.study,
+        "storage": result.storage,
+    }
+
+
+def _named_values(result: SweepResult, trial: TrialRecord) -> dict[str, float | None]:
+    return {goal.name: value for goal, value in zip(result.goals, _values_of(trial, result))}
+
+
+def _values_of(trial: TrialRecord, result: SweepResult) -> tuple[float | None, ...]:
+    """A trial's value of each objective (a record made without `values`: its one value)."""
+    return (
+        trial.values if len(trial.values) == len(result.goals) else (trial.value,) + (None,) * (len(result.goals) - 1)
+    )
+
+
 def summary_csv(result: SweepResult) -> str:
+    """One row per trial: its parameters, each objective's value (several: and whether it is on the Pareto
+    front), its state and its run."""
     names = param_names(result)
+    front = {t.number for t in result.pareto}
+    marks = ["pareto"] if result.multi else []
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["trial", *names, result.metric, "state", "epochs", "seconds", "resumed", "run"])
+    writer.writerow(
+        ["trial", *names, *(g.name for g in result.goals), *marks, "state", "epochs", "seconds", "resumed", "run"]
+    )
     for t in result.trials:
         writer.writerow(
             [
                 t.number,
                 *(_cell(t.params.get(n)) for n in names),
-                _cell(t.value),
+                *(_cell(v) for v in _values_of(t, result)),
+                *(["true" if t.number in front else "false"] if result.multi else []),
                 t.state,
                 _cell(t.epochs),
                 _cell(t.seconds),
@@ -190,14 +304,20 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+# Trials in `--show`: complete ones first, then pruned, infeasible, running and failed ones.
+ORDER = {"complete": 0, "pruned": 1, "infeasible": 2, "running": 3, "waiting": 3, "failed": 4}
+
+
 def show_table(result: SweepResult) -> str:
-    """The trials sorted by the objective (best first; pruned, failed and running after), aligned."""
+    """The trials sorted by the objective (best first; pruned, failed and running after), aligned; with
+    several objectives, the Pareto front first, then every trial (the front's first, marked)."""
+    if result.multi:
+        return _front_table(result)
     names = param_names(result)
-    order = {"complete": 0, "pruned": 1, "infeasible": 2, "running": 3, "waiting": 3, "failed": 4}
     sign = 1 if result.direction == "minimize" else -1
     rows = sorted(
         result.trials,
-        key=lambda t: (order.get(t.state, 4), sign * t.value if t.value is not None else math.inf, t.number),
+        key=lambda t: (ORDER.get(t.state, 4), sign * t.value if t.value is not None else math.inf, t.number),
     )
     header = ["trial", *names, result.metric, "state", "epochs", "seconds"]
     lines = [header] + [
@@ -211,16 +331,101 @@ def show_table(result: SweepResult) -> str:
         ]
         for t in rows
     ]
-    lines = [[printable(cell) for cell in row] for row in lines]  # names and values from a study: escaped
-    widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
-    text = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in lines]
-    counts = ", ".join(f"{n} {printable(state)}" for state, n in result.counts().items())
-    title = f"{result.study}: {len(result.trials)} trials ({counts}); {result.direction} {result.metric}"
-    return "\n".join([printable(title), *text])
+    return "\n".join([_title(result), *_aligned(lines)])
+
+
+def _front_table(result: SweepResult) -> str:
+    names, goals = param_names(result), result.goals
+    front = result.pareto
+    on = {t.number for t in front}
+    sign = 1 if goals[0].direction == "minimize" else -1
+    rest = sorted(
+        (t for t in result.trials if t.number not in on),
+        key=lambda t: (ORDER.get(t.state, 4), sign * t.value if t.value is not None else math.inf, t.number),
+    )
+    values = lambda t: [_figure_text(g, v) for g, v in zip(goals, _values_of(t, result))]  # noqa: E731
+    front_lines = [["trial", *(g.name for g in goals), *names]] + [
+        [str(t.number), *values(t), *(_shown(t.params.get(n)) for n in names)] for t in front
+    ]
+    every = [["trial", *names, *(g.name for g in goals), "pareto", "state", "epochs", "seconds"]] + [
+        [
+            str(t.number),
+            *(_shown(t.params.get(n)) for n in names),
+            *values(t),
+            "*" if t.number in on else "",
+            t.state,
+            _cell(t.epochs),
+            _cell(t.seconds),
+        ]
+        for t in [*front, *rest]
+    ]
+    complete = sum(1 for t in result.trials if t.state == "complete")
+    heading = (
+        f"Pareto front: {len(front)} of {complete} complete trial{'s' if complete != 1 else ''}, "
+        f"best {printable(goals[0].name)} first"
+    )
+    return "\n".join([_title(result), heading, *_aligned(front_lines), "", "Every trial:", *_aligned(every)])
+
+
+def _json_value(value: Any) -> Any:
+    """A parameter as JSON holds it: a number that is no finite one (a damaged study's) as null."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _title(result: SweepResult) -> str:
+    counts = ", ".join(f"{n} {state}" for state, n in result.counts().items())
+    goals = ", ".join(f"{g.direction} {g.name}" for g in result.goals)
+    return printable(f"{result.study}: {len(result.trials)} trials ({counts}); {goals}")
+
+
+def _aligned(lines: list[list[str]]) -> list[str]:
+    """Rows of cells in columns, each as wide as its widest cell; names and values from a study escaped."""
+    lines = [[printable(cell) for cell in row] for row in lines]
+    widths = [max(len(row[i]) for row in lines) for i in range(len(lines[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in lines]
+
+
+def _figure_text(goal: Objective, value: float | None) -> str:
+    """A value as `--show` prints it: a cost figure (a count, FLOPs, bytes) whole with thousands separators."""
+    if value is not None and goal.static and float(value).is_integer():
+        return f"{int(value):,}"
+    return _cell(value)
 
 
 def _shown(value: Any) -> str:
     return "" if value is None else f"{value:.4g}" if isinstance(value, float) else describe_value(value)
+
+
+def sweep_json(result: SweepResult) -> dict[str, Any]:
+    """`netdsl sweep --show DIR --json`: the objectives, every trial (each objective's value by name, and
+    whether it is on the Pareto front), the front (trial numbers, sorted) and the best trial (one objective)."""
+    front = result.pareto
+    on = {t.number for t in front}
+    best = result.best
+    return {
+        "dir": str(result.dir),
+        "study": result.study,
+        "storage": result.storage,
+        "objectives": [{"name": g.name, "direction": g.direction, "figure": g.figure} for g in result.goals],
+        "counts": result.counts(),
+        "pareto": [t.number for t in front],
+        "best": None if best is None else best.number,
+        "trials": [
+            {
+                "number": t.number,
+                "params": {name: _json_value(v) for name, v in t.params.items()},
+                "values": _named_values(result, t),
+                "pareto": t.number in on,
+                "state": t.state,
+                "epochs": t.epochs,
+                "seconds": t.seconds,
+                "resumed": t.resumed,
+                "run": t.run_dir,
+                "reason": t.reason,
+            }
+            for t in result.trials
+        ],
+    }
 
 
 # ------------------------------------------------------------------ plots
@@ -232,7 +437,8 @@ PLAIN: dict[str, Any] = {"parse_math": False, "usetex": False}
 
 
 def write_plots(result: SweepResult) -> list[Path]:
-    """history.svg/png (objective per trial, running best) and params.svg/png (objective per parameter)."""
+    """history.svg/png (objective per trial, running best) and params.svg/png (objective per parameter); with
+    several objectives, of the first, and pareto.svg/png (the trials and the front)."""
     import matplotlib
 
     matplotlib.rcParams["svg.hashsalt"] = "netdsl"
@@ -240,6 +446,7 @@ def write_plots(result: SweepResult) -> list[Path]:
     from matplotlib.ticker import MaxNLocator
 
     written = []
+    first = result.goals[0]
     scored = scored_trials(result.trials)
     history = Figure(figsize=(6.4, 4.0))
     axes = history.add_subplot()
@@ -251,7 +458,7 @@ def write_plots(result: SweepResult) -> list[Path]:
             )
     complete = [(t, value) for t, value in scored if t.state == "complete"]
     if complete:
-        pick = min if result.direction == "minimize" else max
+        pick = min if first.direction == "minimize" else max
         best: float | None = None
         xs: list[int] = []
         ys: list[float] = []
@@ -262,8 +469,8 @@ def write_plots(result: SweepResult) -> list[Path]:
         axes.step(xs, ys, where="post", label="best so far")
     axes.set_xlabel("trial")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes.set_ylabel(printable(result.metric), **PLAIN)
-    axes.set_title(printable(f"{result.study}: {result.direction} {result.metric}"), **PLAIN)
+    axes.set_ylabel(printable(first.name), **PLAIN)
+    axes.set_title(printable(f"{result.study}: {first.direction} {first.name}"), **PLAIN)
     axes.grid(True, alpha=0.3)
     if scored:
         axes.legend()
@@ -274,7 +481,7 @@ def write_plots(result: SweepResult) -> list[Path]:
     columns = max(1, min(3, len(names)))
     rows = max(1, math.ceil(len(names) / columns))
     params = Figure(figsize=(4.2 * columns, 3.2 * rows))
-    params.suptitle(printable(f"{result.metric} against each parameter"), **PLAIN)
+    params.suptitle(printable(f"{first.name} against each parameter"), **PLAIN)
     for i, name in enumerate(names):
         axes = params.add_subplot(rows, columns, i + 1)
         points = [(t.params[name], value, t.state) for t, value in scored if name in t.params]
@@ -290,7 +497,7 @@ def write_plots(result: SweepResult) -> list[Path]:
         elif name in result.log_scale:
             axes.set_xscale("log")
         axes.set_xlabel(printable(name), **PLAIN)
-        axes.set_ylabel(printable(result.metric), **PLAIN)
+        axes.set_ylabel(printable(first.name), **PLAIN)
         axes.grid(True, alpha=0.3)
     # Fixed margins: matplotlib's constrained layout took most of the drawing time.
     params.subplots_adjust(
@@ -302,7 +509,66 @@ def write_plots(result: SweepResult) -> list[Path]:
         hspace=0.45,
     )
     written += _save(params, result.dir / "params")
+    if result.multi:
+        written += _save(pareto_figure(result), result.dir / "pareto")
     return written
+
+
+def pareto_figure(result: SweepResult) -> Any:
+    """The complete trials and the Pareto front: one panel per pair of objectives (two objectives: one panel,
+    the front joined by a line; more: every pair, the front of all of them marked in each, unjoined, since a
+    pair's view of a front of more objectives is no line). Each front trial is labelled with its number."""
+    from matplotlib.figure import Figure
+
+    goals = result.goals
+    front = result.pareto
+    on = {t.number for t in front}
+    points = [
+        (t, [cast(float, v) for v in _values_of(t, result)])
+        for t in result.trials
+        if t.state == "complete" and all(v is not None for v in _values_of(t, result))
+    ]
+    pairs = [(i, j) for i in range(len(goals)) for j in range(i + 1, len(goals))]
+    columns = min(3, len(pairs))
+    rows = math.ceil(len(pairs) / columns)
+    figure = Figure(figsize=(6.4, 4.4) if len(pairs) == 1 else (4.2 * columns, 3.6 * rows))
+    complete = len(points)
+    figure.suptitle(
+        printable(f"{result.study}: Pareto front, {len(front)} of {complete} complete trial{'s' * (complete != 1)}"),
+        **PLAIN,
+    )
+    for panel, (i, j) in enumerate(pairs):
+        axes = figure.add_subplot(rows, columns, panel + 1)
+        others = [values for t, values in points if t.number not in on]
+        if others:
+            axes.plot(
+                [v[i] for v in others], [v[j] for v in others], "o", color="0.65", linestyle="none", label="dominated"
+            )
+        mine = sorted(((values[i], values[j], t.number) for t, values in points if t.number in on), key=lambda p: p[:2])
+        if mine:
+            axes.plot(
+                [x for x, _, _ in mine],
+                [y for _, y, _ in mine],
+                "o-" if len(goals) == 2 else "o",
+                color="C3",
+                label="Pareto front",
+            )
+            for x, y, number in mine:
+                axes.annotate(str(number), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        axes.set_xlabel(printable(f"{goals[i].name} ({goals[i].direction})"), **PLAIN)
+        axes.set_ylabel(printable(f"{goals[j].name} ({goals[j].direction})"), **PLAIN)
+        axes.grid(True, alpha=0.3)
+        if panel == 0 and points:
+            axes.legend(fontsize=8)
+    figure.subplots_adjust(
+        left=0.14 if columns == 1 else 0.08,
+        right=0.97,
+        bottom=0.12 / rows + 0.04,
+        top=1 - 0.1 / rows,
+        wspace=0.35,
+        hspace=0.5,
+    )
+    return figure
 
 
 def _save(figure: Any, base: Path) -> list[Path]:

@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from netdsl.errors import ReportedError, SpecError, UsageError, printable
+from netdsl.semantics.sweep_space import SweepSpace
 from netdsl.training.errors import DataError
 from netdsl.training.run.runs import RunFolder
 from netdsl.training.run.settings import MAX_SEED, TrainRequest
 from netdsl.training.run.signals import EXIT_STOPPED
 from netdsl.tuning import study as studies
-from netdsl.tuning.records import SweepResult, records, write_records
+from netdsl.tuning.records import FIGURES, SweepResult, records, write_records
 from netdsl.tuning.settings import SweepConfig, SweepRequest, resolve_sweep
 from netdsl.tuning.workers import run_workers
 
@@ -72,8 +73,9 @@ def _result(config: SweepConfig, study: Any) -> SweepResult:
         storage=studies.shown_url(config.storage),
         metric=config.metric,
         direction=config.space.direction,
-        trials=records(study, config.trials, config.folder.path),
+        trials=records(study, config.trials, config.folder.path, config.space.objectives),
         log_scale=tuple(p.name for p in config.space.params if p.kind == "log_uniform"),
+        objectives=tuple(config.space.objectives),
     )
 
 
@@ -164,25 +166,27 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
     request, space = config.request, config.space
     metric, states = config.metric, _states()
     defines = {**request.defines, **studies.trial_defines(space, params)}
-    if space.constraints and resume is None and _over_budget(config, study, trial, params, defines):
-        return True
+    figures = _costed(config, study, trial, params, defines, resume)
+    if figures is None:
+        return True  # over budget, or a spec these parameters break: told, never built
     run_dir = config.folder.trial_dir(trial.number)
     trial.set_user_attr("run", str(run_dir.resolve()))
-    seen: dict[str, list[float]] = {}
+    trained = [objective.name for objective in space.trained]
 
     def report(epoch: int, logs: dict[str, Any]) -> str | None:
-        if metric not in logs:
-            raise DataError(
-                f"the objective '{metric}' is not in this run's history (it reports: "
-                f"{', '.join(logs)}); give validation data or pick another metric"
-            )
-        if not isinstance(logs[metric], (int, float)):  # a list: one value per class (f1_score without average)
-            raise DataError(
-                f"the objective '{metric}' gives one value per class; an objective is one number: "
-                f'give the metric average="macro" (or "micro", "weighted")'
-            )
-        seen.setdefault(metric, []).append(logs[metric])
-        if math.isfinite(logs[metric]):
+        for name in trained:
+            if name not in logs:
+                raise DataError(
+                    f"the objective '{name}' is not in this run's history (it reports: "
+                    f"{', '.join(logs)}); give validation data or pick another metric"
+                )
+            if not isinstance(logs[name], (int, float)):  # a list: one value per class (f1_score without average)
+                raise DataError(
+                    f"the objective '{name}' gives one value per class; an objective is one number: "
+                    f'give the metric average="macro" (or "micro", "weighted")'
+                )
+        # Optuna reports and prunes single-objective studies only (the check refuses a pruner beside several)
+        if not space.multi and math.isfinite(logs[metric]):
             trial.report(logs[metric], epoch)
             if trial.should_prune():
                 return "pruned"
@@ -208,6 +212,7 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
                 "trial": trial.number,
                 "params": params,
                 "objective": {"direction": space.direction, "metric": metric},
+                **({"objectives": [o.describe() for o in space.objectives]} if space.multi else {}),
             }
         },
     )
@@ -229,58 +234,101 @@ def _train_trial(config: SweepConfig, study: Any, trial: Any, params: dict, resu
     trial.set_user_attr("seconds", run.report.get("seconds"))
     if run.status == "stopped":
         return False  # Ctrl-C or SIGTERM: the trial stays RUNNING; --resume takes it up
-    finite = [v for v in history if isinstance(v, float) and math.isfinite(v)]  # (settings refuse a list)
-    pick = min if space.direction == "minimize" else max
-    value = pick(finite) if finite else None
+    measured = epoch_values(space, run.history)
+    values = None if measured is None else told_values(space, measured, figures)
     if run.status == "pruned":
-        trial.set_user_attr("objective", value)
+        trial.set_user_attr("objective", None if measured is None else measured[0])
         study.tell(trial, state=states.PRUNED)
-    elif value is None:
-        trial.set_user_attr("reason", f"no finite value of {metric}")
+    elif values is None:
+        trial.set_user_attr("reason", f"no finite value of {', '.join(trained)}")
         study.tell(trial, state=states.FAIL)
     else:
-        study.tell(trial, value)
+        study.tell(trial, values)
     _echo(
         config,
         trial.number,
         params,
-        value,
-        "pruned" if run.status == "pruned" else "complete" if value is not None else "failed",
+        values,
+        "pruned" if run.status == "pruned" else "complete" if values is not None else "failed",
         len(history),
         None,
     )
     return True
 
 
-def _over_budget(config: SweepConfig, study: Any, trial: Any, params: dict, defines: dict) -> bool:
-    """Whether the trial's model breaks the sweep's budget (costed in pure Python, nothing built): then it is
-    told to the study as pruned and recorded as infeasible. A spec these parameters break fails the trial, as
-    training it would."""
+def epoch_values(space: SweepSpace, history: dict[str, list]) -> list[float] | None:
+    """Each trained objective's value at one epoch: the best epoch of the first (its lowest value to
+    minimize, highest to maximize; the earliest of equals), so that a trial's point is one its model
+    reached. None when that metric has no finite value, or another has none at that epoch."""
+    first = space.trained[0]
+    series = history.get(first.name, [])
+    finite = [(v, epoch) for epoch, v in enumerate(series) if isinstance(v, float) and math.isfinite(v)]
+    if not finite:
+        return None
+    pick = min if first.direction == "minimize" else max
+    epoch = pick(finite, key=lambda pair: pair[0])[1]
+    values = []
+    for objective in space.trained:
+        found = history.get(objective.name, [])
+        value = found[epoch] if epoch < len(found) else None
+        if not isinstance(value, float) or not math.isfinite(value):
+            return None
+        values.append(value)
+    return values
+
+
+def told_values(space: SweepSpace, trained: list[float], figures: tuple[float, ...]) -> list[float]:
+    """The values Optuna is told, in the order of the objectives: the trained ones and the cost figures."""
+    measured, costed = iter(trained), iter(figures)
+    return [next(costed) if objective.static else next(measured) for objective in space.objectives]
+
+
+def _costed(
+    config: SweepConfig, study: Any, trial: Any, params: dict, defines: dict, resume: Path | None
+) -> tuple[float, ...] | None:
+    """The trial's model costed (in pure Python, nothing built) when the sweep has a budget or cost
+    objectives: each cost objective's figure, or None when the trial ended here. A model over budget is
+    told to the study as pruned and recorded as infeasible; a spec these parameters break fails the trial,
+    as training it would, and so does a cost objective the cost model can only bound from below."""
     from netdsl.tuning.constraints import ATTRIBUTE, costed_trial
 
+    space = config.space
+    budget = space.constraints if resume is None else []  # a trial taken up again was inside it
+    statics = [objective for objective in space.objectives if objective.static]
+    if not budget and not statics:
+        return ()
     try:
-        budget = costed_trial(config.program, config.model, defines, config.space.constraints)
+        cost = costed_trial(config.program, config.model, defines, budget, statics)
     except SpecError as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        trial.set_user_attr("reason", reason)
-        study.tell(trial, state=_states().FAIL)
-        _echo(config, trial.number, params, None, "failed", None, reason)
-        return True
-    trial.set_user_attr(ATTRIBUTE, list(budget.values))
-    if not budget.broken:
-        return False
-    trial.set_user_attr("infeasible", True)
-    trial.set_user_attr("reason", budget.reason)
-    study.tell(trial, state=_states().PRUNED)
-    _echo(config, trial.number, params, None, "infeasible", None, budget.reason)
-    return True
+        _ended(config, study, trial, params, "failed", reason)
+        return None
+    if statics:
+        trial.set_user_attr(FIGURES, {o.name: value for o, value in zip(statics, cost.figures)})
+    if budget:
+        trial.set_user_attr(ATTRIBUTE, list(cost.budget.values))
+    if cost.budget.broken:
+        trial.set_user_attr("infeasible", True)
+        _ended(config, study, trial, params, "infeasible", cost.budget.reason)
+        return None
+    if cost.floor is not None:
+        _ended(config, study, trial, params, "failed", cost.floor)
+        return None
+    return cost.figures
+
+
+def _ended(config: SweepConfig, study: Any, trial: Any, params: dict, state: str, reason: str) -> None:
+    """A trial that ends before it is built: `infeasible` (told as pruned) or `failed`, with its reason."""
+    trial.set_user_attr("reason", reason)
+    study.tell(trial, state=_states().PRUNED if state == "infeasible" else _states().FAIL)
+    _echo(config, trial.number, params, None, state, None, reason)
 
 
 def _echo(
     config: SweepConfig,
     number: int,
     params: dict,
-    value: float | None,
+    values: list[float] | None,
     state: str,
     epochs: int | None,
     reason: str | None,
@@ -289,7 +337,11 @@ def _echo(
         return
     # values and reasons come from the spec and the study: escaped (printable), as every printer's
     shown = printable(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items()))
-    outcome = f"{config.space.metric} {value:.6g}" if value is not None else printable(reason or "no value")
+    outcome = (
+        ", ".join(f"{printable(o.name)} {v:.6g}" for o, v in zip(config.space.objectives, values))
+        if values is not None
+        else printable(reason or "no value")
+    )
     counted = f", {epochs} epoch{'s' if epochs != 1 else ''}" if epochs else ""
     print(f"trial {number}: {shown} -> {outcome} ({state}{counted})", flush=True)
 

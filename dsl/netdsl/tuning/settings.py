@@ -97,8 +97,10 @@ def resolve_sweep(request: SweepRequest) -> SweepConfig:
     _settings_from(saved, request)
     _check_flags(request)
     graph = checked.graph
-    _check_validation(_objective_metric(space), request.data, graph.train.fit.get("validation_split"))
-    _check_one_number(_objective_metric(space), graph)
+    _objective_metric(space)
+    for objective in space.trained:
+        _check_validation(objective.name, request.data, graph.train.fit.get("validation_split"))
+        _check_one_number(objective.name, graph)
     grid = studies.grid_size(space) if space.sampler == "grid" else None
     trials = request.trials or saved.get("trials") or space.trials or grid or DEFAULT_TRIALS
     if not 1 <= trials <= MAX_SWEEP_TRIALS:
@@ -113,6 +115,8 @@ def resolve_sweep(request: SweepRequest) -> SweepConfig:
         "model": name,
         "metric": space.metric,
         "direction": space.direction,
+        # several objectives: all of them (a single one is said by metric and direction, as before them)
+        **({"objectives": [o.describe() for o in space.objectives]} if space.multi else {}),
         "defines": json_defines(request.defines),
     }
     config = SweepConfig(
@@ -250,8 +254,12 @@ def _record(config: SweepConfig, saved: dict) -> None:
                 "model": config.model,
             },
             "objective": {"direction": config.space.direction, "metric": config.space.metric},
+            "objectives": [
+                {"direction": o.direction, "name": o.name, "figure": o.figure} for o in config.space.objectives
+            ],
             "space": {p.name: p.describe() for p in config.space.params},
-            "sampler": config.space.sampler,
+            "sampler": config.space.sampler
+            + (f"(population={config.space.population})" if config.space.population else ""),
             "pruner": config.space.pruner,
             "trials": config.trials,
             "seed": config.seed,

@@ -78,24 +78,31 @@ def _int_values(p: Param) -> list[int]:
 
 # Optuna's sampler for each name `sampler = NAME` takes (sweep_space.SAMPLERS: the same names, held equal
 # by tests/tuning/test_study_tables.py), from Optuna's `samplers` module: a name missing here cannot fall to TPE.
+# Every one of them takes several objectives (`directions`); TPE and NSGA-II also take a budget's constraint
+# values (`constraints_func`), random search and the grid do not: they propose without it, and a trial over
+# budget is still never built (runner.py costs each one).
 SAMPLERS: dict[str, Callable[[Any, SweepSpace, int], Any]] = {
-    "tpe": lambda samplers, space, seed: _tpe(samplers, space, seed),
+    "tpe": lambda samplers, space, seed: _budgeted(samplers.TPESampler, space, seed),
     "random": lambda samplers, space, seed: samplers.RandomSampler(seed=seed),
     "grid": lambda samplers, space, seed: _ask_and_tell_grid(samplers.GridSampler)(_grid(space), seed=seed),
+    "nsga2": lambda samplers, space, seed: _budgeted(
+        samplers.NSGAIISampler, space, seed, **({"population_size": space.population} if space.population else {})
+    ),
 }
 
 
-def _tpe(samplers: Any, space: SweepSpace, seed: int) -> Any:
-    """TPE; with a budget (`constraints`), told each trial's constraint values so that it proposes inside it."""
+def _budgeted(made: Callable[..., Any], space: SweepSpace, seed: int, **settings: Any) -> Any:
+    """A sampler that takes `constraints_func`; with a budget (`constraints`), told each trial's constraint
+    values so that it proposes inside it."""
     if not space.constraints:
-        return samplers.TPESampler(seed=seed)
+        return made(seed=seed, **settings)
     import warnings
 
     from netdsl.tuning.constraints import constraint_values
 
-    with warnings.catch_warnings():  # constraints_func is marked experimental in Optuna 3 and 4
+    with warnings.catch_warnings():  # constraints_func is marked experimental in Optuna 3 to 5
         warnings.simplefilter("ignore")
-        return samplers.TPESampler(seed=seed, constraints_func=constraint_values)
+        return made(seed=seed, constraints_func=constraint_values, **settings)
 
 
 def sampler(space: SweepSpace, seed: int) -> Any:
@@ -244,7 +251,7 @@ def open_study(storage: Any, name: str, space: SweepSpace, seed: int, identity: 
             study = optuna.create_study(
                 storage=storage,
                 study_name=name,
-                direction=space.direction,
+                directions=[objective.direction for objective in space.objectives],
                 sampler=sampler(space, seed),
                 pruner=pruner(space),
                 load_if_exists=True,

@@ -104,6 +104,8 @@ def _worker_argv(config: SweepConfig) -> list[str]:
         argv += ["--include", str(folder)]
     for module in request.plugins:
         argv += ["--plugin", module]
+    if not request.echo:  # `--json` (or the library's echo=False): the workers print no trial lines either
+        argv.append("--json")
     return argv
 
 

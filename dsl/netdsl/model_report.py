@@ -21,7 +21,7 @@ from netdsl.cost.readout import bytes_text, cost_json, cost_lines, costed, flops
 from netdsl.errors import Diagnostic, RenderError, SpecError
 from netdsl.registry import shape_text
 from netdsl.semantics.trainable import ParamSplit
-from netdsl.syntax.loader import Program
+from netdsl.syntax.loader import Program, paused_gc
 
 LoadPlugins = Callable[[], None]  # the plugins a command was given, loaded after the backend (quiet then)
 
@@ -50,10 +50,18 @@ def summaries(
 def summary_report(
     found: dict[str, tuple[Any, ParamSplit]], *, cost: bool, batch: int | None, precision: str | None
 ) -> dict[str, tuple[dict[str, Any], str]]:
-    """Per model: its numbers (`summary --json`, with "cost" when asked) and its table."""
+    """Per model: its numbers (`summary --json`, with "cost" when asked) and its table (the collector paused,
+    as for the check: a 10,000-layer model's costs are tens of thousands of objects that all stay alive)."""
+    with paused_gc():
+        return _summary_report(found, cost=cost, batch=batch, precision=precision)
+
+
+def _summary_report(
+    found: dict[str, tuple[Any, ParamSplit]], *, cost: bool, batch: int | None, precision: str | None
+) -> dict[str, tuple[dict[str, Any], str]]:
     report = {}
     for name, (graph, split) in found.items():
-        model_cost = costed(graph, batch=batch, precision=precision) if cost else None
+        model_cost = costed(graph, batch=batch, precision=precision, trainable=split.trainable) if cost else None
         numbers = summary_json(graph, split)
         if model_cost is not None:
             numbers["cost"] = cost_json(model_cost)

@@ -32,7 +32,7 @@ from netdsl.semantics.graph import Graph
 from netdsl.semantics.session import Checked, CheckedModels, LoadedSpec, Spec, TypedPath, load, spec_path
 from netdsl.semantics.session import check as check_spec
 from netdsl.semantics.trainable import ParamSplit, split_params
-from netdsl.syntax.loader import Program, load_file, pick_models
+from netdsl.syntax.loader import Program, load_file, paused_gc, pick_models
 
 if TYPE_CHECKING:
     import graphviz
@@ -182,6 +182,13 @@ def inferred_splits(
     models where one's `freeze` could reach another through a nested model or a
     shared layer (Keras builds them as one object); a train section under
     KERAS_BACKEND=torch (refused there); a layer `split_params` has no rule for."""
+    with paused_gc():  # as the check itself: the splits of a 10,000-layer model allocate what stays alive
+        return _inferred_splits(program, names, param_limit)
+
+
+def _inferred_splits(
+    program: Program, names: list[str], param_limit: int | None
+) -> dict[str, tuple[Graph, ParamSplit]] | None:
     try:
         graphs = checked_graphs(program, names, param_limit)
     except SpecError:

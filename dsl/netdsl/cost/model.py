@@ -21,7 +21,7 @@ Memory, in bytes (docs/cost.md has the conventions):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl import registry
@@ -127,8 +127,9 @@ class ModelCost:
         return bool(self.unknown)
 
 
-def model_cost(graph: Graph, *, batch: int = 1, precision: str = "float32") -> ModelCost:
-    """The cost of `graph` (shapes and parameter counts filled in) for `batch` samples under `precision`."""
+def model_cost(graph: Graph, *, batch: int = 1, precision: str = "float32", trainable: int | None = None) -> ModelCost:
+    """The cost of `graph` (shapes and parameter counts filled in) for `batch` samples under `precision`
+    (`trainable`: its trainable parameters, when the caller has counted them: `summary` has)."""
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}: one of {', '.join(PRECISIONS)}")
     if batch < 1:
@@ -136,8 +137,9 @@ def model_cost(graph: Graph, *, batch: int = 1, precision: str = "float32") -> M
     width = PRECISIONS[precision]
     steps, peak = _walk(graph, width)
     params = sum(s.params for s in steps)
-    split = split_params(graph, [p.text for p in graph.train.freeze] if graph.train is not None else [])
-    trainable = split.trainable if split is not None else params
+    if trainable is None:
+        split = split_params(graph, [p.text for p in graph.train.freeze] if graph.train is not None else [])
+        trainable = split.trainable if split is not None else params
     optimizer = _optimizer(graph)
     slots, update_flops = OPTIMIZER_SLOTS.get(optimizer, (2, 12))
     slots += _optional_slots(graph)
@@ -203,8 +205,6 @@ def _walk(graph: Graph, width: int, inputs_need_gradient: bool = False) -> tuple
         step, inner_peak = _step(graph, node, width, seen_shared, needs_input_gradient)
         has_weights = (node.params or 0) > 0
         weighted_above.append(has_weights or needs_input_gradient)
-        if not (node.op == "model" and isinstance(node.decl, Graph)):  # a nested model's is its steps'
-            step = replace(step, backward_flops=_backward(step, has_weights, needs_input_gradient))
         steps.append(step)
         live += step.output_bytes
         peak = max(peak, live + max(0, inner_peak - step.output_bytes))
@@ -224,12 +224,12 @@ def _holders(graph: Graph) -> list[int]:
     return holder
 
 
-def _backward(step: StepCost, has_weights: bool, needs_input_gradient: bool) -> int:
+def _backward(macs: int, flops: int, has_weights: bool, needs_input_gradient: bool) -> int:
     """A step's backward FLOPs: its weights' gradient (as many multiply-adds as its forward pass) when it
     has weights, its input's gradient (the multiply-adds again and each elementwise operation once) when
     a weight above it needs one. A step fed only by the model's inputs computes no input gradient."""
-    products = 2 * step.macs
-    return (products if has_weights else 0) + (step.flops if needs_input_gradient else 0)
+    products = 2 * macs
+    return (products if has_weights else 0) + (flops if needs_input_gradient else 0)
 
 
 def _step(
@@ -277,6 +277,7 @@ def _step(
         out_bytes + in_bytes,
         unknown,
         padding_macs=padding,
+        backward_flops=_backward(macs, flops, (node.params or 0) > 0, needs_input_gradient),
     )
     return step, out_bytes
 

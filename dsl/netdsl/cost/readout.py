@@ -55,14 +55,22 @@ def default_precision(graph: Graph) -> str:
     return policy if policy in PRECISIONS else "float32"
 
 
-def costed(graph: Graph, *, batch: int | None = None, precision: str | None = None) -> ModelCost:
+def costed(
+    graph: Graph, *, batch: int | None = None, precision: str | None = None, trainable: int | None = None
+) -> ModelCost:
     """The cost of `graph` for `batch` under `precision`, each defaulting to the train section's;
-    UsageError for a batch below 1 or a precision the cost model does not know."""
+    UsageError for a batch below 1 or a precision the cost model does not know. `trainable`: as
+    `model_cost`'s."""
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
         raise UsageError(f"the batch must be a whole number of 1 or more, received {batch!r}")
     if precision is not None and precision not in PRECISIONS:
         raise UsageError(f"unknown precision {precision!r}: use one of {', '.join(PRECISIONS)}")
-    return model_cost(graph, batch=batch or default_batch(graph), precision=precision or default_precision(graph))
+    return model_cost(
+        graph,
+        batch=batch or default_batch(graph),
+        precision=precision or default_precision(graph),
+        trainable=trainable,
+    )
 
 
 def summary_cost(graph: Graph, *, batch: int | None = None, precision: str | None = None) -> CostSummary:

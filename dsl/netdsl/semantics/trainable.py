@@ -206,12 +206,12 @@ def _keras_order(graph: Graph) -> list[Node]:
                 post_order.append(index)
 
     identities = _identity_outputs(graph)
-    parents: dict[int, list[int]] = {i: [ref.node for ref in node.inputs] for i, node in enumerate(graph.nodes)}
+    identity_parents: dict[int, int] = {}  # an Identity layer's index (after the nodes') -> the node it follows
     for name, ref in graph.outputs:
         if name in identities:  # an Identity layer after the output (builder._renamed_outputs)
             index = len(keys)
             keys.append(("identity", name))
-            parents[index] = [ref.node]
+            identity_parents[index] = ref.node
             first.setdefault(keys[index], len(first))
             visit(ref.node)
             finished.add(index)
@@ -223,8 +223,12 @@ def _keras_order(graph: Graph) -> list[Node]:
     for index in reversed(post_order):
         depth = max(node_depth.setdefault(index, 0), layer_depth.get(keys[index], 0))
         layer_depth[keys[index]] = node_depth[index] = depth
-        for parent in parents[index]:
-            node_depth[parent] = max(depth + 1, node_depth.get(parent, 0))
+        # (the inputs read in place: a table of every node's parents, built per call, cost more than the walk)
+        if index in identity_parents:
+            node_depth[identity_parents[index]] = max(depth + 1, node_depth.get(identity_parents[index], 0))
+            continue
+        for ref in graph.nodes[index].inputs:
+            node_depth[ref.node] = max(depth + 1, node_depth.get(ref.node, 0))
     for index in graph.inputs:  # an input no output depends on: still a layer of the model
         if keys[index] not in layer_depth:
             layer_depth[keys[index]], first[keys[index]] = 0, -1

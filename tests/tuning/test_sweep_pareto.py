@@ -150,6 +150,17 @@ def test_show_lists_the_front_and_json_carries_it(swept, capsys):
     assert shown["trials"][0]["values"]["flops"] == 22 * swept.trials[0].params["width"] + 2
 
 
+def test_runs_lists_the_sweep_with_its_front(swept, capsys):
+    """A sweep of several objectives has no best trial: `netdsl runs` says how many trials its front holds."""
+    assert main(["runs", str(swept.dir.parent)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()[1:]
+    assert line.split()[:5] == ["tiny-sweep/", "tiny", "finished", "5", "trials"]
+    assert f"front of {len(swept.pareto)}" in line
+    assert main(["runs", str(swept.dir.parent), "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert (listed["front"], listed["best"], listed["best_metric"]) == (len(swept.pareto), None, None)
+
+
 def test_the_plot_is_written_and_the_same_twice(swept):
     first = {name: (swept.dir / name).read_bytes() for name in ("pareto.svg", "pareto.png")}
     assert first["pareto.svg"].startswith(b"<?xml") and first["pareto.png"].startswith(b"\x89PNG")

@@ -24,6 +24,7 @@ from netdsl.cli import main
 from netdsl.syntax.loader import zoo_specs
 from netdsl.zoo import weights as zoo_weights
 from netdsl.zoo.catalog import BY_NAME
+from tests.support.backbones import varied_batch_norms
 
 SIZE = 64
 ZOO_CHECK_SIZE = 96  # every family takes it (Inception V3 needs 75, Xception 71)
@@ -165,6 +166,25 @@ def test_every_backbone_takes_the_names_paired_with_keras_applications(name):
     assert set(renamed.values()) <= names and not set(renamed) & (names - set(renamed.values()))
 
 
+@pytest.mark.parametrize("name", sorted(zoo_specs()))
+def test_each_familys_preprocess_block_is_its_preprocess_input(name, tmp_path):
+    """`image -> NAME_preprocess -> NAME`: the block each spec ends with computes keras.applications'
+    `preprocess_input` for the family (imagenet_utils' caffe, tf and torch modes; the families that rescale
+    their pictures themselves take them as they are)."""
+    family = BY_NAME[name]
+    spec = tmp_path / "pre.net"
+    spec.write_text(
+        f'import "zoo:{name}"\n\nmodel pre {{\n  input image: (9, 7, 3)\n  output y = image -> {name}_preprocess\n}}\n'
+    )
+    pictures = np.random.default_rng(2).uniform(0, 255, (4, 9, 7, 3)).astype("float32")
+    ours = keras.ops.convert_to_numpy(netdsl.build(spec)(pictures))
+    if family.preprocess == "none":
+        theirs = pictures
+    else:
+        theirs = keras.applications.imagenet_utils.preprocess_input(pictures.copy(), mode=family.preprocess)
+    assert np.max(np.abs(ours - np.asarray(theirs))) <= 1e-4
+
+
 PARTLY_FROZEN = SPEC.replace(
     'freeze = ["mobilenet_v2"]',
     'freeze = ["mobilenet_v2.*Conv1", "mobilenet_v2.expanded_conv_*", "mobilenet_v2.block_1_*", "mobilenet_v2.block_2_*"]',
@@ -264,27 +284,6 @@ def weighted_layers(model: keras.Model) -> list[tuple[str, list[tuple[int, ...]]
     return [(type(layer).__name__, [tuple(w.shape) for w in layer.weights]) for layer in model.layers if layer.weights]
 
 
-def _varied_batch_norms(model: keras.Model, size: int) -> None:
-    """Batch norms away from their initial values, so a statistic loaded into the wrong layer shows: scales and
-    offsets drawn, and the moving statistics those of a batch of pictures (one call in training mode with
-    momentum 0). Drawn statistics lose a picture's signal in the deep families (MobileNetV2's two outputs for
-    two pictures differed by 6e-8): every picture then gives the same output, a comparison that could not fail."""
-    rng = np.random.default_rng(3)
-    for weight in model.weights:
-        kind = weight.path.rsplit("/", 1)[-1]
-        if kind == "gamma":
-            weight.assign(rng.uniform(0.8, 1.2, weight.shape).astype("float32"))
-        elif kind == "beta":
-            weight.assign(rng.normal(0.0, 0.05, weight.shape).astype("float32"))
-    norms = [layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.BatchNormalization)]
-    momenta = [layer.momentum for layer in norms]
-    for layer in norms:
-        layer.momentum = 0.0
-    model(rng.uniform(0, 255, (8, size, size, 3)).astype("float32"), training=True)
-    for layer, momentum in zip(norms, momenta):
-        layer.momentum = momentum
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(zoo_specs()))
 def test_every_shipped_backbone_is_its_keras_application(name, tmp_path, monkeypatch):
@@ -299,7 +298,7 @@ def test_every_shipped_backbone_is_its_keras_application(name, tmp_path, monkeyp
     reference = getattr(keras.applications, family.constructor)(
         weights=None, include_top=False, input_shape=(ZOO_CHECK_SIZE, ZOO_CHECK_SIZE, 3)
     )
-    _varied_batch_norms(reference, ZOO_CHECK_SIZE)
+    varied_batch_norms(reference, ZOO_CHECK_SIZE)
     (tmp_path / "models").mkdir()
     from keras.src.legacy.saving.legacy_h5_format import save_weights_to_hdf5_group
 

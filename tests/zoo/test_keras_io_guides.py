@@ -16,6 +16,7 @@ import pytest
 import netdsl
 from netdsl.zoo import weights as zoo_weights
 from netdsl.zoo.catalog import BY_NAME
+from tests.support.backbones import varied_batch_norms
 
 SIZE = 150  # the guide's cats and dogs, resized to 150 x 150
 
@@ -119,3 +120,111 @@ def test_the_transfer_learning_guide_as_a_spec_is_the_guides_model(tmp_path, mon
     theirs_scores = theirs.evaluate(pictures, labels, verbose=0, return_dict=True)
     assert ours_scores["loss"] == pytest.approx(theirs_scores["loss"], rel=1e-4)
     assert ours_scores["binary_accuracy"] == theirs_scores["binary_accuracy"]
+
+
+# keras.io's "Image classification via fine-tuning with EfficientNet": EfficientNetB0 frozen under a new head
+# (pooling, a batch norm, dropout, softmax over the 120 dog breeds), trained at 1e-2; then its last 20 layers
+# unfrozen but the batch norms, at 1e-5. Its augmentation front end is left out: off at inference, as above.
+EFFICIENTNET = """\
+import "zoo:efficientnet_b0"
+
+model dogs {
+  input image: (224, 224, 3)
+  f = image -> efficientnet_b0 -> global_average_pooling2d -> batch_norm
+  output pred = f -> dropout(0.2) -> dense(120, activation=softmax)
+  train {
+    optimizer = adam(1e-2)
+    loss = categorical_crossentropy
+    metrics = [accuracy]
+    init = {"efficientnet_b0": "zoo:efficientnet_b0"}
+    freeze = ["efficientnet_b0"]
+    unfreeze = ["efficientnet_b0.block7a_*", "efficientnet_b0.top_*"]
+    unfreeze_after = 25
+    unfreeze_learning_rate = 1e-5
+  }
+}
+"""
+EFFICIENTNET_SIZE = 224
+
+
+def the_examples_model(weights: str) -> keras.Model:
+    """The example's `build_model` and `unfreeze_model`, line for line (the backbone's layers in the model itself:
+    `input_tensor=`), but for the weights: the file given, not ImageNet's download."""
+    inputs = keras.layers.Input(shape=(EFFICIENTNET_SIZE, EFFICIENTNET_SIZE, 3))
+    model = keras.applications.EfficientNetB0(include_top=False, input_tensor=inputs, weights=weights)
+    model.trainable = False
+    x = keras.layers.GlobalAveragePooling2D(name="avg_pool")(model.output)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.Dropout(0.2, name="top_dropout")(x)
+    outputs = keras.layers.Dense(120, activation="softmax", name="pred")(x)
+    model = keras.Model(inputs, outputs, name="EfficientNet")
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate=1e-2), loss="categorical_crossentropy")
+    return model
+
+
+def unfreeze_the_examples_model(model: keras.Model) -> None:
+    for layer in model.layers[-20:]:
+        if not isinstance(layer, keras.layers.BatchNormalization):
+            layer.trainable = True
+
+
+def _trainable(model: keras.Model) -> list[tuple[str, tuple[int, ...]]]:
+    """The trainable weights by layer and kind (`top_conv/kernel`), whatever model holds the layer; the head's
+    batch norm is `f` in the spec (the step its binding ends with), `batch_normalization` in the example."""
+    named = {"f": "batch_normalization"}
+    found = []
+    for weight in model.trainable_weights:
+        layer, kind = weight.path.split("/")[-2:]
+        found.append((f"{named.get(layer, layer)}/{kind}", tuple(weight.shape)))
+    return sorted(found)
+
+
+@pytest.mark.slow
+def test_the_efficientnet_example_as_a_spec_is_the_examples_model_in_both_phases(tmp_path, monkeypatch):
+    from keras.src.legacy.saving.legacy_h5_format import save_weights_to_hdf5_group
+
+    from netdsl.backend.compiler import unfreeze
+
+    assert len([line for line in EFFICIENTNET.splitlines() if line.strip()]) <= 17
+    home = tmp_path / "keras-home"
+    (home / "models").mkdir(parents=True)
+    family = BY_NAME["efficientnet_b0"]
+    file = home / "models" / family.notop.fname
+    keras.utils.set_random_seed(5)
+    drawn = keras.applications.EfficientNetB0(
+        weights=None, include_top=False, input_shape=(EFFICIENTNET_SIZE, EFFICIENTNET_SIZE, 3)
+    )
+    varied_batch_norms(drawn, EFFICIENTNET_SIZE)  # drawn statistics would leave every picture the same output
+    import h5py
+
+    with h5py.File(file, "w") as h5:
+        save_weights_to_hdf5_group(h5, drawn)
+    monkeypatch.setenv("KERAS_HOME", str(home))
+    unpinned = dataclasses.replace(family, notop=dataclasses.replace(family.notop, file_hash=None))
+    monkeypatch.setitem(zoo_weights.BY_NAME, "efficientnet_b0", unpinned)
+    spec = tmp_path / "dogs.net"
+    spec.write_text(EFFICIENTNET)
+
+    # the example's own layer names (its batch norm `batch_normalization`: Keras numbers the names it makes up
+    # by the models built before in the process), then the spec's model
+    keras.backend.clear_session(free_memory=False)
+    theirs = the_examples_model(str(file))
+    ours = netdsl.build(spec)
+    theirs.get_layer("pred").set_weights(ours.get_layer("pred").get_weights())  # the new head's random start
+    theirs.get_layer("batch_normalization").set_weights(ours.get_layer("f").get_weights())
+    assert ours.count_params() == theirs.count_params()
+    assert _trainable(ours) == _trainable(theirs)  # the head alone: pred and its batch norm
+    rng = np.random.default_rng(1)
+    pictures = rng.uniform(0, 255, (3, EFFICIENTNET_SIZE, EFFICIENTNET_SIZE, 3)).astype("float32")
+    got, want = ours.predict(pictures, verbose=0), theirs.predict(pictures, verbose=0)
+    assert got.shape == want.shape == (3, 120)
+    assert np.max(np.abs(want[0] - want[1])) > 0.01 * np.max(want)  # the pictures' signal reaches the head
+    assert np.max(np.abs(got - want)) <= 1e-5
+
+    unfreeze(ours)
+    unfreeze_the_examples_model(theirs)
+    # the second phase: block 7a and the top of the backbone, its batch norms excepted, and the head
+    assert _trainable(ours) == _trainable(theirs)
+    assert {name.split("/")[0] for name, _ in _trainable(ours)} >= {"top_conv", "block7a_project_conv", "pred"}
+    assert not any(name.startswith(("top_bn", "block7a_bn", "block6")) for name, _ in _trainable(ours))
+    assert float(ours.optimizer.learning_rate) == pytest.approx(1e-5)

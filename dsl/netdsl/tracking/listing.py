@@ -24,6 +24,7 @@ class Entry:
     best: float | None
     spec_sha256: str
     created: str
+    front: int | None = None  # a sweep of several objectives: the trials of its Pareto front (it has no best)
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -74,6 +75,7 @@ def _sweep_entry(sweep: Sweep, root: Path) -> Entry:
         best[1] if best else None,
         text(spec.get("sha256")),
         text(sweep.record.get("created")),
+        len(sweep.best["pareto"]) if isinstance(sweep.best.get("pareto"), list) else None,
     )
 
 
@@ -83,6 +85,8 @@ def table(lines: list[Entry]) -> list[str]:
     for e in lines:
         epochs = "" if e.epochs is None else (f"{e.epochs} trials" if e.kind == "sweep" else str(e.epochs))
         best = f"{e.best_metric} {e.best:.4g}" if e.best is not None and e.best_metric else "-"
+        if e.front is not None:
+            best = f"front of {e.front}"
         rows.append(
             [
                 printable(e.name) + ("/" if e.kind == "sweep" else ""),

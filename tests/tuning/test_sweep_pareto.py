@@ -154,7 +154,7 @@ def test_runs_lists_the_sweep_with_its_front(swept, capsys):
     """A sweep of several objectives has no best trial: `netdsl runs` says how many trials its front holds."""
     assert main(["runs", str(swept.dir.parent)]) == 0
     (line,) = capsys.readouterr().out.splitlines()[1:]
-    assert line.split()[:5] == ["tiny-sweep/", "tiny", "finished", "5", "trials"]
+    assert line.split()[:5] == [f"{swept.dir.name}/", "tiny", "finished", "5", "trials"]
     assert f"front of {len(swept.pareto)}" in line
     assert main(["runs", str(swept.dir.parent), "--json"]) == 0
     (listed,) = json.loads(capsys.readouterr().out)

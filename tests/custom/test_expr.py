@@ -259,6 +259,9 @@ GRADIENT_CASES = {
     "gelu": call("gelu", X, approximate=const(True)),
     "elu": call("elu", X, alpha=num(0.5)),
     "leaky_relu": call("leaky_relu", X, negative_slope=num(0.1)),
+    "get_item": call("get_item", X, const([[None, None, None], [1, None, None], 0])),
+    "split": call("split", X, num(3), axis=num(-1)),
+    "unstack": call("unstack", X, axis=num(1)),
 }
 
 

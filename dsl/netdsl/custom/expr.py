@@ -79,6 +79,37 @@ def _concatenate(*tensors, axis=0):
     return ops.concatenate(list(tensors), axis=axis)
 
 
+def _key_item(item):
+    """One stored subscript (see `netdsl.semantics.slicing`) as Python's: a slice, Ellipsis, None or an int."""
+    if item == "...":
+        return Ellipsis
+    if isinstance(item, tuple):
+        if len(item) != 3 or not all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in item):
+            raise ValueError(f"Expected a slice as [start, stop, step] of integers or null, received: {item!r}")
+        if item[2] is not None and item[2] <= 0:
+            raise ValueError(f"Expected a positive slice step, received: {item[2]!r}")
+        return slice(*item)
+    if item is None or (isinstance(item, int) and not isinstance(item, bool)):
+        return item
+    raise ValueError(f"Expected a subscript (an integer, a slice, null or '...'), received: {item!r}")
+
+
+def _get_item(x, key):
+    """`x[key]` (keras.ops.get_item), the key as stored: a list of subscripts, the batch axis first."""
+    if not isinstance(key, tuple):
+        raise ValueError(f"Expected a list of subscripts, received: {key!r}")
+    return ops.get_item(x, tuple(_key_item(item) for item in key))
+
+
+def _split(x, parts, axis=None):
+    """keras.ops.split: `parts` equal sections, or the indices the axis is cut at."""
+    return ops.split(x, list(parts) if isinstance(parts, tuple) else parts, axis=axis)
+
+
+def _unstack(x, axis=None):
+    return ops.unstack(x, axis=axis)
+
+
 def _unary(fn):
     return FunctionSpec(fn, 1, 1, _NO_KW)
 
@@ -112,6 +143,9 @@ FUNCTIONS = {
     "min": FunctionSpec(_reduction(ops.min), 1, 1, _REDUCE_KW),
     "softmax": FunctionSpec(_softmax, 1, 1, frozenset({"axis"})),
     "concatenate": FunctionSpec(_concatenate, 1, None, frozenset({"axis"})),
+    "get_item": FunctionSpec(_get_item, 2, 2, _NO_KW),
+    "split": FunctionSpec(_split, 2, 2, frozenset({"axis"})),
+    "unstack": FunctionSpec(_unstack, 1, 1, frozenset({"axis"})),
     # activations
     "sine": _unary(_acts.sine),
     "smooth_relu": _unary(_acts.smooth_relu),
@@ -130,7 +164,7 @@ FUNCTIONS = {
 }
 
 # Arguments that must evaluate to Python constants (never tensors).
-_STATIC_POSITIONS = {"transpose": 1, "reshape": 1}
+_STATIC_POSITIONS = {"transpose": 1, "reshape": 1, "get_item": 1, "split": 1}
 _STATIC_KWARGS = frozenset({"axis", "keepdims", "approximate"})
 
 # Python equivalents used to fold functions of constants.

@@ -224,10 +224,13 @@ class FlowExpander:
         if len(outputs) == 1 and outputs[0].variadic and len(stmt.targets) > 1:
             outputs = self._spread(outputs[0], len(stmt.targets))
         if len(outputs) != len(stmt.targets):
+            giver = "the flow"
+            if isinstance(stmt.value, ir.Call) and isinstance(stmt.value.func, ir.Name):
+                giver = f"'{stmt.value.func.id}'"  # split(x, 3, axis=-1)
             raise Fail(
                 stmt.span,
                 f"{len(stmt.targets)} name{'s' if len(stmt.targets) > 1 else ''} "
-                f"on the left, but the flow gives {len(outputs)} tensor"
+                f"on the left, but {giver} gives {len(outputs)} tensor"
                 f"{'s' if len(outputs) != 1 else ''}",
             )
         for name, tensor in zip(stmt.targets, outputs):

@@ -101,3 +101,11 @@ def test_a_slice_of_the_batch_axis_is_named_as_one_a_spec_cannot_write():
     model = keras.Model(x, layers.Dense(4, name="d")(x)[1:, :2], name="batch_cut")
     with pytest.raises(netdsl.SpecError, match="is the Keras operation GetItem"):
         netdsl.decompile(model)
+
+
+def test_keras_ops_slice_becomes_a_slice_of_each_axis():
+    x = keras.Input((10, 16), name="x")
+    h = layers.Dense(16, name="d")(x)
+    model = keras.Model(x, layers.Dense(2, name="out")(ops.slice(h, (0, 2, 4), (-1, 3, 8))), name="ops_slice")
+    text = assert_round_trip(model)
+    assert "output out = h[:, 2:5, 4:12] -> dense(2)" in text

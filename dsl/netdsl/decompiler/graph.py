@@ -242,7 +242,7 @@ class _Reader:
                 if _is_operation(layer) and isinstance(item, (int, float)) and not isinstance(item, bool):
                     arguments.append(item)  # `x + 3.0`: a tensor expression writes the number
                     continue
-                subscripts = _slice_key(item) if layer.class_name == "GetItem" and _is_operation(layer) else None
+                subscripts = _slice_key(item, layer.class_name) if _is_operation(layer) else None
                 if subscripts is not None:
                     arguments.append(SliceKey(subscripts))  # `x[:, :256]`
                     continue
@@ -348,9 +348,14 @@ class SliceKey:
     items: tuple
 
 
-def _slice_key(value: Any) -> tuple | None:
+def _slice_key(value: Any, operation: str) -> tuple | None:
     """A serialised GetItem key as subscripts (`[start, stop, step]` as a tuple, `"..."`, an int, None),
-    or None when it holds anything else."""
+    a `Slice`'s start indices as they are (its sizes are in its config); None when it holds anything else."""
+    if operation == "Slice":
+        ok = isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        return tuple(value) if ok else None
+    if operation != "GetItem":
+        return None
     items = value if isinstance(value, list) else [value]
     out: list[Any] = []
     for item in items:

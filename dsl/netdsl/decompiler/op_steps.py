@@ -64,6 +64,8 @@ def _template(layer: Layer, call: Call) -> tuple | None:
         return _frozen(expression) if isinstance(expression, list) else None
     operands = _operands(call)
     name, config = layer.class_name, layer.config
+    if name == "Slice":  # keras.ops.slice(x, starts, sizes): a slice of each axis
+        return _cut("GetItem", config, _slice_operands(operands, config.get("shape")))
     if name in ("GetItem", "Split", "Unstack"):
         return _cut(name, config, operands)
     if name in _BINARY and len(operands) == 2:
@@ -122,6 +124,22 @@ def _cut(name: str, config: dict, operands: list) -> tuple | None:
     if not (isinstance(parts, int) or (isinstance(parts, tuple) and all(isinstance(p, int) for p in parts))):
         return None
     return ("call", "split", (operands[0], ("const", parts)), keyword)
+
+
+def _slice_operands(operands: list, sizes: Any) -> list:
+    """`ops.slice(x, (0, 2, 0), (-1, 3, 512))` as `x[:, 2:5, 0:512]` (a size of -1: to the end); the batch
+    axis must be whole (start 0, size -1), or the operands are left as they are (refused)."""
+    if len(operands) != 2 or operands[1][0] != "key" or not isinstance(sizes, list):
+        return operands
+    starts = operands[1][1]
+    if len(starts) != len(sizes) or not starts or (starts[0], sizes[0]) != (0, -1):
+        return operands
+    items: list[Any] = [(None, None, None)]
+    for start, size in zip(starts[1:], sizes[1:]):
+        if not isinstance(size, int) or isinstance(size, bool) or size < -1 or size == 0:
+            return operands
+        items.append((start, None if size == -1 else start + size, None))
+    return [operands[0], ("key", tuple(items))]
 
 
 def _pairwise(name: str, operands: list) -> tuple | None:

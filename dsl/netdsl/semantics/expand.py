@@ -55,6 +55,7 @@ class FlowExpander:
         outer_uncertain, state.uncertain = state.uncertain, False
         state.model_stack.append(decl.name)
         reported = len(state.diagnostics)
+        outer_shadows, state.shadows = state.shadows, state.shadows_in(decl, scope)
         try:
             env = Env(scope)
             self._model_inputs(decl, env)
@@ -76,6 +77,7 @@ class FlowExpander:
             state.uncertain = state.uncertain or outer_uncertain
             state.build = outer
             state.model_stack.pop()
+            state.shadows = outer_shadows
         return graph
 
     def check_block(self, decl: ir.BlockDecl, scope: FileScope) -> None:

@@ -267,3 +267,15 @@ def test_a_declared_activation_that_slices_has_the_shape_keras_gives_it():
     assert_same_model(ours, theirs, RNG.normal(size=(2, 5, 8)).astype("float32"))
     assert tuple(ours.get_layer("y.glu").output.shape[1:]) == (5, 4)
     assert inferred_shapes(spec, "gated") == {"y": (5, 3)}
+
+
+def test_a_constant_slice_takes_a_step_as_python_s_does():
+    spec = """
+        let widths = [8, 16, 24, 32, 40][1::2]        # 16 and 32
+        let reversed = (1, 2, 3)[::-1]
+        model steps {
+          input x: (4,)
+          output y = x -> dense(widths[0] + widths[1] + reversed[0])
+        }
+    """
+    assert inferred_shapes(spec, "steps") == {"y": (51,)}

@@ -279,3 +279,16 @@ def test_a_constant_slice_takes_a_step_as_python_s_does():
         }
     """
     assert inferred_shapes(spec, "steps") == {"y": (51,)}
+
+
+@pytest.mark.parametrize("spec", [SPLITS, GMLP], ids=["splits", "gmlp"])
+def test_a_built_model_decompiles_to_its_slices_and_splits(spec):
+    """The round trip of `netdsl decompile`: parameters, weights and outputs, and the rebuilt model
+    decompiles to the same text (the gMLP block's split ends a statement, never a block)."""
+    from netdsl.decompiler.verify import verify_round_trip
+
+    model = build(spec)
+    text = netdsl.decompile(model)
+    result, _ = verify_round_trip(model, text)
+    assert result.ok, "\n".join(result.lines()) + "\n" + text
+    assert "= split(" in text

@@ -85,6 +85,7 @@ SLICES = """
       output last = h[:, -1, 100:200:7]
       output wide = h[:, none, 2:4]
       output gated = h[..., :256] * sigmoid(h[..., 256:])
+      output backwards = h[:, 8:2:-2, ::-3]
     }
 """
 
@@ -100,6 +101,7 @@ def keras_slices():
         h[:, -1, 100:200:7],
         h[:, None, 2:4],
         h[..., :256] * ops.sigmoid(h[..., 256:]),
+        h[:, 8:2:-2, ::-3],
     ]
     return keras.Model(x, out)
 
@@ -110,6 +112,7 @@ def test_slices_are_keras_code_s_and_check_knows_their_shapes():
     keras_shapes = [tuple(t.shape[1:]) for t in theirs.outputs]
     assert list(inferred_shapes(SLICES, "slices").values()) == keras_shapes
     assert keras_shapes[3] == (512,) and keras_shapes[4] == (15,) and keras_shapes[5] == (1, 2, 512)
+    assert keras_shapes[7] == (3, 171)
 
 
 def test_an_unknown_size_stays_unknown_and_a_slice_of_it_builds():

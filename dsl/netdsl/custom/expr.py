@@ -86,8 +86,8 @@ def _key_item(item):
     if isinstance(item, tuple):
         if len(item) != 3 or not all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in item):
             raise ValueError(f"Expected a slice as [start, stop, step] of integers or null, received: {item!r}")
-        if item[2] is not None and item[2] <= 0:
-            raise ValueError(f"Expected a positive slice step, received: {item[2]!r}")
+        if item[2] == 0:
+            raise ValueError("Expected a slice step other than 0, received: 0")
         return slice(*item)
     if item is None or (isinstance(item, int) and not isinstance(item, bool)):
         return item
@@ -95,10 +95,52 @@ def _key_item(item):
 
 
 def _get_item(x, key):
-    """`x[key]` (keras.ops.get_item), the key as stored: a list of subscripts, the batch axis first."""
+    """`x[key]` (keras.ops.get_item), the key as stored: a list of subscripts, the batch axis first.
+
+    A backwards slice (`x[:, ::-1]`) is taken forwards, then flipped: torch tensors refuse a
+    negative step, so every backend does it the same way (the axis's size must be static)."""
     if not isinstance(key, tuple):
         raise ValueError(f"Expected a list of subscripts, received: {key!r}")
-    return ops.get_item(x, tuple(_key_item(item) for item in key))
+    items = [_key_item(item) for item in key]
+    if not any(isinstance(i, slice) and i.step is not None and i.step < 0 for i in items):
+        return ops.get_item(x, tuple(items))
+    forward, flipped = _forwards(items, tuple(x.shape))
+    out = ops.get_item(x, tuple(forward))
+    return ops.flip(out, axis=flipped) if flipped else out
+
+
+def _forwards(items, shape):
+    """The key with each backwards slice made the forward slice of the same positions, and the axes of
+    the result to flip."""
+    if items.count(Ellipsis) > 1:
+        raise ValueError("Expected one '...' in a slice")
+    named = sum(1 for i in items if i is not Ellipsis and i is not None)
+    if Ellipsis not in items:
+        items = [*items, Ellipsis]
+    forward, flipped = [], []
+    axis, out_axis = 0, 0  # the input's axis a subscript reads, the result's axis it makes
+    for item in items:
+        if item is Ellipsis:
+            spread = len(shape) - named
+            forward.append(Ellipsis)
+            axis, out_axis = axis + spread, out_axis + spread
+        elif item is None:
+            forward.append(None)
+            out_axis += 1
+        elif isinstance(item, int):
+            forward.append(item)
+            axis += 1
+        else:
+            if item.step is not None and item.step < 0:
+                size = shape[axis]
+                if size is None:
+                    raise ValueError(f"Expected a static size for axis {axis} to slice it backwards")
+                taken = range(size)[item]
+                item = slice(taken[-1], taken[0] + 1, -item.step) if taken else slice(0, 0)
+                flipped.append(out_axis)
+            forward.append(item)
+            axis, out_axis = axis + 1, out_axis + 1
+    return forward, tuple(flipped)
 
 
 def _split(x, parts, axis=None):

@@ -49,23 +49,15 @@ def has_unknown(key: Sequence[Any]) -> bool:
 
 
 def check_items(key: Sequence[Any], batch: bool = True) -> None:
-    """What a key's items must be whatever the tensor: one `...`, steps positive, the batch axis whole
+    """What a key's items must be whatever the tensor: one `...`, no step of 0, the batch axis whole
     when the key names it first (`batch`: the tensor has one; a declared layer's weight has none).
     Values UNKNOWN (a block checked alone) pass."""
     ellipses = [i for i, item in enumerate(key) if item == ELLIPSIS]
     if len(ellipses) > 1:
         raise SliceError("a slice takes one '...'", ellipses[1])
     for i, item in enumerate(key):
-        if isinstance(item, list):
-            step = item[2]
-            if step == 0:
-                raise SliceError("a slice's step cannot be 0", i)
-            if isinstance(step, int) and step < 0:
-                raise SliceError(
-                    f"a slice's step must be positive, received {step}",
-                    i,
-                    "Keras' torch backend cannot slice backwards",
-                )
+        if isinstance(item, list) and item[2] == 0:
+            raise SliceError("a slice's step cannot be 0", i)
     if batch and key and key[0] != ELLIPSIS and not is_full(key[0]) and key[0] is not UNKNOWN:
         raise SliceError("a tensor's slice starts with its batch axis, which stays whole", 0)
 
@@ -117,6 +109,8 @@ def sliced_shape(shape: Shape, key: Sequence[Any], batch: bool = True) -> Shape:
 def _slice_length(item: list[Any], size: Any, axis: int, position: int) -> Any:
     start, stop, step = item
     if size is None:
+        if isinstance(step, int) and step < 0:  # built forwards then flipped: the positions must be known
+            raise SliceError(f"a backwards slice needs the size of axis {axis} known; it is not", position)
         return None  # Keras' rule: an unknown size stays unknown
     for bound in (start, stop):
         if bound is not None and not -size <= bound <= size:

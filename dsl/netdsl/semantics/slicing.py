@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from netdsl.errors import BuildError, Fail, Span
+from netdsl.limits import MAX_SPLIT_OUTPUTS
 from netdsl.semantics.values import UNKNOWN, Value, describe_value
 from netdsl.syntax import ir
 from netdsl.syntax.format_expr import POSTFIX, ExprPrinter
@@ -156,14 +157,30 @@ def axis_index(axis: Any, rank: int, what: str) -> int:
     return index
 
 
+def split_count(parts: Any) -> int | None:
+    """How many tensors `split(x, parts, ...)` gives (None: `parts` is not a count or a list)."""
+    if isinstance(parts, int) and not isinstance(parts, bool):
+        if parts < 1:
+            raise SliceError(f"'split' makes 1 or more parts, received {parts}")
+        return parts
+    return len(parts) + 1 if isinstance(parts, (list, tuple)) else None
+
+
+def check_count(name: str, count: int) -> None:
+    """Refused before any list of `count` shapes is made."""
+    if count > MAX_SPLIT_OUTPUTS:
+        raise SliceError(f"'{name}' would give {count:,} tensors; at most {MAX_SPLIT_OUTPUTS:,} are allowed")
+
+
 def split_shapes(shape: Shape, parts: Any, axis: Any) -> list[Shape]:
     """The shapes of `split(x, parts, axis)`: `parts` equal sections, or a list of the indices the axis
     is cut at (keras.ops.split's, NumPy's)."""
     index = axis_index(axis, len(shape), "split")
     size = shape[index]
+    count = split_count(parts)
+    if count is not None:
+        check_count("split", count)
     if isinstance(parts, int) and not isinstance(parts, bool):
-        if parts < 1:
-            raise SliceError(f"'split' makes 1 or more parts, received {parts}")
         if size is not None and size % parts:
             raise SliceError(
                 f"cannot split axis {axis} of size {size} into {parts} equal parts",
@@ -193,6 +210,7 @@ def unstack_shapes(shape: Shape, axis: Any) -> list[Shape]:
     size = shape[index]
     if size is None:
         raise SliceError(f"'unstack' needs the size of axis {axis} known; it is not")
+    check_count("unstack", size)
     return [shape[:index] + shape[index + 1 :]] * size
 
 

@@ -32,7 +32,6 @@ from typing import Any, Protocol, cast
 
 from netdsl import registry
 from netdsl.errors import Fail, Span
-from netdsl.limits import MAX_CALL_OUTPUTS
 from netdsl.semantics import slicing
 from netdsl.semantics.declared import OP_FUNCTIONS
 from netdsl.semantics.graph_writer import GraphWriter
@@ -371,22 +370,20 @@ class TensorExpressions:
             parts = self._constant(positional[1], env, name, "parts")
             parts = list(parts) if isinstance(parts, (tuple, list)) else parts
             args.append(["const", parts])
-            if isinstance(parts, int) and not isinstance(parts, bool):
-                count = parts
-            elif isinstance(parts, list) and not is_unknown(parts):
-                count = len(parts) + 1
         tree = ["call", name, args, {"axis": ["const", axis]}]
-        if isinstance(tensor.shape, tuple) and not is_unknown(tree):
-            whole = (None, *tensor.shape)
-            try:
+        try:
+            if name == "split" and parts is not UNKNOWN:
+                count = slicing.split_count(parts)
+                if count is not None:
+                    slicing.check_count(name, count)
+            if isinstance(tensor.shape, tuple) and not is_unknown(tree):
+                whole = (None, *tensor.shape)
                 shapes = (
                     slicing.split_shapes(whole, parts, axis) if name == "split" else slicing.unstack_shapes(whole, axis)
                 )
-            except slicing.SliceError as exc:
-                raise Fail(expr.span, str(exc), exc.hint) from None
-            count = len(shapes)
-        if count is not None and not 1 <= count <= MAX_CALL_OUTPUTS:
-            raise Fail(expr.span, f"'{name}' would give {count} tensors; at most {MAX_CALL_OUTPUTS} are allowed")
+                count = len(shapes)
+        except slicing.SliceError as exc:
+            raise Fail(expr.span, str(exc), exc.hint) from None
         label = f"{name} axis={describe_value(axis)}"
         spec = OpSpec(tree, 1, label, count or 1)
         outputs = self.writer.emit("tensor_op", name, {}, [tensor], count or 1, expr.span, name, final, decl=spec)

@@ -75,7 +75,7 @@ def declared_output_shapes(config: dict[str, Any], input_shapes: list[tuple[Any,
 def declared_activation_shape(config: dict[str, Any], input_shape: Any) -> Any:
     """The output shape (batch axis excluded) of a DeclaredActivation config: its input's, unless
     its body slices (`x[..., :4] * sigmoid(x[..., 4:])`); UNKNOWN when the rules cannot tell."""
-    if not _slices(config["body"]):
+    if not takes_slices(config["body"]):
         return input_shape
     if input_shape is UNKNOWN:
         return UNKNOWN
@@ -89,11 +89,12 @@ def declared_activation_shape(config: dict[str, Any], input_shape: Any) -> Any:
     return tuple(shape[1:]) if shape else UNKNOWN
 
 
-def _slices(tree: Any) -> bool:
+def takes_slices(tree: Any) -> bool:
+    """Whether an expression tree slices (`get_item`): its shape is not its input's."""
     if isinstance(tree, list):
-        return (len(tree) > 1 and tree[0] == "call" and tree[1] == "get_item") or any(_slices(t) for t in tree)
+        return (len(tree) > 1 and tree[0] == "call" and tree[1] == "get_item") or any(takes_slices(t) for t in tree)
     if isinstance(tree, dict):
-        return any(_slices(t) for t in tree.values())
+        return any(takes_slices(t) for t in tree.values())
     return False
 
 

@@ -102,6 +102,8 @@ def _get_item(x, key):
     if not isinstance(key, tuple):
         raise ValueError(f"Expected a list of subscripts, received: {key!r}")
     items = [_key_item(item) for item in key]
+    if len(items) > 1 and items[-1] is Ellipsis:  # implied there anyway; tf2onnx misreads a written one
+        items.pop()
     if not any(isinstance(i, slice) and i.step is not None and i.step < 0 for i in items):
         return ops.get_item(x, tuple(items))
     forward, flipped = _forwards(items, tuple(x.shape))
@@ -115,8 +117,6 @@ def _forwards(items, shape):
     if items.count(Ellipsis) > 1:
         raise ValueError("Expected one '...' in a slice")
     named = sum(1 for i in items if i is not Ellipsis and i is not None)
-    if Ellipsis not in items:
-        items = [*items, Ellipsis]
     forward, flipped = [], []
     axis, out_axis = 0, 0  # the input's axis a subscript reads, the result's axis it makes
     for item in items:

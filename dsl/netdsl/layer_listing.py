@@ -78,9 +78,23 @@ def _describe_entry(entry: Any) -> str:
     lines = [f"{entry.name} ({entry.kind}, {entry.source}): {entry.description}"]
     if entry.aliases:
         lines.append(f"  also written: {', '.join(entry.aliases)}")
+    if entry.kind == "layer" and entry.inputs != (1, 1):
+        lines.append(f"  inputs: {_inputs(entry.inputs)}, a tuple in the order of Keras' call: (a, b) -> {entry.name}")
     for p in entry.params:
-        default = "required" if p.default is registry.REQUIRED else f"default {describe_value(p.default)}"
-        where = "positional or keyword" if p.positional else "keyword"
-        choices = f"; one of {', '.join(p.choices)}{', none' if p.nullable else ''}" if p.choices else ""
-        lines.append(f"  {p.name}: {p.type}, {default}, {where}{choices}")
+        lines.append(_param_line(p, "positional or keyword" if p.positional else "keyword"))
+    for p in entry.call_params:  # Keras takes them when the layer is called; a spec writes them beside the others
+        lines.append(_param_line(p, "keyword, given to the call"))
     return "\n".join(lines)
+
+
+def _param_line(p: Any, where: str) -> str:
+    default = "required" if p.default is registry.REQUIRED else f"default {describe_value(p.default)}"
+    choices = f"; one of {', '.join(p.choices)}{', none' if p.nullable else ''}" if p.choices else ""
+    return f"  {p.name}: {p.type}, {default}, {where}{choices}"
+
+
+def _inputs(arity: tuple[int, int | None]) -> str:
+    lo, hi = arity
+    if hi is None:
+        return f"{lo} or more tensors"
+    return f"{lo} tensors" if lo == hi else f"{lo} to {hi} tensors"

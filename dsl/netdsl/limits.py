@@ -88,6 +88,10 @@ CONST_WORK_PER_BYTE = 2
 # `STEP * N`: the count of one repeat.
 MAX_REPEAT = 10_000
 
+# Tensors one `split` or `unstack` gives: each is a graph output of its node, so
+# `unstack(x, axis=1)` of a 100,000-long axis would make 100,000 of them.
+MAX_SPLIT_OUTPUTS = 1_024
+
 # Blocks (and nested models) inside blocks: each level is a recursion.
 MAX_BLOCK_DEPTH = 48
 

@@ -55,3 +55,17 @@ def test_an_unknown_name_is_printed_escaped(capsys):
     code = main(["layers", "nothing\x1b[31m"])
     assert code == 2
     assert capsys.readouterr().err == "netdsl layers: error: unknown name 'nothing\\x1b[31m'\n"
+
+
+def test_a_layer_lists_its_inputs_and_the_arguments_its_call_takes(capsys):
+    """Issue 30: `use_causal_mask` is written beside the constructor's arguments, so it is listed too."""
+    code, out = run(capsys, "multi_head_attention")
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[2] == "  inputs: 2 to 3 tensors, a tuple in the order of Keras' call: (a, b) -> multi_head_attention"
+    assert lines[-2:] == [
+        "  return_attention_scores: bool, default false, keyword, given to the call",
+        "  use_causal_mask: bool, default false, keyword, given to the call",
+    ]
+    _, dense = run(capsys, "dense")
+    assert "inputs:" not in dense and "given to the call" not in dense

@@ -259,6 +259,9 @@ GRADIENT_CASES = {
     "gelu": call("gelu", X, approximate=const(True)),
     "elu": call("elu", X, alpha=num(0.5)),
     "leaky_relu": call("leaky_relu", X, negative_slope=num(0.1)),
+    "get_item": call("get_item", X, const([[None, None, None], [1, None, None], 0])),
+    "split": call("split", X, num(3), axis=num(-1)),
+    "unstack": call("unstack", X, axis=num(1)),
 }
 
 
@@ -467,3 +470,23 @@ def test_tampered_config_is_refused(tmp_path, old, new, message):
     # TypeError; the netdsl message is kept inside.
     with pytest.raises((ValueError, TypeError), match=re.escape(message)):
         keras.saving.load_model(tampered, safe_mode=True)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        (slice(None), slice(None, None, -1)),
+        (slice(None), slice(8, 2, -2), slice(None, None, -3)),
+        (slice(None), 3, None, slice(None, None, -1)),
+        (Ellipsis, slice(-2, None, -5)),
+        (slice(None), None, slice(1, 9, -1)),  # nothing
+    ],
+)
+def test_a_backwards_slice_is_a_forward_one_flipped(key):
+    """torch tensors take no negative step: `get_item` slices forwards and flips, whatever the backend."""
+    from netdsl.custom.expr import _forwards
+
+    x = RNG.normal(size=(2, 10, 12))
+    forward, flipped = _forwards(list(key), x.shape)
+    assert all(not isinstance(k, slice) or k.step is None or k.step > 0 for k in forward)
+    np.testing.assert_array_equal(np.flip(x[tuple(forward)], axis=flipped), x[key])

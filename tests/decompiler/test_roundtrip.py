@@ -125,7 +125,8 @@ def test_nested_model_and_shared_layer_are_written_as_such():
 
 def test_resolved_defaults_are_left_out():
     text = netdsl.decompile(text_encoder())
-    assert "multi_head_attention(2, 8, use_causal_mask=true)" in text  # no value_dim, attention_axes
+    # no value_dim, attention_axes (one argument per line: the call does not fit 88 columns)
+    assert "multi_head_attention(\n    2,\n    8,\n    use_causal_mask=true,\n  )" in text
     assert "bidirectional(lstm(8, return_sequences=true))" in text  # no backward_layer
     assert "input tokens: (12,) as int32" in text
 

@@ -42,7 +42,7 @@ def test_a_model_built_with_keras_ops_on_tensors_round_trips():
     model = keras.Model(x, layers.Dense(2, name="out")(d), name="with_ops")
     text = assert_round_trip(model)
     assert "relu6(d + 3.0)" in text and "d * relu6_out / 6.0" in text
-    assert "transpose(d, (2, 1))" in text and "mean(softmax_out @ true_divide, axis=1, keepdims=true)" in text
+    assert "transpose(d, (0, 2, 1))" in text and "mean(softmax_out @ true_divide, axis=1, keepdims=true)" in text
 
 
 def test_hard_swish_written_as_arithmetic_is_recovered_as_a_block():
@@ -78,3 +78,34 @@ def test_mobilenet_v3_round_trips_with_its_gate_as_a_block(name):
     assert "(h + 3.0) -> relu(max_value=6.0)" in text and "* (1 / 6)" in text
     assert text.count("(h + 3.0) -> relu(max_value=6.0)") == 1, "the hard-sigmoid gate is written once, in a block"
     assert gate, text
+
+
+def test_slices_splits_and_unstacks_of_keras_code_round_trip_as_subscripts():
+    """`x[:, :8]` (Keras' GetItem), `ops.split` and `ops.unstack` become the spec's slices and
+    destructured calls; names that are functions of tensors (`split`) are not taken by tensors."""
+    x = keras.Input((10, 16), name="x")
+    h = layers.Dense(16, name="d")(x)
+    u, v = ops.split(h, 2, axis=-1)
+    p, q, r = ops.split(h, [4, 12], axis=2)
+    w = ops.unstack(h[:, :3], axis=1)
+    gated = layers.Concatenate()([h[:, :, :8] * ops.sigmoid(h[..., 8:]), u + v, p * 2.0])
+    model = keras.Model(x, [gated, h[:, ::2, -3:], h[:, 3], layers.Concatenate()([q, r]), w[0] * w[2]], name="cuts")
+    text = assert_round_trip(model)
+    assert "sigmoid(d[..., 8:])" in text and "d[:, :, :8]" in text and "d[:, ::2, -3:]" in text and "d[:, 3]" in text
+    assert "split_out, split_out_2 = split(d, 2, axis=-1)" in text
+    assert "= split(d, (4, 12), axis=2)" in text and "= unstack(d[:, :3], axis=1)" in text
+
+
+def test_a_slice_of_the_batch_axis_is_named_as_one_a_spec_cannot_write():
+    x = keras.Input((4,), name="x")
+    model = keras.Model(x, layers.Dense(4, name="d")(x)[1:, :2], name="batch_cut")
+    with pytest.raises(netdsl.SpecError, match="is the Keras operation GetItem"):
+        netdsl.decompile(model)
+
+
+def test_keras_ops_slice_becomes_a_slice_of_each_axis():
+    x = keras.Input((10, 16), name="x")
+    h = layers.Dense(16, name="d")(x)
+    model = keras.Model(x, layers.Dense(2, name="out")(ops.slice(h, (0, 2, 4), (-1, 3, 8))), name="ops_slice")
+    text = assert_round_trip(model)
+    assert "output out = h[:, 2:5, 4:12] -> dense(2)" in text

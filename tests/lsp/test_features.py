@@ -385,3 +385,32 @@ async def test_inlay_hints_show_each_statements_shape_and_parameters(client, mai
         (16, 60, "(None, 64) · 177,280 params"),
         (17, 51, "(None, 10) · 640 params"),  # the declared layer's kernel: 64 x 10
     ]
+
+
+SLICES = """\
+model cuts {
+  input x: (10, 512)
+  first = x[:, :, :256]
+  u, v = split(x, 2, axis=-1)
+  output y = first * sigmoid(v[..., ::2, :])
+}
+"""
+
+
+async def test_slices_and_splits_are_checked_hovered_and_hinted(client, project):
+    """Issue 30: a document with subscripts and a destructured split is clean, its tensors hover with
+    their shapes and its statements get their inlay hints."""
+    uri = await scratch(client, project, "cuts.net", SLICES)
+    lines = SLICES.split("\n")
+    assert "first: (None, 10, 256)" in await hover(client, uri, at(3, "first", lines=lines))
+    assert "v: (None, 10, 256)" in await hover(client, uri, at(4, "v", lines=lines))
+    hints = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(text_document=doc(uri), range=types.Range(start=pos(0, 0), end=pos(6, 0)))
+    )
+    assert [h.label for h in hints][1:] == [
+        "(None, 10, 512)",
+        "(None, 10, 256) · 0 params",
+        "(None, 10, 256), (None, 10, 256) · 0 params",  # the split's two tensors
+        "(None, 5, 256) · 0 params",
+    ]
+    await close(client, uri)

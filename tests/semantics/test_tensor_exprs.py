@@ -134,7 +134,7 @@ ATTENTION = """
       input kv: (5, 8)
       k = kv -> dense(8)
       v = kv -> dense(8)
-      scores = (q -> dense(8)) @ transpose(k, (2, 1)) / sqrt(8.0)
+      scores = (q -> dense(8)) @ transpose(k, (0, 2, 1)) / sqrt(8.0)
       output y = softmax(scores, axis=-1) @ v
     }
 """
@@ -164,7 +164,7 @@ def test_check_infers_the_shapes_keras_computes():
           m2 = max(a, -1, keepdims=true)
           m3 = sum(a, (1, 2))
           p = 2 ** (-a) + minimum(a, 0.0) + clip(a, -1, 1)
-          r = reshape(a, (16, 8)) @ a
+          r = reshape(a, (-1, 16, 8)) @ a
           j = concat(a, x, axis=-1)
           output s, t, u, m1, m2, m3, p, r, j
         }

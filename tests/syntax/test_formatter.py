@@ -228,6 +228,12 @@ def test_parentheses_exactly_where_precedence_needs_them():
         ("let v = (1).shape", "let v = (1).shape"),
         ("let v = (x.shape)[-1]", "let v = x.shape[-1]"),
         ("let v = x[ 1 : ]", "let v = x[1:]"),
+        ("let v = x[:,:256]", "let v = x[:, :256]"),
+        ("let v = x[ ... , 1 : : 2 ]", "let v = x[..., 1::2]"),
+        ("let v = x[::, -1, none, ]", "let v = x[:, -1, none]"),
+        ("let v = x[(1, 2)]", "let v = x[1, 2]"),
+        ("let v = x[1,]", "let v = x[1,]"),
+        ("let v = x[a:b:c][:, 0]", "let v = x[a:b:c][:, 0]"),
         ("let v = ( 1 , )", "let v = (1,)"),
         ("let v = 1e-3 + 1E3 + .5 + 1. + 007", "let v = 1e-3 + 1E3 + .5 + 1. + 007"),
         ('let v = "a\\"b\\\\c\\td\\ne"', 'let v = "a\\"b\\\\c\\td\\ne"'),
@@ -401,3 +407,44 @@ def test_fmt_does_not_import_tensorflow(tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+WIDE = """\
+block stage(filters, filters2, kernel=1, strides=1, padding="same", kernel2=3, strides2=1, padding2="same") {
+  input x
+  output y = x -> conv2d(filters, kernel, strides=strides, padding=padding, use_bias=false, name="first_conv")
+}
+
+model m {
+  input q: (4, 8)
+  input kv: (6, 8)
+  out, weights = (q, kv) -> multi_head_attention(num_heads=2, key_dim=4, return_attention_scores=true)
+  h = out -> dense(8) -> stage(16, 32, kernel=3, strides=1, padding="same", kernel2=3) -> global_average_pooling1d
+  s = out -> conv1d(512, 3, padding="same", activation=relu, kernel_initializer=he_normal) * 3
+  output y = softmax(out @ transpose(kv -> dense(8), (0, 2, 1)) / sqrt(8.0), axis=-1) @ (kv -> dense(8))
+  output h, s, weights
+}
+"""
+
+
+def test_no_line_is_wider_than_the_rule_when_it_can_break():
+    """Long calls in flows (alone on a line, repeated, first in an operator expression) and long
+    parameter lists of blocks break one item per line (issue 30: `fmt` wrote 108-125 columns)."""
+    formatted = assert_properties(WIDE)
+    assert max(len(line) for line in formatted.splitlines()) <= LINE_LENGTH, formatted
+    assert "block stage(\n  filters,\n" in formatted and '  padding2="same",\n) {\n' in formatted
+    assert "out, weights = (q, kv) -> multi_head_attention(\n    num_heads=2,\n" in formatted
+    assert "  ) * 3\n" in formatted and "  output y = softmax(\n" in formatted
+
+
+SHIPPED = sorted([*(ROOT / "specs").rglob("*.net"), *(ROOT / "dsl" / "netdsl" / "zoo" / "specs").glob("*.net")])
+
+
+def test_the_shipped_specs_are_formatted_and_fit_the_width():
+    """specs/ and the zoo's specs (written by the decompiler) are in `fmt` form, every line within 88."""
+    unformatted, wide = [], []
+    for path in SHIPPED:
+        text = path.read_text(encoding="utf-8")
+        unformatted += [path.name] if format_text(text) != text else []
+        wide += [f"{path.name}: {line}" for line in text.splitlines() if len(line) > LINE_LENGTH and "#" not in line]
+    assert not unformatted and not wide

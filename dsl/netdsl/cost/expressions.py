@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from netdsl.cost.layers import MOVES, REDUCTIONS, Counts, NoRule, function_flops
+from netdsl.semantics.slicing import sliced_shape
 
 __all__ = ["tensor_op_counts", "declared_layer_counts"]
 
@@ -73,6 +74,10 @@ class _Walker:
         if name == "transpose":
             perm = args[1][1]
             return tuple(shapes[0][p] for p in perm)
+        if name == "get_item":  # a slice moves data only
+            return sliced_shape(shapes[0], args[1][1], batch=False)
+        if name in ("split", "unstack"):  # parts of the input, moved: no arithmetic
+            return shapes[0]
         if name in REDUCTIONS:
             axes = kwargs["axis"][1]
             axes = tuple(axes) if isinstance(axes, (list, tuple)) else (axes,)

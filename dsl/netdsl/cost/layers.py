@@ -102,7 +102,7 @@ def activation_flops(name: str) -> int:
 
 
 REDUCTIONS = frozenset({"sum", "mean", "max", "min"})
-MOVES = frozenset({"transpose", "reshape", "concatenate", "linear"})
+MOVES = frozenset({"transpose", "reshape", "concatenate", "linear", "get_item", "split", "unstack"})
 
 
 def function_flops(name: str) -> int:

@@ -79,6 +79,79 @@ def _concatenate(*tensors, axis=0):
     return ops.concatenate(list(tensors), axis=axis)
 
 
+def _key_item(item):
+    """One stored subscript (see `netdsl.semantics.slicing`) as Python's: a slice, Ellipsis, None or an int."""
+    if item == "...":
+        return Ellipsis
+    if isinstance(item, tuple):
+        if len(item) != 3 or not all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in item):
+            raise ValueError(f"Expected a slice as [start, stop, step] of integers or null, received: {item!r}")
+        if item[2] == 0:
+            raise ValueError("Expected a slice step other than 0, received: 0")
+        return slice(*item)
+    if item is None or (isinstance(item, int) and not isinstance(item, bool)):
+        return item
+    raise ValueError(f"Expected a subscript (an integer, a slice, null or '...'), received: {item!r}")
+
+
+def _get_item(x, key):
+    """`x[key]` (keras.ops.get_item), the key as stored: a list of subscripts, the batch axis first.
+
+    A backwards slice (`x[:, ::-1]`) is taken forwards, then flipped: torch tensors refuse a
+    negative step, so every backend does it the same way (the axis's size must be static)."""
+    if not isinstance(key, tuple):
+        raise ValueError(f"Expected a list of subscripts, received: {key!r}")
+    items = [_key_item(item) for item in key]
+    if len(items) > 1 and items[-1] is Ellipsis:  # implied there anyway; tf2onnx misreads a written one
+        items.pop()
+    if not any(isinstance(i, slice) and i.step is not None and i.step < 0 for i in items):
+        return ops.get_item(x, tuple(items))
+    forward, flipped = _forwards(items, tuple(x.shape))
+    out = ops.get_item(x, tuple(forward))
+    return ops.flip(out, axis=flipped) if flipped else out
+
+
+def _forwards(items, shape):
+    """The key with each backwards slice made the forward slice of the same positions, and the axes of
+    the result to flip."""
+    if items.count(Ellipsis) > 1:
+        raise ValueError("Expected one '...' in a slice")
+    named = sum(1 for i in items if i is not Ellipsis and i is not None)
+    forward, flipped = [], []
+    axis, out_axis = 0, 0  # the input's axis a subscript reads, the result's axis it makes
+    for item in items:
+        if item is Ellipsis:
+            spread = len(shape) - named
+            forward.append(Ellipsis)
+            axis, out_axis = axis + spread, out_axis + spread
+        elif item is None:
+            forward.append(None)
+            out_axis += 1
+        elif isinstance(item, int):
+            forward.append(item)
+            axis += 1
+        else:
+            if item.step is not None and item.step < 0:
+                size = shape[axis]
+                if size is None:
+                    raise ValueError(f"Expected a static size for axis {axis} to slice it backwards")
+                taken = range(size)[item]
+                item = slice(taken[-1], taken[0] + 1, -item.step) if taken else slice(0, 0)
+                flipped.append(out_axis)
+            forward.append(item)
+            axis, out_axis = axis + 1, out_axis + 1
+    return forward, tuple(flipped)
+
+
+def _split(x, parts, axis=None):
+    """keras.ops.split: `parts` equal sections, or the indices the axis is cut at."""
+    return ops.split(x, list(parts) if isinstance(parts, tuple) else parts, axis=axis)
+
+
+def _unstack(x, axis=None):
+    return ops.unstack(x, axis=axis)
+
+
 def _unary(fn):
     return FunctionSpec(fn, 1, 1, _NO_KW)
 
@@ -112,6 +185,9 @@ FUNCTIONS = {
     "min": FunctionSpec(_reduction(ops.min), 1, 1, _REDUCE_KW),
     "softmax": FunctionSpec(_softmax, 1, 1, frozenset({"axis"})),
     "concatenate": FunctionSpec(_concatenate, 1, None, frozenset({"axis"})),
+    "get_item": FunctionSpec(_get_item, 2, 2, _NO_KW),
+    "split": FunctionSpec(_split, 2, 2, frozenset({"axis"})),
+    "unstack": FunctionSpec(_unstack, 1, 1, frozenset({"axis"})),
     # activations
     "sine": _unary(_acts.sine),
     "smooth_relu": _unary(_acts.smooth_relu),
@@ -130,7 +206,7 @@ FUNCTIONS = {
 }
 
 # Arguments that must evaluate to Python constants (never tensors).
-_STATIC_POSITIONS = {"transpose": 1, "reshape": 1}
+_STATIC_POSITIONS = {"transpose": 1, "reshape": 1, "get_item": 1, "split": 1}
 _STATIC_KWARGS = frozenset({"axis", "keepdims", "approximate"})
 
 # Python equivalents used to fold functions of constants.

@@ -42,13 +42,14 @@ def recover_blocks(programs: list[ModelProgram], file_names: Namer) -> list[Bloc
 
 
 def _output_units(programs: list[ModelProgram]) -> set[int]:
-    """The units that make a model's outputs. They stay single steps: Keras names an output after
+    """The units that make a model's outputs, and those of several outputs (`a, b = split(h, 2, axis=-1)`,
+    a block gives one tensor). They stay single steps: Keras names an output after
     the layer that makes it, and a spec names that layer only when it is the flow's last step."""
     pinned = set()
     for program in programs:
         outputs = {ref for _, ref in program.outputs}
         for statement in program.statements:
-            if statement.units and outputs.intersection(statement.targets):
+            if statement.units and (outputs.intersection(statement.targets) or len(statement.targets) > 1):
                 pinned.add(id(statement.units[-1]))
     return pinned
 
@@ -140,7 +141,7 @@ def _block_name(body: list) -> str:
     merge = next((u for u in body if isinstance(u, Merge)), None)
     if merge is not None:
         identity = any(not b for b in merge.branches)
-        kind = merge.step.name
+        kind = _step_word(merge.step)
         if kind == "add":
             return "residual_block" if identity else "projection_block"
         if kind == "concatenate":
@@ -148,10 +149,15 @@ def _block_name(body: list) -> str:
         if kind == "multiply":
             return "gate_block"
         return f"{kind}_block"
-    names = [_SHORT.get(unit.step.name, unit.step.name) for unit in body]
+    names = [_SHORT.get(_step_word(unit.step), _step_word(unit.step)) for unit in body]
     if len(names) <= 3:
         return "_".join(dict.fromkeys(names))  # conv_bn_relu
     return f"{names[0]}_block"
+
+
+def _step_word(step) -> str:
+    """A step's name in a block's name: an operation (`x * 2`, `split(...)`) is `op`, not its template."""
+    return "op" if step.kind == "op" else step.name
 
 
 _SHORT = {

@@ -157,8 +157,9 @@ def _source(statement: Statement, names: dict):
     sources = [S.name(names[ref]) for ref in statement.sources]
     if statement.head is None:
         return sources[0]
-    items = merge_items(statement.head.step, sources) if len(sources) > 1 else [sources[0], S.step(statement.head.step)]
-    return flow(items)
+    if len(sources) > 1 or statement.head.step.kind == "op":  # `split(h, 2, axis=-1)` heads its statement
+        return flow(merge_items(statement.head.step, sources))
+    return flow([sources[0], S.step(statement.head.step)])
 
 
 def _target_name(statement: Statement, ref, output_names: dict, namer: Namer) -> str:

@@ -236,11 +236,15 @@ class _Reader:
             style, items = "single", args
         else:
             items = args
-        arguments: list[int | float | None] = []  # a number, or None for the next tensor
+        arguments: list[Any] = []  # a number, a slice's key, or None for the next tensor
         for item in items:
             if not _is_tensor(item):
                 if _is_operation(layer) and isinstance(item, (int, float)) and not isinstance(item, bool):
                     arguments.append(item)  # `x + 3.0`: a tensor expression writes the number
+                    continue
+                subscripts = _slice_key(item, layer.class_name) if _is_operation(layer) else None
+                if subscripts is not None:
+                    arguments.append(SliceKey(subscripts))  # `x[:, :256]`
                     continue
                 self.problems.layer(
                     layer, f"is called with a constant argument ({_short(item)}), which a spec cannot pass"
@@ -335,6 +339,38 @@ class _Reader:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+@dataclass(frozen=True)
+class SliceKey:
+    """The key of a `GetItem` call (`x[:, :256]`), in `netdsl.semantics.slicing`'s form, as tuples."""
+
+    items: tuple
+
+
+def _slice_key(value: Any, operation: str) -> tuple | None:
+    """A serialised GetItem key as subscripts (`[start, stop, step]` as a tuple, `"..."`, an int, None),
+    a `Slice`'s start indices as they are (its sizes are in its config); None when it holds anything else."""
+    if operation == "Slice":
+        ok = isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        return tuple(value) if ok else None
+    if operation != "GetItem":
+        return None
+    items = value if isinstance(value, list) else [value]
+    out: list[Any] = []
+    for item in items:
+        if item is None or (isinstance(item, int) and not isinstance(item, bool)):
+            out.append(item)
+        elif isinstance(item, dict) and item.get("class_name") == "__ellipsis__":
+            out.append("...")
+        elif isinstance(item, dict) and item.get("class_name") == "__slice__" and isinstance(item.get("config"), dict):
+            bounds = tuple(item["config"].get(k) for k in ("start", "stop", "step"))
+            if not all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds):
+                return None
+            out.append(bounds)
+        else:
+            return None
+    return tuple(out)
 
 
 def _list(value) -> list:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from netdsl import registry
+from netdsl.semantics.declared import OP_FUNCTIONS
 from netdsl.syntax.keywords import KEYWORDS as LANGUAGE_KEYWORDS
 
 KEYWORDS = frozenset(LANGUAGE_KEYWORDS)
@@ -20,6 +21,8 @@ def _reserved() -> frozenset[str]:
     keys = set(KEYWORDS)
     for kind in registry.KINDS:
         keys.update(registry.all_keys(kind))
+    keys.update(OP_FUNCTIONS)  # a tensor named `split` would hide the function `split(...)`
+    keys.add("concat")
     return frozenset(keys)
 
 
@@ -27,7 +30,8 @@ _RESERVED: frozenset[str] | None = None
 
 
 def reserved(name: str) -> bool:
-    """A keyword or any registry key: a tensor or block of that name would read as something else."""
+    """A keyword, a registry key or a function of tensors: a tensor or block of that name would read as
+    something else."""
     global _RESERVED
     if _RESERVED is None:
         _RESERVED = _reserved()

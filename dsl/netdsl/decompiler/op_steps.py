@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from netdsl.decompiler import spec_ir as S
-from netdsl.decompiler.graph import Call, Layer
+from netdsl.decompiler.graph import Call, Layer, SliceKey
 from netdsl.decompiler.layer_steps import Step
 from netdsl.decompiler.problems import Problems
+from netdsl.semantics import slicing
 from netdsl.semantics.declared import OP_FUNCTIONS
 from netdsl.syntax import ir
 
@@ -63,6 +64,10 @@ def _template(layer: Layer, call: Call) -> tuple | None:
         return _frozen(expression) if isinstance(expression, list) else None
     operands = _operands(call)
     name, config = layer.class_name, layer.config
+    if name == "Slice":  # keras.ops.slice(x, starts, sizes): a slice of each axis
+        return _cut("GetItem", config, _slice_operands(operands, config.get("shape")))
+    if name in ("GetItem", "Split", "Unstack"):
+        return _cut(name, config, operands)
     if name in _BINARY and len(operands) == 2:
         if name == "Matmul" and any(o[0] != "var" for o in operands):
             return None
@@ -94,6 +99,49 @@ def _template(layer: Layer, call: Call) -> tuple | None:
     return ("call", function, (operands[0],), keywords)
 
 
+def _cut(name: str, config: dict, operands: list) -> tuple | None:
+    """`x[:, :256]`, `split(x, 2, axis=-1)`, `unstack(x, axis=1)` when a spec can write them: the batch
+    axis whole, steps positive, a split or unstack along an axis of the sample."""
+    if not operands or operands[0] != ("var", "x0"):
+        return None
+    if name == "GetItem":
+        if len(operands) != 2 or operands[1][0] != "key":
+            return None
+        key = [list(item) if isinstance(item, tuple) else item for item in operands[1][1]]
+        try:
+            slicing.check_items(key)
+        except slicing.SliceError:
+            return None
+        return ("call", "get_item", (operands[0], ("const", operands[1][1])), ())
+    axis = config.get("axis")
+    if len(operands) != 1 or not isinstance(axis, int) or isinstance(axis, bool) or axis == 0:
+        return None
+    keyword = (("axis", ("const", axis)),)
+    if name == "Unstack":
+        return ("call", "unstack", (operands[0],), keyword)
+    parts = config.get("indices_or_sections")
+    parts = tuple(parts) if isinstance(parts, list) else parts
+    if not (isinstance(parts, int) or (isinstance(parts, tuple) and all(isinstance(p, int) for p in parts))):
+        return None
+    return ("call", "split", (operands[0], ("const", parts)), keyword)
+
+
+def _slice_operands(operands: list, sizes: Any) -> list:
+    """`ops.slice(x, (0, 2, 0), (-1, 3, 512))` as `x[:, 2:5, 0:512]` (a size of -1: to the end); the batch
+    axis must be whole (start 0, size -1), or the operands are left as they are (refused)."""
+    if len(operands) != 2 or operands[1][0] != "key" or not isinstance(sizes, list):
+        return operands
+    starts = operands[1][1]
+    if len(starts) != len(sizes) or not starts or (starts[0], sizes[0]) != (0, -1):
+        return operands
+    items: list[Any] = [(None, None, None)]
+    for start, size in zip(starts[1:], sizes[1:]):
+        if not isinstance(size, int) or isinstance(size, bool) or size < -1 or size == 0:
+            return operands
+        items.append((start, None if size == -1 else start + size, None))
+    return [operands[0], ("key", tuple(items))]
+
+
 def _pairwise(name: str, operands: list) -> tuple | None:
     """`minimum(x, 0.0)` and `maximum(a, b)`: two operands, one at least a tensor."""
     function = {"Minimum": "minimum", "Maximum": "maximum"}.get(name)
@@ -110,6 +158,8 @@ def _operands(call: Call) -> list[tuple]:
         if item is None:
             found.append(("var", f"x{tensor}"))
             tensor += 1
+        elif isinstance(item, SliceKey):
+            found.append(("key", item.items))
         elif isinstance(item, (int, float)) and not isinstance(item, bool):
             found.append(("num", item))
         else:
@@ -163,8 +213,8 @@ def _expr(tree: Any, sources: list) -> Any:
     if kind == "bin":
         return S.binop(tree[1], _expr(tree[2], sources), _expr(tree[3], sources))
     name, args = tree[1], tree[2]
-    if name == "transpose":  # the full perm; a spec leaves the batch axis (0, first) out
-        args = (args[0], ("const", tuple(args[1][1])[1:]))
+    if name == "get_item":
+        return _subscripted(_expr(args[0], sources), args[1][1])
     keywords = tree[3] if len(tree) > 3 else ()
     keywords = keywords.items() if isinstance(keywords, dict) else keywords
     kwargs = [
@@ -173,3 +223,20 @@ def _expr(tree: Any, sources: list) -> Any:
         if not (name in ("mean", "sum", "max", "min") and k == "keepdims" and v[1] is False)
     ]
     return S.node(ir.Call, kind="call", func=S.name(name), args=[_expr(a, sources) for a in args], kwargs=kwargs)
+
+
+def _subscripted(value: Any, key: Any) -> Any:
+    """`value[:, :256]`: a stored key (`netdsl.semantics.slicing`'s items) as the subscripts a spec writes."""
+    items = []
+    for item in key:
+        if item == slicing.ELLIPSIS:
+            items.append(S.node(ir.EllipsisLit, kind="ellipsis"))
+        elif isinstance(item, (list, tuple)):
+            start, stop, step = (None if b is None else S.value(b) for b in item)
+            items.append(S.node(ir.Slice, kind="slice", start=start, stop=stop, step=step))
+        else:
+            items.append(S.value(item))  # an index, or none: a new axis
+    index = (
+        items[0] if len(items) == 1 and isinstance(items[0], ir.Slice) else S.node(ir.Tuple, kind="tuple", items=items)
+    )
+    return S.node(ir.Index, kind="index", value=value, index=index)

@@ -137,10 +137,12 @@ ALLOWED_OPS = frozenset(
         "Shape",
         "Size",
         "Split",
+        "SplitV",  # split(x, [i, j], axis=...): cut at indices
         "Squeeze",
         "StridedSlice",
         "Tile",
         "Transpose",
+        "Unpack",  # unstack(x, axis=...)
         "ZerosLike",
         # convolutions, pooling, resizing
         "AvgPool",

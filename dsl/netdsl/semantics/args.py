@@ -14,6 +14,7 @@ from netdsl import registry
 from netdsl.errors import Fail, Span, did_you_mean, habit_hint, parameter_hint
 from netdsl.semantics.arg_rules import check_ranges
 from netdsl.semantics.consts import arity
+from netdsl.semantics.shapes_declared import takes_slices
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_number, typed_value
 
 DTYPES = (
@@ -230,6 +231,13 @@ class Arguments:
         return Resolved(entry.kind, entry.name, tuple(sorted(checked.items())), span=span, written=written)
 
     def _declared(self, decl: Any, value: Sym | SymCall, span: Span) -> Resolved:
+        if takes_slices(decl.body):  # a layer's activation keeps the layer's shape
+            raise Fail(
+                span,
+                f"the activation '{decl.name}' slices its input, so it is no layer's activation: "
+                "the layer's output shape would not be its own",
+                f"apply it as a step: -> dense(...) -> {decl.name}",
+            )
         args = list(value.args) if isinstance(value, SymCall) else []
         kwargs = dict(value.kwargs) if isinstance(value, SymCall) else {}
         bound = decl.bind_constants(args, kwargs, span)

@@ -303,17 +303,23 @@ class Consts:
 
     def _fold_index(self, e: ir.Index, env: Env) -> Value:
         value = self.fold(e.value, env)
+        if isinstance(e.index, ir.EllipsisLit) or (
+            isinstance(e.index, ir.Tuple) and any(isinstance(i, (ir.Slice, ir.EllipsisLit)) for i in e.index.items)
+        ):
+            raise Fail(e.index.span, "a constant takes one index or slice; several subscripts and '...' slice tensors")
         if isinstance(e.index, ir.Slice):
-            start = self.fold(e.index.start, env) if e.index.start is not None else None
-            stop = self.fold(e.index.stop, env) if e.index.stop is not None else None
-            if value is UNKNOWN or is_unknown((start, stop)):
+            parts = (e.index.start, e.index.stop, e.index.step)
+            start, stop, step = (self.fold(p, env) if p is not None else None for p in parts)
+            if value is UNKNOWN or is_unknown((start, stop, step)):
                 return UNKNOWN
             if not isinstance(value, (tuple, list, str)):
                 raise Fail(e.value.span, f"cannot slice {type_name(value)}")
-            for bound, node in ((start, e.index.start), (stop, e.index.stop)):
+            for bound, node in zip((start, stop, step), parts):
                 if node is not None and bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)):
                     raise Fail(node.span, f"a slice bound must be an integer, received {type_name(bound)}")
-            cut = slice(cast("int | None", start), cast("int | None", stop))
+            if step == 0:
+                raise Fail(cast(ir.Expr, e.index.step).span, "a slice's step cannot be 0")
+            cut = slice(cast("int | None", start), cast("int | None", stop), cast("int | None", step))
             if isinstance(value, str):
                 text = value[cut]
                 self.charge(len(text) // 64, e.span)  # copying text is cheap, but not free

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from netdsl.errors import Fail, Span, did_you_mean
 from netdsl.limits import MAX_EXPRESSION_DEPTH, MAX_INLINE_DEPTH
+from netdsl.semantics import slicing
 from netdsl.semantics.consts import Consts, bind_plain, is_default
 from netdsl.semantics.scope import FileScope, cycle_text
 from netdsl.semantics.values import (
@@ -56,12 +57,27 @@ OP_FUNCTIONS.update(
         "min": (1, 1, frozenset({"axis", "keepdims"}), ()),
         "softmax": (1, 1, frozenset({"axis"}), ()),
         "concatenate": (1, None, frozenset({"axis"}), ()),
+        "get_item": (2, 2, frozenset(), (1,)),
+        "split": (2, 2, frozenset({"axis"}), (1,)),
+        "unstack": (1, 1, frozenset({"axis"}), ()),
         "gelu": (1, 1, frozenset({"approximate"}), ()),
         "elu": (1, 1, frozenset({"alpha"}), ()),
         "leaky_relu": (1, 1, frozenset({"negative_slope"}), ()),
     }
 )
 _BINARY = {"+", "-", "*", "/", "**", "@"}
+# Functions of the table a declared layer's expressions cannot call: (message, hint).
+_NOT_IN_LAYERS = {
+    "get_item": ("unknown function 'get_item'", "slice with subscripts: x[:, :256]"),
+    "split": (
+        "'split' gives several tensors; a declared layer's output is one expression each",
+        "slice instead: output x[..., :64], x[..., 64:]",
+    ),
+    "unstack": (
+        "'unstack' gives several tensors; a declared layer's output is one expression each",
+        "index instead: output x[:, 0], x[:, 1]",
+    ),
+}
 _DIM_BINARY = {"+", "-", "*", "//"}
 
 
@@ -323,6 +339,8 @@ class _Trees:
             return self._call(e)
         if isinstance(e, ir.Index) and _is_shape_attr(e.value):
             return self._dim(e)
+        if isinstance(e, ir.Index) and self._mentions_tensor(e.value):
+            return self._slice(e)
         if self._is_constant(e):
             return ["const", _jsonable(self.declared.consts.fold(e, self.env), e.span)]
         raise Fail(
@@ -341,6 +359,44 @@ class _Trees:
             pool = list(self.tensors) + list(self.variables) + list(OP_FUNCTIONS)
             raise Fail(e.span, f"unknown name '{e.id}'", did_you_mean(e.id, pool))
         return ["const", _jsonable(value, e.span)]
+
+    def _slice(self, e: ir.Index) -> Any:
+        """`x[:, :256]`: NumPy's subscripts, the batch axis first and whole for a tensor that has one
+        (an expression of the inputs; a weight has no batch axis)."""
+        items = list(e.index.items) if isinstance(e.index, ir.Tuple) else [e.index]
+        key = [self._subscript(item) for item in items]
+        try:
+            slicing.check_items(key, batch=self._mentions_input(e.value))
+        except slicing.SliceError as exc:
+            raise slicing.slice_failure(exc, e, items) from None
+        if slicing.has_unknown(key):  # a layer checked on its own: its parameters are unknown
+            key = [[None, None, None] if item is UNKNOWN or isinstance(item, list) else item for item in key]
+        return ["call", "get_item", [self.tree(e.value), ["const", key]], {}]
+
+    def _subscript(self, item: Any) -> Any:
+        if isinstance(item, ir.EllipsisLit):
+            return slicing.ELLIPSIS
+        parts = [item.start, item.stop, item.step] if isinstance(item, ir.Slice) else [item]
+        values: list[Any] = []
+        for part in parts:
+            if part is None:
+                values.append(None)
+                continue
+            if self._mentions_tensor(part):
+                raise Fail(part.span, "a tensor's subscripts are constants, not tensors")
+            value = self.declared.consts.fold(part, self.env)
+            if not (value is None or value is UNKNOWN or (isinstance(value, int) and not isinstance(value, bool))):
+                raise Fail(
+                    part.span,
+                    f"a tensor's subscript is an integer, a slice (1:5), none or ..., received {type_name(value)}",
+                )
+            values.append(value)
+        return values if isinstance(item, ir.Slice) else values[0]
+
+    def _mentions_input(self, e: Any) -> bool:
+        if isinstance(e, ir.Name):
+            return e.id in self.inputs
+        return any(self._mentions_input(child) for child in _children(e))
 
     def _dim(self, e: ir.Index) -> Any:
         name = _shape_input(e.value)
@@ -369,6 +425,8 @@ class _Trees:
                 did_you_mean(name, list(OP_FUNCTIONS))
                 or "op expressions call only netdsl's fixed functions (docs/language.md, section 7)",
             )
+        if name in _NOT_IN_LAYERS:
+            raise Fail(e.func.span, *_NOT_IN_LAYERS[name])
         lo, hi, keywords, constant_args = OP_FUNCTIONS[name]
         if len(e.args) < lo or (hi is not None and len(e.args) > hi):
             wanted = f"{lo}" if lo == hi else (f"{lo} or more" if hi is None else f"{lo} to {hi}")
@@ -376,6 +434,19 @@ class _Trees:
         args = []
         for i, arg in enumerate(e.args):
             args.append(self._constant_tree(arg, name) if i in constant_args else self.tree(arg))
+        if name == "transpose":
+            if len(e.args) != 2:
+                raise Fail(e.span, "'transpose' takes a tensor and a perm: transpose(x, (0, 2, 1))")
+            if self._mentions_input(e.args[0]):  # a weight's perm has no batch axis to keep
+                slicing.check_perm(args[1][1], None, e.args[1].span)
+        if name == "reshape" and self._mentions_input(e.args[0]):
+            shape = args[1][1]
+            if isinstance(shape, list) and shape and shape[0] != -1 and None not in shape:
+                raise Fail(
+                    e.args[1].span,
+                    "the shape of 'reshape' starts with the batch axis, -1, as keras.ops.reshape's does",
+                    f"write reshape(x, {describe_value((-1, *shape))})",
+                )
         kwargs = {}
         for kw in e.kwargs:
             if kw.name not in keywords:

@@ -56,6 +56,7 @@ class FlowExpander:
         outer_uncertain, state.uncertain = state.uncertain, False
         state.model_stack.append(decl.name)
         reported = len(state.diagnostics)
+        outer_shadows, state.shadows = state.shadows, state.shadows_in(decl, scope)
         try:
             env = Env(scope)
             self._model_inputs(decl, env)
@@ -78,6 +79,7 @@ class FlowExpander:
             state.uncertain = state.uncertain or outer_uncertain
             state.build = outer
             state.model_stack.pop()
+            state.shadows = outer_shadows
         return graph
 
     def check_block(self, decl: ir.BlockDecl, scope: FileScope) -> None:
@@ -226,10 +228,13 @@ class FlowExpander:
         if len(outputs) == 1 and outputs[0].variadic and len(stmt.targets) > 1:
             outputs = self._spread(outputs[0], len(stmt.targets))
         if len(outputs) != len(stmt.targets):
+            giver = "the flow"
+            if isinstance(stmt.value, ir.Call) and isinstance(stmt.value.func, ir.Name):
+                giver = f"'{stmt.value.func.id}'"  # split(x, 3, axis=-1)
             raise Fail(
                 stmt.span,
                 f"{len(stmt.targets)} name{'s' if len(stmt.targets) > 1 else ''} "
-                f"on the left, but the flow gives {len(outputs)} tensor"
+                f"on the left, but {giver} gives {len(outputs)} tensor"
                 f"{'s' if len(outputs) != 1 else ''}",
             )
         for name, tensor in zip(stmt.targets, outputs):

@@ -18,7 +18,7 @@ from netdsl import registry
 from netdsl.errors import BuildError
 from netdsl.semantics import tensor_ops
 from netdsl.semantics.graph import Graph, Node, keras_layer_name
-from netdsl.semantics.shapes_declared import declared_output_shapes
+from netdsl.semantics.shapes_declared import declared_activation_shape, declared_output_shapes
 from netdsl.semantics.values import UNKNOWN
 
 Shape = tuple[Any, ...]
@@ -46,10 +46,12 @@ class ShapeBackend:
 def infer(node: Node, inputs: list[Any]) -> list[Any]:
     if node.op == "model":
         return called_shapes(node.decl, inputs)
-    if node.op in ("activation", "declared_activation"):
+    if node.op == "activation":
         return [inputs[0]]
+    if node.op == "declared_activation":
+        return [declared_activation_shape(node.decl.config, inputs[0])]
     if node.op == "tensor_op":
-        return [tensor_ops.output_shape(node.decl, inputs)]
+        return tensor_ops.output_shapes(node.decl, inputs)
     if any(s is UNKNOWN for s in inputs):
         return [UNKNOWN] * node.n_outputs
     if node.op == "declared_layer":

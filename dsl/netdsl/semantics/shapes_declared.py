@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from netdsl.semantics.values import UNKNOWN
+from netdsl.errors import BuildError
+from netdsl.semantics import slicing
+from netdsl.semantics.values import UNKNOWN, describe_value
 
 _SAME_SHAPE = {
     "softmax",
@@ -65,7 +67,35 @@ def declared_output_shapes(config: dict[str, Any], input_shapes: list[tuple[Any,
             out.append(tuple(shape[1:]) if len(shape) >= 1 else UNKNOWN)
         except (TypeError, ValueError, IndexError, KeyError):
             out.append(UNKNOWN)
+        except BuildError as exc:  # what the Keras build would refuse: said at the step that uses the layer
+            raise BuildError(f"in layer '{config['spec_name']}': {exc}") from None
     return out
+
+
+def declared_activation_shape(config: dict[str, Any], input_shape: Any) -> Any:
+    """The output shape (batch axis excluded) of a DeclaredActivation config: its input's, unless
+    its body slices (`x[..., :4] * sigmoid(x[..., 4:])`); UNKNOWN when the rules cannot tell."""
+    if not takes_slices(config["body"]):
+        return input_shape
+    if input_shape is UNKNOWN:
+        return UNKNOWN
+    env = {config["params"][0]: (None, *input_shape)}
+    try:
+        shape = _shape(config["body"], env)
+    except (TypeError, ValueError, IndexError, KeyError):
+        return UNKNOWN
+    except BuildError as exc:
+        raise BuildError(f"in activation '{config['name']}': {exc}") from None
+    return tuple(shape[1:]) if shape else UNKNOWN
+
+
+def takes_slices(tree: Any) -> bool:
+    """Whether an expression tree slices (`get_item`): its shape is not its input's."""
+    if isinstance(tree, list):
+        return (len(tree) > 1 and tree[0] == "call" and tree[1] == "get_item") or any(takes_slices(t) for t in tree)
+    if isinstance(tree, dict):
+        return any(takes_slices(t) for t in tree.values())
+    return False
 
 
 def declared_param_count(config: dict[str, Any], input_shapes: list[tuple[Any, ...]]) -> int | None:
@@ -145,7 +175,14 @@ def _call(name: str, args: list[Any], kwargs: dict[str, Any], env: dict[str, Any
     if name == "transpose":
         shape = _shape(args[0], env)
         perm = _const(args[1]) if len(args) > 1 else list(reversed(range(len(shape))))
+        if len(perm) != len(shape):  # Keras refuses it: so does check
+            raise BuildError(
+                f"the perm {describe_value(tuple(perm))} of 'transpose' names {len(perm)} axes "
+                f"of a tensor of {len(shape)} (the batch axis and {len(shape) - 1} more)"
+            )
         return tuple(shape[p] for p in perm)
+    if name == "get_item":
+        return slicing.sliced_shape(_shape(args[0], env), _const(args[1]), batch=False)  # checked where written
     if name == "reshape":
         return _reshape(_shape(args[0], env), tuple(_const(args[1])))
     if name in _REDUCE:

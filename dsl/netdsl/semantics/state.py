@@ -27,6 +27,7 @@ from netdsl.semantics.consts import Consts
 from netdsl.semantics.declared import CheckedActivation, Declared
 from netdsl.semantics.graph import Graph, Node, TensorRef
 from netdsl.semantics.scope import Declaration, FileScope
+from netdsl.semantics.shadowing import Shadow, shadows
 from netdsl.semantics.train_checks import TrainChecker
 from netdsl.semantics.values import UNKNOWN, StepValue, Sym, TensorValue, Value
 from netdsl.syntax import ir
@@ -188,6 +189,8 @@ class ExpansionState:
     # file scope finds the declared activations an argument names.
     current_binding: str | None = None
     current_scope: FileScope | None = None
+    shadows: dict[str, Shadow] = field(default_factory=dict)
+    """the names of the body being expanded that hide a step it uses later (`semantics.shadowing`)"""
     output_index: OutputIndex = field(default_factory=OutputIndex)  # see OutputIndex
     # ---- budgets (netdsl.limits)
     steps_spent: int = 0  # of `steps_limit`: statements run, block instances and layers made
@@ -197,6 +200,8 @@ class ExpansionState:
     """"did you mean" of an unknown step, by name, file and shared instances in scope (a repeat asks again)"""
     block_alone: set[tuple[str, int, int, str]] = field(default_factory=set)
     """the errors each block gives checked on its own: not repeated at each use"""
+    shadows_of: dict[int, dict[str, Shadow]] = field(default_factory=dict)
+    """`shadows` of each model and block declaration, found once (by the declaration's id)"""
 
     def __post_init__(self) -> None:
         self.declared = Declared(self.consts)
@@ -209,6 +214,14 @@ class ExpansionState:
 
     def error(self, span: Span, message: str, hint: str | None = None) -> None:
         self.diagnostics.append(Diagnostic.at(span, message, hint))
+
+    def shadows_in(self, decl: ir.ModelDecl | ir.BlockDecl, scope: FileScope) -> dict[str, Shadow]:
+        """The names of a model's or block's body that hide a step it uses (found once per declaration)."""
+        key = id(decl)
+        if key not in self.shadows_of:
+            params = decl.params if isinstance(decl, ir.BlockDecl) else []
+            self.shadows_of[key] = shadows(params, decl.body, scope)
+        return self.shadows_of[key]
 
     def nesting(self) -> int:
         """Blocks and nested models being expanded, the outermost model not counted."""

@@ -172,6 +172,9 @@ class StepResolver:
         local = env.get(name)
         if isinstance(local, SharedInstance):
             return Step(name, func.span, local)
+        shadow = self.state.shadows.get(name)
+        if shadow is not None and env.has(name):  # `-> dropout(dropout)` after a parameter `dropout`
+            raise shadow.failure()
         if isinstance(local, TensorValue):
             raise Fail(
                 func.span, f"'{name}' is a tensor, not a step", "combine tensors with a tuple: (a, b) -> concatenate"
@@ -279,12 +282,35 @@ class StepResolver:
         n_outputs = registry.output_count(entry, kwargs)
         self._check_size(entry, kwargs, inputs, span)
         if n_outputs is not None:
-            return self.writer.emit("layer", entry.name, kwargs, inputs, n_outputs, span, base, final, shared=shared)
+            outputs = self.writer.emit("layer", entry.name, kwargs, inputs, n_outputs, span, base, final, shared=shared)
+            if entry.name == "reshape":
+                self._warn_batch_like_reshape(kwargs, inputs, outputs, span)
+            return outputs
         self.state.uncertain = True
         outputs = self.writer.emit("layer", entry.name, kwargs, inputs, 1, span, base, final, shared=shared)
         if len(outputs) == 1 and not outputs[0].poisoned and outputs[0].shape is UNKNOWN:
             outputs[0].variadic = True  # check's guess; a Keras backend gives the real outputs
         return outputs
+
+    def _warn_batch_like_reshape(
+        self, kwargs: dict[str, Any], inputs: list[Tensor], outputs: list[Tensor], span: Span
+    ) -> None:
+        """`x -> reshape((-1, 64, 256))` of a (64, 256) tensor: the layer's target shape leaves the batch
+        axis out, so its -1 is an axis of size 1 — most likely keras.ops.reshape's batch axis meant."""
+        target = kwargs.get("target_shape")
+        shape = outputs[0].shape if outputs else UNKNOWN
+        if not (isinstance(target, tuple) and target and target[0] == -1 and target.count(-1) == 1):
+            return
+        if isinstance(shape, tuple) and shape and shape[0] == 1 and isinstance(inputs[0].shape, tuple):
+            self.state.diagnostics.append(
+                Diagnostic.at(
+                    span,
+                    f"the -1 of this reshape's target shape {describe_value(target)} is an axis of size 1",
+                    f"a step's target shape leaves the batch axis out: write reshape({describe_value(target[1:])}), "
+                    "or reshape((1, ...)) for the axis of size 1",
+                    severity="warning",
+                )
+            )
 
     def _check_arity(self, name: str, arity: tuple[Any, ...], inputs: list[Tensor], span: Span) -> None:
         lo, hi = arity
@@ -361,6 +387,7 @@ class StepResolver:
         for (name, _), tensor in zip(names, inputs):
             env.vars[name] = tensor
         saved_outputs, self.state.build.outputs = self.state.build.outputs, []
+        saved_shadows, self.state.shadows = self.state.shadows, self.state.shadows_in(decl, scope)
         self.state.block_stack.append(key)
         errors_before = len(self.state.diagnostics)
         try:
@@ -369,6 +396,7 @@ class StepResolver:
         finally:
             self.state.block_stack.pop()
             self.state.build.outputs = saved_outputs
+            self.state.shadows = saved_shadows
         if not outputs and len(self.state.diagnostics) > errors_before:
             raise Fail.reported()  # its output failed, and said why: "no output" would only repeat it
         if not outputs:

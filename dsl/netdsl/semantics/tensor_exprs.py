@@ -10,11 +10,14 @@ one per operator, with the usual precedence (the parser's):
 - every other operator is a `tensor_op` node (`semantics.tensor_ops.OpSpec`,
   built as netdsl's weightless `TensorOp`, as Keras code's `a * b` is an
   operation node): `a * b`, `x + 3`, `/`, `**`, `@` and the functions;
-- `transpose(x, perm)` takes a perm of the sample's axes counting the batch
-  axis as 0, as Permute does: `transpose(x, (2, 1))` swaps a sample's two axes;
+- functions of tensors take keras.ops' arguments, the batch axis written as
+  axis 0: `transpose(x, (0, 2, 1))` (every axis, the batch first and staying),
+  `reshape(x, (-1, 16, 8))` (the batch axis first, as -1), `mean(x, axis=1)`;
+- `x[:, :256]`, `x[..., 1:]` are NumPy's slices, the batch axis first and whole
+  (`semantics.slicing`); `a, b = split(x, 2, axis=-1)` and `unstack(x, axis=1)`
+  are one node of several outputs;
 - `reshape(x, shape)` and `concat(a, b, axis=-1)` are the Keras layers
-  `reshape` and `concatenate` (a shape without the batch axis; an axis counting
-  the batch axis as 0);
+  `reshape` (its target shape: the shape without its leading -1) and `concatenate`;
 - a declared activation called on a tensor, `hswish(x)`, is `x -> hswish`.
 
 Nodes are named like the layers of a flow: the statement's binding names the
@@ -29,12 +32,22 @@ from typing import Any, Protocol, cast
 
 from netdsl import registry
 from netdsl.errors import Fail, Span
+from netdsl.semantics import slicing
 from netdsl.semantics.declared import OP_FUNCTIONS
 from netdsl.semantics.graph_writer import GraphWriter
 from netdsl.semantics.state import ExpansionState, Tensor
 from netdsl.semantics.steps import StepResolver
-from netdsl.semantics.tensor_ops import OPERATORS, REDUCTIONS, OpSpec
-from netdsl.semantics.values import UNKNOWN, Env, Unknown, Value, describe_value, is_number, type_name
+from netdsl.semantics.tensor_ops import MULTI_OUTPUT, OPERATORS, REDUCTIONS, OpSpec
+from netdsl.semantics.values import (
+    UNKNOWN,
+    Env,
+    Unknown,
+    Value,
+    describe_value,
+    is_number,
+    is_unknown,
+    type_name,
+)
 from netdsl.syntax import ir
 
 # Functions that are Keras layers in tensor position: name -> registry layer.
@@ -91,6 +104,8 @@ class TensorExpressions:
             return expr.op in ("-", "+") and self.mentions_tensor(expr.operand, env)
         if isinstance(expr, ir.Call):
             return any(self.mentions_tensor(a, env) for a in expr.args)
+        if isinstance(expr, ir.Index):
+            return self.mentions_tensor(expr.value, env)
         if isinstance(expr, ir.IfExp):
             return self.mentions_tensor(expr.then, env) or self.mentions_tensor(expr.orelse, env)
         return False
@@ -103,6 +118,8 @@ class TensorExpressions:
             return self.mentions_tensor(expr.operand, env)
         if isinstance(expr, ir.Call) and isinstance(expr.func, ir.Name):
             return self.mentions_tensor(expr, env)
+        if isinstance(expr, ir.Index):
+            return self.mentions_tensor(expr.value, env)
         return False
 
     # ------------------------------------------------------------ expressions
@@ -114,6 +131,8 @@ class TensorExpressions:
             return self._op_node(["neg", ["var", "x0"]], [operand], "negative", "\u2212x", expr.span, final)
         if isinstance(expr, ir.Call):
             return self._function(expr, env, final)
+        if isinstance(expr, ir.Index):
+            return self._slice(expr, env, final)
         return self._binary(cast(ir.BinOp, expr), env, final)  # is_tensor_expression: the rest are operators
 
     def _binary(self, expr: ir.BinOp, env: Env, final: str | None) -> list[Tensor]:
@@ -188,10 +207,14 @@ class TensorExpressions:
             raise Fail(
                 expr.func.span, f"'{name}' is not a function of tensors", "a step applies with an arrow: x -> " + name
             )
+        if name == "get_item":
+            raise Fail(expr.func.span, "unknown function 'get_item'", "slice with subscripts: x[:, :256]")
         if name in LAYER_FUNCTIONS:
             return self._layer_function(expr, env, final)
         if name == "transpose":
             return self._transpose(expr, env, final)
+        if name in MULTI_OUTPUT:
+            return self._split(expr, env, final)
         if name not in OP_FUNCTIONS and (registry.lookup("layer", name) or registry.lookup("activation", name)):
             raise Fail(
                 expr.func.span, f"'{name}' is a step, not a function of tensors", f"apply it with an arrow: x -> {name}"
@@ -261,27 +284,18 @@ class TensorExpressions:
         return value
 
     def _transpose(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
+        """`transpose(x, (0, 2, 1))`: keras.ops.transpose's perm, every axis named, the batch axis first."""
         if len(expr.args) != 2 or expr.kwargs:
-            raise Fail(expr.span, "'transpose' takes a tensor and a perm: transpose(x, (2, 1))")
+            raise Fail(expr.span, "'transpose' takes a tensor and a perm: transpose(x, (0, 2, 1))")
         tensor = self._tensor_operand(expr.args[0], env, "transpose")
         perm = self.state.consts.fold(expr.args[1], env)
-        rank = len(tensor.shape) if isinstance(tensor.shape, tuple) else None
         if perm is UNKNOWN:
             raise Fail(expr.args[1].span, "the perm of 'transpose' must be known when the model is checked")
-        if not (
-            isinstance(perm, (tuple, list))
-            and all(isinstance(p, int) and not isinstance(p, bool) for p in perm)
-            and sorted(perm) == list(range(1, len(perm) + 1))
-            and (rank is None or len(perm) == rank)
-        ):
-            wanted = f"of 1 to {rank}" if rank is not None else "of 1 to the rank"
-            raise Fail(
-                expr.args[1].span,
-                f"the perm of 'transpose' orders the sample's axes {wanted} "
-                f"(the batch axis is 0 and stays), received {describe_value(perm)}",
-            )
-        tree = ["call", "transpose", [["var", "x0"], ["const", [0, *perm]]], {}]
-        label = "transpose " + describe_value(tuple(perm))
+        rank = len(tensor.shape) + 1 if isinstance(tensor.shape, tuple) else None
+        slicing.check_perm(perm, rank, expr.args[1].span)
+        axes = list(cast("tuple[int, ...]", perm))  # check_perm: a tuple or list of ints
+        tree = ["call", "transpose", [["var", "x0"], ["const", axes]], {}]
+        label = "transpose " + describe_value(tuple(axes))
         return self._op_node(tree, [tensor], "transpose", label, expr.span, final)
 
     def _layer_function(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
@@ -300,11 +314,130 @@ class TensorExpressions:
             kwargs = [(k.name, self.steps.argument(k.value, env), k.span) for k in expr.kwargs]
         else:
             if len(expr.args) != 2 or expr.kwargs:
-                raise Fail(expr.span, f"'{name}' takes a tensor and a shape: reshape(x, (4, 8))")
+                raise Fail(expr.span, f"'{name}' takes a tensor and a shape: reshape(x, (-1, 4, 8))")
             inputs = [self._tensor_operand(expr.args[0], env, name)]
-            args = [(self.steps.argument(expr.args[1], env), expr.args[1].span)]
+            target = self._reshape_target(expr.args[1], env)
+            args = [(target, expr.args[1].span)]
         checked = self.state.arguments.bind(entry, args, kwargs, expr.func.span)
         return self.steps.emit_registry(entry, layer, checked, inputs, expr.span, final)
+
+    def _reshape_target(self, expr: ir.Expr, env: Env) -> Value:
+        """The Reshape layer's target shape of `reshape(x, (-1, 16, 8))`: keras.ops.reshape's shape, whose
+        first item is the batch axis (-1), without it. A shape without the batch axis is refused: its
+        first size would be read as the batch's (Keras code's `-1` is the batch axis)."""
+        shape = self.steps.argument(expr, env)
+        if shape is UNKNOWN or not isinstance(shape, tuple) or is_unknown(shape):
+            return shape[1:] if isinstance(shape, tuple) and shape and shape[0] == -1 else shape
+        if shape and shape[0] == -1:
+            return shape[1:]
+        raise Fail(
+            expr.span,
+            "the shape of 'reshape' starts with the batch axis, -1, as keras.ops.reshape's does",
+            f"write reshape(x, {describe_value((-1, *shape))}); the step -> reshape(...) takes the shape "
+            "without the batch axis",
+        )
+
+    def _split(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
+        """`a, b = split(x, 2, axis=-1)`, `split(x, [64], axis=-1)`, `unstack(x, axis=1)`: one node,
+        several outputs (keras.ops.split's and keras.ops.unstack's)."""
+        name = _called(expr).id
+        usage = "split(x, 2, axis=-1)" if name == "split" else "unstack(x, axis=1)"
+        wanted = 2 if name == "split" else 1
+        positional = list(expr.args)
+        keywords: dict[str, ir.Expr] = {}
+        for kw in expr.kwargs:
+            if kw.name != "axis":
+                raise Fail(kw.span, f"'{name}' has no parameter '{kw.name}'", f"its parameter: axis ({usage})")
+            keywords["axis"] = kw.value
+        if len(positional) == wanted + 1 and "axis" not in keywords:
+            keywords["axis"] = positional.pop()  # split(x, 2, -1), as keras.ops.split takes it
+        if len(positional) != wanted:
+            raise Fail(
+                expr.span, f"'{name}' takes {wanted + 1 if name == 'split' else 1} arguments and an axis: {usage}"
+            )
+        if "axis" not in keywords:
+            raise Fail(
+                expr.span,
+                f"'{name}' of a tensor needs an axis: {usage}",
+                "axes count the batch axis as 0; a model cannot cut it",
+            )
+        tensor = self._tensor_operand(positional[0], env, name)
+        axis = self._constant(keywords["axis"], env, name, "axis")
+        args: list[Any] = [["var", "x0"]]
+        count: int | None = None
+        parts: Value = None
+        if name == "split":
+            parts = self._constant(positional[1], env, name, "parts")
+            parts = list(parts) if isinstance(parts, (tuple, list)) else parts
+            args.append(["const", parts])
+        tree = ["call", name, args, {"axis": ["const", axis]}]
+        try:
+            if name == "split" and parts is not UNKNOWN:
+                count = slicing.split_count(parts)
+                if count is not None:
+                    slicing.check_count(name, count)
+            if isinstance(tensor.shape, tuple) and not is_unknown(tree):
+                whole = (None, *tensor.shape)
+                shapes = (
+                    slicing.split_shapes(whole, parts, axis) if name == "split" else slicing.unstack_shapes(whole, axis)
+                )
+                count = len(shapes)
+        except slicing.SliceError as exc:
+            raise Fail(expr.span, str(exc), exc.hint) from None
+        label = f"{name} axis={describe_value(axis)}"
+        spec = OpSpec(tree, 1, label, count or 1)
+        outputs = self.writer.emit("tensor_op", name, {}, [tensor], count or 1, expr.span, name, final, decl=spec)
+        if count is None and len(outputs) == 1 and not outputs[0].poisoned:
+            self.state.uncertain = True
+            outputs[0].variadic = True  # check's guess; the Keras build gives the real outputs
+        return outputs
+
+    def _constant(self, expr: ir.Expr, env: Env, owner: str, what: str) -> Value:
+        if self.mentions_tensor(expr, env):
+            raise Fail(expr.span, f"the {what} of '{owner}' must be a constant, not a tensor")
+        return self.state.consts.fold(expr, env)
+
+    # ------------------------------------------------------------ slices
+    def _slice(self, expr: ir.Index, env: Env, final: str | None) -> list[Tensor]:
+        """`x[:, :256]`, `x[..., 1:]`, `x[:, 3]`: NumPy's subscripts on a tensor, the batch axis first."""
+        tensor = self._tensor_operand(expr.value, env, "[...]")
+        items = list(expr.index.items) if isinstance(expr.index, ir.Tuple) else [expr.index]
+        key = [self._subscript(item, env) for item in items]
+        try:
+            slicing.check_items(key)
+            if isinstance(tensor.shape, tuple) and not slicing.has_unknown(key):
+                slicing.sliced_shape((None, *tensor.shape), key)
+        except slicing.SliceError as exc:
+            raise slicing.slice_failure(exc, expr, items) from None
+        tree = ["call", "get_item", [["var", "x0"], ["const", key]], {}]
+        label = "[" + slicing.key_text(key) + "]" if not slicing.has_unknown(key) else "[?]"
+        return self._op_node(tree, [tensor], "slice", label, expr.span, final)
+
+    def _subscript(self, item: ir.Expr, env: Env) -> Any:
+        """One subscript as a key item (`semantics.slicing`): an int, [start, stop, step], None or '...'."""
+        if isinstance(item, ir.EllipsisLit):
+            return slicing.ELLIPSIS
+        if isinstance(item, ir.Slice):
+            return [self._bound(b, env) for b in (item.start, item.stop, item.step)]
+        if self.mentions_tensor(item, env):
+            raise Fail(item.span, "a tensor's subscripts are constants, not tensors")
+        value = self.state.consts.fold(item, env)
+        if value is None or value is UNKNOWN or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        raise Fail(
+            item.span,
+            f"a tensor's subscript is an integer, a slice (1:5), none or ..., received {type_name(value)}",
+        )
+
+    def _bound(self, bound: ir.Expr | None, env: Env) -> Any:
+        if bound is None:
+            return None
+        if self.mentions_tensor(bound, env):
+            raise Fail(bound.span, "a slice's bounds are constants, not tensors")
+        value = self.state.consts.fold(bound, env)
+        if value is None or value is UNKNOWN or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        raise Fail(bound.span, f"a slice bound must be an integer, received {type_name(value)}")
 
     def _declared_activation_call(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
         """`hswish(x)`: the declared activation applied to a tensor (`x -> hswish`)."""

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from netdsl.errors import BuildError
-from netdsl.semantics.values import UNKNOWN, describe_value
+from netdsl.semantics import slicing
+from netdsl.semantics.values import UNKNOWN, describe_value, is_unknown
 
 # Operator -> (node kind, verb of the error message, diagram symbol).
 OPERATORS = {
@@ -31,6 +32,7 @@ OPERATORS = {
 }
 REDUCTIONS = frozenset({"sum", "mean", "max", "min"})
 _BROADCASTING_CALLS = frozenset({"minimum", "maximum", "where"})
+MULTI_OUTPUT = frozenset({"split", "unstack"})  # functions that give several tensors
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class OpSpec:
     expression: Any  # the tree, JSON data; constants may be UNKNOWN while `check` runs a block alone
     inputs: int
     label: str  # what the diagram shows: "+ 3", "\u00d7", "sigmoid", "mean axis=1"
+    outputs: int = 1  # tensors it gives: several for `split` and `unstack`
 
     @property
     def config(self) -> Any:
@@ -52,6 +55,22 @@ def output_shape(spec: OpSpec, shapes: list[Any]) -> Any:
     if any(s is UNKNOWN or not isinstance(s, tuple) for s in shapes):
         return UNKNOWN
     return _shape(spec.expression, shapes)
+
+
+def output_shapes(spec: OpSpec, shapes: list[Any]) -> list[Any]:
+    """The shapes of an operator node's outputs: several for `split` and `unstack`, one otherwise."""
+    tree = spec.expression
+    if tree[0] != "call" or tree[1] not in MULTI_OUTPUT:
+        return [output_shape(spec, shapes)]
+    if any(s is UNKNOWN or not isinstance(s, tuple) for s in shapes) or is_unknown(tree):
+        return [UNKNOWN] * spec.outputs
+    whole = (None, *shapes[0])
+    axis = tree[3]["axis"][1]
+    if tree[1] == "split":
+        parts = slicing.split_shapes(whole, tree[2][1][1], axis)
+    else:
+        parts = slicing.unstack_shapes(whole, axis)
+    return [part[1:] for part in parts]
 
 
 def _shape(tree: Any, shapes: list[tuple[Any, ...]]) -> Any:
@@ -82,6 +101,11 @@ def _call_shape(tree: Any, shapes: list[tuple[Any, ...]]) -> Any:
     if name == "transpose":  # the perm counts the batch axis as 0 (checked where it was written)
         perm = args[1][1]
         return tuple(operands[0][p - 1] for p in perm[1:])
+    if name == "get_item":  # `x[:, :256]`: the key names the batch axis first
+        key = args[1][1]
+        if slicing.has_unknown(key):
+            return UNKNOWN
+        return slicing.sliced_shape((None, *operands[0]), key)[1:]
     if name in _BROADCASTING_CALLS or name == "clip":
         result = operands[0]
         for other in operands[1:]:

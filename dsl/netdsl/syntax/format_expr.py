@@ -57,11 +57,14 @@ class ExprPrinter:
             value = f"({e(n.value)})" if isinstance(n.value, ir.Number) else e(n.value, POSTFIX)
             return f"{value}.{n.attr}", POSTFIX
         if isinstance(n, ir.Index):
-            return f"{e(n.value, POSTFIX)}[{e(n.index)}]", POSTFIX
+            return f"{e(n.value, POSTFIX)}[{self.subscripts(n.index)}]", POSTFIX
         if isinstance(n, ir.Slice):
             start = e(n.start) if n.start is not None else ""
             stop = e(n.stop) if n.stop is not None else ""
-            return f"{start}:{stop}", ATOM  # only ever the whole subscript
+            step = f":{e(n.step)}" if n.step is not None else ""
+            return f"{start}:{stop}{step}", ATOM  # only ever a subscript
+        if isinstance(n, ir.EllipsisLit):
+            return "...", ATOM
         if isinstance(n, ir.Call):
             args = [e(a) for a in n.args] + [f"{k.name}={e(k.value)}" for k in n.kwargs]
             return f"{e(n.func, POSTFIX)}({', '.join(args)})", POSTFIX
@@ -90,6 +93,14 @@ class ExprPrinter:
         if isinstance(n, ir.Flow):
             return " -> ".join(e(i, PRODUCT) for i in n.items), FLOW
         raise AssertionError(f"formatter: unknown expression {type(n).__name__}")  # pragma: no cover
+
+    def subscripts(self, index: Any) -> str:
+        """What stands between the brackets: `x[:, :256]` is a tuple of subscripts, written without
+        its parentheses (one subscript keeps its comma: `x[:256,]`)."""
+        if isinstance(index, ir.Tuple):
+            items = [self.expr(i) for i in index.items]
+            return ", ".join(items) + ("," if len(items) == 1 else "")
+        return self.expr(index)
 
     def number(self, node: ir.Number) -> str:
         """A number's text; the formatter overrides this to keep the text as written."""

@@ -42,7 +42,7 @@ from typing import Any, cast
 
 from netdsl.errors import Diagnostic, SpecError
 from netdsl.syntax import ir
-from netdsl.syntax.format_expr import POSTFIX, PRODUCT, ExprPrinter, number_text_matches
+from netdsl.syntax.format_expr import POSTFIX, PRODUCT, UNARY, ExprPrinter, number_text_matches
 from netdsl.syntax.transform import to_ir
 
 LINE_LENGTH = 88
@@ -232,6 +232,13 @@ class _Printer(ExprPrinter):
                 after = self.find(self.past_name(node, keyword, node.name), "(") + 1
             brace = self.find(after, "{", extra=",)")
             header = f"{keyword} {node.name}({self.params(node.params)})"
+            if node.params and len(header + " {") > LINE_LENGTH:  # one parameter per line
+                opening = self.find(self.past_name(node, keyword, node.name), "(")
+                self.emit("", f"{keyword} {node.name}(", start, opening + 1, self.start(node.params[0]), blank)
+                for i, param in enumerate(node.params):
+                    nxt = self.start(node.params[i + 1]) if i + 1 < len(node.params) else self.find(after, ")", ",")
+                    self.emit(INDENT, self.params([param]) + ",", self.start(param), self.end(param), nxt, False, False)
+                start, header, blank = self.find(after, ")", ","), ")", False
             self.body("", header, start, brace, node.body, end - 1, end, bound, blank)
         else:
             self.stmt(node, "", bound, blank)
@@ -382,7 +389,7 @@ class _Printer(ExprPrinter):
         """`head` + `value` + `suffix` on one line if it fits, else broken (see the module's rules)."""
         flat = head + (self.expr(value) if value is not None else "") + suffix
         long = len(indent) + len(flat) > LINE_LENGTH
-        if isinstance(value, ir.Flow) and len(value.items) > 2:
+        if isinstance(value, ir.Flow):
             lines = self.flow_lines(value)
             if long or self.has_comment(self.end(value.items[lines[0][-1]]), self.end(value)):
                 self.flow(indent, head, value, lines, start, end, bound, blank, suffix, gaps)
@@ -392,7 +399,23 @@ class _Printer(ExprPrinter):
             if long or self.has_comment(open_pos + 1, close_pos):
                 self.collection(indent, head, value, open_pos, close_pos, start, end, bound, blank, suffix, gaps)
                 return
+        elif long and isinstance(value, ir.BinOp) and (call := self._leading_call(value)) is not None:
+            # `softmax(...) @ v` too long: the call it starts with, one argument per line, then the rest
+            text, call_text = self.expr(value), self.expr(call, POSTFIX)
+            open_pos, close_pos = cast("tuple[int, int]", self.opener(call))
+            rest = text[len(call_text) :] + suffix
+            self.collection(indent, head, call, open_pos, close_pos, start, end, bound, blank, rest, gaps)
+            return
         self.emit(indent, flat, start, end, bound, blank, gaps)
+
+    def _leading_call(self, value: ir.BinOp) -> ir.Call | None:
+        """The call an operator expression's text starts with (its leftmost operand), if it has arguments
+        and prints without parentheses around it."""
+        left: Any = value
+        while isinstance(left, ir.BinOp):
+            left = left.left
+        call = _breakable_call(left)
+        return call if call is not None and self.expr(value).startswith(self.expr(call, POSTFIX)) else None
 
     def flow_lines(self, flow: ir.Flow) -> list[list[int]]:
         """The flow's items grouped as the source has them on lines (source and first step together)."""
@@ -443,10 +466,39 @@ class _Printer(ExprPrinter):
             line_start = start if n == 0 else self.start(items[group[0]])
             line_end = end if last else self.end(items[group[-1]])
             line_bound = bound if last else self.start(items[filled[n + 1][0]])
-            if n == 0:
+            line_indent, line_head = (indent, head) if n == 0 else (cont, "-> ")
+            wide = self._call_to_break(items, group) if len(line_indent + line_head + text) > LINE_LENGTH else None
+            if wide is not None:  # one step alone is too long: its call, one argument per line
+                before = [texts[k] for k in group if k < wide]
+                after = [texts[k] for k in group if k > wide]
+                step = items[wide]
+                call = cast(ir.Call, _breakable_call(step))
+                times = f" * {self.expr(step.right, UNARY)}" if isinstance(step, ir.BinOp) else ""  # a repeat
+                open_pos, close_pos = cast("tuple[int, int]", self.opener(call))
+                self.collection(
+                    line_indent,
+                    line_head + "".join(t + " -> " for t in before),
+                    call,
+                    open_pos,
+                    close_pos,
+                    line_start,
+                    line_end,
+                    line_bound,
+                    blank and n == 0,
+                    times + "".join(" -> " + t for t in after) + (suffix if last else ""),
+                    gaps and n == 0,
+                )
+            elif n == 0:
                 self.emit(indent, head + text, line_start, line_end, line_bound, blank, gaps)
             else:
                 self.emit(cont, "-> " + text, line_start, line_end, line_bound, False, False)
+
+    @staticmethod
+    def _call_to_break(items: list[Any], group: list[int]) -> int | None:
+        """The last item of a line of a flow that is a call with arguments, or one repeated
+        (`conv2d(...) * 3`); None: none is."""
+        calls = [k for k in group if _breakable_call(items[k]) is not None]
+        return calls[-1] if calls else None
 
     def opener(self, value: Any) -> tuple[int, int] | None:
         """Offsets of the brackets of a list, tuple, dict or call that could print one item per line."""
@@ -502,6 +554,14 @@ class _Printer(ExprPrinter):
         """The number as written (`1e-3`, not `0.001`), when its span still reads as its value."""
         written = self.text[self.start(node) : self.end(node)]
         return written if number_text_matches(written, node.value) else super().number(node)
+
+
+def _breakable_call(item: Any) -> ir.Call | None:
+    """The call of a flow's step that may print one argument per line: the step, or the step a
+    repeat repeats (`conv2d(512, 3) * 3`)."""
+    if isinstance(item, ir.BinOp) and item.op == "*":
+        item = item.left
+    return item if isinstance(item, ir.Call) and (item.args or item.kwargs) else None
 
 
 # ---------------------------------------------------------------- IR built in memory

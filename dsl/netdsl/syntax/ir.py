@@ -80,12 +80,23 @@ class Attr(Node):
 
 
 class Slice(Node):
+    """`start:stop` or `start:stop:step` in a subscript; a bound left out is None."""
+
     kind: Literal["slice"] = "slice"
     start: Expr | None
     stop: Expr | None
+    step: Expr | None = None
+
+
+class EllipsisLit(Node):
+    """`...` in a tensor's subscript: every axis not named by the others."""
+
+    kind: Literal["ellipsis"] = "ellipsis"
 
 
 class Index(Node):
+    """`value[index]`; `x[:, :256]` has a `Tuple` of subscripts (slices, `...`, expressions) as its index."""
+
     kind: Literal["index"] = "index"
     value: Expr
     index: Expr
@@ -151,6 +162,7 @@ Expr = Annotated[
     | Dict
     | Attr
     | Slice
+    | EllipsisLit
     | Index
     | Call
     | BinOp

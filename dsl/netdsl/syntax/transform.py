@@ -58,7 +58,8 @@ _flow = maker(ir.Flow, "span", "items")
 _call = maker(ir.Call, "span", "func", "args", "kwargs")
 _attr = maker(ir.Attr, "span", "value", "attr")
 _index = maker(ir.Index, "span", "value", "index")
-_slice = maker(ir.Slice, "span", "start", "stop")
+_slice = maker(ir.Slice, "span", "start", "stop", "step")
+_ellipsis = maker(ir.EllipsisLit, "span")
 _tuple = maker(ir.Tuple, "span", "items")
 _list = maker(ir.List, "span", "items")
 _dict = maker(ir.Dict, "span", "items")
@@ -280,7 +281,17 @@ class IRBuilder:
 
     def slice(self, c: Children, pos: Position) -> ir.Slice:
         start, stop = c
-        return _slice(self._span(pos), start, stop)
+        return _slice(self._span(pos), start, stop, None)
+
+    def slice_step(self, c: Children, pos: Position) -> ir.Slice:
+        start, stop, step = c
+        return _slice(self._span(pos), start, stop, step)
+
+    def ellipsis(self, c: Children, pos: Position) -> ir.EllipsisLit:
+        return _ellipsis(self._span(pos))
+
+    def subscript_tuple(self, c: Children, pos: Position) -> ir.Tuple:
+        return _tuple(self._span(pos), _nodes(c))
 
     def tuple(self, c: Children, pos: Position) -> ir.Tuple:
         return _tuple(self._span(pos), list(c))

@@ -6,13 +6,15 @@ rebuilt and checked to be the same model (layer classes, weight shapes, outputs 
 weights: `decompiler.verify`), and written with a header saying what it is. A family the
 decompiler cannot prove is reported and not written.
 
+Each spec ends with the family's `preprocess_input` as a block of its own, `NAME_preprocess`.
 Beside each spec, NAME.names.json maps the spec's layer names to keras.applications' own
 (`Conv1`, `conv4_block6_out`): netdsl gives a zoo backbone's layers Keras' names, so that
 `freeze`, `summary` and `model.get_layer` use the names users know. Written by pairing the
 two models' layers in order, which must be of the same classes one for one.
 
-    python scripts/zoo_specs.py [NAME ...]          # specs and names
-    python scripts/zoo_specs.py --names [NAME ...]  # the names only, of the specs there are
+    python scripts/zoo_specs.py [NAME ...]                # specs, preprocessing blocks and names
+    python scripts/zoo_specs.py --names [NAME ...]        # the names only, of the specs there are
+    python scripts/zoo_specs.py --preprocess [NAME ...]   # the preprocessing blocks only
 """
 
 from __future__ import annotations
@@ -64,7 +66,35 @@ def write(name: str) -> bool:
     SPECS.mkdir(exist_ok=True)
     (SPECS / f"{name}.net").write_text(header(family, model) + text, encoding="utf-8")
     print(f"{name}: {len(text.splitlines())} lines", flush=True)
-    return write_names(name, model)
+    return write_preprocess(name) and write_names(name, model)
+
+
+# Each family's `preprocess_input` as a block of the spec (`image -> resnet50_preprocess -> resnet50`): pictures
+# of 0..255 in, as keras.applications' imagenet_utils computes them (tests/zoo/test_backbone.py holds them equal).
+PREPROCESS_STEPS = {
+    "caffe": "x[..., ::-1] -> normalization(mean=[103.939, 116.779, 123.68], variance=[1, 1, 1])",
+    "tf": "x -> rescaling(1 / 127.5, offset=-1)",
+    "torch": (
+        "x -> rescaling(1 / 255)\n"
+        "               -> normalization(mean=[0.485, 0.456, 0.406], variance=[0.052441, 0.050176, 0.050625])"
+    ),
+    "none": "x",
+}
+PREPROCESS_MARK = "\n# keras.applications' preprocess_input for this family, as steps: pictures of 0..255 in.\n"
+
+
+def write_preprocess(name: str) -> bool:
+    """Append (or write again) the family's `NAME_preprocess` block at the end of its spec."""
+    family = BY_NAME[name]
+    path = SPECS / f"{name}.net"
+    text = path.read_text(encoding="utf-8").split(PREPROCESS_MARK)[0].rstrip("\n") + "\n"
+    block = (
+        f"{PREPROCESS_MARK}# {PREPROCESS[family.preprocess]}.\n"
+        f"block {name}_preprocess() {{\n  input x\n  output y = {PREPROCESS_STEPS[family.preprocess]}\n}}\n"
+    )
+    path.write_text(netdsl.format(text=text + block, filename=str(path)), encoding="utf-8")  # in fmt's layout
+    print(f"{name}: {name}_preprocess ({family.preprocess})", flush=True)
+    return True
 
 
 def write_names(name: str, theirs: keras.Model | None = None) -> bool:
@@ -99,9 +129,12 @@ def written(name: str) -> bool:
 
 
 if __name__ == "__main__":
-    only_names = "--names" in sys.argv[1:]
-    names = [a for a in sys.argv[1:] if a != "--names"] or [f.name for f in FAMILIES]
-    if only_names:
+    flags = {a for a in sys.argv[1:] if a.startswith("--")}
+    names = [a for a in sys.argv[1:] if not a.startswith("--")] or [f.name for f in FAMILIES]
+    if flags:  # --names, --preprocess: only those, for the specs there are
         names = [name for name in names if (SPECS / f"{name}.net").is_file()]
-    failed = [name for name in names if not (write_names(name) if only_names else written(name))]
+        steps = [step for flag, step in (("--preprocess", write_preprocess), ("--names", write_names)) if flag in flags]
+        failed = [name for name in names if not all(step(name) for step in steps)]
+    else:
+        failed = [name for name in names if not written(name)]
     sys.exit(1 if failed else 0)

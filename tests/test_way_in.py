@@ -182,6 +182,11 @@ def test_the_wheel_ships_the_example_specs_and_the_demo_data(wheel):
     specs = {f"netdsl/example_specs/{p.relative_to(ROOT / 'specs')}" for p in (ROOT / "specs").rglob("*.net")}
     assert specs <= names
     assert {"netdsl/demo_data.py", "netdsl/starter.py", "netdsl/netdsl.lark"} <= names
+    # the zoo's backbones and the keras.applications names of their layers (without those, a backbone
+    # would keep the spec's own names in an installed netdsl, and freeze patterns by Keras names miss)
+    zoo = ROOT / "dsl" / "netdsl" / "zoo" / "specs"
+    shipped = {f"netdsl/zoo/specs/{p.name}" for p in [*zoo.glob("*.net"), *zoo.glob("*.names.json")]}
+    assert len(shipped) == 36 and shipped <= names
 
 
 @pytest.mark.slow

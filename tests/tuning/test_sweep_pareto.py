@@ -17,6 +17,7 @@ import netdsl
 from netdsl.cli import main
 from netdsl.errors import Span
 from netdsl.semantics.sweep_space import Objective, SweepSpace
+from netdsl.tuning import plots as sweep_plots
 from netdsl.tuning import records as sweep_records
 from netdsl.tuning import runner
 from netdsl.tuning.records import SweepResult, TrialRecord, pareto_front
@@ -164,7 +165,7 @@ def test_runs_lists_the_sweep_with_its_front(swept, capsys):
 def test_the_plot_is_written_and_the_same_twice(swept):
     first = {name: (swept.dir / name).read_bytes() for name in ("pareto.svg", "pareto.png")}
     assert first["pareto.svg"].startswith(b"<?xml") and first["pareto.png"].startswith(b"\x89PNG")
-    sweep_records.write_plots(netdsl.show_sweep(swept.dir))
+    sweep_plots.write_plots(netdsl.show_sweep(swept.dir))
     assert {name: (swept.dir / name).read_bytes() for name in first} == first
 
 
@@ -335,13 +336,13 @@ def test_plots_of_three_objectives_are_drawn_pairwise_and_the_same_twice(tmp_pat
         for n, (w, a, f, m) in enumerate([(8, 0.7, 100.0, 9e6), (16, 0.8, 200.0, 8e6), (32, 0.75, 400.0, 7e6)])
     ]
     result = _result(tmp_path, trials, goals)
-    written = sweep_records.write_plots(result)
+    written = sweep_plots.write_plots(result)
     assert tmp_path / "pareto.svg" in written and tmp_path / "pareto.png" in written
     first = {path: path.read_bytes() for path in written}
     svg = first[tmp_path / "pareto.svg"].decode()
     for label in ("val_accuracy (maximize)", "flops (minimize)", "train_memory(batch=64) (minimize)"):
         assert svg.count(label) == 2  # three pairs: each objective on two of them
-    sweep_records.write_plots(result)
+    sweep_plots.write_plots(result)
     assert {path: path.read_bytes() for path in written} == first
     assert [t.number for t in result.pareto] == [1, 2, 0]  # none dominates another on all three
 

@@ -16,6 +16,7 @@ exactly `trials` trials, none counted twice.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -29,6 +30,7 @@ from netdsl.training.run.runs import RunFolder
 from netdsl.training.run.settings import MAX_SEED, TrainRequest
 from netdsl.training.run.signals import EXIT_STOPPED
 from netdsl.tuning import study as studies
+from netdsl.tuning.plots import write_plots
 from netdsl.tuning.records import FIGURES, SweepResult, records, write_records
 from netdsl.tuning.settings import SweepConfig, SweepRequest, resolve_sweep
 from netdsl.tuning.workers import run_workers
@@ -53,6 +55,8 @@ def run_sweep(config: SweepConfig) -> SweepResult:
     stopped = not _work(config, study)  # with --workers K: what the workers left undone, if any
     result = _result(config, study)
     write_records(result)
+    with contextlib.suppress(Exception):  # a picture must not leave a sweep unfinished (as a run's curves)
+        write_plots(result)
     done = sum(1 for t in result.trials if t.state in ("complete", "pruned", "infeasible", "failed")) >= config.trials
     config.folder.set_status("finished" if done and not stopped else "stopped" if stopped else "running")
     if stopped:

@@ -178,7 +178,7 @@ def thaw_for_second_phase(model: Any, graph: Any) -> None:
     if not graph.train.unfreeze:
         set_trainable(model, graph, True)
         return
-    frozen = [path for path, layer in _weighted_leaves(model, "") if not _trains(model, path)]
+    frozen = [path for path in _weighted_leaves(model, "") if not _trains(model, path)]
     still = second_phase_frozen(graph, graph.train, frozen)
     _all_trainable(model)
     for path in still:
@@ -197,31 +197,32 @@ def _all_trainable(model: Any) -> None:
             _all_trainable(layer)
 
 
-def _weighted_leaves(model: Any, prefix: str) -> Iterator[tuple[str, Any]]:
-    """Every layer holding weights of its own (a nested model's, as `backbone/conv1`), in Keras' order."""
+def _weighted_leaves(model: Any, prefix: str) -> Iterator[str]:
+    """The path of every layer holding weights of its own (a nested model's as `backbone/conv1`), in Keras' order."""
     for layer in model.layers:
         path = prefix + layer.name
         if hasattr(layer, "get_layer"):  # a nested model
             yield from _weighted_leaves(layer, path + INSIDE)
         elif layer.weights:
-            yield path, layer
+            yield path
+
+
+def _layers_along(model: Any, path: str) -> list[Any]:
+    """The layers from `model` down to the one at `path` ("backbone/conv1": `backbone`, then its `conv1`)."""
+    found, layer = [], model
+    for part in path.split(INSIDE):
+        layer = layer.get_layer(part)
+        found.append(layer)
+    return found
 
 
 def _trains(model: Any, path: str) -> bool:
     """Whether the layer at `path` trains: it and every model around it are trainable."""
-    layer = model
-    for part in path.split(INSIDE):
-        layer = layer.get_layer(part)
-        if not layer.trainable:
-            return False
-    return True
+    return all(layer.trainable for layer in _layers_along(model, path))
 
 
 def _layer_at(model: Any, path: str) -> Any:
-    layer = model
-    for part in path.split(INSIDE):
-        layer = layer.get_layer(part)
-    return layer
+    return _layers_along(model, path)[-1]
 
 
 def _keep_batch_norms_frozen(layer: Any) -> None:

@@ -37,6 +37,8 @@ def main(mode: str, folder: str, backend: str, specs: list[str]) -> None:
     from netdsl.backend.runtime import current_backend
 
     out = Path(folder)
+    if mode == "check":
+        draw_initial_weights_with_numpy()  # `check` overwrites every weight it builds or loads
     for spec in specs:
         for name, model in netdsl.build_all(spec, backend=backend).items():
             assert current_backend() == backend
@@ -175,4 +177,7 @@ def compare(folder: Path) -> dict[str, int]:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))  # run as a script: the repository's `tests` package for numpy_init
+    from tests.support.numpy_init import draw_initial_weights_with_numpy
+
     main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:])

@@ -25,6 +25,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import netdsl  # noqa: E402
+from tests.support.numpy_init import draw_initial_weights_with_numpy  # noqa: E402
 
 
 def _figures(compiled: Any) -> dict[str, float]:
@@ -74,6 +75,7 @@ def measure(model: keras.Model, batch: int, forward_only: bool = False) -> dict[
 
 def main(argv: list[str]) -> None:
     forward_only = argv[0] == "--forward"
+    draw_initial_weights_with_numpy()  # the compiler's figures depend on the shapes only
     argv = argv[1:] if forward_only else argv
     batch, folder, found = int(argv[0]), argv[1], {}
     for source in argv[2:]:

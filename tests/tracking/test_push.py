@@ -38,10 +38,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@contextlib.contextmanager
-def _mlflow_server(folder: Path, port: int) -> Iterator[str]:
-    """`mlflow server` on a SQLite database in `folder` and `port`, waited for, stopped afterwards."""
-    process = subprocess.Popen(
+def _start_mlflow_server(folder: Path, port: int) -> subprocess.Popen:
+    """`mlflow server` on a SQLite database in `folder` and `port`, started, not waited for."""
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -59,24 +58,30 @@ def _mlflow_server(folder: Path, port: int) -> Iterator[str]:
             "1",
         ],
         cwd=folder,
+        # No job runner: it is a third process (its imports alone 2-3 CPU seconds) for MLflow's GenAI jobs.
+        env=dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),
         stdout=subprocess.DEVNULL,
         stderr=open(folder / "server.log", "wb"),
         stdin=subprocess.DEVNULL,
     )
+
+
+@contextlib.contextmanager
+def _serving(process: subprocess.Popen, folder: Path, port: int) -> Iterator[str]:
+    """The server's URL once it answers its health check; the server stopped afterwards."""
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 240
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=5) as answer:
-                if answer.status == 200:
-                    break
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail("mlflow server did not start: " + (folder / "server.log").read_text()[-2000:])
-        time.sleep(1)
     try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=5) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("mlflow server did not start: " + (folder / "server.log").read_text()[-2000:])
+            time.sleep(0.25)
         yield url
     finally:
         process.terminate()
@@ -87,9 +92,25 @@ def _mlflow_server(folder: Path, port: int) -> Iterator[str]:
             process.wait()
 
 
+def _mlflow_server(folder: Path, port: int) -> contextlib.AbstractContextManager[str]:
+    return _serving(_start_mlflow_server(folder, port), folder, port)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _server_starting(tmp_path_factory) -> Iterator[tuple[subprocess.Popen, Path, int]]:
+    """The module's server, started first so that it comes up (10-30 s, mostly waiting) while the
+    project's runs and sweep are made; `server` waits for it."""
+    folder, port = tmp_path_factory.mktemp("mlflow-server"), _free_port()
+    process = _start_mlflow_server(folder, port)
+    yield process, folder, port
+    if process.poll() is None:  # never waited for (no test of the module used it)
+        process.kill()
+        process.wait()
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with _mlflow_server(tmp_path_factory.mktemp("mlflow-server"), _free_port()) as url:
+def server(_server_starting):
+    with _serving(*_server_starting) as url:
         yield url
 
 

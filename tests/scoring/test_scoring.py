@@ -200,9 +200,7 @@ def keras_evaluate(
     # The objects the compiler made: a compile config would lose huber's delta (Keras' Huber.get_config
     # leaves it out, so a reloaded .keras file scores huber(delta=0.5) with delta 1.0)
     given = built._compile_config.config
-    model.compile(
-        loss=given["loss"], metrics=given["metrics"], loss_weights=given["loss_weights"], run_eagerly=eagerly
-    )
+    model.compile(loss=given["loss"], metrics=given["metrics"], loss_weights=given["loss_weights"], run_eagerly=eagerly)
     logs = model.evaluate(
         [predictions[n] for n in names], [targets[n] for n in names], batch_size=BATCH, return_dict=True, verbose=0
     )

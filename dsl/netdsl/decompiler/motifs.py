@@ -33,7 +33,7 @@ class Motif:
 class Skeletons:
     """Interned skeletons (an int per distinct structure) and text costs, memoised per unit."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.ids: dict[tuple, int] = {}
         self.memo: dict[int, tuple[int, int]] = {}  # id(unit) -> (skeleton id, cost)
         self.values: dict[int, int] = {}  # id(unit) -> value id

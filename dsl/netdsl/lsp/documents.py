@@ -4,6 +4,7 @@ names they are shown by, and the overlay that imports read before the disk.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from pygls.uris import to_fs_path
@@ -13,7 +14,7 @@ from netdsl.lsp.positions import UTF16
 
 
 class Documents:
-    def __init__(self, workspace_getter):
+    def __init__(self, workspace_getter: Callable[[], Workspace]) -> None:
         self._workspace = workspace_getter  # pygls' workspace exists only once the server runs
         self._real: dict[str, Path] = {}
 

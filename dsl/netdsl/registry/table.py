@@ -201,7 +201,7 @@ def camel_case(name: str) -> str:
 
 
 class _Tables:
-    def __init__(self):
+    def __init__(self) -> None:
         self.entries: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
         self.keys: dict[str, dict[str, str]] = {k: {} for k in KINDS}
 

@@ -691,14 +691,17 @@ def _load_in_order(model: Any, init: InitFrom, weights: WeightsFile, part: set[s
         and not isinstance(layer, keras.Model)
         and (scope is not model or part is None or names[0] in part)
     ]
-    if len(layers) != len(weights.ordered):
+    stored = list(weights.ordered)
+    if len(layers) != len(stored):
+        stored = _by_layer_name(layers, stored)
+    if len(layers) != len(stored):
         raise Fail(
             init.span,
             f"'{weights.path}' holds the weights of {len(weights.ordered)} layers and "
             f"{'the model' if not init.part.text else repr(init.part.text)} has "
             f"{len(layers)} layers with weights; a Keras 2 .h5 file is matched in order",
         )
-    for (names, layer), (stored_name, arrays) in zip(layers, weights.ordered):
+    for (names, layer), (stored_name, arrays) in zip(layers, stored):
         want = [tuple(w.shape) for w in layer.weights]
         got = [a.shape for a in arrays]
         if want != got:
@@ -708,12 +711,22 @@ def _load_in_order(model: Any, init: InitFrom, weights: WeightsFile, part: set[s
                 f"'{weights.path}' holds {_shapes(got)} for its layer '{stored_name}' "
                 "in the same place (a Keras 2 .h5 file is matched in order)",
             )
-    for (_, layer), (_, arrays) in zip(layers, weights.ordered):
+    for (_, layer), (_, arrays) in zip(layers, stored):
         layer.set_weights([_read_stored(a, init) for a in arrays])
     shown_part = f"'{init.part.text}'" if init.part.text else "the model"
     digest = _ZOO_FILES.get(init.path)
     source = f"{weights.path} (sha256 {digest})" if digest else weights.path
     return f"init: {len(layers)} layer{'s' if len(layers) != 1 else ''} of {shown_part} from {source}"
+
+
+def _by_layer_name(layers: list[tuple[tuple, Any]], stored: list[tuple[str, list]]) -> list[tuple[str, list]]:
+    """The file's layers of the same names as `layers`, in their order, when it holds every one of them
+    (a backbone tapped by layer name leaves out the layers only its declared output needed, so it holds
+    fewer layers than keras.applications' file); else `stored` as it is."""
+    by_name = {name: arrays for name, arrays in stored}
+    if len(by_name) != len(stored) or any(names[-1] not in by_name for names, _ in layers):
+        return stored
+    return [(names[-1], by_name[names[-1]]) for names, _ in layers]
 
 
 def _kind(kind: str) -> str:

@@ -30,8 +30,10 @@ from netdsl.semantics.fine_tuning import check_parts
 from netdsl.semantics.graph import Graph, TensorRef, repeated_layer_names
 from netdsl.semantics.graph_writer import GraphWriter
 from netdsl.semantics.scope import FileScope
+from netdsl.semantics.shapes import ShapeBackend
 from netdsl.semantics.state import POISON, BuildState, ExpansionState, SharedInstance, Tensor
 from netdsl.semantics.steps import StepResolver, block_inputs, walk_inputs
+from netdsl.semantics.taps import drop_untaken_outputs, find_taps
 from netdsl.semantics.tensor_exprs import TensorExpressions
 from netdsl.semantics.values import UNKNOWN, Closure, Env, Sym, SymCall, binding_name, describe_value, type_name
 from netdsl.syntax import ir
@@ -59,9 +61,12 @@ class FlowExpander:
         outer_shadows, state.shadows = state.shadows, state.shadows_in(decl, scope)
         try:
             env = Env(scope)
+            state.build.taps = find_taps(decl.body, scope)
             self._model_inputs(decl, env)
             self.run(decl.body, env, where="model")
             graph.outputs = [(name, t.ref) for name, t in state.build.outputs if t.ref is not None]  # not poisoned
+            if state.build.tapped_call and isinstance(state.backend, ShapeBackend):  # a Keras build has called it
+                drop_untaken_outputs(graph)
             _keras_application_names(graph, decl)
             state.diagnostics.extend(repeated_layer_names(graph))
             if graph.train is not None:
@@ -377,12 +382,34 @@ class FlowExpander:
             return self.tensors(expr.then if cond else expr.orelse, env, final)
         if isinstance(expr, ir.Attr) and isinstance(expr.value, ir.Name) and expr.attr == "shape":
             raise Fail(expr.span, "a shape is a constant, not a tensor")
+        if isinstance(expr, ir.Attr) and self.tensor_exprs.is_tap(expr, env):
+            return [self._tap(expr)]
         hint = None
         if isinstance(expr, (ir.Call, ir.Name)):
             hint = "a flow starts from a tensor: x -> dense(10)"
         elif isinstance(expr, ir.Number):  # `x + 3 -> relu` reads as `x + (3 -> relu)`
             hint = "'->' binds tighter than '+' and '-': (x + 3) -> relu applies a step to a sum"
         raise Fail(expr.span, "expected a tensor here", hint)
+
+    def _tap(self, expr: ir.Attr) -> Tensor:
+        """`MODEL.LAYER`: that layer's output in the body's one call of the model (`semantics/taps.py`)."""
+        model = cast(ir.Name, expr.value).id
+        build = self.state.build
+        if (model, expr.attr) in build.tapped:
+            return build.tapped[(model, expr.attr)]
+        if model in build.tapped_call:  # the call reported the unknown layer name
+            raise Fail.reported()
+        if model in build.taps:
+            raise Fail(
+                expr.span,
+                f"'{model}.{expr.attr}' is a tensor of a call of model '{model}', and there is none before it",
+                f"call the model first: features = x -> {model}",
+            )
+        raise Fail(
+            expr.span,
+            f"'{model}.{expr.attr}' is taken in a block; a tap is taken in the model body that calls '{model}'",
+            f"give it to the block as an input: (x, {model}.{expr.attr}) -> BLOCK",
+        )
 
     def _tensor_named(self, name: str, env: Env, span: Span) -> Tensor:
         value = env.get(name)

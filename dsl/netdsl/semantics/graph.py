@@ -62,6 +62,8 @@ class Graph:
     # A zoo backbone's: its layers carry keras.applications' names, and parts are named by them alone
     # (its block instances are the decompiler's, `top_activation.stage_3`: a `top_*` would name them all).
     keras_application: bool = False
+    # Its last `taps` outputs are layers a caller taps by name (`semantics/taps.py`), not declared ones.
+    taps: int = 0
 
     def node_of(self, ref: TensorRef) -> Node:
         return self.nodes[ref.node]

@@ -137,6 +137,11 @@ class BuildState:
     outputs: list[tuple[str, Tensor]] = field(default_factory=list)  # only appended to, or replaced
     layers: int = 0  # nodes made, and those a failed input skipped (MAX_LAYERS)
     repeat_once: bool = False  # a block checked on its own: each `* N` runs one pass
+    # Taps (`semantics/taps.py`): the `MODEL.LAYER` names of the model body, by model; the tensors of the
+    # model's one call, by (model, layer); the span of that call, by model.
+    taps: dict[str, list[ir.Attr]] = field(default_factory=dict)
+    tapped: dict[tuple[str, str], Tensor] = field(default_factory=dict)
+    tapped_call: dict[str, Span] = field(default_factory=dict)
 
 
 @dataclass

@@ -29,6 +29,7 @@ from netdsl.semantics.state import (
     Step,
     Tensor,
 )
+from netdsl.semantics.taps import tapped
 from netdsl.semantics.values import UNKNOWN, Env, StepValue, TensorValue, Value, describe_value, type_name
 from netdsl.syntax import ir
 
@@ -407,22 +408,52 @@ class StepResolver:
     def _nested_model(self, step: Step, decl: ir.ModelDecl, inputs: list[Tensor], final: str | None) -> list[Tensor]:
         if step.args or step.kwargs:
             raise Fail(step.span, f"model '{decl.name}' takes no arguments")
+        taps = self.state.build.taps.get(decl.name)
+        if taps:
+            return self._tapped_call(step, decl, taps, inputs, final)
         sub = self._sub_model(decl, step.scope, step.span)
         return self._emit_sub(sub, inputs, step.span, decl.name, shared=f"model:{decl.name}", final=final)
 
-    def _sub_model(self, decl: ir.ModelDecl, scope: FileScope, span: Span) -> Graph:
+    def _tapped_call(
+        self, step: Step, decl: ir.ModelDecl, taps: list[ir.Attr], inputs: list[Tensor], final: str | None
+    ) -> list[Tensor]:
+        """The one call of a model the body taps (`semantics/taps.py`): the nested model with the tapped
+        layers as extra outputs; the flow goes on with its declared outputs."""
+        build = self.state.build
+        if decl.name in build.tapped_call:
+            first = build.tapped_call[decl.name]
+            raise Fail(
+                step.span,
+                f"model '{decl.name}' is called again; '{decl.name}.{taps[0].attr}' taps its one call "
+                f"(at {first.line}:{first.col})",
+                "a model tapped by layer name is called once in the body",
+            )
+        build.tapped_call[decl.name] = step.span
+        sub = self._sub_model(decl, step.scope, step.span, taps)
+        outputs = self._emit_sub(sub, inputs, step.span, decl.name, shared=f"model:{decl.name}", final=final)
+        declared = len(sub.outputs) - len(taps)
+        for (name, _), tensor in zip(sub.outputs[declared:], outputs[declared:]):
+            build.tapped[(decl.name, name)] = tensor
+        return outputs[:declared]
+
+    def _sub_model(self, decl: ir.ModelDecl, scope: FileScope, span: Span, taps: list[ir.Attr] | None = None) -> Graph:
+        """The nested model's graph, expanded once per check (once more with the layers a body taps as
+        extra outputs: that model is another Keras model, of the same name and layers)."""
+        key = decl.name if not taps else f"{decl.name}+" + "+".join(tap.attr for tap in taps)
         if decl.name in self.state.model_stack:
             stack = self.state.model_stack
             raise Fail(span, cycle_text("model", decl.name, stack[stack.index(decl.name) :]))
-        if decl.name not in self.state.models and self.state.nesting() >= MAX_BLOCK_DEPTH:
+        if key not in self.state.models and self.state.nesting() >= MAX_BLOCK_DEPTH:
             raise Fail(span, f"blocks and models nested more than {MAX_BLOCK_DEPTH} deep")
-        if decl.name not in self.state.models:
+        if key not in self.state.models:
             errors_before = len(self.state.diagnostics)
             graph = self.bodies.expand_model(decl, scope)
-            self.state.models[decl.name] = graph if len(self.state.diagnostics) == errors_before else None
-            if self.state.models[decl.name] is not None:
+            if taps:
+                graph = tapped(graph, taps, self.state.diagnostics)
+            self.state.models[key] = graph if len(self.state.diagnostics) == errors_before else None
+            if self.state.models[key] is not None:
                 graph.built = self.state.backend.finish(graph)
-        built = self.state.models[decl.name]
+        built = self.state.models[key]
         if built is None:
             raise Fail.reported()
         graph = built

@@ -108,7 +108,16 @@ class TensorExpressions:
             return self.mentions_tensor(expr.value, env)
         if isinstance(expr, ir.IfExp):
             return self.mentions_tensor(expr.then, env) or self.mentions_tensor(expr.orelse, env)
+        if isinstance(expr, ir.Attr):
+            return self.is_tap(expr, env)
         return False
+
+    def is_tap(self, expr: ir.Attr, env: Env) -> bool:
+        """`MODEL.LAYER`: a layer's output inside a nested model (`semantics/taps.py`), not `x.shape`."""
+        if not isinstance(expr.value, ir.Name) or expr.attr == "shape" or env.has(expr.value.id):
+            return False
+        declared = env.scope.find(expr.value.id)
+        return declared is not None and isinstance(declared[0], ir.ModelDecl)
 
     def is_tensor_expression(self, expr: ir.Expr, env: Env) -> bool:
         """An operator or call that `tensor_expression` makes nodes of."""

@@ -54,11 +54,14 @@ def write(name: str) -> bool:
     text = netdsl.decompile(model)
     text = re.sub(r"^model \w+ \{", f"model {family.name} {{", text, count=1, flags=re.M)
     # Checked at the family's own size: an input of any size (none, none) is fed 1x1 pictures by the check.
+    # The same model (its layers' configurations) on pictures of that size, not the application built for
+    # it: keras.applications pads some strided convolutions by the size it is built for (`correct_pad`;
+    # EfficientNetB1's block6a at 240x240), and the spec is the model of any size, as `include_top=False`
+    # without an input shape gives it.
     size = family.input_size
-    sized = keras.applications.__dict__[family.constructor](
-        weights=None, include_top=False, input_shape=(size, size, 3)
-    )
+    sized = keras.models.clone_model(model, input_tensors=keras.Input((size, size, 3)))
     sized.set_weights(model.get_weights())
+    calibrated_batch_norms(sized, size)
     result, _ = verify_round_trip(sized, text.replace("(none, none, 3)", f"({size}, {size}, 3)", 1))
     if not result.ok:
         print(f"{name}: not the same model:", *result.lines(), sep="\n  ", flush=True)
@@ -67,6 +70,21 @@ def write(name: str) -> bool:
     (SPECS / f"{name}.net").write_text(header(family, model) + text, encoding="utf-8")
     print(f"{name}: {len(text.splitlines())} lines", flush=True)
     return write_preprocess(name) and write_names(name, model)
+
+
+def calibrated_batch_norms(model: keras.Model, size: int) -> None:
+    """Batch norms' moving statistics those of a batch of pictures (one call in training mode, momentum 0):
+    with their initial ones (mean 0, variance 1) the activations of the deeper families overflow float32
+    on random pictures (EfficientNetB1's output was inf), and the outputs could not be compared."""
+    import numpy as np
+
+    norms = [layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.BatchNormalization)]
+    momenta = [layer.momentum for layer in norms]
+    for layer in norms:
+        layer.momentum = 0.0
+    model(np.random.default_rng(3).uniform(0, 255, (4, size, size, 3)).astype("float32"), training=True)
+    for layer, momentum in zip(norms, momenta):
+        layer.momentum = momentum
 
 
 # Each family's `preprocess_input` as a block of the spec (`image -> resnet50_preprocess -> resnet50`): pictures

@@ -24,7 +24,7 @@ SPECS = ROOT / "specs"
 AUGMENTED = """\
 model aug {
   input image: (8, 8, 3)
-  x = image -> random_flip -> conv2d(4, 3) -> flatten
+  x = image -> auto_contrast -> conv2d(4, 3) -> flatten
   output y = x -> dense(2, activation=softmax)
 }
 """
@@ -98,30 +98,60 @@ def test_the_library_summary_returns_the_cost():
 
 def test_a_layer_without_a_rule_is_named_and_the_totals_are_lower_bounds(tmp_path, capsys):
     (tmp_path / "aug.net").write_text(AUGMENTED, encoding="utf-8")
-    assert main(["summary", str(tmp_path / "aug.net"), "--cost", "--batch", "2"]) == 0  # built with Keras
+    assert main(["summary", str(tmp_path / "aug.net"), "--cost", "--batch", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert "x.random_flip  random_flip  (8, 8, 3)          0            ?  1.5 KiB" in out  # its bytes are known
+    assert "x.auto_contrast  auto_contrast  (8, 8, 3)          0            ?  1.5 KiB" in out  # its bytes are known
     assert out[-5:] == [
         "cost: batch 2, float32, optimizer rmsprop (lower bounds)",
         "  forward: at least 8.51 KFLOPs a sample (4,176 MACs), 17 KFLOPs a batch",
         "  training step: at least 37.7 KFLOPs",
-        # inference: 1,608 B of weights + 2 x (the image's 768 B and the flip's 768 B, alive at once);
-        # training: weights, gradients, one RMSprop slot, every output kept, the flip's gradients in and out
+        # inference: 1,608 B of weights + 2 x (the image's 768 B and the contrast's 768 B, alive at once);
+        # training: weights, gradients, one RMSprop slot, every output kept, the contrast's gradients in and out
         "  memory: weights 1.6 KiB, inference peak at least 4.6 KiB, training peak at least 11.9 KiB",
-        "  unknown: x.random_flip: 'random_flip' has no cost rule",
+        "  unknown: x.auto_contrast: 'auto_contrast' has no cost rule",
     ]
     cost = netdsl.summary(text=AUGMENTED, cost=True)["aug"]["cost"]
-    assert (cost["lower_bound"], cost["unknown"]) == (True, ["x.random_flip: 'random_flip' has no cost rule"])
+    assert (cost["lower_bound"], cost["unknown"]) == (True, ["x.auto_contrast: 'auto_contrast' has no cost rule"])
+
+
+BLIND = """\
+model blind {
+  input clips: (4, 8, 8, 3)
+  x = clips -> conv_lstm2d(4, 3) -> flatten
+  output y = x -> dense(2, activation=softmax)
+}
+"""
 
 
 def test_a_size_the_inference_cannot_tell_is_named_at_each_step_it_reaches():
-    cost = model_cost(_graph(AUGMENTED, "aug"))  # the pure-Python graph: random_flip's shape is left to Keras
+    cost = model_cost(_graph(BLIND, "blind"))  # the pure-Python graph: conv_lstm2d's shape is left to Keras
     assert cost.unknown == [
-        "x.random_flip: 'random_flip' has no cost rule",
-        "x.conv2d: the size of its input is not known",
+        "x.conv_lstm2d: 'conv_lstm2d' has no cost rule",
         "x: the size of its input is not known",
         "y: the size of its input is not known",
     ]
+
+
+def test_an_augmentation_that_is_an_identity_at_inference_costs_nothing_as_dropout():
+    """Each layer the cost model counts as 0 for it gives Keras' inference its pictures back unchanged."""
+    import keras
+    import numpy as np
+
+    from netdsl import registry
+    from netdsl.cost.layers import INFERENCE_IDENTITIES
+    from netdsl.custom import factory
+
+    given = {"random_crop": {}, "max_num_bounding_boxes": {"max_number": 3}, "random_posterization": {"factor": (1, 4)}}
+    factors = {"random_rotation", "random_contrast", "random_brightness", "random_hue", "random_saturation"}
+    factors |= {"random_sharpness", "random_color_degeneration"}
+    pictures = np.random.default_rng(0).uniform(0, 255, (2, 8, 9, 3)).astype("float32")
+    for name in INFERENCE_IDENTITIES:
+        kwargs = given.get(name, {"factor": 0.1} if name in factors else {})
+        kwargs |= {"height_factor": 0.1} if name == "random_zoom" else {}
+        kwargs |= {"height_factor": 0.1, "width_factor": 0.1} if name == "random_translation" else {}
+        kwargs |= {"x_factor": 0.1} if name == "random_shear" else {}
+        layer = factory.keras_object(registry.lookup("layer", name))(**kwargs)
+        assert np.array_equal(keras.ops.convert_to_numpy(layer(pictures, training=False)), pictures), name
 
 
 def test_mixed_precision_halves_the_activations_not_the_weights():

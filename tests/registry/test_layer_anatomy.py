@@ -55,6 +55,57 @@ SHAPE_CASES = [
     ("prelu", {}, [(5, 6)]),
     ("zero_padding2d", {"padding": ((1, 2), (0, 3))}, [(4, 4, 2)]),
     ("up_sampling2d", {"size": (2, 3)}, [(4, 5, 2)]),
+    ("zero_padding1d", {"padding": (1, 3)}, [(6, 2)]),
+    ("zero_padding3d", {"padding": ((1, 0), 2, (0, 3))}, [(4, None, 4, 2)]),
+    ("cropping1d", {"cropping": (2, 1)}, [(6, 2)]),
+    ("cropping2d", {"cropping": ((1, 2), (0, 3))}, [(6, 7, 2)]),
+    ("cropping2d", {"cropping": 1}, [(None, 7, 2)]),
+    ("cropping3d", {"cropping": (1, 0, 2)}, [(4, 5, 6, 2)]),
+    ("up_sampling1d", {"size": 3}, [(5, 2)]),
+    ("up_sampling3d", {"size": (1, 2, 3)}, [(2, 3, 4, 2)]),
+    ("adaptive_average_pooling1d", {"output_size": 3}, [(8, 5)]),
+    ("adaptive_max_pooling2d", {"output_size": (3, 4)}, [(8, 9, 5)]),
+    ("adaptive_average_pooling3d", {"output_size": 2}, [(4, 8, 9, 5)]),
+    ("random_crop", {"height": 4, "width": 5}, [(8, 9, 3)]),
+    ("center_crop", {"height": 4, "width": 5}, [(None, None, 3)]),
+    ("resizing", {"height": 4, "width": 5, "crop_to_aspect_ratio": True}, [(8, 9, 3)]),
+    ("normalization", {}, [(8, 9, 3)]),
+    ("normalization", {"axis": (1, 2)}, [(8, 9, 3)]),
+    ("normalization", {"axis": None}, [(5,)]),
+    ("normalization", {"mean": [1.0, 2.0, 3.0], "variance": [1.0, 1.0, 1.0]}, [(8, 9, 3)]),
+    *[
+        (name, kwargs, [(8, 9, 3)])
+        for name, kwargs in [
+            ("random_flip", {}),
+            ("random_rotation", {"factor": 0.1}),
+            ("random_zoom", {"height_factor": 0.1}),
+            ("random_translation", {"height_factor": 0.1, "width_factor": 0.1}),
+            ("random_contrast", {"factor": 0.1}),
+            ("random_brightness", {"factor": 0.1}),
+            ("random_shear", {"x_factor": 0.1}),
+            ("random_hue", {"factor": 0.1}),
+            ("random_saturation", {"factor": 0.1}),
+            ("random_sharpness", {"factor": 0.1}),
+            ("random_color_degeneration", {"factor": 0.1}),
+            ("random_posterization", {"factor": (1, 4)}),
+            ("random_perspective", {}),
+            ("random_gaussian_blur", {}),
+            ("random_erasing", {}),
+            ("random_elastic_transform", {}),
+            ("random_invert", {}),
+            ("random_grayscale", {}),
+            ("random_color_jitter", {}),
+            ("solarization", {}),
+            ("equalization", {}),
+            ("auto_contrast", {}),
+            ("aug_mix", {}),
+            ("rand_augment", {}),
+            ("mix_up", {}),
+            ("cut_mix", {}),
+            ("max_num_bounding_boxes", {"max_number": 3}),
+            ("contrast_limited_adaptive_histogram_equalization", {}),
+        ]
+    ],
     ("conv1d", {"filters": 4, "kernel_size": 5, "strides": 2}, [(20, 3)]),
     ("conv2d", {"filters": 8, "kernel_size": (3, 5), "padding": "same", "strides": 2}, [(9, 10, 4)]),
     ("conv2d", {"filters": 8, "kernel_size": 3, "dilation_rate": 2}, [(None, 12, 4)]),
@@ -118,6 +169,7 @@ def test_shape_rules_match_keras(name, kwargs, shapes):
         outputs = layer(inputs if len(inputs) > 1 else inputs[0])
     outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
     assert mine == [tuple(o.shape[1:]) for o in outputs]
+    assert registry.estimate_params(entry, kwargs, shapes) == layer.count_params()
 
 
 @pytest.mark.parametrize("kwargs", [case[1] for case in SHAPE_CASES if case[0] == "bidirectional"])

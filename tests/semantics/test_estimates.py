@@ -57,7 +57,7 @@ def test_a_declined_count_stays_unknown():
     program = netdsl.parse_file(ESTIMATES)
     graph = checked_graphs(program, ["no_param_formula"])["no_param_formula"]
     assert not fill_estimates(graph)
-    assert [node.params for node in graph.nodes] == [0, None, 18]
+    assert [node.params for node in graph.nodes] == [0, 18, None]
 
 
 _RENDER = """

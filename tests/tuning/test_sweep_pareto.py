@@ -352,7 +352,7 @@ let width = 4
 
 model aug {
   input x: (8, 8, 3)
-  output y = x -> random_flip -> conv2d(width, 3) -> global_average_pooling2d -> dense(2)
+  output y = x -> auto_contrast -> conv2d(width, 3) -> global_average_pooling2d -> dense(2)
   train {
     optimizer = adam
     loss = mse
@@ -379,6 +379,8 @@ def test_a_cost_objective_the_cost_model_can_only_bound_fails_the_trial_unbuilt(
     argv = [str(tmp_path / "aug.net"), "--data", str(tmp_path / "data.npz"), "--seed", "0", "-o", str(tmp_path)]
     assert main(["sweep", *argv, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)  # the whole output is one JSON object
-    reason = "flops is only a lower bound: the cost model cannot count y.random_flip: 'random_flip' has no cost rule"
+    reason = (
+        "flops is only a lower bound: the cost model cannot count y.auto_contrast: 'auto_contrast' has no cost rule"
+    )
     assert [(t["state"], t["reason"], t["run"]) for t in shown["trials"]] == [("failed", reason, None)] * 2
     assert built == [] and shown["pareto"] == [] and shown["counts"] == {"failed": 2}

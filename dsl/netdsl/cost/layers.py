@@ -39,6 +39,17 @@ __all__ = [
 
 Counts = tuple[int, int]  # (multiply-adds, FLOPs) of one sample
 
+# Image augmentations that give their input back unchanged at inference, as dropout does, so 0 as dropout
+# is (tests/cost/test_cost.py holds each to it with Keras). `auto_contrast` and the histogram equalization
+# work at inference too: they have no rule.
+INFERENCE_IDENTITIES = (
+    "aug_mix cut_mix equalization max_num_bounding_boxes mix_up rand_augment random_brightness "
+    "random_color_degeneration random_color_jitter random_contrast random_elastic_transform random_erasing "
+    "random_flip random_gaussian_blur random_grayscale random_hue random_invert random_perspective "
+    "random_posterization random_rotation random_saturation random_sharpness random_shear random_translation "
+    "random_zoom solarization"
+).split()
+
 
 class NoRule(Exception):
     """A layer (or an activation) the cost model has no rule for; the message says which and why."""
@@ -436,6 +447,7 @@ LAYER_RULES: dict[str, Callable[[Args, list[Shape], list[Shape]], Counts]] = {
             "up_sampling3d",
             "zero_padding1d",
             "zero_padding3d",
+            *INFERENCE_IDENTITIES,
         )
     },
 }

@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from netdsl.errors import BuildError
-from netdsl.registry.layers.anatomy import Anatomy, Args, Shape, axis_size, ints, no_weights, same, shape_text, size
+from netdsl.registry.layers.anatomy import (
+    Anatomy,
+    Args,
+    Shape,
+    ShapeRule,
+    axis_size,
+    channels_last,
+    ints,
+    no_weights,
+    same,
+    shape_text,
+    size,
+)
 
 
 def lora(args: Args, fan_in: int, fan_out: int) -> int:
@@ -89,25 +102,65 @@ def _repeat_vector(args: Args, shapes: list[Shape]) -> Shape:
     return (args["n"],) + shapes[0]
 
 
-def _zero_padding2d(args: Args, shapes: list[Shape]) -> Shape:
-    pad = args["padding"]
-    pads: tuple[tuple[int, ...], ...]
-    if isinstance(pad, int):
-        pads = ((pad, pad), (pad, pad))
-    else:
-        pads = tuple((p, p) if isinstance(p, int) else tuple(p) for p in pad)
-    if args["data_format"] not in (None, "channels_last"):
-        raise ValueError("channels_first: left to Keras")
-    h, w, c = shapes[0]
-    return (None if h is None else h + sum(pads[0]), None if w is None else w + sum(pads[1]), c)
+def _pairs(value: Any, rank: int) -> tuple[tuple[int, int], ...]:
+    """Padding or cropping per spatial axis as (before, after): an int, one int per axis, or a pair per axis
+    (Keras' three spellings; a 1D layer's pair is (before, after) of its one axis)."""
+    if isinstance(value, int):
+        return ((value, value),) * rank
+    items = tuple(value)
+    if rank == 1 and len(items) == 2 and all(isinstance(v, int) for v in items):
+        return ((items[0], items[1]),)
+    if len(items) != rank:
+        raise ValueError(value)
+    return tuple((v, v) if isinstance(v, int) else (int(v[0]), int(v[1])) for v in items)
 
 
-def _up_sampling2d(args: Args, shapes: list[Shape]) -> Shape:
-    factor = ints(args["size"], 2)
-    if args["data_format"] not in (None, "channels_last"):
-        raise ValueError("channels_first: left to Keras")
-    h, w, c = shapes[0]
-    return (None if h is None else h * factor[0], None if w is None else w * factor[1], c)
+def _spatial(args: Args, shape: Shape, rank: int) -> tuple[Shape, Any]:
+    """(the spatial sizes, the channels) of a channels_last input of `rank` spatial axes."""
+    if len(shape) != rank + 1 or (rank > 1 and not channels_last(args)):
+        raise ValueError("another rank or channels_first: left to Keras")
+    return shape[:-1], shape[-1]
+
+
+def _zero_padding(rank: int) -> ShapeRule:
+    def rule(args: Args, shapes: list[Shape]) -> Shape:
+        spatial, c = _spatial(args, shapes[0], rank)
+        pads = _pairs(args["padding"], rank)
+        return tuple(None if s is None else s + a + b for s, (a, b) in zip(spatial, pads)) + (c,)
+
+    return rule
+
+
+def _cropping(rank: int) -> ShapeRule:
+    def rule(args: Args, shapes: list[Shape]) -> Shape:
+        spatial, c = _spatial(args, shapes[0], rank)
+        crops = _pairs(args["cropping"], rank)
+        out = tuple(None if s is None else s - a - b for s, (a, b) in zip(spatial, crops))
+        for left, before, (a, b) in zip(out, spatial, crops):
+            if left is not None and left <= 0:
+                raise BuildError(f"cropping {a} and {b} leaves nothing of an axis of size {before}")
+        return out + (c,)
+
+    return rule
+
+
+def _up_sampling(rank: int) -> ShapeRule:
+    def rule(args: Args, shapes: list[Shape]) -> Shape:
+        spatial, c = _spatial(args, shapes[0], rank)
+        factor = ints(args["size"], rank)
+        return tuple(None if s is None else s * f for s, f in zip(spatial, factor)) + (c,)
+
+    return rule
+
+
+def _normalization_params(args: Args, shapes: list[Shape]) -> int:
+    """A mean and a variance over the kept axes and a count, as weights (none when given as arguments)."""
+    if args["mean"] is not None or args["variance"] is not None:
+        return 0
+    shape, axis = shapes[0], args["axis"]
+    kept = () if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
+    sizes = [axis_size(shape, a) for a in kept]
+    return 2 * math.prod(sizes) + 1
 
 
 _SAME_AND_WEIGHTLESS = """
@@ -126,42 +179,18 @@ LAYERS: dict[str, Anatomy] = {
     "layer_normalization": Anatomy(same, _norm_params),
     "group_normalization": Anatomy(same, _norm_params),
     "rms_normalization": Anatomy(same, _rms_norm_params),
-    "normalization": Anatomy(same, None),
+    "normalization": Anatomy(same, _normalization_params),
     "flatten": Anatomy(_flatten, no_weights),
     "reshape": Anatomy(_reshape, no_weights),
     "permute": Anatomy(_permute, no_weights),
     "repeat_vector": Anatomy(_repeat_vector, no_weights),
-    "zero_padding2d": Anatomy(_zero_padding2d, no_weights),
-    "up_sampling2d": Anatomy(_up_sampling2d, no_weights),
-    **{
-        name: Anatomy(None, no_weights)
-        for name in (
-            "cropping1d",
-            "cropping2d",
-            "cropping3d",
-            "up_sampling1d",
-            "up_sampling3d",
-            "zero_padding1d",
-            "zero_padding3d",
-        )
-    },
+    **{f"zero_padding{r}d": Anatomy(_zero_padding(r), no_weights) for r in (1, 2, 3)},
+    **{f"cropping{r}d": Anatomy(_cropping(r), no_weights) for r in (1, 2, 3)},
+    **{f"up_sampling{r}d": Anatomy(_up_sampling(r), no_weights) for r in (1, 2, 3)},
     "einsum_dense": Anatomy(None, None),
 }
 
 UNKNOWN: dict[str, str] = {
     "reversible_embedding": "shape: its call may reverse (logits over the vocabulary); no shape rule yet",
-    "normalization": "parameters: its mean, variance and count depend on `axis` and adapt(); no count rule",
     "einsum_dense": "shape and parameters follow its `equation`; no einsum parser here",
-    **{
-        name: "shape: no shape rule written yet (it has no weights)"
-        for name in (
-            "cropping1d",
-            "cropping2d",
-            "cropping3d",
-            "up_sampling1d",
-            "up_sampling3d",
-            "zero_padding1d",
-            "zero_padding3d",
-        )
-    },
 }

@@ -28,11 +28,20 @@ def _global(args: Args, shapes: list[Shape]) -> Shape:
     return (shape[-1],)
 
 
+def _adaptive_rule(rank: int) -> ShapeRule:
+    def rule(args: Args, shapes: list[Shape]) -> Shape:
+        shape = shapes[0]
+        if len(shape) != rank + 1 or not channels_last(args):
+            raise ValueError("another rank or channels_first: left to Keras")
+        return ints(args["output_size"], rank) + (shape[-1],)
+
+    return rule
+
+
 LAYERS: dict[str, Anatomy] = {}
 UNKNOWN: dict[str, str] = {}
 for _rank in (1, 2, 3):
     for _kind in ("max", "average"):
         LAYERS[f"{_kind}_pooling{_rank}d"] = Anatomy(_window_rule(_rank), no_weights)
         LAYERS[f"global_{_kind}_pooling{_rank}d"] = Anatomy(_global, no_weights)
-        LAYERS[f"adaptive_{_kind}_pooling{_rank}d"] = Anatomy(None, no_weights)
-        UNKNOWN[f"adaptive_{_kind}_pooling{_rank}d"] = "shape: no shape rule written yet (it has no weights)"
+        LAYERS[f"adaptive_{_kind}_pooling{_rank}d"] = Anatomy(_adaptive_rule(_rank), no_weights)

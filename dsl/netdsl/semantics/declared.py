@@ -63,6 +63,29 @@ OP_FUNCTIONS.update(
         "gelu": (1, 1, frozenset({"approximate"}), ()),
         "elu": (1, 1, frozenset({"alpha"}), ()),
         "leaky_relu": (1, 1, frozenset({"negative_slope"}), ()),
+        "zeros_like": (1, 1, frozenset(), ()),
+        "ones_like": (1, 1, frozenset(), ()),
+    }
+)
+# The spectral and index functions (`semantics.array_ops`): as their trees hold them, the tensors
+# positional (a (real, imag) pair as two) and every constant by name.
+_FRAMES = frozenset({"sequence_length", "sequence_stride", "fft_length", "window", "center"})
+OP_FUNCTIONS.update(
+    {
+        "fft": (2, 2, frozenset(), ()),
+        "fft2": (2, 2, frozenset(), ()),
+        "ifft2": (2, 2, frozenset(), ()),
+        "rfft": (1, 1, frozenset({"fft_length"}), ()),
+        "irfft": (2, 2, frozenset({"fft_length"}), ()),
+        "stft": (1, 1, _FRAMES, ()),
+        "istft": (2, 2, _FRAMES | {"length"}, ()),
+        "arange": (0, 0, frozenset({"start", "stop", "step", "dtype"}), ()),
+        "one_hot": (1, 1, frozenset({"num_classes", "axis", "dtype"}), ()),
+        "cumsum": (1, 1, frozenset({"axis"}), ()),
+        "cumprod": (1, 1, frozenset({"axis"}), ()),
+        "argmax": (1, 1, frozenset({"axis", "keepdims"}), ()),
+        "argmin": (1, 1, frozenset({"axis", "keepdims"}), ()),
+        "top_k": (1, 1, frozenset({"k", "sorted"}), ()),
     }
 )
 _BINARY = {"+", "-", "*", "/", "**", "@"}

@@ -32,15 +32,16 @@ from typing import Any, Protocol, cast
 
 from netdsl import registry
 from netdsl.errors import Fail, Span
-from netdsl.semantics import slicing
+from netdsl.semantics import array_ops, slicing
 from netdsl.semantics.declared import OP_FUNCTIONS
 from netdsl.semantics.graph_writer import GraphWriter
 from netdsl.semantics.state import ExpansionState, Tensor
 from netdsl.semantics.steps import StepResolver
-from netdsl.semantics.tensor_ops import MULTI_OUTPUT, OPERATORS, REDUCTIONS, OpSpec
+from netdsl.semantics.tensor_ops import MULTI_OUTPUT, OPERATORS, PER_SAMPLE, REDUCTIONS, OpSpec
 from netdsl.semantics.values import (
     UNKNOWN,
     Env,
+    Sym,
     Unknown,
     Value,
     describe_value,
@@ -103,7 +104,7 @@ class TensorExpressions:
         if isinstance(expr, ir.UnaryOp):
             return expr.op in ("-", "+") and self.mentions_tensor(expr.operand, env)
         if isinstance(expr, ir.Call):
-            return any(self.mentions_tensor(a, env) for a in expr.args)
+            return any(self.mentions_tensor(a, env) for a in expr.args) or self._is_arange(expr, env)
         if isinstance(expr, ir.Index):
             return self.mentions_tensor(expr.value, env)
         if isinstance(expr, ir.IfExp):
@@ -118,6 +119,17 @@ class TensorExpressions:
             return False
         declared = env.scope.find(expr.value.id)
         return declared is not None and isinstance(declared[0], ir.ModelDecl)
+
+    @staticmethod
+    def _is_arange(expr: ir.Call, env: Env) -> bool:
+        """`arange(maxlen)`: a tensor of no tensor, unless a name of the spec hides the function."""
+        func = expr.func
+        return (
+            isinstance(func, ir.Name)
+            and func.id == "arange"
+            and not env.has(func.id)
+            and env.scope.find(func.id) is None
+        )
 
     def is_tensor_expression(self, expr: ir.Expr, env: Env) -> bool:
         """An operator or call that `tensor_expression` makes nodes of."""
@@ -224,6 +236,8 @@ class TensorExpressions:
             return self._transpose(expr, env, final)
         if name in MULTI_OUTPUT:
             return self._split(expr, env, final)
+        if name in array_ops.SIGNATURES:
+            return self._array_function(expr, env, final)
         if name not in OP_FUNCTIONS and (registry.lookup("layer", name) or registry.lookup("activation", name)):
             raise Fail(
                 expr.func.span, f"'{name}' is a step, not a function of tensors", f"apply it with an arrow: x -> {name}"
@@ -401,6 +415,33 @@ class TensorExpressions:
             outputs[0].variadic = True  # check's guess; the Keras build gives the real outputs
         return outputs
 
+    def _array_function(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
+        """`re, im = fft2((x, zeros_like(x)))`, `stft(x, 64, 32, 64)`, `one_hot(ids, 10)`, `top_k(x, 5)`,
+        `arange(maxlen)`: a keras.ops function of `semantics.array_ops`, one node of its outputs."""
+        name = _called(expr).id
+        signature = array_ops.SIGNATURES[name]
+        operands, written = array_ops.split_arguments(name, expr)
+        tensors = [self._tensor_operand(operand, env, name) for operand in operands]
+        params = {key: _plain(self._constant(value, env, name, key)) for key, value in written.items()}
+        bound = array_ops.bind(name, params)
+        try:
+            shapes = [(None, *t.shape) for t in tensors if isinstance(t.shape, tuple)]
+            if len(shapes) == len(tensors) and not is_unknown(bound):
+                array_ops.output_shapes(name, shapes, bound)
+        except array_ops.ArrayOpError as exc:
+            at = written[exc.param].span if exc.param in written else expr.span
+            raise Fail(at, str(exc), exc.hint) from None
+        kwargs = {key: ["num", v] if is_number(v) else ["const", v] for key, v in bound.items() if v is not None}
+        tree: list[Any] = ["call", name, [["var", f"x{i}"] for i in range(len(tensors))], kwargs]
+        if name == "arange":  # no tensor of its own: the model's first input lends it a batch axis
+            anchor = self.state.build.first_input
+            if anchor is None:
+                raise Fail(expr.span, "'arange' in a model needs the model's input first")
+            tensors, tree = [anchor], ["call", PER_SAMPLE, [tree, ["var", "x0"]], {}]
+        label = name + "".join(f" {k}={describe_value(v)}" for k, v in params.items())
+        spec = OpSpec(tree, len(tensors), label, signature.outputs)
+        return self.writer.emit("tensor_op", name, {}, tensors, signature.outputs, expr.span, name, final, decl=spec)
+
     def _constant(self, expr: ir.Expr, env: Env, owner: str, what: str) -> Value:
         if self.mentions_tensor(expr, env):
             raise Fail(expr.span, f"the {what} of '{owner}' must be a constant, not a tensor")
@@ -478,6 +519,15 @@ def operator_span(expr: ir.BinOp) -> Span:
     if gap == len(expr.op):  # `a*b`
         return Span.at(expr.span.file, right.line, left.end_col, len(expr.op))
     return Span.at(expr.span.file, right.line, left.end_col, gap)  # parentheses or more spaces between
+
+
+def _plain(value: Value) -> Value:
+    """A constant as a tree holds it: `int32` (a bare name) as "int32", lists as tuples' items."""
+    if isinstance(value, Sym) and value.namespace is None:
+        return value.name
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _names_batch_axis(value: Any) -> bool:

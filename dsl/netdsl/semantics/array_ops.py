@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl.errors import BuildError, Fail
-from netdsl.semantics.args import DTYPES
 from netdsl.semantics.values import describe_value
 from netdsl.syntax import ir
 
@@ -155,27 +154,28 @@ def _count(n: int, what: str) -> str:
 # ---------------------------------------------------------------- checks of one argument
 
 
-def _int(params: dict[str, Any], key: str, least: int = 1) -> int:
+def _int(params: dict[str, Any], key: str, name: str) -> int:
     value = params[key]
-    if not isinstance(value, int) or isinstance(value, bool) or value < least:
-        wanted = "a positive integer" if least == 1 else f"an integer of {least} or more"
-        raise ArrayOpError(f"'{key}' must be {wanted}, received {describe_value(value)}", key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ArrayOpError(f"'{key}' of '{name}' must be a positive integer, received {describe_value(value)}", key)
     return value
 
 
-def _optional_int(params: dict[str, Any], key: str) -> int | None:
-    return None if params.get(key) is None else _int(params, key)
+def _optional_int(params: dict[str, Any], key: str, name: str) -> int | None:
+    return None if params.get(key) is None else _int(params, key, name)
 
 
-def _bool(params: dict[str, Any], key: str) -> bool:
+def _bool(params: dict[str, Any], key: str, name: str) -> bool:
     value = params[key]
     if not isinstance(value, bool):
-        raise ArrayOpError(f"'{key}' must be true or false, received {describe_value(value)}", key)
+        raise ArrayOpError(f"'{key}' of '{name}' must be true or false, received {describe_value(value)}", key)
     return value
 
 
 def dtype(params: dict[str, Any]) -> str | None:
     """The `dtype=` of `arange` and `one_hot`: a name of `input ... as DTYPE`'s, or none (keras.ops' default)."""
+    from netdsl.semantics.args import DTYPES  # here: args imports shapes_declared, which imports this module
+
     value = params.get("dtype")
     if value is None:
         return None
@@ -208,7 +208,7 @@ def _sample_axes(shape: Shape, least: int, name: str, what: str) -> None:
     """The transforms work on the last axes, which must be axes of the sample, not the batch axis."""
     if len(shape) - 1 < least:
         raise ArrayOpError(
-            f"'{name}' transforms {what}, and a tensor of shape {_show(shape)} has "
+            f"'{name}' transforms {what}, and a tensor of shape {_show(shape[1:])} has "
             f"{'no axis' if len(shape) == 1 else f'{len(shape) - 1} axis'} besides the batch axis"
         )
 
@@ -250,7 +250,7 @@ def _fft(shapes: Sequence[Shape], params: dict[str, Any], name: str = "fft", axe
 def _rfft(shapes: Sequence[Shape], params: dict[str, Any]) -> list[Shape]:
     shape = shapes[0]
     _sample_axes(shape, 1, "rfft", "its last axis")
-    length = _optional_int(params, "fft_length")
+    length = _optional_int(params, "fft_length", "rfft")
     n = length if length is not None else shape[-1]
     out = shape[:-1] + (None if n is None else n // 2 + 1,)
     return [out, out]
@@ -259,7 +259,7 @@ def _rfft(shapes: Sequence[Shape], params: dict[str, Any]) -> list[Shape]:
 def _irfft(shapes: Sequence[Shape], params: dict[str, Any]) -> list[Shape]:
     shape = _pair(shapes, "irfft")
     _sample_axes(shape, 1, "irfft", "its last axis")
-    length = _optional_int(params, "fft_length")
+    length = _optional_int(params, "fft_length", "irfft")
     if length is None and shape[-1] is not None and shape[-1] < 2:
         raise ArrayOpError(
             "'irfft' of a last axis of size 1 gives no samples", "fft_length", "give the length: fft_length=..."
@@ -270,9 +270,9 @@ def _irfft(shapes: Sequence[Shape], params: dict[str, Any]) -> list[Shape]:
 
 def _frames(params: dict[str, Any], name: str) -> tuple[int, int, int, bool]:
     """stft's and istft's framing: (sequence_length, sequence_stride, fft_length, center), checked."""
-    sequence_length = _int(params, "sequence_length")
-    stride = _int(params, "sequence_stride")
-    fft_length = _int(params, "fft_length")
+    sequence_length = _int(params, "sequence_length", name)
+    stride = _int(params, "sequence_stride", name)
+    fft_length = _int(params, "fft_length", name)
     if fft_length < sequence_length:
         raise ArrayOpError(
             f"'fft_length' of '{name}' must be at least its 'sequence_length' ({sequence_length}), "
@@ -284,7 +284,7 @@ def _frames(params: dict[str, Any], name: str) -> tuple[int, int, int, bool]:
         raise ArrayOpError(
             f"'window' of '{name}' is \"hann\", \"hamming\" or none, received {describe_value(window)}", "window"
         )
-    return sequence_length, stride, fft_length, _bool(params, "center")
+    return sequence_length, stride, fft_length, _bool(params, "center", name)
 
 
 def _stft(shapes: Sequence[Shape], params: dict[str, Any]) -> list[Shape]:
@@ -316,7 +316,7 @@ def _istft(shapes: Sequence[Shape], params: dict[str, Any]) -> list[Shape]:
     shape = _pair(shapes, "istft")
     _sample_axes(shape, 2, "istft", "its last 2 axes (frames and frequencies)")
     _, stride, fft_length, center = _frames(params, "istft")
-    length = _optional_int(params, "length")
+    length = _optional_int(params, "length", "istft")
     bins = fft_length // 2 + 1
     if shape[-1] is not None and shape[-1] != bins:
         raise ArrayOpError(
@@ -353,7 +353,7 @@ def _arange(shapes: Sequence[Shape], params: dict[str, Any]) -> list[Shape]:
 
 def _one_hot(shapes: Sequence[Shape], params: dict[str, Any]) -> list[Shape]:
     shape = shapes[0]
-    classes = _int(params, "num_classes")
+    classes = _int(params, "num_classes", "one_hot")
     dtype(params)
     index = axis_index(params["axis"], len(shape) + 1, "one_hot", "one_hot(ids, 10, axis=-1)")
     return [shape[:index] + (classes,) + shape[index:]]
@@ -375,7 +375,7 @@ def _arg_reduction(name: str) -> Callable[[Sequence[Shape], dict[str, Any]], lis
     def rule(shapes: Sequence[Shape], params: dict[str, Any]) -> list[Shape]:
         shape = shapes[0]
         index = axis_index(params["axis"], len(shape), name, SIGNATURES[name].usage)
-        if _bool(params, "keepdims"):
+        if _bool(params, "keepdims", name):
             return [shape[:index] + (1,) + shape[index + 1 :]]
         return [shape[:index] + shape[index + 1 :]]
 
@@ -385,8 +385,8 @@ def _arg_reduction(name: str) -> Callable[[Sequence[Shape], dict[str, Any]], lis
 def _top_k(shapes: Sequence[Shape], params: dict[str, Any]) -> list[Shape]:
     shape = shapes[0]
     _sample_axes(shape, 1, "top_k", "its last axis")
-    k = _int(params, "k")
-    _bool(params, "sorted")
+    k = _int(params, "k", "top_k")
+    _bool(params, "sorted", "top_k")
     if shape[-1] is not None and k > shape[-1]:
         raise ArrayOpError(f"'top_k' takes k={k} of a last axis of size {shape[-1]}", "k")
     out = shape[:-1] + (k,)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from netdsl.errors import Fail, Span, did_you_mean
 from netdsl.limits import MAX_EXPRESSION_DEPTH, MAX_INLINE_DEPTH
-from netdsl.semantics import slicing
+from netdsl.semantics import array_ops, slicing
 from netdsl.semantics.consts import Consts, bind_plain, is_default
 from netdsl.semantics.scope import FileScope, cycle_text
 from netdsl.semantics.values import (
@@ -450,6 +450,8 @@ class _Trees:
             )
         if name in _NOT_IN_LAYERS:
             raise Fail(e.func.span, *_NOT_IN_LAYERS[name])
+        if name in array_ops.SIGNATURES:
+            return self._array_call(name, e)
         lo, hi, keywords, constant_args = OP_FUNCTIONS[name]
         if len(e.args) < lo or (hi is not None and len(e.args) > hi):
             wanted = f"{lo}" if lo == hi else (f"{lo} or more" if hi is None else f"{lo} to {hi}")
@@ -480,6 +482,26 @@ class _Trees:
                 )
             kwargs[kw.name] = self._constant_tree(kw.value, name)
         return ["call", name, args, kwargs]
+
+    def _array_call(self, name: str, e: ir.Call) -> Any:
+        """`irfft((re, im))`, `one_hot(x, 10)`, `arange(8)`: the tensors positional, every constant by name.
+        A function that gives several tensors belongs in a model or block body, where they are destructured."""
+        signature = array_ops.SIGNATURES[name]
+        if signature.outputs > 1:
+            raise Fail(
+                e.func.span,
+                f"'{name}' gives {signature.outputs} tensors; a declared layer's output is one expression each",
+                f"call it in a model or block body: {_destructured(name, signature.usage)}",
+            )
+        operands, written = array_ops.split_arguments(name, e)
+        constants = {key: self._constant_tree(value, name)[1] for key, value in written.items()}
+        bound = array_ops.bind(name, constants)
+        try:
+            array_ops.dtype(bound)
+        except array_ops.ArrayOpError as exc:
+            raise Fail(written[exc.param].span if exc.param in written else e.span, str(exc), exc.hint) from None
+        kwargs = {key: ["const", value] for key, value in bound.items()}  # none too: window=none is no window
+        return ["call", name, [self.tree(operand) for operand in operands], kwargs]
 
     def _constant_tree(self, e: Any, owner: str) -> Any:
         if self._mentions_tensor(e):
@@ -514,6 +536,11 @@ class _Trees:
         if isinstance(e, ir.Name):
             return e.id in self.tensors
         return any(self._mentions_tensor(child) for child in _children(e))
+
+
+def _destructured(name: str, usage: str) -> str:
+    """The usage of a function that gives several tensors, with names on the left."""
+    return usage if "=" in usage.split("(")[0] else f"re, im = {usage}"
 
 
 def _children(e: Any) -> list[Any]:

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from netdsl.errors import BuildError
-from netdsl.semantics import slicing
+from netdsl.semantics import array_ops, slicing
 from netdsl.semantics.values import UNKNOWN, describe_value
 
 _SAME_SHAPE = {
@@ -46,6 +46,8 @@ _SAME_SHAPE = {
     "leaky_relu",
     "relu6",
     "mish",
+    "zeros_like",
+    "ones_like",
 }
 _BROADCAST = {"minimum", "maximum", "where", "clip"}
 _REDUCE = {"sum", "mean", "max", "min"}
@@ -170,6 +172,8 @@ def _call(name: str, args: list[Any], kwargs: dict[str, Any], env: dict[str, Any
         for arg in args:
             shape = _broadcast(shape, _shape(arg, env))
         return shape
+    if name in array_ops.SIGNATURES:
+        return _array_call(name, [_shape(a, env) for a in args], {k: _const(v) for k, v in kwargs.items()})
     if name == "matmul":
         return _matmul(_shape(args[0], env), _shape(args[1], env))
     if name == "transpose":
@@ -200,6 +204,17 @@ def _call(name: str, args: list[Any], kwargs: dict[str, Any], env: dict[str, Any
         out[axis] = None if None in sizes else sum(sizes)
         return tuple(out)
     raise ValueError("not understood")
+
+
+def _array_call(name: str, shapes: list[tuple[Any, ...]], params: dict[str, Any]) -> tuple[Any, ...]:
+    """A spectral or index function (`semantics.array_ops`) of the layer's inputs; `arange` is keras.ops'
+    (no batch axis: it broadcasts as a weight does). Of a weight, which has no batch axis, not understood."""
+    bound = array_ops.bind(name, params)
+    if name == "arange":
+        return (array_ops.arange_length(bound),)
+    if any(not shape or shape[0] is not None for shape in shapes):
+        raise ValueError("not understood")
+    return array_ops.output_shapes(name, shapes, bound)[0]
 
 
 def _const(tree: list[Any]) -> Any:

@@ -431,9 +431,8 @@ class TensorExpressions:
         except array_ops.ArrayOpError as exc:
             at = written[exc.param].span if exc.param in written else expr.span
             raise Fail(at, str(exc), exc.hint) from None
-        kwargs = {
-            key: ["num", v] if is_number(v) else ["const", v] for key, v in bound.items()
-        }  # none too: window=none is no window
+        # every constant, none too (window=none is no window, not the default Hann window)
+        kwargs = {key: ["num", v] if is_number(v) else ["const", v] for key, v in bound.items()}
         tree: list[Any] = ["call", name, [["var", f"x{i}"] for i in range(len(tensors))], kwargs]
         if name == "arange":  # no tensor of its own: the model's first input lends it a batch axis
             anchor = self.state.build.first_input

@@ -311,3 +311,22 @@ def test_a_block_checked_on_its_own_leaves_unknown_constants_unknown():
         }
     """
     assert inferred_shapes(spec, "m") == {"power": (9, 9)}
+
+
+@pytest.mark.parametrize("spec", [SPECTRAL, INDEX, TEXT], ids=["spectral", "index", "text"])
+def test_a_built_model_decompiles_to_its_functions(spec):
+    """`netdsl decompile`'s round trip: the functions written as a spec writes them (a pair as a pair,
+    every tensor given named, `arange(n)` without the input that lends it a batch axis)."""
+    from netdsl.decompiler.verify import verify_round_trip
+
+    model = netdsl.build(parse(spec))
+    text = netdsl.decompile(model)
+    result, _ = verify_round_trip(model, text)
+    assert result.ok, "\n".join(result.lines()) + "\n" + text
+    wanted = {
+        "spectral": ["= fft((x, y))", "= stft(x, 4, 2, 8)", "= istft((", "window=none, center=false)"],
+        "index": ["= arange(5)", "= arange(1, 10, 2)", "= one_hot(ids, 7)", "= top_k(x, 3)"],
+        "text": ["= arange(12) -> embedding(12, 8)"],
+    }
+    name = {SPECTRAL: "spectral", INDEX: "index", TEXT: "text"}[spec]
+    assert all(piece in text for piece in wanted[name]), text

@@ -220,3 +220,13 @@ def test_summary_s_shapes_are_the_built_model_s():
         layer = model.get_layer(node.name)
         built = layer.output if isinstance(layer.output, (list, tuple)) else [layer.output]
         assert [tuple(t.shape[1:]) for t in built] == node.output_shapes, node.name
+
+
+def test_the_built_fnet_decompiles_to_a_spec_that_rebuilds_it():
+    from netdsl.decompiler.verify import verify_round_trip
+
+    model = netdsl.build(netdsl.parse(spec_text(SMALL), filename="fnet.net"))
+    text = netdsl.decompile(model)
+    result, _ = verify_round_trip(model, text)
+    assert result.ok, "\n".join(result.lines()) + "\n" + text
+    assert text.count("= fft2(") == 3 and "arange(16) -> embedding(16, 8)" in text

@@ -10,6 +10,7 @@ as keras.io's text transformer does in its `TokenAndPositionEmbedding`.
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -330,3 +331,26 @@ def test_a_built_model_decompiles_to_its_functions(spec):
     }
     name = {SPECTRAL: "spectral", INDEX: "index", TEXT: "text"}[spec]
     assert all(piece in text for piece in wanted[name]), text
+
+
+def test_the_cost_of_a_transform_is_the_radix_2_count_and_fnet_is_costed_whole():
+    """`summary --cost`: a complex FFT of n points 5 n log2 n FLOPs, a real one half of it per row, the
+    index functions their comparisons or nothing; no function of FNet is left unknown."""
+    spec = """
+        model costs {
+          input x: (8, 16)
+          re, im = fft2((x, zeros_like(x)))
+          r, i = rfft(x)
+          values, indices = top_k(x, 3)
+          output re, r, values, running = cumsum(x, axis=1), positions = arange(8)
+        }
+    """
+    found = netdsl.summary(text=textwrap.dedent(spec), filename="costs.net", cost=True)["costs"]["cost"]
+    flops = {layer["name"]: layer["flops"] for layer in found["layers"]}
+    assert flops["re"] == 5 * 8 * 16 * 7  # 128 points: log2 128 = 7
+    assert flops["r"] == int(2.5 * 8 * 16 * 4)  # eight rows of 16 points
+    assert flops["values"] == 8 * 16 * 2 and flops["running"] == 8 * 16
+    assert flops["re.zeros_like"] == flops["positions"] == 0
+    assert not found["unknown"] and not found["lower_bound"]
+    fnet = Path(__file__).resolve().parents[2] / "specs" / "keras_io" / "fnet.net"
+    assert not netdsl.summary(fnet, cost=True)["fnet_classifier"]["cost"]["unknown"]

@@ -282,6 +282,17 @@ GRADIENT_CASES = {
     "cumprod": call("cumprod", X, axis=num(-1)),
     "top_k": call("top_k", X, k=num(2)),
     "zeros_like": bin_("+", call("zeros_like", X), X),
+    # comparisons and logic give booleans: each picks between x and x * x
+    **{
+        name: call("where", call(name, X, num(1.0)), X, bin_("*", X, X))
+        for name in ("greater", "greater_equal", "less", "less_equal", "equal", "not_equal")
+    },
+    **{
+        name: call("where", call(name, call("greater", X, num(1.0)), call("less", X, num(1.5))), X, bin_("*", X, X))
+        for name in ("logical_and", "logical_or")
+    },
+    "logical_not": call("where", call("logical_not", call("greater", X, num(1.0))), X, bin_("*", X, X)),
+    "cast": bin_("*", call("cast", X, dtype=const("float32")), X),
     "ones_like": bin_("*", call("ones_like", X), X),
 }
 

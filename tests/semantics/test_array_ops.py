@@ -354,3 +354,42 @@ def test_the_cost_of_a_transform_is_the_radix_2_count_and_fnet_is_costed_whole()
     assert not found["unknown"] and not found["lower_bound"]
     fnet = Path(__file__).resolve().parents[2] / "specs" / "keras_io" / "fnet.net"
     assert not netdsl.summary(fnet, cost=True)["fnet_classifier"]["cost"]["unknown"]
+
+
+LOGIC = """
+    layer gate() {
+      input x
+      output where(greater(x, 0.0), x, cast(less_equal(x, -1.0), dtype="float32"))
+    }
+
+    model logic {
+      input x: (4, 6)
+      input y: (6,)
+      big = greater(x, 0.5)
+      both = logical_and(big, less(x, y))
+      output z = where(both, x, cast(equal(x, y), "float32"))
+      output n = cast(logical_not(big), dtype="int32")
+      output either = where(logical_or(not_equal(x, 0.0), greater_equal(y, 1.0)), y, x)
+      output gated = x -> gate
+    }
+"""
+
+
+def test_comparisons_logic_and_casts_are_keras_ops_for_where():
+    x = RNG.normal(size=(3, 4, 6)).astype("float32")
+    y = RNG.normal(size=(3, 6)).astype("float32")
+    x[0, 0, :2] = 0.0
+    y[0, 1] = x[0, 0, 1]  # an equal pair
+    got = run(netdsl.build(parse(LOGIC)), x, y)
+    yy = y[:, None, :]  # a tensor of fewer axes gets size-1 axes after the batch axis, as Keras' merges do
+    big = ops.greater(x, 0.5)
+    want = {
+        "z": ops.where(ops.logical_and(big, ops.less(x, yy)), x, ops.cast(ops.equal(x, yy), "float32")),
+        "n": ops.cast(ops.logical_not(big), "int32"),
+        "either": ops.where(ops.logical_or(ops.not_equal(x, 0.0), ops.greater_equal(yy, 1.0)), yy, x),
+        "gated": ops.where(ops.greater(x, 0.0), x, ops.cast(ops.less_equal(x, -1.0), "float32")),
+    }
+    for name, value in want.items():
+        assert got[name].dtype == numpy(value).dtype, name
+        np.testing.assert_array_equal(got[name], numpy(value), err_msg=name)
+    assert inferred_shapes(LOGIC, "logic") == {"z": (4, 6), "n": (4, 6), "either": (4, 6), "gated": (4, 6)}

@@ -250,6 +250,10 @@ def _top_k(x, k, sorted=True):
     return tuple(ops.top_k(x, k, sorted=sorted))
 
 
+def _cast(x, dtype):
+    return ops.cast(x, dtype)
+
+
 _FRAMES_KW = frozenset({"sequence_length", "sequence_stride", "fft_length", "window", "center"})
 
 
@@ -272,6 +276,17 @@ FUNCTIONS = {
     "maximum": FunctionSpec(ops.maximum, 2, 2, _NO_KW),
     "clip": FunctionSpec(ops.clip, 3, 3, _NO_KW),
     "where": FunctionSpec(ops.where, 3, 3, _NO_KW),
+    # comparisons and logic: booleans, for `where` (two operands broadcast as `+`'s do)
+    "greater": FunctionSpec(ops.greater, 2, 2, _NO_KW),
+    "greater_equal": FunctionSpec(ops.greater_equal, 2, 2, _NO_KW),
+    "less": FunctionSpec(ops.less, 2, 2, _NO_KW),
+    "less_equal": FunctionSpec(ops.less_equal, 2, 2, _NO_KW),
+    "equal": FunctionSpec(ops.equal, 2, 2, _NO_KW),
+    "not_equal": FunctionSpec(ops.not_equal, 2, 2, _NO_KW),
+    "logical_and": FunctionSpec(ops.logical_and, 2, 2, _NO_KW),
+    "logical_or": FunctionSpec(ops.logical_or, 2, 2, _NO_KW),
+    "logical_not": _unary(ops.logical_not),
+    "cast": FunctionSpec(_cast, 1, 1, frozenset({"dtype"})),
     # tensor ops
     "matmul": FunctionSpec(ops.matmul, 2, 2, _NO_KW),
     "transpose": FunctionSpec(_transpose, 1, 2, _NO_KW),

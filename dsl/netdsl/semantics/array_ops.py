@@ -172,8 +172,8 @@ def _bool(params: dict[str, Any], key: str, name: str) -> bool:
     return value
 
 
-def dtype(params: dict[str, Any]) -> str | None:
-    """The `dtype=` of `arange` and `one_hot`: a name of `input ... as DTYPE`'s, or none (keras.ops' default)."""
+def dtype(params: dict[str, Any], name: str) -> str | None:
+    """`dtype=` of `arange`, `one_hot` and `cast`: a name of `input ... as DTYPE`'s, or none (keras.ops' default)."""
     from netdsl.semantics.args import DTYPES  # here: args imports shapes_declared, which imports this module
 
     value = params.get("dtype")
@@ -181,7 +181,7 @@ def dtype(params: dict[str, Any]) -> str | None:
         return None
     if not isinstance(value, str) or value not in DTYPES or value == "string":
         raise ArrayOpError(
-            f"'dtype' must name a numeric dtype, received {describe_value(value)}",
+            f"'dtype' of '{name}' must name a numeric dtype, received {describe_value(value)}",
             "dtype",
             'e.g. dtype="int32" or dtype="float32"',
         )
@@ -347,14 +347,14 @@ def arange_length(params: dict[str, Any]) -> int:
 
 
 def _arange(shapes: Sequence[Shape], params: dict[str, Any]) -> list[Shape]:
-    dtype(params)
+    dtype(params, "arange")
     return [(None, arange_length(params))]
 
 
 def _one_hot(shapes: Sequence[Shape], params: dict[str, Any]) -> list[Shape]:
     shape = shapes[0]
     classes = _int(params, "num_classes", "one_hot")
-    dtype(params)
+    dtype(params, "one_hot")
     index = axis_index(params["axis"], len(shape) + 1, "one_hot", "one_hot(ids, 10, axis=-1)")
     return [shape[:index] + (classes,) + shape[index:]]
 

@@ -34,6 +34,8 @@ from netdsl.semantics.values import (
 )
 from netdsl.syntax import ir
 
+# Comparisons and logic of two tensors (booleans, for `where`): they broadcast as `+` does.
+COMPARISONS = ("greater", "greater_equal", "less", "less_equal", "equal", "not_equal", "logical_and", "logical_or")
 # name: (min positional args, max positional args or None, allowed keywords,
 #        indices of positional args that must be constants)
 OP_FUNCTIONS: dict[str, tuple[int, int | None, frozenset[str], tuple[int, ...]]] = {}
@@ -65,6 +67,9 @@ OP_FUNCTIONS.update(
         "leaky_relu": (1, 1, frozenset({"negative_slope"}), ()),
         "zeros_like": (1, 1, frozenset(), ()),
         "ones_like": (1, 1, frozenset(), ()),
+        "logical_not": (1, 1, frozenset(), ()),
+        "cast": (1, 1, frozenset({"dtype"}), ()),
+        **{name: (2, 2, frozenset(), ()) for name in COMPARISONS},
     }
 )
 # The spectral and index functions (`semantics.array_ops`): as their trees hold them, the tensors
@@ -452,6 +457,8 @@ class _Trees:
             raise Fail(e.func.span, *_NOT_IN_LAYERS[name])
         if name in array_ops.SIGNATURES:
             return self._array_call(name, e)
+        if name == "cast":
+            return self._cast(e)
         lo, hi, keywords, constant_args = OP_FUNCTIONS[name]
         if len(e.args) < lo or (hi is not None and len(e.args) > hi):
             wanted = f"{lo}" if lo == hi else (f"{lo} or more" if hi is None else f"{lo} to {hi}")
@@ -497,11 +504,26 @@ class _Trees:
         constants = {key: self._constant_tree(value, name)[1] for key, value in written.items()}
         bound = array_ops.bind(name, constants)
         try:
-            array_ops.dtype(bound)
+            array_ops.dtype(bound, name)
         except array_ops.ArrayOpError as exc:
             raise Fail(written[exc.param].span if exc.param in written else e.span, str(exc), exc.hint) from None
         kwargs = {key: ["const", value] for key, value in bound.items()}  # none too: window=none is no window
         return ["call", name, [self.tree(operand) for operand in operands], kwargs]
+
+    def _cast(self, e: ir.Call) -> Any:
+        """`cast(x, "float32")` or `cast(x, dtype="float32")`, as keras.ops.cast takes it."""
+        written = {kw.name: kw for kw in e.kwargs}
+        if len(e.args) + len(written) != 2 or len(e.args) < 1 or set(written) - {"dtype"}:
+            raise Fail(e.span, "'cast' takes a tensor and a dtype: cast(x, \"float32\")")
+        value = e.args[1] if len(e.args) == 2 else written["dtype"].value
+        dtype = self._constant_tree(value, "cast")
+        try:
+            array_ops.dtype({"dtype": dtype[1]}, "cast")
+        except array_ops.ArrayOpError as exc:
+            raise Fail(value.span, str(exc), exc.hint) from None
+        if dtype[1] is None:
+            raise Fail(value.span, "'cast' needs a dtype: cast(x, \"float32\")")
+        return ["call", "cast", [self.tree(e.args[0])], {"dtype": dtype}]
 
     def _constant_tree(self, e: Any, owner: str) -> Any:
         if self._mentions_tensor(e):

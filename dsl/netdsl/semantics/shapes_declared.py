@@ -15,6 +15,7 @@ from typing import Any
 
 from netdsl.errors import BuildError
 from netdsl.semantics import array_ops, slicing
+from netdsl.semantics.declared import COMPARISONS
 from netdsl.semantics.values import UNKNOWN, describe_value
 
 _SAME_SHAPE = {
@@ -48,8 +49,10 @@ _SAME_SHAPE = {
     "mish",
     "zeros_like",
     "ones_like",
+    "logical_not",
+    "cast",
 }
-_BROADCAST = {"minimum", "maximum", "where", "clip"}
+_BROADCAST = {"minimum", "maximum", "where", "clip", *COMPARISONS}
 _REDUCE = {"sum", "mean", "max", "min"}
 
 

@@ -68,7 +68,7 @@ _MATH: dict[str, Callable[[float], float]] = {
 }
 # A number operand of a tensor expression: UNKNOWN while `check` runs a block on its own.
 Number = int | float | Unknown
-_KEYWORD_POSITIONS = {name: ("axis", "keepdims") for name in REDUCTIONS} | {"softmax": ("axis",)}
+_KEYWORD_POSITIONS = {name: ("axis", "keepdims") for name in REDUCTIONS} | {"softmax": ("axis",), "cast": ("dtype",)}
 
 
 class TensorSource(Protocol):
@@ -271,6 +271,8 @@ class TensorExpressions:
         if not tensors:
             raise Fail(expr.span, f"'{name}' needs a tensor argument")
         tree_kwargs = {key: ["const", self._keyword(name, key, kw, keywords, env)] for key, kw in kwargs.items()}
+        if name == "cast" and "dtype" not in tree_kwargs:
+            raise Fail(expr.span, "'cast' needs a dtype: cast(x, \"float32\")")
         if name in REDUCTIONS:
             tree_kwargs.setdefault("keepdims", ["const", False])
             if "axis" not in tree_kwargs:
@@ -302,6 +304,12 @@ class TensorExpressions:
                 "a tensor expression cannot reduce over the batch axis (axis 0)",
                 "axes count the batch axis as 0: the first axis of a sample is 1 (or -1 for the last)",
             )
+        if key == "dtype":  # cast(x, "float32"): a dtype of `input ... as DTYPE`'s
+            value = _plain(value)
+            try:
+                array_ops.dtype({"dtype": value}, name)
+            except array_ops.ArrayOpError as exc:
+                raise Fail(value_expr.span, str(exc), exc.hint) from None
         if isinstance(value, list):
             value = tuple(value)
         return value

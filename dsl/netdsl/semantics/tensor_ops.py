@@ -19,6 +19,7 @@ from typing import Any
 
 from netdsl.errors import BuildError
 from netdsl.semantics import array_ops, slicing
+from netdsl.semantics.declared import COMPARISONS
 from netdsl.semantics.values import UNKNOWN, describe_value, is_unknown
 
 # Operator -> (node kind, verb of the error message, diagram symbol).
@@ -31,7 +32,7 @@ OPERATORS = {
     "@": ("matmul", "matrix-multiply", "@"),
 }
 REDUCTIONS = frozenset({"sum", "mean", "max", "min"})
-_BROADCASTING_CALLS = frozenset({"minimum", "maximum", "where"})
+_BROADCASTING_CALLS = frozenset({"minimum", "maximum", "where", *COMPARISONS})
 MULTI_OUTPUT = frozenset({"split", "unstack"})  # functions that give several tensors
 # `arange(n)` in a model body: the runtime's `per_sample(arange(...), x0)`, x0 lending its batch size.
 PER_SAMPLE = "per_sample"
@@ -126,9 +127,18 @@ def _call_shape(tree: Any, shapes: list[tuple[Any, ...]]) -> Any:
     if name in _BROADCASTING_CALLS or name == "clip":
         result = operands[0]
         for other in operands[1:]:
-            result = broadcast(result, other, f"take the {name} of" if name != "clip" else "clip")
+            result = broadcast(result, other, _verb(name))
         return result
     return operands[0]  # elementwise functions and softmax keep the shape
+
+
+def _verb(name: str) -> str:
+    """What a broadcasting function does to its operands, for "cannot ... tensors of shapes"."""
+    if name == "clip":
+        return "clip"
+    if name.startswith("logical_"):
+        return f"take the logical {name[len('logical_') :]} of"
+    return "compare" if name in COMPARISONS else f"take the {name} of"
 
 
 def broadcast(left: Any, right: Any, verb: str) -> Any:

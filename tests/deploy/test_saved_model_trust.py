@@ -186,8 +186,9 @@ def test_trust_is_for_exported_files(tmp_path, capsys):
         ("ops.net", "recurrent"),
         ("vit_tiny.net", "vit_tiny"),
         ("ops.net", "slices_and_splits"),
+        ("ops.net", "spectral_and_index"),
     ],
-    ids=["conv", "lstm-gru-rnn", "attention", "slices-splits"],
+    ids=["conv", "lstm-gru-rnn", "attention", "slices-splits", "spectral-index"],
 )
 def test_netdsls_own_saved_models_pass_the_allow_list_and_run(spec, model, tmp_path, capsys):
     folder = netdsl.export(

@@ -393,3 +393,18 @@ def test_comparisons_logic_and_casts_are_keras_ops_for_where():
         assert got[name].dtype == numpy(value).dtype, name
         np.testing.assert_array_equal(got[name], numpy(value), err_msg=name)
     assert inferred_shapes(LOGIC, "logic") == {"z": (4, 6), "n": (4, 6), "either": (4, 6), "gated": (4, 6)}
+
+
+def test_under_mixed_precision_a_transform_runs_in_float32_and_gives_float16_back():
+    """keras.ops' transforms take no float16: netdsl's run in float32 and cast back, as keras_hub's FNetEncoder
+    does around its `ops.fft2`, so a mixed_float16 model builds and gives its own dtype."""
+    from netdsl.custom.tensor_ops import TensorOp
+
+    tree = ["call", "fft2", [["var", "x0"], ["call", "zeros_like", [["var", "x0"]], {}]], {}]
+    layer = TensorOp(tree, inputs=1, dtype="mixed_float16")
+    x = RNG.normal(size=(2, 4, 8)).astype("float32")
+    re, im = layer(x)
+    assert [keras.backend.standardize_dtype(t.dtype) for t in (re, im)] == ["float16", "float16"]
+    half = x.astype("float16").astype("float32")  # what the layer's autocast hands the transform
+    want = numpy(ops.fft2((half, np.zeros_like(half)))[0]).astype("float16")
+    np.testing.assert_allclose(numpy(re).astype("float32"), want.astype("float32"), rtol=1e-3, atol=1e-2)

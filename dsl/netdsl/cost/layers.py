@@ -24,7 +24,7 @@ from typing import Any
 
 from netdsl.registry.layers.anatomy import Args, Shape, channels, dims, size
 from netdsl.registry.layers.conv import conv_rank
-from netdsl.semantics.declared import COMPARISONS
+from netdsl.semantics.array_ops import COMPARISONS
 
 __all__ = [
     "ACTIVATION_FLOPS",

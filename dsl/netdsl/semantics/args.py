@@ -15,26 +15,8 @@ from netdsl.errors import Fail, Span, did_you_mean, habit_hint, parameter_hint
 from netdsl.semantics.arg_rules import check_ranges
 from netdsl.semantics.consts import arity
 from netdsl.semantics.shapes_declared import takes_slices
+from netdsl.semantics.values import DTYPES as DTYPES  # defined there (array_ops reads it without this module)
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_number, typed_value
-
-DTYPES = (
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "bool",
-    "string",
-    "complex64",
-    "complex128",
-)
 
 # Parameter type -> the registry kinds a name given for it may come from.
 _NAMED_KINDS = {

@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netdsl.errors import BuildError, Fail
-from netdsl.semantics.values import describe_value
+from netdsl.semantics.values import DTYPES, describe_value
 from netdsl.syntax import ir
 
 Shape = tuple[Any, ...]
+# Comparisons and logic of two tensors (booleans, for `where`): they broadcast as `+` does.
+COMPARISONS = ("greater", "greater_equal", "less", "less_equal", "equal", "not_equal", "logical_and", "logical_or")
 WINDOWS = ("hann", "hamming")  # keras.ops.stft's windows by name (or none: a rectangular one)
 
 
@@ -174,8 +176,6 @@ def _bool(params: dict[str, Any], key: str, name: str) -> bool:
 
 def dtype(params: dict[str, Any], name: str) -> str | None:
     """`dtype=` of `arange`, `one_hot` and `cast`: a name of `input ... as DTYPE`'s, or none (keras.ops' default)."""
-    from netdsl.semantics.args import DTYPES  # here: args imports shapes_declared, which imports this module
-
     value = params.get("dtype")
     if value is None:
         return None

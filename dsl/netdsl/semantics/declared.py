@@ -34,8 +34,6 @@ from netdsl.semantics.values import (
 )
 from netdsl.syntax import ir
 
-# Comparisons and logic of two tensors (booleans, for `where`): they broadcast as `+` does.
-COMPARISONS = ("greater", "greater_equal", "less", "less_equal", "equal", "not_equal", "logical_and", "logical_or")
 # name: (min positional args, max positional args or None, allowed keywords,
 #        indices of positional args that must be constants)
 OP_FUNCTIONS: dict[str, tuple[int, int | None, frozenset[str], tuple[int, ...]]] = {}
@@ -69,7 +67,7 @@ OP_FUNCTIONS.update(
         "ones_like": (1, 1, frozenset(), ()),
         "logical_not": (1, 1, frozenset(), ()),
         "cast": (1, 1, frozenset({"dtype"}), ()),
-        **{name: (2, 2, frozenset(), ()) for name in COMPARISONS},
+        **{name: (2, 2, frozenset(), ()) for name in array_ops.COMPARISONS},
     }
 )
 # The spectral and index functions (`semantics.array_ops`): as their trees hold them, the tensors

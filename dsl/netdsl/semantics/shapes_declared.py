@@ -15,7 +15,6 @@ from typing import Any
 
 from netdsl.errors import BuildError
 from netdsl.semantics import array_ops, slicing
-from netdsl.semantics.declared import COMPARISONS
 from netdsl.semantics.values import UNKNOWN, describe_value
 
 _SAME_SHAPE = {
@@ -52,7 +51,7 @@ _SAME_SHAPE = {
     "logical_not",
     "cast",
 }
-_BROADCAST = {"minimum", "maximum", "where", "clip", *COMPARISONS}
+_BROADCAST = {"minimum", "maximum", "where", "clip", *array_ops.COMPARISONS}
 _REDUCE = {"sum", "mean", "max", "min"}
 
 

@@ -19,7 +19,6 @@ from typing import Any
 
 from netdsl.errors import BuildError
 from netdsl.semantics import array_ops, slicing
-from netdsl.semantics.declared import COMPARISONS
 from netdsl.semantics.values import UNKNOWN, describe_value, is_unknown
 
 # Operator -> (node kind, verb of the error message, diagram symbol).
@@ -32,7 +31,7 @@ OPERATORS = {
     "@": ("matmul", "matrix-multiply", "@"),
 }
 REDUCTIONS = frozenset({"sum", "mean", "max", "min"})
-_BROADCASTING_CALLS = frozenset({"minimum", "maximum", "where", *COMPARISONS})
+_BROADCASTING_CALLS = frozenset({"minimum", "maximum", "where", *array_ops.COMPARISONS})
 MULTI_OUTPUT = frozenset({"split", "unstack"})  # functions that give several tensors
 # `arange(n)` in a model body: the runtime's `per_sample(arange(...), x0)`, x0 lending its batch size.
 PER_SAMPLE = "per_sample"
@@ -138,7 +137,7 @@ def _verb(name: str) -> str:
         return "clip"
     if name.startswith("logical_"):
         return f"take the logical {name[len('logical_') :]} of"
-    return "compare" if name in COMPARISONS else f"take the {name} of"
+    return "compare" if name in array_ops.COMPARISONS else f"take the {name} of"
 
 
 def broadcast(left: Any, right: Any, verb: str) -> Any:

@@ -35,7 +35,7 @@ from netdsl.errors import Fail, Span
 from netdsl.semantics import array_ops, slicing
 from netdsl.semantics.declared import OP_FUNCTIONS
 from netdsl.semantics.graph_writer import GraphWriter
-from netdsl.semantics.state import ExpansionState, Tensor
+from netdsl.semantics.state import POISON, ExpansionState, Tensor
 from netdsl.semantics.steps import StepResolver
 from netdsl.semantics.tensor_ops import MULTI_OUTPUT, OPERATORS, PER_SAMPLE, REDUCTIONS, OpSpec
 from netdsl.semantics.values import (
@@ -444,8 +444,8 @@ class TensorExpressions:
         tree: list[Any] = ["call", name, [["var", f"x{i}"] for i in range(len(tensors))], kwargs]
         if name == "arange":  # no tensor of its own: the model's first input lends it a batch axis
             anchor = self.state.build.first_input
-            if anchor is None:
-                raise Fail(expr.span, "'arange' in a model needs the model's input first")
+            if anchor is None:  # the input failed, or there is none: that error is said already
+                return [POISON]
             tensors, tree = [anchor], ["call", PER_SAMPLE, [tree, ["var", "x0"]], {}]
         label = name + "".join(f" {k}={describe_value(v)}" for k, v in params.items())
         spec = OpSpec(tree, len(tensors), label, signature.outputs)

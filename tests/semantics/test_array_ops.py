@@ -408,3 +408,23 @@ def test_under_mixed_precision_a_transform_runs_in_float32_and_gives_float16_bac
     half = x.astype("float16").astype("float32")  # what the layer's autocast hands the transform
     want = numpy(ops.fft2((half, np.zeros_like(half)))[0]).astype("float16")
     np.testing.assert_allclose(numpy(re).astype("float32"), want.astype("float32"), rtol=1e-3, atol=1e-2)
+
+
+def test_a_declared_activation_of_another_shape_is_a_step_of_its_own_shape():
+    spec = """
+        activation best(x) = cast(argmax(x, axis=-1), "float32")
+        activation running(x) = cumsum(x, axis=-1)      # its input's shape: a layer's activation
+
+        model picks {
+          input x: (5, 4)
+          output y = x -> dense(4, activation=running) -> best
+        }
+    """
+    x_in = keras.Input((5, 4))
+    dense = layers.Dense(4, activation=lambda t: ops.cumsum(t, axis=-1))
+    theirs = keras.Model(x_in, ops.cast(ops.argmax(dense(x_in), axis=-1), "float32"))
+    ours = netdsl.build(parse(spec))
+    ours.layers[1].set_weights(dense.get_weights())
+    x = RNG.normal(size=(2, 5, 4)).astype("float32")
+    np.testing.assert_array_equal(numpy(ours(x)), numpy(theirs(x)))
+    assert inferred_shapes(spec, "picks") == {"y": (5,)} and tuple(theirs.output.shape[1:]) == (5,)

@@ -14,7 +14,7 @@ from netdsl import registry
 from netdsl.errors import Fail, Span, did_you_mean, habit_hint, parameter_hint
 from netdsl.semantics.arg_rules import check_ranges
 from netdsl.semantics.consts import arity
-from netdsl.semantics.shapes_declared import takes_slices
+from netdsl.semantics.shapes_declared import reshaping_call
 from netdsl.semantics.values import DTYPES as DTYPES  # defined there (array_ops reads it without this module)
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_number, typed_value
 
@@ -213,10 +213,12 @@ class Arguments:
         return Resolved(entry.kind, entry.name, tuple(sorted(checked.items())), span=span, written=written)
 
     def _declared(self, decl: Any, value: Sym | SymCall, span: Span) -> Resolved:
-        if takes_slices(decl.body):  # a layer's activation keeps the layer's shape
+        reshaping = reshaping_call(decl.body)
+        if reshaping is not None:  # a layer's activation keeps the layer's shape
+            what = "slices its input" if reshaping == "get_item" else f"changes its input's shape ('{reshaping}')"
             raise Fail(
                 span,
-                f"the activation '{decl.name}' slices its input, so it is no layer's activation: "
+                f"the activation '{decl.name}' {what}, so it is no layer's activation: "
                 "the layer's output shape would not be its own",
                 f"apply it as a step: -> dense(...) -> {decl.name}",
             )

@@ -53,6 +53,8 @@ _SAME_SHAPE = {
 }
 _BROADCAST = {"minimum", "maximum", "where", "clip", *array_ops.COMPARISONS}
 _REDUCE = {"sum", "mean", "max", "min"}
+# Functions whose result is not their input's shape (a declared activation calling one is a step of its own shape).
+_RESHAPING = {"get_item"} | (set(array_ops.SIGNATURES) - {"cumsum", "cumprod"})
 
 
 def declared_output_shapes(config: dict[str, Any], input_shapes: list[tuple[Any, ...]]) -> list[Any]:
@@ -94,12 +96,21 @@ def declared_activation_shape(config: dict[str, Any], input_shape: Any) -> Any:
 
 
 def takes_slices(tree: Any) -> bool:
-    """Whether an expression tree slices (`get_item`): its shape is not its input's."""
+    """Whether an expression tree slices (`get_item`) or calls a function of another shape (`argmax`,
+    `one_hot`, `irfft`, ...): its shape is not its input's."""
+    return reshaping_call(tree) is not None
+
+
+def reshaping_call(tree: Any) -> str | None:
+    """The first function of an expression tree whose result has another shape than its input (`get_item`
+    of a slice, `argmax`, `one_hot`, ...), or None."""
     if isinstance(tree, list):
-        return (len(tree) > 1 and tree[0] == "call" and tree[1] == "get_item") or any(takes_slices(t) for t in tree)
+        if len(tree) > 1 and tree[0] == "call" and tree[1] in _RESHAPING:
+            return str(tree[1])
+        return next((found for t in tree if (found := reshaping_call(t)) is not None), None)
     if isinstance(tree, dict):
-        return any(takes_slices(t) for t in tree.values())
-    return False
+        return next((found for t in tree.values() if (found := reshaping_call(t)) is not None), None)
+    return None
 
 
 def declared_param_count(config: dict[str, Any], input_shapes: list[tuple[Any, ...]]) -> int | None:

@@ -427,4 +427,22 @@ def test_a_declared_activation_of_another_shape_is_a_step_of_its_own_shape():
     ours.layers[1].set_weights(dense.get_weights())
     x = RNG.normal(size=(2, 5, 4)).astype("float32")
     np.testing.assert_array_equal(numpy(ours(x)), numpy(theirs(x)))
-    assert inferred_shapes(spec, "picks") == {"y": (5,)} and tuple(theirs.output.shape[1:]) == (5,)
+    assert inferred_shapes(spec, "picks") == {"y": (5,)} == {"y": tuple(ours.output.shape[1:])}
+    assert tuple(theirs.output.shape[1:]) == (5,)
+
+
+def test_a_declared_activation_that_reduces_has_the_reduced_shape_in_check_and_keras():
+    """`mean(x, axis=-1)` in an activation was taken for its input's shape by check and Keras' symbolic
+    shape alike, while the tensor it gives has the axis reduced."""
+    spec = """
+        activation avg(x) = mean(x, axis=-1)
+
+        model reduced {
+          input x: (5, 4)
+          output y = x -> avg
+        }
+    """
+    ours = netdsl.build(parse(spec))
+    x = RNG.normal(size=(2, 5, 4)).astype("float32")
+    np.testing.assert_allclose(numpy(ours(x)), x.mean(axis=-1), rtol=1e-6)
+    assert inferred_shapes(spec, "reduced") == {"y": (5,)} == {"y": tuple(ours.output.shape[1:])}

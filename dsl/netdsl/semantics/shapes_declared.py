@@ -54,7 +54,8 @@ _SAME_SHAPE = {
 _BROADCAST = {"minimum", "maximum", "where", "clip", *array_ops.COMPARISONS}
 _REDUCE = {"sum", "mean", "max", "min"}
 # Functions whose result is not their input's shape (a declared activation calling one is a step of its own shape).
-_RESHAPING = {"get_item"} | (set(array_ops.SIGNATURES) - {"cumsum", "cumprod"})
+_RESHAPING = {"get_item", "matmul", "transpose", "reshape", "concatenate"} | _REDUCE
+_RESHAPING |= set(array_ops.SIGNATURES) - {"cumsum", "cumprod"}
 
 
 def declared_output_shapes(config: dict[str, Any], input_shapes: list[tuple[Any, ...]]) -> list[Any]:
@@ -104,9 +105,11 @@ def takes_slices(tree: Any) -> bool:
 def reshaping_call(tree: Any) -> str | None:
     """The first function of an expression tree whose result has another shape than its input (`get_item`
     of a slice, `argmax`, `one_hot`, ...), or None."""
-    if isinstance(tree, list):
+    if isinstance(tree, (list, tuple)):
         if len(tree) > 1 and tree[0] == "call" and tree[1] in _RESHAPING:
             return str(tree[1])
+        if len(tree) > 1 and tree[0] == "bin" and tree[1] == "@":
+            return "matmul"
         return next((found for t in tree if (found := reshaping_call(t)) is not None), None)
     if isinstance(tree, dict):
         return next((found for t in tree.values() if (found := reshaping_call(t)) is not None), None)

@@ -367,11 +367,10 @@ def call(meta_graph, caller: str, callee: str, op: str = "StatefulPartitionedCal
         node.attr[attr].func.name = callee
 
 
-SAVE = [
+SAVE = [  # the saver's ops outside the allow-list (its Select computes, as where's does: allowed)
     "DisableCopyOnRead",
     "MergeV2Checkpoints",
     "SaveV2",
-    "Select",
     "ShardedFilename",
     "StaticRegexFullMatch",
     "StringJoin",

@@ -208,7 +208,6 @@ SAVER_OPS = frozenset(
         "MergeV2Checkpoints",
         "RestoreV2",
         "SaveV2",
-        "Select",
         "ShardedFilename",
         "StaticRegexFullMatch",
         "StringJoin",

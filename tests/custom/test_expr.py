@@ -262,6 +262,38 @@ GRADIENT_CASES = {
     "get_item": call("get_item", X, const([[None, None, None], [1, None, None], 0])),
     "split": call("split", X, num(3), axis=num(-1)),
     "unstack": call("unstack", X, axis=num(1)),
+    # the spectral functions take (real, imag) as two tensors; those that give a pair give a tuple
+    "fft": call("fft", X, bin_("*", X, X)),
+    "fft2": call("fft2", X, bin_("*", X, X)),
+    "ifft2": call("ifft2", X, bin_("*", X, X)),
+    "rfft": call("rfft", X, fft_length=num(4)),
+    "irfft": call("irfft", X, bin_("*", X, X)),
+    "stft": call("stft", X, sequence_length=num(3), sequence_stride=num(1), fft_length=num(4), window=const("hamming")),
+    "istft": call(
+        "istft", X, X, sequence_length=num(4), sequence_stride=num(1), fft_length=num(4), center=const(False)
+    ),
+    # the index functions give no gradient of their own: each scales or picks from x
+    "arange": bin_("*", call("arange", start=num(1.0), stop=num(4.0)), X),
+    "per_sample": bin_("*", call("sum", call("per_sample", call("arange", start=num(3)), X)), X),
+    "one_hot": bin_("*", call("one_hot", call("argmax", bin_("*", X, X), axis=num(-1)), num_classes=num(3)), X),
+    "argmax": bin_("*", call("argmax", bin_("*", X, X), axis=num(-1), keepdims=const(True)), X),
+    "argmin": bin_("*", call("argmin", bin_("*", X, X), axis=num(1), keepdims=const(True)), X),
+    "cumsum": call("cumsum", X, axis=num(1)),
+    "cumprod": call("cumprod", X, axis=num(-1)),
+    "top_k": call("top_k", X, k=num(2)),
+    "zeros_like": bin_("+", call("zeros_like", X), X),
+    # comparisons and logic give booleans: each picks between x and x * x
+    **{
+        name: call("where", call(name, X, num(1.0)), X, bin_("*", X, X))
+        for name in ("greater", "greater_equal", "less", "less_equal", "equal", "not_equal")
+    },
+    **{
+        name: call("where", call(name, call("greater", X, num(1.0)), call("less", X, num(1.5))), X, bin_("*", X, X))
+        for name in ("logical_and", "logical_or")
+    },
+    "logical_not": call("where", call("logical_not", call("greater", X, num(1.0))), X, bin_("*", X, X)),
+    "cast": bin_("*", call("cast", X, dtype=const("float32")), X),
+    "ones_like": bin_("*", call("ones_like", X), X),
 }
 
 
@@ -272,7 +304,9 @@ def test_gradients_flow_through(fname):
     x = tf.Variable(RNG.uniform(0.2, 2.0, (2, 3, 3)).astype("float32"))
     m = tf.Variable(_rand(3, 3))
     with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(evaluate(tree, {"x": x, "m": m}))
+        out = evaluate(tree, {"x": x, "m": m})
+        out = out[0] if isinstance(out, tuple) and fname == "top_k" else out  # its values, not its indices
+        loss = tf.reduce_sum(out)
     grad = tape.gradient(loss, x)
     assert grad is not None
     grad = np.asarray(grad)
@@ -490,3 +524,14 @@ def test_a_backwards_slice_is_a_forward_one_flipped(key):
     forward, flipped = _forwards(list(key), x.shape)
     assert all(not isinstance(k, slice) or k.step is None or k.step > 0 for k in forward)
     np.testing.assert_array_equal(np.flip(x[tuple(forward)], axis=flipped), x[key])
+
+
+def test_the_checker_s_table_of_functions_is_the_runtime_s():
+    """`semantics.declared.OP_FUNCTIONS` (what `check` knows, without Keras) names the runtime's functions
+    with their arities and keywords; `per_sample` alone is the runtime's own (`arange` in a model body)."""
+    from netdsl.semantics.declared import OP_FUNCTIONS
+
+    assert set(OP_FUNCTIONS) | {"per_sample"} == set(FUNCTIONS)
+    for name, (lo, hi, keywords, _) in OP_FUNCTIONS.items():
+        spec = FUNCTIONS[name]
+        assert (lo, hi, keywords) == (spec.min_args, spec.max_args, spec.kwargs), name

@@ -63,9 +63,19 @@ def test_hard_swish_written_as_arithmetic_is_recovered_as_a_block():
 
 def test_an_operation_a_spec_cannot_write_is_named():
     x = keras.Input((4,), name="x")
-    model = keras.Model(x, ops.cumsum(layers.Dense(4, name="d")(x), axis=1), name="cumulative")
-    with pytest.raises(netdsl.SpecError, match="is the Keras operation Cumsum .* a spec's tensor expressions"):
+    model = keras.Model(x, ops.sort(layers.Dense(4, name="d")(x), axis=1), name="sorted")
+    with pytest.raises(netdsl.SpecError, match="is the Keras operation Sort .* a spec's tensor expressions"):
         netdsl.decompile(model)
+
+
+def test_cumulative_sums_and_arg_maxima_of_keras_code_round_trip_as_functions():
+    """`ops.cumsum`, `ops.argmax`, `ops.one_hot` of Keras code are the spec's functions of the same name."""
+    x = keras.Input((4, 6), name="x")
+    h = layers.Dense(6, name="d")(x)
+    best = ops.one_hot(ops.argmax(h, axis=-1), 6)
+    model = keras.Model(x, [ops.cumsum(h, axis=1), best * h], name="cumulative")
+    text = assert_round_trip(model)
+    assert "cumsum(d, axis=1)" in text and "one_hot(" in text and "argmax(d, axis=-1)" in text, text
 
 
 @pytest.mark.slow

@@ -388,3 +388,20 @@ def test_a_keras_applications_family_runs_in_litert(tmp_path):
     inputs = deploy_verify.sample_inputs(model, batch=2, seed=4)
     want = keras_outputs(model, inputs)
     assert_close(run_litert(exported.path, inputs), want, FORMATS["litert"].tolerance)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "message"),
+    [
+        ("onnx", "cannot be exported to onnx: TensorFlow op Complex has no ONNX conversion"),
+        ("litert", "cannot be exported to litert: TensorFlow op Complex is not a LiteRT built-in op"),
+    ],
+)
+def test_a_fourier_transform_is_refused_by_onnx_and_litert_at_its_layer(fmt, message, tmp_path):
+    """Neither converter has TensorFlow's complex numbers (`fft2`'s Complex, FFT2D): one line naming the layer
+    and the op, as for any op they lack (LiteRT's report once put the error before the op's place)."""
+    spec = tmp_path / "fourier.net"
+    spec.write_text("model fourier {\n  input x: (4, 8)\n  re, _ = fft2((x, zeros_like(x)))\n  output y = re\n}\n")
+    with pytest.raises(ExportError) as caught:
+        netdsl.export(spec, format=fmt, out=tmp_path / "fourier_export", verify=False)
+    assert str(caught.value) == f"error: layer 're' (TensorOp) {message}"

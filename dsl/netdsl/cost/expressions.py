@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from netdsl.cost.layers import MOVES, REDUCTIONS, Counts, NoRule, function_flops
+from netdsl.semantics import array_ops
 from netdsl.semantics.slicing import sliced_shape
+from netdsl.semantics.tensor_ops import PER_SAMPLE
 
 __all__ = ["tensor_op_counts", "declared_layer_counts"]
 
@@ -76,8 +78,10 @@ class _Walker:
             return tuple(shapes[0][p] for p in perm)
         if name == "get_item":  # a slice moves data only
             return sliced_shape(shapes[0], args[1][1], batch=False)
-        if name in ("split", "unstack"):  # parts of the input, moved: no arithmetic
+        if name in ("split", "unstack", "zeros_like", "ones_like"):  # parts of the input, or its shape: no arithmetic
             return shapes[0]
+        if name in array_ops.SIGNATURES or name == PER_SAMPLE:
+            return self._array(name, args, kwargs, shapes)
         if name in REDUCTIONS:
             axes = kwargs["axis"][1]
             axes = tuple(axes) if isinstance(axes, (list, tuple)) else (axes,)
@@ -94,6 +98,46 @@ class _Walker:
             out = _broadcast(out, other)
         self.flops += function_flops(name) * math.prod(out)
         return out
+
+    def _array(self, name: str, args: Any, kwargs: Any, shapes: list[_Shape]) -> _Shape:
+        """A spectral or index function: its shape by `semantics.array_ops`' rule (the batch axis of 1 as
+        unknown there), its FLOPs by `_array_flops`. `per_sample(arange(...), x0)`: arange's, a sample's."""
+        if name == PER_SAMPLE:
+            return (1, *shapes[0])
+        params = array_ops.bind(name, {key: value[1] for key, value in kwargs.items()})
+        if name == "arange":
+            return (array_ops.arange_length(params),)
+        if any(not shape or shape[0] != 1 for shape in shapes):
+            raise NoRule(f"'{name}' of a weight has no cost rule")
+        found = array_ops.output_shapes(name, [(None, *shape[1:]) for shape in shapes], params)
+        outs = [(1, *shape[1:]) for shape in found]
+        self.flops += _array_flops(name, shapes[0], outs[0], params)
+        return outs[0]
+
+
+def _array_flops(name: str, shape: _Shape, out: _Shape, params: Mapping[str, Any]) -> int:
+    """FLOPs of a spectral or index function on a tensor of `shape` (batch axis 1) giving `out`. A complex
+    FFT of n points counts 5 n log2 n (the radix-2 count), a real one half that; a short-time transform
+    its window's product and each frame's real FFT, its inverse the same; a running sum or product and
+    argmax one per element; top_k one comparison per element and log2 k; the rest move data only."""
+    if name in ("fft", "fft2", "ifft2"):
+        points = shape[-1] if name == "fft" else shape[-1] * shape[-2]
+        return int(5 * math.prod(shape) * math.log2(points)) if points > 1 else 0
+    if name in ("rfft", "irfft"):
+        n = out[-1] if name == "irfft" else params["fft_length"] or shape[-1]
+        rows = math.prod(out[:-1])
+        return int(2.5 * rows * n * math.log2(n)) if n > 1 else 0
+    if name in ("stft", "istft"):
+        length = params["fft_length"]
+        spectrum = out if name == "stft" else shape
+        frames = math.prod(spectrum[:-1])
+        per_frame = length + (int(2.5 * length * math.log2(length)) if length > 1 else 0)
+        return frames * per_frame
+    if name in ("cumsum", "cumprod", "argmax", "argmin"):
+        return math.prod(shape)
+    if name == "top_k":
+        return math.prod(shape) * max(1, math.ceil(math.log2(params["k"] + 1)))
+    return 0  # arange, one_hot, zeros_like, ones_like: values written, no arithmetic
 
 
 def _broadcast(left: _Shape, right: _Shape) -> _Shape:

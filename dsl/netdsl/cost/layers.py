@@ -24,6 +24,7 @@ from typing import Any
 
 from netdsl.registry.layers.anatomy import Args, Shape, channels, dims, size
 from netdsl.registry.layers.conv import conv_rank
+from netdsl.semantics.array_ops import COMPARISONS
 
 __all__ = [
     "ACTIVATION_FLOPS",
@@ -120,8 +121,10 @@ def function_flops(name: str) -> int:
     """FLOPs per element of a function of op expressions (an activation, or an elementwise one)."""
     if name in ACTIVATION_FLOPS:
         return ACTIVATION_FLOPS[name]
-    if name in ("minimum", "maximum", "where"):
+    if name in ("minimum", "maximum", "where", "logical_not", *COMPARISONS):
         return 1
+    if name == "cast":
+        return 0
     if name == "clip":
         return 2
     raise NoRule(f"the function '{name}' has no cost rule")

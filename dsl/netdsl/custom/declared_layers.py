@@ -24,6 +24,7 @@ from netdsl.custom.expr import (
     validate_dim_tree,
     validate_tree,
 )
+from netdsl.semantics.shapes_declared import takes_slices
 
 _register = keras.saving.register_keras_serializable(package="netdsl")
 
@@ -142,9 +143,10 @@ class ActivationLayer(keras.layers.Layer):
         return self.activation(inputs)
 
     def compute_output_shape(self, input_shape):
-        if not _slices(self.activation.body):
+        if not takes_slices(self.activation.body):
             return tuple(input_shape)
-        # `x[..., :4] * sigmoid(x[..., 4:])` (a gated unit) has a shape of its own: evaluated on a symbolic tensor.
+        # `x[..., :4] * sigmoid(x[..., 4:])` (a gated unit), `argmax(x, axis=-1)` have a shape of their own
+        # (`check`'s rule, shapes_declared.takes_slices): evaluated on a symbolic tensor.
         return tuple(self.activation(keras.KerasTensor(tuple(input_shape), dtype=self.compute_dtype)).shape)
 
     def get_config(self):
@@ -152,15 +154,6 @@ class ActivationLayer(keras.layers.Layer):
             **super().get_config(),
             "activation": self.activation.get_config(),
         }
-
-
-def _slices(tree):
-    """Whether an expression tree takes a slice (`get_item`), which changes a shape."""
-    if isinstance(tree, (list, tuple)):
-        return (len(tree) > 1 and tree[0] == "call" and tree[1] == "get_item") or any(_slices(t) for t in tree)
-    if isinstance(tree, dict):
-        return any(_slices(t) for t in tree.values())
-    return False
 
 
 # --------------------------------------------------------------------------

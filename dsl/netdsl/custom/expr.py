@@ -156,6 +156,107 @@ def _unary(fn):
     return FunctionSpec(fn, 1, 1, _NO_KW)
 
 
+# -- spectral functions: a complex signal is two real tensors, its real and imaginary parts.
+# keras.ops' transforms take float32 (not float16): they run in float32 and give the inputs'
+# float dtype back, as keras_hub's FNetEncoder does around `ops.fft2`.
+
+
+def _in_float32(transform):
+    """`transform` of float32 tensors, its outputs cast back to the first input's float dtype."""
+
+    def run(*tensors, **kwargs):
+        dtype = tensors[0].dtype
+        out = transform(*(ops.cast(t, "float32") for t in tensors), **kwargs)
+        back = dtype if "float" in str(dtype) and str(dtype) != "float32" else None
+        if back is None:
+            return out
+        return tuple(ops.cast(o, back) for o in out) if isinstance(out, tuple) else ops.cast(out, back)
+
+    run.__name__ = transform.__name__
+    return run
+
+
+@_in_float32
+def _fft(real, imag):
+    return tuple(ops.fft((real, imag)))
+
+
+@_in_float32
+def _fft2(real, imag):
+    return tuple(ops.fft2((real, imag)))
+
+
+@_in_float32
+def _ifft2(real, imag):
+    return tuple(ops.ifft2((real, imag)))
+
+
+@_in_float32
+def _rfft(x, fft_length=None):
+    return tuple(ops.rfft(x, fft_length=fft_length))
+
+
+@_in_float32
+def _irfft(real, imag, fft_length=None):
+    return ops.irfft((real, imag), fft_length=fft_length)
+
+
+@_in_float32
+def _stft(x, sequence_length, sequence_stride, fft_length, window="hann", center=True):
+    return tuple(ops.stft(x, sequence_length, sequence_stride, fft_length, window=window, center=center))
+
+
+@_in_float32
+def _istft(real, imag, sequence_length, sequence_stride, fft_length, length=None, window="hann", center=True):
+    return ops.istft(
+        (real, imag), sequence_length, sequence_stride, fft_length, length=length, window=window, center=center
+    )
+
+
+# -- index functions
+
+
+def _arange(start, stop=None, step=1, dtype=None):
+    return ops.arange(start, stop, step, dtype=dtype)
+
+
+def _per_sample(value, like):
+    """`value` (no batch axis, `arange(n)` in a model body) repeated for every sample of `like`'s batch."""
+    value = ops.convert_to_tensor(value)
+    return ops.broadcast_to(value, (ops.shape(like)[0], *value.shape))
+
+
+def _one_hot(x, num_classes, axis=-1, dtype=None):
+    return ops.one_hot(x, num_classes, axis=axis, dtype=dtype)
+
+
+def _cumsum(x, axis=None):
+    return ops.cumsum(x, axis=axis)
+
+
+def _cumprod(x, axis=None):
+    return ops.cumprod(x, axis=axis)
+
+
+def _argmax(x, axis=None, keepdims=False):
+    return ops.argmax(x, axis=axis, keepdims=keepdims)
+
+
+def _argmin(x, axis=None, keepdims=False):
+    return ops.argmin(x, axis=axis, keepdims=keepdims)
+
+
+def _top_k(x, k, sorted=True):
+    return tuple(ops.top_k(x, k, sorted=sorted))
+
+
+def _cast(x, dtype):
+    return ops.cast(x, dtype)
+
+
+_FRAMES_KW = frozenset({"sequence_length", "sequence_stride", "fft_length", "window", "center"})
+
+
 FUNCTIONS = {
     # elementwise math
     "sin": _unary(ops.sin),
@@ -175,6 +276,17 @@ FUNCTIONS = {
     "maximum": FunctionSpec(ops.maximum, 2, 2, _NO_KW),
     "clip": FunctionSpec(ops.clip, 3, 3, _NO_KW),
     "where": FunctionSpec(ops.where, 3, 3, _NO_KW),
+    # comparisons and logic: booleans, for `where` (two operands broadcast as `+`'s do)
+    "greater": FunctionSpec(ops.greater, 2, 2, _NO_KW),
+    "greater_equal": FunctionSpec(ops.greater_equal, 2, 2, _NO_KW),
+    "less": FunctionSpec(ops.less, 2, 2, _NO_KW),
+    "less_equal": FunctionSpec(ops.less_equal, 2, 2, _NO_KW),
+    "equal": FunctionSpec(ops.equal, 2, 2, _NO_KW),
+    "not_equal": FunctionSpec(ops.not_equal, 2, 2, _NO_KW),
+    "logical_and": FunctionSpec(ops.logical_and, 2, 2, _NO_KW),
+    "logical_or": FunctionSpec(ops.logical_or, 2, 2, _NO_KW),
+    "logical_not": _unary(ops.logical_not),
+    "cast": FunctionSpec(_cast, 1, 1, frozenset({"dtype"})),
     # tensor ops
     "matmul": FunctionSpec(ops.matmul, 2, 2, _NO_KW),
     "transpose": FunctionSpec(_transpose, 1, 2, _NO_KW),
@@ -188,6 +300,25 @@ FUNCTIONS = {
     "get_item": FunctionSpec(_get_item, 2, 2, _NO_KW),
     "split": FunctionSpec(_split, 2, 2, frozenset({"axis"})),
     "unstack": FunctionSpec(_unstack, 1, 1, frozenset({"axis"})),
+    "zeros_like": _unary(ops.zeros_like),
+    "ones_like": _unary(ops.ones_like),
+    # spectral: (real, imag) pairs in and out
+    "fft": FunctionSpec(_fft, 2, 2, _NO_KW),
+    "fft2": FunctionSpec(_fft2, 2, 2, _NO_KW),
+    "ifft2": FunctionSpec(_ifft2, 2, 2, _NO_KW),
+    "rfft": FunctionSpec(_rfft, 1, 1, frozenset({"fft_length"})),
+    "irfft": FunctionSpec(_irfft, 2, 2, frozenset({"fft_length"})),
+    "stft": FunctionSpec(_stft, 1, 1, _FRAMES_KW),
+    "istft": FunctionSpec(_istft, 2, 2, _FRAMES_KW | {"length"}),
+    # index functions
+    "arange": FunctionSpec(_arange, 0, 0, frozenset({"start", "stop", "step", "dtype"})),
+    "per_sample": FunctionSpec(_per_sample, 2, 2, _NO_KW),
+    "one_hot": FunctionSpec(_one_hot, 1, 1, frozenset({"num_classes", "axis", "dtype"})),
+    "cumsum": FunctionSpec(_cumsum, 1, 1, frozenset({"axis"})),
+    "cumprod": FunctionSpec(_cumprod, 1, 1, frozenset({"axis"})),
+    "argmax": FunctionSpec(_argmax, 1, 1, _REDUCE_KW),
+    "argmin": FunctionSpec(_argmin, 1, 1, _REDUCE_KW),
+    "top_k": FunctionSpec(_top_k, 1, 1, frozenset({"k", "sorted"})),
     # activations
     "sine": _unary(_acts.sine),
     "smooth_relu": _unary(_acts.smooth_relu),
@@ -207,7 +338,9 @@ FUNCTIONS = {
 
 # Arguments that must evaluate to Python constants (never tensors).
 _STATIC_POSITIONS = {"transpose": 1, "reshape": 1, "get_item": 1, "split": 1}
-_STATIC_KWARGS = frozenset({"axis", "keepdims", "approximate"})
+_STATIC_KWARGS = frozenset(
+    {"axis", "keepdims", "approximate", "fft_length", "length", "num_classes", "k", "sorted", "dtype"} | _FRAMES_KW
+)
 
 # Python equivalents used to fold functions of constants.
 _FOLD = {

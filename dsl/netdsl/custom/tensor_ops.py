@@ -22,6 +22,11 @@ from netdsl.custom.expr import evaluate, to_json_tree, validate_tree
 _register = keras.saving.register_keras_serializable(package="netdsl")
 
 ELEMENTWISE = frozenset({"+", "-", "*", "/", "**"})
+# Functions of several tensors that broadcast as the operators do.
+BROADCASTING_FUNCTIONS = frozenset(
+    {"minimum", "maximum", "where", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal"}
+    | {"logical_and", "logical_or"}
+)
 
 
 def input_names(count):
@@ -59,8 +64,7 @@ class TensorOp(keras.layers.Layer):
     def _aligns_ranks(self):
         tree = self.expression
         return self.inputs > 1 and (
-            (tree[0] == "bin" and tree[1] in ELEMENTWISE)
-            or (tree[0] == "call" and tree[1] in ("minimum", "maximum", "where"))
+            (tree[0] == "bin" and tree[1] in ELEMENTWISE) or (tree[0] == "call" and tree[1] in BROADCASTING_FUNCTIONS)
         )
 
     def get_config(self):

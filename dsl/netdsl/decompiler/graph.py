@@ -20,6 +20,7 @@ from typing import Any
 
 from netdsl.decompiler.problems import Problems, origin
 from netdsl.limits import MAX_CALL_OUTPUTS, MAX_LAYERS, MAX_NESTED_MODELS
+from netdsl.semantics import array_ops
 
 MODEL_CLASSES = ("Functional", "Sequential")
 _IGNORED_CALL_KWARGS = ("mask", "training")  # None/False: what the model's call passes anyway
@@ -300,6 +301,8 @@ class _Reader:
         for ref in model.outputs:
             producer = model.calls[ref.call]
             producer.n_outputs = max(producer.n_outputs, ref.index + 1)
+        for call in model.calls:  # `re, _ = fft2(...)`: a spec names every tensor the function gives
+            call.n_outputs = max(call.n_outputs, _function_outputs(call.layer))
 
     # ------------------------------------------------------------ sequential
 
@@ -426,3 +429,13 @@ def _shape(value) -> tuple | None:
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _function_outputs(layer: Layer) -> int:
+    """How many tensors netdsl's TensorOp of a spectral or index function gives (`semantics.array_ops`);
+    1 for any other layer (its count is the uses the model makes of it)."""
+    expression = layer.config.get("expression") if layer.class_name == "TensorOp" else None
+    if not isinstance(expression, list) or len(expression) < 2 or expression[0] != "call":
+        return 1
+    signature = array_ops.SIGNATURES.get(expression[1]) if isinstance(expression[1], str) else None
+    return signature.outputs if signature is not None else 1

@@ -19,8 +19,9 @@ from netdsl.decompiler import spec_ir as S
 from netdsl.decompiler.graph import Call, Layer, SliceKey
 from netdsl.decompiler.layer_steps import Step
 from netdsl.decompiler.problems import Problems
-from netdsl.semantics import slicing
+from netdsl.semantics import array_ops, slicing
 from netdsl.semantics.declared import OP_FUNCTIONS
+from netdsl.semantics.tensor_ops import PER_SAMPLE
 from netdsl.syntax import ir
 
 _BINARY = {"Add": "+", "Subtract": "-", "Multiply": "*", "TrueDivide": "/", "Divide": "/", "Power": "**", "Matmul": "@"}
@@ -33,6 +34,13 @@ _UNARY_NAMES = {
     "Swish": "silu",
 }
 _REDUCTIONS = {"Mean": "mean", "Sum": "sum", "Max": "max", "Min": "min"}
+_KERAS_ARRAY_OPS = {
+    "Cumsum": "cumsum",
+    "Cumprod": "cumprod",
+    "Argmax": "argmax",
+    "Argmin": "argmin",
+    "OneHot": "one_hot",
+}
 _KEYWORDS = {"gelu": ("approximate",), "elu": ("alpha",), "leaky_relu": ("negative_slope",), "softmax": ("axis",)}
 _OPERATOR_KINDS = {"+": "+", "-": "-", "*": "*", "/": "/", "**": "**", "@": "@"}
 
@@ -90,13 +98,33 @@ def _template(layer: Layer, call: Call) -> tuple | None:
         if not isinstance(axes, list) or not axes or axes[0] != 0:
             return None
         return ("call", "transpose", (operands[0], ("const", tuple(axes))), ())
+    if name in _KERAS_ARRAY_OPS:
+        return _keras_array_op(_KERAS_ARRAY_OPS[name], config, operands[0])
     function = _UNARY_NAMES.get(name, _snake(name))
     if function not in OP_FUNCTIONS or OP_FUNCTIONS[function][0] != 1 or function in ("transpose", "reshape"):
         return None
+    if function in array_ops.SIGNATURES or (function in ("zeros_like", "ones_like") and config.get("dtype")):
+        return None  # `top_k` and the transforms of Keras code: not read from their operation nodes
     keywords = tuple((k, ("const", config[k])) for k in _KEYWORDS.get(function, ()) if k in config)
     if any(not isinstance(v[1], (int, float, bool)) for _, v in keywords):
         return None
     return ("call", function, (operands[0],), keywords)
+
+
+def _keras_array_op(function: str, config: dict, operand: tuple) -> tuple | None:
+    """`ops.cumsum(x, axis=1)`, `ops.argmax(x, axis=-1)`, `ops.one_hot(ids, 10)` of Keras code: their
+    operation's config as the function's constants, when a spec can write them (an axis of the sample)."""
+    signature = array_ops.SIGNATURES[function]
+    axis = config.get("axis")
+    if not isinstance(axis, int) or isinstance(axis, bool) or axis == 0:
+        return None
+    if config.get("sparse") or (function != "one_hot" and config.get("dtype") is not None):
+        return None
+    params = {key: config[key] for key in signature.params if key in config}
+    if function == "one_hot" and params.get("dtype") == "float32":  # keras.ops' default, as the spec's
+        params["dtype"] = None
+    keywords = tuple((key, ("const", value)) for key, value in sorted(params.items()))
+    return ("call", function, (operand,), keywords)
 
 
 def _cut(name: str, config: dict, operands: list) -> tuple | None:
@@ -217,12 +245,38 @@ def _expr(tree: Any, sources: list) -> Any:
         return _subscripted(_expr(args[0], sources), args[1][1])
     keywords = tree[3] if len(tree) > 3 else ()
     keywords = keywords.items() if isinstance(keywords, dict) else keywords
+    if name == PER_SAMPLE:  # `arange(n)` in a model body: its anchor, the first input, is implied
+        return _expr(args[0], sources)
+    if name in array_ops.SIGNATURES:
+        return _array_call(name, [_expr(a, sources) for a in args], {k: v[1] for k, v in keywords})
     kwargs = [
         S.node(ir.Kwarg, kind="kwarg", name=k, value=_expr(v, sources))
         for k, v in keywords
         if not (name in ("mean", "sum", "max", "min") and k == "keepdims" and v[1] is False)
     ]
     return S.node(ir.Call, kind="call", func=S.name(name), args=[_expr(a, sources) for a in args], kwargs=kwargs)
+
+
+def _array_call(name: str, tensors: list[Any], params: dict[str, Any]) -> Any:
+    """A spectral or index function as a spec writes it: a complex signal as one (real, imag) pair, the
+    constants without an axis positional in keras.ops' order, the others by name unless at their default."""
+    signature = array_ops.SIGNATURES[name]
+    args = [S.node(ir.Tuple, kind="tuple", items=tensors)] if signature.pair else list(tensors)
+    kwargs = []
+    if name == "arange":  # arange(stop), arange(start, stop) or arange(start, stop, step), as numpy writes it
+        start, stop, step = params["start"], params["stop"], params["step"]
+        bounds = [stop] if start == 0 and step == 1 else [start, stop] if step == 1 else [start, stop, step]
+        args += [S.value(b) for b in bounds]
+        params = {"dtype": params.get("dtype")}
+    for key in signature.params:  # keras.ops' order (the template holds them sorted)
+        if key not in params:
+            continue
+        value = params[key]
+        if key in signature.required and key != "axis":
+            args.append(S.value(value))
+        elif key in signature.required or value != signature.defaults.get(key):
+            kwargs.append(S.node(ir.Kwarg, kind="kwarg", name=key, value=S.value(value)))
+    return S.node(ir.Call, kind="call", func=S.name(name), args=args, kwargs=kwargs)
 
 
 def _subscripted(value: Any, key: Any) -> Any:

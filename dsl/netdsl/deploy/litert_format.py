@@ -147,9 +147,7 @@ def _refusal(model: keras.Model, text: str) -> str:
     """One line from the converter's report: the first op it could not lower, and the layer it came from."""
     from netdsl.deploy.onnx_format import layer_of
 
-    found = re.search(
-        r'fused\["[^"]*", "([^"@]+)@[^\n]*error: \'tf\.(\w+)\' op is neither a custom op nor a flex op', text
-    )
+    found = re.search(r'fused\["[^"]*", "([^"@]+)@[^\n]*\'tf\.(\w+)\' op is neither a custom op nor a flex op', text)
     if found is None:
         first = next((line.strip() for line in text.splitlines() if "error:" in line), text.strip().split("\n")[0])
         return f"the model cannot be exported to litert: {first[:300]}"

@@ -52,7 +52,8 @@ SHOWN_OPS = 8  # ops a refusal names (then "and N more")
 SHOWN_OP_CHARS = 64  # of an op name a refusal shows (names come from the file)
 
 # Built by scripts/saved_model_ops.py (see the module's docstring): the 98 ops the signatures of the 25
-# models exported run, with TensorFlow 2.21 and Keras 3.15; grouped, each group sorted.
+# models exported run, with TensorFlow 2.21 and Keras 3.15; grouped, each group sorted. The spectral and
+# index group: the 20 more of ops.net's `spectral_and_index` model (fft2, stft, arange, one_hot, ...).
 ALLOWED_OPS = frozenset(
     {
         # variables, calls, control flow and the signature's plumbing
@@ -144,6 +145,28 @@ ALLOWED_OPS = frozenset(
         "Transpose",
         "Unpack",  # unstack(x, axis=...)
         "ZerosLike",
+        # the spectral and index functions of tensor expressions (fft2, stft's frames and Hann window, arange
+        # per sample, one_hot, cumsum, argmax, where of comparisons): computations on tensors in memory
+        "ArgMax",
+        "ArgMin",
+        "Bitcast",
+        "BitwiseAnd",
+        "BroadcastTo",
+        "Complex",
+        "Cos",
+        "Cumprod",
+        "FFT",
+        "FFT2D",
+        "FloorDiv",
+        "FloorMod",
+        "IRFFT",
+        "Imag",
+        "MirrorPad",
+        "OneHot",
+        "OnesLike",
+        "RFFT",
+        "Real",
+        "Select",
         # convolutions, pooling, resizing
         "AvgPool",
         "AvgPool3D",
@@ -185,7 +208,6 @@ SAVER_OPS = frozenset(
         "MergeV2Checkpoints",
         "RestoreV2",
         "SaveV2",
-        "Select",
         "ShardedFilename",
         "StaticRegexFullMatch",
         "StringJoin",

@@ -14,27 +14,9 @@ from netdsl import registry
 from netdsl.errors import Fail, Span, did_you_mean, habit_hint, parameter_hint
 from netdsl.semantics.arg_rules import check_ranges
 from netdsl.semantics.consts import arity
-from netdsl.semantics.shapes_declared import takes_slices
+from netdsl.semantics.shapes_declared import reshaping_call
+from netdsl.semantics.values import DTYPES as DTYPES  # defined there (array_ops reads it without this module)
 from netdsl.semantics.values import UNKNOWN, Resolved, Sym, SymCall, describe_value, is_number, typed_value
-
-DTYPES = (
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "bool",
-    "string",
-    "complex64",
-    "complex128",
-)
 
 # Parameter type -> the registry kinds a name given for it may come from.
 _NAMED_KINDS = {
@@ -231,10 +213,12 @@ class Arguments:
         return Resolved(entry.kind, entry.name, tuple(sorted(checked.items())), span=span, written=written)
 
     def _declared(self, decl: Any, value: Sym | SymCall, span: Span) -> Resolved:
-        if takes_slices(decl.body):  # a layer's activation keeps the layer's shape
+        reshaping = reshaping_call(decl.body)
+        if reshaping is not None:  # a layer's activation keeps the layer's shape
+            what = "slices its input" if reshaping == "get_item" else f"changes its input's shape ('{reshaping}')"
             raise Fail(
                 span,
-                f"the activation '{decl.name}' slices its input, so it is no layer's activation: "
+                f"the activation '{decl.name}' {what}, so it is no layer's activation: "
                 "the layer's output shape would not be its own",
                 f"apply it as a step: -> dense(...) -> {decl.name}",
             )

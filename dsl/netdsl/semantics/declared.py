@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from netdsl.errors import Fail, Span, did_you_mean
 from netdsl.limits import MAX_EXPRESSION_DEPTH, MAX_INLINE_DEPTH
-from netdsl.semantics import slicing
+from netdsl.semantics import array_ops, slicing
 from netdsl.semantics.consts import Consts, bind_plain, is_default
 from netdsl.semantics.scope import FileScope, cycle_text
 from netdsl.semantics.values import (
@@ -63,6 +63,32 @@ OP_FUNCTIONS.update(
         "gelu": (1, 1, frozenset({"approximate"}), ()),
         "elu": (1, 1, frozenset({"alpha"}), ()),
         "leaky_relu": (1, 1, frozenset({"negative_slope"}), ()),
+        "zeros_like": (1, 1, frozenset(), ()),
+        "ones_like": (1, 1, frozenset(), ()),
+        "logical_not": (1, 1, frozenset(), ()),
+        "cast": (1, 1, frozenset({"dtype"}), ()),
+        **{name: (2, 2, frozenset(), ()) for name in array_ops.COMPARISONS},
+    }
+)
+# The spectral and index functions (`semantics.array_ops`): as their trees hold them, the tensors
+# positional (a (real, imag) pair as two) and every constant by name.
+_FRAMES = frozenset({"sequence_length", "sequence_stride", "fft_length", "window", "center"})
+OP_FUNCTIONS.update(
+    {
+        "fft": (2, 2, frozenset(), ()),
+        "fft2": (2, 2, frozenset(), ()),
+        "ifft2": (2, 2, frozenset(), ()),
+        "rfft": (1, 1, frozenset({"fft_length"}), ()),
+        "irfft": (2, 2, frozenset({"fft_length"}), ()),
+        "stft": (1, 1, _FRAMES, ()),
+        "istft": (2, 2, _FRAMES | {"length"}, ()),
+        "arange": (0, 0, frozenset({"start", "stop", "step", "dtype"}), ()),
+        "one_hot": (1, 1, frozenset({"num_classes", "axis", "dtype"}), ()),
+        "cumsum": (1, 1, frozenset({"axis"}), ()),
+        "cumprod": (1, 1, frozenset({"axis"}), ()),
+        "argmax": (1, 1, frozenset({"axis", "keepdims"}), ()),
+        "argmin": (1, 1, frozenset({"axis", "keepdims"}), ()),
+        "top_k": (1, 1, frozenset({"k", "sorted"}), ()),
     }
 )
 _BINARY = {"+", "-", "*", "/", "**", "@"}
@@ -427,6 +453,10 @@ class _Trees:
             )
         if name in _NOT_IN_LAYERS:
             raise Fail(e.func.span, *_NOT_IN_LAYERS[name])
+        if name in array_ops.SIGNATURES:
+            return self._array_call(name, e)
+        if name == "cast":
+            return self._cast(e)
         lo, hi, keywords, constant_args = OP_FUNCTIONS[name]
         if len(e.args) < lo or (hi is not None and len(e.args) > hi):
             wanted = f"{lo}" if lo == hi else (f"{lo} or more" if hi is None else f"{lo} to {hi}")
@@ -457,6 +487,41 @@ class _Trees:
                 )
             kwargs[kw.name] = self._constant_tree(kw.value, name)
         return ["call", name, args, kwargs]
+
+    def _array_call(self, name: str, e: ir.Call) -> Any:
+        """`irfft((re, im))`, `one_hot(x, 10)`, `arange(8)`: the tensors positional, every constant by name.
+        A function that gives several tensors belongs in a model or block body, where they are destructured."""
+        signature = array_ops.SIGNATURES[name]
+        if signature.outputs > 1:
+            raise Fail(
+                e.func.span,
+                f"'{name}' gives {signature.outputs} tensors; a declared layer's output is one expression each",
+                f"call it in a model or block body: {_destructured(name, signature.usage)}",
+            )
+        operands, written = array_ops.split_arguments(name, e)
+        constants = {key: self._constant_tree(value, name)[1] for key, value in written.items()}
+        bound = array_ops.bind(name, constants)
+        try:
+            array_ops.dtype(bound, name)
+        except array_ops.ArrayOpError as exc:
+            raise Fail(written[exc.param].span if exc.param in written else e.span, str(exc), exc.hint) from None
+        kwargs = {key: ["const", value] for key, value in bound.items()}  # none too: window=none is no window
+        return ["call", name, [self.tree(operand) for operand in operands], kwargs]
+
+    def _cast(self, e: ir.Call) -> Any:
+        """`cast(x, "float32")` or `cast(x, dtype="float32")`, as keras.ops.cast takes it."""
+        written = {kw.name: kw for kw in e.kwargs}
+        if len(e.args) + len(written) != 2 or len(e.args) < 1 or set(written) - {"dtype"}:
+            raise Fail(e.span, "'cast' takes a tensor and a dtype: cast(x, \"float32\")")
+        value = e.args[1] if len(e.args) == 2 else written["dtype"].value
+        dtype = self._constant_tree(value, "cast")
+        try:
+            array_ops.dtype({"dtype": dtype[1]}, "cast")
+        except array_ops.ArrayOpError as exc:
+            raise Fail(value.span, str(exc), exc.hint) from None
+        if dtype[1] is None:
+            raise Fail(value.span, "'cast' needs a dtype: cast(x, \"float32\")")
+        return ["call", "cast", [self.tree(e.args[0])], {"dtype": dtype}]
 
     def _constant_tree(self, e: Any, owner: str) -> Any:
         if self._mentions_tensor(e):
@@ -491,6 +556,11 @@ class _Trees:
         if isinstance(e, ir.Name):
             return e.id in self.tensors
         return any(self._mentions_tensor(child) for child in _children(e))
+
+
+def _destructured(name: str, usage: str) -> str:
+    """The usage of a function that gives several tensors, with names on the left."""
+    return usage if "=" in usage.split("(")[0] else f"re, im = {usage}"
 
 
 def _children(e: Any) -> list[Any]:

@@ -42,7 +42,10 @@ class GraphWriter:
         except BuildError as exc:
             raise Fail(span, str(exc)) from None
         node.output_shapes = [backend.shape(handle)]
-        return Tensor(TensorRef(node.id), handle, node.output_shapes[0])
+        tensor = Tensor(TensorRef(node.id), handle, node.output_shapes[0])
+        if build.first_input is None:
+            build.first_input = tensor
+        return tensor
 
     def emit(
         self,

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from netdsl.errors import BuildError
-from netdsl.semantics import slicing
+from netdsl.semantics import array_ops, slicing
 from netdsl.semantics.values import UNKNOWN, describe_value
 
 _SAME_SHAPE = {
@@ -46,9 +46,16 @@ _SAME_SHAPE = {
     "leaky_relu",
     "relu6",
     "mish",
+    "zeros_like",
+    "ones_like",
+    "logical_not",
+    "cast",
 }
-_BROADCAST = {"minimum", "maximum", "where", "clip"}
+_BROADCAST = {"minimum", "maximum", "where", "clip", *array_ops.COMPARISONS}
 _REDUCE = {"sum", "mean", "max", "min"}
+# Functions whose result is not their input's shape (a declared activation calling one is a step of its own shape).
+_RESHAPING = {"get_item", "matmul", "transpose", "reshape", "concatenate"} | _REDUCE
+_RESHAPING |= set(array_ops.SIGNATURES) - {"cumsum", "cumprod"}
 
 
 def declared_output_shapes(config: dict[str, Any], input_shapes: list[tuple[Any, ...]]) -> list[Any]:
@@ -90,12 +97,23 @@ def declared_activation_shape(config: dict[str, Any], input_shape: Any) -> Any:
 
 
 def takes_slices(tree: Any) -> bool:
-    """Whether an expression tree slices (`get_item`): its shape is not its input's."""
-    if isinstance(tree, list):
-        return (len(tree) > 1 and tree[0] == "call" and tree[1] == "get_item") or any(takes_slices(t) for t in tree)
+    """Whether an expression tree slices (`get_item`) or calls a function of another shape (`argmax`,
+    `one_hot`, `irfft`, ...): its shape is not its input's."""
+    return reshaping_call(tree) is not None
+
+
+def reshaping_call(tree: Any) -> str | None:
+    """The first function of an expression tree whose result has another shape than its input (`get_item`
+    of a slice, `argmax`, `one_hot`, ...), or None."""
+    if isinstance(tree, (list, tuple)):
+        if len(tree) > 1 and tree[0] == "call" and tree[1] in _RESHAPING:
+            return str(tree[1])
+        if len(tree) > 1 and tree[0] == "bin" and tree[1] == "@":
+            return "matmul"
+        return next((found for t in tree if (found := reshaping_call(t)) is not None), None)
     if isinstance(tree, dict):
-        return any(takes_slices(t) for t in tree.values())
-    return False
+        return next((found for t in tree.values() if (found := reshaping_call(t)) is not None), None)
+    return None
 
 
 def declared_param_count(config: dict[str, Any], input_shapes: list[tuple[Any, ...]]) -> int | None:
@@ -170,6 +188,8 @@ def _call(name: str, args: list[Any], kwargs: dict[str, Any], env: dict[str, Any
         for arg in args:
             shape = _broadcast(shape, _shape(arg, env))
         return shape
+    if name in array_ops.SIGNATURES:
+        return _array_call(name, [_shape(a, env) for a in args], {k: _const(v) for k, v in kwargs.items()})
     if name == "matmul":
         return _matmul(_shape(args[0], env), _shape(args[1], env))
     if name == "transpose":
@@ -200,6 +220,17 @@ def _call(name: str, args: list[Any], kwargs: dict[str, Any], env: dict[str, Any
         out[axis] = None if None in sizes else sum(sizes)
         return tuple(out)
     raise ValueError("not understood")
+
+
+def _array_call(name: str, shapes: list[tuple[Any, ...]], params: dict[str, Any]) -> tuple[Any, ...]:
+    """A spectral or index function (`semantics.array_ops`) of the layer's inputs; `arange` is keras.ops'
+    (no batch axis: it broadcasts as a weight does). Of a weight, which has no batch axis, not understood."""
+    bound = array_ops.bind(name, params)
+    if name == "arange":
+        return (array_ops.arange_length(bound),)
+    if any(not shape or shape[0] is not None for shape in shapes):
+        raise ValueError("not understood")
+    return array_ops.output_shapes(name, shapes, bound)[0]
 
 
 def _const(tree: list[Any]) -> Any:

@@ -142,6 +142,7 @@ class BuildState:
     taps: dict[str, list[ir.Attr]] = field(default_factory=dict)
     tapped: dict[tuple[str, str], Tensor] = field(default_factory=dict)
     tapped_call: dict[str, Span] = field(default_factory=dict)
+    first_input: Tensor | None = None  # the graph's first input: lends `arange(n)` its batch size
 
 
 @dataclass

@@ -32,15 +32,16 @@ from typing import Any, Protocol, cast
 
 from netdsl import registry
 from netdsl.errors import Fail, Span
-from netdsl.semantics import slicing
+from netdsl.semantics import array_ops, slicing
 from netdsl.semantics.declared import OP_FUNCTIONS
 from netdsl.semantics.graph_writer import GraphWriter
-from netdsl.semantics.state import ExpansionState, Tensor
+from netdsl.semantics.state import POISON, ExpansionState, Tensor
 from netdsl.semantics.steps import StepResolver
-from netdsl.semantics.tensor_ops import MULTI_OUTPUT, OPERATORS, REDUCTIONS, OpSpec
+from netdsl.semantics.tensor_ops import MULTI_OUTPUT, OPERATORS, PER_SAMPLE, REDUCTIONS, OpSpec
 from netdsl.semantics.values import (
     UNKNOWN,
     Env,
+    Sym,
     Unknown,
     Value,
     describe_value,
@@ -67,7 +68,7 @@ _MATH: dict[str, Callable[[float], float]] = {
 }
 # A number operand of a tensor expression: UNKNOWN while `check` runs a block on its own.
 Number = int | float | Unknown
-_KEYWORD_POSITIONS = {name: ("axis", "keepdims") for name in REDUCTIONS} | {"softmax": ("axis",)}
+_KEYWORD_POSITIONS = {name: ("axis", "keepdims") for name in REDUCTIONS} | {"softmax": ("axis",), "cast": ("dtype",)}
 
 
 class TensorSource(Protocol):
@@ -103,7 +104,7 @@ class TensorExpressions:
         if isinstance(expr, ir.UnaryOp):
             return expr.op in ("-", "+") and self.mentions_tensor(expr.operand, env)
         if isinstance(expr, ir.Call):
-            return any(self.mentions_tensor(a, env) for a in expr.args)
+            return any(self.mentions_tensor(a, env) for a in expr.args) or self._is_arange(expr, env)
         if isinstance(expr, ir.Index):
             return self.mentions_tensor(expr.value, env)
         if isinstance(expr, ir.IfExp):
@@ -118,6 +119,17 @@ class TensorExpressions:
             return False
         declared = env.scope.find(expr.value.id)
         return declared is not None and isinstance(declared[0], ir.ModelDecl)
+
+    @staticmethod
+    def _is_arange(expr: ir.Call, env: Env) -> bool:
+        """`arange(maxlen)`: a tensor of no tensor, unless a name of the spec hides the function."""
+        func = expr.func
+        return (
+            isinstance(func, ir.Name)
+            and func.id == "arange"
+            and not env.has(func.id)
+            and env.scope.find(func.id) is None
+        )
 
     def is_tensor_expression(self, expr: ir.Expr, env: Env) -> bool:
         """An operator or call that `tensor_expression` makes nodes of."""
@@ -224,6 +236,8 @@ class TensorExpressions:
             return self._transpose(expr, env, final)
         if name in MULTI_OUTPUT:
             return self._split(expr, env, final)
+        if name in array_ops.SIGNATURES:
+            return self._array_function(expr, env, final)
         if name not in OP_FUNCTIONS and (registry.lookup("layer", name) or registry.lookup("activation", name)):
             raise Fail(
                 expr.func.span, f"'{name}' is a step, not a function of tensors", f"apply it with an arrow: x -> {name}"
@@ -257,6 +271,8 @@ class TensorExpressions:
         if not tensors:
             raise Fail(expr.span, f"'{name}' needs a tensor argument")
         tree_kwargs = {key: ["const", self._keyword(name, key, kw, keywords, env)] for key, kw in kwargs.items()}
+        if name == "cast" and "dtype" not in tree_kwargs:
+            raise Fail(expr.span, "'cast' needs a dtype: cast(x, \"float32\")")
         if name in REDUCTIONS:
             tree_kwargs.setdefault("keepdims", ["const", False])
             if "axis" not in tree_kwargs:
@@ -288,6 +304,12 @@ class TensorExpressions:
                 "a tensor expression cannot reduce over the batch axis (axis 0)",
                 "axes count the batch axis as 0: the first axis of a sample is 1 (or -1 for the last)",
             )
+        if key == "dtype":  # cast(x, "float32"): a dtype of `input ... as DTYPE`'s
+            value = _plain(value)
+            try:
+                array_ops.dtype({"dtype": value}, name)
+            except array_ops.ArrayOpError as exc:
+                raise Fail(value_expr.span, str(exc), exc.hint) from None
         if isinstance(value, list):
             value = tuple(value)
         return value
@@ -401,6 +423,34 @@ class TensorExpressions:
             outputs[0].variadic = True  # check's guess; the Keras build gives the real outputs
         return outputs
 
+    def _array_function(self, expr: ir.Call, env: Env, final: str | None) -> list[Tensor]:
+        """`re, im = fft2((x, zeros_like(x)))`, `stft(x, 64, 32, 64)`, `one_hot(ids, 10)`, `top_k(x, 5)`,
+        `arange(maxlen)`: a keras.ops function of `semantics.array_ops`, one node of its outputs."""
+        name = _called(expr).id
+        signature = array_ops.SIGNATURES[name]
+        operands, written = array_ops.split_arguments(name, expr)
+        tensors = [self._tensor_operand(operand, env, name) for operand in operands]
+        params = {key: _plain(self._constant(value, env, name, key)) for key, value in written.items()}
+        bound = array_ops.bind(name, params)
+        try:
+            shapes = [(None, *t.shape) for t in tensors if isinstance(t.shape, tuple)]
+            if len(shapes) == len(tensors) and not is_unknown(bound):
+                array_ops.output_shapes(name, shapes, bound)
+        except array_ops.ArrayOpError as exc:
+            at = written[exc.param].span if exc.param in written else expr.span
+            raise Fail(at, str(exc), exc.hint) from None
+        # every constant, none too (window=none is no window, not the default Hann window)
+        kwargs = {key: ["num", v] if is_number(v) else ["const", v] for key, v in bound.items()}
+        tree: list[Any] = ["call", name, [["var", f"x{i}"] for i in range(len(tensors))], kwargs]
+        if name == "arange":  # no tensor of its own: the model's first input lends it a batch axis
+            anchor = self.state.build.first_input
+            if anchor is None:  # the input failed, or there is none: that error is said already
+                return [POISON]
+            tensors, tree = [anchor], ["call", PER_SAMPLE, [tree, ["var", "x0"]], {}]
+        label = name + "".join(f" {k}={describe_value(v)}" for k, v in params.items())
+        spec = OpSpec(tree, len(tensors), label, signature.outputs)
+        return self.writer.emit("tensor_op", name, {}, tensors, signature.outputs, expr.span, name, final, decl=spec)
+
     def _constant(self, expr: ir.Expr, env: Env, owner: str, what: str) -> Value:
         if self.mentions_tensor(expr, env):
             raise Fail(expr.span, f"the {what} of '{owner}' must be a constant, not a tensor")
@@ -478,6 +528,15 @@ def operator_span(expr: ir.BinOp) -> Span:
     if gap == len(expr.op):  # `a*b`
         return Span.at(expr.span.file, right.line, left.end_col, len(expr.op))
     return Span.at(expr.span.file, right.line, left.end_col, gap)  # parentheses or more spaces between
+
+
+def _plain(value: Value) -> Value:
+    """A constant as a tree holds it: `int32` (a bare name) as "int32", lists as tuples' items."""
+    if isinstance(value, Sym) and value.namespace is None:
+        return value.name
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _names_batch_axis(value: Any) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netdsl.errors import BuildError
-from netdsl.semantics import slicing
+from netdsl.semantics import array_ops, slicing
 from netdsl.semantics.values import UNKNOWN, describe_value, is_unknown
 
 # Operator -> (node kind, verb of the error message, diagram symbol).
@@ -31,8 +31,10 @@ OPERATORS = {
     "@": ("matmul", "matrix-multiply", "@"),
 }
 REDUCTIONS = frozenset({"sum", "mean", "max", "min"})
-_BROADCASTING_CALLS = frozenset({"minimum", "maximum", "where"})
+_BROADCASTING_CALLS = frozenset({"minimum", "maximum", "where", *array_ops.COMPARISONS})
 MULTI_OUTPUT = frozenset({"split", "unstack"})  # functions that give several tensors
+# `arange(n)` in a model body: the runtime's `per_sample(arange(...), x0)`, x0 lending its batch size.
+PER_SAMPLE = "per_sample"
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,11 @@ def output_shape(spec: OpSpec, shapes: list[Any]) -> Any:
 
 
 def output_shapes(spec: OpSpec, shapes: list[Any]) -> list[Any]:
-    """The shapes of an operator node's outputs: several for `split` and `unstack`, one otherwise."""
+    """The shapes of an operator node's outputs: several for `split`, `unstack`, the spectral
+    functions and `top_k`, one otherwise."""
     tree = spec.expression
+    if tree[0] == "call" and (tree[1] in array_ops.SIGNATURES or tree[1] == PER_SAMPLE):
+        return _array_shapes(tree, shapes, spec.outputs)
     if tree[0] != "call" or tree[1] not in MULTI_OUTPUT:
         return [output_shape(spec, shapes)]
     if any(s is UNKNOWN or not isinstance(s, tuple) for s in shapes) or is_unknown(tree):
@@ -71,6 +76,18 @@ def output_shapes(spec: OpSpec, shapes: list[Any]) -> list[Any]:
     else:
         parts = slicing.unstack_shapes(whole, axis)
     return [part[1:] for part in parts]
+
+
+def _array_shapes(tree: Any, shapes: list[Any], outputs: int) -> list[Any]:
+    """A spectral or index function's outputs (`semantics.array_ops`); `per_sample(arange(...), x0)` is
+    `arange` in a model body: its values for every sample of the batch."""
+    if tree[1] == PER_SAMPLE:
+        tree, shapes = tree[2][0], []  # the anchor lends its batch size only
+    if any(s is UNKNOWN or not isinstance(s, tuple) for s in shapes) or is_unknown(tree):
+        return [UNKNOWN] * outputs
+    params = {key: value[1] for key, value in tree[3].items()}
+    found = array_ops.output_shapes(tree[1], [(None, *s) for s in shapes], array_ops.bind(tree[1], params))
+    return [shape[1:] for shape in found]
 
 
 def _shape(tree: Any, shapes: list[tuple[Any, ...]]) -> Any:
@@ -109,9 +126,18 @@ def _call_shape(tree: Any, shapes: list[tuple[Any, ...]]) -> Any:
     if name in _BROADCASTING_CALLS or name == "clip":
         result = operands[0]
         for other in operands[1:]:
-            result = broadcast(result, other, f"take the {name} of" if name != "clip" else "clip")
+            result = broadcast(result, other, _verb(name))
         return result
     return operands[0]  # elementwise functions and softmax keep the shape
+
+
+def _verb(name: str) -> str:
+    """What a broadcasting function does to its operands, for "cannot ... tensors of shapes"."""
+    if name == "clip":
+        return "clip"
+    if name.startswith("logical_"):
+        return f"take the logical {name[len('logical_') :]} of"
+    return "compare" if name in array_ops.COMPARISONS else f"take the {name} of"
 
 
 def broadcast(left: Any, right: Any, verb: str) -> Any:

@@ -30,6 +30,26 @@ from netdsl.limits import MAX_SHOWN_VALUE
 from netdsl.semantics.scope import FileScope
 from netdsl.syntax import ir
 
+# The dtypes of `input ... as DTYPE` (and of `cast`, `arange` and `one_hot`, but `string`).
+DTYPES = (
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "bool",
+    "string",
+    "complex64",
+    "complex128",
+)
+
 
 class Unknown(Enum):
     """The type of `UNKNOWN`, its one member (an enum: one object, even after pickling or copying)."""

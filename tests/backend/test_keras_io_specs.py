@@ -8,6 +8,7 @@ reference's weights are copied into it (<= 1e-6); it saves and reloads with `saf
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +127,28 @@ def test_the_built_spec_reloads_in_safe_mode(example, tmp_path):
     inputs = example.inputs()
     for a, b in zip(_outputs(model, inputs), _outputs(back, inputs), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.model)
+def test_the_example_s_keras_model_decompiles_and_round_trips(example):
+    """`netdsl decompile` of the example's own model: a spec that rebuilds it (parameters, weights,
+    outputs) and decompiles to the same text."""
+    from netdsl.decompiler.verify import verify_round_trip
+
+    theirs = example.reference(**example.sizes)
+    text = netdsl.decompile(theirs)
+    result, _ = verify_round_trip(theirs, text)
+    assert result.ok, "\n".join(result.lines()) + "\n" + text
+
+
+def test_lstm_seq2seq_decompiles_to_its_initial_state():
+    """The encoder's states, named where they are made, are the decoder's initial_state by keyword."""
+    text = " ".join(netdsl.decompile(lstm_seq2seq(16, 11, 13)).split())
+    encoder = re.search(r"(\w+), (\w+), (\w+) = \w+ -> lstm\(16, return_state=true\)", text)
+    assert encoder is not None, text
+    _, h, c = encoder.groups()
+    decoder = f"-> lstm( 16, return_sequences=true, return_state=true, initial_state=[{h}, {c}], )"
+    assert decoder in text
 
 
 @pytest.mark.parametrize("path", sorted(KERAS_IO.glob("*.net")), ids=lambda p: p.stem)

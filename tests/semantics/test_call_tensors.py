@@ -345,3 +345,39 @@ def test_a_model_decompiles_to_its_tensors_by_keyword(make):
     result, _ = verify_round_trip(model, text)
     assert result.ok, "\n".join(result.lines()) + "\n" + text
     assert "initial_state=[" in text or "attention_mask=" in text
+
+
+# ====================================================================== fmt, summary --cost
+
+
+def test_fmt_writes_tensors_by_keyword_canonically_and_keeps_their_meaning():
+    from netdsl.syntax.formatter import format_text
+    from netdsl.syntax.transform import to_ir
+
+    text = "model m {\n  input x: (6, 4)\n  a,h,c = x->lstm(8,return_state=true)\n  output y = x->lstm(8,initial_state=[h,c,],mask=none)\n}\n"
+    formatted = format_text(text)
+    assert "  output y = x -> lstm(8, initial_state=[h, c], mask=none)\n" in formatted
+    assert "  a, h, c = x -> lstm(8, return_state=true)\n" in formatted
+    assert format_text(formatted) == formatted
+
+    def without_spans(value):
+        if isinstance(value, dict):
+            return {k: without_spans(v) for k, v in value.items() if k != "span"}
+        return [without_spans(v) for v in value] if isinstance(value, list) else value
+
+    assert without_spans(to_ir(formatted, "m.net").model_dump()) == without_spans(to_ir(text, "m.net").model_dump())
+
+
+def test_summary_cost_counts_an_rnn_s_work_on_its_sequence_not_on_its_states():
+    spec = """
+        model s2s {
+          input enc: (10, 5)
+          input dec: (6, 4)
+          seq, h, c = enc -> lstm(8, return_state=true)
+          output y = dec -> lstm(8, initial_state=[h, c]) -> dense(2)
+        }
+    """
+    layers = {row["name"]: row for row in netdsl.summary(parse(spec), cost=True)["s2s"]["cost"]["layers"]}
+    # an LSTM's multiply-adds: per step, 4 gates of (inputs + units) x units
+    assert layers["seq"]["macs"] == 10 * 4 * (5 + 8) * 8
+    assert layers["y.lstm"]["macs"] == 6 * 4 * (4 + 8) * 8

@@ -293,6 +293,13 @@ class FlowExpander:
         step = self.steps.resolve_step(stmt.value, env)
         if isinstance(step.entry, SharedInstance):
             raise Fail(stmt.value.span, f"'{step.name}' is already a shared instance; use it directly")
+        if step.tensor_kwargs:  # each call of the one layer takes its own: keras.io's decoder, called twice
+            given = step.tensor_kwargs[0]
+            raise Fail(
+                given.span,
+                f"'{given.name}' is given where a shared instance is called, not where it is made",
+                f"x -> {stmt.name}({given.name}=...)",
+            )
         env.vars[stmt.name] = SharedInstance(stmt.name, step)
 
     def _if(self, stmt: ir.If, env: Env, where: str) -> None:

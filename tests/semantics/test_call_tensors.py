@@ -288,6 +288,82 @@ def test_a_mask_of_ones_broadcasts_over_the_value_steps():
     assert checked(spec, "m").nodes[-1].output_shapes == [(10, 16)]
 
 
+MASKS = """
+    model masks {
+      input x: (6, 4)
+      input steps: (6,) as bool
+      input cells: (6, 4) as bool
+      input ids: (5,) as int32
+      input weights: (5,)
+      a = x -> softmax(mask=cells)
+      b = x -> batch_norm(mask=steps)
+      c = x -> global_average_pooling1d(mask=steps)
+      d = x -> time_distributed(dense(3), mask=steps)
+      f = ids -> category_encoding(num_tokens=10, output_mode="count", count_weights=weights)
+      g = x -> lstm(3, mask=steps)
+      h = x -> bidirectional(gru(3), mask=steps)
+      k = (x, x) -> additive_attention(mask=[steps, steps])
+      output a, b, c, d, f, g, h, k
+    }
+"""
+
+
+def keras_masks():
+    x, steps, cells = keras.Input((6, 4)), keras.Input((6,), dtype="bool"), keras.Input((6, 4), dtype="bool")
+    ids, weights = keras.Input((5,), dtype="int32"), keras.Input((5,))
+    outs = [
+        layers.Softmax()(x, mask=cells),
+        layers.BatchNormalization()(x, mask=steps),
+        layers.GlobalAveragePooling1D()(x, mask=steps),
+        layers.TimeDistributed(layers.Dense(3))(x, mask=steps),
+        layers.CategoryEncoding(num_tokens=10, output_mode="count")(ids, count_weights=weights),
+        layers.LSTM(3)(x, mask=steps),
+        layers.Bidirectional(layers.GRU(3))(x, mask=steps),
+        layers.AdditiveAttention()([x, x], mask=[steps, steps]),
+    ]
+    return keras.Model([x, steps, cells, ids, weights], outs)
+
+
+def test_every_layer_s_mask_is_given_as_in_keras_code():
+    steps, cells = RNG.random((2, 6)) > 0.3, RNG.random((2, 6, 4)) > 0.3
+    ids, weights = RNG.integers(0, 10, (2, 5)).astype("int32"), RNG.random((2, 5)).astype("float32")
+    assert_same_model(build(MASKS), keras_masks(), normal(6, 4), steps, cells, ids, weights)
+    assert [m for _, _, m in errors(MASKS.replace("softmax(mask=cells)", "softmax(mask=steps)"))] == [
+        "'mask' of 'softmax' takes a tensor of a shape that broadcasts to (6, 4) (its input's), received (6,)"
+    ]
+
+
+def test_the_tests_give_every_call_tensor_of_the_registry():
+    """A call tensor a new Keras adds is tested here, or listed below with the reason it is not."""
+    untested = {
+        ("conv_lstm1d", "initial_state"): "a ConvLSTM's states follow its convolution: counted, not shaped",
+        ("conv_lstm2d", "initial_state"): "as conv_lstm1d",
+        ("conv_lstm3d", "initial_state"): "as conv_lstm1d",
+        ("conv_lstm1d", "mask"): "as an LSTM's",
+        ("conv_lstm2d", "mask"): "as an LSTM's",
+        ("conv_lstm3d", "mask"): "as an LSTM's",
+        ("group_query_attention", "value"): "as multi_head_attention's",
+        ("group_query_attention", "key"): "as multi_head_attention's",
+        ("group_query_attention", "query_mask"): "as multi_head_attention's",
+        ("group_query_attention", "value_mask"): "as multi_head_attention's",
+        ("group_query_attention", "key_mask"): "as multi_head_attention's",
+        ("group_query_attention", "attention_mask"): "as multi_head_attention's",
+        ("multi_head_attention", "query_mask"): "as value_mask (and shaped in the error tests)",
+        ("multi_head_attention", "key_mask"): "as value_mask",
+        ("gru", "mask"): "as lstm's",
+        ("simple_rnn", "mask"): "as lstm's",
+    }
+    from netdsl import registry
+
+    every = {(name, t.name) for name in registry.names("layer") for t in registry.lookup("layer", name).call_tensors}
+    tested = set()
+    for spec in (STATES, ATTENTION, MASKS):
+        for node in checked(spec, next(iter(analyze(parse(spec)).graphs))).nodes:
+            tested |= {(node.kind, k.name) for k in node.keywords}
+    tested |= {("multi_head_attention", "value"), ("multi_head_attention", "key")}  # placed in the tuple
+    assert tested | set(untested) == every and not tested & set(untested)
+
+
 # ====================================================================== shared layers, saving
 
 

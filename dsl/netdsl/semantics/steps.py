@@ -155,9 +155,10 @@ class StepResolver:
             layer = _called_layer(step)
             tensor_kwargs = [layer is not None and layer.call_tensor(k.name) is not None for k in expr.kwargs]
             step.tensor_kwargs = [k for k, takes in zip(expr.kwargs, tensor_kwargs) if takes]
-            step.args = [(self.argument(a, env, layer, position=i), a.span) for i, a in enumerate(expr.args)]
+            callee = layer or (step.entry if isinstance(step.entry, ir.BlockDecl) else None)
+            step.args = [(self.argument(a, env, callee, position=i), a.span) for i, a in enumerate(expr.args)]
             step.kwargs = [
-                (k.name, self.argument(k.value, env, layer, k.name), k.span)
+                (k.name, self.argument(k.value, env, callee, k.name), k.span)
                 for k, takes in zip(expr.kwargs, tensor_kwargs)
                 if not takes
             ]
@@ -178,26 +179,36 @@ class StepResolver:
         self,
         expr: ir.Expr,
         env: Env,
-        layer: registry.Entry | None = None,
+        callee: registry.Entry | ir.BlockDecl | None = None,
         keyword: str | None = None,
         position: int | None = None,
     ) -> Value:
         """An argument's value, its items charged: checking and building walk them all. A tensor
-        given to a registry layer's constructor is named for what it is (`layer` the layer called,
-        `keyword` or `position` the argument), and the tensor of a wrapped layer's call sent to the
-        wrapper's call."""
-        if layer is not None and isinstance(expr, ir.Call):
-            _refuse_wrapped_tensors(layer, expr)
+        given to a registry layer's constructor or a block's parameter is named for what it is
+        (`callee` the layer or block called, `keyword` or `position` the argument), and the tensor
+        of a wrapped layer's call sent to the wrapper's call."""
+        if isinstance(callee, registry.Entry) and isinstance(expr, ir.Call):
+            _refuse_wrapped_tensors(callee, expr)
         try:
             value = self.state.consts.fold(expr, env)
         except Fail as exc:
-            tensor = _tensor_in(expr, env) if layer is not None and exc.diagnostic is not None else None
-            if tensor is None or layer is None:
+            tensor = _tensor_in(expr, env) if callee is not None and exc.diagnostic is not None else None
+            if tensor is None or callee is None:
                 raise
-            param = layer.param(keyword) if keyword is not None else _positional_param(layer, position)
+            if isinstance(callee, ir.BlockDecl):
+                names = [p.name for p in callee.params]
+                named = keyword if keyword is not None else _nth(names, position)
+                if named is None or named not in names:
+                    return UNKNOWN  # not a parameter at all: binding the block's arguments says so
+                raise Fail(
+                    expr.span,
+                    f"parameter '{named}' of block '{callee.name}' takes a constant; '{tensor}' is a tensor",
+                    f"a block takes tensors as its inputs: (x, {tensor}) -> {callee.name}(...)",
+                ) from None
+            param = callee.param(keyword) if keyword is not None else _positional_param(callee, position)
             if param is None and keyword is not None:
                 return UNKNOWN  # not a parameter at all: the arguments' check says so, with the list
-            raise _tensor_for_constant(layer, param, tensor, expr.span) from None
+            raise _tensor_for_constant(callee, param, tensor, expr.span) from None
         self.state.consts.charge_value(value, expr.span)
         return value
 
@@ -208,7 +219,12 @@ class StepResolver:
             return []
         found: list[KeywordTensors] = []
         fails: list[Fail] = []
+        seen: set[str] = set()
         for kwarg in step.tensor_kwargs:
+            if kwarg.name in seen:
+                fails.append(Fail(kwarg.span, f"parameter '{kwarg.name}' of '{layer.name}' is given twice"))
+                continue
+            seen.add(kwarg.name)
             try:
                 given = self._keyword_tensors(layer, kwarg, env)
             except Fail as exc:
@@ -228,7 +244,9 @@ class StepResolver:
         items = value.items if isinstance(value, (ir.List, ir.Tuple)) else [value]
         tensors: list[Tensor] = []
         for item in items:
-            if not self.bodies.mentions_tensor(item, env):
+            if isinstance(item, (ir.List, ir.Tuple)):
+                raise Fail(item.span, f"'{kwarg.name}' of '{layer.name}' takes a list of tensors, not of lists")
+            if not self.bodies.mentions_tensor(item, env) and _tensor_in(item, env) is None:
                 raise Fail(
                     item.span,
                     f"'{kwarg.name}' of '{layer.name}' takes tensors, received {self._constant_text(item, env)}",
@@ -691,6 +709,10 @@ def _called_layer(step: Step) -> registry.Entry | None:
     if isinstance(entry, LayerOrActivation):
         return entry.layer
     return entry if isinstance(entry, registry.Entry) and entry.kind == "layer" else None
+
+
+def _nth(names: list[str], position: int | None) -> str | None:
+    return names[position] if position is not None and position < len(names) else None
 
 
 def _positional_param(layer: registry.Entry, position: int | None) -> registry.Param | None:

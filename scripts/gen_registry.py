@@ -545,6 +545,43 @@ CALL_PARAMS = {
     for name in ("multi_head_attention", "group_query_attention", "dot_product_attention", "additive_attention")
 }
 
+# Every other argument of a layer's call() is one of these: a constant netdsl leaves to Keras'
+# default (`training`, set by fit/predict; reversible_embedding's `reverse`, which changes what the
+# layer is), or a tensor a spec passes by keyword (`lstm(64, initial_state=[h, c])`), listed with
+# the form it takes. A new call argument in a Keras upgrade stops the generator until it is sorted here.
+CALL_CONSTANTS_LEFT = ("training", "reverse")
+TENSOR_CALL_ARGS = {
+    "initial_state": "list",  # an RNN's states: [h, c] of an LSTM, [h] or h of a GRU
+    "mask": "one",  # per step (RNNs, pooling, time_distributed) or per element (softmax, batch_normalization)
+    "query_mask": "one",
+    "value_mask": "one",
+    "key_mask": "one",
+    "attention_mask": "one",
+    "count_weights": "one",  # category_encoding: a weight per input value
+    "value": "one",  # multi_head_attention's value and key: by position in a tuple too
+    "key": "one",
+}
+LIST_MASKS = ("additive_attention", "dot_product_attention")  # Attention's mask is [query_mask, value_mask]
+
+
+def call_tensors(name, cls):
+    """The arguments of `cls.call` that take tensors, as data.json lists them (see TENSOR_CALL_ARGS)."""
+    found = []
+    signature = list(inspect.signature(cls.call).parameters.values())[1:]  # without self
+    constants = {p for p, _ in CALL_PARAMS.get(name, ())} | set(CALL_CONSTANTS_LEFT)
+    for position, param in enumerate(signature[1:], start=1):  # after the first input
+        if param.name in constants or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        assert param.name in TENSOR_CALL_ARGS, f"{name}.call takes {param.name!r}: sort it in gen_registry.py"
+        item = {"name": param.name}
+        if TENSOR_CALL_ARGS[param.name] == "list" or (param.name == "mask" and name in LIST_MASKS):
+            item["listed"] = True
+        if CALL_STYLE.get(name) == "args" and position < INPUTS.get(name, (1, 1))[1]:
+            item["position"] = position  # multi_head_attention(query, value, key)
+        found.append(item)
+    return found
+
+
 KEY_ARGS = {
     "dense": ["units", "activation"],
     "einsum_dense": ["equation", "output_shape", "activation"],
@@ -634,6 +671,7 @@ def make_entry(
     call_style="single",
     key_args=(),
     call_params=(),
+    call_tensors=(),
 ):
     return {
         "keras_name": keras_name,
@@ -645,6 +683,7 @@ def make_entry(
         "source": source,
         "aliases": sorted(set(aliases) - {name}),
         "call_params": call_params,
+        "call_tensors": list(call_tensors),
     }
 
 
@@ -677,6 +716,7 @@ def layer_entries(keras):
             call_style=CALL_STYLE.get(name, "single"),
             key_args=layer_key_args(name, params),
             call_params=call_params,
+            call_tensors=call_tensors(name, cls),
         )
     from netdsl.custom import layers as custom
 

@@ -84,7 +84,16 @@ def _describe_entry(entry: Any) -> str:
         lines.append(_param_line(p, "positional or keyword" if p.positional else "keyword"))
     for p in entry.call_params:  # Keras takes them when the layer is called; a spec writes them beside the others
         lines.append(_param_line(p, "keyword, given to the call"))
+    for t in entry.call_tensors:  # `lstm(64, initial_state=[h, c])`
+        lines.append(_call_tensor_line(t, entry.name))
     return "\n".join(lines)
+
+
+def _call_tensor_line(tensor: Any, layer: str) -> str:
+    what = "a list of tensors" if tensor.listed else "a tensor"
+    if tensor.position is not None:  # multi_head_attention's value and key
+        return f"  {tensor.name}: {what}, input {tensor.position + 1} of the tuple or keyword, given to the call"
+    return f"  {tensor.name}: {what}, default none, keyword, given to the call"
 
 
 def _param_line(p: Any, where: str) -> str:

@@ -63,9 +63,20 @@ def test_a_layer_lists_its_inputs_and_the_arguments_its_call_takes(capsys):
     lines = out.splitlines()
     assert code == 0
     assert lines[2] == "  inputs: 2 to 3 tensors, a tuple in the order of Keras' call: (a, b) -> multi_head_attention"
-    assert lines[-2:] == [
+    assert lines[-8:] == [
         "  return_attention_scores: bool, default false, keyword, given to the call",
         "  use_causal_mask: bool, default false, keyword, given to the call",
+        "  value: a tensor, input 2 of the tuple or keyword, given to the call",
+        "  key: a tensor, input 3 of the tuple or keyword, given to the call",
+        "  query_mask: a tensor, default none, keyword, given to the call",
+        "  value_mask: a tensor, default none, keyword, given to the call",
+        "  key_mask: a tensor, default none, keyword, given to the call",
+        "  attention_mask: a tensor, default none, keyword, given to the call",
     ]
     _, dense = run(capsys, "dense")
     assert "inputs:" not in dense and "given to the call" not in dense
+    _, lstm = run(capsys, "lstm")  # issue 30: tensors by keyword, `lstm(64, initial_state=[h, c])`
+    assert lstm.splitlines()[-2:] == [
+        "  initial_state: a list of tensors, default none, keyword, given to the call",
+        "  mask: a tensor, default none, keyword, given to the call",
+    ]

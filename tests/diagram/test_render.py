@@ -575,3 +575,18 @@ def test_cli_plugins(tmp_path):
         done.stderr == f"{spec}:1:1: error: cannot load plugin 'no_such_plugin': ModuleNotFoundError: "
         "No module named 'no_such_plugin'\n"
     )
+
+
+def test_a_tensor_given_to_a_call_by_keyword_is_an_edge_named_by_its_keyword():
+    """Issue 30: the encoder's states reach the decoder by `initial_state=[h, c]`; the diagram draws
+    them as its edges, each labelled with the keyword, which output of the encoder, and its shape."""
+    spec = (
+        "model s2s {\n  input enc: (none, 12)\n  input dec: (none, 14)\n"
+        "  seq, h, c = enc -> lstm(16, return_state=true)\n"
+        "  output y = dec -> lstm(16, initial_state=[h, c]) -> dense(4)\n}\n"
+    )
+    view = build_view(graph_of(spec, "s2s", text=True))
+    labelled = sorted((e.keyword, e.index) for e in view.edges if e.keyword is not None)
+    assert labelled == [("initial_state", 1), ("initial_state", 2)]
+    source = render_graph(graph_of(spec, "s2s", text=True)).source
+    assert source.count("label=<initial_state [1] (16,)>") == 1 and "label=<initial_state [2] (16,)>" in source

@@ -209,6 +209,27 @@ async def test_completion_of_keyword_values_and_names_in_scope(client, project):
     await close(client, uri)
 
 
+async def test_completion_offers_a_call_s_tensors_by_keyword_and_tensors_for_them(client, project):
+    """Issue 30: `lstm(` offers `initial_state=` and `mask=`, and after `mask=` the body's tensors."""
+    text = MAIN.replace(
+        "  output probs", "  s, s_h = f -> gru(8, return_state=true)\n  g = f -> gru(8, mask=s)\n  output probs"
+    )
+    uri = await scratch(client, project, "tensors.net", text)
+    line = text.split("\n").index("  g = f -> gru(8, mask=s)")
+    labels = await complete(client, uri, pos(line, len("  g = f -> gru(8, ")))
+    assert {"initial_state=", "mask=", "units="} <= set(labels)
+    labels = await complete(client, uri, pos(line, len("  g = f -> gru(8, mask=")))
+    assert {"s_h", "s", "f", "image"} <= set(labels)
+    result = await client.text_document_signature_help_async(
+        types.SignatureHelpParams(text_document=doc(uri), position=pos(line, len("  g = f -> gru(8, mask=")))
+    )
+    (signature,) = result.signatures
+    assert signature.label.endswith(", initial_state=none, mask=none)")
+    start, end = signature.parameters[result.active_parameter].label
+    assert signature.label[start:end] == "mask"
+    await close(client, uri)
+
+
 async def test_signature_help_on_open_paren_and_comma(client, main_uri):
     result = await client.text_document_signature_help_async(
         types.SignatureHelpParams(text_document=doc(main_uri), position=at(17, "activation"))

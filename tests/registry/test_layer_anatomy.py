@@ -135,6 +135,8 @@ SHAPE_CASES = [
             ("gru", {}, "sum"),
             ("simple_rnn", {"return_sequences": True}, "mul"),
             ("lstm", {}, None),
+            ("lstm", {"return_state": True}, "concat"),  # the merged output, then each direction's h and c
+            ("gru", {"return_sequences": True, "return_state": True}, None),
         ]
     ],
 ]

@@ -277,11 +277,16 @@ def test_a_duplicate_block_output_is_one_error_not_two():
     assert errors_of(text) == ["4:10: 'y' is already an output"]
 
 
-def test_destructuring_a_layer_whose_output_count_check_cannot_know_is_accepted():
+def test_a_bidirectional_rnn_s_states_are_counted_and_shaped():
     text = (
         "model m {\n  input x: (5, 3)\n  seq, f, b = x -> bidirectional(gru(4, return_state=true))\n"
         "  output seq, f, b\n}\n"
     )
     assert errors_of(text) == []
     graph = analyze(netdsl.parse(text, filename="t.net")).graphs["m"]
-    assert graph.uncertain and graph.nodes[-1].n_outputs == 3
+    assert not graph.uncertain and graph.nodes[-1].output_shapes == [(8,), (4,), (4,)]
+    wrong = text.replace("seq, f, b =", "seq, f =").replace("output seq, f, b", "output seq, f")
+    assert errors_of(wrong) == [
+        "3:3: 2 names on the left, but the flow gives 3 tensors; 'bidirectional' with return_state=true gives its "
+        "output, then its states: seq, forward_h, backward_h = ..."
+    ]

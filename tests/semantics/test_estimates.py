@@ -40,7 +40,7 @@ def test_every_example_spec_is_estimated(path):
 def test_the_inference_declines_what_it_cannot_know():
     found = _estimated(ESTIMATES)
     assert {name for name, certain in found.items() if not certain} == DECLINED
-    assert {name for name, certain in found.items() if certain} == {"varying", "scores"}
+    assert {name for name, certain in found.items() if certain} == {"varying", "scores", "bidirectional_states"}
 
 
 def test_estimates_fill_every_count():

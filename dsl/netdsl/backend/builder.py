@@ -184,6 +184,8 @@ class KerasBackend:
         if node.op == "layer":
             entry = _entry("layer", node.kind)
             _, call = registry.split_kwargs(entry, node.args) if entry.call_params else (None, {})
+            inputs, tensors = node.call_inputs(inputs)
+            call = {**call, **tensors}  # `initial_state=[h, c]`: recorded in the model's config, saved and reloaded
             if entry.call_style == "args":
                 return layer(*inputs, **call)
             if entry.call_style == "list" and (len(inputs) > 1 or entry.inputs[0] > 1):

@@ -237,7 +237,7 @@ def _step(
 ) -> tuple[StepCost, int]:
     ins = [
         graph.node_of(ref).output_shapes[ref.index] if ref.index < len(graph.node_of(ref).output_shapes) else None
-        for ref in node.inputs
+        for ref in node.positional(node.inputs)  # a layer's work follows these; keyword tensors are read as is
     ]
     outs = list(node.output_shapes)
     element = _DTYPE_BYTES.get(node.dtype or "float32", 4) if node.op == "input" else width

@@ -157,9 +157,31 @@ def _source(statement: Statement, names: dict):
     sources = [S.name(names[ref]) for ref in statement.sources]
     if statement.head is None:
         return sources[0]
+    if statement.head.keywords:
+        return _keyword_call(statement.head, sources)
     if len(sources) > 1 or statement.head.step.kind == "op":  # `split(h, 2, axis=-1)` heads its statement
         return flow(merge_items(statement.head.step, sources))
     return flow([sources[0], S.step(statement.head.step)])
+
+
+def _keyword_call(head: Op, sources: list):
+    """`dec -> lstm(256, initial_state=[h, c])`: the tensors its call takes by keyword as keywords."""
+    positional = len(sources) - sum(count for _, count, _ in head.keywords)
+    start = positional
+    kwargs = []
+    for name, count, listed in head.keywords:
+        items = sources[start : start + count]
+        start += count
+        value = S.node(ir.List, kind="list", items=items) if listed else items[0]
+        kwargs.append(S.node(ir.Kwarg, kind="kwarg", name=name, value=value))
+    step = S.step(head.step)
+    if isinstance(step, ir.Call):
+        call = S.node(ir.Call, kind="call", func=step.func, args=step.args, kwargs=[*step.kwargs, *kwargs])
+    else:
+        call = S.node(ir.Call, kind="call", func=step, args=[], kwargs=kwargs)
+    given = sources[:positional]
+    source = given[0] if len(given) == 1 else S.node(ir.Tuple, kind="tuple", items=given)
+    return flow([source, call])
 
 
 def _target_name(statement: Statement, ref, output_names: dict, namer: Namer) -> str:

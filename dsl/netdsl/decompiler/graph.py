@@ -55,6 +55,8 @@ class Call:
     kwargs: dict  # constant call keywords (e.g. use_causal_mask)
     n_outputs: int = 1
     arguments: list = field(default_factory=list)  # an operation's arguments: None for each tensor, else the number
+    # Tensors given by keyword (`initial_state=[h, c]`): the last of `inputs`, (name, count, as a list) each.
+    keywords: list[tuple[str, int, bool]] = field(default_factory=list)
 
 
 @dataclass
@@ -122,9 +124,13 @@ class _Reader:
             for i, node in enumerate(layer.nodes):
                 pending.append((layer, i, node))
         self.order_calls(model, pending, by_name)
+        order = []
         for ref_data in _leaves(config.get("input_layers")):
             if not self.known_input(model, ref_data, by_name):
                 return None
+            order.append(ref_data[0])
+        # The model's inputs in its call's order (`input_layers`), whatever the order of its layers.
+        model.inputs.sort(key=lambda item: order.index(item.name) if item.name in order else len(order))
         for ref_data in _leaves(config.get("output_layers")):
             ref = self.ref(ref_data, by_name, outputs=True)
             if ref is None:
@@ -259,19 +265,28 @@ class _Reader:
         for key in _IGNORED_CALL_KWARGS:
             if kwargs.get(key) in (None, False):
                 kwargs.pop(key, None)
-        for key, value in kwargs.items():
-            if _is_tensor(value) or (isinstance(value, list) and any(_is_tensor(v) for v in value)):
+        keywords: list[tuple[str, int, bool]] = []
+        by_keyword: list = []  # the tensors given by keyword, after those given by position
+        for key, value in list(kwargs.items()):
+            listed = isinstance(value, list)
+            items = value if listed else [value]
+            if not any(_is_tensor(v) for v in items):
+                continue
+            if not all(_is_tensor(v) for v in items) or _is_operation(layer) or layer.model is not None:
                 self.problems.layer(layer, f"is called with the tensor argument {key}=..., which a spec cannot pass")
                 return None
+            keywords.append((key, len(items), listed))
+            by_keyword.extend(items)
+            del kwargs[key]
         refs = []
-        for item in tensors:
+        for item in tensors + by_keyword:
             ref = self.ref(item["config"]["keras_history"], by_name)
             if ref is None:
                 self.problems.layer(layer, "is called on a tensor the model does not compute")
                 return None
             refs.append(ref)
         shapes = [_shape(item["config"].get("shape")) for item in tensors]
-        return Call(layer, refs, shapes, style, kwargs, arguments=arguments)
+        return Call(layer, refs, shapes, style, kwargs, arguments=arguments, keywords=keywords)
 
     def ref(self, history, by_name: dict, outputs: bool = False) -> Ref | None:
         if not (

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from netdsl.decompiler.graph import KModel, Ref
+from netdsl import registry
+from netdsl.decompiler.graph import Call, KModel, Ref
 from netdsl.decompiler.layer_steps import Step, layer_step
 from netdsl.decompiler.op_steps import is_operation, op_step
 from netdsl.decompiler.problems import Problems
@@ -71,6 +72,7 @@ def _ops(
         layer = call.layer
         if layer.class_name == "InputLayer":
             continue
+        entry, made_kwargs = None, ()  # the registry layer it calls (its call may take tensors by keyword)
         if layer.model is not None:
             step = Step("model", model_names[id(layer.model)])
         elif is_operation(layer):
@@ -82,15 +84,42 @@ def _ops(
             made = layer_step(layer, call, problems)
             if made is None:
                 continue
-            step = made
+            step, entry, made_kwargs = made, made.entry, made.kwargs
             if layer.name in shared_names:
                 name = shared_names[layer.name]
                 shared.setdefault(name, step)
                 step = Step("shared", name)
         shape = call.input_shapes[0] if call.input_shapes else None
         channels = shape[-1] if shape and isinstance(shape[-1], int) else None
-        ops.append(Op(index, step, list(call.inputs), call.n_outputs, layer.name, channels))
+        inputs, keywords = _placed(entry, call)
+        ops.append(Op(index, step, inputs, _output_count(entry, made_kwargs, call), layer.name, channels, keywords))
     return ops, list(shared.items())
+
+
+def _output_count(entry: registry.Entry | None, kwargs: tuple, call: Call) -> int:
+    """How many tensors the layer's call gives: all of them, also those the model leaves unused (keras.io's
+    `decoder_outputs, _, _ = decoder_lstm(...)`), so that the spec names as many as its step gives."""
+    count = registry.output_count(entry, dict(kwargs)) if entry is not None else None
+    return max(call.n_outputs, count or 0)
+
+
+def _placed(entry: registry.Entry | None, call: Call) -> tuple[list[Ref], tuple[tuple[str, int, bool], ...]]:
+    """A call's inputs and the keywords among them, multi_head_attention's `value=` and `key=` put in
+    their places in the tuple (`mha(q, value=v)` is `(q, v) -> multi_head_attention`, as the spec writes it)."""
+    inputs, keywords = list(call.inputs), list(call.keywords)
+    if entry is None or not keywords:
+        return inputs, tuple(keywords)
+    positional = len(inputs) - sum(count for _, count, _ in keywords)
+    placed, rest, start = inputs[:positional], [], positional
+    for name, count, listed in keywords:
+        tensor = entry.call_tensor(name)
+        taken = inputs[start : start + count]
+        start += count
+        if tensor is not None and tensor.position == len(placed) and count == 1 and not listed:
+            placed += taken
+        else:
+            rest.append(((name, count, listed), taken))
+    return placed + [ref for _, taken in rest for ref in taken], tuple(keyword for keyword, _ in rest)
 
 
 # ---------------------------------------------------------------- merges
@@ -161,6 +190,8 @@ def _merge(graph: _Graph, fork: Ref, region: list[_Node]) -> Merge | None:
     """The region as a Merge: its last op combining one chain per input, each from `fork`."""
     last = region[-1]
     if last.op is None or len(last.inputs) < 2 or last.op.step.kind not in ("layer", "activation", "op"):
+        return None
+    if last.op.keywords:  # its inputs are not branches to merge: the call takes some by keyword
         return None
     producer = {ref: node for node in region for ref in node.outputs}
     covered: set[int] = {id(last)}

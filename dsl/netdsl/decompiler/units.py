@@ -30,6 +30,8 @@ class Op:
     n_outputs: int
     layer_name: str  # the Keras layer's name (names bound tensors in flat exports)
     in_channels: int | None = None  # last axis of the first input, when known
+    # Tensors its call takes by keyword (`initial_state=[h, c]`): the last of `inputs`, (name, count, as a list) each.
+    keywords: tuple[tuple[str, int, bool], ...] = ()
 
     @property
     def out(self) -> Ref:

@@ -243,6 +243,8 @@ def _edge_label(edge: Edge, shapes: bool) -> str | None:
         parts.append(f"#{edge.out_call}\u2192#{edge.in_call}")
     elif edge.out_call is not None or edge.in_call is not None:
         parts.append(f"#{edge.out_call or edge.in_call}")
+    if edge.keyword is not None:  # `initial_state=[h, c]`: what the tensor is to the layer it feeds
+        parts.append(edge.keyword)
     if edge.index is not None:
         parts.append(f"[{edge.index}]")
     if shapes and edge.shape is not None:

@@ -54,6 +54,7 @@ class Edge:
     index: int | None = None  # which output of a multi-output item
     out_call: int | None = None  # the call of a shared instance whose output this is
     in_call: int | None = None  # the call of a shared instance this feeds
+    keyword: str | None = None  # the keyword its call takes it by (`initial_state`), if any
 
 
 @dataclass
@@ -96,7 +97,7 @@ class Params:
             return total if complete else None
         if node.op == "layer":
             entry = registry.lookup("layer", node.kind)
-            shapes = [_shape_of(graph, ref) for ref in node.inputs]
+            shapes = [_shape_of(graph, ref) for ref in node.positional(node.inputs)]
             if entry is None or not all(isinstance(s, tuple) for s in shapes):
                 return None
             return registry.estimate_params(entry, node.args, shapes)
@@ -371,7 +372,7 @@ def _item(
             _shown_args(first),
             params=count,
             params_complete=count is not None,
-            in_shapes=[_shape_of(graph, r) for r in first.inputs],
+            in_shapes=[_shape_of(graph, r) for r in first.positional(first.inputs)],
             out_shapes=list(last.output_shapes),
             dtype=first.dtype,
         )
@@ -419,27 +420,35 @@ def _edges(
             for k, member in enumerate(unit.members):
                 call_of[member] = k + 1
 
-    def add(src_ref: TensorRef, dst_key: str, in_call: int | None) -> None:
+    def add(src_ref: TensorRef, dst_key: str, in_call: int | None, keyword: str | None = None) -> None:
         src_key = keys[unit_of[src_ref.node]]
         out_call = call_of.get(src_ref.node)
-        seen_key = (src_key, src_ref.node, src_ref.index, dst_key, in_call)
+        seen_key = (src_key, src_ref.node, src_ref.index, dst_key, in_call, keyword)
         if seen_key in seen:
             return
         seen.add(seen_key)
         shape = _shape_of(graph, src_ref)
         changed = not _unchanged(graph, src_ref, items[src_key], shape)
         index = src_ref.index if graph.nodes[src_ref.node].n_outputs > 1 else None
-        edges.append(Edge(src_key, dst_key, shape if changed else None, index, out_call, in_call))
+        edges.append(Edge(src_key, dst_key, shape if changed else None, index, out_call, in_call, keyword))
 
     for node in graph.nodes:
         dst_uid = unit_of[node.id]
-        for ref in node.inputs:
+        for ref, keyword in zip(node.inputs, _keywords_of(node)):
             if unit_of[ref.node] == dst_uid and units[dst_uid].kind != "shared":
                 continue  # inside a folded block or a collapsed repeat
-            add(ref, keys[dst_uid], call_of.get(node.id))
+            add(ref, keys[dst_uid], call_of.get(node.id), keyword)
     for k, (_, ref) in enumerate(graph.outputs):
         add(ref, f"out{k}", None)
     return edges
+
+
+def _keywords_of(node: Node) -> list[str | None]:
+    """For each input of a node, the keyword its call takes it by (None: by position)."""
+    names: list[str | None] = [None] * node.positional_count
+    for keyword in node.keywords:
+        names += [keyword.name] * keyword.count
+    return names
 
 
 def _unchanged(graph: Graph, ref: TensorRef, item: Item, shape: Any) -> bool:

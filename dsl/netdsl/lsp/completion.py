@@ -15,7 +15,7 @@ from lsprotocol import types
 
 from netdsl import registry
 from netdsl.lsp.checking import Snapshot
-from netdsl.lsp.describe import HIDDEN, LOOKUP_ORDER, default_text, signature
+from netdsl.lsp.describe import HIDDEN, LOOKUP_ORDER, call_tensor_default, call_tensor_type, default_text, signature
 from netdsl.syntax import ir
 from netdsl.syntax.format_expr import ExprPrinter
 from netdsl.syntax.keywords import KEYWORDS
@@ -137,6 +137,7 @@ def find_callee(name: str, snapshot: Snapshot | None, file: str) -> Callee | Non
                 for p in entry.params + entry.call_params
                 if p.name not in HIDDEN
             ]
+            params += [(t.name, call_tensor_type(t), call_tensor_default(t)) for t in entry.call_tensors]
             return Callee(signature(entry), params, entry.description)
     return None
 
@@ -248,7 +249,8 @@ def _value_items(context: Context, snapshot, file, line, col) -> list[types.Comp
     param = entry.param(context.keyword) if entry and context.keyword else None
     if param is not None and param.choices:
         items += [types.CompletionItem(label=f'"{c}"', kind=types.CompletionItemKind.EnumMember) for c in param.choices]
-    return items + _scope_items(snapshot, file, line, col, tensors=False, typed=context.partial)
+    tensors = type_ in ("tensor", "tensors")  # `initial_state=`: the body's tensors are what it takes
+    return items + _scope_items(snapshot, file, line, col, tensors=tensors, typed=context.partial)
 
 
 def _registry_items(kind: str, item_kind: types.CompletionItemKind) -> list[types.CompletionItem]:

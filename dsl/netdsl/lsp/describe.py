@@ -39,7 +39,18 @@ def signature(entry: registry.Entry) -> str:
         for p in entry.params + entry.call_params
         if p.name not in HIDDEN
     ]
+    params += [f"{t.name}={call_tensor_default(t)}" for t in entry.call_tensors]
     return f"{entry.name}({', '.join(params)})"
+
+
+def call_tensor_type(tensor: registry.CallTensor) -> str:
+    """What a call argument that takes tensors takes, as a parameter's type reads (`initial_state`: tensors)."""
+    return "tensors" if tensor.listed else "tensor"
+
+
+def call_tensor_default(tensor: registry.CallTensor) -> str:
+    """`none`, or where else it comes from (multi_head_attention's value: the tuple's second tensor)."""
+    return "none" if tensor.position is None else f"input {tensor.position + 1}"
 
 
 def entry_markdown(entry: registry.Entry) -> str:
@@ -48,6 +59,7 @@ def entry_markdown(entry: registry.Entry) -> str:
         f"| `{p.name}` | {p.type} | {'required' if p.required else '`' + default_text(p.default) + '`'} |"
         for p in entry.params + entry.call_params
     ]
+    rows += [f"| `{t.name}` | {call_tensor_type(t)} | `{call_tensor_default(t)}` |" for t in entry.call_tensors]
     table = "\n".join(["| parameter | type | default |", "|---|---|---|", *rows]) if rows else "No parameters."
     return f"```netdsl\n{signature(entry)}\n```\n{entry.kind}{keras}: {entry.description}\n\n{table}"
 

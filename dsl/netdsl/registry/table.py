@@ -21,6 +21,10 @@ Conventions the checker and compiler rely on:
 - `Entry.call_params` are constant keyword arguments of the layer's *call*
   (e.g. `use_causal_mask` of multi_head_attention), given in the same
   argument list as the constructor's in a spec; the compiler routes them.
+- `Entry.call_tensors` are the arguments of the layer's call that take
+  tensors (`initial_state` of an RNN, `attention_mask`, `key`): a spec gives
+  them by keyword in the same list (`lstm(64, initial_state=[h, c])`), and
+  they become inputs of the call, never arguments of the constructor.
 - Type strings are the keys of `TYPES`.
 """
 
@@ -41,6 +45,7 @@ __all__ = [
     "TYPES",
     "REQUIRED",
     "Param",
+    "CallTensor",
     "Entry",
     "lookup",
     "names",
@@ -133,6 +138,15 @@ class Param:
 
 
 @dataclass(frozen=True)
+class CallTensor:
+    """An argument of a layer's call that takes tensors (`initial_state=[h, c]`, `attention_mask=m`)."""
+
+    name: str
+    listed: bool = False  # takes a list of tensors (an RNN's states, Attention's [query_mask, value_mask])
+    position: int | None = None  # an input Keras also takes by position (multi_head_attention's value: 1)
+
+
+@dataclass(frozen=True)
 class Entry:
     kind: str
     name: str
@@ -146,6 +160,11 @@ class Entry:
     # Additions to the agreed API (both default to empty):
     aliases: tuple[str, ...] = ()  # every other key of this entry
     call_params: tuple[Param, ...] = ()  # constant call-time keywords
+    call_tensors: tuple[CallTensor, ...] = ()  # call-time keywords that take tensors
+
+    def call_tensor(self, name: str) -> CallTensor | None:
+        """The call argument called `name` that takes tensors, or None."""
+        return next((t for t in self.call_tensors if t.name == name), None)
 
     def param(self, name: str) -> Param | None:
         """The constructor or call parameter called `name`, or None."""
@@ -262,6 +281,9 @@ def _entry_from_json(kind: str, name: str, d: dict) -> Entry:
         source=d["source"],
         aliases=tuple(d["aliases"]),
         call_params=tuple(_param_from_json(p) for p in d.get("call_params", ())),
+        call_tensors=tuple(
+            CallTensor(t["name"], bool(t.get("listed", False)), t.get("position")) for t in d.get("call_tensors", ())
+        ),
     )
 
 

@@ -45,7 +45,7 @@ def _fill(graph: Graph, seen: set[int]) -> bool:
 def _estimate(graph: Graph, node: Node, seen: set[int]) -> int | None:
     if node.op in _WEIGHTLESS:
         return 0
-    inputs = [_shape_of(graph, ref) for ref in node.inputs]
+    inputs = [_shape_of(graph, ref) for ref in node.positional(node.inputs)]  # a layer's weights follow these
     if not all(shape_known(s) for s in inputs):
         return None
     if node.op == "layer":

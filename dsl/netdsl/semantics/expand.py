@@ -24,6 +24,8 @@ from typing import Any, cast
 from netdsl import registry
 from netdsl.errors import Diagnostic, Fail, Span, did_you_mean
 from netdsl.limits import MAX_DIM
+from netdsl.registry.layers.rnn import STATES
+from netdsl.registry.layers.wrappers import nested
 from netdsl.semantics.adapting import check_adapt
 from netdsl.semantics.args import DTYPES
 from netdsl.semantics.fine_tuning import check_parts
@@ -241,9 +243,21 @@ class FlowExpander:
                 f"{len(stmt.targets)} name{'s' if len(stmt.targets) > 1 else ''} "
                 f"on the left, but {giver} gives {len(outputs)} tensor"
                 f"{'s' if len(outputs) != 1 else ''}",
+                self._states_hint(outputs),
             )
         for name, tensor in zip(stmt.targets, outputs):
             env.vars[name] = tensor
+
+    def _states_hint(self, outputs: list[Tensor]) -> str | None:
+        """What an RNN with return_state=true gives, named: `seq, h, c = x -> lstm(...)`."""
+        ref = outputs[0].ref if outputs else None
+        if ref is None or len(outputs) < 2:
+            return None
+        node = self.state.build.graph.node_of(ref)
+        names = _rnn_output_names(node.kind, node.args) if node.op == "layer" else None
+        if names is None or len(names) != len(outputs):
+            return None
+        return f"'{node.kind}' with return_state=true gives its output, then its states: {', '.join(names)} = ..."
 
     def _spread(self, tensor: Tensor, count: int) -> list[Tensor]:
         """A layer whose output count check could not know, taken as `count` outputs."""
@@ -279,6 +293,13 @@ class FlowExpander:
         step = self.steps.resolve_step(stmt.value, env)
         if isinstance(step.entry, SharedInstance):
             raise Fail(stmt.value.span, f"'{step.name}' is already a shared instance; use it directly")
+        if step.tensor_kwargs:  # each call of the one layer takes its own: keras.io's decoder, called twice
+            given = step.tensor_kwargs[0]
+            raise Fail(
+                given.span,
+                f"'{given.name}' is given where a shared instance is called, not where it is made",
+                f"x -> {stmt.name}({given.name}=...)",
+            )
         env.vars[stmt.name] = SharedInstance(stmt.name, step)
 
     def _if(self, stmt: ir.If, env: Env, where: str) -> None:
@@ -411,6 +432,10 @@ class FlowExpander:
             f"give it to the block as an input: (x, {model}.{expr.attr}) -> BLOCK",
         )
 
+    def mentions_tensor(self, expr: ir.Expr, env: Env) -> bool:
+        """Whether an expression stands for a tensor rather than a constant (`tensor_exprs`' rule)."""
+        return self.tensor_exprs.mentions_tensor(expr, env)
+
     def _tensor_named(self, name: str, env: Env, span: Span) -> Tensor:
         value = env.get(name)
         if isinstance(value, Tensor):
@@ -425,6 +450,21 @@ class FlowExpander:
 
     def _near_constant(self, name: str, env: Env) -> str | None:
         return did_you_mean(name, _visible_names(env))
+
+
+def _rnn_output_names(kind: str, args: dict[str, Any]) -> list[str] | None:
+    """Names for what a recurrent layer with return_state=true gives, in Keras' order (None for
+    another layer): the sequence (both directions' apart when a bidirectional one merges nothing),
+    then the states, the forward layer's before the backward one's."""
+    states = ["h", "c"][: STATES[kind]] if kind in STATES else None
+    if states is not None:
+        return ["seq", *states]
+    inner = nested(args.get("layer")) if kind == "bidirectional" else None
+    if inner is None or inner.name not in STATES:
+        return None
+    states = ["h", "c"][: STATES[inner.name]]
+    merged = ["forward_seq", "backward_seq"] if args.get("merge_mode", "concat") is None else ["seq"]
+    return [*merged, *(f"forward_{s}" for s in states), *(f"backward_{s}" for s in states)]
 
 
 def _input_shape_hint(shape: tuple[Any, ...]) -> str | None:

@@ -8,7 +8,7 @@ came from.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from netdsl.errors import Diagnostic, Span
 
@@ -29,6 +29,21 @@ class Cluster:
     args: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class KeywordInput:
+    """Tensors a layer's call takes by keyword (`lstm(64, initial_state=[h, c])`): they are the last
+    inputs of the node, after the tensors it takes by position, `count` of them for each keyword in
+    order. Keeping them among `Node.inputs` keeps every edge in one list (what an output depends on,
+    what the diagram draws); `Node.call_inputs` tells the two apart."""
+
+    name: str
+    count: int
+    listed: bool  # a list (`[h, c]`, as Keras takes an RNN's states), else one tensor
+
+
+Item = TypeVar("Item")
+
+
 @dataclass
 class Node:
     id: int
@@ -46,6 +61,27 @@ class Node:
     decl: Any = None  # a declared layer/activation, or the sub-Graph of a nested model
     output_shapes: list[Any] = field(default_factory=list)  # without the batch axis
     params: int | None = None  # parameter count, when known
+    keywords: tuple[KeywordInput, ...] = ()  # the inputs its call takes by keyword, after the others
+
+    @property
+    def positional_count(self) -> int:
+        """How many of `inputs` the call takes by position (the layer's inputs proper)."""
+        return len(self.inputs) - sum(k.count for k in self.keywords)
+
+    def positional(self, items: list[Item]) -> list[Item]:
+        """Of one thing per input (refs, shapes, Keras tensors), those the call takes by position."""
+        return items[: self.positional_count] if self.keywords else items
+
+    def call_inputs(self, items: list[Item]) -> tuple[list[Item], dict[str, Item | list[Item]]]:
+        """One thing per input split as the layer's call takes them: by position, and by keyword
+        (a list for a keyword given a list, `initial_state=[h, c]`)."""
+        start = self.positional_count
+        keywords: dict[str, Item | list[Item]] = {}
+        for keyword in self.keywords:
+            part = items[start : start + keyword.count]
+            keywords[keyword.name] = list(part) if keyword.listed else part[0]
+            start += keyword.count
+        return items[: self.positional_count], keywords
 
 
 @dataclass

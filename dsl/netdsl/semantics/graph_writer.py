@@ -15,7 +15,7 @@ from typing import Any, cast
 from netdsl.errors import BuildError, Exhausted, Fail, Span
 from netdsl.limits import FAILED_STATEMENT_STEPS, MAX_LAYERS
 from netdsl.semantics.declared import Instance
-from netdsl.semantics.graph import Graph, Node, TensorRef
+from netdsl.semantics.graph import Graph, KeywordInput, Node, TensorRef
 from netdsl.semantics.state import POISON, ExpansionState, Tensor
 from netdsl.semantics.tensor_ops import OpSpec
 from netdsl.semantics.values import is_unknown
@@ -59,8 +59,10 @@ class GraphWriter:
         final: str | None,
         shared: str | None = None,
         decl: Instance | OpSpec | Graph | None = None,
+        keywords: tuple[KeywordInput, ...] = (),
     ) -> list[Tensor]:
-        """A node of `n_outputs` outputs applied to `inputs` (poisoned outputs if an input is)."""
+        """A node of `n_outputs` outputs applied to `inputs` (poisoned outputs if an input is); the
+        last of them, as `keywords` counts, given to its call by keyword."""
         self.charge_layer(span)  # a path whose input failed counts what it would make
         if any(t.poisoned for t in inputs):
             return [POISON] * n_outputs
@@ -84,6 +86,7 @@ class GraphWriter:
             shared=shared,
             repeat=build.repeat,
             decl=decl,
+            keywords=keywords,
         )
         graph.nodes.append(node)
         try:

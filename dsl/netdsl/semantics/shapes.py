@@ -31,7 +31,7 @@ class ShapeBackend:
         return tuple(None if d is UNKNOWN else d for d in shape) if UNKNOWN not in shape else UNKNOWN
 
     def apply(self, node: Node, inputs: list[Any]) -> list[Any]:
-        shapes = infer(node, inputs)
+        shapes = infer(node, node.positional(inputs))  # tensors given by keyword leave the shapes as they are
         if len(shapes) != node.n_outputs and node.op == "layer":
             shapes = (shapes + [UNKNOWN] * node.n_outputs)[: node.n_outputs]
         return shapes
@@ -91,7 +91,7 @@ def called_graph(sub: Graph, inputs: list[Any]) -> Graph:
     for index, node in enumerate(nodes):
         if node.op == "input" or index not in kept:
             continue
-        arrived = [nodes[ref.node].output_shapes[ref.index] for ref in node.inputs]
+        arrived = [nodes[ref.node].output_shapes[ref.index] for ref in node.positional(node.inputs)]
         try:
             nodes[index] = replace(node, output_shapes=infer(node, arrived))
         except BuildError as exc:

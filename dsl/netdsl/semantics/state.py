@@ -57,7 +57,7 @@ class Tensor(TensorValue):
     handle: Handle
     shape: Value  # without the batch axis: a tuple, or UNKNOWN
     # The only output check knows of a layer whose output count it cannot
-    # know (`bidirectional(gru(4, return_state=true))`): `a, b, c = ...` may
+    # know (`time_distributed` of a layer without a shape rule): `a, b, c = ...` may
     # take as many outputs from it as it names.
     variadic: bool = False
 
@@ -95,6 +95,9 @@ class Step:
     scope: FileScope = cast("FileScope", None)  # set for every step that names a declaration
     args: list[tuple[Value, Span]] = field(default_factory=list)
     kwargs: list[tuple[str, Value, Span]] = field(default_factory=list)
+    # The keyword arguments that take tensors (`initial_state=[h, c]`), left as written: they are
+    # evaluated where the step is applied, as the inputs of its call (`StepResolver.keyword_tensors`).
+    tensor_kwargs: list[ir.Kwarg] = field(default_factory=list)
 
     @property
     def what(self) -> str:

@@ -15,8 +15,10 @@ from typing import Any, Protocol
 from netdsl import registry
 from netdsl.errors import Diagnostic, Exhausted, Fail, Span, did_you_mean
 from netdsl.limits import MAX_BLOCK_DEPTH, MAX_REPEAT
+from netdsl.semantics import call_tensors
+from netdsl.semantics.call_tensors import KeywordTensors
 from netdsl.semantics.consts import bind_plain, dotted_name, is_default
-from netdsl.semantics.graph import Cluster, Graph
+from netdsl.semantics.graph import Cluster, Graph, KeywordInput
 from netdsl.semantics.graph_writer import GraphWriter
 from netdsl.semantics.scope import FileScope, cycle_text
 from netdsl.semantics.state import (
@@ -44,11 +46,16 @@ REFUSED_LAYERS = {
 
 
 class BodyRunner(Protocol):
-    """What steps need of the flow expander: a block's body run, a nested model expanded."""
+    """What steps need of the flow expander: a block's body run, a nested model expanded, the
+    tensors an expression stands for (a layer call's tensors given by keyword)."""
 
     def run(self, body: list[ir.Stmt], env: Env, where: str) -> None: ...
 
     def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph: ...
+
+    def tensors(self, expr: ir.Expr, env: Env, final: str | None) -> list[Tensor]: ...
+
+    def mentions_tensor(self, expr: ir.Expr, env: Env) -> bool: ...
 
 
 class StepResolver:
@@ -75,7 +82,7 @@ class StepResolver:
                 return self.apply(expr.then, inputs, env, final)
             return self.apply(expr.then if cond else expr.orelse, inputs, env, final)
         resolved = self.resolve_step(expr, env)
-        return self.apply_step(resolved, inputs, final)
+        return self.apply_step(resolved, inputs, final, self.keyword_tensors(resolved, env))
 
     def check_rest(self, exprs: list[ir.Expr], env: Env) -> list[Diagnostic]:
         """The steps after a failed one, with no tensor to apply them to: their names and
@@ -145,12 +152,22 @@ class StepResolver:
         """What a step expression names, with its arguments evaluated (not yet checked)."""
         if isinstance(expr, ir.Call):
             step = self.step_target(expr.func, env)
-            step.args = [(self.argument(a, env), a.span) for a in expr.args]
-            step.kwargs = [(k.name, self.argument(k.value, env), k.span) for k in expr.kwargs]
-            if isinstance(step.entry, SharedInstance):
+            layer = _called_layer(step)
+            tensor_kwargs = [layer is not None and layer.call_tensor(k.name) is not None for k in expr.kwargs]
+            step.tensor_kwargs = [k for k, takes in zip(expr.kwargs, tensor_kwargs) if takes]
+            callee = layer or (step.entry if isinstance(step.entry, ir.BlockDecl) else None)
+            step.args = [(self.argument(a, env, callee, position=i), a.span) for i, a in enumerate(expr.args)]
+            step.kwargs = [
+                (k.name, self.argument(k.value, env, callee, k.name), k.span)
+                for k, takes in zip(expr.kwargs, tensor_kwargs)
+                if not takes
+            ]
+            if isinstance(step.entry, SharedInstance) and (step.args or step.kwargs):
+                tensors = ", ".join(f"{t.name}=" for t in layer.call_tensors) if layer is not None else ""
                 raise Fail(
                     expr.span,
-                    f"shared instance '{step.name}' takes no arguments",
+                    f"shared instance '{step.name}' takes no arguments"
+                    + (f" but the tensors of its call ({tensors})" if tensors else ""),
                     f"arguments go where it is made: shared {step.name} = ...",
                 )
             return step
@@ -158,11 +175,88 @@ class StepResolver:
             return self.step_target(expr, env)
         raise Fail(expr.span, "expected a step (a layer, block or activation)", _step_hint(expr))
 
-    def argument(self, expr: ir.Expr, env: Env) -> Value:
-        """An argument's value, its items charged: checking and building walk them all."""
-        value = self.state.consts.fold(expr, env)
+    def argument(
+        self,
+        expr: ir.Expr,
+        env: Env,
+        callee: registry.Entry | ir.BlockDecl | None = None,
+        keyword: str | None = None,
+        position: int | None = None,
+    ) -> Value:
+        """An argument's value, its items charged: checking and building walk them all. A tensor
+        given to a registry layer's constructor or a block's parameter is named for what it is
+        (`callee` the layer or block called, `keyword` or `position` the argument), and the tensor
+        of a wrapped layer's call sent to the wrapper's call."""
+        if isinstance(callee, registry.Entry) and isinstance(expr, ir.Call):
+            _refuse_wrapped_tensors(callee, expr)
+        try:
+            value = self.state.consts.fold(expr, env)
+        except Fail as exc:
+            tensor = _tensor_in(expr, env) if callee is not None and exc.diagnostic is not None else None
+            if tensor is None or callee is None:
+                raise
+            if isinstance(callee, ir.BlockDecl):
+                names = [p.name for p in callee.params]
+                named = keyword if keyword is not None else _nth(names, position)
+                if named is None or named not in names:
+                    return UNKNOWN  # not a parameter at all: binding the block's arguments says so
+                raise Fail(
+                    expr.span,
+                    f"parameter '{named}' of block '{callee.name}' takes a constant; '{tensor}' is a tensor",
+                    f"a block takes tensors as its inputs: (x, {tensor}) -> {callee.name}(...)",
+                ) from None
+            param = callee.param(keyword) if keyword is not None else _positional_param(callee, position)
+            if param is None and keyword is not None:
+                return UNKNOWN  # not a parameter at all: the arguments' check says so, with the list
+            raise _tensor_for_constant(callee, param, tensor, expr.span) from None
         self.state.consts.charge_value(value, expr.span)
         return value
+
+    def keyword_tensors(self, step: Step, env: Env) -> list[KeywordTensors]:
+        """The tensors a layer's call is given by keyword (`initial_state=[h, c]`), every bad one reported."""
+        layer = _called_layer(step)
+        if layer is None:
+            return []
+        found: list[KeywordTensors] = []
+        fails: list[Fail] = []
+        seen: set[str] = set()
+        for kwarg in step.tensor_kwargs:
+            if kwarg.name in seen:
+                fails.append(Fail(kwarg.span, f"parameter '{kwarg.name}' of '{layer.name}' is given twice"))
+                continue
+            seen.add(kwarg.name)
+            try:
+                given = self._keyword_tensors(layer, kwarg, env)
+            except Fail as exc:
+                fails.append(exc)
+                continue
+            if given is not None:
+                found.append(given)
+        if fails:
+            raise Fail.of(fails)
+        return found
+
+    def _keyword_tensors(self, layer: registry.Entry, kwarg: ir.Kwarg, env: Env) -> KeywordTensors | None:
+        value = kwarg.value
+        if isinstance(value, ir.NoneLit):
+            return None  # Keras' default: as if it were not given
+        listed = isinstance(value, (ir.List, ir.Tuple))
+        items = value.items if isinstance(value, (ir.List, ir.Tuple)) else [value]
+        tensors: list[Tensor] = []
+        for item in items:
+            if isinstance(item, (ir.List, ir.Tuple)):
+                raise Fail(item.span, f"'{kwarg.name}' of '{layer.name}' takes a list of tensors, not of lists")
+            if not self.bodies.mentions_tensor(item, env) and _tensor_in(item, env) is None:
+                raise Fail(
+                    item.span,
+                    f"'{kwarg.name}' of '{layer.name}' takes tensors, received {self._constant_text(item, env)}",
+                    _tensor_example(layer, kwarg.name),
+                )
+            got = self.bodies.tensors(item, env, final=None)
+            if len(got) != 1:
+                raise Fail(item.span, f"this is {len(got)} tensors; bind them first: a, b = ...")
+            tensors.extend(got)
+        return KeywordTensors(kwarg.name, tensors, listed, value.span)
 
     def step_target(self, func: ir.Expr, env: Env) -> Step:
         if isinstance(func, ir.Attr):
@@ -238,13 +332,26 @@ class StepResolver:
             )
         raise Fail(span, f"unknown layer '{name}'", self._near_step(name, env))
 
-    def apply_step(self, step: Step, inputs: list[Tensor], final: str | None) -> list[Tensor]:
-        """A resolved step applied to `inputs`, by the class of what it names."""
+    def _constant_text(self, expr: ir.Expr, env: Env) -> str:
+        """A constant given where a tensor is needed, in words ("the integer 3")."""
+        try:
+            value = self.state.consts.fold(expr, env)
+        except Fail:
+            return "a constant"
+        return f"the constant {describe_value(value)}"
+
+    def apply_step(
+        self, step: Step, inputs: list[Tensor], final: str | None, keywords: list[KeywordTensors] | None = None
+    ) -> list[Tensor]:
+        """A resolved step applied to `inputs` (and to the tensors its call takes by keyword), by the
+        class of what it names."""
         entry = _chosen(step)
         if isinstance(entry, registry.Entry):
             kwargs = self.state.arguments.bind(entry, step.args, step.kwargs, step.span)
             if entry.kind == "layer":
-                return self.emit_registry(entry, _base_name(step, entry), kwargs, inputs, step.span, final)
+                return self.emit_registry(
+                    entry, _base_name(step, entry), kwargs, inputs, step.span, final, keywords=keywords or []
+                )
             self._check_arity(step.name, (1, 1), inputs, step.span)
             return self.writer.emit(
                 "activation", entry.name, kwargs, inputs, 1, step.span, _base_name(step, entry), final
@@ -267,7 +374,7 @@ class StepResolver:
             )
         if isinstance(entry, ir.ModelDecl):
             return self._nested_model(step, entry, inputs, final)
-        return self._apply_shared(entry, inputs, step.span)
+        return self._apply_shared(entry, inputs, step.span, keywords or [])
 
     def emit_registry(
         self,
@@ -278,17 +385,26 @@ class StepResolver:
         span: Span,
         final: str | None,
         shared: str | None = None,
+        keywords: list[KeywordTensors] | None = None,
     ) -> list[Tensor]:
+        inputs, keywords = call_tensors.place_positional(entry, inputs, keywords or [])
         self._check_arity(entry.name, entry.inputs, inputs, span)
         n_outputs = registry.output_count(entry, kwargs)
         self._check_size(entry, kwargs, inputs, span)
+        call_tensors.check(entry, kwargs, inputs, keywords)
+        given = tuple(KeywordInput(k.name, len(k.tensors), k.listed) for k in keywords)
+        every = inputs + [t for k in keywords for t in k.tensors]  # the node's inputs: by position, then by keyword
         if n_outputs is not None:
-            outputs = self.writer.emit("layer", entry.name, kwargs, inputs, n_outputs, span, base, final, shared=shared)
+            outputs = self.writer.emit(
+                "layer", entry.name, kwargs, every, n_outputs, span, base, final, shared=shared, keywords=given
+            )
             if entry.name == "reshape":
                 self._warn_batch_like_reshape(kwargs, inputs, outputs, span)
             return outputs
         self.state.uncertain = True
-        outputs = self.writer.emit("layer", entry.name, kwargs, inputs, 1, span, base, final, shared=shared)
+        outputs = self.writer.emit(
+            "layer", entry.name, kwargs, every, 1, span, base, final, shared=shared, keywords=given
+        )
         if len(outputs) == 1 and not outputs[0].poisoned and outputs[0].shape is UNKNOWN:
             outputs[0].variadic = True  # check's guess; a Keras backend gives the real outputs
         return outputs
@@ -325,6 +441,10 @@ class StepResolver:
         else:
             wanted = f"{lo} to {hi} input tensors"
         hint = "feed several with a tuple: (a, b) -> " + name if n < lo else None
+        layer = registry.lookup("layer", name)
+        if hint is None and layer is not None and layer.call_tensors:  # `(dec, h, c) -> lstm(...)`
+            keywords = ", ".join(f"{t.name}=" + ("[...]" if t.listed else "...") for t in layer.call_tensors)
+            hint = f"its call takes other tensors by keyword: x -> {name}(..., {keywords})"
         raise Fail(span, f"'{name}' takes {wanted}, received {n}", hint)
 
     def _check_size(self, entry: registry.Entry, kwargs: dict[str, Any], inputs: list[Tensor], span: Span) -> None:
@@ -467,7 +587,9 @@ class StepResolver:
             "model", sub.name, {}, inputs, len(sub.outputs), span, base, final, shared=shared, decl=sub
         )
 
-    def _apply_shared(self, instance: SharedInstance, inputs: list[Tensor], span: Span) -> list[Tensor]:
+    def _apply_shared(
+        self, instance: SharedInstance, inputs: list[Tensor], span: Span, keywords: list[KeywordTensors]
+    ) -> list[Tensor]:
         step = instance.step
         key = f"shared:{'.'.join(self.state.build.path + (instance.name,))}"
         entry = step.entry
@@ -482,7 +604,7 @@ class StepResolver:
             entry = step.entry = entry.layer
         if isinstance(entry, registry.Entry) and entry.kind == "layer":
             kwargs = self.state.arguments.bind(entry, step.args, step.kwargs, step.span)
-            return self.emit_registry(entry, instance.name, kwargs, inputs, span, None, shared=key)
+            return self.emit_registry(entry, instance.name, kwargs, inputs, span, None, shared=key, keywords=keywords)
         if isinstance(entry, ir.LayerDecl):
             checked = self.state.declared.instantiate(step, inputs)
             return self.writer.emit(
@@ -574,8 +696,95 @@ def _chosen(step: Step) -> ChosenEntry:
     the step): `-> relu` is the activation, `-> relu(max_value=6.0)` the layer."""
     entry = step.entry
     if isinstance(entry, LayerOrActivation):
-        entry = step.entry = entry.layer if step.args or step.kwargs else entry.activation
+        entry = step.entry = entry.layer if step.args or step.kwargs or step.tensor_kwargs else entry.activation
     return entry
+
+
+def _called_layer(step: Step) -> registry.Entry | None:
+    """The registry layer a step calls, if it calls one (a shared instance's too): what its
+    arguments are checked against, and which of them take tensors."""
+    entry = step.entry
+    if isinstance(entry, SharedInstance):
+        entry = entry.step.entry
+    if isinstance(entry, LayerOrActivation):
+        return entry.layer
+    return entry if isinstance(entry, registry.Entry) and entry.kind == "layer" else None
+
+
+def _nth(names: list[str], position: int | None) -> str | None:
+    return names[position] if position is not None and position < len(names) else None
+
+
+def _positional_param(layer: registry.Entry, position: int | None) -> registry.Param | None:
+    params = layer.positional_params
+    return params[position] if position is not None and position < len(params) else None
+
+
+def _tensor_in(expr: ir.Expr, env: Env) -> str | None:
+    """The first name in an expression that is a tensor here (the reason a constant was refused)."""
+    if isinstance(expr, ir.Name):
+        value = env.get(expr.id)
+        return expr.id if isinstance(value, TensorValue) and not value.poisoned else None
+    for child in _children(expr):
+        found = _tensor_in(child, env)
+        if found is not None:
+            return found
+    return None
+
+
+def _children(expr: ir.Expr) -> list[ir.Expr]:
+    if isinstance(expr, (ir.List, ir.Tuple, ir.Flow)):
+        return list(expr.items)
+    if isinstance(expr, ir.Call):
+        return [*expr.args, *(k.value for k in expr.kwargs)]
+    if isinstance(expr, ir.BinOp):
+        return [expr.left, expr.right]
+    if isinstance(expr, ir.UnaryOp):
+        return [expr.operand]
+    if isinstance(expr, (ir.Index, ir.Attr)):
+        return [expr.value]
+    return []
+
+
+def _tensor_for_constant(layer: registry.Entry, param: registry.Param | None, tensor: str, span: Span) -> Fail:
+    """A tensor given where the layer's constructor takes a constant: which parameter, and where
+    tensors go instead (the call's keywords, or the layer's inputs)."""
+    where = f"parameter '{param.name}' of '{layer.name}'" if param is not None else f"'{layer.name}'"
+    hint = f"a size is read from a shape: {tensor}.shape[-1]" if param is not None and param.type == "int" else None
+    if hint is None and layer.call_tensors:
+        listed = ", ".join(f"{t.name}=" for t in layer.call_tensors)
+        hint = f"'{layer.name}' takes tensors as its inputs (x -> {layer.name}(...)) and by keyword: {listed}"
+    elif hint is None:
+        hint = f"'{layer.name}' takes tensors as its inputs: {tensor} -> {layer.name}(...)"
+    return Fail(span, f"{where} takes a constant; '{tensor}' is a tensor", hint)
+
+
+def _refuse_wrapped_tensors(wrapper: registry.Entry, expr: ir.Call) -> None:
+    """`bidirectional(lstm(8, initial_state=[h, c]))`: the wrapped layer is a constant of the wrapper,
+    never called by the spec; the tensors go to the wrapper's call, which hands them on."""
+    if not isinstance(expr.func, ir.Name):
+        return
+    called = expr.func.id
+    inner = registry.lookup("layer", called)
+    if inner is None:
+        return
+    for kwarg in expr.kwargs:
+        if inner.call_tensor(kwarg.name) is None:
+            continue
+        if wrapper.call_tensor(kwarg.name) is not None:
+            message = f"'{kwarg.name}' goes to the call of '{wrapper.name}', not to the layer it wraps"
+            hint = f"{wrapper.name}({called}(...), {kwarg.name}=...): the wrapper hands it on"
+        else:
+            message = f"'{wrapper.name}' calls the layer it wraps without '{kwarg.name}'"
+            hint = None
+        raise Fail(kwarg.span, message, hint)
+
+
+def _tensor_example(layer: registry.Entry, name: str) -> str:
+    if name == "initial_state":
+        states = "[h, c]" if layer.name == "lstm" else "[h]"
+        return f"states are tensors, as an RNN with return_state=true gives them: initial_state={states}"
+    return f"name a tensor of the model: {name}=m"
 
 
 def _base_name(step: Step, entry: registry.Entry) -> str:

@@ -163,7 +163,8 @@ def _wrapper_statistics(args: Args, shapes: list[Any]) -> int | None:
 
 
 def _input_shapes(graph: Graph, node: Node) -> list[Any]:
-    return [graph.node_of(ref).output_shapes[ref.index] for ref in node.inputs]
+    """The shapes of the inputs a layer's weights follow (not those its call takes by keyword)."""
+    return [graph.node_of(ref).output_shapes[ref.index] for ref in node.positional(node.inputs)]
 
 
 def _mixed_precision(graph: Graph) -> bool:

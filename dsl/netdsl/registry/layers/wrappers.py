@@ -2,9 +2,9 @@
 
 The wrapped layer comes as the checker resolves a `layer` argument (an object
 with `kind == "layer"`, a registry `name` and `kwargs` pairs) or, from Python,
-as a pair (Entry, kwargs). Output counts take only the pair: the checker
-leaves a wrapper's outputs to Keras (its graph is then uncertain and built
-with Keras), while shapes and counts follow the wrapped layer's own rules.
+as a pair (Entry, kwargs). A bidirectional RNN's outputs are counted from its
+layer's (`return_state`: the merged sequence, then each direction's states);
+time_distributed's take only the pair, and the checker leaves them to Keras.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def _time_distributed_params(args: Args, shapes: list[Shape]) -> int:
 
 
 def _bidirectional_outputs(args: Args) -> int | None:
-    inner = nested(args["layer"], resolved=False)
+    inner = nested(args["layer"])
     count = None if inner is None else outputs_of(inner)
     if count is None:
         return None
@@ -74,8 +74,6 @@ def _bidirectional_shapes(args: Args, shapes: list[Shape]) -> Any:
     forward = _direction_shapes(_wrapped(args), shapes)
     backward = _direction_shapes(nested(args["backward_layer"]) or _wrapped(args), shapes)
     (out, *states), (back, *back_states) = forward, backward
-    if states or back_states:  # return_state: the checker counts a wrapper's outputs as Keras gives them
-        raise ValueError("a wrapped layer's states are left to Keras")
     mode = args["merge_mode"]
     if mode is None:
         merged = [out, back]

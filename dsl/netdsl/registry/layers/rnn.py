@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from netdsl.registry.layers.anatomy import Anatomy, Args, Shape, channels, dims, size
+from netdsl.errors import BuildError
+from netdsl.registry.layers.anatomy import Anatomy, Args, Shape, channels, dims, shape_text, size
 from netdsl.registry.layers.conv import conv_rank
 
 # How many state tensors each returns after its output when `return_state` is set.
@@ -18,6 +19,8 @@ def _outputs(args: Args) -> int:
 
 
 def _shapes(args: Args, shapes: list[Shape]) -> Any:
+    if len(shapes[0]) != 2:  # (steps, features): Keras refuses any other rank
+        raise BuildError(f"'{args.name}' takes sequences of (steps, features); received {shape_text(shapes[0])}")
     units = args["units"]
     sequence = shapes[0][:-1] + (units,) if args["return_sequences"] else (units,)
     if args["return_state"]:

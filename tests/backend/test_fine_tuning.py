@@ -484,7 +484,7 @@ def test_a_keras_2_file_holds_a_nested_model_as_one_layer_with_its_trainable_wei
     assert stored == ["gamma", "beta", "kernel", "bias", "moving_mean", "moving_variance"]  # one layer of the file
     spec = tmp_path / "m.net"
     spec.write_text(NESTED_SEQUENTIAL)
-    model = netdsl.build(spec)
+    model = netdsl.build(spec, model="m")
     pictures = rng.uniform(-1, 1, (2, 8, 8, 3)).astype("float32")
     ours = keras.ops.convert_to_numpy(model(pictures, training=False))
     theirs = keras.ops.convert_to_numpy(reference(pictures, training=False))

@@ -329,6 +329,8 @@ PARAM_OVERRIDES = {
     ("einsum_dense", "equation"): "str",
     ("activation", "activation"): "activation",
     ("residual", "kernel_size"): "int",  # netdsl: one int, all axes
+    ("layer_scale", "init_values"): "float",
+    ("layer_scale", "projection_dim"): "int",
     ("random_erasing", "scale"): "any",  # (min, max) tuple
     ("random_perspective", "scale"): "float",
     ("random_elastic_transform", "scale"): "any",

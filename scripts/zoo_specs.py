@@ -52,7 +52,9 @@ def write(name: str) -> bool:
     keras.backend.clear_session(free_memory=False)
     model = getattr(keras.applications, family.constructor)(weights=None, include_top=False)
     text = netdsl.decompile(model)
-    text = re.sub(r"^model \w+ \{", f"model {family.name} {{", text, count=1, flags=re.M)
+    # the backbone is the last model of the text; any before it are models it nests (ConvNeXt's stem)
+    last = list(re.finditer(r"^model (\w+) \{", text, flags=re.M))[-1]
+    text = text[: last.start(1)] + family.name + text[last.end(1) :]
     # Checked at the family's own size: an input of any size (none, none) is fed 1x1 pictures by the check.
     # The same model (its layers' configurations) on pictures of that size, not the application built for
     # it: keras.applications pads some strided convolutions by the size it is built for (`correct_pad`;
@@ -124,11 +126,12 @@ def write_names(name: str, theirs: keras.Model | None = None) -> bool:
     names = SPECS / f"{name}.names.json"
     names.unlink(missing_ok=True)  # the spec's own names are the ones to pair
     built = netdsl.build(SPECS / f"{name}.net", model=name)
-    # Arithmetic on tensors (MobileNetV3's hard sigmoid, `x + 3`) is an operation of the functional graph
-    # in keras.applications, not a layer of model.layers; netdsl makes it a layer (TensorOp): unpaired.
+    # Arithmetic on tensors (MobileNetV3's hard sigmoid, `x + 3`; ConvNeXt's `inputs + x`) is an operation of the
+    # functional graph in keras.applications, not a layer of model.layers; netdsl makes it a layer (TensorOp, or
+    # Add for the sum of two tensors): unpaired, where the application has no layer of that class.
     known = {type(layer).__name__ for layer in theirs.layers}
-    ours = [layer for layer in built.layers if type(layer).__name__ != "TensorOp" or "TensorOp" in known]
-    classes = [type(layer).__name__ for layer in ours], [type(layer).__name__ for layer in theirs.layers]
+    ours = [layer for layer in built.layers if type(layer).__name__ not in OPERATOR_LAYERS - known]
+    classes = [kind(layer) for layer in ours], [kind(layer) for layer in theirs.layers]
     if classes[0] != classes[1]:
         print(f"{name}: the layers are not of the same classes one for one: no names written", flush=True)
         return False
@@ -138,10 +141,18 @@ def write_names(name: str, theirs: keras.Model | None = None) -> bool:
     return True
 
 
+OPERATOR_LAYERS = {"TensorOp", "Add", "Subtract", "Multiply"}  # what a spec's operators on tensors build
+
+
+def kind(layer: keras.Layer) -> str:
+    """A layer's class; a nested model is a model (ConvNeXt's stem: Keras' `Sequential`, netdsl's functional model)."""
+    return "Model" if isinstance(layer, keras.Model) else type(layer).__name__
+
+
 def written(name: str) -> bool:
     try:
         return write(name)
-    except netdsl.NetdslError as exc:  # a layer the decompiler does not know (ConvNeXt's LayerScale)
+    except netdsl.NetdslError as exc:  # a layer the decompiler does not know
         print(f"{name}: not decompiled: {str(exc).splitlines()[0]}", flush=True)
         return False
 

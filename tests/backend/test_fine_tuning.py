@@ -444,3 +444,48 @@ def test_train_init_from_starts_from_the_file_and_records_it(trained_backbone, t
     )
     with pytest.raises(netdsl.UsageError, match=r"--init-from: weights file 'nowhere.keras' does not exist$"):
         netdsl.train(spec, model="finetune", train=(x, y), out=tmp_path / "runs", init_from="nowhere.keras")
+
+
+NESTED_SEQUENTIAL = """\
+model stem {
+  input x: (none, none, 3)
+  output y = x -> batch_norm -> conv2d(4, 2, strides=2)
+}
+
+model m {
+  input image: (8, 8, 3)
+  output y = image -> stem -> conv2d(2, 1)
+
+  train {
+    optimizer = adam
+    loss = mse
+    init = "keras2.h5"
+  }
+}
+"""
+
+
+def test_a_keras_2_file_holds_a_nested_model_as_one_layer_with_its_trainable_weights_first(tmp_path):
+    """Keras 2 saved a nested model (keras.applications ConvNeXt's `Sequential` stem) as ONE layer of the file,
+    its weights trainable first: the batch norm's moving statistics after the convolution's kernel. netdsl
+    matches the file as Keras does and gives the outputs of the model Keras loads it into."""
+    import h5py
+    from keras.src.legacy.saving.legacy_h5_format import save_weights_to_hdf5_group
+
+    inputs = keras.Input((8, 8, 3))
+    stem = keras.Sequential([keras.layers.BatchNormalization(), keras.layers.Conv2D(4, 2, strides=2)], name="stem")
+    reference = keras.Model(inputs, keras.layers.Conv2D(2, 1)(stem(inputs)))
+    rng = np.random.default_rng(5)
+    for weight in reference.weights:
+        weight.assign(rng.uniform(0.5, 1.5, weight.shape).astype("float32"))  # variances > 0
+    with h5py.File(tmp_path / "keras2.h5", "w") as h5:
+        save_weights_to_hdf5_group(h5, reference)
+        stored = [name.rsplit("/", 1)[-1] for name in h5["stem"].attrs["weight_names"]]
+    assert stored == ["gamma", "beta", "kernel", "bias", "moving_mean", "moving_variance"]  # one layer of the file
+    spec = tmp_path / "m.net"
+    spec.write_text(NESTED_SEQUENTIAL)
+    model = netdsl.build(spec, model="m")
+    pictures = rng.uniform(-1, 1, (2, 8, 8, 3)).astype("float32")
+    ours = keras.ops.convert_to_numpy(model(pictures, training=False))
+    theirs = keras.ops.convert_to_numpy(reference(pictures, training=False))
+    assert np.max(np.abs(ours - theirs)) <= 1e-5

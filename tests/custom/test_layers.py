@@ -15,6 +15,7 @@ from netdsl.custom.activations import (
 from netdsl.custom.layers import (
     LAYERS,
     Attention,
+    LayerScale,
     Linear,
     Residual,
     Scale,
@@ -146,6 +147,28 @@ def test_scaled_sigmoid(tmp_path):
     np.testing.assert_allclose(layer(x), 2.5 / (1 + np.exp(-x)), rtol=1e-5)
 
 
+def test_layer_scale_is_keras_applications_layer_scale(tmp_path):
+    """ConvNeXt's `LayerScale` (keras.applications): one weight `gamma` of shape (projection_dim,), `x * gamma`,
+    the same config; saved and reloaded with safe_mode."""
+    from keras.src.applications.convnext import LayerScale as KerasLayerScale
+
+    layer = run_layer_test(
+        LayerScale, {"init_values": 1e-6, "projection_dim": 4}, _rand(2, 3, 3, 4), (2, 3, 3, 4), 1, 0, tmp_path
+    )
+    theirs = KerasLayerScale(1e-6, 4)
+    x = _rand(2, 3, 3, 4)
+    theirs(x)
+    np.testing.assert_allclose(layer.get_weights()[0], theirs.get_weights()[0])  # both start at init_values
+    gamma = _rand(4)
+    layer.set_weights([gamma])
+    theirs.set_weights([gamma])
+    np.testing.assert_allclose(layer(x), theirs(x), rtol=1e-6)
+    np.testing.assert_allclose(layer(x), x * gamma, rtol=1e-6)
+    assert layer.weights[0].path.endswith("/gamma") and layer.count_params() == theirs.count_params() == 4
+    mine = {k: v for k, v in layer.get_config().items() if k not in ("name", "dtype")}
+    assert mine == {k: v for k, v in theirs.get_config().items() if k not in ("name", "dtype")}
+
+
 @pytest.mark.parametrize(
     "cls, kwargs, message",
     [
@@ -153,6 +176,8 @@ def test_scaled_sigmoid(tmp_path):
         (Scale, {"multiplier": "2"}, "Expected `multiplier` to be a number"),
         (Scale, {"trainable": 1}, "Expected `trainable` to be a boolean"),
         (ScaledSigmoid, {"scale": None}, "Expected `scale` to be a number"),
+        (LayerScale, {"init_values": "1e-6", "projection_dim": 4}, "Expected `init_values` to be a number"),
+        (LayerScale, {"init_values": 1e-6, "projection_dim": 0}, "Expected `projection_dim` to be a positive integer"),
         (Attention, {"d_model": 6, "heads": 4}, "Expected d_model divisible by heads, received: d_model=6, heads=4"),
         (Attention, {"d_model": 4, "dropout": 1.5}, "Expected `dropout`"),
         (Residual, {"filters": -1}, "Expected `filters` to be a positive"),
@@ -328,6 +353,7 @@ def test_layers_table():
         "linear": Linear,
         "scale": Scale,
         "scaled_sigmoid": ScaledSigmoid,
+        "layer_scale": LayerScale,
         "attention": Attention,
         "residual": Residual,
     }

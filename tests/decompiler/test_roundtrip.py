@@ -143,6 +143,21 @@ def test_models_netdsl_built_with_its_own_layers_round_trip(name):
     assert_round_trip(model)
 
 
+def test_keras_applications_layer_scale_and_residual_sum_are_written_as_steps():
+    """ConvNeXt's block in small: keras.applications' own LayerScale class becomes netdsl's `layer_scale`, and the
+    Keras code's `inputs + x` (an operation, not a layer) a sum of the spec; rebuilt, it decompiles to the same text."""
+    from keras.src.applications.convnext import LayerScale
+
+    inputs = keras.Input((8, 8, 4))
+    x = inputs
+    for _ in range(2):
+        y = layers.Conv2D(4, 7, padding="same", groups=4)(x)
+        y = layers.LayerNormalization(epsilon=1e-6)(y)
+        x = x + LayerScale(1e-6, 4)(layers.Dense(4)(y))
+    text = assert_round_trip(keras.Model(inputs, x))
+    assert "layer_scale(1e-6, 4)" in text and "output add_1 = h + y2" in text
+
+
 def test_cli_verify_proves_the_round_trip_of_a_saved_file(tmp_path, capsys):
     path = tmp_path / "unet.keras"
     unet().save(path)

@@ -379,7 +379,7 @@ def test_other_kinds_params():
 
 
 def test_sources_and_names():
-    for name in ("linear", "scale", "scaled_sigmoid", "attention", "residual"):
+    for name in ("linear", "scale", "scaled_sigmoid", "layer_scale", "attention", "residual"):
         e = r.lookup("layer", name)
         assert e.source == "netdsl" and e.keras_name.startswith("netdsl.")
     for name in ("sine", "square", "sigmoid_tanh", "smooth_relu"):
@@ -678,6 +678,8 @@ _SAMPLES = {  # values for required parameters, by name
     "sensitivity": 0.5,
     "threshold": 0.5,
     "default_value": 0.0,
+    "init_values": 1e-6,
+    "projection_dim": 4,
 }
 
 
@@ -867,6 +869,7 @@ _ESTIMATES = [
     ("linear", {"units": 5}, [(3, 7)]),
     ("scale", {}, [(3,)]),
     ("scaled_sigmoid", {}, [(3,)]),
+    ("layer_scale", {"init_values": 1e-6, "projection_dim": 6}, [(4, 4, 6)]),
     ("attention", {"d_model": 8, "heads": 2}, [(5, 6)]),
     ("attention", {"d_model": 8, "use_bias": True}, [(5, 6), (4, 3), (4, 2)]),
     ("residual", {"filters": 8}, [(8, 8, 8)]),
@@ -915,3 +918,20 @@ def test_estimate_params_matches_keras(keras, name, kwargs, shapes):
     assert estimate is not None
     layer = rk.keras_object(entry)(**kwargs)
     assert estimate == _count(keras, layer, shapes)
+
+
+def test_layer_scale_is_counted_and_refuses_a_projection_of_another_width():
+    """`layer_scale(init_values, projection_dim)` (ConvNeXt's LayerScale): one scale per channel, so check counts
+    projection_dim parameters, and a projection_dim that is not the input's channels is one line at the step
+    (Keras would broadcast `x * gamma` into another shape than the layer says)."""
+    import netdsl
+
+    spec = "model m {{\n  input x: (5, 5, 4)\n  output y = x -> layer_scale(1e-6, {width})\n}}\n"
+    assert netdsl.check(text=spec.format(width=4), filename="ok.net") == []
+    assert (
+        r.estimate_params(r.lookup("layer", "layer_scale"), {"init_values": 1e-6, "projection_dim": 4}, [(5, 5, 4)])
+        == 4
+    )
+    [diagnostic] = netdsl.check(text=spec.format(width=8), filename="bad.net")
+    assert (diagnostic.line, diagnostic.col) == (3, 19)
+    assert diagnostic.message == "projection_dim is 8, but its input has 4 channels (the last axis)"

@@ -7,14 +7,15 @@ import numpy as np
 
 
 def varied_batch_norms(model: keras.Model, size: int) -> None:
-    """Batch norms away from their initial values, so a statistic loaded into the wrong layer shows: scales and
-    offsets drawn, and the moving statistics those of a batch of pictures (one call in training mode with
-    momentum 0). Drawn statistics lose a picture's signal in the deep families (MobileNetV2's two outputs for
+    """Batch norms away from their initial values, so a statistic loaded into the wrong layer shows: scales (layer
+    norms' and ConvNeXt's layer scales' too) and offsets drawn, and the moving statistics those of a batch of
+    pictures (one call in training mode with momentum 0). Drawn statistics lose a picture's signal in the deep families (MobileNetV2's two outputs for
     two pictures differed by 6e-8): every picture then gives the same output, a comparison that could not fail."""
     rng = np.random.default_rng(3)
+    scales = {id(w) for layer in model._flatten_layers() if type(layer).__name__ == "LayerScale" for w in layer.weights}
     for weight in model.weights:
         kind = weight.path.rsplit("/", 1)[-1]
-        if kind == "gamma":
+        if kind == "gamma" or id(weight) in scales:  # ConvNeXt's LayerScale: 1e-6 would hide its blocks' branches
             weight.assign(rng.uniform(0.8, 1.2, weight.shape).astype("float32"))
         elif kind == "beta":
             weight.assign(rng.normal(0.0, 0.05, weight.shape).astype("float32"))

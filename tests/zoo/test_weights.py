@@ -87,7 +87,17 @@ def test_list_names_every_family_and_the_cache(capsys, monkeypatch, tmp_path):
     assert [line.split()[0] for line in lines[:-1]] == [family.name for family in FAMILIES]
     assert lines[0] == "resnet50            spec          keras.applications.ResNet50, 224x224, preprocess caffe"
     assert lines[-1] == f"weights cache: {tmp_path / 'models'}"
-    # which families a spec can import, and which have weights only
+    # which families a spec can import: all of them (ConvNeXt-Tiny since netdsl knows its LayerScale)
+    assert "convnext_tiny       spec          keras.applications.ConvNeXtTiny, 224x224, preprocess none" in lines
+    assert all(line.split()[1] == "spec" for line in lines[:-1])
+
+
+def test_a_family_without_a_spec_is_weights_only(capsys, monkeypatch, tmp_path):
+    """A family the decompiler has not proved (none today) is listed with its weights, which can still be fetched."""
+    shipped = {name: path for name, path in zoo_weights.zoo_specs().items() if name != "convnext_tiny"}
+    monkeypatch.setattr(zoo_weights, "zoo_specs", lambda: shipped)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    lines = run(capsys, "list")[1].splitlines()
     assert "convnext_tiny       weights only  keras.applications.ConvNeXtTiny, 224x224, preprocess none" in lines
     assert run(capsys, "show", "convnext_tiny")[1].splitlines()[1] == (
         "  spec: none yet (netdsl's decompiler has not proved one the same model): weights only"

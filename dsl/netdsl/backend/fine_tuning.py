@@ -677,23 +677,31 @@ def _load_part(model: Any, init: InitFrom, weights: WeightsFile, strict: bool, p
 
 def _load_in_order(model: Any, init: InitFrom, weights: WeightsFile, part: set[str] | None) -> str:
     """A Keras 2 file's layers matched to the part's weighted layers in order (Keras' own rule for such a
-    file): the same number of them, each with arrays of the same shapes."""
+    file): the same number of them, each with arrays of the same shapes. The layers are the part's layers
+    with weights, nested models opened; or, where the file does not hold that many, as Keras 2 saved them: a
+    model nested in the part as one layer holding all its weights (ConvNeXt's stem, a `Sequential`)."""
     assert weights.ordered is not None
     scope = model
     if part is not None:
         named = [layer for layer in model.layers if layer.name in part]
         if len(named) == 1 and isinstance(named[0], keras.Model):
             scope = named[0]
-    layers = [
-        (names, layer)
+
+    def kept(names: tuple) -> bool:
+        return scope is not model or part is None or names[0] in part
+
+    leaves = [
+        (names, list(layer.weights))
         for names, _, layer in _model_keys(scope)
-        if layer.weights
-        and not isinstance(layer, keras.Model)
-        and (scope is not model or part is None or names[0] in part)
+        if layer.weights and not isinstance(layer, keras.Model) and kept(names)
     ]
-    stored = list(weights.ordered)
-    if len(layers) != len(stored):
-        stored = _by_layer_name(layers, stored)
+    whole = [(names, _keras_2_weights(layer)) for names, layer in _weighted_layers(scope) if kept(names)]
+    layers, stored = leaves, list(weights.ordered)
+    for candidate in (leaves, whole):
+        matched = stored if len(candidate) == len(stored) else _by_layer_name(candidate, stored)
+        if len(candidate) == len(matched):
+            layers, stored = candidate, matched
+            break
     if len(layers) != len(stored):
         raise Fail(
             init.span,
@@ -701,8 +709,8 @@ def _load_in_order(model: Any, init: InitFrom, weights: WeightsFile, part: set[s
             f"{'the model' if not init.part.text else repr(init.part.text)} has "
             f"{len(layers)} layers with weights; a Keras 2 .h5 file is matched in order",
         )
-    for (names, layer), (stored_name, arrays) in zip(layers, stored):
-        want = [tuple(w.shape) for w in layer.weights]
+    for (names, variables), (stored_name, arrays) in zip(layers, stored):
+        want = [tuple(w.shape) for w in variables]
         got = [a.shape for a in arrays]
         if want != got:
             raise Fail(
@@ -711,12 +719,25 @@ def _load_in_order(model: Any, init: InitFrom, weights: WeightsFile, part: set[s
                 f"'{weights.path}' holds {_shapes(got)} for its layer '{stored_name}' "
                 "in the same place (a Keras 2 .h5 file is matched in order)",
             )
-    for (_, layer), (_, arrays) in zip(layers, stored):
-        layer.set_weights([_read_stored(a, init) for a in arrays])
+    for (_, variables), (_, arrays) in zip(layers, stored):
+        for variable, array in zip(variables, arrays):
+            variable.assign(_read_stored(array, init))
     shown_part = f"'{init.part.text}'" if init.part.text else "the model"
     digest = _ZOO_FILES.get(init.path)
     source = f"{weights.path} (sha256 {digest})" if digest else weights.path
     return f"init: {len(layers)} layer{'s' if len(layers) != 1 else ''} of {shown_part} from {source}"
+
+
+def _weighted_layers(model: Any) -> list[tuple[tuple, Any]]:
+    """(name path, layer) of `model`'s layers with weights, a nested model as one layer."""
+    return [((layer.name,), layer) for layer in model.layers if layer.weights]
+
+
+def _keras_2_weights(layer: Any) -> list[Any]:
+    """A layer's weights in the order Keras 2 saved them: the trainable ones, then the others (a nested
+    model's batch norms' moving statistics after all its kernels), by each weight's own `trainable` as the
+    build made it: `apply_fine_tuning` loads before it freezes."""
+    return [w for w in layer.weights if w.trainable] + [w for w in layer.weights if not w.trainable]
 
 
 def _by_layer_name(layers: list[tuple[tuple, Any]], stored: list[tuple[str, list]]) -> list[tuple[str, list]]:

@@ -422,6 +422,7 @@ LAYER_RULES: dict[str, Callable[[Args, list[Shape], list[Shape]], Counts]] = {
     "spectral_normalization": _spectral_normalization,
     "rescaling": _rescaling,
     "scale": _scale,
+    "layer_scale": _scale,  # one multiplication per element
     "scaled_sigmoid": _scaled_sigmoid,
     **{
         name: _free

@@ -1,5 +1,5 @@
-"""The custom layers netdsl ships: linear, scale, scaled_sigmoid, attention,
-residual.
+"""The custom layers netdsl ships: linear, scale, scaled_sigmoid, layer_scale,
+attention, residual.
 
 Every layer is written with `keras.ops`, registered with Keras under the
 package "netdsl" and round-trips through `get_config` / `from_config`, so a
@@ -152,6 +152,45 @@ class ScaledSigmoid(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "scale": self.scale}
+
+
+@_register
+class LayerScale(keras.layers.Layer):
+    """Multiply each channel by a learned scale, `x * gamma` (keras.applications' `LayerScale`).
+
+    ConvNeXt scales each block's residual branch so (the idea is CaiT's).
+
+    Args:
+        init_values: every scale's initial value (ConvNeXt: 1e-6).
+        projection_dim: the number of channels, the input's last axis.
+
+    One weight, `gamma`, of shape `(projection_dim,)`: keras.applications'
+    published ConvNeXt weights load into it.
+    """
+
+    def __init__(self, init_values, projection_dim, **kwargs):
+        super().__init__(**kwargs)
+        _check_number("init_values", init_values)
+        _check_positive_int("projection_dim", projection_dim)
+        self.init_values = float(init_values)
+        self.projection_dim = projection_dim
+
+    def build(self, input_shape):
+        self.gamma = self.add_weight(
+            name="gamma",
+            shape=(self.projection_dim,),
+            initializer=keras.initializers.Constant(self.init_values),
+            trainable=True,
+        )
+
+    def call(self, inputs):
+        return inputs * self.gamma
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "init_values": self.init_values, "projection_dim": self.projection_dim}
 
 
 # --------------------------------------------------------------------------
@@ -489,6 +528,7 @@ LAYERS = {
     "linear": Linear,
     "scale": Scale,
     "scaled_sigmoid": ScaledSigmoid,
+    "layer_scale": LayerScale,
     "attention": Attention,
     "residual": Residual,
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from netdsl.decompiler.motifs import Motif, Skeletons, find_motifs, text_cost
 from netdsl.decompiler.naming import Namer
+from netdsl.decompiler.op_steps import template_of
 from netdsl.decompiler.templates import Template, build_template
 from netdsl.decompiler.units import Block, Leaf, Merge, ModelProgram, Use
 from netdsl.decompiler.values import same
@@ -156,8 +157,18 @@ def _block_name(body: list) -> str:
 
 
 def _step_word(step) -> str:
-    """A step's name in a block's name: an operation (`x * 2`, `split(...)`) is `op`, not its template."""
-    return "op" if step.kind == "op" else step.name
+    """A step's name in a block's name: an operation (`x * 2`, `split(...)`) is `op`, not its template, but the sum or
+    product of two tensors (`inputs + x` in Keras code) is `add` or `multiply`, as the layer a spec's `x + y` builds:
+    the block keeps its name when the rebuilt model is decompiled again."""
+    if step.kind != "op":
+        return step.name
+    template = template_of(step)
+    if template[0] == "bin" and all(operand[0] == "var" for operand in template[2:]):
+        return _TWO_TENSORS.get(template[1], "op")
+    return "op"
+
+
+_TWO_TENSORS = {"+": "add", "*": "multiply"}
 
 
 _SHORT = {

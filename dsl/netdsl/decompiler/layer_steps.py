@@ -22,6 +22,9 @@ from netdsl.semantics.steps import REFUSED_LAYERS
 
 _SKIPPED_KEYS = ("name",)
 _DECLARED = ("DeclaredLayer", "ActivationLayer")
+# Layers of keras.applications' own modules that one of netdsl's layers computes, with the same configuration and
+# the same weights in the same order (a published weights file loads into either).
+_APPLICATION_TWINS = {("keras.src.applications.convnext", "LayerScale"): "netdsl.LayerScale"}
 _PLUGIN_HINT = (
     "declare it in the spec (layer NAME(...) { ... }) or register a plugin for it "
     "(netdsl.register_layer, then --plugin MODULE)"
@@ -119,6 +122,8 @@ def _same_class(entry: registry.Entry, layer: Layer) -> bool:
     if entry.source == "keras":
         return _keras_layer_module(layer.module) and entry.keras_name == layer.class_name
     if entry.source == "netdsl":
+        if _APPLICATION_TWINS.get((layer.module, layer.class_name)) == entry.keras_name:
+            return True
         return layer.module.startswith("netdsl.") and entry.keras_name == f"netdsl.{layer.class_name}"
     return entry.keras_name.rsplit(".", 1)[-1] == layer.class_name  # a plugin
 

@@ -1,10 +1,12 @@
-"""netdsl's own layers (`custom/layers.py` builds them): linear, scale, scaled_sigmoid, attention, residual."""
+"""netdsl's own layers (`custom/layers.py` builds them): linear, scale, scaled_sigmoid, layer_scale, attention,
+residual."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
+from netdsl.errors import BuildError
 from netdsl.registry.layers.anatomy import Anatomy, Args, Shape, no_weights, same, size
 from netdsl.registry.layers.attention import scores_shape
 from netdsl.registry.layers.core import LAYERS as CORE
@@ -16,6 +18,17 @@ def _linear_params(args: Args, shapes: list[Shape]) -> int:
 
 def _scale_params(args: Args, shapes: list[Shape]) -> int:
     return 1 if args["trainable"] else 0  # a learned scalar, or a constant that is no weight
+
+
+def _layer_scale_shape(args: Args, shapes: list[Shape]) -> Shape:
+    channels, width = shapes[0][-1], args["projection_dim"]
+    if isinstance(channels, int) and isinstance(width, int) and channels != width:
+        raise BuildError(f"projection_dim is {width}, but its input has {channels} channels (the last axis)")
+    return shapes[0]
+
+
+def _layer_scale_params(args: Args, shapes: list[Shape]) -> int:
+    return size(args["projection_dim"])  # gamma: one scale per channel
 
 
 def _attention_outputs(args: Args) -> int:
@@ -58,6 +71,7 @@ LAYERS: dict[str, Anatomy] = {
     "linear": Anatomy(CORE["dense"].shapes, _linear_params),
     "scale": Anatomy(same, _scale_params),
     "scaled_sigmoid": Anatomy(same, no_weights),
+    "layer_scale": Anatomy(_layer_scale_shape, _layer_scale_params),
     "attention": Anatomy(_attention_shapes, _attention_params, _attention_outputs),
     "residual": Anatomy(_residual_shapes, _residual_params),
 }

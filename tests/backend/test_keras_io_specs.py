@@ -228,7 +228,8 @@ def _built(example: Example) -> keras.Model:
 
 
 def _outputs(model: keras.Model, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    got = model(inputs[0] if len(inputs) == 1 else inputs)
+    # at inference: Keras' image augmentations act when a call does not say (their `training=True` default)
+    got = model(inputs[0] if len(inputs) == 1 else inputs, training=False)
     return [ops.convert_to_numpy(t) for t in (got if isinstance(got, (list, tuple)) else [got])]
 
 

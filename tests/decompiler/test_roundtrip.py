@@ -148,6 +148,7 @@ def test_keras_applications_layer_scale_and_residual_sum_are_written_as_steps():
     Keras code's `inputs + x` (an operation, not a layer) a sum of the spec; rebuilt, it decompiles to the same text."""
     from keras.src.applications.convnext import LayerScale
 
+    keras.backend.clear_session(free_memory=False)  # Keras numbers `+`'s names by the models built before
     inputs = keras.Input((8, 8, 4))
     x = inputs
     for _ in range(2):

@@ -20,6 +20,8 @@ from typing import Any
 
 from netdsl.decompiler.problems import Problems, origin
 from netdsl.limits import MAX_CALL_OUTPUTS, MAX_LAYERS, MAX_NESTED_MODELS
+from netdsl.registry import snake_case
+from netdsl.registry.layers.preprocessing import IMAGE_PREPROCESSING
 from netdsl.semantics import array_ops
 
 MODEL_CLASSES = ("Functional", "Sequential")
@@ -265,6 +267,10 @@ class _Reader:
         for key in _IGNORED_CALL_KWARGS:
             if kwargs.get(key) in (None, False):
                 kwargs.pop(key, None)
+        if kwargs.get("training") is True and snake_case(layer.class_name) in IMAGE_PREPROCESSING:
+            # their call's default, which the functional model records (a spec's `random_flip` is so called)
+            # and the model's own `training` overrides when it is called
+            kwargs.pop("training")
         keywords: list[tuple[str, int, bool]] = []
         by_keyword: list = []  # the tensors given by keyword, after those given by position
         for key, value in list(kwargs.items()):

@@ -15,6 +15,8 @@ _AUGMENTATION = """
     random_zoom solarization contrast_limited_adaptive_histogram_equalization
 """.split()
 _SIZED = ["random_crop", "center_crop", "resizing"]
+# Keras' image preprocessing layers: their call defaults to `training=True`, which a functional model records.
+IMAGE_PREPROCESSING = frozenset(_AUGMENTATION + _SIZED)
 _FEATURES = """
     category_encoding discretization hashed_crossing hashing integer_lookup mel_spectrogram
     string_lookup text_vectorization

@@ -411,6 +411,8 @@ def _object(resolved: Any) -> Any:
     from netdsl.backend.builder import keras_value, reason
     from netdsl.custom import factory
 
+    if resolved.kind in ("declared_loss", "declared_metric"):
+        return _declared_objective(resolved)
     entry = _checked_entry(resolved.kind, resolved.name)
     kwargs = {k: keras_value(v, entry.param(k), resolved.name) for k, v in resolved.kwargs}
     try:
@@ -419,6 +421,15 @@ def _object(resolved: Any) -> Any:
         if resolved.span is None:
             raise
         raise Fail(resolved.span, f"'{resolved.describe()}' rejected its arguments: {reason(exc)}") from None
+
+
+def _declared_objective(resolved: Any) -> Any:
+    """A loss or metric declared in the spec (`loss contrastive(...) = ...`) as netdsl's Keras class holding its
+    checked tree, its constants bound (`loss = contrastive(margin=2)`)."""
+    from netdsl.custom.declared_losses import DeclaredLoss, DeclaredMetric
+
+    cls = DeclaredLoss if resolved.kind == "declared_loss" else DeclaredMetric
+    return cls(**resolved.decl.config(dict(resolved.kwargs)))
 
 
 def _per_output(value: Any, names: list[str], convert: Any, missing: Any = None) -> Any:

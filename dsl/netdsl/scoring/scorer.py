@@ -37,6 +37,9 @@ def not_in_numpy(train: Any, names: list[str]) -> str | None:
     for metrics in _metrics_per_output(train.metrics, names).values():
         resolved.extend(metrics)
     for item in resolved:
+        if item.kind in ("declared_loss", "declared_metric"):
+            kind = item.kind.removeprefix("declared_")
+            return f"the {kind} '{item.name}' (declared in the spec: its expression is Keras ops, scored by Keras)"
         if item.kind == "metric" and item.name in (
             "precision",
             "recall",

@@ -178,5 +178,7 @@ def _check_declarations(scope: FileScope, expander: FlowExpander) -> None:
                 state.declared.activation(decl, scope)
             elif isinstance(decl, ir.LayerDecl):
                 state.declared.check_layer(decl, scope)
+            elif isinstance(decl, (ir.LossDecl, ir.MetricDecl)):
+                state.declared.objective(decl, scope)
         except Fail as exc:
             state.diagnostics.extend(exc.all_diagnostics())

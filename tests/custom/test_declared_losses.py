@@ -179,3 +179,32 @@ def test_a_tampered_file_naming_a_function_outside_the_table_is_refused(tmp_path
             archive.writestr(name, data)
     with pytest.raises(ValueError, match="print"):
         keras.saving.load_model(tampered, safe_mode=True)
+
+
+def test_a_body_keras_refuses_for_the_output_is_one_line_at_the_loss_before_training():
+    text = SPEC.replace("axis=-1,\n)", "axis=3,\n)")  # contrastive_per_sample reduces an axis (batch, 1) lacks
+    program = netdsl.parse(
+        textwrap.dedent(text).replace("loss = contrastive(margin=1)", "loss = contrastive_per_sample")
+    )
+    with pytest.raises(netdsl.SpecError) as failed:
+        netdsl.build(program, model="siamese")
+    (diagnostic,) = failed.value.diagnostics
+    assert (diagnostic.line, diagnostic.col) == (25, 12)  # `loss = contrastive_per_sample`
+    assert diagnostic.message == (
+        "the loss 'contrastive_per_sample' cannot be computed on the output 'same' of shape (batch, 1): "
+        "axis 3 is out of bounds for an array with dimension 2."
+    )
+
+
+def test_a_loss_declared_in_a_file_imported_with_as_is_named_through_its_alias(tmp_path):
+    (tmp_path / "losses.net").write_text(SPEC.split("metric gap")[0], encoding="utf-8")
+    spec = tmp_path / "pairs.net"
+    spec.write_text(
+        'import "losses.net" as lib\n\nmodel pairs {\n  input x: (3,)\n  output y = x -> dense(1)\n'
+        "  train {\n    loss = lib.contrastive(margin=2)\n  }\n}\n",
+        encoding="utf-8",
+    )
+    model = netdsl.build(spec)
+    assert isinstance(model.loss, DeclaredLoss) and model.loss.values == {"margin": 2}
+    y_true, y_pred = np.array([[0.0], [1.0]], "float32"), np.array([[0.5], [0.25]], "float32")
+    np.testing.assert_allclose(float(model.loss(y_true, y_pred)), float(loss(margin=2)(y_true, y_pred)), atol=1e-6)

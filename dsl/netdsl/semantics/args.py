@@ -186,8 +186,8 @@ class Arguments:
             if decl is not None:
                 return self._declared(decl, value, span)
         declared = self._objectives(kinds)
-        if sym.namespace is None and sym.name in declared:
-            return self._declared_objective(declared[sym.name], value, kinds, span)
+        if _spelled(sym) in declared:
+            return self._declared_objective(declared[_spelled(sym)], value, kinds, span)
         if sym.namespace is None:
             for kind in kinds:
                 entry = registry.lookup(kind, sym.name)

@@ -262,9 +262,11 @@ class ExpansionState:
         scope = self.current_scope
         if scope is None:
             return {}
+        places: dict[str, tuple[Declaration, FileScope] | None] = {name: scope.find(name) for name in scope.names()}
+        for alias, target in scope.aliases.items():  # `import "losses.net" as lib`: lib.contrastive
+            places.update({f"{alias}.{name}": (decl, target) for name, decl in target.own.items()})
         found: dict[str, CheckedObjective | None] = {}
-        for name in scope.names():
-            where = scope.find(name)
+        for name, where in places.items():
             if where is not None and isinstance(where[0], (ir.LossDecl, ir.MetricDecl)):
                 try:
                     found[name] = self.declared.objective(where[0], where[1])

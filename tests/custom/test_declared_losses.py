@@ -181,7 +181,7 @@ def test_a_tampered_file_naming_a_function_outside_the_table_is_refused(tmp_path
         keras.saving.load_model(tampered, safe_mode=True)
 
 
-def test_a_body_keras_refuses_for_the_output_is_one_line_at_the_loss_before_training():
+def test_a_body_keras_refuses_for_the_output_is_one_line_at_the_loss_before_anything_is_built():
     text = SPEC.replace("axis=-1,\n)", "axis=3,\n)")  # contrastive_per_sample reduces an axis (batch, 1) lacks
     program = netdsl.parse(
         textwrap.dedent(text).replace("loss = contrastive(margin=1)", "loss = contrastive_per_sample")
@@ -192,7 +192,7 @@ def test_a_body_keras_refuses_for_the_output_is_one_line_at_the_loss_before_trai
     assert (diagnostic.line, diagnostic.col) == (25, 12)  # `loss = contrastive_per_sample`
     assert diagnostic.message == (
         "the loss 'contrastive_per_sample' cannot be computed on the output 'same' of shape (batch, 1): "
-        "axis 3 is out of bounds for an array with dimension 2."
+        "axis 3 of 'mean' is out of range for a tensor of 2 axes (the batch axis and 1 more)"
     )
 
 

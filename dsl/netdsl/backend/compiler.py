@@ -439,7 +439,7 @@ def _try_declared_objectives(model: Any, graph: Any) -> None:
     same shape): what Keras would refuse inside `fit` (`mean(x, axis=3)` of a (batch, 1) output), one line
     at the train section's loss or metric, before anything trains."""
     from netdsl.backend.builder import reason
-    from netdsl.scoring.scorer import each_output_objective
+    from netdsl.semantics.train_checks import each_output_objective
 
     spec = graph.train
     for output, resolved in each_output_objective(spec.loss, spec.metrics, graph.output_names):

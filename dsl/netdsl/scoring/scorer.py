@@ -31,14 +31,6 @@ def _metrics_per_output(value: Any, names: list[str]) -> dict[str, list[Any]]:
     return {n: list(value or []) for n in names}
 
 
-def each_output_objective(loss: Any, metrics: Any, names: list[str]) -> list[tuple[str, Any]]:
-    """(output name, Resolved) of each output's loss, then of each of its metrics, as the compiler spreads them."""
-    found = list(_per_output(loss, names).items()) if loss is not None else []
-    for name, listed in _metrics_per_output(metrics, names).items():
-        found.extend((name, metric) for metric in listed)
-    return found
-
-
 def not_in_numpy(train: Any, names: list[str]) -> str | None:
     """The first loss or metric of the train section NumPy cannot score, with why; None: all can."""
     resolved = [*_per_output(train.loss, names).values()]

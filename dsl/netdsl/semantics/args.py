@@ -226,7 +226,8 @@ class Arguments:
         args = list(value.args) if isinstance(value, SymCall) else []
         kwargs = dict(value.kwargs) if isinstance(value, SymCall) else {}
         bound = decl.bind_constants(args, kwargs, value.span)
-        return Resolved(f"declared_{kind}", decl.name, tuple(sorted(bound.items())), decl=decl, span=span)
+        # its span is the name's (`{y: contrastive}`): diagnostics about it point there
+        return Resolved(f"declared_{kind}", decl.name, tuple(sorted(bound.items())), decl=decl, span=value.span)
 
     def _registry_object(self, entry: registry.Entry, value: Sym | SymCall, span: Span) -> Resolved:
         if isinstance(value, SymCall):

@@ -208,3 +208,21 @@ def test_a_loss_declared_in_a_file_imported_with_as_is_named_through_its_alias(t
     assert isinstance(model.loss, DeclaredLoss) and model.loss.values == {"margin": 2}
     y_true, y_pred = np.array([[0.0], [1.0]], "float32"), np.array([[0.5], [0.25]], "float32")
     np.testing.assert_allclose(float(model.loss(y_true, y_pred)), float(loss(margin=2)(y_true, y_pred)), atol=1e-6)
+
+
+def test_a_run_trained_with_a_declared_loss_reports_its_metric_and_evaluates_from_its_spec(tmp_path):
+    spec = tmp_path / "siamese.net"
+    spec.write_text(textwrap.dedent(SPEC).replace("batch_size = 8", "batch_size = 8\n    epochs = 2"), encoding="utf-8")
+    x, y = pairs(40, seed=3)
+    data = tmp_path / "pairs.npz"
+    np.savez(data, left=x[0], right=x[1], same=y)
+    run = netdsl.train(spec, data=str(data), seed=4, out=tmp_path / "runs")
+    assert {"loss", "gap", "val_loss", "val_gap"} <= set(run.history)
+    # netdsl evaluate RUN: the run's model compiled with its spec's declared loss and metric
+    scored = netdsl.evaluate(run.dir, data=str(data), checkpoint="last")
+    model = keras.saving.load_model(run.dir / "model.keras", safe_mode=True)
+    assert isinstance(model.loss, DeclaredLoss)
+    want = model.evaluate(x, y, batch_size=8, return_dict=True, verbose=0)
+    assert sorted(scored) == sorted(want) == ["gap", "loss"]
+    for name in want:
+        np.testing.assert_allclose(scored[name], want[name], atol=1e-6)

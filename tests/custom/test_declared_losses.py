@@ -226,3 +226,19 @@ def test_a_run_trained_with_a_declared_loss_reports_its_metric_and_evaluates_fro
     assert sorted(scored) == sorted(want) == ["gap", "loss"]
     for name in want:
         np.testing.assert_allclose(scored[name], want[name], atol=1e-6)
+
+
+def test_an_exported_file_is_scored_by_keras_with_the_specs_declared_loss_and_metric(tmp_path):
+    pytest.importorskip("tf2onnx", reason="ONNX export needs the extra: pip install 'netdsl[onnx]'")
+    spec = tmp_path / "siamese.net"
+    spec.write_text(textwrap.dedent(SPEC), encoding="utf-8")
+    x, y = pairs(16, seed=5)
+    data = tmp_path / "pairs.npz"
+    np.savez(data, left=x[0], right=x[1], same=y)
+    netdsl.export(spec, format="onnx", out=tmp_path / "siamese.onnx", seed=6)
+    keras.utils.set_random_seed(6)  # as export(seed=...) does right before building
+    netdsl.build(spec).save(tmp_path / "siamese.keras")
+    got = netdsl.evaluate(tmp_path / "siamese.onnx", data=data, spec=spec, batch_size=8)
+    want = netdsl.evaluate(tmp_path / "siamese.keras", data=data, batch_size=8)
+    assert list(got) == list(want) == ["loss", "gap"]
+    np.testing.assert_allclose(list(got.values()), list(want.values()), rtol=1e-5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import netdsl
 from netdsl import scoring
+from netdsl.lsp.names import build_index
 from netdsl.semantics.analysis import analyze, checked_graphs
 from netdsl.semantics.values import Resolved
 
@@ -77,3 +78,14 @@ def test_fmt_writes_declarations_canonically_and_keeps_loss_as_a_name():
         "loss c(y_true, y_pred, margin=1) = mean(square(y_pred - y_true))\nmetric m(t, p) = abs(t - p)\n"
     )
     assert netdsl.format(text=SPEC) == SPEC
+
+
+def test_the_editor_finds_a_declared_loss_and_its_uses_in_the_train_section():
+    index = build_index(netdsl.parse(SPEC, filename="losses.net"))
+    places = {
+        sym.name: [(o.span.line, o.span.col, o.definition) for o in occurrences]
+        for sym, occurrences in index.by_symbol.items()
+        if sym.kind == "decl"
+    }
+    assert places["contrastive"] == [(1, 6, True), (14, 19, False), (15, 28, False)]
+    assert places["gap"] == [(4, 8, True), (15, 23, False)]

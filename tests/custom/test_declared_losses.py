@@ -9,6 +9,8 @@ compiled with the hand-written function, saves, and compiles back under `safe_mo
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 import zipfile
 
@@ -242,3 +244,24 @@ def test_an_exported_file_is_scored_by_keras_with_the_specs_declared_loss_and_me
     want = netdsl.evaluate(tmp_path / "siamese.keras", data=data, batch_size=8)
     assert list(got) == list(want) == ["loss", "gap"]
     np.testing.assert_allclose(list(got.values()), list(want.values()), rtol=1e-5)
+
+
+def test_a_saved_model_compiles_back_in_a_fresh_process_that_only_imports_netdsl(tmp_path):
+    model = spec_model("contrastive(margin=2)")
+    path = tmp_path / "siamese.keras"
+    model.save(path)
+    x, y = pairs(16, seed=7)
+    np.savez(tmp_path / "pairs.npz", left=x[0], right=x[1], same=y)
+    want = model.evaluate(x, y, batch_size=8, return_dict=True, verbose=0)
+    script = (
+        "import json, numpy as np, netdsl, keras\n"
+        f"m = keras.saving.load_model({str(path)!r}, safe_mode=True)\n"
+        f"d = np.load({str(tmp_path / 'pairs.npz')!r})\n"
+        "got = m.evaluate([d['left'], d['right']], d['same'], batch_size=8, return_dict=True, verbose=0)\n"
+        "print(json.dumps({'class': type(m.loss).__name__, **got}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    got = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else out.stderr[-2000:]
+    assert isinstance(got, dict) and got.pop("class") == "DeclaredLoss", got
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], atol=1e-6)

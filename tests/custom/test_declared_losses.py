@@ -230,7 +230,7 @@ def test_a_run_trained_with_a_declared_loss_reports_its_metric_and_evaluates_fro
         np.testing.assert_allclose(scored[name], want[name], atol=1e-6)
 
 
-def test_an_exported_file_is_scored_by_keras_with_the_specs_declared_loss_and_metric(tmp_path):
+def test_an_exported_file_is_scored_with_the_specs_declared_loss_and_metric(tmp_path):
     pytest.importorskip("tf2onnx", reason="ONNX export needs the extra: pip install 'netdsl[onnx]'")
     spec = tmp_path / "siamese.net"
     spec.write_text(textwrap.dedent(SPEC), encoding="utf-8")

@@ -333,3 +333,49 @@ def test_a_model_the_torch_path_refuses_runs_through_keras(paths: dict, model: s
     lightning, keras = found["validated"]["lightning"], found["validated"]["keras"]
     assert sorted(lightning) == ["val_accuracy", "val_loss"]
     assert {name[len("val_") :]: value for name, value in lightning.items()} == pytest.approx(keras, rel=1e-5)
+
+
+_DECLARED_LOSS = """
+import json, sys
+import numpy as np, torch
+from keras import ops
+from netdsl.lightning import SpecModule
+
+SPEC = '''
+loss contrastive(y_true, y_pred, margin=1) = mean(
+  (1 - y_true) * square(y_pred) + y_true * square(maximum(margin - y_pred, 0)),
+)
+
+model pairs {
+  input left: (8,)
+  input right: (8,)
+  shared tower = dense(4, activation=tanh)
+  output same = (left -> tower, right -> tower) -> subtract -> dense(1, activation=sigmoid)
+  train {
+    optimizer = rmsprop
+    loss = contrastive(margin=2)
+  }
+}
+'''
+open("pairs.net", "w").write(SPEC)
+module = SpecModule("pairs.net")
+rng = np.random.default_rng(0)
+x = {name: torch.tensor(rng.normal(size=(8, 8)), dtype=torch.float32) for name in ("left", "right")}
+y = torch.tensor((rng.random((8, 1)) > 0.5).astype("float32"))
+got = float(module.training_step({**x, "same": y}, 0).detach())
+pred = module(x).detach()
+# keras.io's siamese example's loss(margin=2), as written there
+square_pred = ops.square(pred)
+margin_square = ops.square(ops.maximum(2 - (pred), 0))
+want = float(ops.mean((1 - y) * square_pred + (y) * margin_square))
+json.dump({"got": got, "want": want}, open(sys.argv[1], "w"))
+"""
+
+
+def test_a_declared_loss_trains_in_lightning_as_keras_io_function_computes_it(tmp_path: Path) -> None:
+    script = tmp_path / "declared_loss.py"
+    script.write_text(_DECLARED_LOSS, encoding="utf-8")
+    result = _run([str(script), str(tmp_path / "out.json")], cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:]
+    values = json.loads((tmp_path / "out.json").read_text())
+    assert abs(values["got"] - values["want"]) <= 1e-6, values

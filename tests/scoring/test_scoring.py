@@ -341,3 +341,41 @@ def test_a_train_section_numpy_does_not_score_says_which(loss, metrics, reason):
     program = netdsl.parse(one_output_spec(loss, metrics, (4,)))
     graph = checked_graphs(program, ["m"])["m"]
     assert scoring.not_in_numpy(graph.train, graph.output_names) == reason
+
+
+DECLARED = """
+loss contrastive(y_true, y_pred, margin=1) = mean(
+  (1 - y_true) * square(y_pred) + y_true * square(maximum(margin - y_pred, 0)),
+)
+loss everything(t, p, scale=0.5) = sum(scale * abs(log1p(exp(p)) - sqrt(t + 1)) ** 2 / 3 + tanh(-p), axis=-1)
+metric gap(y_true, y_pred) = mean(minimum(relu(y_true - y_pred), clip(sigmoid(y_pred), 0.1, 0.9)), axis=-1)
+
+model two {
+  input x: (4,)
+  output same = x -> dense(1, activation=sigmoid)
+  output box = x -> dense(3)
+  train {
+    optimizer = adam
+    loss = {same: contrastive(margin=2), box: everything}
+    metrics = {same: [gap, contrastive], box: [gap, everything(scale=2)]}
+  }
+}
+"""
+
+
+def test_declared_losses_and_metrics_in_numpy_equal_keras_evaluate():
+    rng = np.random.default_rng(30)
+    targets = {"same": (rng.random((N, 1)) > 0.5).astype("float32"), "box": rng.random((N, 3)).astype("float32")}
+    predictions = {"same": rng.random((N, 1)).astype("float32"), "box": rng.normal(size=(N, 3)).astype("float32")}
+    program = netdsl.parse(DECLARED)
+    got = numpy_evaluate(program, predictions, targets)
+    assert_same(got, keras_evaluate(program, predictions, targets))
+    assert sorted(got) == ["box_everything", "box_gap", "box_loss", "loss", "same_contrastive", "same_gap", "same_loss"]
+
+
+def test_a_declared_loss_calling_a_function_numpy_does_not_have_here_is_scored_by_keras():
+    text = "loss soft(y_true, y_pred) = mean(softmax(y_pred) - y_true, axis=-1)\n" + one_output_spec("soft", "[]", (4,))
+    graph = checked_graphs(netdsl.parse(text), ["m"])["m"]
+    assert scoring.not_in_numpy(graph.train, graph.output_names) == (
+        "the loss 'soft' (declared in the spec, it calls 'softmax', which NumPy does not here)"
+    )

@@ -47,6 +47,7 @@ from netdsl.backend.runtime import current_backend, dtype_policy, init_backend
 from netdsl.errors import Diagnostic, Fail, SpecError, sort_diagnostics
 from netdsl.semantics.analysis import Analysis, analyze
 from netdsl.semantics.session import CheckedModel, CheckedModels, LoadedSpec
+from netdsl.semantics.values import describe_value
 from netdsl.syntax import ir
 from netdsl.syntax.loader import Program
 
@@ -343,6 +344,7 @@ def _compile_training(model: Any, graph: Any, execution: Execution, second_phase
         raise Fail(graph.span, f"the train section of '{graph.name}' cannot be built: {reason(exc)}") from None
     _refuse_on_torch(graph)
     _refuse_on_several_tensorflow_devices(graph)
+    _try_declared_objectives(model, graph)
     try:
         model.compile(
             optimizer=optimizer,
@@ -411,6 +413,8 @@ def _object(resolved: Any) -> Any:
     from netdsl.backend.builder import keras_value, reason
     from netdsl.custom import factory
 
+    if resolved.kind in ("declared_loss", "declared_metric"):
+        return _declared_objective(resolved)
     entry = _checked_entry(resolved.kind, resolved.name)
     kwargs = {k: keras_value(v, entry.param(k), resolved.name) for k, v in resolved.kwargs}
     try:
@@ -419,6 +423,44 @@ def _object(resolved: Any) -> Any:
         if resolved.span is None:
             raise
         raise Fail(resolved.span, f"'{resolved.describe()}' rejected its arguments: {reason(exc)}") from None
+
+
+def _declared_objective(resolved: Any) -> Any:
+    """A loss or metric declared in the spec (`loss contrastive(...) = ...`) as netdsl's Keras class holding its
+    checked tree, its constants bound (`loss = contrastive(margin=2)`)."""
+    from netdsl.custom.declared_losses import DeclaredLoss, DeclaredMetric
+
+    cls = DeclaredLoss if resolved.kind == "declared_loss" else DeclaredMetric
+    return cls(**resolved.decl.config(dict(resolved.kwargs)))
+
+
+def _try_declared_objectives(model: Any, graph: Any) -> None:
+    """Each declared loss and metric computed once on its output's symbolic tensor (the targets taken of the
+    same shape): what Keras would refuse inside `fit` (`mean(x, axis=3)` of a (batch, 1) output), one line
+    at the train section's loss or metric, before anything trains."""
+    from netdsl.backend.builder import reason
+    from netdsl.semantics.train_checks import each_output_objective
+
+    spec = graph.train
+    for output, resolved in each_output_objective(spec.loss, spec.metrics, graph.output_names):
+        if resolved.kind not in ("declared_loss", "declared_metric"):
+            continue
+        tensor = model.outputs[graph.output_names.index(output)]
+        symbolic = _declared_objective(resolved)
+        try:
+            if resolved.kind == "declared_loss":
+                symbolic.call(tensor, tensor)
+            else:
+                symbolic.per_sample(tensor, tensor)
+        except Exception as exc:
+            shape = (
+                "(" + ", ".join(["batch", *(describe_value(d) for d in tensor.shape[1:])]) + ")"
+            )  # as the body sees it
+            raise Fail(
+                resolved.span or graph.span,
+                f"the {resolved.kind.removeprefix('declared_')} '{resolved.name}' cannot be computed on the output "
+                f"'{output}' of shape {shape}: {reason(exc)}",
+            ) from None
 
 
 def _per_output(value: Any, names: list[str], convert: Any, missing: Any = None) -> Any:

@@ -1,4 +1,4 @@
-"""Keras runtime for netdsl's custom layers and activations.
+"""Keras runtime for netdsl's custom layers, activations, losses and metrics.
 
 Importing this package registers every class and function with Keras (package
 "netdsl"), which is what lets a saved model load with `safe_mode=True`:
@@ -11,6 +11,7 @@ from netdsl.custom import (
     activations,
     configured,
     declared_layers,
+    declared_losses,
     expr,
     layers,
     metrics,
@@ -23,6 +24,7 @@ from netdsl.custom.declared_layers import (
     DeclaredActivation,
     DeclaredLayer,
 )
+from netdsl.custom.declared_losses import DeclaredLoss, DeclaredMetric
 from netdsl.custom.expr import FUNCTIONS, evaluate, validate_tree
 from netdsl.custom.layers import LAYERS
 from netdsl.custom.tensor_ops import TensorOp
@@ -36,9 +38,12 @@ __all__ = [
     "ConfiguredActivation",
     "DeclaredActivation",
     "DeclaredLayer",
+    "DeclaredLoss",
+    "DeclaredMetric",
     "activations",
     "configured",
     "declared_layers",
+    "declared_losses",
     "evaluate",
     "expr",
     "layers",

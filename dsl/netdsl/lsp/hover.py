@@ -153,7 +153,7 @@ def decl_markdown(decl: Any, file: str) -> str:
     else:
         params = ", ".join(p.name if p.default is None else f"{p.name}={_PRINT.expr(p.default)}" for p in decl.params)
         head = f"{keyword} {decl.name}({params})"
-        if isinstance(decl, (ir.ActivationDecl, ir.LetFunc)):
+        if isinstance(decl, (ir.ActivationDecl, ir.LossDecl, ir.MetricDecl, ir.LetFunc)):
             head += f" = {_PRINT.expr(decl.body)}"
         elif isinstance(decl, (ir.BlockDecl, ir.LayerDecl)):
             inputs = [i.name for s in decl.body if isinstance(s, ir.Input) for i in s.items]
@@ -168,6 +168,8 @@ _DECL_KEYWORDS: dict[type, str] = {
     ir.BlockDecl: "block",
     ir.ActivationDecl: "activation",
     ir.LayerDecl: "layer",
+    ir.LossDecl: "loss",
+    ir.MetricDecl: "metric",
 }
 
 

@@ -32,6 +32,8 @@ DECL_KINDS = {
     ir.BlockDecl: "block",
     ir.ActivationDecl: "activation",
     ir.LayerDecl: "layer",
+    ir.LossDecl: "loss",
+    ir.MetricDecl: "metric",
 }
 
 

@@ -14,12 +14,23 @@ from netdsl.lsp.names import NameIndex, Symbol
 from netdsl.lsp.positions import Lines
 from netdsl.syntax import ir
 
-_NAMED_DECLS = (ir.ModelDecl, ir.BlockDecl, ir.LayerDecl, ir.ActivationDecl, ir.Let, ir.LetFunc)
+_NAMED_DECLS = (
+    ir.ModelDecl,
+    ir.BlockDecl,
+    ir.LayerDecl,
+    ir.ActivationDecl,
+    ir.LossDecl,
+    ir.MetricDecl,
+    ir.Let,
+    ir.LetFunc,
+)
 _KINDS: dict[type, tuple[types.SymbolKind, str]] = {
     ir.ModelDecl: (types.SymbolKind.Class, "model"),
     ir.BlockDecl: (types.SymbolKind.Function, "block"),
     ir.LayerDecl: (types.SymbolKind.Class, "layer"),
     ir.ActivationDecl: (types.SymbolKind.Function, "activation"),
+    ir.LossDecl: (types.SymbolKind.Function, "loss"),
+    ir.MetricDecl: (types.SymbolKind.Function, "metric"),
     ir.Let: (types.SymbolKind.Constant, "constant"),
     ir.LetFunc: (types.SymbolKind.Function, "function"),
 }

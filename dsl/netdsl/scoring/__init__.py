@@ -28,6 +28,7 @@ Where each piece lives:
 - `losses.py`: each loss per sample, and `Loss`, an output's loss reduced per batch;
 - `metrics.py`: the mean metrics, Keras' metric names, `make_metric`;
 - `counting.py`: the counting metrics (counts, curves and thresholds, IoU, F-beta, R2);
+- `declared.py`: the losses and metrics declared in a spec, their trees evaluated with NumPy;
 - `scorer.py`: `Scorer`, a train section over batches; `not_in_numpy`.
 
 Adding a loss: its per-sample function in `losses.py` and a line in `LOSS_FUNCTIONS`; a mean
@@ -40,7 +41,8 @@ name (`probs_accuracy`); the keys come sorted, as Keras hands them over.
 
 Every loss and metric of the registry is here (a test keeps it so: one added to the
 registry goes here or into `NOT_IN_NUMPY` with why). `not_in_numpy` names what is not:
-a plugin's loss or metric, `auc(multi_label=true)` or `label_weights`, a counting metric
+a plugin's loss or metric, a declared one calling a function `declared.py` does not evaluate,
+`auc(multi_label=true)` or `label_weights`, a counting metric
 given several thresholds; evaluate then scores with Keras. A metric of one value per class
 (f1_score or fbeta_score without `average`) gives a list, one value per class.
 """

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from netdsl.scoring.declared import DeclaredLoss, declared_metric, unscored_function
 from netdsl.scoring.keras_math import Array, Metric
 from netdsl.scoring.losses import Loss, loss_of
 from netdsl.scoring.mean_metrics import in_numpy, make_metric
@@ -37,6 +38,12 @@ def not_in_numpy(train: Any, names: list[str]) -> str | None:
     for metrics in _metrics_per_output(train.metrics, names).values():
         resolved.extend(metrics)
     for item in resolved:
+        if item.kind in ("declared_loss", "declared_metric"):
+            function = unscored_function(item.decl.body)
+            if function is None:
+                continue
+            kind = item.kind.removeprefix("declared_")
+            return f"the {kind} '{item.name}' (declared in the spec, it calls '{function}', which NumPy does not here)"
         if item.kind == "metric" and item.name in (
             "precision",
             "recall",
@@ -72,7 +79,7 @@ class Scorer:
     """The train section's loss (each output's and the weighted total) and metrics over batches."""
 
     outputs: list[str]
-    losses: dict[str, Loss]
+    losses: dict[str, Loss | DeclaredLoss]
     weights: dict[str, float | None]
     metric_specs: dict[str, list[Any]]
     metrics: dict[str, list[Metric]] | None = None
@@ -84,7 +91,10 @@ class Scorer:
     @classmethod
     def of(cls, train: Any, names: list[str]) -> Scorer:
         """The train section's scorer (check `not_in_numpy` first)."""
-        losses = {n: loss_of(r) for n, r in _per_output(train.loss, names).items()}
+        losses: dict[str, Loss | DeclaredLoss] = {
+            n: DeclaredLoss(r) if r.kind == "declared_loss" else loss_of(r)
+            for n, r in _per_output(train.loss, names).items()
+        }
         given = _per_output(train.loss_weights, names) if train.loss_weights is not None else {}
         weights: dict[str, float | None] = {
             n: (float(given.get(n, 1.0)) if train.loss_weights is not None else None) for n in losses
@@ -94,9 +104,7 @@ class Scorer:
     def update(self, y_true: dict[str, Array], y_pred: dict[str, Array]) -> None:
         """One batch: {output: targets}, {output: the file's outputs}."""
         if self.metrics is None:  # `accuracy` is picked by the first batch's shapes, as Keras builds it
-            self.metrics = {
-                n: [make_metric(r, y_true[n], y_pred[n]) for r in self.metric_specs[n]] for n in self.outputs
-            }
+            self.metrics = {n: [_metric(r, y_true[n], y_pred[n]) for r in self.metric_specs[n]] for n in self.outputs}
         size = len(next(iter(y_pred.values())))
         total = 0.0
         for name, loss in self.losses.items():
@@ -131,3 +139,8 @@ class Scorer:
                     taken[key] = 1
                 logs[key] = metric.result()
         return dict(sorted(logs.items()))
+
+
+def _metric(resolved: Any, y_true: Array, y_pred: Array) -> Metric:
+    """A registry metric, or one declared in the spec."""
+    return declared_metric(resolved) if resolved.kind == "declared_metric" else make_metric(resolved, y_true, y_pred)

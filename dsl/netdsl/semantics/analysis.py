@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from netdsl.errors import Diagnostic, Exhausted, Fail, SpecError, sort_diagnostics, suggestions_limited
+from netdsl.errors import BuildError, Diagnostic, Exhausted, Fail, SpecError, sort_diagnostics, suggestions_limited
 from netdsl.limits import MAX_DIAGNOSTICS, MAX_PARAMS, MAX_SUGGESTION_WORK
 from netdsl.semantics.expand import FlowExpander
 from netdsl.semantics.graph import Graph
 from netdsl.semantics.scope import FileScope, build_scopes
 from netdsl.semantics.shapes import ShapeBackend
+from netdsl.semantics.shapes_declared import declared_objective_shape
 from netdsl.semantics.state import Backend, ExpansionState
 from netdsl.semantics.sweep_space import SweepSpace, check_metric, check_sweeps
-from netdsl.semantics.train_checks import TrainChecker
-from netdsl.semantics.values import UNKNOWN, Env
+from netdsl.semantics.train_checks import TrainChecker, each_output_objective
+from netdsl.semantics.values import UNKNOWN, Env, describe_value
 from netdsl.syntax import ir
 from netdsl.syntax.loader import Program, paused_gc
 
@@ -134,6 +135,7 @@ def _expand_all(
             graph = expander.expand_model(decl, root)
             state.models.setdefault(decl.name, graph)
             analysis.graphs[decl.name] = graph
+            diagnostics.extend(_declared_objective_problems(graph))
     if declarations:
         analysis.sweeps = check_sweeps(root, state.consts, diagnostics)
         _check_sweep_metrics(program, analysis, diagnostics)
@@ -154,6 +156,35 @@ def _check_sweep_metrics(program: Program, analysis: Analysis, diagnostics: list
             )
             continue
         diagnostics.extend(check_metric(space, graph.train, [name for name, _ in graph.outputs]))
+
+
+def _declared_objective_problems(graph: Graph | None) -> list[Diagnostic]:
+    """Each declared loss or metric computed over its output's shape, as Keras would compute it in `fit`:
+    one diagnostic at the train section's loss or metric for what Keras would refuse."""
+    train = graph.train if graph is not None else None
+    if graph is None or train is None:
+        return []
+    shapes = {}
+    for name, ref in graph.outputs:
+        found = graph.nodes[ref.node].output_shapes
+        shapes[name] = found[ref.index] if ref.index < len(found) else UNKNOWN
+    problems = []
+    for output, resolved in each_output_objective(train.loss, train.metrics, graph.output_names):
+        shape = shapes.get(output, UNKNOWN)
+        if resolved.kind not in ("declared_loss", "declared_metric") or not isinstance(shape, tuple):
+            continue
+        try:
+            declared_objective_shape(resolved.decl.config({}), shape)
+        except BuildError as exc:
+            kind = resolved.kind.removeprefix("declared_")
+            problems.append(
+                Diagnostic.at(
+                    resolved.span or graph.span,
+                    f"the {kind} '{resolved.name}' cannot be computed on the output '{output}' of shape "
+                    f"({', '.join(['batch', *(describe_value(d) for d in shape)])}): {exc}",
+                )
+            )
+    return problems
 
 
 def _check_declarations(scope: FileScope, expander: FlowExpander) -> None:
@@ -178,5 +209,7 @@ def _check_declarations(scope: FileScope, expander: FlowExpander) -> None:
                 state.declared.activation(decl, scope)
             elif isinstance(decl, ir.LayerDecl):
                 state.declared.check_layer(decl, scope)
+            elif isinstance(decl, (ir.LossDecl, ir.MetricDecl)):
+                state.declared.objective(decl, scope)
         except Fail as exc:
             state.diagnostics.extend(exc.all_diagnostics())

@@ -62,6 +62,8 @@ REFUSED = {
 
 # Looks up a spec-declared activation by Sym (a callback from the expander).
 DeclaredLookup = Callable[[Sym], Any]
+# The losses and metrics declared where the current statement stands, by name (a callback from the expander).
+ObjectivesInScope = Callable[[], dict[str, Any]]
 
 
 # An entry's parameters by name, its positional ones, its required ones: worked out
@@ -85,8 +87,9 @@ def _signature(entry: registry.Entry) -> tuple[dict[str, Any], list[Any], list[A
 class Arguments:
     """Checks the arguments of one call against one registry entry."""
 
-    def __init__(self, declared_activation: DeclaredLookup):
+    def __init__(self, declared_activation: DeclaredLookup, declared_objectives: ObjectivesInScope = dict):
         self.declared_activation = declared_activation
+        self.declared_objectives = declared_objectives
 
     def bind(
         self, entry: registry.Entry, args: list[Any], kwargs: list[tuple[str, Any, Any]], span: Span
@@ -182,6 +185,9 @@ class Arguments:
             decl = self.declared_activation(sym)
             if decl is not None:
                 return self._declared(decl, value, span)
+        declared = self._objectives(kinds)
+        if _spelled(sym) in declared:
+            return self._declared_objective(declared[_spelled(sym)], value, kinds, span)
         if sym.namespace is None:
             for kind in kinds:
                 entry = registry.lookup(kind, sym.name)
@@ -191,7 +197,7 @@ class Arguments:
         refused = REFUSED.get((kinds[0], sym.name)) if sym.namespace is None else None
         if refused is not None:
             raise Fail(sym.span, f"unknown {words} '{sym.name}': {refused[0]}", refused[1])
-        pool = [key for kind in kinds for key in registry.all_keys(kind)]
+        pool = [*declared, *(key for kind in kinds for key in registry.all_keys(kind))]
         hint = habit_hint(sym.name) if sym.namespace is None else None
         if hint is None and "loss" in kinds and _folded(sym.name) in _CROSS_ENTROPIES:
             hint = (
@@ -200,6 +206,28 @@ class Arguments:
                 "(add from_logits=true when the output has no softmax or sigmoid)"
             )
         raise Fail(sym.span, f"unknown {words} '{_spelled(sym)}'", hint or did_you_mean(sym.name, pool))
+
+    def _objectives(self, kinds: tuple[str, ...]) -> dict[str, Any]:
+        """The declared losses and metrics a name given for `kinds` may mean (none but for a loss or metric)."""
+        return self.declared_objectives() if "loss" in kinds or "metric" in kinds else {}
+
+    def _declared_objective(self, decl: Any, value: Sym | SymCall, kinds: tuple[str, ...], span: Span) -> Resolved:
+        """`loss = contrastive(margin=1)`, `metrics = [gap]`: a declared loss or metric with its constants bound.
+        A declared loss is a metric too (the mean of its per-sample values), as a Keras loss function is."""
+        if decl is None:  # its declaration failed its check, and says so
+            raise Fail.reported()
+        kind = "loss" if "loss" in kinds else "metric"
+        if kind == "loss" and decl.kind == "metric":
+            raise Fail(
+                value.span,
+                f"'{decl.name}' is a declared metric, not a loss",
+                f"list it in metrics = [{decl.name}], or declare it as 'loss {decl.name}(...) = ...'",
+            )
+        args = list(value.args) if isinstance(value, SymCall) else []
+        kwargs = dict(value.kwargs) if isinstance(value, SymCall) else {}
+        bound = decl.bind_constants(args, kwargs, value.span)
+        # its span is the name's (`{y: contrastive}`): diagnostics about it point there
+        return Resolved(f"declared_{kind}", decl.name, tuple(sorted(bound.items())), decl=decl, span=value.span)
 
     def _registry_object(self, entry: registry.Entry, value: Sym | SymCall, span: Span) -> Resolved:
         if isinstance(value, SymCall):

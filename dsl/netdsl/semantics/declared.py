@@ -127,6 +127,28 @@ class CheckedActivation:
 
 
 @dataclass
+class CheckedObjective:
+    """A declared loss or metric: `loss NAME(y_true, y_pred, p=v) = BODY`, its body a tree of the targets,
+    the outputs and the constant parameters (the runtime's `netdsl.custom.declared_losses`)."""
+
+    kind: str  # "loss" or "metric"
+    name: str
+    params: list[str]  # the first two are the targets and the outputs
+    defaults: dict[str, Value]
+    body: Any  # tree
+    decl: ir.LossDecl | ir.MetricDecl
+
+    def bind_constants(self, args: list[Value], kwargs: dict[str, Value], span: Span) -> dict[str, Value]:
+        """Values of the constant parameters (all but the first two) for `loss = name(...)`."""
+        bound = bind_plain(self.name, self.kind, self.decl.params[2:], args, kwargs, span)
+        return {k: self.defaults[k] if is_default(v) else _number(v, span, k, self.kind) for k, v in bound.items()}
+
+    def config(self, values: dict[str, Value]) -> dict[str, Any]:
+        """What the Keras object is made of and saves: no source text, the checked tree."""
+        return {"spec_name": self.name, "params": self.params, "values": dict(values), "body": self.body}
+
+
+@dataclass
 class Instance:
     """A declared layer or activation as one node of the graph."""
 
@@ -168,6 +190,7 @@ class Declared:
     def __init__(self, consts: Consts):
         self.consts = consts
         self._activations: dict[int, CheckedActivation] = {}
+        self._objectives: dict[int, CheckedObjective] = {}
         self.busy: list[str] = []
 
     # ------------------------------------------------------------ activations
@@ -199,6 +222,36 @@ class Declared:
                 decl.name, [p.name for p in decl.params], defaults, body, decl, scope
             )
         return self._activations[key]
+
+    # ------------------------------------------------------------ losses and metrics
+    def objective(self, decl: ir.LossDecl | ir.MetricDecl, scope: FileScope) -> CheckedObjective:
+        """A declared loss or metric, checked once: its first two parameters the targets and the outputs,
+        the rest numbers; its body an op expression of them, as a declared activation's is."""
+        key = id(decl)
+        if key not in self._objectives:
+            kind = decl.kind
+            if len(decl.params) < 2 or any(p.default is not None for p in decl.params[:2]):
+                raise Fail(
+                    decl.span,
+                    f"{kind} '{decl.name}' needs the targets and the outputs as its first parameters",
+                    f"{kind} {decl.name}(y_true, y_pred) = ...",
+                )
+            env = Env(scope)
+            defaults: dict[str, Value] = {}
+            for p in decl.params[2:]:
+                if p.default is None:
+                    defaults[p.name] = UNKNOWN
+                else:
+                    defaults[p.name] = _number(self.consts.fold(p.default, env), p.default.span, p.name, kind)
+            tensors = {p.name for p in decl.params[:2]}
+            converter = _Trees(
+                self, scope, tensors=tensors, variables={p.name for p in decl.params[2:]}, env=env, inputs=tensors
+            )
+            body = converter.tree(decl.body)
+            self._objectives[key] = CheckedObjective(
+                kind, decl.name, [p.name for p in decl.params], defaults, body, decl
+            )
+        return self._objectives[key]
 
     # ------------------------------------------------------------ instances
     def instantiate(self, step: NamingStep, inputs: Sequence[TensorValue]) -> Instance:
@@ -640,10 +693,10 @@ def _dim_tree(e: Any, env: Env, params: set[str], inputs: set[str], consts: Cons
     raise Fail(e.span, f"a weight dimension must be an integer, received {type_name(value)}")
 
 
-def _number(value: Value, span: Span, name: str) -> Value:
+def _number(value: Value, span: Span, name: str, kind: str = "activation") -> Value:
     if value is UNKNOWN or (isinstance(value, (int, float)) and not isinstance(value, bool)):
         return value
-    raise Fail(span, f"activation parameter '{name}' must be a number, received {type_name(value)}")
+    raise Fail(span, f"{kind} parameter '{name}' must be a number, received {type_name(value)}")
 
 
 def _initializer(value: Value, span: Span) -> Any:

@@ -10,7 +10,9 @@ from netdsl.syntax import ir
 from netdsl.syntax.loader import ImportLink, is_zoo_file
 
 # What a file-level name is declared as: every declaration but `import` and `sweep`, which name nothing.
-Declaration = ir.Let | ir.LetFunc | ir.ModelDecl | ir.BlockDecl | ir.ActivationDecl | ir.LayerDecl
+Declaration = (
+    ir.Let | ir.LetFunc | ir.ModelDecl | ir.BlockDecl | ir.ActivationDecl | ir.LayerDecl | ir.LossDecl | ir.MetricDecl
+)
 
 
 @dataclass

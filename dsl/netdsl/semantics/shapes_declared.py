@@ -96,6 +96,17 @@ def declared_activation_shape(config: dict[str, Any], input_shape: Any) -> Any:
     return tuple(shape[1:]) if shape else UNKNOWN
 
 
+def declared_objective_shape(config: dict[str, Any], output_shape: tuple[Any, ...]) -> Any:
+    """The shape (batch axis included) of a declared loss's or metric's value on an output of `output_shape`
+    (batch axis excluded), the targets taken of the same shape; UNKNOWN when the rules cannot tell.
+    BuildError: what Keras would refuse (a reduction over an axis the tensors lack)."""
+    tensor = (None, *output_shape)
+    try:
+        return _shape(config["body"], {config["params"][0]: tensor, config["params"][1]: tensor})
+    except (TypeError, ValueError, IndexError, KeyError):
+        return UNKNOWN
+
+
 def takes_slices(tree: Any) -> bool:
     """Whether an expression tree slices (`get_item`) or calls a function of another shape (`argmax`,
     `one_hot`, `irfft`, ...): its shape is not its input's."""
@@ -207,6 +218,7 @@ def _call(name: str, args: list[Any], kwargs: dict[str, Any], env: dict[str, Any
         return _reshape(_shape(args[0], env), tuple(_const(args[1])))
     if name in _REDUCE:
         return _reduce(
+            name,
             _shape(args[0], env),
             _const(kwargs.get("axis", ["const", None])),
             bool(_const(kwargs.get("keepdims", ["const", False]))),
@@ -272,8 +284,13 @@ def _reshape(shape: tuple[Any, ...], target: tuple[Any, ...]) -> tuple[Any, ...]
     raise ValueError("not understood")
 
 
-def _reduce(shape: tuple[Any, ...], axis: Any, keepdims: bool) -> tuple[Any, ...]:
-    axes = range(len(shape)) if axis is None else [a % len(shape) for a in (axis if isinstance(axis, list) else [axis])]
+def _reduce(name: str, shape: tuple[Any, ...], axis: Any, keepdims: bool) -> tuple[Any, ...]:
+    given = [] if axis is None else axis if isinstance(axis, list) else [axis]
+    for a in given:
+        if isinstance(a, int) and not -len(shape) <= a < len(shape):  # Keras refuses it: so does check
+            batch = f" (the batch axis and {len(shape) - 1} more)" if shape and shape[0] is None else ""
+            raise BuildError(f"axis {a} of '{name}' is out of range for a tensor of {len(shape)} axes{batch}")
+    axes = range(len(shape)) if axis is None else [a % len(shape) for a in given]
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
     return tuple(d for i, d in enumerate(shape) if i not in axes)

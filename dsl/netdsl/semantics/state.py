@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Union, cast
 
 from netdsl import registry
-from netdsl.errors import Diagnostic, Span
+from netdsl.errors import Diagnostic, Fail, Span
 from netdsl.limits import BYTES_PER_EXPANSION_STEP, CONST_WORK_PER_BYTE, MAX_CONST_WORK, MAX_EXPANSION_STEPS, MAX_PARAMS
 from netdsl.semantics.args import Arguments
 from netdsl.semantics.consts import Consts
-from netdsl.semantics.declared import CheckedActivation, Declared
+from netdsl.semantics.declared import CheckedActivation, CheckedObjective, Declared
 from netdsl.semantics.graph import Graph, Node, TensorRef
 from netdsl.semantics.scope import Declaration, FileScope
 from netdsl.semantics.shadowing import Shadow, shadows
@@ -214,7 +214,7 @@ class ExpansionState:
 
     def __post_init__(self) -> None:
         self.declared = Declared(self.consts)
-        self.arguments = Arguments(self.find_declared_activation)
+        self.arguments = Arguments(self.find_declared_activation, self.declared_objectives)
 
     def budget_for_text(self, size: int) -> None:
         """The budgets of a program of `size` bytes: a large file pays for what it writes out."""
@@ -255,3 +255,21 @@ class ExpansionState:
         if found is None or not isinstance(found[0], ir.ActivationDecl):
             return None
         return self.declared.activation(found[0], found[1])
+
+    def declared_objectives(self) -> dict[str, CheckedObjective | None]:
+        """The losses and metrics declared in the current statement's file or imported into it, by name, checked
+        (None: one that fails its check, reported at its declaration)."""
+        scope = self.current_scope
+        if scope is None:
+            return {}
+        places: dict[str, tuple[Declaration, FileScope] | None] = {name: scope.find(name) for name in scope.names()}
+        for alias, target in scope.aliases.items():  # `import "losses.net" as lib`: lib.contrastive
+            places.update({f"{alias}.{name}": (decl, target) for name, decl in target.own.items()})
+        found: dict[str, CheckedObjective | None] = {}
+        for name, where in places.items():
+            if where is not None and isinstance(where[0], (ir.LossDecl, ir.MetricDecl)):
+                try:
+                    found[name] = self.declared.objective(where[0], where[1])
+                except Fail:
+                    found[name] = None
+        return found

@@ -20,7 +20,7 @@ from netdsl.semantics.call_tensors import KeywordTensors
 from netdsl.semantics.consts import bind_plain, dotted_name, is_default
 from netdsl.semantics.graph import Cluster, Graph, KeywordInput
 from netdsl.semantics.graph_writer import GraphWriter
-from netdsl.semantics.scope import FileScope, cycle_text
+from netdsl.semantics.scope import Declaration, FileScope, cycle_text
 from netdsl.semantics.state import (
     POISON,
     BuildState,
@@ -304,12 +304,19 @@ class StepResolver:
 
     def _declared_step(
         self,
-        decl: ir.BlockDecl | ir.LayerDecl | ir.ActivationDecl | ir.ModelDecl | ir.Let | ir.LetFunc,
+        decl: Declaration,
         scope: FileScope,
         func: ir.Name | ir.Attr,
     ) -> Step:
         if isinstance(decl, (ir.BlockDecl, ir.LayerDecl, ir.ActivationDecl, ir.ModelDecl)):
             return Step(decl.name, func.span, decl, scope=scope)
+        if isinstance(decl, (ir.LossDecl, ir.MetricDecl)):
+            setting = f"loss = {decl.name}" if isinstance(decl, ir.LossDecl) else f"metrics = [{decl.name}]"
+            raise Fail(
+                func.span,
+                f"'{decl.name}' is a declared {decl.kind}, not a step",
+                f"a train section names it: {setting}",
+            )
         what = "a constant" if isinstance(decl, ir.Let) else "a function"
         raise Fail(func.span, f"'{decl.name}' is {what}, not a step")
 

@@ -230,6 +230,21 @@ _PER_CLASS = {
 }
 
 
+def each_output_objective(loss: Any, metrics: Any, names: list[str]) -> list[tuple[str, Resolved]]:
+    """(output name, Resolved) of each output's loss, then of each of its metrics, as the compiler spreads a
+    checked train section's (one loss or list of metrics for every output, a dict or list per output)."""
+    if isinstance(loss, dict):
+        found = [(n, loss[n]) for n in names if n in loss]
+    elif isinstance(loss, list):
+        found = list(zip(names, loss))
+    else:
+        found = [(n, loss) for n in names] if loss is not None else []
+    for name in names:
+        listed = metrics.get(name, []) if isinstance(metrics, dict) else metrics or []
+        found.extend((name, metric) for metric in listed)
+    return found
+
+
 def per_class_metric_names(metrics: Any, outputs: list[str]) -> dict[str, str]:
     """The names Keras logs a metric of one value per class under (`probs_f1_score` with several outputs),
     each with the argument that makes it one number."""

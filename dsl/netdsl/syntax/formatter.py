@@ -214,9 +214,9 @@ class _Printer(ExprPrinter):
         if isinstance(node, ir.Import):
             alias = f" as {node.alias}" if node.alias else ""
             self.emit("", f"import {self.string(node.path)}{alias}", start, end, bound, blank)
-        elif isinstance(node, ir.ActivationDecl):
+        elif isinstance(node, (ir.ActivationDecl, ir.LossDecl, ir.MetricDecl)):
             self.layout(
-                "", f"activation {node.name}({self.params(node.params)}) = ", node.body, start, end, bound, blank
+                "", f"{node.kind} {node.name}({self.params(node.params)}) = ", node.body, start, end, bound, blank
             )
         elif isinstance(node, ir.ModelDecl):
             brace = self.find(self.past_name(node, "model", node.name), "{")

@@ -294,6 +294,24 @@ class LayerDecl(Node):
     body: list[Stmt]
 
 
+class LossDecl(Node):
+    """`loss NAME(y_true, y_pred, p=v) = BODY`: a per-sample loss, the targets and the outputs first."""
+
+    kind: Literal["loss"] = "loss"
+    name: str
+    params: list[Param]
+    body: Expr
+
+
+class MetricDecl(Node):
+    """`metric NAME(y_true, y_pred, p=v) = BODY`: the mean over the samples of a per-sample value."""
+
+    kind: Literal["metric"] = "metric"
+    name: str
+    params: list[Param]
+    body: Expr
+
+
 class SweepDecl(Node):
     """`sweep MODEL { NAME = ... }`: the search space and settings of `netdsl sweep` for one model."""
 
@@ -303,7 +321,7 @@ class SweepDecl(Node):
 
 
 Decl = Annotated[
-    Import | Let | LetFunc | ModelDecl | BlockDecl | ActivationDecl | LayerDecl | SweepDecl,
+    Import | Let | LetFunc | ModelDecl | BlockDecl | ActivationDecl | LayerDecl | LossDecl | MetricDecl | SweepDecl,
     Field(discriminator="kind"),
 ]
 

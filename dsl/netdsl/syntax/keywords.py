@@ -18,7 +18,7 @@ __all__ = [
     "SOFT_KEYWORDS",
 ]
 
-DECLARATION_KEYWORDS = ("import", "let", "model", "block", "activation", "layer", "sweep")
+DECLARATION_KEYWORDS = ("import", "let", "model", "block", "activation", "layer", "loss", "metric", "sweep")
 """Each starts a top-level declaration (a `*_decl` rule of the grammar)."""
 
 STATEMENT_KEYWORDS = ("input", "output", "weight", "shared", "train")
@@ -32,5 +32,7 @@ CONSTANT_KEYWORDS = ("true", "false", "none")
 KEYWORDS: tuple[str, ...] = DECLARATION_KEYWORDS + STATEMENT_KEYWORDS + OPERATOR_KEYWORDS + CONSTANT_KEYWORDS
 """Every keyword, in the order above (completion lists show them so); none can name a registry entry."""
 
-SOFT_KEYWORDS = frozenset(("activation", "layer", "weight", "shared", "train", "model", "block", "sweep"))
+SOFT_KEYWORDS = frozenset(
+    ("activation", "layer", "weight", "shared", "train", "model", "block", "sweep", "loss", "metric")
+)
 """Keywords the grammar also accepts as a name where no statement can start (`soft_keyword`), e.g. `x.model`."""

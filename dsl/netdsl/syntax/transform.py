@@ -39,6 +39,8 @@ _model = maker(ir.ModelDecl, "span", "name", "body")
 _block = maker(ir.BlockDecl, "span", "name", "params", "body")
 _activation = maker(ir.ActivationDecl, "span", "name", "params", "body")
 _layer = maker(ir.LayerDecl, "span", "name", "params", "body")
+_loss = maker(ir.LossDecl, "span", "name", "params", "body")
+_metric = maker(ir.MetricDecl, "span", "name", "params", "body")
 _sweep = maker(ir.SweepDecl, "span", "name", "items")
 _input = maker(ir.Input, "span", "items")
 _input_item = maker(ir.InputItem, "span", "name", "shape", "dtype")
@@ -155,6 +157,14 @@ class IRBuilder:
     def activation_decl(self, c: Children, pos: Position) -> ir.ActivationDecl:
         name, params, body = c
         return self._shallow(_activation(self._span(pos), name[1], params.items, body), body)
+
+    def loss_decl(self, c: Children, pos: Position) -> ir.LossDecl:
+        name, params, body = c
+        return self._shallow(_loss(self._span(pos), name[1], params.items, body), body)
+
+    def metric_decl(self, c: Children, pos: Position) -> ir.MetricDecl:
+        name, params, body = c
+        return self._shallow(_metric(self._span(pos), name[1], params.items, body), body)
 
     def layer_decl(self, c: Children, pos: Position) -> ir.LayerDecl:
         name, params, body = c

@@ -97,7 +97,7 @@ def output_losses(graph: Any) -> list[OutputLoss]:
     found = []
     for name, ref in graph.outputs:
         resolved = per_output.get(name)
-        if not isinstance(resolved, Resolved):
+        if not isinstance(resolved, Resolved) or resolved.kind != "loss":  # a declared loss has no label rules
             continue
         node = graph.nodes[ref.node]
         shapes = node.output_shapes

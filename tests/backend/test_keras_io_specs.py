@@ -167,6 +167,108 @@ def image_classification_from_scratch(image_size: int, num_classes: int) -> kera
     return make_model(input_shape=(image_size, image_size) + (3,), num_classes=num_classes)
 
 
+def mlp_image_classification(
+    num_classes: int,
+    input_size: int,
+    image_size: int,
+    patch_size: int,
+    embedding_dim: int,
+    dropout_rate: float,
+    num_blocks: int,
+) -> keras.Model:
+    """keras.io/examples/vision/mlp_image_classification, the MLP-Mixer, as written there (its
+    `data_augmentation` not adapted: the test copies the spec's weights into both)."""
+    layers = keras.layers
+    input_shape = (input_size, input_size, 3)
+    num_patches = (image_size // patch_size) ** 2
+
+    data_augmentation = keras.Sequential(
+        [
+            layers.Normalization(),
+            layers.Resizing(image_size, image_size),
+            layers.RandomFlip("horizontal"),
+            layers.RandomZoom(height_factor=0.2, width_factor=0.2),
+        ],
+        name="data_augmentation",
+    )
+
+    class Patches(layers.Layer):
+        def __init__(self, patch_size, **kwargs):
+            super().__init__(**kwargs)
+            self.patch_size = patch_size
+
+        def call(self, x):
+            patches = keras.ops.image.extract_patches(x, self.patch_size)
+            batch_size = keras.ops.shape(patches)[0]
+            num_patches = keras.ops.shape(patches)[1] * keras.ops.shape(patches)[2]
+            patch_dim = keras.ops.shape(patches)[3]
+            out = keras.ops.reshape(patches, (batch_size, num_patches, patch_dim))
+            return out
+
+    def build_classifier(blocks, positional_encoding=False):
+        inputs = layers.Input(shape=input_shape)
+        # Augment data.
+        augmented = data_augmentation(inputs)
+        # Create patches.
+        patches = Patches(patch_size)(augmented)
+        # Encode patches to generate a [batch_size, num_patches, embedding_dim] tensor.
+        x = layers.Dense(units=embedding_dim)(patches)
+        # Process x using the module blocks.
+        x = blocks(x)
+        # Apply global average pooling to generate a [batch_size, embedding_dim] representation tensor.
+        representation = layers.GlobalAveragePooling1D()(x)
+        # Apply dropout.
+        representation = layers.Dropout(rate=dropout_rate)(representation)
+        # Compute logits outputs.
+        logits = layers.Dense(num_classes)(representation)
+        # Create the Keras model.
+        return keras.Model(inputs=inputs, outputs=logits)
+
+    class MLPMixerLayer(layers.Layer):
+        def __init__(self, num_patches, hidden_units, dropout_rate, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+
+            self.mlp1 = keras.Sequential(
+                [
+                    layers.Dense(units=num_patches, activation="gelu"),
+                    layers.Dense(units=num_patches),
+                    layers.Dropout(rate=dropout_rate),
+                ]
+            )
+            self.mlp2 = keras.Sequential(
+                [
+                    layers.Dense(units=num_patches, activation="gelu"),
+                    layers.Dense(units=hidden_units),
+                    layers.Dropout(rate=dropout_rate),
+                ]
+            )
+            self.normalize = layers.LayerNormalization(epsilon=1e-6)
+
+        def call(self, inputs):
+            # Apply layer normalization.
+            x = self.normalize(inputs)
+            # Transpose inputs from [num_batches, num_patches, hidden_units] to [num_batches, hidden_units, num_patches].
+            x_channels = keras.ops.transpose(x, axes=(0, 2, 1))
+            # Apply mlp1 on each channel independently.
+            mlp1_outputs = self.mlp1(x_channels)
+            # Transpose mlp1_outputs from [num_batches, hidden_dim, num_patches] to [num_batches, num_patches, hidden_units].
+            mlp1_outputs = keras.ops.transpose(mlp1_outputs, axes=(0, 2, 1))
+            # Add skip connection.
+            x = mlp1_outputs + inputs
+            # Apply layer normalization.
+            x_patches = self.normalize(x)
+            # Apply mlp2 on each patch independtenly.
+            mlp2_outputs = self.mlp2(x_patches)
+            # Add skip connection.
+            x = x + mlp2_outputs
+            return x
+
+    mlpmixer_blocks = keras.Sequential(
+        [MLPMixerLayer(num_patches, embedding_dim, dropout_rate) for _ in range(num_blocks)]
+    )
+    return build_classifier(mlpmixer_blocks)
+
+
 @dataclass(frozen=True)
 class Example:
     spec: str  # in specs/keras_io/
@@ -206,6 +308,22 @@ EXAMPLES = [
         {"image_size": 24, "num_classes": 2},
         image_classification_from_scratch,
         lambda: [RNG.uniform(0, 255, size=(2, 24, 24, 3)).astype("float32")],
+    ),
+    Example(
+        "mlp_mixer.net",
+        "mlp_mixer",
+        {
+            "num_classes": 5,
+            "input_size": 12,
+            "image_size": 16,
+            "patch_size": 4,
+            "embedding_dim": 8,
+            "dropout_rate": 0.2,
+            "num_blocks": 2,
+        },
+        mlp_image_classification,
+        lambda: [RNG.uniform(0, 1, size=(2, 12, 12, 3)).astype("float32")],
+        decompiles=False,
     ),
 ]
 

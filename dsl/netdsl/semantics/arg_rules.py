@@ -78,6 +78,7 @@ _EVERY_LAYER: dict[str, Rule] = {
         "power_iterations",
         "num_tokens",
         "sliding_window",
+        "projection_dim",
     )
 } | {
     "output_padding": NOT_NEGATIVE,

@@ -19,6 +19,7 @@ import pytest
 from keras import ops
 
 import netdsl
+from tests.support.keras_io_layers import TokenAndPositionEmbedding
 
 ROOT = Path(__file__).resolve().parents[2]
 KERAS_IO = ROOT / "specs" / "keras_io"
@@ -81,19 +82,6 @@ def text_classification_with_transformer(
             ffn_output = self.ffn(out1)
             ffn_output = self.dropout2(ffn_output)
             return self.layernorm2(out1 + ffn_output)
-
-    class TokenAndPositionEmbedding(keras.layers.Layer):
-        def __init__(self, maxlen, vocab_size, embed_dim):
-            super().__init__()
-            self.token_emb = keras.layers.Embedding(input_dim=vocab_size, output_dim=embed_dim)
-            self.pos_emb = keras.layers.Embedding(input_dim=maxlen, output_dim=embed_dim)
-
-        def call(self, x):
-            maxlen = ops.shape(x)[-1]
-            positions = ops.arange(start=0, stop=maxlen, step=1)
-            positions = self.pos_emb(positions)
-            x = self.token_emb(x)
-            return x + positions
 
     inputs = keras.layers.Input(shape=(maxlen,))
     embedding_layer = TokenAndPositionEmbedding(maxlen, vocab_size, embed_dim)

@@ -21,6 +21,7 @@ import netdsl
 from netdsl.semantics.analysis import analyze
 from netdsl.syntax.formatter import format_text
 from netdsl.syntax.transform import to_ir
+from tests.support.keras_io_layers import TokenAndPositionEmbedding
 
 RNG = np.random.default_rng(3)
 
@@ -200,22 +201,6 @@ TEXT = """
       output x = (tokens -> embedding(vocab_size, embed_dim)) + positions
     }
 """
-
-
-class TokenAndPositionEmbedding(layers.Layer):
-    """The example's layer, as it writes it."""
-
-    def __init__(self, maxlen, vocab_size, embed_dim):
-        super().__init__()
-        self.token_emb = layers.Embedding(input_dim=vocab_size, output_dim=embed_dim)
-        self.pos_emb = layers.Embedding(input_dim=maxlen, output_dim=embed_dim)
-
-    def call(self, x):
-        maxlen = ops.shape(x)[-1]
-        positions = ops.arange(start=0, stop=maxlen, step=1)
-        positions = self.pos_emb(positions)
-        x = self.token_emb(x)
-        return x + positions
 
 
 def test_positions_are_embedded_from_arange_as_keras_io_s_text_transformer_does():

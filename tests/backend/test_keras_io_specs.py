@@ -257,6 +257,46 @@ def mlp_image_classification(
     return build_classifier(mlpmixer_blocks)
 
 
+def siamese_contrastive(margin: int) -> keras.Model:
+    """keras.io/examples/vision/siamese_contrastive, the model as written there (its loss: `contrastive_loss`)."""
+
+    def euclidean_distance(vects):
+        x, y = vects
+        sum_square = ops.sum(ops.square(x - y), axis=1, keepdims=True)
+        return ops.sqrt(ops.maximum(sum_square, keras.backend.epsilon()))
+
+    input = keras.layers.Input((28, 28, 1))
+    x = keras.layers.BatchNormalization()(input)
+    x = keras.layers.Conv2D(4, (5, 5), activation="tanh")(x)
+    x = keras.layers.AveragePooling2D(pool_size=(2, 2))(x)
+    x = keras.layers.Conv2D(16, (5, 5), activation="tanh")(x)
+    x = keras.layers.AveragePooling2D(pool_size=(2, 2))(x)
+    x = keras.layers.Flatten()(x)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.Dense(10, activation="tanh")(x)
+    embedding_network = keras.Model(input, x)
+
+    input_1 = keras.layers.Input((28, 28, 1))
+    input_2 = keras.layers.Input((28, 28, 1))
+    tower_1 = embedding_network(input_1)
+    tower_2 = embedding_network(input_2)
+    merge_layer = keras.layers.Lambda(euclidean_distance, output_shape=(1,))([tower_1, tower_2])
+    normal_layer = keras.layers.BatchNormalization()(merge_layer)
+    output_layer = keras.layers.Dense(1, activation="sigmoid")(normal_layer)
+    return keras.Model(inputs=[input_1, input_2], outputs=output_layer)
+
+
+def contrastive_loss_of_keras_io(margin=1):
+    """The example's `loss(margin)`, as written there."""
+
+    def contrastive_loss(y_true, y_pred):
+        square_pred = ops.square(y_pred)
+        margin_square = ops.square(ops.maximum(margin - (y_pred), 0))
+        return ops.mean((1 - y_true) * square_pred + (y_true) * margin_square)
+
+    return contrastive_loss
+
+
 @dataclass(frozen=True)
 class Example:
     spec: str  # in specs/keras_io/
@@ -312,6 +352,14 @@ EXAMPLES = [
         mlp_image_classification,
         lambda: [RNG.uniform(0, 1, size=(2, 12, 12, 3)).astype("float32")],
         decompiles=False,
+    ),
+    Example(
+        "siamese_contrastive.net",
+        "siamese",
+        {"margin": 1},
+        siamese_contrastive,
+        lambda: [RNG.uniform(0, 1, size=(3, 28, 28, 1)).astype("float32") for _ in range(2)],
+        decompiles=False,  # keras.io's distance is a Lambda of Python code
     ),
 ]
 
@@ -396,6 +444,17 @@ def test_the_example_s_keras_model_decompiles_and_round_trips(example):
     text = netdsl.decompile(theirs)
     result, _ = verify_round_trip(theirs, text)
     assert result.ok, "\n".join(result.lines()) + "\n" + text
+
+
+def test_the_siamese_spec_trains_with_the_example_s_contrastive_loss():
+    """The spec's declared loss is the example's `loss(margin)`, on the model's own predictions."""
+    model = netdsl.build(KERAS_IO / "siamese_contrastive.net", model="siamese", defines={"margin": 2})
+    labels = RNG.integers(0, 2, size=(6, 1)).astype("float32")
+    predictions = RNG.uniform(0, 1, size=(6, 1)).astype("float32")
+    ours = float(model.loss(labels, predictions))
+    theirs = float(contrastive_loss_of_keras_io(margin=2)(labels, predictions))
+    assert abs(ours - theirs) <= 1e-6 and theirs > 0
+    assert netdsl.fit_kwargs(model) == {"batch_size": 16, "epochs": 10}
 
 
 def test_lstm_seq2seq_decompiles_to_its_initial_state():

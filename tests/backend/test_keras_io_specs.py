@@ -163,9 +163,10 @@ def mlp_image_classification(
     embedding_dim: int,
     dropout_rate: float,
     num_blocks: int,
+    blocks: keras.Model | None = None,
 ) -> keras.Model:
-    """keras.io/examples/vision/mlp_image_classification, the MLP-Mixer, as written there (its
-    `data_augmentation` not adapted: the test copies the spec's weights into both)."""
+    """keras.io/examples/vision/mlp_image_classification, the MLP-Mixer (or the model of other `blocks`), as
+    written there (its `data_augmentation` not adapted: the test copies the spec's weights into both)."""
     layers = keras.layers
     input_shape = (input_size, input_size, 3)
     num_patches = (image_size // patch_size) ** 2
@@ -254,7 +255,70 @@ def mlp_image_classification(
     mlpmixer_blocks = keras.Sequential(
         [MLPMixerLayer(num_patches, embedding_dim, dropout_rate) for _ in range(num_blocks)]
     )
-    return build_classifier(mlpmixer_blocks)
+    return build_classifier(mlpmixer_blocks if blocks is None else blocks)
+
+
+def gmlp_image_classification(
+    num_classes: int,
+    input_size: int,
+    image_size: int,
+    patch_size: int,
+    embedding_dim: int,
+    dropout_rate: float,
+    num_blocks: int,
+) -> keras.Model:
+    """keras.io/examples/vision/mlp_image_classification, the gMLP, as written there; its front end,
+    `Patches` and classifier are the MLP-Mixer's (`mlp_image_classification`)."""
+    layers = keras.layers
+    num_patches = (image_size // patch_size) ** 2
+
+    class gMLPLayer(layers.Layer):  # noqa: N801 (the example's name)
+        def __init__(self, num_patches, embedding_dim, dropout_rate, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+
+            self.channel_projection1 = keras.Sequential(
+                [
+                    layers.Dense(units=embedding_dim * 2, activation="gelu"),
+                    layers.Dropout(rate=dropout_rate),
+                ]
+            )
+
+            self.channel_projection2 = layers.Dense(units=embedding_dim)
+
+            self.spatial_projection = layers.Dense(units=num_patches, bias_initializer="Ones")
+
+            self.normalize1 = layers.LayerNormalization(epsilon=1e-6)
+            self.normalize2 = layers.LayerNormalization(epsilon=1e-6)
+
+        def spatial_gating_unit(self, x):
+            # Split x along the channel dimensions.
+            # Tensors u and v will in the shape of [batch_size, num_patchs, embedding_dim].
+            u, v = keras.ops.split(x, indices_or_sections=2, axis=2)
+            # Apply layer normalization.
+            v = self.normalize2(v)
+            # Apply spatial projection.
+            v_channels = keras.ops.transpose(v, axes=(0, 2, 1))
+            v_projected = self.spatial_projection(v_channels)
+            v_projected = keras.ops.transpose(v_projected, axes=(0, 2, 1))
+            # Apply element-wise multiplication.
+            return u * v_projected
+
+        def call(self, inputs):
+            # Apply layer normalization.
+            x = self.normalize1(inputs)
+            # Apply the first channel projection. x_projected shape: [batch_size, num_patches, embedding_dim * 2].
+            x_projected = self.channel_projection1(x)
+            # Apply the spatial gating unit. x_spatial shape: [batch_size, num_patches, embedding_dim].
+            x_spatial = self.spatial_gating_unit(x_projected)
+            # Apply the second channel projection. x_projected shape: [batch_size, num_patches, embedding_dim].
+            x_projected = self.channel_projection2(x_spatial)
+            # Add skip connection.
+            return x + x_projected
+
+    gmlp_blocks = keras.Sequential([gMLPLayer(num_patches, embedding_dim, dropout_rate) for _ in range(num_blocks)])
+    return mlp_image_classification(
+        num_classes, input_size, image_size, patch_size, embedding_dim, dropout_rate, num_blocks, blocks=gmlp_blocks
+    )
 
 
 def siamese_contrastive(margin: int) -> keras.Model:
@@ -354,6 +418,22 @@ EXAMPLES = [
         decompiles=False,
     ),
     Example(
+        "gmlp.net",
+        "gmlp",
+        {
+            "num_classes": 5,
+            "input_size": 12,
+            "image_size": 16,
+            "patch_size": 4,
+            "embedding_dim": 8,
+            "dropout_rate": 0.2,
+            "num_blocks": 2,
+        },
+        gmlp_image_classification,
+        lambda: [RNG.uniform(0, 1, size=(2, 12, 12, 3)).astype("float32")],
+        decompiles=False,
+    ),
+    Example(
         "siamese_contrastive.net",
         "siamese",
         {"margin": 1},
@@ -364,16 +444,17 @@ EXAMPLES = [
 ]
 
 
-def _weighted_keras_layers(model: keras.Layer) -> dict[str, list[keras.Layer]]:
-    """Keras' own layers with weights, by class, in order: an example's own classes (keras.io's
-    `TransformerBlock`) opened into the Keras layers they hold."""
-    found: dict[str, list[keras.Layer]] = {}
+def _weighted_keras_layers(model: keras.Layer) -> dict[tuple, list[keras.Layer]]:
+    """Keras' own layers with weights, by class and weight shapes, in order: an example's own classes
+    (keras.io's `TransformerBlock`) opened into the Keras layers they hold."""
+    found: dict[tuple, list[keras.Layer]] = {}
     for layer in model._flatten_layers(include_self=False, recursive=False):
         if not type(layer).__module__.startswith("keras.") or isinstance(layer, keras.Sequential):
             for kind, layers in _weighted_keras_layers(layer).items():
                 found.setdefault(kind, []).extend(layers)
         elif layer.weights:
-            found.setdefault(type(layer).__name__, []).append(layer)
+            kind = (type(layer).__name__, *(tuple(w.shape) for w in layer.weights))
+            found.setdefault(kind, []).append(layer)
     return found
 
 
@@ -405,7 +486,7 @@ def test_the_spec_is_the_example_s_model(example):
     ours, theirs = _built(example), example.reference(**example.sizes)
     assert ours.count_params() == theirs.count_params()
     mine, other = _weighted_keras_layers(ours), _weighted_keras_layers(theirs)
-    assert sorted(mine) == sorted(other)  # the same Keras layers, kind by kind
+    assert sorted(mine) == sorted(other)  # the same Keras layers, kind (and weight shapes) by kind
     for kind, layers in other.items():  # paired in order within a kind (keras.io's classes hold theirs
         for a, b in zip(mine[kind], layers, strict=True):  # in their own order)
             a.set_weights(b.get_weights())

@@ -20,6 +20,7 @@ from keras import ops
 
 import netdsl
 from tests.support.keras_io_layers import TokenAndPositionEmbedding
+from tests.support.keras_io_layers import loss as keras_io_loss
 
 ROOT = Path(__file__).resolve().parents[2]
 KERAS_IO = ROOT / "specs" / "keras_io"
@@ -350,17 +351,6 @@ def siamese_contrastive(margin: int) -> keras.Model:
     return keras.Model(inputs=[input_1, input_2], outputs=output_layer)
 
 
-def contrastive_loss_of_keras_io(margin=1):
-    """The example's `loss(margin)`, as written there."""
-
-    def contrastive_loss(y_true, y_pred):
-        square_pred = ops.square(y_pred)
-        margin_square = ops.square(ops.maximum(margin - (y_pred), 0))
-        return ops.mean((1 - y_true) * square_pred + (y_true) * margin_square)
-
-    return contrastive_loss
-
-
 @dataclass(frozen=True)
 class Example:
     spec: str  # in specs/keras_io/
@@ -376,6 +366,22 @@ class Example:
 def _one_hot_sentences(steps: int, tokens: int) -> np.ndarray:
     """A batch of one-hot characters, as the example's encoder_input_data is."""
     return np.eye(tokens, dtype="float32")[RNG.integers(0, tokens, size=(3, steps))]
+
+
+# The MLP-Mixer's and the gMLP's sizes, small: CIFAR's pictures of 12 pixels, resized to 16, in 16 patches.
+SMALL_MLP_MODEL = {
+    "num_classes": 5,
+    "input_size": 12,
+    "image_size": 16,
+    "patch_size": 4,
+    "embedding_dim": 8,
+    "dropout_rate": 0.2,
+    "num_blocks": 2,
+}
+
+
+def _small_pictures() -> list[np.ndarray]:
+    return [RNG.uniform(0, 1, size=(2, 12, 12, 3)).astype("float32")]
 
 
 EXAMPLES = [
@@ -404,33 +410,17 @@ EXAMPLES = [
     Example(
         "mlp_mixer.net",
         "mlp_mixer",
-        {
-            "num_classes": 5,
-            "input_size": 12,
-            "image_size": 16,
-            "patch_size": 4,
-            "embedding_dim": 8,
-            "dropout_rate": 0.2,
-            "num_blocks": 2,
-        },
+        SMALL_MLP_MODEL,
         mlp_image_classification,
-        lambda: [RNG.uniform(0, 1, size=(2, 12, 12, 3)).astype("float32")],
+        _small_pictures,
         decompiles=False,
     ),
     Example(
         "gmlp.net",
         "gmlp",
-        {
-            "num_classes": 5,
-            "input_size": 12,
-            "image_size": 16,
-            "patch_size": 4,
-            "embedding_dim": 8,
-            "dropout_rate": 0.2,
-            "num_blocks": 2,
-        },
+        SMALL_MLP_MODEL,
         gmlp_image_classification,
-        lambda: [RNG.uniform(0, 1, size=(2, 12, 12, 3)).astype("float32")],
+        _small_pictures,
         decompiles=False,
     ),
     Example(
@@ -533,7 +523,7 @@ def test_the_siamese_spec_trains_with_the_example_s_contrastive_loss():
     labels = RNG.integers(0, 2, size=(6, 1)).astype("float32")
     predictions = RNG.uniform(0, 1, size=(6, 1)).astype("float32")
     ours = float(model.loss(labels, predictions))
-    theirs = float(contrastive_loss_of_keras_io(margin=2)(labels, predictions))
+    theirs = float(keras_io_loss(margin=2)(labels, predictions))
     assert abs(ours - theirs) <= 1e-6 and theirs > 0
     assert netdsl.fit_kwargs(model) == {"batch_size": 16, "epochs": 10}
 

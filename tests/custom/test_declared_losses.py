@@ -21,17 +21,7 @@ from keras import ops
 
 import netdsl
 from netdsl.custom.declared_losses import DeclaredLoss, DeclaredMetric
-
-
-def loss(margin=1):
-    """keras.io/examples/vision/siamese_contrastive, "Define the contrastive Loss", as written there."""
-
-    def contrastive_loss(y_true, y_pred):
-        square_pred = ops.square(y_pred)
-        margin_square = ops.square(ops.maximum(margin - (y_pred), 0))
-        return ops.mean((1 - y_true) * square_pred + (y_true) * margin_square)
-
-    return contrastive_loss
+from tests.support.keras_io_layers import loss
 
 
 def gap(y_true, y_pred):

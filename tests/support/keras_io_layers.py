@@ -1,4 +1,4 @@
-"""keras.io's own layer classes that more than one test builds its examples with, as keras.io writes them."""
+"""keras.io's own code that more than one test builds its examples with, as keras.io writes it."""
 
 from __future__ import annotations
 
@@ -19,3 +19,14 @@ class TokenAndPositionEmbedding(layers.Layer):
         positions = self.pos_emb(positions)
         x = self.token_emb(x)
         return x + positions
+
+
+def loss(margin=1):
+    """ "Image similarity estimation using a Siamese Network with a contrastive loss": its `loss(margin)`."""
+
+    def contrastive_loss(y_true, y_pred):
+        square_pred = ops.square(y_pred)
+        margin_square = ops.square(ops.maximum(margin - (y_pred), 0))
+        return ops.mean((1 - y_true) * square_pred + (y_true) * margin_square)
+
+    return contrastive_loss

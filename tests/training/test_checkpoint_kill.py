@@ -20,9 +20,11 @@ import numpy as np
 import pytest
 
 import netdsl
+from tests.support import paused_cli
 
-# `processes`: it interrupts runs at chosen moments, so `make test` runs it alone, after the parallel
-# part (with another test file on the second core, a 0.4 s epoch ended before the Ctrl-C arrived).
+# `processes`: it interrupts runs at chosen moments, each one a step where the run stopped itself
+# (tests/support/paused_cli.py): with another test on the second core, a 0.4 s epoch used to end
+# before a Ctrl-C sent on seeing its start arrived.
 pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,10 +45,12 @@ model steady {
 """
 
 
-def _start(tmp_path: Path, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "dsl"), "TF_CPP_MIN_LOG_LEVEL": "3"}
+def _start(tmp_path: Path, *args: str, stop_at: tuple[int, int] | None = None) -> subprocess.Popen:
+    """`netdsl train steady.net ...`; with `stop_at` (epoch, step), stopped by itself (SIGSTOP) at that step."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "dsl"), str(ROOT)]), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    command = ["train", "steady.net", "-o", "runs", "--progress", "line", *args]
     return subprocess.Popen(
-        [sys.executable, "-m", "netdsl.cli", "train", "steady.net", "-o", "runs", "--progress", "line", *args],
+        [sys.executable, "-m", "netdsl.cli", *command] if stop_at is None else paused_cli.command(*stop_at, *command),
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -70,12 +74,6 @@ def _rows(folder: Path) -> int:
         return len((folder / "history.csv").read_text().splitlines()) - 1
     except FileNotFoundError:
         return 0
-
-
-def _written(path: Path) -> tuple[int, int]:
-    """Which version of a file is on disk (a run writes each file anew and renames it in place)."""
-    stat = path.stat()
-    return stat.st_ino, stat.st_mtime_ns
 
 
 def _finish(process: subprocess.Popen) -> tuple[int, str, str]:
@@ -104,25 +102,23 @@ def test_sigkill_anywhere_and_ctrl_c_then_resume_gives_the_uninterrupted_weights
         first.wait(timeout=30)
         assert json.loads((folder / "report.json").read_text())["status"] == "running"
 
-        # 2. resumed, then killed in the middle of epoch 3
-        second = _start(tmp_path, "--resume", "auto")
+        # 2. resumed, then killed in the middle of epoch 3 (stopped there by itself: on a loaded machine a
+        # kill sent when history.csv showed two epochs came after the third had ended)
+        second = _start(tmp_path, "--resume", "auto", stop_at=(3, 250))
         processes.append(second)
-        _wait_for(lambda: _rows(folder) >= 2, second)
-        time.sleep(0.15)
+        paused_cli.wait_until_stopped(second.pid)
         second.kill()
         second.wait(timeout=30)
-        assert _rows(folder) in (2, 3)
+        assert _rows(folder) == 2
 
-        # 3. resumed, then Ctrl-C: a clean stop with a resumable state. The moment is one the third
-        # process reached itself (its own report.json, written as training starts): when the second
-        # was killed after epoch 3, three rows are on disk before the third has even imported Python's
-        # modules, and a Ctrl-C there is not the stop of a training run this step is about.
-        before = _written(folder / "report.json")
-        third = _start(tmp_path, "--resume", "auto")
+        # 3. resumed, then Ctrl-C in the middle of epoch 4: a clean stop with a resumable state. The Ctrl-C
+        # is sent while the process is stopped there, and handled as it continues.
+        third = _start(tmp_path, "--resume", "auto", stop_at=(4, 250))
         processes.append(third)
-        _wait_for(lambda: _written(folder / "report.json") != before and _rows(folder) >= 3, third)
-        time.sleep(0.1)
+        paused_cli.wait_until_stopped(third.pid)
+        assert _rows(folder) == 3
         third.send_signal(signal.SIGINT)
+        third.send_signal(signal.SIGCONT)
         code, out, err = _finish(third)
         assert code == 130, err
         report = json.loads((folder / "report.json").read_text())

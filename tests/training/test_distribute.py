@@ -27,9 +27,10 @@ from netdsl.cli import main
 from netdsl.training.errors import UsageError
 from netdsl.training.scale.launch import reserved_port
 from netdsl.training.scale.topology import TF_MULTI_PROCESS, first_host, resolve_topology
+from tests.support import paused_cli
 
-# The tests that start training processes are marked `processes`: `make test` runs them alone, after the
-# parallel part (the flag and environment tests beside them run in it).
+# The tests that start training processes are marked `processes` (`make test-fast` leaves them out); a
+# moment one acts at is one the process stopped at by itself (tests/support/paused_cli.py).
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = str(ROOT / "specs" / "lightning_mlp.net")
 LIMIT_S = 120  # any one command
@@ -172,11 +173,17 @@ def _started() -> Iterator[Callable[..., subprocess.Popen]]:
     """Start `netdsl` subprocesses; every one (and its session) is ended on the way out."""
     started: list[subprocess.Popen] = []
 
-    def start(*args: str, log: Path) -> subprocess.Popen:
+    def start(*args: str, log: Path, stop_at_epoch: int | None = None) -> subprocess.Popen:
+        """`netdsl ARGS`; with `stop_at_epoch`, stopped by itself (SIGSTOP) as that epoch begins."""
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
         env.pop("KERAS_BACKEND", None)
+        if stop_at_epoch is None:
+            argv = [sys.executable, "-m", "netdsl.cli", *args]
+        else:  # tests.support, importable from the project's root wherever pytest started
+            argv = paused_cli.command(stop_at_epoch, 0, *args)
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         process = subprocess.Popen(
-            [sys.executable, "-m", "netdsl.cli", *args],
+            argv,
             stdout=log.open("w"),
             stderr=subprocess.STDOUT,
             env=env,
@@ -385,6 +392,9 @@ def test_two_processes_train_as_one_device(
 
 
 def _two_by_hand(jobs, tmp_path: Path, data: Path, runs: Path, epochs: int, port: int) -> list[subprocess.Popen]:
+    """A job of two processes started one by one; process 1 stops itself (SIGSTOP) as epoch 3 begins, and
+    process 0 cannot finish that epoch's first step without it: history.csv then holds epochs 1 and 2, on any
+    machine. (Watching history.csv and signalling when epoch 2 appeared lost the race on a loaded one.)"""
     flags = [
         "train",
         SPEC,
@@ -405,18 +415,9 @@ def _two_by_hand(jobs, tmp_path: Path, data: Path, runs: Path, epochs: int, port
         "--num-processes",
         "2",
     ]
-    return [jobs(*flags, "--process-id", str(i), log=tmp_path / f"p{i}.log") for i in (0, 1)]
-
-
-def _wait_for_epoch(first: subprocess.Popen, runs: Path, epoch: int) -> None:
-    """Until `epoch - 1` epochs are in history.csv: `epoch` is running."""
-    deadline = time.monotonic() + LIMIT_S
-    while time.monotonic() < deadline and first.poll() is None:
-        found = list(runs.glob("*/history.csv")) if runs.is_dir() else []
-        if found and len(found[0].read_text().splitlines()) >= epoch:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"epoch {epoch} never started: {first.poll()}")
+    return [
+        jobs(*flags, "--process-id", str(i), log=tmp_path / f"p{i}.log", stop_at_epoch=3 if i else None) for i in (0, 1)
+    ]
 
 
 @pytest.mark.processes
@@ -459,7 +460,7 @@ def test_each_process_reads_its_own_file(jobs, tmp_path: Path, small_data: Path)
 def test_a_killed_process_ends_the_job_and_the_run_resumes(jobs, tmp_path: Path, port: int) -> None:
     data, runs = _data(tmp_path / "big.npz", 1024, seed=1), tmp_path / "runs"
     first, second = _two_by_hand(jobs, tmp_path, data, runs, epochs=6, port=port)
-    _wait_for_epoch(first, runs, 3)
+    paused_cli.wait_until_stopped(second.pid, LIMIT_S)
     os.killpg(second.pid, signal.SIGKILL)
     killed = time.monotonic()
     code = first.wait(timeout=LIMIT_S)
@@ -485,9 +486,7 @@ def test_a_killed_process_ends_the_job_and_the_run_resumes(jobs, tmp_path: Path,
 def test_a_hanging_process_ends_the_job_and_is_named(jobs, tmp_path: Path, port: int) -> None:
     data, runs = _data(tmp_path / "big.npz", 1024, seed=1), tmp_path / "runs"
     first, second = _two_by_hand(jobs, tmp_path, data, runs, epochs=6, port=port)
-    _wait_for_epoch(first, runs, 3)
-    time.sleep(0.5)  # into the epoch's steps
-    os.kill(second.pid, signal.SIGSTOP)  # frozen: alive to the kernel, silent to everyone else
+    paused_cli.wait_until_stopped(second.pid, LIMIT_S)  # frozen: alive to the kernel, silent to everyone else
     stopped = time.monotonic()
     code = first.wait(timeout=LIMIT_S)
     assert code != 0

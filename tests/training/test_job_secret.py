@@ -97,7 +97,7 @@ time.sleep(20)
 
 
 @pytest.mark.slow
-@pytest.mark.processes  # two processes with bounded waits: `make test` runs it alone, after the parallel part
+@pytest.mark.processes  # two processes with bounded waits
 def test_the_reviews_intruder_cannot_take_a_processs_place(tmp_path):
     pytest.importorskip("jax")
     rng = np.random.default_rng(0)

@@ -29,7 +29,7 @@ from netdsl.training.scale.launch import reserved_port
 from tests.tuning.test_sweep import SPEC, write_data
 
 optuna = pytest.importorskip("optuna", reason="netdsl[sweep] (Optuna) is not installed")
-pytestmark = [pytest.mark.slow, pytest.mark.processes]  # several processes: run alone, after the rest
+pytestmark = [pytest.mark.slow, pytest.mark.processes]  # several processes
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "dsl"), "TF_CPP_MIN_LOG_LEVEL": "3"}

@@ -1,0 +1,236 @@
+"""What one step holds in memory besides its output: the rules per layer kind behind the memory estimates.
+
+A compiler keeps, for a training step's backward pass, only what each
+gradient reads, and makes short-lived buffers inside a step that its output
+does not show. `footprint(node, args, inputs, outputs)` says, for one sample,
+in elements of an activation (docs/cost.md, "Memory", says them to users;
+`tests/cost/test_against_xla.py` holds them to XLA's `memory_analysis()`):
+
+- `workspace`: what the step's forward pass makes and drops inside itself,
+  beside its inputs and output (attention: its projections, the score matrix
+  and the softmax of it; netdsl's residual block: its inner convolutions);
+- `reads_inputs` / `reads_output`: whether the step's backward pass reads its
+  inputs (a weighted layer, for its weights' gradient; relu, GELU, a norm, a
+  max pool, a product) or its output (sigmoid, tanh, softmax: their
+  derivatives are written in their output, as JAX defines them); a sum, a
+  concatenation, a reshape, an average pool, dropout's scaling read neither;
+- `kept_inside`: the step's own intermediates its backward keeps (a fused
+  activation's input, the pre-activation sum; attention's projections,
+  probabilities and weighted values);
+- `backward_extra`: what its backward makes beside the gradients of its
+  output and inputs (a convolution's weight gradient reads its input and
+  output gradient transposed, one copy of each);
+- `kept_index_bytes`, `backward_index_bytes`: int32 indices, kept from the
+  forward pass and made in the backward (a max pool's gradient, which XLA
+  expands to a windowed argmax over an index per axis of each input element,
+  and a scatter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from netdsl.cost.layers import elements
+from netdsl.registry.layers.anatomy import Args, Shape, size
+
+__all__ = ["Footprint", "footprint", "OUTPUT_DERIVED", "expression_footprint"]
+
+# activations whose derivative JAX writes in their output (sigmoid' = s (1 - s), tanh' = 1 - t², softmax's);
+# every other activation's derivative reads its input (relu's `x > 0`, GELU's, swish's, a declared one's)
+OUTPUT_DERIVED = frozenset({"sigmoid", "tanh", "softmax", "log_softmax", "exponential", "exp"})
+_INDEX_BYTES = 4  # an int32 index
+
+_CONVOLUTIONS = frozenset(
+    {
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv1d_transpose",
+        "conv2d_transpose",
+        "conv3d_transpose",
+        "depthwise_conv1d",
+        "depthwise_conv2d",
+        "separable_conv1d",
+        "separable_conv2d",
+    }
+)
+# layers whose backward pass reads neither their inputs nor their output: sums, moves, constant scalings
+_READ_NOTHING = frozenset(
+    {
+        "add",
+        "subtract",
+        "average",
+        "concatenate",
+        "flatten",
+        "reshape",
+        "permute",
+        "repeat_vector",
+        "identity",
+        "masking",
+        "activity_regularization",
+        "rescaling",
+        "dropout",
+        "spatial_dropout1d",
+        "spatial_dropout2d",
+        "spatial_dropout3d",
+        "alpha_dropout",
+        "gaussian_dropout",
+        "gaussian_noise",
+        "zero_padding1d",
+        "zero_padding2d",
+        "zero_padding3d",
+        "cropping1d",
+        "cropping2d",
+        "cropping3d",
+        "up_sampling1d",
+        "up_sampling2d",
+        "up_sampling3d",
+        "average_pooling1d",
+        "average_pooling2d",
+        "average_pooling3d",
+        "global_average_pooling1d",
+        "global_average_pooling2d",
+        "global_average_pooling3d",
+    }
+)
+_MAX_POOLS = frozenset({"max_pooling1d", "max_pooling2d", "max_pooling3d"})
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """One step's memory beside its output, for one sample, in activation elements (see the module's doc)."""
+
+    workspace: int = 0
+    reads_inputs: bool = False
+    reads_output: bool = False
+    kept_inside: int = 0
+    backward_extra: int = 0
+    kept_index_bytes: int = 0  # int32 indices, 4 bytes each under every precision
+    backward_index_bytes: int = 0
+    fused: bool = False  # elementwise or moving data: its gradient fuses into its neighbours', no buffers of its own
+
+
+_NOTHING = Footprint(fused=True)
+_READS_INPUTS = Footprint(reads_inputs=True)
+_ELEMENTWISE = frozenset({"multiply", "maximum", "minimum", "scale", "layer_scale", "scaled_sigmoid", "prelu"})
+
+
+def footprint(op: str, kind: str, args: Args | None, ins: list[Shape], outs: list[Shape]) -> Footprint:
+    """The footprint of a step (`op`, `kind` as the graph has them; `args`: a layer's), every size known."""
+    if op == "input":
+        return _NOTHING
+    if op == "activation":
+        return _activation_footprint(kind)
+    if op == "declared_activation":
+        return Footprint(reads_inputs=True, fused=True)
+    if op in ("declared_layer", "tensor_op"):
+        return _READS_INPUTS  # declared layers and tensor expressions: `expression_footprint` adds their insides
+    if op != "layer" or args is None:
+        return _READS_INPUTS
+    if kind in _READ_NOTHING:
+        return _NOTHING
+    if kind in _MAX_POOLS:
+        return _max_pool_footprint(ins[0], outs[0])
+    if kind in ("multi_head_attention", "attention"):
+        return _attention_footprint(kind, args, ins)
+    if kind == "residual":
+        return _residual_footprint(args, ins, outs)
+    if kind in ("activation", "softmax", "relu", "leaky_relu", "elu"):
+        name = args["activation"] if kind == "activation" else kind
+        return _activation_footprint(name if isinstance(name, str) else "")
+    if kind in _ELEMENTWISE:
+        return Footprint(reads_inputs=True, fused=True)
+    extra = elements(ins[0]) + elements(outs[0]) if kind in _CONVOLUTIONS else 0
+    kept, reads_output = _fused_activation(args, outs[0])
+    if kind in ("simple_rnn", "gru", "lstm"):
+        kept += _recurrent_kept(kind, args, ins)
+    return Footprint(reads_inputs=True, reads_output=reads_output, kept_inside=kept, backward_extra=extra)
+
+
+def _max_pool_footprint(shape: Shape, out: Shape) -> Footprint:
+    """A max pool's gradient, as XLA expands it (select-and-scatter): one int32 iota per axis of the input
+    (batch included), made early, as a constant is, and kept until the pool's backward; there a windowed
+    argmax gives each output its input's index per axis, concatenated into one array, and the gradient is
+    scattered to them."""
+    axes = len(shape) + 1
+    return Footprint(
+        reads_inputs=True,
+        kept_index_bytes=_INDEX_BYTES * axes * elements(shape),
+        backward_index_bytes=_INDEX_BYTES * axes * 2 * elements(out),
+    )
+
+
+def _activation_footprint(name: str) -> Footprint:
+    if name in ("linear", "identity", "linear_fn"):
+        return _NOTHING
+    if name in OUTPUT_DERIVED:
+        return Footprint(reads_output=True, fused=name not in ("softmax", "log_softmax"))  # softmax: a row's sum
+    return Footprint(reads_inputs=True, fused=True)
+
+
+def _fused_activation(args: Args, out: Shape) -> tuple[int, bool]:
+    """A weighted layer's `activation=`: its derivative reads the pre-activation sum (kept inside the step)
+    or, for sigmoid, tanh and softmax, the layer's output."""
+    name = args["activation"]  # None for a layer without one
+    if name is None:
+        return 0, False
+    if not isinstance(name, str):  # a declared activation: its derivative reads its input
+        return elements(out), False
+    found = _activation_footprint(name)
+    return (elements(out) if found.reads_inputs else 0), found.reads_output
+
+
+def _attention_footprint(kind: str, args: Args, ins: list[Shape]) -> Footprint:
+    """Scaled dot-product attention: the query, key and value projections, the scores and their softmax
+    (heads x queries x keys), the weighted values. Its backward keeps the projections, the softmax (its
+    derivative is written in it) and the weighted values; it makes the scores' gradient and the softmax's."""
+    query = ins[0]
+    if kind == "attention":  # netdsl's: query, key, value; d_model wide in all
+        key = ins[1] if len(ins) > 1 else query
+        heads, key_width = size(args["heads"]), size(args["d_model"])
+        value_width = key_width
+    else:  # Keras': query, value, key
+        key = ins[2] if len(ins) > 2 else (ins[1] if len(ins) > 1 else query)
+        heads, key_dim = size(args["num_heads"]), size(args["key_dim"])
+        key_width = heads * key_dim
+        value_width = heads * (size(args["value_dim"]) if args["value_dim"] is not None else key_dim)
+    n_q, n_k = elements(query[:-1]), elements(key[:-1])
+    projections = n_q * key_width + n_k * key_width + n_k * value_width
+    scores = heads * n_q * n_k
+    weighted = n_q * value_width
+    return Footprint(
+        workspace=projections + 2 * scores + weighted,
+        reads_inputs=True,
+        kept_inside=projections + scores + weighted,
+        backward_extra=2 * scores,
+    )
+
+
+def _residual_footprint(args: Args, ins: list[Shape], outs: list[Shape]) -> Footprint:
+    """netdsl's residual block, conv-BN-ReLU-conv-BN (+ a 1x1 conv-BN shortcut) + add, ReLU: inside it,
+    each convolution's output (the batch norm reads it) and the first ReLU's (the second convolution reads
+    it); the batch norms and ReLUs fuse into their neighbours, as elementwise work does."""
+    out = elements(outs[0])
+    projected = size(ins[0][-1]) != size(args["filters"]) or args["stride"] != 1
+    convolutions = 3 if projected else 2
+    return Footprint(
+        workspace=convolutions * out,
+        reads_inputs=True,
+        kept_inside=(convolutions + 1) * out,
+        backward_extra=2 * (elements(ins[0]) + out),  # its convolutions' transposed copies
+    )
+
+
+_GATES = {"simple_rnn": 1, "gru": 3, "lstm": 4}
+
+
+def _recurrent_kept(kind: str, args: Args, ins: list[Shape]) -> int:
+    """A recurrent layer keeps every step's gate activations and state for backpropagation through time."""
+    steps, units = size(ins[0][0]), size(args["units"])
+    return steps * units * (_GATES[kind] + 1)
+
+
+def expression_footprint(peak: int, intermediates: int) -> Footprint:
+    """A declared layer's or a tensor expression's: its tree's intermediate results (`intermediates`
+    elements, all kept for the backward pass: a product reads both operands, a function its operand)
+    and the most of them alive at once evaluating it (`peak`)."""
+    return Footprint(workspace=peak, reads_inputs=True, kept_inside=intermediates)

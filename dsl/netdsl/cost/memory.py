@@ -18,8 +18,7 @@ in elements of an activation (docs/cost.md, "Memory", says them to users;
   activation's input, the pre-activation sum; attention's projections,
   probabilities and weighted values);
 - `backward_extra`: what its backward makes beside the gradients of its
-  output and inputs (a convolution's weight gradient reads its input and
-  output gradient transposed, one copy of each);
+  output and inputs (attention: the gradients of its scores and softmax);
 - `kept_index_bytes`, `backward_index_bytes`: int32 indices, kept from the
   forward pass and made in the backward (a max pool's gradient, which XLA
   expands to a windowed argmax over an index per axis of each input element,
@@ -29,6 +28,8 @@ in elements of an activation (docs/cost.md, "Memory", says them to users;
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
 from netdsl.cost.layers import elements
 from netdsl.registry.layers.anatomy import Args, Shape, size
 
@@ -38,6 +39,7 @@ __all__ = ["Footprint", "footprint", "OUTPUT_DERIVED", "expression_footprint"]
 # every other activation's derivative reads its input (relu's `x > 0`, GELU's, swish's, a declared one's)
 OUTPUT_DERIVED = frozenset({"sigmoid", "tanh", "softmax", "log_softmax", "exponential", "exp"})
 _INDEX_BYTES = 4  # an int32 index
+_RANDOM_BITS = 4  # dropout's random draw, a uint32 per element
 
 _CONVOLUTIONS = frozenset(
     {
@@ -68,13 +70,10 @@ _READ_NOTHING = frozenset(
         "masking",
         "activity_regularization",
         "rescaling",
-        "dropout",
-        "spatial_dropout1d",
+        "spatial_dropout1d",  # its mask is one value per sample and channel: small
         "spatial_dropout2d",
         "spatial_dropout3d",
-        "alpha_dropout",
-        "gaussian_dropout",
-        "gaussian_noise",
+        "gaussian_noise",  # an added noise: the gradient passes unchanged
         "zero_padding1d",
         "zero_padding2d",
         "zero_padding3d",
@@ -92,6 +91,7 @@ _READ_NOTHING = frozenset(
         "global_average_pooling3d",
     }
 )
+_DROPOUTS = frozenset({"dropout", "alpha_dropout", "gaussian_dropout"})  # a random factor per element
 _MAX_POOLS = frozenset({"max_pooling1d", "max_pooling2d", "max_pooling3d"})
 
 
@@ -128,6 +128,8 @@ def footprint(op: str, kind: str, args: Args | None, ins: list[Shape], outs: lis
         return _READS_INPUTS
     if kind in _READ_NOTHING:
         return _NOTHING
+    if kind in _DROPOUTS:
+        return _dropout_footprint(args["rate"], outs[0])
     if kind in _MAX_POOLS:
         return _max_pool_footprint(ins[0], outs[0])
     if kind in ("multi_head_attention", "attention"):
@@ -139,11 +141,18 @@ def footprint(op: str, kind: str, args: Args | None, ins: list[Shape], outs: lis
         return _activation_footprint(name if isinstance(name, str) else "")
     if kind in _ELEMENTWISE:
         return Footprint(reads_inputs=True, fused=True)
-    extra = elements(ins[0]) + elements(outs[0]) if kind in _CONVOLUTIONS else 0
     kept, reads_output = _fused_activation(args, outs[0])
     if kind in ("simple_rnn", "gru", "lstm"):
         kept += _recurrent_kept(kind, args, ins)
-    return Footprint(reads_inputs=True, reads_output=reads_output, kept_inside=kept, backward_extra=extra)
+    return Footprint(reads_inputs=True, reads_output=reads_output, kept_inside=kept)
+
+
+def _dropout_footprint(rate: Any, out: Shape) -> Footprint:
+    """Dropout in a training step: its backward multiplies the gradient by the same random mask, which XLA
+    keeps as the random bits it drew, one uint32 per element (none at a rate of 0)."""
+    if not rate:
+        return _NOTHING
+    return Footprint(kept_index_bytes=_RANDOM_BITS * elements(out), fused=True)
 
 
 def _max_pool_footprint(shape: Shape, out: Shape) -> Footprint:
@@ -180,9 +189,10 @@ def _fused_activation(args: Args, out: Shape) -> tuple[int, bool]:
 
 
 def _attention_footprint(kind: str, args: Args, ins: list[Shape]) -> Footprint:
-    """Scaled dot-product attention: the query, key and value projections, the scores and their softmax
-    (heads x queries x keys), the weighted values. Its backward keeps the projections, the softmax (its
-    derivative is written in it) and the weighted values; it makes the scores' gradient and the softmax's."""
+    """Scaled dot-product attention: the query, key and value projections, the scores (heads x queries x
+    keys; their softmax fused in place), the weighted values. Its backward keeps the projections, the
+    softmax (its derivative is written in it) and the weighted values, and with `dropout` the dropped
+    probabilities and their random bits; it makes the scores' gradient and the softmax's."""
     query = ins[0]
     if kind == "attention":  # netdsl's: query, key, value; d_model wide in all
         key = ins[1] if len(ins) > 1 else query
@@ -197,10 +207,12 @@ def _attention_footprint(kind: str, args: Args, ins: list[Shape]) -> Footprint:
     projections = n_q * key_width + n_k * key_width + n_k * value_width
     scores = heads * n_q * n_k
     weighted = n_q * value_width
+    dropped = scores if args["dropout"] else 0  # the probabilities after dropout: the values' gradient reads them
     return Footprint(
-        workspace=projections + 2 * scores + weighted,
+        workspace=projections + scores + weighted,  # the softmax is computed in the scores' buffer
         reads_inputs=True,
-        kept_inside=projections + scores + weighted,
+        kept_inside=projections + scores + dropped + weighted,
+        kept_index_bytes=_RANDOM_BITS * dropped,
         backward_extra=2 * scores,
     )
 

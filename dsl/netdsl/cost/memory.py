@@ -13,7 +13,11 @@ in elements of an activation (docs/cost.md, "Memory", says them to users;
   inputs (a weighted layer, for its weights' gradient; relu, GELU, a norm, a
   max pool, a product) or its output (sigmoid, tanh, softmax: their
   derivatives are written in their output, as JAX defines them); a sum, a
-  concatenation, a reshape, an average pool, dropout's scaling read neither;
+  concatenation, a reshape, an average pool read neither. An elementwise
+  step's backward fuses with its neighbours': it makes no gradient buffers
+  (`fused`), and what it reads of an elementwise producer (a ReLU reading a
+  batch norm's output, or a sum's) XLA recomputes from that producer's
+  inputs (`elementwise`);
 - `kept_inside`: the step's own intermediates its backward keeps (a fused
   activation's input, the pre-activation sum; attention's projections,
   probabilities and weighted values);
@@ -56,11 +60,9 @@ _CONVOLUTIONS = frozenset(
     }
 )
 # layers whose backward pass reads neither their inputs nor their output: sums, moves, constant scalings
+_SUMS = frozenset({"add", "subtract", "average"})
 _READ_NOTHING = frozenset(
     {
-        "add",
-        "subtract",
-        "average",
         "concatenate",
         "flatten",
         "reshape",
@@ -69,7 +71,6 @@ _READ_NOTHING = frozenset(
         "identity",
         "masking",
         "activity_regularization",
-        "rescaling",
         "spatial_dropout1d",  # its mask is one value per sample and channel: small
         "spatial_dropout2d",
         "spatial_dropout3d",
@@ -107,9 +108,11 @@ class Footprint:
     kept_index_bytes: int = 0  # int32 indices, 4 bytes each under every precision
     backward_index_bytes: int = 0
     fused: bool = False  # elementwise or moving data: its gradient fuses into its neighbours', no buffers of its own
+    elementwise: bool = False  # its output is one function of its inputs per element (given small statistics)
 
 
 _NOTHING = Footprint(fused=True)
+_NORMS = frozenset({"batch_normalization", "layer_normalization", "group_normalization", "rms_normalization"})
 _READS_INPUTS = Footprint(reads_inputs=True)
 _ELEMENTWISE = frozenset({"multiply", "maximum", "minimum", "scale", "layer_scale", "scaled_sigmoid", "prelu"})
 
@@ -121,11 +124,13 @@ def footprint(op: str, kind: str, args: Args | None, ins: list[Shape], outs: lis
     if op == "activation":
         return _activation_footprint(kind)
     if op == "declared_activation":
-        return Footprint(reads_inputs=True, fused=True)
+        return Footprint(reads_inputs=True, fused=True, elementwise=True)
     if op in ("declared_layer", "tensor_op"):
         return _READS_INPUTS  # declared layers and tensor expressions: `expression_footprint` adds their insides
     if op != "layer" or args is None:
         return _READS_INPUTS
+    if kind in _SUMS:
+        return Footprint(fused=True, elementwise=True)
     if kind in _READ_NOTHING:
         return _NOTHING
     if kind in _DROPOUTS:
@@ -140,7 +145,11 @@ def footprint(op: str, kind: str, args: Args | None, ins: list[Shape], outs: lis
         name = args["activation"] if kind == "activation" else kind
         return _activation_footprint(name if isinstance(name, str) else "")
     if kind in _ELEMENTWISE:
-        return Footprint(reads_inputs=True, fused=True)
+        return Footprint(reads_inputs=True, fused=True, elementwise=True)
+    if kind in _NORMS:  # the statistics' reductions make buffers; then scale and shift each element
+        return Footprint(reads_inputs=True, elementwise=True)
+    if kind == "rescaling":
+        return Footprint(fused=True, elementwise=True)
     kept, reads_output = _fused_activation(args, outs[0])
     if kind in ("simple_rnn", "gru", "lstm"):
         kept += _recurrent_kept(kind, args, ins)
@@ -171,9 +180,10 @@ def _max_pool_footprint(shape: Shape, out: Shape) -> Footprint:
 def _activation_footprint(name: str) -> Footprint:
     if name in ("linear", "identity", "linear_fn"):
         return _NOTHING
-    if name in OUTPUT_DERIVED:
-        return Footprint(reads_output=True, fused=name not in ("softmax", "log_softmax"))  # softmax: a row's sum
-    return Footprint(reads_inputs=True, fused=True)
+    if name in OUTPUT_DERIVED:  # softmax: a row's sum, so neither fused nor elementwise
+        pointwise = name not in ("softmax", "log_softmax")
+        return Footprint(reads_output=True, fused=pointwise, elementwise=pointwise)
+    return Footprint(reads_inputs=True, fused=True, elementwise=True)
 
 
 def _fused_activation(args: Args, out: Shape) -> tuple[int, bool]:

@@ -231,7 +231,9 @@ def _walk(graph: Graph, width: int, inputs_need_gradient: bool = False, nested: 
                 live -= steps[read].output_bytes
         if part.backward_runs and part.reads_inputs:
             for ref in node.inputs:
-                read_back[holder[ref.node]] = True
+                read = _recomputed_from(graph, holder, parts, holder[ref.node]) if part.fused else {holder[ref.node]}
+                for index_read in read:
+                    read_back[index_read] = True
         read_back[holder[index]] = read_back[holder[index]] or (part.backward_runs and part.reads_output)
     kept = [(step.output_bytes if read else 0) + part.kept_inside for step, part, read in zip(steps, parts, read_back)]
     steps = [replace(step, kept_bytes=k) for step, k in zip(steps, kept)]
@@ -244,6 +246,18 @@ def _walk(graph: Graph, width: int, inputs_need_gradient: bool = False, nested: 
     return _Walked(steps, peak, backward_peak, reads_inputs)
 
 
+def _recomputed_from(graph: Graph, holder: list[int], parts: list[_Part], index: int) -> set[int]:
+    """The steps whose outputs a fused backward reading step `index`'s output keeps: through elementwise
+    steps (a ReLU reading a batch norm's output, or a sum's), XLA fuses the recomputation of their output
+    from their inputs into the backward, so the first outputs up the graph that no elementwise step made."""
+    if not parts[index].elementwise or graph.nodes[index].op == "input" or not graph.nodes[index].inputs:
+        return {index}
+    found: set[int] = set()
+    for ref in graph.nodes[index].inputs:
+        found |= _recomputed_from(graph, holder, parts, holder[ref.node])
+    return found
+
+
 @dataclass(frozen=True)
 class _Part:
     """What a step holds beside its output, one sample, in bytes (`memory.Footprint`, sized)."""
@@ -254,6 +268,8 @@ class _Part:
     reads_output: bool = False
     kept_inside: int = 0
     inner_backward: int | None = None  # a nested model's own backward peak (its `_Walked.backward_peak`)
+    fused: bool = False  # `memory.Footprint`'s
+    elementwise: bool = False
 
 
 def _holders(graph: Graph) -> list[int]:
@@ -331,6 +347,8 @@ def _step(
         reads_inputs=found.reads_inputs,
         reads_output=found.reads_output,
         kept_inside=found.kept_inside * width + found.kept_index_bytes if runs else 0,
+        fused=found.fused,
+        elementwise=found.elementwise,
     )
     return step, part
 

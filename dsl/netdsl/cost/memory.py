@@ -22,7 +22,7 @@ in elements of an activation (docs/cost.md, "Memory", says them to users;
   activation's input, the pre-activation sum; attention's projections,
   probabilities and weighted values);
 - `backward_extra`: what its backward makes beside the gradients of its
-  output and inputs (attention: the gradients of its scores and softmax);
+  output and inputs (attention: the gradient of its scores);
 - `kept_index_bytes`, `backward_index_bytes`: int32 indices, kept from the
   forward pass and made in the backward (a max pool's gradient, which XLA
   expands to a windowed argmax over an index per axis of each input element,
@@ -202,7 +202,8 @@ def _attention_footprint(kind: str, args: Args, ins: list[Shape]) -> Footprint:
     """Scaled dot-product attention: the query, key and value projections, the scores (heads x queries x
     keys; their softmax fused in place), the weighted values. Its backward keeps the projections, the
     softmax (its derivative is written in it) and the weighted values, and with `dropout` the dropped
-    probabilities and their random bits; it makes the scores' gradient and the softmax's."""
+    probabilities and their random bits; it makes the scores' gradient (the softmax's in its buffer). netdsl's
+    attention has no output projection: its weighted values are its output."""
     query = ins[0]
     if kind == "attention":  # netdsl's: query, key, value; d_model wide in all
         key = ins[1] if len(ins) > 1 else query
@@ -216,14 +217,14 @@ def _attention_footprint(kind: str, args: Args, ins: list[Shape]) -> Footprint:
     n_q, n_k = elements(query[:-1]), elements(key[:-1])
     projections = n_q * key_width + n_k * key_width + n_k * value_width
     scores = heads * n_q * n_k
-    weighted = n_q * value_width
+    weighted = n_q * value_width if kind == "multi_head_attention" else 0  # netdsl's: they are its output
     dropped = scores if args["dropout"] else 0  # the probabilities after dropout: the values' gradient reads them
     return Footprint(
         workspace=projections + scores + weighted,  # the softmax is computed in the scores' buffer
         reads_inputs=True,
         kept_inside=projections + scores + dropped + weighted,
         kept_index_bytes=_RANDOM_BITS * dropped,
-        backward_extra=2 * scores,
+        backward_extra=scores,
     )
 
 

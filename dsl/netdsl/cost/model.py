@@ -325,7 +325,8 @@ def _step(
         unknown = "its parameter count is not known"
     runs = (node.params or 0) > 0 or needs_input_gradient
     found = _footprint(node, ins, outs) if sized and unknown is None else Footprint(reads_inputs=True)
-    own_buffers = 0 if found.fused else out_bytes + in_bytes  # its output's gradient and its inputs'
+    # its output's gradient and, when a weight before it needs them, its inputs'
+    own_buffers = 0 if found.fused else out_bytes + (in_bytes if needs_input_gradient else 0)
     backward = (own_buffers + found.backward_extra * width + found.backward_index_bytes) if runs else 0
     step = StepCost(
         node.name,

@@ -45,21 +45,6 @@ OUTPUT_DERIVED = frozenset({"sigmoid", "tanh", "softmax", "log_softmax", "expone
 _INDEX_BYTES = 4  # an int32 index
 _RANDOM_BITS = 4  # dropout's random draw, a uint32 per element
 
-_CONVOLUTIONS = frozenset(
-    {
-        "conv1d",
-        "conv2d",
-        "conv3d",
-        "conv1d_transpose",
-        "conv2d_transpose",
-        "conv3d_transpose",
-        "depthwise_conv1d",
-        "depthwise_conv2d",
-        "separable_conv1d",
-        "separable_conv2d",
-    }
-)
-# layers whose backward pass reads neither their inputs nor their output: sums, moves, constant scalings
 _SUMS = frozenset({"add", "subtract", "average"})
 _READ_NOTHING = frozenset(
     {

@@ -229,21 +229,38 @@ def _walk(graph: Graph, width: int, inputs_need_gradient: bool = False, nested: 
         for read in {holder[ref.node] for ref in node.inputs} | {index}:
             if last_read[read] == index:
                 live -= steps[read].output_bytes
-        if part.backward_runs and part.reads_inputs:
-            for ref in node.inputs:
-                read = _recomputed_from(graph, holder, parts, holder[ref.node]) if part.fused else {holder[ref.node]}
-                for index_read in read:
-                    read_back[index_read] = True
-        read_back[holder[index]] = read_back[holder[index]] or (part.backward_runs and part.reads_output)
+        for kept_output in _read_by_backward(graph, holder, parts, index):
+            read_back[kept_output] = True
     kept = [(step.output_bytes if read else 0) + part.kept_inside for step, part, read in zip(steps, parts, read_back)]
     steps = [replace(step, kept_bytes=k) for step, k in zip(steps, kept)]
-    backward_peak = before = 0
-    for step, part, read in zip(steps, parts, read_back):
-        own = step.kept_bytes + step.transient_bytes if part.inner_backward is None else part.inner_backward
-        backward_peak = max(backward_peak, before + own + (step.output_bytes if read and part.inner_backward else 0))
-        before += step.kept_bytes
     reads_inputs = any(read for node, read in zip(graph.nodes, read_back) if node.op == "input")
-    return _Walked(steps, peak, backward_peak, reads_inputs)
+    return _Walked(steps, peak, _backward_peak(steps, parts, read_back), reads_inputs)
+
+
+def _read_by_backward(graph: Graph, holder: list[int], parts: list[_Part], index: int) -> set[int]:
+    """The steps whose outputs step `index`'s backward pass reads: its inputs', its own, or none."""
+    part = parts[index]
+    if not part.backward_runs:
+        return set()
+    read = {holder[index]} if part.reads_output else set()
+    for ref in graph.nodes[index].inputs if part.reads_inputs else []:
+        read |= _recomputed_from(graph, holder, parts, holder[ref.node]) if part.fused else {holder[ref.node]}
+    return read
+
+
+def _backward_peak(steps: list[StepCost], parts: list[_Part], read_back: list[bool]) -> int:
+    """The most bytes a training step holds at once in its backward pass, walking it from the last step to
+    the first: at each step, what it and the steps before it keep, and its own backward's buffers (a nested
+    model's own backward peak, beside its output when that is kept)."""
+    peak = before = 0
+    for step, part, read in zip(steps, parts, read_back):
+        if part.inner_backward is None:
+            own = step.kept_bytes + step.transient_bytes
+        else:
+            own = part.inner_backward + (step.output_bytes if read else 0)
+        peak = max(peak, before + own)
+        before += step.kept_bytes
+    return peak
 
 
 def _recomputed_from(graph: Graph, holder: list[int], parts: list[_Part], index: int) -> set[int]:

@@ -2,8 +2,8 @@
 
 A compiler keeps, for a training step's backward pass, only what each
 gradient reads, and makes short-lived buffers inside a step that its output
-does not show. `footprint(node, args, inputs, outputs)` says, for one sample,
-in elements of an activation (docs/cost.md, "Memory", says them to users;
+does not show. `footprint(op, kind, args, inputs, outputs)` says, for one
+sample, in elements of an activation (docs/cost.md, "Memory", says them to users;
 `tests/cost/test_against_xla.py` holds them to XLA's `memory_analysis()`):
 
 - `workspace`: what the step's forward pass makes and drops inside itself,
@@ -23,10 +23,11 @@ in elements of an activation (docs/cost.md, "Memory", says them to users;
   probabilities and weighted values);
 - `backward_extra`: what its backward makes beside the gradients of its
   output and inputs (attention: the gradient of its scores);
-- `kept_index_bytes`, `backward_index_bytes`: int32 indices, kept from the
-  forward pass and made in the backward (a max pool's gradient, which XLA
-  expands to a windowed argmax over an index per axis of each input element,
-  and a scatter).
+- `kept_raw_bytes`, `backward_raw_bytes`: bytes of the same size under every
+  precision, kept from the forward pass and made in the backward: int32
+  indices (a max pool's gradient, which XLA expands to a windowed argmax over
+  an index per axis of each input element, and a scatter) and dropout's uint32
+  random bits.
 """
 
 from __future__ import annotations
@@ -90,8 +91,8 @@ class Footprint:
     reads_output: bool = False
     kept_inside: int = 0
     backward_extra: int = 0
-    kept_index_bytes: int = 0  # int32 indices, 4 bytes each under every precision
-    backward_index_bytes: int = 0
+    kept_raw_bytes: int = 0  # int32 indices, uint32 random bits: 4 bytes each under every precision
+    backward_raw_bytes: int = 0
     fused: bool = False  # elementwise or moving data: its gradient fuses into its neighbours', no buffers of its own
     elementwise: bool = False  # its output is one function of its inputs per element (given small statistics)
 
@@ -146,7 +147,7 @@ def _dropout_footprint(rate: Any, out: Shape) -> Footprint:
     keeps as the random bits it drew, one uint32 per element (none at a rate of 0)."""
     if not rate:
         return _NOTHING
-    return Footprint(kept_index_bytes=_RANDOM_BITS * elements(out), fused=True)
+    return Footprint(kept_raw_bytes=_RANDOM_BITS * elements(out), fused=True)
 
 
 def _max_pool_footprint(shape: Shape, out: Shape) -> Footprint:
@@ -157,8 +158,8 @@ def _max_pool_footprint(shape: Shape, out: Shape) -> Footprint:
     axes = len(shape) + 1
     return Footprint(
         reads_inputs=True,
-        kept_index_bytes=_INDEX_BYTES * axes * elements(shape),
-        backward_index_bytes=_INDEX_BYTES * axes * 2 * elements(out),
+        kept_raw_bytes=_INDEX_BYTES * axes * elements(shape),
+        backward_raw_bytes=_INDEX_BYTES * axes * 2 * elements(out),
     )
 
 
@@ -208,7 +209,7 @@ def _attention_footprint(kind: str, args: Args, ins: list[Shape]) -> Footprint:
         workspace=projections + scores + weighted,  # the softmax is computed in the scores' buffer
         reads_inputs=True,
         kept_inside=projections + scores + dropped + weighted,
-        kept_index_bytes=_RANDOM_BITS * dropped,
+        kept_raw_bytes=_RANDOM_BITS * dropped,
         backward_extra=scores,
     )
 

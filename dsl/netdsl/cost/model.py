@@ -12,11 +12,13 @@ Memory, in bytes (docs/cost.md has the conventions):
   them so); activations are 4 bytes per element under float32, 2 under the
   mixed policies (an input keeps its own dtype);
 - inference peak: the weights plus the most activation bytes alive at once
-  walking the steps in order (a tensor lives from its step to its last reader);
+  walking the steps in order (a tensor lives from its step to its last reader,
+  the model's inputs through the call; a step's inner workspace while it runs);
 - training peak: weights + their gradients + the optimizer's slots (the spec's
-  optimizer; rmsprop, netdsl's default, when it names none) + every activation
-  kept for the backward pass (every step's output) + the largest transient
-  (one step's output gradient and input gradients at once).
+  optimizer; rmsprop, netdsl's default, when it names none) + the most bytes
+  alive at once in the backward pass: at each step, what it and the steps
+  before it keep for their gradients and its own gradient buffers.
+  `cost/memory.py` has each layer kind's rules, modelled on what XLA keeps.
 """
 
 from __future__ import annotations
@@ -93,8 +95,8 @@ class StepCost:
     params: int  # 0 for a use of a shared layer after its first
     param_bytes: int
     output_bytes: int  # its outputs, one sample
-    kept_bytes: int  # bytes the backward pass keeps of it, one sample
-    transient_bytes: int  # its output's and inputs' gradients at once, one sample
+    kept_bytes: int  # bytes the backward pass keeps of it (its output when a gradient reads it, its insides)
+    transient_bytes: int  # the buffers its backward makes (its output's and inputs' gradients), one sample
     unknown: str | None = None  # why the step could not be costed (then macs and flops are 0)
     backward_flops: int = 0  # its backward pass, one sample (see `_backward`)
     padding_macs: int = 0  # of `macs`, those on a convolution's padding zeros (XLA leaves them out)
@@ -344,7 +346,7 @@ def _step(
     found = _footprint(node, ins, outs) if sized and unknown is None else Footprint(reads_inputs=True)
     # its output's gradient and, when a weight before it needs them, its inputs'
     own_buffers = 0 if found.fused else out_bytes + (in_bytes if needs_input_gradient else 0)
-    backward = (own_buffers + found.backward_extra * width + found.backward_index_bytes) if runs else 0
+    backward = (own_buffers + found.backward_extra * width + found.backward_raw_bytes) if runs else 0
     step = StepCost(
         node.name,
         _kind(node),
@@ -364,7 +366,7 @@ def _step(
         backward_runs=runs,
         reads_inputs=found.reads_inputs,
         reads_output=found.reads_output,
-        kept_inside=found.kept_inside * width + found.kept_index_bytes if runs else 0,
+        kept_inside=found.kept_inside * width + found.kept_raw_bytes if runs else 0,
         fused=found.fused,
         elementwise=found.elementwise,
     )

@@ -225,7 +225,7 @@ def _residual_footprint(args: Args, ins: list[Shape], outs: list[Shape]) -> Foot
         workspace=convolutions * out,
         reads_inputs=True,
         kept_inside=(convolutions + 1) * out,
-        backward_extra=2 * (elements(ins[0]) + out),  # its convolutions' transposed copies
+        backward_extra=convolutions * out,  # the gradients of its inner convolutions' outputs
     )
 
 

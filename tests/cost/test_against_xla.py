@@ -1,12 +1,18 @@
-"""The cost model against the compiler (issue 31): netdsl's forward FLOPs, counted in pure Python, beside
-XLA's own count (`jax.jit(...).lower(x).compile().cost_analysis()["flops"]`, JAX on the CPU, batch 1) of
-the same model built with Keras. docs/cost.md states where the two conventions differ:
+"""The cost model against the compiler (issue 31): netdsl's forward FLOPs and memory peaks, counted in pure
+Python, beside XLA's own figures for the same model built with Keras (JAX on the CPU): its count
+(`jax.jit(...).lower(x).compile().cost_analysis()["flops"]`) and `memory_analysis()`'s peak of the
+inference call and of a training step. docs/cost.md states where the two conventions differ:
 
 - a multiply-add is 2 FLOPs on both sides, a bias add, a ReLU, an add, a max of two 1 each;
 - netdsl counts every tap of a convolution's kernel (its configuration's count, the figure papers
   quote); XLA skips the taps that land on "same" padding's zeros: netdsl says how many
   (`padding_macs`), and less those, the two agree to a few FLOPs;
-- transcendental functions (exp, tanh) XLA counts apart (`transcendentals`), netdsl in its FLOPs.
+- transcendental functions (exp, tanh) XLA counts apart (`transcendentals`), netdsl in its FLOPs;
+- memory: XLA's peak is its arguments + outputs + temporaries - the outputs written over donated
+  arguments (`tests/support/xla_cost.py`); netdsl's inference and training peaks are to be within 25% of
+  it for every model of specs/, but for the exceptions `MEMORY_EXCEPTIONS` names with why.
+
+Each spec is compiled once, at a batch of `BATCH` (XLA's FLOPs are per batch: divided by it, a sample's).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ pytest.importorskip("jax")
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "specs"
+BATCH = 8
 SOURCES = (
     "lightning_mlp.net",
     "multi_output.net",
@@ -33,39 +40,94 @@ SOURCES = (
     "declared.net",
     "transformer.net",
 )
-LARGE = ("unet.net", "mobilenet_v2.net", "resnet50.net")  # minutes of compiling on a CPU: marked slow
+# minutes of compiling on a CPU: marked slow. keras_io/lstm_seq2seq.net is left out: its sequences' lengths
+# vary (None), so neither side has a size to count.
+LARGE = (
+    "unet.net",
+    "mobilenet_v2.net",
+    "resnet50.net",
+    "keras_io/fnet.net",
+    "keras_io/gmlp.net",
+    "keras_io/image_classification_from_scratch.net",
+    "keras_io/mlp_mixer.net",
+    "keras_io/siamese_contrastive.net",
+    "keras_io/text_transformer.net",
+)
+MEMORY_TOLERANCE = 0.25
+# (spec, model, "inference" | "training") -> netdsl's peak / XLA's, as measured, and why it is outside 25%
+MEMORY_EXCEPTIONS = {
+    ("keras_io/siamese_contrastive.net", "siamese", "inference"): (
+        0.70,
+        "XLA's scheduler runs the two towers' layers side by side, both towers' activations alive at once; "
+        "netdsl walks the steps in the spec's order, one tower after the other",
+    ),
+    ("keras_io/gmlp.net", "gmlp", "inference"): (
+        0.67,
+        "XLA keeps re-laid-out copies of dense kernels and the resize's interpolation matrices beside the "
+        "activations; netdsl counts each weight once and the resize as its output",
+    ),
+}
 
 
-def _measured(folder: Path, sources: tuple[str, ...]) -> dict[str, float]:
-    """XLA's forward FLOPs of every model of `sources`: one process, each model jit-compiled on the CPU."""
+def _measured(folder: Path, sources: tuple[str, ...]) -> dict[str, dict[str, dict[str, float]]]:
+    """XLA's figures for every model of `sources` at a batch of BATCH, the inference call and a training step:
+    one process, each model jit-compiled on the CPU once for each."""
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.support.xla_cost",
-            "--forward",
-            "1",
-            str(folder),
-            *(str(SPECS / s) for s in sources),
-        ],
+        [sys.executable, "-m", "tests.support.xla_cost", str(BATCH), str(folder), *(str(SPECS / s) for s in sources)],
         capture_output=True,
         text=True,
         timeout=1800,
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    return {name: found["inference"]["flops"] for name, found in json.loads(done.stdout.splitlines()[-1]).items()}
+    found: dict[str, dict[str, dict[str, float]]] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+def _flops(measured: dict[str, dict[str, dict[str, float]]]) -> dict[str, float]:
+    return {name: found["inference"]["flops"] / BATCH for name, found in measured.items()}
 
 
 @pytest.fixture(scope="module")
-def xla(tmp_path_factory) -> dict[str, float]:
+def measured(tmp_path_factory) -> dict[str, dict[str, dict[str, float]]]:
     return _measured(tmp_path_factory.mktemp("xla"), SOURCES)
 
 
-def _ours(spec: str, name: str) -> ModelCost:
+@pytest.fixture(scope="module")
+def xla(measured) -> dict[str, float]:
+    return _flops(measured)
+
+
+@pytest.fixture(scope="module")
+def measured_large(tmp_path_factory) -> dict[str, dict[str, dict[str, float]]]:
+    return _measured(tmp_path_factory.mktemp("xla_large"), LARGE)
+
+
+def _ours(spec: str, name: str, batch: int = 1) -> ModelCost:
     graphs = pipeline.checked_graphs(pipeline.load(SPECS / spec), [name])
     pipeline.unsure_models(graphs)
-    return model_cost(graphs[name], batch=1)
+    return model_cost(graphs[name], batch=batch)
+
+
+def _models(sources: tuple[str, ...]) -> list[tuple[str, str]]:
+    return [(spec, name) for spec in sources for name in pipeline.load(SPECS / spec).model_names]
+
+
+def _memory_ratios(spec: str, name: str, measured: dict[str, dict[str, dict[str, float]]]) -> dict[str, float]:
+    ours = _ours(spec, name, batch=BATCH)
+    return {
+        "inference": ours.inference_memory_bytes / measured[name]["inference"]["peak_bytes"],
+        "training": ours.train_memory_bytes / measured[name]["training"]["peak_bytes"],
+    }
+
+
+def _assert_within(spec: str, name: str, ratios: dict[str, float]) -> None:
+    for call, ratio in ratios.items():
+        exception = MEMORY_EXCEPTIONS.get((spec, name, call))
+        if exception is not None:  # still as measured: a change in either side shows here
+            assert abs(ratio - exception[0]) < 0.05, (name, call, ratio, exception)
+        else:
+            assert abs(ratio - 1) <= MEMORY_TOLERANCE, (name, call, round(ratio, 3))
 
 
 def test_the_mlp_is_exactly_xlas_count(xla):
@@ -110,10 +172,33 @@ def test_custom_and_declared_layers_attention_and_a_resnet_block_are_within_ten_
     assert abs(ours.flops - xla[name]) / xla[name] < 0.10, (ours.flops, xla[name])
 
 
+@pytest.mark.parametrize("spec, name", _models(SOURCES))
+def test_memory_peaks_are_within_a_quarter_of_xlas(measured, spec, name):
+    _assert_within(spec, name, _memory_ratios(spec, name, measured))
+
+
+def test_a_cnns_training_peak_counts_what_its_backward_pass_keeps(measured):
+    """The detector's conv-ReLU stages: each convolution keeps its pre-activation sum (ReLU's derivative reads
+    it) beside its output (the next convolution's input), and each max pool an int32 index per axis of its
+    input for its gradient, as XLA does; counting every output once, as netdsl did, was 47% of XLA's peak."""
+    ours = _ours("multi_output.net", "detector", batch=BATCH)
+    first_conv = next(s for s in ours.steps if s.kind == "conv2d")
+    assert first_conv.kept_bytes == 2 * first_conv.output_bytes
+    pool = next(s for s in ours.steps if s.kind == "max_pooling2d")
+    assert pool.kept_bytes == pool.output_bytes + 4 * 4 * 64 * 64 * 32  # indices of its (64, 64, 32) input
+    assert _memory_ratios("multi_output.net", "detector", measured)["training"] == pytest.approx(1, abs=0.1)
+
+
 @pytest.mark.slow
-def test_the_large_specs_are_within_ten_percent_and_less_padding_within_one(tmp_path):
-    measured = _measured(tmp_path, LARGE)
+def test_the_large_specs_are_within_ten_percent_and_less_padding_within_one(measured_large):
+    measured = _flops(measured_large)
     for spec, name in (("unet.net", "unet"), ("mobilenet_v2.net", "mobilenet_v2"), ("resnet50.net", "resnet50")):
         ours = _ours(spec, name)
         assert abs(ours.flops - measured[name]) / measured[name] < 0.10, (name, ours.flops, measured[name])
         assert abs(ours.flops - 2 * ours.padding_macs - measured[name]) / measured[name] < 0.01, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec, name", _models(LARGE))
+def test_the_large_specs_memory_peaks_are_within_a_quarter_of_xlas(measured_large, spec, name):
+    _assert_within(spec, name, _memory_ratios(spec, name, measured_large))

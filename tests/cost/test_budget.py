@@ -21,7 +21,7 @@ model mlp {
     optimizer = adam
     loss = sparse_categorical_crossentropy
     batch_size = 4096
-    max_memory = "20MiB"
+    max_memory = "16MiB"
   }
 }
 """
@@ -42,9 +42,9 @@ def _graph(text: str):
 
 
 def test_the_largest_batch_that_fits_is_the_last_one_under_the_budget():
-    graph, limit = _graph(MLP), 20 * 2**20
+    graph, limit = _graph(MLP), 16 * 2**20
     fits = largest_batch(graph, limit, "float32")
-    assert fits == 2636
+    assert fits == 3214
     assert model_cost(graph, batch=fits).train_memory_bytes <= limit
     assert model_cost(graph, batch=fits + 1).train_memory_bytes > limit
 
@@ -53,8 +53,8 @@ def test_check_warns_at_the_batch_size_when_the_specs_own_max_memory_is_exceeded
     assert main(["check", "mlp.net"]) == 0
     captured = capsys.readouterr()
     assert captured.err.splitlines()[:3] == [
-        "mlp.net:8:18: warning: batch_size 4096 needs 30.2 MiB to train (estimated), over max_memory 20.0 MiB; "
-        "the largest batch that fits is 2636; docs/cost.md says what the estimate counts",
+        "mlp.net:8:18: warning: batch_size 4096 needs 20.0 MiB to train (estimated), over max_memory 16.0 MiB; "
+        "the largest batch that fits is 3214; docs/cost.md says what the estimate counts",
         "  batch_size = 4096",
         "               ^^^^",
     ]
@@ -62,7 +62,7 @@ def test_check_warns_at_the_batch_size_when_the_specs_own_max_memory_is_exceeded
 
 
 def test_check_is_quiet_when_the_batch_fits(work, capsys):
-    (work / "mlp.net").write_text(MLP.replace("4096", "2636"), encoding="utf-8")
+    (work / "mlp.net").write_text(MLP.replace("4096", "3214"), encoding="utf-8")
     assert main(["check", "mlp.net"]) == 0
     assert capsys.readouterr().out == "mlp.net: no problems found\n"
 
@@ -70,8 +70,8 @@ def test_check_is_quiet_when_the_batch_fits(work, capsys):
 def test_train_refuses_the_specs_batch_size_at_its_line_before_any_run_folder(work, capsys):
     assert main(["train", "mlp.net", "--data", "digits.npz", "-o", "runs"]) == 1
     assert capsys.readouterr().err.splitlines()[0] == (
-        "mlp.net:8:18: error: batch_size 4096 needs 30.2 MiB to train (estimated), over max_memory 20.0 MiB; "
-        "the largest batch that fits is 2636"
+        "mlp.net:8:18: error: batch_size 4096 needs 20.0 MiB to train (estimated), over max_memory 16.0 MiB; "
+        "the largest batch that fits is 3214"
     )
     assert not (work / "runs").exists()
 
@@ -82,11 +82,12 @@ def test_train_max_memory_refuses_a_flags_batch_size_in_one_line(work, capsys):
         == 2
     )
     assert capsys.readouterr().err == (
-        "netdsl train: error: --batch-size 512 needs 5.1 MiB to train (estimated), over --max-memory 3.8 MiB; "
-        "the largest batch that fits is 323\n"
+        "netdsl train: error: --batch-size 512 needs 3.9 MiB to train (estimated), over --max-memory 3.8 MiB; "
+        "the largest batch that fits is 503\n"
     )
-    # 1,628,320 B of weights, gradients and Adam's two slots, + 7,336 B a sample (3,688 kept, 3,648 the
-    # first dense's gradients in and out): (4,000,000 - 1,628,320) // 7,336 = 323
+    # 1,628,320 B of weights, gradients and Adam's two slots, + 4,712 B a sample at the last dense layer's
+    # backward (the image's 3,136 B, the hidden layer's sum and ReLU 1,024 kept, that dense's 40 + 512 B of
+    # gradients out and in): (4,000,000 - 1,628,320) // 4,712 = 503
     assert not (work / "runs").exists()
 
 
@@ -108,7 +109,7 @@ def test_a_bad_max_memory_is_one_line(work, capsys):
 
 
 def test_a_bad_max_memory_setting_is_a_spec_error_at_it(work, capsys):
-    (work / "mlp.net").write_text(MLP.replace('"20MiB"', '"lots"'), encoding="utf-8")
+    (work / "mlp.net").write_text(MLP.replace('"16MiB"', '"lots"'), encoding="utf-8")
     assert main(["check", "mlp.net"]) == 1
     assert capsys.readouterr().err.splitlines()[:3] == [
         'mlp.net:9:18: error: max_memory is a size such as "12GiB" or "800MB", received "lots"; '

@@ -54,7 +54,7 @@ def test_summary_cost_prints_each_layers_flops_and_the_models_cost(capsys):
         "cost: batch 4, float32, optimizer adam",
         "  forward: 204 KFLOPs a sample (101,632 MACs), 814 KFLOPs a batch",
         "  training step: 2.86 MFLOPs",
-        "  memory: weights 397.5 KiB, inference peak 411.8 KiB, training peak 1.6 MiB",
+        "  memory: weights 397.5 KiB, inference peak 411.9 KiB, training peak 1.6 MiB",
     ]
 
 
@@ -105,9 +105,11 @@ def test_a_layer_without_a_rule_is_named_and_the_totals_are_lower_bounds(tmp_pat
         "cost: batch 2, float32, optimizer rmsprop (lower bounds)",
         "  forward: at least 8.51 KFLOPs a sample (4,176 MACs), 17 KFLOPs a batch",
         "  training step: at least 37.7 KFLOPs",
-        # inference: 1,608 B of weights + 2 x (the image's 768 B and the contrast's 768 B, alive at once);
-        # training: weights, gradients, one RMSprop slot, every output kept, the contrast's gradients in and out
-        "  memory: weights 1.6 KiB, inference peak at least 4.6 KiB, training peak at least 11.9 KiB",
+        # inference: 1,608 B of weights + 2 x (the image's 768 B, an argument held through the call, the
+        # contrast's 768 B and the convolution's 576 B, alive at once); training: weights, gradients, one
+        # RMSprop slot, and at the dense layer's backward the image, the contrast (the convolution's weights'
+        # gradient reads it), the convolution's output (the dense's) and softmax's, and the dense's gradients
+        "  memory: weights 1.6 KiB, inference peak at least 5.7 KiB, training peak at least 10.0 KiB",
         "  unknown: x.auto_contrast: 'auto_contrast' has no cost rule",
     ]
     cost = netdsl.summary(text=AUGMENTED, cost=True)["aug"]["cost"]
@@ -159,7 +161,8 @@ def test_mixed_precision_halves_the_activations_not_the_weights():
     full, mixed = (model_cost(graph, batch=16, precision=p) for p in ("float32", "mixed_float16"))
     assert full.param_bytes == mixed.param_bytes == 25_636_712 * 4
     image = 16 * 224 * 224 * 3 * 4  # the input keeps its float32
-    assert full.activation_bytes - image == 2 * (mixed.activation_bytes - image)
+    indices = 16 * 4 * 4 * 114 * 114 * 64  # the max pool's int32 index per axis of its (114, 114, 64) input
+    assert full.activation_bytes - image - indices == 2 * (mixed.activation_bytes - image - indices)
     assert full.flops == mixed.flops == 7_764_021_104
 
 
@@ -269,9 +272,18 @@ def test_an_optimizers_arguments_add_the_slots_keras_keeps(optimizer, slots):
 
 
 def test_a_flattened_tensor_lives_as_long_as_its_view_is_read():
+    spec = "model m {\n  input x: (8, 8)\n  output y = x -> dense(16) -> flatten -> dense(4) -> dense(2)\n}\n"
+    cost = model_cost(_graph(spec, "m"))
+    params = (8 * 16 + 16) + (128 * 4 + 4) + (4 * 2 + 2)
+    # the input (an argument, held through the call), the first dense's 128 values (read again through the
+    # flatten by the second dense) and the second dense's 4 at once
+    assert cost.inference_memory_bytes == params * 4 + (64 + 128 + 4) * 4
+
+
+def test_a_prediction_holds_its_input_through_the_call():
     cost = model_cost(_graph(SPECS / "lightning_mlp.net", "lightning_mlp"))
-    # the image's 3,136 B (read again through flatten by the first dense) and that dense's 512 B at once
-    assert cost.inference_memory_bytes == 101_770 * 4 + 784 * 4 + 128 * 4
+    # at the last step: the image's 3,136 B (the caller's argument), the hidden layer's 512 B, the logits' 40 B
+    assert cost.inference_memory_bytes == 101_770 * 4 + 784 * 4 + 128 * 4 + 10 * 4
 
 
 def test_a_backbone_of_any_size_costs_what_it_does_on_the_callers_pictures():

@@ -22,7 +22,7 @@ def test_render_cost_shows_each_boxs_flops_and_memory_and_the_totals(tmp_path, c
     dot = _dot(tmp_path, "--cost", "--batch", "4")
     assert (
         "<B>lightning_mlp</B>  101,770 parameters<BR/>204 KFLOPs a sample; batch 4, float32: "
-        "inference 411.8 KiB, training 1.6 MiB>"
+        "inference 411.9 KiB, training 1.6 MiB>"
     ) in dot
     # the first dense: 2 x 100,352 MACs + 128 bias adds + 128 ReLUs; 4 x 128 x 4 bytes
     hidden = next(line for line in dot.splitlines() if line.strip().startswith("n2 "))

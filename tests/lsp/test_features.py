@@ -400,7 +400,7 @@ async def test_inlay_hints_show_each_statements_shape_and_parameters(client, mai
     shown = [(h.position.line, h.position.character, h.label) for h in hints]
     assert shown == [
         # the model's total (docs/cost.md), at batch 32 (no train section), RMSprop's slot, float32
-        (13, 11, "854 KFLOPs a sample · 4.5 MiB to train at batch 32"),
+        (13, 11, "854 KFLOPs a sample · 4.1 MiB to train at batch 32"),
         (14, 26, "(None, 28, 28, 1)"),
         (15, 53, "(None, 13, 13, 16) · 1,248 params"),
         (16, 60, "(None, 64) · 177,280 params"),

@@ -7,7 +7,10 @@ decompile`). Run in its own process (Keras picks its backend once): each model i
 an inference call and as a training step (the gradients of the sum of its
 outputs, then one update of its Keras optimizer: the spec's, else RMSprop, with
 the weights and optimizer state donated, as Keras' JAX trainer does); for each,
-`cost_analysis()`'s flops and transcendentals and `memory_analysis()`'s bytes.
+`cost_analysis()`'s flops and transcendentals and `memory_analysis()`'s bytes,
+and their peak: arguments + outputs + temporaries - the outputs written over
+donated arguments (XLA's temporaries are one block, its buffers packed in it by
+their lifetimes). YNNPACK's library fusions are turned off (see XLA_FLAGS below).
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ from typing import Any
 
 os.environ["KERAS_BACKEND"] = "jax"
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# XLA's CPU compiler hands convolutions, products and reductions to YNNPACK in fusions that allocate their own
+# intermediate buffers, which memory_analysis() does not see (a CNN's whole trunk then reads as 12 KiB of
+# temporaries); with none, every tensor is a buffer XLA assigns and counts. The FLOPs are the same either way.
+os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_experimental_ynn_fusion_type=".strip()
 
 import jax  # noqa: E402
 import keras  # noqa: E402
@@ -32,6 +39,12 @@ def _figures(compiled: Any) -> dict[str, float]:
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
     memory = compiled.memory_analysis()
+    peak = (
+        memory.argument_size_in_bytes
+        + memory.output_size_in_bytes
+        + memory.temp_size_in_bytes
+        - memory.alias_size_in_bytes  # donated arguments the outputs are written over
+    )
     return {
         "flops": float(cost.get("flops", 0.0)),
         "transcendentals": float(cost.get("transcendentals", 0.0)),
@@ -39,6 +52,7 @@ def _figures(compiled: Any) -> dict[str, float]:
         "output_bytes": memory.output_size_in_bytes,
         "temp_bytes": memory.temp_size_in_bytes,
         "alias_bytes": memory.alias_size_in_bytes,
+        "peak_bytes": peak,  # what the call needs at once: its arguments, outputs and temporaries
     }
 
 

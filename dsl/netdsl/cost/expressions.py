@@ -14,11 +14,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from netdsl.cost.layers import MOVES, REDUCTIONS, Counts, NoRule, function_flops
+from netdsl.cost.memory import OUTPUT_DERIVED
 from netdsl.semantics import array_ops
 from netdsl.semantics.slicing import sliced_shape
 from netdsl.semantics.tensor_ops import PER_SAMPLE
 
-__all__ = ["tensor_op_counts", "declared_layer_counts"]
+__all__ = ["tensor_op_counts", "declared_layer_counts", "tensor_op_memory", "declared_layer_memory"]
 
 _Shape = tuple[int, ...]
 
@@ -173,6 +174,68 @@ def declared_layer_counts(config: Mapping[str, Any], inputs: Sequence[Any]) -> C
     for tree in config["outputs"]:
         walker.shape(tree)
     return walker.macs, walker.flops
+
+
+def tensor_op_memory(tree: Any, inputs: Sequence[Any]) -> tuple[int, int]:
+    """(peak, intermediates) per sample of a tensor expression, in elements: see `_memory`."""
+    tensors = {f"x{i}": (1,) + _known(s) for i, s in enumerate(inputs)}
+    return _memory([tree], _Walker(tensors, {}))
+
+
+def declared_layer_memory(config: Mapping[str, Any], inputs: Sequence[Any]) -> tuple[int, int]:
+    """(peak, intermediates) per sample of a declared layer's output trees, in elements: see `_memory`."""
+    names = config["inputs"]
+    shapes = {name: _known(s) for name, s in zip(names, inputs)}
+    params = config.get("params", {})
+    tensors: dict[str, _Shape] = {name: (1,) + s for name, s in shapes.items()}
+    for weight in config.get("weights", []):
+        tensors[weight["name"]] = tuple(_dimension(d, shapes, params) for d in weight["shape"])
+    return _memory(config["outputs"], _Walker(tensors, params))
+
+
+def _memory(trees: Sequence[Any], walker: _Walker) -> tuple[int, int]:
+    """The results of the trees' operators below their roots, per sample (a result of the weights alone,
+    without the batch axis, is made once): the most alive at once evaluating them depth first, a result
+    living until its parent is computed; and those the backward pass keeps: a matrix product's operands
+    (through a transpose or reshape, the result moved), and sigmoid's, tanh's, softmax's and exp's results
+    (their derivatives are written in them). Elementwise results XLA recomputes inside the fused backward."""
+    peak = kept = 0
+    for tree in trees:
+        _, tree_peak, tree_kept = _live(tree, walker, root=True)
+        peak, kept = max(peak, tree_peak), kept + tree_kept
+    return peak, kept
+
+
+def _live(tree: Any, walker: _Walker, root: bool = False) -> tuple[int, int, int]:
+    """(result, peak, kept) of `tree`, in elements per sample; a root's result is its step's output,
+    counted there."""
+    kind = tree[0]
+    children = [tree[1]] if kind == "neg" else [tree[2], tree[3]] if kind == "bin" else []
+    if kind == "call":
+        children = [a for a in tree[2] if isinstance(a, list) and a and a[0] not in ("const", "num")]
+    product = (kind == "bin" and tree[1] == "@") or (kind == "call" and tree[1] == "matmul")
+    held = peak = kept = 0
+    for child in children:
+        result, child_peak, child_kept = _live(child, walker)
+        peak = max(peak, held + child_peak)
+        held += result
+        kept += child_kept + (_moved(child, walker) if product else 0)
+    shape = walker.shape(tree) if kind not in ("var", "num", "const") else ()
+    result = math.prod(shape) if shape and shape[0] == 1 and kind != "var" and not root else 0
+    if kind == "call" and tree[1] in OUTPUT_DERIVED:
+        kept += result
+    return result, max(peak, held + result), kept
+
+
+def _moved(tree: Any, walker: _Walker) -> int:
+    """The elements per sample a product's operand keeps: the tensor a transpose or reshape moved, an input
+    or a weight nothing (its step or the weights hold it)."""
+    while tree[0] == "call" and tree[1] in MOVES and tree[2]:
+        tree = tree[2][0]
+    if tree[0] in ("var", "num", "const"):
+        return 0
+    shape = walker.shape(tree)
+    return math.prod(shape) if shape and shape[0] == 1 else 0
 
 
 def _dimension(tree: Any, shapes: Mapping[str, _Shape], params: Mapping[str, Any]) -> int:

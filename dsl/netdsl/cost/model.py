@@ -12,20 +12,22 @@ Memory, in bytes (docs/cost.md has the conventions):
   them so); activations are 4 bytes per element under float32, 2 under the
   mixed policies (an input keeps its own dtype);
 - inference peak: the weights plus the most activation bytes alive at once
-  walking the steps in order (a tensor lives from its step to its last reader);
+  walking the steps in order (a tensor lives from its step to its last reader,
+  the model's inputs through the call; a step's inner workspace while it runs);
 - training peak: weights + their gradients + the optimizer's slots (the spec's
-  optimizer; rmsprop, netdsl's default, when it names none) + every activation
-  kept for the backward pass (every step's output) + the largest transient
-  (one step's output gradient and input gradients at once).
+  optimizer; rmsprop, netdsl's default, when it names none) + the most bytes
+  alive at once in the backward pass: at each step, what it and the steps
+  before it keep for their gradients and its own gradient buffers.
+  `cost/memory.py` has each layer kind's rules, modelled on what XLA keeps.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from netdsl import registry
-from netdsl.cost.expressions import declared_layer_counts, tensor_op_counts
+from netdsl.cost.expressions import declared_layer_counts, declared_layer_memory, tensor_op_counts, tensor_op_memory
 from netdsl.cost.layers import (
     ACTIVATION_FLOPS,
     LAYER_RULES,
@@ -37,6 +39,7 @@ from netdsl.cost.layers import (
     padding_macs,
     tree_flops_per_element,
 )
+from netdsl.cost.memory import Footprint, expression_footprint, footprint
 from netdsl.registry.layers.anatomy import Args
 from netdsl.semantics.graph import Graph, Node
 from netdsl.semantics.shapes import called_graph
@@ -92,8 +95,8 @@ class StepCost:
     params: int  # 0 for a use of a shared layer after its first
     param_bytes: int
     output_bytes: int  # its outputs, one sample
-    kept_bytes: int  # bytes the backward pass keeps of it, one sample
-    transient_bytes: int  # its output's and inputs' gradients at once, one sample
+    kept_bytes: int  # bytes the backward pass keeps of it (its output when a gradient reads it, its insides)
+    transient_bytes: int  # the buffers its backward makes (its output's and inputs' gradients), one sample
     unknown: str | None = None  # why the step could not be costed (then macs and flops are 0)
     backward_flops: int = 0  # its backward pass, one sample (see `_backward`)
     padding_macs: int = 0  # of `macs`, those on a convolution's padding zeros (XLA leaves them out)
@@ -135,7 +138,8 @@ def model_cost(graph: Graph, *, batch: int = 1, precision: str = "float32", trai
     if batch < 1:
         raise ValueError(f"Expected a batch of 1 or more, received: {batch}")
     width = PRECISIONS[precision]
-    steps, peak = _walk(graph, width)
+    walked = _walk(graph, width)
+    steps, peak = walked.steps, walked.peak
     params = sum(s.params for s in steps)
     if trainable is None:
         split = split_params(graph, [p.text for p in graph.train.freeze] if graph.train is not None else [])
@@ -147,8 +151,7 @@ def model_cost(graph: Graph, *, batch: int = 1, precision: str = "float32", trai
     backward = sum(s.backward_flops for s in steps)
     param_bytes = params * _VARIABLE_BYTES
     kept = sum(s.kept_bytes for s in steps) * batch
-    transient = max((s.transient_bytes for s in steps), default=0) * batch
-    train_memory = param_bytes + trainable * _VARIABLE_BYTES * (1 + slots) + kept + transient
+    train_memory = param_bytes + trainable * _VARIABLE_BYTES * (1 + slots) + walked.backward_peak * batch
     return ModelCost(
         name=graph.name,
         batch=batch,
@@ -184,34 +187,108 @@ def _optional_slots(graph: Graph) -> int:
     return sum(flags)
 
 
-def _walk(graph: Graph, width: int, inputs_need_gradient: bool = False) -> tuple[list[StepCost], int]:
-    """Every node's cost, and the most activation bytes (one sample) alive at once walking them in order
-    (`inputs_need_gradient`: a nested model's, when a weight before it needs its input's gradient)."""
+@dataclass(frozen=True)
+class _Walked:
+    """A graph walked in order, one sample, in bytes: its steps; the most activation bytes alive at once in
+    a prediction; and in a training step, the most alive at once in the backward pass (`backward_peak`:
+    over the steps, what the steps up to it keep plus its own backward's buffers); whether the backward
+    reads the graph's inputs (a nested model's: its caller keeps them)."""
+
+    steps: list[StepCost]
+    peak: int
+    backward_peak: int
+    reads_inputs: bool
+
+
+def _walk(graph: Graph, width: int, inputs_need_gradient: bool = False, nested: bool = False) -> _Walked:
+    """Every node's cost and the graph's peaks (`inputs_need_gradient`: a nested model's, when a weight
+    before it needs its input's gradient; `nested`: its inputs are its caller's tensors, not arguments)."""
     holder = _holders(graph)
     last_read = {index: index for index in range(len(graph.nodes))}
     for index, node in enumerate(graph.nodes):
         for ref in node.inputs:
             last_read[holder[ref.node]] = max(last_read[holder[ref.node]], index)
+        if node.op == "input" and not nested:
+            last_read[index] = len(graph.nodes)  # an argument: the caller holds it through the call
     for _, ref in graph.outputs:
         last_read[holder[ref.node]] = len(graph.nodes)
     steps: list[StepCost] = []
+    parts: list[_Part] = []
     seen_shared: set[str] = set()
     weighted_above: list[bool] = []  # whether a step's output depends on a weight (its gradient is needed)
+    read_back = [node.op == "input" and not nested for node in graph.nodes]  # outputs the backward keeps
     live = peak = 0
     for index, node in enumerate(graph.nodes):
         needs_input_gradient = any(weighted_above[ref.node] for ref in node.inputs) or (
             inputs_need_gradient and node.op == "input"
         )
-        step, inner_peak = _step(graph, node, width, seen_shared, needs_input_gradient)
-        has_weights = (node.params or 0) > 0
-        weighted_above.append(has_weights or needs_input_gradient)
+        step, part = _step(graph, node, width, seen_shared, needs_input_gradient)
+        weighted_above.append((node.params or 0) > 0 or needs_input_gradient)
         steps.append(step)
+        parts.append(part)
         live += step.output_bytes
-        peak = max(peak, live + max(0, inner_peak - step.output_bytes))
+        peak = max(peak, live + part.workspace)
         for read in {holder[ref.node] for ref in node.inputs} | {index}:
             if last_read[read] == index:
                 live -= steps[read].output_bytes
-    return steps, peak
+        for kept_output in _read_by_backward(graph, holder, parts, index):
+            read_back[kept_output] = True
+    kept = [(step.output_bytes if read else 0) + part.kept_inside for step, part, read in zip(steps, parts, read_back)]
+    steps = [replace(step, kept_bytes=k) for step, k in zip(steps, kept)]
+    reads_inputs = any(read for node, read in zip(graph.nodes, read_back) if node.op == "input")
+    return _Walked(steps, peak, _backward_peak(steps, parts, read_back), reads_inputs)
+
+
+def _read_by_backward(graph: Graph, holder: list[int], parts: list[_Part], index: int) -> set[int]:
+    """The steps whose outputs step `index`'s backward pass reads: its inputs', its own, or none."""
+    part = parts[index]
+    if not part.backward_runs:
+        return set()
+    read = {holder[index]} if part.reads_output else set()
+    for ref in graph.nodes[index].inputs if part.reads_inputs else []:
+        read |= _recomputed_from(graph, holder, parts, holder[ref.node]) if part.fused else {holder[ref.node]}
+    return read
+
+
+def _backward_peak(steps: list[StepCost], parts: list[_Part], read_back: list[bool]) -> int:
+    """The most bytes a training step holds at once in its backward pass, walking it from the last step to
+    the first: at each step, what it and the steps before it keep, and its own backward's buffers (a nested
+    model's own backward peak, beside its output when that is kept)."""
+    peak = before = 0
+    for step, part, read in zip(steps, parts, read_back):
+        if part.inner_backward is None:
+            own = step.kept_bytes + step.transient_bytes
+        else:
+            own = part.inner_backward + (step.output_bytes if read else 0)
+        peak = max(peak, before + own)
+        before += step.kept_bytes
+    return peak
+
+
+def _recomputed_from(graph: Graph, holder: list[int], parts: list[_Part], index: int) -> set[int]:
+    """The steps whose outputs a fused backward reading step `index`'s output keeps: through elementwise
+    steps (a ReLU reading a batch norm's output, or a sum's), XLA fuses the recomputation of their output
+    from their inputs into the backward, so the first outputs up the graph that no elementwise step made."""
+    if not parts[index].elementwise or graph.nodes[index].op == "input" or not graph.nodes[index].inputs:
+        return {index}
+    found: set[int] = set()
+    for ref in graph.nodes[index].inputs:
+        found |= _recomputed_from(graph, holder, parts, holder[ref.node])
+    return found
+
+
+@dataclass(frozen=True)
+class _Part:
+    """What a step holds beside its output, one sample, in bytes (`memory.Footprint`, sized)."""
+
+    workspace: int = 0  # made and dropped inside its forward pass
+    backward_runs: bool = False  # whether a gradient flows through it (a weight of it or before it)
+    reads_inputs: bool = False
+    reads_output: bool = False
+    kept_inside: int = 0
+    inner_backward: int | None = None  # a nested model's own backward peak (its `_Walked.backward_peak`)
+    fused: bool = False  # `memory.Footprint`'s
+    elementwise: bool = False
 
 
 def _holders(graph: Graph) -> list[int]:
@@ -234,7 +311,7 @@ def _backward(macs: int, flops: int, has_weights: bool, needs_input_gradient: bo
 
 def _step(
     graph: Graph, node: Node, width: int, seen_shared: set[str], needs_input_gradient: bool = False
-) -> tuple[StepCost, int]:
+) -> tuple[StepCost, _Part]:
     ins = [
         graph.node_of(ref).output_shapes[ref.index] if ref.index < len(graph.node_of(ref).output_shapes) else None
         for ref in node.positional(node.inputs)  # a layer's work follows these; keyword tensors are read as is
@@ -265,6 +342,11 @@ def _step(
         macs, flops, unknown = 0, 0, f"'{node.kind}' cannot be costed"
     if node.params is None and unknown is None:
         unknown = "its parameter count is not known"
+    runs = (node.params or 0) > 0 or needs_input_gradient
+    found = _footprint(node, ins, outs) if sized and unknown is None else Footprint(reads_inputs=True)
+    # its output's gradient and, when a weight before it needs them, its inputs'
+    own_buffers = 0 if found.fused else out_bytes + (in_bytes if needs_input_gradient else 0)
+    backward = (own_buffers + found.backward_extra * width + found.backward_raw_bytes) if runs else 0
     step = StepCost(
         node.name,
         _kind(node),
@@ -273,23 +355,45 @@ def _step(
         params,
         params * _VARIABLE_BYTES,
         out_bytes,
-        out_bytes,
-        out_bytes + in_bytes,
+        0,  # what the backward keeps of it: `_walk` fills it in, knowing the steps that read it
+        backward,
         unknown,
         padding_macs=padding,
         backward_flops=_backward(macs, flops, (node.params or 0) > 0, needs_input_gradient),
     )
-    return step, out_bytes
+    part = _Part(
+        workspace=found.workspace * width,
+        backward_runs=runs,
+        reads_inputs=found.reads_inputs,
+        reads_output=found.reads_output,
+        kept_inside=found.kept_inside * width + found.kept_raw_bytes if runs else 0,
+        fused=found.fused,
+        elementwise=found.elementwise,
+    )
+    return step, part
+
+
+def _footprint(node: Node, ins: list[Any], outs: list[Any]) -> Footprint:
+    """`memory.footprint` of a costed step; a declared layer's or tensor expression's from its tree."""
+    try:
+        if node.op == "declared_layer":
+            return expression_footprint(*declared_layer_memory(node.decl.config, ins))
+        if node.op == "tensor_op":
+            return expression_footprint(*tensor_op_memory(node.decl.expression, ins))
+        return footprint(node.op, node.kind, _args(node) if node.op == "layer" else None, ins, outs)
+    except (NoRule, TypeError, ValueError, KeyError, IndexError):  # a form no rule reads: its inputs, kept
+        return Footprint(reads_inputs=True)
 
 
 _NAMED_UNKNOWN = 3  # the unknown steps of a nested model named one by one
 
 
-def _nested(node: Node, inner: Graph, width: int, params: int, needs_input_gradient: bool) -> tuple[StepCost, int]:
+def _nested(node: Node, inner: Graph, width: int, params: int, needs_input_gradient: bool) -> tuple[StepCost, _Part]:
     """A nested model as one step: the sum of its own steps at the caller's shapes (`called_graph`: a
     backbone of any picture size costs what it does on this model's pictures; a shared one's weights
-    counted once, its backward pass at each use); its inner peak is a transient of this one."""
-    steps, peak = _walk(inner, width, needs_input_gradient)
+    counted once, its backward pass at each use); its inner peaks are this step's."""
+    walked = _walk(inner, width, needs_input_gradient, nested=True)
+    steps = walked.steps
     unknown = [f"{s.name}: {s.unknown}" for s in steps if s.unknown is not None]
     if len(unknown) > _NAMED_UNKNOWN:  # the first says why; a backbone's hundred steps would bury it
         unknown[_NAMED_UNKNOWN:] = [f"and {len(unknown) - _NAMED_UNKNOWN} more of its steps"]
@@ -302,13 +406,20 @@ def _nested(node: Node, inner: Graph, width: int, params: int, needs_input_gradi
         params,
         params * _VARIABLE_BYTES,
         out_bytes,
-        sum(s.kept_bytes for s in steps),
+        0,
         max((s.transient_bytes for s in steps), default=0),
         "; ".join(unknown) if unknown else None,
         backward_flops=sum(s.backward_flops for s in steps),
         padding_macs=sum(s.padding_macs for s in steps),
     )
-    return step, peak
+    part = _Part(
+        workspace=max(0, walked.peak - out_bytes),
+        backward_runs=True,
+        reads_inputs=walked.reads_inputs,
+        kept_inside=sum(s.kept_bytes for s in steps),
+        inner_backward=walked.backward_peak,
+    )
+    return step, part
 
 
 def _sized(shape: Any) -> bool:

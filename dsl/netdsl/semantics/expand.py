@@ -28,6 +28,7 @@ from netdsl.registry.layers.rnn import STATES
 from netdsl.registry.layers.wrappers import nested
 from netdsl.semantics.adapting import check_adapt
 from netdsl.semantics.args import DTYPES
+from netdsl.semantics.backbone_call import BackboneTop, step_arguments
 from netdsl.semantics.fine_tuning import check_parts
 from netdsl.semantics.graph import Graph, TensorRef, repeated_layer_names
 from netdsl.semantics.graph_writer import GraphWriter
@@ -52,8 +53,9 @@ class FlowExpander:
         self.tensor_exprs = TensorExpressions(state, self.writer, self.steps, self)
 
     # ============================================================ entry points
-    def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph:
-        """A model's graph (a nested model's too: its own build, inside the one that uses it)."""
+    def expand_model(self, decl: ir.ModelDecl, scope: FileScope, top: BackboneTop | None = None) -> Graph:
+        """A model's graph (a nested model's too: its own build, inside the one that uses it); a zoo
+        backbone's with the `top` its call asks for after its output."""
         state = self.state
         graph = Graph(decl.name, decl.span)
         outer, state.build = state.build, BuildState(graph, set())
@@ -64,8 +66,10 @@ class FlowExpander:
         try:
             env = Env(scope)
             state.build.taps = find_taps(decl.body, scope)
-            self._model_inputs(decl, env)
+            self._model_inputs(decl, env, top.input_shape if top is not None else None)
             self.run(decl.body, env, where="model")
+            if top is not None:
+                self._backbone_top(top)
             graph.outputs = [(name, t.ref) for name, t in state.build.outputs if t.ref is not None]  # not poisoned
             if state.build.tapped_call and isinstance(state.backend, ShapeBackend):  # a Keras build has called it
                 drop_untaken_outputs(graph)
@@ -88,6 +92,25 @@ class FlowExpander:
             state.model_stack.pop()
             state.shadows = outer_shadows
         return graph
+
+    def _backbone_top(self, top: BackboneTop) -> None:
+        """keras.applications' pooling or classifier after a zoo backbone's one output, under Keras' layer
+        names (`avg_pool`, `predictions`); the backbone's output is the last of them."""
+        state = self.state
+        if len(state.build.outputs) != 1 or not top.layers:  # its output failed, and said why; or no layer
+            return
+        ((_, tensor),) = state.build.outputs
+        try:
+            for layer in top.layers:
+                entry = registry.lookup("layer", layer.layer)
+                assert entry is not None, layer.layer  # zoo/heads.py names registry layers
+                args, kwargs = step_arguments(layer, top.span)
+                bound = state.arguments.bind(entry, args, kwargs, top.span)
+                (tensor,) = self.steps.emit_registry(entry, layer.name, bound, [tensor], top.span, layer.name)
+        except Fail as exc:
+            state.diagnostics.extend(exc.all_diagnostics())
+            return
+        state.build.outputs = [(top.layers[-1].name, tensor)]
 
     def check_block(self, decl: ir.BlockDecl, scope: FileScope) -> None:
         """Check a block on its own: parameters and input shapes unknown.
@@ -179,7 +202,8 @@ class FlowExpander:
                 stmt, env, outputs, state.consts, state.arguments, state.diagnostics
             )
 
-    def _model_inputs(self, decl: ir.ModelDecl, env: Env) -> None:
+    def _model_inputs(self, decl: ir.ModelDecl, env: Env, shape_given: tuple[Any, ...] | None = None) -> None:
+        """The model's inputs; a zoo backbone's one input of the shape its call gives (`input_shape=`)."""
         seen: dict[str, Span] = {}
         for stmt in walk_inputs(decl.body):
             for item in stmt.items:
@@ -189,7 +213,7 @@ class FlowExpander:
                             item.span, f"duplicate input '{item.name}'", f"the first is at line {seen[item.name].line}"
                         )
                     seen[item.name] = item.span
-                    shape = self._input_shape(item, env)
+                    shape = shape_given or self._input_shape(item, env)
                     dtype = self._input_dtype(item)
                     env.vars[item.name] = self.writer.emit_input(item.name, shape, dtype, item.span)
                 except Fail as exc:

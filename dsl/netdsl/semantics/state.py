@@ -145,6 +145,8 @@ class BuildState:
     taps: dict[str, list[ir.Attr]] = field(default_factory=dict)
     tapped: dict[tuple[str, str], Tensor] = field(default_factory=dict)
     tapped_call: dict[str, Span] = field(default_factory=dict)
+    # A zoo backbone's top by model (`backbone_call.BackboneTop.key`) and the span of its first call.
+    backbone_tops: dict[str, tuple[str, Span]] = field(default_factory=dict)
     first_input: Tensor | None = None  # the graph's first input: lends `arange(n)` its batch size
 
 

@@ -70,6 +70,7 @@ class FlowExpander:
             self.run(decl.body, env, where="model")
             if top is not None:
                 self._backbone_top(top)
+                graph.classifier = top.include_top
             graph.outputs = [(name, t.ref) for name, t in state.build.outputs if t.ref is not None]  # not poisoned
             if state.build.tapped_call and isinstance(state.backend, ShapeBackend):  # a Keras build has called it
                 drop_untaken_outputs(graph)

@@ -27,7 +27,8 @@ SIZE = 96  # every family takes it, and keras.applications' padding by input siz
 
 # (family, the call's arguments in the spec, keras.applications' arguments)
 CALLS = [
-    ("efficientnet_b0", "include_top=true, input_shape=(96, 96, 3)", {"include_top": True}),
+    # the weights by the call, as keras.applications takes them, in a model without a train section
+    ("efficientnet_b0", 'include_top=true, weights="imagenet", input_shape=(96, 96, 3)', {"include_top": True}),
     ("efficientnet_b0", 'pooling="max"', {"include_top": False, "pooling": "max"}),
     ("resnet50", 'pooling="avg"', {"include_top": False, "pooling": "avg"}),
     (
@@ -78,7 +79,8 @@ def test_a_backbones_top_is_keras_applications_with_the_same_arguments(
         dataclasses.replace(family, **{"top" if top else "notop": unpinned}),
     )
     spec = tmp_path / "m.net"
-    spec.write_text(spec_text(name, arguments, f"zoo:{name}/top" if top else f"zoo:{name}"))
+    by_init = "weights=" not in arguments
+    spec.write_text(spec_text(name, arguments, (f"zoo:{name}/top" if top else f"zoo:{name}") if by_init else None))
 
     backbone = netdsl.build(spec).get_layer(name)
     assert backbone.count_params() == reference.count_params()

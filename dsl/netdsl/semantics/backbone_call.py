@@ -24,7 +24,7 @@ from netdsl.semantics.values import Sym, SymCall, describe_value
 from netdsl.zoo.catalog import BY_NAME as FAMILIES
 from netdsl.zoo.heads import ACTIVATION, CLASSES, TOPS, Initializer, Name, TopLayer
 
-PARAMETERS = ("include_top", "pooling", "classes", "classifier_activation", "input_shape")
+PARAMETERS = ("include_top", "weights", "pooling", "classes", "classifier_activation", "input_shape")
 POOLINGS = ("avg", "max")
 IMAGENET_CLASSES = 1000
 TRAINED_SIZE = {name: family.input_size for name, family in FAMILIES.items()}
@@ -41,6 +41,12 @@ class BackboneTop:
     layers: tuple[TopLayer, ...]
     input_shape: tuple[Any, ...] | None  # the backbone's input, where the call fixes it (the classifier's)
     span: Span
+    imagenet: bool = False  # `weights="imagenet"`: the published file loaded, as `init` would
+
+    @property
+    def weights_path(self) -> str:
+        """The `init` value that loads the family's published file for this top."""
+        return f"zoo:{self.family}" + ("/top" if self.include_top else "")
 
     @property
     def key(self) -> str:
@@ -74,6 +80,7 @@ def backbone_top(family: str, step: Step) -> BackboneTop | None:
             raise Fail(span, f"parameter '{name}' of model '{family}' is given twice")
         given[name] = (value, span)
     include_top = _include_top(given, step.span)
+    imagenet = _imagenet(given)
     pooling = _pooling(given, step.span)
     top = TOPS[family]
     if include_top:
@@ -86,24 +93,60 @@ def backbone_top(family: str, step: Step) -> BackboneTop | None:
         if top.classifier is None:
             raise Fail(given["include_top"][1], f"include_top=true for {family}: {top.not_yet}", _HEAD_AS_STEPS)
         layers = tuple(_filled(layer, given, step.span) for layer in top.classifier)
+        if imagenet:
+            _imagenet_classifier(given)
         size = TRAINED_SIZE[family]  # Keras' default input_shape for its classifier
-        return BackboneTop(family, True, None, layers, _input_shape(given, (size, size, 3), step.span), step.span)
+        shape = _input_shape(given, (size, size, 3), step.span)
+        return BackboneTop(family, True, None, layers, shape, step.span, imagenet)
     for name in ("classes", "classifier_activation"):
         if name in given:
             raise Fail(given[name][1], f"{name} is for include_top=true: the ImageNet classifier's")
     shape = _input_shape(given, None, step.span)
     if pooling is None:
-        return BackboneTop(family, False, None, (), shape, step.span) if shape else None
+        return BackboneTop(family, False, None, (), shape, step.span, imagenet) if shape or imagenet else None
     if top.pooling is None:
         raise Fail(given["pooling"][1], f'pooling="{pooling}" for {family}: {top.not_yet}', _HEAD_AS_STEPS)
     average, maximum = top.pooling
     layer = (
         TopLayer(average, "global_average_pooling2d") if pooling == "avg" else TopLayer(maximum, "global_max_pooling2d")
     )
-    return BackboneTop(family, False, pooling, (layer,), shape, step.span)
+    return BackboneTop(family, False, pooling, (layer,), shape, step.span, imagenet)
 
 
 _HEAD_AS_STEPS = "write it as steps after the backbone: -> global_average_pooling2d -> dense(...)"
+
+
+def _imagenet(given: dict[str, tuple[Any, Span]]) -> bool:
+    if "weights" not in given:
+        return False
+    value, span = given["weights"]
+    if value is not None and value != "imagenet":
+        raise Fail(
+            span,
+            f'weights is none or "imagenet", received {describe_value(value)}',
+            'weights of your own: init = {"PART": "FILE"} in the train section',
+        )
+    return bool(value == "imagenet")
+
+
+def _imagenet_classifier(given: dict[str, tuple[Any, Span]]) -> None:
+    """ImageNet's classifier is 1000 classes, its activation softmax or none (keras.applications' rule)."""
+    if "classes" in given and given["classes"][0] != IMAGENET_CLASSES:
+        raise Fail(
+            given["classes"][1],
+            f'weights="imagenet" with include_top=true is ImageNet\'s {IMAGENET_CLASSES} classes, '
+            f"received classes={describe_value(given['classes'][0])}",
+            "a classifier of your own: include_top=false, then -> dense(classes) after the backbone",
+        )
+    if "classifier_activation" not in given:
+        return
+    activation, span = given["classifier_activation"]
+    if activation is not None and not (isinstance(activation, Sym) and activation.name == "softmax"):
+        raise Fail(
+            span,
+            f'weights="imagenet" with include_top=true takes classifier_activation softmax or none, '
+            f"received {describe_value(activation)}",
+        )
 
 
 def _include_top(given: dict[str, tuple[Any, Span]], call: Span) -> bool:

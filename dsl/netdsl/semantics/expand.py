@@ -29,7 +29,7 @@ from netdsl.registry.layers.wrappers import nested
 from netdsl.semantics.adapting import check_adapt
 from netdsl.semantics.args import DTYPES
 from netdsl.semantics.backbone_call import BackboneTop, step_arguments
-from netdsl.semantics.fine_tuning import check_parts
+from netdsl.semantics.fine_tuning import InitFrom, Pattern, check_parts
 from netdsl.semantics.graph import Graph, TensorRef, repeated_layer_names
 from netdsl.semantics.graph_writer import GraphWriter
 from netdsl.semantics.scope import FileScope
@@ -38,6 +38,7 @@ from netdsl.semantics.state import POISON, BuildState, ExpansionState, SharedIns
 from netdsl.semantics.steps import StepResolver, block_inputs, walk_inputs
 from netdsl.semantics.taps import drop_untaken_outputs, find_taps
 from netdsl.semantics.tensor_exprs import TensorExpressions
+from netdsl.semantics.train_checks import TrainSpec
 from netdsl.semantics.values import UNKNOWN, Closure, Env, Sym, SymCall, binding_name, describe_value, type_name
 from netdsl.syntax import ir
 from netdsl.syntax.loader import zoo_keras_names
@@ -71,6 +72,7 @@ class FlowExpander:
             if top is not None:
                 self._backbone_top(top)
                 graph.classifier = top.include_top
+            self._backbone_weights(graph)
             graph.outputs = [(name, t.ref) for name, t in state.build.outputs if t.ref is not None]  # not poisoned
             if state.build.tapped_call and isinstance(state.backend, ShapeBackend):  # a Keras build has called it
                 drop_untaken_outputs(graph)
@@ -112,6 +114,30 @@ class FlowExpander:
             state.diagnostics.extend(exc.all_diagnostics())
             return
         state.build.outputs = [(top.layers[-1].name, tensor)]
+
+    def _backbone_weights(self, graph: Graph) -> None:
+        """`efficientnet_b0(weights="imagenet")`: the family's published file loaded into the backbone, as
+        `init = {"efficientnet_b0": "zoo:efficientnet_b0"}` in the train section would (one is made for it),
+        before the section's own `init` parts; a backbone given its weights both ways is an error."""
+        state = self.state
+        if not state.build.backbone_weights or state.train_checker is None:
+            return
+        if graph.train is None:
+            graph.train = TrainSpec()
+        given = []
+        for name, top in state.build.backbone_weights.items():
+            twice = next((init for init in graph.train.init if init.part.text == name), None)
+            if twice is not None:
+                where = f"{top.span.line}:{top.span.col}"
+                state.error(
+                    twice.span,
+                    f"'{name}' has its weights from its call (weights=\"imagenet\" at {where}) and from init",
+                    "give them one way",
+                )
+                continue
+            given.append(InitFrom(Pattern(name, top.span), top.weights_path, top.span))
+        graph.train.init[:0] = given
+        graph.weights_by_call = [init.span for init in given]
 
     def check_block(self, decl: ir.BlockDecl, scope: FileScope) -> None:
         """Check a block on its own: parameters and input shapes unknown.

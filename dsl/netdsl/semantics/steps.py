@@ -542,6 +542,14 @@ class StepResolver:
         sub = self._sub_model(decl, step.scope, step.span, top=top)
         if top is not None and top.input_shape is not None:
             _check_backbone_input(decl.name, top, inputs, step.span)
+        if sub.weights_by_call:
+            first = sub.weights_by_call[0]
+            raise Fail(
+                step.span,
+                f"model '{decl.name}' loads ImageNet weights by a call (weights=\"imagenet\" at "
+                f"{first.line}:{first.col}), which only the model built does, not a nested one",
+                "call the backbone in this model itself, or build that model on its own",
+            )
         return self._emit_sub(sub, inputs, step.span, decl.name, shared=f"model:{decl.name}", final=final)
 
     def _backbone_top(self, step: Step, decl: ir.ModelDecl) -> BackboneTop | None:
@@ -563,6 +571,8 @@ class StepResolver:
                 "a model is one set of weights: call it the same way each time, or put the difference after it",
             )
         called.setdefault(decl.name, (top.key if top else "", step.span))
+        if top is not None and top.imagenet:
+            self.state.build.backbone_weights.setdefault(decl.name, top)
         return top
 
     def _tapped_call(
@@ -645,7 +655,7 @@ class StepResolver:
                 instance.built = self._shared_block_graph(instance, entry, inputs)
             return self._emit_sub(instance.built, inputs, span, instance.name, shared=key)
         if isinstance(entry, ir.ModelDecl):
-            sub = self._sub_model(entry, step.scope, step.span)
+            sub = self._sub_model(entry, step.scope, step.span, top=self._backbone_top(step, entry))
             return self._emit_sub(sub, inputs, span, instance.name, shared=f"model:{sub.name}")
         if isinstance(entry, LayerOrActivation):  # shared: the layer, whatever its arguments
             entry = step.entry = entry.layer

@@ -3,7 +3,8 @@
 `EfficientNetB0(include_top=True)`: the same parameters, layers under the same names, the same outputs with
 the same weights (the published file's layout, `zoo:NAME/top` for the classifier's), and counted in pure
 Python. A few families, one of each kind of top (building keras.applications' models costs seconds each):
-EfficientNet's dropout and initializer, ResNet's named pooling, MobileNetV2's and Xception's unnamed ones."""
+EfficientNet's dropout and initializer, ResNet's named pooling, MobileNetV2's and Xception's unnamed ones,
+MobileNetV3's classifier of convolutions."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import pytest
 import netdsl
 from netdsl.zoo import weights as zoo_weights
 from netdsl.zoo.catalog import BY_NAME
-from tests.support.backbones import varied_batch_norms
+from tests.support.backbones import OPERATOR_LAYERS, varied_batch_norms
 
 SIZE = 96  # every family takes it, and keras.applications' padding by input size is the same as without one
 
@@ -37,6 +38,8 @@ CALLS = [
         {"include_top": True, "classes": 7, "classifier_activation": None},
     ),
     ("xception", 'pooling="avg"', {"include_top": False, "pooling": "avg"}),
+    # a classifier of convolutions on a pooled map, with layers Keras leaves unnamed (`activation_18`)
+    ("mobilenet_v3_small", "include_top=true, input_shape=(96, 96, 3)", {"include_top": True}),
 ]
 
 
@@ -84,7 +87,11 @@ def test_a_backbones_top_is_keras_applications_with_the_same_arguments(
 
     backbone = netdsl.build(spec).get_layer(name)
     assert backbone.count_params() == reference.count_params()
-    assert [layer.name for layer in backbone.layers] == [layer.name for layer in reference.layers]
+    # every layer under keras.applications' name (MobileNetV3's `x + 3`: a layer here, an operation there)
+    operators = OPERATOR_LAYERS - {type(layer).__name__ for layer in reference.layers}
+    assert [layer.name for layer in backbone.layers if type(layer).__name__ not in operators] == [
+        layer.name for layer in reference.layers
+    ]
     assert [type(layer).__name__ for layer in backbone.layers[-3:]] == [
         type(layer).__name__ for layer in reference.layers[-3:]
     ]
@@ -116,7 +123,8 @@ def test_the_classifier_takes_keras_initializers_and_dropout():
     assert top["predictions"].args["activation"].name == "softmax" and top["predictions"].args["units"] == 5
 
 
-# keras.io/api/applications' table: the parameters of each model with its ImageNet classifier (include_top=True)
+# keras.io/api/applications' table: the parameters of each model with its ImageNet classifier (include_top=True);
+# MobileNetV3's as keras.applications builds it (Keras 3.15)
 WITH_TOP = {
     "xception": 22_910_480,
     "vgg16": 138_357_544,
@@ -128,6 +136,8 @@ WITH_TOP = {
     "resnet152_v2": 60_380_648,
     "inception_v3": 23_851_784,
     "mobilenet_v2": 3_538_984,
+    "mobilenet_v3_small": 2_554_968,
+    "mobilenet_v3_large": 5_507_432,
     "densenet121": 8_062_504,
     "efficientnet_b0": 5_330_571,
     "efficientnet_b1": 7_856_239,

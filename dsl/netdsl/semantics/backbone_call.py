@@ -42,6 +42,8 @@ class BackboneTop:
     input_shape: tuple[Any, ...] | None  # the backbone's input, where the call fixes it (the classifier's)
     span: Span
     imagenet: bool = False  # `weights="imagenet"`: the published file loaded, as `init` would
+    classes: int | None = None  # the classifier's, as the call gave them
+    classifier_activation: Any = None
 
     @property
     def weights_path(self) -> str:
@@ -53,15 +55,38 @@ class BackboneTop:
         """The call's arguments as text: one nested model per distinct top (`efficientnet_b0(pooling="avg")`)."""
         shape = f", input_shape={describe_value(self.input_shape)}" if self.input_shape else ""
         if self.include_top:
-            dense = self.layers[-1]
-            activation = _shown(dense.kwargs[0][1])
-            return f"(include_top=true, classes={dense.args[0]}, classifier_activation={activation}{shape})"
+            activation = _shown(self.classifier_activation)
+            return f"(include_top=true, classes={self.classes}, classifier_activation={activation}{shape})"
         return f'(pooling="{self.pooling}"{shape})' if self.pooling else f"({shape[2:]})"
 
 
 def backbone_top(family: str, step: Step) -> BackboneTop | None:
     """The top a zoo backbone's call asks for (None: the bare backbone), its arguments checked; raises
     `Fail` at the argument at fault."""
+    given = _keywords(family, step)
+    include_top = _include_top(given, step.span)
+    imagenet = _imagenet(given)
+    pooling = _pooling(given, step.span)
+    if include_top:
+        return _classifier(family, given, step.span, imagenet)
+    for name in ("classes", "classifier_activation"):
+        if name in given:
+            raise Fail(given[name][1], f"{name} is for include_top=true: the ImageNet classifier's")
+    shape = _input_shape(given, None, step.span)
+    if pooling is None:
+        return BackboneTop(family, False, None, (), shape, step.span, imagenet) if shape or imagenet else None
+    top = TOPS[family]
+    if top.pooling is None:
+        raise Fail(given["pooling"][1], f'pooling="{pooling}" for {family}: {top.not_yet}', _HEAD_AS_STEPS)
+    average, maximum = top.pooling
+    layer = (
+        TopLayer(average, "global_average_pooling2d") if pooling == "avg" else TopLayer(maximum, "global_max_pooling2d")
+    )
+    return BackboneTop(family, False, pooling, (layer,), shape, step.span, imagenet)
+
+
+def _keywords(family: str, step: Step) -> dict[str, tuple[Any, Span]]:
+    """The call's arguments by name, with where each is written: keywords only, each a parameter, once."""
     if step.args:
         raise Fail(
             step.args[0][1],
@@ -79,38 +104,28 @@ def backbone_top(family: str, step: Step) -> BackboneTop | None:
         if name in given:
             raise Fail(span, f"parameter '{name}' of model '{family}' is given twice")
         given[name] = (value, span)
-    include_top = _include_top(given, step.span)
-    imagenet = _imagenet(given)
-    pooling = _pooling(given, step.span)
+    return given
+
+
+def _classifier(family: str, given: dict[str, tuple[Any, Span]], call: Span, imagenet: bool) -> BackboneTop:
+    """`include_top=true`: the family's ImageNet classifier with the call's classes and activation, on pictures
+    of the size it was trained at unless `input_shape` says another (Keras' default)."""
+    if "pooling" in given and given["pooling"][0] is not None:
+        raise Fail(
+            given["pooling"][1],
+            "pooling is for include_top=false: the classifier pools the features itself",
+            "leave pooling out, or the classifier out (include_top=false)",
+        )
     top = TOPS[family]
-    if include_top:
-        if "pooling" in given and pooling is not None:
-            raise Fail(
-                given["pooling"][1],
-                "pooling is for include_top=false: the classifier pools the features itself",
-                "leave pooling out, or the classifier out (include_top=false)",
-            )
-        if top.classifier is None:
-            raise Fail(given["include_top"][1], f"include_top=true for {family}: {top.not_yet}", _HEAD_AS_STEPS)
-        layers = tuple(_filled(layer, given, step.span) for layer in top.classifier)
-        if imagenet:
-            _imagenet_classifier(given)
-        size = TRAINED_SIZE[family]  # Keras' default input_shape for its classifier
-        shape = _input_shape(given, (size, size, 3), step.span)
-        return BackboneTop(family, True, None, layers, shape, step.span, imagenet)
-    for name in ("classes", "classifier_activation"):
-        if name in given:
-            raise Fail(given[name][1], f"{name} is for include_top=true: the ImageNet classifier's")
-    shape = _input_shape(given, None, step.span)
-    if pooling is None:
-        return BackboneTop(family, False, None, (), shape, step.span, imagenet) if shape or imagenet else None
-    if top.pooling is None:
-        raise Fail(given["pooling"][1], f'pooling="{pooling}" for {family}: {top.not_yet}', _HEAD_AS_STEPS)
-    average, maximum = top.pooling
-    layer = (
-        TopLayer(average, "global_average_pooling2d") if pooling == "avg" else TopLayer(maximum, "global_max_pooling2d")
-    )
-    return BackboneTop(family, False, pooling, (layer,), shape, step.span, imagenet)
+    if top.classifier is None:
+        raise Fail(given["include_top"][1], f"include_top=true for {family}: {top.not_yet}", _HEAD_AS_STEPS)
+    layers = tuple(_filled(layer, given, call) for layer in top.classifier)
+    if imagenet:
+        _imagenet_classifier(given)
+    size = TRAINED_SIZE[family]
+    shape = _input_shape(given, (size, size, 3), call)
+    activation = given.get("classifier_activation", (Name("softmax"), None))[0]
+    return BackboneTop(family, True, None, layers, shape, call, imagenet, _classes(given, call), activation)
 
 
 _HEAD_AS_STEPS = "write it as steps after the backbone: -> global_average_pooling2d -> dense(...)"
@@ -195,8 +210,13 @@ def _filled(layer: TopLayer, given: dict[str, tuple[Any, Span]], call: Span) -> 
     """A classifier layer with the call's `classes` and `classifier_activation` in place."""
     classes = _classes(given, call)
     activation = given.get("classifier_activation", (Name("softmax"), None))[0]
-    args = tuple(classes if a == CLASSES else a for a in layer.args)
-    kwargs = tuple((k, activation if v == ACTIVATION else v) for k, v in layer.kwargs)
+    filled = {CLASSES: classes, ACTIVATION: activation}
+
+    def fill(value: Any) -> Any:
+        return filled[value] if isinstance(value, str) and value in filled else value
+
+    args = tuple(fill(a) for a in layer.args)
+    kwargs = tuple((k, fill(v)) for k, v in layer.kwargs)
     return TopLayer(layer.name, layer.layer, args, kwargs)
 
 

@@ -70,13 +70,15 @@ class FlowExpander:
             self._model_inputs(decl, env, top.input_shape if top is not None else None)
             self.run(decl.body, env, where="model")
             if top is not None:
+                _keras_application_names(graph, decl)  # the top's unnamed layers are numbered after them
                 self._backbone_top(top)
                 graph.classifier = top.include_top
             self._backbone_weights(graph)
             graph.outputs = [(name, t.ref) for name, t in state.build.outputs if t.ref is not None]  # not poisoned
             if state.build.tapped_call and isinstance(state.backend, ShapeBackend):  # a Keras build has called it
                 drop_untaken_outputs(graph)
-            _keras_application_names(graph, decl)
+            if not graph.keras_application:
+                _keras_application_names(graph, decl)
             state.diagnostics.extend(repeated_layer_names(graph))
             if graph.train is not None:
                 state.diagnostics.extend(check_parts(graph, graph.train))
@@ -103,17 +105,22 @@ class FlowExpander:
         if len(state.build.outputs) != 1 or not top.layers:  # its output failed, and said why; or no layer
             return
         ((_, tensor),) = state.build.outputs
+        graph = state.build.graph
+        names = {node.name for node in graph.nodes}
         try:
             for layer in top.layers:
                 entry = registry.lookup("layer", layer.layer)
                 assert entry is not None, layer.layer  # zoo/heads.py names registry layers
                 args, kwargs = step_arguments(layer, top.span)
                 bound = state.arguments.bind(entry, args, kwargs, top.span)
-                (tensor,) = self.steps.emit_registry(entry, layer.name, bound, [tensor], top.span, layer.name)
+                name = layer.name or _keras_own_name(layer.layer, names)
+                (tensor,) = self.steps.emit_registry(entry, name, bound, [tensor], top.span, name)
+                graph.nodes[-1].name = name  # Keras' name, whatever names the spec's layers took
+                names.add(name)
         except Fail as exc:
             state.diagnostics.extend(exc.all_diagnostics())
             return
-        state.build.outputs = [(top.layers[-1].name, tensor)]
+        state.build.outputs = [(graph.nodes[-1].name, tensor)]
 
     def _backbone_weights(self, graph: Graph) -> None:
         """`efficientnet_b0(weights="imagenet")`: the family's published file loaded into the backbone, as
@@ -606,6 +613,16 @@ def _name_span(decl: ir.ModelDecl, keyword: str) -> Span:
     """The span of a declaration's name (just after its keyword)."""
     col = decl.span.col + len(keyword) + 1
     return Span.at(decl.span.file, decl.span.line, col, len(decl.name))
+
+
+def _keras_own_name(layer: str, taken: set[str]) -> str:
+    """The name Keras gives a layer it makes unnamed in a fresh session: its class's, `_1`, `_2`, ... after the
+    layers of that class before it (keras.applications' layers, named as in such a session)."""
+    name, count = layer, 0
+    while name in taken:
+        count += 1
+        name = f"{layer}_{count}"
+    return name
 
 
 def _keras_application_names(graph: Graph, decl: ir.ModelDecl) -> None:

@@ -20,9 +20,11 @@ ACTIVATION = "<classifier_activation>"  # the call's `classifier_activation` (so
 
 @dataclass(frozen=True)
 class TopLayer:
-    """One layer Keras adds: its name there, the registry step, its arguments."""
+    """One layer Keras adds: its name there (None: Keras' own for a layer it leaves unnamed, the class's name
+    numbered after the backbone's layers of that name: MobileNetV3's `activation_18`), the registry step, its
+    arguments."""
 
-    name: str
+    name: str | None
     layer: str
     args: tuple[Any, ...] = ()
     kwargs: tuple[tuple[str, Any], ...] = ()
@@ -87,10 +89,21 @@ _VGG16 = (
     _dense(),
 )
 
-_MOBILENET_V3 = (
-    "its classifier (a pooling kept as a map, two 1x1 convolutions, Keras' unnamed hard-swish) is not "
-    "built by netdsl yet"
-)
+
+def _mobilenet_v3(last_point: int) -> tuple[TopLayer, ...]:
+    """MobileNetV3's classifier: the features averaged as a 1x1 map, a 1x1 convolution and Keras' unnamed
+    hard-swish, dropout, the classes as a 1x1 convolution, flattened, then the activation as a layer."""
+    return (
+        TopLayer(None, "global_average_pooling2d", (), (("keepdims", True),)),
+        TopLayer("conv_2", "conv2d", (last_point, 1), (("padding", "same"), ("use_bias", True))),
+        TopLayer(None, "activation", (Name("hard_silu"),)),
+        TopLayer(None, "dropout", (0.2,)),
+        TopLayer("logits", "conv2d", (CLASSES, 1), (("padding", "same"),)),
+        TopLayer(None, "flatten"),
+        TopLayer("predictions", "activation", (ACTIVATION,)),
+    )
+
+
 _CONVNEXT = (
     "Keras pools its features before the backbone's last layer norm, and its classifier replaces that layer "
     "norm: netdsl does not build either yet"
@@ -103,8 +116,8 @@ TOPS: dict[str, Top] = {
     "xception": Top(_CLASS_POOLS, _POOL_DENSE),
     "inception_v3": Top(_CLASS_POOLS, _POOL_DENSE),
     "mobilenet_v2": Top(_CLASS_POOLS, (TopLayer("global_average_pooling2d", "global_average_pooling2d"), _dense())),
-    "mobilenet_v3_small": Top(_NAMED_POOLS, None, _MOBILENET_V3),
-    "mobilenet_v3_large": Top(_NAMED_POOLS, None, _MOBILENET_V3),
+    "mobilenet_v3_small": Top(_NAMED_POOLS, _mobilenet_v3(1024)),
+    "mobilenet_v3_large": Top(_NAMED_POOLS, _mobilenet_v3(1280)),
     "efficientnet_b0": Top(_NAMED_POOLS, _efficientnet(0.2)),
     "efficientnet_b1": Top(_NAMED_POOLS, _efficientnet(0.2)),
     "efficientnet_b2": Top(_NAMED_POOLS, _efficientnet(0.3)),

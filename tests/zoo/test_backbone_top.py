@@ -150,6 +150,7 @@ WITH_TOP = {
 }
 
 
+@pytest.mark.slow  # 21 backbones expanded in a subprocess: about 15 s
 def test_summary_counts_every_classifier_as_keras_publishes_it_without_a_backend(tmp_path):
     """Each family's `include_top=true` at the size it was trained at, counted by `summary` in one process that
     imports no backend: the parameters keras.io's table gives."""

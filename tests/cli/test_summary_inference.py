@@ -269,6 +269,8 @@ _LAYERS = [
     ("dense", {"units": 4, "trainable": False}, [(3,)]),
     ("batch_normalization", {"trainable": False}, [(8, 6)]),
     ("residual", {"filters": 4, "stride": 2}, [(8, 8, 3)]),
+    ("normalization", {}, [(8, 9, 3)]),  # its adapted mean, variance and count (an EfficientNet's first layer)
+    ("normalization", {"mean": [1.0, 2.0, 3.0], "variance": [1.0, 1.0, 1.0]}, [(8, 9, 3)]),  # none
     ("time_distributed", {"layer": _pair("batch_normalization")}, [(5, 6)]),
     ("time_distributed", {"layer": _pair("dense", units=3, trainable=False)}, [(5, 6)]),
     ("bidirectional", {"layer": _pair("lstm", units=4)}, [(None, 6)]),

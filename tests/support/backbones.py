@@ -5,6 +5,10 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+# What a spec's operators on tensors build (`x + 3`: TensorOp; `x + y`: Add): an operation of the functional graph in
+# keras.applications (MobileNetV3's `x + 3`, ConvNeXt's `inputs + x`), not a layer of model.layers
+OPERATOR_LAYERS = {"TensorOp", "Add", "Subtract", "Multiply"}
+
 
 def varied_batch_norms(model: keras.Model, size: int) -> None:
     """Batch norms away from their initial values, so a statistic loaded into the wrong layer shows: scales (layer

@@ -24,7 +24,7 @@ from netdsl.cli import main
 from netdsl.syntax.loader import zoo_specs
 from netdsl.zoo import weights as zoo_weights
 from netdsl.zoo.catalog import BY_NAME
-from tests.support.backbones import varied_batch_norms
+from tests.support.backbones import OPERATOR_LAYERS, varied_batch_norms
 
 SIZE = 64
 ZOO_CHECK_SIZE = 96  # every family takes it (Inception V3 needs 75, Xception 71)
@@ -287,11 +287,6 @@ def weighted_layers(model: keras.Model) -> list[tuple[str, list[tuple[int, ...]]
 def kind(layer: keras.Layer) -> str:
     """A layer's class; a nested model is a model (ConvNeXt's stem: a `Sequential` there, a functional model here)."""
     return "Model" if isinstance(layer, keras.Model) else type(layer).__name__
-
-
-# What a spec's operators on tensors build (`x + 3`: TensorOp; `x + y`: Add): an operation of the functional graph in
-# keras.applications (MobileNetV3's `x + 3`, ConvNeXt's `inputs + x`), not a layer of model.layers
-OPERATOR_LAYERS = {"TensorOp", "Add", "Subtract", "Multiply"}
 
 
 @pytest.mark.slow

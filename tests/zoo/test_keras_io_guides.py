@@ -125,18 +125,19 @@ def test_the_transfer_learning_guide_as_a_spec_is_the_guides_model(tmp_path, mon
 # keras.io's "Image classification via fine-tuning with EfficientNet": EfficientNetB0 frozen under a new head
 # (pooling, a batch norm, dropout, softmax over the 120 dog breeds), trained at 1e-2; then its last 20 layers
 # unfrozen but the batch norms, at 1e-5. Its augmentation front end is left out: off at inference, as above.
+# The backbone as the example makes it, `EfficientNetB0(include_top=False, weights="imagenet")` with its pooling
+# `avg_pool`, is one call: `efficientnet_b0(weights="imagenet", pooling="avg")`.
 EFFICIENTNET = """\
 import "zoo:efficientnet_b0"
 
 model dogs {
   input image: (224, 224, 3)
-  f = image -> efficientnet_b0 -> global_average_pooling2d -> batch_norm
+  f = image -> efficientnet_b0(weights="imagenet", pooling="avg") -> batch_norm
   output pred = f -> dropout(0.2) -> dense(120, activation=softmax)
   train {
     optimizer = adam(1e-2)
     loss = categorical_crossentropy
     metrics = [accuracy]
-    init = {"efficientnet_b0": "zoo:efficientnet_b0"}
     freeze = ["efficientnet_b0"]
     unfreeze = ["efficientnet_b0.block7a_*", "efficientnet_b0.top_*"]
     unfreeze_after = 25
@@ -184,8 +185,10 @@ def test_the_efficientnet_example_as_a_spec_is_the_examples_model_in_both_phases
     from keras.src.legacy.saving.legacy_h5_format import save_weights_to_hdf5_group
 
     from netdsl.backend.compiler import unfreeze
+    from netdsl.syntax.formatter import format_text
 
-    assert len([line for line in EFFICIENTNET.splitlines() if line.strip()]) <= 17
+    assert len([line for line in EFFICIENTNET.splitlines() if line.strip()]) <= 15  # and the blank after the import
+    assert format_text(EFFICIENTNET) == EFFICIENTNET  # as `netdsl fmt` writes it
     home = tmp_path / "keras-home"
     (home / "models").mkdir(parents=True)
     family = BY_NAME["efficientnet_b0"]

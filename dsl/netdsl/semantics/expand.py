@@ -28,7 +28,8 @@ from netdsl.registry.layers.rnn import STATES
 from netdsl.registry.layers.wrappers import nested
 from netdsl.semantics.adapting import check_adapt
 from netdsl.semantics.args import DTYPES
-from netdsl.semantics.fine_tuning import check_parts
+from netdsl.semantics.backbone_call import BackboneTop, step_arguments
+from netdsl.semantics.fine_tuning import InitFrom, Pattern, check_parts
 from netdsl.semantics.graph import Graph, TensorRef, repeated_layer_names
 from netdsl.semantics.graph_writer import GraphWriter
 from netdsl.semantics.scope import FileScope
@@ -37,6 +38,7 @@ from netdsl.semantics.state import POISON, BuildState, ExpansionState, SharedIns
 from netdsl.semantics.steps import StepResolver, block_inputs, walk_inputs
 from netdsl.semantics.taps import drop_untaken_outputs, find_taps
 from netdsl.semantics.tensor_exprs import TensorExpressions
+from netdsl.semantics.train_checks import TrainSpec
 from netdsl.semantics.values import UNKNOWN, Closure, Env, Sym, SymCall, binding_name, describe_value, type_name
 from netdsl.syntax import ir
 from netdsl.syntax.loader import zoo_keras_names
@@ -52,8 +54,9 @@ class FlowExpander:
         self.tensor_exprs = TensorExpressions(state, self.writer, self.steps, self)
 
     # ============================================================ entry points
-    def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph:
-        """A model's graph (a nested model's too: its own build, inside the one that uses it)."""
+    def expand_model(self, decl: ir.ModelDecl, scope: FileScope, top: BackboneTop | None = None) -> Graph:
+        """A model's graph (a nested model's too: its own build, inside the one that uses it); a zoo
+        backbone's with the `top` its call asks for after its output."""
         state = self.state
         graph = Graph(decl.name, decl.span)
         outer, state.build = state.build, BuildState(graph, set())
@@ -64,12 +67,18 @@ class FlowExpander:
         try:
             env = Env(scope)
             state.build.taps = find_taps(decl.body, scope)
-            self._model_inputs(decl, env)
+            self._model_inputs(decl, env, top.input_shape if top is not None else None)
             self.run(decl.body, env, where="model")
+            if top is not None:
+                _keras_application_names(graph, decl)  # the top's unnamed layers are numbered after them
+                self._backbone_top(top)
+                graph.classifier = top.include_top
+            self._backbone_weights(graph)
             graph.outputs = [(name, t.ref) for name, t in state.build.outputs if t.ref is not None]  # not poisoned
             if state.build.tapped_call and isinstance(state.backend, ShapeBackend):  # a Keras build has called it
                 drop_untaken_outputs(graph)
-            _keras_application_names(graph, decl)
+            if not graph.keras_application:
+                _keras_application_names(graph, decl)
             state.diagnostics.extend(repeated_layer_names(graph))
             if graph.train is not None:
                 state.diagnostics.extend(check_parts(graph, graph.train))
@@ -88,6 +97,54 @@ class FlowExpander:
             state.model_stack.pop()
             state.shadows = outer_shadows
         return graph
+
+    def _backbone_top(self, top: BackboneTop) -> None:
+        """keras.applications' pooling or classifier after a zoo backbone's one output, under Keras' layer
+        names (`avg_pool`, `predictions`); the backbone's output is the last of them."""
+        state = self.state
+        if len(state.build.outputs) != 1 or not top.layers:  # its output failed, and said why; or no layer
+            return
+        ((_, tensor),) = state.build.outputs
+        graph = state.build.graph
+        names = {node.name for node in graph.nodes}
+        try:
+            for layer in top.layers:
+                entry = registry.lookup("layer", layer.layer)
+                assert entry is not None, layer.layer  # zoo/heads.py names registry layers
+                args, kwargs = step_arguments(layer, top.span)
+                bound = state.arguments.bind(entry, args, kwargs, top.span)
+                name = layer.name or _keras_own_name(layer.layer, names)
+                (tensor,) = self.steps.emit_registry(entry, name, bound, [tensor], top.span, name)
+                graph.nodes[-1].name = name  # Keras' name, whatever names the spec's layers took
+                names.add(name)
+        except Fail as exc:
+            state.diagnostics.extend(exc.all_diagnostics())
+            return
+        state.build.outputs = [(graph.nodes[-1].name, tensor)]
+
+    def _backbone_weights(self, graph: Graph) -> None:
+        """`efficientnet_b0(weights="imagenet")`: the family's published file loaded into the backbone, as
+        `init = {"efficientnet_b0": "zoo:efficientnet_b0"}` in the train section would (one is made for it),
+        before the section's own `init` parts; a backbone given its weights both ways is an error."""
+        state = self.state
+        if not state.build.backbone_weights or state.train_checker is None:
+            return
+        if graph.train is None:
+            graph.train = TrainSpec()
+        given = []
+        for name, top in state.build.backbone_weights.items():
+            twice = next((init for init in graph.train.init if init.part.text == name), None)
+            if twice is not None:
+                where = f"{top.span.line}:{top.span.col}"
+                state.error(
+                    twice.span,
+                    f"'{name}' has its weights from its call (weights=\"imagenet\" at {where}) and from init",
+                    "give them one way",
+                )
+                continue
+            given.append(InitFrom(Pattern(name, top.span), top.weights_path, top.span))
+        graph.train.init[:0] = given
+        graph.weights_by_call = [init.span for init in given]
 
     def check_block(self, decl: ir.BlockDecl, scope: FileScope) -> None:
         """Check a block on its own: parameters and input shapes unknown.
@@ -179,7 +236,8 @@ class FlowExpander:
                 stmt, env, outputs, state.consts, state.arguments, state.diagnostics
             )
 
-    def _model_inputs(self, decl: ir.ModelDecl, env: Env) -> None:
+    def _model_inputs(self, decl: ir.ModelDecl, env: Env, shape_given: tuple[Any, ...] | None = None) -> None:
+        """The model's inputs; a zoo backbone's one input of the shape its call gives (`input_shape=`)."""
         seen: dict[str, Span] = {}
         for stmt in walk_inputs(decl.body):
             for item in stmt.items:
@@ -189,7 +247,7 @@ class FlowExpander:
                             item.span, f"duplicate input '{item.name}'", f"the first is at line {seen[item.name].line}"
                         )
                     seen[item.name] = item.span
-                    shape = self._input_shape(item, env)
+                    shape = shape_given or self._input_shape(item, env)
                     dtype = self._input_dtype(item)
                     env.vars[item.name] = self.writer.emit_input(item.name, shape, dtype, item.span)
                 except Fail as exc:
@@ -555,6 +613,16 @@ def _name_span(decl: ir.ModelDecl, keyword: str) -> Span:
     """The span of a declaration's name (just after its keyword)."""
     col = decl.span.col + len(keyword) + 1
     return Span.at(decl.span.file, decl.span.line, col, len(decl.name))
+
+
+def _keras_own_name(layer: str, taken: set[str]) -> str:
+    """The name Keras gives a layer it makes unnamed in a fresh session: its class's, `_1`, `_2`, ... after the
+    layers of that class before it (keras.applications' layers, named as in such a session)."""
+    name, count = layer, 0
+    while name in taken:
+        count += 1
+        name = f"{layer}_{count}"
+    return name
 
 
 def _keras_application_names(graph: Graph, decl: ir.ModelDecl) -> None:

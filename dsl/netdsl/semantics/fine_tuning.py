@@ -173,6 +173,7 @@ def check_parts(graph: Graph, spec: Any) -> list[Diagnostic]:
         if init.part.text and not _matching(whole, [init.part.text]):
             hint = _inside_nested_model(graph, init.part.text, partial(_init_whole, init.path))
             found.append(_names_nothing(graph, init.part, list(whole), hint))
+        found += _zoo_file_for_the_top(graph, init)
     if spec.freeze or spec.unfreeze:
         reaching = _layers_by_name(graph, nested=True)
         found += [
@@ -252,6 +253,29 @@ def _ordered_layer_names(graph: Graph, nested: bool) -> list[str]:
 
 
 INSIDE = "/"  # between a nested model's Keras name and one of its layers': "backbone/conv1"
+
+
+def _zoo_file_for_the_top(graph: Graph, init: InitFrom) -> list[Diagnostic]:
+    """`init = {"B": "zoo:NAME/top"}` for a backbone B called with its classifier (`include_top=true`),
+    `zoo:NAME` for one called without: the published file of the other kind holds a layer more or less."""
+    zoo = zoo_weights(init.path)
+    if zoo is None or not init.part.text:
+        return []
+    family, top = zoo
+    for node in graph.nodes:
+        sub = node.decl
+        if node.op != "model" or not isinstance(sub, Graph) or not sub.keras_application:
+            continue
+        if init.part.text not in (node.name, keras_layer_name(node)) or sub.classifier == top:
+            continue
+        if top:
+            message = f"'{init.path}' holds the ImageNet classifier; '{init.part.text}' is called without it"
+            hint = f"call it with include_top=true, or load {ZOO_PREFIX}{family}"
+        else:
+            message = f"'{init.path}' holds no classifier; '{init.part.text}' is called with include_top=true"
+            hint = f"load {ZOO_PREFIX}{family}{ZOO_TOP}"
+        return [Diagnostic.at(init.span, message, hint)]
+    return []
 
 
 def _layers_by_name(graph: Graph, *, nested: bool = False) -> dict[str, set[str]]:

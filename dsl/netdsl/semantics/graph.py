@@ -98,6 +98,12 @@ class Graph:
     # A zoo backbone's: its layers carry keras.applications' names, and parts are named by them alone
     # (its block instances are the decompiler's, `top_activation.stage_3`: a `top_*` would name them all).
     keras_application: bool = False
+    # A zoo backbone called with `include_top=true` (`semantics/backbone_call.py`): its published weights are
+    # the file with the classifier, `zoo:NAME/top`.
+    classifier: bool = False
+    # The calls of zoo backbones with `weights="imagenet"` in its body: `init` parts of its train section, which
+    # load only where it is the model built (not nested in another).
+    weights_by_call: list[Span] = field(default_factory=list)
     # Its last `taps` outputs are layers a caller taps by name (`semantics/taps.py`), not declared ones.
     taps: int = 0
 

@@ -145,6 +145,10 @@ class BuildState:
     taps: dict[str, list[ir.Attr]] = field(default_factory=dict)
     tapped: dict[tuple[str, str], Tensor] = field(default_factory=dict)
     tapped_call: dict[str, Span] = field(default_factory=dict)
+    # A zoo backbone's top by model (`backbone_call.BackboneTop.key`) and the span of its first call.
+    backbone_tops: dict[str, tuple[str, Span]] = field(default_factory=dict)
+    # The zoo backbones called with `weights="imagenet"`, by model: an `init` of the caller's train section.
+    backbone_weights: dict[str, Any] = field(default_factory=dict)
     first_input: Tensor | None = None  # the graph's first input: lends `arange(n)` its batch size
 
 

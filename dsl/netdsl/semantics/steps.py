@@ -16,6 +16,7 @@ from netdsl import registry
 from netdsl.errors import Diagnostic, Exhausted, Fail, Span, did_you_mean
 from netdsl.limits import MAX_BLOCK_DEPTH, MAX_REPEAT
 from netdsl.semantics import call_tensors
+from netdsl.semantics.backbone_call import BackboneTop, backbone_top
 from netdsl.semantics.call_tensors import KeywordTensors
 from netdsl.semantics.consts import bind_plain, dotted_name, is_default
 from netdsl.semantics.graph import Cluster, Graph, KeywordInput
@@ -34,6 +35,7 @@ from netdsl.semantics.state import (
 from netdsl.semantics.taps import tapped
 from netdsl.semantics.values import UNKNOWN, Env, StepValue, TensorValue, Value, describe_value, type_name
 from netdsl.syntax import ir
+from netdsl.syntax.loader import zoo_keras_names
 
 # Keras layers left out of the allow-list on purpose, and why (for the diagnostic).
 REFUSED_LAYERS = {
@@ -51,7 +53,7 @@ class BodyRunner(Protocol):
 
     def run(self, body: list[ir.Stmt], env: Env, where: str) -> None: ...
 
-    def expand_model(self, decl: ir.ModelDecl, scope: FileScope) -> Graph: ...
+    def expand_model(self, decl: ir.ModelDecl, scope: FileScope, top: BackboneTop | None = None) -> Graph: ...
 
     def tensors(self, expr: ir.Expr, env: Env, final: str | None) -> list[Tensor]: ...
 
@@ -533,16 +535,54 @@ class StepResolver:
 
     # ============================================================ models and shared
     def _nested_model(self, step: Step, decl: ir.ModelDecl, inputs: list[Tensor], final: str | None) -> list[Tensor]:
-        if step.args or step.kwargs:
-            raise Fail(step.span, f"model '{decl.name}' takes no arguments")
+        top = self._backbone_top(step, decl)
         taps = self.state.build.taps.get(decl.name)
         if taps:
-            return self._tapped_call(step, decl, taps, inputs, final)
-        sub = self._sub_model(decl, step.scope, step.span)
+            return self._tapped_call(step, decl, taps, inputs, final, top)
+        sub = self._sub_model(decl, step.scope, step.span, top=top)
+        if top is not None and top.input_shape is not None:
+            _check_backbone_input(decl.name, top, inputs, step.span)
+        if sub.weights_by_call:
+            first = sub.weights_by_call[0]
+            raise Fail(
+                step.span,
+                f"model '{decl.name}' loads ImageNet weights by a call (weights=\"imagenet\" at "
+                f"{first.line}:{first.col}), which only the model built does, not a nested one",
+                "call the backbone in this model itself, or build that model on its own",
+            )
         return self._emit_sub(sub, inputs, step.span, decl.name, shared=f"model:{decl.name}", final=final)
 
+    def _backbone_top(self, step: Step, decl: ir.ModelDecl) -> BackboneTop | None:
+        """What a call puts on a zoo backbone's features (`efficientnet_b0(pooling="avg")`, see
+        `backbone_call.py`); any other model takes no arguments. A model is one Keras model, one set of
+        weights: every call of it in a body asks for the same top."""
+        if not (step.args or step.kwargs):
+            top = None
+        elif zoo_keras_names(decl.span.file, decl.name):
+            top = backbone_top(decl.name, step)
+        else:
+            raise Fail(step.span, f"model '{decl.name}' takes no arguments")
+        called = self.state.build.backbone_tops
+        if decl.name in called and called[decl.name][0] != (top.key if top else ""):
+            first = called[decl.name][1]
+            raise Fail(
+                step.span,
+                f"model '{decl.name}' is called with other arguments than at {first.line}:{first.col}",
+                "a model is one set of weights: call it the same way each time, or put the difference after it",
+            )
+        called.setdefault(decl.name, (top.key if top else "", step.span))
+        if top is not None and top.imagenet:
+            self.state.build.backbone_weights.setdefault(decl.name, top)
+        return top
+
     def _tapped_call(
-        self, step: Step, decl: ir.ModelDecl, taps: list[ir.Attr], inputs: list[Tensor], final: str | None
+        self,
+        step: Step,
+        decl: ir.ModelDecl,
+        taps: list[ir.Attr],
+        inputs: list[Tensor],
+        final: str | None,
+        top: BackboneTop | None = None,
     ) -> list[Tensor]:
         """The one call of a model the body taps (`semantics/taps.py`): the nested model with the tapped
         layers as extra outputs; the flow goes on with its declared outputs."""
@@ -556,17 +596,27 @@ class StepResolver:
                 "a model tapped by layer name is called once in the body",
             )
         build.tapped_call[decl.name] = step.span
-        sub = self._sub_model(decl, step.scope, step.span, taps)
+        sub = self._sub_model(decl, step.scope, step.span, taps, top)
+        if top is not None and top.input_shape is not None:
+            _check_backbone_input(decl.name, top, inputs, step.span)
         outputs = self._emit_sub(sub, inputs, step.span, decl.name, shared=f"model:{decl.name}", final=final)
         declared = len(sub.outputs) - len(taps)
         for (name, _), tensor in zip(sub.outputs[declared:], outputs[declared:]):
             build.tapped[(decl.name, name)] = tensor
         return outputs[:declared]
 
-    def _sub_model(self, decl: ir.ModelDecl, scope: FileScope, span: Span, taps: list[ir.Attr] | None = None) -> Graph:
+    def _sub_model(
+        self,
+        decl: ir.ModelDecl,
+        scope: FileScope,
+        span: Span,
+        taps: list[ir.Attr] | None = None,
+        top: BackboneTop | None = None,
+    ) -> Graph:
         """The nested model's graph, expanded once per check (once more with the layers a body taps as
-        extra outputs: that model is another Keras model, of the same name and layers)."""
-        key = decl.name if not taps else f"{decl.name}+" + "+".join(tap.attr for tap in taps)
+        extra outputs, or a zoo backbone's top: that model is another Keras model, of the same name)."""
+        key = decl.name + (top.key if top else "")
+        key = key if not taps else f"{key}+" + "+".join(tap.attr for tap in taps)
         if decl.name in self.state.model_stack:
             stack = self.state.model_stack
             raise Fail(span, cycle_text("model", decl.name, stack[stack.index(decl.name) :]))
@@ -574,7 +624,7 @@ class StepResolver:
             raise Fail(span, f"blocks and models nested more than {MAX_BLOCK_DEPTH} deep")
         if key not in self.state.models:
             errors_before = len(self.state.diagnostics)
-            graph = self.bodies.expand_model(decl, scope)
+            graph = self.bodies.expand_model(decl, scope, top)
             if taps:
                 graph = tapped(graph, taps, self.state.diagnostics)
             self.state.models[key] = graph if len(self.state.diagnostics) == errors_before else None
@@ -605,7 +655,7 @@ class StepResolver:
                 instance.built = self._shared_block_graph(instance, entry, inputs)
             return self._emit_sub(instance.built, inputs, span, instance.name, shared=key)
         if isinstance(entry, ir.ModelDecl):
-            sub = self._sub_model(entry, step.scope, step.span)
+            sub = self._sub_model(entry, step.scope, step.span, top=self._backbone_top(step, entry))
             return self._emit_sub(sub, inputs, span, instance.name, shared=f"model:{sub.name}")
         if isinstance(entry, LayerOrActivation):  # shared: the layer, whatever its arguments
             entry = step.entry = entry.layer
@@ -667,6 +717,22 @@ class StepResolver:
             else:
                 self.state.step_hints[key] = did_you_mean(name, _step_names(env))
         return self.state.step_hints[key]
+
+
+def _check_backbone_input(name: str, top: BackboneTop, inputs: list[Tensor], span: Span) -> None:
+    """A backbone whose call fixes its input (its classifier's, `input_shape=`) takes tensors of that shape."""
+    assert top.input_shape is not None
+    shape = inputs[0].shape if len(inputs) == 1 else None
+    if not isinstance(shape, tuple) or len(shape) != len(top.input_shape):
+        return
+    if any(isinstance(a, int) and isinstance(b, int) and a != b for a, b in zip(shape, top.input_shape)):
+        given = "its classifier's" if top.include_top else "the call's"
+        raise Fail(
+            span,
+            f"model '{name}' takes pictures of shape {describe_value(top.input_shape)} ({given} input_shape), "
+            f"received {describe_value(shape)}",
+            f"give the size it is called on: {name}(..., input_shape={describe_value(shape)})",
+        )
 
 
 def _step_names(env: Env) -> Iterator[str]:

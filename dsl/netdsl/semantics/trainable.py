@@ -142,7 +142,7 @@ def _statistics(args: Args, shapes: list[Any]) -> int | None:
         projected = size(shapes[0][-1]) != filters or args["stride"] != 1
         return 2 * filters * (3 if projected else 2)
     if name == "normalization":
-        return None  # mean, variance and count: adapted state without a count rule
+        return params_of(args, shapes)  # its weights are its adapted mean, variance and count, none trained
     if name in ("time_distributed", "bidirectional", "spectral_normalization"):
         return _wrapper_statistics(args, shapes)
     return 0

@@ -150,6 +150,8 @@ def tree_flops_per_element(tree: Any) -> int:
 
 def elements(shape: Shape) -> int:
     """The elements of one sample's tensor; ValueError for a size that varies."""
+    if all(type(d) is int and d >= 0 for d in shape):  # the common case, without a call per axis
+        return math.prod(shape)
     return math.prod(size(d) for d in shape)
 
 

@@ -246,11 +246,11 @@ def _step(
     if node.op == "model" and isinstance(node.decl, Graph):
         return _nested(node, called_graph(node.decl, ins), width, params, needs_input_gradient)
     unknown = None
-    sized = all(_sized(s) for s in ins + outs)  # then the bytes are known, also for a step without a rule
-    out_bytes = sum(elements(s) for s in outs if s is not None) * element if sized else 0
+    sized = _all_sized(ins) and _all_sized(outs)  # then the bytes are known, also for a step without a rule
+    out_bytes = sum(map(elements, outs)) * element if sized else 0
     if node.op == "layer" and node.kind in VIEWS:
         out_bytes = 0  # the input's bytes, seen in another shape: nothing new is held
-    in_bytes = sum(elements(s) for s in ins if s is not None) * width if sized else 0
+    in_bytes = sum(map(elements, ins)) * width if sized else 0
     padding = 0
     try:
         macs, flops = _counts(node, ins, outs, sized)
@@ -312,6 +312,17 @@ def _shape_of(graph: Graph, ref: Any) -> Any:
     """The shape of the tensor `ref` names (None where its step has fewer shapes than outputs)."""
     shapes = graph.nodes[ref.node].output_shapes
     return shapes[ref.index] if ref.index < len(shapes) else None
+
+
+def _all_sized(shapes: list[Any]) -> bool:
+    """Whether every shape is `_sized` (a loop: this runs for every step of a 10,000-layer model)."""
+    for shape in shapes:
+        if not isinstance(shape, tuple):
+            return False
+        for dim in shape:
+            if not isinstance(dim, int):
+                return False
+    return True
 
 
 def _sized(shape: Any) -> bool:

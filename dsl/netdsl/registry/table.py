@@ -169,10 +169,10 @@ class Entry:
 
     def param(self, name: str) -> Param | None:
         """The constructor or call parameter called `name`, or None."""
-        return self._params_by_name.get(name)
+        return self.params_by_name.get(name)
 
     @functools.cached_property
-    def _params_by_name(self) -> dict[str, Param]:
+    def params_by_name(self) -> dict[str, Param]:
         """{name: parameter}, the first of that name (constructor before call): `param` is asked for every
         argument of every layer that the shapes, the parameter counts and the cost read."""
         by_name: dict[str, Param] = {}

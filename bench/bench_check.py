@@ -9,7 +9,11 @@ Prints:
      1,000, 10,000 and 60,000 statements written out one by one
      (`h2 = h1 -> dense(16)`, generated here; the 60,000 one is two models,
      1.7 MB, under the 2 MiB cap). Targets: 10,000 statements at most 0.45 of
-     the import; 60,000 at most 7 times the 10,000; peak memory under 1 GB;
+     the import; 60,000 at most 7 times the 10,000; peak memory under 1 GB.
+     Then the CPU time of `netdsl check` of a fine-tuning spec (keras.io's
+     EfficientNetB0 example, `import "zoo:efficientnet_b0"`; issue 32 asks
+     0.1 s) and of `netdsl summary --cost` of the 10,000 statements against
+     their check (issue 31 asks at most 1.2 times);
   2. in-process time of the same flat specs (median of N, warm, as a language
      server re-checks): the parse and the check apart, the parse's share, the
      cost per statement (target: 1,000 statements within 100 ms);
@@ -59,6 +63,28 @@ def flat_spec(statements: int, models: int = 1) -> str:
     return "\n".join(lines)
 
 
+# keras.io's "Image classification via fine-tuning with EfficientNet" as a spec (tests/zoo/test_keras_io_guides.py)
+FINE_TUNING = """\
+import "zoo:efficientnet_b0"
+
+model dogs {
+  input image: (224, 224, 3)
+  f = image -> efficientnet_b0 -> global_average_pooling2d -> batch_norm
+  output pred = f -> dropout(0.2) -> dense(120, activation=softmax)
+  train {
+    optimizer = adam(1e-2)
+    loss = categorical_crossentropy
+    metrics = [accuracy]
+    init = {"efficientnet_b0": "zoo:efficientnet_b0"}
+    freeze = ["efficientnet_b0"]
+    unfreeze = ["efficientnet_b0.block7a_*", "efficientnet_b0.top_*"]
+    unfreeze_after = 25
+    unfreeze_learning_rate = 1e-5
+  }
+}
+"""
+
+
 def let_specs(size: int = 2 * 1024 * 1024 - 4096) -> dict[str, str]:
     """2 MiB specs of `let` lines: distinct ones; one repeated (errors: it is declared again and
     again) with a syntax error in the last line (issue 22, seed 22 input 2421 of the campaign)."""
@@ -91,6 +117,18 @@ def process_cpu(cmd: list[str]) -> float:
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     return usage.ru_utime + usage.ru_stime
+
+
+def interleaved_cpu(commands: dict[str, list[str]], repeat: int) -> dict[str, float]:
+    """Median CPU seconds of each command, the commands taking turns after a warm-up: on a shared
+    machine CPU time moves less than wall time, and the ratios are what to compare."""
+    for cmd in commands.values():
+        process_cpu(cmd)
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, cmd in commands.items():
+            times[name].append(process_cpu(cmd))
+    return {name: statistics.median(times[name]) for name in commands}
 
 
 def run_process(cmd: list[str]) -> tuple[float, int]:
@@ -202,6 +240,8 @@ def speed(args: argparse.Namespace, check: list[str]) -> None:
         for n in FLAT_SIZES:
             flat[n] = Path(tmp) / f"flat{n}.net"
             flat[n].write_text(flat_spec(n, models=2 if n > 30_000 else 1), encoding="utf-8")
+        fine_tuning = Path(tmp) / "fine_tuning.net"
+        fine_tuning.write_text(FINE_TUNING, encoding="utf-8")
         commands = {
             "tf": [python, "-c", "import tensorflow"],
             "resnet50": check + ["specs/resnet50.net"],
@@ -230,6 +270,21 @@ def speed(args: argparse.Namespace, check: list[str]) -> None:
         print(
             f"  60,000 / 10,000 statements: {big / small:.2f} x the time ({size / 1e6:.2f} MB; target <= 7, "
             f"peak memory <= 1 GB)"
+        )
+        cpu = interleaved_cpu(
+            {
+                "fine_tuning": check + [str(fine_tuning)],
+                "check": check + [str(flat[10_000])],
+                "cost": [python, "-m", "netdsl.cli", "summary", "--cost", str(flat[10_000])],
+            },
+            args.repeat,
+        )
+        print()
+        print(f"process CPU time (user + system), median of {args.repeat} interleaved runs:")
+        print(f"  netdsl check, a zoo fine-tuning spec      {cpu['fine_tuning']:7.3f} s  (target <= 0.1 s, issue 32)")
+        print(
+            f"  netdsl summary --cost, 10,000 statements  {cpu['cost']:7.3f} s  {cpu['cost'] / cpu['check']:5.2f} x "
+            f"its check's {cpu['check']:.3f} s  (target <= 1.2, issue 31)"
         )
         print()
         print(f"in-process, median of {args.repeat} (warm: parse + check of the text, as a language server):")

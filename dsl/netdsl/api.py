@@ -40,11 +40,9 @@ from netdsl.pipeline import ModelSummary, Spec
 from netdsl.registry import plugins
 from netdsl.syntax.loader import Program, load_file, load_text
 from netdsl.trained import TrainedModel  # what open_trained returns: no Keras until it is used
-from netdsl.training.run.predictions import Predictions  # NumPy only
 from netdsl.training.run.record import Run  # what train returns and open_run reads back: no Keras
 from netdsl.training.run.signals import EXIT_STOPPED as EXIT_STOPPED  # 130: a run stopped, resumable
 from netdsl.training.run.signals import Stopped as Stopped  # a run's Ctrl-C or SIGTERM (the CLI's exit 130)
-from netdsl.tuning import SweepResult, TrialRecord  # cheap: Optuna loads when a sweep starts
 
 if TYPE_CHECKING:
     import graphviz
@@ -53,7 +51,9 @@ if TYPE_CHECKING:
 
     from netdsl.decompiler.verify import RoundTrip
     from netdsl.deploy import Exported
+    from netdsl.training.run.predictions import Predictions  # NumPy
     from netdsl.training.run.settings import TrainConfig
+    from netdsl.tuning import SweepResult, TrialRecord
 
 __all__ = [
     "parse",
@@ -89,6 +89,25 @@ __all__ = [
     "open_trained",
     "TrainedModel",
 ]
+
+# Public types of the rooms a command may never need, imported when first asked for (`netdsl.Predictions`):
+# NumPy (Predictions) and the sweep records stay out of `netdsl check`'s process.
+_LATER = {
+    "Predictions": "netdsl.training.run.predictions",
+    "SweepResult": "netdsl.tuning",
+    "TrialRecord": "netdsl.tuning",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LATER:
+        raise AttributeError(f"module 'netdsl.api' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(_LATER[name]), name)
+    globals()[name] = value  # once: later uses are plain lookups
+    return value
+
 
 # A trained model: a run folder (its best.keras or model.keras: `checkpoint=`), a `.keras` file, or a live
 # `keras.Model`.

@@ -191,12 +191,15 @@ def summary_table(graph: Any, split: ParamSplit, cost: ModelCost | None = None) 
     if cost is not None:
         header += ("FLOPs", "Memory")
     rows = _node_rows(graph, cost)
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    widths = [max(map(len, column)) for column in zip(header, *rows)]
     widths = [min(w, 48) for w in widths[:3]] + widths[3:]
 
+    left, right = widths[:3], widths[3:]  # names, kinds and shapes fitted and left-aligned; numbers right
+
     def line(row: tuple) -> str:
-        cells = [_fit(row[i], widths[i]).ljust(widths[i]) for i in range(3)]
-        return "  ".join(cells + [row[i].rjust(widths[i]) for i in range(3, len(header))]).rstrip()
+        cells = [_fit(text, width).ljust(width) for text, width in zip(row[:3], left)]
+        cells += [text.rjust(width) for text, width in zip(row[3:], right)]
+        return "  ".join(cells).rstrip()
 
     total, trainable = split.total, split.trainable
     rule = "-" * len(line(tuple("-" * w for w in widths)))

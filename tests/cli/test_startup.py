@@ -67,3 +67,27 @@ def test_ctrl_c_while_the_command_line_loads_is_a_clean_stop(tmp_path):
     )
     done = _python(code, tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (130, "", "")
+
+
+def test_check_loads_its_own_command_and_not_numpy(tmp_path):
+    """`netdsl check` imports the check's modules, not every command's: no NumPy (predictions), no preview
+    server, no sweep records, no Keras; the other commands' modules load when they run."""
+    (tmp_path / "mlp.net").write_text("model m {\n  input x: (4,)\n  output y = x -> dense(2)\n}\n")
+    code = (
+        "import sys\n"
+        "from netdsl.cli import main\n"
+        "code = main(['check', 'mlp.net'])\n"
+        "heavy = ('numpy', 'keras', 'netdsl.preview.server', 'netdsl.tuning', 'netdsl.cli.train', 'netdsl.cli.render')\n"
+        "print(code, sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    done = _python(code, tmp_path)
+    assert (done.returncode, done.stderr, done.stdout) == (0, "", "mlp.net: no problems found\n0 []\n")
+
+
+def test_a_public_type_of_a_room_check_leaves_out_is_there_when_asked_for():
+    from netdsl import api
+    from netdsl.training.run.predictions import Predictions
+    from netdsl.tuning import SweepResult, TrialRecord
+
+    assert (api.Predictions, api.SweepResult, api.TrialRecord) == (Predictions, SweepResult, TrialRecord)
+    assert (netdsl.Predictions, netdsl.SweepResult) == (Predictions, SweepResult)

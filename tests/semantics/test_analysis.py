@@ -290,3 +290,15 @@ def test_a_bidirectional_rnn_s_states_are_counted_and_shaped():
         "3:3: 2 names on the left, but the flow gives 3 tensors; 'bidirectional' with return_state=true gives its "
         "output, then its states: seq, forward_h, backward_h = ..."
     ]
+
+
+def test_a_name_hiding_a_step_is_reported_at_the_first_use_after_its_binding():
+    """Uses of the step before the binding read the step (no error); the message names the first use after it."""
+    text = (
+        "model m {\n  input x: (4,)\n  a = x -> dense(4)\n  b = a -> dense(4)\n  dense = b -> relu\n"
+        "  c = dense -> dense(4)\n  d = c -> dense(4)\n  output d\n}\n"
+    )
+    assert errors_of(text) == [
+        "5:3: the tensor 'dense' hides the layer 'dense', used as a step at line 6; rename the tensor (say "
+        "'dense_out'): after it, '-> dense' reads the tensor",
+    ]

@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import shutil
-import subprocess
 from collections.abc import Callable, Mapping
-from importlib import metadata
 
 from netdsl import api
 from netdsl.version import __version__
@@ -31,6 +28,8 @@ DOT_TIMEOUT = 10  # seconds: a `dot` that hangs must not hang `--version`
 
 def installed(distribution: str) -> str | None:
     """The installed version of a distribution, or None."""
+    from importlib import metadata  # here: it loads the email package, which no other command needs
+
     try:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
@@ -39,6 +38,8 @@ def installed(distribution: str) -> str | None:
 
 def dot_version(which: Callable[[str], str | None] = shutil.which) -> str:
     """Graphviz as `dot -V` reports it, or why it cannot be used."""
+    import subprocess
+
     dot = which("dot")
     if dot is None:
         return (
@@ -58,6 +59,8 @@ def report(
     dot: Callable[[], str] = dot_version,
 ) -> str:
     """The lines `netdsl --version` prints."""
+    import platform
+
     default, packages = api.backend_packages(environ)
     backends = []
     for name, distributions in packages.items():  # (the first of its distributions found is shown)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import warnings
 from collections.abc import Callable
@@ -10,26 +11,6 @@ from typing import Any
 
 from netdsl import api
 from netdsl.api import options
-from netdsl.cli import (
-    build,
-    check,
-    completion,
-    decompile,
-    evaluate,
-    examples,
-    export,
-    fmt,
-    init,
-    layers,
-    lsp,
-    predict,
-    preview,
-    render,
-    runs,
-    sweep,
-    train,
-    zoo,
-)
 from netdsl.cli.about import VersionAction
 from netdsl.cli.common import (
     EXIT_OK,
@@ -115,29 +96,44 @@ def _parser() -> argparse.ArgumentParser:
             sub, name, summary=command.summary, description=command.description, examples=list(command.examples)
         )
         add_options(cmd, command.options)
-        cmd.set_defaults(run=RUNS[name])
+        cmd.set_defaults(run=_Run(*RUNS[name]))
     return parser
 
 
-# What each command runs: its module's `run` (`build` and `summary` share cli/build.py).
-RUNS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "check": check.run,
-    "fmt": fmt.run,
-    "build": build.run_build,
-    "summary": build.run_summary,
-    "render": render.run,
-    "layers": layers.run,
-    "preview": preview.run,
-    "decompile": decompile.run,
-    "export": export.run,
-    "lsp": lsp.run,
-    "train": train.run,
-    "sweep": sweep.run,
-    "runs": runs.run,
-    "evaluate": evaluate.run,
-    "predict": predict.run,
-    "completion": completion.run,
-    "init": init.run,
-    "examples": examples.run,
-    "zoo": zoo.run,
+# What each command runs: a function of its module (`build` and `summary` share cli/build.py), imported
+# when the command runs: `netdsl check` does not load the preview server, NumPy or the training room.
+RUNS: dict[str, tuple[str, str]] = {
+    "check": ("check", "run"),
+    "fmt": ("fmt", "run"),
+    "build": ("build", "run_build"),
+    "summary": ("build", "run_summary"),
+    "render": ("render", "run"),
+    "layers": ("layers", "run"),
+    "preview": ("preview", "run"),
+    "decompile": ("decompile", "run"),
+    "export": ("export", "run"),
+    "lsp": ("lsp", "run"),
+    "train": ("train", "run"),
+    "sweep": ("sweep", "run"),
+    "runs": ("runs", "run"),
+    "evaluate": ("evaluate", "run"),
+    "predict": ("predict", "run"),
+    "completion": ("completion", "run"),
+    "init": ("init", "run"),
+    "examples": ("examples", "run"),
+    "zoo": ("zoo", "run"),
 }
+
+
+class _Run:
+    """A command's function, imported from its module of netdsl.cli (a fixed name of this table, never one
+    from the command line) when the command runs."""
+
+    def __init__(self, module: str, function: str) -> None:
+        self.module, self.function = module, function
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        run: Callable[[argparse.Namespace], int] = getattr(
+            importlib.import_module(f"netdsl.cli.{self.module}"), self.function
+        )
+        return run(args)

@@ -150,7 +150,12 @@ def tree_flops_per_element(tree: Any) -> int:
 
 def elements(shape: Shape) -> int:
     """The elements of one sample's tensor; ValueError for a size that varies."""
-    return math.prod(size(d) for d in shape)
+    count = 1
+    for dim in shape:  # the common case without a call per axis
+        if type(dim) is not int or dim < 0:
+            return math.prod(size(d) for d in shape)  # ValueError, naming the size
+        count *= dim
+    return count
 
 
 def _activation(args: Args, out: Shape) -> int:

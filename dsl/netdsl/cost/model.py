@@ -312,10 +312,7 @@ def _backward(macs: int, flops: int, has_weights: bool, needs_input_gradient: bo
 def _step(
     graph: Graph, node: Node, width: int, seen_shared: set[str], needs_input_gradient: bool = False
 ) -> tuple[StepCost, _Part]:
-    ins = [
-        graph.node_of(ref).output_shapes[ref.index] if ref.index < len(graph.node_of(ref).output_shapes) else None
-        for ref in node.positional(node.inputs)  # a layer's work follows these; keyword tensors are read as is
-    ]
+    ins = [_shape_of(graph, ref) for ref in node.positional(node.inputs)]  # keyword tensors are read as is
     outs = list(node.output_shapes)
     element = _DTYPE_BYTES.get(node.dtype or "float32", 4) if node.op == "input" else width
     params = node.params or 0
@@ -326,14 +323,14 @@ def _step(
     if node.op == "model" and isinstance(node.decl, Graph):
         return _nested(node, called_graph(node.decl, ins), width, params, needs_input_gradient)
     unknown = None
-    sized = all(_sized(s) for s in ins + outs)  # then the bytes are known, also for a step without a rule
-    out_bytes = sum(elements(s) for s in outs if s is not None) * element if sized else 0
+    sized = _all_sized(ins) and _all_sized(outs)  # then the bytes are known, also for a step without a rule
+    out_bytes = sum(map(elements, outs)) * element if sized else 0
     if node.op == "layer" and node.kind in VIEWS:
         out_bytes = 0  # the input's bytes, seen in another shape: nothing new is held
-    in_bytes = sum(elements(s) for s in ins if s is not None) * width if sized else 0
+    in_bytes = sum(map(elements, ins)) * width if sized else 0
     padding = 0
     try:
-        macs, flops = _counts(node, ins, outs)
+        macs, flops = _counts(node, ins, outs, sized)
         if node.op == "layer" and node.kind in PADDED:
             padding = padding_macs(_args(node), ins, outs, macs)  # type: ignore[arg-type]  # _counts: all sized
     except NoRule as exc:
@@ -422,16 +419,34 @@ def _nested(node: Node, inner: Graph, width: int, params: int, needs_input_gradi
     return step, part
 
 
+def _shape_of(graph: Graph, ref: Any) -> Any:
+    """The shape of the tensor `ref` names (None where its step has fewer shapes than outputs)."""
+    shapes = graph.nodes[ref.node].output_shapes
+    return shapes[ref.index] if ref.index < len(shapes) else None
+
+
+def _all_sized(shapes: list[Any]) -> bool:
+    """Whether every shape is `_sized` (a loop: this runs for every step of a 10,000-layer model)."""
+    for shape in shapes:
+        if not isinstance(shape, tuple):
+            return False
+        for dim in shape:
+            if not isinstance(dim, int):
+                return False
+    return True
+
+
 def _sized(shape: Any) -> bool:
     return isinstance(shape, tuple) and all(isinstance(d, int) for d in shape)
 
 
-def _counts(node: Node, ins: list[Any], outs: list[Any]) -> Counts:
+def _counts(node: Node, ins: list[Any], outs: list[Any], sized: bool) -> Counts:
+    """(MACs, FLOPs) of one sample through a step (`sized`: every shape of `ins` and `outs` is known)."""
     if node.op == "layer" and node.kind not in LAYER_RULES:
         raise NoRule(f"'{node.kind}' has no cost rule")
-    if not all(_sized(s) for s in ins):
+    if not sized and not all(_sized(s) for s in ins):
         raise NoRule("the size of its input is not known")
-    if not outs or not all(_sized(s) for s in outs):
+    if not outs or not (sized or all(_sized(s) for s in outs)):
         raise NoRule("the size of its output is not known" if node.op != "input" else "the input's size varies")
     if node.op == "input":
         return 0, 0

@@ -31,6 +31,7 @@ Conventions the checker and compiler rely on:
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 import threading
@@ -168,10 +169,16 @@ class Entry:
 
     def param(self, name: str) -> Param | None:
         """The constructor or call parameter called `name`, or None."""
+        return self.params_by_name.get(name)
+
+    @functools.cached_property
+    def params_by_name(self) -> dict[str, Param]:
+        """{name: parameter}, the first of that name (constructor before call): `param` is asked for every
+        argument of every layer that the shapes, the parameter counts and the cost read."""
+        by_name: dict[str, Param] = {}
         for p in self.params + self.call_params:
-            if p.name == name:
-                return p
-        return None
+            by_name.setdefault(p.name, p)
+        return by_name
 
     @property
     def positional_params(self) -> tuple[Param, ...]:

@@ -236,6 +236,8 @@ def part_layer_names(graph: Graph, patterns: Sequence[str], *, nested: bool = Fa
     an `init` part loads), so that they cannot disagree. `nested` (`freeze`'s):
     a pattern reaches into a nested model (`backbone.stage_4*`), naming its
     layers as `backbone/LAYER` (Keras never puts a `/` in a layer's name)."""
+    if not patterns:  # nothing frozen (most specs): no table of every name to build
+        return []
     named = _matching(_layers_by_name(graph, nested=nested), patterns)
     return [name for name in _ordered_layer_names(graph, nested) if name in named]
 

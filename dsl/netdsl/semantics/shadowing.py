@@ -11,7 +11,8 @@ hides and how to rename it. Pure IR: nothing runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import bisect
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,16 +50,32 @@ def shadows(params: list[ir.Param], body: list[Any], scope: FileScope) -> dict[s
     statements = list(_statements(body))
     for index, stmt in enumerate(statements):
         bindings.extend((name, span, kind, index) for name, span, kind in _bound(stmt))
-    uses = [(index, name, span) for index, stmt in enumerate(statements) for name, span in _step_uses(stmt)]
+    uses = _uses_by_name(statements)
     found: dict[str, Shadow] = {}
     for name, span, kind, index in bindings:
         if name in found:
             continue
-        later = next((at for i, used, at in uses if used == name and i > index), None)
+        later = _first_use_after(uses.get(name, ()), index)
         hidden = _hidden(name, scope) if later is not None else None
         if later is not None and hidden is not None:
             found[name] = Shadow(name, span, kind, hidden[0], later, hidden[1] if kind != "tensor" else f"{name}_out")
     return found
+
+
+def _uses_by_name(statements: list[Any]) -> dict[str, list[tuple[int, Span]]]:
+    """{name: (statement index, span) of each use of it as a step, in order}: looked up per binding, so
+    that a body of n statements costs n, not n x n (a 10,000-statement chain took seconds)."""
+    uses: dict[str, list[tuple[int, Span]]] = {}
+    for index, stmt in enumerate(statements):
+        for name, span in _step_uses(stmt):
+            uses.setdefault(name, []).append((index, span))
+    return uses
+
+
+def _first_use_after(uses: Sequence[tuple[int, Span]], index: int) -> Span | None:
+    """The first of a name's uses (in statement order) in a statement after `index`."""
+    at = bisect.bisect_right(uses, index, key=lambda use: use[0])
+    return uses[at][1] if at < len(uses) else None
 
 
 def _hidden(name: str, scope: FileScope) -> tuple[str, str] | None:

@@ -191,7 +191,10 @@ class _Loader:
             if isinstance(decl, ir.Import):
                 target = self._follow(decl, display, real, chain + [display])
                 if target is not None:
-                    links.append(ImportLink(alias=decl.alias, target=target, decl=decl))
+                    # constructed, not validated (as Program is): netdsl's own values, and validating would
+                    # build ImportLink's pydantic schema (and scan every installed package for pydantic
+                    # plugins) on the first import of a check: 80-150 ms of a zoo spec's check
+                    links.append(ImportLink.model_construct(alias=decl.alias, target=target, decl=decl))
 
     def _follow(self, decl: ir.Import, display: str, real: Path, chain: list[str]) -> str | None:
         """Load the file an import names; its display path, or None after an error."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from netdsl.errors import BuildError
-from netdsl.registry.table import Entry
+from netdsl.registry.table import REQUIRED, Entry
 
 __all__ = [
     "Anatomy",
@@ -65,10 +65,10 @@ class Args:
     def __getitem__(self, name: str) -> Any:
         if name in self.given:
             return self.given[name]
-        param = self.entry.param(name)
+        param = self.entry.params_by_name.get(name)  # (the cost and the counts read every layer's arguments)
         if param is None:
             return None
-        if param.required:
+        if param.default is REQUIRED:
             raise KeyError(name)
         return param.default
 

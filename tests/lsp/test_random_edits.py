@@ -8,6 +8,7 @@ names its sequence. A fast subset runs always; all 1,000 are `slow`.
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import pytest
@@ -96,32 +97,41 @@ def _position(text: str, index: int) -> tuple[int, int]:
     return line, utf16_column(line_text, index - line_start)
 
 
+IN_FLIGHT = 4  # documents edited at once: the server's debounce (30 ms a burst) then waits for four at a time
+
+
 async def run_sequences(client: LanguageClient, first: int, count: int, capfd) -> None:
-    for number in range(first, first + count):
-        rng = random.Random(number)
-        spec = rng.choice(SPECS)
-        text = spec.read_text(encoding="utf-8")
-        path = spec.parent / f"random_{number}.net"  # beside lib/: the spec's imports still resolve
-        uri = path.as_uri()
-        open_doc(client, uri, text)
-        version = 1
-        for _ in range(rng.randint(1, 8)):
-            start, end, insert, text = random_edit(rng, text)
-            version += 1
-            edit(client, uri, version, start, end, insert)
-        published = await client.recorder.wait_for(uri, version)
-        check = [d.model_dump() for d in netdsl.check(text=text, filename=str(path))]
-        try:
-            assert_same_as_check(published.diagnostics, check, str(path), text)
-        except AssertionError as exc:
-            raise AssertionError(f"sequence {number} ({spec.name}): {exc}\n--- final text ---\n{text}") from None
-        client.text_document_did_close(
-            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
-        )
+    numbers = range(first, first + count)
+    for start in range(0, count, IN_FLIGHT):
+        await asyncio.gather(*(_run_sequence(client, n) for n in numbers[start : start + IN_FLIGHT]))
     assert client._server.returncode is None, "the server exited"
     errors = [m.message for m in client.log_messages if m.type == types.MessageType.Error or "Traceback" in m.message]
     assert errors == [] and list(client.messages) == [], (errors, client.messages)
     assert "Traceback" not in capfd.readouterr().err
+
+
+async def _run_sequence(client: LanguageClient, number: int) -> None:
+    """One seeded sequence of edits to its own document; its last publish equals `netdsl.check`."""
+    rng = random.Random(number)
+    spec = rng.choice(SPECS)
+    text = spec.read_text(encoding="utf-8")
+    path = spec.parent / f"random_{number}.net"  # beside lib/: the spec's imports still resolve
+    uri = path.as_uri()
+    open_doc(client, uri, text)
+    version = 1
+    for _ in range(rng.randint(1, 8)):
+        start, end, insert, text = random_edit(rng, text)
+        version += 1
+        edit(client, uri, version, start, end, insert)
+    published = await client.recorder.wait_for(uri, version)
+    check = [d.model_dump() for d in netdsl.check(text=text, filename=str(path))]
+    try:
+        assert_same_as_check(published.diagnostics, check, str(path), text)
+    except AssertionError as exc:
+        raise AssertionError(f"sequence {number} ({spec.name}): {exc}\n--- final text ---\n{text}") from None
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
 
 
 async def test_random_edit_sequences_fast_subset(client: LanguageClient, capfd):

@@ -173,6 +173,9 @@ def _origin_of(headers: Any) -> str:
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True  # an open event stream never keeps the process alive
     allow_reuse_address = False  # never share a port another process listens on
+    # connections the kernel queues until they are accepted (socketserver's default is 5: a page's burst of
+    # requests past it waited a second each for the client's SYN to be sent again)
+    request_queue_size = MAX_CONNECTIONS
     preview: PreviewServer
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

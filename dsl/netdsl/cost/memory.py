@@ -79,7 +79,7 @@ _READ_NOTHING = frozenset(
     }
 )
 _DROPOUTS = frozenset({"dropout", "alpha_dropout", "gaussian_dropout"})  # a random factor per element
-_MAX_POOLS = frozenset({"max_pooling1d", "max_pooling2d", "max_pooling3d"})
+_MAXIMUM_POOLINGS = frozenset({"max_pooling1d", "max_pooling2d", "max_pooling3d"})
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def footprint(op: str, kind: str, args: Args | None, ins: list[Shape], outs: lis
         return _NOTHING
     if kind in _DROPOUTS:
         return _dropout_footprint(args["rate"], outs[0])
-    if kind in _MAX_POOLS:
+    if kind in _MAXIMUM_POOLINGS:
         return _max_pool_footprint(ins[0], outs[0])
     if kind in ("multi_head_attention", "attention"):
         return _attention_footprint(kind, args, ins)

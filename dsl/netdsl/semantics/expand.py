@@ -81,7 +81,8 @@ class FlowExpander:
                 _keras_application_names(graph, decl)
             state.diagnostics.extend(repeated_layer_names(graph))
             if graph.train is not None:
-                state.diagnostics.extend(check_parts(graph, graph.train))
+                # a refused statement leaves its layers out: patterns naming them would only say it again
+                state.diagnostics.extend(check_parts(graph, graph.train, body_failed=state.build.refused_statement))
                 if not any(d.severity == "error" for d in state.diagnostics[reported:]):  # no layer left out
                     state.diagnostics.extend(check_adapt(graph, graph.train))
             if not state.build.outputs:
@@ -197,6 +198,7 @@ class FlowExpander:
                     if found:
                         state.diagnostics.extend(self._in_block_use(found))
                         self.writer.charge_failure(stmt.span)
+                        state.build.refused_statement |= not isinstance(stmt, ir.Train)
                     for name in _targets(stmt):
                         env.vars[name] = POISON
         finally:

@@ -156,8 +156,11 @@ def _zoo_weights(value: str, span: Any) -> str:
     return value
 
 
-def check_parts(graph: Graph, spec: Any) -> list[Diagnostic]:
-    """A diagnostic for each part pattern that names nothing in the model."""
+def check_parts(graph: Graph, spec: Any, body_failed: bool = False) -> list[Diagnostic]:
+    """A diagnostic for each part pattern that names nothing in the model. With `body_failed` (a statement
+    of the model was refused, and the layers it would have made are missing) a pattern naming nothing is
+    left unsaid: `freeze = ["efficientnet_b0"]` after a refused `efficientnet_b0(pooling="mean")` call
+    said three errors more, all of them that one."""
     found = []
     if spec.unfreeze_learning_rate is not None and spec.unfreeze_after is None:
         found.append(
@@ -170,11 +173,11 @@ def check_parts(graph: Graph, spec: Any) -> list[Diagnostic]:
         found.append(Diagnostic.at(graph.span, "unfreeze_after needs freeze: the parts frozen for the first phase"))
     whole = _layers_by_name(graph)
     for init in spec.init:
-        if init.part.text and not _matching(whole, [init.part.text]):
+        if init.part.text and not _matching(whole, [init.part.text]) and not body_failed:
             hint = _inside_nested_model(graph, init.part.text, partial(_init_whole, init.path))
             found.append(_names_nothing(graph, init.part, list(whole), hint))
         found += _zoo_file_for_the_top(graph, init)
-    if spec.freeze or spec.unfreeze:
+    if (spec.freeze or spec.unfreeze) and not body_failed:
         reaching = _layers_by_name(graph, nested=True)
         found += [
             _names_nothing(graph, p, list(reaching), None)

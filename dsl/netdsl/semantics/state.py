@@ -139,6 +139,8 @@ class BuildState:
     repeat: tuple[int, int, int] | None = None  # (group, pass, passes) of the `* N` being expanded
     outputs: list[tuple[str, Tensor]] = field(default_factory=list)  # only appended to, or replaced
     layers: int = 0  # nodes made, and those a failed input skipped (MAX_LAYERS)
+    # a statement of the body (not its train section) was refused: the layers it would have made are missing
+    refused_statement: bool = False
     repeat_once: bool = False  # a block checked on its own: each `* N` runs one pass
     # Taps (`semantics/taps.py`): the `MODEL.LAYER` names of the model body, by model; the tensors of the
     # model's one call, by (model, layer); the span of that call, by model.

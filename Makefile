@@ -83,9 +83,10 @@ SIGNAL_TESTS = tests/preview/test_server.py::test_cli_prints_the_url_and_serves_
 # Test files are spread over TEST_WORKERS processes (pytest-xdist), each file whole in one of
 # them (module fixtures are built once), the longest files first (tests/support/schedule.py);
 # `make test TEST_WORKERS=0` runs them in this process.
-# Tests marked `processes` start jobs of several training processes and interrupt runs: each moment they act
-# at is one the run reached and stopped at by itself (tests/support/paused_cli.py), so they share the cores
-# with the other tests like any test (alone, after the rest, they left one core idle for 5 of 19 minutes).
+# Tests marked `processes` start jobs of several training processes and interrupt runs, each at a moment
+# the run reached and stopped at by itself (tests/support/paused_cli.py). They run afterwards, two at a time
+# and test by test: with the other tests beside them every test's CPU time rose 10-15% (each job's thread
+# pools against the other worker), the whole suite 1.5 minutes; alone, one at a time, they left a core idle.
 # Each stage adds its seconds per room of tests/ to ROOM_TIMES; the last prints the whole suite's.
 # `--room-times=FILE`, one word: as two, pytest takes FILE for a path to test before it knows the flag, and
 # once the first stage has written FILE it looks for conftest.py beside it, not in tests/ (the flag is then unknown).
@@ -100,7 +101,8 @@ test test-fast: export PYTHONDONTWRITEBYTECODE :=
 
 test: $(STAMP) graphviz editors chromium postgresql
 	@mkdir -p build && rm -f $(ROOM_TIMES)
-	$(VENV)/bin/python -m pytest $(PARALLEL) --room-times=$(ROOM_TIMES)
+	$(VENV)/bin/python -m pytest $(PARALLEL) -m "not processes" --room-times=$(ROOM_TIMES)
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist load -m processes --room-times=$(ROOM_TIMES)
 	cd /tmp && trap '' INT && $(abspath $(VENV))/bin/python -m pytest -q -p no:cacheprovider \
 	    --room-times=$(ROOM_TIMES) $(addprefix $(CURDIR)/,$(SIGNAL_TESTS)) </dev/null
 

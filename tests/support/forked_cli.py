@@ -44,7 +44,14 @@ with muted_stderr(True):  # as init_backend imports Keras, less the first op (no
         absl.logging.set_verbosity(absl.logging.ERROR)
     except ImportError:
         pass
+import importlib
 import netdsl.cli  # noqa: F401
+from netdsl.cli.app import RUNS
+
+for module, _ in RUNS.values():  # every command's module, which `netdsl COMMAND` imports when it runs
+    importlib.import_module(f"netdsl.cli.{module}")
+import netdsl.training.run.predictions  # noqa: E402,F401  (netdsl.api's, imported when first asked for)
+import netdsl.tuning.records  # noqa: E402,F401
 os.environ.clear()
 os.environ.update(json.loads(sys.argv[1]))
 requests, replies = sys.stdin, sys.stdout

@@ -162,15 +162,20 @@ def tensor_op_counts(tree: Any, inputs: Sequence[Any]) -> Counts:
     return walker.macs, walker.flops
 
 
-def declared_layer_counts(config: Mapping[str, Any], inputs: Sequence[Any]) -> Counts:
-    """(MACs, FLOPs) per sample of a declared layer: its output trees over its inputs and weights."""
+def _declared_layer_walker(config: Mapping[str, Any], inputs: Sequence[Any]) -> _Walker:
+    """A walker over a declared layer's trees: its inputs (a batch of one) and its weights, by name."""
     names = config["inputs"]
     shapes = {name: _known(s) for name, s in zip(names, inputs)}
     params = config.get("params", {})
     tensors: dict[str, _Shape] = {name: (1,) + s for name, s in shapes.items()}
     for weight in config.get("weights", []):
         tensors[weight["name"]] = tuple(_dimension(d, shapes, params) for d in weight["shape"])
-    walker = _Walker(tensors, params)
+    return _Walker(tensors, params)
+
+
+def declared_layer_counts(config: Mapping[str, Any], inputs: Sequence[Any]) -> Counts:
+    """(MACs, FLOPs) per sample of a declared layer: its output trees over its inputs and weights."""
+    walker = _declared_layer_walker(config, inputs)
     for tree in config["outputs"]:
         walker.shape(tree)
     return walker.macs, walker.flops
@@ -184,13 +189,7 @@ def tensor_op_memory(tree: Any, inputs: Sequence[Any]) -> tuple[int, int]:
 
 def declared_layer_memory(config: Mapping[str, Any], inputs: Sequence[Any]) -> tuple[int, int]:
     """(peak, intermediates) per sample of a declared layer's output trees, in elements: see `_memory`."""
-    names = config["inputs"]
-    shapes = {name: _known(s) for name, s in zip(names, inputs)}
-    params = config.get("params", {})
-    tensors: dict[str, _Shape] = {name: (1,) + s for name, s in shapes.items()}
-    for weight in config.get("weights", []):
-        tensors[weight["name"]] = tuple(_dimension(d, shapes, params) for d in weight["shape"])
-    return _memory(config["outputs"], _Walker(tensors, params))
+    return _memory(config["outputs"], _declared_layer_walker(config, inputs))
 
 
 def _memory(trees: Sequence[Any], walker: _Walker) -> tuple[int, int]:
